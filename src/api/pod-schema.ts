@@ -1,0 +1,249 @@
+// The v1.Pod subset podsync supports, as zod schemas. They are the single source of the pod types the
+// engine uses (z.output), of validation (with API-server defaulting applied), and of /openapi.json.
+// Objects are strict: an unknown field is an error naming it, never silently ignored, because a field
+// we drop would be a field the caller thinks is in force on the node.
+import { z } from "zod";
+import { parseQuantity } from "./quantity.js";
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const C_IDENTIFIER_ENV = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+const dns1123Label = (what: string) =>
+  z
+    .string()
+    .max(63, `${what} must be no more than 63 characters`)
+    .regex(DNS1123_LABEL, `${what} must be a DNS-1123 label: lower case alphanumerics or '-', starting and ending with an alphanumeric`);
+
+const dns1123Subdomain = (what: string) =>
+  z
+    .string()
+    .max(253, `${what} must be no more than 253 characters`)
+    .regex(DNS1123_SUBDOMAIN, `${what} must be a DNS-1123 subdomain: lower case alphanumerics, '-' or '.', starting and ending with an alphanumeric`);
+
+function validQualifiedKey(key: string): string | undefined {
+  const parts = key.split("/");
+  if (parts.length > 2) return "a qualified name has at most one '/'";
+  const name = parts.length === 2 ? parts[1]! : parts[0]!;
+  if (parts.length === 2 && (parts[0]!.length > 253 || !DNS1123_SUBDOMAIN.test(parts[0]!)))
+    return "the prefix must be a DNS-1123 subdomain";
+  if (name.length === 0 || name.length > 63 || !QUALIFIED_NAME.test(name))
+    return "the name part must be 63 characters or less, alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric";
+  return undefined;
+}
+
+const labels = z.record(z.string(), z.string()).superRefine((rec, ctx) => {
+  for (const [k, v] of Object.entries(rec)) {
+    const bad = validQualifiedKey(k);
+    if (bad) ctx.addIssue({ code: "custom", path: [k], message: `invalid label key: ${bad}` });
+    if (v.length > 63 || !LABEL_VALUE.test(v))
+      ctx.addIssue({ code: "custom", path: [k], message: "invalid label value: 63 characters or less, alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric" });
+  }
+});
+
+const annotations = z.record(z.string(), z.string()).superRefine((rec, ctx) => {
+  let size = 0;
+  for (const [k, v] of Object.entries(rec)) {
+    const bad = validQualifiedKey(k);
+    if (bad) ctx.addIssue({ code: "custom", path: [k], message: `invalid annotation key: ${bad}` });
+    size += k.length + v.length;
+  }
+  if (size > 256 * 1024) ctx.addIssue({ code: "custom", message: "annotations must total 256 KiB or less" });
+});
+
+const port = (what: string) => z.number().int(`${what} must be an integer`).min(1, `${what} must be between 1 and 65535`).max(65535, `${what} must be between 1 and 65535`);
+
+const quantity = z.union([z.string(), z.number()]).refine((q) => parseQuantity(q) !== undefined, "must be a quantity such as 500m, 2, 128Mi or 1G");
+const resourceList = z.strictObject({ cpu: quantity.optional(), memory: quantity.optional() });
+
+const capabilities = z.strictObject({
+  add: z.array(z.string().regex(/^[A-Z_0-9]+$/, "capabilities are upper case, such as NET_ADMIN")).optional(),
+  drop: z.array(z.string().regex(/^[A-Z_0-9]+$/, "capabilities are upper case, such as NET_ADMIN")).optional(),
+});
+
+const uid = z.number().int().min(0).max(2 ** 32 - 1);
+
+export const ContainerSecurityContext = z.strictObject({
+  runAsUser: uid.optional(),
+  runAsGroup: uid.optional(),
+  runAsNonRoot: z.boolean().optional(),
+  privileged: z.boolean().optional(),
+  readOnlyRootFilesystem: z.boolean().optional(),
+  allowPrivilegeEscalation: z.boolean().optional(),
+  capabilities: capabilities.optional(),
+});
+
+export const ContainerPort = z.strictObject({
+  name: z.string().max(15).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "port name must be an IANA_SVC_NAME").optional(),
+  containerPort: port("containerPort"),
+  hostPort: port("hostPort").optional(),
+  protocol: z.enum(["TCP", "UDP", "SCTP"]).default("TCP"),
+  hostIP: z.union([z.ipv4(), z.ipv6()]).optional(),
+});
+
+export const EnvVar = z.strictObject({
+  name: z.string().min(1).regex(C_IDENTIFIER_ENV, "env name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit"),
+  value: z.string().default(""),
+});
+
+export const VolumeMount = z.strictObject({
+  name: dns1123Label("volume name"),
+  mountPath: z.string().startsWith("/", "mountPath must be absolute"),
+  readOnly: z.boolean().default(false),
+  subPath: z
+    .string()
+    .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "subPath must be relative and must not contain '..'")
+    .optional(),
+});
+
+export const Container = z.strictObject({
+  name: dns1123Label("container name"),
+  image: z.string().min(1, "image is required").refine((s) => !/\s/.test(s), "image must not contain whitespace"),
+  command: z.array(z.string()).optional(),
+  args: z.array(z.string()).optional(),
+  workingDir: z.string().startsWith("/", "workingDir must be absolute").optional(),
+  ports: z.array(ContainerPort).optional(),
+  env: z.array(EnvVar).optional(),
+  resources: z.strictObject({ limits: resourceList.optional(), requests: resourceList.optional() }).optional(),
+  volumeMounts: z.array(VolumeMount).optional(),
+  imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).optional(),
+  securityContext: ContainerSecurityContext.optional(),
+  terminationMessagePath: z.string().startsWith("/").default("/dev/termination-log"),
+  terminationMessagePolicy: z.enum(["File", "FallbackToLogsOnError"]).default("File"),
+  stdin: z.boolean().default(false),
+  stdinOnce: z.boolean().default(false),
+  tty: z.boolean().default(false),
+});
+
+export const Volume = z.union([
+  z.strictObject({
+    name: dns1123Label("volume name"),
+    hostPath: z.strictObject({
+      path: z.string().startsWith("/", "hostPath.path must be absolute"),
+      type: z.enum(["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"]).default(""),
+    }),
+  }),
+  z.strictObject({
+    name: dns1123Label("volume name"),
+    emptyDir: z.strictObject({ medium: z.enum(["", "Memory"]).default(""), sizeLimit: quantity.optional() }),
+  }),
+]);
+
+/** Registry credentials, inline (there is no API server to hold Secrets): the `.dockerconfigjson` shape. */
+export const PullSecret = z.strictObject({
+  name: z.string().min(1).optional(),
+  auths: z.record(
+    z.string().min(1),
+    z.strictObject({
+      username: z.string().optional(),
+      password: z.string().optional(),
+      auth: z.string().optional(),
+      identitytoken: z.string().optional(),
+      registrytoken: z.string().optional(),
+    }),
+  ),
+});
+
+export const PodSecurityContext = z.strictObject({
+  runAsUser: uid.optional(),
+  runAsGroup: uid.optional(),
+  runAsNonRoot: z.boolean().optional(),
+  supplementalGroups: z.array(uid).optional(),
+  fsGroup: uid.optional(),
+  sysctls: z.array(z.strictObject({ name: z.string().regex(/^[a-z0-9]([-_a-z0-9]*[a-z0-9])?([./][a-z0-9]([-_a-z0-9]*[a-z0-9])?)*$/, "invalid sysctl name"), value: z.string() })).optional(),
+});
+
+export const PodSpec = z.strictObject({
+  initContainers: z.array(Container).optional(),
+  containers: z.array(Container).min(1, "at least one container is required"),
+  volumes: z.array(Volume).optional(),
+  restartPolicy: z.enum(["Always", "OnFailure", "Never"]).default("Always"),
+  terminationGracePeriodSeconds: z.number().int().min(0).default(30),
+  hostNetwork: z.boolean().default(false),
+  hostPID: z.boolean().default(false),
+  hostIPC: z.boolean().default(false),
+  hostname: dns1123Label("hostname").optional(),
+  subdomain: dns1123Label("subdomain").optional(),
+  dnsPolicy: z.enum(["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]).default("ClusterFirst"),
+  dnsConfig: z
+    .strictObject({
+      nameservers: z.array(z.union([z.ipv4(), z.ipv6()])).max(3, "at most 3 nameservers").optional(),
+      searches: z.array(z.string().min(1)).max(32, "at most 32 search domains").optional(),
+      options: z.array(z.strictObject({ name: z.string().min(1), value: z.string().optional() })).optional(),
+    })
+    .optional(),
+  securityContext: PodSecurityContext.optional(),
+  imagePullSecrets: z.array(PullSecret).optional(),
+});
+
+export const PodMetadata = z.strictObject({
+  name: dns1123Subdomain("metadata.name"),
+  namespace: dns1123Label("metadata.namespace").default("default"),
+  // UIDs are normally UUIDs; static-pod style hashes are accepted too. They are label values in CRI.
+  uid: z.string().min(1, "metadata.uid is required").max(128).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "metadata.uid must be alphanumerics, '-', '_' or '.'"),
+  labels: labels.optional(),
+  annotations: annotations.optional(),
+});
+
+export const Pod = z
+  .strictObject({
+    apiVersion: z.literal("v1").optional(),
+    kind: z.literal("Pod").optional(),
+    metadata: PodMetadata,
+    spec: PodSpec,
+  })
+  .superRefine((pod, ctx) => {
+    const seen = new Map<string, string>();
+    const volumes = new Set((pod.spec.volumes ?? []).map((v) => v.name));
+    const vseen = new Set<string>();
+    (pod.spec.volumes ?? []).forEach((v, i) => {
+      if (vseen.has(v.name)) ctx.addIssue({ code: "custom", path: ["spec", "volumes", i, "name"], message: `duplicate volume name "${v.name}"` });
+      vseen.add(v.name);
+    });
+    const hostPorts = new Set<string>();
+    for (const kind of ["initContainers", "containers"] as const) {
+      (pod.spec[kind] ?? []).forEach((c, i) => {
+        const prev = seen.get(c.name);
+        if (prev !== undefined)
+          ctx.addIssue({ code: "custom", path: ["spec", kind, i, "name"], message: `duplicate container name "${c.name}" (also in spec.${prev}); names must be unique across init and app containers` });
+        seen.set(c.name, `${kind}`);
+        (c.volumeMounts ?? []).forEach((m, j) => {
+          if (!volumes.has(m.name))
+            ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "name"], message: `volume "${m.name}" is not in spec.volumes` });
+        });
+        (c.ports ?? []).forEach((p, j) => {
+          if (p.hostPort === undefined) return;
+          const key = `${p.protocol}/${p.hostIP ?? ""}/${p.hostPort}`;
+          if (hostPorts.has(key))
+            ctx.addIssue({ code: "custom", path: ["spec", kind, i, "ports", j, "hostPort"], message: `hostPort ${p.hostPort}/${p.protocol} is already used in this pod` });
+          hostPorts.add(key);
+          if (pod.spec.hostNetwork && p.hostPort !== p.containerPort)
+            ctx.addIssue({ code: "custom", path: ["spec", kind, i, "ports", j, "hostPort"], message: "with hostNetwork, hostPort must equal containerPort" });
+        });
+      });
+    }
+    if (pod.spec.dnsPolicy === "None" && !pod.spec.dnsConfig?.nameservers?.length)
+      ctx.addIssue({ code: "custom", path: ["spec", "dnsConfig", "nameservers"], message: 'dnsPolicy "None" needs at least one nameserver in dnsConfig' });
+  })
+  .transform((pod) => {
+    // API-server defaulting: imagePullPolicy is Always for `:latest` or untagged images, else IfNotPresent.
+    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) c.imagePullPolicy ??= defaultPullPolicy(c.image);
+    return pod;
+  });
+
+export function defaultPullPolicy(image: string): "Always" | "IfNotPresent" {
+  if (image.includes("@")) return "IfNotPresent";
+  const lastSlash = image.lastIndexOf("/");
+  const colon = image.indexOf(":", lastSlash + 1);
+  const tag = colon >= 0 ? image.slice(colon + 1) : "";
+  return tag === "" || tag === "latest" ? "Always" : "IfNotPresent";
+}
+
+export type Pod = z.output<typeof Pod>;
+export type PodInput = z.input<typeof Pod>;
+export type Container = z.output<typeof Container>;
+export type PodSpec = z.output<typeof PodSpec>;
+export type Volume = z.output<typeof Volume>;
+export type PullSecret = z.output<typeof PullSecret>;

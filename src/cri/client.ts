@@ -1,0 +1,71 @@
+// The CRI client the engine talks to: the RuntimeService/ImageService methods it uses, typed from the
+// generated protobuf-es descriptors, over any transport that can carry one unary call.
+import { create, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { ImageService, RuntimeService } from "../gen/runtime/v1/api_pb.js";
+
+export interface CallOptions {
+  /** Per-call deadline in milliseconds; the transport's default applies when absent. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** One unary call, encoded and sent by a transport (grpc-js over HTTP/2, or gRPC-Web over fetch). */
+export interface UnaryTransport {
+  unary<I extends DescMessage, O extends DescMessage>(
+    method: DescMethod & { input: I; output: O },
+    input: MessageShape<I>,
+    options?: CallOptions,
+  ): Promise<MessageShape<O>>;
+  close(): void;
+}
+
+type Methods<S extends { method: Record<string, DescMethod> }, K extends keyof S["method"]> = {
+  [M in K]: S["method"][M] extends { input: infer I extends DescMessage; output: infer O extends DescMessage }
+    ? (request: MessageInitShape<I>, options?: CallOptions) => Promise<MessageShape<O>>
+    : never;
+};
+
+/** The runtime methods the engine uses (kubelet's RuntimeService subset for SyncPod and GetPodStatus). */
+export const RUNTIME_METHODS = [
+  "version",
+  "status",
+  "runPodSandbox",
+  "stopPodSandbox",
+  "removePodSandbox",
+  "podSandboxStatus",
+  "listPodSandbox",
+  "createContainer",
+  "startContainer",
+  "stopContainer",
+  "removeContainer",
+  "listContainers",
+  "containerStatus",
+] as const;
+export const IMAGE_METHODS = ["imageStatus", "pullImage"] as const;
+
+export type RuntimeClient = Methods<typeof RuntimeService, (typeof RUNTIME_METHODS)[number]>;
+export type ImageClient = Methods<typeof ImageService, (typeof IMAGE_METHODS)[number]>;
+
+export interface CriClient extends RuntimeClient, ImageClient {
+  close(): void;
+}
+
+/** Every CRI method name the engine may call, in gRPC path form (`/runtime.v1.RuntimeService/Version`). */
+export const ENGINE_METHOD_PATHS: readonly string[] = [
+  ...RUNTIME_METHODS.map((m) => `/${RuntimeService.typeName}/${RuntimeService.method[m]!.name}`),
+  ...IMAGE_METHODS.map((m) => `/${ImageService.typeName}/${ImageService.method[m]!.name}`),
+];
+
+export function createCriClient(transport: UnaryTransport): CriClient {
+  const client: Record<string, unknown> = { close: () => transport.close() };
+  const bind = (service: typeof RuntimeService | typeof ImageService, names: readonly string[]) => {
+    for (const name of names) {
+      const method = (service.method as Record<string, DescMethod>)[name]!;
+      client[name] = (request: MessageInitShape<DescMessage>, options?: CallOptions) =>
+        transport.unary(method, create(method.input, request), options);
+    }
+  };
+  bind(RuntimeService, RUNTIME_METHODS);
+  bind(ImageService, IMAGE_METHODS);
+  return client as unknown as CriClient;
+}

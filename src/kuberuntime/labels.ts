@@ -1,0 +1,18 @@
+// Label and annotation keys exactly as kubelet writes them (pkg/kubelet/kuberuntime/labels.go and
+// pkg/kubelet/types/labels.go), so crictl, log collectors and a later kubelet recognise our pods.
+export const POD_NAME_LABEL = "io.kubernetes.pod.name";
+export const POD_NAMESPACE_LABEL = "io.kubernetes.pod.namespace";
+export const POD_UID_LABEL = "io.kubernetes.pod.uid";
+export const CONTAINER_NAME_LABEL = "io.kubernetes.container.name";
+export const KUBERNETES_MANAGED_LABEL = "io.kubernetes.managed-by";
+
+export const CONTAINER_HASH_ANNOTATION = "io.kubernetes.container.hash";
+export const CONTAINER_RESTART_COUNT_ANNOTATION = "io.kubernetes.container.restartCount";
+export const CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION = "io.kubernetes.container.terminationMessagePath";
+export const CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION = "io.kubernetes.container.terminationMessagePolicy";
+export const CONTAINER_PORTS_ANNOTATION = "io.kubernetes.container.ports";
+export const POD_TERMINATION_GRACE_PERIOD_ANNOTATION = "io.kubernetes.pod.terminationGracePeriod";
+/** podsync's own: crash-loop back-off streak, so back-off survives a restart of this stateless function. */
+export const CONTAINER_BACKOFF_STREAK_ANNOTATION = "io.podsync.container.backoffStreak";
+/** podsync's own: marks what it created (kubelet has no such label; harmless to it). */
+export const MANAGED_BY = "podsync";

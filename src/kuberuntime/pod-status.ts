@@ -1,0 +1,162 @@
+// GetPodStatus from CRI, like kubelet's kubeGenericRuntimeManager.GetPodStatus, with the fewest round trips:
+// ListPodSandbox and ListContainers (both filtered by the pod uid label) go out together; then
+// PodSandboxStatus for the newest sandbox and ContainerStatus for each container whose list entry
+// is not enough, concurrently.
+//
+// Differences from kubelet, deliberate:
+// - Only the newest sandbox gets a PodSandboxStatus call. kubelet reads every sandbox, but its decisions
+//   (PodSandboxChanged, the pod IPs) use only the newest one's details; older ones need just id, state,
+//   metadata and createdAt, which ListPodSandbox already returns.
+// - In "decide" detail a RUNNING container's ListContainers entry is used as its status (state, hash and
+//   restart count annotations, createdAt): computePodActions reads exit code, reason and finish time only
+//   of containers that are not running. "full" detail calls ContainerStatus for every container, as kubelet does.
+import { create } from "@bufbuild/protobuf";
+import {
+  ContainerState as CriContainerState,
+  PodSandboxState,
+  PodSandboxStatusSchema,
+  type Container as CriContainer,
+  type ContainerStatus as CriContainerStatus,
+  type PodSandbox,
+  type PodSandboxStatus,
+} from "../gen/runtime/v1/api_pb.js";
+import type { CriClient } from "../cri/client.js";
+import { isCriError, GrpcCode } from "../cri/errors.js";
+import { CONTAINER_BACKOFF_STREAK_ANNOTATION, CONTAINER_HASH_ANNOTATION, CONTAINER_RESTART_COUNT_ANNOTATION, POD_UID_LABEL } from "./labels.js";
+import type { ContainerState, ContainerStatus, PodStatus } from "./types.js";
+
+export type StatusDetail = "decide" | "full";
+
+const NS_PER_MS = 1_000_000n;
+export const nsToMs = (ns: bigint): number => Number(ns / NS_PER_MS);
+
+function toState(s: CriContainerState): ContainerState {
+  switch (s) {
+    case CriContainerState.CONTAINER_CREATED:
+      return "created";
+    case CriContainerState.CONTAINER_RUNNING:
+      return "running";
+    case CriContainerState.CONTAINER_EXITED:
+      return "exited";
+    default:
+      return "unknown";
+  }
+}
+
+function count(annotations: Record<string, string>, key: string, fallback: number): number {
+  const n = Number.parseInt(annotations[key] ?? "", 10);
+  return Number.isFinite(n) && n >= 0 ? n : fallback;
+}
+
+function fromList(c: CriContainer): ContainerStatus {
+  return {
+    id: c.id,
+    name: c.metadata?.name ?? "",
+    state: toState(c.state),
+    createdAt: nsToMs(c.createdAt),
+    startedAt: 0,
+    finishedAt: 0,
+    exitCode: 0,
+    image: c.image?.userSpecifiedImage || c.image?.image || "",
+    imageRef: c.imageRef,
+    hash: c.annotations[CONTAINER_HASH_ANNOTATION] ?? "",
+    restartCount: count(c.annotations, CONTAINER_RESTART_COUNT_ANNOTATION, 0),
+    reason: "",
+    message: "",
+    attempt: c.metadata?.attempt ?? 0,
+    sandboxId: c.podSandboxId,
+    backoffStreak: count(c.annotations, CONTAINER_BACKOFF_STREAK_ANNOTATION, count(c.annotations, CONTAINER_RESTART_COUNT_ANNOTATION, 0)),
+  };
+}
+
+function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatus {
+  return {
+    ...fromList(listed),
+    id: s.id,
+    name: s.metadata?.name ?? "",
+    state: toState(s.state),
+    createdAt: nsToMs(s.createdAt),
+    startedAt: nsToMs(s.startedAt),
+    finishedAt: nsToMs(s.finishedAt),
+    exitCode: s.exitCode,
+    image: s.image?.userSpecifiedImage || s.image?.image || "",
+    imageRef: s.imageRef,
+    hash: s.annotations[CONTAINER_HASH_ANNOTATION] ?? "",
+    reason: s.reason,
+    message: s.message,
+  };
+}
+
+function sandboxFromList(s: PodSandbox): PodSandboxStatus {
+  return create(PodSandboxStatusSchema, {
+    id: s.id,
+    metadata: s.metadata,
+    state: s.state,
+    createdAt: s.createdAt,
+    labels: s.labels,
+    annotations: s.annotations,
+    runtimeHandler: s.runtimeHandler,
+  });
+}
+
+/** kubelet's determinePodSandboxIPs: primary IP first, then the additional ones. */
+export function sandboxIPs(status: PodSandboxStatus | undefined): string[] {
+  const net = status?.network;
+  if (!net?.ip) return [];
+  return [net.ip, ...net.additionalIps.map((a) => a.ip).filter((ip) => ip !== "")];
+}
+
+const byCreatedDesc = (a: { createdAt: bigint | number }, b: { createdAt: bigint | number }) =>
+  a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0;
+
+export async function getPodStatus(
+  cri: CriClient,
+  pod: { uid: string; name: string; namespace: string },
+  detail: StatusDetail = "decide",
+): Promise<PodStatus> {
+  const filter = { labelSelector: { [POD_UID_LABEL]: pod.uid } };
+  const [sandboxList, containerList] = await Promise.all([
+    cri.listPodSandbox({ filter }),
+    cri.listContainers({ filter }),
+  ]);
+  const sandboxes = sandboxList.items.slice().sort(byCreatedDesc);
+  const containers = containerList.containers.slice().sort(byCreatedDesc);
+
+  const newest = sandboxes[0];
+  const [newestStatus, containerStatuses] = await Promise.all([
+    newest ? cri.podSandboxStatus({ podSandboxId: newest.id }).then((r) => r.status, (e) => notFoundToUndefined(e)) : undefined,
+    Promise.all(
+      containers.map((c) =>
+        detail === "decide" && c.state === CriContainerState.CONTAINER_RUNNING
+          ? fromList(c)
+          : cri.containerStatus({ containerId: c.id }).then(
+              (r) => (r.status ? fromStatus(r.status, c) : fromList(c)),
+              // Removed between list and status (a concurrent GC): kubelet skips such containers.
+              (e) => notFoundToUndefined(e),
+            ),
+      ),
+    ),
+  ]);
+
+  const sandboxStatuses = sandboxes.map((s, i) => (i === 0 && newestStatus ? newestStatus : sandboxFromList(s)));
+  const ready = sandboxStatuses[0]?.state === PodSandboxState.SANDBOX_READY;
+  return {
+    id: pod.uid,
+    name: pod.name,
+    namespace: pod.namespace,
+    ips: ready ? sandboxIPs(sandboxStatuses[0]) : [],
+    sandboxStatuses,
+    containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined),
+  };
+}
+
+function notFoundToUndefined(e: unknown): undefined {
+  if (isCriError(e, GrpcCode.NOT_FOUND)) return undefined;
+  throw e;
+}
+
+/** kubecontainer.PodStatus.FindContainerStatusByName: the newest instance with that name. */
+export function findContainerStatusByName(status: PodStatus, name: string): ContainerStatus | undefined {
+  for (const c of status.containerStatuses) if (c.name === name) return c;
+  return undefined;
+}

@@ -1,0 +1,97 @@
+// The kubelet's in-memory shapes (kubecontainer.PodStatus, kubecontainer.Status, podActions), derived
+// from CRI on every request because the function keeps no state between requests.
+import type { PodSandboxStatus } from "../gen/runtime/v1/api_pb.js";
+import type { Container } from "../api/pod-schema.js";
+
+export type { PodSandboxStatus };
+
+/** kubecontainer.State */
+export type ContainerState = "created" | "running" | "exited" | "unknown";
+
+/** kubecontainer.Status: one container instance as the runtime reports it. Times are ms since epoch (0 = unset). */
+export interface ContainerStatus {
+  id: string;
+  name: string;
+  state: ContainerState;
+  createdAt: number;
+  startedAt: number;
+  finishedAt: number;
+  exitCode: number;
+  image: string;
+  imageRef: string;
+  /** `io.kubernetes.container.hash` annotation written when the instance was created. */
+  hash: string;
+  /** `io.kubernetes.container.restartCount` annotation. */
+  restartCount: number;
+  reason: string;
+  message: string;
+  /** CRI metadata.attempt */
+  attempt: number;
+  /** The sandbox it belongs to (from ListContainers). */
+  sandboxId: string;
+  /** Consecutive restarts since crash-loop back-off last reset (`io.podsync.container.backoffStreak`). */
+  backoffStreak: number;
+}
+
+/** kubecontainer.PodStatus */
+export interface PodStatus {
+  id: string;
+  name: string;
+  namespace: string;
+  ips: string[];
+  /** Newest first. Only the newest is read with PodSandboxStatus; older ones are filled from ListPodSandbox. */
+  sandboxStatuses: PodSandboxStatus[];
+  /** Newest first (kubelet sorts by CreatedAt, descending). */
+  containerStatuses: ContainerStatus[];
+}
+
+export type ContainerKillReason = "" | "Unknown" | "LivenessProbe" | "StartupProbe";
+
+export interface ContainerToKill {
+  name: string;
+  container: Container;
+  message: string;
+  reason: ContainerKillReason;
+}
+
+/** kubelet's podActions (the subset without ephemeral/sidecar containers and in-place resize). */
+export interface PodActions {
+  killPod: boolean;
+  createSandbox: boolean;
+  sandboxId: string;
+  attempt: number;
+  nextInitContainerToStart: Container | undefined;
+  /** Indexes into pod.spec.containers. */
+  containersToStart: number[];
+  /** Keyed by runtime container id, in the order they were decided. */
+  containersToKill: Record<string, ContainerToKill>;
+}
+
+/** kubecontainer.SyncAction names. */
+export type SyncAction =
+  | "KillPod"
+  | "KillContainer"
+  | "KillPodSandbox"
+  | "CreatePodSandbox"
+  | "ConfigPodSandbox"
+  | "InitContainer"
+  | "StartContainer"
+  | "RemoveContainer"
+  | "RemovePodSandbox";
+
+export interface SyncStep {
+  action: SyncAction;
+  target: string;
+  ok: boolean;
+  /** kubelet error reason, e.g. CrashLoopBackOff, ErrImagePull, CreateContainerError. */
+  error?: string;
+  message?: string;
+  /** gRPC status code name of the CRI call that failed, when one did. */
+  grpcCode?: string;
+  durationMs: number;
+}
+
+export interface PodSyncResult {
+  ok: boolean;
+  steps: SyncStep[];
+}

@@ -1,0 +1,19 @@
+// Pod fixtures, validated through the real schema so tests see exactly what the engine sees.
+import { Pod, type PodInput } from "../../src/api/pod-schema.js";
+
+let n = 0;
+export function uid(prefix = "pod"): string {
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${(n++).toString(36)}`;
+}
+
+export function pod(spec: Partial<PodInput["spec"]> = {}, meta: Partial<PodInput["metadata"]> = {}): Pod {
+  const id = meta.uid ?? uid();
+  return Pod.parse({
+    metadata: { name: meta.name ?? `p-${id.slice(-12).replace(/[^a-z0-9]/g, "")}`, namespace: "default", ...meta, uid: id },
+    spec: {
+      terminationGracePeriodSeconds: 2,
+      containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "3600"] }],
+      ...spec,
+    },
+  });
+}
