@@ -1,0 +1,134 @@
+// End to end on a REAL containerd (../shared/cri-lab, started by the global setup): real sandboxes,
+// real runc processes. This suite fails, never skips, when no runtime is there (unless PODSYNC_SKIP_E2E=1).
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { connectGrpc } from "../src/cri/grpc-transport.js";
+import type { CriClient } from "../src/cri/client.js";
+import * as api from "../src/gen/runtime/v1/api_pb.js";
+import { getPodStatus } from "../src/kuberuntime/pod-status.js";
+import { deletePod, MemoryPullBackOff, syncPodFromRuntime, type SyncOptions } from "../src/kuberuntime/sync-pod.js";
+import type { Pod } from "../src/api/pod-schema.js";
+import { pod } from "./support/pods.js";
+
+const endpoint = inject("criEndpoint");
+const setupError = inject("criError");
+const skip = inject("skipE2E");
+
+let cri: CriClient;
+const made: Pod[] = [];
+const opts: SyncOptions = { pullBackOff: new MemoryPullBackOff(), node: { ...(await import("../src/kuberuntime/config.js")).defaultNodeConfig(), podLogsDir: "/tmp/podsync-e2e-logs" } };
+
+function track(p: Pod): Pod {
+  made.push(p);
+  return p;
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const containersOf = async (p: Pod) => (await getPodStatus(cri, p.metadata, "full")).containerStatuses;
+const exited = (p: Pod, name: string) =>
+  waitFor(`${name} to exit`, async () => (await containersOf(p)).find((c) => c.name === name && c.state === "exited"));
+
+describe.skipIf(skip)("SyncPod on real containerd", () => {
+  beforeAll(() => {
+    if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
+    cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
+  });
+  afterAll(async () => {
+    for (const p of made) await deletePod(cri, p, await getPodStatus(cri, p.metadata)).catch(() => undefined);
+    cri?.close();
+  });
+
+  it("the runtime answers Version over CRI v1", async () => {
+    const v = await cri.version({});
+    expect(v.runtimeApiVersion).toBe("v1");
+    expect(v.runtimeName).toBe("containerd");
+  });
+
+  it("creates a real pod (sandbox on the CNI bridge, container running), then converges; a spec change restarts it", async () => {
+    const p = track(pod());
+    const r = await syncPodFromRuntime(cri, p, opts);
+    expect(r.steps.filter((s) => !s.ok)).toEqual([]);
+    expect(r.steps.map((s) => s.action)).toEqual(expect.arrayContaining(["CreatePodSandbox", "StartContainer"]));
+    const status = await getPodStatus(cri, p.metadata, "full");
+    expect(status.sandboxStatuses[0]!.state).toBe(api.PodSandboxState.SANDBOX_READY);
+    expect(status.ips[0]).toMatch(/^10\.244\.77\./);
+    expect(status.containerStatuses).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
+
+    const again = await syncPodFromRuntime(cri, p, opts);
+    expect(again.steps).toEqual([]);
+
+    const changed = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "7200"] }] }, { uid: p.metadata.uid, name: p.metadata.name });
+    const r2 = await syncPodFromRuntime(cri, changed, opts);
+    expect(r2.steps.map((s) => `${s.action}:${s.ok}`)).toEqual(["KillContainer:true", "StartContainer:true"]);
+    const after = await containersOf(changed);
+    expect(after[0]).toMatchObject({ name: "main", state: "running", restartCount: 1 });
+    expect(after[1]).toMatchObject({ name: "main", state: "exited" });
+    expect((await syncPodFromRuntime(cri, changed, opts)).steps).toEqual([]);
+  });
+
+  it("a killed container process is restarted under Always and left dead under Never", async () => {
+    for (const restartPolicy of ["Always", "Never"] as const) {
+      const p = track(pod({ restartPolicy, hostNetwork: true }));
+      expect((await syncPodFromRuntime(cri, p, opts)).ok).toBe(true);
+      const [c] = await containersOf(p);
+      const info = (await cri.containerStatus({ containerId: c!.id, verbose: true })).info["info"];
+      const pid = (JSON.parse(info!) as { pid: number }).pid;
+      expect(pid).toBeGreaterThan(1);
+      process.kill(pid, "SIGKILL");
+      const dead = await exited(p, "main");
+      expect(dead.exitCode).toBe(137);
+      const r = await syncPodFromRuntime(cri, p, opts);
+      if (restartPolicy === "Always") {
+        expect(r.steps.map((s) => `${s.action}:${s.ok}`)).toEqual(["StartContainer:true"]);
+        expect((await containersOf(p))[0]).toMatchObject({ state: "running", restartCount: 1 });
+      } else {
+        expect(r.actions).toMatchObject({ killPod: true, createSandbox: false, containersToStart: [] });
+        expect((await containersOf(p)).filter((x) => x.state === "running")).toEqual([]);
+      }
+    }
+  });
+
+  it("a failing command goes into CrashLoopBackOff", async () => {
+    const p = track(pod({ hostNetwork: true, containers: [{ name: "crash", image: "localhost/busybox:1", command: ["sh", "-c", "exit 3"] }] }));
+    expect((await syncPodFromRuntime(cri, p, opts)).ok).toBe(true);
+    expect((await exited(p, "crash")).exitCode).toBe(3);
+    const r1 = await syncPodFromRuntime(cri, p, opts); // first restart: no back-off yet
+    expect(r1.steps.map((s) => `${s.action}:${s.ok}`)).toEqual(["StartContainer:true"]);
+    await waitFor("the restarted instance to exit", async () => {
+      const cs = await containersOf(p);
+      return cs[0]?.restartCount === 1 && cs[0].state === "exited" ? cs[0] : undefined;
+    });
+    const r2 = await syncPodFromRuntime(cri, p, opts);
+    const start = r2.steps.find((s) => s.action === "StartContainer")!;
+    expect(start).toMatchObject({ ok: false, error: "CrashLoopBackOff" });
+    expect(start.message).toMatch(/^back-off 10s restarting failed container=crash/);
+  });
+
+  it("runs init containers to completion before the app container", async () => {
+    const p = track(pod({ hostNetwork: true, initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["sh", "-c", "echo ready"] }] }));
+    const r1 = await syncPodFromRuntime(cri, p, opts);
+    expect(r1.steps.filter((s) => s.action === "InitContainer").map((s) => s.ok)).toEqual([true]);
+    const init = await exited(p, "init");
+    expect(init.exitCode).toBe(0);
+    const r2 = await syncPodFromRuntime(cri, p, opts);
+    expect(r2.steps.map((s) => `${s.action}:${s.target}:${s.ok}`)).toEqual(["StartContainer:main:true"]);
+  });
+
+  it("DELETE path: kills the pod and removes its containers and sandbox", async () => {
+    const p = pod({ hostNetwork: true });
+    await syncPodFromRuntime(cri, p, opts);
+    const r = await deletePod(cri, p, await getPodStatus(cri, p.metadata));
+    expect(r.ok).toBe(true);
+    const after = await getPodStatus(cri, p.metadata);
+    expect(after.sandboxStatuses).toEqual([]);
+    expect(after.containerStatuses).toEqual([]);
+  });
+});
