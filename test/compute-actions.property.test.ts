@@ -30,7 +30,7 @@ const podArb = fc
   })
   .map(({ names, split, containers, restartPolicy, hostNetwork, uid }) => {
     const nInit = names.length > 1 ? split % names.length : 0;
-    const mk = (n: string, i: number) => ({ name: n, ...containers[i]!, imagePullPolicy: "IfNotPresent" as const });
+    const mk = (n: string, i: number) => ({ name: n, ...containers[i]!, command: [...containers[i]!.command], imagePullPolicy: "IfNotPresent" as const });
     const input: PodInput = {
       metadata: { name: "prop", uid, namespace: "default" },
       spec: {

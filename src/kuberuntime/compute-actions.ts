@@ -6,7 +6,7 @@ import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../api/pod-schema.js";
 import { hashContainer } from "./hash.js";
 import { findContainerStatusByName } from "./pod-status.js";
-import type { ContainerStatus, PodActions, PodStatus } from "./types.js";
+import type { ContainerStatus, ContainerToKill, PodActions, PodStatus } from "./types.js";
 
 /** runtimeutil.NetworkNamespaceForPod */
 export function networkNamespaceForPod(pod: Pod): NamespaceMode {
@@ -89,7 +89,14 @@ export function findNextInitContainerToRun(
   return [undefined, inits[0], false];
 }
 
-export function computePodActions(pod: Pod, status: PodStatus): PodActions {
+/** Probe results by container id, as kubelet's liveness/startup managers hold them. podsync runs no prober;
+ * a caller that does can pass them in, and the kubelet test table's probe cases use them. */
+export interface ProbeResults {
+  liveness?: ReadonlyMap<string, "Success" | "Failure">;
+  startup?: ReadonlyMap<string, "Success" | "Failure">;
+}
+
+export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeResults): PodActions {
   const [createSandbox, attempt, sandboxId] = podSandboxChanged(pod, status);
   const changes: PodActions = {
     killPod: createSandbox,
@@ -167,18 +174,28 @@ export function computePodActions(pod: Pod, status: PodStatus): PodActions {
       }
       return;
     }
-    if (s.hash === hashContainer(container)) {
+    // Running: kill it if its spec changed (restart regardless of policy) or a probe says so.
+    let message: string;
+    let reason: ContainerToKill["reason"] = "";
+    let restart = shouldRestartOnFailure(pod);
+    if (s.hash !== hashContainer(container)) {
+      message = `Container ${container.name} definition changed`;
+      restart = true;
+    } else if (probes?.liveness?.get(s.id) === "Failure") {
+      message = `Container ${container.name} failed liveness probe`;
+      reason = "LivenessProbe";
+    } else if (probes?.startup?.get(s.id) === "Failure") {
+      message = `Container ${container.name} failed startup probe`;
+      reason = "StartupProbe";
+    } else {
       keepCount++;
       return;
     }
-    // The spec changed: restart regardless of restart policy.
-    changes.containersToStart.push(idx);
-    changes.containersToKill[s.id] = {
-      name: s.name,
-      container,
-      message: `Container ${container.name} definition changed, will be restarted`,
-      reason: "",
-    };
+    if (restart) {
+      message = `${message}, will be restarted`;
+      changes.containersToStart.push(idx);
+    }
+    changes.containersToKill[s.id] = { name: s.name, container, message, reason };
   });
 
   if (keepCount === 0 && changes.containersToStart.length === 0) changes.killPod = true;

@@ -259,7 +259,7 @@ function serviceDefinition(
   handlers: Record<string, Handler>,
   runtime: FakeRuntime,
 ): [grpc.ServiceDefinition, grpc.UntypedServiceImplementation] {
-  const def: grpc.ServiceDefinition = {};
+  const def: Record<string, grpc.MethodDefinition<any, any>> = {};
   const impl: grpc.UntypedServiceImplementation = {};
   for (const m of service.methods as DescMethod[]) {
     if (m.methodKind !== "unary") continue;
@@ -302,7 +302,7 @@ function serviceDefinition(
       call.on("cancelled", () => clearTimeout(t));
     };
   }
-  return [def, impl];
+  return [def as grpc.ServiceDefinition, impl];
 }
 
 export async function startFakeCri(runtime = new FakeRuntime()): Promise<FakeServer> {
