@@ -178,6 +178,24 @@ describe("SyncPod on the in-process runtime", () => {
     expect(c.config.envs.map((e) => [e.key, new TextDecoder().decode(e.value)])).toEqual([["WHO", "node"], ["GREETING", "hello node"]]);
   });
 
+  it("a new sandbox runs initialization again: old init instances are purged (kubelet purgeInitContainers)", async () => {
+    const p = pod({ initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["true"] }] });
+    await syncPodFromRuntime(cri, p, opts()); // sandbox + init (exits 0 at once)
+    expect(actionsOf(await syncPodFromRuntime(cri, p, opts()))).toEqual(["StartContainer:main:ok"]);
+    const sb = [...fake.runtime.sandboxes.values()].find((s) => s.config.metadata?.uid === p.metadata.uid)!;
+    sb.state = api.PodSandboxState.SANDBOX_NOTREADY;
+    const r = await syncPodFromRuntime(cri, p, opts());
+    expect(actionsOf(r)).toEqual([
+      "KillContainer:main:ok",
+      `KillPodSandbox:${p.metadata.uid}:ok`,
+      expect.stringMatching(/^KillPod:/),
+      "RemoveContainer:init:ok",
+      expect.stringMatching(/^CreatePodSandbox:/),
+      "InitContainer:init:ok",
+    ]);
+    expect(actionsOf(await syncPodFromRuntime(cri, p, opts()))).toEqual(["StartContainer:main:ok"]);
+  });
+
   it("replaces a sandbox that is no longer ready: kills the pod, new sandbox with attempt+1", async () => {
     const p = pod();
     await syncPodFromRuntime(cri, p, opts());

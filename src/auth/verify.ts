@@ -43,8 +43,9 @@ export interface VerifiedToken {
 }
 
 export interface Verifier {
-  /** Verify a compact JWS. `consume` records the jti (a token that acts may be used once); reads pass false. */
-  verify(token: string, opts?: { consume?: boolean }): Promise<VerifiedToken>;
+  /** Verify a compact JWS. `check` vets route-specific claims before the jti is recorded; `consume`
+   * records the jti (a token that acts may be used once); reads pass false. */
+  verify(token: string, opts?: { consume?: boolean; check?: (payload: Record<string, unknown>) => AuthError | undefined }): Promise<VerifiedToken>;
 }
 
 const COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -85,6 +86,8 @@ export function createVerifier(o: VerifierOptions): Verifier {
       if (p.iat! > nowS + skew) throw new AuthError("not-yet-valid", '"iat" is in the future');
       if (p.exp! - p.iat! > maxLifetime) throw new AuthError("too-long-lived", `token lifetime (exp - iat) is over the allowed ${maxLifetime} s`);
       if (typeof p.jti !== "string" || p.jti.length === 0 || p.jti.length > 256) throw new AuthError("bad-claims", '"jti" must be a non-empty string of at most 256 characters');
+      const bad = opts.check?.(p as Record<string, unknown>);
+      if (bad) throw bad;
       if (opts.consume !== false) {
         const fresh = await o.replay.claim(`${p.iss}\u0000${p.jti}`, (p.exp! + skew) * 1000);
         if (!fresh) throw new AuthError("replayed", `token jti "${p.jti}" was already used`);

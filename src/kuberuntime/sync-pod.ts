@@ -62,7 +62,19 @@ export class MemoryPullBackOff implements PullBackOffStore {
 const defaultPullBackOff = new MemoryPullBackOff();
 
 /** kubelet's format.Pod: name_namespace(uid). */
-export const formatPod = (pod: Pod) => `${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`;
+export const formatPod = (pod: { metadata: PodRef }) => `${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`;
+
+export interface PodRef {
+  uid: string;
+  name: string;
+  namespace: string;
+}
+
+/** What killing a pod needs: who it is and how long its containers get to stop. */
+export interface KillTarget {
+  metadata: PodRef;
+  spec: { terminationGracePeriodSeconds: number };
+}
 
 class Steps {
   readonly steps: SyncStep[] = [];
@@ -244,7 +256,7 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   return `started ${id} (restartCount ${restartCount})`;
 }
 
-function gracePeriodSeconds(pod: Pod): number {
+function gracePeriodSeconds(pod: KillTarget): number {
   return Math.max(MIN_GRACE_SECONDS, pod.spec.terminationGracePeriodSeconds);
 }
 
@@ -258,7 +270,7 @@ async function stopContainer(cri: CriClient, id: string, graceSeconds: number): 
 }
 
 /** killPodWithSyncResult: stop every running container concurrently, then every sandbox. */
-export async function killPod(cri: CriClient, pod: Pod, status: PodStatus, steps: Steps): Promise<boolean> {
+export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus, steps: Steps): Promise<boolean> {
   const t0 = performance.now();
   const grace = gracePeriodSeconds(pod);
   const running = status.containerStatuses.filter((c) => c.state === "running");
@@ -318,8 +330,8 @@ export function garbage(status: PodStatus, startedNames: ReadonlySet<string>): {
   return { containers, sandboxes };
 }
 
-async function collectGarbage(cri: CriClient, status: PodStatus, startedNames: ReadonlySet<string>, steps: Steps): Promise<void> {
-  const g = garbage(status, startedNames);
+async function collectGarbage(cri: CriClient, status: PodStatus, startedNames: ReadonlySet<string>, removed: ReadonlySet<string>, steps: Steps): Promise<void> {
+  const g = garbage({ ...status, containerStatuses: status.containerStatuses.filter((c) => !removed.has(c.id)) }, startedNames);
   await Promise.all(
     g.containers.map((c) =>
       steps.run("RemoveContainer", c.name, () => cri.removeContainer({ containerId: c.id }).then(() => `removed ${c.id}`), "RemoveContainerError"),
@@ -342,8 +354,17 @@ export async function syncPod(
   const done = () => ({ ok: steps.steps.every((s) => s.ok), steps: steps.steps, actions });
 
   // Step 2: kill the pod, or the containers that must go.
+  const removed = new Set<string>();
   if (actions.killPod) {
     if (!(await killPod(cri, pod, status, steps))) return done();
+    // purgeInitContainers: a new sandbox runs initialization again from the first init container, so
+    // no earlier init instance may make it look done.
+    if (actions.createSandbox) {
+      const initNames = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
+      const purge = status.containerStatuses.filter((c) => initNames.has(c.name));
+      await Promise.all(purge.map((c) => steps.run("RemoveContainer", c.name, () => cri.removeContainer({ containerId: c.id }).then(() => `purged init container ${c.id}`), "RemoveContainerError")));
+      for (const c of purge) removed.add(c.id);
+    }
   } else {
     const grace = gracePeriodSeconds(pod);
     for (const [id, info] of Object.entries(actions.containersToKill)) {
@@ -388,7 +409,7 @@ export async function syncPod(
     if (init) {
       startedNames.add(init.name);
       if (!(await steps.run("InitContainer", init.name, () => startContainer(ctx, init), "RunInitContainerError"))) {
-        await collectGarbage(cri, status, startedNames, steps);
+        await collectGarbage(cri, status, startedNames, removed, steps);
         return done();
       }
     }
@@ -405,12 +426,12 @@ export async function syncPod(
   }
 
   // Step 7: what kubelet's GC would clean up (never the newest sandbox, never the newest dead instance).
-  await collectGarbage(cri, status, startedNames, steps);
+  await collectGarbage(cri, status, startedNames, removed, steps);
   return done();
 }
 
 /** DELETE: kill the pod (KillPod path), then remove its containers and sandboxes. */
-export async function deletePod(cri: CriClient, pod: Pod, status: PodStatus): Promise<PodSyncResult> {
+export async function deletePod(cri: CriClient, pod: KillTarget, status: PodStatus): Promise<PodSyncResult> {
   const steps = new Steps();
   if (await killPod(cri, pod, status, steps)) {
     await Promise.all(

@@ -1,0 +1,42 @@
+// Per-pod serialisation: syncs of one pod uid run one after another (the second waits and then sees what
+// the first did, so two concurrent syncs never both create a sandbox); different pods run in parallel.
+// A request that would wait longer than `maxWaitMs` gets 409 instead of piling up.
+import { ProblemError } from "./problem.js";
+
+export interface PodLock {
+  run<T>(uid: string, fn: () => Promise<T>): Promise<T>;
+}
+
+export class MemoryPodLock implements PodLock {
+  private readonly tails = new Map<string, Promise<unknown>>();
+  constructor(private readonly maxWaitMs = 30_000) {}
+
+  async run<T>(uid: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(uid);
+    let release!: () => void;
+    const mine = new Promise<void>((r) => (release = r));
+    const tail = prev ? prev.then(() => mine) : mine;
+    this.tails.set(uid, tail);
+    try {
+      if (prev) await waitAtMost(prev, this.maxWaitMs, uid);
+      return await fn();
+    } finally {
+      release();
+      if (this.tails.get(uid) === tail) this.tails.delete(uid);
+    }
+  }
+
+  get size(): number {
+    return this.tails.size;
+  }
+}
+
+function waitAtMost(p: Promise<unknown>, ms: number, uid: string): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p.then(() => undefined, () => undefined),
+    new Promise<never>((_, rej) => {
+      timer = setTimeout(() => rej(new ProblemError(409, "pod-busy", "Pod is busy", `another request for pod ${uid} has been running for over ${ms} ms; retry later`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
