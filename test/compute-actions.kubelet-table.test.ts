@@ -18,12 +18,11 @@ import { computePodActions, type ProbeResults } from "../src/kuberuntime/compute
 import { hashContainer } from "../src/kuberuntime/hash.js";
 import type { Container } from "../src/api/pod-schema.js";
 import type { ContainerState, ContainerStatus, PodActions, PodStatus } from "../src/kuberuntime/types.js";
+import { containerStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";
 
-function status(id: string, name: string, state: ContainerState, c: Container): ContainerStatus {
-  return { id, name, state, createdAt: 0, startedAt: 0, finishedAt: 0, exitCode: 0, image: "", imageRef: "", hash: hashContainer(c), restartCount: 0, reason: "", message: "", attempt: 0, sandboxId: "sandboxID", backoffStreak: 0 };
-}
+const status = (id: string, name: string, state: ContainerState, c: Container): ContainerStatus => containerStatus(id, name, state, hashContainer(c));
 
 /** makeBasePodAndStatus. kubelet leaves RestartPolicy "" when a case does not set it; it behaves as Always there. */
 function makeBasePodAndStatus(policy: Policy = "Always"): { pod: Pod; status: PodStatus } {

@@ -7,6 +7,7 @@ import { Pod, type PodInput } from "../src/api/pod-schema.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { hashContainer } from "../src/kuberuntime/hash.js";
 import type { ContainerState, ContainerStatus, PodStatus } from "../src/kuberuntime/types.js";
+import { containerStatus } from "./support/status.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { MemoryPullBackOff, syncPodFromRuntime } from "../src/kuberuntime/sync-pod.js";
@@ -54,9 +55,8 @@ function readySandbox(pod: Pod, attempt = 0): api.PodSandboxStatus {
   });
 }
 
-function cstatus(name: string, state: ContainerState, hash: string, over: Partial<ContainerStatus> = {}): ContainerStatus {
-  return { id: `id-${name}`, name, state, createdAt: 1, startedAt: 1, finishedAt: 0, exitCode: 0, image: "", imageRef: "", hash, restartCount: 0, reason: "", message: "", attempt: 0, sandboxId: "sandbox", backoffStreak: 0, ...over };
-}
+const cstatus = (name: string, state: ContainerState, hash: string, over: Partial<ContainerStatus> = {}): ContainerStatus =>
+  containerStatus(`id-${name}`, name, state, hash, { createdAt: 1, startedAt: 1, sandboxId: "sandbox", ...over });
 
 function converged(pod: Pod, withInitRecords: boolean): PodStatus {
   return {

@@ -146,7 +146,7 @@ export function createApp(o: AppOptions) {
         const ref = { uid, name: meta?.name ?? "", namespace: meta?.namespace ?? "" };
         if (status.sandboxStatuses.length === 0 && status.containerStatuses.length === 0) return { ok: true, pod: ref, steps: [], deleted: false };
         const running = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-        const r = await deletePod(cri, { metadata: ref, spec: { terminationGracePeriodSeconds: typeof grace === "number" && grace >= 0 ? grace : 30 } }, status);
+        const r = await deletePod(cri, { metadata: ref, spec: { terminationGracePeriodSeconds: typeof grace === "number" && grace >= 0 ? grace : undefined } }, status);
         return { ok: r.ok, pod: ref, steps: r.steps, deleted: true, wasRunning: running };
       }),
     );

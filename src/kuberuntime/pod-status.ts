@@ -22,7 +22,13 @@ import {
 } from "../gen/runtime/v1/api_pb.js";
 import type { CriClient } from "../cri/client.js";
 import { isCriError, GrpcCode } from "../cri/errors.js";
-import { CONTAINER_BACKOFF_STREAK_ANNOTATION, CONTAINER_HASH_ANNOTATION, CONTAINER_RESTART_COUNT_ANNOTATION, POD_UID_LABEL } from "./labels.js";
+import {
+  CONTAINER_BACKOFF_STREAK_ANNOTATION,
+  CONTAINER_HASH_ANNOTATION,
+  CONTAINER_RESTART_COUNT_ANNOTATION,
+  POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
+  POD_UID_LABEL,
+} from "./labels.js";
 import type { ContainerState, ContainerStatus, PodStatus } from "./types.js";
 
 export type StatusDetail = "decide" | "full";
@@ -65,6 +71,7 @@ function fromList(c: CriContainer): ContainerStatus {
     message: "",
     attempt: c.metadata?.attempt ?? 0,
     sandboxId: c.podSandboxId,
+    gracePeriodSeconds: c.annotations[POD_TERMINATION_GRACE_PERIOD_ANNOTATION] !== undefined ? count(c.annotations, POD_TERMINATION_GRACE_PERIOD_ANNOTATION, 30) : undefined,
     backoffStreak: count(c.annotations, CONTAINER_BACKOFF_STREAK_ANNOTATION, count(c.annotations, CONTAINER_RESTART_COUNT_ANNOTATION, 0)),
   };
 }

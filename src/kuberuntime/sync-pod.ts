@@ -73,7 +73,8 @@ export interface PodRef {
 /** What killing a pod needs: who it is and how long its containers get to stop. */
 export interface KillTarget {
   metadata: PodRef;
-  spec: { terminationGracePeriodSeconds: number };
+  /** Without a grace period each container gets the one it was started with (its annotation), else 30 s. */
+  spec: { terminationGracePeriodSeconds: number | undefined };
 }
 
 class Steps {
@@ -256,8 +257,8 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   return `started ${id} (restartCount ${restartCount})`;
 }
 
-function gracePeriodSeconds(pod: KillTarget): number {
-  return Math.max(MIN_GRACE_SECONDS, pod.spec.terminationGracePeriodSeconds);
+function gracePeriodSeconds(pod: KillTarget, c?: ContainerStatus): number {
+  return Math.max(MIN_GRACE_SECONDS, pod.spec.terminationGracePeriodSeconds ?? c?.gracePeriodSeconds ?? 30);
 }
 
 async function stopContainer(cri: CriClient, id: string, graceSeconds: number): Promise<void> {
@@ -272,11 +273,12 @@ async function stopContainer(cri: CriClient, id: string, graceSeconds: number): 
 /** killPodWithSyncResult: stop every running container concurrently, then every sandbox. */
 export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus, steps: Steps): Promise<boolean> {
   const t0 = performance.now();
-  const grace = gracePeriodSeconds(pod);
   const running = status.containerStatuses.filter((c) => c.state === "running");
+  // Nothing to kill (a pod seen for the first time): kubelet records empty kill results; podsync leaves them out.
+  if (running.length === 0 && status.sandboxStatuses.length === 0) return true;
   const killSteps = new Steps();
   await Promise.all(
-    running.map((c) => killSteps.run("KillContainer", c.name, () => stopContainer(cri, c.id, grace).then(() => `stopped ${c.id}`), "KillContainerError")),
+    running.map((c) => killSteps.run("KillContainer", c.name, () => stopContainer(cri, c.id, gracePeriodSeconds(pod, c)).then(() => `stopped ${c.id}`), "KillContainerError")),
   );
   steps.steps.push(...killSteps.steps);
   await steps.run(
@@ -366,9 +368,8 @@ export async function syncPod(
       for (const c of purge) removed.add(c.id);
     }
   } else {
-    const grace = gracePeriodSeconds(pod);
     for (const [id, info] of Object.entries(actions.containersToKill)) {
-      const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, grace).then(() => info.message), "KillContainerError");
+      const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, gracePeriodSeconds(pod)).then(() => info.message), "KillContainerError");
       if (!ok) return done();
     }
   }

@@ -29,6 +29,9 @@ export interface ContainerStatus {
   attempt: number;
   /** The sandbox it belongs to (from ListContainers). */
   sandboxId: string;
+  /** `io.kubernetes.pod.terminationGracePeriod` annotation: lets a kill without the pod spec (DELETE) use the
+   * grace the pod was started with, as kubelet restores it from container annotations. */
+  gracePeriodSeconds: number | undefined;
   /** Consecutive restarts since crash-loop back-off last reset (`io.podsync.container.backoffStreak`). */
   backoffStreak: number;
 }

@@ -1,0 +1,187 @@
+// podsync CLI: keygen | sign | sync | plan | status | delete.
+//   podsync keygen [--out DIR] [--alg EdDSA|ES256] [--iss NAME]
+//   podsync sign POD.yaml --key KEY.json --aud NODE [--act sync|plan] [--ttl 60]
+//   podsync sync POD.yaml [--url URL] [--key KEY.json] [--aud NODE] [--plan] [--json]
+//   podsync status UID | delete UID  [--url URL] [--key KEY.json] [--aud NODE] [--json]
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { importJWK, SignJWT, type JWK } from "jose";
+import { parse as parseYaml } from "yaml";
+import { generateSigningKey, type SigningAlg } from "./auth/keys.js";
+
+const USAGE = `usage:
+  podsync keygen [--out DIR] [--alg EdDSA|ES256] [--iss ISSUER]       write DIR/key.json (private) and DIR/jwks.json (public)
+  podsync sign POD.(yaml|json) --key KEY.json --aud NODE [--act sync|plan] [--ttl SECONDS]
+                                                                     print a compact JWS carrying the pod
+  podsync sync POD.(yaml|json) [--url URL] [--key KEY.json] [--aud NODE] [--plan] [--json]
+                                                                     sign and POST to /v1/pods/sync (or /plan)
+  podsync status UID | podsync delete UID [--url URL] [--key KEY.json] [--aud NODE] [--json]
+defaults: --url $PODSYNC_URL or http://127.0.0.1:8080, --key $PODSYNC_KEY or .podsync/dev-key.json,
+          --aud the node name the server reports on /healthz, --iss the key file's "iss" or "podsync-dev"`;
+
+type Opts = Record<string, string | boolean | undefined>;
+
+function fail(msg: string): never {
+  console.error(`podsync: ${msg}`);
+  process.exit(2);
+}
+
+function loadKey(path: string): JWK & { iss?: string } {
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as JWK & { iss?: string };
+  } catch (e) {
+    return fail(`cannot read key ${path}: ${(e as Error).message} (make one with: podsync keygen)`);
+  }
+}
+
+function readPod(path: string): unknown {
+  const text = path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8");
+  try {
+    return path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  } catch (e) {
+    return fail(`${path}: ${(e as Error).message}`);
+  }
+}
+
+export async function signToken(key: JWK & { iss?: string }, claims: Record<string, unknown>, aud: string, ttlSeconds = 60, iss?: string): Promise<string> {
+  if (!key.alg || !key.d) fail("the key file must be a private JWK with alg (from podsync keygen)");
+  const k = await importJWK(key, key.alg);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: key.alg, ...(key.kid ? { kid: key.kid } : {}), typ: "JWT" })
+    .setIssuer(iss ?? key.iss ?? "podsync-dev")
+    .setAudience(aud)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSeconds)
+    .setJti(crypto.randomUUID())
+    .sign(k);
+}
+
+async function nodeName(url: string): Promise<string> {
+  try {
+    const r = await fetch(`${url}/healthz`);
+    const j = (await r.json()) as { node?: string };
+    if (j.node) return j.node;
+  } catch (e) {
+    fail(`cannot reach ${url}: ${(e as Error).message}`);
+  }
+  return fail(`${url}/healthz did not say the node name; pass --aud`);
+}
+
+interface Step {
+  action: string;
+  target: string;
+  ok: boolean;
+  error?: string;
+  message?: string;
+  durationMs: number;
+}
+
+function printResult(status: number, body: Record<string, unknown>) {
+  if (body["type"] && body["title"]) {
+    console.log(`✗ ${status} ${body["title"]}: ${body["detail"] ?? ""}`);
+    for (const e of (body["errors"] as { path: string; message: string }[] | undefined) ?? []) console.log(`    ${e.path}: ${e.message}`);
+    return;
+  }
+  const pod = body["pod"] as { namespace: string; name: string; uid: string } | undefined;
+  if (pod) console.log(`pod ${pod.namespace}/${pod.name} (${pod.uid}): ${body["ok"] === false ? "NOT OK" : "ok"} [HTTP ${status}]`);
+  const a = body["actions"] as Record<string, unknown> | undefined;
+  if (a) {
+    const parts = [
+      a["killPod"] ? "kill pod" : "",
+      a["createSandbox"] ? `create sandbox (attempt ${a["attempt"]})` : "",
+      a["nextInitContainerToStart"] ? `init ${a["nextInitContainerToStart"]}` : "",
+      (a["containersToStart"] as string[]).length ? `start ${(a["containersToStart"] as string[]).join(", ")}` : "",
+      (a["containersToKill"] as unknown[]).length ? `kill ${(a["containersToKill"] as { name: string }[]).map((k) => k.name).join(", ")}` : "",
+    ].filter(Boolean);
+    console.log(`  actions: ${parts.join("; ") || "none (converged)"}`);
+  }
+  for (const s of (body["steps"] as Step[] | undefined) ?? [])
+    console.log(`  ${s.ok ? "✓" : "✗"} ${s.action.padEnd(16)} ${s.target.padEnd(24)} ${String(s.durationMs.toFixed(1)).padStart(8)} ms  ${s.ok ? (s.message ?? "") : `${s.error}: ${s.message ?? ""}`}`);
+  const st = body["status"] as { containers?: { name: string; state: string; restartCount: number; exitCode: number; reason: string }[] } | undefined;
+  for (const c of st?.containers ?? []) console.log(`  · ${c.name.padEnd(16)} ${c.state.padEnd(8)} restarts=${c.restartCount}${c.state === "exited" ? ` exit=${c.exitCode} ${c.reason}` : ""}`);
+}
+
+async function main(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      out: { type: "string" },
+      alg: { type: "string" },
+      iss: { type: "string" },
+      key: { type: "string" },
+      aud: { type: "string" },
+      act: { type: "string" },
+      ttl: { type: "string" },
+      url: { type: "string" },
+      plan: { type: "boolean" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const o = values as Opts;
+  const [cmd, arg] = positionals;
+  if (o["help"] || !cmd) {
+    console.log(USAGE);
+    return;
+  }
+  const url = String(o["url"] ?? process.env["PODSYNC_URL"] ?? "http://127.0.0.1:8080").replace(/\/$/, "");
+  const keyPath = String(o["key"] ?? process.env["PODSYNC_KEY"] ?? ".podsync/dev-key.json");
+  const ttl = Number(o["ttl"] ?? 60);
+  const iss = o["iss"] as string | undefined;
+
+  switch (cmd) {
+    case "keygen": {
+      const alg = String(o["alg"] ?? "EdDSA") as SigningAlg;
+      if (alg !== "EdDSA" && alg !== "ES256") fail("--alg must be EdDSA or ES256");
+      const dir = String(o["out"] ?? ".");
+      const k = await generateSigningKey(alg);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, "key.json"), JSON.stringify({ ...k.privateJwk, ...(iss ? { iss } : {}) }, null, 2) + "\n", { mode: 0o600 });
+      writeFileSync(join(dir, "jwks.json"), JSON.stringify(k.jwks, null, 2) + "\n");
+      console.log(`wrote ${join(dir, "key.json")} (private, kid ${k.privateJwk.kid}) and ${join(dir, "jwks.json")} (public: the node's PODSYNC_JWKS_FILE)`);
+      return;
+    }
+    case "sign": {
+      if (!arg) fail("sign needs a pod file");
+      const aud = o["aud"] as string | undefined;
+      if (!aud) fail("sign needs --aud NODE");
+      const act = String(o["act"] ?? "sync");
+      console.log(await signToken(loadKey(keyPath), { act, pod: readPod(arg) }, aud, ttl, iss));
+      return;
+    }
+    case "sync":
+    case "plan": {
+      if (!arg) fail(`${cmd} needs a pod file`);
+      const act = cmd === "plan" || o["plan"] ? "plan" : "sync";
+      const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
+      const token = await signToken(loadKey(keyPath), { act, pod: readPod(arg) }, aud, ttl, iss);
+      const r = await fetch(`${url}/v1/pods/${act}`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+      const body = (await r.json()) as Record<string, unknown>;
+      if (o["json"]) console.log(JSON.stringify(body, null, 2));
+      else printResult(r.status, body);
+      process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
+      return;
+    }
+    case "status":
+    case "delete": {
+      if (!arg) fail(`${cmd} needs a pod uid`);
+      const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
+      const token = await signToken(loadKey(keyPath), { act: cmd, uid: arg }, aud, ttl, iss);
+      const r = await fetch(cmd === "status" ? `${url}/v1/pods/${encodeURIComponent(arg)}/status` : `${url}/v1/pods/${encodeURIComponent(arg)}`, {
+        method: cmd === "status" ? "GET" : "DELETE",
+        headers: { authorization: `Bearer ${token}` },
+      });
+      const body = (await r.json()) as Record<string, unknown>;
+      if (o["json"]) console.log(JSON.stringify(body, null, 2));
+      else printResult(r.status, body);
+      process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
+      return;
+    }
+    default:
+      fail(`unknown command "${cmd}"\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((e) => fail((e as Error).message));

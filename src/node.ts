@@ -1,0 +1,151 @@
+// The embedded default: the function on Node, on localhost, talking to the node's runtime socket.
+// `npm start` runs this. With no keys configured it makes a dev key on first run and prints how to use it.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { serve, type ServerType } from "@hono/node-server";
+import type { JSONWebKeySet } from "jose";
+import { createApp } from "./api/app.js";
+import { connectGrpc } from "./cri/grpc-transport.js";
+import { createVerifier, type Algorithm } from "./auth/verify.js";
+import { MemoryReplayStore } from "./auth/replay.js";
+import { generateSigningKey } from "./auth/keys.js";
+import { MemoryPodLock } from "./api/pod-lock.js";
+import { defaultNodeConfig } from "./kuberuntime/config.js";
+import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings.js";
+
+export const DEV_ISSUER = "podsync-dev";
+
+interface Keys {
+  keys: { jwks: JSONWebKeySet } | { url: string };
+  issuers: string[];
+  dev?: { keyFile: string };
+}
+
+async function loadKeys(s: Settings): Promise<Keys> {
+  const issuers = s.PODSYNC_ISSUERS ?? [];
+  if (s.PODSYNC_JWKS_URL) return { keys: { url: s.PODSYNC_JWKS_URL }, issuers };
+  if (s.PODSYNC_JWKS) return { keys: { jwks: parseJwks(s.PODSYNC_JWKS, "PODSYNC_JWKS") }, issuers };
+  if (s.PODSYNC_JWKS_FILE) return { keys: { jwks: parseJwks(readFile(s.PODSYNC_JWKS_FILE, "PODSYNC_JWKS_FILE"), "PODSYNC_JWKS_FILE") }, issuers };
+  // Dev mode: a key pair kept in PODSYNC_DEV_DIR, made once.
+  const dir = resolve(s.PODSYNC_DEV_DIR);
+  const keyFile = join(dir, "dev-key.json");
+  const jwksFile = join(dir, "dev-jwks.json");
+  if (!existsSync(keyFile) || !existsSync(jwksFile)) {
+    const k = await generateSigningKey("EdDSA");
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(keyFile, JSON.stringify({ ...k.privateJwk, iss: DEV_ISSUER }, null, 2) + "\n", { mode: 0o600 });
+    writeFileSync(jwksFile, JSON.stringify(k.jwks, null, 2) + "\n");
+  }
+  return { keys: { jwks: parseJwks(readFileSync(jwksFile, "utf8"), jwksFile) }, issuers: [DEV_ISSUER, ...issuers], dev: { keyFile } };
+}
+
+function readFile(path: string, setting: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (e) {
+    throw new SettingsError(`${setting}: cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
+function parseJwks(text: string, setting: string): JSONWebKeySet {
+  try {
+    const j = JSON.parse(text) as JSONWebKeySet;
+    if (!Array.isArray(j.keys) || j.keys.length === 0) throw new Error('expected {"keys": [...]} with at least one key');
+    if (j.keys.some((k) => "d" in k && k.kty !== "oct")) throw new Error("a JWKS for verification must hold public keys only");
+    return j;
+  } catch (e) {
+    throw new SettingsError(`${setting}: not a usable JWK set: ${(e as Error).message}`);
+  }
+}
+
+export interface Running {
+  server: ServerType;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startNode(env: Record<string, string | undefined> = process.env, quiet = false): Promise<Running> {
+  const s = loadSettings(env);
+  const keys = await loadKeys(s);
+  const cri = connectGrpc({
+    endpoint: s.PODSYNC_CRI_ENDPOINT,
+    timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS,
+    token: s.PODSYNC_CRI_TOKEN,
+    tls: s.PODSYNC_CRI_TLS ? { ca: s.PODSYNC_CRI_TLS_CA, cert: s.PODSYNC_CRI_TLS_CERT, key: s.PODSYNC_CRI_TLS_KEY } : undefined,
+  });
+  const verifier = createVerifier({
+    keys: keys.keys,
+    issuers: keys.issuers,
+    audience: [s.PODSYNC_NODE_NAME, ...s.PODSYNC_NODE_ALIASES],
+    algorithms: s.PODSYNC_ALGORITHMS as Algorithm[],
+    maxLifetimeSeconds: s.PODSYNC_MAX_TOKEN_LIFETIME_S,
+    clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
+    replay: new MemoryReplayStore(),
+  });
+  const app = createApp({
+    cri,
+    verifier,
+    nodeName: s.PODSYNC_NODE_NAME,
+    maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
+    lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
+    sync: {
+      pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
+      node: {
+        ...defaultNodeConfig(),
+        podLogsDir: s.PODSYNC_POD_LOGS_DIR,
+        rootDir: s.PODSYNC_ROOT_DIR,
+        cgroupParent: s.PODSYNC_CGROUP_PARENT,
+        clusterDNS: s.PODSYNC_CLUSTER_DNS,
+        clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
+        hostDNS: hostResolvConf(),
+        memoryCapacity: totalmem(),
+      },
+    },
+    ...(quiet ? { log: () => undefined } : {}),
+  });
+  const server = await new Promise<ServerType>((res, rej) => {
+    const srv = serve({ fetch: app.fetch, hostname: s.PODSYNC_HOST, port: s.PODSYNC_PORT }, () => res(srv));
+    srv.once("error", rej);
+  });
+  const addr = server.address();
+  const port = typeof addr === "object" && addr ? addr.port : s.PODSYNC_PORT;
+  const host = s.PODSYNC_HOST.includes(":") ? `[${s.PODSYNC_HOST}]` : s.PODSYNC_HOST;
+  const url = `http://${host}:${port}`;
+  if (!quiet) {
+    const lines = [
+      `podsync listening on ${url}  (node "${s.PODSYNC_NODE_NAME}", CRI ${s.PODSYNC_CRI_ENDPOINT})`,
+      `  health:  curl ${url}/healthz      runtime: curl ${url}/readyz`,
+    ];
+    if (keys.dev)
+      lines.push(
+        `  dev key: ${keys.dev.keyFile} (issuer "${DEV_ISSUER}"; configure PODSYNC_JWKS_FILE + PODSYNC_ISSUERS for real keys)`,
+        `  try it:  npx podsync sync examples/pod.yaml --url ${url} --key ${keys.dev.keyFile}`,
+      );
+    console.error(lines.join("\n"));
+  }
+  return {
+    server,
+    url,
+    close: () =>
+      new Promise<void>((res) => {
+        server.close(() => res());
+        cri.close();
+      }),
+  };
+}
+
+const isMain = process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname);
+if (isMain) {
+  startNode().then(
+    (r) => {
+      const stop = () => void r.close().then(() => process.exit(0));
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    },
+    (e) => {
+      console.error(e instanceof SettingsError ? `podsync: ${e.message}` : e);
+      process.exit(1);
+    },
+  );
+}
