@@ -56,6 +56,9 @@ export class FakeRuntime {
   /** Images a PullImage can fetch (everything else fails like a missing registry). */
   readonly pullable = new Set<string>();
   readonly calls = new Map<string, number>();
+  /** Calls being served right now, and the most seen at once, per method. */
+  readonly inFlight = new Map<string, number>();
+  readonly maxInFlight = new Map<string, number>();
   readonly pullAuth: (api.AuthConfig | undefined)[] = [];
   private readonly faults = new Map<string, Fault[]>();
   /** Called after StartContainer: lets a test make a command exit at once (e.g. `false`). */
@@ -280,8 +283,18 @@ function serviceDefinition(
       responseDeserialize: (b: Buffer) => fromBinary(m.output, b),
       originalName: m.localName,
     };
-    impl[m.name] = (call: grpc.ServerUnaryCall<any, any>, cb: grpc.sendUnaryData<any>) => {
+    impl[m.name] = (call: grpc.ServerUnaryCall<any, any>, done: grpc.sendUnaryData<any>) => {
       runtime.calls.set(m.name, (runtime.calls.get(m.name) ?? 0) + 1);
+      const now = (runtime.inFlight.get(m.name) ?? 0) + 1;
+      runtime.inFlight.set(m.name, now);
+      runtime.maxInFlight.set(m.name, Math.max(now, runtime.maxInFlight.get(m.name) ?? 0));
+      let finished = false;
+      const cb: grpc.sendUnaryData<any> = (err, value) => {
+        if (finished) return;
+        finished = true;
+        runtime.inFlight.set(m.name, (runtime.inFlight.get(m.name) ?? 1) - 1);
+        done(err, value);
+      };
       const h = handlers[m.name];
       const run = () => {
         if (!h) return cb({ code: grpc.status.UNIMPLEMENTED, details: `${m.name} not implemented by the fake runtime` });
@@ -299,7 +312,10 @@ function serviceDefinition(
         return run();
       }
       const t = setTimeout(run, f.ms);
-      call.on("cancelled", () => clearTimeout(t));
+      call.on("cancelled", () => {
+        clearTimeout(t);
+        cb({ code: grpc.status.CANCELLED, details: "cancelled" });
+      });
     };
   }
   return [def as grpc.ServiceDefinition, impl];
