@@ -132,3 +132,66 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     expect(after.containerStatuses).toEqual([]);
   });
 });
+
+describe.skipIf(skip)("the function and its CLI on real containerd", () => {
+  it("npm start's server + `podsync sync` run a real pod end to end; `podsync delete` removes it", async () => {
+    if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
+    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { execFile } = await import("node:child_process");
+    const { startNode } = await import("../src/node.js");
+    const dir = mkdtempSync(join(tmpdir(), "podsync-e2e-"));
+    const running = await startNode(
+      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "e2e-node", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
+      true,
+    );
+    const id = `cli-${Date.now()}`;
+    const port = 18000 + (process.pid % 1000);
+    const podFile = join(dir, "pod.yaml");
+    writeFileSync(
+      podFile,
+      [
+        "metadata: { name: cli-web, uid: " + id + " }",
+        "spec:",
+        "  hostNetwork: true",
+        "  terminationGracePeriodSeconds: 2",
+        "  containers:",
+        "    - name: web",
+        "      image: localhost/busybox:1",
+        "      imagePullPolicy: IfNotPresent",
+        `      command: ["sh", "-c", "mkdir -p /w && echo hi-from-$(WHO) > /w/index.html && exec httpd -f -p 127.0.0.1:${port} -h /w"]`,
+        "      env: [{ name: WHO, value: podsync }]",
+      ].join("\n"),
+    );
+    const cli = (...args: string[]) =>
+      new Promise<{ code: number; out: string }>((res) =>
+        execFile("node", ["bin/podsync.mjs", ...args, "--url", running.url, "--key", join(dir, "dev-key.json"), "--json"], (err, stdout) =>
+          res({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout }),
+        ),
+      );
+    try {
+      const sync = await cli("sync", podFile);
+      expect(sync.code, sync.out).toBe(0);
+      expect(JSON.parse(sync.out)).toMatchObject({ ok: true, pod: { uid: id }, actions: { createSandbox: true } });
+      const page = await waitFor("the pod's web server", async () => {
+        try {
+          return await (await fetch(`http://127.0.0.1:${port}/`)).text();
+        } catch {
+          return undefined;
+        }
+      });
+      expect(page.trim()).toBe("hi-from-podsync");
+      const again = await cli("sync", podFile);
+      expect(JSON.parse(again.out).steps).toEqual([]);
+      const del = await cli("delete", id);
+      expect(del.code, del.out).toBe(0);
+      expect(JSON.parse(del.out)).toMatchObject({ ok: true, deleted: true });
+      const own = connectGrpc({ endpoint });
+      expect((await getPodStatus(own, { uid: id, name: "", namespace: "" })).sandboxStatuses).toEqual([]);
+      own.close();
+    } finally {
+      await running.close();
+    }
+  });
+});

@@ -1,6 +1,9 @@
 //
 //Copyright 2020 The Kubernetes Authors.
 //
+//Source: kubernetes/cri-api pkg/apis/runtime/v1/api.proto at commit 791729b (master after
+//kubernetes-1.37.0-beta.0); the definitions are unchanged. KeyValue.value is bytes there (binary env values).
+//
 //Licensed under the Apache License, Version 2.0 (the "License");
 //you may not use this file except in compliance with the License.
 //You may obtain a copy of the License at
