@@ -1,0 +1,157 @@
+// CRI over gRPC-Web (binary, HTTP/1.1) with fetch: the transport for places with no HTTP/2 client,
+// such as Cloudflare Workers. Same protobuf-es codec as the grpc-js transport; talks to cri-proxy's
+// gRPC-Web port. Frames: 1 flag byte (0x00 data, 0x80 trailers), 4-byte big-endian length, payload.
+import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
+import { CriError, GrpcCode } from "./errors.js";
+import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
+
+export interface GrpcWebOptions {
+  /** Base URL of the proxy's gRPC-Web endpoint, e.g. `https://node-7.example:9091`. */
+  baseUrl: string;
+  token?: string | undefined;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+  maxMessageBytes?: number;
+}
+
+export function encodeFrame(flag: number, payload: Uint8Array): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(5 + payload.byteLength);
+  out[0] = flag;
+  new DataView(out.buffer).setUint32(1, payload.byteLength, false);
+  out.set(payload, 5);
+  return out;
+}
+
+export interface Frame {
+  flag: number;
+  payload: Uint8Array;
+}
+
+/** Split a gRPC-Web body into frames; throws on a truncated or oversized frame. */
+export function decodeFrames(body: Uint8Array, max = 16 * 1024 * 1024): Frame[] {
+  const frames: Frame[] = [];
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  let off = 0;
+  while (off < body.byteLength) {
+    if (body.byteLength - off < 5) throw new Error("truncated gRPC-Web frame header");
+    const flag = body[off]!;
+    const len = view.getUint32(off + 1, false);
+    if (len > max) throw new Error(`gRPC-Web frame of ${len} bytes is over the ${max} byte limit`);
+    if (body.byteLength - off - 5 < len) throw new Error("truncated gRPC-Web frame");
+    frames.push({ flag, payload: body.subarray(off + 5, off + 5 + len) });
+    off += 5 + len;
+  }
+  return frames;
+}
+
+export function parseTrailers(text: string): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const line of text.split("\r\n")) {
+    const i = line.indexOf(":");
+    if (i > 0) m.set(line.slice(0, i).trim().toLowerCase(), line.slice(i + 1).trim());
+  }
+  return m;
+}
+
+const decoder = new TextDecoder();
+
+function statusFrom(get: (k: string) => string | null | undefined, method: string): CriError | undefined {
+  const s = get("grpc-status");
+  if (s === null || s === undefined || s === "") return undefined;
+  const code = Number(s);
+  if (code === GrpcCode.OK) return undefined;
+  let msg = get("grpc-message") ?? "";
+  try {
+    msg = decodeURIComponent(msg);
+  } catch {
+    /* keep it as sent */
+  }
+  return new CriError(Number.isInteger(code) ? code : GrpcCode.UNKNOWN, msg, method);
+}
+
+export class GrpcWebTransport implements UnaryTransport {
+  private readonly base: string;
+  private readonly timeoutMs: number;
+  private readonly fetchFn: typeof fetch;
+  private readonly headers: Record<string, string>;
+  private readonly max: number;
+
+  constructor(o: GrpcWebOptions) {
+    this.base = o.baseUrl.replace(/\/+$/, "");
+    this.timeoutMs = o.timeoutMs ?? 10_000;
+    this.fetchFn = o.fetch ?? ((...a) => fetch(...a));
+    this.max = o.maxMessageBytes ?? 16 * 1024 * 1024;
+    this.headers = { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", accept: "application/grpc-web+proto" };
+    if (o.token) this.headers["authorization"] = `Bearer ${o.token}`;
+  }
+
+  async unary<I extends DescMessage, O extends DescMessage>(
+    method: DescMethod & { input: I; output: O },
+    input: MessageShape<I>,
+    options?: CallOptions,
+  ): Promise<MessageShape<O>> {
+    const timeout = options?.timeoutMs ?? this.timeoutMs;
+    const signal = options?.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout);
+    let res: Response;
+    try {
+      res = await this.fetchFn(`${this.base}/${method.parent.typeName}/${method.name}`, {
+        method: "POST",
+        headers: { ...this.headers, "grpc-timeout": `${Math.max(1, Math.ceil(timeout))}m` },
+        body: encodeFrame(0, toBinary(method.input, input)) as Uint8Array<ArrayBuffer>,
+        signal,
+      });
+    } catch (e) {
+      const name = (e as Error)?.name;
+      if (name === "TimeoutError") throw new CriError(GrpcCode.DEADLINE_EXCEEDED, `no answer within ${timeout} ms`, method.name);
+      if (name === "AbortError") throw new CriError(GrpcCode.CANCELLED, "call cancelled", method.name);
+      throw new CriError(GrpcCode.UNAVAILABLE, `cannot reach ${this.base}: ${(e as Error)?.message ?? e}`, method.name);
+    }
+    const headerErr = statusFrom((k) => res.headers.get(k), method.name);
+    if (headerErr) throw headerErr;
+    if (!res.ok) throw new CriError(httpToGrpc(res.status), `HTTP ${res.status} from ${this.base}`, method.name);
+    let body: Uint8Array;
+    try {
+      body = new Uint8Array(await res.arrayBuffer());
+    } catch (e) {
+      if ((e as Error)?.name === "TimeoutError") throw new CriError(GrpcCode.DEADLINE_EXCEEDED, `no answer within ${timeout} ms`, method.name);
+      throw new CriError(GrpcCode.UNAVAILABLE, `reading the reply failed: ${(e as Error)?.message ?? e}`, method.name);
+    }
+    let frames: Frame[];
+    try {
+      frames = decodeFrames(body, this.max);
+    } catch (e) {
+      throw new CriError(GrpcCode.INTERNAL, `malformed gRPC-Web reply: ${(e as Error).message}`, method.name);
+    }
+    const trailer = frames.find((f) => f.flag & 0x80);
+    if (trailer) {
+      const t = parseTrailers(decoder.decode(trailer.payload));
+      const err = statusFrom((k) => t.get(k), method.name);
+      if (err) throw err;
+    } else if (!res.headers.get("grpc-status")) {
+      throw new CriError(GrpcCode.INTERNAL, "gRPC-Web reply without a status", method.name);
+    }
+    const data = frames.find((f) => (f.flag & 0x80) === 0);
+    if (!data) throw new CriError(GrpcCode.INTERNAL, "gRPC-Web reply without a message", method.name);
+    try {
+      return fromBinary(method.output, data.payload);
+    } catch (e) {
+      throw new CriError(GrpcCode.INTERNAL, `response message parsing error: ${(e as Error).message}`, method.name);
+    }
+  }
+
+  close(): void {}
+}
+
+/** HTTP status → gRPC code, per the gRPC HTTP mapping (for proxies in between that answer in HTTP). */
+function httpToGrpc(status: number): number {
+  if (status === 400) return GrpcCode.INTERNAL;
+  if (status === 401) return GrpcCode.UNAUTHENTICATED;
+  if (status === 403) return GrpcCode.PERMISSION_DENIED;
+  if (status === 404) return GrpcCode.UNIMPLEMENTED;
+  if (status === 429 || status === 502 || status === 503 || status === 504) return GrpcCode.UNAVAILABLE;
+  return GrpcCode.UNKNOWN;
+}
+
+export function connectGrpcWeb(o: GrpcWebOptions): CriClient {
+  return createCriClient(new GrpcWebTransport(o));
+}

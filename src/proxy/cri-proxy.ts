@@ -1,0 +1,232 @@
+// cri-proxy: the node-local piece that exposes a safe, authenticated slice of CRI to the network.
+// containerd's socket has no authentication; this listens on TCP (TLS, optionally mutual, and/or a bearer
+// token), allows only a list of CRI methods, bounds deadlines and concurrency, and forwards the call to
+// the runtime's socket as opaque bytes (no decoding). It speaks gRPC (HTTP/2) and gRPC-Web (HTTP/1.1,
+// binary) so fetch-only callers such as Workers can use it.
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { timingSafeEqual } from "node:crypto";
+import * as grpc from "@grpc/grpc-js";
+import { ImageService, RuntimeService } from "../gen/runtime/v1/api_pb.js";
+import { ENGINE_METHOD_PATHS } from "../cri/client.js";
+import { normaliseEndpoint } from "../cri/grpc-transport.js";
+import { GrpcCode, grpcCodeName } from "../cri/errors.js";
+import { decodeFrames, encodeFrame } from "../cri/grpc-web-transport.js";
+
+/** Refused unless named in `allow`: they open streams into containers or change the runtime. */
+export const DANGEROUS_METHODS = ["Exec", "Attach", "PortForward", "UpdateRuntimeConfig", "ExecSync"];
+
+export interface ProxyOptions {
+  /** The runtime's socket (`unix:///run/containerd/containerd.sock`). */
+  upstream: string;
+  /** gRPC (HTTP/2) listen address `host:port`; omit to not serve it. */
+  grpcListen?: string | undefined;
+  /** gRPC-Web (HTTP/1.1) listen address `host:port`; omit to not serve it. */
+  grpcWebListen?: string | undefined;
+  /** Bearer token callers must send (`authorization: Bearer …`). */
+  token?: string | undefined;
+  /** PEM strings. With `clientCa`, clients must present a certificate it signed (mutual TLS). */
+  tls?: { cert: string; key: string; clientCa?: string | undefined } | undefined;
+  /** Extra method names to allow beyond the engine's (e.g. "Exec", "ListImages"). */
+  allow?: string[];
+  maxConcurrent?: number;
+  /** The longest deadline a call may have (ms); callers without a deadline get this. */
+  maxDeadlineMs?: number;
+  maxMessageBytes?: number;
+  log?: (rec: Record<string, unknown>) => void;
+}
+
+export interface RunningProxy {
+  grpcPort: number | undefined;
+  grpcWebPort: number | undefined;
+  /** Stop accepting; finish the calls in flight (up to `graceMs`); then close. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+interface Outcome {
+  code: number;
+  details: string;
+  body?: Buffer;
+}
+
+const SERVICES = [RuntimeService, ImageService];
+
+/** Every unary CRI method path, and whether it is allowed. */
+export function allowList(extra: string[] = []): Map<string, boolean> {
+  const allowed = new Set(ENGINE_METHOD_PATHS);
+  const m = new Map<string, boolean>();
+  for (const s of SERVICES)
+    for (const meth of s.methods) {
+      if (meth.methodKind !== "unary") continue;
+      const path = `/${s.typeName}/${meth.name}`;
+      m.set(path, allowed.has(path) || extra.includes(meth.name));
+    }
+  return m;
+}
+
+function tokenOk(expected: string | undefined, header: string | undefined): boolean {
+  if (!expected) return true;
+  const m = /^Bearer\s+(\S+)$/i.exec(header ?? "");
+  if (!m) return false;
+  const a = Buffer.from(m[1]!);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+const identity = (b: Buffer) => b;
+
+export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
+  const allowed = allowList(o.allow);
+  const maxConcurrent = o.maxConcurrent ?? 64;
+  const maxDeadline = o.maxDeadlineMs ?? 120_000;
+  const maxMsg = o.maxMessageBytes ?? 16 * 1024 * 1024;
+  const log = o.log ?? ((r) => console.log(JSON.stringify(r)));
+  const upstream = new grpc.Client(normaliseEndpoint(o.upstream), grpc.credentials.createInsecure(), {
+    "grpc.max_receive_message_length": maxMsg,
+    "grpc.max_send_message_length": maxMsg,
+    "grpc.enable_retries": 0,
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 1000,
+  });
+  let inFlight = 0;
+  let draining = false;
+  let drained: (() => void) | undefined;
+
+  /** Gatekeeping and forwarding shared by both front ends. */
+  async function forward(front: string, path: string, auth: string | undefined, deadlineMs: number | undefined, body: Buffer, peer: string): Promise<Outcome> {
+    const t0 = performance.now();
+    let out: Outcome;
+    if (draining) out = { code: GrpcCode.UNAVAILABLE, details: "cri-proxy is shutting down" };
+    else if (!tokenOk(o.token, auth)) out = { code: GrpcCode.UNAUTHENTICATED, details: "missing or wrong bearer token" };
+    else if (!allowed.has(path)) out = { code: GrpcCode.UNIMPLEMENTED, details: `unknown or streaming method ${path}` };
+    else if (!allowed.get(path)) out = { code: GrpcCode.PERMISSION_DENIED, details: `${path} is not allowed by cri-proxy (enable it with --allow)` };
+    else if (inFlight >= maxConcurrent) out = { code: GrpcCode.RESOURCE_EXHAUSTED, details: `cri-proxy is at its limit of ${maxConcurrent} concurrent calls` };
+    else {
+      inFlight++;
+      try {
+        const deadline = Date.now() + Math.min(deadlineMs ?? maxDeadline, maxDeadline);
+        out = await new Promise<Outcome>((res) => {
+          upstream.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, body, new grpc.Metadata(), { deadline }, (err, value) => {
+            if (err) res({ code: err.code ?? GrpcCode.UNKNOWN, details: err.details || err.message });
+            else res({ code: GrpcCode.OK, details: "", body: value ?? Buffer.alloc(0) });
+          });
+        });
+      } finally {
+        inFlight--;
+        if (draining && inFlight === 0) drained?.();
+      }
+    }
+    log({ time: new Date().toISOString(), front, method: path, peer, code: grpcCodeName(out.code), durationMs: Math.round((performance.now() - t0) * 100) / 100, bytesIn: body.length, bytesOut: out.body?.length ?? 0 });
+    return out;
+  }
+
+  // gRPC front end: every unary method registered with byte-for-byte serializers.
+  let grpcServer: grpc.Server | undefined;
+  let grpcPort: number | undefined;
+  if (o.grpcListen) {
+    grpcServer = new grpc.Server({ "grpc.max_receive_message_length": maxMsg, "grpc.max_send_message_length": maxMsg });
+    for (const s of SERVICES) {
+      const def: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+      const impl: grpc.UntypedServiceImplementation = {};
+      for (const meth of s.methods) {
+        if (meth.methodKind !== "unary") continue;
+        const path = `/${s.typeName}/${meth.name}`;
+        def[meth.name] = { path, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity };
+        impl[meth.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+          const dl = call.getDeadline();
+          const ms = dl instanceof Date ? dl.getTime() - Date.now() : Number.isFinite(dl) ? Number(dl) - Date.now() : undefined;
+          const auth = call.metadata.get("authorization")[0];
+          void forward("grpc", path, typeof auth === "string" ? auth : undefined, ms, call.request, call.getPeer()).then((r) =>
+            r.code === GrpcCode.OK ? cb(null, r.body!) : cb({ code: r.code, details: r.details }),
+          );
+        };
+      }
+      grpcServer.addService(def as grpc.ServiceDefinition, impl);
+    }
+    const creds = o.tls
+      ? grpc.ServerCredentials.createSsl(o.tls.clientCa ? Buffer.from(o.tls.clientCa) : null, [{ cert_chain: Buffer.from(o.tls.cert), private_key: Buffer.from(o.tls.key) }], Boolean(o.tls.clientCa))
+      : grpc.ServerCredentials.createInsecure();
+    grpcPort = await new Promise<number>((res, rej) => grpcServer!.bindAsync(o.grpcListen!, creds, (e, port) => (e ? rej(e) : res(port))));
+  }
+
+  // gRPC-Web front end.
+  let web: HttpServer | undefined;
+  let grpcWebPort: number | undefined;
+  if (o.grpcWebListen) {
+    const handler = (req: IncomingMessage, res: ServerResponse) => void serveGrpcWeb(req, res);
+    web = o.tls
+      ? createHttpsServer({ cert: o.tls.cert, key: o.tls.key, ...(o.tls.clientCa ? { ca: o.tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}) }, handler)
+      : createHttpServer(handler);
+    const [host, port] = splitHostPort(o.grpcWebListen);
+    grpcWebPort = await new Promise<number>((res, rej) => {
+      web!.once("error", rej);
+      web!.listen(port, host, () => {
+        const a = web!.address();
+        res(typeof a === "object" && a ? a.port : port);
+      });
+    });
+  }
+
+  function trailersOnly(res: ServerResponse, code: number, details: string) {
+    res.writeHead(200, { "content-type": "application/grpc-web+proto", "grpc-status": String(code), "grpc-message": encodeURIComponent(details) });
+    res.end();
+  }
+
+  async function serveGrpcWeb(req: IncomingMessage, res: ServerResponse) {
+    const path = (req.url ?? "").split("?")[0]!;
+    if (req.method !== "POST" || !/^application\/grpc-web(\+proto)?$/.test((req.headers["content-type"] ?? "").split(";")[0]!.trim())) {
+      res.writeHead(415, { "content-type": "text/plain" }).end("cri-proxy serves gRPC-Web: POST application/grpc-web+proto\n");
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > maxMsg + 5) return trailersOnly(res, GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
+      chunks.push(chunk as Buffer);
+    }
+    let frames;
+    try {
+      frames = decodeFrames(Buffer.concat(chunks), maxMsg);
+    } catch (e) {
+      return trailersOnly(res, GrpcCode.INTERNAL, `malformed gRPC-Web request: ${(e as Error).message}`);
+    }
+    const data = frames.find((f) => f.flag === 0);
+    if (!data || frames.length !== 1) return trailersOnly(res, GrpcCode.INTERNAL, "a unary gRPC-Web request carries exactly one message frame");
+    const r = await forward("grpc-web", path, req.headers.authorization, parseGrpcTimeout(req.headers["grpc-timeout"] as string | undefined), Buffer.from(data.payload), `${req.socket.remoteAddress}:${req.socket.remotePort}`);
+    if (r.code !== GrpcCode.OK) return trailersOnly(res, r.code, r.details);
+    const trailer = Buffer.from(`grpc-status:0\r\ngrpc-message:\r\n`);
+    res.writeHead(200, { "content-type": "application/grpc-web+proto" });
+    res.end(Buffer.concat([encodeFrame(0, r.body!), encodeFrame(0x80, trailer)]));
+  }
+
+  return {
+    grpcPort,
+    grpcWebPort,
+    async shutdown(graceMs = 30_000) {
+      draining = true;
+      const idle = inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => (drained = r));
+      await Promise.race([idle, new Promise((r) => setTimeout(r, graceMs))]);
+      await Promise.all([
+        grpcServer ? new Promise<void>((r) => grpcServer!.tryShutdown(() => r())) : undefined,
+        web ? new Promise<void>((r) => { web!.close(() => r()); web!.closeAllConnections(); }) : undefined,
+      ]);
+      upstream.close();
+    },
+  };
+}
+
+/** grpc-timeout: an integer and a unit (H, M, S, m, u, n). */
+export function parseGrpcTimeout(v: string | undefined): number | undefined {
+  const m = /^(\d{1,8})([HMSmun])$/.exec(v ?? "");
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  const unit = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 }[m[2] as "H"];
+  return n * unit;
+}
+
+export function splitHostPort(addr: string): [string, number] {
+  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(addr);
+  if (!m) throw new Error(`listen address must be host:port, got "${addr}"`);
+  return [m[1]!, Number(m[2])];
+}
