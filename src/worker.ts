@@ -1,0 +1,217 @@
+// The same Hono app as a Cloudflare Worker. One Worker serves many nodes: `/nodes/{node}/v1/...` is the
+// node-embedded API of that node, reaching its runtime through the node's cri-proxy over gRPC-Web (fetch).
+// Replay protection and per-pod serialisation are Durable Objects, since isolates share no memory.
+//
+// Settings (wrangler vars and secrets):
+//   PODSYNC_NODES        JSON {"edge-7": {"url": "https://edge-7.example:9091", "aliases": ["m-123"]}}
+//   PODSYNC_PROXY_TOKEN  secret: the bearer token for the proxies (or per node in PODSYNC_PROXY_TOKENS, JSON)
+//   PODSYNC_JWKS         secret/var: the trusted JWK set (JSON), or PODSYNC_JWKS_URL
+//   PODSYNC_ISSUERS      comma separated trusted `iss`
+//   PODSYNC_CRI_TIMEOUT_MS, PODSYNC_MAX_BODY_BYTES, PODSYNC_MAX_TOKEN_LIFETIME_S, PODSYNC_CLOCK_SKEW_S (optional)
+import { Hono } from "hono";
+import { z } from "zod";
+import { createApp } from "./api/app.js";
+import { ProblemError, toProblemError } from "./api/problem.js";
+import type { PodLock } from "./api/pod-lock.js";
+import { MemoryPodLock } from "./api/pod-lock.js";
+import { createVerifier } from "./auth/verify.js";
+import type { ReplayStore } from "./auth/replay.js";
+import { connectGrpcWeb } from "./cri/grpc-web-transport.js";
+import { MemoryPullBackOff } from "./kuberuntime/sync-pod.js";
+
+// The few Workers runtime shapes used here (kept local rather than pulling the global workers types
+// into a project that also type-checks against Node's and the DOM's).
+interface DOStorage {
+  get<T>(key: string): Promise<T | undefined>;
+  put(key: string, value: unknown): Promise<void>;
+  delete(key: string | string[]): Promise<boolean | number>;
+  list<T>(options?: { limit?: number }): Promise<Map<string, T>>;
+  getAlarm(): Promise<number | null>;
+  setAlarm(at: number): Promise<void>;
+}
+interface DOState {
+  storage: DOStorage;
+}
+interface DONamespace {
+  idFromName(name: string): unknown;
+  get(id: unknown): { fetch(input: string, init?: RequestInit): Promise<Response> };
+}
+
+export interface Env {
+  PODSYNC_NODES: string;
+  PODSYNC_PROXY_TOKEN?: string;
+  PODSYNC_PROXY_TOKENS?: string;
+  PODSYNC_JWKS?: string;
+  PODSYNC_JWKS_URL?: string;
+  PODSYNC_ISSUERS: string;
+  PODSYNC_CRI_TIMEOUT_MS?: string;
+  PODSYNC_MAX_BODY_BYTES?: string;
+  PODSYNC_MAX_TOKEN_LIFETIME_S?: string;
+  PODSYNC_CLOCK_SKEW_S?: string;
+  PODSYNC_LOCK_WAIT_MS?: string;
+  REPLAY: DONamespace;
+  POD_LOCK: DONamespace;
+}
+
+const NodeMap = z.record(z.string().min(1), z.strictObject({ url: z.url(), aliases: z.array(z.string()).default([]) }));
+const Num = (d: number) => z.coerce.number().int().positive().default(d);
+const WorkerSettings = z.object({
+  PODSYNC_NODES: z.string().transform((s, ctx) => {
+    try {
+      return NodeMap.parse(JSON.parse(s));
+    } catch (e) {
+      ctx.addIssue({ code: "custom", message: `must be JSON {"node": {"url": "https://…"}}: ${(e as Error).message}` });
+      return z.NEVER;
+    }
+  }),
+  PODSYNC_ISSUERS: z.string().min(1, "required: the trusted issuers").transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)),
+  PODSYNC_JWKS: z.string().optional(),
+  PODSYNC_JWKS_URL: z.url().optional(),
+  PODSYNC_PROXY_TOKEN: z.string().optional(),
+  PODSYNC_PROXY_TOKENS: z.string().optional(),
+  PODSYNC_CRI_TIMEOUT_MS: Num(10_000),
+  PODSYNC_MAX_BODY_BYTES: Num(1024 * 1024),
+  PODSYNC_MAX_TOKEN_LIFETIME_S: Num(300),
+  PODSYNC_CLOCK_SKEW_S: Num(30),
+  PODSYNC_LOCK_WAIT_MS: Num(30_000),
+});
+
+/** Replay store backed by a Durable Object (one per node): claim is atomic inside the object. */
+class DurableReplayStore implements ReplayStore {
+  constructor(private readonly ns: DONamespace, private readonly node: string) {}
+  async claim(key: string, expiresAtMs: number): Promise<boolean> {
+    const stub = this.ns.get(this.ns.idFromName(this.node));
+    const r = await stub.fetch("https://replay/claim", { method: "POST", body: JSON.stringify({ key, expiresAtMs }) });
+    if (!r.ok) throw new Error(`replay store answered ${r.status}`);
+    return ((await r.json()) as { fresh: boolean }).fresh;
+  }
+}
+
+/** Per-pod lock: a Durable Object per node/pod uid hands out one lease at a time. */
+class DurablePodLock implements PodLock {
+  constructor(private readonly ns: DONamespace, private readonly node: string, private readonly maxWaitMs: number) {}
+  async run<T>(uid: string, fn: () => Promise<T>): Promise<T> {
+    const stub = this.ns.get(this.ns.idFromName(`${this.node}/${uid}`));
+    const r = await stub.fetch(`https://lock/acquire?wait=${this.maxWaitMs}&lease=${this.maxWaitMs * 2}`, { method: "POST" });
+    if (r.status === 409) throw new ProblemError(409, "pod-busy", "Pod is busy", `another request for pod ${uid} has been running for over ${this.maxWaitMs} ms; retry later`);
+    if (!r.ok) throw new Error(`pod lock answered ${r.status}`);
+    const { lease } = (await r.json()) as { lease: string };
+    try {
+      return await fn();
+    } finally {
+      await stub.fetch("https://lock/release", { method: "POST", body: JSON.stringify({ lease }) });
+    }
+  }
+}
+
+let cache: { key: string; root: Hono } | undefined;
+
+function build(env: Env): Hono {
+  const parsed = WorkerSettings.safeParse(env);
+  if (!parsed.success)
+    throw new ProblemError(500, "misconfigured", "Worker misconfigured", parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+  const s = parsed.data;
+  if (!s.PODSYNC_JWKS === !s.PODSYNC_JWKS_URL) throw new ProblemError(500, "misconfigured", "Worker misconfigured", "set exactly one of PODSYNC_JWKS and PODSYNC_JWKS_URL");
+  const tokens = s.PODSYNC_PROXY_TOKENS ? (JSON.parse(s.PODSYNC_PROXY_TOKENS) as Record<string, string>) : {};
+  const keys = s.PODSYNC_JWKS ? { jwks: JSON.parse(s.PODSYNC_JWKS) } : { url: s.PODSYNC_JWKS_URL! };
+  const root = new Hono();
+  root.get("/healthz", (c) => c.json({ ok: true, nodes: Object.keys(s.PODSYNC_NODES) }));
+  for (const [node, cfg] of Object.entries(s.PODSYNC_NODES)) {
+    const app = createApp({
+      cri: connectGrpcWeb({ baseUrl: cfg.url, token: tokens[node] ?? s.PODSYNC_PROXY_TOKEN, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }),
+      verifier: createVerifier({
+        keys,
+        issuers: s.PODSYNC_ISSUERS,
+        audience: [node, ...cfg.aliases],
+        maxLifetimeSeconds: s.PODSYNC_MAX_TOKEN_LIFETIME_S,
+        clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
+        replay: new DurableReplayStore(env.REPLAY, node),
+      }),
+      nodeName: node,
+      maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
+      lock: new DurablePodLock(env.POD_LOCK, node, s.PODSYNC_LOCK_WAIT_MS),
+      // Per isolate: the one piece of sync state with no runtime record (see sync-pod.ts).
+      sync: { pullBackOff: new MemoryPullBackOff() },
+    });
+    root.route(`/nodes/${encodeURIComponent(node)}`, app);
+  }
+  root.notFound((c) => c.json(new ProblemError(404, "not-found", "Not found", `no route for ${c.req.method} ${c.req.path}; node APIs live under /nodes/{node}/`).toProblem(), 404));
+  return root;
+}
+
+export default {
+  async fetch(req: Request, env: Env, ctx: unknown): Promise<Response> {
+    try {
+      const key = `${env.PODSYNC_NODES}\u0000${env.PODSYNC_ISSUERS}\u0000${env.PODSYNC_JWKS ?? env.PODSYNC_JWKS_URL}`;
+      if (cache?.key !== key) cache = { key, root: build(env) };
+      return await cache.root.fetch(req, env, ctx as never);
+    } catch (e) {
+      const p = toProblemError(e).toProblem();
+      return new Response(JSON.stringify(p), { status: p.status, headers: { "content-type": "application/problem+json" } });
+    }
+  },
+};
+
+/** Durable Object: atomic jti claims for one node, expired entries swept by an alarm. */
+export class ReplayGuard {
+  constructor(private readonly state: DOState) {}
+  async fetch(req: Request): Promise<Response> {
+    const { key, expiresAtMs } = (await req.json()) as { key: string; expiresAtMs: number };
+    const now = Date.now();
+    const until = await this.state.storage.get<number>(key);
+    if (until !== undefined && until > now) return Response.json({ fresh: false });
+    await this.state.storage.put(key, expiresAtMs);
+    const alarm = await this.state.storage.getAlarm();
+    if (alarm === null || alarm > expiresAtMs) await this.state.storage.setAlarm(expiresAtMs);
+    return Response.json({ fresh: true });
+  }
+  async alarm(): Promise<void> {
+    const now = Date.now();
+    const all = await this.state.storage.list<number>();
+    const dead = [...all].filter(([, until]) => until <= now).map(([k]) => k);
+    for (let i = 0; i < dead.length; i += 128) await this.state.storage.delete(dead.slice(i, i + 128));
+    const next = Math.min(...[...all.values()].filter((u) => u > now));
+    if (Number.isFinite(next)) await this.state.storage.setAlarm(next);
+  }
+}
+
+/** Durable Object: one per node/pod; a FIFO of requests, one lease at a time, leases expire. */
+export class PodSerializer {
+  private readonly lock = new MemoryPodLock(Number.MAX_SAFE_INTEGER);
+  private readonly leases = new Map<string, () => void>();
+
+  async fetch(req: Request): Promise<Response> {
+    const url = new URL(req.url);
+    if (url.pathname === "/release") {
+      const { lease } = (await req.json()) as { lease: string };
+      this.leases.get(lease)?.();
+      return Response.json({ ok: true });
+    }
+    const wait = Number(url.searchParams.get("wait") ?? 30_000);
+    const leaseMs = Number(url.searchParams.get("lease") ?? 60_000);
+    let granted!: (lease: string) => void;
+    const grant = new Promise<string>((r) => (granted = r));
+    // The lease is held inside the in-memory lock until released (or expired, if the caller vanished).
+    void this.lock.run("pod", () => {
+      const lease = crypto.randomUUID();
+      return new Promise<void>((release) => {
+        const timer = setTimeout(() => done(), leaseMs);
+        const done = () => {
+          clearTimeout(timer);
+          this.leases.delete(lease);
+          release();
+        };
+        this.leases.set(lease, done);
+        granted(lease);
+      });
+    });
+    const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), wait));
+    const lease = await Promise.race([grant, timeout]);
+    if (lease === undefined) {
+      // Give the slot back as soon as it comes, since nobody will use it.
+      void grant.then((l) => this.leases.get(l)?.());
+      return Response.json({ busy: true }, { status: 409 });
+    }
+    return Response.json({ lease });
+  }
+}
