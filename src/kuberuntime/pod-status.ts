@@ -162,8 +162,21 @@ function notFoundToUndefined(e: unknown): undefined {
   throw e;
 }
 
-/** kubecontainer.PodStatus.FindContainerStatusByName: the newest instance with that name. */
+const byName = new WeakMap<readonly ContainerStatus[], { n: number; map: Map<string, ContainerStatus> }>();
+
+/** kubecontainer.PodStatus.FindContainerStatusByName: the newest instance with that name. computePodActions
+ * asks this for every container, so large pods get a name index (kept per status array) to stay linear. */
 export function findContainerStatusByName(status: PodStatus, name: string): ContainerStatus | undefined {
-  for (const c of status.containerStatuses) if (c.name === name) return c;
-  return undefined;
+  const list = status.containerStatuses;
+  if (list.length <= 8) {
+    for (const c of list) if (c.name === name) return c;
+    return undefined;
+  }
+  let idx = byName.get(list);
+  if (!idx || idx.n !== list.length) {
+    const map = new Map<string, ContainerStatus>();
+    for (let i = list.length - 1; i >= 0; i--) map.set(list[i]!.name, list[i]!);
+    byName.set(list, (idx = { n: list.length, map }));
+  }
+  return idx.map.get(name);
 }
