@@ -9,5 +9,7 @@ export default defineConfig({
     // The real-containerd suites share one runtime; keep files from stepping on each other's CPU.
     fileParallelism: true,
     maxWorkers: 2,
+    // The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
+    reporters: ["default", ["json", { outputFile: ".vitest-report.json" }]],
   },
 });
