@@ -166,6 +166,27 @@ describe("SyncPod on the in-process runtime", () => {
     expect(fake.runtime.pullAuth.at(-1)).toMatchObject({ username: "alice", password: "s3cret" });
   });
 
+  it("runAsNonRoot: refused for an image that runs as root (CreateContainerConfigError), allowed with a non-root runAsUser", async () => {
+    const nonRoot = (sc: Record<string, unknown>) => pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"], securityContext: sc }] });
+    const r = await syncPodFromRuntime(cri, nonRoot({ runAsNonRoot: true }), opts());
+    expect(r.steps.at(-1)).toMatchObject({ action: "StartContainer", ok: false, error: "CreateContainerConfigError", message: expect.stringMatching(/^container has runAsNonRoot and image will run as root/) });
+    const r0 = await syncPodFromRuntime(cri, nonRoot({ runAsNonRoot: true, runAsUser: 0 }), opts());
+    expect(r0.steps.at(-1)!.message).toMatch(/^container's runAsUser breaks non-root policy/);
+    const ok = await syncPodFromRuntime(cri, nonRoot({ runAsNonRoot: true, runAsUser: 1000 }), opts());
+    expect(ok.ok).toBe(true);
+  });
+
+  it("pull-secret credentials never appear in step messages, even when the runtime echoes them", async () => {
+    const p = pod({
+      containers: [{ name: "main", image: "registry.example.com/private:1", imagePullPolicy: "Always" }],
+      imagePullSecrets: [{ auths: { "registry.example.com": { username: "bob", password: "hunter2-secret" } } }],
+    });
+    const r = await syncPodFromRuntime(cri, p, opts());
+    expect(r.steps.at(-1)!.error).toBe("ErrImagePull");
+    expect(r.steps.at(-1)!.message).toContain("password [redacted]");
+    expect(JSON.stringify(r)).not.toContain("hunter2-secret");
+  });
+
   it("expands $(VAR) in env, command and args like kubelet", async () => {
     const p = pod({
       containers: [{ name: "main", image: "localhost/busybox:1", command: ["echo", "$(GREETING)", "$$(GREETING)", "$(NOPE)"], env: [{ name: "WHO", value: "node" }, { name: "GREETING", value: "hello $(WHO)" }] }],

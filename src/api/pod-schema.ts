@@ -117,17 +117,23 @@ export const Container = z.strictObject({
   tty: z.boolean().default(false),
 });
 
+// Only what podsync can honour on any node through CRI alone. hostPath: a missing directory is created
+// (containerd does so for bind-mount sources, i.e. DirectoryOrCreate); the other types would need host checks.
+// emptyDir: a directory under the node's root dir; a tmpfs (medium: Memory) or a size limit would need the
+// kubelet's mounter and eviction manager, so they are refused rather than silently not enforced.
 export const Volume = z.union([
   z.strictObject({
     name: dns1123Label("volume name"),
     hostPath: z.strictObject({
       path: z.string().startsWith("/", "hostPath.path must be absolute"),
-      type: z.enum(["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"]).default(""),
+      type: z.enum(["", "DirectoryOrCreate"], { error: 'hostPath.type must be "" or "DirectoryOrCreate" (podsync cannot check File, Socket or device types on the node)' }).default(""),
     }),
   }),
   z.strictObject({
     name: dns1123Label("volume name"),
-    emptyDir: z.strictObject({ medium: z.enum(["", "Memory"]).default(""), sizeLimit: quantity.optional() }),
+    emptyDir: z.strictObject({
+      medium: z.literal("", { error: 'emptyDir.medium "Memory" is not supported (podsync mounts no tmpfs)' }).default(""),
+    }),
   }),
 ]);
 
@@ -213,6 +219,12 @@ export const Pod = z
           if (!volumes.has(m.name))
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "name"], message: `volume "${m.name}" is not in spec.volumes` });
         });
+        for (const r of ["cpu", "memory"] as const) {
+          const req = c.resources?.requests?.[r];
+          const lim = c.resources?.limits?.[r];
+          if (req !== undefined && lim !== undefined && parseQuantity(req)! > parseQuantity(lim)!)
+            ctx.addIssue({ code: "custom", path: ["spec", kind, i, "resources", "requests", r], message: `must be less than or equal to the ${r} limit` });
+        }
         (c.ports ?? []).forEach((p, j) => {
           if (p.hostPort === undefined) return;
           const key = `${p.protocol}/${p.hostIP ?? ""}/${p.hostPort}`;

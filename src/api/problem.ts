@@ -43,6 +43,7 @@ const AUTH_TITLES: Record<number, [string, string]> = {
   401: ["unauthorized", "Missing or invalid signature"],
   403: ["wrong-node", "Signed for another node"],
   409: ["replayed", "Token already used"],
+  503: ["keys-unavailable", "Trusted keys unavailable"],
 };
 
 /** Any error → a problem. Unknown errors become a bare 500 with no internals. */

@@ -77,20 +77,29 @@ function parseYamlBody(body: Uint8Array): unknown {
   }
 }
 
-/** zod issues → `spec.containers[0].name: reason`, one per failing field, unknown keys named. */
-export function fieldErrors(error: z.ZodError, prefix = ""): FieldError[] {
+type Issue = z.core.$ZodIssue;
+
+/** zod issues → `spec.containers[0].name: reason`, one per failing field, unknown keys named. For a union (a
+ * volume is hostPath or emptyDir) the errors of the closest branch are given, not a bare "no match". */
+export function fieldErrors(error: { issues: Issue[] }, prefix = ""): FieldError[] {
   const out: FieldError[] = [];
   const fmt = (path: PropertyKey[]) =>
     path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), prefix);
-  for (const issue of error.issues) {
-    if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) out.push({ path: fmt([...issue.path, key]), message: `unknown field "${key}" (not supported by podsync; remove it)` });
-    } else if (issue.code === "invalid_union" && "errors" in issue && Array.isArray(issue.errors)) {
-      out.push({ path: fmt(issue.path), message: "must be exactly one supported kind (hostPath or emptyDir for volumes)" });
-    } else {
-      out.push({ path: fmt(issue.path) || prefix || "(root)", message: issue.message });
+  const walk = (issues: Issue[], base: PropertyKey[]) => {
+    for (const issue of issues) {
+      const path = [...base, ...issue.path];
+      if (issue.code === "unrecognized_keys") {
+        for (const key of issue.keys) out.push({ path: fmt([...path, key]), message: `unknown field "${key}" (not supported by podsync; remove it)` });
+      } else if (issue.code === "invalid_union" && issue.errors.length > 0) {
+        const closest = issue.errors.reduce((a, b) => (b.length < a.length ? b : a));
+        if (closest.length === 0) out.push({ path: fmt(path), message: issue.message });
+        else walk(closest, path);
+      } else {
+        out.push({ path: fmt(path) || prefix || "(root)", message: issue.message });
+      }
     }
-  }
+  };
+  walk(error.issues, []);
   return out;
 }
 

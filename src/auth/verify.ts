@@ -21,7 +21,7 @@ export interface VerifierOptions {
   now?: () => number;
 }
 
-export type AuthFailure = "missing" | "malformed" | "bad-signature" | "expired" | "not-yet-valid" | "wrong-audience" | "wrong-issuer" | "bad-claims" | "unknown-key" | "replayed" | "too-long-lived";
+export type AuthFailure = "keys-unavailable" | "missing" | "malformed" | "bad-signature" | "expired" | "not-yet-valid" | "wrong-audience" | "wrong-issuer" | "bad-claims" | "unknown-key" | "replayed" | "too-long-lived";
 
 export class AuthError extends Error {
   constructor(
@@ -30,9 +30,10 @@ export class AuthError extends Error {
   ) {
     super(message);
   }
-  /** 401 for a bad or missing signature, 403 for a valid one meant for another node, 409 for a replay. */
-  get status(): 401 | 403 | 409 {
-    return this.failure === "wrong-audience" ? 403 : this.failure === "replayed" ? 409 : 401;
+  /** 401 for a bad or missing signature, 403 for a valid one meant for another node, 409 for a replay,
+   * 503 when the trusted keys cannot be fetched (the token may be fine: retry). */
+  get status(): 401 | 403 | 409 | 503 {
+    return this.failure === "wrong-audience" ? 403 : this.failure === "replayed" ? 409 : this.failure === "keys-unavailable" ? 503 : 401;
   }
 }
 
@@ -110,6 +111,9 @@ function mapJoseError(e: unknown): AuthError {
   if (e instanceof errors.JWSSignatureVerificationFailed) return new AuthError("bad-signature", "signature verification failed");
   if (e instanceof errors.JWSInvalid || e instanceof errors.JWTInvalid) return new AuthError("malformed", `malformed token: ${(e as Error).message}`);
   if (e instanceof errors.JOSENotSupported) return new AuthError("bad-signature", `unsupported token: ${(e as Error).message}`);
-  if (e instanceof errors.JWKSTimeout || e instanceof errors.JOSEError) return new AuthError("unknown-key", `key lookup failed: ${(e as Error).message}`);
-  return new AuthError("bad-signature", "token could not be verified");
+  if (e instanceof errors.JWKSTimeout) return new AuthError("keys-unavailable", "the trusted key set did not answer in time");
+  if (e instanceof errors.JWKSInvalid) return new AuthError("keys-unavailable", `the trusted key set is invalid: ${e.message}`);
+  if (e instanceof errors.JOSEError) return new AuthError("bad-signature", `token could not be verified: ${e.message}`);
+  // Not jose's own: the remote key set fetch failed (network).
+  return new AuthError("keys-unavailable", `the trusted key set could not be fetched: ${(e as Error)?.message ?? e}`);
 }

@@ -19,7 +19,7 @@ import { CriError, errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { PodSandboxState, type AuthConfigSchema, type PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
 import { computePodActions } from "./compute-actions.js";
-import { generateContainerConfig, generatePodSandboxConfig, defaultNodeConfig, type NodeConfig } from "./config.js";
+import { generateContainerConfig, generatePodSandboxConfig, defaultNodeConfig, needsImageUser, verifyRunAsNonRoot, type ImageUser, type NodeConfig } from "./config.js";
 import { findContainerStatusByName, getPodStatus } from "./pod-status.js";
 import { CONTAINER_BACKOFF_STREAK_ANNOTATION } from "./labels.js";
 import type { ContainerStatus, PodActions, PodStatus, PodSyncResult, SyncAction, SyncStep } from "./types.js";
@@ -170,6 +170,30 @@ export function pullCredentials(image: string, secrets: readonly PullSecret[] | 
   return out;
 }
 
+/** Every credential string in the pull secrets (and the password inside a base64 `auth`). */
+export function secretStrings(secrets: readonly PullSecret[] | undefined): string[] {
+  const out: string[] = [];
+  for (const s of secrets ?? [])
+    for (const a of Object.values(s.auths)) {
+      for (const v of [a.password, a.auth, a.identitytoken, a.registrytoken]) if (v && v.length >= 4) out.push(v);
+      if (a.auth) {
+        try {
+          const pw = atob(a.auth).split(":").slice(1).join(":");
+          if (pw.length >= 4) out.push(pw);
+        } catch {
+          /* not base64: the raw value is already listed */
+        }
+      }
+    }
+  return out;
+}
+
+export function redact(text: string, secrets: readonly string[]): string {
+  let t = text;
+  for (const s of secrets) if (t.includes(s)) t = t.split(s).join("[redacted]");
+  return t;
+}
+
 interface StartContext {
   cri: CriClient;
   pod: Pod;
@@ -180,11 +204,17 @@ interface StartContext {
   now: number;
   pullTimeoutMs: number;
   pullBackOff: PullBackOffStore;
-  images: Map<string, Promise<string>>;
+  images: Map<string, Promise<EnsuredImage>>;
+}
+
+interface EnsuredImage {
+  ref: string;
+  /** From ImageStatus when it was read (IfNotPresent/Never); undefined after a pull. */
+  user: ImageUser | undefined;
 }
 
 /** EnsureImageExists per imagePullPolicy. One ImageStatus/PullImage per distinct image per sync. */
-async function ensureImage(ctx: StartContext, container: Container): Promise<string> {
+async function ensureImage(ctx: StartContext, container: Container): Promise<EnsuredImage> {
   const policy = container.imagePullPolicy ?? "IfNotPresent";
   const key = `${policy}\u0000${container.image}`;
   let p = ctx.images.get(key);
@@ -195,15 +225,18 @@ async function ensureImage(ctx: StartContext, container: Container): Promise<str
   return p;
 }
 
-async function pullOrInspect(ctx: StartContext, image: string, policy: "Always" | "IfNotPresent" | "Never"): Promise<string> {
+async function inspect(ctx: StartContext, image: string): Promise<EnsuredImage | undefined> {
+  try {
+    const r = await ctx.cri.imageStatus({ image: { image } });
+    return r.image?.id ? { ref: r.image.id, user: { uid: r.image.uid?.value, username: r.image.username } } : undefined;
+  } catch (e) {
+    throw new StepError("ImageInspectError", `Failed to inspect image "${image}": ${errorMessage(e)}`, e);
+  }
+}
+
+async function pullOrInspect(ctx: StartContext, image: string, policy: "Always" | "IfNotPresent" | "Never"): Promise<EnsuredImage> {
   if (policy !== "Always") {
-    let present: string | undefined;
-    try {
-      const r = await ctx.cri.imageStatus({ image: { image } });
-      present = r.image?.id || undefined;
-    } catch (e) {
-      throw new StepError("ImageInspectError", `Failed to inspect image "${image}": ${errorMessage(e)}`, e);
-    }
+    const present = await inspect(ctx, image);
     if (present) return present;
     if (policy === "Never")
       throw new StepError("ErrImageNeverPull", `Container image "${image}" is not present with pull policy of Never`);
@@ -218,7 +251,7 @@ async function pullOrInspect(ctx: StartContext, image: string, policy: "Always" 
     try {
       const r = await ctx.cri.pullImage({ image: { image }, auth, sandboxConfig: ctx.sandboxConfig }, { timeoutMs: ctx.pullTimeoutMs });
       ctx.pullBackOff.delete(backOffKey);
-      return r.imageRef;
+      return { ref: r.imageRef, user: undefined };
     } catch (e) {
       lastErr = e;
     }
@@ -233,12 +266,15 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   const bo = crashLoopBackOff(container, ctx.status, ctx.now);
   if (bo.inBackOff)
     throw new StepError("CrashLoopBackOff", `back-off ${bo.delayMs / 1000}s restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`);
-  const imageRef = await ensureImage(ctx, container);
+  const image = await ensureImage(ctx, container);
+  if (needsImageUser(ctx.pod, container) && !image.user) image.user = (await inspect(ctx, image.ref))?.user;
+  const nonRoot = verifyRunAsNonRoot(ctx.pod, container, image.user);
+  if (nonRoot) throw new StepError("CreateContainerConfigError", nonRoot);
   const prev = findContainerStatusByName(ctx.status, container.name);
   const restartCount = prev ? prev.restartCount + 1 : 0;
   let config;
   try {
-    config = generateContainerConfig(ctx.pod, container, restartCount, imageRef, ctx.node);
+    config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
   } catch (e) {
     throw new StepError("CreateContainerConfigError", errorMessage(e), e);
@@ -353,7 +389,12 @@ export async function syncPod(
 ): Promise<PodSyncResult & { actions: PodActions }> {
   const node = options.node ?? defaultNodeConfig();
   const steps = new Steps();
-  const done = () => ({ ok: steps.steps.every((s) => s.ok), steps: steps.steps, actions });
+  const secrets = secretStrings(pod.spec.imagePullSecrets);
+  const done = () => {
+    // A runtime error text could echo registry credentials; they never leave in a step message.
+    if (secrets.length) for (const st of steps.steps) if (st.message) st.message = redact(st.message, secrets);
+    return { ok: steps.steps.every((s) => s.ok), steps: steps.steps, actions };
+  };
 
   // Step 2: kill the pod, or the containers that must go.
   const removed = new Set<string>();

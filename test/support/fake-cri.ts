@@ -234,13 +234,17 @@ export class FakeRuntime {
   readonly image: Record<string, Handler> = {
     ImageStatus: (req: api.ImageStatusRequest) => {
       const id = this.images.get(req.image?.image ?? "");
-      return id ? { image: { id, repoTags: [req.image!.image], size: 1n } } : {};
+      // Like the cri-lab images (built from busybox with no USER): they run as root.
+      return id ? { image: { id, repoTags: [req.image!.image], size: 1n, uid: { value: 0n } } } : {};
     },
     PullImage: (req: api.PullImageRequest) => {
       const ref = req.image?.image ?? "";
       this.pullAuth.push(req.auth);
-      if (!this.pullable.has(ref))
-        throw Object.assign(new Error(`failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": connection refused`), { code: grpc.status.UNKNOWN });
+      if (!this.pullable.has(ref)) {
+        // A registry that echoes what it was sent, to prove credentials are redacted on the way out.
+        const echo = req.auth?.password ? ` (tried user ${req.auth.username} password ${req.auth.password})` : "";
+        throw Object.assign(new Error(`failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": connection refused${echo}`), { code: grpc.status.UNKNOWN });
+      }
       const id = `sha256:${Buffer.from(ref).toString("hex").slice(0, 16)}`;
       this.images.set(ref, id);
       return { imageRef: id };
