@@ -46,7 +46,7 @@ describe("routes", () => {
     expect((await h.fetch("/healthz")).body).toEqual({ ok: true, node: NODE });
     const ready = await h.fetch("/readyz");
     expect(ready.status).toBe(200);
-    expect(ready.body.runtime).toMatchObject({ name: "fake", apiVersion: "v1" });
+    expect(ready.body.runtime).toMatchObject({ name: "fake", apiVersion: "v1", conditions: { RuntimeReady: true, NetworkReady: true } });
     const doc = (await h.fetch("/openapi.json")).body;
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/pods/sync", "/v1/pods/plan", "/v1/pods/{uid}/status", "/v1/pods/{uid}"]));

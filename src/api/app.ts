@@ -90,9 +90,15 @@ export function createApp(o: AppOptions) {
 
   app.get("/healthz", (c) => c.json({ ok: true, node: o.nodeName }));
 
+  // Ready = the runtime answers and reports RuntimeReady (kubelet's runtime health check); NetworkReady is
+  // reported but not required, since hostNetwork pods still work without it.
   app.get("/readyz", async (c) => {
-    const v = await withCri(c, (cri) => cri.version({}));
-    return c.json({ ok: true, node: o.nodeName, runtime: { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion } });
+    const [v, st] = await withCri(c, (cri) => Promise.all([cri.version({}), cri.status({})]));
+    const conditions = Object.fromEntries((st.status?.conditions ?? []).map((k) => [k.type, k.status]));
+    const ok = conditions["RuntimeReady"] === true;
+    const body = { ok, node: o.nodeName, runtime: { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, conditions } };
+    if (ok) return c.json(body);
+    return problem(c, new ProblemError(503, "runtime-not-ready", "Container runtime not ready", "the runtime reports RuntimeReady=false", { runtime: body.runtime }).toProblem(c.req.path));
   });
 
   app.get("/openapi.json", (c) => c.json(openApiDocument()));

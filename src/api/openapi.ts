@@ -45,7 +45,7 @@ export function openApiDocument(): object {
       "/v1/pods/{uid}/status": { get: { summary: "The pod's status as read from CRI", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, "404": problemResponse("No such pod on this node"), ...errors } } },
       "/v1/pods/{uid}": { delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted (or nothing to delete)" }, "207": { description: "Some steps failed" }, ...errors } } },
       "/healthz": { get: { summary: "Process up", responses: { "200": { description: "ok" } } } },
-      "/readyz": { get: { summary: "Container runtime reachable (CRI Version)", responses: { "200": { description: "ready" }, "503": problemResponse("runtime unavailable") } } },
+      "/readyz": { get: { summary: "Container runtime reachable and RuntimeReady (CRI Version + Status)", responses: { "200": { description: "ready" }, "503": problemResponse("runtime unavailable") } } },
     },
     components: {
       securitySchemes: { signedToken: { type: "http", scheme: "bearer", bearerFormat: "JWS (act, uid, aud, iss, exp, iat, jti)" } },
