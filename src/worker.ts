@@ -177,7 +177,7 @@ export class ReplayGuard {
 
 /** Durable Object: one per node/pod; a FIFO of requests, one lease at a time, leases expire. */
 export class PodSerializer {
-  private readonly lock = new MemoryPodLock(Number.MAX_SAFE_INTEGER);
+  private readonly lock = new MemoryPodLock(Infinity); // callers bound their own wait (?wait=)
   private readonly leases = new Map<string, () => void>();
 
   async fetch(req: Request): Promise<Response> {

@@ -280,3 +280,23 @@ describe("logs", () => {
     expect(JSON.stringify(h.logs.slice(n))).not.toContain("hunter2-secret");
   });
 });
+
+describe("MemoryPodLock", () => {
+  it("a waiter past maxWaitMs gets 409 pod-busy; the next one still runs after the holder; unbounded waits work", async () => {
+    const { MemoryPodLock } = await import("../src/api/pod-lock.js");
+    const lock = new MemoryPodLock(50);
+    let release!: () => void;
+    const holder = lock.run("p", () => new Promise<void>((r) => (release = r)));
+    const late = lock.run("p", async () => "ran").catch((e) => e);
+    expect(await late).toMatchObject({ status: 409, slug: "pod-busy" });
+    const next = lock.run("p", async () => "next");
+    release();
+    await holder;
+    expect(await next).toBe("next");
+    expect(lock.size).toBe(0);
+    const open = new MemoryPodLock(Infinity);
+    const order: number[] = [];
+    await Promise.all([1, 2, 3].map((i) => open.run("q", async () => void order.push(i))));
+    expect(order).toEqual([1, 2, 3]);
+  });
+});
