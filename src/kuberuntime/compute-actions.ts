@@ -1,7 +1,9 @@
 // computePodActions: what must change to bring the pod's runtime state to its spec. Pure: no I/O, no clock.
-// Follows pkg/kubelet/kuberuntime/kuberuntime_manager.go (v1.22 onward) for pods without ephemeral
-// containers, restartable (sidecar) init containers, in-place resize or probes; those features are not
-// in podsync's pod schema, so the branches for them are absent rather than stubbed.
+// Follows pkg/kubelet/kuberuntime/kuberuntime_manager.go (v1.22 onward; read at the v1.33 cycle) for pods
+// without ephemeral containers, restartable (sidecar) init containers or in-place resize: those are not in
+// podsync's pod schema, so their branches are absent rather than stubbed. podsync runs no prober; liveness
+// and startup results may be passed in (ProbeResults) and are honoured as kubelet does.
+// Where the seed excerpt (an older SyncPod) and kubelet differ, this follows kubelet: see "v1.22" below.
 import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../api/pod-schema.js";
 import { hashContainer } from "./hash.js";
@@ -109,8 +111,9 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
   };
 
   if (createSandbox) {
-    // A pod that must not restart and has run before is only killed, not given a new sandbox. With no
-    // container statuses at all we assume no container was ever created and retry the sandbox.
+    // kubelet v1.22+ (not in the seed's older SyncPod): a pod that must not restart and has run before is only
+    // killed, not given a new sandbox. With no container statuses at all we assume no container was ever
+    // created and retry the sandbox.
     if (!shouldRestartOnFailure(pod) && attempt !== 0 && status.containerStatuses.length !== 0) {
       changes.createSandbox = false;
       return changes;
@@ -120,7 +123,8 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
       if (pod.spec.restartPolicy === "OnFailure" && containerSucceeded(c, status)) return;
       toStart.push(idx);
     });
-    // Initialization done and nothing to start: just kill the pod, do not create a sandbox.
+    // kubelet v1.22+ as well: initialization done and nothing to start (all succeeded under OnFailure): just
+    // kill the pod, do not create a sandbox.
     if (toStart.length === 0 && findNextInitContainerToRun(pod, status)[2]) {
       changes.createSandbox = false;
       return changes;
