@@ -415,10 +415,12 @@ export async function syncPod(
     }
   }
 
-  // Steps 3-4: a new sandbox.
+  // Steps 3-4: a new sandbox. Its config is also what image pulls and CreateContainer are given; a sync
+  // with nothing to start (the converged case) never builds it.
   let sandboxId = actions.sandboxId;
-  const sandboxConfig = generatePodSandboxConfig(pod, actions.attempt, node);
-  if (actions.createSandbox) {
+  const starting = actions.createSandbox || actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
+  const sandboxConfig = starting ? generatePodSandboxConfig(pod, actions.attempt, node) : undefined;
+  if (actions.createSandbox && sandboxConfig) {
     const ok = await steps.run(
       "CreatePodSandbox",
       formatPod(pod),
@@ -432,7 +434,7 @@ export async function syncPod(
   }
 
   const startedNames = new Set<string>();
-  if (actions.nextInitContainerToStart || actions.containersToStart.length) {
+  if (sandboxConfig && (actions.nextInitContainerToStart || actions.containersToStart.length)) {
     const ctx: StartContext = {
       cri,
       pod,
