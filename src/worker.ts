@@ -205,8 +205,10 @@ export class PodSerializer {
         granted(lease);
       });
     });
-    const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), wait));
+    let waitTimer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<undefined>((r) => (waitTimer = setTimeout(() => r(undefined), wait)));
     const lease = await Promise.race([grant, timeout]);
+    clearTimeout(waitTimer);
     if (lease === undefined) {
       // Give the slot back as soon as it comes, since nobody will use it.
       void grant.then((l) => this.leases.get(l)?.());
