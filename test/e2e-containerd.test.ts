@@ -122,6 +122,18 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     expect(r2.steps.map((s) => `${s.action}:${s.target}:${s.ok}`)).toEqual(["StartContainer:main:true"]);
   });
 
+  it("runAsNonRoot: the lab image (no USER) counts as root and is refused; runAsUser 1000 runs", async () => {
+    const p = track(pod({ hostNetwork: true, securityContext: { runAsNonRoot: true } }));
+    const r = await syncPodFromRuntime(cri, p, opts);
+    expect(r.steps.at(-1)).toMatchObject({ action: "StartContainer", ok: false, error: "CreateContainerConfigError" });
+    const q = track(pod({ hostNetwork: true, securityContext: { runAsNonRoot: true, runAsUser: 1000 } }));
+    expect((await syncPodFromRuntime(cri, q, opts)).ok).toBe(true);
+    const [c] = await containersOf(q);
+    expect(c).toMatchObject({ state: "running" });
+    const info = JSON.parse((await cri.containerStatus({ containerId: c!.id, verbose: true })).info["info"]!) as { runtimeSpec: { process: { user: { uid: number } } } };
+    expect(info.runtimeSpec.process.user.uid).toBe(1000);
+  });
+
   it("DELETE path: kills the pod and removes its containers and sandbox", async () => {
     const p = pod({ hostNetwork: true });
     await syncPodFromRuntime(cri, p, opts);
