@@ -1,0 +1,52 @@
+// Back-off without in-memory state where the runtime has a record (crash loops), and a small pluggable
+// store where it has none (image pulls).
+import type { Container } from "../api/pod-schema.js";
+import type { ContainerStatus, PodStatus } from "./types.js";
+
+export interface PullBackOffStore {
+  /** ms timestamp until which pulls of this key are backed off, and the current delay. */
+  get(key: string): { until: number; delayMs: number } | undefined;
+  set(key: string, value: { until: number; delayMs: number }): void;
+  delete(key: string): void;
+}
+
+
+/** kubelet's container restart back-off (pkg/kubelet/kubelet.go: backOffPeriod 10 s, MaxContainerBackOff 300 s). */
+export const BACKOFF_INITIAL_MS = 10_000;
+export const BACKOFF_MAX_MS = 300_000;
+
+export class MemoryPullBackOff implements PullBackOffStore {
+  private readonly map = new Map<string, { until: number; delayMs: number }>();
+  get(key: string) {
+    return this.map.get(key);
+  }
+  set(key: string, v: { until: number; delayMs: number }) {
+    if (this.map.size > 10_000) this.map.clear();
+    this.map.set(key, v);
+  }
+  delete(key: string) {
+    this.map.delete(key);
+  }
+}
+
+/** The crash-loop delay after an instance with this back-off streak exited: 0, 10 s, 20 s, 40 s ... 300 s. */
+export function backOffDelayMs(streak: number): number {
+  if (streak <= 0) return 0;
+  return Math.min(BACKOFF_MAX_MS, BACKOFF_INITIAL_MS * 2 ** Math.min(streak - 1, 30));
+}
+
+/** flowcontrol.Backoff resets when an instance ran longer than twice the maximum back-off. */
+function backOffExpired(s: ContainerStatus): boolean {
+  return s.startedAt > 0 && s.finishedAt - s.startedAt > 2 * BACKOFF_MAX_MS;
+}
+
+/** doBackOff, stateless: [in back-off, delay] from the newest exited instance of this container. */
+export function crashLoopBackOff(container: Container, status: PodStatus, now: number): { inBackOff: boolean; delayMs: number; streak: number } {
+  const last = status.containerStatuses.find((c) => c.name === container.name && c.state === "exited");
+  if (!last) return { inBackOff: false, delayMs: 0, streak: 0 };
+  if (backOffExpired(last)) return { inBackOff: false, delayMs: 0, streak: 1 };
+  const delayMs = backOffDelayMs(last.backoffStreak);
+  const inBackOff = delayMs > 0 && now - last.finishedAt < delayMs;
+  return { inBackOff, delayMs, streak: last.backoffStreak + 1 };
+}
+

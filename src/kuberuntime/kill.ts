@@ -1,0 +1,102 @@
+// Killing: kubelet's killPodWithSyncResult (every running container, then every sandbox) and the DELETE
+// route's kill-and-remove.
+import type { CriClient } from "../cri/client.js";
+import { errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
+import { StepError, Steps } from "./steps.js";
+import type { ContainerStatus, PodStatus, PodSyncResult } from "./types.js";
+
+/** kubelet's format.Pod: name_namespace(uid). */
+export const formatPod = (pod: { metadata: PodRef }) => `${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`;
+
+export interface PodRef {
+  uid: string;
+  name: string;
+  namespace: string;
+}
+
+/** What killing a pod needs: who it is and how long its containers get to stop. */
+export interface KillTarget {
+  metadata: PodRef;
+  /** Without a grace period each container gets the one it was started with (its annotation), else 30 s. */
+  spec: { terminationGracePeriodSeconds: number | undefined };
+}
+
+
+const MIN_GRACE_SECONDS = 2; // kuberuntime_container.go minimumGracePeriodInSeconds
+
+export function gracePeriodSeconds(pod: KillTarget, c?: ContainerStatus): number {
+  return Math.max(MIN_GRACE_SECONDS, pod.spec.terminationGracePeriodSeconds ?? c?.gracePeriodSeconds ?? 30);
+}
+
+export async function stopContainer(cri: CriClient, id: string, graceSeconds: number): Promise<void> {
+  try {
+    // The call takes up to the grace period; give its deadline room beyond it.
+    await cri.stopContainer({ containerId: id, timeout: BigInt(graceSeconds) }, { timeoutMs: (graceSeconds + 10) * 1000 });
+  } catch (e) {
+    if (!isCriError(e, GrpcCode.NOT_FOUND)) throw e;
+  }
+}
+
+/** killPodWithSyncResult: stop every running container concurrently, then every sandbox. */
+export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus, steps: Steps): Promise<boolean> {
+  const t0 = performance.now();
+  const running = status.containerStatuses.filter((c) => c.state === "running");
+  // Nothing to kill (a pod seen for the first time): kubelet records empty kill results; podsync leaves them out.
+  if (running.length === 0 && status.sandboxStatuses.length === 0) return true;
+  const killSteps = new Steps();
+  await Promise.all(
+    running.map((c) => killSteps.run("KillContainer", c.name, () => stopContainer(cri, c.id, gracePeriodSeconds(pod, c)).then(() => `stopped ${c.id}`), "KillContainerError")),
+  );
+  steps.steps.push(...killSteps.steps);
+  await steps.run(
+    "KillPodSandbox",
+    pod.metadata.uid,
+    async () => {
+      const errors: string[] = [];
+      await Promise.all(
+        status.sandboxStatuses.map((s) =>
+          cri.stopPodSandbox({ podSandboxId: s.id }).catch((e) => {
+            if (!isCriError(e, GrpcCode.NOT_FOUND)) errors.push(errorMessage(e));
+          }),
+        ),
+      );
+      if (errors.length) throw new StepError("KillPodSandboxError", errors.join("; "));
+      return `stopped ${status.sandboxStatuses.length} sandbox(es)`;
+    },
+    "KillPodSandboxError",
+  );
+  const ok = steps.steps.every((s) => s.ok);
+  steps.steps.push({
+    action: "KillPod",
+    target: formatPod(pod),
+    ok,
+    ...(ok ? { message: `killed ${running.length} container(s)` } : { error: "KillPodError", message: "see the KillContainer/KillPodSandbox steps" }),
+    durationMs: Math.round((performance.now() - t0) * 100) / 100,
+  });
+  return ok;
+}
+
+
+/** DELETE: kill the pod (KillPod path), then remove its containers and sandboxes. */
+export async function deletePod(cri: CriClient, pod: KillTarget, status: PodStatus): Promise<PodSyncResult> {
+  const steps = new Steps();
+  if (await killPod(cri, pod, status, steps)) {
+    await Promise.all(
+      status.containerStatuses.map((c) =>
+        steps.run("RemoveContainer", c.name, () => cri.removeContainer({ containerId: c.id }).then(() => `removed ${c.id}`).catch(ignoreNotFound), "RemoveContainerError"),
+      ),
+    );
+    await Promise.all(
+      status.sandboxStatuses.map((s) =>
+        steps.run("RemovePodSandbox", s.id, () => cri.removePodSandbox({ podSandboxId: s.id }).then(() => `removed ${s.id}`).catch(ignoreNotFound), "RemovePodSandboxError"),
+      ),
+    );
+  }
+  return { ok: steps.steps.every((s) => s.ok), steps: steps.steps };
+}
+
+function ignoreNotFound(e: unknown): string {
+  if (isCriError(e, GrpcCode.NOT_FOUND)) return "already gone";
+  throw e;
+}
+

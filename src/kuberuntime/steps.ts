@@ -1,0 +1,44 @@
+// The ordered, timed step list a sync reports, and step failures that carry a kubelet error reason.
+import { CriError, errorMessage } from "../cri/errors.js";
+import type { SyncAction, SyncStep } from "./types.js";
+
+export class Steps {
+  readonly steps: SyncStep[] = [];
+  async run(action: SyncAction, target: string, fn: () => Promise<string | void>, errorReason: string): Promise<boolean> {
+    const t0 = performance.now();
+    const step: SyncStep = { action, target, ok: true, durationMs: 0 };
+    this.steps.push(step);
+    try {
+      const msg = await fn();
+      if (msg) step.message = msg;
+    } catch (e) {
+      fail(step, e, errorReason);
+    }
+    step.durationMs = Math.round((performance.now() - t0) * 100) / 100;
+    return step.ok;
+  }
+}
+
+/** A step failure with a kubelet error reason (CrashLoopBackOff, ErrImagePull, ...). */
+export class StepError extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+    override readonly cause?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+function fail(step: SyncStep, e: unknown, reason: string) {
+  step.ok = false;
+  if (e instanceof StepError) {
+    step.error = e.reason;
+    step.message = e.message;
+    if (e.cause instanceof CriError) step.grpcCode = e.cause.codeName;
+  } else {
+    step.error = reason;
+    step.message = errorMessage(e);
+    if (e instanceof CriError) step.grpcCode = e.codeName;
+  }
+}
