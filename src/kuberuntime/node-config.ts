@@ -1,0 +1,27 @@
+// What the engine needs to know about the node it configures pods for.
+export interface NodeConfig {
+  /** kubelet's --pod-logs-dir; sandboxes log under <dir>/<namespace>_<name>_<uid>. */
+  podLogsDir: string;
+  /** Where emptyDir volumes live: <rootDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name> (kubelet's layout). */
+  rootDir: string;
+  /** cgroup parent for pod sandboxes (cgroupfs form); empty lets the runtime choose. */
+  cgroupParent: string;
+  /** Cluster DNS for dnsPolicy ClusterFirst; when empty, ClusterFirst falls back to Default as kubelet does. */
+  clusterDNS: string[];
+  clusterDomain: string;
+  /** The node's resolv.conf, for dnsPolicy Default (and ClusterFirst without cluster DNS). */
+  hostDNS: { servers: string[]; searches: string[]; options: string[] };
+  /** Node memory capacity in bytes, for Burstable oom_score_adj. */
+  memoryCapacity: number;
+}
+
+export const defaultNodeConfig = (): NodeConfig => ({
+  podLogsDir: "/var/log/pods",
+  rootDir: "/var/lib/podsync",
+  cgroupParent: "",
+  clusterDNS: [],
+  clusterDomain: "cluster.local",
+  hostDNS: { servers: [], searches: [], options: [] },
+  memoryCapacity: 8 * 2 ** 30,
+});
+
