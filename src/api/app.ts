@@ -73,7 +73,8 @@ export function createApp(o: AppOptions) {
 
   app.onError((e, c) => {
     const p = toProblemError(e);
-    c.set("error", p.status >= 500 && !(e instanceof ProblemError) && p.slug === "internal" ? String((e as Error)?.stack ?? e) : p.message);
+    // Only the log sees an unexpected error's stack; the caller gets the bare problem.
+    c.set("error", p.slug === "internal" && !(e instanceof ProblemError) ? String((e as Error)?.stack ?? e) : p.message);
     return problem(c, p.toProblem(c.req.path));
   });
   app.notFound((c) => problem(c, new ProblemError(404, "not-found", "Not found", `no route for ${c.req.method} ${c.req.path}`).toProblem(c.req.path)));

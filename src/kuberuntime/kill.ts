@@ -2,7 +2,7 @@
 // route's kill-and-remove.
 import type { CriClient } from "../cri/client.js";
 import { errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
-import { StepError, Steps } from "./steps.js";
+import { elapsedMs, StepError, Steps } from "./steps.js";
 import type { ContainerStatus, PodStatus, PodSyncResult } from "./types.js";
 
 /** kubelet's format.Pod: name_namespace(uid). */
@@ -47,8 +47,7 @@ export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus
   await Promise.all(
     running.map((c) => killSteps.run("KillContainer", c.name, () => stopContainer(cri, c.id, gracePeriodSeconds(pod, c)).then(() => `stopped ${c.id}`), "KillContainerError")),
   );
-  steps.steps.push(...killSteps.steps);
-  await steps.run(
+  await killSteps.run(
     "KillPodSandbox",
     pod.metadata.uid,
     async () => {
@@ -65,13 +64,13 @@ export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus
     },
     "KillPodSandboxError",
   );
-  const ok = steps.steps.every((s) => s.ok);
-  steps.steps.push({
+  const ok = killSteps.steps.every((s) => s.ok);
+  steps.steps.push(...killSteps.steps, {
     action: "KillPod",
     target: formatPod(pod),
     ok,
     ...(ok ? { message: `killed ${running.length} container(s)` } : { error: "KillPodError", message: "see the KillContainer/KillPodSandbox steps" }),
-    durationMs: Math.round((performance.now() - t0) * 100) / 100,
+    durationMs: elapsedMs(t0),
   });
   return ok;
 }

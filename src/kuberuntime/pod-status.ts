@@ -76,19 +76,14 @@ function fromList(c: CriContainer): ContainerStatus {
   };
 }
 
+/** The list entry has identity, image and annotations; ContainerStatus adds (and is newer on) state, times and exit. */
 function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatus {
   return {
     ...fromList(listed),
-    id: s.id,
-    name: s.metadata?.name ?? "",
     state: toState(s.state),
-    createdAt: nsToMs(s.createdAt),
     startedAt: nsToMs(s.startedAt),
     finishedAt: nsToMs(s.finishedAt),
     exitCode: s.exitCode,
-    image: s.image?.userSpecifiedImage || s.image?.image || "",
-    imageRef: s.imageRef,
-    hash: s.annotations[CONTAINER_HASH_ANNOTATION] ?? "",
     reason: s.reason,
     message: s.message,
   };

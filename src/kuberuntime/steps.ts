@@ -2,6 +2,9 @@
 import { CriError, errorMessage } from "../cri/errors.js";
 import type { SyncAction, SyncStep } from "./types.js";
 
+/** Milliseconds since t0 (performance.now()), to 0.01 ms. */
+export const elapsedMs = (t0: number) => Math.round((performance.now() - t0) * 100) / 100;
+
 export class Steps {
   readonly steps: SyncStep[] = [];
   async run(action: SyncAction, target: string, fn: () => Promise<string | void>, errorReason: string): Promise<boolean> {
@@ -14,7 +17,7 @@ export class Steps {
     } catch (e) {
       fail(step, e, errorReason);
     }
-    step.durationMs = Math.round((performance.now() - t0) * 100) / 100;
+    step.durationMs = elapsedMs(t0);
     return step.ok;
   }
 }

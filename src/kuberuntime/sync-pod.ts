@@ -28,6 +28,7 @@ import { formatPod, gracePeriodSeconds, killPod, stopContainer } from "./kill.js
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "./steps.js";
 import type { PodActions, PodStatus, PodSyncResult } from "./types.js";
+import type { PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
 
 export { MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
 export { deletePod, formatPod, killPod, type KillTarget, type PodRef } from "./kill.js";
@@ -121,14 +122,14 @@ export async function syncPod(
   // Steps 3-4: a new sandbox. Its config is also what image pulls and CreateContainer are given; a sync
   // with nothing to start (the converged case) never builds it.
   let sandboxId = actions.sandboxId;
-  const starting = actions.createSandbox || actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
-  const sandboxConfig = starting ? generatePodSandboxConfig(pod, actions.attempt, node) : undefined;
-  if (actions.createSandbox && sandboxConfig) {
+  let built: PodSandboxConfig | undefined;
+  const sandboxConfig = () => (built ??= generatePodSandboxConfig(pod, actions.attempt, node));
+  if (actions.createSandbox) {
     const ok = await steps.run(
       "CreatePodSandbox",
       formatPod(pod),
       async () => {
-        sandboxId = (await cri.runPodSandbox({ config: sandboxConfig })).podSandboxId;
+        sandboxId = (await cri.runPodSandbox({ config: sandboxConfig() })).podSandboxId;
         return `sandbox ${sandboxId} (attempt ${actions.attempt})`;
       },
       "CreatePodSandboxError",
@@ -137,14 +138,14 @@ export async function syncPod(
   }
 
   const startedNames = new Set<string>();
-  if (sandboxConfig && (actions.nextInitContainerToStart || actions.containersToStart.length)) {
+  if (actions.nextInitContainerToStart || actions.containersToStart.length) {
     const ctx: StartContext = {
       cri,
       pod,
       // After a new sandbox the old instances still count for restart counts and back-off, as in kubelet.
       status,
       sandboxId,
-      sandboxConfig,
+      sandboxConfig: sandboxConfig(),
       node,
       now: (options.now ?? Date.now)(),
       pullTimeoutMs: options.pullTimeoutMs ?? 120_000,
