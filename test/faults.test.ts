@@ -10,24 +10,20 @@ import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { MemoryPullBackOff, syncPodFromRuntime } from "../src/kuberuntime/sync-pod.js";
 import type { Pod } from "../src/api/pod-schema.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
-import { Harness } from "./support/http.js";
+import type { FakeServer } from "./support/fake-cri.js";
+import { Harness, startStack, type Stack } from "./support/http.js";
 import { pod, uid } from "./support/pods.js";
 
 let fake: FakeServer;
 let cri: CriClient;
 let h: Harness;
+let stack: Stack;
 
 beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 1000 });
-  h = await Harness.start(cri, { maxBodyBytes: 16 * 1024 });
+  stack = await startStack({ timeoutMs: 1000, maxBodyBytes: 16 * 1024 });
+  ({ fake, cri, h } = stack);
 });
-afterAll(async () => {
-  await h.close();
-  cri.close();
-  await fake.close();
-});
+afterAll(() => stack.close());
 beforeEach(() => fake.runtime.clearFaults());
 
 const opts = () => ({ pullBackOff: new MemoryPullBackOff() });

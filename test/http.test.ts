@@ -2,15 +2,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SignJWT, base64url } from "jose";
 import { stringify as toYaml } from "yaml";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
-import type { CriClient } from "../src/cri/client.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
-import { Harness, ISSUER, NODE, makeKey } from "./support/http.js";
+import type { FakeServer } from "./support/fake-cri.js";
+import { Harness, ISSUER, NODE, makeKey, startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
 
 let fake: FakeServer;
-let cri: CriClient;
 let h: Harness;
+let stack: Stack;
 
 const podInput = (id = uid(), extra: Record<string, unknown> = {}) => ({
   metadata: { name: "web", namespace: "default", uid: id },
@@ -18,15 +16,10 @@ const podInput = (id = uid(), extra: Record<string, unknown> = {}) => ({
 });
 
 beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 1500 });
-  h = await Harness.start(cri, { maxBodyBytes: 64 * 1024 });
+  stack = await startStack({ timeoutMs: 1500, maxBodyBytes: 64 * 1024 });
+  ({ fake, h } = stack);
 });
-afterAll(async () => {
-  await h.close();
-  cri.close();
-  await fake.close();
-});
+afterAll(() => stack.close());
 beforeEach(() => fake.runtime.clearFaults());
 
 /** The request is refused with this status and problem type, and the runtime saw no call at all. */

@@ -7,6 +7,8 @@ import { createVerifier, type VerifierOptions } from "../../src/auth/verify.js";
 import { MemoryReplayStore } from "../../src/auth/replay.js";
 import type { CriClient } from "../../src/cri/client.js";
 import { MemoryPullBackOff } from "../../src/kuberuntime/sync-pod.js";
+import { connectGrpc } from "../../src/cri/grpc-transport.js";
+import { startFakeCri, type FakeServer } from "./fake-cri.js";
 
 export const NODE = "node-a";
 export const ISSUER = "fleet-controller";
@@ -95,4 +97,28 @@ export class Harness {
   close(): Promise<void> {
     return new Promise((res) => this.server.close(() => res()));
   }
+}
+
+/** The in-process runtime, a client for it, and the function served in front of it. */
+export interface Stack {
+  fake: FakeServer;
+  cri: CriClient;
+  h: Harness;
+  close(): Promise<void>;
+}
+
+export async function startStack(o: { timeoutMs: number; maxBodyBytes: number }): Promise<Stack> {
+  const fake = await startFakeCri();
+  const cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: o.timeoutMs });
+  const h = await Harness.start(cri, { maxBodyBytes: o.maxBodyBytes });
+  return {
+    fake,
+    cri,
+    h,
+    async close() {
+      await h.close();
+      cri.close();
+      await fake.close();
+    },
+  };
 }
