@@ -15,7 +15,7 @@ import { SignJWT } from "jose";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { countCalls } from "../src/cri/counting.js";
-import { Pod, type PodInput } from "../src/api/pod-schema.js";
+import { Pod, type PodInput } from "../src/pod/schema.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { hashContainer } from "../src/kuberuntime/hash.js";

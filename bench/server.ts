@@ -3,7 +3,7 @@
 // forced GC) so the benchmark can see whether memory grows. Prints its URL as one JSON line.
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { createApp } from "../src/api/app.js";
+import { createApp } from "../src/http/app.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";

@@ -5,12 +5,12 @@ import { totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { serve, type ServerType } from "@hono/node-server";
 import type { JSONWebKeySet } from "jose";
-import { createApp } from "./api/app.js";
+import { createApp } from "./http/app.js";
 import { connectGrpc } from "./cri/grpc-transport.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { MemoryReplayStore } from "./auth/replay.js";
 import { generateSigningKey } from "./auth/keys.js";
-import { MemoryPodLock } from "./api/pod-lock.js";
+import { MemoryPodLock } from "./http/pod-lock.js";
 import { defaultNodeConfig } from "./kuberuntime/config.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings.js";
 

@@ -10,10 +10,10 @@
 //   PODSYNC_CRI_TIMEOUT_MS, PODSYNC_MAX_BODY_BYTES, PODSYNC_MAX_TOKEN_LIFETIME_S, PODSYNC_CLOCK_SKEW_S (optional)
 import { Hono } from "hono";
 import { z } from "zod";
-import { createApp } from "./api/app.js";
-import { ProblemError, toProblemError } from "./api/problem.js";
-import type { PodLock } from "./api/pod-lock.js";
-import { MemoryPodLock } from "./api/pod-lock.js";
+import { createApp } from "./http/app.js";
+import { ProblemError, toProblemError } from "./http/problem.js";
+import type { PodLock } from "./http/pod-lock.js";
+import { MemoryPodLock } from "./http/pod-lock.js";
 import { createVerifier } from "./auth/verify.js";
 import type { ReplayStore } from "./auth/replay.js";
 import { connectGrpcWeb } from "./cri/grpc-web-transport.js";

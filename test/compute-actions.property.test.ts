@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
-import { Pod, type PodInput } from "../src/api/pod-schema.js";
+import { Pod, type PodInput } from "../src/pod/schema.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { hashContainer } from "../src/kuberuntime/hash.js";
 import type { ContainerState, ContainerStatus, PodStatus } from "../src/kuberuntime/types.js";

@@ -1,10 +1,10 @@
 // PodSpec → PodSandboxConfig / ContainerConfig, field by field against what kubelet writes.
 import { describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
-import { Pod, defaultPullPolicy, type PodInput } from "../src/api/pod-schema.js";
+import { Pod, defaultPullPolicy, type PodInput } from "../src/pod/schema.js";
 import { defaultNodeConfig, expand, generateContainerConfig, generatePodSandboxConfig, podDNS, podQOS, type NodeConfig } from "../src/kuberuntime/config.js";
 import { hashContainer } from "../src/kuberuntime/hash.js";
-import { parseQuantity } from "../src/api/quantity.js";
+import { parseQuantity } from "../src/pod/quantity.js";
 
 const node: NodeConfig = { ...defaultNodeConfig(), cgroupParent: "/kubepods", hostDNS: { servers: ["192.0.2.53"], searches: ["corp.example"], options: ["ndots:1"] }, memoryCapacity: 8 * 2 ** 30 };
 const mk = (spec: Partial<PodInput["spec"]> = {}, meta: Partial<PodInput["metadata"]> = {}) =>

@@ -6,7 +6,7 @@ import type { CriClient } from "../src/cri/client.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { deletePod, MemoryPullBackOff, syncPodFromRuntime, type SyncOptions } from "../src/kuberuntime/sync-pod.js";
-import type { Pod } from "../src/api/pod-schema.js";
+import type { Pod } from "../src/pod/schema.js";
 import { pod } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");

@@ -9,7 +9,7 @@ import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { MemoryPullBackOff, syncPodFromRuntime } from "../src/kuberuntime/sync-pod.js";
-import type { Pod } from "../src/api/pod-schema.js";
+import type { Pod } from "../src/pod/schema.js";
 import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, startStack, type Stack } from "./support/http.js";
 import { pod, uid } from "./support/pods.js";

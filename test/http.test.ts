@@ -276,7 +276,7 @@ describe("logs", () => {
 
 describe("MemoryPodLock", () => {
   it("a waiter past maxWaitMs gets 409 pod-busy; the next one still runs after the holder; unbounded waits work", async () => {
-    const { MemoryPodLock } = await import("../src/api/pod-lock.js");
+    const { MemoryPodLock } = await import("../src/http/pod-lock.js");
     const lock = new MemoryPodLock(50);
     let release!: () => void;
     const holder = lock.run("p", () => new Promise<void>((r) => (release = r)));

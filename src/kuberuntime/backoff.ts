@@ -1,6 +1,6 @@
 // Back-off without in-memory state where the runtime has a record (crash loops), and a small pluggable
 // store where it has none (image pulls).
-import type { Container } from "../api/pod-schema.js";
+import type { Container } from "../pod/schema.js";
 import type { ContainerStatus, PodStatus } from "./types.js";
 
 export interface PullBackOffStore {

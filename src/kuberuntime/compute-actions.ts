@@ -5,7 +5,7 @@
 // and startup results may be passed in (ProbeResults) and are honoured as kubelet does.
 // Where the seed excerpt (an older SyncPod) and kubelet differ, this follows kubelet: see "v1.22" below.
 import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
-import type { Container, Pod } from "../api/pod-schema.js";
+import type { Container, Pod } from "../pod/schema.js";
 import { hashContainer } from "./hash.js";
 import { findContainerStatusByName } from "./pod-status.js";
 import type { ContainerStatus, ContainerToKill, PodActions, PodStatus } from "./types.js";

@@ -11,7 +11,7 @@ import {
   type Mount,
   type MountSchema,
 } from "../gen/runtime/v1/api_pb.js";
-import type { Container, Pod } from "../api/pod-schema.js";
+import type { Container, Pod } from "../pod/schema.js";
 import { hashContainer } from "./hash.js";
 import * as L from "./labels.js";
 import { defaultNodeConfig, type NodeConfig } from "./node-config.js";

@@ -1,6 +1,6 @@
 // Environment variables and kubelet's $(VAR) expansion in env values, command and args.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Container } from "../api/pod-schema.js";
+import type { Container } from "../pod/schema.js";
 import type { KeyValueSchema } from "../gen/runtime/v1/api_pb.js";
 
 /** third_party/forked/golang/expansion: $(VAR) is replaced when VAR is defined, $$ escapes a $. */

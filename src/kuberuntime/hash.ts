@@ -1,7 +1,7 @@
 // Container spec hash: FNV-1a 32 over a canonical JSON form (keys sorted, defaults applied by the schema),
 // hex encoded like kubelet's HashContainer. Stored in the io.kubernetes.container.hash annotation; a
 // different hash means the spec changed and the container is restarted.
-import type { Container } from "../api/pod-schema.js";
+import type { Container } from "../pod/schema.js";
 
 export function canonicalJSON(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";

@@ -1,7 +1,7 @@
 // Images for a container start: kubelet's EnsureImageExists per imagePullPolicy, registry credentials from
 // the inline pull secrets (credentialprovider's keyring lookup), and keeping those credentials out of messages.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Container, Pod, PullSecret } from "../api/pod-schema.js";
+import type { Container, Pod, PullSecret } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
 import type { AuthConfigSchema, PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";

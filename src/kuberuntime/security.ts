@@ -1,6 +1,6 @@
 // Security settings kubelet derives for a container: default masked/readonly /proc paths and the
 // runAsNonRoot check against the image's user (kuberuntime_container_linux.go, security_context_others.go).
-import type { Container, Pod } from "../api/pod-schema.js";
+import type { Container, Pod } from "../pod/schema.js";
 
 export const DEFAULT_MASKED_PATHS = ["/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"];
 export const DEFAULT_READONLY_PATHS = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];

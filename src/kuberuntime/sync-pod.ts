@@ -13,7 +13,7 @@
 // - kubelet leaves dead containers and sandboxes to its garbage collector; a stateless function has no GC
 //   loop, so step 7 does what GC would with kubelet's defaults (keep one dead instance per container name,
 //   keep the newest sandbox, remove older non-ready sandboxes that hold no containers).
-import type { Container, Pod } from "../api/pod-schema.js";
+import type { Container, Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
 import { computePodActions } from "./compute-actions.js";

@@ -1,7 +1,7 @@
 // The kubelet's in-memory shapes (kubecontainer.PodStatus, kubecontainer.Status, podActions), derived
 // from CRI on every request because the function keeps no state between requests.
 import type { PodSandboxStatus } from "../gen/runtime/v1/api_pb.js";
-import type { Container } from "../api/pod-schema.js";
+import type { Container } from "../pod/schema.js";
 
 export type { PodSandboxStatus };
 

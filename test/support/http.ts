@@ -2,7 +2,7 @@
 // with test keys and a signer.
 import { serve, type ServerType } from "@hono/node-server";
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from "jose";
-import { createApp, type AppOptions, type RequestLog } from "../../src/api/app.js";
+import { createApp, type AppOptions, type RequestLog } from "../../src/http/app.js";
 import { createVerifier, type VerifierOptions } from "../../src/auth/verify.js";
 import { MemoryReplayStore } from "../../src/auth/replay.js";
 import type { CriClient } from "../../src/cri/client.js";

@@ -1,5 +1,5 @@
 // Pod fixtures, validated through the real schema so tests see exactly what the engine sees.
-import { Pod, type PodInput } from "../../src/api/pod-schema.js";
+import { Pod, type PodInput } from "../../src/pod/schema.js";
 
 let n = 0;
 export function uid(prefix = "pod"): string {

@@ -5,7 +5,7 @@
 // Either way every byte acted on is signed, and the token's `act` must name the route.
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
-import { Pod } from "./pod-schema.js";
+import { Pod } from "../pod/schema.js";
 import { ProblemError, badRequest, type FieldError } from "./problem.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 

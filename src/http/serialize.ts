@@ -1,6 +1,6 @@
 // Engine shapes → response JSON: enum names instead of numbers, ISO times, container names instead of indexes.
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
-import type { Pod } from "./pod-schema.js";
+import type { Pod } from "../pod/schema.js";
 import type { PodActions, PodStatus } from "../kuberuntime/types.js";
 import { nsToMs } from "../kuberuntime/pod-status.js";
 

@@ -1,7 +1,7 @@
 // /openapi.json: the pod schema is generated from the zod schema the server validates with, so the
 // document cannot drift from what is accepted.
 import { z } from "zod";
-import { Pod } from "./pod-schema.js";
+import { Pod } from "../pod/schema.js";
 
 let cached: object | undefined;
 
