@@ -10,9 +10,10 @@ import { connectGrpc } from "./cri/grpc-transport.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { MemoryReplayStore } from "./auth/replay.js";
 import { generateSigningKey } from "./auth/keys.js";
-import { MemoryPodLock } from "./http/pod-lock.js";
-import { defaultNodeConfig } from "./kuberuntime/config.js";
-import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings.js";
+import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
+import { createPodRuntime } from "./kuberuntime/runtime.js";
+import { nodeConfigFrom } from "./settings/common.js";
+import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
 
@@ -83,25 +84,16 @@ export async function startNode(env: Record<string, string | undefined> = proces
     clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
     replay: new MemoryReplayStore(),
   });
+  const runtime = createPodRuntime(cri, {
+    pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
+    lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
+    node: nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }),
+  });
   const app = createApp({
-    cri,
+    runtime,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
-    lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
-    sync: {
-      pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
-      node: {
-        ...defaultNodeConfig(),
-        podLogsDir: s.PODSYNC_POD_LOGS_DIR,
-        rootDir: s.PODSYNC_ROOT_DIR,
-        cgroupParent: s.PODSYNC_CGROUP_PARENT,
-        clusterDNS: s.PODSYNC_CLUSTER_DNS,
-        clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
-        hostDNS: hostResolvConf(),
-        memoryCapacity: totalmem(),
-      },
-    },
     ...(quiet ? { log: () => undefined } : {}),
   });
   const server = await new Promise<ServerType>((res, rej) => {

@@ -5,6 +5,7 @@ import { stringify as toYaml } from "yaml";
 import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER, NODE, makeKey, startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
+import { toProblemError } from "../src/http/problems.js";
 
 let fake: FakeServer;
 let h: Harness;
@@ -44,6 +45,12 @@ describe("routes", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/pods/sync", "/v1/pods/plan", "/v1/pods/{uid}/status", "/v1/pods/{uid}"]));
     expect(doc.components.schemas.Pod.properties.spec.properties.containers).toBeDefined();
+    // Error responses come from the problem catalogue: each names the problem types it can carry.
+    const syncErrors = doc.paths["/v1/pods/sync"].post.responses;
+    expect(syncErrors["409"].description).toContain("urn:podsync:problem:pod-busy");
+    expect(syncErrors["409"].description).toContain("urn:podsync:problem:replayed");
+    expect(syncErrors["400"].description).toContain("urn:podsync:problem:invalid-pod");
+    expect(doc.paths["/v1/pods/{uid}/status"].get.responses["404"].description).toContain("pod-not-found");
   });
 
   it("POST /v1/pods/sync: 200 with actions, steps and status; the second sync does nothing", async () => {
@@ -117,6 +124,15 @@ describe("routes", () => {
 
   it("unknown routes are problem+json 404", async () => {
     expect(await h.fetch("/v2/nope")).toMatchObject({ status: 404, type: "application/problem+json", body: { type: "urn:podsync:problem:not-found" } });
+  });
+
+  it("a known path with another method is problem+json 405 with Allow", async () => {
+    const r = await fetch(h.url + "/v1/pods/sync", { method: "GET" });
+    expect(r.status).toBe(405);
+    expect(r.headers.get("content-type")).toBe("application/problem+json");
+    expect(r.headers.get("allow")).toBe("POST");
+    expect(await r.json()).toMatchObject({ type: "urn:podsync:problem:method-not-allowed", status: 405 });
+    expect((await h.fetch("/v1/pods/abc", { method: "PUT" })).body).toMatchObject({ status: 405, detail: expect.stringContaining("DELETE") });
   });
 });
 
@@ -276,12 +292,13 @@ describe("logs", () => {
 
 describe("MemoryPodLock", () => {
   it("a waiter past maxWaitMs gets 409 pod-busy; the next one still runs after the holder; unbounded waits work", async () => {
-    const { MemoryPodLock } = await import("../src/http/pod-lock.js");
+    const { MemoryPodLock } = await import("../src/kuberuntime/pod-lock.js");
     const lock = new MemoryPodLock(50);
     let release!: () => void;
     const holder = lock.run("p", () => new Promise<void>((r) => (release = r)));
     const late = lock.run("p", async () => "ran").catch((e) => e);
-    expect(await late).toMatchObject({ status: 409, slug: "pod-busy" });
+    expect(await late).toMatchObject({ name: "Error", uid: "p", waitedMs: 50 });
+    expect(toProblemError(await late)).toMatchObject({ status: 409, slug: "pod-busy" });
     const next = lock.run("p", async () => "next");
     release();
     await holder;

@@ -14,15 +14,12 @@ import {
 import type { Container, Pod } from "../pod/schema.js";
 import { hashContainer } from "./hash.js";
 import * as L from "./labels.js";
-import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
+import type { NodeConfig } from "./node-config.js";
 import { podDNS } from "./dns.js";
 import { containerEnv, expand, toKeyValues } from "./expansion.js";
 import { linuxResources } from "./resources.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "./security.js";
 
-export { defaultNodeConfig, podDNS, expand, containerEnv, linuxResources, type NodeConfig };
-export { podQOS, oomScoreAdj, type QOSClass } from "./resources.js";
-export { needsImageUser, verifyRunAsNonRoot, type ImageUser } from "./security.js";
 
 /** BuildPodLogsDirectory */
 export function podLogsDirectory(node: NodeConfig, pod: Pod): string {

@@ -20,7 +20,7 @@ import { computePodActions } from "./compute-actions.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "./config.js";
 import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { needsImageUser, verifyRunAsNonRoot } from "./security.js";
-import { findContainerStatusByName, getPodStatus } from "./pod-status.js";
+import { findContainerStatusByName } from "./pod-status.js";
 import { CONTAINER_BACKOFF_STREAK_ANNOTATION } from "./labels.js";
 import { crashLoopBackOff, MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
 import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "./images.js";
@@ -29,9 +29,6 @@ import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "./steps.js";
 import type { PodActions, PodStatus, PodSyncResult } from "./types.js";
 import type { PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
-
-export { MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
-export { deletePod, formatPod, killPod, type KillTarget, type PodRef } from "./kill.js";
 
 export interface SyncOptions {
   node?: NodeConfig;
@@ -177,14 +174,3 @@ export async function syncPod(
   await collectGarbage(cri, status, startedNames, removed, steps);
   return done();
 }
-
-
-
-/** Read the pod's status from the runtime, decide, act: one whole sync. */
-export async function syncPodFromRuntime(cri: CriClient, pod: Pod, options: SyncOptions = {}) {
-  const status = await getPodStatus(cri, pod.metadata);
-  const actions = computePodActions(pod, status);
-  const result = await syncPod(cri, pod, status, options, actions);
-  return { ...result, status };
-}
-

@@ -1,0 +1,10 @@
+// The API's paths in one place: the app registers them and /openapi.json documents them.
+export const ROUTES = {
+  healthz: "/healthz",
+  readyz: "/readyz",
+  openapi: "/openapi.json",
+  sync: "/v1/pods/sync",
+  plan: "/v1/pods/plan",
+  status: "/v1/pods/:uid/status",
+  pod: "/v1/pods/:uid",
+} as const;
