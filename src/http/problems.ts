@@ -32,7 +32,6 @@ export const PROBLEMS = {
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ProblemSlug = keyof typeof PROBLEMS;
-export type { FieldError };
 
 export interface Problem {
   type: string;
