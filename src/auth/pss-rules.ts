@@ -33,8 +33,8 @@ export const SAFE_SYSCTLS: ReadonlySet<string> = new Set([
  * before the runtime sees it, so the allow-list is checked on the dotted form. */
 export const sysctlAllowed = (name: string): boolean => SAFE_SYSCTLS.has(name.replaceAll("/", "."));
 
-/** check_seLinuxOptions.go */
-export const SELINUX_ALLOWED_TYPES: ReadonlySet<string> = new Set(["", "container_t", "container_init_t", "container_kvm_t"]);
+/** check_seLinuxOptions.go (1.31+ adds container_engine_t). */
+export const SELINUX_ALLOWED_TYPES: ReadonlySet<string> = new Set(["", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"]);
 
 /** check_seccompProfile_baseline.go validSeccomp, check_appArmorProfile.go allowedProfileType. */
 export const CONFINED_PROFILE_TYPES: ReadonlySet<string> = new Set(["RuntimeDefault", "Localhost"]);
