@@ -11,7 +11,8 @@ import {
 import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMountPrefixes, type CriPolicyContext } from "../src/auth/cri-policy.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { POLICY_LEVELS, type NodePolicy, type PolicyLevel, type Violation } from "../src/auth/policy.js";
-import { defaultNodeConfig, generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { pod as schemaPod } from "./support/pods.js";
 
