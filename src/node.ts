@@ -13,6 +13,7 @@ import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
 import { nodeConfigFrom } from "./settings/common.js";
+import { nodePolicy } from "./auth/policy.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
@@ -93,6 +94,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     runtime,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
+    policy: nodePolicy(s),
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
     ...(quiet ? { log: () => undefined } : {}),
   });

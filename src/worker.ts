@@ -20,6 +20,7 @@ import { createVerifier, type Algorithm } from "./auth/verify.js";
 import type { ReplayStore } from "./auth/replay.js";
 import { connectGrpcWeb } from "./cri/grpc-web-transport.js";
 import { checkCommon, commonSettings, formatIssues, nodeConfigFrom } from "./settings/common.js";
+import { nodePolicy } from "./auth/policy.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
 // into a project that also type-checks against Node's and the DOM's).
@@ -127,6 +128,7 @@ function build(env: Env): Hono {
         replay: new DurableReplayStore(env.REPLAY, name),
       }),
       nodeName: name,
+      policy: nodePolicy(s),
       maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);

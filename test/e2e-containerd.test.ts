@@ -156,7 +156,7 @@ describe.skipIf(skip)("the function and its CLI on real containerd", () => {
     const { startNode } = await import("../src/node.js");
     const dir = mkdtempSync(join(tmpdir(), "podsync-e2e-"));
     const running = await startNode(
-      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "e2e-node", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
+      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "e2e-node", PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
       true,
     );
     const id = `cli-${Date.now()}`;

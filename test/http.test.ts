@@ -217,6 +217,35 @@ describe("refused before the runtime is touched", () => {
     expect((await h.post("/v1/pods/plan", podInput(), { aud: "node-a-id" })).status).toBe(200);
   });
 
+  it("403 policy: the node's default (baseline) refuses what would escalate, naming each field and rule", async () => {
+    const pod = podInput(uid(), {
+      hostNetwork: true,
+      volumes: [{ name: "root", hostPath: { path: "/" } }],
+      containers: [{ name: "main", image: "localhost/busybox:1", securityContext: { privileged: true, capabilities: { add: ["SYS_ADMIN"] } }, volumeMounts: [{ name: "root", mountPath: "/host" }] }],
+    });
+    const body = await refused(h.post("/v1/pods/sync", pod), 403, "policy");
+    expect(body.level).toBe("baseline");
+    expect(body.detail).toMatch(/^violates PodSecurity "baseline:latest": /);
+    expect(body.errors).toEqual(
+      expect.arrayContaining([
+        { path: "spec.hostNetwork", message: expect.stringMatching(/^hostNamespaces: host namespaces/) },
+        { path: "spec.containers[0].securityContext.privileged", message: expect.stringMatching(/^privileged: /) },
+        { path: "spec.containers[0].securityContext.capabilities.add", message: expect.stringMatching(/^capabilities_baseline: .*SYS_ADMIN/) },
+        { path: "spec.volumes[0].hostPath", message: expect.stringMatching(/^hostPathVolumes: /) },
+      ]),
+    );
+    // plan is held to the same policy: a dry run that would be refused says so.
+    await refused(h.post("/v1/pods/plan", pod), 403, "policy");
+    // The node owner, not the signer, can allow it.
+    const open = await Harness.start(stack.cri, { policy: { level: "privileged", hostPathAllow: [] } });
+    try {
+      const ok = await open.post("/v1/pods/plan", pod);
+      expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    } finally {
+      await open.close();
+    }
+  });
+
   it("409 a replayed jti", async () => {
     const token = await h.sign({ act: "plan", pod: podInput() });
     expect((await h.fetch("/v1/pods/plan", jose(token))).status).toBe(200);

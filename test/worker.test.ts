@@ -45,6 +45,8 @@ beforeAll(async () => {
       PODSYNC_JWKS: { type: "plain_text", value: JSON.stringify({ keys: [key.publicJwk] }) },
       PODSYNC_PROXY_TOKEN: { type: "plain_text", value: TOKEN },
       PODSYNC_CRI_TIMEOUT_MS: { type: "plain_text", value: "30000" },
+      // The test pods use hostNetwork (traffic stays on loopback), which baseline refuses.
+      PODSYNC_POLICY: { type: "plain_text", value: "privileged" },
     },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
   });

@@ -3,6 +3,8 @@
 // createApp, so tests and both entry points wire their own runtime, keys and clock.
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
+import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
+import { admit } from "./admission.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";
 import { readBearer, readSignedPod } from "./signed-request.js";
@@ -27,6 +29,8 @@ export interface AppOptions {
   verifier: Verifier;
   /** This node's name, reported by /healthz (tokens must be signed for it). */
   nodeName: string;
+  /** The node owner's admission policy; every pod is held against it before any runtime call. */
+  policy?: NodePolicy;
   maxBodyBytes?: number;
   log?: (rec: RequestLog) => void;
   now?: () => number;
@@ -42,6 +46,7 @@ export function createApp(o: AppOptions) {
   const log = o.log ?? ((rec) => console.log(JSON.stringify(rec)));
   const now = o.now ?? Date.now;
   const rt = o.runtime;
+  const policy = o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] };
 
   app.use(async (c, next) => {
     const t0 = performance.now();
@@ -93,6 +98,7 @@ export function createApp(o: AppOptions) {
   app.post(ROUTES.plan, async (c) => {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "plan", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
+    admit(pod, policy);
     const r = await rt.plan(pod);
     c.set("criCalls", r.criCalls);
     return c.json({ ok: true, pod: r.pod, actions: actionsJSON(pod, r.actions), status: statusJSON(r.status) });
@@ -101,6 +107,7 @@ export function createApp(o: AppOptions) {
   app.post(ROUTES.sync, async (c) => {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "sync", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
+    admit(pod, policy);
     const r = await rt.sync(pod);
     c.set("criCalls", r.criCalls);
     // 207: the request was fine and some steps ran, but not all succeeded; the body says which.

@@ -15,6 +15,7 @@ export const PROBLEMS = {
   "invalid-pod": { status: 400, title: "The pod spec is invalid" },
   unauthorized: { status: 401, title: "Missing or invalid signature" },
   "wrong-node": { status: 403, title: "Signed for another node" },
+  policy: { status: 403, title: "Refused by the node's policy" },
   "not-found": { status: 404, title: "Not found" },
   "pod-not-found": { status: 404, title: "Pod not found" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
