@@ -14,6 +14,7 @@ import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
 import { nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
+import { nodeLogFiles } from "./host/log-files.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
@@ -89,6 +90,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
     node: nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }),
+    logFiles: nodeLogFiles,
   });
   const app = createApp({
     runtime,
@@ -96,6 +98,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     nodeName: s.PODSYNC_NODE_NAME,
     policy: nodePolicy(s),
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
+    allowExec: s.PODSYNC_ALLOW_EXEC,
+    execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
+    logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
     ...(quiet ? { log: () => undefined } : {}),
   });
   const server = await new Promise<ServerType>((res, rej) => {

@@ -130,6 +130,9 @@ function build(env: Env): Hono {
       nodeName: name,
       policy: nodePolicy(s),
       maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
+      allowExec: s.PODSYNC_ALLOW_EXEC,
+      execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
+      logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }

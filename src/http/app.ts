@@ -11,6 +11,7 @@ import { readBearer, readSignedPod } from "./signed-request.js";
 import { actionsJSON, statusJSON } from "./serialize.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
+import { registerLogsAndExec } from "./logs-exec.js";
 
 export interface RequestLog {
   time: string;
@@ -21,6 +22,9 @@ export interface RequestLog {
   podUid?: string;
   criCalls: number;
   jti?: string;
+  /** exec only: who ran it, and the SHA-256 of its argv (never the argv or its output). */
+  iss?: string;
+  commandSha256?: string;
   error?: string;
 }
 
@@ -32,11 +36,16 @@ export interface AppOptions {
   /** The node owner's admission policy; every pod is held against it before any runtime call. */
   policy?: NodePolicy;
   maxBodyBytes?: number;
+  /** exec is off unless the node owner turns it on. */
+  allowExec?: boolean;
+  execMaxOutputBytes?: number;
+  /** The longest a followed log stream lasts. */
+  logFollowMaxMs?: number;
   log?: (rec: RequestLog) => void;
   now?: () => number;
 }
 
-type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; error?: string } };
+type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
 
 const UID_PATH = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -64,6 +73,10 @@ export function createApp(o: AppOptions) {
     if (uid) rec.podUid = uid;
     const jti = c.get("jti");
     if (jti) rec.jti = jti;
+    const iss = c.get("iss");
+    if (iss) rec.iss = iss;
+    const cmd = c.get("commandSha256");
+    if (cmd) rec.commandSha256 = cmd;
     const err = c.get("error");
     if (err) rec.error = err;
     log(rec);
@@ -133,6 +146,26 @@ export function createApp(o: AppOptions) {
     c.set("criCalls", r.criCalls);
     const { criCalls: _, ...body } = r;
     return c.json(body, r.ok ? 200 : 207);
+  });
+
+  registerLogsAndExec(app, { logs: ROUTES.logs, exec: ROUTES.exec }, {
+    runtime: rt,
+    verifier: o.verifier,
+    maxBodyBytes: maxBody,
+    allowExec: o.allowExec ?? false,
+    execMaxOutputBytes: o.execMaxOutputBytes ?? 1024 * 1024,
+    followMaxMs: o.logFollowMaxMs ?? 1_800_000,
+    now,
+    note: (c, f) => {
+      c.set("podUid", f.uid);
+      if (f.jti) c.set("jti", f.jti);
+      if (f.iss) c.set("iss", f.iss);
+      if (f.commandSha256) c.set("commandSha256", f.commandSha256);
+      if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+    },
+    // Only the server log hears of a stream that broke after its first byte; never its content.
+    onStreamError: (e) => log({ time: new Date(now()).toISOString(), method: "GET", route: ROUTES.logs, status: 200, durationMs: 0, criCalls: 0, error: `log stream ended early: ${(e as Error)?.message ?? e}` }),
+    pathUid,
   });
 
   // A known path with a method it does not serve: 405 naming the ones it does.

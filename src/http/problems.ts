@@ -5,6 +5,8 @@ import { CriError, GrpcCode } from "../cri/errors.js";
 import { AuthError } from "../auth/verify.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
+import { PodNotFoundError, UnsupportedError } from "../kuberuntime/runtime.js";
+import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 
@@ -16,14 +18,17 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: "Missing or invalid signature" },
   "wrong-node": { status: 403, title: "Signed for another node" },
   policy: { status: 403, title: "Refused by the node's policy" },
+  "exec-disabled": { status: 403, title: "Exec is disabled on this node" },
   "not-found": { status: 404, title: "Not found" },
   "pod-not-found": { status: 404, title: "Pod not found" },
+  "container-not-found": { status: 404, title: "Container not found" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   replayed: { status: 409, title: "Token already used" },
   "pod-busy": { status: 409, title: "Pod is busy" },
   "body-too-large": { status: 413, title: "Request body too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   internal: { status: 500, title: "Internal error" },
+  unsupported: { status: 501, title: "Not available on this deployment" },
   misconfigured: { status: 500, title: "Server misconfigured" },
   "runtime-error": { status: 502, title: "Container runtime error" },
   "runtime-unavailable": { status: 503, title: "Container runtime unavailable" },
@@ -74,6 +79,10 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof InvalidPodError) return new ProblemError("invalid-pod", e.message, { errors: e.errors });
   if (e instanceof AuthError) return new ProblemError(AUTH_SLUGS[e.status], e.message, { reason: e.failure });
   if (e instanceof PodBusyError) return new ProblemError("pod-busy", e.message);
+  if (e instanceof PodNotFoundError) return new ProblemError("pod-not-found", e.message);
+  if (e instanceof UnsupportedError) return new ProblemError("unsupported", e.message);
+  if (e instanceof ContainerChoiceError)
+    return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
   if (e instanceof CriError) {
     const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";
     return new ProblemError(slug, `${e.method}: ${e.details}`, { grpcCode: e.codeName });

@@ -6,5 +6,7 @@ export const ROUTES = {
   sync: "/v1/pods/sync",
   plan: "/v1/pods/plan",
   status: "/v1/pods/:uid/status",
+  logs: "/v1/pods/:uid/logs",
+  exec: "/v1/pods/:uid/exec",
   pod: "/v1/pods/:uid",
 } as const;

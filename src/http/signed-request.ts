@@ -9,7 +9,7 @@ import { validatePod } from "../pod/validate.js";
 import { ProblemError } from "./problems.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 
-export type Act = "sync" | "plan" | "delete" | "status";
+export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec";
 export const SIGNATURE_HEADER = "podsync-signature";
 
 const JOSE_TYPES = new Set(["application/jose", "application/jwt"]);
@@ -134,5 +134,29 @@ export async function readBearer(req: Request, verifier: Verifier, act: Act, uid
       (p["uid"] === uid || (act === "status" && p["uid"] === undefined)
         ? undefined
         : new AuthError("bad-claims", `token "uid" claim must be the pod uid in the path (${uid})`)),
+  });
+}
+
+/** A body that is only a token (`application/jose`, or JSON `{"jws": "..."}`): exec, where the signed payload
+ * is the whole request. `check` vets the payload before the jti is spent. */
+export async function readSignedToken(req: Request, verifier: Verifier, act: Act, maxBody: number, check: (payload: Record<string, unknown>) => void): Promise<VerifiedToken> {
+  const type = mediaType(req.headers.get("content-type") ?? undefined);
+  if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type)) throw new ProblemError("unsupported-media-type", `send application/jose (a compact JWS), not "${type || "none"}"`);
+  const body = await readBody(req, maxBody);
+  let compact: string;
+  if (JOSE_TYPES.has(type)) compact = text(body).trim();
+  else {
+    const j = parseJson(body);
+    if (typeof j !== "object" || j === null || Array.isArray(j) || typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
+      throw new ProblemError("bad-request", 'a JSON body must be {"jws": "<compact JWS>"}');
+    compact = (j as { jws: string }).jws;
+  }
+  return verifier.verify(compact, {
+    check: (p) => {
+      const bad = actCheck(act)(p);
+      if (bad) return bad;
+      check(p);
+      return undefined;
+    },
   });
 }

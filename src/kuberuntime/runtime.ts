@@ -16,6 +16,12 @@ import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { getPodStatus } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
+import { ContainerChoiceError, pickContainer } from "./container-choice.js";
+import { pickInstance } from "./logs/pick-instance.js";
+import { readLogs, type LogOptions } from "./logs/read-logs.js";
+import type { LogFiles } from "./logs/log-files.js";
+import { execSync, runningInstance, type ExecResult } from "./exec.js";
+import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -27,6 +33,42 @@ export interface PodRuntimeOptions {
   pullBackOff?: PullBackOffStore;
   /** Per-pod serialisation; in memory by default (Workers pass a Durable Object lock). */
   lock?: PodLock;
+  /** Where container logs are read from; without it, logs are not available on this deployment. */
+  logFiles?: LogFiles;
+}
+
+/** The runtime holds nothing of this pod (or nothing podsync manages). */
+export class PodNotFoundError extends Error {
+  constructor(readonly uid: string) {
+    super(`the runtime has no sandbox or container for pod uid ${uid}`);
+  }
+}
+
+/** A feature this deployment cannot offer (e.g. logs without access to the node's log files). */
+export class UnsupportedError extends Error {}
+
+export interface LogsRequest {
+  container?: string | undefined;
+  previous?: boolean | undefined;
+  /** The names a missing `container` may default to (the spec's app containers, when known). */
+  defaultContainers?: string[] | undefined;
+}
+
+/** An instance's log, resolved and ready to stream. */
+export interface ContainerLog {
+  pod: PodRef;
+  container: string;
+  containerId: string;
+  /** Stream it: resolves when done (see readLogs). */
+  read(options: LogOptions, write: (bytes: Uint8Array) => Promise<void>, follow?: { signal?: AbortSignal; maxMs: number }): Promise<void>;
+}
+
+export interface ExecRequest {
+  container?: string | undefined;
+  command: string[];
+  timeoutSeconds: number;
+  /** Each of stdout and stderr is cut at this many bytes. */
+  maxOutputBytes: number;
 }
 
 export interface Counted {
@@ -78,6 +120,10 @@ export interface PodRuntime {
    * one it was started with. */
   delete(uid: string, gracePeriodSeconds?: number): Promise<DeleteResult>;
   ready(): Promise<RuntimeReadiness>;
+  /** Resolve which instance's log a request means (kubelet's rules and wording); stream it with read(). */
+  logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
+  /** ExecSync in the pod's running container, output bounded. */
+  exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
 }
 
 const ref = (m: PodRef): PodRef => ({ namespace: m.namespace, name: m.name, uid: m.uid });
@@ -134,7 +180,53 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         // NetworkReady is reported but not required: hostNetwork pods still work without it.
         return { ok: conditions["RuntimeReady"] === true, runtime: { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, conditions } };
       }),
+
+    async logs(uid, req) {
+      const files = o.logFiles;
+      if (!files) throw new UnsupportedError("container logs are not readable on this deployment");
+      const status = await getPodStatus(cri, { uid, name: "", namespace: "" }, "full");
+      if (isEmpty(status)) throw new PodNotFoundError(uid);
+      const pod = refFromStatus(uid, status);
+      const container = pickContainer(status, pod.name, req.container, req.defaultContainers);
+      const instance = pickInstance(status, pod.name, container, req.previous === true);
+      const path = (await cri.containerStatus({ containerId: instance.id })).status?.logPath ?? "";
+      // The runtime reports where it writes; read only inside this node's pod log directory.
+      if (!insideDir(path, syncOptions.node.podLogsDir)) throw new ContainerChoiceError("bad-request", `container ${JSON.stringify(container)} in pod ${JSON.stringify(pod.name)} has no log file under the node's pod log directory`);
+      const running = async () => (await cri.containerStatus({ containerId: instance.id }).catch(() => undefined))?.status?.state === ContainerState.CONTAINER_RUNNING;
+      return {
+        pod,
+        container,
+        containerId: instance.id,
+        read: (options, write, follow) => readLogs(files, path, options, write, follow && { ...follow, running }),
+      };
+    },
+
+    exec: (uid, req) =>
+      counted(cri, async (c) => {
+        const status = await getPodStatus(c, { uid, name: "", namespace: "" });
+        if (isEmpty(status)) throw new PodNotFoundError(uid);
+        const pod = refFromStatus(uid, status);
+        const container = pickContainer(status, pod.name, req.container);
+        const r = await execSync(c, runningInstance(status, pod.name, container), req.command, req.timeoutSeconds, req.maxOutputBytes);
+        return { ...r, pod, container };
+      }),
   };
+}
+
+/** `path` lies inside `dir` once `.` and `..` are resolved. */
+function insideDir(path: string, dir: string): boolean {
+  const norm = (p: string) => {
+    const out: string[] = [];
+    for (const part of p.split("/")) {
+      if (part === "" || part === ".") continue;
+      if (part === "..") out.pop();
+      else out.push(part);
+    }
+    return "/" + out.join("/");
+  };
+  if (!path.startsWith("/")) return false;
+  const d = norm(dir);
+  return norm(path).startsWith(d === "/" ? "/" : d + "/");
 }
 
 const isEmpty = (s: PodStatus) => s.sandboxStatuses.length === 0 && s.containerStatuses.length === 0;

@@ -30,6 +30,12 @@ export const commonSettings = {
   PODSYNC_CGROUP_PARENT: z.string().default(""),
   PODSYNC_CLUSTER_DNS: list.default([]),
   PODSYNC_CLUSTER_DOMAIN: z.string().default("cluster.local"),
+  /** `POST /v1/pods/{uid}/exec` is off unless the node owner turns it on. */
+  PODSYNC_ALLOW_EXEC: bool.default(false),
+  /** Each of an exec's stdout and stderr is cut at this many bytes. */
+  PODSYNC_EXEC_MAX_OUTPUT_BYTES: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
+  /** The longest a `logs?follow=true` stream lasts before the server ends it. */
+  PODSYNC_LOG_FOLLOW_MAX_S: int(1, 86_400).default(1800),
   /** Node memory capacity (bytes) for Burstable oom_score_adj; Node reads the machine's when unset. */
   PODSYNC_NODE_MEMORY_BYTES: int(1, Number.MAX_SAFE_INTEGER).optional(),
 };
