@@ -21,6 +21,7 @@ import type { ReplayStore } from "./auth/replay.js";
 import { connectGrpcWeb } from "./cri/grpc-web-transport.js";
 import { checkCommon, commonSettings, formatIssues, nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
+import { proxyLogFiles } from "./host/proxy-log-files.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
 // into a project that also type-checks against Node's and the DOM's).
@@ -109,8 +110,11 @@ function build(env: Env): Hono {
   const root = new Hono();
   root.get("/healthz", (c) => c.json({ ok: true, nodes: Object.keys(s.PODSYNC_NODES) }));
   for (const [name, cfg] of Object.entries(s.PODSYNC_NODES)) {
-    const runtime = createPodRuntime(connectGrpcWeb({ baseUrl: cfg.url, token: tokens[name] ?? s.PODSYNC_PROXY_TOKEN, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }), {
+    const proxyToken = tokens[name] ?? s.PODSYNC_PROXY_TOKEN;
+    const runtime = createPodRuntime(connectGrpcWeb({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }), {
       node,
+      // Logs are read through the proxy's log endpoint; exec goes through ExecSync when the proxy allows it.
+      logFiles: proxyLogFiles({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }),
       pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
       lock: new DurablePodLock(env.POD_LOCK, name, s.PODSYNC_LOCK_WAIT_MS),
       // Per isolate: the one piece of sync state with no runtime record (see backoff.ts).
