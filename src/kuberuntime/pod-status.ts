@@ -26,6 +26,8 @@ import {
   CONTAINER_BACKOFF_STREAK_ANNOTATION,
   CONTAINER_HASH_ANNOTATION,
   CONTAINER_RESTART_COUNT_ANNOTATION,
+  CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION,
+  CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION,
   POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
   POD_UID_LABEL,
 } from "./labels.js";
@@ -86,6 +88,10 @@ function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatu
     exitCode: s.exitCode,
     reason: s.reason,
     message: s.message,
+    mounts: s.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })),
+    logPath: s.logPath,
+    terminationMessagePath: listed.annotations[CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION] ?? "",
+    terminationMessagePolicy: listed.annotations[CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] ?? "",
   };
 }
 
