@@ -191,7 +191,9 @@ export function createApp(o: AppOptions) {
 
   // The v1.Pod: the spec as last given (left out when only the runtime knows the pod), the status as kubelet
   // generates it.
-  app.get(ROUTES.pod, async (c) => {
+  app.get(ROUTES.pod, async (c, next) => {
+    // /v1/pods/sync and /plan are POST routes, not pods: let their 405 answer.
+    if (c.req.param("uid") === "sync" || c.req.param("uid") === "plan") return next();
     const uid = pathUid(c.req.param("uid"));
     const token = await readBearer(c.req.raw, o.verifier, "status", uid, false);
     note(c, uid, token.payload.jti);

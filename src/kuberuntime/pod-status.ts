@@ -181,3 +181,19 @@ export function findContainerStatusByName(status: PodStatus, name: string): Cont
   }
   return idx.map.get(name);
 }
+
+/** Complete a "decide" status for reporting: ContainerStatus for the running containers it took from the
+ * list (start time, mounts, log path), nothing else read again. What a converged sync's read-back costs. */
+export async function completeRunning(cri: CriClient, status: PodStatus): Promise<PodStatus> {
+  const containerStatuses = await Promise.all(
+    status.containerStatuses.map((c) =>
+      c.state !== "running" || c.startedAt > 0
+        ? c
+        : cri.containerStatus({ containerId: c.id }).then(
+            (r) => (r.status ? { ...c, state: toState(r.status.state), startedAt: nsToMs(r.status.startedAt), finishedAt: nsToMs(r.status.finishedAt), exitCode: r.status.exitCode, reason: r.status.reason, message: r.status.message, mounts: r.status.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })), logPath: r.status.logPath } : c),
+            (e) => notFoundToUndefined(e),
+          ),
+    ),
+  );
+  return { ...status, containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined) };
+}

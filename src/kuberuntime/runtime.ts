@@ -13,7 +13,7 @@ import { computePodActions, type ProbeResults } from "./compute-actions.js";
 import { deletePod, type PodRef } from "./kill.js";
 import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
-import { getPodStatus } from "./pod-status.js";
+import { completeRunning, getPodStatus } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
 import { ContainerChoiceError, pickContainer } from "./container-choice.js";
@@ -174,8 +174,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       },
     ));
   /** The full status with termination messages, and the v1 status for `spec`. */
-  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined) => {
-    const [status, name] = await Promise.all([getPodStatus(c, spec.metadata, "full"), nameOf(c)]);
+  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus) => {
+    // Nothing was done: the decision's reads stand, completed for the running containers (3 + running
+    // CRI calls in all for a converged pod). Otherwise the whole status is read again (3 + containers).
+    const [status, name] = await Promise.all([unchanged ? completeRunning(c, unchanged) : getPodStatus(c, spec.metadata, "full"), nameOf(c)]);
     await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
     const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid) });
     return { status, apiStatus };
@@ -196,7 +198,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
           // A failed read-back does not hide the steps: the status the decision was made from stands in.
-          const after = await readApiStatus(c, pod, probes).catch(async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c).catch(() => "unknown"), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid) }) }));
+          const after = await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c).catch(() => "unknown"), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid) }) }));
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }),
       ),
