@@ -226,7 +226,8 @@ export function convertToAPIContainerStatuses(input: ApiStatusInput, containers:
     const n = seen.get(cs.name) ?? 0;
     if (!cur || n >= 2) continue;
     const converted = convertContainerStatus(cs, input.runtimeName);
-    if (n === 0) statuses.set(cs.name, { ...converted, image: cs.image || cur.image });
+    // image is the spec's (the runtime may report the image id); imageID the runtime's reference.
+    if (n === 0) statuses.set(cs.name, { ...converted, image: cur.image });
     else cur.lastState = converted.state;
     seen.set(cs.name, n + 1);
   }
