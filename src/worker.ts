@@ -137,6 +137,8 @@ function build(env: Env): Hono {
       allowExec: s.PODSYNC_ALLOW_EXEC,
       execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
       logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
+      // exec probes go through the proxy (ExecSync); a Worker cannot open a connection to a pod.
+      probeHandlers: { allowed: ["exec"], why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod" },
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }

@@ -62,9 +62,10 @@ describe("routes", () => {
     for (const s of r.body.steps) expect(s).toMatchObject({ ok: true, durationMs: expect.any(Number), target: expect.any(String) });
     const again = await h.post("/v1/pods/sync", pod);
     expect(again.body.steps).toEqual([]);
-    expect(again.body.status.containers).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
+    expect(again.body.runtime.containers).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
+    expect(again.body.status).toMatchObject({ phase: "Running", containerStatuses: [{ name: "main", ready: true, started: true, restartCount: 0, state: { running: {} } }] });
     const line = h.logs.at(-1)!;
-    expect(line).toMatchObject({ method: "POST", route: "/v1/pods/sync", status: 200, podUid: pod.metadata.uid, criCalls: 3 });
+    expect(line).toMatchObject({ method: "POST", route: "/v1/pods/sync", status: 200, podUid: pod.metadata.uid, criCalls: 4 }); // 3 to decide, +1 ContainerStatus for the read-back
   });
 
   it("the pod can come as a JSON wrapper, or as a JSON/YAML body signed by digest in Podsync-Signature", async () => {

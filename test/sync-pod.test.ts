@@ -53,8 +53,10 @@ describe("SyncPod on the in-process runtime", () => {
     const second = await syncOnce(cri, p, opts());
     expect(second.steps).toEqual([]);
     expect(second.actions).toMatchObject({ killPod: false, createSandbox: false, containersToStart: [], containersToKill: {} });
-    // The minimum status read for a converged pod: two lists and the newest sandbox's status.
-    expect(Object.fromEntries(fake.runtime.calls)).toEqual({ ListPodSandbox: 1, ListContainers: 1, PodSandboxStatus: 1 });
+    // The minimum status read for a converged pod: two lists and the newest sandbox's status; then the
+    // read-back for the v1 status completes the running containers (ContainerStatus each), and a fresh
+    // runtime asks Version once for the runtime's name.
+    expect(Object.fromEntries(fake.runtime.calls)).toEqual({ ListPodSandbox: 1, ListContainers: 1, PodSandboxStatus: 1, ContainerStatus: 2, Version: 1 });
   });
 
   it("restarts a container whose spec changed, with restartCount+1 and its hash annotation", async () => {
@@ -185,7 +187,7 @@ describe("SyncPod on the in-process runtime", () => {
     const r = await syncOnce(cri, p, opts());
     expect(r.steps.at(-1)!.error).toBe("ErrImagePull");
     expect(r.steps.at(-1)!.message).toContain("password [redacted]");
-    expect(JSON.stringify(r)).not.toContain("hunter2-secret");
+    expect(JSON.stringify(r, (_, v) => (typeof v === "bigint" ? String(v) : v))).not.toContain("hunter2-secret");
   });
 
   it("expands $(VAR) in env, command and args like kubelet", async () => {

@@ -12,6 +12,35 @@ import { actionsJSON, statusJSON } from "./serialize.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
 import { registerLogsAndExec } from "./logs-exec.js";
+import type { Pod, ProbeHandler } from "../pod/schema.js";
+import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
+import { InvalidPodError } from "../pod/validate.js";
+import { toV1Pod } from "../kuberuntime/api-status.js";
+import type { Prober } from "../kuberuntime/prober/prober.js";
+
+/** The specs of the pods this node was given, for GET /v1/pods/{uid} (the node agent's desired-state store
+ * implements this; by default the specs of the pods synced through this process, in memory). */
+export interface PodSpecs {
+  get(uid: string): Pod | undefined;
+  set(pod: Pod): void;
+  delete(uid: string): void;
+}
+
+export class MemoryPodSpecs implements PodSpecs {
+  private readonly m = new Map<string, Pod>();
+  constructor(private readonly max = 10_000) {}
+  get(uid: string) {
+    return this.m.get(uid);
+  }
+  set(pod: Pod) {
+    this.m.delete(pod.metadata.uid);
+    if (this.m.size >= this.max) this.m.delete(this.m.keys().next().value!);
+    this.m.set(pod.metadata.uid, pod);
+  }
+  delete(uid: string) {
+    this.m.delete(uid);
+  }
+}
 
 export interface RequestLog {
   time: string;
@@ -43,6 +72,11 @@ export interface AppOptions {
   logFollowMaxMs?: number;
   log?: (rec: RequestLog) => void;
   now?: () => number;
+  /** Runs the pods' probes; synced pods are handed to it and its results go into every sync and status. */
+  prober?: Prober;
+  specs?: PodSpecs;
+  /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
+  probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
 }
 
 type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
@@ -56,6 +90,14 @@ export function createApp(o: AppOptions) {
   const now = o.now ?? Date.now;
   const rt = o.runtime;
   const policy = o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] };
+  const specs = o.specs ?? new MemoryPodSpecs();
+  const prober = o.prober;
+  const handlers = o.probeHandlers ?? { allowed: ALL_PROBE_HANDLERS, why: "" };
+  /** A probe this deployment cannot run is refused like any invalid field, before any runtime call. */
+  const checkProbes = (pod: Pod) => {
+    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why);
+    if (errors.length) throw new InvalidPodError(errors);
+  };
 
   app.use(async (c, next) => {
     const t0 = performance.now();
@@ -112,7 +154,8 @@ export function createApp(o: AppOptions) {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "plan", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
-    const r = await rt.plan(pod);
+    checkProbes(pod);
+    const r = await rt.plan(pod, prober?.results(pod.metadata.uid));
     c.set("criCalls", r.criCalls);
     return c.json({ ok: true, pod: r.pod, actions: actionsJSON(pod, r.actions), status: statusJSON(r.status) });
   });
@@ -121,20 +164,45 @@ export function createApp(o: AppOptions) {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "sync", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
-    const r = await rt.sync(pod);
+    checkProbes(pod);
+    const uid = pod.metadata.uid;
+    // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
+    prober?.upsert(pod);
+    const r = await rt.sync(pod, prober?.results(uid));
+    specs.set(pod);
+    prober?.observe(uid, r.after);
     c.set("criCalls", r.criCalls);
     // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
-    return c.json({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: statusJSON(r.status) }, r.ok ? 200 : 207);
+    // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
+    return c.json({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after) }, r.ok ? 200 : 207);
   });
 
-  app.get(ROUTES.status, async (c) => {
-    const uid = pathUid(c.req.param("uid"));
+  const runtimeView = async (c: Context<Env>) => {
+    const uid = pathUid(c.req.param("uid") ?? "");
     const token = await readBearer(c.req.raw, o.verifier, "status", uid, false);
     note(c, uid, token.payload.jti);
     const r = await rt.status(uid);
     if (!r) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container for pod uid ${uid}`);
     c.set("criCalls", r.criCalls);
     return c.json({ pod: r.pod, status: statusJSON(r.status) });
+  };
+  app.get(ROUTES.runtime, runtimeView);
+  app.get(ROUTES.status, runtimeView);
+
+  // The v1.Pod: the spec as last given (left out when only the runtime knows the pod), the status as kubelet
+  // generates it.
+  app.get(ROUTES.pod, async (c, next) => {
+    // /v1/pods/sync and /plan are POST routes, not pods: let their 405 answer.
+    if (c.req.param("uid") === "sync" || c.req.param("uid") === "plan") return next();
+    const uid = pathUid(c.req.param("uid"));
+    const token = await readBearer(c.req.raw, o.verifier, "status", uid, false);
+    note(c, uid, token.payload.jti);
+    const spec = specs.get(uid) ?? prober?.spec(uid);
+    const r = await rt.apiStatus(uid, spec, prober?.results(uid));
+    if (!r) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container for pod uid ${uid}`);
+    c.set("criCalls", r.criCalls);
+    prober?.observe(uid, r.status);
+    return c.json(toV1Pod(spec, r.pod, r.apiStatus));
   });
 
   app.delete(ROUTES.pod, async (c) => {
@@ -143,6 +211,10 @@ export function createApp(o: AppOptions) {
     note(c, uid, token.payload.jti);
     const grace = token.payload["gracePeriodSeconds"];
     const r = await rt.delete(uid, typeof grace === "number" && grace >= 0 ? grace : undefined);
+    if (r.ok) {
+      prober?.remove(uid);
+      specs.delete(uid);
+    }
     c.set("criCalls", r.criCalls);
     const { criCalls: _, ...body } = r;
     return c.json(body, r.ok ? 200 : 207);

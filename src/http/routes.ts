@@ -5,6 +5,9 @@ export const ROUTES = {
   openapi: "/openapi.json",
   sync: "/v1/pods/sync",
   plan: "/v1/pods/plan",
+  /** The CRI-level view (debugging). */
+  runtime: "/v1/pods/:uid/runtime",
+  /** The old name of `runtime`, kept as an alias (same handler, same body). */
   status: "/v1/pods/:uid/status",
   logs: "/v1/pods/:uid/logs",
   exec: "/v1/pods/:uid/exec",

@@ -26,6 +26,8 @@ import {
   CONTAINER_BACKOFF_STREAK_ANNOTATION,
   CONTAINER_HASH_ANNOTATION,
   CONTAINER_RESTART_COUNT_ANNOTATION,
+  CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION,
+  CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION,
   POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
   POD_UID_LABEL,
 } from "./labels.js";
@@ -86,6 +88,10 @@ function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatu
     exitCode: s.exitCode,
     reason: s.reason,
     message: s.message,
+    mounts: s.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })),
+    logPath: s.logPath,
+    terminationMessagePath: listed.annotations[CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION] ?? "",
+    terminationMessagePolicy: listed.annotations[CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] ?? "",
   };
 }
 
@@ -174,4 +180,20 @@ export function findContainerStatusByName(status: PodStatus, name: string): Cont
     byName.set(list, (idx = { n: list.length, map }));
   }
   return idx.map.get(name);
+}
+
+/** Complete a "decide" status for reporting: ContainerStatus for the running containers it took from the
+ * list (start time, mounts, log path), nothing else read again. What a converged sync's read-back costs. */
+export async function completeRunning(cri: CriClient, status: PodStatus): Promise<PodStatus> {
+  const containerStatuses = await Promise.all(
+    status.containerStatuses.map((c) =>
+      c.state !== "running" || c.startedAt > 0
+        ? c
+        : cri.containerStatus({ containerId: c.id }).then(
+            (r) => (r.status ? { ...c, state: toState(r.status.state), startedAt: nsToMs(r.status.startedAt), finishedAt: nsToMs(r.status.finishedAt), exitCode: r.status.exitCode, reason: r.status.reason, message: r.status.message, mounts: r.status.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })), logPath: r.status.logPath } : c),
+            (e) => notFoundToUndefined(e),
+          ),
+    ),
+  );
+  return { ...status, containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined) };
 }

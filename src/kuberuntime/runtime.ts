@@ -13,7 +13,7 @@ import { computePodActions, type ProbeResults } from "./compute-actions.js";
 import { deletePod, type PodRef } from "./kill.js";
 import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
-import { getPodStatus } from "./pod-status.js";
+import { completeRunning, getPodStatus } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
 import { ContainerChoiceError, pickContainer } from "./container-choice.js";
@@ -22,6 +22,9 @@ import { readLogs, type LogOptions } from "./logs/read-logs.js";
 import type { LogFiles } from "./logs/log-files.js";
 import { execSync, runningInstance, type ExecResult } from "./exec.js";
 import { ContainerState } from "../gen/runtime/v1/api_pb.js";
+import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
+import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
+import { podContainerDir, readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -35,6 +38,13 @@ export interface PodRuntimeOptions {
   lock?: PodLock;
   /** Where container logs are read from; without it, logs are not available on this deployment. */
   logFiles?: LogFiles;
+  /** Node filesystem for termination-message files (mounted at start, read when a container has exited);
+   * without it (Workers) no file is mounted and only the runtime's message is reported. */
+  terminationFiles?: TerminationMessageFiles;
+  /** kubelet's reasonCache (the last start failure per container); in memory by default. */
+  reasons?: ReasonCache;
+  /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
+  hostIPs?: string[];
 }
 
 /** The runtime holds nothing of this pod (or nothing podsync manages). */
@@ -86,6 +96,17 @@ export interface SyncResult extends PlanResult {
   /** Every step succeeded. */
   ok: boolean;
   steps: SyncStep[];
+  /** The pod's status read again after the steps (`status` is the one the decision was made from). */
+  after: PodStatus;
+  /** v1.PodStatus generated from `after`. */
+  apiStatus: V1PodStatus;
+}
+
+export interface ApiStatusResult extends StatusResult {
+  /** v1.PodStatus (kubelet's generateAPIPodStatus). */
+  apiStatus: V1PodStatus;
+  /** Whether a spec was given; without one the status is for a stand-in (see standInPod). */
+  specKnown: boolean;
 }
 
 export interface StatusResult extends Counted {
@@ -113,7 +134,10 @@ export interface PodRuntime {
   /** computePodActions only: what a sync would do, with no write to the runtime. */
   plan(pod: Pod, probes?: ProbeResults): Promise<PlanResult>;
   /** Read the pod's status, decide and act (kubelet's SyncPod), under the pod's lock. */
-  sync(pod: Pod, probes?: ProbeResults): Promise<SyncResult>;
+  sync(pod: Pod, probes?: ProbeResults & PodProbeResults): Promise<SyncResult>;
+  /** The pod's v1.PodStatus: the runtime's full status (with termination messages) through
+   * generateAPIPodStatus, for the spec given (or a stand-in) and the prober's results. */
+  apiStatus(uid: string, spec?: Pod, probes?: PodProbeResults): Promise<ApiStatusResult | undefined>;
   /** The pod's full status as the runtime reports it; undefined when the runtime holds nothing of it. */
   status(uid: string): Promise<StatusResult | undefined>;
   /** Kill the pod and remove its containers and sandboxes. Without a grace period each container gets the
@@ -137,7 +161,27 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): P
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff() };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles };
+  const reasons = o.reasons ?? new MemoryReasonCache();
+  // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
+  let runtimeName: Promise<string> | undefined;
+  const nameOf = (c: CriClient) =>
+    (runtimeName ??= c.version({}).then(
+      (v) => v.runtimeName,
+      (e) => {
+        runtimeName = undefined;
+        throw e;
+      },
+    ));
+  /** The full status with termination messages, and the v1 status for `spec`. */
+  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus) => {
+    // Nothing was done: the decision's reads stand, completed for the running containers (3 + running
+    // CRI calls in all for a converged pod). Otherwise the whole status is read again (3 + containers).
+    const [status, name] = await Promise.all([unchanged ? completeRunning(c, unchanged) : getPodStatus(c, spec.metadata, "full"), nameOf(c)]);
+    await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+    const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid) });
+    return { status, apiStatus };
+  };
 
   return {
     plan: (pod, probes) =>
@@ -151,9 +195,25 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         counted(cri, async (c) => {
           const status = await getPodStatus(c, pod.metadata);
           const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
-          return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status };
+          reasons.update(pod.metadata.uid, r.steps);
+          // What the steps did, read back (as kubelet's next status generation would see it).
+          // A failed read-back does not hide the steps: the status the decision was made from stands in.
+          const after = await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c).catch(() => "unknown"), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid) }) }));
+          return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }),
       ),
+
+    apiStatus: async (uid, spec, probes) => {
+      const r = await counted(cri, async (c) => {
+        const status = await getPodStatus(c, spec?.metadata ?? { uid, name: "", namespace: "" }, "full");
+        if (isEmpty(status)) return { found: undefined };
+        const pod = spec ?? standInPod(refFromStatus(uid, status), status);
+        await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+        const apiStatus = generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(uid) });
+        return { found: { pod: spec ? ref(spec.metadata) : refFromStatus(uid, status), status, apiStatus, specKnown: spec !== undefined } };
+      });
+      return r.found && { ...r.found, criCalls: r.criCalls };
+    },
 
     status: async (uid) => {
       const r = await counted(cri, async (c) => ({ status: await getPodStatus(c, { uid, name: "", namespace: "" }, "full") }));
@@ -169,6 +229,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           if (isEmpty(status)) return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
           const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
           const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status);
+          reasons.delete(uid);
+          // The termination-message files go with the pod (kubelet: cleanupOrphanedPodDirs).
+          if (r.ok && o.terminationFiles) await o.terminationFiles.removeAll(podContainerDir(syncOptions.node.rootDir, uid, "").replace(/\/$/, "")).catch(() => undefined);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
         }),
       ),

@@ -28,7 +28,17 @@ import { formatPod, gracePeriodSeconds, killPod, stopContainer } from "./kill.js
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "./steps.js";
 import type { PodActions, PodStatus, PodSyncResult } from "./types.js";
-import type { PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
+import { MountSchema, type PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { podContainerDir, type TerminationMessageFiles } from "./termination-message.js";
+import type { ContainerToKill } from "./types.js";
+
+/** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
+function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
+  const probe = info.reason === "LivenessProbe" ? info.container.livenessProbe : info.reason === "StartupProbe" ? info.container.startupProbe : undefined;
+  const g = probe?.terminationGracePeriodSeconds;
+  return g !== undefined ? gracePeriodSeconds({ metadata: pod.metadata, spec: { terminationGracePeriodSeconds: g } }) : gracePeriodSeconds(pod);
+}
 
 export interface SyncOptions {
   node?: NodeConfig;
@@ -38,6 +48,8 @@ export interface SyncOptions {
   /** Image pull back-off is the one piece of kubelet state with no record in the runtime (a failed pull
    * leaves no container); it lives here, in memory by default. Losing it costs one early retry. */
   pullBackOff?: PullBackOffStore;
+  /** Node filesystem for termination-message files; without it none is mounted (Workers). */
+  terminationFiles?: TerminationMessageFiles;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -46,6 +58,7 @@ interface StartContext extends ImageContext {
   status: PodStatus;
   sandboxId: string;
   node: NodeConfig;
+  terminationFiles: TerminationMessageFiles | undefined;
 }
 
 /** startContainer: back-off check, image, CreateContainer, StartContainer. Returns a message for the step. */
@@ -63,6 +76,11 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   try {
     config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
+    // makeMounts: the termination-message file, one per instance, bind-mounted at terminationMessagePath.
+    if (ctx.terminationFiles && container.terminationMessagePath) {
+      const hostPath = await ctx.terminationFiles.create(podContainerDir(ctx.node.rootDir, ctx.pod.metadata.uid, container.name));
+      config.mounts.push(create(MountSchema, { containerPath: container.terminationMessagePath, hostPath }));
+    }
   } catch (e) {
     throw new StepError("CreateContainerConfigError", errorMessage(e), e);
   }
@@ -111,7 +129,7 @@ export async function syncPod(
     }
   } else {
     for (const [id, info] of Object.entries(actions.containersToKill)) {
-      const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, gracePeriodSeconds(pod)).then(() => info.message), "KillContainerError");
+      const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, killGraceSeconds(pod, info)).then(() => info.message), "KillContainerError");
       if (!ok) return done();
     }
   }
@@ -144,6 +162,7 @@ export async function syncPod(
       sandboxId,
       sandboxConfig: sandboxConfig(),
       node,
+      terminationFiles: options.terminationFiles,
       now: (options.now ?? Date.now)(),
       pullTimeoutMs: options.pullTimeoutMs ?? 120_000,
       pullBackOff: options.pullBackOff ?? defaultPullBackOff,

@@ -32,6 +32,13 @@ export interface ContainerStatus {
   gracePeriodSeconds: number | undefined;
   /** Consecutive restarts since crash-loop back-off last reset (`io.podsync.container.backoffStreak`). */
   backoffStreak: number;
+  /** From ContainerStatus only ("full" detail, or a container that is not running): where the termination
+   * message file is mounted and where the log is, for kubelet's termination-message read. */
+  mounts?: { containerPath: string; hostPath: string }[];
+  logPath?: string;
+  /** `io.kubernetes.container.terminationMessagePath` / `...Policy` annotations. */
+  terminationMessagePath?: string;
+  terminationMessagePolicy?: string;
 }
 
 /** kubecontainer.PodStatus */
