@@ -22,7 +22,7 @@ import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { needsImageUser, verifyRunAsNonRoot } from "./security.js";
 import { findContainerStatusByName, getPodStatus } from "./pod-status.js";
 import { CONTAINER_BACKOFF_STREAK_ANNOTATION } from "./labels.js";
-import { crashLoopBackOff, MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
+import { crashLoopBackOff, formatGoDuration, MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
 import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "./images.js";
 import { formatPod, gracePeriodSeconds, killPod, stopContainer } from "./kill.js";
 import { collectGarbage } from "./gc.js";
@@ -55,7 +55,7 @@ interface StartContext extends ImageContext {
 async function startContainer(ctx: StartContext, container: Container): Promise<string> {
   const bo = crashLoopBackOff(container, ctx.status, ctx.now);
   if (bo.inBackOff)
-    throw new StepError("CrashLoopBackOff", `back-off ${bo.delayMs / 1000}s restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`);
+    throw new StepError("CrashLoopBackOff", `back-off ${formatGoDuration(bo.delayMs)} restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`);
   const image = await ensureImage(ctx, container);
   if (needsImageUser(ctx.pod, container) && !image.user) image.user = (await inspect(ctx, image.ref))?.user;
   const nonRoot = verifyRunAsNonRoot(ctx.pod, container, image.user);
