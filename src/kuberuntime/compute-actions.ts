@@ -3,7 +3,8 @@
 // without ephemeral containers, restartable (sidecar) init containers or in-place resize: those are not in
 // podsync's pod schema, so their branches are absent rather than stubbed. podsync runs no prober; liveness
 // and startup results may be passed in (ProbeResults) and are honoured as kubelet does.
-// Where the seed excerpt (an older SyncPod) and kubelet differ, this follows kubelet: see "v1.22" below.
+// Where the seed excerpt (an older SyncPod) and kubelet differ, this follows kubelet: see "v1.22" below. Init
+// containers follow v1.33's computeInitContainerActions (LegacySidecarContainers off), not findNextInitContainerToRun.
 import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../pod/schema.js";
 import { containerChanged } from "./hash.js";

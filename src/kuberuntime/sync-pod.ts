@@ -9,10 +9,11 @@
 // - After RunPodSandbox kubelet reads PodSandboxStatus for the pod IP it feeds to the downward API and
 //   /etc/hosts; podsync has neither, so it skips that round trip.
 // - Crash-loop back-off is derived from the runtime (restart count / back-off streak annotation and the
-//   newest exited instance's finish time), not from an in-memory flowcontrol.Backoff.
+//   newest exited instance's finish time), not from an in-memory flowcontrol.Backoff; a changed spec starts afresh.
 // - kubelet leaves dead containers and sandboxes to its garbage collector; a stateless function has no GC
 //   loop, so step 7 does what GC would with kubelet's defaults (keep one dead instance per container name,
-//   keep the newest sandbox, remove older non-ready sandboxes that hold no containers).
+//   unknown-state ones stopped first; keep the newest sandbox, remove older non-ready sandboxes that hold no
+//   containers). That also covers pruneInitContainersBeforeStart, which kubelet runs before starting containers.
 import type { Container, Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
