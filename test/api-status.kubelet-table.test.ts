@@ -16,6 +16,7 @@ import {
 import type { PodStatus } from "../src/kuberuntime/types.js";
 import { pod as mkPod } from "./support/pods.js";
 import { containerStatus } from "./support/status.js";
+import { hashContainer } from "../src/kuberuntime/hash.js";
 
 // The fixtures of kubelet_pods_test.go.
 const base = (name: string): V1ContainerStatus => ({ name, state: {}, lastState: {}, ready: false, restartCount: 0, image: "", imageID: "" });
@@ -164,8 +165,10 @@ describe("generateAPIPodStatus", () => {
   });
 
   it("crash loop (no reason cached): waiting CrashLoopBackOff with kubelet's message, lastState terminated, Running", () => {
-    const dead = containerStatus("c2", "main", "exited", "h", { exitCode: 1, reason: "Error", startedAt: NOW - 3000, finishedAt: NOW - 2000, restartCount: 1, backoffStreak: 2 });
-    const older = containerStatus("c1", "main", "exited", "h", { exitCode: 1, reason: "Error", startedAt: NOW - 30_000, finishedAt: NOW - 29_000 });
+    // The instances carry this container's hash: a changed container would start at once (no back-off).
+    const h = hashContainer(p.spec.containers[0]!);
+    const dead = containerStatus("c2", "main", "exited", h, { exitCode: 1, reason: "Error", startedAt: NOW - 3000, finishedAt: NOW - 2000, restartCount: 1, backoffStreak: 2 });
+    const older = containerStatus("c1", "main", "exited", h, { exitCode: 1, reason: "Error", startedAt: NOW - 30_000, finishedAt: NOW - 29_000 });
     const s = gen(runtimeStatus([dead, older]));
     expect(s.phase).toBe("Running");
     expect(s.containerStatuses[0]).toMatchObject({

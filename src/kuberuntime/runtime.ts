@@ -198,7 +198,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
           // A failed read-back does not hide the steps: the status the decision was made from stands in.
-          const after = await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c).catch(() => "unknown"), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid) }) }));
+          // A step that lost the runtime (its connection gone or cancelled) says a read-back would fail too.
+          const lost = r.steps.some((st) => st.grpcCode === "UNAVAILABLE" || st.grpcCode === "CANCELLED");
+          const stand = async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown", hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid) }) });
+          const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }),
       ),

@@ -9,10 +9,11 @@
 // - After RunPodSandbox kubelet reads PodSandboxStatus for the pod IP it feeds to the downward API and
 //   /etc/hosts; podsync has neither, so it skips that round trip.
 // - Crash-loop back-off is derived from the runtime (restart count / back-off streak annotation and the
-//   newest exited instance's finish time), not from an in-memory flowcontrol.Backoff.
+//   newest exited instance's finish time), not from an in-memory flowcontrol.Backoff; a changed spec starts afresh.
 // - kubelet leaves dead containers and sandboxes to its garbage collector; a stateless function has no GC
 //   loop, so step 7 does what GC would with kubelet's defaults (keep one dead instance per container name,
-//   keep the newest sandbox, remove older non-ready sandboxes that hold no containers).
+//   unknown-state ones stopped first; keep the newest sandbox, remove older non-ready sandboxes that hold no
+//   containers). That also covers pruneInitContainersBeforeStart, which kubelet runs before starting containers.
 import type { Container, Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
@@ -22,7 +23,7 @@ import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { needsImageUser, verifyRunAsNonRoot } from "./security.js";
 import { findContainerStatusByName } from "./pod-status.js";
 import { CONTAINER_BACKOFF_STREAK_ANNOTATION } from "./labels.js";
-import { crashLoopBackOff, MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
+import { crashLoopBackOff, formatGoDuration, MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
 import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "./images.js";
 import { formatPod, gracePeriodSeconds, killPod, stopContainer } from "./kill.js";
 import { collectGarbage } from "./gc.js";
@@ -65,7 +66,7 @@ interface StartContext extends ImageContext {
 async function startContainer(ctx: StartContext, container: Container): Promise<string> {
   const bo = crashLoopBackOff(container, ctx.status, ctx.now);
   if (bo.inBackOff)
-    throw new StepError("CrashLoopBackOff", `back-off ${bo.delayMs / 1000}s restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`);
+    throw new StepError("CrashLoopBackOff", `back-off ${formatGoDuration(bo.delayMs)} restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`);
   const image = await ensureImage(ctx, container);
   if (needsImageUser(ctx.pod, container) && !image.user) image.user = (await inspect(ctx, image.ref))?.user;
   const nonRoot = verifyRunAsNonRoot(ctx.pod, container, image.user);

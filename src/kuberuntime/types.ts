@@ -17,8 +17,10 @@ export interface ContainerStatus {
   exitCode: number;
   image: string;
   imageRef: string;
-  /** `io.kubernetes.container.hash` annotation written when the instance was created. */
+  /** `io.kubernetes.container.hash` annotation written when the instance was created (kubelet's HashContainer). */
   hash: string;
+  /** `io.podsync.container.specHash` annotation: podsync's full-spec hash; absent on instances podsync did not make. */
+  specHash?: string;
   /** `io.kubernetes.container.restartCount` annotation. */
   restartCount: number;
   reason: string;
