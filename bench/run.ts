@@ -1,13 +1,13 @@
 // npm run bench: how fast a sync is and what it costs. Prints a table, writes bench/results/<time>.json.
 // Loopback only, every loop bounded in time or count. A run takes about a minute on 2 cores.
 //   1. converged-pod sync through HTTP (autocannon) vs the raw CRI status read alone (the floor), on the
-//      in-process runtime and on real containerd (../shared/cri-lab) side by side;
+//      in-process runtime and on real containerd (scripts/containerd-lab.sh) side by side;
 //   2. CRI calls per sync for 1, 10, 50 containers;
 //   3. computePodActions throughput for 1, 10, 100 containers;
 //   4. JWS verification cost (EdDSA, ES256);
 //   5. server memory before and after 10 000+ syncs.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync, existsSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem, platform, release } from "node:os";
 import { resolve } from "node:path";
 import autocannon from "autocannon";
@@ -194,12 +194,16 @@ async function main() {
   await fake.close();
 
   let real = process.env["PODSYNC_CRI_ENDPOINT"];
-  if (!real && existsSync("../shared/cri-lab/start-containerd.sh")) {
-    const out = execFileSync("bash", ["../shared/cri-lab/start-containerd.sh"], { encoding: "utf8" }).trim().split("\n").pop();
-    real = `unix://${out}`;
+  if (!real) {
+    try {
+      const sock = execFileSync("bash", ["scripts/containerd-lab.sh", "start"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop();
+      if (sock) real = `unix://${sock}`;
+    } catch {
+      // The script said why on stderr.
+    }
   }
   if (real) side.push(await httpVsFloor("containerd", real, key));
-  else console.error("bench: no containerd (set PODSYNC_CRI_ENDPOINT); the real-runtime column is left out");
+  else console.error("bench: no containerd (the lab did not start; or set PODSYNC_CRI_ENDPOINT); the real-runtime column is left out");
   results["convergedSync"] = side;
   results["criCallsPerSync"] = await callsPerSync();
   results["computePodActions"] = computeThroughput();

@@ -234,7 +234,7 @@ export class FakeRuntime {
   readonly image: Record<string, Handler> = {
     ImageStatus: (req: api.ImageStatusRequest) => {
       const id = this.images.get(req.image?.image ?? "");
-      // Like the cri-lab images (built from busybox with no USER): they run as root.
+      // Like the lab images (built from busybox with no USER): they run as root.
       return id ? { image: { id, repoTags: [req.image!.image], size: 1n, uid: { value: 0n } } } : {};
     },
     PullImage: (req: api.PullImageRequest) => {

@@ -1,26 +1,25 @@
-// Starts the real containerd from ../shared/cri-lab once for the whole run (idempotent) and hands its
-// socket to the end-to-end suites. Set PODSYNC_CRI_ENDPOINT to use a runtime you already run.
+// Starts the project's lab containerd (scripts/containerd-lab.sh) once for the whole run (idempotent) and
+// hands its socket to the end-to-end suites. Set PODSYNC_CRI_ENDPOINT to use a runtime you already run.
 // The e2e suites fail, not skip, when no runtime can be had: set PODSYNC_SKIP_E2E=1 to leave them out on purpose.
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
+
+const labScript = fileURLToPath(new URL("../../scripts/containerd-lab.sh", import.meta.url));
 
 export default function setup(project: TestProject) {
   let endpoint = process.env.PODSYNC_CRI_ENDPOINT ?? "";
   let error = "";
   if (!endpoint && process.env.PODSYNC_SKIP_E2E !== "1") {
-    const script = resolve(process.env.CRI_LAB ?? "../shared/cri-lab", "start-containerd.sh");
-    if (!existsSync(script)) error = `cri-lab not found at ${script} (set CRI_LAB or PODSYNC_CRI_ENDPOINT)`;
-    else {
-      try {
-        const out = execFileSync("bash", [script], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 });
-        const sock = out.trim().split("\n").pop() ?? "";
-        endpoint = sock ? `unix://${sock}` : "";
-        if (!endpoint) error = "start-containerd.sh printed no socket";
-      } catch (e) {
-        error = `start-containerd.sh failed: ${(e as { stderr?: string }).stderr ?? String(e)}`;
-      }
+    // An apt install on a fresh machine can take minutes; the script's stderr says what it did or why it failed.
+    const run = spawnSync("bash", [labScript, "start"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 600_000 });
+    const sock = run.status === 0 ? (run.stdout.trim().split("\n").pop() ?? "") : "";
+    if (sock) {
+      endpoint = `unix://${sock}`;
+      if (run.stderr) process.stderr.write(run.stderr);
+    } else {
+      const why = run.error ? String(run.error) : run.stderr.trim() || `exit ${run.status ?? run.signal}, no socket printed`;
+      error = `scripts/containerd-lab.sh start failed: ${why} (or set PODSYNC_CRI_ENDPOINT to a runtime you run)`;
     }
   }
   project.provide("criEndpoint", endpoint);
