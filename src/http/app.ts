@@ -5,7 +5,7 @@ import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";
-import { readBearer, readSignedPod } from "./signed-request.js";
+import { checkGraceClaim, readBearer, readSignedPod } from "./signed-request.js";
 import { actionsJSON, statusJSON } from "./serialize.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
@@ -119,10 +119,9 @@ export function createApp(o: AppOptions) {
 
   app.delete(ROUTES.pod, async (c) => {
     const uid = pathUid(c.req.param("uid"));
-    const token = await readBearer(c.req.raw, o.verifier, "delete", uid, true);
+    const token = await readBearer(c.req.raw, o.verifier, "delete", uid, true, checkGraceClaim);
     note(c, uid, token.payload.jti);
-    const grace = token.payload["gracePeriodSeconds"];
-    const r = await rt.delete(uid, typeof grace === "number" && grace >= 0 ? grace : undefined);
+    const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined);
     c.set("criCalls", r.criCalls);
     const { criCalls: _, ...body } = r;
     return c.json(body, r.ok ? 200 : 207);

@@ -4,7 +4,7 @@
 //      `body_sha256` claim is the base64url SHA-256 of the exact body bytes.
 // Either way every byte acted on is signed, and the token's `act` must name the route.
 import { parse as parseYaml } from "yaml";
-import type { Pod } from "../pod/schema.js";
+import { MAX_GRACE_PERIOD_SECONDS, type Pod } from "../pod/schema.js";
 import { validatePod } from "../pod/validate.js";
 import { ProblemError } from "./problems.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
@@ -122,8 +122,8 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
 }
 
 /** DELETE and GET status: `Authorization: Bearer <compact JWS>` with `act` and the pod `uid` (a status
- * token may leave `uid` out to read any pod on the node). */
-export async function readBearer(req: Request, verifier: Verifier, act: Act, uid: string, consume: boolean): Promise<VerifiedToken> {
+ * token may leave `uid` out to read any pod on the node). `check` vets the route's own claims. */
+export async function readBearer(req: Request, verifier: Verifier, act: Act, uid: string, consume: boolean, check?: (p: Record<string, unknown>) => Error | undefined): Promise<VerifiedToken> {
   const auth = req.headers.get("authorization") ?? "";
   const m = /^Bearer\s+(\S+)$/i.exec(auth);
   if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
@@ -133,6 +133,16 @@ export async function readBearer(req: Request, verifier: Verifier, act: Act, uid
       actCheck(act)(p) ??
       (p["uid"] === uid || (act === "status" && p["uid"] === undefined)
         ? undefined
-        : new AuthError("bad-claims", `token "uid" claim must be the pod uid in the path (${uid})`)),
+        : new AuthError("bad-claims", `token "uid" claim must be the pod uid in the path (${uid})`)) ??
+      check?.(p),
   });
+}
+
+/** DELETE's optional `gracePeriodSeconds` claim: whole seconds within the pod model's bound, like
+ * terminationGracePeriodSeconds (a fraction or a huge number is refused, never rounded or left to crash). */
+export function checkGraceClaim(p: Record<string, unknown>): ProblemError | undefined {
+  const g = p["gracePeriodSeconds"];
+  if (g === undefined || (Number.isInteger(g) && (g as number) >= 0 && (g as number) <= MAX_GRACE_PERIOD_SECONDS)) return undefined;
+  const message = `must be a whole number of seconds from 0 to ${MAX_GRACE_PERIOD_SECONDS}`;
+  return new ProblemError("bad-request", `the token's gracePeriodSeconds ${message}`, { errors: [{ path: "gracePeriodSeconds", message }] });
 }
