@@ -1,6 +1,9 @@
 // Hardening regressions through a real server (the Harness) in front of the in-process runtime: numbers that
 // become deadlines or sizes, $(VAR) expansion, parser errors that could echo secrets, HTTP hygiene.
+import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { expand } from "../src/kuberuntime/expansion.js";
+import { expandedLength } from "../src/pod/env-size.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { POD_TERMINATION_GRACE_PERIOD_ANNOTATION } from "../src/kuberuntime/labels.js";
 import type { FakeServer } from "./support/fake-cri.js";
@@ -89,5 +92,41 @@ describe("bounds on numbers that become deadlines or sizes", () => {
     } finally {
       cri.close();
     }
+  });
+});
+
+describe("$(VAR) expansion is bounded before any runtime call", () => {
+  /** V0 = 8 bytes, Vi = "$(Vi-1)$(Vi-1)": under 1 KB of spec that expands to gigabytes. */
+  const doubling = (n: number) => [{ name: "V0", value: "xxxxxxxx" }, ...Array.from({ length: n }, (_, i) => ({ name: `V${i + 1}`, value: `$(V${i})$(V${i})` }))];
+
+  it("the doubling pod is 400 invalid-pod naming the env value, with zero runtime calls", async () => {
+    const pod = podInput(uid(), {}, { env: doubling(21) });
+    expect(JSON.stringify(pod).length).toBeLessThan(1024);
+    const body = await refused(h.post("/v1/pods/sync", pod), 400, "invalid-pod");
+    // V14 is the first over 128 KiB (8 * 2^14 = 131072 is not over; 8 * 2^15 is).
+    expect(body.errors).toEqual([
+      { path: "pod.spec.containers[0].env[15].value", message: expect.stringMatching(/expands .* to 262144 bytes; at most 128 KiB per value/) },
+      { path: "pod.spec.containers[0].env", message: expect.stringMatching(/at most 1024 KiB per container/) },
+    ]);
+    // A chain long enough to be astronomically large is refused the same way (nothing is expanded).
+    await refused(h.post("/v1/pods/plan", podInput(uid(), {}, { env: doubling(1030) })), 400, "invalid-pod");
+  });
+
+  it("command and args count: one argument expanding past 128 KiB is refused; the limits themselves pass", async () => {
+    const env = doubling(14); // V14 = 128 KiB exactly
+    await refused(h.post("/v1/pods/plan", podInput(uid(), {}, { env, args: ["$(V14)x"] })), 400, "invalid-pod");
+    expect((await h.post("/v1/pods/plan", podInput(uid(), {}, { env, args: ["$(V14)"] }))).status).toBe(200);
+  });
+
+  it("the size scan agrees with the expansion itself, byte for byte", () => {
+    const text = fc.array(fc.constantFrom("$", "(", ")", "A", "B", "x", "é", "😀", "\ud800"), { maxLength: 24 }).map((a) => a.join(""));
+    fc.assert(
+      fc.property(text, fc.dictionary(fc.constantFrom("A", "B", "x", "é"), text), (input, defs) => {
+        const vars = new Map(Object.entries(defs));
+        const lengths = new Map([...vars].map(([k, v]) => [k, new TextEncoder().encode(v).length]));
+        expect(expandedLength(input, lengths)).toBe(new TextEncoder().encode(expand(input, vars)).length);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

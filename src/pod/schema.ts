@@ -4,6 +4,7 @@
 // we drop would be a field the caller thinks is in force on the node.
 import { z } from "zod";
 import { parseQuantity } from "./quantity.js";
+import { expansionIssues } from "./env-size.js";
 
 /** The longest grace period podsync honours (24 h). The API only asks for an int64 >= 0, but a kill waits
  * out the grace inside one request and one CRI deadline; a day covers any real shutdown and keeps every
@@ -233,6 +234,7 @@ export const Pod = z
         if (prev !== undefined)
           ctx.addIssue({ code: "custom", path: ["spec", kind, i, "name"], message: `duplicate container name "${c.name}" (also in spec.${prev}); names must be unique across init and app containers` });
         seen.set(c.name, `${kind}`);
+        for (const issue of expansionIssues(c)) ctx.addIssue({ code: "custom", path: ["spec", kind, i, ...issue.path], message: issue.message });
         (c.volumeMounts ?? []).forEach((m, j) => {
           if (!volumes.has(m.name))
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "name"], message: `volume "${m.name}" is not in spec.volumes` });
