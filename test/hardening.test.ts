@@ -1,7 +1,8 @@
 // Hardening regressions through a real server (the Harness) in front of the in-process runtime: numbers that
 // become deadlines or sizes, $(VAR) expansion, parser errors that could echo secrets, HTTP hygiene.
 import fc from "fast-check";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { base64url } from "jose";
 import { expand } from "../src/kuberuntime/expansion.js";
 import { expandedLength } from "../src/pod/env-size.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
@@ -128,5 +129,74 @@ describe("$(VAR) expansion is bounded before any runtime call", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+/** POST a pod body (JSON or YAML text) signed by digest in Podsync-Signature. */
+async function postDetached(body: string, type: string, o: { act?: string; jti?: string; signedBody?: string } = {}) {
+  const digest = base64url.encode(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(o.signedBody ?? body))));
+  const sig = await h.sign({ act: o.act ?? "sync", body_sha256: digest }, o.jti ? { jti: o.jti } : {});
+  return h.fetch(`/v1/pods/${o.act ?? "sync"}`, { method: "POST", headers: { "content-type": type, "podsync-signature": sig }, body });
+}
+
+/** Run fn with everything written to stderr (and process warnings, console.warn/error) captured. */
+async function capturingStderr<T>(fn: () => Promise<T>): Promise<{ result: T; stderr: string }> {
+  const out: string[] = [];
+  const spies = [
+    vi.spyOn(process.stderr, "write").mockImplementation(((c: unknown) => (out.push(String(c)), true)) as never),
+    vi.spyOn(process, "emitWarning").mockImplementation(((w: unknown) => void out.push(String((w as Error)?.message ?? w))) as never),
+    vi.spyOn(console, "warn").mockImplementation((...a: unknown[]) => void out.push(a.join(" "))),
+    vi.spyOn(console, "error").mockImplementation((...a: unknown[]) => void out.push(a.join(" "))),
+  ];
+  try {
+    const result = await fn();
+    await new Promise((r) => setImmediate(r)); // process warnings are printed on a later tick
+    return { result, stderr: out.join("\n") };
+  } finally {
+    for (const s of spies) s.mockRestore();
+  }
+}
+
+describe("parser errors never echo the body (secrets stay out of responses, logs and stderr)", () => {
+  const yamlPod = (secretLine: string) =>
+    [
+      `metadata: { name: web, uid: ${uid()} }`,
+      "spec:",
+      "  imagePullSecrets:",
+      "    - auths:",
+      "        registry.example.com:",
+      "          username: bob",
+      `          ${secretLine}`,
+      "  containers:",
+      "    - { name: main, image: localhost/busybox:1 }",
+    ].join("\n");
+
+  async function expectNoLeak(body: string, type: string, secret: string, slug: string) {
+    const n = h.logs.length;
+    const { result: r, stderr } = await capturingStderr(() => refused(postDetached(body, type), 400, slug));
+    expect(JSON.stringify(r)).not.toContain(secret);
+    expect(h.logs.length).toBe(n + 1);
+    expect(JSON.stringify(h.logs.slice(n))).not.toContain(secret);
+    expect(stderr).not.toContain(secret);
+    return r;
+  }
+
+  it("a YAML syntax error next to a password: 400 bad-yaml with line and column only", async () => {
+    const r = await expectNoLeak(yamlPod('password: "hunter2-yaml-secret" trailing'), "application/yaml", "hunter2-yaml-secret", "bad-yaml");
+    expect(r.detail).toMatch(/^the body is not valid YAML: [a-z ]+ at line 7, column \d+$/);
+    const nested = await expectNoLeak(yamlPod("password: hunter2-nested-secret: x"), "application/yaml", "hunter2-nested-secret", "bad-yaml");
+    expect(nested.detail).toMatch(/at line 7, column \d+$/);
+  });
+
+  it("an unknown YAML tag is a 400 refusal, not a warning on stderr and a silently changed value", async () => {
+    const r = await expectNoLeak(yamlPod("password: !vault hunter2-tag-secret"), "application/yaml", "hunter2-tag-secret", "bad-yaml");
+    expect(r.detail).toMatch(/tag resolve failed at line 7, column \d+/);
+  });
+
+  it("a JSON syntax error next to a password: 400 bad-json without V8's quote of the input", async () => {
+    const r = await expectNoLeak('{"password": s3cr3t}', "application/json", "s3cr3t", "bad-json");
+    expect(r.detail).toBe("the body is not valid JSON: unexpected token");
+    const pos = await expectNoLeak('{"a": 1, "password": "s3cr3t" x}', "application/json", "s3cr3t", "bad-json");
+    expect(pos.detail).toBe("the body is not valid JSON: unexpected token at line 1, column 31");
   });
 });

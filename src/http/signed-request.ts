@@ -3,10 +3,10 @@
 //   2. the body is the pod (JSON or YAML) and the `Podsync-Signature` header holds a token whose
 //      `body_sha256` claim is the base64url SHA-256 of the exact body bytes.
 // Either way every byte acted on is signed, and the token's `act` must name the route.
-import { parse as parseYaml } from "yaml";
 import { MAX_GRACE_PERIOD_SECONDS, type Pod } from "../pod/schema.js";
 import { validatePod } from "../pod/validate.js";
 import { ProblemError } from "./problems.js";
+import { parseJsonBody, parseYamlBody } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 
 export type Act = "sync" | "plan" | "delete" | "status";
@@ -59,23 +59,8 @@ function text(body: Uint8Array): string {
   }
 }
 
-function parseJson(body: Uint8Array): unknown {
-  try {
-    return JSON.parse(text(body));
-  } catch (e) {
-    if (e instanceof ProblemError) throw e;
-    throw new ProblemError("bad-json", `the body is not valid JSON: ${(e as Error).message}`);
-  }
-}
-
-function parseYamlBody(body: Uint8Array): unknown {
-  try {
-    return parseYaml(text(body), { maxAliasCount: 100 });
-  } catch (e) {
-    if (e instanceof ProblemError) throw e;
-    throw new ProblemError("bad-yaml", `the body is not valid YAML: ${(e as Error).message}`);
-  }
-}
+const parseJson = (body: Uint8Array) => parseJsonBody(text(body));
+const parseYaml = (body: Uint8Array) => parseYamlBody(text(body));
 
 async function sha256b64url(body: Uint8Array): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", body as Uint8Array<ArrayBuffer>));
@@ -105,7 +90,7 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
     const want = token.payload["body_sha256"];
     if (typeof want !== "string") throw new AuthError("bad-claims", 'a detached signature must carry the "body_sha256" claim');
     if ((await sha256b64url(body)) !== want) throw new AuthError("bad-signature", "the body does not match the signed body_sha256");
-    return { pod: validatePod(JSON_TYPES.has(type) ? parseJson(body) : parseYamlBody(body)), token };
+    return { pod: validatePod(JSON_TYPES.has(type) ? parseJson(body) : parseYaml(body)), token };
   }
   let compact: string;
   if (JOSE_TYPES.has(type)) compact = text(body);
