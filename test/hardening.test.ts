@@ -3,6 +3,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { base64url } from "jose";
+import { connect } from "node:net";
 import { expand } from "../src/kuberuntime/expansion.js";
 import { expandedLength } from "../src/pod/env-size.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
@@ -198,5 +199,108 @@ describe("parser errors never echo the body (secrets stay out of responses, logs
     expect(r.detail).toBe("the body is not valid JSON: unexpected token");
     const pos = await expectNoLeak('{"a": 1, "password": "s3cr3t" x}', "application/json", "s3cr3t", "bad-json");
     expect(pos.detail).toBe("the body is not valid JSON: unexpected token at line 1, column 31");
+  });
+});
+
+/** Bounded polling for something the server does after the client has gone (no timed assertion). */
+async function eventually<T>(what: string, fn: () => T | undefined): Promise<T> {
+  for (let i = 0; i < 200; i++) {
+    const v = fn();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+/** A raw HTTP/1.1 connection: write bytes, read everything the server sends until it closes or `until` holds. */
+function rawSocket() {
+  const { port } = new URL(h.url);
+  const sock = connect(Number(port), "127.0.0.1");
+  let data = "";
+  let closed = false;
+  sock.on("data", (d) => (data += d.toString("latin1")));
+  sock.on("error", () => undefined);
+  sock.on("close", () => (closed = true));
+  return {
+    sock,
+    write: (s: string) => new Promise<void>((r) => sock.write(s, () => r())),
+    waitFor: (what: string, until: (data: string, closed: boolean) => boolean) => eventually(what, () => (until(data, closed) ? { data, closed } : undefined)),
+  };
+}
+
+/** Parsed responses in a raw byte string (content-length bodies). */
+function responses(raw: string): { status: number; headers: Record<string, string>; body: string }[] {
+  const out = [];
+  let rest = raw;
+  for (;;) {
+    const end = rest.indexOf("\r\n\r\n");
+    if (!rest.startsWith("HTTP/1.1 ") || end < 0) return out;
+    const [statusLine, ...lines] = rest.slice(0, end).split("\r\n");
+    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+    const len = Number(headers["content-length"] ?? 0);
+    if (rest.length < end + 4 + len) return out;
+    out.push({ status: Number(statusLine!.split(" ")[1]), headers, body: rest.slice(end + 4, end + 4 + len) });
+    rest = rest.slice(end + 4 + len);
+  }
+}
+
+describe("HTTP hygiene", () => {
+  it("a client that aborts mid-body is logged as a closed request, not a 500 with a stack", async () => {
+    const n = h.logs.length;
+    const c = rawSocket();
+    await c.write("POST /v1/pods/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/jose\r\nContent-Length: 5000\r\n\r\neyJhbGciOi");
+    await eventually("the server to start reading", () => (fake.runtime.totalCalls() >= 0 ? true : undefined));
+    c.sock.destroy();
+    const line = await eventually("the request's log line", () => h.logs.slice(n).find((l) => l.route === "/v1/pods/sync"));
+    expect(line.status).toBe(400);
+    expect(line.error).toMatch(/client closed the request/);
+    expect(line.error).not.toMatch(/\bat .*:\d+/);
+    expect((await h.fetch("/healthz")).status).toBe(200);
+  });
+
+  it("a 413 on a chunked body closes the connection properly: the next request on that socket is never lost", async () => {
+    const c = rawSocket();
+    let req = "POST /v1/pods/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/jose\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (let i = 0; i < 70; i++) req += `400\r\n${"y".repeat(1024)}\r\n`;
+    // The client is still sending (no last chunk yet) when the 413 comes back.
+    await c.write(req);
+    const first = await c.waitFor("the 413", (d) => responses(d).length >= 1);
+    const [tooLarge] = responses(first.data);
+    expect(tooLarge!.status).toBe(413);
+    expect(JSON.parse(tooLarge!.body)).toMatchObject({ type: "urn:podsync:problem:body-too-large" });
+    if (tooLarge!.headers["connection"]?.toLowerCase() === "close") {
+      await c.waitFor("the server to close", (_d, closed) => closed);
+    } else {
+      // A slow client: the rest of its upload comes later than the server's drain allowance (500 ms in
+      // @hono/node-server), and then its next request on the kept-alive socket.
+      await new Promise((r) => setTimeout(r, 800));
+      await c.write(`${"z".repeat(1024)}\r\n`.replace(/^/, "400\r\n") + "0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+      const second = await c.waitFor("the second answer, or a close", (d, closed) => closed || responses(d).length >= 2);
+      expect(responses(second.data).map((r) => r.status)).toEqual([413, 200]);
+    }
+    c.sock.destroy();
+  });
+
+  it("an unsigned JSON pod is 401 missing, like an unsigned YAML pod", async () => {
+    const pod = JSON.stringify(podInput());
+    const json = await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: pod }), 401, "unauthorized");
+    expect(json.reason).toBe("missing");
+    const yaml = await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/yaml" }, body: pod }), 401, "unauthorized");
+    expect(yaml.reason).toBe("missing");
+    // A wrapper that is there but malformed is still a bad request.
+    await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jws: 5 }) }), 400, "bad-request");
+  });
+
+  it("the status route reports the image as the spec named it, and the image id as imageRef (containerd 1.6 shapes)", async () => {
+    // A second tag of the same image: the runtime's own answer (its first tag) would name the wrong one.
+    fake.runtime.images.set("localhost/alias:1", "sha256:busybox1");
+    const pod = podInput(uid(), {}, { image: "localhost/alias:1" });
+    expect((await h.post("/v1/pods/sync", pod)).status).toBe(200);
+    const id = pod.metadata.uid;
+    const st = await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` } });
+    expect(st.body.status.containers).toMatchObject([{ name: "main", image: "localhost/alias:1", imageRef: "sha256:busybox1" }]);
+    // The sync's own status (ListContainers entries, no ContainerStatus for running containers) says the same.
+    const again = await h.post("/v1/pods/sync", pod);
+    expect(again.body.status.containers).toMatchObject([{ image: "localhost/alias:1", imageRef: "sha256:busybox1" }]);
   });
 });

@@ -47,6 +47,9 @@ export interface Problem {
 export class ProblemError extends Error {
   readonly status: number;
   readonly title: string;
+  /** The request body was left unread (too large, or the client went away mid-body): answer with
+   * `Connection: close`, so the socket is not kept alive with half a body still in it. */
+  closeConnection = false;
   constructor(
     readonly slug: ProblemSlug,
     detail?: string,
@@ -61,7 +64,8 @@ export class ProblemError extends Error {
   }
   /** The problem as a response, with the content type every error carries. */
   toResponse(instance?: string, headers: Record<string, string> = {}): Response {
-    return new Response(JSON.stringify(this.toProblem(instance)), { status: this.status, headers: { ...headers, "content-type": "application/problem+json" } });
+    const close: Record<string, string> = this.closeConnection ? { connection: "close" } : {};
+    return new Response(JSON.stringify(this.toProblem(instance)), { status: this.status, headers: { ...headers, ...close, "content-type": "application/problem+json" } });
   }
 }
 

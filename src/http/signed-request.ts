@@ -29,7 +29,14 @@ export async function readBody(req: Request, max: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let next: ReadableStreamReadResult<Uint8Array>;
+    try {
+      next = await reader.read();
+    } catch {
+      // The client went away mid-body: its request, not podsync, failed (nobody is left to read the answer).
+      throw unread(new ProblemError("bad-request", "the client closed the request before its body was complete"));
+    }
+    const { done, value } = next;
     if (done) break;
     size += value.byteLength;
     if (size > max) {
@@ -48,7 +55,8 @@ export async function readBody(req: Request, max: number): Promise<Uint8Array> {
   return out;
 }
 
-const tooLarge = (max: number) => new ProblemError("body-too-large", `the body is larger than the limit of ${max} bytes`);
+const unread = (p: ProblemError) => Object.assign(p, { closeConnection: true });
+const tooLarge = (max: number) => unread(new ProblemError("body-too-large", `the body is larger than the limit of ${max} bytes`));
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 function text(body: Uint8Array): string {
@@ -96,7 +104,11 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
   if (JOSE_TYPES.has(type)) compact = text(body);
   else if (JSON_TYPES.has(type)) {
     const j = parseJson(body);
-    if (typeof j !== "object" || j === null || Array.isArray(j) || typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
+    // No wrapper at all is an unsigned body (a bare pod), refused like an unsigned YAML pod; a wrapper
+    // that is there but malformed is a bad request.
+    if (typeof j !== "object" || j === null || Array.isArray(j) || !("jws" in j))
+      throw new AuthError("missing", `a JSON pod needs its signature in the ${SIGNATURE_HEADER} header (or send {"jws": "<compact JWS>"})`);
+    if (typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
       throw new ProblemError("bad-request", `a JSON body must be {"jws": "<compact JWS>"}, or the pod itself with a ${SIGNATURE_HEADER} header`);
     compact = (j as { jws: string }).jws;
   } else throw new AuthError("missing", `a YAML body needs its signature in the ${SIGNATURE_HEADER} header`);
