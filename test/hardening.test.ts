@@ -4,12 +4,17 @@ import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { base64url } from "jose";
 import { connect } from "node:net";
+import { appendFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startNode } from "../src/node.js";
+import { FileReplayStore } from "../src/state/used-jtis.js";
 import { expand } from "../src/kuberuntime/expansion.js";
 import { expandedLength } from "../src/pod/env-size.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { POD_TERMINATION_GRACE_PERIOD_ANNOTATION } from "../src/kuberuntime/labels.js";
 import type { FakeServer } from "./support/fake-cri.js";
-import { Harness, startStack, type Stack } from "./support/http.js";
+import { Harness, ISSUER, NODE, startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
 
 let fake: FakeServer;
@@ -302,5 +307,91 @@ describe("HTTP hygiene", () => {
     // The sync's own status (ListContainers entries, no ContainerStatus for running containers) says the same.
     const again = await h.post("/v1/pods/sync", pod);
     expect(again.body.status.containers).toMatchObject([{ image: "localhost/alias:1", imageRef: "sha256:busybox1" }]);
+  });
+});
+
+describe("a used token never acts twice, not even after a restart", () => {
+  /** The Node entry (startNode) on a loopback port, in front of the same in-process runtime and keys. */
+  const nodeEnv = (stateDir: string) => ({
+    PODSYNC_CRI_ENDPOINT: fake.endpoint,
+    PODSYNC_PORT: "0",
+    PODSYNC_NODE_NAME: NODE,
+    PODSYNC_JWKS: JSON.stringify({ keys: h.keys.map((k) => k.publicJwk) }),
+    PODSYNC_ISSUERS: ISSUER,
+    PODSYNC_STATE_DIR: stateDir,
+  });
+  const postTo = async (url: string, token: string) => {
+    const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+    return { status: r.status, type: r.headers.get("content-type") ?? "", body: (await r.json()) as any };
+  };
+
+  it("restart the Node server: the same token is 409 replayed; the state files are private and hold no raw ids", async () => {
+    const stateDir = join(mkdtempSync(join(tmpdir(), "podsync-state-")), "state");
+    const jti = `persist-${uid()}`;
+    const token = await h.sign({ act: "sync", pod: podInput() }, { jti });
+    let node = await startNode(nodeEnv(stateDir), true);
+    try {
+      expect((await postTo(node.url, token)).status).toBe(200);
+      expect((await postTo(node.url, token)).status).toBe(409);
+    } finally {
+      await node.close();
+    }
+    node = await startNode(nodeEnv(stateDir), true);
+    try {
+      const again = await refused(postTo(node.url, token), 409, "replayed");
+      expect(again.reason).toBe("replayed");
+      expect((await postTo(node.url, await h.sign({ act: "sync", pod: podInput() }))).status).toBe(200);
+    } finally {
+      await node.close();
+    }
+    expect(statSync(join(stateDir, "jti")).mode & 0o777).toBe(0o700);
+    expect(statSync(join(stateDir, "jti", "used.log")).mode & 0o777).toBe(0o600);
+    const log = readFileSync(join(stateDir, "jti", "used.log"), "utf8");
+    expect(log.trim().split("\n")).toHaveLength(2);
+    expect(log).not.toContain(jti);
+  });
+
+  it("a state directory that cannot be written: 503 state-unavailable, nothing acts, the server still serves", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "podsync-state-")), "not-a-dir");
+    writeFileSync(file, "");
+    const node = await startNode(nodeEnv(join(file, "state")), true);
+    try {
+      const body = await refused(postTo(node.url, await h.sign({ act: "sync", pod: podInput() })), 503, "state-unavailable");
+      expect(body.detail).toMatch(/ENOTDIR/);
+      expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it("detached signature: a wrong body does not spend the jti, so the genuine body with that token still acts", async () => {
+    const genuine = JSON.stringify(podInput());
+    const jti = `detached-${uid()}`;
+    const wrong = await refused(postDetached(genuine.replace("sleep", "sleeq"), "application/json", { jti, signedBody: genuine }), 401, "unauthorized");
+    expect(wrong.reason).toBe("bad-signature");
+    expect((await postDetached(genuine, "application/json", { jti })).status).toBe(200);
+    await refused(postDetached(genuine, "application/json", { jti }), 409, "replayed");
+  });
+
+  it("the log survives a torn last line, and is compacted once dead lines outnumber live ones", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "podsync-jti-")), "jti");
+    let now = 1_000;
+    const a = new FileReplayStore(dir, { now: () => now });
+    expect(await a.claim("iss\u0000one", 50_000)).toBe(true);
+    await a.close();
+    appendFileSync(join(dir, "used.log"), "k7Tb9"); // a crash mid-write
+    const b = new FileReplayStore(dir, { now: () => now });
+    expect(await b.claim("iss\u0000one", 50_000)).toBe(false);
+    expect(await b.claim("iss\u0000two", 50_000)).toBe(true);
+    // Claims arriving together share writes; once they have expired, the next claim's flush rewrites the log.
+    const many = await Promise.all(Array.from({ length: 1500 }, (_, i) => b.claim(`iss\u0000m${i}`, 20_000)));
+    expect(many.every(Boolean)).toBe(true);
+    now = 30_000;
+    expect(await b.claim("iss\u0000three", 90_000)).toBe(true);
+    await b.close();
+    expect(readFileSync(join(dir, "used.log"), "utf8").trim().split("\n")).toHaveLength(3);
+    const c = new FileReplayStore(dir, { now: () => now });
+    for (const k of ["one", "two", "three"]) expect(await c.claim(`iss\u0000${k}`, 90_000)).toBe(false);
+    await c.close();
   });
 });

@@ -5,6 +5,7 @@ import { CriError, GrpcCode } from "../cri/errors.js";
 import { AuthError } from "../auth/verify.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
+import { StateUnavailableError } from "../state/state-unavailable.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 
@@ -28,6 +29,7 @@ export const PROBLEMS = {
   "runtime-unavailable": { status: 503, title: "Container runtime unavailable" },
   "runtime-not-ready": { status: 503, title: "Container runtime not ready" },
   "keys-unavailable": { status: 503, title: "Trusted keys unavailable" },
+  "state-unavailable": { status: 503, title: "Node state unavailable" },
   "runtime-timeout": { status: 504, title: "Container runtime call timed out" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
@@ -77,6 +79,7 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof InvalidPodError) return new ProblemError("invalid-pod", e.message, { errors: e.errors });
   if (e instanceof AuthError) return new ProblemError(AUTH_SLUGS[e.status], e.message, { reason: e.failure });
   if (e instanceof PodBusyError) return new ProblemError("pod-busy", e.message);
+  if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
   if (e instanceof CriError) {
     const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";
     return new ProblemError(slug, `${e.method}: ${e.details}`, { grpcCode: e.codeName });

@@ -80,6 +80,12 @@ async function sha256b64url(body: Uint8Array): Promise<string> {
 const actCheck = (act: Act) => (payload: Record<string, unknown>) =>
   payload["act"] === act ? undefined : new AuthError("bad-claims", `token "act" claim must be "${act}" for this route (got ${JSON.stringify(payload["act"] ?? null)})`);
 
+function bodyCheck(payload: Record<string, unknown>, digest: string): AuthError | undefined {
+  const want = payload["body_sha256"];
+  if (typeof want !== "string") return new AuthError("bad-claims", 'a detached signature must carry the "body_sha256" claim');
+  return want === digest ? undefined : new AuthError("bad-signature", "the body does not match the signed body_sha256");
+}
+
 export interface SignedPod {
   pod: Pod;
   token: VerifiedToken;
@@ -94,10 +100,10 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
 
   if (header !== null) {
     if (JOSE_TYPES.has(type)) throw new ProblemError("bad-request", `with a ${SIGNATURE_HEADER} header the body must be the pod (JSON or YAML), not a token`);
-    const token = await verifier.verify(header, { check: actCheck(act) });
-    const want = token.payload["body_sha256"];
-    if (typeof want !== "string") throw new AuthError("bad-claims", 'a detached signature must carry the "body_sha256" claim');
-    if ((await sha256b64url(body)) !== want) throw new AuthError("bad-signature", "the body does not match the signed body_sha256");
+    // The body is compared inside the check, before the jti is spent: a wrong body must not burn the
+    // token that the genuine request carries.
+    const digest = await sha256b64url(body);
+    const token = await verifier.verify(header, { check: (p) => actCheck(act)(p) ?? bodyCheck(p, digest) });
     return { pod: validatePod(JSON_TYPES.has(type) ? parseJson(body) : parseYaml(body)), token };
   }
   let compact: string;
