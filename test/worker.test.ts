@@ -80,6 +80,10 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
     expect(other.status).toBe(404);
     expect(other.headers.get("content-type")).toBe("application/problem+json");
     expect(await other.json()).toMatchObject({ type: "urn:podsync:problem:not-found" });
+    // A body over the limit is a 413 problem here too (its Connection: close is the runtime's to honour).
+    const big = await fetch(new URL("/nodes/fake-node/v1/pods/sync", base), { method: "POST", headers: { "content-type": "application/jose" }, body: "x".repeat(1024 * 1024 + 1) });
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ type: "urn:podsync:problem:body-too-large" });
     const wrongMethod = await fetch(new URL("/nodes/fake-node/v1/pods/sync", base));
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("content-type")).toBe("application/problem+json");
