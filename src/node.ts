@@ -8,7 +8,8 @@ import type { JSONWebKeySet } from "jose";
 import { createApp } from "./http/app.js";
 import { connectGrpc } from "./cri/grpc-transport.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
-import { MemoryReplayStore } from "./auth/replay.js";
+import { FileReplayStore } from "./state/used-jtis.js";
+import type { StateUnavailableError } from "./state/state-unavailable.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
@@ -22,6 +23,8 @@ import { startProbeLoop } from "./kuberuntime/prober/loop.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
+/** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
+export const DEFAULT_STATE_DIR = "/var/lib/podsync/state";
 
 interface Keys {
   keys: { jwks: JSONWebKeySet } | { url: string };
@@ -81,6 +84,11 @@ export async function startNode(env: Record<string, string | undefined> = proces
     token: s.PODSYNC_CRI_TOKEN,
     tls: s.PODSYNC_CRI_TLS ? { ca: s.PODSYNC_CRI_TLS_CA, cert: s.PODSYNC_CRI_TLS_CERT, key: s.PODSYNC_CRI_TLS_KEY } : undefined,
   });
+  // Used jtis persist on the node, so a token never acts twice even across restarts. A state directory
+  // that cannot be used is not fatal: signed requests get 503 state-unavailable until it can.
+  const stateDir = s.PODSYNC_STATE_DIR ?? (keys.dev ? join(resolve(s.PODSYNC_DEV_DIR), "state") : DEFAULT_STATE_DIR);
+  const replay = new FileReplayStore(join(stateDir, "jti"));
+  const stateError = await replay.open().then(() => undefined, (e: StateUnavailableError) => e);
   const verifier = createVerifier({
     keys: keys.keys,
     issuers: keys.issuers,
@@ -88,7 +96,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     algorithms: s.PODSYNC_ALGORITHMS as Algorithm[],
     maxLifetimeSeconds: s.PODSYNC_MAX_TOKEN_LIFETIME_S,
     clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
-    replay: new MemoryReplayStore(),
+    replay,
   });
   const hostIPs = await nodeHostIPs();
   const runtime = createPodRuntime(cri, {
@@ -130,6 +138,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     const sock = s.PODSYNC_CRI_ENDPOINT.startsWith("unix://") ? s.PODSYNC_CRI_ENDPOINT.slice(7) : s.PODSYNC_CRI_ENDPOINT.startsWith("/") ? s.PODSYNC_CRI_ENDPOINT : "";
     if (sock && !existsSync(sock))
       lines.push(`  warning: ${sock} does not exist yet; /readyz will say 503 until the runtime runs (or set PODSYNC_CRI_ENDPOINT)`);
+    lines.push(`  state:   ${stateDir} (used token ids${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+    if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);
     if (keys.dev)
       lines.push(
         `  dev key: ${keys.dev.keyFile} (issuer "${DEV_ISSUER}"; configure PODSYNC_JWKS_FILE + PODSYNC_ISSUERS for real keys)`,
@@ -143,7 +153,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     close: () =>
       new Promise<void>((res) => {
         void probeLoop.stop().then(() => {
-          server.close(() => res());
+          server.close(() => void replay.close().then(() => res()));
           cri.close();
         });
       }),

@@ -80,18 +80,67 @@ class DurableReplayStore implements ReplayStore {
   }
 }
 
-/** Per-pod lock: a Durable Object per node/pod uid hands out one lease at a time. */
-class DurablePodLock implements PodLock {
+/** The holder's side of a lease: aborts once the lease may have expired. A renewal sent at time t that the
+ * Durable Object granted keeps the lease to at least t + leaseMs (its timer restarted after t), so the fence
+ * fires a margin before that unless a later renewal succeeds, and at once when a renewal is refused. */
+class LeaseFence {
+  private readonly ac = new AbortController();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+  constructor(private readonly leaseMs: number) {}
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+  renewed(sentAt: number): void {
+    if (this.stopped || this.ac.signal.aborted) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.lose("the pod's lease could not be renewed in time"), sentAt + this.leaseMs * 0.9 - Date.now());
+  }
+  lose(reason: string): void {
+    clearTimeout(this.timer);
+    if (!this.ac.signal.aborted) this.ac.abort(new Error(reason));
+  }
+  /** The holder is done: a renewal answered late changes nothing. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+}
+
+/** Per-pod lock: a Durable Object per node/pod uid hands out one lease at a time. A lease expires unless
+ * renewed, so a vanished holder cannot wedge the pod; a live holder renews it every quarter lease while it
+ * runs (a slow pull or a long grace period may take many leases), and is fenced (no further runtime write,
+ * calls in flight cancelled) once a renewal is refused or none has succeeded in time. Guaranteed: no holder
+ * starts a write after its lease may have expired, so two holders never act on the pod at once; a write
+ * already received by the runtime when the lease is lost may still complete. */
+export class DurablePodLock implements PodLock {
   constructor(private readonly ns: DONamespace, private readonly node: string, private readonly maxWaitMs: number) {}
-  async run<T>(uid: string, fn: () => Promise<T>): Promise<T> {
+  async run<T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T> {
     const stub = this.ns.get(this.ns.idFromName(`${this.node}/${uid}`));
-    const r = await stub.fetch(`https://lock/acquire?wait=${this.maxWaitMs}&lease=${this.maxWaitMs * 2}`, { method: "POST" });
+    const leaseMs = Math.max(1000, this.maxWaitMs * 2);
+    const sentAt = Date.now();
+    const r = await stub.fetch(`https://lock/acquire?wait=${this.maxWaitMs}&lease=${leaseMs}`, { method: "POST" });
     if (r.status === 409) throw new PodBusyError(uid, this.maxWaitMs);
     if (!r.ok) throw new Error(`pod lock answered ${r.status}`);
     const { lease } = (await r.json()) as { lease: string };
+    const fence = new LeaseFence(leaseMs);
+    fence.renewed(sentAt);
+    const beat = setInterval(() => {
+      const at = Date.now();
+      stub.fetch("https://lock/renew", { method: "POST", body: JSON.stringify({ lease }) }).then(
+        (res) => {
+          void res.body?.cancel();
+          if (res.ok) fence.renewed(at);
+          else if (res.status === 409) fence.lose("the pod's lease expired and may be held by another request");
+        },
+        () => undefined, // a failed renewal is retried on the next beat; the fence's deadline still holds
+      );
+    }, leaseMs / 4);
     try {
-      return await fn();
+      return await fn(fence.signal);
     } finally {
+      clearInterval(beat);
+      fence.stop();
       await stub.fetch("https://lock/release", { method: "POST", body: JSON.stringify({ lease }) });
     }
   }
@@ -181,16 +230,23 @@ export class ReplayGuard {
   }
 }
 
-/** Durable Object: one per node/pod; a FIFO of requests, one lease at a time, leases expire. */
+/** Durable Object: one per node/pod; a FIFO of requests, one lease at a time, leases expire unless renewed. */
 export class PodSerializer {
   private readonly lock = new MemoryPodLock(Infinity); // callers bound their own wait (?wait=)
-  private readonly leases = new Map<string, () => void>();
+  private readonly leases = new Map<string, { release: () => void; renew: () => void }>();
 
   async fetch(req: Request): Promise<Response> {
     const url = new URL(req.url);
     if (url.pathname === "/release") {
       const { lease } = (await req.json()) as { lease: string };
-      this.leases.get(lease)?.();
+      this.leases.get(lease)?.release();
+      return Response.json({ ok: true });
+    }
+    if (url.pathname === "/renew") {
+      const { lease } = (await req.json()) as { lease: string };
+      const held = this.leases.get(lease);
+      if (!held) return Response.json({ lost: true }, { status: 409 });
+      held.renew();
       return Response.json({ ok: true });
     }
     const wait = Number(url.searchParams.get("wait") ?? 30_000);
@@ -201,13 +257,17 @@ export class PodSerializer {
     void this.lock.run("pod", () => {
       const lease = crypto.randomUUID();
       return new Promise<void>((release) => {
-        const timer = setTimeout(() => done(), leaseMs);
+        let timer = setTimeout(() => done(), leaseMs);
         const done = () => {
           clearTimeout(timer);
           this.leases.delete(lease);
           release();
         };
-        this.leases.set(lease, done);
+        const renew = () => {
+          clearTimeout(timer);
+          timer = setTimeout(() => done(), leaseMs);
+        };
+        this.leases.set(lease, { release: done, renew });
         granted(lease);
       });
     });
@@ -217,7 +277,7 @@ export class PodSerializer {
     clearTimeout(waitTimer);
     if (lease === undefined) {
       // Give the slot back as soon as it comes, since nobody will use it.
-      void grant.then((l) => this.leases.get(l)?.());
+      void grant.then((l) => this.leases.get(l)?.release());
       return Response.json({ busy: true }, { status: 409 });
     }
     return Response.json({ lease });

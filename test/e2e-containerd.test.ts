@@ -62,6 +62,8 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     expect(status.sandboxStatuses[0]!.state).toBe(api.PodSandboxState.SANDBOX_READY);
     expect(status.ips[0]).toMatch(/^\d{1,3}(\.\d{1,3}){3}$/); // an address on the CNI bridge (the lab's: 10.244.78.0/24)
     expect(status.containerStatuses).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
+    // The image as the spec named it (containerd 1.6 lists the id it was created with), and the id as imageRef.
+    for (const st of [status, await getPodStatus(cri, p.metadata)]) expect(st.containerStatuses[0]).toMatchObject({ image: "localhost/busybox:1", imageRef: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
 
     const again = await syncOnce(cri, p, opts);
     expect(again.steps).toEqual([]);

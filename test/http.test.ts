@@ -142,7 +142,7 @@ describe("refused before the runtime is touched", () => {
 
   it("400 malformed JSON / not the wrapper shape", async () => {
     await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" }), 400, "bad-json");
-    await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: "x" }) }), 400, "bad-request");
+    await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jws: "x", token: "x" }) }), 400, "bad-request");
   });
 
   it("400 invalid pod spec, naming every failing field; unknown fields are rejected", async () => {

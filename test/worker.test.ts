@@ -11,6 +11,8 @@ import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER, makeKey, type TestKey } from "./support/http.js";
 import { uid } from "./support/pods.js";
+import { DurablePodLock } from "../src/worker.js";
+import { fenced } from "../src/cri/fenced.js";
 
 // No calls home from the local Workers runtime: no Request.cf download, no telemetry.
 process.env["CLOUDFLARE_CF_FETCH_ENABLED"] = "false";
@@ -80,6 +82,10 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
     expect(other.status).toBe(404);
     expect(other.headers.get("content-type")).toBe("application/problem+json");
     expect(await other.json()).toMatchObject({ type: "urn:podsync:problem:not-found" });
+    // A body over the limit is a 413 problem here too (its Connection: close is the runtime's to honour).
+    const big = await fetch(new URL("/nodes/fake-node/v1/pods/sync", base), { method: "POST", headers: { "content-type": "application/jose" }, body: "x".repeat(1024 * 1024 + 1) });
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ type: "urn:podsync:problem:body-too-large" });
     const wrongMethod = await fetch(new URL("/nodes/fake-node/v1/pods/sync", base));
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("content-type")).toBe("application/problem+json");
@@ -125,5 +131,102 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
     } finally {
       cri.close();
     }
+  });
+});
+
+/** Bounded polling (no timed assertion). */
+async function eventually<T>(what: string, fn: () => T | undefined, ms = 20_000): Promise<T> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 25))) {
+    const v = fn();
+    if (v !== undefined) return v;
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+describe("the per-pod lease outlived by a running sync", () => {
+  // A Worker of its own with a short lock wait: leases of 2 x 1500 ms, far shorter than the slow step.
+  let slow: Awaited<ReturnType<typeof unstable_startWorker>>;
+  let slowBase: URL;
+  beforeAll(async () => {
+    slow = await unstable_startWorker({
+      config: "wrangler.toml",
+      bindings: {
+        PODSYNC_NODES: { type: "plain_text", value: JSON.stringify({ "lease-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}` } }) },
+        PODSYNC_ISSUERS: { type: "plain_text", value: ISSUER },
+        PODSYNC_JWKS: { type: "plain_text", value: JSON.stringify({ keys: [key.publicJwk] }) },
+        PODSYNC_PROXY_TOKEN: { type: "plain_text", value: TOKEN },
+        PODSYNC_CRI_TIMEOUT_MS: { type: "plain_text", value: "30000" },
+        PODSYNC_LOCK_WAIT_MS: { type: "plain_text", value: "1500" },
+      },
+      dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
+    });
+    await slow.ready;
+    slowBase = await slow.url;
+  }, 120_000);
+  afterAll(async () => {
+    await slow?.dispose();
+  });
+
+  const syncOn = async (pod: unknown) => {
+    const r = await fetch(new URL("/nodes/lease-node/v1/pods/sync", slowBase), { method: "POST", headers: { "content-type": "application/jose" }, body: await signer.sign({ act: "sync", pod }, { aud: "lease-node" }) });
+    return { status: r.status, body: (await r.json()) as any };
+  };
+
+  it("a sync held past its lease keeps it (renewed): a second sync of the pod never runs beside it", async () => {
+    const id = uid("wlease");
+    fake.runtime.fault("StartContainer", { kind: "hang", ms: 7000, times: 1 });
+    const first = syncOn(podInput(id));
+    await eventually("the first sync's StartContainer to be in flight", () => (fake.runtime.inFlight.get("StartContainer") ? true : undefined));
+    // Past the whole lease (3 s) while the first still holds the pod.
+    await new Promise((r) => setTimeout(r, 3500));
+    const second = await syncOn(podInput(id));
+    if (second.status !== 200) expect(second).toMatchObject({ status: 409, body: { type: "urn:podsync:problem:pod-busy" } });
+    expect((await first).status).toBe(200);
+    const third = await syncOn(podInput(id));
+    expect(third.body.steps).toEqual([]);
+    expect([...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === id)).toHaveLength(1);
+    expect([...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe("DurablePodLock fencing (the holder's side, over a stand-in Durable Object)", () => {
+  it("a refused renewal fences the holder: no runtime write starts after it", async () => {
+    let renewals = 0;
+    const stub = {
+      async fetch(input: string) {
+        const path = new URL(input).pathname;
+        if (path === "/acquire") return Response.json({ lease: "l-1" });
+        if (path === "/renew") return (renewals++, Response.json({ lost: true }, { status: 409 }));
+        return Response.json({ ok: true });
+      },
+    };
+    const lock = new DurablePodLock({ idFromName: (n) => n, get: () => stub }, "n", 500); // lease 1000 ms, beat 250 ms
+    const before = fake.runtime.totalCalls();
+    const cri = connectGrpc({ endpoint: fake.endpoint });
+    try {
+      const err = await lock.run("p", async (fence) => {
+        await eventually("the fence to fire", () => (fence.aborted ? true : undefined));
+        const c = fenced(cri, fence);
+        await c.listContainers({}); // reads still pass
+        return c.runPodSandbox({ config: {} }).catch((e) => e);
+      });
+      expect(renewals).toBeGreaterThan(0);
+      expect(err).toMatchObject({ name: "CriError", codeName: "ABORTED", method: "RunPodSandbox", details: expect.stringMatching(/lease expired/) });
+      expect(fake.runtime.totalCalls()).toBe(before + 1);
+    } finally {
+      cri.close();
+    }
+  });
+
+  it("a renewal that never answers fences the holder by its own deadline", async () => {
+    const stub = {
+      fetch: (input: string) => (new URL(input).pathname === "/renew" ? new Promise<Response>(() => undefined) : Promise.resolve(Response.json({ lease: "l-2" }))),
+    };
+    const lock = new DurablePodLock({ idFromName: (n) => n, get: () => stub }, "n", 500);
+    const reason = await lock.run("p", async (fence) => {
+      await eventually("the fence to fire", () => (fence.aborted ? true : undefined));
+      return (fence.reason as Error).message;
+    });
+    expect(reason).toMatch(/could not be renewed in time/);
   });
 });

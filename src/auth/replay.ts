@@ -1,4 +1,5 @@
-// Replay protection: a token id may act once within its lifetime. Pluggable so Workers can use a Durable Object.
+// Replay protection: a token id may act once within its lifetime. Pluggable: the Node entry keeps used ids on disk
+// (src/state/used-jtis.ts), Workers in a Durable Object; this in-memory store serves tests and the bench.
 export interface ReplayStore {
   /** Atomically record `key` until `expiresAtMs`; false if it is already recorded and not yet expired. */
   claim(key: string, expiresAtMs: number): Promise<boolean>;

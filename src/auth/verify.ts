@@ -44,9 +44,10 @@ export interface VerifiedToken {
 }
 
 export interface Verifier {
-  /** Verify a compact JWS. `check` vets route-specific claims before the jti is recorded; `consume`
-   * records the jti (a token that acts may be used once); reads pass false. */
-  verify(token: string, opts?: { consume?: boolean; check?: (payload: Record<string, unknown>) => AuthError | undefined }): Promise<VerifiedToken>;
+  /** Verify a compact JWS. `check` vets route-specific claims before the jti is recorded (its error is
+   * thrown as is, so a refused request never spends its token); `consume` records the jti (a token that
+   * acts may be used once); reads pass false. */
+  verify(token: string, opts?: { consume?: boolean; check?: (payload: Record<string, unknown>) => Error | undefined }): Promise<VerifiedToken>;
 }
 
 const COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
 import { CriError, GrpcCode } from "./errors.js";
+import { clampTimeoutMs } from "./deadline.js";
 import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
 
 export interface GrpcTransportOptions {
@@ -70,7 +71,7 @@ export class GrpcTransport implements UnaryTransport {
     input: MessageShape<I>,
     options?: CallOptions,
   ): Promise<MessageShape<O>> {
-    const deadline = Date.now() + (options?.timeoutMs ?? this.timeoutMs);
+    const deadline = Date.now() + clampTimeoutMs(options?.timeoutMs, this.timeoutMs);
     return new Promise((resolve, reject) => {
       const call = this.client.makeUnaryRequest<MessageShape<I>, MessageShape<O>>(
         this.path(method),

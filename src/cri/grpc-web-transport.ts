@@ -3,6 +3,7 @@
 // gRPC-Web port. Frames: 1 flag byte (0x00 data, 0x80 trailers), 4-byte big-endian length, payload.
 import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
 import { CriError, GrpcCode } from "./errors.js";
+import { clampTimeoutMs, grpcTimeoutHeader } from "./deadline.js";
 import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
 
 export interface GrpcWebOptions {
@@ -90,13 +91,13 @@ export class GrpcWebTransport implements UnaryTransport {
     input: MessageShape<I>,
     options?: CallOptions,
   ): Promise<MessageShape<O>> {
-    const timeout = options?.timeoutMs ?? this.timeoutMs;
+    const timeout = clampTimeoutMs(options?.timeoutMs, this.timeoutMs);
     const signal = options?.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout);
     let res: Response;
     try {
       res = await this.fetchFn(`${this.base}/${method.parent.typeName}/${method.name}`, {
         method: "POST",
-        headers: { ...this.headers, "grpc-timeout": `${Math.max(1, Math.ceil(timeout))}m` },
+        headers: { ...this.headers, "grpc-timeout": grpcTimeoutHeader(timeout) },
         body: encodeFrame(0, toBinary(method.input, input)) as Uint8Array<ArrayBuffer>,
         signal,
       });

@@ -7,7 +7,7 @@ import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { admit } from "./admission.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";
-import { readBearer, readSignedPod } from "./signed-request.js";
+import { checkGraceClaim, readBearer, readSignedPod } from "./signed-request.js";
 import { actionsJSON, statusJSON } from "./serialize.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
@@ -207,10 +207,9 @@ export function createApp(o: AppOptions) {
 
   app.delete(ROUTES.pod, async (c) => {
     const uid = pathUid(c.req.param("uid"));
-    const token = await readBearer(c.req.raw, o.verifier, "delete", uid, true);
+    const token = await readBearer(c.req.raw, o.verifier, "delete", uid, true, checkGraceClaim);
     note(c, uid, token.payload.jti);
-    const grace = token.payload["gracePeriodSeconds"];
-    const r = await rt.delete(uid, typeof grace === "number" && grace >= 0 ? grace : undefined);
+    const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined);
     if (r.ok) {
       prober?.remove(uid);
       specs.delete(uid);

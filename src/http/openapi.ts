@@ -22,7 +22,8 @@ function errors(...slugs: ProblemSlug[]) {
 const COMMON: ProblemSlug[] = ["internal"];
 const RUNTIME: ProblemSlug[] = ["runtime-error", "runtime-unavailable", "runtime-timeout"];
 const AUTH: ProblemSlug[] = ["unauthorized", "wrong-node", "keys-unavailable"];
-const SIGNED_BODY: ProblemSlug[] = ["bad-request", "bad-json", "bad-yaml", "invalid-pod", ...AUTH, "replayed", "body-too-large", "unsupported-media-type", ...RUNTIME];
+// A token that acts is recorded before it does (state-unavailable when that cannot be written).
+const SIGNED_BODY: ProblemSlug[] = ["bad-request", "bad-json", "bad-yaml", "invalid-pod", ...AUTH, "replayed", "state-unavailable", "body-too-large", "unsupported-media-type", ...RUNTIME];
 const signedBody = {
   required: true,
   content: {
@@ -49,7 +50,7 @@ export function openApiDocument(): object {
       "/v1/pods/plan": { post: { summary: "computePodActions only (dry run)", requestBody: signedBody, responses: { "200": { description: "The actions a sync would take" }, ...errors(...SIGNED_BODY) } } },
       "/v1/pods/{uid}/runtime": { get: { summary: "The pod's status as read from CRI (debugging)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
       "/v1/pods/{uid}/status": { get: { summary: "Alias of /v1/pods/{uid}/runtime (the CRI-level view)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
-      "/v1/pods/{uid}": { get: { summary: "The v1.Pod: spec as last given (absent when only the runtime knows the pod) and status as kubelet's generateAPIPodStatus makes it", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "v1.Pod" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } }, delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted (or nothing to delete)" }, "207": { description: "Some steps failed" }, ...errors("bad-request", ...AUTH, "replayed", "pod-busy", ...RUNTIME) } } },
+      "/v1/pods/{uid}": { get: { summary: "The v1.Pod: spec as last given (absent when only the runtime knows the pod) and status as kubelet's generateAPIPodStatus makes it", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "v1.Pod" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } }, delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted (or nothing to delete)" }, "207": { description: "Some steps failed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "pod-busy", ...RUNTIME) } } },
       "/healthz": { get: { summary: "Process up", responses: { "200": { description: "ok" } } } },
       "/readyz": { get: { summary: "Container runtime reachable and RuntimeReady (CRI Version + Status)", responses: { "200": { description: "ready" }, ...errors("runtime-not-ready", ...RUNTIME) } } },
     },

@@ -7,6 +7,7 @@ import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
 import { PodNotFoundError, UnsupportedError } from "../kuberuntime/runtime.js";
 import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
+import { StateUnavailableError } from "../state/state-unavailable.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 
@@ -34,6 +35,7 @@ export const PROBLEMS = {
   "runtime-unavailable": { status: 503, title: "Container runtime unavailable" },
   "runtime-not-ready": { status: 503, title: "Container runtime not ready" },
   "keys-unavailable": { status: 503, title: "Trusted keys unavailable" },
+  "state-unavailable": { status: 503, title: "Node state unavailable" },
   "runtime-timeout": { status: 504, title: "Container runtime call timed out" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
@@ -53,6 +55,9 @@ export interface Problem {
 export class ProblemError extends Error {
   readonly status: number;
   readonly title: string;
+  /** The request body was left unread (too large, or the client went away mid-body): answer with
+   * `Connection: close`, so the socket is not kept alive with half a body still in it. */
+  closeConnection = false;
   constructor(
     readonly slug: ProblemSlug,
     detail?: string,
@@ -67,7 +72,8 @@ export class ProblemError extends Error {
   }
   /** The problem as a response, with the content type every error carries. */
   toResponse(instance?: string, headers: Record<string, string> = {}): Response {
-    return new Response(JSON.stringify(this.toProblem(instance)), { status: this.status, headers: { ...headers, "content-type": "application/problem+json" } });
+    const close: Record<string, string> = this.closeConnection ? { connection: "close" } : {};
+    return new Response(JSON.stringify(this.toProblem(instance)), { status: this.status, headers: { ...headers, ...close, "content-type": "application/problem+json" } });
   }
 }
 
@@ -83,6 +89,7 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof UnsupportedError) return new ProblemError("unsupported", e.message);
   if (e instanceof ContainerChoiceError)
     return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
+  if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
   if (e instanceof CriError) {
     const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";
     return new ProblemError(slug, `${e.method}: ${e.details}`, { grpcCode: e.codeName });

@@ -3,10 +3,10 @@
 //   2. the body is the pod (JSON or YAML) and the `Podsync-Signature` header holds a token whose
 //      `body_sha256` claim is the base64url SHA-256 of the exact body bytes.
 // Either way every byte acted on is signed, and the token's `act` must name the route.
-import { parse as parseYaml } from "yaml";
-import type { Pod } from "../pod/schema.js";
+import { MAX_GRACE_PERIOD_SECONDS, type Pod } from "../pod/schema.js";
 import { validatePod } from "../pod/validate.js";
 import { ProblemError } from "./problems.js";
+import { parseJsonBody, parseYamlBody } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 
 export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec";
@@ -29,7 +29,14 @@ export async function readBody(req: Request, max: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let next: ReadableStreamReadResult<Uint8Array>;
+    try {
+      next = await reader.read();
+    } catch {
+      // The client went away mid-body: its request, not podsync, failed (nobody is left to read the answer).
+      throw unread(new ProblemError("bad-request", "the client closed the request before its body was complete"));
+    }
+    const { done, value } = next;
     if (done) break;
     size += value.byteLength;
     if (size > max) {
@@ -48,7 +55,8 @@ export async function readBody(req: Request, max: number): Promise<Uint8Array> {
   return out;
 }
 
-const tooLarge = (max: number) => new ProblemError("body-too-large", `the body is larger than the limit of ${max} bytes`);
+const unread = (p: ProblemError) => Object.assign(p, { closeConnection: true });
+const tooLarge = (max: number) => unread(new ProblemError("body-too-large", `the body is larger than the limit of ${max} bytes`));
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 function text(body: Uint8Array): string {
@@ -59,23 +67,8 @@ function text(body: Uint8Array): string {
   }
 }
 
-function parseJson(body: Uint8Array): unknown {
-  try {
-    return JSON.parse(text(body));
-  } catch (e) {
-    if (e instanceof ProblemError) throw e;
-    throw new ProblemError("bad-json", `the body is not valid JSON: ${(e as Error).message}`);
-  }
-}
-
-function parseYamlBody(body: Uint8Array): unknown {
-  try {
-    return parseYaml(text(body), { maxAliasCount: 100 });
-  } catch (e) {
-    if (e instanceof ProblemError) throw e;
-    throw new ProblemError("bad-yaml", `the body is not valid YAML: ${(e as Error).message}`);
-  }
-}
+const parseJson = (body: Uint8Array) => parseJsonBody(text(body));
+const parseYaml = (body: Uint8Array) => parseYamlBody(text(body));
 
 async function sha256b64url(body: Uint8Array): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", body as Uint8Array<ArrayBuffer>));
@@ -86,6 +79,12 @@ async function sha256b64url(body: Uint8Array): Promise<string> {
 
 const actCheck = (act: Act) => (payload: Record<string, unknown>) =>
   payload["act"] === act ? undefined : new AuthError("bad-claims", `token "act" claim must be "${act}" for this route (got ${JSON.stringify(payload["act"] ?? null)})`);
+
+function bodyCheck(payload: Record<string, unknown>, digest: string): AuthError | undefined {
+  const want = payload["body_sha256"];
+  if (typeof want !== "string") return new AuthError("bad-claims", 'a detached signature must carry the "body_sha256" claim');
+  return want === digest ? undefined : new AuthError("bad-signature", "the body does not match the signed body_sha256");
+}
 
 export interface SignedPod {
   pod: Pod;
@@ -101,17 +100,21 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
 
   if (header !== null) {
     if (JOSE_TYPES.has(type)) throw new ProblemError("bad-request", `with a ${SIGNATURE_HEADER} header the body must be the pod (JSON or YAML), not a token`);
-    const token = await verifier.verify(header, { check: actCheck(act) });
-    const want = token.payload["body_sha256"];
-    if (typeof want !== "string") throw new AuthError("bad-claims", 'a detached signature must carry the "body_sha256" claim');
-    if ((await sha256b64url(body)) !== want) throw new AuthError("bad-signature", "the body does not match the signed body_sha256");
-    return { pod: validatePod(JSON_TYPES.has(type) ? parseJson(body) : parseYamlBody(body)), token };
+    // The body is compared inside the check, before the jti is spent: a wrong body must not burn the
+    // token that the genuine request carries.
+    const digest = await sha256b64url(body);
+    const token = await verifier.verify(header, { check: (p) => actCheck(act)(p) ?? bodyCheck(p, digest) });
+    return { pod: validatePod(JSON_TYPES.has(type) ? parseJson(body) : parseYaml(body)), token };
   }
   let compact: string;
   if (JOSE_TYPES.has(type)) compact = text(body);
   else if (JSON_TYPES.has(type)) {
     const j = parseJson(body);
-    if (typeof j !== "object" || j === null || Array.isArray(j) || typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
+    // No wrapper at all is an unsigned body (a bare pod), refused like an unsigned YAML pod; a wrapper
+    // that is there but malformed is a bad request.
+    if (typeof j !== "object" || j === null || Array.isArray(j) || !("jws" in j))
+      throw new AuthError("missing", `a JSON pod needs its signature in the ${SIGNATURE_HEADER} header (or send {"jws": "<compact JWS>"})`);
+    if (typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
       throw new ProblemError("bad-request", `a JSON body must be {"jws": "<compact JWS>"}, or the pod itself with a ${SIGNATURE_HEADER} header`);
     compact = (j as { jws: string }).jws;
   } else throw new AuthError("missing", `a YAML body needs its signature in the ${SIGNATURE_HEADER} header`);
@@ -122,8 +125,8 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
 }
 
 /** DELETE and GET status: `Authorization: Bearer <compact JWS>` with `act` and the pod `uid` (a status
- * token may leave `uid` out to read any pod on the node). */
-export async function readBearer(req: Request, verifier: Verifier, act: Act, uid: string, consume: boolean): Promise<VerifiedToken> {
+ * token may leave `uid` out to read any pod on the node). `check` vets the route's own claims. */
+export async function readBearer(req: Request, verifier: Verifier, act: Act, uid: string, consume: boolean, check?: (p: Record<string, unknown>) => Error | undefined): Promise<VerifiedToken> {
   const auth = req.headers.get("authorization") ?? "";
   const m = /^Bearer\s+(\S+)$/i.exec(auth);
   if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
@@ -133,7 +136,8 @@ export async function readBearer(req: Request, verifier: Verifier, act: Act, uid
       actCheck(act)(p) ??
       (p["uid"] === uid || (act === "status" && p["uid"] === undefined)
         ? undefined
-        : new AuthError("bad-claims", `token "uid" claim must be the pod uid in the path (${uid})`)),
+        : new AuthError("bad-claims", `token "uid" claim must be the pod uid in the path (${uid})`)) ??
+      check?.(p),
   });
 }
 
@@ -159,4 +163,13 @@ export async function readSignedToken(req: Request, verifier: Verifier, act: Act
       return undefined;
     },
   });
+}
+
+/** DELETE's optional `gracePeriodSeconds` claim: whole seconds within the pod model's bound, like
+ * terminationGracePeriodSeconds (a fraction or a huge number is refused, never rounded or left to crash). */
+export function checkGraceClaim(p: Record<string, unknown>): ProblemError | undefined {
+  const g = p["gracePeriodSeconds"];
+  if (g === undefined || (Number.isInteger(g) && (g as number) >= 0 && (g as number) <= MAX_GRACE_PERIOD_SECONDS)) return undefined;
+  const message = `must be a whole number of seconds from 0 to ${MAX_GRACE_PERIOD_SECONDS}`;
+  return new ProblemError("bad-request", `the token's gracePeriodSeconds ${message}`, { errors: [{ path: "gracePeriodSeconds", message }] });
 }

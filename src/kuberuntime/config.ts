@@ -57,6 +57,7 @@ export function containerAnnotations(container: Container, pod: Pod, restartCoun
     [L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION]: container.terminationMessagePath,
     [L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION]: container.terminationMessagePolicy,
     [L.POD_TERMINATION_GRACE_PERIOD_ANNOTATION]: String(pod.spec.terminationGracePeriodSeconds),
+    [L.CONTAINER_IMAGE_ANNOTATION]: container.image,
   };
   if (container.ports?.length) a[L.CONTAINER_PORTS_ANNOTATION] = JSON.stringify(container.ports);
   return a;

@@ -2,6 +2,7 @@
 // route's kill-and-remove.
 import type { CriClient } from "../cri/client.js";
 import { errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
+import { MAX_GRACE_PERIOD_SECONDS } from "../pod/schema.js";
 import { elapsedMs, StepError, Steps } from "./steps.js";
 import type { ContainerStatus, PodStatus, PodSyncResult } from "./types.js";
 
@@ -24,8 +25,12 @@ export interface KillTarget {
 
 const MIN_GRACE_SECONDS = 2; // kuberuntime_container.go minimumGracePeriodInSeconds
 
+/** The grace a kill gives, a whole number of seconds in [2, MAX_GRACE_PERIOD_SECONDS]: a container's
+ * annotation was written by whoever made the container, so it is bounded like a spec value. */
 export function gracePeriodSeconds(pod: KillTarget, c?: ContainerStatus): number {
-  return Math.max(MIN_GRACE_SECONDS, pod.spec.terminationGracePeriodSeconds ?? c?.gracePeriodSeconds ?? 30);
+  const g = pod.spec.terminationGracePeriodSeconds ?? c?.gracePeriodSeconds ?? 30;
+  if (!Number.isFinite(g)) return MAX_GRACE_PERIOD_SECONDS;
+  return Math.min(MAX_GRACE_PERIOD_SECONDS, Math.max(MIN_GRACE_SECONDS, Math.ceil(g)));
 }
 
 export async function stopContainer(cri: CriClient, id: string, graceSeconds: number): Promise<void> {

@@ -16,5 +16,9 @@ export const POD_TERMINATION_GRACE_PERIOD_ANNOTATION = "io.kubernetes.pod.termin
 export const CONTAINER_BACKOFF_STREAK_ANNOTATION = "io.podsync.container.backoffStreak";
 /** podsync's own: hash of the whole container spec, so any change restarts it (kubelet's hash covers name and image). */
 export const CONTAINER_SPEC_HASH_ANNOTATION = "io.podsync.container.specHash";
+/** podsync's own: the image as the spec named it. kubelet sends the runtime the image id (CreateContainer's
+ * image.image is the resolved ref); containerd 1.6 then lists that id and reports the image's first tag in
+ * ContainerStatus, which may be another tag of the same image. Recorded so status names the spec's image. */
+export const CONTAINER_IMAGE_ANNOTATION = "io.podsync.container.image";
 /** podsync's own: marks what it created (kubelet has no such label; harmless to it). */
 export const MANAGED_BY = "podsync";

@@ -3,14 +3,16 @@
 // A caller that would wait longer than `maxWaitMs` gets PodBusyError instead of piling up.
 
 export interface PodLock {
-  run<T>(uid: string, fn: () => Promise<T>): Promise<T>;
+  /** Run fn holding the pod's lock. A lock that can be lost while held (a lease) aborts `fence` once it may
+   * have been; the holder then makes no further runtime write (see src/cri/fenced.ts). */
+  run<T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T>;
 }
 
 export class MemoryPodLock implements PodLock {
   private readonly tails = new Map<string, Promise<unknown>>();
   constructor(private readonly maxWaitMs = 30_000) {}
 
-  async run<T>(uid: string, fn: () => Promise<T>): Promise<T> {
+  async run<T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T> {
     const prev = this.tails.get(uid);
     let release!: () => void;
     const mine = new Promise<void>((r) => (release = r));
@@ -18,7 +20,9 @@ export class MemoryPodLock implements PodLock {
     this.tails.set(uid, tail);
     try {
       if (prev) await waitAtMost(prev, this.maxWaitMs, uid);
-      return await fn();
+      // An in-process lock is never lost: its fence never fires. (Made per run: Workers allow no
+      // AbortController at global scope.)
+      return await fn(new AbortController().signal);
     } finally {
       release();
       if (this.tails.get(uid) === tail) this.tails.delete(uid);

@@ -25,6 +25,7 @@ import { isCriError, GrpcCode } from "../cri/errors.js";
 import {
   CONTAINER_BACKOFF_STREAK_ANNOTATION,
   CONTAINER_HASH_ANNOTATION,
+  CONTAINER_IMAGE_ANNOTATION,
   CONTAINER_RESTART_COUNT_ANNOTATION,
   CONTAINER_SPEC_HASH_ANNOTATION,
   CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION,
@@ -66,7 +67,7 @@ function fromList(c: CriContainer): ContainerStatus {
     startedAt: 0,
     finishedAt: 0,
     exitCode: 0,
-    image: c.image?.userSpecifiedImage || c.image?.image || "",
+    image: c.annotations[CONTAINER_IMAGE_ANNOTATION] || c.image?.userSpecifiedImage || c.image?.image || "",
     imageRef: c.imageRef,
     hash: c.annotations[CONTAINER_HASH_ANNOTATION] ?? "",
     ...(c.annotations[CONTAINER_SPEC_HASH_ANNOTATION] !== undefined && { specHash: c.annotations[CONTAINER_SPEC_HASH_ANNOTATION] }),
@@ -80,10 +81,14 @@ function fromList(c: CriContainer): ContainerStatus {
   };
 }
 
-/** The list entry has identity, image and annotations; ContainerStatus adds (and is newer on) state, times and exit. */
+/** The list entry has identity and annotations; ContainerStatus adds (and is newer on) state, times and
+ * exit, and names the image as kubelet reads it (Image.Image, ImageRef) when podsync's annotation is absent. */
 function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatus {
+  const l = fromList(listed);
   return {
-    ...fromList(listed),
+    ...l,
+    image: listed.annotations[CONTAINER_IMAGE_ANNOTATION] || s.image?.userSpecifiedImage || s.image?.image || l.image,
+    imageRef: s.imageRef || l.imageRef,
     state: toState(s.state),
     startedAt: nsToMs(s.startedAt),
     finishedAt: nsToMs(s.finishedAt),

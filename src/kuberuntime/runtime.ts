@@ -3,9 +3,11 @@
 // come through here; nothing above the engine assembles a sync from its parts.
 //
 // Every call runs under the per-pod lock (plan and status excepted: they only read), so a request and any
-// other caller never act on one pod at once. Each result carries the number of CRI round trips it cost.
+// other caller never act on one pod at once; its runtime writes go through the lock's fence. Each result
+// carries the number of CRI round trips it cost.
 import type { CriClient } from "../cri/client.js";
 import { countCalls } from "../cri/counting.js";
+import { fenced } from "../cri/fenced.js";
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
 import { MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
@@ -191,8 +193,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       }),
 
     sync: (pod, probes) =>
-      lock.run(pod.metadata.uid, () =>
-        counted(cri, async (c) => {
+      lock.run(pod.metadata.uid, (fence) =>
+        counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
           const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
           reasons.update(pod.metadata.uid, r.steps);
@@ -225,8 +227,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     },
 
     delete: (uid, gracePeriodSeconds) =>
-      lock.run(uid, () =>
-        counted(cri, async (c) => {
+      lock.run(uid, (fence) =>
+        counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, { uid, name: "", namespace: "" });
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) return { ok: true, pod, steps: [], deleted: false, wasRunning: false };

@@ -4,6 +4,12 @@
 // we drop would be a field the caller thinks is in force on the node.
 import { z } from "zod";
 import { parseQuantity } from "./quantity.js";
+import { expansionIssues } from "./env-size.js";
+
+/** The longest grace period podsync honours (24 h). The API only asks for an int64 >= 0, but a kill waits
+ * out the grace inside one request and one CRI deadline; a day covers any real shutdown and keeps every
+ * deadline far inside what timers and gRPC can hold. */
+export const MAX_GRACE_PERIOD_SECONDS = 86_400;
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -55,8 +61,16 @@ const annotations = z.record(z.string(), z.string()).superRefine((rec, ctx) => {
 
 const port = (what: string) => z.number().int(`${what} must be an integer`).min(1, `${what} must be between 1 and 65535`).max(65535, `${what} must be between 1 and 65535`);
 
-const quantity = z.union([z.string(), z.number()]).refine((q) => parseQuantity(q) !== undefined, "must be a quantity such as 500m, 2, 128Mi or 1G");
-const resourceList = z.strictObject({ cpu: quantity.optional(), memory: quantity.optional() });
+// Resource values become int64 CRI fields (bytes; cpu shares and quota in µs): bounded so they always fit.
+const quantity = (fits: (v: number) => boolean, bound: string) =>
+  z
+    .union([z.string(), z.number()])
+    .refine((q) => parseQuantity(q) !== undefined, "must be a quantity such as 500m, 2, 128Mi or 1G")
+    .refine((q) => fits(parseQuantity(q) ?? 0), bound);
+const resourceList = z.strictObject({
+  cpu: quantity((v) => v <= 1e6, "cpu must be at most 1000000 cores").optional(),
+  memory: quantity((v) => v < 2 ** 63, "memory must be less than 8Ei (an int64 number of bytes)").optional(),
+});
 
 const capabilities = z.strictObject({
   add: z.array(z.string().regex(/^[A-Z_0-9]+$/, "capabilities are upper case, such as NET_ADMIN")).optional(),
@@ -218,7 +232,12 @@ export const PodSpec = z.strictObject({
   containers: z.array(Container).min(1, "at least one container is required"),
   volumes: z.array(Volume).optional(),
   restartPolicy: z.enum(["Always", "OnFailure", "Never"]).default("Always"),
-  terminationGracePeriodSeconds: z.number().int().min(0).default(30),
+  terminationGracePeriodSeconds: z
+    .number()
+    .int("terminationGracePeriodSeconds must be an integer")
+    .min(0, "terminationGracePeriodSeconds must not be negative")
+    .max(MAX_GRACE_PERIOD_SECONDS, `terminationGracePeriodSeconds must be at most ${MAX_GRACE_PERIOD_SECONDS} (podsync's limit: a kill waits this long inside one request)`)
+    .default(30),
   hostNetwork: z.boolean().default(false),
   hostPID: z.boolean().default(false),
   hostIPC: z.boolean().default(false),
@@ -267,6 +286,7 @@ export const Pod = z
         if (prev !== undefined)
           ctx.addIssue({ code: "custom", path: ["spec", kind, i, "name"], message: `duplicate container name "${c.name}" (also in spec.${prev}); names must be unique across init and app containers` });
         seen.set(c.name, `${kind}`);
+        for (const issue of expansionIssues(c)) ctx.addIssue({ code: "custom", path: ["spec", kind, i, ...issue.path], message: issue.message });
         (c.volumeMounts ?? []).forEach((m, j) => {
           if (!volumes.has(m.name))
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "name"], message: `volume "${m.name}" is not in spec.volumes` });

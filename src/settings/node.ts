@@ -22,6 +22,9 @@ export const Settings = z
     PODSYNC_JWKS_FILE: z.string().optional(),
     /** Where the dev key lives when no keys are configured. */
     PODSYNC_DEV_DIR: z.string().default(".podsync"),
+    /** The node's own state (used token ids under jti/). Unset: /var/lib/podsync/state, or in dev mode (no
+     * keys configured) <PODSYNC_DEV_DIR>/state, so `npm start` works without root. */
+    PODSYNC_STATE_DIR: z.string().startsWith("/", "must be an absolute path").optional(),
   })
   .superRefine((s, ctx) => {
     const sources = [s.PODSYNC_JWKS_FILE, s.PODSYNC_JWKS, s.PODSYNC_JWKS_URL].filter(Boolean).length;

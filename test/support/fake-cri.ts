@@ -103,6 +103,11 @@ export class FakeRuntime {
     return f;
   }
 
+  private firstTag(imageId: string): string | undefined {
+    for (const [ref, id] of this.images) if (id === imageId) return ref;
+    return undefined;
+  }
+
   private containerOf(id: string) {
     const c = this.containers.get(id);
     if (!c) throw Object.assign(new Error(`an error occurred when try to find container "${id}": not found`), { code: grpc.status.NOT_FOUND });
@@ -201,7 +206,8 @@ export class FakeRuntime {
           id: c.id,
           podSandboxId: c.sandboxId,
           metadata: c.config.metadata,
-          image: c.config.image,
+          // containerd 1.6 predates userSpecifiedImage: the list echoes only the image (id) it was created with.
+          image: { image: c.config.image?.image ?? "" },
           imageRef: c.imageRef,
           state: c.state,
           createdAt: c.createdAt,
@@ -220,7 +226,8 @@ export class FakeRuntime {
           startedAt: c.startedAt,
           finishedAt: c.finishedAt,
           exitCode: c.exitCode,
-          image: c.config.image,
+          // Like containerd 1.6: the image's first tag (not necessarily the one the spec named), and its id.
+          image: { image: this.firstTag(c.imageRef) ?? c.config.image?.image ?? "" },
           imageRef: c.imageRef,
           reason: c.reason,
           labels: c.config.labels,

@@ -1,0 +1,90 @@
+// How large a container's env values, command and args become after kubelet's $(VAR) expansion, computed
+// from lengths alone so that a pod whose variables double each other (V2 = "$(V1)$(V1)", ...) is refused at
+// validation in time linear in its size, before anything is expanded and before any runtime call.
+// The scan mirrors `expand` in src/kuberuntime/expansion.ts step for step (a property test holds them equal).
+//
+// Limits: Linux's execve refuses any single argv or envp string over MAX_ARG_STRLEN (32 pages: 128 KiB), so
+// a longer value could never reach the process; and all of them together must stay under execve's ARG_MAX
+// (a quarter of the 8 MiB default stack: 2 MiB), so 1 MiB per container, which is also far inside the
+// 16 MiB gRPC message that carries the container config to the runtime.
+import type { Container } from "./schema.js";
+
+export const MAX_EXPANDED_VALUE_BYTES = 128 * 1024;
+export const MAX_EXPANDED_CONTAINER_BYTES = 1024 * 1024;
+
+export interface SizeIssue {
+  /** Under the container: ["env", 3, "value"], ["args", 0], or [] for the whole container. */
+  path: (string | number)[];
+  message: string;
+}
+
+/** UTF-8 byte length of a string (what the runtime is sent), without encoding it. */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3; // BMP, or a lone surrogate (encoded as U+FFFD)
+  }
+  return n;
+}
+
+/** The UTF-8 length `expand(input, vars)` would have, given each defined variable's expanded length. */
+export function expandedLength(input: string, lengths: ReadonlyMap<string, number>): number {
+  if (!input.includes("$")) return utf8Length(input);
+  let n = 0;
+  let literal = 0; // start of the pending literal run
+  let i = 0;
+  for (; i < input.length; i++) {
+    if (input[i] !== "$" || i + 1 >= input.length) continue;
+    const nx = input[i + 1];
+    if (nx === "$") {
+      n += utf8Length(input.slice(literal, i)) + 1;
+      literal = ++i + 1;
+    } else if (nx === "(") {
+      const close = input.indexOf(")", i + 2);
+      if (close < 0) break;
+      const name = input.slice(i + 2, close);
+      n += utf8Length(input.slice(literal, i)) + (lengths.get(name) ?? utf8Length(name) + 3);
+      i = close;
+      literal = close + 1;
+    }
+  }
+  return n + utf8Length(input.slice(literal));
+}
+
+const kib = (n: number) => `${n / 1024} KiB`;
+
+/** Whether this container's expanded env values, command and args stay within the limits. Reports the
+ * first value over the per-value limit and the container total, not every value of a runaway chain. */
+export function expansionIssues(container: Container): SizeIssue[] {
+  const issues: SizeIssue[] = [];
+  const lengths = new Map<string, number>();
+  let total = 0;
+  let valueReported = false;
+  const tooLong = (path: SizeIssue["path"], bytes: number) => {
+    if (bytes <= MAX_EXPANDED_VALUE_BYTES || valueReported) return;
+    valueReported = true;
+    const shown = Number.isFinite(bytes) && bytes < 2 ** 53 ? `${bytes} bytes` : "an unbounded size";
+    issues.push({ path, message: `expands ($(VAR) references) to ${shown}; at most ${kib(MAX_EXPANDED_VALUE_BYTES)} per value (Linux's MAX_ARG_STRLEN)` });
+  };
+  (container.env ?? []).forEach((e, j) => {
+    const len = expandedLength(e.value, lengths);
+    lengths.set(e.name, len);
+    tooLong(["env", j, "value"], len);
+  });
+  for (const [name, len] of lengths) total += utf8Length(name) + 1 + len;
+  for (const field of ["command", "args"] as const)
+    (container[field] ?? []).forEach((s, j) => {
+      const len = expandedLength(s, lengths);
+      total += len;
+      tooLong([field, j], len);
+    });
+  if (total > MAX_EXPANDED_CONTAINER_BYTES)
+    issues.push({ path: ["env"], message: `env, command and args expand to more than ${kib(MAX_EXPANDED_CONTAINER_BYTES)} in all; at most ${kib(MAX_EXPANDED_CONTAINER_BYTES)} per container` });
+  return issues;
+}

@@ -1,0 +1,170 @@
+// Used token ids on the node's disk (Node entry): a captured token never acts twice, not even after podsync
+// restarts. A ReplayStore over an append-only log `<stateDir>/jti/used.log`, one line per claim:
+//   <base64url SHA-256 of iss NUL jti> <expiry, ms since epoch>\n
+// so the file holds no raw token ids. A claim is fsync'd before it is granted, so before the request acts;
+// claims arriving together share one write and one fsync. Loaded at open, which also rewrites the file with
+// only the live entries (dropping a line torn by a crash); rewritten again whenever dead lines outnumber live
+// ones. Bounded like MemoryReplayStore: when full of live ids it refuses new tokens rather than forget one.
+// Any I/O failure is a StateUnavailableError (503): a token is never granted without its record on disk.
+import { createHash } from "node:crypto";
+import { chmod, mkdir, open, readFile, rename, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import type { ReplayStore } from "../auth/replay.js";
+import { StateUnavailableError } from "./state-unavailable.js";
+
+const LINE = /^([A-Za-z0-9_-]{43}) (\d{1,16})$/;
+/** Rewrite the log once it holds this many lines more than twice the live entries. */
+const COMPACT_SLACK = 1024;
+
+export interface UsedJtiOptions {
+  now?: () => number;
+  maxEntries?: number;
+}
+
+interface Pending {
+  line: string;
+  done: (e?: unknown) => void;
+}
+
+export class FileReplayStore implements ReplayStore {
+  private readonly seen = new Map<string, number>();
+  private readonly now: () => number;
+  private readonly maxEntries: number;
+  private readonly file: string;
+  private fh: FileHandle | undefined;
+  private opening: Promise<void> | undefined;
+  private lines = 0;
+  private pending: Pending[] = [];
+  private flushing: Promise<void> | undefined;
+  private nextSweep = 0;
+
+  constructor(
+    /** `<stateDir>/jti`: made with mode 0700, the log with 0600. */
+    readonly dir: string,
+    o: UsedJtiOptions = {},
+  ) {
+    this.now = o.now ?? Date.now;
+    this.maxEntries = o.maxEntries ?? 1_000_000;
+    this.file = join(dir, "used.log");
+  }
+
+  /** Load the log (at start-up; a claim retries it if it failed). Throws StateUnavailableError. */
+  open(): Promise<void> {
+    this.opening ??= this.load().catch((e) => {
+      this.opening = undefined;
+      throw new StateUnavailableError("used token ids", e);
+    });
+    return this.opening;
+  }
+
+  async claim(key: string, expiresAtMs: number): Promise<boolean> {
+    await this.open();
+    const id = createHash("sha256").update(key).digest("base64url");
+    const t = this.now();
+    const until = this.seen.get(id);
+    if (until !== undefined && until > t) return false;
+    if (t >= this.nextSweep || this.seen.size >= this.maxEntries) this.sweep(t);
+    if (this.seen.size >= this.maxEntries) return false;
+    // Recorded in memory first, so a concurrent claim of the same id is refused while this one is written.
+    this.seen.set(id, expiresAtMs);
+    try {
+      await this.append(`${id} ${Math.ceil(expiresAtMs)}\n`);
+    } catch (e) {
+      if (this.seen.get(id) === expiresAtMs) this.seen.delete(id);
+      throw new StateUnavailableError("used token ids", e);
+    }
+    return true;
+  }
+
+  get size(): number {
+    return this.seen.size;
+  }
+
+  async close(): Promise<void> {
+    await this.flushing;
+    await this.fh?.close().catch(() => undefined);
+    this.fh = undefined;
+    this.opening = undefined;
+  }
+
+  private async load(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await chmod(this.dir, 0o700);
+    let text = "";
+    try {
+      text = await readFile(this.file, "latin1");
+    } catch (e) {
+      if ((e as { code?: string }).code !== "ENOENT") throw e;
+    }
+    const t = this.now();
+    for (const line of text.split("\n")) {
+      const m = LINE.exec(line);
+      if (m && Number(m[2]) > t) this.seen.set(m[1]!, Math.max(Number(m[2]), this.seen.get(m[1]!) ?? 0));
+    }
+    await this.rewrite();
+  }
+
+  private sweep(t: number) {
+    for (const [k, until] of this.seen) if (until <= t) this.seen.delete(k);
+    this.nextSweep = t + 10_000;
+  }
+
+  /** Replace the log with the live entries: written beside it, fsync'd, renamed over it, directory fsync'd. */
+  private async rewrite(): Promise<void> {
+    this.sweep(this.now());
+    const tmp = `${this.file}.tmp`;
+    const out = await open(tmp, "w", 0o600);
+    try {
+      let chunk = "";
+      for (const [k, until] of this.seen) {
+        chunk += `${k} ${Math.ceil(until)}\n`;
+        if (chunk.length > 1 << 20) (await out.appendFile(chunk, "latin1"), (chunk = ""));
+      }
+      await out.appendFile(chunk, "latin1");
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    await rename(tmp, this.file);
+    const d = await open(this.dir, "r");
+    await d.sync().finally(() => d.close());
+    const old = this.fh;
+    this.fh = undefined; // until reopened, nothing may be appended to the replaced file
+    await old?.close().catch(() => undefined);
+    this.fh = await open(this.file, "a", 0o600);
+    this.lines = this.seen.size;
+  }
+
+  private append(line: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ line, done: (e) => (e ? reject(e) : resolve()) });
+      this.flushing ??= this.flush();
+    });
+  }
+
+  /** Group commit: everything queued goes out in one write and one fsync; then compact if due. */
+  private async flush(): Promise<void> {
+    while (this.pending.length) {
+      const batch = this.pending.splice(0);
+      try {
+        if (!this.fh) throw new Error("the used-jti log is not open");
+        await this.fh.appendFile(batch.map((b) => b.line).join(""), "latin1");
+        await this.fh.datasync();
+        this.lines += batch.length;
+        for (const b of batch) b.done();
+      } catch (e) {
+        for (const b of batch) b.done(e);
+        // The handle may be bad (disk gone, file replaced): reopen, and so reload, before the next claim.
+        await this.fh?.close().catch(() => undefined);
+        this.fh = undefined;
+        this.opening = undefined;
+        continue;
+      }
+      if (this.lines > 2 * this.seen.size + COMPACT_SLACK) {
+        // A failed rewrite leaves fh unset: the next claim reopens (and fails 503 if the disk is still bad).
+        await this.rewrite().catch(() => (this.opening = undefined));
+      }
+    }
+    this.flushing = undefined;
+  }
+}
