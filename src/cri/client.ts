@@ -46,6 +46,9 @@ export const IMAGE_METHODS = ["imageStatus", "pullImage"] as const;
  * methods a cri-proxy allows by default. */
 export const OPTIONAL_RUNTIME_METHODS = ["execSync"] as const;
 
+/** Every method a CriClient has: what wrappers (counting, fencing) must cover. */
+export const CLIENT_METHODS = [...RUNTIME_METHODS, ...OPTIONAL_RUNTIME_METHODS, ...IMAGE_METHODS] as const;
+
 export type RuntimeClient = Methods<typeof RuntimeService, (typeof RUNTIME_METHODS)[number] | (typeof OPTIONAL_RUNTIME_METHODS)[number]>;
 export type ImageClient = Methods<typeof ImageService, (typeof IMAGE_METHODS)[number]>;
 

@@ -1,14 +1,14 @@
 // A CRI client for a lock holder whose lock can be lost (the Workers per-pod lease). Once the fence aborts,
 // no write starts (it fails ABORTED, naming why) and calls in flight are cancelled; reads still pass, as
 // they change nothing. So a holder that may have lost its lease cannot act on the pod beside the next holder.
-import { IMAGE_METHODS, RUNTIME_METHODS, type CallOptions, type CriClient } from "./client.js";
+import { CLIENT_METHODS, type CallOptions, type CriClient } from "./client.js";
 import { CriError, GrpcCode } from "./errors.js";
 
-const WRITES = new Set<string>(["runPodSandbox", "stopPodSandbox", "removePodSandbox", "createContainer", "startContainer", "stopContainer", "removeContainer", "pullImage"]);
+const WRITES = new Set<string>(["runPodSandbox", "stopPodSandbox", "removePodSandbox", "createContainer", "startContainer", "stopContainer", "removeContainer", "pullImage", "execSync"]);
 
 export function fenced(cri: CriClient, fence: AbortSignal): CriClient {
   const client: Record<string, unknown> = { close: () => cri.close() };
-  for (const name of [...RUNTIME_METHODS, ...IMAGE_METHODS]) {
+  for (const name of CLIENT_METHODS) {
     const fn = (cri[name] as (req: unknown, o?: CallOptions) => Promise<unknown>).bind(cri);
     client[name] = (req: unknown, o?: CallOptions) => {
       if (WRITES.has(name) && fence.aborted) {
