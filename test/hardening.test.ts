@@ -304,9 +304,10 @@ describe("HTTP hygiene", () => {
     const id = pod.metadata.uid;
     const st = await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` } });
     expect(st.body.status.containers).toMatchObject([{ name: "main", image: "localhost/alias:1", imageRef: "sha256:busybox1" }]);
-    // The sync's own status (ListContainers entries, no ContainerStatus for running containers) says the same.
+    // The sync's own read-back (the CRI view in `runtime`, the v1 status in `status`) says the same.
     const again = await h.post("/v1/pods/sync", pod);
-    expect(again.body.status.containers).toMatchObject([{ image: "localhost/alias:1", imageRef: "sha256:busybox1" }]);
+    expect(again.body.runtime.containers).toMatchObject([{ image: "localhost/alias:1", imageRef: "sha256:busybox1" }]);
+    expect(again.body.status.containerStatuses).toMatchObject([{ image: "localhost/alias:1" }]);
   });
 });
 
