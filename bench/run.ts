@@ -14,12 +14,11 @@ import autocannon from "autocannon";
 import { SignJWT } from "jose";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { countCalls } from "../src/cri/counting.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { hashContainer } from "../src/kuberuntime/hash.js";
-import { deletePod, MemoryPullBackOff, syncPodFromRuntime } from "../src/kuberuntime/sync-pod.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import { makeKey, type TestKey } from "../test/support/http.js";
@@ -104,7 +103,8 @@ async function httpVsFloor(label: string, endpoint: string, key: TestKey) {
   const cri = connectGrpc({ endpoint, timeoutMs: 10_000 });
   const uid = `bench-${label.replace(/[^a-z0-9]+/gi, "-")}-${Date.now()}`;
   const pod = Pod.parse(podInput(uid));
-  const r = await syncPodFromRuntime(cri, pod, { pullBackOff: new MemoryPullBackOff() });
+  const rt = createPodRuntime(cri);
+  const r = await rt.sync(pod);
   if (!r.ok) throw new Error(`${label}: could not create the bench pod: ${JSON.stringify(r.steps)}`);
   const sign = await signer(key);
   // One token per request (a jti acts once), signed up front so signing is not in the measurement.
@@ -119,7 +119,7 @@ async function httpVsFloor(label: string, endpoint: string, key: TestKey) {
     return { label, floor: fl, http, ratioP50: r2(http.p50 / fl.p50), memBefore, memAfter, syncs: http.total };
   } finally {
     server.child.kill("SIGTERM");
-    await deletePod(cri, { metadata: pod.metadata, spec: { terminationGracePeriodSeconds: 2 } }, await getPodStatus(cri, pod.metadata)).catch(() => undefined);
+    await rt.delete(uid, 2).catch(() => undefined);
     cri.close();
   }
 }
@@ -131,13 +131,11 @@ async function callsPerSync() {
   const rows = [];
   for (const n of [1, 10, 50]) {
     const pod = Pod.parse(podInput(`calls-${n}`, n, false));
-    const first = countCalls(cri);
-    await syncPodFromRuntime(first.client, pod, { pullBackOff: new MemoryPullBackOff() });
-    const conv = countCalls(cri);
-    await syncPodFromRuntime(conv.client, pod, { pullBackOff: new MemoryPullBackOff() });
-    const st = countCalls(cri);
-    await getPodStatus(st.client, pod.metadata, "full");
-    rows.push({ containers: n, firstSync: first.calls, convergedSync: conv.calls, fullStatusRead: st.calls });
+    const rt = createPodRuntime(cri);
+    const first = await rt.sync(pod);
+    const conv = await rt.sync(pod);
+    const st = await rt.status(pod.metadata.uid);
+    rows.push({ containers: n, firstSync: first.criCalls, convergedSync: conv.criCalls, fullStatusRead: st?.criCalls });
   }
   cri.close();
   await fake.close();

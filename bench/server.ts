@@ -7,15 +7,14 @@ import { createApp } from "../src/http/app.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { MemoryPullBackOff } from "../src/kuberuntime/sync-pod.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 
 const [endpoint, jwks] = process.argv.slice(2);
 const cri = connectGrpc({ endpoint: endpoint!, timeoutMs: 10_000 });
 const app = createApp({
-  cri,
+  runtime: createPodRuntime(cri),
   nodeName: "bench-node",
   verifier: createVerifier({ keys: { jwks: JSON.parse(jwks!) }, issuers: ["bench"], audience: ["bench-node"], replay: new MemoryReplayStore(), maxLifetimeSeconds: 3600 }),
-  sync: { pullBackOff: new MemoryPullBackOff() },
   log: () => undefined, // the log line is cheap but its stdout write is not what we measure
 });
 const root = new Hono();

@@ -1,15 +1,17 @@
-// podsync CLI: keygen | sign | sync | plan | status | delete.
+// podsync CLI: keygen | sign | sync | plan | get | status | delete.
 //   podsync keygen [--out DIR] [--alg EdDSA|ES256] [--iss NAME]
 //   podsync sign POD.yaml --key KEY.json --aud NODE [--act sync|plan] [--ttl 60]
 //   podsync sync POD.yaml [--url URL] [--key KEY.json] [--aud NODE] [--plan] [--json]
+//   podsync get UID [-o json|yaml]    (kubectl's NAME READY STATUS RESTARTS AGE)
 //   podsync status UID | delete UID  [--url URL] [--key KEY.json] [--aud NODE] [--json]
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { JWK } from "jose";
 import type { SigningAlg } from "./auth/keys.js";
-// jose, yaml and ./auth/keys are imported where a command needs them: `--help` and argument errors then answer
-// without loading them (start-up time).
+import type { V1Pod } from "./kuberuntime/api-status.js";
+// jose, yaml, ./auth/keys and ./kubectl-print are imported where a command needs them: `--help` and argument
+// errors then answer without loading them (start-up time).
 
 const USAGE = `usage:
   podsync keygen [--out DIR] [--alg EdDSA|ES256] [--iss ISSUER]       write DIR/key.json (private) and DIR/jwks.json (public)
@@ -17,6 +19,8 @@ const USAGE = `usage:
                                                                      print a compact JWS carrying the pod
   podsync sync POD.(yaml|json) [--url URL] [--key KEY.json] [--aud NODE] [--plan] [--json]
                                                                      sign and POST to /v1/pods/sync (or /plan)
+  podsync get UID [-o json|yaml] [--url URL] [--key KEY.json] [--aud NODE]
+                                                                     the pod as kubectl get pods shows it, or the v1.Pod
   podsync status UID | podsync delete UID [--url URL] [--key KEY.json] [--aud NODE] [--json]
 defaults: --url $PODSYNC_URL or http://127.0.0.1:8080, --key $PODSYNC_KEY or .podsync/dev-key.json,
           --aud the node name the server reports on /healthz, --iss the key file's "iss" or "podsync-dev"`;
@@ -102,7 +106,7 @@ function printResult(status: number, body: Record<string, unknown>) {
   }
   for (const s of (body["steps"] as Step[] | undefined) ?? [])
     console.log(`  ${s.ok ? "✓" : "✗"} ${s.action.padEnd(16)} ${s.target.padEnd(24)} ${String(s.durationMs.toFixed(1)).padStart(8)} ms  ${s.ok ? (s.message ?? "") : `${s.error}: ${s.message ?? ""}`}`);
-  const st = body["status"] as { containers?: { name: string; state: string; restartCount: number; exitCode: number; reason: string }[] } | undefined;
+  const st = (body["runtime"] ?? body["status"]) as { containers?: { name: string; state: string; restartCount: number; exitCode: number; reason: string }[] } | undefined;
   for (const c of st?.containers ?? []) console.log(`  · ${c.name.padEnd(16)} ${c.state.padEnd(8)} restarts=${c.restartCount}${c.state === "exited" ? ` exit=${c.exitCode} ${c.reason}` : ""}`);
 }
 
@@ -121,6 +125,7 @@ async function main(argv: string[]) {
       url: { type: "string" },
       plan: { type: "boolean" },
       json: { type: "boolean" },
+      output: { type: "string", short: "o" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -167,6 +172,22 @@ async function main(argv: string[]) {
       if (o["json"]) console.log(JSON.stringify(body, null, 2));
       else printResult(r.status, body);
       process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
+      return;
+    }
+    case "get": {
+      if (!arg) fail("get needs a pod uid");
+      const out = o["output"] as string | undefined;
+      if (out !== undefined && out !== "json" && out !== "yaml" && out !== "wide") fail("-o must be json or yaml");
+      const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
+      const token = await signToken(loadKey(keyPath), { act: "status", uid: arg }, aud, ttl, iss);
+      const r = await fetch(`${url}/v1/pods/${encodeURIComponent(arg)}`, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await r.json()) as Record<string, unknown>;
+      if (!r.ok) {
+        printResult(r.status, body);
+        process.exitCode = 1;
+      } else if (out === "json") console.log(JSON.stringify(body, null, 2));
+      else if (out === "yaml") process.stdout.write((await import("yaml")).stringify(body));
+      else console.log((await import("./kubectl-print.js")).podTable([body as unknown as V1Pod], Date.now()));
       return;
     }
     case "status":

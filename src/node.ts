@@ -11,9 +11,16 @@ import { connectGrpc } from "./cri/grpc-transport.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { MemoryReplayStore } from "./auth/replay.js";
 import { generateSigningKey } from "./auth/keys.js";
-import { MemoryPodLock } from "./http/pod-lock.js";
-import { defaultNodeConfig } from "./kuberuntime/config.js";
-import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings.js";
+import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
+import { createPodRuntime } from "./kuberuntime/runtime.js";
+import { nodeConfigFrom } from "./settings/common.js";
+import { nodePolicy } from "./auth/policy.js";
+import { nodeLogFiles } from "./host/log-files.js";
+import { nodeTerminationFiles } from "./host/termination-files.js";
+import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
+import { createProber } from "./kuberuntime/prober/prober.js";
+import { startProbeLoop } from "./kuberuntime/prober/loop.js";
+import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
 
@@ -84,25 +91,28 @@ export async function startNode(env: Record<string, string | undefined> = proces
     clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
     replay: new MemoryReplayStore(),
   });
+  const hostIPs = await nodeHostIPs();
+  const runtime = createPodRuntime(cri, {
+    terminationFiles: nodeTerminationFiles,
+    hostIPs,
+    pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
+    lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
+    node: nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }),
+    logFiles: nodeLogFiles,
+  });
+  // Probes run in this process; the loop is the stand-in for the node agent's reconcile loop.
+  const prober = createProber({ cri, network: nodeProbeNetwork, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
+  const probeLoop = startProbeLoop(prober, runtime, { onError: (e, uid) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), probeLoop: true, podUid: uid, error: (e as Error)?.message ?? String(e) })) });
   const app = createApp({
-    cri,
+    runtime,
+    prober,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
+    policy: nodePolicy(s),
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
-    lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
-    sync: {
-      pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
-      node: {
-        ...defaultNodeConfig(),
-        podLogsDir: s.PODSYNC_POD_LOGS_DIR,
-        rootDir: s.PODSYNC_ROOT_DIR,
-        cgroupParent: s.PODSYNC_CGROUP_PARENT,
-        clusterDNS: s.PODSYNC_CLUSTER_DNS,
-        clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
-        hostDNS: hostResolvConf(),
-        memoryCapacity: totalmem(),
-      },
-    },
+    allowExec: s.PODSYNC_ALLOW_EXEC,
+    execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
+    logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
     ...(quiet ? { log: () => undefined } : {}),
   });
   const server = await new Promise<ServerType>((res, rej) => {
@@ -133,8 +143,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
     url,
     close: () =>
       new Promise<void>((res) => {
-        server.close(() => res());
-        cri.close();
+        void probeLoop.stop().then(() => {
+          server.close(() => res());
+          cri.close();
+        });
       }),
   };
 }

@@ -7,17 +7,21 @@
 //   PODSYNC_PROXY_TOKEN  secret: the bearer token for the proxies (or per node in PODSYNC_PROXY_TOKENS, JSON)
 //   PODSYNC_JWKS         secret/var: the trusted JWK set (JSON), or PODSYNC_JWKS_URL
 //   PODSYNC_ISSUERS      comma separated trusted `iss`
-//   PODSYNC_CRI_TIMEOUT_MS, PODSYNC_MAX_BODY_BYTES, PODSYNC_MAX_TOKEN_LIFETIME_S, PODSYNC_CLOCK_SKEW_S (optional)
+//   and every setting Node has in common (src/settings/common.ts: algorithms, token lifetime, clock skew,
+//   body limit, lock wait, CRI deadlines, node layout, cgroup parent, DNS, memory capacity), same names.
 import { Hono } from "hono";
 import { z } from "zod";
 import { createApp } from "./http/app.js";
-import { ProblemError, toProblemError } from "./http/problem.js";
-import type { PodLock } from "./http/pod-lock.js";
-import { MemoryPodLock } from "./http/pod-lock.js";
-import { createVerifier } from "./auth/verify.js";
+import { ProblemError, toProblemError } from "./http/problems.js";
+import { MemoryPodLock, PodBusyError, type PodLock } from "./kuberuntime/pod-lock.js";
+import { createPodRuntime } from "./kuberuntime/runtime.js";
+import { MemoryPullBackOff } from "./kuberuntime/backoff.js";
+import { createVerifier, type Algorithm } from "./auth/verify.js";
 import type { ReplayStore } from "./auth/replay.js";
 import { connectGrpcWeb } from "./cri/grpc-web-transport.js";
-import { MemoryPullBackOff } from "./kuberuntime/sync-pod.js";
+import { checkCommon, commonSettings, formatIssues, nodeConfigFrom } from "./settings/common.js";
+import { nodePolicy } from "./auth/policy.js";
+import { proxyLogFiles } from "./host/proxy-log-files.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
 // into a project that also type-checks against Node's and the DOM's).
@@ -37,44 +41,33 @@ interface DONamespace {
   get(id: unknown): { fetch(input: string, init?: RequestInit): Promise<Response> };
 }
 
-export interface Env {
+export interface Env extends Partial<Record<`PODSYNC_${string}`, string>> {
   PODSYNC_NODES: string;
-  PODSYNC_PROXY_TOKEN?: string;
-  PODSYNC_PROXY_TOKENS?: string;
-  PODSYNC_JWKS?: string;
-  PODSYNC_JWKS_URL?: string;
   PODSYNC_ISSUERS: string;
-  PODSYNC_CRI_TIMEOUT_MS?: string;
-  PODSYNC_MAX_BODY_BYTES?: string;
-  PODSYNC_MAX_TOKEN_LIFETIME_S?: string;
-  PODSYNC_CLOCK_SKEW_S?: string;
-  PODSYNC_LOCK_WAIT_MS?: string;
   REPLAY: DONamespace;
   POD_LOCK: DONamespace;
 }
 
 const NodeMap = z.record(z.string().min(1), z.strictObject({ url: z.url(), aliases: z.array(z.string()).default([]) }));
-const Num = (d: number) => z.coerce.number().int().positive().default(d);
-const WorkerSettings = z.object({
-  PODSYNC_NODES: z.string().transform((s, ctx) => {
-    try {
-      return NodeMap.parse(JSON.parse(s));
-    } catch (e) {
-      ctx.addIssue({ code: "custom", message: `must be JSON {"node": {"url": "https://…"}}: ${(e as Error).message}` });
-      return z.NEVER;
-    }
-  }),
-  PODSYNC_ISSUERS: z.string().min(1, "required: the trusted issuers").transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)),
-  PODSYNC_JWKS: z.string().optional(),
-  PODSYNC_JWKS_URL: z.url().optional(),
-  PODSYNC_PROXY_TOKEN: z.string().optional(),
-  PODSYNC_PROXY_TOKENS: z.string().optional(),
-  PODSYNC_CRI_TIMEOUT_MS: Num(10_000),
-  PODSYNC_MAX_BODY_BYTES: Num(1024 * 1024),
-  PODSYNC_MAX_TOKEN_LIFETIME_S: Num(300),
-  PODSYNC_CLOCK_SKEW_S: Num(30),
-  PODSYNC_LOCK_WAIT_MS: Num(30_000),
-});
+const WorkerSettings = z
+  .object({
+    ...commonSettings,
+    PODSYNC_NODES: z.string().transform((s, ctx) => {
+      try {
+        return NodeMap.parse(JSON.parse(s));
+      } catch (e) {
+        ctx.addIssue({ code: "custom", message: `must be JSON {"node": {"url": "https://…"}}: ${(e as Error).message}` });
+        return z.NEVER;
+      }
+    }),
+    PODSYNC_ISSUERS: commonSettings.PODSYNC_ISSUERS.unwrap().pipe(z.array(z.string()).min(1, "required: the trusted issuers")),
+    PODSYNC_PROXY_TOKEN: z.string().optional(),
+    PODSYNC_PROXY_TOKENS: z.string().optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (!s.PODSYNC_JWKS === !s.PODSYNC_JWKS_URL) ctx.addIssue({ code: "custom", path: ["PODSYNC_JWKS"], message: "set exactly one of PODSYNC_JWKS and PODSYNC_JWKS_URL" });
+    checkCommon(s, ctx, Boolean(s.PODSYNC_JWKS));
+  });
 
 /** Replay store backed by a Durable Object (one per node): claim is atomic inside the object. */
 class DurableReplayStore implements ReplayStore {
@@ -93,7 +86,7 @@ class DurablePodLock implements PodLock {
   async run<T>(uid: string, fn: () => Promise<T>): Promise<T> {
     const stub = this.ns.get(this.ns.idFromName(`${this.node}/${uid}`));
     const r = await stub.fetch(`https://lock/acquire?wait=${this.maxWaitMs}&lease=${this.maxWaitMs * 2}`, { method: "POST" });
-    if (r.status === 409) throw new ProblemError(409, "pod-busy", "Pod is busy", `another request for pod ${uid} has been running for over ${this.maxWaitMs} ms; retry later`);
+    if (r.status === 409) throw new PodBusyError(uid, this.maxWaitMs);
     if (!r.ok) throw new Error(`pod lock answered ${r.status}`);
     const { lease } = (await r.json()) as { lease: string };
     try {
@@ -108,34 +101,48 @@ let cache: { key: string; root: Hono } | undefined;
 
 function build(env: Env): Hono {
   const parsed = WorkerSettings.safeParse(env);
-  if (!parsed.success)
-    throw new ProblemError(500, "misconfigured", "Worker misconfigured", parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+  if (!parsed.success) throw new ProblemError("misconfigured", "invalid settings:\n" + formatIssues(parsed.error));
   const s = parsed.data;
-  if (!s.PODSYNC_JWKS === !s.PODSYNC_JWKS_URL) throw new ProblemError(500, "misconfigured", "Worker misconfigured", "set exactly one of PODSYNC_JWKS and PODSYNC_JWKS_URL");
   const tokens = s.PODSYNC_PROXY_TOKENS ? (JSON.parse(s.PODSYNC_PROXY_TOKENS) as Record<string, string>) : {};
   const keys = s.PODSYNC_JWKS ? { jwks: JSON.parse(s.PODSYNC_JWKS) } : { url: s.PODSYNC_JWKS_URL! };
+  // A Worker has no resolv.conf of the node's; dnsPolicy Default gets the cluster settings only.
+  const node = nodeConfigFrom(s, { dns: { servers: [], searches: [], options: [] }, memoryBytes: 8 * 2 ** 30 });
   const root = new Hono();
   root.get("/healthz", (c) => c.json({ ok: true, nodes: Object.keys(s.PODSYNC_NODES) }));
-  for (const [node, cfg] of Object.entries(s.PODSYNC_NODES)) {
+  for (const [name, cfg] of Object.entries(s.PODSYNC_NODES)) {
+    const proxyToken = tokens[name] ?? s.PODSYNC_PROXY_TOKEN;
+    const runtime = createPodRuntime(connectGrpcWeb({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }), {
+      node,
+      // Logs are read through the proxy's log endpoint; exec goes through ExecSync when the proxy allows it.
+      logFiles: proxyLogFiles({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }),
+      pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
+      lock: new DurablePodLock(env.POD_LOCK, name, s.PODSYNC_LOCK_WAIT_MS),
+      // Per isolate: the one piece of sync state with no runtime record (see backoff.ts).
+      pullBackOff: new MemoryPullBackOff(),
+    });
     const app = createApp({
-      cri: connectGrpcWeb({ baseUrl: cfg.url, token: tokens[node] ?? s.PODSYNC_PROXY_TOKEN, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }),
+      runtime,
       verifier: createVerifier({
         keys,
         issuers: s.PODSYNC_ISSUERS,
-        audience: [node, ...cfg.aliases],
+        audience: [name, ...cfg.aliases],
+        algorithms: s.PODSYNC_ALGORITHMS as Algorithm[],
         maxLifetimeSeconds: s.PODSYNC_MAX_TOKEN_LIFETIME_S,
         clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
-        replay: new DurableReplayStore(env.REPLAY, node),
+        replay: new DurableReplayStore(env.REPLAY, name),
       }),
-      nodeName: node,
+      nodeName: name,
+      policy: nodePolicy(s),
       maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
-      lock: new DurablePodLock(env.POD_LOCK, node, s.PODSYNC_LOCK_WAIT_MS),
-      // Per isolate: the one piece of sync state with no runtime record (see sync-pod.ts).
-      sync: { pullBackOff: new MemoryPullBackOff() },
+      allowExec: s.PODSYNC_ALLOW_EXEC,
+      execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
+      logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
+      // exec probes go through the proxy (ExecSync); a Worker cannot open a connection to a pod.
+      probeHandlers: { allowed: ["exec"], why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod" },
     });
-    root.route(`/nodes/${encodeURIComponent(node)}`, app);
+    root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }
-  root.notFound((c) => c.json(new ProblemError(404, "not-found", "Not found", `no route for ${c.req.method} ${c.req.path}; node APIs live under /nodes/{node}/`).toProblem(), 404));
+  root.notFound((c) => new ProblemError("not-found", `no route for ${c.req.method} ${c.req.path}; node APIs live under /nodes/{node}/`).toResponse(c.req.path));
   return root;
 }
 
@@ -146,8 +153,7 @@ export default {
       if (cache?.key !== key) cache = { key, root: build(env) };
       return await cache.root.fetch(req, env, ctx as never);
     } catch (e) {
-      const p = toProblemError(e).toProblem();
-      return new Response(JSON.stringify(p), { status: p.status, headers: { "content-type": "application/problem+json" } });
+      return toProblemError(e).toResponse(new URL(req.url).pathname);
     }
   },
 };

@@ -1,11 +1,12 @@
 // The kubelet's own computePodActions tables, ported one for one from
 // pkg/kubelet/kuberuntime/kuberuntime_manager_test.go (v1.33 cycle):
 //   TestComputePodActions (17 cases),
-//   TestComputePodActionsWithInitContainersWithLegacySidecarContainers (15 cases: the findNextInitContainerToRun
-//     path podsync implements, expectations on NextInitContainerToStart),
-//   TestComputePodActionsWithInitContainers (the same 15 cases on kubelet's newer computeInitContainerActions
-//     path; for pods without restartable init containers its InitContainersToStart=[N] is the same decision
-//     as NextInitContainerToStart=InitContainers[N], which is how they are checked here).
+//   TestComputePodActionsWithInitContainers (15 cases on computeInitContainerActions, the path kubelet v1.33 takes
+//     for every pod and podsync follows; for pods without restartable init containers its InitContainersToStart=[N]
+//     is the same decision as NextInitContainerToStart=InitContainers[N], which is how they are checked here),
+//   TestComputePodActionsWithInitContainersWithLegacySidecarContainers (the findNextInitContainerToRun path behind
+//     the LegacySidecarContainers gate, off by default in v1.33): its 15 cases expect exactly the same decisions, so
+//     one run checks both. The rows where the two paths part are in compute-actions.fidelity.test.ts.
 // Same base pod and status (makeBasePodAndStatus / ...WithInitContainers), same mutations, same expected
 // actions. verifyActions ignores kill message/reason; so do these tables (messages are checked elsewhere).
 // Not ported, because podsync has no such containers: the restartable (sidecar) init container, ephemeral

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
+import { syncOnce } from "./support/pods.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { hashContainer } from "../src/kuberuntime/hash.js";
@@ -10,7 +11,7 @@ import type { ContainerState, ContainerStatus, PodStatus } from "../src/kuberunt
 import { containerStatus } from "./support/status.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { MemoryPullBackOff, syncPodFromRuntime } from "../src/kuberuntime/sync-pod.js";
+import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 
 const name = fc.stringMatching(/^[a-z][a-z0-9]{0,6}$/);
@@ -144,10 +145,10 @@ describe("SyncPod is idempotent", () => {
     await fc.assert(
       fc.asyncProperty(podArb, async (pod) => {
         const opts = { pullBackOff: new MemoryPullBackOff() };
-        const first = await syncPodFromRuntime(cri, pod, opts);
+        const first = await syncOnce(cri, pod, opts);
         expect(first.ok).toBe(true);
         fake.runtime.resetCalls();
-        const second = await syncPodFromRuntime(cri, pod, opts);
+        const second = await syncOnce(cri, pod, opts);
         expect(second.steps).toEqual([]);
         for (const w of writes) expect(fake.runtime.calls.get(w) ?? 0, w).toBe(0);
       }),

@@ -2,7 +2,11 @@
 import { describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod, defaultPullPolicy, type PodInput } from "../src/pod/schema.js";
-import { defaultNodeConfig, expand, generateContainerConfig, generatePodSandboxConfig, podDNS, podQOS, type NodeConfig } from "../src/kuberuntime/config.js";
+import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { defaultNodeConfig, type NodeConfig } from "../src/kuberuntime/node-config.js";
+import { expand } from "../src/kuberuntime/expansion.js";
+import { podDNS } from "../src/kuberuntime/dns.js";
+import { podQOS } from "../src/kuberuntime/resources.js";
 import { hashContainer } from "../src/kuberuntime/hash.js";
 import { parseQuantity } from "../src/pod/quantity.js";
 

@@ -10,9 +10,9 @@ import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { connectGrpcWeb } from "../src/cri/grpc-web-transport.js";
 import { CriError } from "../src/cri/errors.js";
-import { MemoryPullBackOff, syncPodFromRuntime } from "../src/kuberuntime/sync-pod.js";
+import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
-import { pod } from "./support/pods.js";
+import { pod, syncOnce } from "./support/pods.js";
 
 const TOKEN = "s3cret-proxy-token";
 let fake: FakeServer;
@@ -56,10 +56,10 @@ describe("cri-proxy", () => {
   it("the engine runs unchanged over the gRPC-Web transport: a full SyncPod, then converged", async () => {
     const c = webClient(TOKEN);
     const p = pod();
-    const r = await syncPodFromRuntime(c, p, { pullBackOff: new MemoryPullBackOff() });
+    const r = await syncOnce(c, p, { pullBackOff: new MemoryPullBackOff() });
     expect(r.ok).toBe(true);
     expect(r.steps.map((s) => s.action)).toEqual(["CreatePodSandbox", "StartContainer"]);
-    expect((await syncPodFromRuntime(c, p, { pullBackOff: new MemoryPullBackOff() })).steps).toEqual([]);
+    expect((await syncOnce(c, p, { pullBackOff: new MemoryPullBackOff() })).steps).toEqual([]);
   });
 
   it("refuses a missing or wrong token with UNAUTHENTICATED", async () => {

@@ -5,9 +5,10 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
-import { deletePod, MemoryPullBackOff, syncPodFromRuntime, type SyncOptions } from "../src/kuberuntime/sync-pod.js";
+import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
 import type { Pod } from "../src/pod/schema.js";
-import { pod } from "./support/pods.js";
+import { pod, syncOnce } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -15,7 +16,7 @@ const skip = inject("skipE2E");
 
 let cri: CriClient;
 const made: Pod[] = [];
-const opts: SyncOptions = { pullBackOff: new MemoryPullBackOff(), node: { ...(await import("../src/kuberuntime/config.js")).defaultNodeConfig(), podLogsDir: "/tmp/podsync-e2e-logs" } };
+const opts: PodRuntimeOptions = { pullBackOff: new MemoryPullBackOff(), node: { ...(await import("../src/kuberuntime/node-config.js")).defaultNodeConfig(), podLogsDir: "/tmp/podsync-e2e-logs" } };
 
 function track(p: Pod): Pod {
   made.push(p);
@@ -42,7 +43,7 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
   });
   afterAll(async () => {
-    for (const p of made) await deletePod(cri, p, await getPodStatus(cri, p.metadata)).catch(() => undefined);
+    for (const p of made) await createPodRuntime(cri).delete(p.metadata.uid).catch(() => undefined);
     cri?.close();
   });
 
@@ -54,7 +55,7 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
 
   it("creates a real pod (sandbox on the CNI bridge, container running), then converges; a spec change restarts it", async () => {
     const p = track(pod());
-    const r = await syncPodFromRuntime(cri, p, opts);
+    const r = await syncOnce(cri, p, opts);
     expect(r.steps.filter((s) => !s.ok)).toEqual([]);
     expect(r.steps.map((s) => s.action)).toEqual(expect.arrayContaining(["CreatePodSandbox", "StartContainer"]));
     const status = await getPodStatus(cri, p.metadata, "full");
@@ -62,22 +63,22 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     expect(status.ips[0]).toMatch(/^10\.244\.77\./);
     expect(status.containerStatuses).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
 
-    const again = await syncPodFromRuntime(cri, p, opts);
+    const again = await syncOnce(cri, p, opts);
     expect(again.steps).toEqual([]);
 
     const changed = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "7200"] }] }, { uid: p.metadata.uid, name: p.metadata.name });
-    const r2 = await syncPodFromRuntime(cri, changed, opts);
+    const r2 = await syncOnce(cri, changed, opts);
     expect(r2.steps.map((s) => `${s.action}:${s.ok}`)).toEqual(["KillContainer:true", "StartContainer:true"]);
     const after = await containersOf(changed);
     expect(after[0]).toMatchObject({ name: "main", state: "running", restartCount: 1 });
     expect(after[1]).toMatchObject({ name: "main", state: "exited" });
-    expect((await syncPodFromRuntime(cri, changed, opts)).steps).toEqual([]);
+    expect((await syncOnce(cri, changed, opts)).steps).toEqual([]);
   });
 
   it("a killed container process is restarted under Always and left dead under Never", async () => {
     for (const restartPolicy of ["Always", "Never"] as const) {
       const p = track(pod({ restartPolicy, hostNetwork: true }));
-      expect((await syncPodFromRuntime(cri, p, opts)).ok).toBe(true);
+      expect((await syncOnce(cri, p, opts)).ok).toBe(true);
       const [c] = await containersOf(p);
       const info = (await cri.containerStatus({ containerId: c!.id, verbose: true })).info["info"];
       const pid = (JSON.parse(info!) as { pid: number }).pid;
@@ -85,7 +86,7 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
       process.kill(pid, "SIGKILL");
       const dead = await exited(p, "main");
       expect(dead.exitCode).toBe(137);
-      const r = await syncPodFromRuntime(cri, p, opts);
+      const r = await syncOnce(cri, p, opts);
       if (restartPolicy === "Always") {
         expect(r.steps.map((s) => `${s.action}:${s.ok}`)).toEqual(["StartContainer:true"]);
         expect((await containersOf(p))[0]).toMatchObject({ state: "running", restartCount: 1 });
@@ -98,15 +99,15 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
 
   it("a failing command goes into CrashLoopBackOff", async () => {
     const p = track(pod({ hostNetwork: true, containers: [{ name: "crash", image: "localhost/busybox:1", command: ["sh", "-c", "exit 3"] }] }));
-    expect((await syncPodFromRuntime(cri, p, opts)).ok).toBe(true);
+    expect((await syncOnce(cri, p, opts)).ok).toBe(true);
     expect((await exited(p, "crash")).exitCode).toBe(3);
-    const r1 = await syncPodFromRuntime(cri, p, opts); // first restart: no back-off yet
+    const r1 = await syncOnce(cri, p, opts); // first restart: no back-off yet
     expect(r1.steps.map((s) => `${s.action}:${s.ok}`)).toEqual(["StartContainer:true"]);
     await waitFor("the restarted instance to exit", async () => {
       const cs = await containersOf(p);
       return cs[0]?.restartCount === 1 && cs[0].state === "exited" ? cs[0] : undefined;
     });
-    const r2 = await syncPodFromRuntime(cri, p, opts);
+    const r2 = await syncOnce(cri, p, opts);
     const start = r2.steps.find((s) => s.action === "StartContainer")!;
     expect(start).toMatchObject({ ok: false, error: "CrashLoopBackOff" });
     expect(start.message).toMatch(/^back-off 10s restarting failed container=crash/);
@@ -114,20 +115,20 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
 
   it("runs init containers to completion before the app container", async () => {
     const p = track(pod({ hostNetwork: true, initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["sh", "-c", "echo ready"] }] }));
-    const r1 = await syncPodFromRuntime(cri, p, opts);
+    const r1 = await syncOnce(cri, p, opts);
     expect(r1.steps.filter((s) => s.action === "InitContainer").map((s) => s.ok)).toEqual([true]);
     const init = await exited(p, "init");
     expect(init.exitCode).toBe(0);
-    const r2 = await syncPodFromRuntime(cri, p, opts);
+    const r2 = await syncOnce(cri, p, opts);
     expect(r2.steps.map((s) => `${s.action}:${s.target}:${s.ok}`)).toEqual(["StartContainer:main:true"]);
   });
 
   it("runAsNonRoot: the lab image (no USER) counts as root and is refused; runAsUser 1000 runs", async () => {
     const p = track(pod({ hostNetwork: true, securityContext: { runAsNonRoot: true } }));
-    const r = await syncPodFromRuntime(cri, p, opts);
+    const r = await syncOnce(cri, p, opts);
     expect(r.steps.at(-1)).toMatchObject({ action: "StartContainer", ok: false, error: "CreateContainerConfigError" });
     const q = track(pod({ hostNetwork: true, securityContext: { runAsNonRoot: true, runAsUser: 1000 } }));
-    expect((await syncPodFromRuntime(cri, q, opts)).ok).toBe(true);
+    expect((await syncOnce(cri, q, opts)).ok).toBe(true);
     const [c] = await containersOf(q);
     expect(c).toMatchObject({ state: "running" });
     const info = JSON.parse((await cri.containerStatus({ containerId: c!.id, verbose: true })).info["info"]!) as { runtimeSpec: { process: { user: { uid: number } } } };
@@ -136,8 +137,8 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
 
   it("DELETE path: kills the pod and removes its containers and sandbox", async () => {
     const p = pod({ hostNetwork: true });
-    await syncPodFromRuntime(cri, p, opts);
-    const r = await deletePod(cri, p, await getPodStatus(cri, p.metadata));
+    await syncOnce(cri, p, opts);
+    const r = await createPodRuntime(cri).delete(p.metadata.uid);
     expect(r.ok).toBe(true);
     const after = await getPodStatus(cri, p.metadata);
     expect(after.sandboxStatuses).toEqual([]);
@@ -155,7 +156,7 @@ describe.skipIf(skip)("the function and its CLI on real containerd", () => {
     const { startNode } = await import("../src/node.js");
     const dir = mkdtempSync(join(tmpdir(), "podsync-e2e-"));
     const running = await startNode(
-      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "e2e-node", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
+      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "e2e-node", PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
       true,
     );
     const id = `cli-${Date.now()}`;

@@ -8,11 +8,11 @@ import type { CriClient } from "../src/cri/client.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
-import { MemoryPullBackOff, syncPodFromRuntime } from "../src/kuberuntime/sync-pod.js";
+import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
 import type { Pod } from "../src/pod/schema.js";
 import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, startStack, type Stack } from "./support/http.js";
-import { pod, uid } from "./support/pods.js";
+import { pod, uid, syncOnce } from "./support/pods.js";
 
 let fake: FakeServer;
 let cri: CriClient;
@@ -39,7 +39,7 @@ async function expectConverged(client: CriClient, p: Pod) {
 /** Sync until converged (bounded), as a fleet controller retrying would. */
 async function syncUntilConverged(client: CriClient, p: Pod, o = opts()) {
   for (let i = 0; i < 5; i++) {
-    const r = await syncPodFromRuntime(client, p, o).catch((e) => e);
+    const r = await syncOnce(client, p, o).catch((e) => e);
     if (!(r instanceof Error) && r.ok && r.steps.length === 0) break;
   }
   await expectConverged(client, p);
@@ -57,9 +57,9 @@ describe("a CRI error in each SyncPod step", () => {
       fake.runtime.pullable.add("registry.example.com/img:1");
       const p = twoContainers();
       // Walk the pod part of the way so that every method is on the path of some sync.
-      await syncPodFromRuntime(cri, p, opts()); // sandbox + init (exits at once)
+      await syncOnce(cri, p, opts()); // sandbox + init (exits at once)
       fake.runtime.fault(method, { kind: "error", code: 13, message: `injected ${method}`, times: 1 });
-      const r = await syncPodFromRuntime(cri, p, opts()).catch((e) => e);
+      const r = await syncOnce(cri, p, opts()).catch((e) => e);
       if (r instanceof Error) {
         expect(r).toMatchObject({ name: "CriError", code: 13, method });
       } else if (!r.ok) {
@@ -77,7 +77,7 @@ describe("a CRI error in each SyncPod step", () => {
       const sb = [...fake.runtime.sandboxes.values()].find((s) => s.config.metadata?.uid === p.metadata.uid)!;
       sb.state = api.PodSandboxState.SANDBOX_NOTREADY;
       fake.runtime.fault(method, { kind: "error", code: 2, message: "stuck", times: 1 });
-      const r = await syncPodFromRuntime(cri, p, opts());
+      const r = await syncOnce(cri, p, opts());
       expect(r.ok).toBe(false);
       expect(r.steps.find((s) => !s.ok)).toMatchObject({ error: method === "StopContainer" ? "KillContainerError" : "KillPodSandboxError" });
       expect(r.steps.some((s) => s.action === "CreatePodSandbox")).toBe(false);
@@ -90,7 +90,7 @@ describe("the runtime dying, and deadlines", () => {
   it("runtime killed mid-sync, then restarted: the next sync converges", async () => {
     const p = pod();
     fake.runtime.fault("CreateContainer", { kind: "hang", ms: 5000, times: 1 });
-    const inFlight = syncPodFromRuntime(cri, p, opts());
+    const inFlight = syncOnce(cri, p, opts());
     await new Promise((r) => setTimeout(r, 150));
     await fake.stop();
     const r = await inFlight;
@@ -106,7 +106,7 @@ describe("the runtime dying, and deadlines", () => {
   it("a StartContainer past its deadline is RunContainerError DEADLINE_EXCEEDED; the created instance is replaced later", async () => {
     const p = pod();
     fake.runtime.fault("StartContainer", { kind: "hang", ms: 3000, times: 1 });
-    const r = await syncPodFromRuntime(cri, p, opts());
+    const r = await syncOnce(cri, p, opts());
     expect(r.steps.at(-1)).toMatchObject({ action: "StartContainer", ok: false, error: "RunContainerError", grpcCode: "DEADLINE_EXCEEDED" });
     fake.runtime.clearFaults();
     await syncUntilConverged(cri, p);

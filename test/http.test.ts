@@ -5,6 +5,7 @@ import { stringify as toYaml } from "yaml";
 import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER, NODE, makeKey, startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
+import { toProblemError } from "../src/http/problems.js";
 
 let fake: FakeServer;
 let h: Harness;
@@ -44,6 +45,12 @@ describe("routes", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/pods/sync", "/v1/pods/plan", "/v1/pods/{uid}/status", "/v1/pods/{uid}"]));
     expect(doc.components.schemas.Pod.properties.spec.properties.containers).toBeDefined();
+    // Error responses come from the problem catalogue: each names the problem types it can carry.
+    const syncErrors = doc.paths["/v1/pods/sync"].post.responses;
+    expect(syncErrors["409"].description).toContain("urn:podsync:problem:pod-busy");
+    expect(syncErrors["409"].description).toContain("urn:podsync:problem:replayed");
+    expect(syncErrors["400"].description).toContain("urn:podsync:problem:invalid-pod");
+    expect(doc.paths["/v1/pods/{uid}/status"].get.responses["404"].description).toContain("pod-not-found");
   });
 
   it("POST /v1/pods/sync: 200 with actions, steps and status; the second sync does nothing", async () => {
@@ -55,9 +62,10 @@ describe("routes", () => {
     for (const s of r.body.steps) expect(s).toMatchObject({ ok: true, durationMs: expect.any(Number), target: expect.any(String) });
     const again = await h.post("/v1/pods/sync", pod);
     expect(again.body.steps).toEqual([]);
-    expect(again.body.status.containers).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
+    expect(again.body.runtime.containers).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
+    expect(again.body.status).toMatchObject({ phase: "Running", containerStatuses: [{ name: "main", ready: true, started: true, restartCount: 0, state: { running: {} } }] });
     const line = h.logs.at(-1)!;
-    expect(line).toMatchObject({ method: "POST", route: "/v1/pods/sync", status: 200, podUid: pod.metadata.uid, criCalls: 3 });
+    expect(line).toMatchObject({ method: "POST", route: "/v1/pods/sync", status: 200, podUid: pod.metadata.uid, criCalls: 4 }); // 3 to decide, +1 ContainerStatus for the read-back
   });
 
   it("the pod can come as a JSON wrapper, or as a JSON/YAML body signed by digest in Podsync-Signature", async () => {
@@ -117,6 +125,15 @@ describe("routes", () => {
 
   it("unknown routes are problem+json 404", async () => {
     expect(await h.fetch("/v2/nope")).toMatchObject({ status: 404, type: "application/problem+json", body: { type: "urn:podsync:problem:not-found" } });
+  });
+
+  it("a known path with another method is problem+json 405 with Allow", async () => {
+    const r = await fetch(h.url + "/v1/pods/sync", { method: "GET" });
+    expect(r.status).toBe(405);
+    expect(r.headers.get("content-type")).toBe("application/problem+json");
+    expect(r.headers.get("allow")).toBe("POST");
+    expect(await r.json()).toMatchObject({ type: "urn:podsync:problem:method-not-allowed", status: 405 });
+    expect((await h.fetch("/v1/pods/abc", { method: "PUT" })).body).toMatchObject({ status: 405, detail: expect.stringContaining("DELETE") });
   });
 });
 
@@ -201,6 +218,35 @@ describe("refused before the runtime is touched", () => {
     expect((await h.post("/v1/pods/plan", podInput(), { aud: "node-a-id" })).status).toBe(200);
   });
 
+  it("403 policy: the node's default (baseline) refuses what would escalate, naming each field and rule", async () => {
+    const pod = podInput(uid(), {
+      hostNetwork: true,
+      volumes: [{ name: "root", hostPath: { path: "/" } }],
+      containers: [{ name: "main", image: "localhost/busybox:1", securityContext: { privileged: true, capabilities: { add: ["SYS_ADMIN"] } }, volumeMounts: [{ name: "root", mountPath: "/host" }] }],
+    });
+    const body = await refused(h.post("/v1/pods/sync", pod), 403, "policy");
+    expect(body.level).toBe("baseline");
+    expect(body.detail).toMatch(/^violates PodSecurity "baseline:latest": /);
+    expect(body.errors).toEqual(
+      expect.arrayContaining([
+        { path: "spec.hostNetwork", message: expect.stringMatching(/^hostNamespaces: host namespaces/) },
+        { path: "spec.containers[0].securityContext.privileged", message: expect.stringMatching(/^privileged: /) },
+        { path: "spec.containers[0].securityContext.capabilities.add", message: expect.stringMatching(/^capabilities_baseline: .*SYS_ADMIN/) },
+        { path: "spec.volumes[0].hostPath", message: expect.stringMatching(/^hostPathVolumes: /) },
+      ]),
+    );
+    // plan is held to the same policy: a dry run that would be refused says so.
+    await refused(h.post("/v1/pods/plan", pod), 403, "policy");
+    // The node owner, not the signer, can allow it.
+    const open = await Harness.start(stack.cri, { policy: { level: "privileged", hostPathAllow: [] } });
+    try {
+      const ok = await open.post("/v1/pods/plan", pod);
+      expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    } finally {
+      await open.close();
+    }
+  });
+
   it("409 a replayed jti", async () => {
     const token = await h.sign({ act: "plan", pod: podInput() });
     expect((await h.fetch("/v1/pods/plan", jose(token))).status).toBe(200);
@@ -276,12 +322,13 @@ describe("logs", () => {
 
 describe("MemoryPodLock", () => {
   it("a waiter past maxWaitMs gets 409 pod-busy; the next one still runs after the holder; unbounded waits work", async () => {
-    const { MemoryPodLock } = await import("../src/http/pod-lock.js");
+    const { MemoryPodLock } = await import("../src/kuberuntime/pod-lock.js");
     const lock = new MemoryPodLock(50);
     let release!: () => void;
     const holder = lock.run("p", () => new Promise<void>((r) => (release = r)));
     const late = lock.run("p", async () => "ran").catch((e) => e);
-    expect(await late).toMatchObject({ status: 409, slug: "pod-busy" });
+    expect(await late).toMatchObject({ name: "Error", uid: "p", waitedMs: 50 });
+    expect(toProblemError(await late)).toMatchObject({ status: 409, slug: "pod-busy" });
     const next = lock.run("p", async () => "next");
     release();
     await holder;

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadSettings, SettingsError } from "../src/settings.js";
+import { loadSettings, SettingsError } from "../src/settings/node.js";
 
 describe("settings", () => {
   it("defaults: localhost:8080, containerd's socket, 1 MiB bodies, EdDSA/ES256", () => {

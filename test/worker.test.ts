@@ -6,7 +6,7 @@ import { unstable_startWorker } from "wrangler";
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
-import { deletePod } from "../src/kuberuntime/sync-pod.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER, makeKey, type TestKey } from "./support/http.js";
@@ -45,6 +45,8 @@ beforeAll(async () => {
       PODSYNC_JWKS: { type: "plain_text", value: JSON.stringify({ keys: [key.publicJwk] }) },
       PODSYNC_PROXY_TOKEN: { type: "plain_text", value: TOKEN },
       PODSYNC_CRI_TIMEOUT_MS: { type: "plain_text", value: "30000" },
+      // The test pods use hostNetwork (traffic stays on loopback), which baseline refuses.
+      PODSYNC_POLICY: { type: "plain_text", value: "privileged" },
     },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
   });
@@ -74,7 +76,13 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
   it("serves health per node and refuses unknown nodes", async () => {
     expect(await (await fetch(new URL("/healthz", base))).json()).toMatchObject({ ok: true });
     expect(await (await fetch(new URL("/nodes/fake-node/readyz", base))).json()).toMatchObject({ ok: true, node: "fake-node", runtime: { name: "fake" } });
-    expect((await fetch(new URL("/nodes/other/healthz", base))).status).toBe(404);
+    const other = await fetch(new URL("/nodes/other/healthz", base));
+    expect(other.status).toBe(404);
+    expect(other.headers.get("content-type")).toBe("application/problem+json");
+    expect(await other.json()).toMatchObject({ type: "urn:podsync:problem:not-found" });
+    const wrongMethod = await fetch(new URL("/nodes/fake-node/v1/pods/sync", base));
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get("content-type")).toBe("application/problem+json");
   });
 
   it("a signed sync creates the pod; the second converges; a replayed token is refused by the Durable Object", async () => {
@@ -113,7 +121,7 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
       expect(status.sandboxStatuses[0]!.state).toBe(api.PodSandboxState.SANDBOX_READY);
       expect(status.containerStatuses).toMatchObject([{ name: "main", state: "running" }]);
       expect((await post("real-node", "sync", p)).body.steps).toEqual([]);
-      await deletePod(cri, { metadata: { uid: id, name: "wp", namespace: "default" }, spec: { terminationGracePeriodSeconds: 2 } }, status);
+      await createPodRuntime(cri).delete(id, 2);
     } finally {
       cri.close();
     }

@@ -42,8 +42,11 @@ export const RUNTIME_METHODS = [
   "containerStatus",
 ] as const;
 export const IMAGE_METHODS = ["imageStatus", "pullImage"] as const;
+/** Methods the engine calls only when the node owner enabled the feature (exec): kept out of the
+ * methods a cri-proxy allows by default. */
+export const OPTIONAL_RUNTIME_METHODS = ["execSync"] as const;
 
-export type RuntimeClient = Methods<typeof RuntimeService, (typeof RUNTIME_METHODS)[number]>;
+export type RuntimeClient = Methods<typeof RuntimeService, (typeof RUNTIME_METHODS)[number] | (typeof OPTIONAL_RUNTIME_METHODS)[number]>;
 export type ImageClient = Methods<typeof ImageService, (typeof IMAGE_METHODS)[number]>;
 
 export interface CriClient extends RuntimeClient, ImageClient {
@@ -65,7 +68,7 @@ export function createCriClient(transport: UnaryTransport): CriClient {
         transport.unary(method, create(method.input, request), options);
     }
   };
-  bind(RuntimeService, RUNTIME_METHODS);
+  bind(RuntimeService, [...RUNTIME_METHODS, ...OPTIONAL_RUNTIME_METHODS]);
   bind(ImageService, IMAGE_METHODS);
   return client as unknown as CriClient;
 }

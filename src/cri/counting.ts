@@ -1,5 +1,5 @@
 // Per-request view of a CRI client that counts its round trips (for the request log and the benchmark).
-import { IMAGE_METHODS, RUNTIME_METHODS, type CriClient } from "./client.js";
+import { IMAGE_METHODS, OPTIONAL_RUNTIME_METHODS, RUNTIME_METHODS, type CriClient } from "./client.js";
 
 export interface CountingClient {
   client: CriClient;
@@ -9,7 +9,7 @@ export interface CountingClient {
 export function countCalls(cri: CriClient): CountingClient {
   const counter = { calls: 0 } as { calls: number; client: CriClient };
   const client: Record<string, unknown> = { close: () => cri.close() };
-  for (const name of [...RUNTIME_METHODS, ...IMAGE_METHODS]) {
+  for (const name of [...RUNTIME_METHODS, ...OPTIONAL_RUNTIME_METHODS, ...IMAGE_METHODS]) {
     const fn = (cri[name] as (...a: unknown[]) => Promise<unknown>).bind(cri);
     client[name] = (...args: unknown[]) => {
       counter.calls++;

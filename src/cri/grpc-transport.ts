@@ -49,6 +49,9 @@ export class GrpcTransport implements UnaryTransport {
       "grpc.enable_retries": 0,
       "grpc.initial_reconnect_backoff_ms": 100,
       "grpc.max_reconnect_backoff_ms": 1000,
+      // A client owns its connection: grpc-js otherwise shares subchannels between clients of one target, and a
+      // fresh client (after the runtime restarted) would inherit another's reconnect back-off and fail fast.
+      "grpc.use_local_subchannel_pool": 1,
     };
     if (tls?.serverName) channelOptions["grpc.ssl_target_name_override"] = tls.serverName;
     this.client = new grpc.Client(normaliseEndpoint(options.endpoint), creds, channelOptions);

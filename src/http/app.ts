@@ -1,18 +1,46 @@
-// The HTTP function: one Hono app, the same on Node and on Workers. Everything it touches comes in
-// through createApp, so tests and both entry points wire their own CRI client, keys, clock and stores.
+// The HTTP function: one Hono app, the same on Node and on Workers. A route authenticates, calls the
+// engine's front door (which locks the pod) and renders; everything it touches comes in through
+// createApp, so tests and both entry points wire their own runtime, keys and clock.
 import { Hono, type Context } from "hono";
-import type { CriClient } from "../cri/client.js";
-import { countCalls } from "../cri/counting.js";
 import type { Verifier } from "../auth/verify.js";
-import { getPodStatus } from "../kuberuntime/pod-status.js";
-import { computePodActions } from "../kuberuntime/compute-actions.js";
-import { deletePod, syncPod, type SyncOptions } from "../kuberuntime/sync-pod.js";
-import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
-import { ProblemError, toProblemError, type Problem } from "./problem.js";
+import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
+import { admit } from "./admission.js";
+import type { PodRuntime } from "../kuberuntime/runtime.js";
+import { ProblemError, toProblemError } from "./problems.js";
 import { readBearer, readSignedPod } from "./signed-request.js";
 import { actionsJSON, statusJSON } from "./serialize.js";
-import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { openApiDocument } from "./openapi.js";
+import { ROUTES } from "./routes.js";
+import { registerLogsAndExec } from "./logs-exec.js";
+import type { Pod, ProbeHandler } from "../pod/schema.js";
+import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
+import { InvalidPodError } from "../pod/validate.js";
+import { toV1Pod } from "../kuberuntime/api-status.js";
+import type { Prober } from "../kuberuntime/prober/prober.js";
+
+/** The specs of the pods this node was given, for GET /v1/pods/{uid} (the node agent's desired-state store
+ * implements this; by default the specs of the pods synced through this process, in memory). */
+export interface PodSpecs {
+  get(uid: string): Pod | undefined;
+  set(pod: Pod): void;
+  delete(uid: string): void;
+}
+
+export class MemoryPodSpecs implements PodSpecs {
+  private readonly m = new Map<string, Pod>();
+  constructor(private readonly max = 10_000) {}
+  get(uid: string) {
+    return this.m.get(uid);
+  }
+  set(pod: Pod) {
+    this.m.delete(pod.metadata.uid);
+    if (this.m.size >= this.max) this.m.delete(this.m.keys().next().value!);
+    this.m.set(pod.metadata.uid, pod);
+  }
+  delete(uid: string) {
+    this.m.delete(uid);
+  }
+}
 
 export interface RequestLog {
   time: string;
@@ -23,32 +51,53 @@ export interface RequestLog {
   podUid?: string;
   criCalls: number;
   jti?: string;
+  /** exec only: who ran it, and the SHA-256 of its argv (never the argv or its output). */
+  iss?: string;
+  commandSha256?: string;
   error?: string;
 }
 
 export interface AppOptions {
-  cri: CriClient;
+  runtime: PodRuntime;
   verifier: Verifier;
   /** This node's name, reported by /healthz (tokens must be signed for it). */
   nodeName: string;
-  sync?: SyncOptions;
+  /** The node owner's admission policy; every pod is held against it before any runtime call. */
+  policy?: NodePolicy;
   maxBodyBytes?: number;
-  lock?: PodLock;
+  /** exec is off unless the node owner turns it on. */
+  allowExec?: boolean;
+  execMaxOutputBytes?: number;
+  /** The longest a followed log stream lasts. */
+  logFollowMaxMs?: number;
   log?: (rec: RequestLog) => void;
   now?: () => number;
+  /** Runs the pods' probes; synced pods are handed to it and its results go into every sync and status. */
+  prober?: Prober;
+  specs?: PodSpecs;
+  /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
+  probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
 }
 
-type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; error?: string } };
+type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
 
 const UID_PATH = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export function createApp(o: AppOptions) {
   const app = new Hono<Env>();
   const maxBody = o.maxBodyBytes ?? 1024 * 1024;
-  const lock = o.lock ?? new MemoryPodLock();
   const log = o.log ?? ((rec) => console.log(JSON.stringify(rec)));
   const now = o.now ?? Date.now;
-  const syncOptions: SyncOptions = { ...o.sync, now: o.sync?.now ?? now };
+  const rt = o.runtime;
+  const policy = o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] };
+  const specs = o.specs ?? new MemoryPodSpecs();
+  const prober = o.prober;
+  const handlers = o.probeHandlers ?? { allowed: ALL_PROBE_HANDLERS, why: "" };
+  /** A probe this deployment cannot run is refused like any invalid field, before any runtime call. */
+  const checkProbes = (pod: Pod) => {
+    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why);
+    if (errors.length) throw new InvalidPodError(errors);
+  };
 
   app.use(async (c, next) => {
     const t0 = performance.now();
@@ -66,6 +115,10 @@ export function createApp(o: AppOptions) {
     if (uid) rec.podUid = uid;
     const jti = c.get("jti");
     if (jti) rec.jti = jti;
+    const iss = c.get("iss");
+    if (iss) rec.iss = iss;
+    const cmd = c.get("commandSha256");
+    if (cmd) rec.commandSha256 = cmd;
     const err = c.get("error");
     if (err) rec.error = err;
     log(rec);
@@ -75,103 +128,128 @@ export function createApp(o: AppOptions) {
     const p = toProblemError(e);
     // Only the log sees an unexpected error's stack; the caller gets the bare problem.
     c.set("error", p.slug === "internal" && !(e instanceof ProblemError) ? String((e as Error)?.stack ?? e) : p.message);
-    return problem(c, p.toProblem(c.req.path));
+    return p.toResponse(c.req.path);
   });
-  app.notFound((c) => problem(c, new ProblemError(404, "not-found", "Not found", `no route for ${c.req.method} ${c.req.path}`).toProblem(c.req.path)));
+  app.notFound((c) => new ProblemError("not-found", `no route for ${c.req.method} ${c.req.path}`).toResponse(c.req.path));
 
-  /** Run fn with a per-request counting CRI client, recording the count for the log line. */
-  const withCri = async <T,>(c: Context<Env>, fn: (cri: CriClient) => Promise<T>): Promise<T> => {
-    const counted = countCalls(o.cri);
-    try {
-      return await fn(counted.client);
-    } finally {
-      c.set("criCalls", counted.calls);
-    }
+  /** Record who acted and what it cost, for the request log. */
+  const note = (c: Context<Env>, uid: string, jti: string | undefined) => {
+    c.set("podUid", uid);
+    if (jti) c.set("jti", jti);
   };
 
-  app.get("/healthz", (c) => c.json({ ok: true, node: o.nodeName }));
+  app.get(ROUTES.healthz, (c) => c.json({ ok: true, node: o.nodeName }));
 
-  // Ready = the runtime answers and reports RuntimeReady (kubelet's runtime health check); NetworkReady is
-  // reported but not required, since hostNetwork pods still work without it.
-  app.get("/readyz", async (c) => {
-    const [v, st] = await withCri(c, (cri) => Promise.all([cri.version({}), cri.status({})]));
-    const conditions = Object.fromEntries((st.status?.conditions ?? []).map((k) => [k.type, k.status]));
-    const ok = conditions["RuntimeReady"] === true;
-    const body = { ok, node: o.nodeName, runtime: { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, conditions } };
-    if (ok) return c.json(body);
-    return problem(c, new ProblemError(503, "runtime-not-ready", "Container runtime not ready", "the runtime reports RuntimeReady=false", { runtime: body.runtime }).toProblem(c.req.path));
+  app.get(ROUTES.readyz, async (c) => {
+    const r = await rt.ready();
+    c.set("criCalls", r.criCalls);
+    const body = { ok: r.ok, node: o.nodeName, runtime: r.runtime };
+    if (r.ok) return c.json(body);
+    return new ProblemError("runtime-not-ready", "the runtime reports RuntimeReady=false", { runtime: r.runtime }).toResponse(c.req.path);
   });
 
-  app.get("/openapi.json", (c) => c.json(openApiDocument()));
+  app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
 
-  app.post("/v1/pods/plan", async (c) => {
+  app.post(ROUTES.plan, async (c) => {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "plan", maxBody);
-    c.set("podUid", pod.metadata.uid);
-    c.set("jti", token.payload.jti);
-    const status = await withCri(c, (cri) => getPodStatus(cri, pod.metadata));
-    const actions = computePodActions(pod, status);
-    return c.json({ ok: true, pod: podRef(pod.metadata), actions: actionsJSON(pod, actions), status: statusJSON(status) });
+    note(c, pod.metadata.uid, token.payload.jti);
+    admit(pod, policy);
+    checkProbes(pod);
+    const r = await rt.plan(pod, prober?.results(pod.metadata.uid));
+    c.set("criCalls", r.criCalls);
+    return c.json({ ok: true, pod: r.pod, actions: actionsJSON(pod, r.actions), status: statusJSON(r.status) });
   });
 
-  app.post("/v1/pods/sync", async (c) => {
+  app.post(ROUTES.sync, async (c) => {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "sync", maxBody);
-    c.set("podUid", pod.metadata.uid);
-    c.set("jti", token.payload.jti);
-    const body = await lock.run(pod.metadata.uid, () =>
-      withCri(c, async (cri) => {
-        const status = await getPodStatus(cri, pod.metadata);
-        const result = await syncPod(cri, pod, status, syncOptions);
-        return { ok: result.ok, pod: podRef(pod.metadata), actions: actionsJSON(pod, result.actions), steps: result.steps, status: statusJSON(status) };
-      }),
-    );
+    note(c, pod.metadata.uid, token.payload.jti);
+    admit(pod, policy);
+    checkProbes(pod);
+    const uid = pod.metadata.uid;
+    // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
+    prober?.upsert(pod);
+    const r = await rt.sync(pod, prober?.results(uid));
+    specs.set(pod);
+    prober?.observe(uid, r.after);
+    c.set("criCalls", r.criCalls);
     // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
-    return c.json(body, body.ok ? 200 : 207);
+    // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
+    return c.json({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after) }, r.ok ? 200 : 207);
   });
 
-  app.get("/v1/pods/:uid/status", async (c) => {
+  const runtimeView = async (c: Context<Env>) => {
+    const uid = pathUid(c.req.param("uid") ?? "");
+    const token = await readBearer(c.req.raw, o.verifier, "status", uid, false);
+    note(c, uid, token.payload.jti);
+    const r = await rt.status(uid);
+    if (!r) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container for pod uid ${uid}`);
+    c.set("criCalls", r.criCalls);
+    return c.json({ pod: r.pod, status: statusJSON(r.status) });
+  };
+  app.get(ROUTES.runtime, runtimeView);
+  app.get(ROUTES.status, runtimeView);
+
+  // The v1.Pod: the spec as last given (left out when only the runtime knows the pod), the status as kubelet
+  // generates it.
+  app.get(ROUTES.pod, async (c, next) => {
+    // /v1/pods/sync and /plan are POST routes, not pods: let their 405 answer.
+    if (c.req.param("uid") === "sync" || c.req.param("uid") === "plan") return next();
     const uid = pathUid(c.req.param("uid"));
     const token = await readBearer(c.req.raw, o.verifier, "status", uid, false);
-    c.set("podUid", uid);
-    c.set("jti", token.payload.jti);
-    const status = await withCri(c, (cri) => getPodStatus(cri, { uid, name: "", namespace: "" }, "full"));
-    if (status.sandboxStatuses.length === 0 && status.containerStatuses.length === 0)
-      throw new ProblemError(404, "pod-not-found", "Pod not found", `the runtime has no sandbox or container for pod uid ${uid}`);
-    const meta = status.sandboxStatuses[0]?.metadata;
-    return c.json({ pod: { uid, name: meta?.name ?? "", namespace: meta?.namespace ?? "" }, status: statusJSON(status) });
+    note(c, uid, token.payload.jti);
+    const spec = specs.get(uid) ?? prober?.spec(uid);
+    const r = await rt.apiStatus(uid, spec, prober?.results(uid));
+    if (!r) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container for pod uid ${uid}`);
+    c.set("criCalls", r.criCalls);
+    prober?.observe(uid, r.status);
+    return c.json(toV1Pod(spec, r.pod, r.apiStatus));
   });
 
-  app.delete("/v1/pods/:uid", async (c) => {
+  app.delete(ROUTES.pod, async (c) => {
     const uid = pathUid(c.req.param("uid"));
     const token = await readBearer(c.req.raw, o.verifier, "delete", uid, true);
-    c.set("podUid", uid);
-    c.set("jti", token.payload.jti);
+    note(c, uid, token.payload.jti);
     const grace = token.payload["gracePeriodSeconds"];
-    const body = await lock.run(uid, () =>
-      withCri(c, async (cri) => {
-        const status = await getPodStatus(cri, { uid, name: "", namespace: "" });
-        const meta = status.sandboxStatuses[0]?.metadata;
-        const ref = { uid, name: meta?.name ?? "", namespace: meta?.namespace ?? "" };
-        if (status.sandboxStatuses.length === 0 && status.containerStatuses.length === 0) return { ok: true, pod: ref, steps: [], deleted: false };
-        const running = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-        const r = await deletePod(cri, { metadata: ref, spec: { terminationGracePeriodSeconds: typeof grace === "number" && grace >= 0 ? grace : undefined } }, status);
-        return { ok: r.ok, pod: ref, steps: r.steps, deleted: true, wasRunning: running };
-      }),
-    );
-    return c.json(body, body.ok ? 200 : 207);
+    const r = await rt.delete(uid, typeof grace === "number" && grace >= 0 ? grace : undefined);
+    if (r.ok) {
+      prober?.remove(uid);
+      specs.delete(uid);
+    }
+    c.set("criCalls", r.criCalls);
+    const { criCalls: _, ...body } = r;
+    return c.json(body, r.ok ? 200 : 207);
   });
+
+  registerLogsAndExec(app, { logs: ROUTES.logs, exec: ROUTES.exec }, {
+    runtime: rt,
+    verifier: o.verifier,
+    maxBodyBytes: maxBody,
+    allowExec: o.allowExec ?? false,
+    execMaxOutputBytes: o.execMaxOutputBytes ?? 1024 * 1024,
+    followMaxMs: o.logFollowMaxMs ?? 1_800_000,
+    now,
+    note: (c, f) => {
+      c.set("podUid", f.uid);
+      if (f.jti) c.set("jti", f.jti);
+      if (f.iss) c.set("iss", f.iss);
+      if (f.commandSha256) c.set("commandSha256", f.commandSha256);
+      if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+    },
+    // Only the server log hears of a stream that broke after its first byte; never its content.
+    onStreamError: (e) => log({ time: new Date(now()).toISOString(), method: "GET", route: ROUTES.logs, status: 200, durationMs: 0, criCalls: 0, error: `log stream ended early: ${(e as Error)?.message ?? e}` }),
+    pathUid,
+  });
+
+  // A known path with a method it does not serve: 405 naming the ones it does.
+  const allowed = new Map<string, string[]>();
+  for (const r of app.routes) if (r.method !== "ALL") allowed.set(r.path, [...(allowed.get(r.path) ?? []), r.method]);
+  for (const [path, methods] of allowed)
+    app.all(path, (c) => new ProblemError("method-not-allowed", `${c.req.method} is not served at ${path}; use ${methods.join(", ")}`).toResponse(c.req.path, { allow: methods.join(", ") }));
 
   return app;
 }
 
-function podRef(m: { uid: string; name: string; namespace: string }) {
-  return { namespace: m.namespace, name: m.name, uid: m.uid };
-}
-
 function pathUid(uid: string): string {
-  if (!UID_PATH.test(uid)) throw new ProblemError(400, "bad-request", "Bad request", "the pod uid in the path must be alphanumerics, '-', '_' or '.', at most 128 characters", { errors: [{ path: "uid", message: "invalid pod uid" }] });
+  if (!UID_PATH.test(uid)) throw new ProblemError("bad-request", "the pod uid in the path must be alphanumerics, '-', '_' or '.', at most 128 characters", { errors: [{ path: "uid", message: "invalid pod uid" }] });
   return uid;
-}
-
-function problem(c: Context, p: Problem) {
-  return c.body(JSON.stringify(p), p.status as 400, { "content-type": "application/problem+json" });
 }

@@ -2,22 +2,27 @@
 // document cannot drift from what is accepted.
 import { z } from "zod";
 import { Pod } from "../pod/schema.js";
+import { PROBLEM_BASE, PROBLEMS, type ProblemSlug } from "./problems.js";
 
 let cached: object | undefined;
 
 const problem = { $ref: "#/components/schemas/Problem" };
-const problemResponse = (description: string) => ({ description, content: { "application/problem+json": { schema: problem } } });
-const errors = {
-  "400": problemResponse("Malformed body or invalid pod spec (every failing field is listed in `errors`)"),
-  "401": problemResponse("Missing or invalid signature"),
-  "403": problemResponse("Signed for another node"),
-  "409": problemResponse("Token already used (replay), or the pod is busy"),
-  "413": problemResponse("Body too large"),
-  "415": problemResponse("Unsupported content type"),
-  "502": problemResponse("Container runtime error"),
-  "503": problemResponse("Container runtime unavailable"),
-  "504": problemResponse("Container runtime call timed out"),
-};
+
+/** Error responses from the problem catalogue: one entry per status, listing every problem type it can carry. */
+function errors(...slugs: ProblemSlug[]) {
+  const byStatus = new Map<number, ProblemSlug[]>();
+  for (const s of [...slugs, ...COMMON]) byStatus.set(PROBLEMS[s].status, [...(byStatus.get(PROBLEMS[s].status) ?? []), s]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [
+      String(status),
+      { description: list.map((s) => `${PROBLEMS[s].title} (\`${PROBLEM_BASE}${s}\`)`).join("; "), content: { "application/problem+json": { schema: problem } } },
+    ]),
+  );
+}
+const COMMON: ProblemSlug[] = ["internal"];
+const RUNTIME: ProblemSlug[] = ["runtime-error", "runtime-unavailable", "runtime-timeout"];
+const AUTH: ProblemSlug[] = ["unauthorized", "wrong-node", "keys-unavailable"];
+const SIGNED_BODY: ProblemSlug[] = ["bad-request", "bad-json", "bad-yaml", "invalid-pod", ...AUTH, "replayed", "body-too-large", "unsupported-media-type", ...RUNTIME];
 const signedBody = {
   required: true,
   content: {
@@ -40,12 +45,13 @@ export function openApiDocument(): object {
     openapi: "3.1.0",
     info: { title: "podsync", version: "1", description: "Signed pod specs in, kubelet-style SyncPod over CRI out." },
     paths: {
-      "/v1/pods/sync": { post: { summary: "Verify, validate, read CRI status, computePodActions + SyncPod", requestBody: signedBody, responses: { "200": { description: "All steps succeeded" }, "207": { description: "Some steps failed; body has ok:false and the failing steps" }, ...errors } } },
-      "/v1/pods/plan": { post: { summary: "computePodActions only (dry run)", requestBody: signedBody, responses: { "200": { description: "The actions a sync would take" }, ...errors } } },
-      "/v1/pods/{uid}/status": { get: { summary: "The pod's status as read from CRI", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, "404": problemResponse("No such pod on this node"), ...errors } } },
-      "/v1/pods/{uid}": { delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted (or nothing to delete)" }, "207": { description: "Some steps failed" }, ...errors } } },
+      "/v1/pods/sync": { post: { summary: "Verify, validate, read CRI status, computePodActions + SyncPod", requestBody: signedBody, responses: { "200": { description: "All steps succeeded" }, "207": { description: "Some steps failed; body has ok:false and the failing steps" }, ...errors(...SIGNED_BODY, "pod-busy") } } },
+      "/v1/pods/plan": { post: { summary: "computePodActions only (dry run)", requestBody: signedBody, responses: { "200": { description: "The actions a sync would take" }, ...errors(...SIGNED_BODY) } } },
+      "/v1/pods/{uid}/runtime": { get: { summary: "The pod's status as read from CRI (debugging)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
+      "/v1/pods/{uid}/status": { get: { summary: "Alias of /v1/pods/{uid}/runtime (the CRI-level view)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
+      "/v1/pods/{uid}": { get: { summary: "The v1.Pod: spec as last given (absent when only the runtime knows the pod) and status as kubelet's generateAPIPodStatus makes it", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "v1.Pod" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } }, delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted (or nothing to delete)" }, "207": { description: "Some steps failed" }, ...errors("bad-request", ...AUTH, "replayed", "pod-busy", ...RUNTIME) } } },
       "/healthz": { get: { summary: "Process up", responses: { "200": { description: "ok" } } } },
-      "/readyz": { get: { summary: "Container runtime reachable and RuntimeReady (CRI Version + Status)", responses: { "200": { description: "ready" }, "503": problemResponse("runtime unavailable") } } },
+      "/readyz": { get: { summary: "Container runtime reachable and RuntimeReady (CRI Version + Status)", responses: { "200": { description: "ready" }, ...errors("runtime-not-ready", ...RUNTIME) } } },
     },
     components: {
       securitySchemes: { signedToken: { type: "http", scheme: "bearer", bearerFormat: "JWS (act, uid, aud, iss, exp, iat, jti)" } },

@@ -4,12 +4,12 @@
 //      `body_sha256` claim is the base64url SHA-256 of the exact body bytes.
 // Either way every byte acted on is signed, and the token's `act` must name the route.
 import { parse as parseYaml } from "yaml";
-import type { z } from "zod";
-import { Pod } from "../pod/schema.js";
-import { ProblemError, badRequest, type FieldError } from "./problem.js";
+import type { Pod } from "../pod/schema.js";
+import { validatePod } from "../pod/validate.js";
+import { ProblemError } from "./problems.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 
-export type Act = "sync" | "plan" | "delete" | "status";
+export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec";
 export const SIGNATURE_HEADER = "podsync-signature";
 
 const JOSE_TYPES = new Set(["application/jose", "application/jwt"]);
@@ -48,14 +48,14 @@ export async function readBody(req: Request, max: number): Promise<Uint8Array> {
   return out;
 }
 
-const tooLarge = (max: number) => new ProblemError(413, "body-too-large", "Request body too large", `the body is larger than the limit of ${max} bytes`);
+const tooLarge = (max: number) => new ProblemError("body-too-large", `the body is larger than the limit of ${max} bytes`);
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 function text(body: Uint8Array): string {
   try {
     return utf8.decode(body);
   } catch {
-    throw badRequest("the body is not valid UTF-8");
+    throw new ProblemError("bad-request", "the body is not valid UTF-8");
   }
 }
 
@@ -64,7 +64,7 @@ function parseJson(body: Uint8Array): unknown {
     return JSON.parse(text(body));
   } catch (e) {
     if (e instanceof ProblemError) throw e;
-    throw new ProblemError(400, "bad-json", "Malformed JSON", `the body is not valid JSON: ${(e as Error).message}`);
+    throw new ProblemError("bad-json", `the body is not valid JSON: ${(e as Error).message}`);
   }
 }
 
@@ -73,41 +73,8 @@ function parseYamlBody(body: Uint8Array): unknown {
     return parseYaml(text(body), { maxAliasCount: 100 });
   } catch (e) {
     if (e instanceof ProblemError) throw e;
-    throw new ProblemError(400, "bad-yaml", "Malformed YAML", `the body is not valid YAML: ${(e as Error).message}`);
+    throw new ProblemError("bad-yaml", `the body is not valid YAML: ${(e as Error).message}`);
   }
-}
-
-type Issue = z.core.$ZodIssue;
-
-/** zod issues → `spec.containers[0].name: reason`, one per failing field, unknown keys named. For a union (a
- * volume is hostPath or emptyDir) the errors of the closest branch are given, not a bare "no match". */
-export function fieldErrors(error: { issues: Issue[] }, prefix = ""): FieldError[] {
-  const out: FieldError[] = [];
-  const fmt = (path: PropertyKey[]) =>
-    path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), prefix);
-  const walk = (issues: Issue[], base: PropertyKey[]) => {
-    for (const issue of issues) {
-      const path = [...base, ...issue.path];
-      if (issue.code === "unrecognized_keys") {
-        for (const key of issue.keys) out.push({ path: fmt([...path, key]), message: `unknown field "${key}" (not supported by podsync; remove it)` });
-      } else if (issue.code === "invalid_union" && issue.errors.length > 0) {
-        const closest = issue.errors.reduce((a, b) => (b.length < a.length ? b : a));
-        if (closest.length === 0) out.push({ path: fmt(path), message: issue.message });
-        else walk(closest, path);
-      } else {
-        out.push({ path: fmt(path) || prefix || "(root)", message: issue.message });
-      }
-    }
-  };
-  walk(error.issues, []);
-  return out;
-}
-
-export function validatePod(input: unknown, prefix = ""): Pod {
-  const r = Pod.safeParse(input);
-  if (r.success) return r.data;
-  const errors = fieldErrors(r.error, prefix);
-  throw badRequest(`${errors.length} invalid field(s): ${errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`, errors);
 }
 
 async function sha256b64url(body: Uint8Array): Promise<string> {
@@ -129,11 +96,11 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
   const type = mediaType(req.headers.get("content-type") ?? undefined);
   const header = req.headers.get(SIGNATURE_HEADER);
   if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type) && !YAML_TYPES.has(type))
-    throw new ProblemError(415, "unsupported-media-type", "Unsupported content type", `send application/jose (a compact JWS), application/json or application/yaml, not "${type || "none"}"`);
+    throw new ProblemError("unsupported-media-type", `send application/jose (a compact JWS), application/json or application/yaml, not "${type || "none"}"`);
   const body = await readBody(req, maxBody);
 
   if (header !== null) {
-    if (JOSE_TYPES.has(type)) throw badRequest(`with a ${SIGNATURE_HEADER} header the body must be the pod (JSON or YAML), not a token`);
+    if (JOSE_TYPES.has(type)) throw new ProblemError("bad-request", `with a ${SIGNATURE_HEADER} header the body must be the pod (JSON or YAML), not a token`);
     const token = await verifier.verify(header, { check: actCheck(act) });
     const want = token.payload["body_sha256"];
     if (typeof want !== "string") throw new AuthError("bad-claims", 'a detached signature must carry the "body_sha256" claim');
@@ -145,12 +112,12 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
   else if (JSON_TYPES.has(type)) {
     const j = parseJson(body);
     if (typeof j !== "object" || j === null || Array.isArray(j) || typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
-      throw badRequest(`a JSON body must be {"jws": "<compact JWS>"}, or the pod itself with a ${SIGNATURE_HEADER} header`);
+      throw new ProblemError("bad-request", `a JSON body must be {"jws": "<compact JWS>"}, or the pod itself with a ${SIGNATURE_HEADER} header`);
     compact = (j as { jws: string }).jws;
   } else throw new AuthError("missing", `a YAML body needs its signature in the ${SIGNATURE_HEADER} header`);
   const token = await verifier.verify(compact, { check: actCheck(act) });
   const pod = token.payload["pod"];
-  if (typeof pod !== "object" || pod === null) throw badRequest('the signed payload has no "pod" object');
+  if (typeof pod !== "object" || pod === null) throw new ProblemError("bad-request", 'the signed payload has no "pod" object');
   return { pod: validatePod(pod, "pod"), token };
 }
 
@@ -167,5 +134,29 @@ export async function readBearer(req: Request, verifier: Verifier, act: Act, uid
       (p["uid"] === uid || (act === "status" && p["uid"] === undefined)
         ? undefined
         : new AuthError("bad-claims", `token "uid" claim must be the pod uid in the path (${uid})`)),
+  });
+}
+
+/** A body that is only a token (`application/jose`, or JSON `{"jws": "..."}`): exec, where the signed payload
+ * is the whole request. `check` vets the payload before the jti is spent. */
+export async function readSignedToken(req: Request, verifier: Verifier, act: Act, maxBody: number, check: (payload: Record<string, unknown>) => void): Promise<VerifiedToken> {
+  const type = mediaType(req.headers.get("content-type") ?? undefined);
+  if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type)) throw new ProblemError("unsupported-media-type", `send application/jose (a compact JWS), not "${type || "none"}"`);
+  const body = await readBody(req, maxBody);
+  let compact: string;
+  if (JOSE_TYPES.has(type)) compact = text(body).trim();
+  else {
+    const j = parseJson(body);
+    if (typeof j !== "object" || j === null || Array.isArray(j) || typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
+      throw new ProblemError("bad-request", 'a JSON body must be {"jws": "<compact JWS>"}');
+    compact = (j as { jws: string }).jws;
+  }
+  return verifier.verify(compact, {
+    check: (p) => {
+      const bad = actCheck(act)(p);
+      if (bad) return bad;
+      check(p);
+      return undefined;
+    },
   });
 }

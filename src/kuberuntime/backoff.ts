@@ -1,6 +1,7 @@
 // Back-off without in-memory state where the runtime has a record (crash loops), and a small pluggable
 // store where it has none (image pulls).
 import type { Container } from "../pod/schema.js";
+import { containerChanged } from "./hash.js";
 import type { ContainerStatus, PodStatus } from "./types.js";
 
 export interface PullBackOffStore {
@@ -40,13 +41,36 @@ function backOffExpired(s: ContainerStatus): boolean {
   return s.startedAt > 0 && s.finishedAt - s.startedAt > 2 * BACKOFF_MAX_MS;
 }
 
-/** doBackOff, stateless: [in back-off, delay] from the newest exited instance of this container. */
+/** doBackOff, stateless: [in back-off, delay] from the newest exited instance of this container. kubelet keys its
+ * back-off by getStableKey, which includes the container hash, so a changed container starts at once with a fresh
+ * streak; podsync does the same for any spec change (its spec hash), not only name and image. */
 export function crashLoopBackOff(container: Container, status: PodStatus, now: number): { inBackOff: boolean; delayMs: number; streak: number } {
   const last = status.containerStatuses.find((c) => c.name === container.name && c.state === "exited");
-  if (!last) return { inBackOff: false, delayMs: 0, streak: 0 };
+  if (!last || containerChanged(container, last)) return { inBackOff: false, delayMs: 0, streak: 0 };
   if (backOffExpired(last)) return { inBackOff: false, delayMs: 0, streak: 1 };
   const delayMs = backOffDelayMs(last.backoffStreak);
   const inBackOff = delayMs > 0 && now - last.finishedAt < delayMs;
   return { inBackOff, delayMs, streak: last.backoffStreak + 1 };
 }
 
+/** Go's time.Duration.String for a whole number of milliseconds ("10s", "1m20s", "5m0s", "1h0m0s", "1.5s",
+ * "250ms", "0s"), so back-off messages read exactly as kubelet prints them. */
+export function formatGoDuration(ms: number): string {
+  if (!Number.isFinite(ms)) throw new RangeError(`not a duration: ${ms}`);
+  const neg = ms < 0;
+  let rest = Math.round(Math.abs(ms));
+  if (rest === 0) return "0s";
+  if (rest < 1000) return `${neg ? "-" : ""}${rest}ms`;
+  const frac = rest % 1000;
+  rest = (rest - frac) / 1000;
+  const secs = rest % 60;
+  let out = `${secs}${frac ? `.${String(frac).padStart(3, "0").replace(/0+$/, "")}` : ""}s`;
+  rest = (rest - secs) / 60;
+  if (rest > 0) {
+    const mins = rest % 60;
+    out = `${mins}m${out}`;
+    rest = (rest - mins) / 60;
+    if (rest > 0) out = `${rest}h${out}`;
+  }
+  return neg ? `-${out}` : out;
+}

@@ -3,10 +3,11 @@
 // without ephemeral containers, restartable (sidecar) init containers or in-place resize: those are not in
 // podsync's pod schema, so their branches are absent rather than stubbed. podsync runs no prober; liveness
 // and startup results may be passed in (ProbeResults) and are honoured as kubelet does.
-// Where the seed excerpt (an older SyncPod) and kubelet differ, this follows kubelet: see "v1.22" below.
+// Where the seed excerpt (an older SyncPod) and kubelet differ, this follows kubelet: see "v1.22" below. Init
+// containers follow v1.33's computeInitContainerActions (LegacySidecarContainers off), not findNextInitContainerToRun.
 import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../pod/schema.js";
-import { hashContainer } from "./hash.js";
+import { containerChanged } from "./hash.js";
 import { findContainerStatusByName } from "./pod-status.js";
 import type { ContainerStatus, ContainerToKill, PodActions, PodStatus } from "./types.js";
 
@@ -39,11 +40,11 @@ export function shouldRestartOnFailure(pod: Pod): boolean {
   return pod.spec.restartPolicy !== "Never";
 }
 
-/** containerSucceeded */
+/** containerSucceeded (v1.31+, PR #126420): exited with code 0. A created-never-started or unknown-state instance
+ * reports exit code 0 too, but has not succeeded. */
 function containerSucceeded(c: Container, status: PodStatus): boolean {
   const s = findContainerStatusByName(status, c.name);
-  if (!s || s.state === "running") return false;
-  return s.exitCode === 0;
+  return s !== undefined && s.state === "exited" && s.exitCode === 0;
 }
 
 /** kubecontainer.ShouldContainerBeRestarted (pods here are never marked for deletion: DELETE is its own route). */
@@ -64,31 +65,64 @@ export function isInitContainerFailed(s: ContainerStatus): boolean {
   return s.state === "unknown";
 }
 
-/** findNextInitContainerToRun: [status of the last failed init container, next to run, done]. */
-export function findNextInitContainerToRun(
-  pod: Pod,
-  status: PodStatus,
-): [ContainerStatus | undefined, Container | undefined, boolean] {
+/** hasAnyRegularContainerCreated: a regular container was created, runs or ran, so initialization happened. */
+export function hasAnyRegularContainerCreated(pod: Pod, status: PodStatus): boolean {
+  return pod.spec.containers.some((c) => {
+    const st = findContainerStatusByName(status, c.name)?.state;
+    return st === "created" || st === "running" || st === "exited";
+  });
+}
+
+/** computeInitContainerActions, the path kubelet v1.33 takes for every pod (LegacySidecarContainers is off by
+ * default), for init containers that are not restartable (podsync has no sidecars). Returns whether the pod is
+ * initialized; sets at most one init container to start, kills an unknown-state one first, or kills the pod. */
+export function computeInitContainerActions(pod: Pod, status: PodStatus, changes: PodActions): boolean {
   const inits = pod.spec.initContainers ?? [];
-  if (inits.length === 0) return [undefined, undefined, true];
-  // A running app container means init ran at some point, even if its instances were removed since.
+  if (inits.length === 0) return true;
+  // A regular container created or running means initialization ran, even if its init records were removed
+  // since. An exited one does not count: after a node reboot every container has exited and the new sandbox
+  // must run initialization again.
   for (const c of pod.spec.containers) {
-    if (findContainerStatusByName(status, c.name)?.state === "running") return [undefined, undefined, true];
+    const st = findContainerStatusByName(status, c.name)?.state;
+    if (st === "created" || st === "running") return true;
   }
+  // Backwards from the last init container: the newest record decides; earlier ones may have been removed.
   for (let i = inits.length - 1; i >= 0; i--) {
-    const s = findContainerStatusByName(status, inits[i]!.name);
-    if (s && isInitContainerFailed(s)) return [s, inits[i], false];
-  }
-  for (let i = inits.length - 1; i >= 0; i--) {
-    const s = findContainerStatusByName(status, inits[i]!.name);
+    const container = inits[i]!;
+    const s = findContainerStatusByName(status, container.name);
     if (!s) continue;
-    if (s.state === "running") return [undefined, undefined, false];
-    if (s.state === "exited") {
-      if (i === inits.length - 1) return [undefined, undefined, true];
-      return [undefined, inits[i + 1], false];
+    switch (s.state) {
+      case "created": // the runtime likely failed to start it: start it again
+        changes.nextInitContainerToStart = container;
+        return false;
+      case "running": // wait for it to finish
+        return false;
+      case "exited":
+        if (isInitContainerFailed(s)) {
+          if (!shouldRestartOnFailure(pod)) changes.killPod = true;
+          else changes.nextInitContainerToStart = container;
+          return false;
+        }
+        if (i === inits.length - 1) return true;
+        changes.nextInitContainerToStart = inits[i + 1];
+        return false;
+      default: // unknown
+        if (!shouldRestartOnFailure(pod)) {
+          changes.killPod = true;
+          return false;
+        }
+        changes.containersToKill[s.id] = {
+          name: container.name,
+          container,
+          message: `Init container is in "${s.state}" state, try killing it before restart`,
+          reason: "Unknown",
+        };
+        changes.nextInitContainerToStart = container;
+        return false;
     }
   }
-  return [undefined, inits[0], false];
+  changes.nextInitContainerToStart = inits[0];
+  return false;
 }
 
 /** Probe results by container id, as kubelet's liveness/startup managers hold them. podsync runs no prober;
@@ -123,9 +157,9 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
       if (pod.spec.restartPolicy === "OnFailure" && containerSucceeded(c, status)) return;
       toStart.push(idx);
     });
-    // kubelet v1.22+ as well: initialization done and nothing to start (all succeeded under OnFailure): just
-    // kill the pod, do not create a sandbox.
-    if (toStart.length === 0 && findNextInitContainerToRun(pod, status)[2]) {
+    // Nothing to start (all succeeded under OnFailure) and initialization done: just kill the pod, no sandbox.
+    // v1.33 judges "done" by hasAnyRegularContainerCreated, which counts exited containers too.
+    if (toStart.length === 0 && hasAnyRegularContainerCreated(pod, status)) {
       changes.createSandbox = false;
       return changes;
     }
@@ -138,27 +172,8 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
     return changes;
   }
 
-  const [initLast, next, done] = findNextInitContainerToRun(pod, status);
-  if (!done) {
-    if (next) {
-      const initFailed = initLast !== undefined && isInitContainerFailed(initLast);
-      if (initFailed && !shouldRestartOnFailure(pod)) {
-        changes.killPod = true;
-      } else {
-        if (initLast?.state === "unknown") {
-          changes.containersToKill[initLast.id] = {
-            name: next.name,
-            container: next,
-            message: `Init container is in "${initLast.state}" state, try killing it before restart`,
-            reason: "Unknown",
-          };
-        }
-        changes.nextInitContainerToStart = next;
-      }
-    }
-    // Initialization failed or still in progress: app containers are not looked at.
-    return changes;
-  }
+  // Initialization failed or still in progress: app containers are not looked at.
+  if (!computeInitContainerActions(pod, status, changes) || changes.killPod) return changes;
 
   let keepCount = 0;
   pod.spec.containers.forEach((container, idx) => {
@@ -182,7 +197,7 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
     let message: string;
     let reason: ContainerToKill["reason"] = "";
     let restart = shouldRestartOnFailure(pod);
-    if (s.hash !== hashContainer(container)) {
+    if (containerChanged(container, s)) {
       message = `Container ${container.name} definition changed`;
       restart = true;
     } else if (probes?.liveness?.get(s.id) === "Failure") {

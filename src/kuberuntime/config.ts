@@ -12,17 +12,14 @@ import {
   type MountSchema,
 } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../pod/schema.js";
-import { hashContainer } from "./hash.js";
+import { hashContainer, specHash } from "./hash.js";
 import * as L from "./labels.js";
-import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
+import type { NodeConfig } from "./node-config.js";
 import { podDNS } from "./dns.js";
 import { containerEnv, expand, toKeyValues } from "./expansion.js";
 import { linuxResources } from "./resources.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "./security.js";
 
-export { defaultNodeConfig, podDNS, expand, containerEnv, linuxResources, type NodeConfig };
-export { podQOS, oomScoreAdj, type QOSClass } from "./resources.js";
-export { needsImageUser, verifyRunAsNonRoot, type ImageUser } from "./security.js";
 
 /** BuildPodLogsDirectory */
 export function podLogsDirectory(node: NodeConfig, pod: Pod): string {
@@ -55,6 +52,7 @@ export function containerLabels(container: Container, pod: Pod): Record<string, 
 export function containerAnnotations(container: Container, pod: Pod, restartCount: number): Record<string, string> {
   const a: Record<string, string> = {
     [L.CONTAINER_HASH_ANNOTATION]: hashContainer(container),
+    [L.CONTAINER_SPEC_HASH_ANNOTATION]: specHash(container),
     [L.CONTAINER_RESTART_COUNT_ANNOTATION]: String(restartCount),
     [L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION]: container.terminationMessagePath,
     [L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION]: container.terminationMessagePolicy,

@@ -14,5 +14,7 @@ export const CONTAINER_PORTS_ANNOTATION = "io.kubernetes.container.ports";
 export const POD_TERMINATION_GRACE_PERIOD_ANNOTATION = "io.kubernetes.pod.terminationGracePeriod";
 /** podsync's own: crash-loop back-off streak, so back-off survives a restart of this stateless function. */
 export const CONTAINER_BACKOFF_STREAK_ANNOTATION = "io.podsync.container.backoffStreak";
+/** podsync's own: hash of the whole container spec, so any change restarts it (kubelet's hash covers name and image). */
+export const CONTAINER_SPEC_HASH_ANNOTATION = "io.podsync.container.specHash";
 /** podsync's own: marks what it created (kubelet has no such label; harmless to it). */
 export const MANAGED_BY = "podsync";

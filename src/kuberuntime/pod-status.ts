@@ -26,6 +26,9 @@ import {
   CONTAINER_BACKOFF_STREAK_ANNOTATION,
   CONTAINER_HASH_ANNOTATION,
   CONTAINER_RESTART_COUNT_ANNOTATION,
+  CONTAINER_SPEC_HASH_ANNOTATION,
+  CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION,
+  CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION,
   POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
   POD_UID_LABEL,
 } from "./labels.js";
@@ -66,6 +69,7 @@ function fromList(c: CriContainer): ContainerStatus {
     image: c.image?.userSpecifiedImage || c.image?.image || "",
     imageRef: c.imageRef,
     hash: c.annotations[CONTAINER_HASH_ANNOTATION] ?? "",
+    ...(c.annotations[CONTAINER_SPEC_HASH_ANNOTATION] !== undefined && { specHash: c.annotations[CONTAINER_SPEC_HASH_ANNOTATION] }),
     restartCount: count(c.annotations, CONTAINER_RESTART_COUNT_ANNOTATION, 0),
     reason: "",
     message: "",
@@ -86,6 +90,10 @@ function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatu
     exitCode: s.exitCode,
     reason: s.reason,
     message: s.message,
+    mounts: s.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })),
+    logPath: s.logPath,
+    terminationMessagePath: listed.annotations[CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION] ?? "",
+    terminationMessagePolicy: listed.annotations[CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] ?? "",
   };
 }
 
@@ -126,7 +134,7 @@ export async function getPodStatus(
 
   const newest = sandboxes[0];
   const [newestStatus, containerStatuses] = await Promise.all([
-    newest ? cri.podSandboxStatus({ podSandboxId: newest.id }).then((r) => r.status, (e) => notFoundToUndefined(e)) : undefined,
+    newest ? cri.podSandboxStatus({ podSandboxId: newest.id }).then((r) => r.status ?? sandboxFromList(newest), (e) => notFoundToUndefined(e)) : undefined,
     Promise.all(
       containers.map((c) =>
         detail === "decide" && c.state === CriContainerState.CONTAINER_RUNNING
@@ -140,13 +148,16 @@ export async function getPodStatus(
     ),
   ]);
 
-  const sandboxStatuses = sandboxes.map((s, i) => (i === 0 && newestStatus ? newestStatus : sandboxFromList(s)));
-  const ready = sandboxStatuses[0]?.state === PodSandboxState.SANDBOX_READY;
+  // GetPodStatus skips a sandbox whose PodSandboxStatus is NotFound (removed since the list), and takes the pod
+  // IPs only from the newest listed sandbox, so a vanished newest one leaves none.
+  const sandboxStatuses = sandboxes.slice(1).map(sandboxFromList);
+  if (newestStatus) sandboxStatuses.unshift(newestStatus);
+  const ready = newestStatus?.state === PodSandboxState.SANDBOX_READY;
   return {
     id: pod.uid,
     name: pod.name,
     namespace: pod.namespace,
-    ips: ready ? sandboxIPs(sandboxStatuses[0]) : [],
+    ips: ready ? sandboxIPs(newestStatus) : [],
     sandboxStatuses,
     containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined),
   };
@@ -174,4 +185,20 @@ export function findContainerStatusByName(status: PodStatus, name: string): Cont
     byName.set(list, (idx = { n: list.length, map }));
   }
   return idx.map.get(name);
+}
+
+/** Complete a "decide" status for reporting: ContainerStatus for the running containers it took from the
+ * list (start time, mounts, log path), nothing else read again. What a converged sync's read-back costs. */
+export async function completeRunning(cri: CriClient, status: PodStatus): Promise<PodStatus> {
+  const containerStatuses = await Promise.all(
+    status.containerStatuses.map((c) =>
+      c.state !== "running" || c.startedAt > 0
+        ? c
+        : cri.containerStatus({ containerId: c.id }).then(
+            (r) => (r.status ? { ...c, state: toState(r.status.state), startedAt: nsToMs(r.status.startedAt), finishedAt: nsToMs(r.status.finishedAt), exitCode: r.status.exitCode, reason: r.status.reason, message: r.status.message, mounts: r.status.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })), logPath: r.status.logPath } : c),
+            (e) => notFoundToUndefined(e),
+          ),
+    ),
+  );
+  return { ...status, containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined) };
 }

@@ -1,13 +1,13 @@
 // The ordered, timed step list a sync reports, and step failures that carry a kubelet error reason.
 import { CriError, errorMessage } from "../cri/errors.js";
-import type { SyncAction, SyncStep } from "./types.js";
+import type { StepErrorReason, SyncAction, SyncStep } from "./types.js";
 
 /** Milliseconds since t0 (performance.now()), to 0.01 ms. */
 export const elapsedMs = (t0: number) => Math.round((performance.now() - t0) * 100) / 100;
 
 export class Steps {
   readonly steps: SyncStep[] = [];
-  async run(action: SyncAction, target: string, fn: () => Promise<string | void>, errorReason: string): Promise<boolean> {
+  async run(action: SyncAction, target: string, fn: () => Promise<string | void>, errorReason: StepErrorReason): Promise<boolean> {
     const t0 = performance.now();
     const step: SyncStep = { action, target, ok: true, durationMs: 0 };
     this.steps.push(step);
@@ -25,7 +25,7 @@ export class Steps {
 /** A step failure with a kubelet error reason (CrashLoopBackOff, ErrImagePull, ...). */
 export class StepError extends Error {
   constructor(
-    readonly reason: string,
+    readonly reason: StepErrorReason,
     message: string,
     override readonly cause?: unknown,
   ) {
@@ -33,7 +33,7 @@ export class StepError extends Error {
   }
 }
 
-function fail(step: SyncStep, e: unknown, reason: string) {
+function fail(step: SyncStep, e: unknown, reason: StepErrorReason) {
   step.ok = false;
   if (e instanceof StepError) {
     step.error = e.reason;

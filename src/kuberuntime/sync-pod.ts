@@ -9,10 +9,11 @@
 // - After RunPodSandbox kubelet reads PodSandboxStatus for the pod IP it feeds to the downward API and
 //   /etc/hosts; podsync has neither, so it skips that round trip.
 // - Crash-loop back-off is derived from the runtime (restart count / back-off streak annotation and the
-//   newest exited instance's finish time), not from an in-memory flowcontrol.Backoff.
+//   newest exited instance's finish time), not from an in-memory flowcontrol.Backoff; a changed spec starts afresh.
 // - kubelet leaves dead containers and sandboxes to its garbage collector; a stateless function has no GC
 //   loop, so step 7 does what GC would with kubelet's defaults (keep one dead instance per container name,
-//   keep the newest sandbox, remove older non-ready sandboxes that hold no containers).
+//   unknown-state ones stopped first; keep the newest sandbox, remove older non-ready sandboxes that hold no
+//   containers). That also covers pruneInitContainersBeforeStart, which kubelet runs before starting containers.
 import type { Container, Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
@@ -20,18 +21,25 @@ import { computePodActions } from "./compute-actions.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "./config.js";
 import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { needsImageUser, verifyRunAsNonRoot } from "./security.js";
-import { findContainerStatusByName, getPodStatus } from "./pod-status.js";
+import { findContainerStatusByName } from "./pod-status.js";
 import { CONTAINER_BACKOFF_STREAK_ANNOTATION } from "./labels.js";
-import { crashLoopBackOff, MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
+import { crashLoopBackOff, formatGoDuration, MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
 import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "./images.js";
 import { formatPod, gracePeriodSeconds, killPod, stopContainer } from "./kill.js";
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "./steps.js";
 import type { PodActions, PodStatus, PodSyncResult } from "./types.js";
-import type { PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
+import { MountSchema, type PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { podContainerDir, type TerminationMessageFiles } from "./termination-message.js";
+import type { ContainerToKill } from "./types.js";
 
-export { MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
-export { deletePod, formatPod, killPod, type KillTarget, type PodRef } from "./kill.js";
+/** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
+function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
+  const probe = info.reason === "LivenessProbe" ? info.container.livenessProbe : info.reason === "StartupProbe" ? info.container.startupProbe : undefined;
+  const g = probe?.terminationGracePeriodSeconds;
+  return g !== undefined ? gracePeriodSeconds({ metadata: pod.metadata, spec: { terminationGracePeriodSeconds: g } }) : gracePeriodSeconds(pod);
+}
 
 export interface SyncOptions {
   node?: NodeConfig;
@@ -41,6 +49,8 @@ export interface SyncOptions {
   /** Image pull back-off is the one piece of kubelet state with no record in the runtime (a failed pull
    * leaves no container); it lives here, in memory by default. Losing it costs one early retry. */
   pullBackOff?: PullBackOffStore;
+  /** Node filesystem for termination-message files; without it none is mounted (Workers). */
+  terminationFiles?: TerminationMessageFiles;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -49,13 +59,14 @@ interface StartContext extends ImageContext {
   status: PodStatus;
   sandboxId: string;
   node: NodeConfig;
+  terminationFiles: TerminationMessageFiles | undefined;
 }
 
 /** startContainer: back-off check, image, CreateContainer, StartContainer. Returns a message for the step. */
 async function startContainer(ctx: StartContext, container: Container): Promise<string> {
   const bo = crashLoopBackOff(container, ctx.status, ctx.now);
   if (bo.inBackOff)
-    throw new StepError("CrashLoopBackOff", `back-off ${bo.delayMs / 1000}s restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`);
+    throw new StepError("CrashLoopBackOff", `back-off ${formatGoDuration(bo.delayMs)} restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`);
   const image = await ensureImage(ctx, container);
   if (needsImageUser(ctx.pod, container) && !image.user) image.user = (await inspect(ctx, image.ref))?.user;
   const nonRoot = verifyRunAsNonRoot(ctx.pod, container, image.user);
@@ -66,6 +77,11 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   try {
     config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
+    // makeMounts: the termination-message file, one per instance, bind-mounted at terminationMessagePath.
+    if (ctx.terminationFiles && container.terminationMessagePath) {
+      const hostPath = await ctx.terminationFiles.create(podContainerDir(ctx.node.rootDir, ctx.pod.metadata.uid, container.name));
+      config.mounts.push(create(MountSchema, { containerPath: container.terminationMessagePath, hostPath }));
+    }
   } catch (e) {
     throw new StepError("CreateContainerConfigError", errorMessage(e), e);
   }
@@ -114,7 +130,7 @@ export async function syncPod(
     }
   } else {
     for (const [id, info] of Object.entries(actions.containersToKill)) {
-      const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, gracePeriodSeconds(pod)).then(() => info.message), "KillContainerError");
+      const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, killGraceSeconds(pod, info)).then(() => info.message), "KillContainerError");
       if (!ok) return done();
     }
   }
@@ -147,6 +163,7 @@ export async function syncPod(
       sandboxId,
       sandboxConfig: sandboxConfig(),
       node,
+      terminationFiles: options.terminationFiles,
       now: (options.now ?? Date.now)(),
       pullTimeoutMs: options.pullTimeoutMs ?? 120_000,
       pullBackOff: options.pullBackOff ?? defaultPullBackOff,
@@ -177,14 +194,3 @@ export async function syncPod(
   await collectGarbage(cri, status, startedNames, removed, steps);
   return done();
 }
-
-
-
-/** Read the pod's status from the runtime, decide, act: one whole sync. */
-export async function syncPodFromRuntime(cri: CriClient, pod: Pod, options: SyncOptions = {}) {
-  const status = await getPodStatus(cri, pod.metadata);
-  const actions = computePodActions(pod, status);
-  const result = await syncPod(cri, pod, status, options, actions);
-  return { ...result, status };
-}
-

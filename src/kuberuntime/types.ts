@@ -3,8 +3,6 @@
 import type { PodSandboxStatus } from "../gen/runtime/v1/api_pb.js";
 import type { Container } from "../pod/schema.js";
 
-export type { PodSandboxStatus };
-
 /** kubecontainer.State */
 export type ContainerState = "created" | "running" | "exited" | "unknown";
 
@@ -19,8 +17,10 @@ export interface ContainerStatus {
   exitCode: number;
   image: string;
   imageRef: string;
-  /** `io.kubernetes.container.hash` annotation written when the instance was created. */
+  /** `io.kubernetes.container.hash` annotation written when the instance was created (kubelet's HashContainer). */
   hash: string;
+  /** `io.podsync.container.specHash` annotation: podsync's full-spec hash; absent on instances podsync did not make. */
+  specHash?: string;
   /** `io.kubernetes.container.restartCount` annotation. */
   restartCount: number;
   reason: string;
@@ -34,6 +34,13 @@ export interface ContainerStatus {
   gracePeriodSeconds: number | undefined;
   /** Consecutive restarts since crash-loop back-off last reset (`io.podsync.container.backoffStreak`). */
   backoffStreak: number;
+  /** From ContainerStatus only ("full" detail, or a container that is not running): where the termination
+   * message file is mounted and where the log is, for kubelet's termination-message read. */
+  mounts?: { containerPath: string; hostPath: string }[];
+  logPath?: string;
+  /** `io.kubernetes.container.terminationMessagePath` / `...Policy` annotations. */
+  terminationMessagePath?: string;
+  terminationMessagePolicy?: string;
 }
 
 /** kubecontainer.PodStatus */
@@ -70,24 +77,38 @@ export interface PodActions {
   containersToKill: Record<string, ContainerToKill>;
 }
 
-/** kubecontainer.SyncAction names. */
-export type SyncAction =
-  | "KillPod"
-  | "KillContainer"
-  | "KillPodSandbox"
-  | "CreatePodSandbox"
-  | "ConfigPodSandbox"
-  | "InitContainer"
-  | "StartContainer"
-  | "RemoveContainer"
-  | "RemovePodSandbox";
+/** kubecontainer.SyncAction names: what each step of a sync did. */
+export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox"] as const;
+export type SyncAction = (typeof SYNC_ACTIONS)[number];
+
+/** Why a step failed, in kubelet's words: the waiting reasons of pkg/kubelet/images and kuberuntime
+ * (ErrImagePull, CrashLoopBackOff, CreateContainerError, ...) and kubecontainer's SyncResult errors
+ * (KillContainerError, CreatePodSandboxError, ...). */
+export const STEP_ERROR_REASONS = [
+  "CrashLoopBackOff",
+  "ErrImagePull",
+  "ImagePullBackOff",
+  "ErrImageNeverPull",
+  "ImageInspectError",
+  "CreateContainerConfigError",
+  "CreateContainerError",
+  "RunContainerError",
+  "RunInitContainerError",
+  "KillContainerError",
+  "KillPodSandboxError",
+  "KillPodError",
+  "CreatePodSandboxError",
+  "RemoveContainerError",
+  "RemovePodSandboxError",
+] as const;
+export type StepErrorReason = (typeof STEP_ERROR_REASONS)[number];
 
 export interface SyncStep {
   action: SyncAction;
   target: string;
   ok: boolean;
   /** kubelet error reason, e.g. CrashLoopBackOff, ErrImagePull, CreateContainerError. */
-  error?: string;
+  error?: StepErrorReason;
   message?: string;
   /** gRPC status code name of the CRI call that failed, when one did. */
   grpcCode?: string;

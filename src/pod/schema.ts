@@ -98,6 +98,55 @@ export const VolumeMount = z.strictObject({
     .optional(),
 });
 
+
+// Probes (core/v1 Probe) with the API server's defaults (SetDefaults_Probe: timeout 1 s, period 10 s,
+// success 1, failure 3; SetDefaults_HTTPGetAction: path "/", scheme HTTP; 0 means "default" as in the API)
+// and its validation (validateProbe, validateHandler: exactly one handler; thresholds non-negative;
+// probe-level terminationGracePeriodSeconds > 0). Container-level rules are in Pod's superRefine.
+const nonNegative = (what: string) => z.number().int(`${what} must be an integer`).min(0, `${what} must be greater than or equal to 0`).max(2 ** 31 - 1);
+const orDefault = (what: string, d: number) => nonNegative(what).default(0).transform((v) => v || d);
+const IANA_SVC_NAME = /^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const portOrName = (what: string) =>
+  z.union([port(what), z.string().max(15, `${what} name must be no more than 15 characters`).regex(IANA_SVC_NAME, `${what} must be a number between 1 and 65535 or an IANA_SVC_NAME (a named container port)`)], {
+    error: `${what} must be a number between 1 and 65535 or a port name`,
+  });
+const HTTP_HEADER_NAME = /^[-A-Za-z0-9!#$%&'*+.^_`|~]+$/;
+
+export const ExecAction = z.strictObject({ command: z.array(z.string()).min(1, "exec.command is required") });
+export const HTTPGetAction = z.strictObject({
+  path: z.string().default("/").transform((p) => p || "/"),
+  port: portOrName("httpGet.port"),
+  host: z.string().min(1).optional(),
+  scheme: z.enum(["HTTP", "HTTPS"], { error: 'httpGet.scheme must be "HTTP" or "HTTPS"' }).default("HTTP"),
+  httpHeaders: z.array(z.strictObject({ name: z.string().regex(HTTP_HEADER_NAME, "must be a valid HTTP header name"), value: z.string() })).optional(),
+});
+export const TCPSocketAction = z.strictObject({ port: portOrName("tcpSocket.port"), host: z.string().min(1).optional() });
+export const GRPCAction = z.strictObject({ port: port("grpc.port"), service: z.string().default("") });
+
+export const Probe = z
+  .strictObject({
+    exec: ExecAction.optional(),
+    httpGet: HTTPGetAction.optional(),
+    tcpSocket: TCPSocketAction.optional(),
+    grpc: GRPCAction.optional(),
+    initialDelaySeconds: nonNegative("initialDelaySeconds").default(0),
+    timeoutSeconds: orDefault("timeoutSeconds", 1),
+    periodSeconds: orDefault("periodSeconds", 10),
+    successThreshold: orDefault("successThreshold", 1),
+    failureThreshold: orDefault("failureThreshold", 3),
+    terminationGracePeriodSeconds: z.number().int().min(1, "terminationGracePeriodSeconds must be greater than 0").optional(),
+  })
+  .superRefine((p, ctx) => {
+    const n = [p.exec, p.httpGet, p.tcpSocket, p.grpc].filter((h) => h !== undefined).length;
+    if (n === 0) ctx.addIssue({ code: "custom", message: "must specify a handler type (exec, httpGet, tcpSocket or grpc)" });
+    if (n > 1) ctx.addIssue({ code: "custom", message: "may not specify more than 1 handler type" });
+  });
+
+export const PROBE_KINDS = ["livenessProbe", "readinessProbe", "startupProbe"] as const;
+export type ProbeKind = (typeof PROBE_KINDS)[number];
+export const PROBE_HANDLERS = ["exec", "httpGet", "tcpSocket", "grpc"] as const;
+export type ProbeHandler = (typeof PROBE_HANDLERS)[number];
+
 export const Container = z.strictObject({
   name: dns1123Label("container name"),
   image: z.string().min(1, "image is required").refine((s) => !/\s/.test(s), "image must not contain whitespace"),
@@ -115,6 +164,9 @@ export const Container = z.strictObject({
   stdin: z.boolean().default(false),
   stdinOnce: z.boolean().default(false),
   tty: z.boolean().default(false),
+  livenessProbe: Probe.optional(),
+  readinessProbe: Probe.optional(),
+  startupProbe: Probe.optional(),
 });
 
 // Only what podsync can honour on any node through CRI alone. hostPath: a missing directory is created
@@ -219,6 +271,7 @@ export const Pod = z
           if (!volumes.has(m.name))
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "name"], message: `volume "${m.name}" is not in spec.volumes` });
         });
+        probeRules(kind, i, c, ctx);
         for (const r of ["cpu", "memory"] as const) {
           const req = c.resources?.requests?.[r];
           const lim = c.resources?.limits?.[r];
@@ -245,6 +298,30 @@ export const Pod = z
     return pod;
   });
 
+/** validateContainers / validateInitContainers probe rules: no probes on init containers (podsync has no
+ * restartable init containers); liveness and startup successThreshold must be 1; readiness takes no
+ * terminationGracePeriodSeconds. podsync adds one: a named port must be one of the container's ports (kubelet
+ * would fail that probe forever; here it is refused up front). */
+function probeRules(kind: "initContainers" | "containers", i: number, c: Container, ctx: z.RefinementCtx): void {
+  for (const k of PROBE_KINDS) {
+    const p = c[k];
+    if (!p) continue;
+    const path = ["spec", kind, i, k];
+    if (kind === "initContainers") {
+      ctx.addIssue({ code: "custom", path, message: "may not be set for init containers without restartPolicy=Always" });
+      continue;
+    }
+    if (k !== "readinessProbe" && p.successThreshold !== 1) ctx.addIssue({ code: "custom", path: [...path, "successThreshold"], message: "must be 1" });
+    if (k === "readinessProbe" && p.terminationGracePeriodSeconds !== undefined)
+      ctx.addIssue({ code: "custom", path: [...path, "terminationGracePeriodSeconds"], message: "must not be set for readinessProbes" });
+    for (const h of ["httpGet", "tcpSocket"] as const) {
+      const port = p[h]?.port;
+      if (typeof port === "string" && !(c.ports ?? []).some((cp) => cp.name === port))
+        ctx.addIssue({ code: "custom", path: [...path, h, "port"], message: `port name "${port}" is not one of the container's ports` });
+    }
+  }
+}
+
 export function defaultPullPolicy(image: string): "Always" | "IfNotPresent" {
   if (image.includes("@")) return "IfNotPresent";
   const lastSlash = image.lastIndexOf("/");
@@ -259,3 +336,4 @@ export type Container = z.output<typeof Container>;
 export type PodSpec = z.output<typeof PodSpec>;
 export type Volume = z.output<typeof Volume>;
 export type PullSecret = z.output<typeof PullSecret>;
+export type Probe = z.output<typeof Probe>;

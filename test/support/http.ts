@@ -6,7 +6,8 @@ import { createApp, type AppOptions, type RequestLog } from "../../src/http/app.
 import { createVerifier, type VerifierOptions } from "../../src/auth/verify.js";
 import { MemoryReplayStore } from "../../src/auth/replay.js";
 import type { CriClient } from "../../src/cri/client.js";
-import { MemoryPullBackOff } from "../../src/kuberuntime/sync-pod.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../../src/kuberuntime/runtime.js";
+import { MemoryPullBackOff } from "../../src/kuberuntime/backoff.js";
 import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { startFakeCri, type FakeServer } from "./fake-cri.js";
 
@@ -48,14 +49,13 @@ export class Harness {
     readonly cri: CriClient,
   ) {}
 
-  static async start(cri: CriClient, extra: Partial<AppOptions> = {}, verifier: Partial<VerifierOptions> = {}): Promise<Harness> {
+  static async start(cri: CriClient, extra: Partial<AppOptions> = {}, verifier: Partial<VerifierOptions> = {}, runtime: PodRuntimeOptions = {}): Promise<Harness> {
     const keys = [await makeKey("EdDSA", "ed-1"), await makeKey("ES256", "es-1")];
     const h = new Harness(keys, cri);
     const app = createApp({
-      cri,
+      runtime: createPodRuntime(cri, { pullBackOff: new MemoryPullBackOff(), ...runtime }),
       nodeName: NODE,
       verifier: createVerifier({ keys: { jwks: { keys: keys.map((k) => k.publicJwk) } }, issuers: [ISSUER], audience: [NODE, "node-a-id"], replay: new MemoryReplayStore(), ...verifier }),
-      sync: { pullBackOff: new MemoryPullBackOff() },
       log: (r) => h.logs.push(r),
       ...extra,
     });

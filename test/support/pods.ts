@@ -1,5 +1,7 @@
 // Pod fixtures, validated through the real schema so tests see exactly what the engine sees.
 import { Pod, type PodInput } from "../../src/pod/schema.js";
+import type { CriClient } from "../../src/cri/client.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../../src/kuberuntime/runtime.js";
 
 let n = 0;
 export function uid(prefix = "pod"): string {
@@ -17,3 +19,7 @@ export function pod(spec: Partial<PodInput["spec"]> = {}, meta: Partial<PodInput
     },
   });
 }
+
+/** One whole sync through the engine's front door, with a fresh runtime (no state carried between calls
+ * but what the options bring, as for a restarted podsync). */
+export const syncOnce = (cri: CriClient, pod: Pod, o: PodRuntimeOptions = {}) => createPodRuntime(cri, o).sync(pod);

@@ -1,7 +1,6 @@
 // Per-pod serialisation: syncs of one pod uid run one after another (the second waits and then sees what
 // the first did, so two concurrent syncs never both create a sandbox); different pods run in parallel.
-// A request that would wait longer than `maxWaitMs` gets 409 instead of piling up.
-import { ProblemError } from "./problem.js";
+// A caller that would wait longer than `maxWaitMs` gets PodBusyError instead of piling up.
 
 export interface PodLock {
   run<T>(uid: string, fn: () => Promise<T>): Promise<T>;
@@ -38,7 +37,17 @@ function waitAtMost(p: Promise<unknown>, ms: number, uid: string): Promise<void>
   return Promise.race([
     p.then(() => undefined, () => undefined),
     new Promise<never>((_, rej) => {
-      timer = setTimeout(() => rej(new ProblemError(409, "pod-busy", "Pod is busy", `another request for pod ${uid} has been running for over ${ms} ms; retry later`)), ms);
+      timer = setTimeout(() => rej(new PodBusyError(uid, ms)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/** The pod's lock could not be had in time: another sync or delete of it is still running. */
+export class PodBusyError extends Error {
+  constructor(
+    readonly uid: string,
+    readonly waitedMs: number,
+  ) {
+    super(`another request for pod ${uid} has been running for over ${waitedMs} ms; retry later`);
+  }
 }

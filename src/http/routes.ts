@@ -1,0 +1,15 @@
+// The API's paths in one place: the app registers them and /openapi.json documents them.
+export const ROUTES = {
+  healthz: "/healthz",
+  readyz: "/readyz",
+  openapi: "/openapi.json",
+  sync: "/v1/pods/sync",
+  plan: "/v1/pods/plan",
+  /** The CRI-level view (debugging). */
+  runtime: "/v1/pods/:uid/runtime",
+  /** The old name of `runtime`, kept as an alias (same handler, same body). */
+  status: "/v1/pods/:uid/status",
+  logs: "/v1/pods/:uid/logs",
+  exec: "/v1/pods/:uid/exec",
+  pod: "/v1/pods/:uid",
+} as const;

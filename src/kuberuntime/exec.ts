@@ -1,0 +1,56 @@
+// ExecSync into a running container of a pod, with the output bounded: each stream is cut at `maxBytes`
+// (with a `truncated` flag), and output that is not UTF-8 text comes back base64-encoded (with the flag
+// `encoding: "base64"`) rather than mangled.
+import type { CriClient } from "../cri/client.js";
+import { ContainerChoiceError } from "./container-choice.js";
+import type { PodStatus } from "./types.js";
+
+export interface ExecOutput {
+  data: string;
+  encoding: "utf-8" | "base64";
+  truncated: boolean;
+  bytes: number;
+}
+
+export interface ExecResult {
+  containerId: string;
+  exitCode: number;
+  stdout: ExecOutput;
+  stderr: ExecOutput;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+export function boundedOutput(b: Uint8Array, maxBytes: number): ExecOutput {
+  const truncated = b.length > maxBytes;
+  const cut = truncated ? b.subarray(0, maxBytes) : b;
+  try {
+    // A cut may split a character: decode without its last incomplete bytes before calling it binary.
+    return { data: utf8.decode(truncated ? trimPartialUtf8(cut) : cut), encoding: "utf-8", truncated, bytes: b.length };
+  } catch {
+    return { data: Buffer.from(cut).toString("base64"), encoding: "base64", truncated, bytes: b.length };
+  }
+}
+
+function trimPartialUtf8(b: Uint8Array): Uint8Array {
+  // Walk back over at most 3 continuation bytes to the start of the last character; drop it if incomplete.
+  let i = b.length - 1;
+  while (i >= 0 && b.length - i <= 4 && (b[i]! & 0xc0) === 0x80) i--;
+  if (i < 0) return b;
+  const lead = b[i]!;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return b.length - i < need ? b.subarray(0, i) : b;
+}
+
+/** The running instance of a container known to be the pod's. */
+export function runningInstance(status: PodStatus, podName: string, container: string): string {
+  const c = status.containerStatuses.find((s) => s.name === container && s.state === "running");
+  if (!c) throw new ContainerChoiceError("bad-request", `container ${JSON.stringify(container)} in pod ${JSON.stringify(podName)} is not running`);
+  return c.id;
+}
+
+export async function execSync(cri: CriClient, containerId: string, command: string[], timeoutSeconds: number, maxBytes: number): Promise<ExecResult> {
+  // The call lasts up to the command's timeout; its deadline gets room beyond it.
+  const r = await cri.execSync({ containerId, cmd: command, timeout: BigInt(timeoutSeconds) }, { timeoutMs: (timeoutSeconds + 10) * 1000 });
+  return { containerId, exitCode: r.exitCode, stdout: boundedOutput(r.stdout, maxBytes), stderr: boundedOutput(r.stderr, maxBytes) };
+}

@@ -1,0 +1,304 @@
+// The engine's one front door, shaped like kubelet's kubecontainer.Runtime: plan, sync, status and delete
+// for one pod, and the runtime's own readiness. The HTTP routes, the Worker, the bench and the tests all
+// come through here; nothing above the engine assembles a sync from its parts.
+//
+// Every call runs under the per-pod lock (plan and status excepted: they only read), so a request and any
+// other caller never act on one pod at once. Each result carries the number of CRI round trips it cost.
+import type { CriClient } from "../cri/client.js";
+import { countCalls } from "../cri/counting.js";
+import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
+import type { Pod } from "../pod/schema.js";
+import { MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
+import { computePodActions, type ProbeResults } from "./compute-actions.js";
+import { deletePod, type PodRef } from "./kill.js";
+import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
+import { MemoryPodLock, type PodLock } from "./pod-lock.js";
+import { completeRunning, getPodStatus } from "./pod-status.js";
+import { syncPod } from "./sync-pod.js";
+import type { PodActions, PodStatus, SyncStep } from "./types.js";
+import { ContainerChoiceError, pickContainer } from "./container-choice.js";
+import { pickInstance } from "./logs/pick-instance.js";
+import { readLogs, type LogOptions } from "./logs/read-logs.js";
+import type { LogFiles } from "./logs/log-files.js";
+import { execSync, runningInstance, type ExecResult } from "./exec.js";
+import { ContainerState } from "../gen/runtime/v1/api_pb.js";
+import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
+import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
+import { podContainerDir, readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+
+export interface PodRuntimeOptions {
+  node?: NodeConfig;
+  now?: () => number;
+  /** Deadline for PullImage (ms). */
+  pullTimeoutMs?: number;
+  /** Image-pull back-off: the one piece of kubelet state with no record in the runtime (a failed pull leaves
+   * no container). In memory by default; losing it costs one early retry. */
+  pullBackOff?: PullBackOffStore;
+  /** Per-pod serialisation; in memory by default (Workers pass a Durable Object lock). */
+  lock?: PodLock;
+  /** Where container logs are read from; without it, logs are not available on this deployment. */
+  logFiles?: LogFiles;
+  /** Node filesystem for termination-message files (mounted at start, read when a container has exited);
+   * without it (Workers) no file is mounted and only the runtime's message is reported. */
+  terminationFiles?: TerminationMessageFiles;
+  /** kubelet's reasonCache (the last start failure per container); in memory by default. */
+  reasons?: ReasonCache;
+  /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
+  hostIPs?: string[];
+}
+
+/** The runtime holds nothing of this pod (or nothing podsync manages). */
+export class PodNotFoundError extends Error {
+  constructor(readonly uid: string) {
+    super(`the runtime has no sandbox or container for pod uid ${uid}`);
+  }
+}
+
+/** A feature this deployment cannot offer (e.g. logs without access to the node's log files). */
+export class UnsupportedError extends Error {}
+
+export interface LogsRequest {
+  container?: string | undefined;
+  previous?: boolean | undefined;
+  /** The names a missing `container` may default to (the spec's app containers, when known). */
+  defaultContainers?: string[] | undefined;
+}
+
+/** An instance's log, resolved and ready to stream. */
+export interface ContainerLog {
+  pod: PodRef;
+  container: string;
+  containerId: string;
+  /** Stream it: resolves when done (see readLogs). */
+  read(options: LogOptions, write: (bytes: Uint8Array) => Promise<void>, follow?: { signal?: AbortSignal; maxMs: number }): Promise<void>;
+}
+
+export interface ExecRequest {
+  container?: string | undefined;
+  command: string[];
+  timeoutSeconds: number;
+  /** Each of stdout and stderr is cut at this many bytes. */
+  maxOutputBytes: number;
+}
+
+export interface Counted {
+  /** CRI round trips this call made. */
+  criCalls: number;
+}
+
+export interface PlanResult extends Counted {
+  pod: PodRef;
+  actions: PodActions;
+  status: PodStatus;
+}
+
+export interface SyncResult extends PlanResult {
+  /** Every step succeeded. */
+  ok: boolean;
+  steps: SyncStep[];
+  /** The pod's status read again after the steps (`status` is the one the decision was made from). */
+  after: PodStatus;
+  /** v1.PodStatus generated from `after`. */
+  apiStatus: V1PodStatus;
+}
+
+export interface ApiStatusResult extends StatusResult {
+  /** v1.PodStatus (kubelet's generateAPIPodStatus). */
+  apiStatus: V1PodStatus;
+  /** Whether a spec was given; without one the status is for a stand-in (see standInPod). */
+  specKnown: boolean;
+}
+
+export interface StatusResult extends Counted {
+  pod: PodRef;
+  status: PodStatus;
+}
+
+export interface DeleteResult extends Counted {
+  ok: boolean;
+  pod: PodRef;
+  steps: SyncStep[];
+  /** Whether the runtime held anything of the pod. */
+  deleted: boolean;
+  /** Whether its newest sandbox was still ready. */
+  wasRunning: boolean;
+}
+
+export interface RuntimeReadiness extends Counted {
+  /** kubelet's runtime health check: the runtime answers and reports RuntimeReady. */
+  ok: boolean;
+  runtime: { name: string; version: string; apiVersion: string; conditions: Record<string, boolean> };
+}
+
+export interface PodRuntime {
+  /** computePodActions only: what a sync would do, with no write to the runtime. */
+  plan(pod: Pod, probes?: ProbeResults): Promise<PlanResult>;
+  /** Read the pod's status, decide and act (kubelet's SyncPod), under the pod's lock. */
+  sync(pod: Pod, probes?: ProbeResults & PodProbeResults): Promise<SyncResult>;
+  /** The pod's v1.PodStatus: the runtime's full status (with termination messages) through
+   * generateAPIPodStatus, for the spec given (or a stand-in) and the prober's results. */
+  apiStatus(uid: string, spec?: Pod, probes?: PodProbeResults): Promise<ApiStatusResult | undefined>;
+  /** The pod's full status as the runtime reports it; undefined when the runtime holds nothing of it. */
+  status(uid: string): Promise<StatusResult | undefined>;
+  /** Kill the pod and remove its containers and sandboxes. Without a grace period each container gets the
+   * one it was started with. */
+  delete(uid: string, gracePeriodSeconds?: number): Promise<DeleteResult>;
+  ready(): Promise<RuntimeReadiness>;
+  /** Resolve which instance's log a request means (kubelet's rules and wording); stream it with read(). */
+  logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
+  /** ExecSync in the pod's running container, output bounded. */
+  exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
+}
+
+const ref = (m: PodRef): PodRef => ({ namespace: m.namespace, name: m.name, uid: m.uid });
+
+/** Run fn against a view of the client that counts its round trips, and report the count. */
+async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): Promise<T & Counted> {
+  const c = countCalls(cri);
+  const r = await fn(c.client);
+  return { ...r, criCalls: c.calls };
+}
+
+export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
+  const lock = o.lock ?? new MemoryPodLock();
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles };
+  const reasons = o.reasons ?? new MemoryReasonCache();
+  // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
+  let runtimeName: Promise<string> | undefined;
+  const nameOf = (c: CriClient) =>
+    (runtimeName ??= c.version({}).then(
+      (v) => v.runtimeName,
+      (e) => {
+        runtimeName = undefined;
+        throw e;
+      },
+    ));
+  /** The full status with termination messages, and the v1 status for `spec`. */
+  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus) => {
+    // Nothing was done: the decision's reads stand, completed for the running containers (3 + running
+    // CRI calls in all for a converged pod). Otherwise the whole status is read again (3 + containers).
+    const [status, name] = await Promise.all([unchanged ? completeRunning(c, unchanged) : getPodStatus(c, spec.metadata, "full"), nameOf(c)]);
+    await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+    const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid) });
+    return { status, apiStatus };
+  };
+
+  return {
+    plan: (pod, probes) =>
+      counted(cri, async (c) => {
+        const status = await getPodStatus(c, pod.metadata);
+        return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
+      }),
+
+    sync: (pod, probes) =>
+      lock.run(pod.metadata.uid, () =>
+        counted(cri, async (c) => {
+          const status = await getPodStatus(c, pod.metadata);
+          const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
+          reasons.update(pod.metadata.uid, r.steps);
+          // What the steps did, read back (as kubelet's next status generation would see it).
+          // A failed read-back does not hide the steps: the status the decision was made from stands in.
+          // A step that lost the runtime (its connection gone or cancelled) says a read-back would fail too.
+          const lost = r.steps.some((st) => st.grpcCode === "UNAVAILABLE" || st.grpcCode === "CANCELLED");
+          const stand = async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown", hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid) }) });
+          const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
+          return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
+        }),
+      ),
+
+    apiStatus: async (uid, spec, probes) => {
+      const r = await counted(cri, async (c) => {
+        const status = await getPodStatus(c, spec?.metadata ?? { uid, name: "", namespace: "" }, "full");
+        if (isEmpty(status)) return { found: undefined };
+        const pod = spec ?? standInPod(refFromStatus(uid, status), status);
+        await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+        const apiStatus = generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(uid) });
+        return { found: { pod: spec ? ref(spec.metadata) : refFromStatus(uid, status), status, apiStatus, specKnown: spec !== undefined } };
+      });
+      return r.found && { ...r.found, criCalls: r.criCalls };
+    },
+
+    status: async (uid) => {
+      const r = await counted(cri, async (c) => ({ status: await getPodStatus(c, { uid, name: "", namespace: "" }, "full") }));
+      if (isEmpty(r.status)) return undefined;
+      return { pod: refFromStatus(uid, r.status), status: r.status, criCalls: r.criCalls };
+    },
+
+    delete: (uid, gracePeriodSeconds) =>
+      lock.run(uid, () =>
+        counted(cri, async (c) => {
+          const status = await getPodStatus(c, { uid, name: "", namespace: "" });
+          const pod = refFromStatus(uid, status);
+          if (isEmpty(status)) return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
+          const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
+          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status);
+          reasons.delete(uid);
+          // The termination-message files go with the pod (kubelet: cleanupOrphanedPodDirs).
+          if (r.ok && o.terminationFiles) await o.terminationFiles.removeAll(podContainerDir(syncOptions.node.rootDir, uid, "").replace(/\/$/, "")).catch(() => undefined);
+          return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
+        }),
+      ),
+
+    ready: () =>
+      counted(cri, async (c) => {
+        const [v, st] = await Promise.all([c.version({}), c.status({})]);
+        const conditions = Object.fromEntries((st.status?.conditions ?? []).map((k) => [k.type, k.status]));
+        // NetworkReady is reported but not required: hostNetwork pods still work without it.
+        return { ok: conditions["RuntimeReady"] === true, runtime: { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, conditions } };
+      }),
+
+    async logs(uid, req) {
+      const files = o.logFiles;
+      if (!files) throw new UnsupportedError("container logs are not readable on this deployment");
+      const status = await getPodStatus(cri, { uid, name: "", namespace: "" }, "full");
+      if (isEmpty(status)) throw new PodNotFoundError(uid);
+      const pod = refFromStatus(uid, status);
+      const container = pickContainer(status, pod.name, req.container, req.defaultContainers);
+      const instance = pickInstance(status, pod.name, container, req.previous === true);
+      const path = (await cri.containerStatus({ containerId: instance.id })).status?.logPath ?? "";
+      // The runtime reports where it writes; read only inside this node's pod log directory.
+      if (!insideDir(path, syncOptions.node.podLogsDir)) throw new ContainerChoiceError("bad-request", `container ${JSON.stringify(container)} in pod ${JSON.stringify(pod.name)} has no log file under the node's pod log directory`);
+      const running = async () => (await cri.containerStatus({ containerId: instance.id }).catch(() => undefined))?.status?.state === ContainerState.CONTAINER_RUNNING;
+      return {
+        pod,
+        container,
+        containerId: instance.id,
+        read: (options, write, follow) => readLogs(files, path, options, write, follow && { ...follow, running }),
+      };
+    },
+
+    exec: (uid, req) =>
+      counted(cri, async (c) => {
+        const status = await getPodStatus(c, { uid, name: "", namespace: "" });
+        if (isEmpty(status)) throw new PodNotFoundError(uid);
+        const pod = refFromStatus(uid, status);
+        const container = pickContainer(status, pod.name, req.container);
+        const r = await execSync(c, runningInstance(status, pod.name, container), req.command, req.timeoutSeconds, req.maxOutputBytes);
+        return { ...r, pod, container };
+      }),
+  };
+}
+
+/** `path` lies inside `dir` once `.` and `..` are resolved. */
+function insideDir(path: string, dir: string): boolean {
+  const norm = (p: string) => {
+    const out: string[] = [];
+    for (const part of p.split("/")) {
+      if (part === "" || part === ".") continue;
+      if (part === "..") out.pop();
+      else out.push(part);
+    }
+    return "/" + out.join("/");
+  };
+  if (!path.startsWith("/")) return false;
+  const d = norm(dir);
+  return norm(path).startsWith(d === "/" ? "/" : d + "/");
+}
+
+const isEmpty = (s: PodStatus) => s.sandboxStatuses.length === 0 && s.containerStatuses.length === 0;
+
+/** Without the spec (DELETE, status), the pod's name and namespace come from its newest sandbox's metadata. */
+function refFromStatus(uid: string, s: PodStatus): PodRef {
+  const meta = s.sandboxStatuses[0]?.metadata;
+  return { uid, name: meta?.name ?? "", namespace: meta?.namespace ?? "" };
+}

@@ -1,0 +1,65 @@
+// The settings Node and Workers share, as one zod shape: the same names, defaults and bounds on both, so a
+// node owner can move between them without relearning. Each entry point adds only what is its own
+// (Node: where to listen and the runtime socket; Workers: the node map and proxy tokens).
+import { z } from "zod";
+import { DEFAULT_ALGORITHMS } from "../auth/verify.js";
+import type { NodeConfig } from "../kuberuntime/node-config.js";
+import { policySettingsShape } from "../auth/policy.js";
+
+export const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
+export const int = (min: number, max: number) => z.coerce.number().int(`must be an integer`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+export const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+const absolute = z.string().startsWith("/", "must be an absolute path");
+
+export const ALGORITHMS = ["EdDSA", "Ed25519", "ES256", "ES384", "RS256", "PS256", "HS256"] as const;
+
+export const commonSettings = {
+  ...policySettingsShape,
+  PODSYNC_JWKS: z.string().optional(),
+  PODSYNC_JWKS_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
+  PODSYNC_ISSUERS: list.optional(),
+  PODSYNC_ALGORITHMS: list.pipe(z.array(z.enum(ALGORITHMS, { error: `allowed: ${ALGORITHMS.join(", ")} (never none)` }))).default(DEFAULT_ALGORITHMS),
+  PODSYNC_MAX_TOKEN_LIFETIME_S: int(1, 86_400).default(300),
+  PODSYNC_CLOCK_SKEW_S: int(0, 600).default(30),
+  PODSYNC_MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  PODSYNC_LOCK_WAIT_MS: int(0, 600_000).default(30_000),
+  PODSYNC_CRI_TIMEOUT_MS: int(100, 600_000).default(10_000),
+  PODSYNC_CRI_PULL_TIMEOUT_MS: int(1000, 3_600_000).default(120_000),
+  PODSYNC_POD_LOGS_DIR: absolute.default("/var/log/pods"),
+  PODSYNC_ROOT_DIR: absolute.default("/var/lib/podsync"),
+  PODSYNC_CGROUP_PARENT: z.string().default(""),
+  PODSYNC_CLUSTER_DNS: list.default([]),
+  PODSYNC_CLUSTER_DOMAIN: z.string().default("cluster.local"),
+  /** `POST /v1/pods/{uid}/exec` is off unless the node owner turns it on. */
+  PODSYNC_ALLOW_EXEC: bool.default(false),
+  /** Each of an exec's stdout and stderr is cut at this many bytes. */
+  PODSYNC_EXEC_MAX_OUTPUT_BYTES: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
+  /** The longest a `logs?follow=true` stream lasts before the server ends it. */
+  PODSYNC_LOG_FOLLOW_MAX_S: int(1, 86_400).default(1800),
+  /** Node memory capacity (bytes) for Burstable oom_score_adj; Node reads the machine's when unset. */
+  PODSYNC_NODE_MEMORY_BYTES: int(1, Number.MAX_SAFE_INTEGER).optional(),
+};
+
+type Common = z.output<z.ZodObject<typeof commonSettings>>;
+
+/** Checks across settings that both entry points share. */
+export function checkCommon(s: Common, ctx: z.RefinementCtx, localKeys: boolean): void {
+  if (s.PODSYNC_ALGORITHMS.includes("HS256") && !localKeys)
+    ctx.addIssue({ code: "custom", path: ["PODSYNC_ALGORITHMS"], message: "HS256 needs a local JWKS holding the shared secret (never from a URL)" });
+}
+
+/** The engine's view of the node, from the shared settings. */
+export function nodeConfigFrom(s: Common, host: { dns: NodeConfig["hostDNS"]; memoryBytes: number }): NodeConfig {
+  return {
+    podLogsDir: s.PODSYNC_POD_LOGS_DIR,
+    rootDir: s.PODSYNC_ROOT_DIR,
+    cgroupParent: s.PODSYNC_CGROUP_PARENT,
+    clusterDNS: s.PODSYNC_CLUSTER_DNS,
+    clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
+    hostDNS: host.dns,
+    memoryCapacity: s.PODSYNC_NODE_MEMORY_BYTES ?? host.memoryBytes,
+  };
+}
+
+/** "PODSYNC_X: reason" lines, one per bad setting. */
+export const formatIssues = (e: z.ZodError) => e.issues.map((i) => `  ${i.path.join(".") || "(settings)"}: ${i.message}`).join("\n");
