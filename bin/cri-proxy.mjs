@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The node-local CRI proxy (TypeScript source run through tsx, no build step).
-import { register } from "tsx/esm/api";
-register();
-await import("../src/proxy/main.ts");
+// The node-local CRI proxy: the compiled dist/proxy/main.js, rebuilt first if src/ changed since the last build.
+import { buildIfStale } from "./build.mjs";
+if (buildIfStale()) await import("../dist/proxy/main.js");
+else process.exitCode = 1;

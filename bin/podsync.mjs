@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The podsync CLI (TypeScript source run through tsx, no build step).
-import { register } from "tsx/esm/api";
-register();
-await import("../src/cli.ts");
+// The podsync CLI: the compiled dist/cli.js, rebuilt first if src/ changed since the last build.
+import { buildIfStale } from "./build.mjs";
+if (buildIfStale()) await import("../dist/cli.js");
+else process.exitCode = 1;

@@ -7,12 +7,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { importJWK, SignJWT, type JWK } from "jose";
-import { parse as parseYaml } from "yaml";
-import { generateSigningKey, type SigningAlg } from "./auth/keys.js";
-import { stringify as toYaml } from "yaml";
-import { podTable } from "./kubectl-print.js";
+import type { JWK } from "jose";
+import type { SigningAlg } from "./auth/keys.js";
 import type { V1Pod } from "./kuberuntime/api-status.js";
+// jose, yaml, ./auth/keys and ./kubectl-print are imported where a command needs them: `--help` and argument
+// errors then answer without loading them (start-up time).
 
 const USAGE = `usage:
   podsync keygen [--out DIR] [--alg EdDSA|ES256] [--iss ISSUER]       write DIR/key.json (private) and DIR/jwks.json (public)
@@ -28,9 +27,10 @@ defaults: --url $PODSYNC_URL or http://127.0.0.1:8080, --key $PODSYNC_KEY or .po
 
 type Opts = Record<string, string | boolean | undefined>;
 
+/** A usage or input error. Thrown, not process.exit: the bottom of this file turns every error into the message
+ * and exit code 2, and pending output is still flushed. */
 function fail(msg: string): never {
-  console.error(`podsync: ${msg}`);
-  process.exit(2);
+  throw new Error(msg);
 }
 
 function loadKey(path: string): JWK & { iss?: string } {
@@ -41,17 +41,19 @@ function loadKey(path: string): JWK & { iss?: string } {
   }
 }
 
-function readPod(path: string): unknown {
+async function readPod(path: string): Promise<unknown> {
   const text = path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8");
+  const yaml = path.endsWith(".json") ? undefined : await import("yaml");
   try {
-    return path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+    return yaml ? yaml.parse(text) : JSON.parse(text);
   } catch (e) {
     return fail(`${path}: ${(e as Error).message}`);
   }
 }
 
-export async function signToken(key: JWK & { iss?: string }, claims: Record<string, unknown>, aud: string, ttlSeconds = 60, iss?: string): Promise<string> {
+async function signToken(key: JWK & { iss?: string }, claims: Record<string, unknown>, aud: string, ttlSeconds: number, iss: string | undefined): Promise<string> {
   if (!key.alg || !key.d) fail("the key file must be a private JWK with alg (from podsync keygen)");
+  const { importJWK, SignJWT } = await import("jose");
   const k = await importJWK(key, key.alg);
   return new SignJWT(claims)
     .setProtectedHeader({ alg: key.alg, ...(key.kid ? { kid: key.kid } : {}), typ: "JWT" })
@@ -143,6 +145,7 @@ async function main(argv: string[]) {
       const alg = String(o["alg"] ?? "EdDSA") as SigningAlg;
       if (alg !== "EdDSA" && alg !== "ES256") fail("--alg must be EdDSA or ES256");
       const dir = String(o["out"] ?? ".");
+      const { generateSigningKey } = await import("./auth/keys.js");
       const k = await generateSigningKey(alg);
       mkdirSync(dir, { recursive: true });
       writeFileSync(join(dir, "key.json"), JSON.stringify({ ...k.privateJwk, ...(iss ? { iss } : {}) }, null, 2) + "\n", { mode: 0o600 });
@@ -155,7 +158,7 @@ async function main(argv: string[]) {
       const aud = o["aud"] as string | undefined;
       if (!aud) fail("sign needs --aud NODE");
       const act = String(o["act"] ?? "sync");
-      console.log(await signToken(loadKey(keyPath), { act, pod: readPod(arg) }, aud, ttl, iss));
+      console.log(await signToken(loadKey(keyPath), { act, pod: await readPod(arg) }, aud, ttl, iss));
       return;
     }
     case "sync":
@@ -163,7 +166,7 @@ async function main(argv: string[]) {
       if (!arg) fail(`${cmd} needs a pod file`);
       const act = cmd === "plan" || o["plan"] ? "plan" : "sync";
       const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
-      const token = await signToken(loadKey(keyPath), { act, pod: readPod(arg) }, aud, ttl, iss);
+      const token = await signToken(loadKey(keyPath), { act, pod: await readPod(arg) }, aud, ttl, iss);
       const r = await fetch(`${url}/v1/pods/${act}`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
       const body = (await r.json()) as Record<string, unknown>;
       if (o["json"]) console.log(JSON.stringify(body, null, 2));
@@ -183,8 +186,8 @@ async function main(argv: string[]) {
         printResult(r.status, body);
         process.exitCode = 1;
       } else if (out === "json") console.log(JSON.stringify(body, null, 2));
-      else if (out === "yaml") process.stdout.write(toYaml(body));
-      else console.log(podTable([body as unknown as V1Pod], Date.now()));
+      else if (out === "yaml") process.stdout.write((await import("yaml")).stringify(body));
+      else console.log((await import("./kubectl-print.js")).podTable([body as unknown as V1Pod], Date.now()));
       return;
     }
     case "status":
@@ -207,4 +210,7 @@ async function main(argv: string[]) {
   }
 }
 
-main(process.argv.slice(2)).catch((e) => fail((e as Error).message));
+main(process.argv.slice(2)).catch((e: unknown) => {
+  console.error(`podsync: ${e instanceof Error ? e.message : String(e)}`);
+  process.exitCode = 2;
+});

@@ -1,8 +1,9 @@
 // The embedded default: the function on Node, on localhost, talking to the node's runtime socket.
 // `npm start` runs this. With no keys configured it makes a dev key on first run and prints how to use it.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { totalmem } from "node:os";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
 import type { JSONWebKeySet } from "jose";
 import { createApp } from "./http/app.js";
@@ -160,8 +161,16 @@ export async function startNode(env: Record<string, string | undefined> = proces
   };
 }
 
-const isMain = process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname);
-if (isMain) {
+// Run as the program (`node dist/node.js`, `npm start`), not imported (tests, bench). Node resolves the main
+// module's symlinks, so compare real paths; fileURLToPath also decodes %20 and the like.
+function isMain(): boolean {
+  try {
+    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+}
+if (isMain()) {
   startNode().then(
     (r) => {
       const stop = () => void r.close().then(() => process.exit(0));

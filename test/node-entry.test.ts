@@ -1,4 +1,5 @@
-// `npm start`'s entry as a user runs it: a separate process, settings from the environment.
+// `npm start`'s entry as a user runs it (the build, which test/support/build.ts brings up to date): a separate
+// process, settings from the environment.
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,14 +7,14 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/node.ts"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["dist/node.js"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   child.stderr.on("data", (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number>((r) => child.once("exit", (c) => r(c ?? -1)));
   return { child, exited, stderr: () => err };
 }
 
-describe("src/node.ts (npm start)", () => {
+describe("dist/node.js (npm start)", () => {
   it("serves on localhost, makes a dev key on first run and says how to use it; stops on SIGTERM", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-start-"));
     const p = start({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock" });
