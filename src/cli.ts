@@ -4,6 +4,8 @@
 //   podsync sync POD.yaml [--url URL] [--key KEY.json] [--aud NODE] [--plan] [--json]
 //   podsync get UID [-o json|yaml]    (kubectl's NAME READY STATUS RESTARTS AGE)
 //   podsync status UID | delete UID  [--url URL] [--key KEY.json] [--aud NODE] [--json]
+//   podsync logs UID [-c NAME] [-f] [--tail N] [--previous] [--timestamps] [--since 10m]
+//   podsync exec UID [-c NAME] [--timeout S] -- CMD ARGS...
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -22,6 +24,10 @@ const USAGE = `usage:
   podsync get UID [-o json|yaml] [--url URL] [--key KEY.json] [--aud NODE]
                                                                      the pod as kubectl get pods shows it, or the v1.Pod
   podsync status UID | podsync delete UID [--url URL] [--key KEY.json] [--aud NODE] [--json]
+  podsync logs UID [-c NAME] [-f] [--tail N] [--previous] [--timestamps] [--since 10s|5m|1h]
+                                                                     the container's log, like kubectl logs
+  podsync exec UID [-c NAME] [--timeout SECONDS] -- CMD [ARGS...]     run a command in the container (the node owner
+                                                                     must allow exec); exits with its exit code
 defaults: --url $PODSYNC_URL or http://127.0.0.1:8080, --key $PODSYNC_KEY or .podsync/dev-key.json,
           --aud the node name the server reports on /healthz, --iss the key file's "iss" or "podsync-dev"`;
 
@@ -126,6 +132,13 @@ async function main(argv: string[]) {
       plan: { type: "boolean" },
       json: { type: "boolean" },
       output: { type: "string", short: "o" },
+      container: { type: "string", short: "c" },
+      follow: { type: "boolean", short: "f" },
+      tail: { type: "string" },
+      previous: { type: "boolean", short: "p" },
+      timestamps: { type: "boolean" },
+      since: { type: "string" },
+      timeout: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -205,9 +218,64 @@ async function main(argv: string[]) {
       process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
       return;
     }
+    case "logs": {
+      if (!arg) fail("logs needs a pod uid");
+      const q = new URLSearchParams();
+      if (o["container"]) q.set("container", String(o["container"]));
+      if (o["follow"]) q.set("follow", "true");
+      if (o["previous"]) q.set("previous", "true");
+      if (o["timestamps"]) q.set("timestamps", "true");
+      if (o["tail"] !== undefined) q.set("tailLines", String(o["tail"]));
+      if (o["since"] !== undefined) q.set("sinceSeconds", String(sinceSeconds(String(o["since"]))));
+      const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
+      const token = await signToken(loadKey(keyPath), { act: "logs", uid: arg }, aud, ttl, iss);
+      const r = await fetch(`${url}/v1/pods/${encodeURIComponent(arg)}/logs?${q}`, { headers: { authorization: `Bearer ${token}` } });
+      if (!r.ok) {
+        printResult(r.status, (await r.json()) as Record<string, unknown>);
+        process.exitCode = 1;
+        return;
+      }
+      // Streamed as it comes (follow), with the terminal's own backpressure.
+      for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) if (!process.stdout.write(chunk)) await new Promise((res) => process.stdout.once("drain", res));
+      return;
+    }
+    case "exec": {
+      if (!arg) fail("exec needs a pod uid");
+      const command = positionals.slice(2);
+      if (command.length === 0) fail("exec needs a command after --, e.g. podsync exec UID -- ls /");
+      const timeoutSeconds = o["timeout"] === undefined ? undefined : Number(o["timeout"]);
+      if (timeoutSeconds !== undefined && !(Number.isInteger(timeoutSeconds) && timeoutSeconds > 0)) fail("--timeout must be a whole number of seconds");
+      const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
+      // The token binds this exact argv: it is the whole request.
+      const claims = { act: "exec", uid: arg, command, ...(o["container"] ? { container: String(o["container"]) } : {}), ...(timeoutSeconds ? { timeoutSeconds } : {}) };
+      const token = await signToken(loadKey(keyPath), claims, aud, ttl, iss);
+      const r = await fetch(`${url}/v1/pods/${encodeURIComponent(arg)}/exec`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+      const body = (await r.json()) as Record<string, unknown>;
+      if (!r.ok) {
+        printResult(r.status, body);
+        process.exitCode = 1;
+        return;
+      }
+      type Out = { data: string; encoding: string; truncated: boolean; bytes: number };
+      const write = (stream: NodeJS.WriteStream, out: Out, name: string) => {
+        stream.write(out.encoding === "base64" ? Buffer.from(out.data, "base64") : out.data);
+        if (out.truncated) console.error(`podsync: ${name} cut at ${Buffer.byteLength(out.data, out.encoding === "base64" ? "base64" : "utf8")} of ${out.bytes} bytes`);
+      };
+      write(process.stdout, body["stdout"] as Out, "stdout");
+      write(process.stderr, body["stderr"] as Out, "stderr");
+      process.exitCode = Number(body["exitCode"]);
+      return;
+    }
     default:
       fail(`unknown command "${cmd}"\n${USAGE}`);
   }
+}
+
+/** kubectl's --since: a duration such as 30s, 5m, 2h (whole seconds). */
+function sinceSeconds(v: string): number {
+  const m = /^(\d+)(s|m|h)?$/.exec(v);
+  if (!m) return fail("--since must be a duration such as 30s, 5m or 2h");
+  return Math.max(1, Number(m[1]) * { s: 1, m: 60, h: 3600 }[(m[2] ?? "s") as "s"]);
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {

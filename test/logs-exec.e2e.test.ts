@@ -1,6 +1,7 @@
 // logs and exec through the real HTTP server on a REAL containerd: the CRI log files containerd writes,
 // read with kubectl's parameters; ExecSync into a running container with the output bounded.
-import { mkdtempSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -9,7 +10,8 @@ import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { nodeLogFiles } from "../src/host/log-files.js";
-import { Harness } from "./support/http.js";
+import { exportJWK } from "jose";
+import { Harness, ISSUER } from "./support/http.js";
 import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
@@ -70,7 +72,7 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
   });
 
   it("whole, tailLines, timestamps, sinceTime, limitBytes; stdout and stderr both; text/plain", async () => {
-    const p = podInput("talker", ["sh", "-c", "echo out1; echo err1 >&2; echo out2; sleep 0.5; echo out3; exec sleep 3600"]);
+    const p = podInput("talker", ["sh", "-c", "echo out1; echo err1 >&2; sleep 0.3; echo out2; sleep 0.5; echo out3; exec sleep 3600"]);
     await sync(p);
     const id = p.metadata.uid;
     const all = await until("out3 in the log", async () => {
@@ -179,5 +181,22 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
     expect((await exec(id, { command: ["ls"], timeoutSeconds: 1e9 })).status).toBe(400);
     expect((await exec(id, { command: ["ls"], container: "nope" })).status).toBe(404);
     expect(await exec(id, { command: ["ls"] }, noExec)).toMatchObject({ status: 403, body: { type: "urn:podsync:problem:exec-disabled" } });
+  });
+
+  it("the CLI: podsync logs (tail) and podsync exec (output, and its exit code as the CLI's)", async () => {
+    const p = podInput("cli", ["sh", "-c", "echo first; echo last; exec sleep 3600"]);
+    await sync(p);
+    const id = p.metadata.uid;
+    await until("the log", async () => String((await logs(id)).body).includes("last"));
+    const key = h.keys[0]!;
+    const keyFile = join(mkdtempSync(join(tmpdir(), "podsync-cli-key-")), "key.json");
+    writeFileSync(keyFile, JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }));
+    const cli = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
+        execFile(process.execPath, ["bin/podsync.mjs", "--url", h.url, "--key", keyFile, ...args], (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+      );
+    expect(await cli("logs", id, "--tail", "1")).toMatchObject({ code: 0, stdout: "last\n" });
+    expect(await cli("exec", id, "--", "sh", "-c", "echo hi; echo err >&2; exit 4")).toMatchObject({ code: 4, stdout: "hi\n", stderr: "err\n" });
+    expect((await cli("logs", id, "-c", "nope")).code).toBe(1);
   });
 });
