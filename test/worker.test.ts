@@ -1,6 +1,9 @@
 // The Worker in the real Workers runtime (workerd, started by wrangler), calling cri-proxy over gRPC-Web:
 // one node backed by the in-process runtime, one by the REAL containerd. Replay protection and per-pod
 // serialisation run in Durable Objects.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { unstable_startWorker } from "wrangler";
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
@@ -22,6 +25,7 @@ const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
 const skipE2E = inject("skipE2E");
 const TOKEN = "worker-to-proxy-token";
+const LOGS_DIR = mkdtempSync(join(tmpdir(), "podsync-worker-logs-"));
 
 let fake: FakeServer;
 let fakeProxy: RunningProxy;
@@ -34,7 +38,8 @@ let signer: Harness;
 beforeAll(async () => {
   fake = await startFakeCri();
   fakeProxy = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
-  if (endpoint) realProxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
+  // The real node's proxy also serves its pod logs and allows ExecSync (logs and exec through the Worker).
+  if (endpoint) realProxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined, podLogsDir: LOGS_DIR, allow: ["ExecSync"] });
   key = await makeKey("EdDSA", "w-1");
   signer = new Harness([key], undefined as never);
   const nodes: Record<string, { url: string; aliases?: string[] }> = { "fake-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}`, aliases: ["fake-alias"] } };
@@ -49,6 +54,8 @@ beforeAll(async () => {
       PODSYNC_CRI_TIMEOUT_MS: { type: "plain_text", value: "30000" },
       // The test pods use hostNetwork (traffic stays on loopback), which baseline refuses.
       PODSYNC_POLICY: { type: "plain_text", value: "privileged" },
+      PODSYNC_POD_LOGS_DIR: { type: "plain_text", value: LOGS_DIR },
+      PODSYNC_ALLOW_EXEC: { type: "plain_text", value: "true" },
     },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
   });
@@ -127,6 +134,20 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
       expect(status.sandboxStatuses[0]!.state).toBe(api.PodSandboxState.SANDBOX_READY);
       expect(status.containerStatuses).toMatchObject([{ name: "main", state: "running" }]);
       expect((await post("real-node", "sync", p)).body.steps).toEqual([]);
+      // Exec goes through the proxy's ExecSync; logs through its log endpoint.
+      const execToken = await signer.sign({ act: "exec", uid: id, command: ["sh", "-c", "echo hi; echo to-the-log > /proc/1/fd/1"] }, { aud: "real-node" });
+      const ex = await fetch(new URL(`/nodes/real-node/v1/pods/${id}/exec`, base), { method: "POST", headers: { "content-type": "application/jose" }, body: execToken });
+      expect(ex.status).toBe(200);
+      expect(await ex.json()).toMatchObject({ exitCode: 0, stdout: { data: "hi\n" } });
+      const logsOf = async (query: string) => {
+        const t = await signer.sign({ act: "logs", uid: id }, { aud: "real-node" });
+        const res = await fetch(new URL(`/nodes/real-node/v1/pods/${id}/logs${query}`, base), { headers: { authorization: `Bearer ${t}` } });
+        return { status: res.status, text: await res.text() };
+      };
+      let log = await logsOf("?tailLines=1");
+      for (const end = Date.now() + 10_000; !log.text.includes("to-the-log") && Date.now() < end; await new Promise((r) => setTimeout(r, 100))) log = await logsOf("?tailLines=1");
+      expect(log).toEqual({ status: 200, text: "to-the-log\n" });
+      expect((await logsOf("?container=nope")).status).toBe(404);
       await createPodRuntime(cri).delete(id, 2);
     } finally {
       cri.close();

@@ -6,6 +6,7 @@ import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageSh
 import { CriError, GrpcCode } from "./errors.js";
 import { clampTimeoutMs } from "./deadline.js";
 import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
+import { channelOptionsFor, normaliseEndpoint } from "./channel.js";
 
 export interface GrpcTransportOptions {
   /** `unix:///path.sock`, `/path.sock`, or `host:port`. */
@@ -20,11 +21,6 @@ export interface GrpcTransportOptions {
   maxMessageBytes?: number;
 }
 
-export function normaliseEndpoint(endpoint: string): string {
-  if (endpoint.startsWith("unix://")) return endpoint.startsWith("unix:///") ? endpoint : `unix://${endpoint.slice(7)}`;
-  if (endpoint.startsWith("/")) return `unix://${endpoint}`;
-  return endpoint.replace(/^(tcp|grpc|dns):\/\//, "");
-}
 
 export class GrpcTransport implements UnaryTransport {
   private readonly client: grpc.Client;
@@ -42,18 +38,7 @@ export class GrpcTransport implements UnaryTransport {
           tls.cert ? readFileSync(tls.cert) : null,
         )
       : grpc.credentials.createInsecure();
-    const max = options.maxMessageBytes ?? 16 * 1024 * 1024;
-    const channelOptions: grpc.ChannelOptions = {
-      "grpc.max_receive_message_length": max,
-      "grpc.max_send_message_length": max,
-      // Fail fast when the runtime is down instead of queueing calls until their deadline.
-      "grpc.enable_retries": 0,
-      "grpc.initial_reconnect_backoff_ms": 100,
-      "grpc.max_reconnect_backoff_ms": 1000,
-      // A client owns its connection: grpc-js otherwise shares subchannels between clients of one target, and a
-      // fresh client (after the runtime restarted) would inherit another's reconnect back-off and fail fast.
-      "grpc.use_local_subchannel_pool": 1,
-    };
+    const channelOptions: grpc.ChannelOptions = channelOptionsFor(options.maxMessageBytes ?? 16 * 1024 * 1024);
     if (tls?.serverName) channelOptions["grpc.ssl_target_name_override"] = tls.serverName;
     this.client = new grpc.Client(normaliseEndpoint(options.endpoint), creds, channelOptions);
     this.metadata = new grpc.Metadata();

@@ -9,12 +9,11 @@ import { timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { ImageService, RuntimeService } from "../gen/runtime/v1/api_pb.js";
 import { ENGINE_METHOD_PATHS } from "../cri/client.js";
-import { normaliseEndpoint } from "../cri/grpc-transport.js";
+import { channelOptionsFor, normaliseEndpoint } from "../cri/channel.js";
 import { GrpcCode, grpcCodeName } from "../cri/errors.js";
-import { decodeFrames, encodeFrame } from "../cri/grpc-web-transport.js";
+import { decodeFrames, encodeFrame } from "../cri/grpc-web-protocol.js";
+import { LOGS_PREFIX, serveLogFiles } from "./log-files-endpoint.js";
 
-/** Refused unless named in `allow`: they open streams into containers or change the runtime. */
-export const DANGEROUS_METHODS = ["Exec", "Attach", "PortForward", "UpdateRuntimeConfig", "ExecSync"];
 
 export interface ProxyOptions {
   /** The runtime's socket (`unix:///run/containerd/containerd.sock`). */
@@ -33,6 +32,8 @@ export interface ProxyOptions {
   /** The longest deadline a call may have (ms); callers without a deadline get this. */
   maxDeadlineMs?: number;
   maxMessageBytes?: number;
+  /** Serve container log files under this directory (the node's pod log dir) at /podsync/v1/logs/. */
+  podLogsDir?: string | undefined;
   log?: (rec: Record<string, unknown>) => void;
 }
 
@@ -81,13 +82,7 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
   const maxDeadline = o.maxDeadlineMs ?? 120_000;
   const maxMsg = o.maxMessageBytes ?? 16 * 1024 * 1024;
   const log = o.log ?? ((r) => console.log(JSON.stringify(r)));
-  const upstream = new grpc.Client(normaliseEndpoint(o.upstream), grpc.credentials.createInsecure(), {
-    "grpc.max_receive_message_length": maxMsg,
-    "grpc.max_send_message_length": maxMsg,
-    "grpc.enable_retries": 0,
-    "grpc.initial_reconnect_backoff_ms": 100,
-    "grpc.max_reconnect_backoff_ms": 1000,
-  });
+  const upstream = new grpc.Client(normaliseEndpoint(o.upstream), grpc.credentials.createInsecure(), channelOptionsFor(maxMsg));
   let inFlight = 0;
   let draining = false;
   let drained: (() => void) | undefined;
@@ -174,6 +169,18 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
 
   async function serveGrpcWeb(req: IncomingMessage, res: ServerResponse) {
     const path = (req.url ?? "").split("?")[0]!;
+    if (path.startsWith(LOGS_PREFIX)) {
+      // The same gate as a CRI call (the TLS layer already checked a client certificate), before anything is read.
+      if (draining) return void res.writeHead(503, { "content-type": "application/json" }).end('{"error":"cri-proxy is shutting down"}');
+      if (!tokenOk(o.token, req.headers.authorization)) return void res.writeHead(401, { "content-type": "application/json" }).end('{"error":"missing or wrong bearer token"}');
+      if (!o.podLogsDir) return void res.writeHead(404, { "content-type": "application/json" }).end('{"error":"this cri-proxy serves no logs (start it with --pod-logs-dir)"}');
+      const t0 = performance.now();
+      await serveLogFiles(req, res, o.podLogsDir).catch(() => {
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end('{"error":"log read failed"}');
+      });
+      log({ time: new Date().toISOString(), front: "logs", method: path, peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`, status: res.statusCode, durationMs: Math.round((performance.now() - t0) * 100) / 100 });
+      return;
+    }
     if (req.method !== "POST" || !/^application\/grpc-web(\+proto)?$/.test((req.headers["content-type"] ?? "").split(";")[0]!.trim())) {
       res.writeHead(415, { "content-type": "text/plain" }).end("cri-proxy serves gRPC-Web: POST application/grpc-web+proto\n");
       return;

@@ -8,6 +8,7 @@ import { startProxy, splitHostPort } from "./cri-proxy.js";
 const USAGE = `usage: cri-proxy --runtime ENDPOINT [--listen HOST:PORT] [--grpc-web-listen HOST:PORT]
                  [--token-file FILE | $CRI_PROXY_TOKEN] [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
                  [--allow Method,...] [--max-concurrent N] [--max-deadline-ms MS] [--max-message-bytes N]
+                 [--pod-logs-dir DIR]   (serve container logs under DIR to authenticated gRPC-Web callers)
                  [--insecure-no-auth]   (only for loopback addresses)`;
 
 const isLoopback = (addr: string) => /^(127\.|\[?::1\]?$|localhost$)/.test(splitHostPort(addr)[0]);
@@ -26,6 +27,7 @@ async function main() {
       "max-concurrent": { type: "string" },
       "max-deadline-ms": { type: "string" },
       "max-message-bytes": { type: "string" },
+      "pod-logs-dir": { type: "string" },
       "insecure-no-auth": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -53,6 +55,7 @@ async function main() {
     maxConcurrent: num(v["max-concurrent"]),
     maxDeadlineMs: num(v["max-deadline-ms"]),
     maxMessageBytes: num(v["max-message-bytes"]),
+    podLogsDir: v["pod-logs-dir"],
   });
   console.error(`cri-proxy: forwarding to ${v.runtime}` + (p.grpcPort ? `; gRPC on ${v.listen!.replace(/:\d+$/, `:${p.grpcPort}`)}` : "") + (p.grpcWebPort ? `; gRPC-Web on ${v["grpc-web-listen"]!.replace(/:\d+$/, `:${p.grpcWebPort}`)}` : "") + (tls ? (tls.clientCa ? " (mutual TLS)" : " (TLS)") : "") + (token ? " (bearer token)" : ""));
   const stop = () => {
