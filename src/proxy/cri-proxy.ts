@@ -32,6 +32,8 @@ export interface ProxyOptions {
   /** The longest deadline a call may have (ms); callers without a deadline get this. */
   maxDeadlineMs?: number;
   maxMessageBytes?: number;
+  /** Open connections served at once on the gRPC-Web port (more are closed at once). */
+  maxConnections?: number | undefined;
   /** Serve container log files under this directory (the node's pod log dir) at /podsync/v1/logs/. */
   podLogsDir?: string | undefined;
   log?: (rec: Record<string, unknown>) => void;
@@ -148,10 +150,21 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
   let web: HttpServer | undefined;
   let grpcWebPort: number | undefined;
   if (o.grpcWebListen) {
-    const handler = (req: IncomingMessage, res: ServerResponse) => void serveGrpcWeb(req, res);
+    // A client that aborts, resets or sends a truncated body ends its own call as cancelled; it never reaches the
+    // process as an unhandled rejection.
+    const handler = (req: IncomingMessage, res: ServerResponse) =>
+      void serveGrpcWeb(req, res).catch((e: unknown) => {
+        log({ time: new Date().toISOString(), front: "grpc-web", method: (req.url ?? "").split("?")[0], code: "CANCELLED", error: `client stream: ${(e as Error)?.message ?? e}` });
+        if (!res.headersSent && !res.destroyed) trailersOnly(res, GrpcCode.CANCELLED, "the request stream failed");
+        else res.destroy();
+      });
     web = o.tls
       ? createHttpsServer({ cert: o.tls.cert, key: o.tls.key, ...(o.tls.clientCa ? { ca: o.tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}) }, handler)
       : createHttpServer(handler);
+    // Bounds on what a connection may hold: headers and body must arrive in time, and connections are capped.
+    web.headersTimeout = 10_000;
+    web.requestTimeout = 30_000;
+    web.maxConnections = o.maxConnections ?? 1024;
     const [host, port] = splitHostPort(o.grpcWebListen);
     grpcWebPort = await new Promise<number>((res, rej) => {
       web!.once("error", rej);
@@ -185,6 +198,15 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
       res.writeHead(415, { "content-type": "text/plain" }).end("cri-proxy serves gRPC-Web: POST application/grpc-web+proto\n");
       return;
     }
+    // Auth, limits and the method check come from the headers, before one byte of body is read or buffered.
+    const refuse = (code: number, details: string) => {
+      res.setHeader("connection", "close");
+      trailersOnly(res, code, details);
+      log({ time: new Date().toISOString(), front: "grpc-web", method: path, peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`, code: grpcCodeName(code), durationMs: 0, bytesIn: 0, bytesOut: 0 });
+    };
+    if (!tokenOk(o.token, req.headers.authorization)) return refuse(GrpcCode.UNAUTHENTICATED, "missing or wrong bearer token");
+    if (Number(req.headers["content-length"] ?? 0) > maxMsg + 5) return refuse(GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
+    if (!allowed.get(path)) return refuse(allowed.has(path) ? GrpcCode.PERMISSION_DENIED : GrpcCode.UNIMPLEMENTED, allowed.has(path) ? `${path} is not allowed by cri-proxy (enable it with --allow)` : `unknown or streaming method ${path}`);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req) {

@@ -8,7 +8,7 @@ import { startProxy, splitHostPort } from "./cri-proxy.js";
 const USAGE = `usage: cri-proxy --runtime ENDPOINT [--listen HOST:PORT] [--grpc-web-listen HOST:PORT]
                  [--token-file FILE | $CRI_PROXY_TOKEN] [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
                  [--allow Method,...] [--max-concurrent N] [--max-deadline-ms MS] [--max-message-bytes N]
-                 [--pod-logs-dir DIR]   (serve container logs under DIR to authenticated gRPC-Web callers)
+                 [--max-connections N] [--pod-logs-dir DIR]   (serve container logs under DIR to authenticated gRPC-Web callers)
                  [--insecure-no-auth]   (only for loopback addresses)`;
 
 const isLoopback = (addr: string) => /^(127\.|\[?::1\]?$|localhost$)/.test(splitHostPort(addr)[0]);
@@ -27,6 +27,7 @@ async function main() {
       "max-concurrent": { type: "string" },
       "max-deadline-ms": { type: "string" },
       "max-message-bytes": { type: "string" },
+      "max-connections": { type: "string" },
       "pod-logs-dir": { type: "string" },
       "insecure-no-auth": { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -38,13 +39,21 @@ async function main() {
     process.exit(2);
   };
   if (!v.listen && !v["grpc-web-listen"]) fail("give --listen and/or --grpc-web-listen");
+  for (const flag of ["listen", "grpc-web-listen"] as const) if (v[flag] !== undefined && !/^\[?[^\]]*\]?:\d{1,5}$/.test(v[flag]!)) fail(`--${flag}: must be host:port (got ${JSON.stringify(v[flag])})`);
   const token = v["token-file"] ? readFileSync(v["token-file"], "utf8").trim() : process.env["CRI_PROXY_TOKEN"];
   if (Boolean(v["tls-cert"]) !== Boolean(v["tls-key"])) fail("--tls-cert and --tls-key go together");
   const tls = v["tls-cert"] ? { cert: readFileSync(v["tls-cert"], "utf8"), key: readFileSync(v["tls-key"]!, "utf8"), clientCa: v["client-ca"] ? readFileSync(v["client-ca"], "utf8") : undefined } : undefined;
   const open = [v.listen, v["grpc-web-listen"]].filter((a): a is string => Boolean(a));
   if (!token && !tls?.clientCa && !(v["insecure-no-auth"] && open.every(isLoopback)))
     fail("refusing to serve CRI without authentication: set a token (--token-file or CRI_PROXY_TOKEN) or mutual TLS (--client-ca); --insecure-no-auth works on loopback only");
-  const num = (s: string | undefined) => (s === undefined ? undefined : Number(s));
+  // A limit that does not parse is a start-up error naming the flag, never a limit that is silently off.
+  const num = (flag: string, min: number, max: number): number | undefined => {
+    const s = v[flag as keyof typeof v] as string | undefined;
+    if (s === undefined) return undefined;
+    const n = /^\d+$/.test(s) ? Number(s) : NaN;
+    if (!(Number.isSafeInteger(n) && n >= min && n <= max)) fail(`--${flag}: must be an integer from ${min} to ${max} (got ${JSON.stringify(s)})`);
+    return n;
+  };
   const p = await startProxy({
     upstream: v.runtime!,
     grpcListen: v.listen,
@@ -52,9 +61,10 @@ async function main() {
     token,
     tls,
     allow: v.allow ? v.allow.split(",").map((s) => s.trim()) : [],
-    maxConcurrent: num(v["max-concurrent"]),
-    maxDeadlineMs: num(v["max-deadline-ms"]),
-    maxMessageBytes: num(v["max-message-bytes"]),
+    maxConcurrent: num("max-concurrent", 1, 100_000),
+    maxDeadlineMs: num("max-deadline-ms", 1, 3_600_000),
+    maxMessageBytes: num("max-message-bytes", 1024, 256 * 1024 * 1024),
+    maxConnections: num("max-connections", 1, 100_000),
     podLogsDir: v["pod-logs-dir"],
   });
   console.error(`cri-proxy: forwarding to ${v.runtime}` + (p.grpcPort ? `; gRPC on ${v.listen!.replace(/:\d+$/, `:${p.grpcPort}`)}` : "") + (p.grpcWebPort ? `; gRPC-Web on ${v["grpc-web-listen"]!.replace(/:\d+$/, `:${p.grpcWebPort}`)}` : "") + (tls ? (tls.clientCa ? " (mutual TLS)" : " (TLS)") : "") + (token ? " (bearer token)" : ""));
@@ -62,6 +72,8 @@ async function main() {
     console.error("cri-proxy: draining in-flight calls");
     void p.shutdown().then(() => process.exit(0));
   };
+  // Last line of defence: an error in one request's handling is logged (no body, no token) and the proxy serves on.
+  process.on("unhandledRejection", (e) => console.error(JSON.stringify({ time: new Date().toISOString(), error: `unhandled: ${(e as Error)?.message ?? String(e)}` })));
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
 }
