@@ -1,0 +1,67 @@
+// The node's desired state: the engine's port to the store that says what should run (the runtime says what
+// does). The node agent's loop reconciles every pod in it; requests change it. Implementations sit outside
+// the engine: files under the state dir on Node (one manifest per pod, like kubelet's static-pod directory),
+// the node's Durable Object on Workers, memory in tests.
+//
+// The store is trusted local state: the loop acts on it after the tokens that put pods there have expired,
+// as kubelet acts on its manifest directory.
+import type { Pod } from "../pod/schema.js";
+
+/** Who put a pod in the desired state, for audit (from the verified token). */
+export interface DesiredAudit {
+  iss: string;
+  kid?: string | undefined;
+  jti?: string | undefined;
+  /** The token's iat (seconds): a per-pod sync with an older iat is a rollback and is refused. */
+  iat: number;
+}
+
+export interface DesiredPod {
+  pod: Pod;
+  audit: DesiredAudit;
+  /** When it was stored (ms since the epoch). */
+  storedAt: number;
+}
+
+export interface DesiredState {
+  /** Every desired pod (order unspecified). */
+  list(): Promise<DesiredPod[]>;
+  get(uid: string): Promise<DesiredPod | undefined>;
+  /** Store one pod (durably, before anything acts on it). */
+  put(entry: DesiredPod): Promise<void>;
+  /** Forget one pod; false when it was not there. */
+  remove(uid: string): Promise<boolean>;
+  /** The node-wide set's generation (0 before any PUT /v1/node/pods). */
+  generation(): Promise<number>;
+  /** Replace the whole set at `generation` (durably): returns the uids that were dropped. */
+  replace(generation: number, entries: DesiredPod[]): Promise<{ removed: string[] }>;
+}
+
+/** In memory: tests, and deployments that choose not to keep state. */
+export class MemoryDesiredState implements DesiredState {
+  private readonly pods = new Map<string, DesiredPod>();
+  private gen = 0;
+  async list() {
+    return [...this.pods.values()];
+  }
+  async get(uid: string) {
+    return this.pods.get(uid);
+  }
+  async put(entry: DesiredPod) {
+    this.pods.set(entry.pod.metadata.uid, entry);
+  }
+  async remove(uid: string) {
+    return this.pods.delete(uid);
+  }
+  async generation() {
+    return this.gen;
+  }
+  async replace(generation: number, entries: DesiredPod[]) {
+    const keep = new Set(entries.map((e) => e.pod.metadata.uid));
+    const removed = [...this.pods.keys()].filter((uid) => !keep.has(uid));
+    this.pods.clear();
+    for (const e of entries) this.pods.set(e.pod.metadata.uid, e);
+    this.gen = generation;
+    return { removed };
+  }
+}
