@@ -18,6 +18,9 @@ export interface DesiredAudit {
 
 export interface DesiredPod {
   pod: Pod;
+  /** The ConfigMaps and Secrets signed together with the pod (its volumes and env refer to them). How secret
+   * data is kept at rest is the store's business and is documented with it. */
+  objects?: { configMaps?: unknown[]; secrets?: unknown[] } | undefined;
   audit: DesiredAudit;
   /** When it was stored (ms since the epoch). */
   storedAt: number;
