@@ -3,7 +3,7 @@
 // errors and warnings), which would carry them into the problem detail and the request log. So a refusal
 // says only where (line and column) and a generic reason. YAML warnings (an unknown tag, whose value would
 // otherwise be dropped or changed) are refusals too, never lines on stderr.
-import { LineCounter, parseDocument, type YAMLError } from "yaml";
+import { LineCounter, parseAllDocuments, parseDocument, type YAMLError } from "yaml";
 import { ProblemError } from "./problems.js";
 
 /** 1-based line and column of a character offset. */
@@ -52,6 +52,29 @@ export function parseYamlBody(text: string): unknown {
   if (first) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(first, lc)}${doc.errors.length ? "" : " (a warning: podsync refuses rather than guess)"}`);
   try {
     return doc.toJS({ maxAliasCount: 100 });
+  } catch {
+    throw new ProblemError("bad-yaml", "the body is not valid YAML: its aliases cannot be resolved within the limits (at most 100)");
+  }
+}
+
+/** A YAML stream (`---` separated documents, as `kubectl apply -f` and `podman kube play` take them), each
+ * document held to parseYamlBody's rules. */
+export function parseYamlDocuments(text: string): unknown[] {
+  const lc = new LineCounter();
+  const docs = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, logLevel: "error", uniqueKeys: true });
+  // A stream with no documents parses to an EmptyStream (its errors, if any, are reported the same way).
+  if (!Array.isArray(docs)) {
+    const e = (docs as { errors?: YAMLError[] }).errors?.[0];
+    if (e) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(e, lc)}`);
+    return [];
+  }
+  const list = docs;
+  for (const doc of list) {
+    const first = doc.errors[0] ?? doc.warnings[0];
+    if (first) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(first, lc)}${doc.errors.length ? "" : " (a warning: podsync refuses rather than guess)"}`);
+  }
+  try {
+    return list.map((doc) => doc.toJS({ maxAliasCount: 100 }) as unknown);
   } catch {
     throw new ProblemError("bad-yaml", "the body is not valid YAML: its aliases cannot be resolved within the limits (at most 100)");
   }

@@ -4,9 +4,10 @@
 //      `body_sha256` claim is the base64url SHA-256 of the exact body bytes.
 // Either way every byte acted on is signed, and the token's `act` must name the route.
 import { MAX_GRACE_PERIOD_SECONDS, type Pod } from "../pod/schema.js";
-import { validatePod } from "../pod/validate.js";
+import { bundleFromDocuments, bundleFromPayload } from "../pod/bundle.js";
+import type { PodObjects } from "../pod/objects.js";
 import { ProblemError } from "./problems.js";
-import { parseJsonBody, parseYamlBody } from "./parse-body.js";
+import { parseJsonBody, parseYamlDocuments } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 
 export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec";
@@ -68,7 +69,7 @@ function text(body: Uint8Array): string {
 }
 
 const parseJson = (body: Uint8Array) => parseJsonBody(text(body));
-const parseYaml = (body: Uint8Array) => parseYamlBody(text(body));
+const parseYaml = (body: Uint8Array) => parseYamlDocuments(text(body));
 
 async function sha256b64url(body: Uint8Array): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", body as Uint8Array<ArrayBuffer>));
@@ -88,6 +89,8 @@ function bodyCheck(payload: Record<string, unknown>, digest: string): AuthError 
 
 export interface SignedPod {
   pod: Pod;
+  /** The ConfigMaps and Secrets signed with the pod (validated, every reference resolved). */
+  objects: PodObjects;
   token: VerifiedToken;
 }
 
@@ -104,7 +107,9 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
     // token that the genuine request carries.
     const digest = await sha256b64url(body);
     const token = await verifier.verify(header, { check: (p) => actCheck(act)(p) ?? bodyCheck(p, digest) });
-    return { pod: validatePod(JSON_TYPES.has(type) ? parseJson(body) : parseYaml(body)), token };
+    // The body: one pod, a v1.List of a pod and its objects, or (YAML) a stream of such documents.
+    const bundle = bundleFromDocuments(JSON_TYPES.has(type) ? [parseJson(body)] : parseYaml(body));
+    return { ...bundle, token };
   }
   let compact: string;
   if (JOSE_TYPES.has(type)) compact = text(body);
@@ -121,7 +126,7 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
   const token = await verifier.verify(compact, { check: actCheck(act) });
   const pod = token.payload["pod"];
   if (typeof pod !== "object" || pod === null) throw new ProblemError("bad-request", 'the signed payload has no "pod" object');
-  return { pod: validatePod(pod, "pod"), token };
+  return { ...bundleFromPayload(token.payload), token };
 }
 
 /** DELETE and GET status: `Authorization: Bearer <compact JWS>` with `act` and the pod `uid` (a status

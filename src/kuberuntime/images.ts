@@ -26,7 +26,7 @@ export function pullCredentials(image: string, secrets: readonly PullSecret[] | 
   const registry = imageRegistry(image);
   const out: MessageInitShape<typeof AuthConfigSchema>[] = [];
   for (const s of secrets ?? []) {
-    for (const [key, a] of Object.entries(s.auths)) {
+    for (const [key, a] of Object.entries(s.auths ?? {})) {
       if (normaliseRegistryKey(key) !== registry) continue;
       let { username, password } = a;
       if (a.auth && !username) {
@@ -44,7 +44,7 @@ export function pullCredentials(image: string, secrets: readonly PullSecret[] | 
 export function secretStrings(secrets: readonly PullSecret[] | undefined): string[] {
   const out: string[] = [];
   for (const s of secrets ?? [])
-    for (const a of Object.values(s.auths)) {
+    for (const a of Object.values(s.auths ?? {})) {
       for (const v of [a.password, a.auth, a.identitytoken, a.registrytoken]) if (v && v.length >= 4) out.push(v);
       if (a.auth) {
         try {
@@ -75,6 +75,8 @@ export interface ImageContext {
   pullBackOff: PullBackOffStore;
   /** One ImageStatus/PullImage per distinct image per sync. */
   images: Map<string, Promise<EnsuredImage>>;
+  /** The pod's pull secrets with named ones resolved from its Secrets (default: the spec's inline ones). */
+  pullSecrets?: readonly PullSecret[];
 }
 
 export interface EnsuredImage {
@@ -115,7 +117,7 @@ async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" 
   const bo = ctx.pullBackOff.get(backOffKey);
   if (bo && ctx.now < bo.until)
     throw new StepError("ImagePullBackOff", `Back-off pulling image "${image}"`);
-  const creds = pullCredentials(image, ctx.pod.spec.imagePullSecrets);
+  const creds = pullCredentials(image, ctx.pullSecrets ?? ctx.pod.spec.imagePullSecrets);
   let lastErr: unknown;
   for (const auth of creds.length ? creds : [undefined]) {
     try {

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { parseQuantity } from "./quantity.js";
 import { expansionIssues } from "./env-size.js";
+import { ConfigMapVolumeSource, DownwardAPIVolumeSource, EnvFromSource, EnvVarSource, ProjectedVolumeSource, SecretVolumeSource, sourceIssues } from "./sources.js";
 
 /** The longest grace period podsync honours (24 h). The API only asks for an int64 >= 0, but a kill waits
  * out the grace inside one request and one CRI deadline; a day covers any real shutdown and keeps every
@@ -100,6 +101,7 @@ export const ContainerPort = z.strictObject({
 export const EnvVar = z.strictObject({
   name: z.string().min(1).regex(C_IDENTIFIER_ENV, "env name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit"),
   value: z.string().default(""),
+  valueFrom: EnvVarSource.optional(),
 });
 
 export const VolumeMount = z.strictObject({
@@ -169,6 +171,7 @@ export const Container = z.strictObject({
   workingDir: z.string().startsWith("/", "workingDir must be absolute").optional(),
   ports: z.array(ContainerPort).optional(),
   env: z.array(EnvVar).optional(),
+  envFrom: z.array(EnvFromSource).optional(),
   resources: z.strictObject({ limits: resourceList.optional(), requests: resourceList.optional() }).optional(),
   volumeMounts: z.array(VolumeMount).optional(),
   imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).optional(),
@@ -201,9 +204,15 @@ export const Volume = z.union([
       medium: z.literal("", { error: 'emptyDir.medium "Memory" is not supported (podsync mounts no tmpfs)' }).default(""),
     }),
   }),
+  // Files from the ConfigMaps and Secrets signed with the pod, and from the pod itself (see sources.ts).
+  z.strictObject({ name: dns1123Label("volume name"), configMap: ConfigMapVolumeSource }),
+  z.strictObject({ name: dns1123Label("volume name"), secret: SecretVolumeSource }),
+  z.strictObject({ name: dns1123Label("volume name"), downwardAPI: DownwardAPIVolumeSource }),
+  z.strictObject({ name: dns1123Label("volume name"), projected: ProjectedVolumeSource }),
 ]);
 
-/** Registry credentials, inline (there is no API server to hold Secrets): the `.dockerconfigjson` shape. */
+/** Registry credentials: inline (the `.dockerconfigjson` shape), or only a `name`: a
+ * `kubernetes.io/dockerconfigjson` Secret signed with the pod (see references.ts). */
 export const PullSecret = z.strictObject({
   name: z.string().min(1).optional(),
   auths: z.record(
@@ -215,7 +224,7 @@ export const PullSecret = z.strictObject({
       identitytoken: z.string().optional(),
       registrytoken: z.string().optional(),
     }),
-  ),
+  ).optional(),
 });
 
 export const PodSecurityContext = z.strictObject({
@@ -309,6 +318,10 @@ export const Pod = z
         });
       });
     }
+    for (const issue of sourceIssues(pod)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+    (pod.spec.imagePullSecrets ?? []).forEach((s, i) => {
+      if (!s.auths && !s.name) ctx.addIssue({ code: "custom", path: ["spec", "imagePullSecrets", i], message: "give the credentials inline (auths) or the name of a Secret signed with the pod" });
+    });
     if (pod.spec.dnsPolicy === "None" && !pod.spec.dnsConfig?.nameservers?.length)
       ctx.addIssue({ code: "custom", path: ["spec", "dnsConfig", "nameservers"], message: 'dnsPolicy "None" needs at least one nameserver in dnsConfig' });
   })

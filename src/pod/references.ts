@@ -1,0 +1,113 @@
+// A pod's references to ConfigMaps and Secrets, checked against the objects signed with it. There is no API
+// server to fetch from, so what kubelet finds missing only when it starts a container (and then retries
+// forever) is refused here, before any runtime call, naming the field; `optional: true` references may be
+// missing, as in kubelet. Messages name objects and keys, never values.
+import type { FieldError } from "./validate.js";
+import type { Pod, PullSecret } from "./schema.js";
+import { configMapKeys, SECRET_TYPES, type ConfigMap, type PodObjects, type Secret } from "./objects.js";
+import type { KeyToPath } from "./sources.js";
+
+type Path = (string | number)[];
+
+const fmt = (prefix: string, path: Path) =>
+  path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), prefix);
+
+/** Every reference that cannot be resolved, with the path of the field that makes it. */
+export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): FieldError[] {
+  const out: FieldError[] = [];
+  const cms = new Map(objects.configMaps.map((c) => [c.metadata.name, c]));
+  const secrets = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
+  const err = (path: Path, message: string) => out.push({ path: fmt(prefix, path), message });
+  const hasKey = (o: ConfigMap | Secret, key: string) => ("type" in o ? Object.hasOwn(o.data, key) : configMapKeys(o).includes(key));
+  const missingObject = (kind: "ConfigMap" | "Secret", name: string) =>
+    `${kind} "${name}" is not in the signed body (send it with the pod, or set optional: true)`;
+  const missingKey = (kind: "ConfigMap" | "Secret", name: string, key: string) =>
+    `${kind} "${name}" has no key "${key}" (add it, or set optional: true)`;
+
+  /** A ConfigMap/Secret reference: the object must be there unless optional, and so must each key. */
+  const check = (kind: "ConfigMap" | "Secret", name: string, optional: boolean | undefined, at: Path, nameField: string, keys: { key: string; at: Path }[] = []) => {
+    const o = kind === "ConfigMap" ? cms.get(name) : secrets.get(name);
+    if (!o) {
+      if (!optional) err([...at, nameField], missingObject(kind, name));
+      return;
+    }
+    for (const k of keys) if (!hasKey(o, k.key) && !optional) err(k.at, missingKey(kind, name, k.key));
+  };
+  const itemKeys = (items: KeyToPath[] | undefined, at: Path) => (items ?? []).map((it, k) => ({ key: it.key, at: [...at, "items", k, "key"] }));
+
+  for (const kind of ["initContainers", "containers"] as const)
+    (pod.spec[kind] ?? []).forEach((c, i) => {
+      const base: Path = ["spec", kind, i];
+      (c.env ?? []).forEach((e, j) => {
+        const at: Path = [...base, "env", j, "valueFrom"];
+        const cm = e.valueFrom?.configMapKeyRef;
+        if (cm) check("ConfigMap", cm.name, cm.optional, [...at, "configMapKeyRef"], "name", [{ key: cm.key, at: [...at, "configMapKeyRef", "key"] }]);
+        const s = e.valueFrom?.secretKeyRef;
+        if (s) check("Secret", s.name, s.optional, [...at, "secretKeyRef"], "name", [{ key: s.key, at: [...at, "secretKeyRef", "key"] }]);
+      });
+      (c.envFrom ?? []).forEach((f, j) => {
+        const at: Path = [...base, "envFrom", j];
+        if (f.configMapRef) check("ConfigMap", f.configMapRef.name, f.configMapRef.optional, [...at, "configMapRef"], "name");
+        if (f.secretRef) check("Secret", f.secretRef.name, f.secretRef.optional, [...at, "secretRef"], "name");
+      });
+    });
+
+  (pod.spec.volumes ?? []).forEach((v, i) => {
+    const at: Path = ["spec", "volumes", i];
+    if ("configMap" in v) check("ConfigMap", v.configMap.name, v.configMap.optional, [...at, "configMap"], "name", itemKeys(v.configMap.items, [...at, "configMap"]));
+    if ("secret" in v) check("Secret", v.secret.secretName, v.secret.optional, [...at, "secret"], "secretName", itemKeys(v.secret.items, [...at, "secret"]));
+    if ("projected" in v)
+      v.projected.sources.forEach((s, k) => {
+        const sat: Path = [...at, "projected", "sources", k];
+        if (s.configMap) check("ConfigMap", s.configMap.name, s.configMap.optional, [...sat, "configMap"], "name", itemKeys(s.configMap.items, [...sat, "configMap"]));
+        if (s.secret) check("Secret", s.secret.name, s.secret.optional, [...sat, "secret"], "name", itemKeys(s.secret.items, [...sat, "secret"]));
+      });
+  });
+
+  (pod.spec.imagePullSecrets ?? []).forEach((ps, i) => {
+    if (ps.auths || !ps.name) return;
+    const s = secrets.get(ps.name);
+    if (!s) err(["spec", "imagePullSecrets", i, "name"], `Secret "${ps.name}" is not in the signed body (send it with the pod, or give the credentials inline)`);
+    else if (s.type !== SECRET_TYPES.dockerConfigJson && s.type !== SECRET_TYPES.dockerCfg)
+      err(["spec", "imagePullSecrets", i, "name"], `Secret "${ps.name}" is of type "${s.type}"; a pull secret must be of type ${SECRET_TYPES.dockerConfigJson}`);
+  });
+  return out;
+}
+
+/** The objects' own consistency: unique names, and the pod's namespace (a pod sees only its namespace's objects). */
+export function objectErrors(objects: PodObjects, namespace: string, where: { configMaps: (i: number) => string; secrets: (i: number) => string }): FieldError[] {
+  const out: FieldError[] = [];
+  for (const kind of ["configMaps", "secrets"] as const) {
+    const seen = new Set<string>();
+    objects[kind].forEach((o, i) => {
+      const what = kind === "configMaps" ? "ConfigMap" : "Secret";
+      if (seen.has(o.metadata.name)) out.push({ path: `${where[kind](i)}.metadata.name`, message: `duplicate ${what} name "${o.metadata.name}"` });
+      seen.add(o.metadata.name);
+      if (o.metadata.namespace !== undefined && o.metadata.namespace !== namespace)
+        out.push({ path: `${where[kind](i)}.metadata.namespace`, message: `the ${what} is in namespace "${o.metadata.namespace}", the pod in "${namespace}"; a pod can use objects of its own namespace only` });
+    });
+  }
+  return out;
+}
+
+const text = new TextDecoder();
+
+/** imagePullSecrets with named ones replaced by their Secret's credentials (kubelet's getPullSecretsForPod +
+ * credentialprovider's secret parsing: `.dockerconfigjson` is {auths: {...}}, legacy `.dockercfg` the map itself). */
+export function resolvePullSecrets(secrets: readonly PullSecret[] | undefined, objects: PodObjects): readonly PullSecret[] | undefined {
+  if (!secrets?.some((s) => !s.auths)) return secrets;
+  const byName = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
+  return secrets.map((ps) => {
+    if (ps.auths || !ps.name) return ps;
+    const s = byName.get(ps.name);
+    const raw = s?.data[".dockerconfigjson"] ?? s?.data[".dockercfg"];
+    if (!s || !raw) return ps;
+    try {
+      const j = JSON.parse(text.decode(raw)) as Record<string, unknown>;
+      const auths = (s.type === SECRET_TYPES.dockerCfg ? j : j["auths"]) as PullSecret["auths"];
+      return { name: ps.name, auths: typeof auths === "object" && auths !== null ? auths : {} };
+    } catch {
+      return { name: ps.name, auths: {} };
+    }
+  });
+}
