@@ -1,7 +1,7 @@
 // The embedded default: the function on Node, on localhost, talking to the node's runtime socket.
 // `npm start` runs this. With no keys configured it makes a dev key on first run and prints how to use it.
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { totalmem } from "node:os";
+import { cpus, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
@@ -18,6 +18,7 @@ import { nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
+import { nodeVolumeFiles } from "./host/volume-files.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { createProber } from "./kuberuntime/prober/prober.js";
 import { startProbeLoop } from "./kuberuntime/prober/loop.js";
@@ -105,8 +106,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     hostIPs,
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
-    node: nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }),
+    node: { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: cpus().length },
     logFiles: nodeLogFiles,
+    volumeFiles: nodeVolumeFiles,
   });
   // Probes run in this process; the loop is the stand-in for the node agent's reconcile loop.
   const prober = createProber({ cri, network: nodeProbeNetwork, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });

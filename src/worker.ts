@@ -161,7 +161,7 @@ function build(env: Env): Hono {
   for (const [name, cfg] of Object.entries(s.PODSYNC_NODES)) {
     const proxyToken = tokens[name] ?? s.PODSYNC_PROXY_TOKEN;
     const runtime = createPodRuntime(connectGrpcWeb({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }), {
-      node,
+      node: { ...node, nodeName: name },
       // Logs are read through the proxy's log endpoint; exec goes through ExecSync when the proxy allows it.
       logFiles: proxyLogFiles({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }),
       pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
@@ -188,6 +188,8 @@ function build(env: Env): Hono {
       logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
       // exec probes go through the proxy (ExecSync); a Worker cannot open a connection to a pod.
       probeHandlers: { allowed: ["exec"], why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod" },
+      // Volume files need the node's filesystem, which a Worker cannot reach; env from the same objects works.
+      noFileVolumes: "a Worker reaches the node only through cri-proxy and cannot write files on it (use env: valueFrom or envFrom)",
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }

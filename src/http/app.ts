@@ -15,6 +15,7 @@ import { registerLogsAndExec } from "./logs-exec.js";
 import type { Pod, ProbeHandler } from "../pod/schema.js";
 import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
+import { fileVolumeErrors } from "../pod/references.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
 
@@ -77,6 +78,8 @@ export interface AppOptions {
   specs?: PodSpecs;
   /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
   probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
+  /** Set when this deployment cannot write configMap/secret/downwardAPI/projected volume files (Workers): why. */
+  noFileVolumes?: string;
 }
 
 type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
@@ -95,7 +98,7 @@ export function createApp(o: AppOptions) {
   const handlers = o.probeHandlers ?? { allowed: ALL_PROBE_HANDLERS, why: "" };
   /** A probe this deployment cannot run is refused like any invalid field, before any runtime call. */
   const checkProbes = (pod: Pod) => {
-    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why);
+    const errors = [...probeHandlerErrors(pod, handlers.allowed, handlers.why), ...(o.noFileVolumes ? fileVolumeErrors(pod, o.noFileVolumes) : [])];
     if (errors.length) throw new InvalidPodError(errors);
   };
 
@@ -161,14 +164,14 @@ export function createApp(o: AppOptions) {
   });
 
   app.post(ROUTES.sync, async (c) => {
-    const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "sync", maxBody);
+    const { pod, objects, token } = await readSignedPod(c.req.raw, o.verifier, "sync", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
     checkProbes(pod);
     const uid = pod.metadata.uid;
     // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
     prober?.upsert(pod);
-    const r = await rt.sync(pod, prober?.results(uid));
+    const r = await rt.sync(pod, prober?.results(uid), objects);
     specs.set(pod);
     prober?.observe(uid, r.after);
     c.set("criCalls", r.criCalls);

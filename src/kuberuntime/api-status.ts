@@ -371,7 +371,7 @@ function podStartMs(status: PodStatus): number {
 }
 
 /** sortPodIPs: the first IPv4 then the first IPv6 (podsync assumes an IPv4-first node). */
-function sortPodIPs(ips: readonly string[]): string[] {
+export function sortPodIPs(ips: readonly string[]): string[] {
   const v4 = ips.find((ip) => !ip.includes(":"));
   const v6 = ips.find((ip) => ip.includes(":"));
   return [v4, v6].filter((ip): ip is string => ip !== undefined);

@@ -16,7 +16,9 @@ import { hashContainer, specHash } from "./hash.js";
 import * as L from "./labels.js";
 import type { NodeConfig } from "./node-config.js";
 import { podDNS } from "./dns.js";
-import { containerEnv, expand, toKeyValues } from "./expansion.js";
+import { containerEnv, expand, toKeyValues, type EnvResolver } from "./expansion.js";
+import { filePlugin, volumeDir } from "./object-volumes.js";
+import { usesEnvSources } from "./env-sources.js";
 import { linuxResources } from "./resources.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "./security.js";
 
@@ -110,14 +112,16 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
   });
 }
 
-/** makeMounts for the volume kinds podsync supports (hostPath, emptyDir). */
+/** makeMounts for the volume kinds podsync supports (hostPath, emptyDir, and the file volumes: configMap,
+ * secret, downwardAPI, projected, which kubelet always mounts read-only: their plugins' ReadOnly attribute). */
 export function containerMounts(pod: Pod, container: Container, node: NodeConfig): MessageInitShape<typeof MountSchema>[] {
   const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v] as const));
   return (container.volumeMounts ?? []).map((m) => {
     const v = volumes.get(m.name)!;
-    const base = "hostPath" in v ? v.hostPath.path : `${node.rootDir}/pods/${pod.metadata.uid}/volumes/kubernetes.io~empty-dir/${v.name}`;
+    const files = filePlugin(v) !== undefined;
+    const base = "hostPath" in v ? v.hostPath.path : files ? volumeDir(node.rootDir, pod.metadata.uid, v) : `${node.rootDir}/pods/${pod.metadata.uid}/volumes/kubernetes.io~empty-dir/${v.name}`;
     const hostPath = m.subPath ? `${base.replace(/\/$/, "")}/${m.subPath}` : base;
-    return { containerPath: m.mountPath, hostPath, readonly: m.readOnly, selinuxRelabel: false } satisfies Partial<Mount>;
+    return { containerPath: m.mountPath, hostPath, readonly: m.readOnly || files, selinuxRelabel: false } satisfies Partial<Mount>;
   });
 }
 
@@ -127,8 +131,11 @@ export function generateContainerConfig(
   restartCount: number,
   imageRef: string,
   node: NodeConfig,
+  /** Env from the pod's objects and the downward API; required when the container uses them. */
+  env?: EnvResolver,
 ): ContainerConfig {
-  const vars = containerEnv(container);
+  if (!env && usesEnvSources(container)) throw new Error(`container ${container.name} takes env from valueFrom/envFrom, and no ConfigMaps, Secrets or downward API values were given`);
+  const vars = containerEnv(container, env);
   const csc = container.securityContext;
   const psc = pod.spec.securityContext;
   const runAsUser = csc?.runAsUser ?? psc?.runAsUser;

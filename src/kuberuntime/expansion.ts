@@ -1,6 +1,7 @@
 // Environment variables and kubelet's $(VAR) expansion in env values, command and args.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Container } from "../pod/schema.js";
+import type { EnvFromSource, EnvVarSource } from "../pod/sources.js";
 import type { KeyValueSchema } from "../gen/runtime/v1/api_pb.js";
 
 /** third_party/forked/golang/expansion: $(VAR) is replaced when VAR is defined, $$ escapes a $. */
@@ -34,10 +35,26 @@ export function expand(input: string, vars: ReadonlyMap<string, string>): string
   return out;
 }
 
-/** makeEnvironmentVariables: each value may refer to the variables defined before it (later ones win). */
-export function containerEnv(container: Container): Map<string, string> {
+/** Where env values from outside the container spec come from (env-sources.ts). */
+export interface EnvResolver {
+  /** One envFrom entry's variables (prefixed); none for an optional object that is missing. */
+  from(source: EnvFromSource): [string, string][];
+  /** A valueFrom's value; undefined for an optional reference that is missing (the variable is left out). */
+  value(source: EnvVarSource): string | undefined;
+}
+
+/** makeEnvironmentVariables: envFrom first, then env in order, each value able to refer to the variables
+ * defined before it (later ones win); a valueFrom is resolved, not expanded. Without a resolver (the
+ * prober's ExpandContainerCommandOnlyStatic) a valueFrom variable is empty. */
+export function containerEnv(container: Container, resolver?: EnvResolver): Map<string, string> {
   const vars = new Map<string, string>();
-  for (const e of container.env ?? []) vars.set(e.name, expand(e.value, vars));
+  if (resolver) for (const f of container.envFrom ?? []) for (const [k, v] of resolver.from(f)) vars.set(k, v);
+  for (const e of container.env ?? []) {
+    if (e.value === "" && e.valueFrom && resolver) {
+      const v = resolver.value(e.valueFrom);
+      if (v !== undefined) vars.set(e.name, v);
+    } else vars.set(e.name, expand(e.value, vars));
+  }
   return vars;
 }
 

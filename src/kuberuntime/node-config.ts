@@ -11,8 +11,12 @@ export interface NodeConfig {
   clusterDomain: string;
   /** The node's resolv.conf, for dnsPolicy Default (and ClusterFirst without cluster DNS). */
   hostDNS: { servers: string[]; searches: string[]; options: string[] };
-  /** Node memory capacity in bytes, for Burstable oom_score_adj. */
+  /** Node memory capacity in bytes, for Burstable oom_score_adj (and the downward API's default memory limit). */
   memoryCapacity: number;
+  /** The node's name (the downward API's spec.nodeName); empty when unknown. */
+  nodeName?: string;
+  /** Node cpu capacity in cores (the downward API's default cpu limit, as kubelet uses node allocatable). */
+  cpuCapacity?: number;
 }
 
 export const defaultNodeConfig = (): NodeConfig => ({

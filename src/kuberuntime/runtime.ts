@@ -27,6 +27,8 @@ import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
 import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
 import { podContainerDir, readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { FILE_VOLUME_PLUGINS, podVolumesDir, type VolumeFiles } from "./object-volumes.js";
+import type { PodObjects } from "../pod/objects.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -47,6 +49,9 @@ export interface PodRuntimeOptions {
   reasons?: ReasonCache;
   /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
   hostIPs?: string[];
+  /** Node filesystem for configMap, secret, downwardAPI and projected volumes (src/host/volume-files.ts);
+   * without it (Workers) pods with such volumes cannot be set up (the HTTP layer refuses them first). */
+  volumeFiles?: VolumeFiles;
 }
 
 /** The runtime holds nothing of this pod (or nothing podsync manages). */
@@ -135,8 +140,9 @@ export interface RuntimeReadiness extends Counted {
 export interface PodRuntime {
   /** computePodActions only: what a sync would do, with no write to the runtime. */
   plan(pod: Pod, probes?: ProbeResults): Promise<PlanResult>;
-  /** Read the pod's status, decide and act (kubelet's SyncPod), under the pod's lock. */
-  sync(pod: Pod, probes?: ProbeResults & PodProbeResults): Promise<SyncResult>;
+  /** Read the pod's status, decide and act (kubelet's SyncPod), under the pod's lock. `objects`: the
+   * ConfigMaps and Secrets signed with the pod (validated against it: see src/pod/bundle.ts). */
+  sync(pod: Pod, probes?: ProbeResults & PodProbeResults, objects?: PodObjects): Promise<SyncResult>;
   /** The pod's v1.PodStatus: the runtime's full status (with termination messages) through
    * generateAPIPodStatus, for the spec given (or a stand-in) and the prober's results. */
   apiStatus(uid: string, spec?: Pod, probes?: PodProbeResults): Promise<ApiStatusResult | undefined>;
@@ -163,7 +169,7 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): P
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [] };
   const reasons = o.reasons ?? new MemoryReasonCache();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
@@ -185,6 +191,12 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     return { status, apiStatus };
   };
 
+  /** The pod's file volumes (emptyDir is not podsync's to remove here). A failure leaves them for the next DELETE. */
+  const removeVolumes = async (uid: string) => {
+    if (!o.volumeFiles) return;
+    for (const plugin of FILE_VOLUME_PLUGINS) await o.volumeFiles.removeAll(`${podVolumesDir(syncOptions.node.rootDir, uid)}/${plugin}`).catch(() => undefined);
+  };
+
   return {
     plan: (pod, probes) =>
       counted(cri, async (c) => {
@@ -192,11 +204,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
-    sync: (pod, probes) =>
+    sync: (pod, probes, objects) =>
       lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
-          const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
+          const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, computePodActions(pod, status, probes));
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
           // A failed read-back does not hide the steps: the status the decision was made from stands in.
@@ -231,12 +243,17 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, { uid, name: "", namespace: "" });
           const pod = refFromStatus(uid, status);
-          if (isEmpty(status)) return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
+          if (isEmpty(status)) {
+            await removeVolumes(uid);
+            return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
+          }
           const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
           const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status);
           reasons.delete(uid);
           // The termination-message files go with the pod (kubelet: cleanupOrphanedPodDirs).
           if (r.ok && o.terminationFiles) await o.terminationFiles.removeAll(podContainerDir(syncOptions.node.rootDir, uid, "").replace(/\/$/, "")).catch(() => undefined);
+          // The file volumes go with it too: their tmpfs unmounted first, so no secret is left in memory.
+          if (r.ok) await removeVolumes(uid);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
         }),
       ),

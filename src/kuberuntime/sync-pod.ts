@@ -6,8 +6,11 @@
 //
 // Deliberate differences from kubelet, each small:
 // - App containers in step 6 are started concurrently (kubelet loops); each still gets its own step, in spec order.
-// - After RunPodSandbox kubelet reads PodSandboxStatus for the pod IP it feeds to the downward API and
-//   /etc/hosts; podsync has neither, so it skips that round trip.
+// - After RunPodSandbox kubelet always reads PodSandboxStatus for the pod IP (downward API, /etc/hosts);
+//   podsync reads it only when a container to start takes status.podIP(s) in its env.
+// - Volumes: kubelet's volume manager mounts them before SyncPod and refreshes configMap/secret contents on
+//   its own period; podsync writes the file volumes (configMap, secret, downwardAPI, projected) at each
+//   sync, before the sandbox, and reports a MountVolumes step only when a file changed or it failed.
 // - Crash-loop back-off is derived from the runtime (restart count / back-off streak annotation and the
 //   newest exited instance's finish time), not from an in-memory flowcontrol.Backoff; a changed spec starts afresh.
 // - kubelet leaves dead containers and sandboxes to its garbage collector; a stateless function has no GC
@@ -33,6 +36,12 @@ import { MountSchema, type PodSandboxConfig } from "../gen/runtime/v1/api_pb.js"
 import { create } from "@bufbuild/protobuf";
 import { podContainerDir, type TerminationMessageFiles } from "./termination-message.js";
 import type { ContainerToKill } from "./types.js";
+import { NO_OBJECTS, secretValues, type PodObjects } from "../pod/objects.js";
+import { resolvePullSecrets } from "../pod/references.js";
+import { hasFileVolumes, volumePayloads, type VolumeFiles } from "./object-volumes.js";
+import { envResolver, needsPodIPs, usesEnvSources } from "./env-sources.js";
+import type { DownwardInfo } from "./downward.js";
+import { sortPodIPs } from "./api-status.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
@@ -51,6 +60,12 @@ export interface SyncOptions {
   pullBackOff?: PullBackOffStore;
   /** Node filesystem for termination-message files; without it none is mounted (Workers). */
   terminationFiles?: TerminationMessageFiles;
+  /** The ConfigMaps and Secrets signed with the pod (its env and volumes refer to them). */
+  objects?: PodObjects;
+  /** Node filesystem for configMap/secret/downwardAPI/projected volumes; without it they cannot be set up. */
+  volumeFiles?: VolumeFiles;
+  /** The node's IPs (downward API status.hostIP(s), and a hostNetwork pod's status.podIP(s)). */
+  hostIPs?: readonly string[];
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -60,6 +75,9 @@ interface StartContext extends ImageContext {
   sandboxId: string;
   node: NodeConfig;
   terminationFiles: TerminationMessageFiles | undefined;
+  objects: PodObjects;
+  /** Downward API values; the pod IPs are read once, when the first container needs them. */
+  downward: () => Promise<DownwardInfo>;
 }
 
 /** startContainer: back-off check, image, CreateContainer, StartContainer. Returns a message for the step. */
@@ -75,7 +93,8 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   const restartCount = prev ? prev.restartCount + 1 : 0;
   let config;
   try {
-    config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node);
+    const env = usesEnvSources(container) ? envResolver(ctx.pod, container, ctx.objects, await ctx.downward()) : undefined;
+    config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node, env);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
     // makeMounts: the termination-message file, one per instance, bind-mounted at terminationMessagePath.
     if (ctx.terminationFiles && container.terminationMessagePath) {
@@ -109,7 +128,9 @@ export async function syncPod(
 ): Promise<PodSyncResult & { actions: PodActions }> {
   const node = options.node ?? defaultNodeConfig();
   const steps = new Steps();
-  const secrets = secretStrings(pod.spec.imagePullSecrets);
+  const objects = options.objects ?? NO_OBJECTS;
+  const pullSecrets = resolvePullSecrets(pod.spec.imagePullSecrets, objects);
+  const secrets = [...secretStrings(pullSecrets), ...secretValues(objects)];
   const done = () => {
     // A runtime error text could echo registry credentials; they never leave in a step message.
     if (secrets.length) for (const st of steps.steps) if (st.message) st.message = redact(st.message, secrets);
@@ -133,6 +154,11 @@ export async function syncPod(
       const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, killGraceSeconds(pod, info)).then(() => info.message), "KillContainerError");
       if (!ok) return done();
     }
+  }
+
+  // kubelet's WaitForAttachAndMount: the file volumes, before the sandbox and any container.
+  if (hasFileVolumes(pod) && !(actions.killPod && !actions.createSandbox)) {
+    if (!(await mountVolumes(pod, objects, node, options, steps))) return done();
   }
 
   // Steps 3-4: a new sandbox. Its config is also what image pulls and CreateContainer are given; a sync
@@ -168,6 +194,9 @@ export async function syncPod(
       pullTimeoutMs: options.pullTimeoutMs ?? 120_000,
       pullBackOff: options.pullBackOff ?? defaultPullBackOff,
       images: new Map(),
+      ...(pullSecrets ? { pullSecrets } : {}),
+      objects,
+      downward: podIPs(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? []),
     };
     // Step 5: the next init container; stop here if it failed to start.
     const init = actions.nextInitContainerToStart;
@@ -193,4 +222,42 @@ export async function syncPod(
   // Step 7: what kubelet's GC would clean up (never the newest sandbox, never the newest dead instance).
   await collectGarbage(cri, status, startedNames, removed, steps);
   return done();
+}
+
+/** The downward API's view of this sync, read lazily: a pod IP costs a PodSandboxStatus only after a new
+ * sandbox, and only when a container to start takes status.podIP(s) (kubelet reads it after every
+ * RunPodSandbox). A hostNetwork pod's IPs are the node's, as in its status. */
+function podIPs(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[]): () => Promise<DownwardInfo> {
+  let info: Promise<DownwardInfo> | undefined;
+  const read = async (): Promise<DownwardInfo> => {
+    if (pod.spec.hostNetwork) return { node, hostIPs, podIPs: hostIPs.slice(0, 2) };
+    const wanted = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some(needsPodIPs);
+    if (!newSandboxId || !wanted) return { node, hostIPs, podIPs: status.ips };
+    const s = (await cri.podSandboxStatus({ podSandboxId: newSandboxId })).status;
+    const ips = [s?.network?.ip ?? "", ...(s?.network?.additionalIps ?? []).map((a) => a.ip)].filter(Boolean);
+    return { node, hostIPs, podIPs: sortPodIPs(ips) };
+  };
+  return () => (info ??= read());
+}
+
+/** Write the pod's file volumes; a step only when a file changed or the write failed (FailedMount). */
+async function mountVolumes(pod: Pod, objects: PodObjects, node: NodeConfig, options: SyncOptions, steps: Steps): Promise<boolean> {
+  const files = options.volumeFiles;
+  const t0 = performance.now();
+  let changed = 0;
+  let error: string | undefined;
+  if (!files) error = "this deployment has no node filesystem for configMap, secret, downwardAPI or projected volumes";
+  else {
+    try {
+      // Volume files hold no pod IP (the downward API allows none in volumes), so no runtime read is needed.
+      const payloads = volumePayloads(pod, objects, { node, hostIPs: options.hostIPs ?? [], podIPs: [] });
+      for (const p of payloads) if (await files.write(p)) changed++;
+    } catch (e) {
+      error = errorMessage(e);
+    }
+  }
+  if (error === undefined && changed === 0) return true;
+  const step = { action: "MountVolumes" as const, target: formatPod(pod), ok: error === undefined, durationMs: Math.round((performance.now() - t0) * 100) / 100 };
+  steps.steps.push(error === undefined ? { ...step, message: `wrote ${changed} volume(s)` } : { ...step, error: "FailedMount", message: `MountVolume.SetUp failed: ${error}` });
+  return error === undefined;
 }

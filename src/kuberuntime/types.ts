@@ -78,7 +78,7 @@ export interface PodActions {
 }
 
 /** kubecontainer.SyncAction names: what each step of a sync did. */
-export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox"] as const;
+export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox", "MountVolumes"] as const;
 export type SyncAction = (typeof SYNC_ACTIONS)[number];
 
 /** Why a step failed, in kubelet's words: the waiting reasons of pkg/kubelet/images and kuberuntime
@@ -100,6 +100,8 @@ export const STEP_ERROR_REASONS = [
   "CreatePodSandboxError",
   "RemoveContainerError",
   "RemovePodSandboxError",
+  // kubelet's event reason when a pod's volumes cannot be set up (its containers are then not started).
+  "FailedMount",
 ] as const;
 export type StepErrorReason = (typeof STEP_ERROR_REASONS)[number];
 

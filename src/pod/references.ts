@@ -18,20 +18,22 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
   const cms = new Map(objects.configMaps.map((c) => [c.metadata.name, c]));
   const secrets = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
   const err = (path: Path, message: string) => out.push({ path: fmt(prefix, path), message });
-  const hasKey = (o: ConfigMap | Secret, key: string) => ("type" in o ? Object.hasOwn(o.data, key) : configMapKeys(o).includes(key));
+  // Env reads a ConfigMap's data only (kubelet's makeEnvironmentVariables); a volume its binaryData too.
+  const hasKey = (o: ConfigMap | Secret, key: string, env: boolean) =>
+    "type" in o ? Object.hasOwn(o.data, key) : env ? o.data !== undefined && Object.hasOwn(o.data, key) : configMapKeys(o).includes(key);
   const missingObject = (kind: "ConfigMap" | "Secret", name: string) =>
     `${kind} "${name}" is not in the signed body (send it with the pod, or set optional: true)`;
   const missingKey = (kind: "ConfigMap" | "Secret", name: string, key: string) =>
     `${kind} "${name}" has no key "${key}" (add it, or set optional: true)`;
 
   /** A ConfigMap/Secret reference: the object must be there unless optional, and so must each key. */
-  const check = (kind: "ConfigMap" | "Secret", name: string, optional: boolean | undefined, at: Path, nameField: string, keys: { key: string; at: Path }[] = []) => {
+  const check = (kind: "ConfigMap" | "Secret", name: string, optional: boolean | undefined, at: Path, nameField: string, keys: { key: string; at: Path }[] = [], env = false) => {
     const o = kind === "ConfigMap" ? cms.get(name) : secrets.get(name);
     if (!o) {
       if (!optional) err([...at, nameField], missingObject(kind, name));
       return;
     }
-    for (const k of keys) if (!hasKey(o, k.key) && !optional) err(k.at, missingKey(kind, name, k.key));
+    for (const k of keys) if (!hasKey(o, k.key, env) && !optional) err(k.at, missingKey(kind, name, k.key));
   };
   const itemKeys = (items: KeyToPath[] | undefined, at: Path) => (items ?? []).map((it, k) => ({ key: it.key, at: [...at, "items", k, "key"] }));
 
@@ -41,7 +43,7 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
       (c.env ?? []).forEach((e, j) => {
         const at: Path = [...base, "env", j, "valueFrom"];
         const cm = e.valueFrom?.configMapKeyRef;
-        if (cm) check("ConfigMap", cm.name, cm.optional, [...at, "configMapKeyRef"], "name", [{ key: cm.key, at: [...at, "configMapKeyRef", "key"] }]);
+        if (cm) check("ConfigMap", cm.name, cm.optional, [...at, "configMapKeyRef"], "name", [{ key: cm.key, at: [...at, "configMapKeyRef", "key"] }], true);
         const s = e.valueFrom?.secretKeyRef;
         if (s) check("Secret", s.name, s.optional, [...at, "secretKeyRef"], "name", [{ key: s.key, at: [...at, "secretKeyRef", "key"] }]);
       });
@@ -110,4 +112,17 @@ export function resolvePullSecrets(secrets: readonly PullSecret[] | undefined, o
       return { name: ps.name, auths: {} };
     }
   });
+}
+
+const FILE_VOLUME_KINDS = ["configMap", "secret", "downwardAPI", "projected"] as const;
+
+/** A deployment without a node filesystem (Workers) cannot write volume files: each such volume is refused,
+ * naming it and why. Env from the same objects works everywhere. */
+export function fileVolumeErrors(pod: Pod, why: string): FieldError[] {
+  const out: FieldError[] = [];
+  (pod.spec.volumes ?? []).forEach((v, i) => {
+    const kind = FILE_VOLUME_KINDS.find((k) => k in v);
+    if (kind) out.push({ path: `spec.volumes[${i}].${kind}`, message: `${kind} volumes are not available here: ${why}` });
+  });
+  return out;
 }

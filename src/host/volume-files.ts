@@ -1,0 +1,122 @@
+// configMap, secret, downwardAPI and projected volumes on this node's filesystem (the Node entry), written the
+// way kubelet's AtomicWriter writes them (pkg/volume/util/atomic_writer.go):
+//   <dir>/..2026_12_03_06_50_01.xxxxxx/   the data, in a fresh timestamped directory per change
+//   <dir>/..data -> ..2026_12_03_...       swapped by rename(2) of a new symlink: readers see old or new, never a mix
+//   <dir>/<key>  -> ..data/<key>           what the container sees (first path component only)
+// A write whose files and modes are unchanged touches nothing. Secret and projected volumes sit on a tmpfs
+// mounted at <dir> first (kubelet wraps them in a memory emptyDir), so their data never reaches the disk.
+// podsync differs from kubelet in one detail: an unchanged payload is compared by content and mode, not content only.
+import { execFile } from "node:child_process";
+import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, stat, symlink, unlink, writeFile } from "node:fs/promises";
+import { basename, dirname } from "node:path";
+import { promisify } from "node:util";
+import type { VolumeFiles, VolumePayload } from "../kuberuntime/object-volumes.js";
+
+const run = promisify(execFile);
+const DATA = "..data";
+const DATA_TMP = "..data_tmp";
+
+const errno = (e: unknown) => (e as NodeJS.ErrnoException)?.code;
+
+/** Go's time.Format("..2006_01_02_15_04_05.") in UTC, the prefix of kubelet's timestamped directories. */
+function tsPrefix(d = new Date()): string {
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `..${d.getUTCFullYear()}_${p(d.getUTCMonth() + 1)}_${p(d.getUTCDate())}_${p(d.getUTCHours())}_${p(d.getUTCMinutes())}_${p(d.getUTCSeconds())}.`;
+}
+
+/** Whether `dir` is a mount point (its device differs from its parent's). */
+async function isMountPoint(dir: string): Promise<boolean> {
+  const [a, b] = await Promise.all([stat(dir), stat(dirname(dir))]);
+  return a.dev !== b.dev;
+}
+
+/** The mode a file ends with: SetVolumeOwnership on a read-only volume adds group read (0440) under fsGroup. */
+const finalMode = (mode: number, fsGroup: number | undefined) => (fsGroup === undefined ? mode : mode | 0o440);
+
+async function unchanged(dir: string, old: string, p: VolumePayload): Promise<boolean> {
+  try {
+    const visible = (await readdir(dir)).filter((n) => !n.startsWith(".."));
+    const wanted = new Set([...p.files.keys()].map((k) => k.split("/")[0]!));
+    if (visible.length !== wanted.size || visible.some((n) => !wanted.has(n))) return false;
+    for (const [path, f] of p.files) {
+      const full = `${dir}/${old}/${path}`;
+      const [st, data] = await Promise.all([stat(full), readFile(full)]);
+      if ((st.mode & 0o7777) !== finalMode(f.mode, p.fsGroup) || !Buffer.from(f.data).equals(data)) return false;
+      if (p.fsGroup !== undefined && st.gid !== p.fsGroup) return false;
+    }
+    return true;
+  } catch (e) {
+    if (errno(e) === "ENOENT") return false;
+    throw e;
+  }
+}
+
+async function atomicWrite(p: VolumePayload): Promise<boolean> {
+  const dir = p.dir;
+  let old: string | undefined;
+  try {
+    old = await readlink(`${dir}/${DATA}`);
+  } catch (e) {
+    if (errno(e) !== "ENOENT") throw e;
+  }
+  if (old !== undefined && (await unchanged(dir, old, p))) return false;
+
+  const ts = await mkdtemp(`${dir}/${tsPrefix()}`);
+  await chmod(ts, 0o755);
+  for (const [path, f] of p.files) {
+    const full = `${ts}/${path}`;
+    if (path.includes("/")) await mkdir(dirname(full), { recursive: true, mode: 0o755 });
+    await writeFile(full, f.data, { mode: 0o600 });
+    if (p.fsGroup !== undefined) await chown(full, -1, p.fsGroup);
+    await chmod(full, finalMode(f.mode, p.fsGroup));
+  }
+  if (p.fsGroup !== undefined) await chown(ts, -1, p.fsGroup);
+  await rm(`${dir}/${DATA_TMP}`, { force: true });
+  await symlink(basename(ts), `${dir}/${DATA_TMP}`);
+  await rename(`${dir}/${DATA_TMP}`, `${dir}/${DATA}`);
+
+  // The user-visible links: new first components get one; ones no longer in the payload go.
+  const wanted = new Set([...p.files.keys()].map((k) => k.split("/")[0]!));
+  for (const name of wanted) {
+    try {
+      await lstat(`${dir}/${name}`);
+    } catch (e) {
+      if (errno(e) !== "ENOENT") throw e;
+      await symlink(`${DATA}/${name}`, `${dir}/${name}`);
+    }
+  }
+  for (const name of await readdir(dir)) if (!name.startsWith("..") && !wanted.has(name)) await unlink(`${dir}/${name}`);
+  if (old !== undefined && old !== basename(ts)) await rm(`${dir}/${old}`, { recursive: true, force: true });
+  return true;
+}
+
+/** Mount points at or under `dir`, deepest first (from /proc/self/mountinfo; field 5, octal escapes undone). */
+async function mountsUnder(dir: string): Promise<string[]> {
+  let text: string;
+  try {
+    text = await readFile("/proc/self/mountinfo", "utf8");
+  } catch {
+    return [];
+  }
+  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  const out = text
+    .split("\n")
+    .map((l) => unescape(l.split(" ")[4] ?? ""))
+    .filter((mp) => mp === dir || mp.startsWith(`${dir}/`));
+  return [...new Set(out)].sort((a, b) => b.length - a.length);
+}
+
+export const nodeVolumeFiles: VolumeFiles = {
+  async write(p) {
+    await mkdir(p.dir, { recursive: true, mode: 0o750 });
+    if (p.tmpfs && !(await isMountPoint(p.dir))) {
+      // A fresh tmpfs; nothing written before it (the dir is new, or left empty after a reboot) is kept.
+      await run("mount", ["-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", "tmpfs", p.dir]);
+    } else await chmod(p.dir, 0o755);
+    return atomicWrite(p);
+  },
+  async removeAll(dir) {
+    for (const mp of await mountsUnder(dir)) await run("umount", [mp]);
+    await rm(dir, { recursive: true, force: true });
+  },
+};

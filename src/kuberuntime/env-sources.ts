@@ -1,0 +1,47 @@
+// Env values from the ConfigMaps and Secrets signed with the pod and from the downward API, resolved the way
+// kubelet's makeEnvironmentVariables resolves them (kubelet_pods.go). A missing object or key was refused at
+// validation unless optional, so here missing means optional: the entry is skipped, as kubelet skips it.
+import type { Container, Pod } from "../pod/schema.js";
+import type { PodObjects } from "../pod/objects.js";
+import type { EnvResolver } from "./expansion.js";
+import { fieldRefValue, resourceFieldValue, type DownwardInfo } from "./downward.js";
+
+const text = new TextDecoder();
+
+/** Whether a container takes env from outside its spec (and so needs a resolver). */
+export const usesEnvSources = (c: Container) => (c.envFrom?.length ?? 0) > 0 || (c.env ?? []).some((e) => e.valueFrom !== undefined);
+
+/** Whether a container's env needs the pod's IPs (status.podIP(s)), which a new sandbox reports only in its status. */
+export const needsPodIPs = (c: Container) => (c.env ?? []).some((e) => e.valueFrom?.fieldRef?.fieldPath.startsWith("status.podIP") === true);
+
+export function envResolver(pod: Pod, container: Container, objects: PodObjects, info: DownwardInfo): EnvResolver {
+  const cms = new Map(objects.configMaps.map((c) => [c.metadata.name, c]));
+  const secrets = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
+  return {
+    from(f) {
+      const prefix = f.prefix ?? "";
+      if (f.configMapRef) {
+        const cm = cms.get(f.configMapRef.name);
+        // kubelet takes data only (binaryData is not env).
+        return cm ? Object.entries(cm.data ?? {}).map(([k, v]) => [prefix + k, v]) : [];
+      }
+      const s = f.secretRef ? secrets.get(f.secretRef.name) : undefined;
+      return s ? Object.entries(s.data).map(([k, v]) => [prefix + k, text.decode(v)]) : [];
+    },
+    value(src) {
+      if (src.fieldRef) return fieldRefValue(pod, src.fieldRef.fieldPath, info);
+      if (src.resourceFieldRef) return resourceFieldValue(src.resourceFieldRef, pod, container, info.node);
+      if (src.configMapKeyRef) {
+        const cm = cms.get(src.configMapKeyRef.name);
+        // kubelet reads data only here (binaryData is not env); a key only in binaryData is a missing key.
+        return cm?.data && Object.hasOwn(cm.data, src.configMapKeyRef.key) ? cm.data[src.configMapKeyRef.key] : undefined;
+      }
+      if (src.secretKeyRef) {
+        const s = secrets.get(src.secretKeyRef.name);
+        const v = s && Object.hasOwn(s.data, src.secretKeyRef.key) ? s.data[src.secretKeyRef.key] : undefined;
+        return v && text.decode(v);
+      }
+      return undefined;
+    },
+  };
+}
