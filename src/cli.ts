@@ -47,14 +47,31 @@ function loadKey(path: string): JWK & { iss?: string } {
   }
 }
 
-async function readPod(path: string): Promise<unknown> {
+/** The pod file as the signed payload's claims: `pod`, and the ConfigMaps and Secrets that came with it (a
+ * YAML stream or a v1 List, as `podman kube play` reads them). The node validates it all. */
+async function readPod(path: string): Promise<{ pod: unknown; configMaps?: unknown[]; secrets?: unknown[] }> {
   const text = path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8");
   const yaml = path.endsWith(".json") ? undefined : await import("yaml");
+  let docs: unknown[];
   try {
-    return yaml ? yaml.parse(text) : JSON.parse(text);
+    docs = yaml
+      ? [yaml.parseAllDocuments(text)].flat().map((d) => {
+          if (d.errors[0]) throw d.errors[0];
+          return d.toJS() as unknown;
+        })
+      : [JSON.parse(text)];
   } catch (e) {
     return fail(`${path}: ${(e as Error).message}`);
   }
+  const kindOf = (d: unknown) => (typeof d === "object" && d !== null ? (d as { kind?: unknown }).kind : undefined);
+  const all = docs.flatMap((d) => (kindOf(d) === "List" ? ((d as { items?: unknown[] }).items ?? []) : d === null ? [] : [d]));
+  const pods = all.filter((d) => kindOf(d) === "Pod" || kindOf(d) === undefined);
+  if (pods.length !== 1) fail(`${path}: expected one Pod, found ${pods.length}`);
+  const configMaps = all.filter((d) => kindOf(d) === "ConfigMap");
+  const secrets = all.filter((d) => kindOf(d) === "Secret");
+  const other = all.find((d) => !["Pod", "ConfigMap", "Secret", undefined].includes(kindOf(d) as string));
+  if (other) fail(`${path}: unsupported kind ${JSON.stringify(kindOf(other))} (a Pod with its ConfigMaps and Secrets)`);
+  return { pod: pods[0], ...(configMaps.length ? { configMaps } : {}), ...(secrets.length ? { secrets } : {}) };
 }
 
 async function signToken(key: JWK & { iss?: string }, claims: Record<string, unknown>, aud: string, ttlSeconds: number, iss: string | undefined): Promise<string> {
@@ -171,7 +188,7 @@ async function main(argv: string[]) {
       const aud = o["aud"] as string | undefined;
       if (!aud) fail("sign needs --aud NODE");
       const act = String(o["act"] ?? "sync");
-      console.log(await signToken(loadKey(keyPath), { act, pod: await readPod(arg) }, aud, ttl, iss));
+      console.log(await signToken(loadKey(keyPath), { act, ...(await readPod(arg)) }, aud, ttl, iss));
       return;
     }
     case "sync":
@@ -179,7 +196,7 @@ async function main(argv: string[]) {
       if (!arg) fail(`${cmd} needs a pod file`);
       const act = cmd === "plan" || o["plan"] ? "plan" : "sync";
       const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
-      const token = await signToken(loadKey(keyPath), { act, pod: await readPod(arg) }, aud, ttl, iss);
+      const token = await signToken(loadKey(keyPath), { act, ...(await readPod(arg)) }, aud, ttl, iss);
       const r = await fetch(`${url}/v1/pods/${act}`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
       const body = (await r.json()) as Record<string, unknown>;
       if (o["json"]) console.log(JSON.stringify(body, null, 2));
