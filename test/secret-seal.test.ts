@@ -1,0 +1,52 @@
+// Secrets at rest in the desired-state store: sealed under the node key, bound to the pod and the name,
+// opened back to exactly what was signed; the key file made once, 0600.
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { importSealKey, newSealKeyBytes, sealPodObjects, unsealPodObjects } from "../src/state/secret-seal.js";
+import { loadSealKey, SEAL_KEY_FILE } from "../src/state/seal-key.js";
+import { bundleFromPayload } from "../src/pod/bundle.js";
+
+const SECRET = "hunter2-at-rest";
+const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, stringData: { password: SECRET } };
+const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { a: "b" } };
+
+describe("sealing Secrets for the desired-state store", () => {
+  it("seals every Secret (nothing of its data stays in clear), keeps ConfigMaps, and opens back to what was signed", async () => {
+    const key = await importSealKey(newSealKeyBytes());
+    const stored = await sealPodObjects({ configMaps: [cm], secrets: [secret] }, key, "uid-1");
+    const text = JSON.stringify(stored);
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain(Buffer.from(SECRET).toString("base64"));
+    expect(stored).toEqual({ configMaps: [cm], secrets: [{ kind: "SealedSecret", name: "creds", sealed: expect.stringMatching(/^v1\.[\w-]+\.[\w-]+$/) }] });
+    // Sealing twice keeps the sealed form; opening gives the signed object back, which validates again.
+    expect(await sealPodObjects(stored, key, "uid-1")).toEqual(stored);
+    const opened = await unsealPodObjects(stored, key, "uid-1");
+    expect(opened).toEqual({ configMaps: [cm], secrets: [secret] });
+    const pod = { metadata: { name: "p", uid: "uid-1" }, spec: { containers: [{ name: "c", image: "i:1", env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }] }] } };
+    expect(bundleFromPayload({ pod, ...opened }).objects.secrets[0]!.metadata.name).toBe("creds");
+  });
+
+  it("does not open under another pod, another key, or after tampering", async () => {
+    const key = await importSealKey(newSealKeyBytes());
+    const stored = await sealPodObjects({ secrets: [secret] }, key, "uid-1");
+    await expect(unsealPodObjects(stored, key, "uid-2")).rejects.toThrow('stored Secret "creds" of pod uid-2 cannot be opened');
+    await expect(unsealPodObjects(stored, await importSealKey(newSealKeyBytes()), "uid-1")).rejects.toThrow("cannot be opened");
+    const s = stored!.secrets![0] as { sealed: string };
+    const tampered = { secrets: [{ ...s, sealed: s.sealed.slice(0, -2) + (s.sealed.endsWith("A") ? "BB" : "AA") }] };
+    await expect(unsealPodObjects(tampered, key, "uid-1")).rejects.toThrow("cannot be opened");
+  });
+
+  it("the node key: made once under the state dir, 0600, the same on every load", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "podsync-seal-")), "state");
+    const k1 = await loadSealKey(dir);
+    const raw = readFileSync(join(dir, SEAL_KEY_FILE));
+    expect(raw.byteLength).toBe(32);
+    expect((statSync(join(dir, SEAL_KEY_FILE)).mode & 0o777).toString(8)).toBe("600");
+    expect((statSync(dir).mode & 0o777).toString(8)).toBe("700");
+    const stored = await sealPodObjects({ secrets: [secret] }, k1, "u");
+    expect(await unsealPodObjects(stored, await loadSealKey(dir), "u")).toEqual({ secrets: [secret] });
+    expect(readFileSync(join(dir, SEAL_KEY_FILE)).equals(raw)).toBe(true);
+  });
+});
