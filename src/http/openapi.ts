@@ -2,6 +2,7 @@
 // document cannot drift from what is accepted.
 import { z } from "zod";
 import { Pod } from "../pod/schema.js";
+import { ConfigMap, Secret } from "../pod/objects.js";
 import { PROBLEM_BASE, PROBLEMS, type ProblemSlug } from "./problems.js";
 
 let cached: object | undefined;
@@ -27,16 +28,22 @@ const SIGNED_BODY: ProblemSlug[] = ["bad-request", "bad-json", "bad-yaml", "inva
 const signedBody = {
   required: true,
   content: {
-    "application/jose": { schema: { type: "string", description: "Compact JWS whose payload has iss, aud, exp, iat, jti, act and pod" } },
+    "application/jose": { schema: { type: "string", description: "Compact JWS whose payload has iss, aud, exp, iat, jti, act and pod, and optionally configMaps and secrets (arrays of ConfigMap and Secret)" } },
     "application/json": {
       schema: {
         oneOf: [
           { type: "object", required: ["jws"], additionalProperties: false, properties: { jws: { type: "string" } } },
           { $ref: "#/components/schemas/Pod", description: "with a Podsync-Signature header whose token has body_sha256" },
+          {
+            type: "object",
+            required: ["apiVersion", "kind", "items"],
+            description: "a v1 List of one Pod and its ConfigMaps and Secrets, with a Podsync-Signature header",
+            properties: { apiVersion: { const: "v1" }, kind: { const: "List" }, items: { type: "array", items: { oneOf: [{ $ref: "#/components/schemas/Pod" }, { $ref: "#/components/schemas/ConfigMap" }, { $ref: "#/components/schemas/Secret" }] } } },
+          },
         ],
       },
     },
-    "application/yaml": { schema: { $ref: "#/components/schemas/Pod" } },
+    "application/yaml": { schema: { $ref: "#/components/schemas/Pod", description: "or a YAML stream (---) of one Pod and its ConfigMaps and Secrets, or a v1 List of them" } },
   },
 };
 const bearer = [{ signedToken: [] }];
@@ -58,6 +65,8 @@ export function openApiDocument(): object {
       securitySchemes: { signedToken: { type: "http", scheme: "bearer", bearerFormat: "JWS (act, uid, aud, iss, exp, iat, jti)" } },
       schemas: {
         Pod: z.toJSONSchema(Pod, { io: "input", unrepresentable: "any" }),
+        ConfigMap: z.toJSONSchema(ConfigMap, { io: "input", unrepresentable: "any" }),
+        Secret: z.toJSONSchema(Secret, { io: "input", unrepresentable: "any" }),
         Problem: {
           type: "object",
           required: ["type", "title", "status"],
