@@ -320,6 +320,15 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
     expect(JSON.stringify(ok.body)).not.toContain(SECRET);
   });
 
+  it("GET renders inline pull-secret credentials as a bare reference", async () => {
+    const p = podDoc({ uid: "uid-objects-inline", imagePullSecrets: [{ name: "inline-reg", auths: { "registry.example": { username: "u", password: SECRET } } }] });
+    expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
+    const got = await h.fetch("/v1/pods/uid-objects-inline", { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: "uid-objects-inline" })}` } });
+    expect(got.body.spec.imagePullSecrets).toEqual([{ name: "inline-reg" }]);
+    expect(JSON.stringify(got.body)).not.toContain(SECRET);
+    await createPodRuntime(cri).delete("uid-objects-inline");
+  });
+
   it("a runtime error that echoes a secret is redacted in the step message", async () => {
     fake.runtime.fault("CreateContainer", { kind: "error", code: 2, message: `bad env PW=${SECRET}`, times: 1 });
     const token = await h.sign({ act: "sync", pod: full("uid-objects-redact"), secrets: [secret] });

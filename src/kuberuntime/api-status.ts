@@ -441,9 +441,17 @@ export function toV1Pod(spec: Pod | undefined, ref: { uid: string; name: string;
       ...(meta?.annotations ? { annotations: meta.annotations } : {}),
       creationTimestamp: status.startTime ?? null,
     },
-    ...(spec ? { spec: spec.spec } : {}),
+    ...(spec ? { spec: withoutCredentials(spec.spec) } : {}),
     status,
   };
+}
+
+/** The spec as rendered: inline pull-secret credentials never leave the node in a response (an inline entry
+ * shows its name, if any, as a reference does). Everything else is the spec as given: Secrets are referred to
+ * by name there, never by value. */
+function withoutCredentials(spec: Pod["spec"]): Pod["spec"] {
+  if (!spec.imagePullSecrets?.some((s) => s.auths)) return spec;
+  return { ...spec, imagePullSecrets: spec.imagePullSecrets.map((s) => (s.name ? { name: s.name } : {})) };
 }
 
 /** Without a spec (a pod only the runtime knows), the status is generated for a stand-in: one app container
