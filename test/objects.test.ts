@@ -320,6 +320,21 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
     expect(JSON.stringify(ok.body)).not.toContain(SECRET);
   });
 
+  it("no PodSandboxStatus after RunPodSandbox when no env needs the pod IP; a hostNetwork pod's pod IP is the node's", async () => {
+    const rt = createPodRuntime(cri, { volumeFiles: files, hostIPs: ["192.0.2.10"] });
+    const plain = bundleFromPayload({ pod: podDoc({ uid: "uid-objects-lean", env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }] }), secrets: [secret] });
+    const before = fake.runtime.calls.get("PodSandboxStatus") ?? 0;
+    expect((await rt.sync(plain.pod, undefined, plain.objects)).ok).toBe(true);
+    expect((fake.runtime.calls.get("PodSandboxStatus") ?? 0) - before).toBe(1); // the read-back only
+
+    const host = bundleFromPayload({ pod: podDoc({ uid: "uid-objects-host", hostNetwork: true, env: [{ name: "IP", valueFrom: { fieldRef: { fieldPath: "status.podIPs" } } }] }) });
+    expect((await rt.sync(host.pod, undefined, host.objects)).ok).toBe(true);
+    const ctr = [...fake.runtime.containers.values()].find((c) => c.config.labels["io.kubernetes.pod.uid"] === "uid-objects-host")!;
+    expect(new TextDecoder().decode(ctr.config.envs.find((e) => e.key === "IP")!.value)).toBe("192.0.2.10");
+    await rt.delete("uid-objects-lean");
+    await rt.delete("uid-objects-host");
+  });
+
   it("GET renders inline pull-secret credentials as a bare reference", async () => {
     const p = podDoc({ uid: "uid-objects-inline", imagePullSecrets: [{ name: "inline-reg", auths: { "registry.example": { username: "u", password: SECRET } } }] });
     expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
