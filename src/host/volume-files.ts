@@ -7,6 +7,7 @@
 // mounted at <dir> first (kubelet wraps them in a memory emptyDir), so their data never reaches the disk.
 // podsync differs from kubelet in one detail: an unchanged payload is compared by content and mode, not content only.
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, stat, symlink, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
@@ -106,17 +107,50 @@ async function mountsUnder(dir: string): Promise<string[]> {
   return [...new Set(out)].sort((a, b) => b.length - a.length);
 }
 
-export const nodeVolumeFiles: VolumeFiles = {
-  async write(p) {
-    await mkdir(p.dir, { recursive: true, mode: 0o750 });
-    if (p.tmpfs && !(await isMountPoint(p.dir))) {
-      // A fresh tmpfs; nothing written before it (the dir is new, or left empty after a reboot) is kept.
-      await run("mount", ["-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", "tmpfs", p.dir]);
-    } else await chmod(p.dir, 0o755);
-    return atomicWrite(p);
-  },
-  async removeAll(dir) {
-    for (const mp of await mountsUnder(dir)) await run("umount", [mp]);
-    await rm(dir, { recursive: true, force: true });
-  },
-};
+function digest(p: VolumePayload): string {
+  const h = createHash("sha256");
+  h.update(`${p.tmpfs}\u0000${p.fsGroup ?? ""}\u0000`);
+  for (const [path, f] of [...p.files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) h.update(`${path}\u0000${f.mode}\u0000${f.data.byteLength}\u0000`).update(f.data);
+  return h.digest("base64url");
+}
+
+type Written = Map<string, { ts: string; digest: string }>;
+
+async function cachedUnchanged(lastWritten: Written, dir: string, d: string): Promise<boolean> {
+  const last = lastWritten.get(dir);
+  if (!last || last.digest !== d) return false;
+  try {
+    return (await readlink(`${dir}/${DATA}`)) === last.ts;
+  } catch {
+    return false;
+  }
+}
+
+/** A writer. It remembers what it last wrote where (dir → its ..data target and the payload's digest), so an
+ * unchanged re-sync costs one readlink instead of reading every file back; a restart forgets, which costs one
+ * full compare. */
+export function createNodeVolumeFiles(): VolumeFiles {
+  const lastWritten: Written = new Map();
+  return {
+    async write(p) {
+      const d = digest(p);
+      if (await cachedUnchanged(lastWritten, p.dir, d)) return false;
+      await mkdir(p.dir, { recursive: true, mode: 0o750 });
+      if (p.tmpfs && !(await isMountPoint(p.dir))) {
+        // A fresh tmpfs; nothing written before it (the dir is new, or left empty after a reboot) is kept.
+        await run("mount", ["-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", "tmpfs", p.dir]);
+      } else await chmod(p.dir, 0o755);
+      lastWritten.delete(p.dir);
+      const wrote = await atomicWrite(p);
+      lastWritten.set(p.dir, { ts: await readlink(`${p.dir}/${DATA}`), digest: d });
+      return wrote;
+    },
+    async removeAll(dir) {
+      for (const mp of await mountsUnder(dir)) await run("umount", [mp]);
+      await rm(dir, { recursive: true, force: true });
+      for (const k of lastWritten.keys()) if (k === dir || k.startsWith(`${dir}/`)) lastWritten.delete(k);
+    },
+  };
+}
+
+export const nodeVolumeFiles: VolumeFiles = createNodeVolumeFiles();
