@@ -84,6 +84,9 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
     expect(bundleFromDocuments([list]).objects.secrets).toHaveLength(1);
     const p = bundleFromPayload({ pod: podDoc(), configMaps: [cm], secrets: [secret] });
     expect(p.objects.configMaps[0]!.metadata.name).toBe("cfg");
+    // Objects exported with kubectl get -o yaml: their read-only fields are ignored; in a payload array the kind may be left out.
+    const exported = { ...cm, metadata: { name: "cfg", namespace: "default", uid: "1a", resourceVersion: "42", creationTimestamp: "2026-01-01T00:00:00Z", managedFields: [{ manager: "kubectl" }], ownerReferences: [] } };
+    expect(bundleFromPayload({ pod: podDoc(), configMaps: [exported], secrets: [{ metadata: { name: "s" }, stringData: { a: "b" } }] }).objects.secrets).toHaveLength(1);
     // A lone pod is still a pod body, as before.
     expect(bundleFromDocuments([podDoc()]).objects).toEqual({ configMaps: [], secrets: [] });
   });

@@ -33,10 +33,14 @@ const ObjectMeta = z.strictObject({
   namespace: z.string().max(63).regex(DNS1123_LABEL, "metadata.namespace must be a DNS-1123 label").optional(),
   labels: z.record(z.string(), z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),
-  // What `kubectl get -o yaml` adds: no intent, accepted and ignored.
+  // What `kubectl get -o yaml` adds: read-only, no intent; accepted and ignored.
   uid: z.string().optional(),
   resourceVersion: z.string().optional(),
   creationTimestamp: z.union([z.string(), z.null()]).optional(),
+  generation: z.number().optional(),
+  selfLink: z.string().optional(),
+  managedFields: z.array(z.unknown()).optional(),
+  ownerReferences: z.array(z.unknown()).optional(),
 });
 
 const STD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -44,8 +48,9 @@ const base64 = z.string().refine((s) => STD_BASE64.test(s), "must be base64 (sta
 
 export const ConfigMap = z
   .strictObject({
-    apiVersion: z.literal("v1"),
-    kind: z.literal("ConfigMap"),
+    // Optional in a JWS payload's configMaps array (the array says what they are); a document needs its kind.
+    apiVersion: z.literal("v1").optional(),
+    kind: z.literal("ConfigMap").optional(),
     metadata: ObjectMeta,
     data: dataKeys(z.string()).optional(),
     binaryData: dataKeys(base64).optional(),
@@ -70,8 +75,8 @@ export const SECRET_TYPES = {
 } as const;
 
 const SecretInput = z.strictObject({
-  apiVersion: z.literal("v1"),
-  kind: z.literal("Secret"),
+  apiVersion: z.literal("v1").optional(),
+  kind: z.literal("Secret").optional(),
   metadata: ObjectMeta,
   type: z.string().min(1).default(SECRET_TYPES.opaque),
   data: dataKeys(base64).optional(),
