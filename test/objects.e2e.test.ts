@@ -67,8 +67,8 @@ const pod = {
   },
 };
 
-async function sync(conf: string) {
-  const token = await h.sign({ act: "sync", pod, configMaps: [configMap(conf)], secrets: [secret] });
+async function sync(conf: string, p: typeof pod = pod) {
+  const token = await h.sign({ act: "sync", pod: p, configMaps: [configMap(conf)], secrets: [secret] });
   const r = await h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/jose" }, body: token });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   expect(JSON.stringify(r.body)).not.toContain(SECRET);
@@ -127,7 +127,20 @@ describe.skipIf(skip)("ConfigMaps, Secrets and the downward API on real containe
     expect(status.containerStatuses).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
   });
 
+  it("a volume dropped from the spec goes when the container restarts without it: its tmpfs is unmounted", async () => {
+    const c = pod.spec.containers[0]!;
+    const without = { ...pod, spec: { ...pod.spec, volumes: pod.spec.volumes.filter((v) => v.name !== "creds"), containers: [{ ...c, volumeMounts: c.volumeMounts.filter((m) => m.name !== "creds") }] } };
+    const r = await sync("port=9090\n", without);
+    expect(r.steps.map((s) => s.action)).toEqual(["KillContainer", "MountVolumes", "StartContainer"]);
+    expect(tmpfsAt(secretDir)).toBe(false);
+    expect(existsSync(secretDir)).toBe(false);
+    expect(await sh("cat /etc/cfg/conf/app.conf")).toEqual({ code: 0, out: "port=9090\n" });
+  });
+
   it("DELETE unmounts the secret's tmpfs and removes the volumes", async () => {
+    // The secret volume back, so that DELETE has a tmpfs to unmount.
+    expect((await sync("port=9090\n")).steps.map((s) => s.action)).toEqual(["KillContainer", "MountVolumes", "StartContainer"]);
+    expect(tmpfsAt(secretDir)).toBe(true);
     const token = await h.sign({ act: "delete", uid: id });
     const r = await h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
     expect(r.status).toBe(200);

@@ -145,6 +145,14 @@ export function createNodeVolumeFiles(): VolumeFiles {
       lastWritten.set(p.dir, { ts: await readlink(`${p.dir}/${DATA}`), digest: d });
       return wrote;
     },
+    async list(dir) {
+      try {
+        return await readdir(dir);
+      } catch (e) {
+        if (errno(e) === "ENOENT") return [];
+        throw e;
+      }
+    },
     async removeAll(dir) {
       for (const mp of await mountsUnder(dir)) await run("umount", [mp]);
       await rm(dir, { recursive: true, force: true });

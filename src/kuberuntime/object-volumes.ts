@@ -33,8 +33,10 @@ export interface VolumeFiles {
   /** Make `dir` hold exactly `files`, atomically (a reader sees the old set or the new, never a mix), and
    * leave it untouched when nothing changed (then false). A tmpfs volume is mounted first when it is not yet. */
   write(payload: VolumePayload): Promise<boolean>;
-  /** Unmount every mount under `dir` (a plugin's dir under the pod's volumes dir) and remove it. */
+  /** Unmount every mount under `dir` (a plugin's dir under the pod's volumes dir, or one volume's) and remove it. */
   removeAll(dir: string): Promise<void>;
+  /** The names in `dir` (none when it does not exist): the volumes a plugin holds for the pod. */
+  list?(dir: string): Promise<string[]>;
 }
 
 /** kubelet's getPodVolumesDir */

@@ -38,7 +38,7 @@ import { podContainerDir, type TerminationMessageFiles } from "./termination-mes
 import type { ContainerToKill } from "./types.js";
 import { NO_OBJECTS, secretValues, type PodObjects } from "../pod/objects.js";
 import { resolvePullSecrets } from "../pod/references.js";
-import { hasFileVolumes, volumePayloads, type VolumeFiles } from "./object-volumes.js";
+import { FILE_VOLUME_PLUGINS, hasFileVolumes, podVolumesDir, volumePayloads, type VolumeFiles } from "./object-volumes.js";
 import { envResolver, needsPodIPs, usesEnvSources } from "./env-sources.js";
 import type { DownwardInfo } from "./downward.js";
 import { sortPodIPs } from "./api-status.js";
@@ -157,8 +157,11 @@ export async function syncPod(
   }
 
   // kubelet's WaitForAttachAndMount: the file volumes, before the sandbox and any container.
-  if (hasFileVolumes(pod) && !(actions.killPod && !actions.createSandbox)) {
-    if (!(await mountVolumes(pod, objects, node, options, steps))) return done();
+  // A container about to start may follow a spec change that dropped a volume: then the volumes no longer in
+  // the spec go too (kubelet's volume reconciler unmounts them), so no Secret outlives its use on the node.
+  const starting = actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
+  if ((hasFileVolumes(pod) || (starting && options.volumeFiles)) && !(actions.killPod && !actions.createSandbox)) {
+    if (!(await mountVolumes(pod, objects, node, options, steps, starting))) return done();
   }
 
   // Steps 3-4: a new sandbox. Its config is also what image pulls and CreateContainer are given; a sync
@@ -241,10 +244,11 @@ function podIPs(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: strin
 }
 
 /** Write the pod's file volumes; a step only when a file changed or the write failed (FailedMount). */
-async function mountVolumes(pod: Pod, objects: PodObjects, node: NodeConfig, options: SyncOptions, steps: Steps): Promise<boolean> {
+async function mountVolumes(pod: Pod, objects: PodObjects, node: NodeConfig, options: SyncOptions, steps: Steps, prune: boolean): Promise<boolean> {
   const files = options.volumeFiles;
   const t0 = performance.now();
   let changed = 0;
+  let removed = 0;
   let error: string | undefined;
   if (!files) error = "this deployment has no node filesystem for configMap, secret, downwardAPI or projected volumes";
   else {
@@ -252,12 +256,24 @@ async function mountVolumes(pod: Pod, objects: PodObjects, node: NodeConfig, opt
       // Volume files hold no pod IP (the downward API allows none in volumes), so no runtime read is needed.
       const payloads = volumePayloads(pod, objects, { node, hostIPs: options.hostIPs ?? [], podIPs: [] });
       for (const p of payloads) if (await files.write(p)) changed++;
+      if ((prune || changed > 0) && files.list) {
+        const keep = new Set(payloads.map((p) => p.dir));
+        for (const plugin of FILE_VOLUME_PLUGINS) {
+          const dir = `${podVolumesDir(node.rootDir, pod.metadata.uid)}/${plugin}`;
+          for (const name of await files.list(dir))
+            if (!keep.has(`${dir}/${name}`)) {
+              await files.removeAll(`${dir}/${name}`);
+              removed++;
+            }
+        }
+      }
     } catch (e) {
       error = errorMessage(e);
     }
   }
-  if (error === undefined && changed === 0) return true;
+  if (error === undefined && changed === 0 && removed === 0) return true;
   const step = { action: "MountVolumes" as const, target: formatPod(pod), ok: error === undefined, durationMs: Math.round((performance.now() - t0) * 100) / 100 };
-  steps.steps.push(error === undefined ? { ...step, message: `wrote ${changed} volume(s)` } : { ...step, error: "FailedMount", message: `MountVolume.SetUp failed: ${error}` });
+  const did = [changed ? `wrote ${changed} volume(s)` : "", removed ? `removed ${removed} volume(s) no longer in the spec` : ""].filter(Boolean).join("; ");
+  steps.steps.push(error === undefined ? { ...step, message: did } : { ...step, error: "FailedMount", message: `MountVolume.SetUp failed: ${error}` });
   return error === undefined;
 }
