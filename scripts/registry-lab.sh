@@ -8,7 +8,7 @@
 # PODSYNC_REGISTRY_DIR (default /tmp/podsync-registry): config, storage, credentials.json (0600), pid, log.
 # PODSYNC_REGISTRY_PORT (default 5111): it listens on 127.0.0.1 only.
 # PODSYNC_REGISTRY_HOSTS_DIR: containerd's registry config_path, where <host>/hosts.toml goes
-#   (default: the containerd lab's, ${PODSYNC_LAB_DIR:-/tmp/podsync-lab}/certs.d).
+#   (unset: the containerd lab's, ${PODSYNC_LAB_DIR:-/tmp/podsync-lab}/certs.d; empty: none is written).
 # PODSYNC_LAB_DIR: the containerd lab whose images/images.tar `push` reads.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ REG=${PODSYNC_REGISTRY_DIR:-/tmp/podsync-registry}
 PORT=${PODSYNC_REGISTRY_PORT:-5111}
 HOST=127.0.0.1:$PORT
 LAB=${PODSYNC_LAB_DIR:-/tmp/podsync-lab}
-HOSTS_DIR=${PODSYNC_REGISTRY_HOSTS_DIR:-$LAB/certs.d}
+HOSTS_DIR=${PODSYNC_REGISTRY_HOSTS_DIR-$LAB/certs.d}
 PIDFILE=$REG/registry.pid
 USERNAME=podsync
 
@@ -107,6 +107,7 @@ YAML
 
 # containerd (CRI, config_path) reads <hosts dir>/<host>/hosts.toml at each pull: plain http on loopback.
 write_hosts() {
+  [ -n "$HOSTS_DIR" ] || return 0
   mkdir -p "$HOSTS_DIR/$HOST"
   cat >"$HOSTS_DIR/$HOST/hosts.toml" <<TOML
 # Written by scripts/registry-lab.sh: the lab registry, plain http on loopback.
@@ -173,7 +174,7 @@ stop() {
   fi
   rm -f "$PIDFILE"
   rm -rf "$REG/data" "$REG/htpasswd" "$REG/credentials.json" "$REG/auth.json"
-  rm -rf "${HOSTS_DIR:?}/$HOST"
+  [ -z "$HOSTS_DIR" ] || rm -rf "${HOSTS_DIR:?}/$HOST"
 }
 
 case ${1:-} in
