@@ -3,7 +3,8 @@
 # with htpasswd (bcrypt) auth over plain http on loopback, and skopeo to push the lab image into it.
 #   scripts/registry-lab.sh start        install what is missing, start it (idempotent), tell the lab's containerd
 #                                        where it is; last line: the registry host (127.0.0.1:<port>)
-#   scripts/registry-lab.sh push REPO:TAG  push localhost/busybox:1 (from the lab's image tarball) as <host>/REPO:TAG
+#   scripts/registry-lab.sh push REPO:TAG  push localhost/busybox:1 (from the lab's image tarball, plus a label that
+#                                        gives it an image id of its own) as <host>/REPO:TAG
 #   scripts/registry-lab.sh stop         stop it, remove its storage, credentials and hosts.toml; safe to repeat
 # PODSYNC_REGISTRY_DIR (default /tmp/podsync-registry): config, storage, credentials.json (0600), pid, log.
 # PODSYNC_REGISTRY_PORT (default 5111): it listens on 127.0.0.1 only.
@@ -150,13 +151,35 @@ start() {
   echo "$HOST"
 }
 
+# localhost/busybox:1 with one label added (org.podsync.registry-lab.ref=<ref>), as a docker-archive in $2: the same
+# layer (nothing new to unpack), but an image id of its own. With the lab's config, a pulled copy would share
+# localhost/busybox:1's image id, and CRI would then report the registry's repo digest as the imageRef of every
+# container made from localhost/busybox:1 (seen), under other tests running at the same time.
+variant_archive() {
+  local src=$1 out=$2 ref=$3 cfg layer sum
+  mkdir -p "$out/in" "$out/img"
+  tar -xf "$src" -C "$out/in" || die "cannot read $src"
+  cfg=$(grep -l '"Cmd":\["/bin/sh"\]' "$out/in"/*.json | head -n 1) || die "no localhost/busybox:1 config in $src"
+  layer=$(cd "$out/in" && ls -d -- */layer.tar | head -n 1) || die "no layer in $src"
+  sed "s|\"WorkingDir\":\"/\"|&,\"Labels\":{\"org.podsync.registry-lab.ref\":\"$ref\"}|" "$cfg" >"$out/config.json"
+  grep -q '"org.podsync.registry-lab.ref"' "$out/config.json" || die "unexpected image config in $src"
+  sum=$(sha256sum "$out/config.json" | cut -d' ' -f1)
+  mv "$out/config.json" "$out/img/$sum.json"
+  mkdir -p "$out/img/${layer%/*}" && mv "$out/in/$layer" "$out/img/$layer"
+  printf '[{"Config":"%s.json","RepoTags":["localhost/busybox:1"],"Layers":["%s"]}]' "$sum" "$layer" >"$out/img/manifest.json"
+  (cd "$out/img" && tar -cf ../image.tar -- *)
+}
+
 push() {
   local ref=${1:-} src=${PODSYNC_REGISTRY_SOURCE:-$LAB/images/images.tar}
   [[ $ref =~ ^[a-z0-9]+([._/-][a-z0-9]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "usage: $0 push REPO:TAG (lower-case repository path, a tag), got '$ref'"
   reg_pid >/dev/null && answers || die "the registry is not running: $0 start"
   [ -f "$src" ] || die "no $src: start the containerd lab (scripts/containerd-lab.sh start) with the same PODSYNC_LAB_DIR"
+  PUSH_TMP=$(mktemp -d "$REG/push.XXXXXX")
+  trap 'rm -rf "$PUSH_TMP"' EXIT
+  variant_archive "$src" "$PUSH_TMP" "$ref"
   skopeo --policy "$REG/policy.json" copy --quiet --authfile "$REG/auth.json" --dest-tls-verify=false \
-    "docker-archive:$src:localhost/busybox:1" "docker://$HOST/$ref" >&2 || die "skopeo could not push $HOST/$ref"
+    "docker-archive:$PUSH_TMP/image.tar:localhost/busybox:1" "docker://$HOST/$ref" >&2 || die "skopeo could not push $HOST/$ref"
   echo "$HOST/$ref"
 }
 
@@ -173,7 +196,7 @@ stop() {
     say "no docker-registry running for $REG"
   fi
   rm -f "$PIDFILE"
-  rm -rf "$REG/data" "$REG/htpasswd" "$REG/credentials.json" "$REG/auth.json"
+  rm -rf "$REG/data" "$REG/htpasswd" "$REG/credentials.json" "$REG/auth.json" "$REG"/push.*
   [ -z "$HOSTS_DIR" ] || rm -rf "${HOSTS_DIR:?}/$HOST"
 }
 

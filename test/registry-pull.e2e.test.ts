@@ -126,16 +126,20 @@ describe.skipIf(skip)("image pulls from a registry with credentials, on real con
     for (const r of restore) r();
     const rt = cri && createPodRuntime(cri);
     await Promise.all(uids.map((id) => rt?.delete(id, 1).catch(() => undefined)));
-    // The pulled refs go, tags and the repo digest CRI adds (podsync's CRI client has no RemoveImage), so the lab
-    // keeps only its own images and the next run pulls the layer again.
-    if (registry) {
+    // The pulled images go: their tags, the repo digests and the image-id refs CRI adds (podsync's CRI client has
+    // no RemoveImage), so the lab keeps only its own images.
+    if (registry && cri) {
       const ctr = (...a: string[]) => spawnSync("ctr", ["-a", socketPath, "-n", "k8s.io", ...a], { encoding: "utf8", timeout: 30_000 });
       const refs = (ctr("images", "ls", "-q").stdout ?? "").split("\n").filter((r) => r.startsWith(`${registry}/podsync/`));
-      if (refs.length) ctr("images", "rm", ...refs);
+      const idOf = async (image: string) => (await cri.imageStatus({ image: { image } }).catch(() => undefined))?.image?.id;
+      const ids = new Set(await Promise.all(refs.filter((r) => !r.includes("@")).map(idOf)));
+      ids.delete(await idOf("localhost/busybox:1")); // never the lab's own (the pushed images have ids of their own)
+      const gone = [...refs, ...[...ids].filter((id): id is string => !!id)];
+      if (gone.length) ctr("images", "rm", ...gone);
     }
     await h?.close();
     cri?.close();
-    if (registry) lab("stop");
+    lab("stop"); // safe when start failed half-way, or never ran
   });
 
   it("the lab's containerd reads the registry's hosts.toml (config_path) and pulls over plain http on loopback", () => {
