@@ -32,11 +32,18 @@ export interface CriPolicyContext {
   internalMountPrefixes: readonly string[];
   /** When set, a sandbox's logDirectory must be under it (PODSYNC_POD_LOGS_DIR): the runtime writes there. */
   podLogsDir?: string;
+  /** For CreateContainer: the namespaces of the sandbox the container joins, as the runtime reports them
+   * (PodSandboxStatus). A container in a host-network (host-PID, host-IPC) sandbox shares the host's
+   * namespace whatever its own config says, so the sandbox's modes count as the container's. */
+  sandboxNamespaces?: NamespaceOption | undefined;
 }
 
-/** Where podsync puts a pod's emptyDir volumes (config.ts containerMounts): <rootDir>/pods/<uid>/volumes. */
+/** Where podsync bind-mounts host files for a pod: its emptyDir volumes (config.ts containerMounts,
+ * <rootDir>/pods/<uid>/volumes) and its termination-message files (termination-message.ts podContainerDir,
+ * <rootDir>/pods/<uid>/containers). */
 export function podsyncInternalMountPrefixes(rootDir: string, podUid: string): string[] {
-  return [`${rootDir.replace(/\/+$/, "")}/pods/${podUid}/volumes`];
+  const pod = `${rootDir.replace(/\/+$/, "")}/pods/${podUid}`;
+  return [`${pod}/volumes`, `${pod}/containers`];
 }
 
 interface CriCheck<T> {
@@ -52,14 +59,18 @@ const capName = (c: string): string => c.toUpperCase().replace(/^CAP_/, "");
 const unconfined = (p: SecurityProfile | undefined, path: string): boolean =>
   p?.profileType === SecurityProfile_ProfileType.Unconfined || path === "unconfined";
 
-/** hostNamespaces: NODE mode is what the kubelet sends for hostNetwork / hostPID / hostIPC. */
-function hostNamespaces(ns: NamespaceOption | undefined): CheckResult | undefined {
+/** hostNamespaces: NODE mode is what the kubelet sends for hostNetwork / hostPID / hostIPC. With `sandbox`
+ * (a container's check), a NODE mode of the sandbox it joins counts too, named by the sandbox's status field. */
+function hostNamespaces(ns: NamespaceOption | undefined, sandbox?: NamespaceOption): CheckResult | undefined {
   const data: string[] = [];
   const paths: string[] = [];
   for (const [field, name] of [["network", "hostNetwork"], ["pid", "hostPID"], ["ipc", "hostIPC"]] as const)
     if (ns?.[field] === NamespaceMode.NODE) {
       data.push(`${name}=true`);
       paths.push(`${SC}.namespaceOptions.${field}`);
+    } else if (sandbox?.[field] === NamespaceMode.NODE) {
+      data.push(`${name}=true (the pod sandbox's)`);
+      paths.push(`sandbox.linux.namespaces.options.${field}`);
     }
   return data.length ? fail("host namespaces", data.join(", "), paths) : undefined;
 }
@@ -126,7 +137,7 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
       return bad.length ? fail("non-default capabilities", `${nameOf(c)} must not include ${joinQuote(bad)} in securityContext.capabilities.add`, [`${SC}.capabilities.addCapabilities`]) : undefined;
     },
   },
-  { id: "hostNamespaces", level: "baseline", check: (c) => hostNamespaces(c.linux?.securityContext?.namespaceOptions) },
+  { id: "hostNamespaces", level: "baseline", check: (c, _policy, ctx) => hostNamespaces(c.linux?.securityContext?.namespaceOptions, ctx.sandboxNamespaces) },
   {
     id: "hostPathVolumes",
     level: "baseline",
