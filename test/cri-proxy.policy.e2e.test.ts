@@ -2,7 +2,7 @@
 // works at baseline (emptyDir and termination-message mounts included), and RunPodSandbox / CreateContainer
 // calls that exceed baseline are refused with PERMISSION_DENIED on both fronts, leaving nothing on containerd.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
@@ -65,13 +65,17 @@ describe.skipIf(skip)("cri-proxy enforces the node policy (a real proxy process,
   const track = (p: Pod) => (made.push(p), p);
 
   it("a podsync sync through it works at baseline; containers beyond baseline are refused in that sandbox and never made", async () => {
-    const p = track(pod({ volumes: [{ name: "scratch", emptyDir: {} }], containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"], volumeMounts: [{ name: "scratch", mountPath: "/scratch" }] }] }));
+    // The container plants a symlink to the host's / in its emptyDir (the CVE-2017-1002101 set-up).
+    const p = track(pod({ volumes: [{ name: "scratch", emptyDir: {} }], containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sh", "-c", "ln -s / /scratch/escape && sleep 3600"], volumeMounts: [{ name: "scratch", mountPath: "/scratch" }] }] }));
     const r = await syncOnce(viaWeb, p, { node, terminationFiles: nodeTerminationFiles, pullBackOff: new MemoryPullBackOff() });
     expect(r.steps.filter((s) => !s.ok)).toEqual([]);
     expect(r.steps.map((s) => s.action)).toEqual(["CreatePodSandbox", "StartContainer"]);
     const [sandbox] = await sandboxesOf(p);
     expect((await containersIn(sandbox!.id)).map((c) => [c.metadata?.name, c.state])).toEqual([["main", api.ContainerState.CONTAINER_RUNNING]]);
 
+    const emptyDir = join(node.rootDir, "pods", p.metadata.uid, "volumes/kubernetes.io~empty-dir/scratch");
+    for (let i = 0; i < 100 && !lstatSync(`${emptyDir}/escape`, { throwIfNoEntry: false })?.isSymbolicLink(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(lstatSync(`${emptyDir}/escape`).isSymbolicLink()).toBe(true);
     const image = (await direct.imageStatus({ image: { image: "localhost/busybox:1" } })).image!.id;
     const config = (mutate: (c: api.ContainerConfig) => void) => {
       const c = generateContainerConfig(p, { ...p.spec.containers[0]!, name: "evil" }, 0, image, node);
@@ -83,6 +87,7 @@ describe.skipIf(skip)("cri-proxy enforces the node policy (a real proxy process,
       ["hostPathVolumes", config((c) => c.mounts.push(create(api.MountSchema, { containerPath: "/host", hostPath: "/" }))), viaGrpc],
       ["hostNamespaces", config((c) => (c.linux!.securityContext!.namespaceOptions!.pid = api.NamespaceMode.NODE)), viaWeb],
       ["capabilities_baseline", config((c) => (c.linux!.securityContext!.capabilities!.addCapabilities = ["SYS_ADMIN"])), viaGrpc],
+      ["hostPathVolumes", config((c) => (c.mounts[0]!.hostPath = `${emptyDir}/escape`)), viaWeb],
     ];
     for (const [rule, c, via] of attempts) {
       const e = await denied(via.createContainer({ podSandboxId: sandbox!.id, config: c, sandboxConfig: generatePodSandboxConfig(p, 0, node) }));

@@ -66,7 +66,6 @@ const arbPod = fc
     hostPID: mostlyNot,
     runAsUser: fc.option(fc.constantFrom(0, 1000), { nil: undefined }),
     volumes: fc.array(fc.option(fc.constantFrom("/", "/etc", "/srv/data", "/srv/data/x", "/srv/database"), { nil: undefined, freq: 2 }), { maxLength: 3 }),
-    subPath: fc.option(fc.constantFrom("sub", "a/b"), { nil: undefined }),
     sc: fc.option(fc.record({ privileged: fc.boolean(), allowPrivilegeEscalation: fc.boolean(), capabilities: fc.record({ add: fc.array(cap, { maxLength: 2 }), drop: fc.array(cap, { maxLength: 2 }) }) }, { requiredKeys: [] }), { nil: undefined }),
     init: fc.boolean(),
     hostPort: mostlyNot,
@@ -85,7 +84,7 @@ const arbPod = fc
           name: "c",
           image: "busybox",
           securityContext: g.sc,
-          volumeMounts: volumes.map((v, i) => ({ name: v.name, mountPath: `/m${i}`, ...(g.subPath && "emptyDir" in v ? { subPath: g.subPath } : {}) })),
+          volumeMounts: volumes.map((v, i) => ({ name: v.name, mountPath: `/m${i}` })),
           ports: g.hostPort ? [{ containerPort: 8080, hostPort: 8080 }] : [],
         }],
       },
@@ -164,6 +163,16 @@ describe("the gate refuses raw calls beyond the node policy", () => {
     expect(await g2.admit(CREATE_CONTAINER, containerBody(mount), Date.now() + 1000)).toMatchObject({ ok: false, code: 7 });
   });
 
+  it("a path inside an emptyDir (where a container may have planted a symlink) is refused; kubelet's subPath bind targets are admitted", async () => {
+    const { gate } = gateFor({ level: "baseline", hostPathAllow: [] }, sandbox);
+    const pd = `${node.rootDir}/pods/${p.metadata.uid}`;
+    const verdict = async (hostPath: string) => (await gate.admit(CREATE_CONTAINER, containerBody((c) => (c.mounts[0]!.hostPath = hostPath)), Date.now() + 1000)).ok;
+    for (const bad of [`${pd}/volumes/kubernetes.io~empty-dir/s/escape`, `${pd}/volumes/kubernetes.io~empty-dir`, `${pd}/volumes`, `${pd}/containers/main`, `${pd}/containers/main/0a1b2c3d/x`, `${pd}/volume-subpaths/s/main/0/escape`, `${pd}/volumes/kubernetes.io~empty-dir/./s`, `${pd}/etc-hosts`, pd])
+      expect(await verdict(bad), bad).toBe(false);
+    for (const good of [`${pd}/volumes/kubernetes.io~empty-dir/s`, `${pd}/containers/main/0a1b2c3d`, `${pd}/volume-subpaths/s/main/0`, `${pd}//volumes/kubernetes.io~empty-dir/s/`])
+      expect(await verdict(good), good).toBe(true);
+  });
+
   it("a field the gate's schema does not know is refused, not forwarded unchecked", async () => {
     const { gate } = gateFor({ level: "baseline", hostPathAllow: [] }, sandbox);
     // Field 99 of LinuxContainerSecurityContext, varint 1, as a newer runtime might read it.
@@ -212,7 +221,7 @@ describe("through a proxy (in process, fake runtime)", () => {
 
   it.each<[PolicyLevel, Partial<PodInput["spec"]>]>([
     ["privileged", { hostNetwork: true, volumes: [{ name: "h", hostPath: { path: "/srv/data/app" } }], containers: [{ name: "main", image: "localhost/busybox:1", securityContext: { privileged: true }, volumeMounts: [{ name: "h", mountPath: "/h" }] }] }],
-    ["baseline", { volumes: [{ name: "s", emptyDir: {} }, { name: "h", hostPath: { path: "/srv/data" } }], initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["true"], volumeMounts: [{ name: "s", mountPath: "/s", subPath: "x" }] }], containers: [{ name: "main", image: "localhost/busybox:1", volumeMounts: [{ name: "s", mountPath: "/s" }, { name: "h", mountPath: "/h" }] }] }],
+    ["baseline", { volumes: [{ name: "s", emptyDir: {} }, { name: "h", hostPath: { path: "/srv/data" } }], initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["true"], volumeMounts: [{ name: "s", mountPath: "/s" }] }], containers: [{ name: "main", image: "localhost/busybox:1", volumeMounts: [{ name: "s", mountPath: "/s" }, { name: "h", mountPath: "/h" }] }] }],
   ])("a podsync sync of a pod admitted at %s passes the gate (emptyDir, allow-listed hostPath, termination-message files)", async (level, spec) => {
     const p = pod(spec);
     expect(evaluatePodSecurity(p, { level, hostPathAllow: ["/srv/data"] })).toEqual([]);

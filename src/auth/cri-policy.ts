@@ -17,7 +17,7 @@ import {
   type NamespaceOption, type PodSandboxConfig, type RunPodSandboxRequest, type SecurityProfile, type SELinuxOption,
 } from "../gen/runtime/v1/api_pb.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "../kuberuntime/security.js";
-import { isUnderAny, isUnderPrefix } from "./host-path.js";
+import { isUnderAny, isUnderPrefix, normalizeHostPath } from "./host-path.js";
 import { checksFor } from "./pod-security.js";
 import type { CheckResult } from "./pod-security-checks.js";
 import type { NodePolicy, PolicyLevel, Violation } from "./policy.js";
@@ -27,9 +27,9 @@ import {
 } from "./pss-rules.js";
 
 export interface CriPolicyContext {
-  /** Host directories podsync itself bind-mounts (emptyDir volumes); admitted at every level. Keep them
-   * per pod (podsyncInternalMountPrefixes with the sandbox's real uid) so one pod cannot mount another's. */
-  internalMountPrefixes: readonly string[];
+  /** Whether a host path is one podsync itself bind-mounts for this pod (admitted at every level). Keep it
+   * per pod (podsyncInternalMount with the sandbox's real uid) so one pod cannot mount another's. */
+  isInternalMount: (hostPath: string) => boolean;
   /** When set, a sandbox's logDirectory must be under it (PODSYNC_POD_LOGS_DIR): the runtime writes there. */
   podLogsDir?: string;
   /** For CreateContainer: the namespaces of the sandbox the container joins, as the runtime reports them
@@ -38,12 +38,25 @@ export interface CriPolicyContext {
   sandboxNamespaces?: NamespaceOption | undefined;
 }
 
-/** Where podsync bind-mounts host files for a pod: its emptyDir volumes (config.ts containerMounts,
- * <rootDir>/pods/<uid>/volumes) and its termination-message files (termination-message.ts podContainerDir,
- * <rootDir>/pods/<uid>/containers). */
-export function podsyncInternalMountPrefixes(rootDir: string, podUid: string): string[] {
-  const pod = `${rootDir.replace(/\/+$/, "")}/pods/${podUid}`;
-  return [`${pod}/volumes`, `${pod}/containers`];
+/**
+ * The host paths podsync itself bind-mounts for pod `podUid`, in kubelet's layout under <rootDir>/pods/<uid>:
+ * volumes/kubernetes.io~empty-dir/<volume> (config.ts containerMounts), containers/<container>/<file>
+ * (termination-message files) and volume-subpaths/<volume>/<container>/<index> (kubelet's safe subPath binds).
+ * Exactly these depths, without `.` or `..`: anything below one of them is inside what a container can write,
+ * where it may have planted a symlink to / (CVE-2017-1002101), and the bind source is resolved by the runtime
+ * long after any check here.
+ */
+export function podsyncInternalMount(rootDir: string, podUid: string): (hostPath: string) => boolean {
+  const pod = [...normalizeHostPath(rootDir).split("/").filter(Boolean), "pods", podUid];
+  return (hostPath) => {
+    const parts = hostPath.split("/").filter(Boolean);
+    if (!hostPath.startsWith("/") || parts.some((p) => p === "." || p === "..") || pod.some((p, i) => parts[i] !== p)) return false;
+    const [kind, a, ...rest] = parts.slice(pod.length);
+    if (kind === "volumes") return a === "kubernetes.io~empty-dir" && rest.length === 1;
+    if (kind === "containers") return a !== undefined && rest.length === 1;
+    if (kind === "volume-subpaths") return a !== undefined && rest.length === 2;
+    return false;
+  };
 }
 
 interface CriCheck<T> {
@@ -107,7 +120,7 @@ function foreignMounts(c: ContainerConfig, policy: NodePolicy, ctx: CriPolicyCon
   const bad: string[] = [];
   const paths: string[] = [];
   c.mounts.forEach((m, i) => {
-    if (isUnderAny(m.hostPath, ctx.internalMountPrefixes)) return;
+    if (ctx.isInternalMount(m.hostPath)) return;
     if (allowList && isUnderAny(m.hostPath, policy.hostPathAllow)) return;
     bad.push(m.hostPath);
     paths.push(`config.mounts[${i}].hostPath`);

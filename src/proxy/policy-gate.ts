@@ -12,7 +12,7 @@ import {
   CreateContainerRequestSchema, PodSandboxStatusRequestSchema, PodSandboxStatusResponseSchema, RunPodSandboxRequestSchema,
   type NamespaceOption,
 } from "../gen/runtime/v1/api_pb.js";
-import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMountPrefixes, type CriPolicyContext } from "../auth/cri-policy.js";
+import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMount, type CriPolicyContext } from "../auth/cri-policy.js";
 import { formatViolations, type NodePolicy, type Violation } from "../auth/policy.js";
 import { GrpcCode } from "../cri/errors.js";
 
@@ -82,7 +82,7 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
 
   const context = (uid: string | undefined): CriPolicyContext => ({
     // A uid that is not one path component names no pod directory of podsync's: no internal mounts then.
-    internalMountPrefixes: uid !== undefined && SAFE_UID.test(uid) ? podsyncInternalMountPrefixes(o.rootDir, uid) : [],
+    isInternalMount: uid !== undefined && SAFE_UID.test(uid) ? podsyncInternalMount(o.rootDir, uid) : () => false,
     ...(o.podLogsDir !== undefined ? { podLogsDir: o.podLogsDir } : {}),
   });
 
