@@ -142,6 +142,17 @@ describe("the gate refuses raw calls beyond the node policy", () => {
     });
   });
 
+  it("the sandbox config a CreateContainer carries (containerd reads it) must pass as at RunPodSandbox", async () => {
+    const { gate } = gateFor({ level: "baseline", hostPathAllow: [] }, sandbox);
+    const claimed = structuredClone(sandbox);
+    claimed.linux!.securityContext!.privileged = true;
+    const c = generateContainerConfig(p, p.spec.containers[0]!, 0, "sha256:x", node);
+    const body = Buffer.from(toBinary(api.CreateContainerRequestSchema, create(api.CreateContainerRequestSchema, { podSandboxId: SANDBOX_ID, config: c, sandboxConfig: claimed })));
+    const v = await gate.admit(CREATE_CONTAINER, body, Date.now() + 1000);
+    expect(v).toMatchObject({ ok: false, code: 7, rules: ["privileged"] });
+    expect(!v.ok && v.details).toContain("sandboxConfig.linux.securityContext.privileged (privileged)");
+  });
+
   it("a container in a host-network sandbox is refused from the sandbox's status, whatever its own config says", async () => {
     const hostSandbox = generatePodSandboxConfig(pod({ hostNetwork: true }, { uid: p.metadata.uid }), 0, node);
     const { gate } = gateFor({ level: "baseline", hostPathAllow: [] }, hostSandbox);

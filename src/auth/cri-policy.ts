@@ -341,8 +341,9 @@ export function checkRunPodSandbox(req: RunPodSandboxRequest, policy: NodePolicy
   return run(SANDBOX_CHECKS, req.config, policy, ctx);
 }
 
-/** Violations of the node policy by a CreateContainer request; its sandboxConfig is informational (the
- * runtime uses the sandbox RunPodSandbox created, which checkRunPodSandbox saw), so only config is checked. */
+/** Violations of the node policy by a CreateContainer request's config. Its sandboxConfig is a copy the caller
+ * sends, and containerd reads parts of it (privileged, cgroup parent): hold it to checkRunPodSandbox as well
+ * (cri-proxy's policy-gate.ts does). */
 export function checkCreateContainer(req: CreateContainerRequest, policy: NodePolicy, ctx: CriPolicyContext): Violation[] {
   return run(CONTAINER_CHECKS, req.config, policy, ctx);
 }

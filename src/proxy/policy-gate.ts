@@ -4,10 +4,11 @@
 //
 // What is forwarded is what was checked: the request is re-encoded from the decoded message, and a request
 // carrying a field this CRI schema does not know is refused (the runtime might know it; the gate could not
-// check it). A CreateContainer is checked with facts about its sandbox that the request itself cannot be
-// trusted for: the pod uid (podsync's own host directories for that pod) and the sandbox's namespaces,
+// check it). A CreateContainer's config is checked, and so is the copy of the sandbox config it carries
+// (containerd reads parts of it); beyond that it is checked with facts about its sandbox that the request
+// cannot be trusted for: the pod uid (podsync's own host directories for that pod) and the sandbox's namespaces,
 // read from the runtime with PodSandboxStatus and cached by sandbox id (a sandbox's config never changes).
-import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import {
   CreateContainerRequestSchema, PodSandboxStatusRequestSchema, PodSandboxStatusResponseSchema, RunPodSandboxRequestSchema,
   type NamespaceOption,
@@ -109,6 +110,10 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
         const facts = await sandboxFacts(r.podSandboxId, deadline);
         if ("code" in facts) return { ok: false, ...facts };
         violations = checkCreateContainer(r, policy, { ...context(facts.uid), sandboxNamespaces: facts.namespaces });
+        // The request's own copy of the sandbox config is not only informational: containerd reads parts of it
+        // (privileged, cgroup parent) at CreateContainer, so it must pass as a RunPodSandbox would.
+        if (r.sandboxConfig)
+          violations.push(...checkRunPodSandbox(create(RunPodSandboxRequestSchema, { config: r.sandboxConfig }), policy, context(facts.uid)).map((v) => ({ ...v, path: v.path.replace(/^config/, "sandboxConfig") })));
         // The container goes into the sandbox that was checked, never one a prefix would resolve to later.
         r.podSandboxId = facts.id;
       }
