@@ -46,7 +46,7 @@ interface SandboxFacts {
 /** The pod schema's uid rule (src/pod/schema.ts): one path component, so <rootDir>/pods/<uid> stays a pod's own. */
 const SAFE_UID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** gRPC status messages travel in a header; keep them well under HTTP header limits. */
-const MAX_DETAILS = 4096;
+const MAX_DETAILS = 2048;
 
 export interface PolicyGate {
   /** The body to forward for `path`, or the refusal. Only RunPodSandbox and CreateContainer are decoded. */
