@@ -17,6 +17,7 @@ import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { completeRunning, getPodStatus } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
+import { assertOwnUid } from "./pod-identity.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
 import { ContainerChoiceError, pickContainer } from "./container-choice.js";
 import { pickInstance } from "./logs/pick-instance.js";
@@ -189,6 +190,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     plan: (pod, probes) =>
       counted(cri, async (c) => {
         const status = await getPodStatus(c, pod.metadata);
+        assertOwnUid(pod.metadata, status);
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
@@ -196,6 +198,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
+          // Refused before any write: the status read is the only call made.
+          assertOwnUid(pod.metadata, status);
           const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
