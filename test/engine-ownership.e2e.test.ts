@@ -8,6 +8,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";
 
@@ -58,5 +59,39 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
     expect(c.body).toMatchObject({ type: "urn:podsync:problem:uid-conflict", holder: { name: "owner", namespace: "default" } });
     expect((await cri.listContainers({ filter })).containers.map((x) => x.id)).toEqual(before);
     expect((await cri.listPodSandbox({ filter })).items).toHaveLength(1);
+  });
+
+  it("podsync touches only what it manages: another manager's sandbox and container under the same uid survive DELETE (404) and a sync", async () => {
+    const id = uid("foreign");
+    made.push(id);
+    // Made with plain CRI calls, as a kubelet or another tool would: the uid label, no podsync label.
+    const labels = { "io.kubernetes.pod.uid": id, "io.kubernetes.pod.name": "theirs", "io.kubernetes.pod.namespace": "default" };
+    const sandboxConfig = { metadata: { name: "theirs", namespace: "default", uid: id, attempt: 0 }, labels, logDirectory: join(scratch, "foreign-logs"), linux: { securityContext: { namespaceOptions: { network: api.NamespaceMode.NODE } } } };
+    const sb = (await cri.runPodSandbox({ config: sandboxConfig })).podSandboxId;
+    try {
+      const ctr = (await cri.createContainer({ podSandboxId: sb, sandboxConfig, config: { metadata: { name: "app", attempt: 0 }, image: { image: "localhost/busybox:1" }, command: ["sleep", "3600"], logPath: "app.log", labels: { ...labels, "io.kubernetes.container.name": "app" } } })).containerId;
+      await cri.startContainer({ containerId: ctr });
+      const alive = async () => {
+        expect((await cri.podSandboxStatus({ podSandboxId: sb })).status?.state).toBe(api.PodSandboxState.SANDBOX_READY);
+        expect((await cri.containerStatus({ containerId: ctr })).status?.state).toBe(api.ContainerState.CONTAINER_RUNNING);
+      };
+      const d = await del(id);
+      expect(d.status, JSON.stringify(d.body)).toBe(404);
+      expect(d.body).toMatchObject({ type: "urn:podsync:problem:pod-not-found" });
+      await alive();
+      // podsync's own pod under that uid: its own sandbox, nothing of the other manager's killed or collected.
+      const r = await h.post("/v1/pods/sync", podInput("mine", {}, id));
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.steps.map((s: any) => s.action)).toEqual(["CreatePodSandbox", "StartContainer"]);
+      await alive();
+      const d2 = await del(id);
+      expect(d2.status, JSON.stringify(d2.body)).toBe(200);
+      await alive();
+      const left = (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": id } } })).containers.map((c) => c.id);
+      expect(left).toEqual([ctr]);
+    } finally {
+      await cri.stopPodSandbox({ podSandboxId: sb }).catch(() => undefined);
+      await cri.removePodSandbox({ podSandboxId: sb }).catch(() => undefined);
+    }
   });
 });

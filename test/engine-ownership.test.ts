@@ -1,6 +1,7 @@
 // What podsync's engine owns on a node, through the real HTTP app in front of the in-process runtime:
 // one uid is one pod (issue 8.8), and podsync touches only what it labelled as its own (8.9).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as api from "../src/gen/runtime/v1/api_pb.js";
 import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
@@ -47,5 +48,50 @@ describe("one uid is one pod", () => {
     expect(again.status).toBe(200);
     expect(again.body.steps).toEqual([]);
     expect((await h.fetch("/openapi.json")).body.paths["/v1/pods/sync"].post.responses["409"].description).toContain("uid-conflict");
+  });
+});
+
+describe("podsync touches only what it manages", () => {
+  /** A sandbox and a running container made by another manager (plain CRI calls): the uid label, no podsync label. */
+  async function foreignPod(id: string) {
+    const labels = { "io.kubernetes.pod.uid": id, "io.kubernetes.pod.name": "theirs", "io.kubernetes.pod.namespace": "default" };
+    const sb = (await stack.cri.runPodSandbox({ config: { metadata: { name: "theirs", namespace: "default", uid: id, attempt: 0 }, labels } })).podSandboxId;
+    const ctr = (await stack.cri.createContainer({ podSandboxId: sb, config: { metadata: { name: "app", attempt: 0 }, image: { image: "localhost/busybox:1" }, command: ["sleep", "1d"], labels: { ...labels, "io.kubernetes.container.name": "app" } } })).containerId;
+    await stack.cri.startContainer({ containerId: ctr });
+    return { sb, ctr };
+  }
+  const untouched = (f: { sb: string; ctr: string }) => {
+    expect(fake.runtime.sandboxes.get(f.sb)?.state).toBe(api.PodSandboxState.SANDBOX_READY);
+    expect(fake.runtime.containers.get(f.ctr)?.state).toBe(api.ContainerState.CONTAINER_RUNNING);
+  };
+  const bearer = async (act: string, id: string) => ({ authorization: `Bearer ${await h.sign({ act, uid: id })}` });
+
+  it("DELETE, status, logs and exec of a uid only another manager uses: 404, and no write reaches the runtime", async () => {
+    const id = uid();
+    const f = await foreignPod(id);
+    const w = writes();
+    const d = await h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: await bearer("delete", id) });
+    expect(d.status, JSON.stringify(d.body)).toBe(404);
+    expect(d.body).toMatchObject({ type: "urn:podsync:problem:pod-not-found" });
+    expect((await h.fetch(`/v1/pods/${id}/runtime`, { headers: await bearer("status", id) })).status).toBe(404);
+    expect((await h.fetch(`/v1/pods/${id}`, { headers: await bearer("status", id) })).status).toBe(404);
+    expect(writes()).toBe(w);
+    untouched(f);
+  });
+
+  it("a podsync sync of that uid makes its own sandbox and never kills, reuses or collects the foreign objects", async () => {
+    const id = uid();
+    const f = await foreignPod(id);
+    const r = await h.post("/v1/pods/sync", podInput(id));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.actions).toMatchObject({ createSandbox: true });
+    expect(r.body.steps.map((s: any) => s.action)).toEqual(["CreatePodSandbox", "StartContainer"]);
+    untouched(f);
+    // Its own DELETE removes its own objects only.
+    const d = await h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: await bearer("delete", id) });
+    expect(d.status).toBe(200);
+    expect(d.body.steps.filter((s: any) => s.target === f.sb || s.target === "app")).toEqual([]);
+    untouched(f);
+    expect(podContainers(id).map((c) => c.id)).toEqual([f.ctr]);
   });
 });
