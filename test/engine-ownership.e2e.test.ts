@@ -1,6 +1,6 @@
 // Issue 8 items 8, 9, 10 and 4 on a REAL containerd, through the real HTTP server: one uid is one pod;
 // podsync touches only what it labelled; DELETE removes the pod's node data; subPath cannot leave its volume.
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -10,6 +10,8 @@ import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Harness } from "./support/http.js";
+import { nodePodDirs } from "../src/host/pod-dirs.js";
+import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
@@ -36,7 +38,7 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
   beforeAll(async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     cri = connectGrpc({ endpoint, timeoutMs: 20_000 });
-    h = await Harness.start(cri, {}, {}, { node });
+    h = await Harness.start(cri, {}, {}, { node, podDirs: nodePodDirs });
   });
   afterAll(async () => {
     const rt = createPodRuntime(cri, { node });
@@ -93,5 +95,37 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
       await cri.stopPodSandbox({ podSandboxId: sb }).catch(() => undefined);
       await cri.removePodSandbox({ podSandboxId: sb }).catch(() => undefined);
     }
+  });
+
+  it("DELETE removes the pod's emptyDir and log dir; synced again, the init container finds an empty dir", async () => {
+    // The init container refuses to run on a non-empty emptyDir, then leaves a mark in it.
+    const p = podInput("fresh", {
+      volumes: [{ name: "scratch", emptyDir: {} }],
+      initContainers: [{ name: "init", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sh", "-c", 'test -z "$(ls -A /scratch)" && echo made > /scratch/mark'], volumeMounts: [{ name: "scratch", mountPath: "/scratch" }] }],
+    });
+    const id = p.metadata.uid;
+    const podDir = join(node.rootDir, "pods", id);
+    const mark = join(podDir, "volumes", "kubernetes.io~empty-dir", "scratch", "mark");
+    const logDir = join(node.podLogsDir, `default_fresh_${id}`);
+    const initExit = async () => {
+      for (const end = Date.now() + 15_000; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
+        const c = (await getPodStatus(cri, p.metadata, "full")).containerStatuses.find((x) => x.name === "init" && x.state === "exited");
+        if (c) return c.exitCode;
+      }
+      throw new Error("timed out waiting for the init container to exit");
+    };
+    expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
+    expect(await initExit()).toBe(0);
+    expect(existsSync(mark)).toBe(true);
+    expect(readdirSync(logDir)).toContain("init");
+    const d = await del(id);
+    expect(d.status, JSON.stringify(d.body)).toBe(200);
+    expect(d.body.steps.find((s: any) => s.action === "RemovePodDirs")).toMatchObject({ ok: true });
+    expect(existsSync(podDir)).toBe(false);
+    expect(existsSync(logDir)).toBe(false);
+    // "DELETE and sync again": initialization runs on a fresh, empty volume.
+    expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
+    expect(await initExit()).toBe(0);
+    expect(existsSync(mark)).toBe(true);
   });
 });

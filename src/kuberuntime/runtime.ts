@@ -27,7 +27,8 @@ import { execSync, runningInstance, type ExecResult } from "./exec.js";
 import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
 import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
-import { podContainerDir, readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { podDataPaths, removePodData, type PodDirs } from "./pod-dirs.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -44,6 +45,8 @@ export interface PodRuntimeOptions {
   /** Node filesystem for termination-message files (mounted at start, read when a container has exited);
    * without it (Workers) no file is mounted and only the runtime's message is reported. */
   terminationFiles?: TerminationMessageFiles;
+  /** The node filesystem for the pod's directories (DELETE removes them); without it (Workers) they stay. */
+  podDirs?: PodDirs;
   /** kubelet's reasonCache (the last start failure per container); in memory by default. */
   reasons?: ReasonCache;
   /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
@@ -237,10 +240,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
           const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status);
+          // The pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go with it.
+          const dirs = o.podDirs;
+          const removeDirs = dirs && (() => removePodData(dirs, podDataPaths(syncOptions.node, uid, status)));
+          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
           reasons.delete(uid);
-          // The termination-message files go with the pod (kubelet: cleanupOrphanedPodDirs).
-          if (r.ok && o.terminationFiles) await o.terminationFiles.removeAll(podContainerDir(syncOptions.node.rootDir, uid, "").replace(/\/$/, "")).catch(() => undefined);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
         }),
       ),
