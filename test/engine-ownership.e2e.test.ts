@@ -10,7 +10,7 @@ import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Harness } from "./support/http.js";
-import { nodePodDirs } from "../src/host/pod-dirs.js";
+import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { uid } from "./support/pods.js";
 
@@ -127,5 +127,42 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
     expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
     expect(await initExit()).toBe(0);
     expect(existsSync(mark)).toBe(true);
+  });
+
+  it("subPath cannot leave its volume: a symlink to / planted by an init container is CreateContainerConfigError; a normal subPath works", async () => {
+    const mount = (subPath: string, mountPath: string) => ({ name: "scratch", mountPath, subPath });
+    const p = podInput("subpath", {
+      volumes: [{ name: "scratch", emptyDir: {} }],
+      initContainers: [{ name: "plant", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sh", "-c", "echo hello from the volume > /scratch/greeting && ln -s / /scratch/escape"], volumeMounts: [{ name: "scratch", mountPath: "/scratch" }] }],
+      containers: [
+        { name: "reader", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], volumeMounts: [mount("greeting", "/greeting")] },
+        { name: "escaper", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], volumeMounts: [mount("escape", "/host")] },
+      ],
+    });
+    const id = p.metadata.uid;
+    expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
+    for (const end = Date.now() + 15_000; ; await new Promise((r) => setTimeout(r, 100))) {
+      const init = (await getPodStatus(cri, p.metadata, "full")).containerStatuses.find((c) => c.name === "plant");
+      if (init?.state === "exited") {
+        expect(init.exitCode).toBe(0);
+        break;
+      }
+      if (Date.now() > end) throw new Error("timed out waiting for the init container");
+    }
+    const r = await h.post("/v1/pods/sync", p);
+    expect(r.status, JSON.stringify(r.body)).toBe(207);
+    const step = (name: string) => r.body.steps.find((s: any) => s.action === "StartContainer" && s.target === name);
+    expect(step("reader")).toMatchObject({ ok: true });
+    expect(step("escaper")).toMatchObject({ ok: false, error: "CreateContainerConfigError", message: 'failed to prepare subPath for volumeMount "scratch" of container "escaper": the subPath resolves outside its volume (a symlink)' });
+    // The reader sees the file through its bind; the escaper never got a container, and `/` is mounted nowhere.
+    const reader = (await getPodStatus(cri, p.metadata, "full")).containerStatuses.find((c) => c.name === "reader")!;
+    const out = await cri.execSync({ containerId: reader.id, cmd: ["cat", "/greeting"], timeout: 10n });
+    expect(Buffer.from(out.stdout).toString()).toBe("hello from the volume\n");
+    const podDir = join(node.rootDir, "pods", id);
+    expect(await mountsUnder(podDir)).toEqual([join(podDir, "volume-subpaths", "scratch", "reader", "0")]);
+    const d = await del(id);
+    expect(d.status, JSON.stringify(d.body)).toBe(200);
+    expect(await mountsUnder(podDir)).toEqual([]);
+    expect(existsSync(podDir)).toBe(false);
   });
 });

@@ -98,6 +98,7 @@ describe("DELETE removes the pod's node data through the engine's PodDirs", () =
       }
       removed.push(dir);
     },
+    bindSubPath: async () => undefined,
   };
   const node = { ...defaultNodeConfig(), rootDir: "/srv/ps-root", podLogsDir: "/srv/ps-logs" };
   beforeAll(async () => {

@@ -1,30 +1,18 @@
-// PodDirs on this node's filesystem (the Node entry). Removal never crosses a mount point and never follows
+// PodDirs on this node's filesystem (the Node entry); subPath binds are in subpath.ts. Removal never crosses a mount point and never follows
 // a symlink: a host directory bind-mounted under the pod dir (a subPath bind, or anything else mounted
 // there) is unmounted first, and if it cannot be, nothing is removed and the caller reports the error, the
 // way kubelet refuses to remove an orphaned pod dir while podVolumesExist (kubelet_pods.go).
 import { execFile } from "node:child_process";
-import { lstat, readFile, readdir, realpath, rmdir, unlink } from "node:fs/promises";
+import { lstat, readdir, realpath, rmdir, unlink } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import type { PodDirs } from "../kuberuntime/pod-dirs.js";
+import { mountsUnder } from "./mounts.js";
+import { bindSubPath } from "./subpath.js";
+
+export { mountsUnder };
 
 const run = promisify(execFile);
-
-/** mountinfo escapes space, tab, newline and backslash as \ooo. */
-const unescapeMount = (p: string) => p.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-
-/** Mount points at or under `dir` (canonical), deepest first; a stacked mount is listed once per layer. */
-export async function mountsUnder(dir: string): Promise<string[]> {
-  const text = await readFile("/proc/self/mountinfo", "utf8");
-  const out: string[] = [];
-  for (const line of text.split("\n")) {
-    const mp = line.split(" ")[4];
-    if (mp === undefined) continue;
-    const p = unescapeMount(mp);
-    if (p === dir || p.startsWith(dir + "/")) out.push(p);
-  }
-  return out.sort((a, b) => b.split("/").length - a.split("/").length);
-}
 
 /** `dir` with its parent's symlinks resolved (the parent is the operator's; the last component is not followed). */
 async function canonical(dir: string): Promise<string | undefined> {
@@ -78,4 +66,5 @@ export const nodePodDirs: PodDirs = {
     await unmountAllUnder(path);
     await removeOneFilesystem(path, (await lstat(path)).dev);
   },
+  bindSubPath,
 };

@@ -3,9 +3,10 @@
 // containers are gone, as kubelet's cleanupOrphanedPodDirs (pod dir, after podVolumesExist says nothing is
 // mounted) and its container GC's log-directory eviction do (kubelet_pods.go, kuberuntime_gc.go).
 //
-// The node filesystem sits behind PodDirs (src/host/pod-dirs.ts on Node). A deployment without it (Workers)
-// leaves both directories on the node.
+// The node filesystem sits behind PodDirs (src/host/pod-dirs.ts on Node), which also makes subPath binds
+// (subpath.ts). A deployment without it (Workers) leaves both directories on the node and refuses subPath.
 import type { NodeConfig } from "./node-config.js";
+import type { SubPathBind } from "./subpath.js";
 import type { PodStatus } from "./types.js";
 
 export interface PodDirs {
@@ -13,6 +14,9 @@ export interface PodDirs {
    * its target) and never removes through a mount point: mounts under `dir` are unmounted first, and one that
    * cannot be is an error before anything under `dir` is removed. */
   removeTree(dir: string): Promise<void>;
+  /** Bind the volume's subPath onto `target` so that it cannot resolve outside the volume (see subpath.ts);
+   * an error says why not (kubelet reports it as CreateContainerConfigError). */
+  bindSubPath(bind: SubPathBind): Promise<void>;
 }
 
 /** kubelet's getPodDir */

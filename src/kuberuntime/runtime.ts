@@ -18,6 +18,8 @@ import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { completeRunning, getPodStatus } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import { assertOwnUid } from "./pod-identity.js";
+import { subPathUnsupported } from "./subpath.js";
+import { InvalidPodError } from "../pod/validate.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
 import { ContainerChoiceError, pickContainer } from "./container-choice.js";
 import { pickInstance } from "./logs/pick-instance.js";
@@ -167,7 +169,13 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): P
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs };
+  /** subPath is bound safely on the node's filesystem; without it, refused before any runtime call. */
+  const checkSubPaths = (pod: Pod) => {
+    if (o.podDirs) return;
+    const errors = subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)");
+    if (errors.length) throw new InvalidPodError(errors);
+  };
   const reasons = o.reasons ?? new MemoryReasonCache();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
@@ -192,13 +200,15 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   return {
     plan: (pod, probes) =>
       counted(cri, async (c) => {
+        checkSubPaths(pod);
         const status = await getPodStatus(c, pod.metadata);
         assertOwnUid(pod.metadata, status);
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
-    sync: (pod, probes) =>
-      lock.run(pod.metadata.uid, (fence) =>
+    sync: async (pod, probes) => {
+      checkSubPaths(pod);
+      return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
           // Refused before any write: the status read is the only call made.
@@ -213,7 +223,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }),
-      ),
+      );
+    },
 
     apiStatus: async (uid, spec, probes) => {
       const r = await counted(cri, async (c) => {
