@@ -16,7 +16,10 @@ import type { CriClient } from "../src/cri/client.js";
 import { uid } from "./support/pods.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-poddirs-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+afterAll(async () => {
+  await nodePodDirs.removeTree(root);
+  rmSync(root, { recursive: true, force: true });
+});
 
 /** A pod dir with an emptyDir holding a file, and an outside directory with a file that must survive. */
 function layout(name: string) {
@@ -41,6 +44,24 @@ describe("nodePodDirs.removeTree", () => {
     expect(readFileSync(join(outside, "precious"), "utf8")).toBe("keep me");
     // Missing is fine (a second DELETE, or a pod that never had a dir).
     await nodePodDirs.removeTree(pod);
+  });
+
+  it("a tree nested past PATH_MAX, and names that are not UTF-8, are removed all the same", async () => {
+    const { pod, vol, outside } = layout("deep");
+    // 30 levels of 200-character names: about 6 KB of path (PATH_MAX is 4096), made relative to open directories.
+    const nest = [
+      "import os, sys",
+      "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)",
+      "name = 'a' * 200",
+      "for _ in range(30):",
+      "    os.mkdir(name, dir_fd=fd); child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd); os.close(fd); fd = child",
+      "os.close(os.open('f', os.O_WRONLY | os.O_CREAT, dir_fd=fd)); os.symlink(sys.argv[2], 'out', dir_fd=fd)",
+    ].join("\n");
+    execFileSync("python3", ["-c", nest, vol, outside]);
+    writeFileSync(Buffer.concat([Buffer.from(vol + "/"), Buffer.from([0x66, 0xff, 0xfe])]), "odd name");
+    await nodePodDirs.removeTree(pod);
+    expect(existsSync(pod)).toBe(false);
+    expect(readFileSync(join(outside, "precious"), "utf8")).toBe("keep me");
   });
 
   it("a pod dir that is itself a symlink is unlinked, its target untouched", async () => {

@@ -2,11 +2,12 @@
 // once and require it inside the volume (doBindSubPath), walk it from the volume's directory one component at
 // a time with O_PATH|O_NOFOLLOW, refusing any symlink (doSafeOpen; missing directories are made on the way as
 // doSafeMakeDir does, with the volume's mode), confirm from /proc/<pid>/fd/<fd> that the object opened is
-// inside the volume, and bind-mount that fd onto the target. Node has no openat(2): opening
-// `/proc/self/fd/<dirfd>/<name>` is the same lookup, relative to the directory already opened, so a component
-// swapped for a symlink after the check is refused rather than followed.
+// inside the volume, and bind-mount that fd onto the target. Each component is opened relative to the
+// directory already opened (fd-paths.ts), so a component swapped for a symlink after the check is refused
+// rather than followed.
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
+import { at, NOFOLLOW } from "./fd-paths.js";
 import { chmod, lstat, mkdir, open, readlink, realpath, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
@@ -14,9 +15,6 @@ import { SubPathError, type SubPathBind } from "../kuberuntime/subpath.js";
 import { mountsUnder } from "./mounts.js";
 
 const run = promisify(execFile);
-/** Linux's O_PATH (the same on x86-64 and arm64); Node does not export it. */
-const O_PATH = 0o10000000;
-const NOFOLLOW = O_PATH | constants.O_NOFOLLOW;
 
 const within = (p: string, base: string) => p === base || p.startsWith(base === "/" ? "/" : base + "/");
 const isENOENT = (e: unknown) => (e as NodeJS.ErrnoException).code === "ENOENT";
@@ -41,15 +39,15 @@ async function resolveInside(base: string, subPath: string): Promise<string[]> {
 async function safeOpen(base: string, segs: string[], mode: number): Promise<FileHandle> {
   let fh = await open(base, NOFOLLOW | constants.O_DIRECTORY);
   try {
-    let at = base;
+    let where = base;
     for (const seg of segs) {
-      at = `${at}/${seg}`;
-      const rel = `/proc/self/fd/${fh.fd}/${seg}`;
+      where = `${where}/${seg}`;
+      const rel = at(fh.fd, seg);
       let child: FileHandle;
       try {
         child = await open(rel, NOFOLLOW);
       } catch (e) {
-        if (!isENOENT(e)) throw new SubPathError(`cannot open a component of the subPath (${(e as NodeJS.ErrnoException).code ?? "error"})`, `cannot open ${at}: ${(e as Error).message}`);
+        if (!isENOENT(e)) throw new SubPathError(`cannot open a component of the subPath (${(e as NodeJS.ErrnoException).code ?? "error"})`, `cannot open ${where}: ${(e as Error).message}`);
         // mkdir does not follow a symlink in the last component (EEXIST), and the open below refuses one put there since.
         await mkdir(rel).catch((err) => {
           if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
@@ -60,7 +58,7 @@ async function safeOpen(base: string, segs: string[], mode: number): Promise<Fil
       const st = await child.stat();
       await fh.close();
       fh = child;
-      if (st.isSymbolicLink()) throw new SubPathError("the subPath contains a symlink that does not resolve inside its volume", `unexpected symlink found ${at}`);
+      if (st.isSymbolicLink()) throw new SubPathError("the subPath contains a symlink that does not resolve inside its volume", `unexpected symlink found ${where}`);
     }
     // What the kernel says the fd is: it must lie inside the volume (base is already resolved).
     const real = await readlink(`/proc/${process.pid}/fd/${fh.fd}`);
