@@ -126,7 +126,7 @@ export interface DeleteResult extends Counted {
   ok: boolean;
   pod: PodRef;
   steps: SyncStep[];
-  /** Whether the runtime held anything of the pod. */
+  /** Whether the runtime held anything podsync made for the pod (the HTTP route answers 404 when not). */
   deleted: boolean;
   /** Whether its newest sandbox was still ready. */
   wasRunning: boolean;
