@@ -12,6 +12,7 @@ import type { CriClient } from "../src/cri/client.js";
 import type { CriError } from "../src/cri/errors.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { connectGrpcWeb } from "../src/cri/grpc-web-transport.js";
+import { nodePodDirs } from "../src/host/pod-dirs.js";
 import { nodeTerminationFiles } from "../src/host/termination-files.js";
 import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
@@ -55,7 +56,7 @@ describe.skipIf(skip)("cri-proxy enforces the node policy (a real proxy process,
     direct = connectGrpc({ endpoint, timeoutMs: 30_000 });
   }, 60_000);
   afterAll(async () => {
-    for (const p of made) await createPodRuntime(direct, { node, terminationFiles: nodeTerminationFiles }).delete(p.metadata.uid).catch(() => undefined);
+    for (const p of made) await createPodRuntime(direct, { node, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs }).delete(p.metadata.uid).catch(() => undefined);
     viaWeb?.close();
     viaGrpc?.close();
     direct?.close();
@@ -95,6 +96,27 @@ describe.skipIf(skip)("cri-proxy enforces the node policy (a real proxy process,
       expect(e.details, rule).toMatch(new RegExp(`^violates PodSecurity "baseline:latest": .*refused fields: .*\\(${rule}\\)`));
     }
     expect((await containersIn(sandbox!.id)).map((c) => c.metadata?.name)).toEqual(["main"]);
+  }, 60_000);
+
+  it("a subPath through the proxy: podsync's safe bind target passes, the plain join into the volume does not", async () => {
+    // A Node whose runtime endpoint is a cri-proxy binds subPaths on the node itself (volume-subpaths/...).
+    const p = track(pod({
+      volumes: [{ name: "scratch", emptyDir: {} }],
+      initContainers: [{ name: "init", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sh", "-c", "mkdir -p /scratch/sub && echo hi > /scratch/sub/f"], volumeMounts: [{ name: "scratch", mountPath: "/scratch" }] }],
+      containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"], volumeMounts: [{ name: "scratch", mountPath: "/data", subPath: "sub" }] }],
+    }));
+    const opts = { node, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, pullBackOff: new MemoryPullBackOff() };
+    await syncOnce(viaWeb, p, opts);
+    for (let i = 0; i < 100 && !(await syncOnce(viaWeb, p, opts)).steps.some((s) => s.action === "StartContainer" && s.target === "main"); i++) await new Promise((r) => setTimeout(r, 100));
+    const [sandbox] = await sandboxesOf(p);
+    const main = (await containersIn(sandbox!.id)).find((c) => c.metadata?.name === "main");
+    expect(main?.state).toBe(api.ContainerState.CONTAINER_RUNNING);
+    expect(new TextDecoder().decode((await direct.execSync({ containerId: main!.id, cmd: ["cat", "/data/f"], timeout: 10n })).stdout)).toBe("hi\n");
+    // The same mount as the plain join (what a subPath was before the safe bind) is inside the volume: refused.
+    const image = (await direct.imageStatus({ image: { image: "localhost/busybox:1" } })).image!.id;
+    const c = generateContainerConfig(p, { ...p.spec.containers[0]!, name: "joined", volumeMounts: [] }, 0, image, node);
+    c.mounts.push(create(api.MountSchema, { containerPath: "/data", hostPath: join(node.rootDir, "pods", p.metadata.uid, "volumes/kubernetes.io~empty-dir/scratch/sub") }));
+    expect((await denied(viaWeb.createContainer({ podSandboxId: sandbox!.id, config: c }))).code).toBe(7);
   }, 60_000);
 
   it("a hostPID / hostNetwork / privileged RunPodSandbox is refused on both fronts, and no sandbox is made", async () => {

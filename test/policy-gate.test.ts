@@ -27,7 +27,6 @@ const SANDBOX_ID = "f".repeat(64);
 const fakeTerminationFiles: TerminationMessageFiles = {
   create: async (dir) => `${dir}/0a1b2c3d`,
   readTail: async () => undefined,
-  removeAll: async () => undefined,
 };
 
 /** A gate whose runtime knows one sandbox: the one made from `sandbox`, reported as containerd reports it. */
