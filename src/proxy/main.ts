@@ -4,7 +4,8 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { PolicySettings, nodePolicy } from "../auth/policy.js";
+import { nodePolicy, policySettingsShape } from "../auth/policy.js";
+import { commonSettings } from "../settings/common.js";
 import { startProxy, splitHostPort } from "./cri-proxy.js";
 
 const USAGE = `usage: cri-proxy --runtime ENDPOINT [--listen HOST:PORT] [--grpc-web-listen HOST:PORT]
@@ -62,13 +63,12 @@ async function main() {
     if (!(Number.isSafeInteger(n) && n >= min && n <= max)) fail(`--${flag}: must be an integer from ${min} to ${max} (got ${JSON.stringify(s)})`);
     return n;
   };
-  // The node policy: the same settings, names and checks as Node and Workers (src/auth/policy.ts); a flag
-  // wins over the environment, and a bad value names the flag or variable it came from.
+  // The node policy and layout: the same settings, names, defaults and checks as Node and Workers
+  // (src/settings/common.ts); a flag wins over the environment, and a bad value names where it came from.
   const env = process.env;
   const from = (flag: string, name: string) => (v[flag as keyof typeof v] !== undefined ? { value: v[flag as keyof typeof v] as string, source: `--${flag}` } : env[name] !== undefined ? { value: env[name]!, source: name } : undefined);
   const sources = { PODSYNC_POLICY: from("policy", "PODSYNC_POLICY"), PODSYNC_POLICY_HOSTPATH_ALLOW: from("policy-hostpath-allow", "PODSYNC_POLICY_HOSTPATH_ALLOW"), PODSYNC_ROOT_DIR: from("root-dir", "PODSYNC_ROOT_DIR"), PODSYNC_POD_LOGS_DIR: from("pod-logs-dir", "PODSYNC_POD_LOGS_DIR") };
-  const absolute = z.string().startsWith("/", "must be an absolute path");
-  const parsed = PolicySettings.extend({ PODSYNC_ROOT_DIR: absolute.default("/var/lib/podsync"), PODSYNC_POD_LOGS_DIR: absolute.default("/var/log/pods") }).safeParse(
+  const parsed = z.object({ ...policySettingsShape, PODSYNC_ROOT_DIR: commonSettings.PODSYNC_ROOT_DIR, PODSYNC_POD_LOGS_DIR: commonSettings.PODSYNC_POD_LOGS_DIR }).safeParse(
     Object.fromEntries(Object.entries(sources).flatMap(([k, s]) => (s ? [[k, s.value]] : []))),
   );
   if (!parsed.success) {
