@@ -142,10 +142,17 @@ describe.skipIf(skip)("image pulls from a registry with credentials, on real con
     lab("stop"); // safe when start failed half-way, or never ran
   });
 
-  it("the lab's containerd reads the registry's hosts.toml (config_path) and pulls over plain http on loopback", () => {
+  it("the registry listens on 127.0.0.1 only; the lab's containerd reads its hosts.toml (config_path): plain http on loopback", () => {
     expect(hostsDir, "containerd has no registry config_path: restart its lab with the current scripts/containerd-lab.sh").not.toBe("");
     expect(readFileSync(`${hostsDir}/${registry}/hosts.toml`, "utf8")).toContain(`server = "http://${registry}"`);
     expect(registry).toMatch(/^127\.0\.0\.1:\d+$/);
+    // Listening on loopback only: every listening socket on its port is 127.0.0.1's (/proc/net/tcp[6], state 0A).
+    const port = Number(registry.split(":")[1]).toString(16).toUpperCase().padStart(4, "0");
+    const listening = ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((f) => readFileSync(f, "utf8").split("\n").slice(1))
+      .map((l) => l.trim().split(/\s+/))
+      .filter((c) => c[1]?.endsWith(`:${port}`) && c[3] === "0A")
+      .map((c) => c[1]!.split(":")[0]);
+    expect(listening).toEqual(["0100007F"]);
   });
 
   it("IfNotPresent pulls a new ref once (inline username/password), then finds it present and pulls no more", async () => {
