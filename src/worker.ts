@@ -21,6 +21,7 @@ import type { ReplayStore } from "./auth/replay.js";
 import { connectGrpcWeb } from "./cri/grpc-web-transport.js";
 import { checkCommon, commonSettings, formatIssues, nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
+import { nodeInfoFrom } from "./settings/node-admission.js";
 import { proxyLogFiles } from "./host/proxy-log-files.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
@@ -182,6 +183,8 @@ function build(env: Env): Hono {
       }),
       nodeName: name,
       policy: nodePolicy(s),
+      // A Worker cannot see the node's machine: arch, cpu and memory are checked only when the owner sets them.
+      nodeInfo: nodeInfoFrom(s, name, {}),
       maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
       allowExec: s.PODSYNC_ALLOW_EXEC,
       execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
