@@ -129,13 +129,15 @@ function insufficientResources(pod: Pod, node: NodeInfo, others: readonly Pod[])
   return out;
 }
 
-/** The field to name for a resource: the first container that requests it. */
+/** The field to name for a resource: the container that requests the most of it. */
 function requestPath(pod: Pod, r: "cpu" | "memory"): string {
-  for (const kind of ["containers", "initContainers"] as const) {
-    const i = (pod.spec[kind] ?? []).findIndex((c) => (c.resources?.requests?.[r] ?? c.resources?.limits?.[r]) !== undefined);
-    if (i >= 0) return `spec.${kind}[${i}].resources.requests.${r}`;
-  }
-  return "spec.containers";
+  let best = { path: "spec.containers", value: 0 };
+  for (const kind of ["containers", "initContainers"] as const)
+    (pod.spec[kind] ?? []).forEach((c, i) => {
+      const v = containerRequests(c)[r === "cpu" ? "milliCPU" : "memory"];
+      if (v > best.value) best = { path: `spec.${kind}[${i}].resources.requests.${r}`, value: v };
+    });
+  return best.path;
 }
 
 // ---- node selector and required node affinity (component-helpers nodeaffinity.GetRequiredNodeAffinity) ----
