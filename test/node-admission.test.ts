@@ -2,7 +2,7 @@
 // and TestRejectPodAdmissionBasedOnOSField (pkg/kubelet/lifecycle/predicate_test.go) ported case for case,
 // then the node selector operators, tolerations, host-port addresses and resource sums one rule at a time.
 import { describe, expect, it } from "vitest";
-import { admitPod, type NodeInfo, type Taint } from "../src/kuberuntime/node-admission.js";
+import { admitInOrder, admitPod, type NodeInfo, type Taint } from "../src/kuberuntime/node-admission.js";
 import { nodeAdmissionSettingsShape, nodeInfoFrom } from "../src/settings/node-admission.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { validatePod, InvalidPodError } from "../src/pod/validate.js";
@@ -357,5 +357,17 @@ describe("the node from settings (kubelet's default labels, --node-labels, --reg
     expect(msgs({ PODSYNC_NODE_TAINTS: "a=b:Never" })[0]).toMatch(/the effect must be one of NoSchedule, PreferNoSchedule, NoExecute/);
     expect(msgs({ PODSYNC_NODE_CPU: "lots" })[0]).toMatch(/positive cpu quantity/);
     expect(msgs({ PODSYNC_NODE_ARCH: "x64" })[0]).toMatch(/must be one of amd64/);
+  });
+});
+
+describe("a whole desired set, in order (kubelet's HandlePodAdditions)", () => {
+  it("each pod against the ones admitted before it; a refused pod takes nothing from the ones after it", () => {
+    const n = node({ allocatable: { milliCPU: 1000, memory: 2 ** 30, pods: 10 } });
+    const cpu = (c: string, hostPort?: number) => ({ containers: [{ name: "c", image: "busybox:1", resources: { requests: { cpu: c } }, ...(hostPort ? { ports: [{ containerPort: 80, hostPort }] } : {}) }] });
+    const refused = admitInOrder([pod(cpu("600m", 80)), pod(cpu("600m")), pod(cpu("400m", 80)), pod(cpu("400m"))], n);
+    expect(refused.map((r) => [r.index, r.result.reason])).toEqual([
+      [1, "OutOfcpu"],
+      [2, "NodePorts"],
+    ]);
   });
 });

@@ -76,6 +76,19 @@ export function admitPod(pod: Pod, node: NodeInfo, others: readonly Pod[]): Admi
   return { admit: false, reason: failures[0]!.reason, message: failures[0]!.message, failures };
 }
 
+/** A whole desired set (PUT /v1/node/pods), as kubelet's HandlePodAdditions admits pods: one at a time, in the
+ * given order, each against the pods admitted before it. Returns each refused pod's index and result. */
+export function admitInOrder(pods: readonly Pod[], node: NodeInfo): { index: number; result: Extract<AdmitResult, { admit: false }> }[] {
+  const admitted: Pod[] = [];
+  const refused: { index: number; result: Extract<AdmitResult, { admit: false }> }[] = [];
+  pods.forEach((p, index) => {
+    const r = admitPod(p, node, admitted);
+    if (r.admit) admitted.push(p);
+    else refused.push({ index, result: r });
+  });
+  return refused;
+}
+
 // ---- resources (noderesources.Fits) ----
 
 type Requests = { milliCPU: number; memory: number };
