@@ -3,7 +3,7 @@
 // then the node selector operators, tolerations, host-port addresses and resource sums one rule at a time.
 import { describe, expect, it } from "vitest";
 import { admitInOrder, admitPod, type NodeInfo, type Taint } from "../src/kuberuntime/node-admission.js";
-import { nodeAdmissionSettingsShape, nodeInfoFrom } from "../src/settings/node-admission.js";
+import { NodeOverrides, nodeAdmissionSettingsShape, nodeInfoFrom, withNodeOverrides } from "../src/settings/node-admission.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { validatePod, InvalidPodError } from "../src/pod/validate.js";
 import { z } from "zod";
@@ -346,6 +346,19 @@ describe("the node from settings (kubelet's default labels, --node-labels, --reg
       ],
       allocatable: { milliCPU: 3500, memory: 1000, pods: 20 },
     });
+  });
+
+  it("one node's overrides (a Worker's PODSYNC_NODES entry) replace the shared values for that node", () => {
+    const s = parse({ PODSYNC_NODE_LABELS: "fleet=a", PODSYNC_NODE_TAINTS: "shared:NoSchedule" });
+    const o = NodeOverrides.parse({ labels: "site=edge", cpu: "2", memoryBytes: 1024, arch: "arm64" });
+    expect(nodeInfoFrom(withNodeOverrides(s.data!, o), "edge-7", {})).toEqual({
+      name: "edge-7",
+      labels: { "kubernetes.io/hostname": "edge-7", "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64", site: "edge" },
+      taints: [{ key: "shared", effect: "NoSchedule" }],
+      allocatable: { milliCPU: 2000, memory: 1024, pods: 110 },
+    });
+    expect(NodeOverrides.safeParse({ labels: "bad" }).success).toBe(false);
+    expect(NodeOverrides.safeParse({ zone: "x" }).success).toBe(false);
   });
 
   it("bad values are refused naming the item", () => {

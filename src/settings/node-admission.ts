@@ -57,6 +57,31 @@ export const nodeAdmissionSettingsShape = {
   PODSYNC_NODE_ARCH: z.enum([...new Set(Object.values(GO_ARCH))] as [string, ...string[]], { error: `must be one of ${[...new Set(Object.values(GO_ARCH))].join(", ")}` }).optional(),
 };
 
+/** Per-node values where one deployment fronts several nodes (a Worker's PODSYNC_NODES entries): the same forms
+ * as the settings above, each replacing the shared one for that node. */
+export const NodeOverrides = z.strictObject({
+  labels: nodeAdmissionSettingsShape.PODSYNC_NODE_LABELS.unwrap().optional(),
+  taints: nodeAdmissionSettingsShape.PODSYNC_NODE_TAINTS.unwrap().optional(),
+  cpu: nodeAdmissionSettingsShape.PODSYNC_NODE_CPU.unwrap().optional(),
+  memoryBytes: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  maxPods: z.number().int().min(1).max(100_000).optional(),
+  arch: nodeAdmissionSettingsShape.PODSYNC_NODE_ARCH.unwrap().optional(),
+});
+export type NodeOverrides = z.output<typeof NodeOverrides>;
+
+/** The shared settings with one node's overrides applied. */
+export function withNodeOverrides<S extends NodeAdmissionSettings>(s: S, o: NodeOverrides = {}): S {
+  return {
+    ...s,
+    ...(o.labels !== undefined ? { PODSYNC_NODE_LABELS: o.labels } : {}),
+    ...(o.taints !== undefined ? { PODSYNC_NODE_TAINTS: o.taints } : {}),
+    ...(o.cpu !== undefined ? { PODSYNC_NODE_CPU: o.cpu } : {}),
+    ...(o.memoryBytes !== undefined ? { PODSYNC_NODE_MEMORY_BYTES: o.memoryBytes } : {}),
+    ...(o.maxPods !== undefined ? { PODSYNC_NODE_MAX_PODS: o.maxPods } : {}),
+    ...(o.arch !== undefined ? { PODSYNC_NODE_ARCH: o.arch } : {}),
+  };
+}
+
 type NodeAdmissionSettings = z.output<z.ZodObject<typeof nodeAdmissionSettingsShape>> & { PODSYNC_NODE_MEMORY_BYTES?: number | undefined };
 
 /** The node as admission sees it. `host` is what the entry point knows of the machine (Workers: nothing). */
