@@ -64,11 +64,11 @@ export function admitPod(pod: Pod, node: NodeInfo, others: readonly Pod[]): Admi
   if (pod.spec.os && pod.spec.os.name !== NODE_OS) failures.push({ ...OS_NOT_SUPPORTED, path: "spec.os.name" });
   // kubelet returns here before generalFilter: a pod for another OS is refused for that alone.
   if (failures.length === 0) {
-    const others_ = others.filter((p) => p.metadata.uid !== pod.metadata.uid);
-    failures.push(...insufficientResources(pod, node, others_));
+    const rest = others.filter((p) => p.metadata.uid !== pod.metadata.uid);
+    failures.push(...insufficientResources(pod, node, rest));
     if (!matchesNodeSelectorAndAffinity(pod, node)) failures.push({ ...NODE_AFFINITY, path: affinityPath(pod, node) });
     if (pod.spec.nodeName !== undefined && pod.spec.nodeName !== node.name) failures.push({ ...NODE_NAME, path: "spec.nodeName" });
-    failures.push(...portConflicts(pod, others_));
+    failures.push(...portConflicts(pod, rest));
     const taint = untoleratedTaint(node.taints, pod.spec.tolerations ?? []);
     if (taint) failures.push({ ...TAINT_TOLERATION, message: `${TAINT_TOLERATION.message}: {${taint.key}${taint.value ? `=${taint.value}` : ""}:${taint.effect}}`, path: "spec.tolerations" });
   }
