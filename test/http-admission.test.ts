@@ -6,6 +6,8 @@ import { Harness, startStack, type Stack } from "./support/http.js";
 import { pod as validPod, uid } from "./support/pods.js";
 import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
 import type { NodeInfo } from "../src/kuberuntime/node-admission.js";
+import { admitSetOnNode } from "../src/http/admission.js";
+import { ProblemError } from "../src/http/problems.js";
 
 let stack: Stack;
 let h: Harness;
@@ -112,5 +114,28 @@ describe("403 admission", () => {
       expect(doc.paths[route].post.responses["403"].description).toContain("urn:podsync:problem:admission");
       expect(doc.paths[route].post.responses["403"].description).toContain("urn:podsync:problem:policy");
     }
+  });
+});
+
+describe("a node-wide set (for PUT /v1/node/pods)", () => {
+  it("is refused as a whole, each refused pod's fields named under pods[i]", () => {
+    const p = (cpu: string) => validPod({ tolerations: tolerant, containers: [{ name: "main", image: "localhost/busybox:1", resources: { requests: { cpu } } }] });
+    expect(() => admitSetOnNode([p("1"), p("1")], nodeInfo)).not.toThrow();
+    let err: unknown;
+    try {
+      admitSetOnNode([p("1500m"), p("1"), validPod({ nodeName: "node-b", tolerations: tolerant })], nodeInfo);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ProblemError);
+    expect((err as ProblemError).toProblem()).toMatchObject({
+      type: "urn:podsync:problem:admission",
+      status: 403,
+      reason: "OutOfcpu",
+      errors: [
+        { path: "pods[1].spec.containers[0].resources.requests.cpu", message: "OutOfcpu: Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000" },
+        { path: "pods[2].spec.nodeName", message: "NodeName: Predicate NodeName failed: node(s) didn't match the requested node name" },
+      ],
+    });
   });
 });

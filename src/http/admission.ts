@@ -4,7 +4,7 @@ import type { Pod } from "../pod/schema.js";
 import { evaluatePodSecurity } from "../auth/pod-security.js";
 import { formatViolations, type NodePolicy } from "../auth/policy.js";
 import { ProblemError } from "./problems.js";
-import { admitPod, type NodeInfo } from "../kuberuntime/node-admission.js";
+import { admitInOrder, admitPod, type NodeInfo } from "../kuberuntime/node-admission.js";
 import type { DesiredState } from "../kuberuntime/desired-state.js";
 
 export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {
@@ -25,5 +25,17 @@ export async function admitOnNode(pod: Pod, node: NodeInfo, desired: DesiredStat
   throw new ProblemError("admission", `Pod was rejected: ${r.message}`, {
     reason: r.reason,
     errors: r.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })),
+  });
+}
+
+/** A whole node-wide set (PUT /v1/node/pods): each pod against the ones before it, as kubelet admits pods one at a
+ * time; any refusal refuses the request, naming each refused pod's fields under `<prefix><index>.`. */
+export function admitSetOnNode(pods: readonly Pod[], node: NodeInfo, prefix = "pods"): void {
+  const refused = admitInOrder(pods, node);
+  if (refused.length === 0) return;
+  const first = refused[0]!;
+  throw new ProblemError("admission", `Pod was rejected: ${first.result.message}`, {
+    reason: first.result.reason,
+    errors: refused.flatMap(({ index, result }) => result.failures.map((f) => ({ path: `${prefix}[${index}].${f.path}`, message: `${f.reason}: ${f.message}` }))),
   });
 }
