@@ -16,7 +16,7 @@ import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
 import { nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
-import { nodeInfoFrom } from "./settings/node-admission.js";
+import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodePodDirs } from "./host/pod-dirs.js";

@@ -22,7 +22,7 @@ import type { ReplayStore } from "./auth/replay.js";
 import { connectGrpcWeb } from "./cri/grpc-web-transport.js";
 import { checkCommon, commonSettings, formatIssues, nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
-import { NodeOverrides, nodeInfoFrom, withNodeOverrides } from "./settings/node-admission.js";
+import { NodeOverrides, nodeInfoFrom, withNodeOverrides } from "./settings/node-info.js";
 import { proxyLogFiles } from "./host/proxy-log-files.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types

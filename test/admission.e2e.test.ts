@@ -7,7 +7,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
-import { nodeInfoFrom, nodeAdmissionSettingsShape } from "../src/settings/node-admission.js";
+import { nodeInfoFrom, nodeAdmissionSettingsShape } from "../src/settings/node-info.js";
 import { Harness, NODE } from "./support/http.js";
 import { uid } from "./support/pods.js";
 import { z } from "zod";

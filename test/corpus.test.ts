@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { Harness, startStack, type Stack } from "./support/http.js";
-import type { NodeInfo } from "../src/kuberuntime/node-admission.js";
+import type { NodeInfo } from "../src/kuberuntime/predicates.js";
 
 const DIR = join(import.meta.dirname, "fixtures", "manifests");
 

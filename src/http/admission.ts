@@ -4,7 +4,7 @@ import type { Pod } from "../pod/schema.js";
 import { evaluatePodSecurity } from "../auth/pod-security.js";
 import { formatViolations, type NodePolicy } from "../auth/policy.js";
 import { ProblemError } from "./problems.js";
-import { admitInOrder, admitPod, type NodeInfo } from "../kuberuntime/node-admission.js";
+import { admitInOrder, admitPod, type NodeInfo } from "../kuberuntime/predicates.js";
 import type { DesiredState } from "../kuberuntime/desired-state.js";
 
 export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {

@@ -5,7 +5,7 @@ import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { admit, admitOnNode } from "./admission.js";
-import type { NodeInfo } from "../kuberuntime/node-admission.js";
+import type { NodeInfo } from "../kuberuntime/predicates.js";
 import type { DesiredState } from "../kuberuntime/desired-state.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";

@@ -3,7 +3,7 @@
 //
 // podsync has no scheduler: the signer picked this node by naming it in the token's `aud`. So, as kubelet's
 // admission does (pkg/kubelet/lifecycle/predicate.go), the node checks what it can check about itself:
-// nodeName, nodeSelector, required node affinity, taints against tolerations (src/kuberuntime/node-admission.ts).
+// nodeName, nodeSelector, required node affinity, taints against tolerations (src/kuberuntime/predicates.ts).
 // What only ranks nodes or relates pods across a cluster (preferred node affinity, pod (anti-)affinity,
 // topology spread, priority, schedulerName, preemptionPolicy) is accepted and inert: one node has nothing to
 // rank and no other nodes to spread to. docs/pod-fields.md says so.

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { DEFAULT_ALGORITHMS } from "../auth/verify.js";
 import type { NodeConfig } from "../kuberuntime/node-config.js";
 import { policySettingsShape } from "../auth/policy.js";
-import { nodeAdmissionSettingsShape } from "./node-admission.js";
+import { nodeAdmissionSettingsShape } from "./node-info.js";
 
 export const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
 export const int = (min: number, max: number) => z.coerce.number().int(`must be an integer`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
