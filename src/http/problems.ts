@@ -20,6 +20,7 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: "Missing or invalid signature" },
   "wrong-node": { status: 403, title: "Signed for another node" },
   policy: { status: 403, title: "Refused by the node's policy" },
+  admission: { status: 403, title: "Refused by the node's admission" },
   "exec-disabled": { status: 403, title: "Exec is disabled on this node" },
   "not-found": { status: 404, title: "Not found" },
   "pod-not-found": { status: 404, title: "Pod not found" },
