@@ -205,7 +205,8 @@ describe.skipIf(skip)("image pulls from a registry with credentials, on real con
     // Every pod synced above, read back as a v1.Pod (the spec as given: its pull secrets must come back without credentials).
     for (const id of uids) await getPod(id);
     const all = [...said, ...spies.flatMap((s) => s.mock.calls.map((c) => c.map(String).join(" ")))].join("\n");
-    expect(said.length).toBeGreaterThan(uids.length);
+    expect(all).toContain('"route":"/v1/pods/sync"'); // the request log is in what was captured
+    expect(all).toContain("401 Unauthorized"); // and the failed pulls' messages
     for (const secret of [password, WRONG, btoa(`${user}:${password}`), btoa(`${user}:${WRONG}`)]) expect(all).not.toContain(secret);
   });
 });
