@@ -16,9 +16,11 @@ import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
 import { nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
+import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodeVolumeFiles } from "./host/volume-files.js";
+import { nodePodDirs } from "./host/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { createProber } from "./kuberuntime/prober/prober.js";
 import { startProbeLoop } from "./kuberuntime/prober/loop.js";
@@ -101,12 +103,15 @@ export async function startNode(env: Record<string, string | undefined> = proces
     replay,
   });
   const hostIPs = await nodeHostIPs();
+  const nodeInfo = nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem() });
   const runtime = createPodRuntime(cri, {
     terminationFiles: nodeTerminationFiles,
+    podDirs: nodePodDirs,
     hostIPs,
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
-    node: { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: cpus().length },
+    // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
+    node: { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 },
     logFiles: nodeLogFiles,
     volumeFiles: nodeVolumeFiles,
   });
@@ -119,6 +124,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     policy: nodePolicy(s),
+    nodeInfo,
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
     allowExec: s.PODSYNC_ALLOW_EXEC,
     execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,

@@ -338,11 +338,11 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
     await rt.delete("uid-objects-host");
   });
 
-  it("GET renders inline pull-secret credentials as a bare reference", async () => {
+  it("GET renders inline pull-secret credentials redacted", async () => {
     const p = podDoc({ uid: "uid-objects-inline", imagePullSecrets: [{ name: "inline-reg", auths: { "registry.example": { username: "u", password: SECRET } } }] });
     expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
     const got = await h.fetch("/v1/pods/uid-objects-inline", { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: "uid-objects-inline" })}` } });
-    expect(got.body.spec.imagePullSecrets).toEqual([{ name: "inline-reg" }]);
+    expect(got.body.spec.imagePullSecrets[0].name).toBe("inline-reg");
     expect(JSON.stringify(got.body)).not.toContain(SECRET);
     await createPodRuntime(cri).delete("uid-objects-inline");
   });

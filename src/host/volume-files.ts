@@ -12,6 +12,7 @@ import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, renam
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import type { VolumeFiles, VolumePayload } from "../kuberuntime/object-volumes.js";
+import { unmountAllUnder } from "./pod-dirs.js";
 
 const run = promisify(execFile);
 const DATA = "..data";
@@ -91,22 +92,6 @@ async function atomicWrite(p: VolumePayload): Promise<boolean> {
   return true;
 }
 
-/** Mount points at or under `dir`, deepest first (from /proc/self/mountinfo; field 5, octal escapes undone). */
-async function mountsUnder(dir: string): Promise<string[]> {
-  let text: string;
-  try {
-    text = await readFile("/proc/self/mountinfo", "utf8");
-  } catch {
-    return [];
-  }
-  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-  const out = text
-    .split("\n")
-    .map((l) => unescape(l.split(" ")[4] ?? ""))
-    .filter((mp) => mp === dir || mp.startsWith(`${dir}/`));
-  return [...new Set(out)].sort((a, b) => b.length - a.length);
-}
-
 function digest(p: VolumePayload): string {
   const h = createHash("sha256");
   h.update(`${p.tmpfs}\u0000${p.fsGroup ?? ""}\u0000`);
@@ -154,7 +139,8 @@ export function createNodeVolumeFiles(): VolumeFiles {
       }
     },
     async removeAll(dir) {
-      for (const mp of await mountsUnder(dir)) await run("umount", [mp]);
+      // The tmpfs first (pod-dirs' unmount: refuses to go on while anything is still mounted), then the tree.
+      await unmountAllUnder(dir);
       await rm(dir, { recursive: true, force: true });
       for (const k of lastWritten.keys()) if (k === dir || k.startsWith(`${dir}/`)) lastWritten.delete(k);
     },

@@ -22,6 +22,7 @@ import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../pod/schema.js";
 import { crashLoopBackOff } from "./backoff.js";
 import { podSandboxChanged, shouldContainerBeRestarted } from "./compute-actions.js";
+import { withoutCredentials } from "./images.js";
 import { formatPod } from "./kill.js";
 import { nsToMs } from "./pod-status.js";
 import { podQOS, type QOSClass } from "./resources.js";
@@ -441,17 +442,10 @@ export function toV1Pod(spec: Pod | undefined, ref: { uid: string; name: string;
       ...(meta?.annotations ? { annotations: meta.annotations } : {}),
       creationTimestamp: status.startTime ?? null,
     },
-    ...(spec ? { spec: withoutCredentials(spec.spec) } : {}),
+    // The spec as given, but inline pull-secret credentials never leave the node in a response.
+    ...(spec ? { spec: spec.spec.imagePullSecrets ? { ...spec.spec, imagePullSecrets: withoutCredentials(spec.spec.imagePullSecrets) } : spec.spec } : {}),
     status,
   };
-}
-
-/** The spec as rendered: inline pull-secret credentials never leave the node in a response (an inline entry
- * shows its name, if any, as a reference does). Everything else is the spec as given: Secrets are referred to
- * by name there, never by value. */
-function withoutCredentials(spec: Pod["spec"]): Pod["spec"] {
-  if (!spec.imagePullSecrets?.some((s) => s.auths)) return spec;
-  return { ...spec, imagePullSecrets: spec.imagePullSecrets.map((s) => (s.name ? { name: s.name } : {})) };
 }
 
 /** Without a spec (a pod only the runtime knows), the status is generated for a stand-in: one app container

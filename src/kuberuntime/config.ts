@@ -112,14 +112,23 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
   });
 }
 
-/** makeMounts for the volume kinds podsync supports (hostPath, emptyDir, and the file volumes: configMap,
- * secret, downwardAPI, projected, which kubelet always mounts read-only: their plugins' ReadOnly attribute). */
+/** A volume's directory on the node: a hostPath as given, an emptyDir or a file volume (configMap, secret,
+ * downwardAPI, projected) under the pod dir (kubelet's layout). */
+export function volumeHostPath(pod: Pod, v: NonNullable<Pod["spec"]["volumes"]>[number], node: NodeConfig): string {
+  if ("hostPath" in v) return v.hostPath.path;
+  if (filePlugin(v) !== undefined) return volumeDir(node.rootDir, pod.metadata.uid, v);
+  return `${node.rootDir}/pods/${pod.metadata.uid}/volumes/kubernetes.io~empty-dir/${v.name}`;
+}
+
+/** makeMounts for the volume kinds podsync supports (hostPath, emptyDir, and the file volumes, which kubelet
+ * always mounts read-only: their plugins' ReadOnly attribute). A subPath mount's hostPath here is the plain
+ * join; SyncPod replaces it with the safe bind (subpath.ts) before the runtime sees it. */
 export function containerMounts(pod: Pod, container: Container, node: NodeConfig): MessageInitShape<typeof MountSchema>[] {
   const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v] as const));
   return (container.volumeMounts ?? []).map((m) => {
     const v = volumes.get(m.name)!;
     const files = filePlugin(v) !== undefined;
-    const base = "hostPath" in v ? v.hostPath.path : files ? volumeDir(node.rootDir, pod.metadata.uid, v) : `${node.rootDir}/pods/${pod.metadata.uid}/volumes/kubernetes.io~empty-dir/${v.name}`;
+    const base = volumeHostPath(pod, v, node);
     const hostPath = m.subPath ? `${base.replace(/\/$/, "")}/${m.subPath}` : base;
     return { containerPath: m.mountPath, hostPath, readonly: m.readOnly || files, selinuxRelabel: false } satisfies Partial<Mount>;
   });

@@ -15,12 +15,6 @@ export interface DownwardInfo {
   podIPs: readonly string[];
 }
 
-/** A field of the pod spec that another part of the schema may add (read defensively, as a string). */
-const specString = (pod: Pod, field: string): string => {
-  const v = (pod.spec as Record<string, unknown>)[field];
-  return typeof v === "string" ? v : "";
-};
-
 /** Go's strconv.Quote, which fmt's %q uses: the file format of labels and annotations. */
 export function goQuote(s: string): string {
   let out = '"';
@@ -67,9 +61,9 @@ export function fieldRefValue(pod: Pod, fieldPath: string, info: DownwardInfo): 
     case "spec.nodeName":
       // kubelet returns the scheduler's binding; here the pod is bound to this node (admission checks a
       // spec.nodeName against it), so its name is the value.
-      return specString(pod, "nodeName") || (info.node.nodeName ?? "");
+      return pod.spec.nodeName ?? info.node.nodeName ?? "";
     case "spec.serviceAccountName":
-      return specString(pod, "serviceAccountName");
+      return pod.spec.serviceAccountName ?? "";
     case "status.hostIP":
       return info.hostIPs[0] ?? "";
     case "status.hostIPs":

@@ -42,6 +42,8 @@ import { FILE_VOLUME_PLUGINS, hasFileVolumes, podVolumesDir, volumePayloads, typ
 import { envResolver, needsPodIPs, usesEnvSources } from "./env-sources.js";
 import type { DownwardInfo } from "./downward.js";
 import { sortPodIPs } from "./api-status.js";
+import type { PodDirs } from "./pod-dirs.js";
+import { subPathBinds, subPathStepMessage } from "./subpath.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
@@ -66,6 +68,8 @@ export interface SyncOptions {
   volumeFiles?: VolumeFiles;
   /** The node's IPs (downward API status.hostIP(s), and a hostNetwork pod's status.podIP(s)). */
   hostIPs?: readonly string[];
+  /** Node filesystem for subPath binds; without it a subPath cannot be mounted (Workers refuse it earlier). */
+  podDirs?: PodDirs;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -78,6 +82,7 @@ interface StartContext extends ImageContext {
   objects: PodObjects;
   /** Downward API values; the pod IPs are read once, when the first container needs them. */
   downward: () => Promise<DownwardInfo>;
+  podDirs: PodDirs | undefined;
 }
 
 /** startContainer: back-off check, image, CreateContainer, StartContainer. Returns a message for the step. */
@@ -96,12 +101,23 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
     const env = usesEnvSources(container) ? envResolver(ctx.pod, container, ctx.objects, await ctx.downward()) : undefined;
     config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node, env);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
+    // makeMounts: a subPath is bound safely onto a target under the pod dir, and the runtime gets the target.
+    for (const [i, bind] of subPathBinds(ctx.pod, container, ctx.node)) {
+      if (!ctx.podDirs) throw new Error("subPath needs the node filesystem, which this deployment does not have");
+      try {
+        await ctx.podDirs.bindSubPath(bind);
+      } catch (e) {
+        throw new StepError("CreateContainerConfigError", subPathStepMessage(container.volumeMounts![i]!.name, container.name, e), e);
+      }
+      config.mounts[i]!.hostPath = bind.target;
+    }
     // makeMounts: the termination-message file, one per instance, bind-mounted at terminationMessagePath.
     if (ctx.terminationFiles && container.terminationMessagePath) {
       const hostPath = await ctx.terminationFiles.create(podContainerDir(ctx.node.rootDir, ctx.pod.metadata.uid, container.name));
       config.mounts.push(create(MountSchema, { containerPath: container.terminationMessagePath, hostPath }));
     }
   } catch (e) {
+    if (e instanceof StepError) throw e;
     throw new StepError("CreateContainerConfigError", errorMessage(e), e);
   }
   let id: string;
@@ -115,7 +131,7 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   } catch (e) {
     throw new StepError("RunContainerError", errorMessage(e), e);
   }
-  return `started ${id} (restartCount ${restartCount})`;
+  return `${image.event}; started ${id} (restartCount ${restartCount})`;
 }
 
 
@@ -193,6 +209,7 @@ export async function syncPod(
       sandboxConfig: sandboxConfig(),
       node,
       terminationFiles: options.terminationFiles,
+      podDirs: options.podDirs,
       now: (options.now ?? Date.now)(),
       pullTimeoutMs: options.pullTimeoutMs ?? 120_000,
       pullBackOff: options.pullBackOff ?? defaultPullBackOff,

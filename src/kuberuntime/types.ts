@@ -78,7 +78,9 @@ export interface PodActions {
 }
 
 /** kubecontainer.SyncAction names: what each step of a sync did. */
-export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox", "MountVolumes"] as const;
+/** `RemovePodDirs` is podsync's own: DELETE removing the pod's directories (kubelet does it in its housekeeping).
+ * `MountVolumes` too: writing the pod's file volumes (kubelet's volume manager, reported as events). */
+export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox", "RemovePodDirs", "MountVolumes"] as const;
 export type SyncAction = (typeof SYNC_ACTIONS)[number];
 
 /** Why a step failed, in kubelet's words: the waiting reasons of pkg/kubelet/images and kuberuntime
@@ -100,6 +102,7 @@ export const STEP_ERROR_REASONS = [
   "CreatePodSandboxError",
   "RemoveContainerError",
   "RemovePodSandboxError",
+  "RemovePodDirsError",
   // kubelet's event reason when a pod's volumes cannot be set up (its containers are then not started).
   "FailedMount",
 ] as const;
