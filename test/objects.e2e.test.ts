@@ -11,6 +11,7 @@ import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { createPodRuntime, type PodRuntime } from "../src/kuberuntime/runtime.js";
 import { nodeVolumeFiles } from "../src/host/volume-files.js";
+import { nodePodDirs } from "../src/host/pod-dirs.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";
@@ -56,6 +57,8 @@ const pod = {
           { name: "cfg", mountPath: "/etc/cfg" },
           { name: "creds", mountPath: "/etc/creds" },
           { name: "info", mountPath: "/etc/info" },
+          // A subPath into a configMap resolves through the writer's symlinks (inside the volume): a file bind.
+          { name: "cfg", mountPath: "/etc/mode-file", subPath: "mode" },
         ],
       },
     ],
@@ -87,7 +90,7 @@ describe.skipIf(skip)("ConfigMaps, Secrets and the downward API on real containe
   beforeAll(async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
-    const options = { node, volumeFiles: nodeVolumeFiles, hostIPs: [HOST_IP] };
+    const options = { node, volumeFiles: nodeVolumeFiles, podDirs: nodePodDirs, hostIPs: [HOST_IP] };
     rt = createPodRuntime(cri, options);
     h = await Harness.start(cri, {}, {}, options);
   });
@@ -101,7 +104,7 @@ describe.skipIf(skip)("ConfigMaps, Secrets and the downward API on real containe
     const first = await sync("port=8080\n");
     expect(first.steps.map((s) => s.action)).toEqual(["MountVolumes", "CreatePodSandbox", "StartContainer"]);
 
-    expect(await sh("cat /etc/cfg/conf/app.conf; cat /etc/cfg/mode")).toEqual({ code: 0, out: "port=8080\nfast" });
+    expect(await sh("cat /etc/cfg/conf/app.conf; cat /etc/cfg/mode; cat /etc/mode-file")).toEqual({ code: 0, out: "port=8080\nfastfast" });
     const modes = await sh("ls -lnL /etc/cfg/conf/app.conf /etc/cfg/mode /etc/creds/password /etc/info/labels");
     const mode = (path: string) => modes.out.split("\n").find((l) => l.endsWith(path))?.split(/\s+/)[0];
     expect([mode("/etc/cfg/conf/app.conf"), mode("/etc/cfg/mode"), mode("/etc/creds/password"), mode("/etc/info/labels")]).toEqual(["-rw-r-----", "-rw-------", "-r--------", "-rw-r--r--"]);
@@ -147,6 +150,7 @@ describe.skipIf(skip)("ConfigMaps, Secrets and the downward API on real containe
     expect(tmpfsAt(secretDir)).toBe(false);
     expect(existsSync(`${node.rootDir}/pods/${id}/volumes/kubernetes.io~secret`)).toBe(false);
     expect(existsSync(`${node.rootDir}/pods/${id}/volumes/kubernetes.io~configmap`)).toBe(false);
+    expect(existsSync(`${node.rootDir}/pods/${id}`)).toBe(false);
     for (const line of h.logs) expect(JSON.stringify(line)).not.toContain(SECRET);
   });
 });
