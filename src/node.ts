@@ -114,7 +114,6 @@ export async function startNode(env: Record<string, string | undefined> = proces
   });
   // Probes run in this process; the loop is the stand-in for the node agent's reconcile loop.
   const prober = createProber({ cri, network: nodeProbeNetwork, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
-  if (!stateError) prober.update((await desired.list()).map((e) => e.pod));
   const probeLoop = startProbeLoop(prober, runtime, { onError: (e, uid) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), probeLoop: true, podUid: uid, error: (e as Error)?.message ?? String(e) })) });
   const app = createApp({
     runtime,
