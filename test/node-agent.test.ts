@@ -1,15 +1,16 @@
 // The node agent's desired state through the real HTTP app, in front of the in-process CRI runtime: PUT
 // /v1/node/pods (a signed set at a generation), GET /v1/pods (v1.PodList + orphans), sync and DELETE keeping
 // the store, and the refusals that leave the node unchanged.
-import { mkdtempSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import * as nodeFs from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { base64url } from "jose";
+import { base64url, exportJWK } from "jose";
 import { stringify as toYaml } from "yaml";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
-import { Harness } from "./support/http.js";
+import { Harness, ISSUER, NODE } from "./support/http.js";
 import { uid } from "./support/pods.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
@@ -301,4 +302,43 @@ describe("GET /v1/pods", () => {
     expect(doc.paths["/v1/node/pods"].put.responses["409"].description).toContain("urn:podsync:problem:stale-generation");
     expect(doc.paths["/v1/pods/sync"].post.responses["409"].description).toContain("urn:podsync:problem:stale-generation");
   });
+});
+
+describe("the CLI: podsync apply and podsync pods", () => {
+  it("apply signs a multi-document file (compact or detached) at --generation; pods prints kubectl's table with NAMESPACE", async () => {
+    const n = await node();
+    const key = n.h.keys[0]!;
+    const tmp = mkdtempSync(join(tmpdir(), "podsync-cli-apply-"));
+    const keyFile = join(tmp, "key.json");
+    writeFileSync(keyFile, JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }));
+    const cli = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
+        execFile(process.execPath, ["bin/podsync.mjs", "--url", n.h.url, "--key", keyFile, "--aud", NODE, ...args], (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+      );
+    const [a, b] = [podInput("cli-a"), podInput("cli-b")];
+    const file = join(tmp, "node.yaml");
+    writeFileSync(file, `${toYaml(a)}---\n${toYaml(b)}`);
+    const r1 = await cli("apply", file, "--generation", "1");
+    expect(r1, r1.stderr).toMatchObject({ code: 0 });
+    expect(r1.stdout).toContain("generation 1: ok [HTTP 200]");
+    expect(r1.stdout).toMatch(/pod agent\/cli-a .*: ok/);
+    writeFileSync(file, toYaml(a));
+    const r2 = await cli("apply", file, "--generation", "2", "--detached");
+    expect(r2.code, r2.stdout + r2.stderr).toBe(0);
+    expect(r2.stdout).toMatch(/removed agent\/cli-b \(.*\): ok/);
+    const stale = await cli("apply", file, "--generation", "2");
+    expect(stale.code).toBe(1);
+    expect(stale.stdout).toContain("409 Older than the node's desired state");
+    expect((await cli("apply", file)).stderr).toContain("--generation");
+
+    const table = await cli("pods");
+    expect(table.code, table.stderr).toBe(0);
+    const lines = table.stdout.split("\n");
+    expect(lines[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/);
+    expect(lines[1]).toMatch(/^agent\s+cli-a\s+1\/1\s+Running\s+0\s+\d+s$/);
+    expect(table.stdout).toContain("generation 2");
+    const json = JSON.parse((await cli("pods", "-o", "json")).stdout);
+    expect(json).toMatchObject({ kind: "PodList", metadata: { resourceVersion: "2" }, items: [{ metadata: { name: "cli-a" } }] });
+    await put(n.h, [], 3);
+  }, 60_000);
 });
