@@ -97,7 +97,7 @@ class DurableDesiredState implements DesiredState {
       throw new StateUnavailableError("the desired state (the node's Durable Object)", e);
     }
     if (r.status === 409) {
-      const j = (await r.json()) as { message: string; current: number };
+      const j = (await r.json()) as { message: string; current?: number };
       throw new StaleGenerationError(j.message, j.current);
     }
     if (!r.ok) throw new StateUnavailableError("the desired state (the node's Durable Object)", new Error(`it answered ${r.status}`));

@@ -225,6 +225,20 @@ describe("the store kept by sync and DELETE", () => {
     expect(await n.desired.get(p.metadata.uid)).toBeUndefined();
   });
 
+  it("a sync overtaken by a PUT that drops its pod: 409 stale-generation, and nothing of the pod is left running", async () => {
+    const n = await node();
+    const x = podInput("overtaken");
+    fake.runtime.fault("StartContainer", { kind: "hang", ms: 1500, times: 1 });
+    const sync = n.h.post("/v1/pods/sync", x);
+    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StartContainer") && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    const [s, p] = await Promise.all([sync, put(n.h, [], 1)]);
+    expect(s.status, JSON.stringify(s.body)).toBe(409);
+    expect(s.body).toMatchObject({ type: "urn:podsync:problem:stale-generation", detail: expect.stringContaining("left the desired state") });
+    expect(p.body.removed).toMatchObject([{ ok: true, pod: { uid: x.metadata.uid } }]);
+    expect(sandboxesOf(x.metadata.uid)).toEqual([]);
+    expect(containerIds(x.metadata.uid)).toEqual([]);
+  });
+
   it("DELETE forgets a pod only the store holds, and removes an orphan only the runtime holds", async () => {
     const n = await node();
     const p = podInput("only-store");

@@ -154,8 +154,17 @@ export function createApp(o: AppOptions) {
     // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
     prober?.upsert(pod);
     const r = await rt.sync(pod, prober?.results(uid));
-    prober?.observe(uid, r.after);
     c.set("criCalls", r.criCalls);
+    // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
+    // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the
+    // store). So a pod that has left the desired state is deleted again, and the request is told why.
+    if (!(await desired.get(uid))) {
+      prober?.remove(uid);
+      const d = await rt.delete(uid);
+      c.set("criCalls", r.criCalls + d.criCalls);
+      throw new StaleGenerationError(`pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`);
+    }
+    prober?.observe(uid, r.after);
     // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
     // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
     return c.json({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after) }, r.ok ? 200 : 207);

@@ -31,8 +31,8 @@ export interface DesiredPod {
 export class StaleGenerationError extends Error {
   constructor(
     message: string,
-    /** What the store holds now: the node's generation, or the stored pod's iat. */
-    readonly current: number,
+    /** What the store holds now: the node's generation, or the stored pod's iat (absent when the pod is gone). */
+    readonly current?: number,
   ) {
     super(message);
   }
