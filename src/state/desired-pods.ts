@@ -121,8 +121,12 @@ export class FileDesiredState implements DesiredState {
       await this.io("storing the node's desired set", async () => {
         try {
           // Written (and fsync'd) 16 at a time: the fsyncs overlap, the order does not matter before the commit.
-          for (let i = 0; i < entries.length; i += 16)
-            await Promise.all(entries.slice(i, i + 16).map((e) => this.writeAtomic(this.podsDir, `${e.pod.metadata.uid}.json.next`, encode(e), false)));
+          // All of a batch settle before a failure is thrown, so no write of this replace lands after it returned.
+          for (let i = 0; i < entries.length; i += 16) {
+            const done = await Promise.allSettled(entries.slice(i, i + 16).map((e) => this.writeAtomic(this.podsDir, `${e.pod.metadata.uid}.json.next`, encode(e), false)));
+            const failed = done.find((d) => d.status === "rejected");
+            if (failed) throw failed.reason;
+          }
           await this.syncDir(this.podsDir);
           await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation, keep } satisfies GenerationFile) + "\n");
         } catch (err) {
