@@ -39,7 +39,8 @@ beforeAll(async () => {
   fake = await startFakeCri();
   fakeProxy = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
   // The real node's proxy also serves its pod logs and allows ExecSync (logs and exec through the Worker).
-  if (endpoint) realProxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined, podLogsDir: LOGS_DIR, allow: ["ExecSync"] });
+  // Its node policy matches the Worker's (privileged: the real pods use hostNetwork to stay on loopback).
+  if (endpoint) realProxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined, podLogsDir: LOGS_DIR, allow: ["ExecSync"], policy: { level: "privileged", hostPathAllow: [] } });
   key = await makeKey("EdDSA", "w-1");
   signer = new Harness([key], undefined as never);
   const nodes: Record<string, { url: string; aliases?: string[] }> = { "fake-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}`, aliases: ["fake-alias"] } };

@@ -17,6 +17,9 @@ import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
+import { assertOwnUid } from "./pod-identity.js";
+import { subPathUnsupported } from "./subpath.js";
+import { InvalidPodError } from "../pod/validate.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
 import { ContainerChoiceError, pickContainer } from "./container-choice.js";
 import { pickInstance } from "./logs/pick-instance.js";
@@ -26,7 +29,8 @@ import { execSync, runningInstance, type ExecResult } from "./exec.js";
 import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
 import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
-import { podContainerDir, readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { podDataPaths, removePodData, type PodDirs } from "./pod-dirs.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -43,6 +47,8 @@ export interface PodRuntimeOptions {
   /** Node filesystem for termination-message files (mounted at start, read when a container has exited);
    * without it (Workers) no file is mounted and only the runtime's message is reported. */
   terminationFiles?: TerminationMessageFiles;
+  /** The node filesystem for the pod's directories (DELETE removes them); without it (Workers) they stay. */
+  podDirs?: PodDirs;
   /** kubelet's reasonCache (the last start failure per container); in memory by default. */
   reasons?: ReasonCache;
   /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
@@ -137,7 +143,7 @@ export interface DeleteResult extends Counted {
   ok: boolean;
   pod: PodRef;
   steps: SyncStep[];
-  /** Whether the runtime held anything of the pod. */
+  /** Whether the runtime held anything podsync made for the pod (the HTTP route answers 404 when not). */
   deleted: boolean;
   /** Whether its newest sandbox was still ready. */
   wasRunning: boolean;
@@ -183,7 +189,13 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): P
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs };
+  /** subPath is bound safely on the node's filesystem; without it, refused before any runtime call. */
+  const checkSubPaths = (pod: Pod) => {
+    if (o.podDirs) return;
+    const errors = subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)");
+    if (errors.length) throw new InvalidPodError(errors);
+  };
   const reasons = o.reasons ?? new MemoryReasonCache();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
@@ -208,14 +220,19 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   return {
     plan: (pod, probes) =>
       counted(cri, async (c) => {
+        checkSubPaths(pod);
         const status = await getPodStatus(c, pod.metadata);
+        assertOwnUid(pod.metadata, status);
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
-    sync: (pod, probes) =>
-      lock.run(pod.metadata.uid, (fence) =>
+    sync: async (pod, probes) => {
+      checkSubPaths(pod);
+      return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
+          // Refused before any write: the status read is the only call made.
+          assertOwnUid(pod.metadata, status);
           const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
@@ -226,7 +243,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }),
-      ),
+      );
+    },
 
     apiStatus: async (uid, spec, probes) => {
       const r = await counted(cri, async (c) => {
@@ -273,10 +291,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
           const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status);
+          // The pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go with it.
+          const dirs = o.podDirs;
+          const removeDirs = dirs && (() => removePodData(dirs, podDataPaths(syncOptions.node, uid, status)));
+          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
           reasons.delete(uid);
-          // The termination-message files go with the pod (kubelet: cleanupOrphanedPodDirs).
-          if (r.ok && o.terminationFiles) await o.terminationFiles.removeAll(podContainerDir(syncOptions.node.rootDir, uid, "").replace(/\/$/, "")).catch(() => undefined);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
         }),
       ),
