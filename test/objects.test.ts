@@ -2,7 +2,7 @@
 // that name the field, env and volume values as kubelet computes them, and secret values kept out of every
 // response and the request log (through the real HTTP function and the in-process CRI runtime).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseYamlDocuments } from "../src/http/parse-body.js";
+import { parseYamlStream } from "../src/http/parse-body.js";
 import { bundleFromDocuments, bundleFromPayload } from "../src/pod/bundle.js";
 import { InvalidPodError } from "../src/pod/validate.js";
 import { containerEnv } from "../src/kuberuntime/expansion.js";
@@ -72,7 +72,7 @@ stringData: {user: admin}
 ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }] }))}
 ---
 `;
-    const b = bundleFromDocuments(parseYamlDocuments(yaml));
+    const b = bundleFromDocuments(parseYamlStream(yaml));
     expect(b.pod.metadata.name).toBe("web");
     expect(b.objects.configMaps.map((c) => c.metadata.name)).toEqual(["cfg"]);
     expect(new TextDecoder().decode(b.objects.secrets[0]!.data["password"])).toBe(SECRET);

@@ -57,25 +57,24 @@ export function parseYamlBody(text: string): unknown {
   }
 }
 
-/** A YAML stream (`---` separated documents, as `kubectl apply -f` and `podman kube play` take them), each
- * document held to parseYamlBody's rules. */
-export function parseYamlDocuments(text: string): unknown[] {
+/** A YAML stream of documents (`---` between them), each to a value; empty documents are null (the caller
+ * decides). The same refusals as parseYamlBody, with the line and column in the whole stream. */
+export function parseYamlStream(text: string): unknown[] {
   const lc = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, logLevel: "error", uniqueKeys: true });
-  // A stream with no documents parses to an EmptyStream (its errors, if any, are reported the same way).
-  if (!Array.isArray(docs)) {
-    const e = (docs as { errors?: YAMLError[] }).errors?.[0];
-    if (e) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(e, lc)}`);
-    return [];
-  }
-  const list = docs;
-  for (const doc of list) {
+  const parsed = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, logLevel: "error", uniqueKeys: true });
+  // An empty stream (only comments or nothing) is an empty array carrying the stream's own errors.
+  const streamErrors = "empty" in parsed ? parsed.errors : [];
+  if (streamErrors[0]) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(streamErrors[0], lc)}`);
+  const docs = [...parsed];
+  for (const doc of docs) {
     const first = doc.errors[0] ?? doc.warnings[0];
     if (first) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(first, lc)}${doc.errors.length ? "" : " (a warning: podsync refuses rather than guess)"}`);
   }
-  try {
-    return list.map((doc) => doc.toJS({ maxAliasCount: 100 }) as unknown);
-  } catch {
-    throw new ProblemError("bad-yaml", "the body is not valid YAML: its aliases cannot be resolved within the limits (at most 100)");
-  }
+  return docs.map((doc) => {
+    try {
+      return doc.toJS({ maxAliasCount: 100 });
+    } catch {
+      throw new ProblemError("bad-yaml", "the body is not valid YAML: its aliases cannot be resolved within the limits (at most 100)");
+    }
+  });
 }

@@ -9,6 +9,7 @@ import { PodNotFoundError, UnsupportedError } from "../kuberuntime/runtime.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
+import { StaleGenerationError } from "../kuberuntime/desired-state.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 
@@ -28,6 +29,7 @@ export const PROBLEMS = {
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   replayed: { status: 409, title: "Token already used" },
   "pod-busy": { status: 409, title: "Pod is busy" },
+  "stale-generation": { status: 409, title: "Older than the node's desired state" },
   "uid-conflict": { status: 409, title: "The uid belongs to another pod" },
   "body-too-large": { status: 413, title: "Request body too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
@@ -93,6 +95,7 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof UnsupportedError) return new ProblemError("unsupported", e.message);
   if (e instanceof ContainerChoiceError)
     return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
+  if (e instanceof StaleGenerationError) return new ProblemError("stale-generation", e.message, e.current === undefined ? {} : { current: e.current });
   if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
   if (e instanceof CriError) {
     const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";

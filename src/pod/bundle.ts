@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { Pod } from "./schema.js";
 import { fieldErrors, InvalidPodError, validatePod, type FieldError } from "./validate.js";
 import { ConfigMap, Secret, type PodObjects } from "./objects.js";
+// (ConfigMap and Secret are both the schemas and, below, their output types.)
 import { objectErrors, referenceErrors } from "./references.js";
 
 export interface PodBundle {
@@ -104,10 +105,78 @@ export function bundleFromDocuments(docs: readonly unknown[], name: (i: number) 
       for (const k of Object.keys(doc)) if (!["apiVersion", "kind", "items", "metadata"].includes(k)) errors.push({ path: `${at ? `${at}.` : ""}${k}`, message: `unknown field "${k}" (not supported by podsync; remove it)` });
     } else errors.push({ path: `${at ? `${at}.` : ""}kind`, message: `unsupported kind ${JSON.stringify(kind)}: podsync takes ${KINDS}` });
   };
-  if (docs.length === 1) visit(docs[0], "", false);
+  // One document (empty ones aside) keeps the pod's own paths; in a stream each is named by its place.
+  const present = docs.filter((d) => d !== null && d !== undefined);
+  if (present.length === 1) visit(present[0], "", false);
   else docs.forEach((d, i) => visit(d, name(i), false));
   if (pods.length !== 1)
     errors.push({ path: pods[1]?.at || "(root)", message: pods.length === 0 ? "the body holds no Pod" : `the body holds ${pods.length} Pods; send one pod per request (PUT /v1/node/pods takes a set)` });
   if (errors.length) throw new InvalidPodError(errors);
   return assemble(pods[0]!.input, pods[0]!.at, cms, secrets);
+}
+
+/** One pod of a node-wide set, with the objects it sees. */
+export interface SetMember extends PodBundle {
+  /** Where the pod is in the body (`pods[2]`, `items[0]`): the prefix of its error paths. */
+  at: string;
+}
+
+/** A node-wide set (PUT /v1/node/pods): the items (pods, and ConfigMaps and Secrets among them in a v1.List or a
+ * YAML stream; undefined for an empty YAML document), and the payload's `configMaps`/`secrets` claims. A pod sees
+ * the objects of its namespace and those that name none; its references are checked against them. `check` adds a
+ * deployment's own rules per pod (InvalidPodError). Every error of every item at once. */
+export function bundlesFromSet(items: readonly unknown[], prefix: string, payload: Record<string, unknown>, check: (pod: Pod, at: string) => void = () => undefined): SetMember[] {
+  const errors: FieldError[] = [];
+  const cms: { value: ConfigMap; at: string }[] = [];
+  const secrets: { value: Secret; at: string }[] = [];
+  const pods: { input: unknown; at: string }[] = [];
+  const addObject = (kind: unknown, input: unknown, at: string) => {
+    const r = kind === "ConfigMap" ? parse(ConfigMap, input, at) : parse(Secret, input, at);
+    if (!r.ok) errors.push(...r.errors);
+    else if (kind === "ConfigMap") cms.push({ value: r.value as ConfigMap, at });
+    else secrets.push({ value: r.value as Secret, at });
+  };
+  items.forEach((item, i) => {
+    if (item === undefined || item === null) return;
+    const at = `${prefix}[${i}]`;
+    const kind = isObject(item) ? item["kind"] : undefined;
+    if (kind === "ConfigMap" || kind === "Secret") addObject(kind, item, at);
+    else pods.push({ input: item, at });
+  });
+  for (const field of ["configMaps", "secrets"] as const) {
+    const v = payload[field];
+    if (v === undefined) continue;
+    if (!Array.isArray(v)) errors.push({ path: field, message: `must be an array of v1.${field === "configMaps" ? "ConfigMap" : "Secret"} objects` });
+    else v.forEach((input, i) => addObject(field === "configMaps" ? "ConfigMap" : "Secret", input, `${field}[${i}]`));
+  }
+  const members: SetMember[] = [];
+  const seen = new Set<string>();
+  const report = (e: FieldError) => {
+    const key = `${e.path}\u0000${e.message}`;
+    if (!seen.has(key)) errors.push(e);
+    seen.add(key);
+  };
+  for (const { input, at } of pods) {
+    const pod = tryPod(input, at);
+    if (!pod.ok) {
+      errors.push(...pod.errors);
+      continue;
+    }
+    try {
+      check(pod.value, at);
+    } catch (e) {
+      if (!(e instanceof InvalidPodError)) throw e;
+      errors.push(...e.errors.map((f) => (f.path.startsWith(at) ? f : { ...f, path: `${at}.${f.path}` })));
+    }
+    const ns = pod.value.metadata.namespace;
+    const mine = <T extends { metadata: { namespace?: string | undefined } }>(list: { value: T; at: string }[]) => list.filter((o) => (o.value.metadata.namespace ?? ns) === ns);
+    const myCms = mine(cms);
+    const mySecrets = mine(secrets);
+    const objects: PodObjects = { configMaps: myCms.map((o) => o.value), secrets: mySecrets.map((o) => o.value) };
+    for (const e of objectErrors(objects, ns, { configMaps: (i) => myCms[i]!.at, secrets: (i) => mySecrets[i]!.at })) report(e);
+    for (const e of referenceErrors(pod.value, objects, at)) report(e);
+    members.push({ pod: pod.value, objects, at });
+  }
+  if (errors.length) throw new InvalidPodError(errors);
+  return members;
 }

@@ -147,3 +147,21 @@ export function secretValues(objects: PodObjects): string[] {
     }
   return [...out];
 }
+
+const b64 = (b: Uint8Array) => {
+  let s = "";
+  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode(...b.subarray(i, i + 0x8000));
+  return btoa(s);
+};
+
+/** The objects as v1 objects again (a Secret's data base64, stringData already merged in), for the desired-state
+ * store: what the schemas above read back to the same values. None when the pod came without objects. */
+export function storedObjects(objects: PodObjects): { configMaps?: unknown[]; secrets?: unknown[] } | undefined {
+  if (!objects.configMaps.length && !objects.secrets.length) return undefined;
+  return {
+    ...(objects.configMaps.length ? { configMaps: objects.configMaps } : {}),
+    ...(objects.secrets.length
+      ? { secrets: objects.secrets.map((s) => ({ apiVersion: "v1", kind: "Secret", metadata: s.metadata, type: s.type, data: Object.fromEntries(Object.entries(s.data).map(([k, v]) => [k, b64(v)])), ...(s.immutable !== undefined ? { immutable: s.immutable } : {}) })) }
+      : {}),
+  };
+}
