@@ -11,6 +11,8 @@ import { connectGrpc } from "./cri/grpc-transport.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { FileReplayStore } from "./state/used-jtis.js";
 import { FileDesiredState } from "./state/desired-pods.js";
+import { SealedDesiredState } from "./state/sealed-desired-state.js";
+import { loadSealKey } from "./state/seal-key.js";
 import type { StateUnavailableError } from "./state/state-unavailable.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
@@ -95,8 +97,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const replay = new FileReplayStore(join(stateDir, "jti"));
   // The desired pods (pods/, generation.json) beside the used jtis: the node agent's store.
   const skipped: string[] = [];
-  const desired = new FileDesiredState(stateDir, { onSkip: (file, why) => skipped.push(`${file}: ${why}`) });
-  const stateError = await replay.open().then(() => desired.open()).then(() => undefined, (e: StateUnavailableError) => e);
+  const files = new FileDesiredState(stateDir, { onSkip: (file, why) => skipped.push(`${file}: ${why}`) });
+  const stateError = await replay.open().then(() => files.open()).then(() => undefined, (e: StateUnavailableError) => e);
+  // Secrets signed with a pod are stored sealed under the node's key (<stateDir>/secrets.key), never in clear.
+  const desired = new SealedDesiredState(files, () => loadSealKey(stateDir));
   const verifier = createVerifier({
     keys: keys.keys,
     issuers: keys.issuers,

@@ -17,6 +17,12 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FileDesiredState } from "../src/state/desired-pods.js";
+import { SealedDesiredState } from "../src/state/sealed-desired-state.js";
+import { loadSealKey } from "../src/state/seal-key.js";
 
 const SECRET = "s3cr3t-hunter2-value";
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -372,6 +378,47 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
       const envOnly = { ...full("uid-objects-worker"), spec: { ...full("uid-objects-worker").spec, volumes: undefined, containers: [{ ...full("uid-objects-worker").spec.containers[0], volumeMounts: undefined }] } };
       const ok = await w.fetch("/v1/pods/plan", { method: "POST", headers: { "content-type": "application/jose" }, body: await w.sign({ act: "plan", pod: envOnly, secrets: [secret] }) });
       expect(ok.status).toBe(200);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it("on the node's disk the desired state holds the Secret sealed (the file store behind SealedDesiredState)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podsync-objects-state-"));
+    const files = new FileDesiredState(dir);
+    await files.open();
+    const w = await Harness.start(cri, { desired: new SealedDesiredState(files, () => loadSealKey(dir)) }, {}, { volumeFiles: new MemoryVolumeFiles() });
+    try {
+      const r = await w.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/jose" }, body: await w.sign({ act: "sync", pod: full("uid-objects-store"), secrets: [secret] }) });
+      expect(r.status).toBe(200);
+      const text = readdirSync(join(dir, "pods")).map((f) => readFileSync(join(dir, "pods", f), "utf8")).join("\n");
+      expect(text).toContain('"kind": "SealedSecret"');
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(b64(SECRET));
+      await createPodRuntime(cri).delete("uid-objects-store");
+    } finally {
+      await w.close();
+    }
+  });
+
+  it("PUT /v1/node/pods: a YAML stream of pods with their objects; each pod's references checked against its namespace's", async () => {
+    const w = await Harness.start(cri, {}, {}, { volumeFiles: new MemoryVolumeFiles() });
+    try {
+      const put = async (docs: unknown[], generation: number) => {
+        const body = docs.map((d) => JSON.stringify(d)).join("\n---\n");
+        const hash = Buffer.from(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))).toString("base64url");
+        return w.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/yaml", "podsync-signature": await w.sign({ act: "apply", generation, body_sha256: hash }) }, body });
+      };
+      const other = { ...secret, metadata: { name: "creds", namespace: "other" } };
+      const bad = await put([other, full("uid-objects-set")], 1);
+      expect(bad.status).toBe(400);
+      expect(bad.body.errors.map((e: { path: string }) => e.path)).toEqual(["items[1].spec.containers[0].env[0].valueFrom.secretKeyRef.name", "items[1].spec.volumes[0].secret.secretName"]);
+      const ok = await put([secret, full("uid-objects-set")], 2);
+      expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+      expect(JSON.stringify(ok.body)).not.toContain(SECRET);
+      const ctr = [...fake.runtime.containers.values()].find((c) => c.config.labels["io.kubernetes.pod.uid"] === "uid-objects-set")!;
+      expect(new TextDecoder().decode(ctr.config.envs.find((e) => e.key === "PW")!.value)).toBe(SECRET);
+      expect((await put([], 3)).status).toBe(200);
     } finally {
       await w.close();
     }

@@ -7,6 +7,10 @@ import { describe, expect, it } from "vitest";
 import { importSealKey, newSealKeyBytes, sealPodObjects, unsealPodObjects } from "../src/state/secret-seal.js";
 import { loadSealKey, SEAL_KEY_FILE } from "../src/state/seal-key.js";
 import { bundleFromPayload } from "../src/pod/bundle.js";
+import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
+import { SealedDesiredState } from "../src/state/sealed-desired-state.js";
+import { storedObjects } from "../src/pod/objects.js";
+import { StateUnavailableError } from "../src/state/state-unavailable.js";
 
 const SECRET = "hunter2-at-rest";
 const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, stringData: { password: SECRET } };
@@ -48,5 +52,40 @@ describe("sealing Secrets for the desired-state store", () => {
     const stored = await sealPodObjects({ secrets: [secret] }, k1, "u");
     expect(await unsealPodObjects(stored, await loadSealKey(dir), "u")).toEqual({ secrets: [secret] });
     expect(readFileSync(join(dir, SEAL_KEY_FILE)).equals(raw)).toBe(true);
+  });
+});
+
+describe("the sealed desired-state store", () => {
+  const pod = { metadata: { name: "p", uid: "uid-s" }, spec: { containers: [{ name: "c", image: "i:1", env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }] }] } };
+
+  it("the inner store holds the Secret sealed; reads give back objects that validate again with the pod, same bytes", async () => {
+    const b = bundleFromPayload({ pod, configMaps: [cm], secrets: [secret] });
+    const inner = new MemoryDesiredState();
+    const key = await importSealKey(newSealKeyBytes());
+    const store = new SealedDesiredState(inner, async () => key);
+    await store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 });
+    const raw = JSON.stringify(await inner.list());
+    expect(raw).not.toContain(SECRET);
+    expect(raw).not.toContain(Buffer.from(SECRET).toString("base64"));
+    const back = (await store.get("uid-s"))!;
+    const again = bundleFromPayload({ pod: back.pod, ...back.objects });
+    expect(new TextDecoder().decode(again.objects.secrets[0]!.data["password"])).toBe(SECRET);
+    expect((await store.list())[0]!.objects).toEqual(back.objects);
+    // replace seals the same way.
+    await store.replace(1, [{ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 2 }, storedAt: 0 }]);
+    expect(JSON.stringify(await inner.list())).not.toContain(SECRET);
+  });
+
+  it("a key that cannot be loaded is state-unavailable, and nothing is stored", async () => {
+    const inner = new MemoryDesiredState();
+    const store = new SealedDesiredState(inner, async () => {
+      throw Object.assign(new Error("EACCES"), { code: "EACCES" });
+    });
+    const b = bundleFromPayload({ pod, secrets: [secret] });
+    await expect(store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 })).rejects.toBeInstanceOf(StateUnavailableError);
+    expect(await inner.list()).toEqual([]);
+    // A pod without Secrets needs no key.
+    await store.put({ pod: b.pod, audit: { iss: "i", iat: 1 }, storedAt: 0 });
+    expect(await inner.list()).toHaveLength(1);
   });
 });

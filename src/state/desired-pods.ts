@@ -4,8 +4,9 @@
 //                                 `podsync` field {audit: {iss, kid, jti, iat}, storedAt, objects?}
 //   <stateDir>/generation.json    {"generation": N} (the node-wide set's generation), or, while a PUT's set is
 //                                 being put in place, {"generation": N, "keep": [uids]} (see replace)
-// Dirs 0700, files 0600: the store is trusted local state (the loop acts on it after the tokens expired) and
-// may hold the Secrets signed with a pod, in the clear; only root may read or change it.
+// Dirs 0700, files 0600: the store is trusted local state (the loop acts on it after the tokens expired); only
+// root may read or change it. The Secrets signed with a pod reach it sealed (the Node entry wraps it in
+// SealedDesiredState), never in clear.
 //
 // Every write is atomic: written to a hidden temp file, fsync'd, renamed into place, the directory fsync'd.
 // Writes are serialised; list/get answer from memory (loaded at open), changed only after the disk is.

@@ -1,0 +1,57 @@
+// The desired-state store with every Secret sealed at rest (secret-seal.ts): wraps any DesiredState (the file
+// store on Node, the Durable Object on Workers), sealing the Secrets of each entry before it is written and
+// opening them when read, so the store itself never holds a Secret's data in clear. ConfigMaps pass as they are.
+// A Secret that does not open (the node key lost or replaced) is a StateUnavailableError: the store is then not
+// usable for that pod until it is put again.
+import type { DesiredPod, DesiredState } from "../kuberuntime/desired-state.js";
+import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";
+import { StateUnavailableError } from "./state-unavailable.js";
+
+export class SealedDesiredState implements DesiredState {
+  private key: Promise<CryptoKey> | undefined;
+  /** `loadKey` is called on first use and again after a failure (Node: loadSealKey(stateDir)). */
+  constructor(
+    private readonly inner: DesiredState,
+    private readonly loadKey: () => Promise<CryptoKey>,
+  ) {}
+
+  private getKey(): Promise<CryptoKey> {
+    return (this.key ??= this.loadKey().catch((e) => {
+      this.key = undefined;
+      throw e instanceof StateUnavailableError ? e : new StateUnavailableError("the key that seals stored Secrets", e);
+    }));
+  }
+
+  private async seal(e: DesiredPod): Promise<DesiredPod> {
+    if (!e.objects?.secrets?.length) return e;
+    return { ...e, objects: await sealPodObjects(e.objects, await this.getKey(), e.pod.metadata.uid) };
+  }
+
+  private async open(e: DesiredPod | undefined): Promise<DesiredPod | undefined> {
+    if (!e?.objects?.secrets?.length) return e;
+    try {
+      return { ...e, objects: await unsealPodObjects(e.objects, await this.getKey(), e.pod.metadata.uid) };
+    } catch (err) {
+      throw err instanceof StateUnavailableError ? err : new StateUnavailableError(`the Secrets stored with pod ${e.pod.metadata.uid}`, err);
+    }
+  }
+
+  async list() {
+    return Promise.all((await this.inner.list()).map(async (e) => (await this.open(e))!));
+  }
+  async get(uid: string) {
+    return this.open(await this.inner.get(uid));
+  }
+  async put(entry: DesiredPod) {
+    return this.inner.put(await this.seal(entry));
+  }
+  remove(uid: string) {
+    return this.inner.remove(uid);
+  }
+  generation() {
+    return this.inner.generation();
+  }
+  async replace(generation: number, entries: DesiredPod[]) {
+    return this.inner.replace(generation, await Promise.all(entries.map((e) => this.seal(e))));
+  }
+}
