@@ -9,6 +9,10 @@ import { StateUnavailableError } from "./state-unavailable.js";
 
 export class SealedDesiredState implements DesiredState {
   private key: Promise<CryptoKey> | undefined;
+  /** Opened objects per stored objects (by identity: a store that answers from memory hands back the same
+   * object until the entry changes), so reading the whole set, as admission does on every sync, does not decrypt
+   * every Secret each time. Weak: an entry replaced or removed takes its opened copy with it. */
+  private readonly opened = new WeakMap<object, DesiredPod["objects"]>();
   /** `loadKey` is called on first use and again after a failure (Node: loadSealKey(stateDir)). */
   constructor(
     private readonly inner: DesiredState,
@@ -29,8 +33,12 @@ export class SealedDesiredState implements DesiredState {
 
   private async open(e: DesiredPod | undefined): Promise<DesiredPod | undefined> {
     if (!e?.objects?.secrets?.length) return e;
+    const hit = this.opened.get(e.objects);
+    if (hit) return { ...e, objects: hit };
     try {
-      return { ...e, objects: await unsealPodObjects(e.objects, await this.getKey(), e.pod.metadata.uid) };
+      const objects = await unsealPodObjects(e.objects, await this.getKey(), e.pod.metadata.uid);
+      this.opened.set(e.objects, objects);
+      return { ...e, objects };
     } catch (err) {
       throw err instanceof StateUnavailableError ? err : new StateUnavailableError(`the Secrets stored with pod ${e.pod.metadata.uid}`, err);
     }
