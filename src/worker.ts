@@ -8,11 +8,15 @@
 //   PODSYNC_PROXY_TOKEN  secret: the bearer token for the proxies (or per node in PODSYNC_PROXY_TOKENS, JSON)
 //   PODSYNC_JWKS         secret/var: the trusted JWK set (JSON), or PODSYNC_JWKS_URL
 //   PODSYNC_ISSUERS      comma separated trusted `iss`
+//   PODSYNC_SECRETS_KEY  secret: 32 random bytes, base64 (`openssl rand -base64 32`): seals the Secrets signed
+//                        with pods in the desired state; without it a pod that brings Secrets is refused (500)
 //   and every setting Node has in common (src/settings/common.ts: algorithms, token lifetime, clock skew,
 //   body limit, lock wait, CRI deadlines, node layout, cgroup parent, DNS, memory capacity), same names.
 import { Hono } from "hono";
 import { z } from "zod";
 import { createApp } from "./http/app.js";
+import { SealedDesiredState } from "./state/sealed-desired-state.js";
+import { importSealKey } from "./state/secret-seal.js";
 import { ProblemError, toProblemError } from "./http/problems.js";
 import { MemoryPodLock, PodBusyError, type PodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
@@ -72,6 +76,19 @@ const WorkerSettings = z
     PODSYNC_ISSUERS: commonSettings.PODSYNC_ISSUERS.unwrap().pipe(z.array(z.string()).min(1, "required: the trusted issuers")),
     PODSYNC_PROXY_TOKEN: z.string().optional(),
     PODSYNC_PROXY_TOKENS: z.string().optional(),
+    PODSYNC_SECRETS_KEY: z
+      .string()
+      .transform((v, ctx) => {
+        try {
+          const b = Uint8Array.from(atob(v.trim().replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+          if (b.byteLength === 32) return b;
+        } catch {
+          /* reported below */
+        }
+        ctx.addIssue({ code: "custom", message: "must be 32 random bytes, base64 (openssl rand -base64 32)" });
+        return z.NEVER;
+      })
+      .optional(),
   })
   .superRefine((s, ctx) => {
     if (!s.PODSYNC_JWKS === !s.PODSYNC_JWKS_URL) ctx.addIssue({ code: "custom", path: ["PODSYNC_JWKS"], message: "set exactly one of PODSYNC_JWKS and PODSYNC_JWKS_URL" });
@@ -222,7 +239,12 @@ function build(env: Env): Hono {
         replay: new DurableReplayStore(env.REPLAY, name),
       }),
       nodeName: name,
-      desired: new DurableDesiredState(env.DESIRED, name),
+      // Secrets are stored sealed, never in clear in the Durable Object.
+      desired: new SealedDesiredState(new DurableDesiredState(env.DESIRED, name), () =>
+        s.PODSYNC_SECRETS_KEY
+          ? importSealKey(s.PODSYNC_SECRETS_KEY)
+          : Promise.reject(new ProblemError("misconfigured", "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod only sealed, so it cannot take pods that bring Secrets")),
+      ),
       policy: nodePolicy(s),
       // A Worker cannot see the node's machine: arch, cpu and memory are checked only when the owner sets them.
       nodeInfo: nodeInfoFrom(withNodeOverrides(s, cfg), name, {}),

@@ -79,7 +79,7 @@ describe("the sealed desired-state store", () => {
   it("a key that cannot be loaded is state-unavailable, and nothing is stored", async () => {
     const inner = new MemoryDesiredState();
     const store = new SealedDesiredState(inner, async () => {
-      throw Object.assign(new Error("EACCES"), { code: "EACCES" });
+      throw new StateUnavailableError("the key that seals stored Secrets", Object.assign(new Error("EACCES"), { code: "EACCES" }));
     });
     const b = bundleFromPayload({ pod, secrets: [secret] });
     await expect(store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 })).rejects.toBeInstanceOf(StateUnavailableError);

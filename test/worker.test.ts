@@ -59,6 +59,7 @@ beforeAll(async () => {
       PODSYNC_ALLOW_EXEC: { type: "plain_text", value: "true" },
       // Shared node labels; fake-node's own replace them.
       PODSYNC_NODE_LABELS: { type: "plain_text", value: "fleet=a" },
+      PODSYNC_SECRETS_KEY: { type: "plain_text", value: Buffer.alloc(32, 7).toString("base64") },
     },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
   });
@@ -110,6 +111,23 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
     const again = await post("fake-node", "sync", podInput(id), "fake-node", r.token);
     expect(again.status).toBe(409);
     expect(again.body.type).toBe("urn:podsync:problem:replayed");
+  });
+
+  it("Secrets: env from a Secret signed with the pod reaches the container; a secret volume is refused naming it (no node filesystem)", async () => {
+    const id = uid("w");
+    const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, stringData: { password: "w0rker-s3cret" } };
+    const p = podInput(id);
+    const withEnv = { ...p, spec: { ...p.spec, containers: [{ ...p.spec.containers[0], env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }] }] } };
+    const r = await fetch(new URL("/nodes/fake-node/v1/pods/sync", base), { method: "POST", headers: { "content-type": "application/jose" }, body: await signer.sign({ act: "sync", pod: withEnv, secrets: [secret] }, { aud: "fake-node" }) });
+    const body = (await r.json()) as any;
+    expect(r.status, JSON.stringify(body)).toBe(200);
+    expect(JSON.stringify(body)).not.toContain("w0rker-s3cret");
+    const ctr = [...fake.runtime.containers.values()].find((c) => c.config.labels["io.kubernetes.pod.uid"] === id)!;
+    expect(new TextDecoder().decode(ctr.config.envs.find((e) => e.key === "PW")!.value)).toBe("w0rker-s3cret");
+    const withVolume = { ...p, metadata: { ...p.metadata, uid: uid("w") }, spec: { ...p.spec, volumes: [{ name: "s", secret: { secretName: "creds" } }] } };
+    const v = await fetch(new URL("/nodes/fake-node/v1/pods/plan", base), { method: "POST", headers: { "content-type": "application/jose" }, body: await signer.sign({ act: "plan", pod: withVolume, secrets: [secret] }, { aud: "fake-node" }) });
+    expect(v.status).toBe(400);
+    expect(((await v.json()) as any).errors).toEqual([expect.objectContaining({ path: "spec.volumes[0].secret" })]);
   });
 
   it("admission against each node: its own labels (PODSYNC_NODES) over the shared ones; no arch label unless configured", async () => {

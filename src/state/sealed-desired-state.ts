@@ -13,7 +13,8 @@ export class SealedDesiredState implements DesiredState {
    * object until the entry changes), so reading the whole set, as admission does on every sync, does not decrypt
    * every Secret each time. Weak: an entry replaced or removed takes its opened copy with it. */
   private readonly opened = new WeakMap<object, DesiredPod["objects"]>();
-  /** `loadKey` is called on first use and again after a failure (Node: loadSealKey(stateDir)). */
+  /** `loadKey` is called on first use and again after a failure (Node: loadSealKey(stateDir), which fails with
+   * StateUnavailableError; Workers: the PODSYNC_SECRETS_KEY secret). Its error is passed on as it is. */
   constructor(
     private readonly inner: DesiredState,
     private readonly loadKey: () => Promise<CryptoKey>,
@@ -22,7 +23,7 @@ export class SealedDesiredState implements DesiredState {
   private getKey(): Promise<CryptoKey> {
     return (this.key ??= this.loadKey().catch((e) => {
       this.key = undefined;
-      throw e instanceof StateUnavailableError ? e : new StateUnavailableError("the key that seals stored Secrets", e);
+      throw e;
     }));
   }
 
@@ -35,8 +36,9 @@ export class SealedDesiredState implements DesiredState {
     if (!e?.objects?.secrets?.length) return e;
     const hit = this.opened.get(e.objects);
     if (hit) return { ...e, objects: hit };
+    const key = await this.getKey();
     try {
-      const objects = await unsealPodObjects(e.objects, await this.getKey(), e.pod.metadata.uid);
+      const objects = await unsealPodObjects(e.objects, key, e.pod.metadata.uid);
       this.opened.set(e.objects, objects);
       return { ...e, objects };
     } catch (err) {
