@@ -85,6 +85,11 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
     expect(new TextDecoder().decode(b.objects.secrets[0]!.data["user"])).toBe("admin");
   });
 
+  it("examples/config-pod.yaml is a valid bundle", () => {
+    const b = bundleFromDocuments(parseYamlStream(readFileSync(new URL("../examples/config-pod.yaml", import.meta.url), "utf8")));
+    expect([b.pod.metadata.name, b.objects.configMaps.length, b.objects.secrets.length]).toEqual(["site", 1, 1]);
+  });
+
   it("a JSON v1.List, and a JWS payload with configMaps and secrets next to pod", () => {
     const list = { apiVersion: "v1", kind: "List", items: [cm, secret, podDoc()] };
     expect(bundleFromDocuments([list]).objects.secrets).toHaveLength(1);
