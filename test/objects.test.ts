@@ -155,7 +155,7 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
       { name: "Z", value: "v", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
       { name: "W", valueFrom: { resourceFieldRef: { resource: "limits.ephemeral-storage" } } },
     ];
-    const errors = errorsOf(() => bundleFromDocuments([podDoc({ env, volumes })]));
+    const errors = errorsOf(() => bundleFromDocuments([podDoc({ env, volumes, envFrom: [{ prefix: "1BAD", configMapRef: { name: "cfg", optional: true } }] })]));
     expect(errors).toEqual(
       expect.arrayContaining([
         { path: "spec.volumes[0].projected.sources[0].serviceAccountToken", message: "needs a Kubernetes API server to issue a service account token" },
@@ -165,6 +165,7 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
         { path: "spec.containers[0].env[1].valueFrom.resourceFieldRef.divisor", message: "cpu divisor must be 1m or 1" },
         expect.objectContaining({ path: "spec.containers[0].env[2].valueFrom" }),
         expect.objectContaining({ path: "spec.containers[0].env[3].valueFrom.resourceFieldRef.resource" }),
+        expect.objectContaining({ path: "spec.containers[0].envFrom[0].prefix" }),
       ]),
     );
   });

@@ -196,11 +196,20 @@ function downwardFileIssues(files: DownwardAPIVolumeFile[] | undefined, containe
   return out;
 }
 
+interface SourcesContainer {
+  name: string;
+  env?: { name: string; value: string; valueFrom?: EnvVarSource | undefined }[] | undefined;
+  envFrom?: EnvFromSource[] | undefined;
+}
+
+/** IsEnvVarName, which validateEnvFrom holds a prefix to. */
+const ENV_VAR_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+
 /** The shapes sources.ts adds to a pod, as far as the rules below need them. */
 interface SourcesPod {
   spec: {
-    initContainers?: { name: string; env?: { name: string; value: string; valueFrom?: EnvVarSource | undefined }[] | undefined }[] | undefined;
-    containers: { name: string; env?: { name: string; value: string; valueFrom?: EnvVarSource | undefined }[] | undefined }[];
+    initContainers?: SourcesContainer[] | undefined;
+    containers: SourcesContainer[];
     volumes?: ({ name: string } & Partial<Record<"downwardAPI", { items?: DownwardAPIVolumeFile[] | undefined }>> & Partial<Record<"projected", { sources: VolumeProjection[] }>>)[] | undefined;
   };
 }
@@ -210,7 +219,11 @@ export function sourceIssues(pod: SourcesPod): Issue[] {
   const out: Issue[] = [];
   const containers = new Set([...(pod.spec.initContainers ?? []), ...pod.spec.containers].map((c) => c.name));
   for (const kind of ["initContainers", "containers"] as const)
-    (pod.spec[kind] ?? []).forEach((c, i) =>
+    (pod.spec[kind] ?? []).forEach((c, i) => {
+      (c.envFrom ?? []).forEach((f, j) => {
+        if (f.prefix && !ENV_VAR_NAME.test(f.prefix))
+          out.push({ path: ["spec", kind, i, "envFrom", j, "prefix"], message: "must be a valid environment variable name prefix: alphabetic characters, digits, '_', '-' or '.', not starting with a digit" });
+      });
       (c.env ?? []).forEach((e, j) => {
         const at: Path = ["spec", kind, i, "env", j];
         if (e.valueFrom === undefined) return;
@@ -223,8 +236,8 @@ export function sourceIssues(pod: SourcesPod): Issue[] {
             out.push({ path: [...at, "valueFrom", "fieldRef", "fieldPath"], message: "env takes one label or annotation: metadata.labels['<KEY>']" });
         }
         if (f.resourceFieldRef) out.push(...resourceIssues(f.resourceFieldRef, containers, false, [...at, "valueFrom", "resourceFieldRef"]));
-      }),
-    );
+      });
+    });
   (pod.spec.volumes ?? []).forEach((v, i) => {
     if (v.downwardAPI) out.push(...downwardFileIssues(v.downwardAPI.items, containers, ["spec", "volumes", i, "downwardAPI", "items"]));
     if (v.projected) {
