@@ -82,6 +82,7 @@ function downwardPayload(out: Map<string, VolumeFile>, items: DownwardAPIVolumeF
   for (const it of items ?? []) {
     let value = "";
     if (it.fieldRef) value = fieldRefValue(pod, it.fieldRef.fieldPath, info);
+    // A volume's resourceFieldRef names its container (validated), so the `self` argument is never used.
     else if (it.resourceFieldRef) value = resourceFieldValue(it.resourceFieldRef, pod, pod.spec.containers[0] as Container, info.node);
     out.set(it.path, { data: utf8.encode(value), mode: it.mode ?? defaultMode });
   }

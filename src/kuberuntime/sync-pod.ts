@@ -216,7 +216,7 @@ export async function syncPod(
       images: new Map(),
       ...(pullSecrets ? { pullSecrets } : {}),
       objects,
-      downward: podIPs(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? []),
+      downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? []),
     };
     // Step 5: the next init container; stop here if it failed to start.
     const init = actions.nextInitContainerToStart;
@@ -247,7 +247,7 @@ export async function syncPod(
 /** The downward API's view of this sync, read lazily: a pod IP costs a PodSandboxStatus only after a new
  * sandbox, and only when a container to start takes status.podIP(s) (kubelet reads it after every
  * RunPodSandbox). A hostNetwork pod's IPs are the node's, as in its status. */
-function podIPs(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[]): () => Promise<DownwardInfo> {
+function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[]): () => Promise<DownwardInfo> {
   let info: Promise<DownwardInfo> | undefined;
   const read = async (): Promise<DownwardInfo> => {
     if (pod.spec.hostNetwork) return { node, hostIPs, podIPs: hostIPs.slice(0, 2) };
