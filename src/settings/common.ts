@@ -38,7 +38,16 @@ export const commonSettings = {
   PODSYNC_LOG_FOLLOW_MAX_S: int(1, 86_400).default(1800),
   /** Node memory capacity (bytes) for Burstable oom_score_adj; Node reads the machine's when unset. */
   PODSYNC_NODE_MEMORY_BYTES: int(1, Number.MAX_SAFE_INTEGER).optional(),
+  /** The node agent's relist period (ms): two CRI calls for the whole node each time. Unset: each entry point's
+   * default (RELIST_INTERVAL_DEFAULT_MS), Node 1 s like kubelet's PLEG, Workers 10 s (each relist there is an
+   * alarm plus two round trips through cri-proxy). */
+  PODSYNC_RELIST_INTERVAL_MS: int(100, 3_600_000).optional(),
+  /** Every desired pod gets a full sync at least this often, changed or not (kubelet's syncFrequency, 1 min). */
+  PODSYNC_RESYNC_INTERVAL_MS: int(1000, 86_400_000).default(60_000),
 };
+
+/** PODSYNC_RELIST_INTERVAL_MS when unset, per entry point. */
+export const RELIST_INTERVAL_DEFAULT_MS = { node: 1000, workers: 10_000 } as const;
 
 type Common = z.output<z.ZodObject<typeof commonSettings>>;
 
