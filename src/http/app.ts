@@ -12,6 +12,7 @@ import { actionsJSON, statusJSON } from "./serialize.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
 import { registerLogsAndExec } from "./logs-exec.js";
+import { registerMetrics, type MetricsRouteOptions } from "./metrics.js";
 import type { Pod, ProbeHandler } from "../pod/schema.js";
 import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
@@ -75,6 +76,8 @@ export interface AppOptions {
   /** Runs the pods' probes; synced pods are handed to it and its results go into every sync and status. */
   prober?: Prober;
   specs?: PodSpecs;
+  /** GET /metrics (Node); absent: not served. */
+  metrics?: MetricsRouteOptions;
   /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
   probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
 }
@@ -238,6 +241,8 @@ export function createApp(o: AppOptions) {
     onStreamError: (e) => log({ time: new Date(now()).toISOString(), method: "GET", route: ROUTES.logs, status: 200, durationMs: 0, criCalls: 0, error: `log stream ended early: ${(e as Error)?.message ?? e}` }),
     pathUid,
   });
+
+  if (o.metrics) registerMetrics(app, ROUTES.metrics, o.verifier, o.metrics, (c, jti) => jti && c.set("jti", jti));
 
   // A known path with a method it does not serve: 405 naming the ones it does.
   const allowed = new Map<string, string[]>();

@@ -3,6 +3,8 @@ export const ROUTES = {
   healthz: "/healthz",
   readyz: "/readyz",
   openapi: "/openapi.json",
+  /** Prometheus text format; Node only (see metrics.ts). */
+  metrics: "/metrics",
   sync: "/v1/pods/sync",
   plan: "/v1/pods/plan",
   /** The CRI-level view (debugging). */

@@ -87,6 +87,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   let last: Relist | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let probeTimer: ReturnType<typeof setTimeout> | undefined;
+  let probeAt = 0;
   let current: Promise<unknown> | undefined;
   let probing: Promise<void> | undefined;
   let nextRelistAt = 0;
@@ -272,10 +273,14 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   /** Probes run on their own timer (a slow exec probe never holds up a relist). */
   function kickProbes() {
     if (stopped || o.manual || !prober || probing) return;
-    clearTimeout(probeTimer);
     const next = prober.nextDue();
     const delay = next === undefined ? interval : Math.min(interval, Math.max(20, next - now()));
+    // A timer already set to fire no later stays.
+    if (probeTimer !== undefined && probeAt <= now() + delay) return;
+    clearTimeout(probeTimer);
+    probeAt = now() + delay;
     probeTimer = setTimeout(() => {
+      probeTimer = undefined;
       probing = probe()
         .then(() => undefined, (e) => report("probes", undefined, errorMessage(e)))
         .finally(() => {
