@@ -15,14 +15,14 @@
 // stops the loop; each distinct error is logged once (and its recovery once), never on every tick.
 import type { Pod } from "../../pod/schema.js";
 import type { CriClient } from "../../cri/client.js";
-import { errorMessage } from "../../cri/errors.js";
+import { errorMessage, isCriError } from "../../cri/errors.js";
 import type { DesiredPod, DesiredState } from "../desired-state.js";
 import type { PodRuntime, SyncResult } from "../runtime.js";
 import type { Prober } from "../prober/prober.js";
 import type { MetricsSource, NodeMetrics } from "../metrics.js";
 import { generateAPIPodStatus, type PodPhase } from "../api-status.js";
 import type { PodStatus } from "../types.js";
-import { createRelister, type Relist, type Relister } from "./relist.js";
+import { createRelister, fingerprintOf, type Relist, type Relister } from "./relist.js";
 import { decide, retryAfter, syncReason, type PodRecord } from "./decide.js";
 
 export interface ReconcileLoopOptions {
@@ -101,18 +101,21 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     waiting.shift()?.();
   };
 
-  /** Log an error for `key` only when it differs from the last one logged; log its recovery once. */
-  const report = (key: string, uid: string | undefined, error: string | undefined, extra: Record<string, unknown> = {}) => {
+  /** Log an error for `key` only when its identity (`same`: what failed, not the wording, which can carry
+   * addresses or times) differs from the last one logged; log its recovery once. */
+  const report = (key: string, uid: string | undefined, error: { same: string; text: string } | undefined, extra: Record<string, unknown> = {}) => {
     const prev = errors.get(key);
-    if (error === prev) return;
+    if (error?.same === prev) return;
+    const what = key.startsWith("pod:") ? "sync" : key;
     if (error === undefined) {
       errors.delete(key);
-      log({ event: "recovered", ...(uid ? { podUid: uid } : {}), what: key.startsWith("pod:") ? "sync" : key });
+      log({ event: "recovered", ...(uid ? { podUid: uid } : {}), what });
       return;
     }
-    errors.set(key, error);
-    log({ event: "error", ...(uid ? { podUid: uid } : {}), what: key.startsWith("pod:") ? "sync" : key, error, ...extra });
+    errors.set(key, error.same);
+    log({ event: "error", ...(uid ? { podUid: uid } : {}), what, error: error.text.slice(0, 300), ...extra });
   };
+  const failure = (e: unknown) => ({ same: isCriError(e) ? e.codeName : errorMessage(e), text: isCriError(e) ? e.message : errorMessage(e) });
 
   function sync(uid: string, pod: Pod, reason: string): Promise<void> {
     const rec = records.get(uid);
@@ -130,10 +133,15 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // CrashLoopBackOff steps are the back-off holding, not a failure: the loop returns when it ends.
         const failed = r.steps.filter((s) => !s.ok && s.error !== "CrashLoopBackOff");
         outcome = failed.length === 0 ? "ok" : "failed";
+        // A failed sync's own doing is not news at the next relist (it waits for its retry, or a later
+        // event). After a good one the next relist decides afresh: a container that already crashed again
+        // is seen there.
+        if (rec && outcome === "failed") rec.fingerprint = fingerprintOf(r.after);
         const f = failed[0];
-        report(`pod:${uid}`, uid, f ? `${f.action} ${f.target}: ${f.error ?? "failed"}${f.grpcCode ? ` (${f.grpcCode})` : ""}${f.message ? `: ${f.message.slice(0, 300)}` : ""}` : undefined, { reason });
+        const same = f && `${f.action} ${f.target}: ${f.error ?? "failed"}${f.grpcCode ? ` (${f.grpcCode})` : ""}`;
+        report(`pod:${uid}`, uid, f ? { same: same!, text: `${same}${f.message ? `: ${f.message}` : ""}` } : undefined, { reason });
       } catch (e) {
-        report(`pod:${uid}`, uid, errorMessage(e).slice(0, 300), { reason });
+        report(`pod:${uid}`, uid, failure(e), { reason });
       } finally {
         const end = now();
         if (rec) {
@@ -221,7 +229,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           try {
             d = decide(e.pod, status, prober?.results(uid), t);
           } catch (err) {
-            report(`pod:${uid}`, uid, `decide: ${errorMessage(err)}`);
+            report(`pod:${uid}`, uid, { same: `decide: ${errorMessage(err)}`, text: `decide: ${errorMessage(err)}` });
             continue;
           }
           reason = syncReason(rec, d, changed, { now: t, resyncIntervalMs: resync });
@@ -236,7 +244,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       if (prober) for (const [uid, pv] of view.pods) prober.observe(uid, pv.status);
     } catch (e) {
       o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, false);
-      report("relist", undefined, errorMessage(e).slice(0, 300));
+      report("relist", undefined, failure(e));
     }
     return report0;
   }
@@ -282,7 +290,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     probeTimer = setTimeout(() => {
       probeTimer = undefined;
       probing = probe()
-        .then(() => undefined, (e) => report("probes", undefined, errorMessage(e)))
+        .then(() => undefined, (e) => report("probes", undefined, failure(e)))
         .finally(() => {
           probing = undefined;
           kickProbes();
@@ -297,7 +305,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     async tick() {
       const r = await relistAndSync();
       await Promise.all(r.syncs);
-      const probeSyncs = await probe().catch((e) => (report("probes", undefined, errorMessage(e)), []));
+      const probeSyncs = await probe().catch((e) => (report("probes", undefined, failure(e)), []));
       for (let i = 0; i < probeSyncs.length; i++) r.synced.push({ uid: "", reason: "probe failed" });
       await Promise.all(probeSyncs);
       const { syncs: _, ...rest } = r;

@@ -122,7 +122,8 @@ export function createRelister(cri: CriClient): Relister {
     const pods = new Map<string, PodView>();
     for (const [uid, g] of byPod) {
       if (!interest.wants(uid)) continue;
-      pods.set(uid, { status: build(uid, g.sandboxes, g.containers), fingerprint: fingerprint(g.sandboxes, g.containers) });
+      const status = build(uid, g.sandboxes, g.containers);
+      pods.set(uid, { status, fingerprint: fingerprintOf(status) });
     }
     return { at, pods, uids: new Set(byPod.keys()), criCalls };
   }
@@ -173,8 +174,12 @@ export function createRelister(cri: CriClient): Relister {
   };
 }
 
-function fingerprint(sandboxes: PodSandbox[], containers: CriContainer[]): string {
-  return `${sandboxes.map((s) => `${s.id}:${s.state}`).join(",")}|${containers.map((c) => `${c.id}:${c.state}`).join(",")}`;
+/** The ids and states of a pod's sandboxes and containers: equal for a relist and for a sync's read-back that
+ * saw the same objects, so the loop can tell its own sync's doing from a later event. */
+export function fingerprintOf(status: PodStatus): string {
+  const sb = status.sandboxStatuses.map((s) => `${s.id}:${s.state}`).sort();
+  const cs = status.containerStatuses.map((c) => `${c.id}:${c.state}`).sort();
+  return `${sb.join(",")}|${cs.join(",")}`;
 }
 
 function notFound(e: unknown): undefined {
