@@ -4,7 +4,7 @@
 // killed and containerd started again, every desired pod comes back as a new sandbox attempt. That last one
 // runs on a lab containerd of its own (scripts/containerd-lab.sh with PODSYNC_LAB_DIR), never the shared one.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -141,6 +141,12 @@ describe.skipIf(skip)("the reconcile loop after a containerd restart (a lab of i
     await loop?.stop();
     cri?.close();
     labCmd("stop");
+    // Its config, logs and image store (the pods and containerd are gone with stop).
+    try {
+      rmSync(lab, { recursive: true, force: true });
+    } catch {
+      /* a mount left busy: /tmp is cleaned at boot */
+    }
   }, 120_000);
 
   it("stop containerd, kill its tasks, start it again: every desired pod comes back with a new sandbox attempt", async () => {
