@@ -40,7 +40,7 @@ export type StatusDetail = "decide" | "full";
 const NS_PER_MS = 1_000_000n;
 export const nsToMs = (ns: bigint): number => Number(ns / NS_PER_MS);
 
-function toState(s: CriContainerState): ContainerState {
+export function toState(s: CriContainerState): ContainerState {
   switch (s) {
     case CriContainerState.CONTAINER_CREATED:
       return "created";

@@ -54,6 +54,14 @@ export interface PodRecord {
   lastSyncEnd: number;
   /** Not before this is a pod that still needs action retried without a new event. */
   retryAt: number;
+  /** The last decision and what it was made from: it stands while neither changed (and a back-off holds). */
+  decided?: { fingerprint: string; spec: unknown; decision: Decision } | undefined;
+}
+
+/** Whether a decision made from the same runtime state and spec still holds at `now` (the pure decision only
+ * moves with time when a back-off ends). */
+export function decisionHolds(d: Decision, now: number): boolean {
+  return d.kind === "converged" || (d.kind === "back-off" && now < d.until);
 }
 
 export interface Timing {

@@ -23,7 +23,7 @@ import type { MetricsSource, NodeMetrics } from "../metrics.js";
 import { generateAPIPodStatus, type PodPhase } from "../api-status.js";
 import type { PodStatus } from "../types.js";
 import { createRelister, fingerprintOf, type Relist, type Relister } from "./relist.js";
-import { decide, retryAfter, syncReason, type PodRecord } from "./decide.js";
+import { decide, decisionHolds, retryAfter, syncReason, type Decision, type PodRecord } from "./decide.js";
 
 export interface ReconcileLoopOptions {
   /** The engine's front door; loop syncs go through it (and its lock). */
@@ -81,6 +81,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   const specs = new Map<string, DesiredPod>();
   const errors = new Map<string, string>();
   const inFlight = new Map<string, Promise<void>>();
+  /** The fingerprint each prober pod was last shown from a relist. */
+  const observed = new Map<string, string>();
   let started = false;
   let stopped = false;
   let generation = 0;
@@ -128,6 +130,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         if (stopped) return;
         const r = await o.runtime.sync(pod, prober?.results(uid));
         prober?.observe(uid, r.after);
+        observed.delete(uid); // the next relist shows it again
         relister.learn(r.after);
         countRestarts(r);
         // CrashLoopBackOff steps are the back-off holding, not a failure: the loop returns when it ends.
@@ -218,19 +221,24 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // A sync that ended after this relist began is not in the view: decide on the next one.
         if (rec.lastSyncEnd > view.at) continue;
         const pv = view.pods.get(uid);
-        const status = pv?.status ?? emptyStatus(uid);
         const fp = pv?.fingerprint ?? "";
         const changed = rec.fingerprint !== fp || specChanged.has(uid);
         rec.fingerprint = fp;
         let reason: string | undefined;
         if (!started) reason = "start-up";
         else {
-          let d;
-          try {
-            d = decide(e.pod, status, prober?.results(uid), t);
-          } catch (err) {
-            report(`pod:${uid}`, uid, { same: `decide: ${errorMessage(err)}`, text: `decide: ${errorMessage(err)}` });
-            continue;
+          // A converged pod whose objects and spec are as last time needs no new decision (nor its status).
+          let d: Decision;
+          const prev = rec.decided;
+          if (prev && prev.fingerprint === fp && prev.spec === e && decisionHolds(prev.decision, t)) d = prev.decision;
+          else {
+            try {
+              d = decide(e.pod, pv?.status ?? emptyStatus(uid), prober?.results(uid), t);
+            } catch (err) {
+              report(`pod:${uid}`, uid, { same: `decide: ${errorMessage(err)}`, text: `decide: ${errorMessage(err)}` });
+              continue;
+            }
+            rec.decided = { fingerprint: fp, spec: e, decision: d };
           }
           reason = syncReason(rec, d, changed, { now: t, resyncIntervalMs: resync });
         }
@@ -240,8 +248,14 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         }
       }
       started = true;
-      // The prober reads container ids and states from the relist.
-      if (prober) for (const [uid, pv] of view.pods) prober.observe(uid, pv.status);
+      // The prober reads container ids and states from the relist (again only when they changed).
+      if (prober)
+        for (const [uid, pv] of view.pods)
+          if (observed.get(uid) !== pv.fingerprint && prober.spec(uid)) {
+            prober.observe(uid, pv.status);
+            observed.set(uid, pv.fingerprint);
+          }
+      for (const uid of observed.keys()) if (!view.pods.has(uid)) observed.delete(uid);
     } catch (e) {
       o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, false);
       report("relist", undefined, failure(e));

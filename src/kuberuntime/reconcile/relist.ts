@@ -17,13 +17,14 @@ import { ContainerState as CriContainerState, PodSandboxState } from "../../gen/
 import type { CriClient } from "../../cri/client.js";
 import { GrpcCode, isCriError } from "../../cri/errors.js";
 import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL } from "../labels.js";
-import { byCreatedDesc, fromList, fromStatus, nsToMs, sandboxFromList, sandboxIPs } from "../pod-status.js";
+import { byCreatedDesc, fromList, fromStatus, nsToMs, sandboxFromList, sandboxIPs, toState } from "../pod-status.js";
 import type { ContainerStatus, PodStatus } from "../types.js";
 
 export const MANAGED_SELECTOR = { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY };
 
 export interface PodView {
-  status: PodStatus;
+  /** Built when first read (a converged pod's is often not needed at all); read it before the next relist. */
+  readonly status: PodStatus;
   /** Every sandbox's and container's id and state: a pod whose fingerprint changed had a lifecycle event. */
   fingerprint: string;
 }
@@ -122,8 +123,14 @@ export function createRelister(cri: CriClient): Relister {
     const pods = new Map<string, PodView>();
     for (const [uid, g] of byPod) {
       if (!interest.wants(uid)) continue;
-      const status = build(uid, g.sandboxes, g.containers);
-      pods.set(uid, { status, fingerprint: fingerprintOf(status) });
+      let status: PodStatus | undefined;
+      const fingerprint = fingerprintOf({ sandboxStatuses: g.sandboxes, containerStatuses: g.containers.map((c) => ({ id: c.id, state: toState(c.state) })) });
+      pods.set(uid, {
+        fingerprint,
+        get status() {
+          return (status ??= build(uid, g.sandboxes, g.containers));
+        },
+      });
     }
     return { at, pods, uids: new Set(byPod.keys()), criCalls };
   }
@@ -176,7 +183,7 @@ export function createRelister(cri: CriClient): Relister {
 
 /** The ids and states of a pod's sandboxes and containers: equal for a relist and for a sync's read-back that
  * saw the same objects, so the loop can tell its own sync's doing from a later event. */
-export function fingerprintOf(status: PodStatus): string {
+export function fingerprintOf(status: { sandboxStatuses: readonly { id: string; state: number }[]; containerStatuses: readonly { id: string; state: string }[] }): string {
   const sb = status.sandboxStatuses.map((s) => `${s.id}:${s.state}`).sort();
   const cs = status.containerStatuses.map((c) => `${c.id}:${c.state}`).sort();
   return `${sb.join(",")}|${cs.join(",")}`;
