@@ -245,6 +245,20 @@ describe("what the loop syncs", () => {
   });
 });
 
+describe("the loop and requests share the per-pod lock", () => {
+  it("a request's sync and the loop's start-up sync of one new pod at once make one sandbox and one container", async () => {
+    const p = pod();
+    await want(p);
+    const loop = loopWith();
+    const [req] = await Promise.all([runtime.sync(p), loop.tick()]);
+    expect(req.ok).toBe(true);
+    expect(sandboxesOf(p.metadata.uid)).toHaveLength(1);
+    expect(containersOf(p.metadata.uid)).toHaveLength(1);
+    expect(synced).toEqual([p.metadata.uid, p.metadata.uid]);
+    await loop.stop();
+  });
+});
+
 describe("failures", () => {
   it("a pod whose sync fails does not stop the others; its error is logged once, retried after 10 s", async () => {
     const bad = pod({ containers: [{ name: "main", image: "localhost/missing:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1"] }] });
@@ -327,5 +341,28 @@ describe("decide (pure)", () => {
     expect(syncReason({ ...rec, lastSyncStart: 950 }, { ...act, backOffExpiredAt: 900 }, false, timing)).toBeUndefined();
     expect(syncReason(rec, act, false, { ...timing, now: 10_200 })).toBe("retry: containers to start");
     expect(syncReason(rec, { kind: "converged" }, false, { ...timing, now: 60_200 })).toBe("resync");
+  });
+});
+
+describe("loop settings", () => {
+  it("defaults (relist: each entry point's), bounds and names", async () => {
+    const { loadSettings } = await import("../src/settings/node.js");
+    const { RELIST_INTERVAL_DEFAULT_MS } = await import("../src/settings/common.js");
+    const s = loadSettings({});
+    expect(s.PODSYNC_RELIST_INTERVAL_MS).toBeUndefined();
+    expect(RELIST_INTERVAL_DEFAULT_MS).toEqual({ node: 1000, workers: 10_000 });
+    expect(s).toMatchObject({ PODSYNC_RESYNC_INTERVAL_MS: 60_000, PODSYNC_METRICS: "loopback" });
+    expect(loadSettings({ PODSYNC_RELIST_INTERVAL_MS: "250", PODSYNC_METRICS: "off" })).toMatchObject({ PODSYNC_RELIST_INTERVAL_MS: 250, PODSYNC_METRICS: "off" });
+    const bad = (() => {
+      try {
+        loadSettings({ PODSYNC_RELIST_INTERVAL_MS: "10", PODSYNC_RESYNC_INTERVAL_MS: "soon", PODSYNC_METRICS: "public" });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return "";
+    })();
+    expect(bad).toMatch(/PODSYNC_RELIST_INTERVAL_MS: must be at least 100/);
+    expect(bad).toMatch(/PODSYNC_RESYNC_INTERVAL_MS/);
+    expect(bad).toMatch(/PODSYNC_METRICS: allowed: loopback, token, off/);
   });
 });

@@ -81,6 +81,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   const specs = new Map<string, DesiredPod>();
   const errors = new Map<string, string>();
   const inFlight = new Map<string, Promise<void>>();
+  /** When the probe path last synced a pod. */
+  const probeSyncedAt = new Map<string, number>();
   /** The fingerprint each prober pod was last shown from a relist. */
   const observed = new Map<string, string>();
   let started = false;
@@ -171,7 +173,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     for (const e of entries) {
       const uid = e.pod.metadata.uid;
       seen.add(uid);
-      if (specs.get(uid) !== e) {
+      if (!sameEntry(specs.get(uid), e)) {
         changed.add(uid);
         specs.set(uid, e);
         prober?.upsert(e.pod);
@@ -230,7 +232,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           // A converged pod whose objects and spec are as last time needs no new decision (nor its status).
           let d: Decision;
           const prev = rec.decided;
-          if (prev && prev.fingerprint === fp && prev.spec === e && decisionHolds(prev.decision, t)) d = prev.decision;
+          if (prev && prev.fingerprint === fp && prev.spec === specs.get(uid) && decisionHolds(prev.decision, t)) d = prev.decision;
           else {
             try {
               d = decide(e.pod, pv?.status ?? emptyStatus(uid), prober?.results(uid), t);
@@ -238,7 +240,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
               report(`pod:${uid}`, uid, { same: `decide: ${errorMessage(err)}`, text: `decide: ${errorMessage(err)}` });
               continue;
             }
-            rec.decided = { fingerprint: fp, spec: e, decision: d };
+            rec.decided = { fingerprint: fp, spec: specs.get(uid), decision: d };
           }
           reason = syncReason(rec, d, changed, { now: t, resyncIntervalMs: resync });
         }
@@ -268,11 +270,16 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     if (!prober || !last) return [];
     const r = await prober.tick(now());
     const syncs: Promise<void>[] = [];
+    const t = now();
     for (const uid of r.needsSync) {
-      if (inFlight.has(uid)) continue;
+      // A restart that did not happen (its sync failed) is tried again after the error back-off, not per tick.
+      if (inFlight.has(uid) || t < (probeSyncedAt.get(uid) ?? -Infinity) + errorBackOff) continue;
       const pod = specs.get(uid)?.pod ?? prober.spec(uid);
-      if (pod) syncs.push(sync(uid, pod, "probe failed"));
+      if (!pod) continue;
+      probeSyncedAt.set(uid, t);
+      syncs.push(sync(uid, pod, "probe failed"));
     }
+    for (const uid of probeSyncedAt.keys()) if (!prober.spec(uid)) probeSyncedAt.delete(uid);
     return syncs;
   }
 
@@ -357,6 +364,12 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     },
     generation: () => generation,
   };
+}
+
+/** The same stored entry: the same object, or one stored at the same time by the same token (a store may
+ * hand out fresh copies on every list). */
+function sameEntry(a: DesiredPod | undefined, b: DesiredPod): boolean {
+  return a === b || (a !== undefined && a.storedAt === b.storedAt && a.audit.iat === b.audit.iat && a.audit.jti === b.audit.jti && a.pod.metadata.uid === b.pod.metadata.uid);
 }
 
 function hasProbes(pod: Pod | undefined): boolean {
