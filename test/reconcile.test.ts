@@ -226,8 +226,17 @@ describe("what the loop syncs", () => {
     await loop.stop();
   });
 
+  it("with nothing desired and no probes, a tick makes no CRI call", async () => {
+    const loop = loopWith();
+    fake.runtime.resetCalls();
+    expect(await loop.tick()).toMatchObject({ relisted: false, relistCalls: 0 });
+    expect(fake.runtime.totalCalls()).toBe(0);
+    await loop.stop();
+  });
+
   it("a new desired pod after start-up is created at the next relist; a removed one is left alone", async () => {
     const loop = loopWith();
+    await want(pod());
     await loop.tick();
     const p = pod();
     await want(p);

@@ -202,6 +202,12 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     try {
       [entries, generation] = await Promise.all([o.desired.list(), o.desired.generation()]);
       const specChanged = updateDesired(entries);
+      // Nothing desired and no probe to run: no relist could lead to anything, so none is made (an idle node
+      // costs no CRI call, and a refused request stays the only thing near the runtime).
+      if (specs.size === 0 && prober?.nextDue() === undefined) {
+        last = undefined;
+        return report0;
+      }
       view = await relister.relist(
         {
           wants: (uid) => specs.has(uid) || prober?.spec(uid) !== undefined,
