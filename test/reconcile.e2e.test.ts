@@ -16,6 +16,8 @@ import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/run
 import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
 import { startReconcileLoop, type ReconcileLoop } from "../src/kuberuntime/reconcile/loop.js";
 import { Pod } from "../src/pod/schema.js";
+import { startNode } from "../src/node.js";
+import { importJWK, SignJWT, type JWK } from "jose";
 import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
@@ -175,6 +177,35 @@ describe.skipIf(skip)("the reconcile loop after a containerd restart (a lab of i
         return ready.length === 1 && (await running(cri, p.metadata.uid)).length === 1 && ready[0];
       }, 60_000);
       expect(sb.metadata!.attempt).toBe(1);
+    }
+  });
+});
+
+describe.skipIf(skip)("the Node server's own loop on the shared lab containerd", () => {
+  it("a pod synced by request whose liveness probe fails is restarted by the server's loop: /metrics counts a loop sync and a loop restart; probe state is on disk", async () => {
+    if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
+    const dir = mkdtempSync(join(tmpdir(), "podsync-loop-node-"));
+    const stateDir = join(dir, "state");
+    const server = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: stateDir, PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: "loop-node", PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir }, true);
+    const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
+    const sign = async (claims: Record<string, unknown>) => new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("loop-node").setIssuedAt().setExpirationTime("1m").setJti(uid("jti")).sign(await importJWK(key, "EdDSA"));
+    const p = Pod.parse({ metadata: { name: "loop-live", namespace: "default", uid: uid("loop-live") }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sh", "-c", "touch /tmp/ok; exec sleep 3600"], livenessProbe: { exec: { command: ["sh", "-c", "test -f /tmp/ok"] }, periodSeconds: 1, failureThreshold: 1 } }] } });
+    const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
+    try {
+      const r = await fetch(`${server.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod: p }) });
+      expect(r.status).toBe(200);
+      const [first] = await until("the container to run", async () => { const x = await running(cri, p.metadata.uid); return x.length === 1 && x; });
+      await cri.execSync({ containerId: first!.id, cmd: ["sh", "-c", "rm /tmp/ok"], timeout: 5n });
+      const [second] = await until("the loop's restart", async () => { const x = await running(cri, p.metadata.uid); return x.length === 1 && x[0]!.id !== first!.id && x; });
+      expect(restartCount(second!)).toBe(1);
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      expect(text).toMatch(/^podsync_syncs_total\{trigger="loop",result="ok"\} [1-9]/m);
+      expect(text).toMatch(/^podsync_loop_container_restarts_total [1-9]/m);
+      expect(readdirSync(join(stateDir, "probes"))).toContain(`${p.metadata.uid}.json`);
+    } finally {
+      await fetch(`${server.url}/v1/pods/${p.metadata.uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await sign({ act: "delete", uid: p.metadata.uid, gracePeriodSeconds: 0 })}` } }).catch(() => undefined);
+      await server.close();
+      cri.close();
     }
   });
 });
