@@ -1,7 +1,7 @@
 // The embedded default: the function on Node, on localhost, talking to the node's runtime socket.
 // `npm start` runs this. With no keys configured it makes a dev key on first run and prints how to use it.
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { totalmem } from "node:os";
+import { cpus, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
@@ -10,18 +10,20 @@ import { createApp } from "./http/app.js";
 import { connectGrpc } from "./cri/grpc-transport.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { FileReplayStore } from "./state/used-jtis.js";
+import { FileDesiredState } from "./state/desired-pods.js";
 import type { StateUnavailableError } from "./state/state-unavailable.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
 import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
+import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
+import { nodePodDirs } from "./host/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { createProber, MemoryProbeStateStore, type ProbeStateStore } from "./kuberuntime/prober/prober.js";
 import { startReconcileLoop } from "./kuberuntime/reconcile/loop.js";
-import { MemoryDesiredState, type DesiredState } from "./kuberuntime/desired-state.js";
 import { instrumentRuntime } from "./kuberuntime/metrics.js";
 import { observeCalls } from "./cri/observed.js";
 import { createPromMetrics } from "./host/metrics.js";
@@ -97,7 +99,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // that cannot be used is not fatal: signed requests get 503 state-unavailable until it can.
   const stateDir = s.PODSYNC_STATE_DIR ?? (keys.dev ? join(resolve(s.PODSYNC_DEV_DIR), "state") : DEFAULT_STATE_DIR);
   const replay = new FileReplayStore(join(stateDir, "jti"));
-  const stateError = await replay.open().then(() => undefined, (e: StateUnavailableError) => e);
+  // The desired pods (pods/, generation.json) beside the used jtis: the node agent's store.
+  const skipped: string[] = [];
+  const desired = new FileDesiredState(stateDir, { onSkip: (file, why) => skipped.push(`${file}: ${why}`) });
+  const stateError = await replay.open().then(() => desired.open()).then(() => undefined, (e: StateUnavailableError) => e);
   const verifier = createVerifier({
     keys: keys.keys,
     issuers: keys.issuers,
@@ -110,6 +115,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const hostIPs = await nodeHostIPs();
   const engine = createPodRuntime(cri, {
     terminationFiles: nodeTerminationFiles,
+    podDirs: nodePodDirs,
     hostIPs,
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
@@ -124,9 +130,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const probeStoreError = await probeStore.open().then(() => undefined, (e: StateUnavailableError) => e);
   const probes: ProbeStateStore = probeStoreError ? new MemoryProbeStateStore() : probeStore;
   const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
-  // PLACEHOLDER desired state: empty and in memory until the node's file store is merged (issue 11); the
-  // loop then keeps every pod in it running. Pods synced by requests still get their probes driven.
-  const desired: DesiredState = new MemoryDesiredState();
+  // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
     runtime: instrumentRuntime(engine, metrics, "loop"),
     cri,
@@ -141,9 +145,11 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const app = createApp({
     runtime,
     prober,
+    desired,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     policy: nodePolicy(s),
+    nodeInfo: nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem() }),
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
     allowExec: s.PODSYNC_ALLOW_EXEC,
     execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
@@ -177,7 +183,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     const sock = s.PODSYNC_CRI_ENDPOINT.startsWith("unix://") ? s.PODSYNC_CRI_ENDPOINT.slice(7) : s.PODSYNC_CRI_ENDPOINT.startsWith("/") ? s.PODSYNC_CRI_ENDPOINT : "";
     if (sock && !existsSync(sock))
       lines.push(`  warning: ${sock} does not exist yet; /readyz will say 503 until the runtime runs (or set PODSYNC_CRI_ENDPOINT)`);
-    lines.push(`  state:   ${stateDir} (used token ids, probe state${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+    lines.push(`  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+    for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError) lines.push(`  warning: ${join(stateDir, "probes")} cannot be used (${probeStoreError.code ?? String(probeStoreError.cause)}); probe state is kept in memory only`);
     if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);
     if (keys.dev)

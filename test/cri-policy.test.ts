@@ -8,7 +8,7 @@ import {
   CreateContainerRequestSchema, MountPropagation, NamespaceMode, RunPodSandboxRequestSchema, SecurityProfile_ProfileType,
   type ContainerConfig, type PodSandboxConfig,
 } from "../src/gen/runtime/v1/api_pb.js";
-import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMountPrefixes, type CriPolicyContext } from "../src/auth/cri-policy.js";
+import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMount, type CriPolicyContext } from "../src/auth/cri-policy.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { POLICY_LEVELS, type NodePolicy, type PolicyLevel, type Violation } from "../src/auth/policy.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
@@ -17,7 +17,7 @@ import { Pod, type PodInput } from "../src/pod/schema.js";
 import { pod as schemaPod } from "./support/pods.js";
 
 const node = defaultNodeConfig();
-const ctxFor = (p: Pod): CriPolicyContext => ({ internalMountPrefixes: podsyncInternalMountPrefixes(node.rootDir, p.metadata.uid), podLogsDir: node.podLogsDir });
+const ctxFor = (p: Pod): CriPolicyContext => ({ isInternalMount: podsyncInternalMount(node.rootDir, p.metadata.uid), podLogsDir: node.podLogsDir });
 
 function criVerdict(p: Pod, policy: NodePolicy): Violation[] {
   const ctx = ctxFor(p);

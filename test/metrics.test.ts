@@ -48,9 +48,7 @@ describe("GET /metrics on the Node server", () => {
   });
 
   it("serves loopback without a token: syncs by trigger, CRI calls by method and code, relists, pods, generation", async () => {
-    // A probe makes the pod the prober's, so the loop relists (with nothing desired and nothing to probe it
-    // makes no CRI call at all).
-    const p = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "3600"], readinessProbe: { exec: { command: ["true"] }, periodSeconds: 60 } }] });
+    const p = pod();
     const token = await n.sign({ act: "sync", pod: p });
     const s = await fetch(`${n.r.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
     expect(s.status).toBe(200);
@@ -67,8 +65,10 @@ describe("GET /metrics on the Node server", () => {
     expect(value(text, "podsync_relist_duration_seconds_count")).toBeGreaterThanOrEqual(1);
     expect(value(text, "podsync_relist_lag_seconds_count")).toBeGreaterThanOrEqual(1);
     expect(value(text, "podsync_desired_generation")).toBe(0);
-    expect(value(text, 'podsync_pods{phase="Running"}')).toBe(0); // the placeholder desired state is empty
-    expect(value(text, "podsync_orphan_pods")).toBeGreaterThanOrEqual(1); // so the synced pod is not the loop's
+    // The accepted sync stored the pod in the desired state: the loop counts it by phase, and it is no orphan.
+    expect(value(text, 'podsync_pods{phase="Running"}')).toBe(1);
+    expect(value(text, 'podsync_pods{phase="Pending"}')).toBe(0);
+    expect(value(text, "podsync_orphan_pods")).toBe(0);
     expect(value(text, "podsync_loop_container_restarts_total")).toBe(0);
     expect(text).toContain("process_cpu_seconds_total");
     // A failing call is counted under its gRPC code; the relist it broke, as a failure.

@@ -107,8 +107,10 @@ describe("prober workers (kubelet's worker.go)", () => {
     // On hold until a new instance: no more probes of the old one.
     expect((await prober.tick((t += 1000))).ran).toBe(0);
     // The node agent's loop: its relist shows the prober the instance, the due probe tick asks for a sync,
-    // and the loop syncs with the results (the pod is the prober's, not in the desired state).
-    const loop = startReconcileLoop({ runtime: rt, cri, desired: new MemoryDesiredState(), prober, manual: true });
+    // and the loop syncs the desired pod with the results.
+    const desired = new MemoryDesiredState();
+    await desired.put({ pod: p, audit: { iss: "test", iat: 0 }, storedAt: 0 });
+    const loop = startReconcileLoop({ runtime: rt, cri, desired, prober, manual: true });
     try {
       for (let i = 0; i < 20 && running(p.metadata.uid)[0]?.id === first; i++) await loop.tick();
     } finally {

@@ -39,10 +39,11 @@ beforeAll(async () => {
   fake = await startFakeCri();
   fakeProxy = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
   // The real node's proxy also serves its pod logs and allows ExecSync (logs and exec through the Worker).
-  if (endpoint) realProxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined, podLogsDir: LOGS_DIR, allow: ["ExecSync"] });
+  // Its node policy matches the Worker's (privileged: the real pods use hostNetwork to stay on loopback).
+  if (endpoint) realProxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined, podLogsDir: LOGS_DIR, allow: ["ExecSync"], policy: { level: "privileged", hostPathAllow: [] } });
   key = await makeKey("EdDSA", "w-1");
   signer = new Harness([key], undefined as never);
-  const nodes: Record<string, { url: string; aliases?: string[] }> = { "fake-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}`, aliases: ["fake-alias"] } };
+  const nodes: Record<string, { url: string; aliases?: string[]; labels?: string }> = { "fake-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}`, aliases: ["fake-alias"], labels: "site=edge" } };
   if (realProxy) nodes["real-node"] = { url: `http://127.0.0.1:${realProxy.grpcWebPort}` };
   worker = await unstable_startWorker({
     config: "wrangler.toml",
@@ -56,6 +57,8 @@ beforeAll(async () => {
       PODSYNC_POLICY: { type: "plain_text", value: "privileged" },
       PODSYNC_POD_LOGS_DIR: { type: "plain_text", value: LOGS_DIR },
       PODSYNC_ALLOW_EXEC: { type: "plain_text", value: "true" },
+      // Shared node labels; fake-node's own replace them.
+      PODSYNC_NODE_LABELS: { type: "plain_text", value: "fleet=a" },
     },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
   });
@@ -109,6 +112,18 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
     expect(again.body.type).toBe("urn:podsync:problem:replayed");
   });
 
+  it("admission against each node: its own labels (PODSYNC_NODES) over the shared ones; no arch label unless configured", async () => {
+    const selecting = (nodeSelector: Record<string, string>) => ({ ...podInput(uid("w")), spec: { ...podInput("x").spec, nodeSelector } });
+    const ok = await post("fake-node", "plan", selecting({ site: "edge", "kubernetes.io/hostname": "fake-node", "kubernetes.io/os": "linux" }));
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    for (const sel of [{ fleet: "a" }, { "kubernetes.io/arch": "amd64" }] as Record<string, string>[]) {
+      const r = await post("fake-node", "plan", selecting(sel));
+      expect(r.status, JSON.stringify(r.body)).toBe(403);
+      expect(r.body).toMatchObject({ type: "urn:podsync:problem:admission", reason: "NodeAffinity", errors: [{ path: "spec.nodeSelector" }] });
+    }
+    if (realProxy) expect((await post("real-node", "plan", selecting({ fleet: "a" }))).status).toBe(200);
+  });
+
   it("audience: a token for another node is 403, a node alias works", async () => {
     expect((await post("fake-node", "plan", podInput(uid("w")), "real-node")).status).toBe(403);
     expect((await post("fake-node", "plan", podInput(uid("w")), "fake-alias")).status).toBe(200);
@@ -152,6 +167,38 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
     } finally {
       cri.close();
     }
+  });
+});
+
+describe("the node's desired state in its Durable Object", () => {
+  const pod = (name: string) => ({ metadata: { name, namespace: "wds", uid: uid(name) }, spec: podInput("x").spec });
+  const call = async (method: string, path: string, init: { token: string; type?: string; bearer?: boolean }) => {
+    const headers: Record<string, string> = init.bearer ? { authorization: `Bearer ${init.token}` } : { "content-type": init.type ?? "application/jose" };
+    const r = await fetch(new URL(`/nodes/fake-node${path}`, base), { method, headers, ...(init.bearer ? {} : { body: init.token }) });
+    return { status: r.status, body: (await r.json()) as any };
+  };
+  const put = async (pods: unknown[], generation: number) => call("PUT", "/v1/node/pods", { token: await signer.sign({ act: "apply", generation, pods }, { aud: "fake-node" }) });
+  const list = async () => (await call("GET", "/v1/pods", { bearer: true, token: await signer.sign({ act: "status" }, { aud: "fake-node" }) })).body;
+
+  it("PUT a set, then a smaller one; stale generations and older iats refused; GET lists; DELETE forgets", async () => {
+    const [a, b] = [pod("wda"), pod("wdb")];
+    const r1 = await put([a, b], 1);
+    expect(r1.status, JSON.stringify(r1.body)).toBe(200);
+    expect(r1.body.pods.map((p: any) => p.steps.map((s: any) => s.action))).toEqual([["CreatePodSandbox", "StartContainer"], ["CreatePodSandbox", "StartContainer"]]);
+    const l1 = await list();
+    expect(l1).toMatchObject({ kind: "PodList", metadata: { resourceVersion: "1" } });
+    expect(l1.items.map((p: any) => [p.metadata.name, p.status.phase])).toEqual([["wda", "Running"], ["wdb", "Running"]]);
+
+    expect((await put([], 1)).body).toMatchObject({ status: 409, type: "urn:podsync:problem:stale-generation", current: 1 });
+    const r2 = await put([a], 2);
+    expect(r2.body.pods[0].steps).toEqual([]);
+    expect(r2.body.removed).toMatchObject([{ ok: true, deleted: true, pod: { name: "wdb" } }]);
+
+    const older = await call("POST", "/v1/pods/sync", { token: await signer.sign({ act: "sync", pod: a }, { aud: "fake-node", iat: -10 }) });
+    expect(older.body).toMatchObject({ status: 409, type: "urn:podsync:problem:stale-generation" });
+    const del = await call("DELETE", `/v1/pods/${a.metadata.uid}`, { bearer: true, token: await signer.sign({ act: "delete", uid: a.metadata.uid }, { aud: "fake-node" }) });
+    expect(del.body).toMatchObject({ ok: true, deleted: true, desired: true });
+    expect(await list()).toMatchObject({ metadata: { resourceVersion: "2" }, items: [] });
   });
 });
 

@@ -6,8 +6,10 @@ import { AuthError } from "../auth/verify.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
 import { PodNotFoundError, UnsupportedError } from "../kuberuntime/runtime.js";
+import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
+import { StaleGenerationError } from "../kuberuntime/desired-state.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 
@@ -19,6 +21,7 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: "Missing or invalid signature" },
   "wrong-node": { status: 403, title: "Signed for another node" },
   policy: { status: 403, title: "Refused by the node's policy" },
+  admission: { status: 403, title: "Refused by the node's admission" },
   "exec-disabled": { status: 403, title: "Exec is disabled on this node" },
   "not-found": { status: 404, title: "Not found" },
   "pod-not-found": { status: 404, title: "Pod not found" },
@@ -26,6 +29,8 @@ export const PROBLEMS = {
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   replayed: { status: 409, title: "Token already used" },
   "pod-busy": { status: 409, title: "Pod is busy" },
+  "stale-generation": { status: 409, title: "Older than the node's desired state" },
+  "uid-conflict": { status: 409, title: "The uid belongs to another pod" },
   "body-too-large": { status: 413, title: "Request body too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   internal: { status: 500, title: "Internal error" },
@@ -85,10 +90,12 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof InvalidPodError) return new ProblemError("invalid-pod", e.message, { errors: e.errors });
   if (e instanceof AuthError) return new ProblemError(AUTH_SLUGS[e.status], e.message, { reason: e.failure });
   if (e instanceof PodBusyError) return new ProblemError("pod-busy", e.message);
+  if (e instanceof UidConflictError) return new ProblemError("uid-conflict", e.message, { holder: e.holder });
   if (e instanceof PodNotFoundError) return new ProblemError("pod-not-found", e.message);
   if (e instanceof UnsupportedError) return new ProblemError("unsupported", e.message);
   if (e instanceof ContainerChoiceError)
     return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
+  if (e instanceof StaleGenerationError) return new ProblemError("stale-generation", e.message, e.current === undefined ? {} : { current: e.current });
   if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
   if (e instanceof CriError) {
     const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";

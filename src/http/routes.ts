@@ -14,4 +14,7 @@ export const ROUTES = {
   logs: "/v1/pods/:uid/logs",
   exec: "/v1/pods/:uid/exec",
   pod: "/v1/pods/:uid",
+  /** The node agent: the desired pods with their status (GET), the node-wide set (PUT). */
+  pods: "/v1/pods",
+  nodePods: "/v1/node/pods",
 } as const;

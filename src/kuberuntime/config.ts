@@ -110,12 +110,17 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
   });
 }
 
-/** makeMounts for the volume kinds podsync supports (hostPath, emptyDir). */
+/** A volume's directory on the node: a hostPath as given, an emptyDir under the pod dir (kubelet's layout). */
+export function volumeHostPath(pod: Pod, v: NonNullable<Pod["spec"]["volumes"]>[number], node: NodeConfig): string {
+  return "hostPath" in v ? v.hostPath.path : `${node.rootDir}/pods/${pod.metadata.uid}/volumes/kubernetes.io~empty-dir/${v.name}`;
+}
+
+/** makeMounts for the volume kinds podsync supports (hostPath, emptyDir). A subPath mount's hostPath here is
+ * the plain join; SyncPod replaces it with the safe bind (subpath.ts) before the runtime sees it. */
 export function containerMounts(pod: Pod, container: Container, node: NodeConfig): MessageInitShape<typeof MountSchema>[] {
   const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v] as const));
   return (container.volumeMounts ?? []).map((m) => {
-    const v = volumes.get(m.name)!;
-    const base = "hostPath" in v ? v.hostPath.path : `${node.rootDir}/pods/${pod.metadata.uid}/volumes/kubernetes.io~empty-dir/${v.name}`;
+    const base = volumeHostPath(pod, volumes.get(m.name)!, node);
     const hostPath = m.subPath ? `${base.replace(/\/$/, "")}/${m.subPath}` : base;
     return { containerPath: m.mountPath, hostPath, readonly: m.readOnly, selinuxRelabel: false } satisfies Partial<Mount>;
   });

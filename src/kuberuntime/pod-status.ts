@@ -1,9 +1,13 @@
 // GetPodStatus from CRI, like kubelet's kubeGenericRuntimeManager.GetPodStatus, with the fewest round trips:
-// ListPodSandbox and ListContainers (both filtered by the pod uid label) go out together; then
+// ListPodSandbox and ListContainers (both filtered by the pod uid label and podsync's managed-by label) go
+// out together; then
 // PodSandboxStatus for the newest sandbox and ContainerStatus for each container whose list entry
 // is not enough, concurrently.
 //
 // Differences from kubelet, deliberate:
+// - Only sandboxes and containers labelled io.kubernetes.managed-by=podsync count. Every read that selects a
+//   pod's objects (sync, plan, DELETE, GC, logs, exec, status) comes through here, so podsync never sees,
+//   kills or removes what another manager made under the same uid.
 // - Only the newest sandbox gets a PodSandboxStatus call. kubelet reads every sandbox, but its decisions
 //   (PodSandboxChanged, the pod IPs) use only the newest one's details; older ones need just id, state,
 //   metadata and createdAt, which ListPodSandbox already returns.
@@ -30,8 +34,11 @@ import {
   CONTAINER_SPEC_HASH_ANNOTATION,
   CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION,
   CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION,
+  KUBERNETES_MANAGED_LABEL,
+  MANAGED_BY,
   POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
   POD_UID_LABEL,
+  managedSelector,
 } from "./labels.js";
 import type { ContainerState, ContainerStatus, PodStatus } from "./types.js";
 
@@ -129,13 +136,49 @@ export async function getPodStatus(
   pod: { uid: string; name: string; namespace: string },
   detail: StatusDetail = "decide",
 ): Promise<PodStatus> {
-  const filter = { labelSelector: { [POD_UID_LABEL]: pod.uid } };
+  // Only what podsync made: a kubelet or another tool on the node keeps its objects, even under the same uid.
+  // One selector (CRI ANDs its pairs), so this costs no extra call.
+  const filter = { labelSelector: managedSelector(pod.uid) };
   const [sandboxList, containerList] = await Promise.all([
     cri.listPodSandbox({ filter }),
     cri.listContainers({ filter }),
   ]);
-  const sandboxes = sandboxList.items.slice().sort(byCreatedDesc);
-  const containers = containerList.containers.slice().sort(byCreatedDesc);
+  return podStatusFromLists(cri, pod, { sandboxes: sandboxList.items, containers: containerList.containers }, detail);
+}
+
+/** One pod's listed sandboxes and containers. */
+export interface PodListing {
+  sandboxes: PodSandbox[];
+  containers: CriContainer[];
+}
+
+/** Every pod podsync manages on the node (its managed-by label), grouped by uid, in one ListPodSandbox and
+ * one ListContainers: what a node-wide read costs before any per-pod status call. */
+export async function listManagedPods(cri: CriClient): Promise<Map<string, PodListing>> {
+  const filter = { labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY } };
+  const [sandboxList, containerList] = await Promise.all([cri.listPodSandbox({ filter }), cri.listContainers({ filter })]);
+  const pods = new Map<string, PodListing>();
+  const of = (uid: string) => pods.get(uid) ?? (pods.set(uid, { sandboxes: [], containers: [] }), pods.get(uid)!);
+  for (const s of sandboxList.items) {
+    const uid = s.labels[POD_UID_LABEL];
+    if (uid) of(uid).sandboxes.push(s);
+  }
+  for (const c of containerList.containers) {
+    const uid = c.labels[POD_UID_LABEL];
+    if (uid) of(uid).containers.push(c);
+  }
+  return pods;
+}
+
+/** GetPodStatus from lists already read (the pod's own, or its part of a node-wide list). */
+export async function podStatusFromLists(
+  cri: CriClient,
+  pod: { uid: string; name: string; namespace: string },
+  listed: PodListing,
+  detail: StatusDetail = "decide",
+): Promise<PodStatus> {
+  const sandboxes = listed.sandboxes.slice().sort(byCreatedDesc);
+  const containers = listed.containers.slice().sort(byCreatedDesc);
 
   const newest = sandboxes[0];
   const [newestStatus, containerStatuses] = await Promise.all([

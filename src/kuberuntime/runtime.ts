@@ -15,8 +15,11 @@ import { computePodActions, type ProbeResults } from "./compute-actions.js";
 import { deletePod, type PodRef } from "./kill.js";
 import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
-import { completeRunning, getPodStatus } from "./pod-status.js";
+import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
+import { assertOwnUid } from "./pod-identity.js";
+import { subPathUnsupported } from "./subpath.js";
+import { InvalidPodError } from "../pod/validate.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
 import { ContainerChoiceError, pickContainer } from "./container-choice.js";
 import { pickInstance } from "./logs/pick-instance.js";
@@ -26,7 +29,8 @@ import { execSync, runningInstance, type ExecResult } from "./exec.js";
 import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
 import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
-import { podContainerDir, readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { podDataPaths, removePodData, type PodDirs } from "./pod-dirs.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -43,6 +47,8 @@ export interface PodRuntimeOptions {
   /** Node filesystem for termination-message files (mounted at start, read when a container has exited);
    * without it (Workers) no file is mounted and only the runtime's message is reported. */
   terminationFiles?: TerminationMessageFiles;
+  /** The node filesystem for the pod's directories (DELETE removes them); without it (Workers) they stay. */
+  podDirs?: PodDirs;
   /** kubelet's reasonCache (the last start failure per container); in memory by default. */
   reasons?: ReasonCache;
   /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
@@ -111,6 +117,23 @@ export interface ApiStatusResult extends StatusResult {
   specKnown: boolean;
 }
 
+/** One pod of a node-wide list. */
+export interface ListedPod {
+  pod: PodRef;
+  /** The desired spec; absent for an orphan (its status is then generated for a stand-in). */
+  spec?: Pod;
+  status: PodStatus;
+  apiStatus: V1PodStatus;
+}
+
+export interface NodeListResult extends Counted {
+  /** One per desired spec, in the order given (a pod the runtime holds nothing of is reported Pending). */
+  pods: ListedPod[];
+  /** Pods podsync made (its managed-by label) that no given spec names: left by a lost state dir or another
+   * instance. Nothing acts on them but an explicit DELETE. */
+  orphans: ListedPod[];
+}
+
 export interface StatusResult extends Counted {
   pod: PodRef;
   status: PodStatus;
@@ -120,7 +143,7 @@ export interface DeleteResult extends Counted {
   ok: boolean;
   pod: PodRef;
   steps: SyncStep[];
-  /** Whether the runtime held anything of the pod. */
+  /** Whether the runtime held anything podsync made for the pod (the HTTP route answers 404 when not). */
   deleted: boolean;
   /** Whether its newest sandbox was still ready. */
   wasRunning: boolean;
@@ -140,6 +163,9 @@ export interface PodRuntime {
   /** The pod's v1.PodStatus: the runtime's full status (with termination messages) through
    * generateAPIPodStatus, for the spec given (or a stand-in) and the prober's results. */
   apiStatus(uid: string, spec?: Pod, probes?: PodProbeResults): Promise<ApiStatusResult | undefined>;
+  /** v1.PodStatus of every desired pod and of every orphan, from one node-wide ListPodSandbox and
+   * ListContainers (then each pod's newest PodSandboxStatus and its ContainerStatuses, concurrently). */
+  list(specs: readonly Pod[], probes?: (uid: string) => PodProbeResults | undefined): Promise<NodeListResult>;
   /** The pod's full status as the runtime reports it; undefined when the runtime holds nothing of it. */
   status(uid: string): Promise<StatusResult | undefined>;
   /** Kill the pod and remove its containers and sandboxes. Without a grace period each container gets the
@@ -163,7 +189,13 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): P
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs };
+  /** subPath is bound safely on the node's filesystem; without it, refused before any runtime call. */
+  const checkSubPaths = (pod: Pod) => {
+    if (o.podDirs) return;
+    const errors = subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)");
+    if (errors.length) throw new InvalidPodError(errors);
+  };
   const reasons = o.reasons ?? new MemoryReasonCache();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
@@ -188,14 +220,19 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   return {
     plan: (pod, probes) =>
       counted(cri, async (c) => {
+        checkSubPaths(pod);
         const status = await getPodStatus(c, pod.metadata);
+        assertOwnUid(pod.metadata, status);
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
-    sync: (pod, probes) =>
-      lock.run(pod.metadata.uid, (fence) =>
+    sync: async (pod, probes) => {
+      checkSubPaths(pod);
+      return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
+          // Refused before any write: the status read is the only call made.
+          assertOwnUid(pod.metadata, status);
           const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
@@ -206,7 +243,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }),
-      ),
+      );
+    },
 
     apiStatus: async (uid, spec, probes) => {
       const r = await counted(cri, async (c) => {
@@ -219,6 +257,26 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       });
       return r.found && { ...r.found, criCalls: r.criCalls };
     },
+
+    list: (specs, probes) =>
+      counted(cri, async (c) => {
+        const listed = await listManagedPods(c);
+        const name = listed.size ? await nameOf(c) : "";
+        const one = async (uid: string, spec: Pod | undefined): Promise<ListedPod> => {
+          const l = listed.get(uid) ?? { sandboxes: [], containers: [] };
+          const status = await podStatusFromLists(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
+          const pod = spec ? ref(spec.metadata) : refFromStatus(uid, status);
+          await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+          const apiStatus = generateAPIPodStatus({ pod: spec ?? standInPod(pod, status), status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes: probes?.(uid), reasons: reasons.get(uid) });
+          return { pod, ...(spec ? { spec } : {}), status, apiStatus };
+        };
+        const desired = new Set(specs.map((p) => p.metadata.uid));
+        const [pods, orphans] = await Promise.all([
+          Promise.all(specs.map((p) => one(p.metadata.uid, p))),
+          Promise.all([...listed.keys()].filter((uid) => !desired.has(uid)).sort().map((uid) => one(uid, undefined))),
+        ]);
+        return { pods, orphans };
+      }),
 
     status: async (uid) => {
       const r = await counted(cri, async (c) => ({ status: await getPodStatus(c, { uid, name: "", namespace: "" }, "full") }));
@@ -233,10 +291,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
           const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status);
+          // The pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go with it.
+          const dirs = o.podDirs;
+          const removeDirs = dirs && (() => removePodData(dirs, podDataPaths(syncOptions.node, uid, status)));
+          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
           reasons.delete(uid);
-          // The termination-message files go with the pod (kubelet: cleanupOrphanedPodDirs).
-          if (r.ok && o.terminationFiles) await o.terminationFiles.removeAll(podContainerDir(syncOptions.node.rootDir, uid, "").replace(/\/$/, "")).catch(() => undefined);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
         }),
       ),

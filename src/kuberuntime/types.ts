@@ -78,7 +78,8 @@ export interface PodActions {
 }
 
 /** kubecontainer.SyncAction names: what each step of a sync did. */
-export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox"] as const;
+/** `RemovePodDirs` is podsync's own: DELETE removing the pod's directories (kubelet does it in its housekeeping). */
+export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox", "RemovePodDirs"] as const;
 export type SyncAction = (typeof SYNC_ACTIONS)[number];
 
 /** Why a step failed, in kubelet's words: the waiting reasons of pkg/kubelet/images and kuberuntime
@@ -100,6 +101,7 @@ export const STEP_ERROR_REASONS = [
   "CreatePodSandboxError",
   "RemoveContainerError",
   "RemovePodSandboxError",
+  "RemovePodDirsError",
 ] as const;
 export type StepErrorReason = (typeof STEP_ERROR_REASONS)[number];
 

@@ -10,6 +10,8 @@
 //                   loop back-off just ended; pods whose failed sync is due for a retry (10 s, kubelet's
 //                   backOffPeriod); pods due for the full resync (PODSYNC_RESYNC_INTERVAL_MS)
 //   probes          ticked when due, against the last relist; a liveness/startup failure syncs the pod
+//   every sync      with the spec as stored at that moment; a pod that left the desired state meanwhile is not
+//                   synced, and one that left while its sync waited for the lock is deleted again
 //
 // Pods the desired state does not hold are never synced, whatever labels they carry. One pod's failure never
 // stops the loop; each distinct error is logged once (and its recovery once), never on every tick.
@@ -121,7 +123,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   };
   const failure = (e: unknown) => ({ same: isCriError(e) ? e.codeName : errorMessage(e), text: isCriError(e) ? e.message : errorMessage(e) });
 
-  function sync(uid: string, pod: Pod, reason: string): Promise<void> {
+  function sync(uid: string, reason: string): Promise<void> {
     const rec = records.get(uid);
     const job = (async () => {
       await acquire();
@@ -130,7 +132,19 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       let outcome: "ok" | "failed" | "error" = "error";
       try {
         if (stopped) return;
-        const r = await o.runtime.sync(pod, prober?.results(uid));
+        // The spec as stored now (a request may have stored a newer one since the relist); a pod that has
+        // left the desired state (a DELETE or PUT) is not brought back.
+        const entry = await o.desired.get(uid);
+        if (!entry) return;
+        const r = await o.runtime.sync(entry.pod, prober?.results(uid));
+        // It left while this sync waited for the pod's lock: the DELETE or PUT may have run its delete first,
+        // so what this sync made is deleted again (as the sync route does).
+        if (!(await o.desired.get(uid))) {
+          prober?.remove(uid);
+          await o.runtime.delete(uid);
+          outcome = "ok";
+          return;
+        }
         prober?.observe(uid, r.after);
         observed.delete(uid); // the next relist shows it again
         relister.learn(r.after);
@@ -166,7 +180,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       if (st.ok && (st.action === "StartContainer" || st.action === "InitContainer") && r.status.containerStatuses.some((c) => c.name === st.target)) o.metrics.loopRestart();
   }
 
-  /** The desired set → the loop's records and the prober's pods (pods a request handed the prober stay). */
+  /** The desired set → the loop's records and the prober's pods. */
   function updateDesired(entries: DesiredPod[]): Set<string> {
     const changed = new Set<string>();
     const seen = new Set<string>();
@@ -252,7 +266,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         }
         if (reason) {
           report0.synced.push({ uid, reason });
-          report0.syncs.push(sync(uid, e.pod, reason));
+          report0.syncs.push(sync(uid, reason));
         }
       }
       started = true;
@@ -280,12 +294,12 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     for (const uid of r.needsSync) {
       // A restart that did not happen (its sync failed) is tried again after the error back-off, not per tick.
       if (inFlight.has(uid) || t < (probeSyncedAt.get(uid) ?? -Infinity) + errorBackOff) continue;
-      const pod = specs.get(uid)?.pod ?? prober.spec(uid);
-      if (!pod) continue;
+      // Only desired pods: the loop acts on nothing else.
+      if (!specs.has(uid)) continue;
       probeSyncedAt.set(uid, t);
-      syncs.push(sync(uid, pod, "probe failed"));
+      syncs.push(sync(uid, "probe failed"));
     }
-    for (const uid of probeSyncedAt.keys()) if (!prober.spec(uid)) probeSyncedAt.delete(uid);
+    for (const uid of probeSyncedAt.keys()) if (!specs.has(uid)) probeSyncedAt.delete(uid);
     return syncs;
   }
 
