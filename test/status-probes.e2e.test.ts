@@ -12,6 +12,7 @@ import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/run
 import { createProber, type Prober } from "../src/kuberuntime/prober/prober.js";
 import { startReconcileLoop, type ReconcileLoop } from "../src/kuberuntime/reconcile/loop.js";
 import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
+import { MemoryPodLock } from "../src/kuberuntime/pod-lock.js";
 import type { V1Pod } from "../src/kuberuntime/api-status.js";
 import { nodeLogFiles } from "../src/host/log-files.js";
 import { nodeTerminationFiles } from "../src/host/termination-files.js";
@@ -30,7 +31,7 @@ let prober: Prober;
 let loop: ReconcileLoop;
 const made: string[] = [];
 const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-status-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-status-root-")) };
-const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, hostIPs: ["127.0.0.1"] };
+const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, hostIPs: ["127.0.0.1"], lock: new MemoryPodLock() };
 const IMAGE = "localhost/busybox:1";
 
 const podInput = (name: string, spec: Record<string, unknown>) => {
@@ -71,9 +72,11 @@ describe.skipIf(skip)("pod status and probes on real containerd", () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     prober = createProber({ cri, network: nodeProbeNetwork, hostIP: "127.0.0.1" });
-    h = await Harness.start(cri, { prober, policy: { level: "privileged", hostPathAllow: [] } }, {}, runtimeOpts);
-    // The node agent's loop drives the probes of the pods the sync route handed the prober (none is desired).
-    loop = startReconcileLoop({ runtime: createPodRuntime(cri, runtimeOpts), cri, desired: new MemoryDesiredState(), prober, relistIntervalMs: 200 });
+    // The server and the node agent's loop share the desired state (every accepted sync stores its pod) and
+    // the per-pod lock, as on a node; the loop drives the probes and restarts what they fail.
+    const desired = new MemoryDesiredState();
+    h = await Harness.start(cri, { prober, desired, policy: { level: "privileged", hostPathAllow: [] } }, {}, runtimeOpts);
+    loop = startReconcileLoop({ runtime: createPodRuntime(cri, runtimeOpts), cri, desired, prober, relistIntervalMs: 200 });
   });
   afterAll(async () => {
     await loop?.stop();
