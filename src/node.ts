@@ -18,6 +18,7 @@ import { nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
+import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { createProber } from "./kuberuntime/prober/prober.js";
 import { startProbeLoop } from "./kuberuntime/prober/loop.js";
@@ -105,8 +106,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     hostIPs,
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
-    node: nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }),
+    node: nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }),
     logFiles: nodeLogFiles,
+    volumeHost: nodeVolumeHost,
   });
   // Probes run in this process; the loop is the stand-in for the node agent's reconcile loop.
   const prober = createProber({ cri, network: nodeProbeNetwork, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });

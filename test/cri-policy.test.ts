@@ -16,11 +16,14 @@ import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { pod as schemaPod } from "./support/pods.js";
 
-const node = defaultNodeConfig();
+// The node default for seccomp is off here: the CRI side then sees exactly what the pod asked for. With the
+// default on (tested below) the CRI side is looser than the pod side at restricted, never stricter.
+const node = { ...defaultNodeConfig(), seccompDefault: false };
 const ctxFor = (p: Pod): CriPolicyContext => ({ internalMountPrefixes: podsyncInternalMountPrefixes(node.rootDir, p.metadata.uid), podLogsDir: node.podLogsDir });
 
-function criVerdict(p: Pod, policy: NodePolicy): Violation[] {
+function criVerdict(p: Pod, policy: NodePolicy, n = node): Violation[] {
   const ctx = ctxFor(p);
+  const node = n;
   const sandbox = generatePodSandboxConfig(p, 0, node);
   const out = checkRunPodSandbox(create(RunPodSandboxRequestSchema, { config: sandbox }), policy, ctx);
   for (const c of [...(p.spec.initContainers ?? []), ...p.spec.containers])
@@ -77,9 +80,41 @@ describe("CRI policy on podsync-generated configs", () => {
       securityContext: { runAsNonRoot: true, runAsUser: 1000 },
       containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } } }],
     });
-    // seccompProfile is not in podsync's schema yet, so nothing can satisfy seccompProfile_restricted on either side.
+    // Without a seccompProfile: refused on both sides (the pod asked for none; the node default is off here).
     expect(rules(evaluatePodSecurity(p, { level: "restricted", hostPathAllow: [] }))).toEqual(["seccompProfile_restricted"]);
     expect(rules(criVerdict(p, { level: "restricted", hostPathAllow: [] }))).toEqual(["seccompProfile_restricted"]);
+    const withProfile = schemaPod({ ...p.spec, securityContext: { ...p.spec.securityContext, seccompProfile: { type: "RuntimeDefault" } } });
+    expect(evaluatePodSecurity(withProfile, { level: "restricted", hostPathAllow: [] })).toEqual([]);
+    expect(criVerdict(withProfile, { level: "restricted", hostPathAllow: [] })).toEqual([]);
+  });
+
+  it("the node's seccomp default (RuntimeDefault) satisfies the CRI side, while Pod Security still wants the field, as upstream", () => {
+    const p = schemaPod({
+      securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+      containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } }],
+    });
+    const restricted: NodePolicy = { level: "restricted", hostPathAllow: [] };
+    expect(rules(evaluatePodSecurity(p, restricted))).toEqual(["seccompProfile_restricted"]);
+    expect(criVerdict(p, restricted, { ...node, seccompDefault: true })).toEqual([]);
+    // An explicit Unconfined is refused on both sides at baseline, whatever the default.
+    const unconfined = schemaPod({ securityContext: { seccompProfile: { type: "Unconfined" } } });
+    for (const seccompDefault of [true, false]) expect(rules(criVerdict(unconfined, baseline, { ...node, seccompDefault }))).toEqual(["seccompProfile_baseline"]);
+    expect(rules(evaluatePodSecurity(unconfined, baseline))).toEqual(["seccompProfile_baseline"]);
+  });
+
+  it("capability names: upstream Pod Security compares them exactly (drop: [all] is not drop ALL); the CRI side sees the canonical names config.ts sends", () => {
+    const p = schemaPod({
+      securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: "RuntimeDefault" } },
+      containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["all"], add: ["net_bind_service"] } } }],
+    });
+    const restricted: NodePolicy = { level: "restricted", hostPathAllow: [] };
+    expect(evaluatePodSecurity(p, restricted).map((v) => v.message)).toEqual([
+      'unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]; container "c" must not include "net_bind_service" in securityContext.capabilities.add)',
+      'unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]; container "c" must not include "net_bind_service" in securityContext.capabilities.add)',
+    ]);
+    expect(criVerdict(p, restricted)).toEqual([]);
+    // Baseline: "chown" is not upstream's "CHOWN" either.
+    expect(rules(evaluatePodSecurity(schemaPod({ containers: [{ name: "c", image: "busybox", securityContext: { capabilities: { add: ["chown"] } } }] }), baseline))).toEqual(["capabilities_baseline"]);
   });
 });
 

@@ -12,6 +12,7 @@ import { actionsJSON, statusJSON } from "./serialize.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
 import { registerLogsAndExec } from "./logs-exec.js";
+import { registerVolumes } from "./volumes.js";
 import type { Pod, ProbeHandler } from "../pod/schema.js";
 import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
@@ -77,6 +78,8 @@ export interface AppOptions {
   specs?: PodSpecs;
   /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
   probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
+  /** The pods that should run (the desired state): their persistentVolumeClaims count as in use. */
+  desiredPods?: () => Promise<readonly Pod[]>;
 }
 
 type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
@@ -237,6 +240,16 @@ export function createApp(o: AppOptions) {
     // Only the server log hears of a stream that broke after its first byte; never its content.
     onStreamError: (e) => log({ time: new Date(now()).toISOString(), method: "GET", route: ROUTES.logs, status: 200, durationMs: 0, criCalls: 0, error: `log stream ended early: ${(e as Error)?.message ?? e}` }),
     pathUid,
+  });
+
+  registerVolumes(app, { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume }, {
+    runtime: rt,
+    verifier: o.verifier,
+    ...(o.desiredPods ? { desired: o.desiredPods } : {}),
+    note: (c, f) => {
+      if (f.jti) c.set("jti", f.jti);
+      if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+    },
   });
 
   // A known path with a method it does not serve: 405 naming the ones it does.

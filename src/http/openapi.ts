@@ -23,7 +23,7 @@ const COMMON: ProblemSlug[] = ["internal"];
 const RUNTIME: ProblemSlug[] = ["runtime-error", "runtime-unavailable", "runtime-timeout"];
 const AUTH: ProblemSlug[] = ["unauthorized", "wrong-node", "keys-unavailable"];
 // A token that acts is recorded before it does (state-unavailable when that cannot be written).
-const SIGNED_BODY: ProblemSlug[] = ["bad-request", "bad-json", "bad-yaml", "invalid-pod", ...AUTH, "replayed", "state-unavailable", "body-too-large", "unsupported-media-type", ...RUNTIME];
+const SIGNED_BODY: ProblemSlug[] = ["bad-request", "bad-json", "bad-yaml", "invalid-pod", "policy", "admission", ...AUTH, "replayed", "state-unavailable", "body-too-large", "unsupported-media-type", ...RUNTIME];
 const signedBody = {
   required: true,
   content: {
@@ -51,6 +51,8 @@ export function openApiDocument(): object {
       "/v1/pods/{uid}/runtime": { get: { summary: "The pod's status as read from CRI (debugging)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
       "/v1/pods/{uid}/status": { get: { summary: "Alias of /v1/pods/{uid}/runtime (the CRI-level view)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
       "/v1/pods/{uid}": { get: { summary: "The v1.Pod: spec as last given (absent when only the runtime knows the pod) and status as kubelet's generateAPIPodStatus makes it", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "v1.Pod" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } }, delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted (or nothing to delete)" }, "207": { description: "Some steps failed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "pod-busy", ...RUNTIME) } } },
+      "/v1/node/volumes": { get: { summary: "The node's persistentVolumeClaim directories and the pods using each (token: act status, no uid)", security: bearer, responses: { "200": { description: "{volumes: [{name, path, usedBy}]}" }, ...errors(...AUTH, "unsupported", ...RUNTIME) } } },
+      "/v1/node/volumes/{name}": { delete: { summary: "Remove a claim's directory and data (token: act delete, volume = name); refused while a pod uses it", security: bearer, parameters: [{ name: "name", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Removed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "volume-not-found", "volume-in-use", "unsupported", ...RUNTIME) } } },
       "/healthz": { get: { summary: "Process up", responses: { "200": { description: "ok" } } } },
       "/readyz": { get: { summary: "Container runtime reachable and RuntimeReady (CRI Version + Status)", responses: { "200": { description: "ready" }, ...errors("runtime-not-ready", ...RUNTIME) } } },
     },

@@ -8,6 +8,8 @@ import { PodBusyError } from "../kuberuntime/pod-lock.js";
 import { PodNotFoundError, UnsupportedError } from "../kuberuntime/runtime.js";
 import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
+import { PodAdmissionError } from "../kuberuntime/node-admission.js";
+import { ClaimInUseError, ClaimNotFoundError } from "../kuberuntime/claims.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 
@@ -19,13 +21,16 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: "Missing or invalid signature" },
   "wrong-node": { status: 403, title: "Signed for another node" },
   policy: { status: 403, title: "Refused by the node's policy" },
+  admission: { status: 403, title: "Refused by the node's admission" },
   "exec-disabled": { status: 403, title: "Exec is disabled on this node" },
   "not-found": { status: 404, title: "Not found" },
   "pod-not-found": { status: 404, title: "Pod not found" },
   "container-not-found": { status: 404, title: "Container not found" },
+  "volume-not-found": { status: 404, title: "Volume not found" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   replayed: { status: 409, title: "Token already used" },
   "pod-busy": { status: 409, title: "Pod is busy" },
+  "volume-in-use": { status: 409, title: "Volume is in use" },
   "body-too-large": { status: 413, title: "Request body too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   internal: { status: 500, title: "Internal error" },
@@ -90,6 +95,11 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof ContainerChoiceError)
     return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
   if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
+  // kubelet's admit handlers: the reason is theirs (SysctlForbidden, AppArmor), one entry per field.
+  if (e instanceof PodAdmissionError)
+    return new ProblemError("admission", e.message, { reason: e.failures[0]!.reason, errors: e.failures.map((f) => ({ path: f.path, message: `${f.reason}: ${f.message}` })) });
+  if (e instanceof ClaimInUseError) return new ProblemError("volume-in-use", e.message, { usedBy: e.usedBy });
+  if (e instanceof ClaimNotFoundError) return new ProblemError("volume-not-found", e.message);
   if (e instanceof CriError) {
     const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";
     return new ProblemError(slug, `${e.method}: ${e.details}`, { grpcCode: e.codeName });

@@ -12,4 +12,7 @@ export const ROUTES = {
   logs: "/v1/pods/:uid/logs",
   exec: "/v1/pods/:uid/exec",
   pod: "/v1/pods/:uid",
+  /** The node's persistentVolumeClaim directories. */
+  nodeVolumes: "/v1/node/volumes",
+  nodeVolume: "/v1/node/volumes/:name",
 } as const;

@@ -22,3 +22,6 @@ export const CONTAINER_SPEC_HASH_ANNOTATION = "io.podsync.container.specHash";
 export const CONTAINER_IMAGE_ANNOTATION = "io.podsync.container.image";
 /** podsync's own: marks what it created (kubelet has no such label; harmless to it). */
 export const MANAGED_BY = "podsync";
+/** podsync's own: the persistentVolumeClaims a container mounts (comma separated), so a claim in use by a pod
+ * the runtime still holds is not removed (GET/DELETE /v1/node/volumes). */
+export const CONTAINER_CLAIMS_ANNOTATION = "io.podsync.container.claims";

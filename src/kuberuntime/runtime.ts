@@ -27,6 +27,11 @@ import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
 import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
 import { podContainerDir, readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { tearDownVolumes, volumeHostErrors, type VolumeHost } from "./volumes.js";
+import { admitOnNode, PodAdmissionError } from "./node-admission.js";
+import { listClaims, removeClaim, type ClaimInfo } from "./claims.js";
+import { InvalidPodError } from "../pod/validate.js";
+import { Steps } from "./steps.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -47,6 +52,9 @@ export interface PodRuntimeOptions {
   reasons?: ReasonCache;
   /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
   hostIPs?: string[];
+  /** Node filesystem for volumes (hostPath type checks, tmpfs emptyDirs, claim directories); without it
+   * (Workers) pods needing those are refused, naming the field. */
+  volumeHost?: VolumeHost;
 }
 
 /** The runtime holds nothing of this pod (or nothing podsync manages). */
@@ -150,6 +158,10 @@ export interface PodRuntime {
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
   /** ExecSync in the pod's running container, output bounded. */
   exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
+  /** The node's persistentVolumeClaim directories and the pods using each (`desired`: pods that should run). */
+  claims(desired?: readonly Pod[]): Promise<{ claims: ClaimInfo[] } & Counted>;
+  /** Remove a claim and its data; ClaimInUseError while a pod uses it, ClaimNotFoundError when absent. */
+  removeClaim(name: string, desired?: readonly Pod[]): Promise<Counted>;
 }
 
 const ref = (m: PodRef): PodRef => ({ namespace: m.namespace, name: m.name, uid: m.uid });
@@ -163,7 +175,21 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): P
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, volumeHost: o.volumeHost };
+  /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission,
+   * and volumes that need the node's filesystem where there is none. */
+  const admit = (pod: Pod) => {
+    const failures = admitOnNode(pod, syncOptions.node);
+    if (failures.length) throw new PodAdmissionError(failures);
+    if (!o.volumeHost) {
+      const errors = volumeHostErrors(pod);
+      if (errors.length) throw new InvalidPodError(errors);
+    }
+  };
+  const volumeHost = () => {
+    if (!o.volumeHost) throw new UnsupportedError("node volumes are not reachable on this deployment");
+    return o.volumeHost;
+  };
   const reasons = o.reasons ?? new MemoryReasonCache();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
@@ -188,12 +214,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   return {
     plan: (pod, probes) =>
       counted(cri, async (c) => {
+        admit(pod);
         const status = await getPodStatus(c, pod.metadata);
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
-    sync: (pod, probes) =>
-      lock.run(pod.metadata.uid, (fence) =>
+    sync: (pod, probes) => {
+      admit(pod);
+      return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
           const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
@@ -206,7 +234,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }),
-      ),
+      );
+    },
 
     apiStatus: async (uid, spec, probes) => {
       const r = await counted(cri, async (c) => {
@@ -235,6 +264,13 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
           const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status);
           reasons.delete(uid);
+          // The pod's tmpfs emptyDirs are unmounted once its containers are gone (kubelet's volume manager
+          // tears them down when the pod is; claims and hostPaths stay).
+          if (r.ok && o.volumeHost) {
+            const st = new Steps();
+            r.ok = await tearDownVolumes(o.volumeHost, syncOptions.node.rootDir, uid, st);
+            r.steps.push(...st.steps);
+          }
           // The termination-message files go with the pod (kubelet: cleanupOrphanedPodDirs).
           if (r.ok && o.terminationFiles) await o.terminationFiles.removeAll(podContainerDir(syncOptions.node.rootDir, uid, "").replace(/\/$/, "")).catch(() => undefined);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
@@ -268,6 +304,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         read: (options, write, follow) => readLogs(files, path, options, write, follow && { ...follow, running }),
       };
     },
+
+    claims: (desired = []) => counted(cri, async (c) => ({ claims: await listClaims(c, volumeHost(), syncOptions.node.rootDir, desired) })),
+
+    removeClaim: (name, desired = []) => counted(cri, async (c) => removeClaim(c, volumeHost(), syncOptions.node.rootDir, name, desired).then(() => ({}))),
 
     exec: (uid, req) =>
       counted(cri, async (c) => {

@@ -33,6 +33,7 @@ import { MountSchema, type PodSandboxConfig } from "../gen/runtime/v1/api_pb.js"
 import { create } from "@bufbuild/protobuf";
 import { podContainerDir, type TerminationMessageFiles } from "./termination-message.js";
 import type { ContainerToKill } from "./types.js";
+import { needsSetUp, setUpVolumes, type VolumeHost } from "./volumes.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
@@ -51,6 +52,9 @@ export interface SyncOptions {
   pullBackOff?: PullBackOffStore;
   /** Node filesystem for termination-message files; without it none is mounted (Workers). */
   terminationFiles?: TerminationMessageFiles;
+  /** Node filesystem for volumes (type checks, tmpfs, claim directories); without it only the volumes the
+   * runtime can make alone are accepted (see volumeHostErrors). */
+  volumeHost?: VolumeHost | undefined;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -133,6 +137,14 @@ export async function syncPod(
       const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, killGraceSeconds(pod, info)).then(() => info.message), "KillContainerError");
       if (!ok) return done();
     }
+  }
+
+  // kubelet's volume manager mounts the pod's volumes before SyncPod runs (WaitForAttachAndMount): podsync
+  // does it here, whenever something is to be started, and starts nothing if a volume fails.
+  const starting = actions.createSandbox || actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
+  if (starting && options.volumeHost && needsSetUp(pod)) {
+    const host = options.volumeHost;
+    if (!(await steps.run("MountVolumes", formatPod(pod), () => setUpVolumes(host, pod, node), "FailedMount"))) return done();
   }
 
   // Steps 3-4: a new sandbox. Its config is also what image pulls and CreateContainer are given; a sync

@@ -78,7 +78,7 @@ export interface PodActions {
 }
 
 /** kubecontainer.SyncAction names: what each step of a sync did. */
-export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox"] as const;
+export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "MountVolumes", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox", "UnmountVolumes"] as const;
 export type SyncAction = (typeof SYNC_ACTIONS)[number];
 
 /** Why a step failed, in kubelet's words: the waiting reasons of pkg/kubelet/images and kuberuntime
@@ -100,6 +100,9 @@ export const STEP_ERROR_REASONS = [
   "CreatePodSandboxError",
   "RemoveContainerError",
   "RemovePodSandboxError",
+  // The volume manager's event reasons (kubelet waits for volumes before SyncPod; podsync makes it a step).
+  "FailedMount",
+  "FailedUnmount",
 ] as const;
 export type StepErrorReason = (typeof STEP_ERROR_REASONS)[number];
 

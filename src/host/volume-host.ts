@@ -1,0 +1,97 @@
+// VolumeHost on this node's own filesystem (the Node entry): kubelet's hostPath type checks
+// (pkg/volume/hostpath/host_path.go: checkType, makeDir 0755, makeFile 0644), tmpfs mounts with mount(8)
+// as kubelet's mounter does (`mount -t tmpfs -o size=<bytes> tmpfs <dir>`), and their unmounts found in
+// /proc/self/mountinfo. Needs root, as kubelet does.
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, open, readFile, readdir, rm, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { promisify } from "node:util";
+import { HostPathTypeError, type HostPathType, type VolumeHost } from "../kuberuntime/volumes.js";
+
+const run = promisify(execFile);
+
+/** Mount points from /proc/self/mountinfo, with their filesystem type (octal escapes decoded). */
+async function mounts(): Promise<{ point: string; fstype: string }[]> {
+  const text = await readFile("/proc/self/mountinfo", "utf8");
+  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const f = line.split(" ");
+      const sep = f.indexOf("-");
+      return { point: unescape(f[4] ?? ""), fstype: f[sep + 1] ?? "" };
+    });
+}
+
+const statOrUndefined = (path: string) => stat(path).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
+
+const CHECKS: Record<Exclude<HostPathType, "" | "DirectoryOrCreate" | "FileOrCreate">, [(s: Awaited<ReturnType<typeof stat>>) => boolean, string]> = {
+  Directory: [(s) => s.isDirectory(), "a directory"],
+  File: [(s) => s.isFile(), "a file"],
+  Socket: [(s) => s.isSocket(), "a socket file"],
+  CharDevice: [(s) => s.isCharacterDevice(), "a character device"],
+  BlockDevice: [(s) => s.isBlockDevice(), "a block device"],
+};
+
+const fail = (path: string, what: string) => new HostPathTypeError(`hostPath type check failed: ${path} is not ${what}`);
+
+export const nodeVolumeHost: VolumeHost = {
+  async checkHostPath(path, type) {
+    if (type === "") return;
+    const st = await statOrUndefined(path);
+    if (type === "DirectoryOrCreate") {
+      if (!st) await mkdir(path, { recursive: true, mode: 0o755 });
+      else if (!st.isDirectory()) throw fail(path, "a directory");
+      return;
+    }
+    if (type === "FileOrCreate") {
+      if (!st) {
+        await mkdir(dirname(path), { recursive: true, mode: 0o755 });
+        await (await open(path, "a", 0o644)).close();
+      } else if (!st.isFile()) throw fail(path, "a file");
+      return;
+    }
+    const [ok, what] = CHECKS[type];
+    if (!st || !ok(st)) throw fail(path, what);
+  },
+
+  async ensureDir(path, mode) {
+    await mkdir(path, { recursive: true, mode });
+    await chmod(path, mode);
+  },
+
+  async mountTmpfs(path, sizeBytes) {
+    if ((await mounts()).some((m) => m.point === path && m.fstype === "tmpfs")) return;
+    await run("mount", ["-t", "tmpfs", "-o", `size=${Math.floor(sizeBytes)}`, "tmpfs", path]).catch((e: { stderr?: string; message: string }) => {
+      throw new Error(`mount tmpfs at ${path}: ${(e.stderr || e.message).trim()}`);
+    });
+  },
+
+  async unmountUnder(dir) {
+    const points = (await mounts()).map((m) => m.point).filter((p) => p === dir || p.startsWith(dir + "/"));
+    // Deepest first; a point mounted twice is unmounted twice.
+    for (const p of points.sort((a, b) => b.length - a.length))
+      await run("umount", [p]).catch((e: { stderr?: string; message: string }) => {
+        throw new Error(`umount ${p}: ${(e.stderr || e.message).trim()}`);
+      });
+    return points;
+  },
+
+  async listDirs(dir) {
+    const entries = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? [] : Promise.reject(e)));
+    return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  },
+
+  removeDir: (path) => rm(path, { recursive: true, force: true }),
+};
+
+/** pkg/security/apparmor IsEnabled: the kernel module reports "Y". */
+export function hostAppArmorEnabled(path = "/sys/module/apparmor/parameters/enabled"): boolean {
+  try {
+    return readFileSync(path, "utf8").trim().startsWith("Y");
+  } catch {
+    return false;
+  }
+}
