@@ -22,6 +22,7 @@ import { linuxResources } from "./resources.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, appArmorProfile, seccompProfile, seLinuxOptions } from "./security.js";
 import { canonicalCapability } from "../pod/capabilities.js";
 import { volumeHostPath } from "./volumes.js";
+import { sysctlDots } from "./node-admission.js";
 
 
 /** BuildPodLogsDirectory */
@@ -114,7 +115,7 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
         seccomp: seccompProfile(pod, undefined, node),
         selinuxOptions: seLinuxOptions(sc?.seLinuxOptions),
       },
-      sysctls: Object.fromEntries((sc?.sysctls ?? []).map((s) => [s.name.replaceAll("/", "."), s.value])),
+      sysctls: Object.fromEntries((sc?.sysctls ?? []).map((s) => [sysctlDots(s.name), s.value])),
     },
   });
 }

@@ -42,7 +42,9 @@ export function namespacedBy(name: string): Namespace | undefined {
   return NAMESPACED[name] ?? NAMESPACED_PREFIXES.find(([p]) => name.startsWith(p))?.[1];
 }
 
-const SYSCTL_PATTERN = /^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?(\/?\*)?$/;
+const SEGMENT = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?";
+/** A name, or a prefix ending in `*` (`net.core.*`, `kernel.msg*`). */
+const SYSCTL_PATTERN = new RegExp(`^(${SEGMENT}[./])*(${SEGMENT}\\*?|\\*)$`);
 
 /** NewAllowlist's checks on one --allowed-unsafe-sysctls entry: an error message, or undefined when usable. */
 export function unsafeSysctlPatternError(pattern: string): string | undefined {

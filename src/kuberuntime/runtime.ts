@@ -219,7 +219,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
-    sync: (pod, probes) => {
+    sync: async (pod, probes) => {
       admit(pod);
       return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
