@@ -1,0 +1,75 @@
+// The node's claims over HTTP (GET /v1/node/volumes, DELETE /v1/node/volumes/{name}) and kubelet's
+// admission refusals, through the real server in front of the in-process runtime, with a real VolumeHost
+// on a temporary root dir (claims need no mounts).
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectGrpc } from "../src/cri/grpc-transport.js";
+import type { CriClient } from "../src/cri/client.js";
+import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
+import { nodeVolumeHost } from "../src/host/volume-host.js";
+import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import { Harness } from "./support/http.js";
+
+const root = mkdtempSync(join(tmpdir(), "podsync-volumes-http-"));
+let fake: FakeServer;
+let cri: CriClient;
+let h: Harness;
+
+beforeAll(async () => {
+  fake = await startFakeCri();
+  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
+  h = await Harness.start(cri, { policy: { level: "baseline", hostPathAllow: [] } }, {}, { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } });
+});
+afterAll(async () => {
+  await h.close();
+  cri.close();
+  await fake.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+const podWith = (uid: string, spec: Record<string, unknown>) => ({
+  metadata: { name: uid, uid },
+  spec: { terminationGracePeriodSeconds: 2, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"], volumeMounts: [{ name: "d", mountPath: "/data" }] }], volumes: [{ name: "d", persistentVolumeClaim: { claimName: "data" } }], ...spec },
+});
+const bearer = async (claims: Record<string, unknown>) => ({ authorization: `Bearer ${await h.sign(claims)}` });
+
+describe("/v1/node/volumes", () => {
+  it("lists claims with the pods using them; removal is 409 while used, 200 after the pod's DELETE; tokens are checked", async () => {
+    const sync = await h.post("/v1/pods/sync", podWith("vol-pod-1", {}));
+    expect(sync.status).toBe(200);
+    expect(sync.body.steps[0]).toMatchObject({ action: "MountVolumes", ok: true, message: "volumes ready: d" });
+    expect(existsSync(join(root, "volumes/pvc/data"))).toBe(true);
+
+    const list = await h.fetch("/v1/node/volumes", { headers: await bearer({ act: "status" }) });
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual({ volumes: [{ name: "data", path: join(root, "volumes/pvc/data"), usedBy: [{ uid: "vol-pod-1", name: "vol-pod-1", namespace: "default" }] }] });
+    expect((await h.fetch("/v1/node/volumes", { headers: await bearer({ act: "status", uid: "vol-pod-1" }) })).body).toMatchObject({ status: 401, reason: "bad-claims" });
+
+    const busy = await h.fetch("/v1/node/volumes/data", { method: "DELETE", headers: await bearer({ act: "delete", volume: "data" }) });
+    expect(busy.status).toBe(409);
+    expect(busy.body).toMatchObject({ type: "urn:podsync:problem:volume-in-use", usedBy: [{ uid: "vol-pod-1" }] });
+    expect((await h.fetch("/v1/node/volumes/data", { method: "DELETE", headers: await bearer({ act: "delete", volume: "other" }) })).body).toMatchObject({ status: 401, reason: "bad-claims" });
+
+    expect((await h.fetch("/v1/pods/vol-pod-1", { method: "DELETE", headers: await bearer({ act: "delete", uid: "vol-pod-1" }) })).status).toBe(200);
+    const gone = await h.fetch("/v1/node/volumes/data", { method: "DELETE", headers: await bearer({ act: "delete", volume: "data" }) });
+    expect(gone).toMatchObject({ status: 200, body: { ok: true, removed: "data" } });
+    expect(existsSync(join(root, "volumes/pvc/data"))).toBe(false);
+    expect((await h.fetch("/v1/node/volumes/data", { method: "DELETE", headers: await bearer({ act: "delete", volume: "data" }) })).body).toMatchObject({ status: 404, type: "urn:podsync:problem:volume-not-found" });
+    expect((await h.fetch("/v1/node/volumes/Bad_Name", { method: "DELETE", headers: await bearer({ act: "delete", volume: "Bad_Name" }) })).status).toBe(400);
+  });
+
+  it("kubelet's admission: an unsafe sysctl is 403 admission with reason SysctlForbidden; an Unconfined seccomp profile is the baseline policy's 403", async () => {
+    // At baseline Pod Security refuses unsafe sysctls first; kubelet's admission is what holds at privileged.
+    const priv = await Harness.start(cri, { policy: { level: "privileged", hostPathAllow: [] } }, {}, { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } });
+    fake.runtime.resetCalls();
+    const sysctl = await priv.post("/v1/pods/sync", { metadata: { name: "s", uid: "vol-pod-2" }, spec: { securityContext: { sysctls: [{ name: "net.core.somaxconn", value: "1024" }] }, containers: [{ name: "main", image: "localhost/busybox:1" }] } });
+    expect(sysctl.status).toBe(403);
+    expect(sysctl.body).toMatchObject({ type: "urn:podsync:problem:admission", reason: "SysctlForbidden", detail: 'forbidden sysctl: "net.core.somaxconn" not allowlisted' });
+    await priv.close();
+    const unconfined = await h.post("/v1/pods/sync", { metadata: { name: "u", uid: "vol-pod-3" }, spec: { securityContext: { seccompProfile: { type: "Unconfined" } }, containers: [{ name: "main", image: "localhost/busybox:1" }] } });
+    expect(unconfined.body).toMatchObject({ status: 403, type: "urn:podsync:problem:policy", errors: [{ path: "spec.securityContext.seccompProfile.type" }] });
+    expect([...fake.runtime.calls.values()].reduce((a, b) => a + b, 0)).toBe(0);
+  });
+});
