@@ -67,6 +67,14 @@ describe("CRI policy on podsync-generated configs", () => {
     expect(criVerdict(p, { level: "privileged", hostPathAllow: [] })).toEqual([]);
   });
 
+  it("a persistentVolumeClaim's directory is podsync's own: admitted at every level, as the pod field is", () => {
+    const p = schemaPod({ securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: "RuntimeDefault" } }, volumes: [{ name: "d", persistentVolumeClaim: { claimName: "data" } }], containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } }, volumeMounts: [{ name: "d", mountPath: "/d" }] }] });
+    for (const level of POLICY_LEVELS) {
+      expect(evaluatePodSecurity(p, { level, hostPathAllow: [] })).toEqual([]);
+      expect(criVerdict(p, { level, hostPathAllow: ["/srv/data"] })).toEqual([]);
+    }
+  });
+
   it("admits allow-listed hostPaths and bounds privileged nodes by the list", () => {
     const p = schemaPod({ volumes: [{ name: "d", hostPath: { path: "/srv/data/app" } }, { name: "e", hostPath: { path: "/srv/database" } }], containers: [{ name: "c", image: "busybox", volumeMounts: [{ name: "d", mountPath: "/d" }, { name: "e", mountPath: "/e" }] }] });
     for (const level of POLICY_LEVELS) {

@@ -10,13 +10,18 @@
 //   at restricted a container must carry an explicit non-zero runAsUser.
 // - seccomp: an absent profile is what podsync sends for a pod without one (allowed at baseline); an explicit
 //   Unconfined profile is the pod asking for it. Whoever maps seccompProfile in config.ts must keep that.
-// - capability names are compared as containerd reads them: case-insensitive, with or without CAP_.
+// - capability names are compared as containerd reads them: case-insensitive, with or without CAP_. config.ts
+//   sends the canonical form, so `drop: [all]` passes restricted here while Pod Security (pod level, exact
+//   names as upstream) refuses it: the pod-level check is the stricter one.
+// - the node's seccomp default (RuntimeDefault for pods that set none) satisfies seccompProfile_restricted here;
+//   at pod level upstream still asks for the field.
 import {
   MountPropagation, NamespaceMode, SecurityProfile_ProfileType,
   type ContainerConfig, type CreateContainerRequest, type LinuxContainerSecurityContext, type LinuxSandboxSecurityContext,
   type NamespaceOption, type PodSandboxConfig, type RunPodSandboxRequest, type SecurityProfile, type SELinuxOption,
 } from "../gen/runtime/v1/api_pb.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "../kuberuntime/security.js";
+import { claimsDir } from "../kuberuntime/volumes.js";
 import { isUnderAny, isUnderPrefix } from "./host-path.js";
 import { checksFor } from "./pod-security.js";
 import type { CheckResult } from "./pod-security-checks.js";
@@ -34,9 +39,12 @@ export interface CriPolicyContext {
   podLogsDir?: string;
 }
 
-/** Where podsync puts a pod's emptyDir volumes (config.ts containerMounts): <rootDir>/pods/<uid>/volumes. */
+/** Where podsync puts a pod's volumes (config.ts containerMounts): its emptyDirs under
+ * <rootDir>/pods/<uid>/volumes, and the node's persistentVolumeClaim directories under <rootDir>/volumes/pvc,
+ * which any pod may name (as at pod level: Pod Security admits persistentVolumeClaim at every level). */
 export function podsyncInternalMountPrefixes(rootDir: string, podUid: string): string[] {
-  return [`${rootDir.replace(/\/+$/, "")}/pods/${podUid}/volumes`];
+  const root = rootDir.replace(/\/+$/, "");
+  return [`${root}/pods/${podUid}/volumes`, claimsDir(root)];
 }
 
 interface CriCheck<T> {
