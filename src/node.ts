@@ -19,6 +19,7 @@ import { nodePolicy } from "./auth/policy.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
+import { nodePodDirs } from "./host/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { createProber } from "./kuberuntime/prober/prober.js";
 import { startProbeLoop } from "./kuberuntime/prober/loop.js";
@@ -103,6 +104,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const hostIPs = await nodeHostIPs();
   const runtime = createPodRuntime(cri, {
     terminationFiles: nodeTerminationFiles,
+    podDirs: nodePodDirs,
     hostIPs,
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),

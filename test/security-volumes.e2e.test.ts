@@ -12,6 +12,7 @@ import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { createPodRuntime, type PodRuntime } from "../src/kuberuntime/runtime.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { nodeVolumeHost } from "../src/host/volume-host.js";
+import { nodePodDirs } from "../src/host/pod-dirs.js";
 import type { Pod } from "../src/pod/schema.js";
 import { pod, uid } from "./support/pods.js";
 
@@ -38,6 +39,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     rt = createPodRuntime(cri, {
       pullBackOff: new MemoryPullBackOff(),
       volumeHost: nodeVolumeHost,
+      podDirs: nodePodDirs,
       node: { ...defaultNodeConfig(), rootDir: root, podLogsDir: join(root, "logs"), seccompDefault: true },
     });
   });
@@ -48,7 +50,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     if (!hostMounts().includes(root)) rmSync(root, { recursive: true, force: true });
   });
 
-  it("seccomp (node default 2, Unconfined 0), capabilities (drop [all] → CapEff 0; cap_net_admin works), a safe sysctl, a sized tmpfs; the tmpfs is unmounted on DELETE", async () => {
+  it("seccomp (node default 2, Unconfined 0), capabilities (drop [all] → CapEff 0; cap_net_admin works), a safe sysctl, a sized tmpfs; the tmpfs is unmounted with the pod dir on DELETE", async () => {
     const sleep = ["sleep", "3600"];
     const p = track(
       pod({
@@ -84,7 +86,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
 
     const d = await rt.delete(p.metadata.uid);
     expect(d.ok).toBe(true);
-    expect(d.steps.at(-1)).toMatchObject({ action: "UnmountVolumes", ok: true });
+    expect(d.steps.find((s) => s.action === "RemovePodDirs")).toMatchObject({ ok: true });
     expect(hostMounts()).not.toContain(volDir);
     made.delete(p.metadata.uid);
   });

@@ -173,12 +173,6 @@ function recordingHost(bad: Record<string, string> = {}) {
       calls.push(`tmpfs ${size} ${path}`);
       mounted.add(path);
     },
-    async unmountUnder(dir) {
-      const gone = [...mounted].filter((p) => p.startsWith(dir + "/"));
-      for (const p of gone) mounted.delete(p);
-      calls.push(`umount ${dir}`);
-      return gone;
-    },
     async listDirs() {
       return ["data", "spare"];
     },
@@ -264,9 +258,12 @@ describe("volumes through the engine on the in-process runtime", () => {
     expect(fake.runtime.calls.get("CreateContainer") ?? 0).toBe(0);
   });
 
-  it("a tmpfs emptyDir is mounted before the sandbox and unmounted on DELETE", async () => {
-    const { host, calls, mounted } = recordingHost();
-    const rt = createPodRuntime(cri, { volumeHost: host, pullBackOff: new MemoryPullBackOff() });
+  it("a tmpfs emptyDir is mounted before the sandbox, not again once converged, and goes with the pod dir on DELETE", async () => {
+    const { host, mounted } = recordingHost();
+    // DELETE's pod-dir removal unmounts what is mounted under the pod dir (src/host/pod-dirs.ts).
+    const removed: string[] = [];
+    const podDirs = { removeTree: async (dir: string) => void (removed.push(dir), [...mounted].filter((p) => p.startsWith(dir + "/")).forEach((p) => mounted.delete(p))), bindSubPath: async () => undefined };
+    const rt = createPodRuntime(cri, { volumeHost: host, podDirs, pullBackOff: new MemoryPullBackOff() });
     const p = fixture({ volumes: [{ name: "m", emptyDir: { medium: "Memory", sizeLimit: "8Mi" } }], containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"], volumeMounts: [{ name: "m", mountPath: "/m" }] }] });
     const r = await rt.sync(p);
     expect(r.steps.map((s) => `${s.action}:${s.ok}`)).toEqual(["MountVolumes:true", "CreatePodSandbox:true", "StartContainer:true"]);
@@ -274,9 +271,9 @@ describe("volumes through the engine on the in-process runtime", () => {
     // Converged: no step at all, the volume is not touched again.
     expect((await rt.sync(p)).steps).toEqual([]);
     const d = await rt.delete(p.metadata.uid);
-    expect(d.steps.at(-1)).toMatchObject({ action: "UnmountVolumes", ok: true });
+    expect(d.steps.map((s) => `${s.action}:${s.ok}`)).toContain("RemovePodDirs:true");
+    expect(removed).toContain(`/var/lib/podsync/pods/${p.metadata.uid}`);
     expect(mounted.size).toBe(0);
-    expect(calls.filter((c) => c.startsWith("umount"))).toEqual([`umount /var/lib/podsync/pods/${p.metadata.uid}/volumes`]);
   });
 
   it("without a VolumeHost, a sync that needs one is refused before any runtime call; admission likewise", async () => {

@@ -14,6 +14,7 @@ import { startProbeLoop, type ProbeLoop } from "../src/kuberuntime/prober/loop.j
 import type { V1Pod } from "../src/kuberuntime/api-status.js";
 import { nodeLogFiles } from "../src/host/log-files.js";
 import { nodeTerminationFiles } from "../src/host/termination-files.js";
+import { nodePodDirs } from "../src/host/pod-dirs.js";
 import { nodeProbeNetwork } from "../src/host/probe-network.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";
@@ -28,7 +29,7 @@ let prober: Prober;
 let loop: ProbeLoop;
 const made: string[] = [];
 const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-status-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-status-root-")) };
-const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, hostIPs: ["127.0.0.1"] };
+const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, hostIPs: ["127.0.0.1"] };
 const IMAGE = "localhost/busybox:1";
 
 const podInput = (name: string, spec: Record<string, unknown>) => {

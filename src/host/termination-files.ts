@@ -1,7 +1,7 @@
 // Termination-message files on this node's own filesystem (the Node entry), as kubelet makes them:
 // an empty file with a random 8-hex-digit name under the pod's container dir, chmod 0666 whatever the umask,
 // so a container running as any user can write its message.
-import { chmod, mkdir, open, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, open, writeFile } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import type { TerminationMessageFiles } from "../kuberuntime/termination-message.js";
 
@@ -31,5 +31,4 @@ export const nodeTerminationFiles: TerminationMessageFiles = {
       await fh.close();
     }
   },
-  removeAll: (dir) => rm(dir, { recursive: true, force: true }),
 };

@@ -1,7 +1,7 @@
 // VolumeHost on this node's own filesystem (the Node entry): kubelet's hostPath type checks
 // (pkg/volume/hostpath/host_path.go: checkType, makeDir 0755, makeFile 0644), tmpfs mounts with mount(8)
-// as kubelet's mounter does (`mount -t tmpfs -o size=<bytes> tmpfs <dir>`), and their unmounts found in
-// /proc/self/mountinfo. Needs root, as kubelet does.
+// as kubelet's mounter does (`mount -t tmpfs -o size=<bytes> tmpfs <dir>`; DELETE's pod-dir removal unmounts
+// them, src/host/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { chmod, mkdir, open, readFile, readdir, rm, stat } from "node:fs/promises";
@@ -67,16 +67,6 @@ export const nodeVolumeHost: VolumeHost = {
     await run("mount", ["-t", "tmpfs", "-o", `size=${Math.floor(sizeBytes)}`, "tmpfs", path]).catch((e: { stderr?: string; message: string }) => {
       throw new Error(`mount tmpfs at ${path}: ${(e.stderr || e.message).trim()}`);
     });
-  },
-
-  async unmountUnder(dir) {
-    const points = (await mounts()).map((m) => m.point).filter((p) => p === dir || p.startsWith(dir + "/"));
-    // Deepest first; a point mounted twice is unmounted twice.
-    for (const p of points.sort((a, b) => b.length - a.length))
-      await run("umount", [p]).catch((e: { stderr?: string; message: string }) => {
-        throw new Error(`umount ${p}: ${(e.stderr || e.message).trim()}`);
-      });
-    return points;
   },
 
   async listDirs(dir) {

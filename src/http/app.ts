@@ -218,6 +218,8 @@ export function createApp(o: AppOptions) {
       specs.delete(uid);
     }
     c.set("criCalls", r.criCalls);
+    // Nothing podsync made is there under this uid (another manager's objects do not count).
+    if (!r.deleted) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container of podsync's for pod uid ${uid}`);
     const { criCalls: _, ...body } = r;
     return c.json(body, r.ok ? 200 : 207);
   });

@@ -6,6 +6,7 @@ import { AuthError } from "../auth/verify.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
 import { PodNotFoundError, UnsupportedError } from "../kuberuntime/runtime.js";
+import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
 import { PodAdmissionError } from "../kuberuntime/node-admission.js";
@@ -31,6 +32,7 @@ export const PROBLEMS = {
   replayed: { status: 409, title: "Token already used" },
   "pod-busy": { status: 409, title: "Pod is busy" },
   "volume-in-use": { status: 409, title: "Volume is in use" },
+  "uid-conflict": { status: 409, title: "The uid belongs to another pod" },
   "body-too-large": { status: 413, title: "Request body too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   internal: { status: 500, title: "Internal error" },
@@ -90,6 +92,7 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof InvalidPodError) return new ProblemError("invalid-pod", e.message, { errors: e.errors });
   if (e instanceof AuthError) return new ProblemError(AUTH_SLUGS[e.status], e.message, { reason: e.failure });
   if (e instanceof PodBusyError) return new ProblemError("pod-busy", e.message);
+  if (e instanceof UidConflictError) return new ProblemError("uid-conflict", e.message, { holder: e.holder });
   if (e instanceof PodNotFoundError) return new ProblemError("pod-not-found", e.message);
   if (e instanceof UnsupportedError) return new ProblemError("unsupported", e.message);
   if (e instanceof ContainerChoiceError)

@@ -123,8 +123,11 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
 /** translateMountPropagation */
 const PROPAGATION = { None: MountPropagation.PROPAGATION_PRIVATE, HostToContainer: MountPropagation.PROPAGATION_HOST_TO_CONTAINER, Bidirectional: MountPropagation.PROPAGATION_BIDIRECTIONAL } as const;
 
+export { volumeHostPath };
+
 /** makeMounts for the volume kinds podsync supports (hostPath, emptyDir, persistentVolumeClaim). A claim's
- * readOnly makes every mount of it read-only, as the PVC volume plugin does. */
+ * readOnly makes every mount of it read-only, as the PVC volume plugin does. A subPath mount's hostPath here
+ * is the plain join; SyncPod replaces it with the safe bind (subpath.ts) before the runtime sees it. */
 export function containerMounts(pod: Pod, container: Container, node: NodeConfig): MessageInitShape<typeof MountSchema>[] {
   const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v] as const));
   return (container.volumeMounts ?? []).map((m) => {

@@ -81,8 +81,10 @@ export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus
 }
 
 
-/** DELETE: kill the pod (KillPod path), then remove its containers and sandboxes. */
-export async function deletePod(cri: CriClient, pod: KillTarget, status: PodStatus): Promise<PodSyncResult> {
+/** DELETE: kill the pod (KillPod path), then remove its containers, then (once they are all gone) its node
+ * data (`removeDirs`, when the deployment can), then its sandboxes. A failed removal keeps the sandboxes, so
+ * the pod is still found and a second DELETE tries again. */
+export async function deletePod(cri: CriClient, pod: KillTarget, status: PodStatus, removeDirs?: () => Promise<string>): Promise<PodSyncResult> {
   const steps = new Steps();
   if (await killPod(cri, pod, status, steps)) {
     await Promise.all(
@@ -90,6 +92,8 @@ export async function deletePod(cri: CriClient, pod: KillTarget, status: PodStat
         steps.run("RemoveContainer", c.name, () => cri.removeContainer({ containerId: c.id }).then(() => `removed ${c.id}`).catch(ignoreNotFound), "RemoveContainerError"),
       ),
     );
+    if (!steps.steps.every((s) => s.ok)) return { ok: false, steps: steps.steps };
+    if (removeDirs && !(await steps.run("RemovePodDirs", pod.metadata.uid, removeDirs, "RemovePodDirsError"))) return { ok: false, steps: steps.steps };
     await Promise.all(
       status.sandboxStatuses.map((s) =>
         steps.run("RemovePodSandbox", s.id, () => cri.removePodSandbox({ podSandboxId: s.id }).then(() => `removed ${s.id}`).catch(ignoreNotFound), "RemovePodSandboxError"),

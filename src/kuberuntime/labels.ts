@@ -22,6 +22,10 @@ export const CONTAINER_SPEC_HASH_ANNOTATION = "io.podsync.container.specHash";
 export const CONTAINER_IMAGE_ANNOTATION = "io.podsync.container.image";
 /** podsync's own: marks what it created (kubelet has no such label; harmless to it). */
 export const MANAGED_BY = "podsync";
+
+/** The CRI label selector for a pod's objects that podsync made (kubelet selects by uid alone). */
+export const managedSelector = (uid: string): Record<string, string> => ({ [POD_UID_LABEL]: uid, [KUBERNETES_MANAGED_LABEL]: MANAGED_BY });
+
 /** podsync's own: the persistentVolumeClaims a container mounts (comma separated), so a claim in use by a pod
  * the runtime still holds is not removed (GET/DELETE /v1/node/volumes). */
 export const CONTAINER_CLAIMS_ANNOTATION = "io.podsync.container.claims";

@@ -1,9 +1,13 @@
 // GetPodStatus from CRI, like kubelet's kubeGenericRuntimeManager.GetPodStatus, with the fewest round trips:
-// ListPodSandbox and ListContainers (both filtered by the pod uid label) go out together; then
+// ListPodSandbox and ListContainers (both filtered by the pod uid label and podsync's managed-by label) go
+// out together; then
 // PodSandboxStatus for the newest sandbox and ContainerStatus for each container whose list entry
 // is not enough, concurrently.
 //
 // Differences from kubelet, deliberate:
+// - Only sandboxes and containers labelled io.kubernetes.managed-by=podsync count. Every read that selects a
+//   pod's objects (sync, plan, DELETE, GC, logs, exec, status) comes through here, so podsync never sees,
+//   kills or removes what another manager made under the same uid.
 // - Only the newest sandbox gets a PodSandboxStatus call. kubelet reads every sandbox, but its decisions
 //   (PodSandboxChanged, the pod IPs) use only the newest one's details; older ones need just id, state,
 //   metadata and createdAt, which ListPodSandbox already returns.
@@ -31,7 +35,7 @@ import {
   CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION,
   CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION,
   POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
-  POD_UID_LABEL,
+  managedSelector,
 } from "./labels.js";
 import type { ContainerState, ContainerStatus, PodStatus } from "./types.js";
 
@@ -129,7 +133,9 @@ export async function getPodStatus(
   pod: { uid: string; name: string; namespace: string },
   detail: StatusDetail = "decide",
 ): Promise<PodStatus> {
-  const filter = { labelSelector: { [POD_UID_LABEL]: pod.uid } };
+  // Only what podsync made: a kubelet or another tool on the node keeps its objects, even under the same uid.
+  // One selector (CRI ANDs its pairs), so this costs no extra call.
+  const filter = { labelSelector: managedSelector(pod.uid) };
   const [sandboxList, containerList] = await Promise.all([
     cri.listPodSandbox({ filter }),
     cri.listContainers({ filter }),

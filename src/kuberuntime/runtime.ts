@@ -17,6 +17,9 @@ import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { completeRunning, getPodStatus } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
+import { assertOwnUid } from "./pod-identity.js";
+import { subPathUnsupported } from "./subpath.js";
+import { InvalidPodError } from "../pod/validate.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
 import { ContainerChoiceError, pickContainer } from "./container-choice.js";
 import { pickInstance } from "./logs/pick-instance.js";
@@ -26,12 +29,11 @@ import { execSync, runningInstance, type ExecResult } from "./exec.js";
 import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
 import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
-import { podContainerDir, readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
-import { tearDownVolumes, volumeHostErrors, type VolumeHost } from "./volumes.js";
+import { readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { podDataPaths, removePodData, type PodDirs } from "./pod-dirs.js";
+import { volumeHostErrors, type VolumeHost } from "./volumes.js";
 import { admitOnNode, PodAdmissionError } from "./node-admission.js";
 import { listClaims, removeClaim, type ClaimInfo } from "./claims.js";
-import { InvalidPodError } from "../pod/validate.js";
-import { Steps } from "./steps.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -48,6 +50,8 @@ export interface PodRuntimeOptions {
   /** Node filesystem for termination-message files (mounted at start, read when a container has exited);
    * without it (Workers) no file is mounted and only the runtime's message is reported. */
   terminationFiles?: TerminationMessageFiles;
+  /** The node filesystem for the pod's directories (DELETE removes them); without it (Workers) they stay. */
+  podDirs?: PodDirs;
   /** kubelet's reasonCache (the last start failure per container); in memory by default. */
   reasons?: ReasonCache;
   /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
@@ -128,7 +132,7 @@ export interface DeleteResult extends Counted {
   ok: boolean;
   pod: PodRef;
   steps: SyncStep[];
-  /** Whether the runtime held anything of the pod. */
+  /** Whether the runtime held anything podsync made for the pod (the HTTP route answers 404 when not). */
   deleted: boolean;
   /** Whether its newest sandbox was still ready. */
   wasRunning: boolean;
@@ -175,16 +179,14 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): P
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, volumeHost: o.volumeHost };
-  /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission,
-   * and volumes that need the node's filesystem where there is none. */
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost };
+  /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
+   * subPath without a safe bind; volumes that need the node's filesystem where there is none. */
   const admit = (pod: Pod) => {
     const failures = admitOnNode(pod, syncOptions.node);
     if (failures.length) throw new PodAdmissionError(failures);
-    if (!o.volumeHost) {
-      const errors = volumeHostErrors(pod);
-      if (errors.length) throw new InvalidPodError(errors);
-    }
+    const errors = [...(o.podDirs ? [] : subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)")), ...(o.volumeHost ? [] : volumeHostErrors(pod))];
+    if (errors.length) throw new InvalidPodError(errors);
   };
   const volumeHost = () => {
     if (!o.volumeHost) throw new UnsupportedError("node volumes are not reachable on this deployment");
@@ -216,6 +218,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       counted(cri, async (c) => {
         admit(pod);
         const status = await getPodStatus(c, pod.metadata);
+        assertOwnUid(pod.metadata, status);
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
@@ -224,6 +227,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
+          // Refused before any write: the status read is the only call made.
+          assertOwnUid(pod.metadata, status);
           const r = await syncPod(c, pod, status, syncOptions, computePodActions(pod, status, probes));
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
@@ -262,17 +267,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
           const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status);
+          // The pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go with it.
+          const dirs = o.podDirs;
+          const removeDirs = dirs && (() => removePodData(dirs, podDataPaths(syncOptions.node, uid, status)));
+          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
           reasons.delete(uid);
-          // The pod's tmpfs emptyDirs are unmounted once its containers are gone (kubelet's volume manager
-          // tears them down when the pod is; claims and hostPaths stay).
-          if (r.ok && o.volumeHost) {
-            const st = new Steps();
-            r.ok = await tearDownVolumes(o.volumeHost, syncOptions.node.rootDir, uid, st);
-            r.steps.push(...st.steps);
-          }
-          // The termination-message files go with the pod (kubelet: cleanupOrphanedPodDirs).
-          if (r.ok && o.terminationFiles) await o.terminationFiles.removeAll(podContainerDir(syncOptions.node.rootDir, uid, "").replace(/\/$/, "")).catch(() => undefined);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
         }),
       ),

@@ -33,6 +33,8 @@ import { MountSchema, type PodSandboxConfig } from "../gen/runtime/v1/api_pb.js"
 import { create } from "@bufbuild/protobuf";
 import { podContainerDir, type TerminationMessageFiles } from "./termination-message.js";
 import type { ContainerToKill } from "./types.js";
+import type { PodDirs } from "./pod-dirs.js";
+import { subPathBinds, subPathStepMessage } from "./subpath.js";
 import { needsSetUp, setUpVolumes, type VolumeHost } from "./volumes.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
@@ -52,6 +54,8 @@ export interface SyncOptions {
   pullBackOff?: PullBackOffStore;
   /** Node filesystem for termination-message files; without it none is mounted (Workers). */
   terminationFiles?: TerminationMessageFiles;
+  /** Node filesystem for subPath binds; without it a subPath cannot be mounted (Workers refuse it earlier). */
+  podDirs?: PodDirs;
   /** Node filesystem for volumes (type checks, tmpfs, claim directories); without it only the volumes the
    * runtime can make alone are accepted (see volumeHostErrors). */
   volumeHost?: VolumeHost | undefined;
@@ -64,6 +68,7 @@ interface StartContext extends ImageContext {
   sandboxId: string;
   node: NodeConfig;
   terminationFiles: TerminationMessageFiles | undefined;
+  podDirs: PodDirs | undefined;
 }
 
 /** startContainer: back-off check, image, CreateContainer, StartContainer. Returns a message for the step. */
@@ -81,12 +86,23 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   try {
     config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
+    // makeMounts: a subPath is bound safely onto a target under the pod dir, and the runtime gets the target.
+    for (const [i, bind] of subPathBinds(ctx.pod, container, ctx.node)) {
+      if (!ctx.podDirs) throw new Error("subPath needs the node filesystem, which this deployment does not have");
+      try {
+        await ctx.podDirs.bindSubPath(bind);
+      } catch (e) {
+        throw new StepError("CreateContainerConfigError", subPathStepMessage(container.volumeMounts![i]!.name, container.name, e), e);
+      }
+      config.mounts[i]!.hostPath = bind.target;
+    }
     // makeMounts: the termination-message file, one per instance, bind-mounted at terminationMessagePath.
     if (ctx.terminationFiles && container.terminationMessagePath) {
       const hostPath = await ctx.terminationFiles.create(podContainerDir(ctx.node.rootDir, ctx.pod.metadata.uid, container.name));
       config.mounts.push(create(MountSchema, { containerPath: container.terminationMessagePath, hostPath }));
     }
   } catch (e) {
+    if (e instanceof StepError) throw e;
     throw new StepError("CreateContainerConfigError", errorMessage(e), e);
   }
   let id: string;
@@ -176,6 +192,7 @@ export async function syncPod(
       sandboxConfig: sandboxConfig(),
       node,
       terminationFiles: options.terminationFiles,
+      podDirs: options.podDirs,
       now: (options.now ?? Date.now)(),
       pullTimeoutMs: options.pullTimeoutMs ?? 120_000,
       pullBackOff: options.pullBackOff ?? defaultPullBackOff,

@@ -21,8 +21,6 @@ export interface TerminationMessageFiles {
   create(dir: string): Promise<string>;
   /** The last `maxBytes` bytes of the file; undefined when it does not exist. */
   readTail(path: string, maxBytes: number): Promise<Uint8Array | undefined>;
-  /** Remove a directory tree (the pod's containers dir when the pod is deleted). */
-  removeAll(dir: string): Promise<void>;
 }
 
 /** kubelet's getPodContainerDir */

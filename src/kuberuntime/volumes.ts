@@ -4,11 +4,13 @@
 // in the manner of `podman kube play`, persistentVolumeClaims as node-local directories that outlive pods.
 // The engine decides; the node's filesystem is behind VolumeHost (src/host/volume-host.ts on Node). A
 // deployment without one (Workers, which reach the node only through CRI) refuses the volumes that need it.
+// A tmpfs emptyDir is unmounted by DELETE's removal of the pod dir (pod-dirs.ts: nothing mounted under it is
+// left, as kubelet removes an orphaned pod dir only once its volumes are unmounted).
 import type { Pod, Volume } from "../pod/schema.js";
 import type { FieldError } from "../pod/validate.js";
 import { bytes } from "../pod/quantity.js";
 import type { NodeConfig } from "./node-config.js";
-import { StepError, Steps } from "./steps.js";
+import { StepError } from "./steps.js";
 
 export type HostPathType = Extract<Volume, { hostPath: unknown }>["hostPath"]["type"];
 
@@ -20,8 +22,6 @@ export interface VolumeHost {
   ensureDir(path: string, mode: number): Promise<void>;
   /** Mount a tmpfs of `sizeBytes` at `path` (an existing directory) unless a tmpfs is mounted there already. */
   mountTmpfs(path: string, sizeBytes: number): Promise<void>;
-  /** Unmount everything mounted at or under `dir`, deepest first; the mount points it unmounted. */
-  unmountUnder(dir: string): Promise<string[]>;
   /** Subdirectories of `dir` (none when it does not exist). */
   listDirs(dir: string): Promise<string[]>;
   /** rm -rf */
@@ -114,17 +114,4 @@ export async function setUpVolumes(host: VolumeHost, pod: Pod, node: NodeConfig)
     }
   }
   return done.length ? `volumes ready: ${done.join(", ")}` : undefined;
-}
-
-/** What DELETE does to the pod's volumes: unmount its tmpfs emptyDirs (claims and hostPaths stay). A step
- * only when something was mounted or the unmount failed. */
-export async function tearDownVolumes(host: VolumeHost, rootDir: string, uid: string, steps: Steps): Promise<boolean> {
-  const t = new Steps();
-  let unmounted: string[] = [];
-  const ok = await t.run("UnmountVolumes", uid, async () => {
-    unmounted = await host.unmountUnder(podVolumesDir(rootDir, uid));
-    return `unmounted ${unmounted.join(", ")}`;
-  }, "FailedUnmount");
-  if (!ok || unmounted.length) steps.steps.push(...t.steps);
-  return ok;
 }

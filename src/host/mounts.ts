@@ -1,0 +1,19 @@
+// This process's view of the mount table (/proc/self/mountinfo), for removals and subPath binds that must
+// not cross or stack mounts blindly.
+import { readFile } from "node:fs/promises";
+
+/** mountinfo escapes space, tab, newline and backslash as \ooo. */
+const unescapeMount = (p: string) => p.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+
+/** Mount points at or under `dir` (canonical), deepest first; a stacked mount is listed once per layer. */
+export async function mountsUnder(dir: string): Promise<string[]> {
+  const text = await readFile("/proc/self/mountinfo", "utf8");
+  const out: string[] = [];
+  for (const line of text.split("\n")) {
+    const mp = line.split(" ")[4];
+    if (mp === undefined) continue;
+    const p = unescapeMount(mp);
+    if (p === dir || p.startsWith(dir + "/")) out.push(p);
+  }
+  return out.sort((a, b) => b.split("/").length - a.split("/").length);
+}
