@@ -1,7 +1,9 @@
 // The node's claims over HTTP (GET /v1/node/volumes, DELETE /v1/node/volumes/{name}) and kubelet's
 // admission refusals, through the real server in front of the in-process runtime, with a real VolumeHost
 // on a temporary root dir (claims need no mounts).
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { exportJWK } from "jose";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +12,7 @@ import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { nodeVolumeHost } from "../src/host/volume-host.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
-import { Harness } from "./support/http.js";
+import { Harness, ISSUER } from "./support/http.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-volumes-http-"));
 let fake: FakeServer;
@@ -58,6 +60,26 @@ describe("/v1/node/volumes", () => {
     expect(existsSync(join(root, "volumes/pvc/data"))).toBe(false);
     expect((await h.fetch("/v1/node/volumes/data", { method: "DELETE", headers: await bearer({ act: "delete", volume: "data" }) })).body).toMatchObject({ status: 404, type: "urn:podsync:problem:volume-not-found" });
     expect((await h.fetch("/v1/node/volumes/Bad_Name", { method: "DELETE", headers: await bearer({ act: "delete", volume: "Bad_Name" }) })).status).toBe(400);
+  });
+
+  it("the CLI: podsync volumes lists, podsync volumes rm refuses a used claim (exit 1) and removes an unused one", async () => {
+    const pod = podWith("vol-pod-cli", { volumes: [{ name: "d", persistentVolumeClaim: { claimName: "cli-data" } }] });
+    expect((await h.post("/v1/pods/sync", pod)).status).toBe(200);
+    const key = h.keys[0]!;
+    const keyFile = join(root, "key.json");
+    writeFileSync(keyFile, JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }));
+    const cli = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string }>((res) =>
+        execFile(process.execPath, ["bin/podsync.mjs", "--url", h.url, "--key", keyFile, ...args], (e, stdout) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout })),
+      );
+    const list = await cli("volumes");
+    expect(list.code).toBe(0);
+    expect(list.stdout.split("\n")[0]).toMatch(/^NAME\s+USED BY\s+PATH$/);
+    expect(list.stdout).toMatch(new RegExp(`cli-data\\s+default/vol-pod-cli\\s+${join(root, "volumes/pvc/cli-data")}`));
+    const refused = await cli("volumes", "rm", "cli-data");
+    expect(refused).toMatchObject({ code: 1, stdout: expect.stringMatching(/409 Volume is in use: volume "cli-data" is used by pod default\/vol-pod-cli/) });
+    expect((await h.fetch("/v1/pods/vol-pod-cli", { method: "DELETE", headers: await bearer({ act: "delete", uid: "vol-pod-cli" }) })).status).toBe(200);
+    expect(await cli("volumes", "rm", "cli-data")).toEqual({ code: 0, stdout: "removed volume cli-data\n" });
   });
 
   it("kubelet's admission: an unsafe sysctl is 403 admission with reason SysctlForbidden; an Unconfined seccomp profile is the baseline policy's 403", async () => {
