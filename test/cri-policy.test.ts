@@ -180,6 +180,7 @@ describe("CRI policy on raw requests", () => {
 // kubelet maps only app containers' host ports) and every volume is mounted (an unmounted volume never
 // reaches CRI): in those two cases the pod-level check is stricter, never looser.
 const cap = fc.constantFrom("CHOWN", "NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "ALL", "KILL");
+const profile = fc.constantFrom({ type: "RuntimeDefault" as const }, { type: "Unconfined" as const }, { type: "Localhost" as const, localhostProfile: "p.json" });
 const securityContext = fc.option(
   fc.record(
     {
@@ -188,6 +189,8 @@ const securityContext = fc.option(
       runAsUser: fc.constantFrom(0, 1000),
       runAsNonRoot: fc.boolean(),
       capabilities: fc.record({ add: fc.array(cap, { maxLength: 2 }), drop: fc.array(cap, { maxLength: 2 }) }, { requiredKeys: [] }),
+      seccompProfile: profile,
+      appArmorProfile: profile,
     },
     { requiredKeys: [] },
   ),
@@ -199,7 +202,7 @@ const arbPod = fc
     hostNetwork: fc.boolean(),
     hostPID: fc.boolean(),
     hostIPC: fc.boolean(),
-    podSc: fc.option(fc.record({ runAsUser: fc.constantFrom(0, 1000), runAsNonRoot: fc.boolean(), sysctls: fc.array(fc.constantFrom("kernel.shm_rmid_forced", "net/ipv4/tcp_syncookies", "kernel.panic"), { maxLength: 2 }) }, { requiredKeys: [] }), { nil: undefined }),
+    podSc: fc.option(fc.record({ runAsUser: fc.constantFrom(0, 1000), runAsNonRoot: fc.boolean(), seccompProfile: profile, sysctls: fc.array(fc.constantFrom("kernel.shm_rmid_forced", "net/ipv4/tcp_syncookies", "kernel.panic"), { maxLength: 2 }) }, { requiredKeys: [] }), { nil: undefined }),
     volumes: fc.array(fc.option(hostPath, { nil: undefined }), { maxLength: 3 }),
     containers: fc.array(fc.record({ sc: securityContext, hostPort: fc.option(fc.constantFrom(8080, 9090), { nil: undefined }) }), { minLength: 1, maxLength: 2 }),
     init: fc.array(securityContext, { maxLength: 1 }),

@@ -288,6 +288,9 @@ export const SANDBOX_CHECKS: readonly CriCheck<PodSandboxConfig>[] = [
   },
   { id: "seLinuxOptions", level: "baseline", check: (s) => seLinux(s.linux?.securityContext?.selinuxOptions, "pod") },
   { id: "seccompProfile_baseline", level: "baseline", check: (s) => seccompBaseline(s.linux?.securityContext, "pod") },
+  // At restricted the pod's own Unconfined is refused under the restricted rule's id, as at pod level; a
+  // sandbox without a profile is not (each container is checked for one).
+  { id: "seccompProfile_restricted", level: "restricted", overrides: ["seccompProfile_baseline"], check: (s) => seccompBaseline(s.linux?.securityContext, "pod") },
   {
     id: "sysctls",
     level: "baseline",
