@@ -1,7 +1,7 @@
 // Security context and volumes on a REAL containerd, each checked from inside the container (CRI ExecSync):
 // seccomp mode, capabilities, a safe sysctl, a tmpfs emptyDir and its size, a claim's data across a pod's
 // delete and re-create, and a hostPath type check failing before anything is created.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -50,7 +50,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     if (!hostMounts().includes(root)) rmSync(root, { recursive: true, force: true });
   });
 
-  it("seccomp (node default 2, Unconfined 0), capabilities (drop [all] → CapEff 0; cap_net_admin works), a safe sysctl, a sized tmpfs; the tmpfs is unmounted with the pod dir on DELETE", async () => {
+  it("seccomp (node default 2, Unconfined 0, a Localhost profile from <rootDir>/seccomp enforced), capabilities (drop [all] → CapEff 0; cap_net_admin works), a safe sysctl, a sized tmpfs; the tmpfs is unmounted with the pod dir on DELETE", async () => {
     const sleep = ["sleep", "3600"];
     const p = track(
       pod({
@@ -61,6 +61,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
           { name: "unconf", image: "localhost/busybox:1", command: sleep, securityContext: { seccompProfile: { type: "Unconfined" } } },
           { name: "nocaps", image: "localhost/busybox:1", command: sleep, securityContext: { capabilities: { drop: ["all"] } } },
           { name: "netadm", image: "localhost/busybox:1", command: sleep, securityContext: { capabilities: { add: ["cap_net_admin"] } } },
+          { name: "local", image: "localhost/busybox:1", command: sleep, securityContext: { seccompProfile: { type: "Localhost", localhostProfile: "no-mkdir.json" } } },
         ],
       }),
     );
@@ -68,6 +69,9 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     expect(evaluatePodSecurity(p, { level: "privileged", hostPathAllow: [] })).toEqual([]);
     expect(evaluatePodSecurity(p, { level: "baseline", hostPathAllow: [] }).map((v) => v.rule)).toContain("seccompProfile_baseline");
 
+    // A Localhost profile is a file under <rootDir>/seccomp (kubelet's <root-dir>/seccomp): this one refuses mkdir.
+    mkdirSync(join(root, "seccomp"), { recursive: true });
+    writeFileSync(join(root, "seccomp", "no-mkdir.json"), JSON.stringify({ defaultAction: "SCMP_ACT_ALLOW", syscalls: [{ names: ["mkdir", "mkdirat"], action: "SCMP_ACT_ERRNO" }] }));
     const r = await rt.sync(p);
     expect(r.steps.filter((s) => !s.ok)).toEqual([]);
     const status = (c: string) => exec(p, c, ["cat", "/proc/self/status"]);
@@ -75,6 +79,9 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
 
     expect(field(await status("dflt"), "Seccomp")).toBe("2");
     expect(field(await status("unconf"), "Seccomp")).toBe("0");
+    expect(field(await status("local"), "Seccomp")).toBe("2");
+    expect(await exec(p, "local", ["sh", "-c", "mkdir /tmp/x 2>/dev/null; echo $?"])).toBe("1\n");
+    expect(await exec(p, "dflt", ["sh", "-c", "mkdir /tmp/x; echo $?"])).toBe("0\n");
     expect(field(await status("nocaps"), "CapEff")).toBe("0000000000000000");
     expect(BigInt(`0x${field(await status("netadm"), "CapEff")}`) & (1n << 12n)).toBe(1n << 12n); // CAP_NET_ADMIN is bit 12
     expect((await exec(p, "dflt", ["cat", "/proc/sys/net/ipv4/ip_local_port_range"])).trim().split(/\s+/)).toEqual(["40000", "50000"]);
