@@ -303,3 +303,40 @@ describe("volumes through the engine on the in-process runtime", () => {
     expect(toProblemError(new ClaimInUseError("x", [])).status).toBe(409);
   });
 });
+
+describe("nodeVolumeHost: kubelet's checkType on this machine's filesystem", () => {
+  it("each type against a directory, a file, a socket and a character device; the *OrCreate types create with kubelet's modes", async () => {
+    const { mkdtempSync, writeFileSync, statSync, rmSync } = await import("node:fs");
+    const { createServer } = await import("node:net");
+    const { tmpdir } = await import("node:os");
+    const { nodeVolumeHost } = await import("../src/host/volume-host.js");
+    const dir = mkdtempSync(`${tmpdir()}/podsync-hostpath-`);
+    const file = `${dir}/file`;
+    writeFileSync(file, "x");
+    const sock = `${dir}/sock`;
+    const server = createServer();
+    await new Promise<void>((res) => server.listen(sock, res));
+    try {
+      const verdict = async (path: string, type: HostPathType) => nodeVolumeHost.checkHostPath(path, type).then(() => "ok", (e: Error) => e.message);
+      expect(await verdict(dir, "Directory")).toBe("ok");
+      expect(await verdict(file, "Directory")).toBe(`hostPath type check failed: ${file} is not a directory`);
+      expect(await verdict(`${dir}/missing`, "Directory")).toBe(`hostPath type check failed: ${dir}/missing is not a directory`);
+      expect(await verdict(file, "File")).toBe("ok");
+      expect(await verdict(dir, "File")).toBe(`hostPath type check failed: ${dir} is not a file`);
+      expect(await verdict(sock, "Socket")).toBe("ok");
+      expect(await verdict(file, "Socket")).toBe(`hostPath type check failed: ${file} is not a socket file`);
+      expect(await verdict("/dev/null", "CharDevice")).toBe("ok");
+      expect(await verdict(file, "CharDevice")).toBe(`hostPath type check failed: ${file} is not a character device`);
+      expect(await verdict("/dev/null", "BlockDevice")).toBe("hostPath type check failed: /dev/null is not a block device");
+      expect(await verdict(file, "DirectoryOrCreate")).toBe(`hostPath type check failed: ${file} is not a directory`);
+      expect(await verdict(`${dir}/made/deep`, "DirectoryOrCreate")).toBe("ok");
+      expect(statSync(`${dir}/made/deep`).mode & 0o777).toBe(0o755);
+      expect(await verdict(dir, "FileOrCreate")).toBe(`hostPath type check failed: ${dir} is not a file`);
+      expect(await verdict(`${dir}/p/q/new`, "FileOrCreate")).toBe("ok");
+      expect([statSync(`${dir}/p/q/new`).isFile(), statSync(`${dir}/p/q/new`).mode & 0o777]).toEqual([true, 0o644]);
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

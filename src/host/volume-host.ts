@@ -42,7 +42,8 @@ export const nodeVolumeHost: VolumeHost = {
     if (type === "") return;
     const st = await statOrUndefined(path);
     if (type === "DirectoryOrCreate") {
-      if (!st) await mkdir(path, { recursive: true, mode: 0o755 });
+      // kubelet's makeDir/makeFile modes, whatever this process's umask.
+      if (!st) await mkdir(path, { recursive: true, mode: 0o755 }).then(() => chmod(path, 0o755));
       else if (!st.isDirectory()) throw fail(path, "a directory");
       return;
     }
@@ -50,6 +51,7 @@ export const nodeVolumeHost: VolumeHost = {
       if (!st) {
         await mkdir(dirname(path), { recursive: true, mode: 0o755 });
         await (await open(path, "a", 0o644)).close();
+        await chmod(path, 0o644);
       } else if (!st.isFile()) throw fail(path, "a file");
       return;
     }
