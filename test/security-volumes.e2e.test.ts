@@ -102,6 +102,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     const claimName = `data-${uid("c").slice(-10).replace(/[^a-z0-9]/g, "")}`;
     const spec = (command: string[]) => ({
       restartPolicy: "Never" as const,
+      securityContext: { fsGroup: 2000 },
       volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
       containers: [{ name: "main", image: "localhost/busybox:1", command, volumeMounts: [{ name: "data", mountPath: "/data" }] }],
     });
@@ -116,6 +117,9 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     const second = track(pod(spec(["sleep", "3600"])));
     expect((await rt.sync(second)).steps.filter((s) => !s.ok)).toEqual([]);
     expect(await exec(second, "main", ["cat", "/data/file"])).toBe("kept-across-pods\n");
+    // fsGroup: the claim and its files belong to group 2000, the directory setgid (kubelet's volume ownership).
+    expect((await exec(second, "main", ["ls", "-ldn", "/data"])).split(/\s+/).filter((_, i) => i === 0 || i === 3)).toEqual(["drwxrwsrwx", "2000"]);
+    expect((await exec(second, "main", ["ls", "-ln", "/data/file"])).split(/\s+/)[3]).toBe("2000");
     await rt.delete(second.metadata.uid);
     made.delete(second.metadata.uid);
 

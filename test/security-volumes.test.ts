@@ -173,6 +173,9 @@ function recordingHost(bad: Record<string, string> = {}) {
       calls.push(`tmpfs ${size} ${path}`);
       mounted.add(path);
     },
+    async setOwnership(path, gid, readOnly) {
+      calls.push(`own ${gid}${readOnly ? " ro" : ""} ${path}`);
+    },
     async listDirs() {
       return ["data", "spare"];
     },
@@ -212,6 +215,16 @@ describe("volumes: schema and set-up", () => {
       `tmpfs ${64 * 2 ** 20} /var/lib/podsync/pods/uid-1/volumes/kubernetes.io~empty-dir/m`,
       "mkdir 777 /var/lib/podsync/volumes/pvc/data",
     ]);
+  });
+
+  it("fsGroup: emptyDirs and claims get kubelet's volume ownership when the pod starts (not on a container restart); hostPaths never", async () => {
+    const p = mk({ securityContext: { fsGroup: 2000 }, volumes: [{ name: "h", hostPath: { path: "/srv/h", type: "Directory" } }, { name: "e", emptyDir: {} }, { name: "c", persistentVolumeClaim: { claimName: "data", readOnly: true } }] });
+    const { host, calls } = recordingHost();
+    await setUpVolumes(host, p, node, true);
+    expect(calls.filter((c) => c.startsWith("own"))).toEqual(["own 2000 /var/lib/podsync/pods/uid-1/volumes/kubernetes.io~empty-dir/e", "own 2000 ro /var/lib/podsync/volumes/pvc/data"]);
+    const again = recordingHost();
+    await setUpVolumes(again.host, p, node, false);
+    expect(again.calls.filter((c) => c.startsWith("own"))).toEqual([]);
   });
 
   it("a tmpfs without sizeLimit is the node's memory, lowered to the pod's memory limit (kubelet's calculateEmptyDirMemorySize)", () => {
@@ -334,6 +347,9 @@ describe("nodeVolumeHost: kubelet's checkType on this machine's filesystem", () 
       expect(await verdict(dir, "FileOrCreate")).toBe(`hostPath type check failed: ${dir} is not a file`);
       expect(await verdict(`${dir}/p/q/new`, "FileOrCreate")).toBe("ok");
       expect([statSync(`${dir}/p/q/new`).isFile(), statSync(`${dir}/p/q/new`).mode & 0o777]).toEqual([true, 0o644]);
+      // SetVolumeOwnership: group and group bits, setgid on directories.
+      await nodeVolumeHost.setOwnership(`${dir}/p`, 2000, false);
+      expect([statSync(`${dir}/p/q`).gid, statSync(`${dir}/p/q`).mode & 0o2070, statSync(`${dir}/p/q/new`).gid, statSync(`${dir}/p/q/new`).mode & 0o777]).toEqual([2000, 0o2070, 2000, 0o664]);
     } finally {
       server.close();
       rmSync(dir, { recursive: true, force: true });

@@ -4,7 +4,7 @@
 // them, src/host/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, open, readFile, readdir, rm, stat } from "node:fs/promises";
+import { chmod, lchown, lstat, mkdir, open, readFile, readdir, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { promisify } from "node:util";
 import { HostPathTypeError, type HostPathType, type VolumeHost } from "../kuberuntime/volumes.js";
@@ -69,6 +69,23 @@ export const nodeVolumeHost: VolumeHost = {
     await run("mount", ["-t", "tmpfs", "-o", `size=${Math.floor(sizeBytes)}`, "tmpfs", path]).catch((e: { stderr?: string; message: string }) => {
       throw new Error(`mount tmpfs at ${path}: ${(e.stderr || e.message).trim()}`);
     });
+  },
+
+  async setOwnership(dir, gid, readOnly) {
+    // pkg/volume/volume_linux.go changeFilePermission: rw (or r) for the group, directories also x and setgid;
+    // symlinks get the group but no chmod. Walked without following links; nothing crosses into a mount
+    // below (a claim or emptyDir holds none of podsync's).
+    const mask = readOnly ? 0o440 : 0o660;
+    const walk = async (path: string): Promise<void> => {
+      const st = await lstat(path);
+      await lchown(path, -1, gid);
+      if (st.isSymbolicLink()) return;
+      if (st.isDirectory()) {
+        await chmod(path, (st.mode & 0o7777) | mask | 0o110 | 0o2000);
+        for (const name of await readdir(path)) await walk(`${path}/${name}`);
+      } else await chmod(path, (st.mode & 0o7777) | mask);
+    };
+    await walk(dir);
   },
 
   async listDirs(dir) {

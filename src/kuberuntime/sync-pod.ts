@@ -160,7 +160,7 @@ export async function syncPod(
   const starting = actions.createSandbox || actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
   if (starting && options.volumeHost && needsSetUp(pod)) {
     const host = options.volumeHost;
-    if (!(await steps.run("MountVolumes", formatPod(pod), () => setUpVolumes(host, pod, node), "FailedMount"))) return done();
+    if (!(await steps.run("MountVolumes", formatPod(pod), () => setUpVolumes(host, pod, node, actions.createSandbox), "FailedMount"))) return done();
   }
 
   // Steps 3-4: a new sandbox. Its config is also what image pulls and CreateContainer are given; a sync
