@@ -3,7 +3,7 @@
 # lab dir, for `npm test`, `npm run bench`, CI and trying the function out. Debian, root, no registry needed.
 #   scripts/containerd-lab.sh start   install what is missing, start containerd (idempotent); last line: the socket
 #   scripts/containerd-lab.sh stop    remove the lab's pods, stop its containerd, free their netns and IPs; safe to repeat
-# PODSYNC_LAB_DIR (default /tmp/podsync-lab): config, root/state, socket, pid, logs, images.
+# PODSYNC_LAB_DIR (default /tmp/podsync-lab): config, root/state, socket, pid, logs, images, registry hosts (certs.d).
 set -euo pipefail
 
 LAB=${PODSYNC_LAB_DIR:-/tmp/podsync-lab}
@@ -109,6 +109,10 @@ state = "$LAB/state"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN"
     conf_dir = "$LAB/cni"
+  # Registry hosts, one dir per host ("127.0.0.1:5111/hosts.toml"), read at each pull: scripts/registry-lab.sh
+  # writes its registry's there. Hosts without a dir keep containerd's defaults (https; http for localhost).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$LAB/certs.d"
 TOML
 }
 
@@ -164,7 +168,7 @@ need_root() { [ "$(id -u)" = 0 ] || die "needs root (containerd, runc and the CN
 
 start() {
   need_root
-  mkdir -p "$LAB/cni" "$LAB/log" "$LAB/images"
+  mkdir -p "$LAB/cni" "$LAB/log" "$LAB/images" "$LAB/certs.d"
   lock 600 # the test setup, the bench and CI may start it at the same time; an apt install can take minutes
   if lab_pid >/dev/null && answers; then
     echo "$SOCK"

@@ -1,7 +1,7 @@
 // The embedded default: the function on Node, on localhost, talking to the node's runtime socket.
 // `npm start` runs this. With no keys configured it makes a dev key on first run and prints how to use it.
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { totalmem } from "node:os";
+import { cpus, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
@@ -16,6 +16,7 @@ import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
 import { nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
+import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
@@ -121,6 +122,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     policy: nodePolicy(s),
+    nodeInfo: nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem() }),
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
     allowExec: s.PODSYNC_ALLOW_EXEC,
     execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,

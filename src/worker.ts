@@ -3,7 +3,8 @@
 // Replay protection and per-pod serialisation are Durable Objects, since isolates share no memory.
 //
 // Settings (wrangler vars and secrets):
-//   PODSYNC_NODES        JSON {"edge-7": {"url": "https://edge-7.example:9091", "aliases": ["m-123"]}}
+//   PODSYNC_NODES        JSON {"edge-7": {"url": "https://edge-7.example:9091", "aliases": ["m-123"]}} (optional per node:
+//                        labels, taints, cpu, memoryBytes, maxPods, arch, over the shared PODSYNC_NODE_* settings)
 //   PODSYNC_PROXY_TOKEN  secret: the bearer token for the proxies (or per node in PODSYNC_PROXY_TOKENS, JSON)
 //   PODSYNC_JWKS         secret/var: the trusted JWK set (JSON), or PODSYNC_JWKS_URL
 //   PODSYNC_ISSUERS      comma separated trusted `iss`
@@ -21,6 +22,7 @@ import type { ReplayStore } from "./auth/replay.js";
 import { connectGrpcWeb } from "./cri/grpc-web-transport.js";
 import { checkCommon, commonSettings, formatIssues, nodeConfigFrom } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
+import { NodeOverrides, nodeInfoFrom, withNodeOverrides } from "./settings/node-info.js";
 import { proxyLogFiles } from "./host/proxy-log-files.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
@@ -48,7 +50,9 @@ export interface Env extends Partial<Record<`PODSYNC_${string}`, string>> {
   POD_LOCK: DONamespace;
 }
 
-const NodeMap = z.record(z.string().min(1), z.strictObject({ url: z.url(), aliases: z.array(z.string()).default([]) }));
+// Each node may carry its own admission values (labels, taints, cpu, memoryBytes, maxPods, arch), over the shared
+// PODSYNC_NODE_* settings: a Worker fronts several nodes, which are not all alike.
+const NodeMap = z.record(z.string().min(1), z.strictObject({ url: z.url(), aliases: z.array(z.string()).default([]), ...NodeOverrides.shape }));
 const WorkerSettings = z
   .object({
     ...commonSettings,
@@ -182,6 +186,8 @@ function build(env: Env): Hono {
       }),
       nodeName: name,
       policy: nodePolicy(s),
+      // A Worker cannot see the node's machine: arch, cpu and memory are checked only when the owner sets them.
+      nodeInfo: nodeInfoFrom(withNodeOverrides(s, cfg), name, {}),
       maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
       allowExec: s.PODSYNC_ALLOW_EXEC,
       execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,

@@ -8,7 +8,7 @@ import {
   CreateContainerRequestSchema, MountPropagation, NamespaceMode, RunPodSandboxRequestSchema, SecurityProfile_ProfileType,
   type ContainerConfig, type PodSandboxConfig,
 } from "../src/gen/runtime/v1/api_pb.js";
-import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMountPrefixes, type CriPolicyContext } from "../src/auth/cri-policy.js";
+import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMount, type CriPolicyContext } from "../src/auth/cri-policy.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { POLICY_LEVELS, type NodePolicy, type PolicyLevel, type Violation } from "../src/auth/policy.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
@@ -19,7 +19,7 @@ import { pod as schemaPod } from "./support/pods.js";
 // The node default for seccomp is off here: the CRI side then sees exactly what the pod asked for. With the
 // default on (tested below) the CRI side is looser than the pod side at restricted, never stricter.
 const node = { ...defaultNodeConfig(), seccompDefault: false };
-const ctxFor = (p: Pod): CriPolicyContext => ({ internalMountPrefixes: podsyncInternalMountPrefixes(node.rootDir, p.metadata.uid), podLogsDir: node.podLogsDir });
+const ctxFor = (p: Pod): CriPolicyContext => ({ isInternalMount: podsyncInternalMount(node.rootDir, p.metadata.uid), podLogsDir: node.podLogsDir });
 
 function criVerdict(p: Pod, policy: NodePolicy, n = node): Violation[] {
   const ctx = ctxFor(p);

@@ -154,7 +154,7 @@ describe("refused before the runtime is touched", () => {
           { name: "a", image: "" },
         ],
         initContainers: [{ name: "a", image: "busybox:1" }],
-        nodeSelector: { x: "y" },
+        ephemeralContainers: [{ name: "debug", image: "busybox:1" }],
       },
     };
     const body = await refused(h.post("/v1/pods/sync", bad), 400, "invalid-pod");
@@ -165,10 +165,10 @@ describe("refused before the runtime is touched", () => {
         "pod.spec.containers[0].ports[0].containerPort",
         "pod.spec.containers[0].livenessProbe",
         "pod.spec.containers[1].image",
-        "pod.spec.nodeSelector",
+        "pod.spec.ephemeralContainers",
       ]),
     );
-    expect(body.errors.find((e: any) => e.path === "pod.spec.nodeSelector").message).toMatch(/unknown field "nodeSelector"/);
+    expect(body.errors.find((e: any) => e.path === "pod.spec.ephemeralContainers").message).toMatch(/unknown field "ephemeralContainers"/);
   });
 
   it("400 duplicate container names across init and app containers (whole-pod rules)", async () => {

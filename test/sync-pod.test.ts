@@ -166,7 +166,8 @@ describe("SyncPod on the in-process runtime", () => {
     });
     const r = await syncOnce(cri, p, opts());
     expect(r.ok).toBe(true);
-    expect(fake.runtime.pullAuth.at(-1)).toMatchObject({ username: "alice", password: "s3cret" });
+    // No serverAddress (kubelet's keyring sends none; containerd would parse "registry.example.com" as a URL path and drop the credentials).
+    expect(fake.runtime.pullAuth.at(-1)).toMatchObject({ username: "alice", password: "s3cret", serverAddress: "" });
   });
 
   it("runAsNonRoot: refused for an image that runs as root (CreateContainerConfigError), allowed with a non-root runAsUser", async () => {

@@ -88,7 +88,7 @@ describe("/v1/node/volumes", () => {
     fake.runtime.resetCalls();
     const sysctl = await priv.post("/v1/pods/sync", { metadata: { name: "s", uid: "vol-pod-2" }, spec: { securityContext: { sysctls: [{ name: "net.core.somaxconn", value: "1024" }] }, containers: [{ name: "main", image: "localhost/busybox:1" }] } });
     expect(sysctl.status).toBe(403);
-    expect(sysctl.body).toMatchObject({ type: "urn:podsync:problem:admission", reason: "SysctlForbidden", detail: 'forbidden sysctl: "net.core.somaxconn" not allowlisted' });
+    expect(sysctl.body).toMatchObject({ type: "urn:podsync:problem:admission", reason: "SysctlForbidden", detail: 'Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted' });
     await priv.close();
     const unconfined = await h.post("/v1/pods/sync", { metadata: { name: "u", uid: "vol-pod-3" }, spec: { securityContext: { seccompProfile: { type: "Unconfined" } }, containers: [{ name: "main", image: "localhost/busybox:1" }] } });
     expect(unconfined.body).toMatchObject({ status: 403, type: "urn:podsync:problem:policy", errors: [{ path: "spec.securityContext.seccompProfile.type" }] });

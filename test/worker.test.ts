@@ -39,10 +39,11 @@ beforeAll(async () => {
   fake = await startFakeCri();
   fakeProxy = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
   // The real node's proxy also serves its pod logs and allows ExecSync (logs and exec through the Worker).
-  if (endpoint) realProxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined, podLogsDir: LOGS_DIR, allow: ["ExecSync"] });
+  // Its node policy matches the Worker's (privileged: the real pods use hostNetwork to stay on loopback).
+  if (endpoint) realProxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined, podLogsDir: LOGS_DIR, allow: ["ExecSync"], policy: { level: "privileged", hostPathAllow: [] } });
   key = await makeKey("EdDSA", "w-1");
   signer = new Harness([key], undefined as never);
-  const nodes: Record<string, { url: string; aliases?: string[] }> = { "fake-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}`, aliases: ["fake-alias"] } };
+  const nodes: Record<string, { url: string; aliases?: string[]; labels?: string }> = { "fake-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}`, aliases: ["fake-alias"], labels: "site=edge" } };
   if (realProxy) nodes["real-node"] = { url: `http://127.0.0.1:${realProxy.grpcWebPort}` };
   worker = await unstable_startWorker({
     config: "wrangler.toml",
@@ -56,6 +57,8 @@ beforeAll(async () => {
       PODSYNC_POLICY: { type: "plain_text", value: "privileged" },
       PODSYNC_POD_LOGS_DIR: { type: "plain_text", value: LOGS_DIR },
       PODSYNC_ALLOW_EXEC: { type: "plain_text", value: "true" },
+      // Shared node labels; fake-node's own replace them.
+      PODSYNC_NODE_LABELS: { type: "plain_text", value: "fleet=a" },
     },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
   });
@@ -107,6 +110,18 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
     const again = await post("fake-node", "sync", podInput(id), "fake-node", r.token);
     expect(again.status).toBe(409);
     expect(again.body.type).toBe("urn:podsync:problem:replayed");
+  });
+
+  it("admission against each node: its own labels (PODSYNC_NODES) over the shared ones; no arch label unless configured", async () => {
+    const selecting = (nodeSelector: Record<string, string>) => ({ ...podInput(uid("w")), spec: { ...podInput("x").spec, nodeSelector } });
+    const ok = await post("fake-node", "plan", selecting({ site: "edge", "kubernetes.io/hostname": "fake-node", "kubernetes.io/os": "linux" }));
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    for (const sel of [{ fleet: "a" }, { "kubernetes.io/arch": "amd64" }] as Record<string, string>[]) {
+      const r = await post("fake-node", "plan", selecting(sel));
+      expect(r.status, JSON.stringify(r.body)).toBe(403);
+      expect(r.body).toMatchObject({ type: "urn:podsync:problem:admission", reason: "NodeAffinity", errors: [{ path: "spec.nodeSelector" }] });
+    }
+    if (realProxy) expect((await post("real-node", "plan", selecting({ fleet: "a" }))).status).toBe(200);
   });
 
   it("audience: a token for another node is 403, a node alias works", async () => {

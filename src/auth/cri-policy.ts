@@ -22,7 +22,7 @@ import {
 } from "../gen/runtime/v1/api_pb.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "../kuberuntime/security.js";
 import { claimsDir } from "../kuberuntime/volumes.js";
-import { isUnderAny, isUnderPrefix } from "./host-path.js";
+import { isUnderAny, isUnderPrefix, normalizeHostPath } from "./host-path.js";
 import { checksFor } from "./pod-security.js";
 import type { CheckResult } from "./pod-security-checks.js";
 import type { NodePolicy, PolicyLevel, Violation } from "./policy.js";
@@ -32,19 +32,42 @@ import {
 } from "./pss-rules.js";
 
 export interface CriPolicyContext {
-  /** Host directories podsync itself bind-mounts (emptyDir volumes); admitted at every level. Keep them
-   * per pod (podsyncInternalMountPrefixes with the sandbox's real uid) so one pod cannot mount another's. */
-  internalMountPrefixes: readonly string[];
+  /** Whether a host path is one podsync itself bind-mounts for this pod (admitted at every level). Keep it
+   * per pod (podsyncInternalMount with the sandbox's real uid) so one pod cannot mount another's. */
+  isInternalMount: (hostPath: string) => boolean;
   /** When set, a sandbox's logDirectory must be under it (PODSYNC_POD_LOGS_DIR): the runtime writes there. */
   podLogsDir?: string;
+  /** For CreateContainer: the namespaces of the sandbox the container joins, as the runtime reports them
+   * (PodSandboxStatus). A container in a host-network (host-PID, host-IPC) sandbox shares the host's
+   * namespace whatever its own config says, so the sandbox's modes count as the container's. */
+  sandboxNamespaces?: NamespaceOption | undefined;
 }
 
-/** Where podsync puts a pod's volumes (config.ts containerMounts): its emptyDirs under
- * <rootDir>/pods/<uid>/volumes, and the node's persistentVolumeClaim directories under <rootDir>/volumes/pvc,
- * which any pod may name (as at pod level: Pod Security admits persistentVolumeClaim at every level). */
-export function podsyncInternalMountPrefixes(rootDir: string, podUid: string): string[] {
-  const root = rootDir.replace(/\/+$/, "");
-  return [`${root}/pods/${podUid}/volumes`, claimsDir(root)];
+/**
+ * The host paths podsync itself bind-mounts for pod `podUid`, in kubelet's layout under <rootDir>/pods/<uid>:
+ * volumes/kubernetes.io~empty-dir/<volume> (config.ts containerMounts), containers/<container>/<file>
+ * (termination-message files) and volume-subpaths/<volume>/<container>/<index> (kubelet's safe subPath binds),
+ * and the node's persistentVolumeClaim directories <rootDir>/volumes/pvc/<claim>.
+ * Exactly these depths, without `.` or `..`: anything below one of them is inside what a container can write,
+ * where it may have planted a symlink to / (CVE-2017-1002101), and the bind source is resolved by the runtime
+ * long after any check here.
+ */
+export function podsyncInternalMount(rootDir: string, podUid: string): (hostPath: string) => boolean {
+  const pod = [...normalizeHostPath(rootDir).split("/").filter(Boolean), "pods", podUid];
+  const claims = normalizeHostPath(claimsDir(rootDir)).split("/").filter(Boolean);
+  return (hostPath) => {
+    const parts = hostPath.split("/").filter(Boolean);
+    if (!hostPath.startsWith("/") || parts.some((p) => p === "." || p === "..")) return false;
+    // A persistentVolumeClaim's directory, <rootDir>/volumes/pvc/<claim>: any pod may name any claim (as at pod
+    // level, where Pod Security admits persistentVolumeClaim at every level).
+    if (parts.length === claims.length + 1 && claims.every((p, i) => parts[i] === p)) return true;
+    if (pod.some((p, i) => parts[i] !== p)) return false;
+    const [kind, a, ...rest] = parts.slice(pod.length);
+    if (kind === "volumes") return a === "kubernetes.io~empty-dir" && rest.length === 1;
+    if (kind === "containers") return a !== undefined && rest.length === 1;
+    if (kind === "volume-subpaths") return a !== undefined && rest.length === 2;
+    return false;
+  };
 }
 
 interface CriCheck<T> {
@@ -60,14 +83,18 @@ const capName = (c: string): string => c.toUpperCase().replace(/^CAP_/, "");
 const unconfined = (p: SecurityProfile | undefined, path: string): boolean =>
   p?.profileType === SecurityProfile_ProfileType.Unconfined || path === "unconfined";
 
-/** hostNamespaces: NODE mode is what the kubelet sends for hostNetwork / hostPID / hostIPC. */
-function hostNamespaces(ns: NamespaceOption | undefined): CheckResult | undefined {
+/** hostNamespaces: NODE mode is what the kubelet sends for hostNetwork / hostPID / hostIPC. With `sandbox`
+ * (a container's check), a NODE mode of the sandbox it joins counts too, named by the sandbox's status field. */
+function hostNamespaces(ns: NamespaceOption | undefined, sandbox?: NamespaceOption): CheckResult | undefined {
   const data: string[] = [];
   const paths: string[] = [];
   for (const [field, name] of [["network", "hostNetwork"], ["pid", "hostPID"], ["ipc", "hostIPC"]] as const)
     if (ns?.[field] === NamespaceMode.NODE) {
       data.push(`${name}=true`);
       paths.push(`${SC}.namespaceOptions.${field}`);
+    } else if (sandbox?.[field] === NamespaceMode.NODE) {
+      data.push(`${name}=true (the pod sandbox's)`);
+      paths.push(`sandbox.linux.namespaces.options.${field}`);
     }
   return data.length ? fail("host namespaces", data.join(", "), paths) : undefined;
 }
@@ -104,7 +131,7 @@ function foreignMounts(c: ContainerConfig, policy: NodePolicy, ctx: CriPolicyCon
   const bad: string[] = [];
   const paths: string[] = [];
   c.mounts.forEach((m, i) => {
-    if (isUnderAny(m.hostPath, ctx.internalMountPrefixes)) return;
+    if (ctx.isInternalMount(m.hostPath)) return;
     if (allowList && isUnderAny(m.hostPath, policy.hostPathAllow)) return;
     bad.push(m.hostPath);
     paths.push(`config.mounts[${i}].hostPath`);
@@ -134,7 +161,7 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
       return bad.length ? fail("non-default capabilities", `${nameOf(c)} must not include ${joinQuote(bad)} in securityContext.capabilities.add`, [`${SC}.capabilities.addCapabilities`]) : undefined;
     },
   },
-  { id: "hostNamespaces", level: "baseline", check: (c) => hostNamespaces(c.linux?.securityContext?.namespaceOptions) },
+  { id: "hostNamespaces", level: "baseline", check: (c, _policy, ctx) => hostNamespaces(c.linux?.securityContext?.namespaceOptions, ctx.sandboxNamespaces) },
   {
     id: "hostPathVolumes",
     level: "baseline",
@@ -328,8 +355,9 @@ export function checkRunPodSandbox(req: RunPodSandboxRequest, policy: NodePolicy
   return run(SANDBOX_CHECKS, req.config, policy, ctx);
 }
 
-/** Violations of the node policy by a CreateContainer request; its sandboxConfig is informational (the
- * runtime uses the sandbox RunPodSandbox created, which checkRunPodSandbox saw), so only config is checked. */
+/** Violations of the node policy by a CreateContainer request's config. Its sandboxConfig is a copy the caller
+ * sends, and containerd reads parts of it (privileged, cgroup parent): hold it to checkRunPodSandbox as well
+ * (cri-proxy's policy-gate.ts does). */
 export function checkCreateContainer(req: CreateContainerRequest, policy: NodePolicy, ctx: CriPolicyContext): Violation[] {
   return run(CONTAINER_CHECKS, req.config, policy, ctx);
 }

@@ -4,6 +4,8 @@ import type { Pod } from "../pod/schema.js";
 import { evaluatePodSecurity } from "../auth/pod-security.js";
 import { formatViolations, type NodePolicy } from "../auth/policy.js";
 import { ProblemError } from "./problems.js";
+import { admitInOrder, admitPod, type NodeInfo } from "../kuberuntime/predicates.js";
+import type { DesiredState } from "../kuberuntime/desired-state.js";
 
 export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {
   const violations = evaluatePodSecurity(pod, policy);
@@ -11,5 +13,29 @@ export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {
   throw new ProblemError("policy", formatViolations(policy.level, violations), {
     level: policy.level,
     errors: violations.map((v) => ({ path: prefix + v.path, message: `${v.rule}: ${v.message}` })),
+  });
+}
+
+/** kubelet's admission against the node itself (name, labels, taints, allocatable, host ports of the other
+ * desired pods): a refusal carries kubelet's reason and its "Pod was rejected: ..." message (kubelet.rejectPod). */
+export async function admitOnNode(pod: Pod, node: NodeInfo, desired: DesiredState | undefined, prefix = ""): Promise<void> {
+  const others = desired ? (await desired.list()).map((e) => e.pod) : [];
+  const r = admitPod(pod, node, others);
+  if (r.admit) return;
+  throw new ProblemError("admission", `Pod was rejected: ${r.message}`, {
+    reason: r.reason,
+    errors: r.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })),
+  });
+}
+
+/** A whole node-wide set (PUT /v1/node/pods): each pod against the ones before it, as kubelet admits pods one at a
+ * time; any refusal refuses the request, naming each refused pod's fields under `<prefix><index>.`. */
+export function admitSetOnNode(pods: readonly Pod[], node: NodeInfo, prefix = "pods"): void {
+  const refused = admitInOrder(pods, node);
+  if (refused.length === 0) return;
+  const first = refused[0]!;
+  throw new ProblemError("admission", `Pod was rejected: ${first.result.message}`, {
+    reason: first.result.reason,
+    errors: refused.flatMap(({ index, result }) => result.failures.map((f) => ({ path: `${prefix}[${index}].${f.path}`, message: `${f.reason}: ${f.message}` }))),
   });
 }

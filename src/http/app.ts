@@ -4,7 +4,9 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
-import { admit } from "./admission.js";
+import { admit, admitOnNode } from "./admission.js";
+import type { NodeInfo } from "../kuberuntime/predicates.js";
+import type { DesiredState } from "../kuberuntime/desired-state.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";
 import { checkGraceClaim, readBearer, readSignedPod } from "./signed-request.js";
@@ -65,6 +67,11 @@ export interface AppOptions {
   nodeName: string;
   /** The node owner's admission policy; every pod is held against it before any runtime call. */
   policy?: NodePolicy;
+  /** The node as kubelet's admission sees it (labels, taints, allocatable); default: kubelet's default labels
+   * for `nodeName`, no taints, resources unchecked. */
+  nodeInfo?: NodeInfo;
+  /** The node's desired pods: admission counts their requests and host ports (none when absent). */
+  desired?: DesiredState;
   maxBodyBytes?: number;
   /** exec is off unless the node owner turns it on. */
   allowExec?: boolean;
@@ -93,6 +100,7 @@ export function createApp(o: AppOptions) {
   const now = o.now ?? Date.now;
   const rt = o.runtime;
   const policy = o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] };
+  const nodeInfo: NodeInfo = o.nodeInfo ?? { name: o.nodeName, labels: { "kubernetes.io/hostname": o.nodeName, "kubernetes.io/os": "linux" }, taints: [], allocatable: {} };
   const specs = o.specs ?? new MemoryPodSpecs();
   const prober = o.prober;
   const handlers = o.probeHandlers ?? { allowed: ALL_PROBE_HANDLERS, why: "" };
@@ -157,6 +165,7 @@ export function createApp(o: AppOptions) {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "plan", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
+    await admitOnNode(pod, nodeInfo, o.desired);
     checkProbes(pod);
     const r = await rt.plan(pod, prober?.results(pod.metadata.uid));
     c.set("criCalls", r.criCalls);
@@ -167,6 +176,7 @@ export function createApp(o: AppOptions) {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "sync", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
+    await admitOnNode(pod, nodeInfo, o.desired);
     checkProbes(pod);
     const uid = pod.metadata.uid;
     // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.

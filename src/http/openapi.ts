@@ -23,7 +23,9 @@ const COMMON: ProblemSlug[] = ["internal"];
 const RUNTIME: ProblemSlug[] = ["runtime-error", "runtime-unavailable", "runtime-timeout"];
 const AUTH: ProblemSlug[] = ["unauthorized", "wrong-node", "keys-unavailable"];
 // A token that acts is recorded before it does (state-unavailable when that cannot be written).
-const SIGNED_BODY: ProblemSlug[] = ["bad-request", "bad-json", "bad-yaml", "invalid-pod", "policy", "admission", ...AUTH, "replayed", "state-unavailable", "body-too-large", "unsupported-media-type", ...RUNTIME];
+const SIGNED_BODY: ProblemSlug[] = ["bad-request", "bad-json", "bad-yaml", "invalid-pod", ...AUTH, "replayed", "state-unavailable", "body-too-large", "unsupported-media-type", ...RUNTIME];
+// A pod is held to the owner's policy and to kubelet's admission against the node before any runtime call.
+const ADMISSION: ProblemSlug[] = ["policy", "admission"];
 const signedBody = {
   required: true,
   content: {
@@ -46,8 +48,8 @@ export function openApiDocument(): object {
     openapi: "3.1.0",
     info: { title: "podsync", version: "1", description: "Signed pod specs in, kubelet-style SyncPod over CRI out." },
     paths: {
-      "/v1/pods/sync": { post: { summary: "Verify, validate, read CRI status, computePodActions + SyncPod", requestBody: signedBody, responses: { "200": { description: "All steps succeeded" }, "207": { description: "Some steps failed; body has ok:false and the failing steps" }, ...errors(...SIGNED_BODY, "pod-busy", "uid-conflict") } } },
-      "/v1/pods/plan": { post: { summary: "computePodActions only (dry run)", requestBody: signedBody, responses: { "200": { description: "The actions a sync would take" }, ...errors(...SIGNED_BODY, "uid-conflict") } } },
+      "/v1/pods/sync": { post: { summary: "Verify, validate, read CRI status, computePodActions + SyncPod", requestBody: signedBody, responses: { "200": { description: "All steps succeeded" }, "207": { description: "Some steps failed; body has ok:false and the failing steps" }, ...errors(...SIGNED_BODY, ...ADMISSION, "pod-busy", "uid-conflict") } } },
+      "/v1/pods/plan": { post: { summary: "computePodActions only (dry run)", requestBody: signedBody, responses: { "200": { description: "The actions a sync would take" }, ...errors(...SIGNED_BODY, ...ADMISSION, "uid-conflict") } } },
       "/v1/pods/{uid}/runtime": { get: { summary: "The pod's status as read from CRI (debugging)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
       "/v1/pods/{uid}/status": { get: { summary: "Alias of /v1/pods/{uid}/runtime (the CRI-level view)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
       "/v1/pods/{uid}": { get: { summary: "The v1.Pod: spec as last given (absent when only the runtime knows the pod) and status as kubelet's generateAPIPodStatus makes it", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "v1.Pod" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } }, delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted" }, "207": { description: "Some steps failed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "pod-not-found", "pod-busy", ...RUNTIME) } } },

@@ -98,9 +98,10 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof ContainerChoiceError)
     return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
   if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
-  // kubelet's admit handlers: the reason is theirs (SysctlForbidden, AppArmor), one entry per field.
+  // kubelet's admit handlers (rejectPod's "Pod was rejected: ..."): the reason is theirs (SysctlForbidden,
+  // AppArmor), one entry per field.
   if (e instanceof PodAdmissionError)
-    return new ProblemError("admission", e.message, { reason: e.failures[0]!.reason, errors: e.failures.map((f) => ({ path: f.path, message: `${f.reason}: ${f.message}` })) });
+    return new ProblemError("admission", `Pod was rejected: ${e.message}`, { reason: e.failures[0]!.reason, errors: e.failures.map((f) => ({ path: f.path, message: `${f.reason}: ${f.message}` })) });
   if (e instanceof ClaimInUseError) return new ProblemError("volume-in-use", e.message, { usedBy: e.usedBy });
   if (e instanceof ClaimNotFoundError) return new ProblemError("volume-not-found", e.message);
   if (e instanceof CriError) {

@@ -22,6 +22,7 @@ import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../pod/schema.js";
 import { crashLoopBackOff } from "./backoff.js";
 import { podSandboxChanged, shouldContainerBeRestarted } from "./compute-actions.js";
+import { withoutCredentials } from "./images.js";
 import { formatPod } from "./kill.js";
 import { nsToMs } from "./pod-status.js";
 import { podQOS, type QOSClass } from "./resources.js";
@@ -441,7 +442,8 @@ export function toV1Pod(spec: Pod | undefined, ref: { uid: string; name: string;
       ...(meta?.annotations ? { annotations: meta.annotations } : {}),
       creationTimestamp: status.startTime ?? null,
     },
-    ...(spec ? { spec: spec.spec } : {}),
+    // The spec as given, but inline pull-secret credentials never leave the node in a response.
+    ...(spec ? { spec: spec.spec.imagePullSecrets ? { ...spec.spec, imagePullSecrets: withoutCredentials(spec.spec.imagePullSecrets) } : spec.spec } : {}),
     status,
   };
 }

@@ -5,7 +5,7 @@ import type { Container, Pod, PullSecret } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
 import type { AuthConfigSchema, PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
-import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, type PullBackOffStore } from "./backoff.js";
+import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, formatGoDuration, type PullBackOffStore } from "./backoff.js";
 import type { ImageUser } from "./security.js";
 import { StepError } from "./steps.js";
 
@@ -34,7 +34,11 @@ export function pullCredentials(image: string, secrets: readonly PullSecret[] | 
         const i = decoded.indexOf(":");
         if (i > 0) [username, password] = [decoded.slice(0, i), decoded.slice(i + 1)];
       }
-      out.push({ username: username ?? "", password: password ?? "", serverAddress: key, identityToken: a.identitytoken ?? "", registryToken: a.registrytoken ?? "" });
+      // No serverAddress, as kubelet's keyring (pkg/credentialprovider/keyring.go: Username, Password, Email
+      // only): containerd parses it as a URL and keeps the credentials only when its host is the registry's,
+      // so a bare "host:port" fails the pull ("first path segment in URL cannot contain colon") and a bare
+      // "host" silently pulls without credentials (both seen on containerd 1.6).
+      out.push({ username: username ?? "", password: password ?? "", identityToken: a.identitytoken ?? "", registryToken: a.registrytoken ?? "" });
     }
   }
   return out;
@@ -56,6 +60,23 @@ export function secretStrings(secrets: readonly PullSecret[] | undefined): strin
       }
     }
   return out;
+}
+
+const CREDENTIAL_FIELDS = ["password", "auth", "identitytoken", "registrytoken"] as const;
+
+/** Pull secrets as a response may show them: names, registries and usernames; every credential "[redacted]". */
+export function withoutCredentials(secrets: readonly PullSecret[]): PullSecret[] {
+  return secrets.map((s) => {
+    if (!s.auths) return s;
+    const auths = Object.fromEntries(
+      Object.entries(s.auths).map(([key, a]) => {
+        const shown = { ...a };
+        for (const f of CREDENTIAL_FIELDS) if (shown[f] !== undefined) shown[f] = "[redacted]";
+        return [key, shown];
+      }),
+    );
+    return { ...s, auths };
+  });
 }
 
 export function redact(text: string, secrets: readonly string[]): string {
@@ -81,6 +102,9 @@ export interface EnsuredImage {
   ref: string;
   /** From ImageStatus when it was read (IfNotPresent/Never); undefined after a pull. */
   user: ImageUser | undefined;
+  /** kubelet's Pulled event text (pkg/kubelet/images/image_manager.go): "already present" or "Successfully
+   * pulled ... in <duration>", so a sync's steps show whether the image was pulled. */
+  event: string;
 }
 
 /** EnsureImageExists per imagePullPolicy. One ImageStatus/PullImage per distinct image per sync. */
@@ -98,7 +122,7 @@ export async function ensureImage(ctx: ImageContext, container: Container): Prom
 export async function inspect(ctx: ImageContext, image: string): Promise<EnsuredImage | undefined> {
   try {
     const r = await ctx.cri.imageStatus({ image: { image } });
-    return r.image?.id ? { ref: r.image.id, user: { uid: r.image.uid?.value, username: r.image.username } } : undefined;
+    return r.image?.id ? { ref: r.image.id, user: { uid: r.image.uid?.value, username: r.image.username }, event: `Container image "${image}" already present on machine` } : undefined;
   } catch (e) {
     throw new StepError("ImageInspectError", `Failed to inspect image "${image}": ${errorMessage(e)}`, e);
   }
@@ -117,11 +141,12 @@ async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" 
     throw new StepError("ImagePullBackOff", `Back-off pulling image "${image}"`);
   const creds = pullCredentials(image, ctx.pod.spec.imagePullSecrets);
   let lastErr: unknown;
+  const t0 = performance.now();
   for (const auth of creds.length ? creds : [undefined]) {
     try {
       const r = await ctx.cri.pullImage({ image: { image }, auth, sandboxConfig: ctx.sandboxConfig }, { timeoutMs: ctx.pullTimeoutMs });
       ctx.pullBackOff.delete(backOffKey);
-      return { ref: r.imageRef, user: undefined };
+      return { ref: r.imageRef, user: undefined, event: `Successfully pulled image "${image}" in ${formatGoDuration(performance.now() - t0)}` };
     } catch (e) {
       lastErr = e;
     }

@@ -116,7 +116,7 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   } catch (e) {
     throw new StepError("RunContainerError", errorMessage(e), e);
   }
-  return `started ${id} (restartCount ${restartCount})`;
+  return `${image.event}; started ${id} (restartCount ${restartCount})`;
 }
 
 

@@ -6,49 +6,15 @@ import { z } from "zod";
 import { parseQuantity } from "./quantity.js";
 import { expansionIssues } from "./env-size.js";
 import { isCapabilityName } from "./capabilities.js";
+import { dns1123Label, dns1123Subdomain, labels, validQualifiedKey } from "./names.js";
+import { schedulingFields } from "./scheduling.js";
 
 /** The longest grace period podsync honours (24 h). The API only asks for an int64 >= 0, but a kill waits
  * out the grace inside one request and one CRI deadline; a day covers any real shutdown and keeps every
  * deadline far inside what timers and gRPC can hold. */
 export const MAX_GRACE_PERIOD_SECONDS = 86_400;
 
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const C_IDENTIFIER_ENV = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
-const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-
-const dns1123Label = (what: string) =>
-  z
-    .string()
-    .max(63, `${what} must be no more than 63 characters`)
-    .regex(DNS1123_LABEL, `${what} must be a DNS-1123 label: lower case alphanumerics or '-', starting and ending with an alphanumeric`);
-
-const dns1123Subdomain = (what: string) =>
-  z
-    .string()
-    .max(253, `${what} must be no more than 253 characters`)
-    .regex(DNS1123_SUBDOMAIN, `${what} must be a DNS-1123 subdomain: lower case alphanumerics, '-' or '.', starting and ending with an alphanumeric`);
-
-function validQualifiedKey(key: string): string | undefined {
-  const parts = key.split("/");
-  if (parts.length > 2) return "a qualified name has at most one '/'";
-  const name = parts.length === 2 ? parts[1]! : parts[0]!;
-  if (parts.length === 2 && (parts[0]!.length > 253 || !DNS1123_SUBDOMAIN.test(parts[0]!)))
-    return "the prefix must be a DNS-1123 subdomain";
-  if (name.length === 0 || name.length > 63 || !QUALIFIED_NAME.test(name))
-    return "the name part must be 63 characters or less, alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric";
-  return undefined;
-}
-
-const labels = z.record(z.string(), z.string()).superRefine((rec, ctx) => {
-  for (const [k, v] of Object.entries(rec)) {
-    const bad = validQualifiedKey(k);
-    if (bad) ctx.addIssue({ code: "custom", path: [k], message: `invalid label key: ${bad}` });
-    if (v.length > 63 || !LABEL_VALUE.test(v))
-      ctx.addIssue({ code: "custom", path: [k], message: "invalid label value: 63 characters or less, alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric" });
-  }
-});
 
 const annotations = z.record(z.string(), z.string()).superRefine((rec, ctx) => {
   let size = 0;
@@ -329,7 +295,35 @@ export const PodSpec = z.strictObject({
     .optional(),
   securityContext: PodSecurityContext.optional(),
   imagePullSecrets: z.array(PullSecret).optional(),
+  ...schedulingFields,
+  // Service accounts: only the name, and only without a token (there is no API server to issue one; see
+  // Pod's superRefine). serviceAccount is the deprecated alias, defaulted into serviceAccountName.
+  serviceAccountName: dns1123Subdomain("serviceAccountName").optional(),
+  serviceAccount: dns1123Subdomain("serviceAccount").optional(),
+  automountServiceAccountToken: z.boolean().optional(),
+  /** Inert: service links are env vars for the Services of the pod's namespace, and without an API server
+   * there are none. */
+  enableServiceLinks: z.boolean().optional(),
 });
+
+/** ObjectMeta fields the API server and its controllers set, printed by `kubectl get pod -o yaml`: they record
+ * the object's history in a cluster (versions, owners, timestamps, field managers), say nothing about what
+ * should run, and are dropped after validation. uid is not among them: it names the pod on the node. */
+export const READ_ONLY_METADATA = [
+  "resourceVersion",
+  "creationTimestamp",
+  "managedFields",
+  "ownerReferences",
+  "generation",
+  "selfLink",
+  "generateName",
+  "finalizers",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+] as const;
+function readOnly<K extends string>(keys: readonly K[]) {
+  return Object.fromEntries(keys.map((k) => [k, z.unknown().optional().describe("read-only: accepted and ignored")])) as Record<K, z.ZodOptional<z.ZodUnknown>>;
+}
 
 export const PodMetadata = z.strictObject({
   name: dns1123Subdomain("metadata.name"),
@@ -338,6 +332,7 @@ export const PodMetadata = z.strictObject({
   uid: z.string().min(1, "metadata.uid is required").max(128).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "metadata.uid must be alphanumerics, '-', '_' or '.'"),
   labels: labels.optional(),
   annotations: annotations.optional(),
+  ...readOnly(READ_ONLY_METADATA),
 });
 
 export const Pod = z
@@ -346,6 +341,8 @@ export const Pod = z
     kind: z.literal("Pod").optional(),
     metadata: PodMetadata,
     spec: PodSpec,
+    /** Written by kubelet, not by whoever wants the pod: ignored (a `kubectl get -o yaml` export carries it). */
+    status: z.unknown().optional().describe("read-only: accepted and ignored"),
   })
   .superRefine((pod, ctx) => {
     const seen = new Map<string, string>();
@@ -387,14 +384,41 @@ export const Pod = z
         });
       });
     }
+    serviceAccountRules(pod.spec, ctx);
     if (pod.spec.dnsPolicy === "None" && !pod.spec.dnsConfig?.nameservers?.length)
       ctx.addIssue({ code: "custom", path: ["spec", "dnsConfig", "nameservers"], message: 'dnsPolicy "None" needs at least one nameserver in dnsConfig' });
   })
   .transform((pod) => {
     // API-server defaulting: imagePullPolicy is Always for `:latest` or untagged images, else IfNotPresent.
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) c.imagePullPolicy ??= defaultPullPolicy(c.image);
-    return pod;
+    // The deprecated alias, as the API server's conversion fills it in.
+    if (pod.spec.serviceAccount !== undefined) pod.spec.serviceAccountName ??= pod.spec.serviceAccount;
+    const { status: _status, ...rest } = pod;
+    return { ...rest, metadata: withoutReadOnly(pod.metadata) };
   });
+
+function withoutReadOnly<M extends Record<string, unknown>>(meta: M): Omit<M, (typeof READ_ONLY_METADATA)[number]> {
+  const out: Record<string, unknown> = { ...meta };
+  for (const k of READ_ONLY_METADATA) delete out[k];
+  return out as Omit<M, (typeof READ_ONLY_METADATA)[number]>;
+}
+
+/** The message a pod gets when it would need a service account token. */
+export const NEEDS_API_SERVER_TOKEN = "needs a Kubernetes API server to issue a service account token";
+
+/** A named service account means a token mounted into every container unless automount is off; podsync has no
+ * API server to issue one, so such a pod is refused, naming the field (kubelet would mount the token the
+ * ServiceAccount admission plugin added). Without a name (or with automount off) there is nothing to issue. */
+function serviceAccountRules(spec: z.output<typeof PodSpec>, ctx: z.RefinementCtx): void {
+  if (spec.automountServiceAccountToken === false) return;
+  const field = spec.serviceAccountName !== undefined ? "serviceAccountName" : spec.serviceAccount !== undefined ? "serviceAccount" : undefined;
+  if (field === undefined) return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["spec", field],
+    message: `${field} "${spec[field]}" ${NEEDS_API_SERVER_TOKEN}; set automountServiceAccountToken: false to run the pod without one`,
+  });
+}
 
 /** validateContainers / validateInitContainers probe rules: no probes on init containers (podsync has no
  * restartable init containers); liveness and startup successThreshold must be 1; readiness takes no

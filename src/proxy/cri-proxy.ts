@@ -1,8 +1,9 @@
 // cri-proxy: the node-local piece that exposes a safe, authenticated slice of CRI to the network.
 // containerd's socket has no authentication; this listens on TCP (TLS, optionally mutual, and/or a bearer
 // token), allows only a list of CRI methods, bounds deadlines and concurrency, and forwards the call to
-// the runtime's socket as opaque bytes (no decoding). It speaks gRPC (HTTP/2) and gRPC-Web (HTTP/1.1,
-// binary) so fetch-only callers such as Workers can use it.
+// the runtime's socket as opaque bytes, except RunPodSandbox and CreateContainer, which are held against the
+// node policy first (policy-gate.ts). It speaks gRPC (HTTP/2) and gRPC-Web (HTTP/1.1, binary) so fetch-only
+// callers such as Workers can use it.
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { timingSafeEqual } from "node:crypto";
@@ -12,7 +13,9 @@ import { ENGINE_METHOD_PATHS } from "../cri/client.js";
 import { channelOptionsFor, normaliseEndpoint } from "../cri/channel.js";
 import { GrpcCode, grpcCodeName } from "../cri/errors.js";
 import { decodeFrames, encodeFrame } from "../cri/grpc-web-protocol.js";
+import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { LOGS_PREFIX, serveLogFiles } from "./log-files-endpoint.js";
+import { createPolicyGate } from "./policy-gate.js";
 
 
 export interface ProxyOptions {
@@ -36,6 +39,12 @@ export interface ProxyOptions {
   maxConnections?: number | undefined;
   /** Serve container log files under this directory (the node's pod log dir) at /podsync/v1/logs/. */
   podLogsDir?: string | undefined;
+  /** The node policy held against RunPodSandbox and CreateContainer (default baseline, no hostPath allow-list). */
+  policy?: NodePolicy | undefined;
+  /** PODSYNC_ROOT_DIR, where podsync's emptyDir and termination-message files are (default /var/lib/podsync). */
+  rootDir?: string | undefined;
+  /** Sandboxes must log under this directory (default: `podLogsDir`; unset: not checked). */
+  policyLogsDir?: string | undefined;
   log?: (rec: Record<string, unknown>) => void;
 }
 
@@ -85,6 +94,17 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
   const maxMsg = o.maxMessageBytes ?? 16 * 1024 * 1024;
   const log = o.log ?? ((r) => console.log(JSON.stringify(r)));
   const upstream = new grpc.Client(normaliseEndpoint(o.upstream), grpc.credentials.createInsecure(), channelOptionsFor(maxMsg));
+  const call = (path: string, body: Buffer, deadline: number) =>
+    new Promise<Outcome>((res) => {
+      upstream.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, body, new grpc.Metadata(), { deadline }, (err, value) => {
+        if (err) res({ code: err.code ?? GrpcCode.UNKNOWN, details: err.details || err.message });
+        else res({ code: GrpcCode.OK, details: "", body: value ?? Buffer.alloc(0) });
+      });
+    });
+  const gate = createPolicyGate(
+    { policy: o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] }, rootDir: o.rootDir ?? "/var/lib/podsync", podLogsDir: o.policyLogsDir ?? o.podLogsDir },
+    call,
+  );
   let inFlight = 0;
   let draining = false;
   let drained: (() => void) | undefined;
@@ -93,6 +113,7 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
   async function forward(front: string, path: string, auth: string | undefined, deadlineMs: number | undefined, body: Buffer, peer: string): Promise<Outcome> {
     const t0 = performance.now();
     let out: Outcome;
+    let refused: string[] | undefined;
     if (draining) out = { code: GrpcCode.UNAVAILABLE, details: "cri-proxy is shutting down" };
     else if (!tokenOk(o.token, auth)) out = { code: GrpcCode.UNAUTHENTICATED, details: "missing or wrong bearer token" };
     else if (!allowed.has(path)) out = { code: GrpcCode.UNIMPLEMENTED, details: `unknown or streaming method ${path}` };
@@ -102,18 +123,18 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
       inFlight++;
       try {
         const deadline = Date.now() + Math.min(deadlineMs ?? maxDeadline, maxDeadline);
-        out = await new Promise<Outcome>((res) => {
-          upstream.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, body, new grpc.Metadata(), { deadline }, (err, value) => {
-            if (err) res({ code: err.code ?? GrpcCode.UNKNOWN, details: err.details || err.message });
-            else res({ code: GrpcCode.OK, details: "", body: value ?? Buffer.alloc(0) });
-          });
-        });
+        const admitted = await gate.admit(path, body, deadline);
+        if (admitted.ok) out = await call(path, admitted.body, deadline);
+        else {
+          out = { code: admitted.code, details: admitted.details };
+          refused = admitted.rules;
+        }
       } finally {
         inFlight--;
         if (draining && inFlight === 0) drained?.();
       }
     }
-    log({ time: new Date().toISOString(), front, method: path, peer, code: grpcCodeName(out.code), durationMs: Math.round((performance.now() - t0) * 100) / 100, bytesIn: body.length, bytesOut: out.body?.length ?? 0 });
+    log({ time: new Date().toISOString(), front, method: path, peer, code: grpcCodeName(out.code), durationMs: Math.round((performance.now() - t0) * 100) / 100, bytesIn: body.length, bytesOut: out.body?.length ?? 0, ...(refused ? { policy: refused } : {}) });
     return out;
   }
 

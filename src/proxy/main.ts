@@ -3,12 +3,18 @@
 //             --token-file /etc/podsync/proxy-token [--tls-cert c.pem --tls-key k.pem [--client-ca ca.pem]] [--allow Exec,ListImages]
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { z } from "zod";
+import { nodePolicy, policySettingsShape } from "../auth/policy.js";
+import { commonSettings } from "../settings/common.js";
 import { startProxy, splitHostPort } from "./cri-proxy.js";
 
 const USAGE = `usage: cri-proxy --runtime ENDPOINT [--listen HOST:PORT] [--grpc-web-listen HOST:PORT]
                  [--token-file FILE | $CRI_PROXY_TOKEN] [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
                  [--allow Method,...] [--max-concurrent N] [--max-deadline-ms MS] [--max-message-bytes N]
                  [--max-connections N] [--pod-logs-dir DIR]   (serve container logs under DIR to authenticated gRPC-Web callers)
+                 [--policy privileged|baseline|restricted] [--policy-hostpath-allow DIR,...]   (the node policy; default baseline)
+                 [--root-dir DIR]   (podsync's root dir, default /var/lib/podsync; env PODSYNC_POLICY, PODSYNC_POLICY_HOSTPATH_ALLOW,
+                                     PODSYNC_ROOT_DIR, PODSYNC_POD_LOGS_DIR as on the node)
                  [--insecure-no-auth]   (only for loopback addresses)`;
 
 const isLoopback = (addr: string) => /^(127\.|\[?::1\]?$|localhost$)/.test(splitHostPort(addr)[0]);
@@ -29,6 +35,9 @@ async function main() {
       "max-message-bytes": { type: "string" },
       "max-connections": { type: "string" },
       "pod-logs-dir": { type: "string" },
+      policy: { type: "string" },
+      "policy-hostpath-allow": { type: "string" },
+      "root-dir": { type: "string" },
       "insecure-no-auth": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -54,6 +63,20 @@ async function main() {
     if (!(Number.isSafeInteger(n) && n >= min && n <= max)) fail(`--${flag}: must be an integer from ${min} to ${max} (got ${JSON.stringify(s)})`);
     return n;
   };
+  // The node policy and layout: the same settings, names, defaults and checks as Node and Workers
+  // (src/settings/common.ts); a flag wins over the environment, and a bad value names where it came from.
+  const env = process.env;
+  const from = (flag: string, name: string) => (v[flag as keyof typeof v] !== undefined ? { value: v[flag as keyof typeof v] as string, source: `--${flag}` } : env[name] !== undefined ? { value: env[name]!, source: name } : undefined);
+  const sources = { PODSYNC_POLICY: from("policy", "PODSYNC_POLICY"), PODSYNC_POLICY_HOSTPATH_ALLOW: from("policy-hostpath-allow", "PODSYNC_POLICY_HOSTPATH_ALLOW"), PODSYNC_ROOT_DIR: from("root-dir", "PODSYNC_ROOT_DIR"), PODSYNC_POD_LOGS_DIR: from("pod-logs-dir", "PODSYNC_POD_LOGS_DIR") };
+  const parsed = z.object({ ...policySettingsShape, PODSYNC_ROOT_DIR: commonSettings.PODSYNC_ROOT_DIR, PODSYNC_POD_LOGS_DIR: commonSettings.PODSYNC_POD_LOGS_DIR }).safeParse(
+    Object.fromEntries(Object.entries(sources).flatMap(([k, s]) => (s ? [[k, s.value]] : []))),
+  );
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    const key = String(i.path[0]) as keyof typeof sources;
+    fail(`${sources[key]?.source ?? key}: ${i.message} (got ${JSON.stringify(sources[key]?.value)})`);
+  }
+  const settings = parsed.data!;
   const p = await startProxy({
     upstream: v.runtime!,
     grpcListen: v.listen,
@@ -66,8 +89,12 @@ async function main() {
     maxMessageBytes: num("max-message-bytes", 1024, 256 * 1024 * 1024),
     maxConnections: num("max-connections", 1, 100_000),
     podLogsDir: v["pod-logs-dir"],
+    policy: nodePolicy(settings),
+    rootDir: settings.PODSYNC_ROOT_DIR,
+    // Sandboxes log under the node's pod logs dir, whether or not this proxy serves those logs.
+    policyLogsDir: settings.PODSYNC_POD_LOGS_DIR,
   });
-  console.error(`cri-proxy: forwarding to ${v.runtime}` + (p.grpcPort ? `; gRPC on ${v.listen!.replace(/:\d+$/, `:${p.grpcPort}`)}` : "") + (p.grpcWebPort ? `; gRPC-Web on ${v["grpc-web-listen"]!.replace(/:\d+$/, `:${p.grpcWebPort}`)}` : "") + (tls ? (tls.clientCa ? " (mutual TLS)" : " (TLS)") : "") + (token ? " (bearer token)" : ""));
+  console.error(`cri-proxy: forwarding to ${v.runtime}` + (p.grpcPort ? `; gRPC on ${v.listen!.replace(/:\d+$/, `:${p.grpcPort}`)}` : "") + (p.grpcWebPort ? `; gRPC-Web on ${v["grpc-web-listen"]!.replace(/:\d+$/, `:${p.grpcWebPort}`)}` : "") + (tls ? (tls.clientCa ? " (mutual TLS)" : " (TLS)") : "") + (token ? " (bearer token)" : "") + `; node policy ${settings.PODSYNC_POLICY}` + (settings.PODSYNC_POLICY_HOSTPATH_ALLOW.length ? ` (hostPath allowed under ${settings.PODSYNC_POLICY_HOSTPATH_ALLOW.join(", ")})` : ""));
   const stop = () => {
     console.error("cri-proxy: draining in-flight calls");
     void p.shutdown().then(() => process.exit(0));

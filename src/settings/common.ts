@@ -6,6 +6,7 @@ import { DEFAULT_ALGORITHMS } from "../auth/verify.js";
 import type { NodeConfig } from "../kuberuntime/node-config.js";
 import { policySettingsShape } from "../auth/policy.js";
 import { unsafeSysctlPatternError } from "../kuberuntime/node-admission.js";
+import { nodeAdmissionSettingsShape } from "./node-info.js";
 
 export const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
 export const int = (min: number, max: number) => z.coerce.number().int(`must be an integer`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
@@ -16,6 +17,7 @@ export const ALGORITHMS = ["EdDSA", "Ed25519", "ES256", "ES384", "RS256", "PS256
 
 export const commonSettings = {
   ...policySettingsShape,
+  ...nodeAdmissionSettingsShape,
   PODSYNC_JWKS: z.string().optional(),
   PODSYNC_JWKS_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
   PODSYNC_ISSUERS: list.optional(),
