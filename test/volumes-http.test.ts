@@ -62,6 +62,21 @@ describe("/v1/node/volumes", () => {
     expect((await h.fetch("/v1/node/volumes/Bad_Name", { method: "DELETE", headers: await bearer({ act: "delete", volume: "Bad_Name" }) })).status).toBe(400);
   });
 
+  it("a claim a desired pod names is in use even with no container", async () => {
+    const { MemoryDesiredState } = await import("../src/kuberuntime/desired-state.js");
+    const { validatePod } = await import("../src/pod/validate.js");
+    const desired = new MemoryDesiredState();
+    await desired.put({ pod: validatePod(podWith("vol-pod-desired", { volumes: [{ name: "d", persistentVolumeClaim: { claimName: "kept" } }] })), audit: { iss: ISSUER, iat: 0 }, storedAt: 0 });
+    const hd = await Harness.start(cri, { desired }, {}, { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } });
+    try {
+      await nodeVolumeHost.ensureDir(join(root, "volumes/pvc/kept"), 0o777);
+      const r = await hd.fetch("/v1/node/volumes/kept", { method: "DELETE", headers: { authorization: `Bearer ${await hd.sign({ act: "delete", volume: "kept" })}` } });
+      expect(r.body).toMatchObject({ status: 409, usedBy: [{ uid: "vol-pod-desired" }] });
+    } finally {
+      await hd.close();
+    }
+  });
+
   it("the CLI: podsync volumes lists, podsync volumes rm refuses a used claim (exit 1) and removes an unused one", async () => {
     const pod = podWith("vol-pod-cli", { volumes: [{ name: "d", persistentVolumeClaim: { claimName: "cli-data" } }] });
     expect((await h.post("/v1/pods/sync", pod)).status).toBe(200);

@@ -85,8 +85,6 @@ export interface AppOptions {
   specs?: PodSpecs;
   /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
   probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
-  /** The pods that should run (the desired state): their persistentVolumeClaims count as in use. */
-  desiredPods?: () => Promise<readonly Pod[]>;
 }
 
 type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
@@ -257,7 +255,8 @@ export function createApp(o: AppOptions) {
   registerVolumes(app, { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume }, {
     runtime: rt,
     verifier: o.verifier,
-    ...(o.desiredPods ? { desired: o.desiredPods } : {}),
+    // A desired pod's claims are in use even while it has no container.
+    ...(o.desired ? { desired: async () => (await o.desired!.list()).map((e) => e.pod) } : {}),
     note: (c, f) => {
       if (f.jti) c.set("jti", f.jti);
       if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
