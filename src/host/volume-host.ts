@@ -60,8 +60,8 @@ export const nodeVolumeHost: VolumeHost = {
   },
 
   async ensureDir(path, mode) {
-    await mkdir(path, { recursive: true, mode });
-    await chmod(path, mode);
+    // Only a directory made now gets the mode: what a pod did to its volume since is left as it is.
+    if ((await mkdir(path, { recursive: true, mode })) !== undefined) await chmod(path, mode);
   },
 
   async mountTmpfs(path, sizeBytes) {

@@ -18,7 +18,7 @@ export type HostPathType = Extract<Volume, { hostPath: unknown }>["hostPath"]["t
 export interface VolumeHost {
   /** kubelet's checkType: throws HostPathTypeError with kubelet's words; creates for the *OrCreate types. */
   checkHostPath(path: string, type: HostPathType): Promise<void>;
-  /** mkdir -p, the leaf with `mode` whatever the umask. */
+  /** mkdir -p; a leaf made now gets `mode` whatever the umask (an existing one is left as it is). */
   ensureDir(path: string, mode: number): Promise<void>;
   /** Mount a tmpfs of `sizeBytes` at `path` (an existing directory) unless a tmpfs is mounted there already. */
   mountTmpfs(path: string, sizeBytes: number): Promise<void>;
