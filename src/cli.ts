@@ -1,7 +1,9 @@
-// podsync CLI: keygen | sign | sync | plan | get | status | delete.
+// podsync CLI: keygen | sign | sync | plan | apply | pods | get | status | delete | logs | exec.
 //   podsync keygen [--out DIR] [--alg EdDSA|ES256] [--iss NAME]
 //   podsync sign POD.yaml --key KEY.json --aud NODE [--act sync|plan] [--ttl 60]
 //   podsync sync POD.yaml [--url URL] [--key KEY.json] [--aud NODE] [--plan] [--json]
+//   podsync apply NODE.yaml --generation N [--detached] [--json]   (the node's whole desired set)
+//   podsync pods [-o json|yaml]       (the desired pods and the orphans, as kubectl get pods -A prints them)
 //   podsync get UID [-o json|yaml]    (kubectl's NAME READY STATUS RESTARTS AGE)
 //   podsync status UID | delete UID  [--url URL] [--key KEY.json] [--aud NODE] [--json]
 //   podsync logs UID [-c NAME] [-f] [--tail N] [--previous] [--timestamps] [--since 10m]
@@ -22,6 +24,12 @@ const USAGE = `usage:
                                                                      print a compact JWS carrying the pod
   podsync sync POD.(yaml|json) [--url URL] [--key KEY.json] [--aud NODE] [--plan] [--json]
                                                                      sign and POST to /v1/pods/sync (or /plan)
+  podsync apply NODE.(yaml|json) --generation N [--detached] [--json] [--url URL] [--key KEY.json] [--aud NODE]
+                                                                     make the file's pods (YAML documents, or a v1.List) the
+                                                                     node's whole desired set: PUT /v1/node/pods; pods the
+                                                                     node held that the file leaves out are deleted
+  podsync pods [-o json|yaml] [--url URL] [--key KEY.json] [--aud NODE]
+                                                                     the node's desired pods and orphans, like kubectl get pods -A
   podsync get UID [-o json|yaml] [--url URL] [--key KEY.json] [--aud NODE]
                                                                      the pod as kubectl get pods shows it, or the v1.Pod
   podsync status UID | podsync delete UID [--url URL] [--key KEY.json] [--aud NODE] [--json]
@@ -58,6 +66,26 @@ async function readPod(path: string): Promise<unknown> {
   } catch (e) {
     return fail(`${path}: ${(e as Error).message}`);
   }
+}
+
+/** The pods of a node file: YAML documents (empty ones skipped) or one v1.List; JSON: a v1.List or one pod. */
+async function readPods(path: string, text: string, json: boolean): Promise<unknown[]> {
+  let docs: unknown[];
+  try {
+    docs = json ? [JSON.parse(text)] : (await import("yaml")).parseAllDocuments(text).map((d) => {
+      if (d.errors[0]) throw d.errors[0];
+      return d.toJS();
+    });
+  } catch (e) {
+    return fail(`${path}: ${(e as Error).message}`);
+  }
+  docs = docs.filter((d) => d !== null && d !== undefined);
+  const first = docs[0] as { kind?: unknown; items?: unknown } | undefined;
+  if (docs.length === 1 && first?.kind === "List") {
+    if (!Array.isArray(first.items)) fail(`${path}: a v1.List needs "items"`);
+    return first.items as unknown[];
+  }
+  return docs;
 }
 
 async function signToken(key: JWK & { iss?: string }, claims: Record<string, unknown>, aud: string, ttlSeconds: number, iss: string | undefined): Promise<string> {
@@ -142,6 +170,8 @@ async function main(argv: string[]) {
       timestamps: { type: "boolean" },
       since: { type: "string" },
       timeout: { type: "string" },
+      generation: { type: "string" },
+      detached: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -188,6 +218,62 @@ async function main(argv: string[]) {
       if (o["json"]) console.log(JSON.stringify(body, null, 2));
       else printResult(r.status, body);
       process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
+      return;
+    }
+    case "apply": {
+      if (!arg) fail("apply needs a file of pods (YAML documents, or a JSON v1.List)");
+      const generation = Number(o["generation"]);
+      if (o["generation"] === undefined || !Number.isSafeInteger(generation) || generation < 1) fail("apply needs --generation N, a whole number above the node's current generation (podsync pods shows it)");
+      const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
+      const bytes = arg === "-" ? readFileSync(0) : readFileSync(arg);
+      const json = arg.endsWith(".json");
+      let r: Response;
+      if (o["detached"]) {
+        // The file's bytes go as they are; the token signs their digest.
+        const digest = Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("base64url");
+        const token = await signToken(loadKey(keyPath), { act: "apply", generation, body_sha256: digest }, aud, ttl, iss);
+        r = await fetch(`${url}/v1/node/pods`, { method: "PUT", headers: { "content-type": json ? "application/json" : "application/yaml", "podsync-signature": token }, body: bytes });
+      } else {
+        const token = await signToken(loadKey(keyPath), { act: "apply", generation, pods: await readPods(arg, bytes.toString("utf8"), json) }, aud, ttl, iss);
+        r = await fetch(`${url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: token });
+      }
+      const body = (await r.json()) as Record<string, unknown>;
+      if (o["json"]) console.log(JSON.stringify(body, null, 2));
+      else if (!Array.isArray(body["pods"])) printResult(r.status, body);
+      else {
+        console.log(`generation ${body["generation"]}: ${body["ok"] ? "ok" : "NOT OK"} [HTTP ${r.status}]`);
+        for (const p of body["pods"] as Record<string, unknown>[]) {
+          printResult(r.status, p);
+          if (p["error"]) printResult(Number((p["error"] as { status?: number }).status), p["error"] as Record<string, unknown>);
+        }
+        for (const p of body["removed"] as { ok: boolean; pod: { namespace: string; name: string; uid: string }; steps: Step[]; error?: Record<string, unknown> }[]) {
+          console.log(`removed ${p.pod.namespace}/${p.pod.name} (${p.pod.uid}): ${p.ok ? "ok" : "NOT OK"}`);
+          printResult(r.status, { steps: p.steps });
+          if (p.error) printResult(Number(p.error["status"]), p.error);
+        }
+      }
+      process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
+      return;
+    }
+    case "pods": {
+      const out = o["output"] as string | undefined;
+      if (out !== undefined && out !== "json" && out !== "yaml" && out !== "wide") fail("-o must be json or yaml");
+      const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
+      const token = await signToken(loadKey(keyPath), { act: "status" }, aud, ttl, iss);
+      const r = await fetch(`${url}/v1/pods`, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await r.json()) as { items: V1Pod[]; orphans: V1Pod[]; metadata: { resourceVersion: string } } & Record<string, unknown>;
+      if (!r.ok) {
+        printResult(r.status, body);
+        process.exitCode = 1;
+      } else if (out === "json") console.log(JSON.stringify(body, null, 2));
+      else if (out === "yaml") process.stdout.write((await import("yaml")).stringify(body));
+      else {
+        const { podTable } = await import("./kubectl-print.js");
+        const now = Date.now();
+        console.log(body.items.length ? podTable(body.items, now, { namespace: true }) : "No desired pods.");
+        console.log(`\ngeneration ${body.metadata.resourceVersion}`);
+        if (body.orphans.length) console.log(`\norphans (made by podsync, not in this node's desired state; only DELETE removes them):\n${podTable(body.orphans, now, { namespace: true })}`);
+      }
       return;
     }
     case "get": {

@@ -86,10 +86,12 @@ export function podRow(pod: V1Pod, now: number): PodRow {
   };
 }
 
-/** kubectl's column layout: upper-case headers, columns padded to the widest cell plus three spaces. */
-export function podTable(pods: readonly V1Pod[], now: number): string {
+/** kubectl's column layout: upper-case headers, columns padded to the widest cell plus three spaces; with
+ * `namespace`, kubectl get pods -A's NAMESPACE column first. */
+export function podTable(pods: readonly V1Pod[], now: number, o: { namespace?: boolean } = {}): string {
   const rows = pods.map((p) => podRow(p, now));
-  const cells = [["NAME", "READY", "STATUS", "RESTARTS", "AGE"], ...rows.map((r) => [r.name, r.ready, r.status, r.restarts, r.age])];
+  const ns = (cells: string[], namespace: string) => (o.namespace ? [namespace, ...cells] : cells);
+  const cells = [ns(["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "NAMESPACE"), ...rows.map((r, i) => ns([r.name, r.ready, r.status, r.restarts, r.age], pods[i]!.metadata.namespace))];
   const widths = cells[0]!.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
   return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 3))).join("").trimEnd()).join("\n");
 }

@@ -10,6 +10,7 @@ import { createApp } from "./http/app.js";
 import { connectGrpc } from "./cri/grpc-transport.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { FileReplayStore } from "./state/used-jtis.js";
+import { FileDesiredState } from "./state/desired-pods.js";
 import type { StateUnavailableError } from "./state/state-unavailable.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
@@ -92,7 +93,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // that cannot be used is not fatal: signed requests get 503 state-unavailable until it can.
   const stateDir = s.PODSYNC_STATE_DIR ?? (keys.dev ? join(resolve(s.PODSYNC_DEV_DIR), "state") : DEFAULT_STATE_DIR);
   const replay = new FileReplayStore(join(stateDir, "jti"));
-  const stateError = await replay.open().then(() => undefined, (e: StateUnavailableError) => e);
+  // The desired pods (pods/, generation.json) beside the used jtis: the node agent's store.
+  const skipped: string[] = [];
+  const desired = new FileDesiredState(stateDir, { onSkip: (file, why) => skipped.push(`${file}: ${why}`) });
+  const stateError = await replay.open().then(() => desired.open()).then(() => undefined, (e: StateUnavailableError) => e);
   const verifier = createVerifier({
     keys: keys.keys,
     issuers: keys.issuers,
@@ -119,6 +123,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const app = createApp({
     runtime,
     prober,
+    desired,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     policy: nodePolicy(s),
@@ -145,7 +150,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     const sock = s.PODSYNC_CRI_ENDPOINT.startsWith("unix://") ? s.PODSYNC_CRI_ENDPOINT.slice(7) : s.PODSYNC_CRI_ENDPOINT.startsWith("/") ? s.PODSYNC_CRI_ENDPOINT : "";
     if (sock && !existsSync(sock))
       lines.push(`  warning: ${sock} does not exist yet; /readyz will say 503 until the runtime runs (or set PODSYNC_CRI_ENDPOINT)`);
-    lines.push(`  state:   ${stateDir} (used token ids${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+    lines.push(`  state:   ${stateDir} (desired pods in pods/, used token ids in jti/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+    for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);
     if (keys.dev)
       lines.push(

@@ -24,14 +24,18 @@ import { checkCommon, commonSettings, formatIssues, nodeConfigFrom } from "./set
 import { nodePolicy } from "./auth/policy.js";
 import { NodeOverrides, nodeInfoFrom, withNodeOverrides } from "./settings/node-info.js";
 import { proxyLogFiles } from "./host/proxy-log-files.js";
+import { checkPut, checkReplace, StaleGenerationError, type DesiredPod, type DesiredState } from "./kuberuntime/desired-state.js";
+import { StateUnavailableError } from "./state/state-unavailable.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
 // into a project that also type-checks against Node's and the DOM's).
 interface DOStorage {
   get<T>(key: string): Promise<T | undefined>;
   put(key: string, value: unknown): Promise<void>;
-  delete(key: string | string[]): Promise<boolean | number>;
-  list<T>(options?: { limit?: number }): Promise<Map<string, T>>;
+  put(entries: Record<string, unknown>): Promise<void>;
+  delete(key: string): Promise<boolean>;
+  delete(keys: string[]): Promise<number>;
+  list<T>(options?: { limit?: number; prefix?: string }): Promise<Map<string, T>>;
   getAlarm(): Promise<number | null>;
   setAlarm(at: number): Promise<void>;
 }
@@ -48,6 +52,7 @@ export interface Env extends Partial<Record<`PODSYNC_${string}`, string>> {
   PODSYNC_ISSUERS: string;
   REPLAY: DONamespace;
   POD_LOCK: DONamespace;
+  DESIRED: DONamespace;
 }
 
 // Each node may carry its own admission values (labels, taints, cpu, memoryBytes, maxPods, arch), over the shared
@@ -82,6 +87,32 @@ class DurableReplayStore implements ReplayStore {
     if (!r.ok) throw new Error(`replay store answered ${r.status}`);
     return ((await r.json()) as { fresh: boolean }).fresh;
   }
+}
+
+/** The node's desired state, kept by its Durable Object (NodeDesiredState): every isolate serving the node
+ * sees one store, and the generation and iat checks run inside the object, atomic with the write. */
+class DurableDesiredState implements DesiredState {
+  constructor(private readonly ns: DONamespace, private readonly node: string) {}
+  private async call<T>(op: string, arg: unknown = null): Promise<T> {
+    let r: Response;
+    try {
+      r = await this.ns.get(this.ns.idFromName(this.node)).fetch(`https://desired/${op}`, { method: "POST", body: JSON.stringify(arg) });
+    } catch (e) {
+      throw new StateUnavailableError("the desired state (the node's Durable Object)", e);
+    }
+    if (r.status === 409) {
+      const j = (await r.json()) as { message: string; current?: number };
+      throw new StaleGenerationError(j.message, j.current);
+    }
+    if (!r.ok) throw new StateUnavailableError("the desired state (the node's Durable Object)", new Error(`it answered ${r.status}`));
+    return (await r.json()) as T;
+  }
+  list = () => this.call<DesiredPod[]>("list");
+  get = async (uid: string) => (await this.call<DesiredPod | null>("get", { uid })) ?? undefined;
+  put = (entry: DesiredPod) => this.call<void>("put", entry);
+  remove = (uid: string) => this.call<boolean>("remove", { uid });
+  generation = () => this.call<number>("generation");
+  replace = (generation: number, entries: DesiredPod[]) => this.call<{ removed: string[] }>("replace", { generation, entries });
 }
 
 /** The holder's side of a lease: aborts once the lease may have expired. A renewal sent at time t that the
@@ -185,6 +216,7 @@ function build(env: Env): Hono {
         replay: new DurableReplayStore(env.REPLAY, name),
       }),
       nodeName: name,
+      desired: new DurableDesiredState(env.DESIRED, name),
       policy: nodePolicy(s),
       // A Worker cannot see the node's machine: arch, cpu and memory are checked only when the owner sets them.
       nodeInfo: nodeInfoFrom(withNodeOverrides(s, cfg), name, {}),
@@ -233,6 +265,56 @@ export class ReplayGuard {
     for (let i = 0; i < dead.length; i += 128) await this.state.storage.delete(dead.slice(i, i + 128));
     const next = Math.min(...[...all.values()].filter((u) => u > now));
     if (Number.isFinite(next)) await this.state.storage.setAlarm(next);
+  }
+}
+
+/** Durable Object: one per node, its desired state in the object's SQLite storage (`pod:<uid>` → the desired
+ * pod with its audit record, `generation` → the node-wide set's generation). Requests to one object run one at
+ * a time, and each change is its reads, then its writes issued together with no await between them, which
+ * the runtime commits as one atomic write: a set and its generation are never half stored. */
+export class NodeDesiredState {
+  constructor(private readonly state: DOState) {}
+  async fetch(req: Request): Promise<Response> {
+    const s = this.state.storage;
+    const op = new URL(req.url).pathname.slice(1);
+    const arg = (await req.json()) as Record<string, unknown> | null;
+    const key = (uid: unknown) => `pod:${String(uid)}`;
+    try {
+      switch (op) {
+        case "list":
+          return Response.json([...(await s.list<DesiredPod>({ prefix: "pod:" })).values()]);
+        case "get":
+          return Response.json((await s.get<DesiredPod>(key(arg!["uid"]))) ?? null);
+        case "generation":
+          return Response.json((await s.get<number>("generation")) ?? 0);
+        case "put": {
+          const entry = arg as unknown as DesiredPod;
+          checkPut(await s.get<DesiredPod>(key(entry.pod.metadata.uid)), entry);
+          await s.put(key(entry.pod.metadata.uid), entry);
+          return Response.json(null);
+        }
+        case "remove":
+          return Response.json(await s.delete(key(arg!["uid"])));
+        case "replace": {
+          const { generation, entries } = arg as { generation: number; entries: DesiredPod[] };
+          checkReplace((await s.get<number>("generation")) ?? 0, generation);
+          const keep = new Set(entries.map((e) => key(e.pod.metadata.uid)));
+          const dropped = [...(await s.list<DesiredPod>({ prefix: "pod:" })).keys()].filter((k) => !keep.has(k));
+          // All writes issued before any is awaited: one atomic commit (multi-key calls take 128 keys each).
+          const writes: Promise<unknown>[] = [];
+          for (let i = 0; i < dropped.length; i += 128) writes.push(s.delete(dropped.slice(i, i + 128)));
+          for (let i = 0; i < entries.length; i += 127) writes.push(s.put(Object.fromEntries(entries.slice(i, i + 127).map((e) => [key(e.pod.metadata.uid), e]))));
+          writes.push(s.put("generation", generation));
+          await Promise.all(writes);
+          return Response.json({ removed: dropped.map((k) => k.slice(4)) });
+        }
+        default:
+          return Response.json({ message: `no operation ${op}` }, { status: 404 });
+      }
+    } catch (e) {
+      if (e instanceof StaleGenerationError) return Response.json({ message: e.message, current: e.current }, { status: 409 });
+      throw e;
+    }
   }
 }
 

@@ -170,6 +170,38 @@ describe("the Worker in workerd, through cri-proxy over gRPC-Web", () => {
   });
 });
 
+describe("the node's desired state in its Durable Object", () => {
+  const pod = (name: string) => ({ metadata: { name, namespace: "wds", uid: uid(name) }, spec: podInput("x").spec });
+  const call = async (method: string, path: string, init: { token: string; type?: string; bearer?: boolean }) => {
+    const headers: Record<string, string> = init.bearer ? { authorization: `Bearer ${init.token}` } : { "content-type": init.type ?? "application/jose" };
+    const r = await fetch(new URL(`/nodes/fake-node${path}`, base), { method, headers, ...(init.bearer ? {} : { body: init.token }) });
+    return { status: r.status, body: (await r.json()) as any };
+  };
+  const put = async (pods: unknown[], generation: number) => call("PUT", "/v1/node/pods", { token: await signer.sign({ act: "apply", generation, pods }, { aud: "fake-node" }) });
+  const list = async () => (await call("GET", "/v1/pods", { bearer: true, token: await signer.sign({ act: "status" }, { aud: "fake-node" }) })).body;
+
+  it("PUT a set, then a smaller one; stale generations and older iats refused; GET lists; DELETE forgets", async () => {
+    const [a, b] = [pod("wda"), pod("wdb")];
+    const r1 = await put([a, b], 1);
+    expect(r1.status, JSON.stringify(r1.body)).toBe(200);
+    expect(r1.body.pods.map((p: any) => p.steps.map((s: any) => s.action))).toEqual([["CreatePodSandbox", "StartContainer"], ["CreatePodSandbox", "StartContainer"]]);
+    const l1 = await list();
+    expect(l1).toMatchObject({ kind: "PodList", metadata: { resourceVersion: "1" } });
+    expect(l1.items.map((p: any) => [p.metadata.name, p.status.phase])).toEqual([["wda", "Running"], ["wdb", "Running"]]);
+
+    expect((await put([], 1)).body).toMatchObject({ status: 409, type: "urn:podsync:problem:stale-generation", current: 1 });
+    const r2 = await put([a], 2);
+    expect(r2.body.pods[0].steps).toEqual([]);
+    expect(r2.body.removed).toMatchObject([{ ok: true, deleted: true, pod: { name: "wdb" } }]);
+
+    const older = await call("POST", "/v1/pods/sync", { token: await signer.sign({ act: "sync", pod: a }, { aud: "fake-node", iat: -10 }) });
+    expect(older.body).toMatchObject({ status: 409, type: "urn:podsync:problem:stale-generation" });
+    const del = await call("DELETE", `/v1/pods/${a.metadata.uid}`, { bearer: true, token: await signer.sign({ act: "delete", uid: a.metadata.uid }, { aud: "fake-node" }) });
+    expect(del.body).toMatchObject({ ok: true, deleted: true, desired: true });
+    expect(await list()).toMatchObject({ metadata: { resourceVersion: "2" }, items: [] });
+  });
+});
+
 /** Bounded polling (no timed assertion). */
 async function eventually<T>(what: string, fn: () => T | undefined, ms = 20_000): Promise<T> {
   for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 25))) {

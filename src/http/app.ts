@@ -5,8 +5,8 @@ import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { admit, admitOnNode } from "./admission.js";
+import { serialQueue } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
-import type { DesiredState } from "../kuberuntime/desired-state.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";
 import { checkGraceClaim, readBearer, readSignedPod } from "./signed-request.js";
@@ -20,30 +20,8 @@ import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
-
-/** The specs of the pods this node was given, for GET /v1/pods/{uid} (the node agent's desired-state store
- * implements this; by default the specs of the pods synced through this process, in memory). */
-export interface PodSpecs {
-  get(uid: string): Pod | undefined;
-  set(pod: Pod): void;
-  delete(uid: string): void;
-}
-
-export class MemoryPodSpecs implements PodSpecs {
-  private readonly m = new Map<string, Pod>();
-  constructor(private readonly max = 10_000) {}
-  get(uid: string) {
-    return this.m.get(uid);
-  }
-  set(pod: Pod) {
-    this.m.delete(pod.metadata.uid);
-    if (this.m.size >= this.max) this.m.delete(this.m.keys().next().value!);
-    this.m.set(pod.metadata.uid, pod);
-  }
-  delete(uid: string) {
-    this.m.delete(uid);
-  }
-}
+import { MemoryDesiredState, StaleGenerationError, type DesiredState } from "../kuberuntime/desired-state.js";
+import { desiredEntry, registerNodePods } from "./node-pods.js";
 
 export interface RequestLog {
   time: string;
@@ -70,8 +48,6 @@ export interface AppOptions {
   /** The node as kubelet's admission sees it (labels, taints, allocatable); default: kubelet's default labels
    * for `nodeName`, no taints, resources unchecked. */
   nodeInfo?: NodeInfo;
-  /** The node's desired pods: admission counts their requests and host ports (none when absent). */
-  desired?: DesiredState;
   maxBodyBytes?: number;
   /** exec is off unless the node owner turns it on. */
   allowExec?: boolean;
@@ -82,7 +58,12 @@ export interface AppOptions {
   now?: () => number;
   /** Runs the pods' probes; synced pods are handed to it and its results go into every sync and status. */
   prober?: Prober;
-  specs?: PodSpecs;
+  /** The node's desired state: every accepted sync is stored here before it acts, DELETE removes, PUT
+   * /v1/node/pods replaces; GET reads specs from it; admission counts their requests and host ports. In
+   * memory when not given. */
+  desired?: DesiredState;
+  /** Pods a PUT /v1/node/pods syncs (or deletes) at once (default 8). */
+  applyConcurrency?: number;
   /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
   probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
 }
@@ -99,12 +80,13 @@ export function createApp(o: AppOptions) {
   const rt = o.runtime;
   const policy = o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] };
   const nodeInfo: NodeInfo = o.nodeInfo ?? { name: o.nodeName, labels: { "kubernetes.io/hostname": o.nodeName, "kubernetes.io/os": "linux" }, taints: [], allocatable: {} };
-  const specs = o.specs ?? new MemoryPodSpecs();
+  const desired = o.desired ?? new MemoryDesiredState();
+  const admitting = serialQueue();
   const prober = o.prober;
   const handlers = o.probeHandlers ?? { allowed: ALL_PROBE_HANDLERS, why: "" };
   /** A probe this deployment cannot run is refused like any invalid field, before any runtime call. */
-  const checkProbes = (pod: Pod) => {
-    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why);
+  const checkProbes = (pod: Pod, prefix = "") => {
+    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why).map((e) => ({ ...e, path: prefix + e.path }));
     if (errors.length) throw new InvalidPodError(errors);
   };
 
@@ -163,7 +145,7 @@ export function createApp(o: AppOptions) {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "plan", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
-    await admitOnNode(pod, nodeInfo, o.desired);
+    await admitOnNode(pod, nodeInfo, desired);
     checkProbes(pod);
     const r = await rt.plan(pod, prober?.results(pod.metadata.uid));
     c.set("criCalls", r.criCalls);
@@ -174,15 +156,29 @@ export function createApp(o: AppOptions) {
     const { pod, token } = await readSignedPod(c.req.raw, o.verifier, "sync", maxBody);
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
-    await admitOnNode(pod, nodeInfo, o.desired);
     checkProbes(pod);
     const uid = pod.metadata.uid;
+    // Admitted against the other desired pods and stored as one step on the node (kubelet admits one pod at a
+    // time), before anything acts: the loop keeps it running from here on. An older token than the one that
+    // last changed the pod is refused here (409 stale-generation), a store that cannot be written with 503.
+    await admitting(async () => {
+      await admitOnNode(pod, nodeInfo, desired);
+      await desired.put(desiredEntry(pod, token, now()));
+    });
     // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
     prober?.upsert(pod);
     const r = await rt.sync(pod, prober?.results(uid));
-    specs.set(pod);
-    prober?.observe(uid, r.after);
     c.set("criCalls", r.criCalls);
+    // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
+    // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the
+    // store). So a pod that has left the desired state is deleted again, and the request is told why.
+    if (!(await desired.get(uid))) {
+      prober?.remove(uid);
+      const d = await rt.delete(uid);
+      c.set("criCalls", r.criCalls + d.criCalls);
+      throw new StaleGenerationError(`pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`);
+    }
+    prober?.observe(uid, r.after);
     // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
     // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
     return c.json({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after) }, r.ok ? 200 : 207);
@@ -208,7 +204,7 @@ export function createApp(o: AppOptions) {
     const uid = pathUid(c.req.param("uid"));
     const token = await readBearer(c.req.raw, o.verifier, "status", uid, false);
     note(c, uid, token.payload.jti);
-    const spec = specs.get(uid) ?? prober?.spec(uid);
+    const spec = (await desired.get(uid))?.pod ?? prober?.spec(uid);
     const r = await rt.apiStatus(uid, spec, prober?.results(uid));
     if (!r) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container for pod uid ${uid}`);
     c.set("criCalls", r.criCalls);
@@ -220,16 +216,44 @@ export function createApp(o: AppOptions) {
     const uid = pathUid(c.req.param("uid"));
     const token = await readBearer(c.req.raw, o.verifier, "delete", uid, true, checkGraceClaim);
     note(c, uid, token.payload.jti);
+    // Out of the desired state first: once the pod is asked gone, nothing (the loop, a PUT) brings it back, and
+    // a store that cannot be written refuses (503) before anything acts. A token issued before the one that
+    // last changed the pod is a rollback (409 stale-generation). A pod only the runtime knows (an orphan) is
+    // deleted all the same, and one only the store knew is just forgotten.
+    const stored = await desired.get(uid);
+    const iat = Number(token.payload.iat);
+    if (stored && iat < stored.audit.iat)
+      throw new StaleGenerationError(`pod ${uid} was last changed by a token issued at ${stored.audit.iat}; this delete token was issued at ${iat} (older): refused, nothing changed`, stored.audit.iat);
+    if (stored) await desired.remove(uid);
+    prober?.remove(uid);
     const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined);
-    if (r.ok) {
-      prober?.remove(uid);
-      specs.delete(uid);
-    }
     c.set("criCalls", r.criCalls);
-    // Nothing podsync made is there under this uid (another manager's objects do not count).
-    if (!r.deleted) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container of podsync's for pod uid ${uid}`);
+    // Nothing podsync made is there under this uid (another manager's objects do not count), and the desired
+    // state did not hold it either.
+    if (!r.deleted && !stored) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
     const { criCalls: _, ...body } = r;
-    return c.json(body, r.ok ? 200 : 207);
+    const m = stored?.pod.metadata;
+    if (m && !r.deleted) body.pod = { namespace: m.namespace, name: m.name, uid };
+    return c.json({ ...body, desired: stored !== undefined }, r.ok ? 200 : 207);
+  });
+
+  registerNodePods(app, { nodePods: ROUTES.nodePods, pods: ROUTES.pods }, {
+    runtime: rt,
+    verifier: o.verifier,
+    desired,
+    policy,
+    nodeInfo,
+    admitting,
+    prober,
+    maxBodyBytes: maxBody,
+    now,
+    concurrency: o.applyConcurrency ?? 8,
+    checkProbes: (pod) => checkProbes(pod),
+    note: (c, f) => {
+      const ctx = c as unknown as Context<Env>;
+      if (f.jti) ctx.set("jti", f.jti);
+      if (f.criCalls !== undefined) ctx.set("criCalls", f.criCalls);
+    },
   });
 
   registerLogsAndExec(app, { logs: ROUTES.logs, exec: ROUTES.exec }, {

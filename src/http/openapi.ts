@@ -48,11 +48,34 @@ export function openApiDocument(): object {
     openapi: "3.1.0",
     info: { title: "podsync", version: "1", description: "Signed pod specs in, kubelet-style SyncPod over CRI out." },
     paths: {
-      "/v1/pods/sync": { post: { summary: "Verify, validate, read CRI status, computePodActions + SyncPod", requestBody: signedBody, responses: { "200": { description: "All steps succeeded" }, "207": { description: "Some steps failed; body has ok:false and the failing steps" }, ...errors(...SIGNED_BODY, ...ADMISSION, "pod-busy", "uid-conflict") } } },
+      "/v1/pods/sync": { post: { summary: "Verify, validate, store in the node's desired state, read CRI status, computePodActions + SyncPod", requestBody: signedBody, responses: { "200": { description: "All steps succeeded" }, "207": { description: "Some steps failed; body has ok:false and the failing steps" }, ...errors(...SIGNED_BODY, ...ADMISSION, "pod-busy", "uid-conflict", "stale-generation") } } },
+      "/v1/pods": {
+        get: {
+          summary: "The node's desired pods with their status, and the orphans",
+          description: "Bearer token with act status and no uid. A v1.PodList: metadata.resourceVersion is the node's generation (the last PUT /v1/node/pods), items are the desired pods as v1.Pod (spec as stored, status as kubelet's generateAPIPodStatus makes it; a pod the runtime holds nothing of is Pending). One field beyond v1.PodList: `orphans`, the pods podsync made (its managed-by label) that this node's store does not hold, as v1.Pod without spec; nothing acts on them but an explicit DELETE.",
+          security: bearer,
+          responses: { "200": { description: "v1.PodList with the extra field orphans (v1.Pod[])" }, ...errors(...AUTH, "state-unavailable", ...RUNTIME) },
+        },
+      },
+      "/v1/node/pods": {
+        put: {
+          summary: "Replace the node's desired set: sync every listed pod, delete every stored pod the set leaves out",
+          description: "Token act apply with an integer generation above the node's (else 409 stale-generation; a refused PUT does not use up its generation). Every item is validated and admitted before anything changes (errors name pods[i] or items[i] and the field); two pods with one uid or one namespace/name are refused. Then the set is stored (503 state-unavailable: nothing changed), then each pod is synced and each dropped pod deleted. An empty set drains the node. Response: {ok, generation, pods: [{ok, pod, actions, steps, status}], removed: [{ok, pod, steps, deleted}]}; a pod that failed carries error (a problem).",
+          requestBody: {
+            required: true,
+            content: {
+              "application/jose": { schema: { type: "string", description: "Compact JWS whose payload has iss, aud, exp, iat, jti, act: apply, generation and pods: [Pod]" } },
+              "application/json": { schema: { oneOf: [{ type: "object", required: ["jws"], additionalProperties: false, properties: { jws: { type: "string" } } }, { type: "object", description: "a v1.List of pods, with a Podsync-Signature header whose token has act apply, generation and body_sha256", required: ["kind", "items"], properties: { apiVersion: { const: "v1" }, kind: { const: "List" }, items: { type: "array", items: { $ref: "#/components/schemas/Pod" } } } }] } },
+              "application/yaml": { schema: { type: "string", description: "A YAML stream of pods (one per document), with a Podsync-Signature header" } },
+            },
+          },
+          responses: { "200": { description: "Stored, and every pod synced or deleted" }, "207": { description: "Stored; some pods' steps failed (the loop keeps at them)" }, ...errors(...SIGNED_BODY, ...ADMISSION, "stale-generation") },
+        },
+      },
       "/v1/pods/plan": { post: { summary: "computePodActions only (dry run)", requestBody: signedBody, responses: { "200": { description: "The actions a sync would take" }, ...errors(...SIGNED_BODY, ...ADMISSION, "uid-conflict") } } },
       "/v1/pods/{uid}/runtime": { get: { summary: "The pod's status as read from CRI (debugging)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
       "/v1/pods/{uid}/status": { get: { summary: "Alias of /v1/pods/{uid}/runtime (the CRI-level view)", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Status" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } } },
-      "/v1/pods/{uid}": { get: { summary: "The v1.Pod: spec as last given (absent when only the runtime knows the pod) and status as kubelet's generateAPIPodStatus makes it", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "v1.Pod" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } }, delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted" }, "207": { description: "Some steps failed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "pod-not-found", "pod-busy", ...RUNTIME) } } },
+      "/v1/pods/{uid}": { get: { summary: "The v1.Pod: spec as last given (absent when only the runtime knows the pod) and status as kubelet's generateAPIPodStatus makes it", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "v1.Pod" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } }, delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted (or, for a pod only the desired state held, forgotten)" }, "207": { description: "Some steps failed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "pod-not-found", "stale-generation", "pod-busy", ...RUNTIME) } } },
       "/v1/node/volumes": { get: { summary: "The node's persistentVolumeClaim directories and the pods using each (token: act status, no uid)", security: bearer, responses: { "200": { description: "{volumes: [{name, path, usedBy}]}" }, ...errors(...AUTH, "unsupported", ...RUNTIME) } } },
       "/v1/node/volumes/{name}": { delete: { summary: "Remove a claim's directory and data (token: act delete, volume = name); refused while a pod uses it", security: bearer, parameters: [{ name: "name", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Removed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "volume-not-found", "volume-in-use", "unsupported", ...RUNTIME) } } },
       "/healthz": { get: { summary: "Process up", responses: { "200": { description: "ok" } } } },

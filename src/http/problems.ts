@@ -11,6 +11,7 @@ import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
 import { PodAdmissionError } from "../kuberuntime/node-admission.js";
 import { ClaimInUseError, ClaimNotFoundError } from "../kuberuntime/claims.js";
+import { StaleGenerationError } from "../kuberuntime/desired-state.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 
@@ -32,6 +33,7 @@ export const PROBLEMS = {
   replayed: { status: 409, title: "Token already used" },
   "pod-busy": { status: 409, title: "Pod is busy" },
   "volume-in-use": { status: 409, title: "Volume is in use" },
+  "stale-generation": { status: 409, title: "Older than the node's desired state" },
   "uid-conflict": { status: 409, title: "The uid belongs to another pod" },
   "body-too-large": { status: 413, title: "Request body too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
@@ -97,6 +99,7 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof UnsupportedError) return new ProblemError("unsupported", e.message);
   if (e instanceof ContainerChoiceError)
     return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
+  if (e instanceof StaleGenerationError) return new ProblemError("stale-generation", e.message, e.current === undefined ? {} : { current: e.current });
   if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
   // kubelet's admit handlers (rejectPod's "Pod was rejected: ..."): the reason is theirs (SysctlForbidden,
   // AppArmor), one entry per field.

@@ -12,6 +12,9 @@ export const ROUTES = {
   logs: "/v1/pods/:uid/logs",
   exec: "/v1/pods/:uid/exec",
   pod: "/v1/pods/:uid",
+  /** The node agent: the desired pods with their status (GET), the node-wide set (PUT). */
+  pods: "/v1/pods",
+  nodePods: "/v1/node/pods",
   /** The node's persistentVolumeClaim directories. */
   nodeVolumes: "/v1/node/volumes",
   nodeVolume: "/v1/node/volumes/:name",

@@ -6,10 +6,10 @@
 import { MAX_GRACE_PERIOD_SECONDS, type Pod } from "../pod/schema.js";
 import { validatePod } from "../pod/validate.js";
 import { ProblemError } from "./problems.js";
-import { parseJsonBody, parseYamlBody } from "./parse-body.js";
+import { parseJsonBody, parseYamlBody, parseYamlStream } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 
-export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec";
+export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec" | "apply";
 export const SIGNATURE_HEADER = "podsync-signature";
 
 const JOSE_TYPES = new Set(["application/jose", "application/jwt"]);
@@ -122,6 +122,66 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
   const pod = token.payload["pod"];
   if (typeof pod !== "object" || pod === null) throw new ProblemError("bad-request", 'the signed payload has no "pod" object');
   return { pod: validatePod(pod, "pod"), token };
+}
+
+/** A node-wide set, unvalidated: the items and the path prefix that names each one in errors. */
+export interface SignedList {
+  /** undefined for an empty YAML document (no pod). */
+  items: unknown[];
+  /** "pods" (a token's `pods` claim) or "items" (a v1.List, or the documents of a YAML stream, counted from 0). */
+  prefix: "pods" | "items";
+  token: VerifiedToken;
+}
+
+/** PUT /v1/node/pods: the same two carrying modes as a pod. A compact JWS whose payload has `pods: [...]`; or
+ * a detached signature (body_sha256) over a JSON v1.List (`{"apiVersion": "v1", "kind": "List", "items": [...]}`)
+ * or a YAML stream of pods (one per document; a single document may also be a v1.List). `check` vets the
+ * route's own claims before the jti is spent. Items are validated by the caller, each named by its index. */
+export async function readSignedList(req: Request, verifier: Verifier, act: Act, maxBody: number, check: (p: Record<string, unknown>) => Error | undefined): Promise<SignedList> {
+  const type = mediaType(req.headers.get("content-type") ?? undefined);
+  const header = req.headers.get(SIGNATURE_HEADER);
+  if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type) && !YAML_TYPES.has(type))
+    throw new ProblemError("unsupported-media-type", `send application/jose (a compact JWS), application/json (a v1.List) or application/yaml (a stream of pods), not "${type || "none"}"`);
+  const body = await readBody(req, maxBody);
+  if (header !== null) {
+    if (JOSE_TYPES.has(type)) throw new ProblemError("bad-request", `with a ${SIGNATURE_HEADER} header the body must be the pods (a JSON v1.List or a YAML stream), not a token`);
+    const digest = await sha256b64url(body);
+    const token = await verifier.verify(header, { check: (p) => actCheck(act)(p) ?? bodyCheck(p, digest) ?? check(p) });
+    if (JSON_TYPES.has(type)) return { items: listItems(parseJson(body)), prefix: "items", token };
+    const docs = parseYamlStream(text(body));
+    const nonEmpty = docs.filter((d) => d !== null && d !== undefined);
+    if (nonEmpty.length === 1 && isList(nonEmpty[0])) return { items: listItems(nonEmpty[0]), prefix: "items", token };
+    // An empty document (a stray `---`) is no pod: undefined, skipped by the caller, so that the others keep
+    // their place in the stream for errors.
+    return { items: docs.map((d) => (d === null ? undefined : d)), prefix: "items", token };
+  }
+  let compact: string;
+  if (JOSE_TYPES.has(type)) compact = text(body).trim();
+  else if (JSON_TYPES.has(type)) {
+    const j = parseJson(body);
+    if (typeof j !== "object" || j === null || Array.isArray(j) || !("jws" in j))
+      throw new AuthError("missing", `a JSON list needs its signature in the ${SIGNATURE_HEADER} header (or send {"jws": "<compact JWS>"})`);
+    if (typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
+      throw new ProblemError("bad-request", `a JSON body must be {"jws": "<compact JWS>"}, or a v1.List with a ${SIGNATURE_HEADER} header`);
+    compact = (j as { jws: string }).jws;
+  } else throw new AuthError("missing", `a YAML body needs its signature in the ${SIGNATURE_HEADER} header`);
+  const token = await verifier.verify(compact, { check: (p) => actCheck(act)(p) ?? check(p) });
+  const pods = token.payload["pods"];
+  if (!Array.isArray(pods)) throw new ProblemError("bad-request", 'the signed payload has no "pods" array', { errors: [{ path: "pods", message: "must be an array of pods" }] });
+  return { items: pods, prefix: "pods", token };
+}
+
+const isList = (v: unknown): boolean => typeof v === "object" && v !== null && (v as { kind?: unknown }).kind === "List";
+
+function listItems(v: unknown): unknown[] {
+  const bad = (message: string, path = "(root)") => new ProblemError("bad-request", `the body must be a v1.List of pods: ${message}`, { errors: [{ path, message }] });
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad('must be an object {"apiVersion": "v1", "kind": "List", "items": [...]}');
+  const l = v as Record<string, unknown>;
+  for (const k of Object.keys(l)) if (!["apiVersion", "kind", "metadata", "items"].includes(k)) throw bad(`unknown field "${k}"`, k);
+  if (l["kind"] !== "List") throw bad('must be "List"', "kind");
+  if (l["apiVersion"] !== undefined && l["apiVersion"] !== "v1") throw bad('must be "v1"', "apiVersion");
+  if (!Array.isArray(l["items"])) throw bad("must be an array of pods", "items");
+  return l["items"];
 }
 
 /** DELETE and GET status: `Authorization: Bearer <compact JWS>` with `act` and the pod `uid` (a status

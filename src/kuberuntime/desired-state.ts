@@ -26,18 +26,41 @@ export interface DesiredPod {
   storedAt: number;
 }
 
+/** A change that would roll the node back: a set whose generation is not above the node's, or a pod whose
+ * token was issued before the one that last changed it. Nothing was changed. */
+export class StaleGenerationError extends Error {
+  constructor(
+    message: string,
+    /** What the store holds now: the node's generation, or the stored pod's iat (absent when the pod is gone). */
+    readonly current?: number,
+  ) {
+    super(message);
+  }
+}
+
 export interface DesiredState {
   /** Every desired pod (order unspecified). */
   list(): Promise<DesiredPod[]>;
   get(uid: string): Promise<DesiredPod | undefined>;
-  /** Store one pod (durably, before anything acts on it). */
+  /** Store one pod (durably, before anything acts on it). Refuses (StaleGenerationError, nothing changed) an
+   * entry whose audit.iat is older than the stored entry's: the check and the write are one step. */
   put(entry: DesiredPod): Promise<void>;
   /** Forget one pod; false when it was not there. */
   remove(uid: string): Promise<boolean>;
   /** The node-wide set's generation (0 before any PUT /v1/node/pods). */
   generation(): Promise<number>;
-  /** Replace the whole set at `generation` (durably): returns the uids that were dropped. */
+  /** Replace the whole set at `generation` (durably, all or nothing): returns the uids that were dropped.
+   * Refuses (StaleGenerationError, nothing changed) a generation not above the current one. */
   replace(generation: number, entries: DesiredPod[]): Promise<{ removed: string[] }>;
+}
+
+/** The checks every store makes inside its write (shared so Node, Workers and memory refuse alike). */
+export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod): void {
+  if (stored && entry.audit.iat < stored.audit.iat)
+    throw new StaleGenerationError(`pod ${entry.pod.metadata.uid} was last changed by a token issued at ${stored.audit.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`, stored.audit.iat);
+}
+export function checkReplace(current: number, generation: number): void {
+  if (!(generation > current)) throw new StaleGenerationError(`generation ${generation} is not above the node's current generation ${current}: refused, nothing changed`, current);
 }
 
 /** In memory: tests, and deployments that choose not to keep state. */
@@ -51,6 +74,7 @@ export class MemoryDesiredState implements DesiredState {
     return this.pods.get(uid);
   }
   async put(entry: DesiredPod) {
+    checkPut(this.pods.get(entry.pod.metadata.uid), entry);
     this.pods.set(entry.pod.metadata.uid, entry);
   }
   async remove(uid: string) {
@@ -60,6 +84,7 @@ export class MemoryDesiredState implements DesiredState {
     return this.gen;
   }
   async replace(generation: number, entries: DesiredPod[]) {
+    checkReplace(this.gen, generation);
     const keep = new Set(entries.map((e) => e.pod.metadata.uid));
     const removed = [...this.pods.keys()].filter((uid) => !keep.has(uid));
     this.pods.clear();

@@ -34,7 +34,10 @@ import {
   CONTAINER_SPEC_HASH_ANNOTATION,
   CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION,
   CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION,
+  KUBERNETES_MANAGED_LABEL,
+  MANAGED_BY,
   POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
+  POD_UID_LABEL,
   managedSelector,
 } from "./labels.js";
 import type { ContainerState, ContainerStatus, PodStatus } from "./types.js";
@@ -140,8 +143,42 @@ export async function getPodStatus(
     cri.listPodSandbox({ filter }),
     cri.listContainers({ filter }),
   ]);
-  const sandboxes = sandboxList.items.slice().sort(byCreatedDesc);
-  const containers = containerList.containers.slice().sort(byCreatedDesc);
+  return podStatusFromLists(cri, pod, { sandboxes: sandboxList.items, containers: containerList.containers }, detail);
+}
+
+/** One pod's listed sandboxes and containers. */
+export interface PodListing {
+  sandboxes: PodSandbox[];
+  containers: CriContainer[];
+}
+
+/** Every pod podsync manages on the node (its managed-by label), grouped by uid, in one ListPodSandbox and
+ * one ListContainers: what a node-wide read costs before any per-pod status call. */
+export async function listManagedPods(cri: CriClient): Promise<Map<string, PodListing>> {
+  const filter = { labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY } };
+  const [sandboxList, containerList] = await Promise.all([cri.listPodSandbox({ filter }), cri.listContainers({ filter })]);
+  const pods = new Map<string, PodListing>();
+  const of = (uid: string) => pods.get(uid) ?? (pods.set(uid, { sandboxes: [], containers: [] }), pods.get(uid)!);
+  for (const s of sandboxList.items) {
+    const uid = s.labels[POD_UID_LABEL];
+    if (uid) of(uid).sandboxes.push(s);
+  }
+  for (const c of containerList.containers) {
+    const uid = c.labels[POD_UID_LABEL];
+    if (uid) of(uid).containers.push(c);
+  }
+  return pods;
+}
+
+/** GetPodStatus from lists already read (the pod's own, or its part of a node-wide list). */
+export async function podStatusFromLists(
+  cri: CriClient,
+  pod: { uid: string; name: string; namespace: string },
+  listed: PodListing,
+  detail: StatusDetail = "decide",
+): Promise<PodStatus> {
+  const sandboxes = listed.sandboxes.slice().sort(byCreatedDesc);
+  const containers = listed.containers.slice().sort(byCreatedDesc);
 
   const newest = sandboxes[0];
   const [newestStatus, containerStatuses] = await Promise.all([

@@ -15,7 +15,7 @@ import { computePodActions, type ProbeResults } from "./compute-actions.js";
 import { deletePod, type PodRef } from "./kill.js";
 import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
-import { completeRunning, getPodStatus } from "./pod-status.js";
+import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import { assertOwnUid } from "./pod-identity.js";
 import { subPathUnsupported } from "./subpath.js";
@@ -123,6 +123,23 @@ export interface ApiStatusResult extends StatusResult {
   specKnown: boolean;
 }
 
+/** One pod of a node-wide list. */
+export interface ListedPod {
+  pod: PodRef;
+  /** The desired spec; absent for an orphan (its status is then generated for a stand-in). */
+  spec?: Pod;
+  status: PodStatus;
+  apiStatus: V1PodStatus;
+}
+
+export interface NodeListResult extends Counted {
+  /** One per desired spec, in the order given (a pod the runtime holds nothing of is reported Pending). */
+  pods: ListedPod[];
+  /** Pods podsync made (its managed-by label) that no given spec names: left by a lost state dir or another
+   * instance. Nothing acts on them but an explicit DELETE. */
+  orphans: ListedPod[];
+}
+
 export interface StatusResult extends Counted {
   pod: PodRef;
   status: PodStatus;
@@ -152,6 +169,9 @@ export interface PodRuntime {
   /** The pod's v1.PodStatus: the runtime's full status (with termination messages) through
    * generateAPIPodStatus, for the spec given (or a stand-in) and the prober's results. */
   apiStatus(uid: string, spec?: Pod, probes?: PodProbeResults): Promise<ApiStatusResult | undefined>;
+  /** v1.PodStatus of every desired pod and of every orphan, from one node-wide ListPodSandbox and
+   * ListContainers (then each pod's newest PodSandboxStatus and its ContainerStatuses, concurrently). */
+  list(specs: readonly Pod[], probes?: (uid: string) => PodProbeResults | undefined): Promise<NodeListResult>;
   /** The pod's full status as the runtime reports it; undefined when the runtime holds nothing of it. */
   status(uid: string): Promise<StatusResult | undefined>;
   /** Kill the pod and remove its containers and sandboxes. Without a grace period each container gets the
@@ -253,6 +273,26 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       });
       return r.found && { ...r.found, criCalls: r.criCalls };
     },
+
+    list: (specs, probes) =>
+      counted(cri, async (c) => {
+        const listed = await listManagedPods(c);
+        const name = listed.size ? await nameOf(c) : "";
+        const one = async (uid: string, spec: Pod | undefined): Promise<ListedPod> => {
+          const l = listed.get(uid) ?? { sandboxes: [], containers: [] };
+          const status = await podStatusFromLists(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
+          const pod = spec ? ref(spec.metadata) : refFromStatus(uid, status);
+          await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+          const apiStatus = generateAPIPodStatus({ pod: spec ?? standInPod(pod, status), status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes: probes?.(uid), reasons: reasons.get(uid) });
+          return { pod, ...(spec ? { spec } : {}), status, apiStatus };
+        };
+        const desired = new Set(specs.map((p) => p.metadata.uid));
+        const [pods, orphans] = await Promise.all([
+          Promise.all(specs.map((p) => one(p.metadata.uid, p))),
+          Promise.all([...listed.keys()].filter((uid) => !desired.has(uid)).sort().map((uid) => one(uid, undefined))),
+        ]);
+        return { pods, orphans };
+      }),
 
     status: async (uid) => {
       const r = await counted(cri, async (c) => ({ status: await getPodStatus(c, { uid, name: "", namespace: "" }, "full") }));

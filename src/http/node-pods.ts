@@ -1,0 +1,187 @@
+// The node agent's HTTP face: the node-wide desired set.
+//   PUT /v1/node/pods  a signed set of pods at a generation: every item is validated and admitted before
+//                      anything changes; then the store is replaced (the commit), then every listed pod is
+//                      synced and every pod the set dropped is deleted, through the engine's front door.
+//   GET /v1/pods       the desired pods with their status as a v1.PodList (resourceVersion = generation), and
+//                      the orphans: pods podsync made that the store does not hold.
+import type { Context, Hono } from "hono";
+import type { Verifier, VerifiedToken } from "../auth/verify.js";
+import { AuthError } from "../auth/verify.js";
+import type { NodePolicy } from "../auth/policy.js";
+import type { DesiredPod, DesiredState } from "../kuberuntime/desired-state.js";
+import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { Prober } from "../kuberuntime/prober/prober.js";
+import { toV1Pod } from "../kuberuntime/api-status.js";
+import type { Pod } from "../pod/schema.js";
+import { InvalidPodError, validatePod, type FieldError } from "../pod/validate.js";
+import { admit, admitSetOnNode } from "./admission.js";
+import { serialQueue, type Serial } from "./serial.js";
+import type { NodeInfo } from "../kuberuntime/predicates.js";
+import { ProblemError, toProblemError } from "./problems.js";
+import { readSignedList } from "./signed-request.js";
+import { actionsJSON } from "./serialize.js";
+
+export interface NodePodsDeps {
+  runtime: PodRuntime;
+  verifier: Verifier;
+  desired: DesiredState;
+  policy: NodePolicy;
+  /** The node's name, labels, taints and allocatable, for kubelet's admission of the whole set. */
+  nodeInfo: NodeInfo;
+  /** Serialises node admission with the store write that follows it. */
+  admitting: Serial;
+  prober: Prober | undefined;
+  maxBodyBytes: number;
+  now: () => number;
+  /** Pods synced (or deleted) at once by one PUT. */
+  concurrency: number;
+  /** The deployment's probe-handler check (InvalidPodError naming the field). */
+  checkProbes: (pod: Pod) => void;
+  note: (c: Context<never>, f: { jti?: string | undefined; criCalls?: number }) => void;
+}
+
+/** The desired-state record of a verified token. */
+export function desiredEntry(pod: Pod, token: VerifiedToken, now: number): DesiredPod {
+  const p = token.payload;
+  return { pod, audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat) }, storedAt: now };
+}
+
+/** The `generation` claim: a whole number from 1 (the node starts at 0). Checked before the jti is spent. */
+function generationClaim(p: Record<string, unknown>): Error | undefined {
+  const g = p["generation"];
+  if (Number.isSafeInteger(g) && (g as number) >= 1) return undefined;
+  const message = "must be a whole number from 1 (above the node's current generation)";
+  return new ProblemError("bad-request", `the token's generation ${message}`, { errors: [{ path: "generation", message }] });
+}
+
+/** Run fn over items, at most `n` at a time, results in order. */
+async function mapBounded<T, R>(items: readonly T[], n: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+  return out;
+}
+
+/** Validate every item (schema, the deployment's probe handlers), all errors at once, each path under its item;
+ * then the set's own rule: one pod per uid and per namespace/name. */
+function validateSet(items: unknown[], prefix: string, checkProbes: (pod: Pod) => void): { pod: Pod; at: string }[] {
+  const errors: FieldError[] = [];
+  const pods: { pod: Pod; at: string }[] = [];
+  items.forEach((item, i) => {
+    if (item === undefined) return; // an empty YAML document
+    const at = `${prefix}[${i}]`;
+    try {
+      const pod = validatePod(item, at);
+      checkProbes(pod);
+      pods.push({ pod, at });
+    } catch (e) {
+      if (!(e instanceof InvalidPodError)) throw e;
+      errors.push(...e.errors.map((f) => (f.path.startsWith(at) ? f : { ...f, path: `${at}.${f.path}` })));
+    }
+  });
+  const uids = new Map<string, string>();
+  const names = new Map<string, string>();
+  for (const { pod, at } of pods) {
+    const { uid, namespace, name } = pod.metadata;
+    const u = uids.get(uid);
+    if (u) errors.push({ path: `${at}.metadata.uid`, message: `duplicate uid "${uid}" (also ${u}): a set holds each pod once` });
+    else uids.set(uid, at);
+    const n = names.get(`${namespace}/${name}`);
+    if (n) errors.push({ path: `${at}.metadata.name`, message: `duplicate pod ${namespace}/${name} (also ${n}): a set holds each pod once` });
+    else names.set(`${namespace}/${name}`, at);
+  }
+  if (errors.length) throw new InvalidPodError(errors);
+  return pods;
+}
+
+export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pods: string }, d: NodePodsDeps): void {
+  // One PUT at a time on this node: its commit and its syncs and deletes are not interleaved with another
+  // set's, so a set that was replaced never has its pods brought back by the set it replaced.
+  const serial = serialQueue();
+
+  app.put(routes.nodePods, async (c) => {
+    const { items, prefix, token } = await readSignedList(c.req.raw, d.verifier, "apply", d.maxBodyBytes, generationClaim);
+    d.note(c as never, { jti: token.payload.jti });
+    const generation = token.payload["generation"] as number;
+    const pods = validateSet(items, prefix, d.checkProbes);
+    for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
+    const now = d.now();
+    const body = await serial(async () => {
+      const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
+      // The commit: refused (409 stale-generation, 503 state-unavailable) with nothing changed, so a refused
+      // PUT does not use up its generation. Nothing acts before it.
+      // Admission against the node and the commit are one step on the node (d.admitting, shared with sync),
+      // so a set and a concurrent sync cannot each fit alone and be admitted together.
+      const { removed } = await d.admitting(async () => {
+        admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix);
+        return d.desired.replace(generation, pods.map(({ pod }) => desiredEntry(pod, token, now)));
+      });
+      d.prober?.update(pods.map((p) => p.pod));
+      let criCalls = 0;
+      const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({ ok: false, pod: ref, steps: [], error: toProblemError(e).toProblem() });
+      // Dropped pods go first: they may hold what the new ones need (host ports, names).
+      const removedResults = await mapBounded(removed, d.concurrency, async (uid) => {
+        const m = before.get(uid)?.pod.metadata;
+        const ref = { namespace: m?.namespace ?? "", name: m?.name ?? "", uid };
+        try {
+          const r = await d.runtime.delete(uid);
+          criCalls += r.criCalls;
+          return { ok: r.ok, pod: ref, steps: r.steps, deleted: r.deleted };
+        } catch (e) {
+          return failed(ref, e);
+        }
+      });
+      const results = await mapBounded(pods, d.concurrency, async ({ pod }) => {
+        const uid = pod.metadata.uid;
+        try {
+          const r = await d.runtime.sync(pod, d.prober?.results(uid));
+          d.prober?.observe(uid, r.after);
+          criCalls += r.criCalls;
+          return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };
+        } catch (e) {
+          return failed({ namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, e);
+        }
+      });
+      d.note(c as never, { criCalls });
+      const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
+      return { ok, generation, pods: results, removed: removedResults };
+    });
+    // 207 as for a sync: the set is stored (the loop keeps at it), some pods' steps failed; the body says which.
+    return c.json(body, body.ok ? 200 : 207);
+  });
+
+  app.get(routes.pods, async (c) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(c.req.header("authorization") ?? "");
+    if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
+    // A token scoped to one pod (`uid`) may not read the node's whole set.
+    const token = await d.verifier.verify(m[1]!, {
+      consume: false,
+      check: (p) =>
+        p["act"] !== "status"
+          ? new AuthError("bad-claims", `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`)
+          : p["uid"] !== undefined
+            ? new AuthError("bad-claims", 'a token for the node\'s pod list must not carry "uid" (it is scoped to one pod)')
+            : undefined,
+    });
+    d.note(c as never, { jti: token.payload.jti });
+    const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
+    entries.sort((a, b) => a.pod.metadata.namespace.localeCompare(b.pod.metadata.namespace) || a.pod.metadata.name.localeCompare(b.pod.metadata.name));
+    const r = await d.runtime.list(entries.map((e) => e.pod), (uid) => d.prober?.results(uid));
+    for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
+    d.note(c as never, { criCalls: r.criCalls });
+    return c.json({
+      apiVersion: "v1",
+      kind: "PodList",
+      metadata: { resourceVersion: String(generation) },
+      items: r.pods.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus)),
+      // Not in v1.PodList: pods podsync made that this node's store does not hold (status for a stand-in).
+      orphans: r.orphans.map((p) => toV1Pod(undefined, p.pod, p.apiStatus)),
+    });
+  });
+}

@@ -1,0 +1,261 @@
+// The node's desired state on its disk (Node entry): what the node agent keeps running when nobody calls.
+// Laid out like kubelet's static-pod directory, so a person can read it:
+//   <stateDir>/pods/<uid>.json    one per desired pod: the v1 Pod (apiVersion, kind, metadata, spec) plus a
+//                                 `podsync` field {audit: {iss, kid, jti, iat}, storedAt, objects?}
+//   <stateDir>/generation.json    {"generation": N} (the node-wide set's generation), or, while a PUT's set is
+//                                 being put in place, {"generation": N, "keep": [uids]} (see replace)
+// Dirs 0700, files 0600: the store is trusted local state (the loop acts on it after the tokens expired) and
+// may hold the Secrets signed with a pod, in the clear; only root may read or change it.
+//
+// Every write is atomic: written to a hidden temp file, fsync'd, renamed into place, the directory fsync'd.
+// Writes are serialised; list/get answer from memory (loaded at open), changed only after the disk is.
+// Any I/O failure is a StateUnavailableError (503) and leaves the previous state in force.
+import * as nodeFs from "node:fs/promises";
+import { join } from "node:path";
+import { checkPut, checkReplace, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
+import { Pod } from "../pod/schema.js";
+import { StateUnavailableError } from "./state-unavailable.js";
+
+/** The few file operations used, so a test can make them fail (disk full, read-only) at a chosen point. */
+export type StateFs = Pick<typeof nodeFs, "mkdir" | "chmod" | "readdir" | "readFile" | "open" | "rename" | "unlink">;
+
+const POD_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.json$/;
+const NEXT_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.json\.next$/;
+const GENERATION = "generation.json";
+
+interface GenerationFile {
+  generation: number;
+  /** Present only between replace's commit and its completion: the uids of the new set. */
+  keep?: string[];
+}
+
+export interface FileDesiredStateOptions {
+  fs?: StateFs;
+  /** Stored pods that could not be read back (a hand-edited or torn file): left out, and reported here. */
+  onSkip?: (file: string, reason: string) => void;
+}
+
+export class FileDesiredState implements DesiredState {
+  readonly podsDir: string;
+  private readonly genFile: string;
+  private readonly fs: StateFs;
+  private readonly pods = new Map<string, DesiredPod>();
+  private gen = 0;
+  private opening: Promise<void> | undefined;
+  /** Writes, one at a time. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    /** PODSYNC_STATE_DIR: pods/ and generation.json live under it. */
+    readonly stateDir: string,
+    private readonly o: FileDesiredStateOptions = {},
+  ) {
+    this.podsDir = join(stateDir, "pods");
+    this.genFile = join(stateDir, GENERATION);
+    this.fs = o.fs ?? nodeFs;
+  }
+
+  /** Load the store (at start-up; a later call retries it if it failed), finishing or undoing a replace that a
+   * crash interrupted. Throws StateUnavailableError. */
+  open(): Promise<void> {
+    this.opening ??= this.serial(() => this.load()).catch((e) => {
+      this.opening = undefined;
+      throw e instanceof StateUnavailableError ? e : new StateUnavailableError("the desired state", e);
+    });
+    return this.opening;
+  }
+
+  async list(): Promise<DesiredPod[]> {
+    await this.open();
+    return [...this.pods.values()];
+  }
+
+  async get(uid: string): Promise<DesiredPod | undefined> {
+    await this.open();
+    return this.pods.get(uid);
+  }
+
+  async generation(): Promise<number> {
+    await this.open();
+    return this.gen;
+  }
+
+  async put(entry: DesiredPod): Promise<void> {
+    await this.open();
+    await this.serial(async () => {
+      const uid = entry.pod.metadata.uid;
+      checkPut(this.pods.get(uid), entry);
+      await this.io("storing a desired pod", () => this.writeAtomic(this.podsDir, `${uid}.json`, encode(entry)));
+      this.pods.set(uid, entry);
+    });
+  }
+
+  async remove(uid: string): Promise<boolean> {
+    await this.open();
+    return this.serial(async () => {
+      if (!this.pods.has(uid)) return false;
+      await this.io("removing a desired pod", async () => {
+        await this.fs.unlink(join(this.podsDir, `${uid}.json`)).catch(ignore("ENOENT"));
+        await this.syncDir(this.podsDir);
+      });
+      this.pods.delete(uid);
+      return true;
+    });
+  }
+
+  /** All or nothing, across a crash at any point:
+   *  1. each new pod is written beside its file as `<uid>.json.next` (the current files are untouched);
+   *  2. generation.json is rewritten with the new generation and the new set's uids: the commit point;
+   *  3. each `.next` is renamed over its `.json`, every `.json` not in the set is removed;
+   *  4. generation.json is rewritten without the set.
+   * A crash before 2 leaves the old state (open deletes the `.next` files); after 2, open completes 3 and 4.
+   * A failure before 2 is a StateUnavailableError with the old state in force; after 2 the new set is
+   * committed, so it is in force, and what is left of 3 and 4 is finished by the next write or open. */
+  async replace(generation: number, entries: DesiredPod[]): Promise<{ removed: string[] }> {
+    await this.open();
+    return this.serial(async () => {
+      checkReplace(this.gen, generation);
+      const keep = entries.map((e) => e.pod.metadata.uid);
+      const keepSet = new Set(keep);
+      const removed = [...this.pods.keys()].filter((uid) => !keepSet.has(uid));
+      await this.io("storing the node's desired set", async () => {
+        try {
+          // Written (and fsync'd) 16 at a time: the fsyncs overlap, the order does not matter before the commit.
+          // All of a batch settle before a failure is thrown, so no write of this replace lands after it returned.
+          for (let i = 0; i < entries.length; i += 16) {
+            const done = await Promise.allSettled(entries.slice(i, i + 16).map((e) => this.writeAtomic(this.podsDir, `${e.pod.metadata.uid}.json.next`, encode(e), false)));
+            const failed = done.find((d) => d.status === "rejected");
+            if (failed) throw failed.reason;
+          }
+          await this.syncDir(this.podsDir);
+          await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation, keep } satisfies GenerationFile) + "\n");
+        } catch (err) {
+          for (const e of entries) await this.fs.unlink(join(this.podsDir, `${e.pod.metadata.uid}.json.next`)).catch(() => undefined);
+          throw err;
+        }
+      });
+      this.gen = generation;
+      this.pods.clear();
+      for (const e of entries) this.pods.set(e.pod.metadata.uid, e);
+      // Committed: a failure from here on is finished at the next open (the set is already in force).
+      await this.complete(generation, keepSet).catch(() => (this.opening = undefined));
+      return { removed };
+    });
+  }
+
+  /** Steps 3 and 4 of replace (also run by open after a crash). */
+  private async complete(generation: number, keep: Set<string>): Promise<void> {
+    const names = await this.fs.readdir(this.podsDir);
+    for (const name of names) {
+      const next = NEXT_FILE.exec(name);
+      if (next && keep.has(next[1]!)) await this.fs.rename(join(this.podsDir, name), join(this.podsDir, `${next[1]}.json`));
+      else if (next) await this.fs.unlink(join(this.podsDir, name));
+    }
+    for (const name of names) {
+      const m = POD_FILE.exec(name);
+      if (m && !keep.has(m[1]!)) await this.fs.unlink(join(this.podsDir, name)).catch(ignore("ENOENT"));
+    }
+    await this.syncDir(this.podsDir);
+    await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation } satisfies GenerationFile) + "\n");
+  }
+
+  private async load(): Promise<void> {
+    for (const d of [this.stateDir, this.podsDir]) {
+      await this.fs.mkdir(d, { recursive: true, mode: 0o700 });
+      await this.fs.chmod(d, 0o700);
+    }
+    let g: GenerationFile = { generation: 0 };
+    try {
+      g = JSON.parse(await this.fs.readFile(this.genFile, "utf8")) as GenerationFile;
+      if (!Number.isSafeInteger(g.generation) || g.generation < 0) throw new Error(`${this.genFile}: "generation" is not a whole number`);
+    } catch (e) {
+      if ((e as { code?: string }).code !== "ENOENT") throw e;
+    }
+    if (g.keep) await this.complete(g.generation, new Set(g.keep));
+    this.gen = g.generation;
+    this.pods.clear();
+    for (const name of await this.fs.readdir(this.podsDir)) {
+      const path = join(this.podsDir, name);
+      // Leftovers of a write or replace that a crash cut short, never committed.
+      if (name.startsWith(".") && name.endsWith(".tmp")) await this.fs.unlink(path).catch(() => undefined);
+      else if (NEXT_FILE.test(name)) await this.fs.unlink(path).catch(() => undefined);
+      const m = POD_FILE.exec(name);
+      if (!m) continue;
+      const entry = decode(await this.fs.readFile(path, "utf8"));
+      if (typeof entry === "string" || entry.pod.metadata.uid !== m[1]) {
+        this.o.onSkip?.(path, typeof entry === "string" ? entry : "metadata.uid does not match the file name");
+        continue;
+      }
+      this.pods.set(m[1]!, entry);
+    }
+  }
+
+  /** Write a file in one step: temp file, fsync, rename, directory fsync (unless the caller does that). */
+  private async writeAtomic(dir: string, name: string, data: string, syncDir = true): Promise<void> {
+    const tmp = join(dir, `.${name}.tmp`);
+    try {
+      const fh = await this.fs.open(tmp, "w", 0o600);
+      try {
+        await fh.writeFile(data, "utf8");
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await this.fs.rename(tmp, join(dir, name));
+    } catch (e) {
+      await this.fs.unlink(tmp).catch(() => undefined);
+      throw e;
+    }
+    if (syncDir) await this.syncDir(dir);
+  }
+
+  private async syncDir(dir: string): Promise<void> {
+    const d = await this.fs.open(dir, "r");
+    await d.sync().finally(() => d.close());
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async io<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw new StateUnavailableError(what, e);
+    }
+  }
+}
+
+const ignore = (code: string) => (e: unknown) => {
+  if ((e as { code?: string }).code !== code) throw e;
+};
+
+/** A desired pod as its file: the v1 Pod a person would write, with podsync's record beside it. */
+function encode(e: DesiredPod): string {
+  const { apiVersion: _a, kind: _k, ...pod } = e.pod;
+  const podsync = { audit: e.audit, storedAt: e.storedAt, ...(e.objects ? { objects: e.objects } : {}) };
+  return JSON.stringify({ apiVersion: "v1", kind: "Pod", ...pod, podsync }, null, 2) + "\n";
+}
+
+/** The entry, or why the file cannot be used. The pod goes through the schema again: a file changed by
+ * hand is held to the same rules as a request (it is never acted on unvalidated). */
+function decode(text: string): DesiredPod | string {
+  let j: Record<string, unknown>;
+  try {
+    j = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return "not valid JSON";
+  }
+  if (typeof j !== "object" || j === null) return "not a JSON object";
+  const { podsync, ...rest } = j as { podsync?: { audit?: DesiredPod["audit"]; storedAt?: number; objects?: DesiredPod["objects"] } };
+  const audit = podsync?.audit;
+  if (!audit || typeof audit.iss !== "string" || typeof audit.iat !== "number") return 'no "podsync.audit" record (iss, iat)';
+  const r = Pod.safeParse(rest);
+  if (!r.success) return `not a valid pod: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`;
+  // The file says apiVersion and kind for its readers; the pod as stored had them or not, and they change nothing.
+  const { apiVersion: _a, kind: _k, ...pod } = r.data;
+  return { pod: pod as Pod, audit, storedAt: typeof podsync.storedAt === "number" ? podsync.storedAt : 0, ...(podsync.objects ? { objects: podsync.objects } : {}) };
+}

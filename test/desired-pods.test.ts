@@ -1,0 +1,168 @@
+// The node's desired state on disk: one file per pod, atomic writes, a replace that a crash cannot leave
+// half done, and a store that cannot be written refusing with the previous state intact.
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync, existsSync } from "node:fs";
+import * as nodeFs from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { FileDesiredState, type StateFs } from "../src/state/desired-pods.js";
+import { MemoryDesiredState, StaleGenerationError, type DesiredPod, type DesiredState } from "../src/kuberuntime/desired-state.js";
+import { StateUnavailableError } from "../src/state/state-unavailable.js";
+import { pod } from "./support/pods.js";
+
+const entry = (name: string, iat = 1000, extra: Partial<DesiredPod> = {}): DesiredPod => ({
+  pod: pod({}, { name, uid: `uid-${name}` }),
+  audit: { iss: "fleet", kid: "k1", jti: `j-${name}-${iat}`, iat },
+  storedAt: 5,
+  ...extra,
+});
+const dir = () => mkdtempSync(join(tmpdir(), "podsync-desired-"));
+const uids = async (s: DesiredState) => (await s.list()).map((e) => e.pod.metadata.uid).sort();
+
+/** The real fs, with writes (open for writing, rename, unlink) failing ENOSPC once `failing` is set. */
+function flakyFs() {
+  const state = { failing: false, failAfter: Infinity, writes: 0 };
+  const nospc = () => Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+  const gate = () => {
+    if (state.failing || ++state.writes > state.failAfter) throw nospc();
+  };
+  const fs: StateFs = {
+    ...nodeFs,
+    open: (async (path: string, flags?: string, mode?: number) => {
+      if (flags === "w") gate();
+      return nodeFs.open(path, flags, mode);
+    }) as StateFs["open"],
+    rename: async (a, b) => (gate(), nodeFs.rename(a, b)),
+    unlink: async (p) => (gate(), nodeFs.unlink(p)),
+  };
+  return { fs, state };
+}
+
+describe.each([
+  ["memory", () => new MemoryDesiredState()],
+  ["files", () => new FileDesiredState(dir())],
+])("the DesiredState contract (%s)", (_name, make: () => DesiredState) => {
+  it("put, get, list, remove; a set replaces all at a higher generation", async () => {
+    const s = make();
+    expect(await s.generation()).toBe(0);
+    await s.put(entry("a"));
+    await s.put(entry("b"));
+    expect(await uids(s)).toEqual(["uid-a", "uid-b"]);
+    expect((await s.get("uid-a"))!.pod.spec).toEqual(entry("a").pod.spec);
+    expect(await s.remove("uid-a")).toBe(true);
+    expect(await s.remove("uid-a")).toBe(false);
+    expect(await s.replace(3, [entry("c"), entry("d")])).toEqual({ removed: ["uid-b"] });
+    expect(await s.generation()).toBe(3);
+    expect(await uids(s)).toEqual(["uid-c", "uid-d"]);
+  });
+
+  it("refuses a generation not above the current one, and a pod older than the stored one, changing nothing", async () => {
+    const s = make();
+    await s.replace(5, [entry("a", 2000)]);
+    for (const g of [5, 4]) await expect(s.replace(g, [])).rejects.toBeInstanceOf(StaleGenerationError);
+    await expect(s.put(entry("a", 1999))).rejects.toThrow(/older/);
+    expect(await s.generation()).toBe(5);
+    expect((await s.get("uid-a"))!.audit.iat).toBe(2000);
+    await s.put(entry("a", 2000)); // the same second is not older
+    await s.put(entry("a", 2001));
+    expect((await s.get("uid-a"))!.audit.iat).toBe(2001);
+  });
+});
+
+describe("FileDesiredState", () => {
+  it("one readable v1 Pod file per pod, dirs 0700, files 0600; a new instance on the same dir sees the same set", async () => {
+    const d = dir();
+    const s = new FileDesiredState(d);
+    await s.replace(7, [entry("a"), entry("b", 1000, { objects: { configMaps: [{ metadata: { name: "cm" } }] } })]);
+    await s.put(entry("c"));
+    expect(readdirSync(join(d, "pods")).sort()).toEqual(["uid-a.json", "uid-b.json", "uid-c.json"]);
+    const file = JSON.parse(readFileSync(join(d, "pods", "uid-a.json"), "utf8"));
+    expect(file).toMatchObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "a", uid: "uid-a" }, spec: { containers: [{ name: "main" }] }, podsync: { audit: { iss: "fleet", kid: "k1", iat: 1000 }, storedAt: 5 } });
+    expect(JSON.parse(readFileSync(join(d, "generation.json"), "utf8"))).toEqual({ generation: 7 });
+    expect(statSync(join(d, "pods")).mode & 0o777).toBe(0o700);
+    expect(statSync(d).mode & 0o777).toBe(0o700);
+    for (const f of ["pods/uid-a.json", "generation.json"]) expect(statSync(join(d, f)).mode & 0o777).toBe(0o600);
+
+    const again = new FileDesiredState(d);
+    expect(await again.generation()).toBe(7);
+    expect(await uids(again)).toEqual(["uid-a", "uid-b", "uid-c"]);
+    // Read back exactly as stored (hashes of the spec, and so the containers, stay the same).
+    for (const e of await s.list()) expect(await again.get(e.pod.metadata.uid)).toEqual(e);
+  });
+
+  it("a replace cut short before its commit leaves the old set; after it, open finishes it", async () => {
+    const d = dir();
+    const s = new FileDesiredState(d);
+    await s.replace(1, [entry("a"), entry("b")]);
+    // A crash after the new files were written, before generation.json named the new set.
+    writeFileSync(join(d, "pods", "uid-c.json.next"), readFileSync(join(d, "pods", "uid-a.json"), "utf8").replaceAll("uid-a", "uid-c"));
+    writeFileSync(join(d, "pods", ".uid-d.json.next.tmp"), "{");
+    const before = new FileDesiredState(d);
+    expect(await before.generation()).toBe(1);
+    expect(await uids(before)).toEqual(["uid-a", "uid-b"]);
+    expect(readdirSync(join(d, "pods")).sort()).toEqual(["uid-a.json", "uid-b.json"]);
+
+    // A crash after the commit: generation.json names the set, a .next is still waiting, a dropped file remains.
+    writeFileSync(join(d, "pods", "uid-c.json.next"), readFileSync(join(d, "pods", "uid-a.json"), "utf8").replaceAll("uid-a", "uid-c"));
+    writeFileSync(join(d, "generation.json"), JSON.stringify({ generation: 2, keep: ["uid-a", "uid-c"] }));
+    const after = new FileDesiredState(d);
+    expect(await after.generation()).toBe(2);
+    expect(await uids(after)).toEqual(["uid-a", "uid-c"]);
+    expect(readdirSync(join(d, "pods")).sort()).toEqual(["uid-a.json", "uid-c.json"]);
+    expect(JSON.parse(readFileSync(join(d, "generation.json"), "utf8"))).toEqual({ generation: 2 });
+  });
+
+  it("a disk that fails (full, read-only) is StateUnavailableError at every step, and the previous state stays", async () => {
+    const d = dir();
+    const { fs, state } = flakyFs();
+    const s = new FileDesiredState(d, { fs });
+    await s.replace(1, [entry("a"), entry("b")]);
+    // The pod files (a failing disk may also leave a `.next` it could not remove: never acted on, open deletes it).
+    const snapshot = () => readdirSync(join(d, "pods")).filter((f) => f.endsWith(".json")).sort().map((f) => [f, readFileSync(join(d, "pods", f), "utf8")]);
+    const files = snapshot();
+    // Fail at each write of a replace in turn: 3 pod files (temp + rename each), then the commit.
+    for (let n = 0; n < 8; n++) {
+      state.writes = 0;
+      state.failAfter = n;
+      await expect(s.replace(2, [entry("a", 1001), entry("c"), entry("d")])).rejects.toBeInstanceOf(StateUnavailableError);
+      state.failAfter = Infinity;
+      expect(await s.generation()).toBe(1);
+      expect(await uids(s)).toEqual(["uid-a", "uid-b"]);
+      expect(snapshot()).toEqual(files);
+      const fresh = new FileDesiredState(d);
+      expect([await fresh.generation(), await uids(fresh)]).toEqual([1, ["uid-a", "uid-b"]]);
+      expect(readdirSync(join(d, "pods")).sort()).toEqual(["uid-a.json", "uid-b.json"]);
+    }
+    state.failing = true;
+    await expect(s.put(entry("c"))).rejects.toBeInstanceOf(StateUnavailableError);
+    await expect(s.put(entry("a", 1002))).rejects.toBeInstanceOf(StateUnavailableError);
+    await expect(s.remove("uid-a")).rejects.toBeInstanceOf(StateUnavailableError);
+    expect(await uids(s)).toEqual(["uid-a", "uid-b"]);
+    expect((await s.get("uid-a"))!.audit.iat).toBe(1000);
+    expect(snapshot()).toEqual(files);
+    state.failing = false;
+    await s.put(entry("c"));
+    expect(await uids(new FileDesiredState(d))).toEqual(["uid-a", "uid-b", "uid-c"]);
+  });
+
+  it("a state dir that cannot exist (a path under a file) is StateUnavailableError, retried on the next call", async () => {
+    const d = dir();
+    writeFileSync(join(d, "file"), "");
+    const s = new FileDesiredState(join(d, "file", "state"));
+    await expect(s.list()).rejects.toBeInstanceOf(StateUnavailableError);
+    await expect(s.put(entry("a"))).rejects.toMatchObject({ code: "ENOTDIR" });
+    expect(existsSync(join(d, "file", "state"))).toBe(false);
+  });
+
+  it("a file that is not a valid pod is left out and reported, never acted on", async () => {
+    const d = dir();
+    const s = new FileDesiredState(d);
+    await s.put(entry("a"));
+    writeFileSync(join(d, "pods", "uid-x.json"), JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "x", uid: "uid-x" }, spec: { containers: [] }, podsync: { audit: { iss: "me", iat: 1 } } }));
+    writeFileSync(join(d, "pods", "uid-y.json"), "{");
+    const skipped: string[] = [];
+    const again = new FileDesiredState(d, { onSkip: (f, why) => skipped.push(`${f.split("/").pop()}: ${why}`) });
+    expect(await uids(again)).toEqual(["uid-a"]);
+    expect(skipped.sort()).toEqual([expect.stringMatching(/^uid-x.json: not a valid pod: spec.containers/), "uid-y.json: not valid JSON"]);
+  });
+});
