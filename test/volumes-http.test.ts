@@ -99,11 +99,23 @@ describe("/v1/node/volumes", () => {
 
   it("kubelet's admission: an unsafe sysctl is 403 admission with reason SysctlForbidden; an Unconfined seccomp profile is the baseline policy's 403", async () => {
     // At baseline Pod Security refuses unsafe sysctls first; kubelet's admission is what holds at privileged.
-    const priv = await Harness.start(cri, { policy: { level: "privileged", hostPathAllow: [] } }, {}, { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } });
+    const { MemoryDesiredState } = await import("../src/kuberuntime/desired-state.js");
+    const desired = new MemoryDesiredState();
+    const priv = await Harness.start(cri, { policy: { level: "privileged", hostPathAllow: [] }, desired }, {}, { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } });
     fake.runtime.resetCalls();
     const sysctl = await priv.post("/v1/pods/sync", { metadata: { name: "s", uid: "vol-pod-2" }, spec: { securityContext: { sysctls: [{ name: "net.core.somaxconn", value: "1024" }] }, containers: [{ name: "main", image: "localhost/busybox:1" }] } });
     expect(sysctl.status).toBe(403);
     expect(sysctl.body).toMatchObject({ type: "urn:podsync:problem:admission", reason: "SysctlForbidden", detail: 'Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted' });
+    // Refused before it is stored: the node never keeps trying to run a pod it cannot admit.
+    expect(await desired.get("vol-pod-2")).toBeUndefined();
+    // The same for a node-wide set: the refused pod is named under pods[i].
+    const put = await priv.fetch("/v1/node/pods", {
+      method: "PUT",
+      headers: { "content-type": "application/jose" },
+      body: await priv.sign({ act: "apply", generation: 1, pods: [{ metadata: { name: "s", uid: "vol-pod-2" }, spec: { securityContext: { sysctls: [{ name: "kernel.panic", value: "1" }] }, containers: [{ name: "main", image: "localhost/busybox:1" }] } }] }),
+    });
+    expect(put.body).toMatchObject({ status: 403, reason: "SysctlForbidden", errors: [{ path: expect.stringMatching(/^pods\[0\]\.spec\.securityContext\.sysctls\[0\]\.name$/) }] });
+    expect(await desired.list()).toEqual([]);
     await priv.close();
     const unconfined = await h.post("/v1/pods/sync", { metadata: { name: "u", uid: "vol-pod-3" }, spec: { securityContext: { seccompProfile: { type: "Unconfined" } }, containers: [{ name: "main", image: "localhost/busybox:1" }] } });
     expect(unconfined.body).toMatchObject({ status: 403, type: "urn:podsync:problem:policy", errors: [{ path: "spec.securityContext.seccompProfile.type" }] });

@@ -4,7 +4,7 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
-import { admit, admitOnNode } from "./admission.js";
+import { admitOnRuntime, admit, admitOnNode } from "./admission.js";
 import { serialQueue } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
@@ -157,6 +157,7 @@ export function createApp(o: AppOptions) {
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
     checkProbes(pod);
+    admitOnRuntime(rt, pod);
     const uid = pod.metadata.uid;
     // Admitted against the other desired pods and stored as one step on the node (kubelet admits one pod at a
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that

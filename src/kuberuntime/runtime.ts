@@ -182,6 +182,10 @@ export interface PodRuntime {
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
   /** ExecSync in the pod's running container, output bounded. */
   exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
+  /** What this node cannot honour, with no runtime call (kubelet's sysctl and AppArmor admission; subPath and
+   * volumes that need the node's filesystem where there is none): throws PodAdmissionError or InvalidPodError.
+   * plan and sync run it first; callers that store a pod before syncing it run it before storing. */
+  admit(pod: Pod): void;
   /** The node's persistentVolumeClaim directories and the pods using each (`desired`: pods that should run). */
   claims(desired?: readonly Pod[]): Promise<{ claims: ClaimInfo[] } & Counted>;
   /** Remove a claim and its data; ClaimInUseError while a pod uses it, ClaimNotFoundError when absent. */
@@ -343,6 +347,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         read: (options, write, follow) => readLogs(files, path, options, write, follow && { ...follow, running }),
       };
     },
+
+    admit,
 
     claims: (desired = []) => counted(cri, async (c) => ({ claims: await listClaims(c, volumeHost(), syncOptions.node.rootDir, desired) })),
 
