@@ -20,6 +20,7 @@ import { nodePolicy } from "./auth/policy.js";
 import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
+import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
 import { nodePodDirs } from "./host/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { createProber, MemoryProbeStateStore, type ProbeStateStore } from "./kuberuntime/prober/prober.js";
@@ -119,8 +120,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     hostIPs,
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
-    node: nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }),
+    node: nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }),
     logFiles: nodeLogFiles,
+    volumeHost: nodeVolumeHost,
   });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   const runtime = instrumentRuntime(engine, metrics, "request");

@@ -4,7 +4,7 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
-import { admit, admitOnNode } from "./admission.js";
+import { admitOnRuntime, admit, admitOnNode } from "./admission.js";
 import { serialQueue } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
@@ -15,6 +15,7 @@ import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
 import { registerLogsAndExec } from "./logs-exec.js";
 import { registerMetrics, type MetricsRouteOptions } from "./metrics.js";
+import { registerVolumes } from "./volumes.js";
 import type { Pod, ProbeHandler } from "../pod/schema.js";
 import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
@@ -159,6 +160,7 @@ export function createApp(o: AppOptions) {
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
     checkProbes(pod);
+    admitOnRuntime(rt, pod);
     const uid = pod.metadata.uid;
     // Admitted against the other desired pods and stored as one step on the node (kubelet admits one pod at a
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that
@@ -276,6 +278,17 @@ export function createApp(o: AppOptions) {
     // Only the server log hears of a stream that broke after its first byte; never its content.
     onStreamError: (e) => log({ time: new Date(now()).toISOString(), method: "GET", route: ROUTES.logs, status: 200, durationMs: 0, criCalls: 0, error: `log stream ended early: ${(e as Error)?.message ?? e}` }),
     pathUid,
+  });
+
+  registerVolumes(app, { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume }, {
+    runtime: rt,
+    verifier: o.verifier,
+    // A desired pod's claims are in use even while it has no container.
+    ...(o.desired ? { desired: async () => (await o.desired!.list()).map((e) => e.pod) } : {}),
+    note: (c, f) => {
+      if (f.jti) c.set("jti", f.jti);
+      if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+    },
   });
 
   if (o.metrics) registerMetrics(app, ROUTES.metrics, o.verifier, o.metrics, (c, jti) => jti && c.set("jti", jti));

@@ -17,4 +17,7 @@ export const ROUTES = {
   /** The node agent: the desired pods with their status (GET), the node-wide set (PUT). */
   pods: "/v1/pods",
   nodePods: "/v1/node/pods",
+  /** The node's persistentVolumeClaim directories. */
+  nodeVolumes: "/v1/node/volumes",
+  nodeVolume: "/v1/node/volumes/:name",
 } as const;

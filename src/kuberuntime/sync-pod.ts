@@ -35,6 +35,7 @@ import { podContainerDir, type TerminationMessageFiles } from "./termination-mes
 import type { ContainerToKill } from "./types.js";
 import type { PodDirs } from "./pod-dirs.js";
 import { subPathBinds, subPathStepMessage } from "./subpath.js";
+import { needsSetUp, setUpVolumes, type VolumeHost } from "./volumes.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
@@ -55,6 +56,9 @@ export interface SyncOptions {
   terminationFiles?: TerminationMessageFiles;
   /** Node filesystem for subPath binds; without it a subPath cannot be mounted (Workers refuse it earlier). */
   podDirs?: PodDirs;
+  /** Node filesystem for volumes (type checks, tmpfs, claim directories); without it only the volumes the
+   * runtime can make alone are accepted (see volumeHostErrors). */
+  volumeHost?: VolumeHost | undefined;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -149,6 +153,14 @@ export async function syncPod(
       const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, killGraceSeconds(pod, info)).then(() => info.message), "KillContainerError");
       if (!ok) return done();
     }
+  }
+
+  // kubelet's volume manager mounts the pod's volumes before SyncPod runs (WaitForAttachAndMount): podsync
+  // does it here, whenever something is to be started, and starts nothing if a volume fails.
+  const starting = actions.createSandbox || actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
+  if (starting && options.volumeHost && needsSetUp(pod)) {
+    const host = options.volumeHost;
+    if (!(await steps.run("MountVolumes", formatPod(pod), () => setUpVolumes(host, pod, node, actions.createSandbox), "FailedMount"))) return done();
   }
 
   // Steps 3-4: a new sandbox. Its config is also what image pulls and CreateContainer are given; a sync
