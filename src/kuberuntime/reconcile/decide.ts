@@ -49,7 +49,7 @@ export function decide(pod: Pod, status: PodStatus, probes: ProbeResults | undef
 export interface PodRecord {
   /** The relisted fingerprint the last decision saw. */
   fingerprint: string | undefined;
-  /** When its last sync (by anyone the loop saw: itself) started and ended; 0 never. */
+  /** When the loop's last sync of it started and ended (ms; 0 / -Infinity: never). */
   lastSyncStart: number;
   lastSyncEnd: number;
   /** Not before this is a pod that still needs action retried without a new event. */
