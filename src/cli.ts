@@ -8,6 +8,7 @@
 //   podsync status UID | delete UID  [--url URL] [--key KEY.json] [--aud NODE] [--json]
 //   podsync logs UID [-c NAME] [-f] [--tail N] [--previous] [--timestamps] [--since 10m]
 //   podsync exec UID [-c NAME] [--timeout S] -- CMD ARGS...
+//   podsync volumes [--json] | podsync volumes rm NAME
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -36,6 +37,8 @@ const USAGE = `usage:
                                                                      the container's log, like kubectl logs
   podsync exec UID [-c NAME] [--timeout SECONDS] -- CMD [ARGS...]     run a command in the container (the node owner
                                                                      must allow exec); exits with its exit code
+  podsync volumes [--json] | podsync volumes rm NAME                 the node's persistentVolumeClaim directories; remove one
+                                                                     (refused while a pod uses it)
 defaults: --url $PODSYNC_URL or http://127.0.0.1:8080, --key $PODSYNC_KEY or .podsync/dev-key.json,
           --aud the node name the server reports on /healthz, --iss the key file's "iss" or "podsync-dev"`;
 
@@ -367,6 +370,26 @@ async function main(argv: string[]) {
       write(process.stdout, body["stdout"] as Out, "stdout");
       write(process.stderr, body["stderr"] as Out, "stderr");
       process.exitCode = Number(body["exitCode"]);
+      return;
+    }
+    case "volumes": {
+      const aud = (o["aud"] as string | undefined) ?? (await nodeName(url));
+      if (arg !== undefined && arg !== "rm") fail(`unknown volumes command "${arg}": use podsync volumes, or podsync volumes rm NAME`);
+      const name = positionals[2];
+      if (arg === "rm" && !name) fail("volumes rm needs a volume name");
+      const token = await signToken(loadKey(keyPath), arg === "rm" ? { act: "delete", volume: name } : { act: "status" }, aud, ttl, iss);
+      const r = await fetch(arg === "rm" ? `${url}/v1/node/volumes/${encodeURIComponent(name!)}` : `${url}/v1/node/volumes`, { method: arg === "rm" ? "DELETE" : "GET", headers: { authorization: `Bearer ${token}` } });
+      const body = (await r.json()) as Record<string, unknown>;
+      if (!r.ok) {
+        printResult(r.status, body);
+        process.exitCode = 1;
+      } else if (o["json"]) console.log(JSON.stringify(body, null, 2));
+      else if (arg === "rm") console.log(`removed volume ${name}`);
+      else {
+        const rows = (body["volumes"] as { name: string; path: string; usedBy: { namespace: string; name: string }[] }[]).map((v) => [v.name, v.usedBy.map((p) => `${p.namespace}/${p.name}`).join(",") || "<none>", v.path]);
+        const w = [4, 7].map((min, i) => Math.max(min, ...rows.map((row) => row[i]!.length)));
+        console.log([["NAME", "USED BY", "PATH"], ...rows].map((row) => `${row[0]!.padEnd(w[0]! + 3)}${row[1]!.padEnd(w[1]! + 3)}${row[2]}`).join("\n"));
+      }
       return;
     }
     default:

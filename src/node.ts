@@ -17,16 +17,21 @@ import type { StateUnavailableError } from "./state/state-unavailable.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime } from "./kuberuntime/runtime.js";
-import { nodeConfigFrom } from "./settings/common.js";
+import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
 import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodeVolumeFiles } from "./host/volume-files.js";
+import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
 import { nodePodDirs } from "./host/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
-import { createProber } from "./kuberuntime/prober/prober.js";
-import { startProbeLoop } from "./kuberuntime/prober/loop.js";
+import { createProber, MemoryProbeStateStore, type ProbeStateStore } from "./kuberuntime/prober/prober.js";
+import { startReconcileLoop } from "./kuberuntime/reconcile/loop.js";
+import { instrumentRuntime } from "./kuberuntime/metrics.js";
+import { observeCalls } from "./cri/observed.js";
+import { createPromMetrics } from "./host/metrics.js";
+import { FileProbeStateStore } from "./state/probe-state.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
@@ -85,12 +90,15 @@ export interface Running {
 export async function startNode(env: Record<string, string | undefined> = process.env, quiet = false): Promise<Running> {
   const s = loadSettings(env);
   const keys = await loadKeys(s);
-  const cri = connectGrpc({
+  // Every CRI call is counted by method and gRPC code for /metrics (prom-client is loaded only if served).
+  const metrics = s.PODSYNC_METRICS === "off" ? undefined : createPromMetrics();
+  const rawCri = connectGrpc({
     endpoint: s.PODSYNC_CRI_ENDPOINT,
     timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS,
     token: s.PODSYNC_CRI_TOKEN,
     tls: s.PODSYNC_CRI_TLS ? { ca: s.PODSYNC_CRI_TLS_CA, cert: s.PODSYNC_CRI_TLS_CERT, key: s.PODSYNC_CRI_TLS_KEY } : undefined,
   });
+  const cri = metrics ? observeCalls(rawCri, metrics.criCall) : rawCri;
   // Used jtis persist on the node, so a token never acts twice even across restarts. A state directory
   // that cannot be used is not fatal: signed requests get 503 state-unavailable until it can.
   const stateDir = s.PODSYNC_STATE_DIR ?? (keys.dev ? join(resolve(s.PODSYNC_DEV_DIR), "state") : DEFAULT_STATE_DIR);
@@ -112,20 +120,38 @@ export async function startNode(env: Record<string, string | undefined> = proces
   });
   const hostIPs = await nodeHostIPs();
   const nodeInfo = nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem() });
-  const runtime = createPodRuntime(cri, {
+  const engine = createPodRuntime(cri, {
     terminationFiles: nodeTerminationFiles,
     podDirs: nodePodDirs,
     hostIPs,
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
     // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
-    node: { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem() }), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 },
+    node: { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 },
     logFiles: nodeLogFiles,
+    volumeHost: nodeVolumeHost,
     volumeFiles: nodeVolumeFiles,
   });
-  // Probes run in this process; the loop is the stand-in for the node agent's reconcile loop.
-  const prober = createProber({ cri, network: nodeProbeNetwork, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
-  const probeLoop = startProbeLoop(prober, runtime, { onError: (e, uid) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), probeLoop: true, podUid: uid, error: (e as Error)?.message ?? String(e) })) });
+  // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
+  const runtime = instrumentRuntime(engine, metrics, "request");
+  // Probe workers' state persists under the state dir, so a restart keeps their counts; in memory (with a
+  // warning) when the directory cannot be used.
+  const probeStore = new FileProbeStateStore(join(stateDir, "probes"), { onError: (e) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "probes", error: `probe state not written: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}` })) });
+  const probeStoreError = await probeStore.open().then(() => undefined, (e: StateUnavailableError) => e);
+  const probes: ProbeStateStore = probeStoreError ? new MemoryProbeStateStore() : probeStore;
+  const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
+  // The node agent's loop keeps every pod in the desired state running, with nobody calling.
+  const loop = startReconcileLoop({
+    runtime: instrumentRuntime(engine, metrics, "loop"),
+    cri,
+    desired,
+    prober,
+    metrics,
+    relistIntervalMs: s.PODSYNC_RELIST_INTERVAL_MS ?? RELIST_INTERVAL_DEFAULT_MS.node,
+    resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
+    log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "reconcile", ...rec })),
+  });
+  metrics?.setSource(loop);
   const app = createApp({
     runtime,
     prober,
@@ -138,6 +164,17 @@ export async function startNode(env: Record<string, string | undefined> = proces
     allowExec: s.PODSYNC_ALLOW_EXEC,
     execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
     logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
+    ...(metrics
+      ? {
+          metrics: {
+            mode: s.PODSYNC_METRICS,
+            render: () => metrics.render(),
+            contentType: metrics.contentType,
+            // @hono/node-server hands the Node request in the context's env.
+            peerAddress: (c: { env: unknown }) => (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress,
+          },
+        }
+      : {}),
     ...(quiet ? { log: () => undefined } : {}),
   });
   const server = await new Promise<ServerType>((res, rej) => {
@@ -156,8 +193,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     const sock = s.PODSYNC_CRI_ENDPOINT.startsWith("unix://") ? s.PODSYNC_CRI_ENDPOINT.slice(7) : s.PODSYNC_CRI_ENDPOINT.startsWith("/") ? s.PODSYNC_CRI_ENDPOINT : "";
     if (sock && !existsSync(sock))
       lines.push(`  warning: ${sock} does not exist yet; /readyz will say 503 until the runtime runs (or set PODSYNC_CRI_ENDPOINT)`);
-    lines.push(`  state:   ${stateDir} (desired pods in pods/, used token ids in jti/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+    lines.push(`  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
+    if (probeStoreError) lines.push(`  warning: ${join(stateDir, "probes")} cannot be used (${probeStoreError.code ?? String(probeStoreError.cause)}); probe state is kept in memory only`);
     if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);
     if (keys.dev)
       lines.push(
@@ -171,7 +209,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     url,
     close: () =>
       new Promise<void>((res) => {
-        void probeLoop.stop().then(() => {
+        void loop.stop().then(async () => {
+          await probeStore.close().catch(() => undefined);
           server.close(() => void replay.close().then(() => res()));
           cri.close();
         });

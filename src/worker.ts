@@ -254,8 +254,6 @@ function build(env: Env): Hono {
       logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
       // exec probes go through the proxy (ExecSync); a Worker cannot open a connection to a pod.
       probeHandlers: { allowed: ["exec"], why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod" },
-      // Volume files need the node's filesystem, which a Worker cannot reach; env from the same objects works.
-      noFileVolumes: "a Worker reaches the node only through cri-proxy and cannot write files on it (use env: valueFrom or envFrom)",
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }

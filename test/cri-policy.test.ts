@@ -16,11 +16,14 @@ import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { pod as schemaPod } from "./support/pods.js";
 
-const node = defaultNodeConfig();
+// The node default for seccomp is off here: the CRI side then sees exactly what the pod asked for. With the
+// default on (tested below) the CRI side is looser than the pod side at restricted, never stricter.
+const node = { ...defaultNodeConfig(), seccompDefault: false };
 const ctxFor = (p: Pod): CriPolicyContext => ({ isInternalMount: podsyncInternalMount(node.rootDir, p.metadata.uid), podLogsDir: node.podLogsDir });
 
-function criVerdict(p: Pod, policy: NodePolicy): Violation[] {
+function criVerdict(p: Pod, policy: NodePolicy, n = node): Violation[] {
   const ctx = ctxFor(p);
+  const node = n;
   const sandbox = generatePodSandboxConfig(p, 0, node);
   const out = checkRunPodSandbox(create(RunPodSandboxRequestSchema, { config: sandbox }), policy, ctx);
   for (const c of [...(p.spec.initContainers ?? []), ...p.spec.containers])
@@ -64,6 +67,14 @@ describe("CRI policy on podsync-generated configs", () => {
     expect(criVerdict(p, { level: "privileged", hostPathAllow: [] })).toEqual([]);
   });
 
+  it("a persistentVolumeClaim's directory is podsync's own: admitted at every level, as the pod field is", () => {
+    const p = schemaPod({ securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: "RuntimeDefault" } }, volumes: [{ name: "d", persistentVolumeClaim: { claimName: "data" } }], containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } }, volumeMounts: [{ name: "d", mountPath: "/d" }] }] });
+    for (const level of POLICY_LEVELS) {
+      expect(evaluatePodSecurity(p, { level, hostPathAllow: [] })).toEqual([]);
+      expect(criVerdict(p, { level, hostPathAllow: ["/srv/data"] })).toEqual([]);
+    }
+  });
+
   it("admits allow-listed hostPaths and bounds privileged nodes by the list", () => {
     const p = schemaPod({ volumes: [{ name: "d", hostPath: { path: "/srv/data/app" } }, { name: "e", hostPath: { path: "/srv/database" } }], containers: [{ name: "c", image: "busybox", volumeMounts: [{ name: "d", mountPath: "/d" }, { name: "e", mountPath: "/e" }] }] });
     for (const level of POLICY_LEVELS) {
@@ -77,9 +88,41 @@ describe("CRI policy on podsync-generated configs", () => {
       securityContext: { runAsNonRoot: true, runAsUser: 1000 },
       containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } } }],
     });
-    // seccompProfile is not in podsync's schema yet, so nothing can satisfy seccompProfile_restricted on either side.
+    // Without a seccompProfile: refused on both sides (the pod asked for none; the node default is off here).
     expect(rules(evaluatePodSecurity(p, { level: "restricted", hostPathAllow: [] }))).toEqual(["seccompProfile_restricted"]);
     expect(rules(criVerdict(p, { level: "restricted", hostPathAllow: [] }))).toEqual(["seccompProfile_restricted"]);
+    const withProfile = schemaPod({ ...p.spec, securityContext: { ...p.spec.securityContext, seccompProfile: { type: "RuntimeDefault" } } });
+    expect(evaluatePodSecurity(withProfile, { level: "restricted", hostPathAllow: [] })).toEqual([]);
+    expect(criVerdict(withProfile, { level: "restricted", hostPathAllow: [] })).toEqual([]);
+  });
+
+  it("the node's seccomp default (RuntimeDefault) satisfies the CRI side, while Pod Security still wants the field, as upstream", () => {
+    const p = schemaPod({
+      securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+      containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } }],
+    });
+    const restricted: NodePolicy = { level: "restricted", hostPathAllow: [] };
+    expect(rules(evaluatePodSecurity(p, restricted))).toEqual(["seccompProfile_restricted"]);
+    expect(criVerdict(p, restricted, { ...node, seccompDefault: true })).toEqual([]);
+    // An explicit Unconfined is refused on both sides at baseline, whatever the default.
+    const unconfined = schemaPod({ securityContext: { seccompProfile: { type: "Unconfined" } } });
+    for (const seccompDefault of [true, false]) expect(rules(criVerdict(unconfined, baseline, { ...node, seccompDefault }))).toEqual(["seccompProfile_baseline"]);
+    expect(rules(evaluatePodSecurity(unconfined, baseline))).toEqual(["seccompProfile_baseline"]);
+  });
+
+  it("capability names: upstream Pod Security compares them exactly (drop: [all] is not drop ALL); the CRI side sees the canonical names config.ts sends", () => {
+    const p = schemaPod({
+      securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: "RuntimeDefault" } },
+      containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["all"], add: ["net_bind_service"] } } }],
+    });
+    const restricted: NodePolicy = { level: "restricted", hostPathAllow: [] };
+    expect(evaluatePodSecurity(p, restricted).map((v) => v.message)).toEqual([
+      'unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]; container "c" must not include "net_bind_service" in securityContext.capabilities.add)',
+      'unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]; container "c" must not include "net_bind_service" in securityContext.capabilities.add)',
+    ]);
+    expect(criVerdict(p, restricted)).toEqual([]);
+    // Baseline: "chown" is not upstream's "CHOWN" either.
+    expect(rules(evaluatePodSecurity(schemaPod({ containers: [{ name: "c", image: "busybox", securityContext: { capabilities: { add: ["chown"] } } }] }), baseline))).toEqual(["capabilities_baseline"]);
   });
 });
 
@@ -137,6 +180,7 @@ describe("CRI policy on raw requests", () => {
 // kubelet maps only app containers' host ports) and every volume is mounted (an unmounted volume never
 // reaches CRI): in those two cases the pod-level check is stricter, never looser.
 const cap = fc.constantFrom("CHOWN", "NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "ALL", "KILL");
+const profile = fc.constantFrom({ type: "RuntimeDefault" as const }, { type: "Unconfined" as const }, { type: "Localhost" as const, localhostProfile: "p.json" });
 const securityContext = fc.option(
   fc.record(
     {
@@ -145,6 +189,8 @@ const securityContext = fc.option(
       runAsUser: fc.constantFrom(0, 1000),
       runAsNonRoot: fc.boolean(),
       capabilities: fc.record({ add: fc.array(cap, { maxLength: 2 }), drop: fc.array(cap, { maxLength: 2 }) }, { requiredKeys: [] }),
+      seccompProfile: profile,
+      appArmorProfile: profile,
     },
     { requiredKeys: [] },
   ),
@@ -156,7 +202,7 @@ const arbPod = fc
     hostNetwork: fc.boolean(),
     hostPID: fc.boolean(),
     hostIPC: fc.boolean(),
-    podSc: fc.option(fc.record({ runAsUser: fc.constantFrom(0, 1000), runAsNonRoot: fc.boolean(), sysctls: fc.array(fc.constantFrom("kernel.shm_rmid_forced", "net/ipv4/tcp_syncookies", "kernel.panic"), { maxLength: 2 }) }, { requiredKeys: [] }), { nil: undefined }),
+    podSc: fc.option(fc.record({ runAsUser: fc.constantFrom(0, 1000), runAsNonRoot: fc.boolean(), seccompProfile: profile, sysctls: fc.array(fc.constantFrom("kernel.shm_rmid_forced", "net/ipv4/tcp_syncookies", "kernel.panic"), { maxLength: 2 }) }, { requiredKeys: [] }), { nil: undefined }),
     volumes: fc.array(fc.option(hostPath, { nil: undefined }), { maxLength: 3 }),
     containers: fc.array(fc.record({ sc: securityContext, hostPort: fc.option(fc.constantFrom(8080, 9090), { nil: undefined }) }), { minLength: 1, maxLength: 2 }),
     init: fc.array(securityContext, { maxLength: 1 }),

@@ -320,7 +320,17 @@ describe("a used token never acts twice, not even after a restart", () => {
     PODSYNC_JWKS: JSON.stringify({ keys: h.keys.map((k) => k.publicJwk) }),
     PODSYNC_ISSUERS: ISSUER,
     PODSYNC_STATE_DIR: stateDir,
+    // The node agent's loop relists once at start (syncing the desired pods a restart finds), then not for an
+    // hour: a refused request must be the only thing near the runtime while it is measured.
+    PODSYNC_RELIST_INTERVAL_MS: "3600000",
   });
+  /** Until the runtime has seen no call for a while (the loop's start-up sync is done). */
+  const quiet = async () => {
+    for (let last = -1; last !== fake.runtime.totalCalls(); ) {
+      last = fake.runtime.totalCalls();
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  };
   const postTo = async (url: string, token: string) => {
     const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
     return { status: r.status, type: r.headers.get("content-type") ?? "", body: (await r.json()) as any };
@@ -339,6 +349,7 @@ describe("a used token never acts twice, not even after a restart", () => {
     }
     node = await startNode(nodeEnv(stateDir), true);
     try {
+      await quiet();
       const again = await refused(postTo(node.url, token), 409, "replayed");
       expect(again.reason).toBe("replayed");
       expect((await postTo(node.url, await h.sign({ act: "sync", pod: podInput() }))).status).toBe(200);

@@ -375,12 +375,12 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
   });
 
   it("a deployment without node files (Workers) refuses file volumes naming them, and takes env", async () => {
-    const w = await Harness.start(cri, { noFileVolumes: "no node filesystem here" }, {}, {});
+    const w = await Harness.start(cri, {}, {}, {});
     try {
       const token = await w.sign({ act: "plan", pod: full("uid-objects-worker"), secrets: [secret] });
       const r = await w.fetch("/v1/pods/plan", { method: "POST", headers: { "content-type": "application/jose" }, body: token });
       expect(r.status).toBe(400);
-      expect(r.body.errors).toEqual([{ path: "spec.volumes[0].secret", message: "secret volumes are not available here: no node filesystem here" }]);
+      expect(r.body.errors).toEqual([{ path: "spec.volumes[0].secret", message: "secret volumes are not available here: this deployment cannot write files on the node (use env: valueFrom or envFrom)" }]);
       const envOnly = { ...full("uid-objects-worker"), spec: { ...full("uid-objects-worker").spec, volumes: undefined, containers: [{ ...full("uid-objects-worker").spec.containers[0], volumeMounts: undefined }] } };
       const ok = await w.fetch("/v1/pods/plan", { method: "POST", headers: { "content-type": "application/jose" }, body: await w.sign({ act: "plan", pod: envOnly, secrets: [secret] }) });
       expect(ok.status).toBe(200);

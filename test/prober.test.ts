@@ -1,13 +1,14 @@
 // The prober against the in-process CRI runtime (ExecSync answered by a test handler): kubelet's worker
 // semantics (thresholds, initial results, hold after a liveness failure, startup gating, timeouts), the
-// loop restarting a container through computePodActions, the schema's probe defaults and validation, and
+// node agent's loop restarting a container through computePodActions, the schema's probe defaults and validation, and
 // the Worker's refusal of probes it cannot run.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createProber } from "../src/kuberuntime/prober/prober.js";
-import { startProbeLoop } from "../src/kuberuntime/prober/loop.js";
+import { startReconcileLoop } from "../src/kuberuntime/reconcile/loop.js";
+import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { validatePod, InvalidPodError } from "../src/pod/validate.js";
 import { probeHandlerErrors } from "../src/pod/probes.js";
@@ -105,9 +106,13 @@ describe("prober workers (kubelet's worker.go)", () => {
     expect(Object.values(plan.actions.containersToKill)).toEqual([expect.objectContaining({ name: "main", reason: "LivenessProbe", message: "Container main failed liveness probe, will be restarted" })]);
     // On hold until a new instance: no more probes of the old one.
     expect((await prober.tick((t += 1000))).ran).toBe(0);
-    const loop = startProbeLoop(prober, rt, { maxSleepMs: 50 });
+    // The node agent's loop: its relist shows the prober the instance, the due probe tick asks for a sync,
+    // and the loop syncs the desired pod with the results.
+    const desired = new MemoryDesiredState();
+    await desired.put({ pod: p, audit: { iss: "test", iat: 0 }, storedAt: 0 });
+    const loop = startReconcileLoop({ runtime: rt, cri, desired, prober, manual: true });
     try {
-      for (let i = 0; i < 100 && running(p.metadata.uid)[0]?.id === first; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 20 && running(p.metadata.uid)[0]?.id === first; i++) await loop.tick();
     } finally {
       await loop.stop();
     }

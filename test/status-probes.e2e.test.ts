@@ -10,7 +10,9 @@ import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
 import { createProber, type Prober } from "../src/kuberuntime/prober/prober.js";
-import { startProbeLoop, type ProbeLoop } from "../src/kuberuntime/prober/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../src/kuberuntime/reconcile/loop.js";
+import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
+import { MemoryPodLock } from "../src/kuberuntime/pod-lock.js";
 import type { V1Pod } from "../src/kuberuntime/api-status.js";
 import { nodeLogFiles } from "../src/host/log-files.js";
 import { nodeTerminationFiles } from "../src/host/termination-files.js";
@@ -26,10 +28,10 @@ const skip = inject("skipE2E");
 let cri: CriClient;
 let h: Harness;
 let prober: Prober;
-let loop: ProbeLoop;
+let loop: ReconcileLoop;
 const made: string[] = [];
 const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-status-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-status-root-")) };
-const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, hostIPs: ["127.0.0.1"] };
+const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, hostIPs: ["127.0.0.1"], lock: new MemoryPodLock() };
 const IMAGE = "localhost/busybox:1";
 
 const podInput = (name: string, spec: Record<string, unknown>) => {
@@ -70,8 +72,11 @@ describe.skipIf(skip)("pod status and probes on real containerd", () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     prober = createProber({ cri, network: nodeProbeNetwork, hostIP: "127.0.0.1" });
-    h = await Harness.start(cri, { prober, policy: { level: "privileged", hostPathAllow: [] } }, {}, runtimeOpts);
-    loop = startProbeLoop(prober, createPodRuntime(cri, runtimeOpts), { maxSleepMs: 200 });
+    // The server and the node agent's loop share the desired state (every accepted sync stores its pod) and
+    // the per-pod lock, as on a node; the loop drives the probes and restarts what they fail.
+    const desired = new MemoryDesiredState();
+    h = await Harness.start(cri, { prober, desired, policy: { level: "privileged", hostPathAllow: [] } }, {}, runtimeOpts);
+    loop = startReconcileLoop({ runtime: createPodRuntime(cri, runtimeOpts), cri, desired, prober, relistIntervalMs: 200 });
   });
   afterAll(async () => {
     await loop?.stop();
@@ -124,11 +129,10 @@ describe.skipIf(skip)("pod status and probes on real containerd", () => {
   const crashLoop = async (p: ReturnType<typeof podInput>, name: string, init: boolean) => {
     const list = (v: V1Pod) => (init ? v.status.initContainerStatuses! : v.status.containerStatuses);
     await sync(p);
-    await until(`${name} to exit`, async () => list(await get(p.metadata.uid)).find((c) => c.name === name)?.state.terminated);
-    await sync(p); // the first restart has no back-off
-    // Exited again: within the back-off the status already says CrashLoopBackOff (derived from the runtime).
-    await until(`${name} to exit again`, async () => { const s = list(await get(p.metadata.uid)).find((c) => c.name === name)!; return s.restartCount === 1 && !s.state.running && (s.state.terminated ?? s.lastState.terminated); });
-    const body = await sync(p); // now in back-off
+    // The pod is desired, so the node agent's loop restarts the first crash at once (no back-off); the second
+    // instance's exit starts a 10 s back-off, and the status already says CrashLoopBackOff (from the runtime).
+    await until(`${name} in back-off after its first restart`, async () => { const s = list(await get(p.metadata.uid)).find((c) => c.name === name); return s?.restartCount === 1 && s.state.waiting?.reason === "CrashLoopBackOff"; });
+    const body = await sync(p); // a request in the back-off is told so
     expect(body.steps.map((s: { error?: string }) => s.error), JSON.stringify(body)).toContain("CrashLoopBackOff");
     return get(p.metadata.uid);
   };

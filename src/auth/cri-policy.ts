@@ -10,13 +10,18 @@
 //   at restricted a container must carry an explicit non-zero runAsUser.
 // - seccomp: an absent profile is what podsync sends for a pod without one (allowed at baseline); an explicit
 //   Unconfined profile is the pod asking for it. Whoever maps seccompProfile in config.ts must keep that.
-// - capability names are compared as containerd reads them: case-insensitive, with or without CAP_.
+// - capability names are compared as containerd reads them: case-insensitive, with or without CAP_. config.ts
+//   sends the canonical form, so `drop: [all]` passes restricted here while Pod Security (pod level, exact
+//   names as upstream) refuses it: the pod-level check is the stricter one.
+// - the node's seccomp default (RuntimeDefault for pods that set none) satisfies seccompProfile_restricted here;
+//   at pod level upstream still asks for the field.
 import {
   MountPropagation, NamespaceMode, SecurityProfile_ProfileType,
   type ContainerConfig, type CreateContainerRequest, type LinuxContainerSecurityContext, type LinuxSandboxSecurityContext,
   type NamespaceOption, type PodSandboxConfig, type RunPodSandboxRequest, type SecurityProfile, type SELinuxOption,
 } from "../gen/runtime/v1/api_pb.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "../kuberuntime/security.js";
+import { claimsDir } from "../kuberuntime/volumes.js";
 import { isUnderAny, isUnderPrefix, normalizeHostPath } from "./host-path.js";
 import { checksFor } from "./pod-security.js";
 import type { CheckResult } from "./pod-security-checks.js";
@@ -41,16 +46,22 @@ export interface CriPolicyContext {
 /**
  * The host paths podsync itself bind-mounts for pod `podUid`, in kubelet's layout under <rootDir>/pods/<uid>:
  * volumes/kubernetes.io~empty-dir/<volume> (config.ts containerMounts), containers/<container>/<file>
- * (termination-message files) and volume-subpaths/<volume>/<container>/<index> (kubelet's safe subPath binds).
+ * (termination-message files) and volume-subpaths/<volume>/<container>/<index> (kubelet's safe subPath binds),
+ * and the node's persistentVolumeClaim directories <rootDir>/volumes/pvc/<claim>.
  * Exactly these depths, without `.` or `..`: anything below one of them is inside what a container can write,
  * where it may have planted a symlink to / (CVE-2017-1002101), and the bind source is resolved by the runtime
  * long after any check here.
  */
 export function podsyncInternalMount(rootDir: string, podUid: string): (hostPath: string) => boolean {
   const pod = [...normalizeHostPath(rootDir).split("/").filter(Boolean), "pods", podUid];
+  const claims = normalizeHostPath(claimsDir(rootDir)).split("/").filter(Boolean);
   return (hostPath) => {
     const parts = hostPath.split("/").filter(Boolean);
-    if (!hostPath.startsWith("/") || parts.some((p) => p === "." || p === "..") || pod.some((p, i) => parts[i] !== p)) return false;
+    if (!hostPath.startsWith("/") || parts.some((p) => p === "." || p === "..")) return false;
+    // A persistentVolumeClaim's directory, <rootDir>/volumes/pvc/<claim>: any pod may name any claim (as at pod
+    // level, where Pod Security admits persistentVolumeClaim at every level).
+    if (parts.length === claims.length + 1 && claims.every((p, i) => parts[i] === p)) return true;
+    if (pod.some((p, i) => parts[i] !== p)) return false;
     const [kind, a, ...rest] = parts.slice(pod.length);
     if (kind === "volumes") return a === "kubernetes.io~empty-dir" && rest.length === 1;
     if (kind === "containers") return a !== undefined && rest.length === 1;
@@ -304,6 +315,9 @@ export const SANDBOX_CHECKS: readonly CriCheck<PodSandboxConfig>[] = [
   },
   { id: "seLinuxOptions", level: "baseline", check: (s) => seLinux(s.linux?.securityContext?.selinuxOptions, "pod") },
   { id: "seccompProfile_baseline", level: "baseline", check: (s) => seccompBaseline(s.linux?.securityContext, "pod") },
+  // At restricted the pod's own Unconfined is refused under the restricted rule's id, as at pod level; a
+  // sandbox without a profile is not (each container is checked for one).
+  { id: "seccompProfile_restricted", level: "restricted", overrides: ["seccompProfile_baseline"], check: (s) => seccompBaseline(s.linux?.securityContext, "pod") },
   {
     id: "sysctls",
     level: "baseline",

@@ -6,6 +6,9 @@ import { formatViolations, type NodePolicy } from "../auth/policy.js";
 import { ProblemError } from "./problems.js";
 import { admitInOrder, admitPod, type NodeInfo } from "../kuberuntime/predicates.js";
 import type { DesiredState } from "../kuberuntime/desired-state.js";
+import type { PodRuntime } from "../kuberuntime/runtime.js";
+import { PodAdmissionError } from "../kuberuntime/node-admission.js";
+import { InvalidPodError } from "../pod/validate.js";
 
 export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {
   const violations = evaluatePodSecurity(pod, policy);
@@ -38,4 +41,21 @@ export function admitSetOnNode(pods: readonly Pod[], node: NodeInfo, prefix = "p
     reason: first.result.reason,
     errors: refused.flatMap(({ index, result }) => result.failures.map((f) => ({ path: `${prefix}[${index}].${f.path}`, message: `${f.reason}: ${f.message}` }))),
   });
+}
+
+/** What the engine refuses before any runtime call (kubelet's sysctl and AppArmor admit handlers; subPath and
+ * volumes a deployment without the node filesystem cannot honour), checked before a pod is stored, so a pod
+ * the node cannot run never enters the desired state. Field paths under `prefix`. */
+export function admitOnRuntime(rt: Pick<PodRuntime, "admit">, pod: Pod, prefix = ""): void {
+  try {
+    rt.admit(pod);
+  } catch (e) {
+    if (e instanceof PodAdmissionError)
+      throw new ProblemError("admission", `Pod was rejected: ${e.message}`, {
+        reason: e.failures[0]!.reason,
+        errors: e.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })),
+      });
+    if (e instanceof InvalidPodError) throw new InvalidPodError(e.errors.map((x) => ({ ...x, path: prefix + x.path })));
+    throw e;
+  }
 }

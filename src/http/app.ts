@@ -4,7 +4,7 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
-import { admit, admitOnNode } from "./admission.js";
+import { admitOnRuntime, admit, admitOnNode } from "./admission.js";
 import { serialQueue } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
@@ -14,10 +14,11 @@ import { actionsJSON, statusJSON } from "./serialize.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
 import { registerLogsAndExec } from "./logs-exec.js";
+import { registerMetrics, type MetricsRouteOptions } from "./metrics.js";
+import { registerVolumes } from "./volumes.js";
 import type { Pod, ProbeHandler } from "../pod/schema.js";
 import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
-import { fileVolumeErrors } from "../pod/references.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
 import { MemoryDesiredState, StaleGenerationError, type DesiredState } from "../kuberuntime/desired-state.js";
@@ -58,6 +59,8 @@ export interface AppOptions {
   now?: () => number;
   /** Runs the pods' probes; synced pods are handed to it and its results go into every sync and status. */
   prober?: Prober;
+  /** GET /metrics (Node); absent: not served. */
+  metrics?: MetricsRouteOptions;
   /** The node's desired state: every accepted sync is stored here before it acts, DELETE removes, PUT
    * /v1/node/pods replaces; GET reads specs from it; admission counts their requests and host ports. In
    * memory when not given. */
@@ -66,8 +69,6 @@ export interface AppOptions {
   applyConcurrency?: number;
   /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
   probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
-  /** Set when this deployment cannot write configMap/secret/downwardAPI/projected volume files (Workers): why. */
-  noFileVolumes?: string;
 }
 
 type Env = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
@@ -88,7 +89,7 @@ export function createApp(o: AppOptions) {
   const handlers = o.probeHandlers ?? { allowed: ALL_PROBE_HANDLERS, why: "" };
   /** A probe this deployment cannot run is refused like any invalid field, before any runtime call. */
   const checkProbes = (pod: Pod, prefix = "") => {
-    const errors = [...probeHandlerErrors(pod, handlers.allowed, handlers.why), ...(o.noFileVolumes ? fileVolumeErrors(pod, o.noFileVolumes) : [])].map((e) => ({ ...e, path: prefix + e.path }));
+    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why).map((e) => ({ ...e, path: prefix + e.path }));
     if (errors.length) throw new InvalidPodError(errors);
   };
 
@@ -159,6 +160,7 @@ export function createApp(o: AppOptions) {
     note(c, pod.metadata.uid, token.payload.jti);
     admit(pod, policy);
     checkProbes(pod);
+    admitOnRuntime(rt, pod);
     const uid = pod.metadata.uid;
     // Admitted against the other desired pods and stored as one step on the node (kubelet admits one pod at a
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that
@@ -277,6 +279,19 @@ export function createApp(o: AppOptions) {
     onStreamError: (e) => log({ time: new Date(now()).toISOString(), method: "GET", route: ROUTES.logs, status: 200, durationMs: 0, criCalls: 0, error: `log stream ended early: ${(e as Error)?.message ?? e}` }),
     pathUid,
   });
+
+  registerVolumes(app, { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume }, {
+    runtime: rt,
+    verifier: o.verifier,
+    // A desired pod's claims are in use even while it has no container.
+    ...(o.desired ? { desired: async () => (await o.desired!.list()).map((e) => e.pod) } : {}),
+    note: (c, f) => {
+      if (f.jti) c.set("jti", f.jti);
+      if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+    },
+  });
+
+  if (o.metrics) registerMetrics(app, ROUTES.metrics, o.verifier, o.metrics, (c, jti) => jti && c.set("jti", jti));
 
   // A known path with a method it does not serve: 405 naming the ones it does.
   const allowed = new Map<string, string[]>();

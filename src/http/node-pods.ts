@@ -16,7 +16,7 @@ import type { Pod } from "../pod/schema.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { storedObjects, type PodObjects } from "../pod/objects.js";
 import { bundlesFromSet } from "../pod/bundle.js";
-import { admit, admitSetOnNode } from "./admission.js";
+import { admit, admitOnRuntime, admitSetOnNode } from "./admission.js";
 import { serialQueue, type Serial } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import { ProblemError, toProblemError } from "./problems.js";
@@ -110,6 +110,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     const generation = token.payload["generation"] as number;
     const pods = validateSet(items, prefix, token.payload, d.checkProbes);
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
+    for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
     const now = d.now();
     const body = await serial(async () => {
       const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));

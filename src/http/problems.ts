@@ -9,6 +9,8 @@ import { PodNotFoundError, UnsupportedError } from "../kuberuntime/runtime.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
+import { PodAdmissionError } from "../kuberuntime/node-admission.js";
+import { ClaimInUseError, ClaimNotFoundError } from "../kuberuntime/claims.js";
 import { StaleGenerationError } from "../kuberuntime/desired-state.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
@@ -26,9 +28,11 @@ export const PROBLEMS = {
   "not-found": { status: 404, title: "Not found" },
   "pod-not-found": { status: 404, title: "Pod not found" },
   "container-not-found": { status: 404, title: "Container not found" },
+  "volume-not-found": { status: 404, title: "Volume not found" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   replayed: { status: 409, title: "Token already used" },
   "pod-busy": { status: 409, title: "Pod is busy" },
+  "volume-in-use": { status: 409, title: "Volume is in use" },
   "stale-generation": { status: 409, title: "Older than the node's desired state" },
   "uid-conflict": { status: 409, title: "The uid belongs to another pod" },
   "body-too-large": { status: 413, title: "Request body too large" },
@@ -97,6 +101,12 @@ export function toProblemError(e: unknown): ProblemError {
     return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
   if (e instanceof StaleGenerationError) return new ProblemError("stale-generation", e.message, e.current === undefined ? {} : { current: e.current });
   if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
+  // kubelet's admit handlers (rejectPod's "Pod was rejected: ..."): the reason is theirs (SysctlForbidden,
+  // AppArmor), one entry per field.
+  if (e instanceof PodAdmissionError)
+    return new ProblemError("admission", `Pod was rejected: ${e.message}`, { reason: e.failures[0]!.reason, errors: e.failures.map((f) => ({ path: f.path, message: `${f.reason}: ${f.message}` })) });
+  if (e instanceof ClaimInUseError) return new ProblemError("volume-in-use", e.message, { usedBy: e.usedBy });
+  if (e instanceof ClaimNotFoundError) return new ProblemError("volume-not-found", e.message);
   if (e instanceof CriError) {
     const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";
     return new ProblemError(slug, `${e.method}: ${e.details}`, { grpcCode: e.codeName });

@@ -3,6 +3,8 @@ export const ROUTES = {
   healthz: "/healthz",
   readyz: "/readyz",
   openapi: "/openapi.json",
+  /** Prometheus text format; Node only (see metrics.ts). */
+  metrics: "/metrics",
   sync: "/v1/pods/sync",
   plan: "/v1/pods/plan",
   /** The CRI-level view (debugging). */
@@ -15,4 +17,7 @@ export const ROUTES = {
   /** The node agent: the desired pods with their status (GET), the node-wide set (PUT). */
   pods: "/v1/pods",
   nodePods: "/v1/node/pods",
+  /** The node's persistentVolumeClaim directories. */
+  nodeVolumes: "/v1/node/volumes",
+  nodeVolume: "/v1/node/volumes/:name",
 } as const;

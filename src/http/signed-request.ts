@@ -10,7 +10,7 @@ import { ProblemError } from "./problems.js";
 import { parseJsonBody, parseYamlStream } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 
-export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec" | "apply";
+export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec" | "apply" | "metrics";
 export const SIGNATURE_HEADER = "podsync-signature";
 
 const JOSE_TYPES = new Set(["application/jose", "application/jwt"]);
@@ -190,7 +190,7 @@ function listItems(v: unknown): unknown[] {
 }
 
 /** DELETE and GET status: `Authorization: Bearer <compact JWS>` with `act` and the pod `uid` (a status
- * token may leave `uid` out to read any pod on the node). `check` vets the route's own claims. */
+ * token may leave `uid` out to read any pod on the node; a metrics token names none). `check` vets the route's own claims. */
 export async function readBearer(req: Request, verifier: Verifier, act: Act, uid: string, consume: boolean, check?: (p: Record<string, unknown>) => Error | undefined): Promise<VerifiedToken> {
   const auth = req.headers.get("authorization") ?? "";
   const m = /^Bearer\s+(\S+)$/i.exec(auth);
@@ -199,7 +199,7 @@ export async function readBearer(req: Request, verifier: Verifier, act: Act, uid
     consume,
     check: (p) =>
       actCheck(act)(p) ??
-      (p["uid"] === uid || (act === "status" && p["uid"] === undefined)
+      (p["uid"] === uid || ((act === "status" || act === "metrics") && p["uid"] === undefined)
         ? undefined
         : new AuthError("bad-claims", `token "uid" claim must be the pod uid in the path (${uid})`)) ??
       check?.(p),

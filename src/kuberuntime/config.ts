@@ -8,6 +8,7 @@ import {
   Protocol,
   type ContainerConfig,
   type PodSandboxConfig,
+  MountPropagation,
   type Mount,
   type MountSchema,
 } from "../gen/runtime/v1/api_pb.js";
@@ -17,10 +18,13 @@ import * as L from "./labels.js";
 import type { NodeConfig } from "./node-config.js";
 import { podDNS } from "./dns.js";
 import { containerEnv, expand, toKeyValues, type EnvResolver } from "./expansion.js";
-import { filePlugin, volumeDir } from "./object-volumes.js";
+import { filePlugin } from "./object-volumes.js";
 import { usesEnvSources } from "./env-sources.js";
 import { linuxResources } from "./resources.js";
-import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "./security.js";
+import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, appArmorProfile, seccompProfile, seLinuxOptions } from "./security.js";
+import { canonicalCapability } from "../pod/capabilities.js";
+import { volumeHostPath } from "./volumes.js";
+import { sysctlDots } from "./node-admission.js";
 
 
 /** BuildPodLogsDirectory */
@@ -62,6 +66,9 @@ export function containerAnnotations(container: Container, pod: Pod, restartCoun
     [L.CONTAINER_IMAGE_ANNOTATION]: container.image,
   };
   if (container.ports?.length) a[L.CONTAINER_PORTS_ANNOTATION] = JSON.stringify(container.ports);
+  const mounted = new Set((container.volumeMounts ?? []).map((m) => m.name));
+  const claims = [...new Set((pod.spec.volumes ?? []).flatMap((v) => ("persistentVolumeClaim" in v && mounted.has(v.name) ? [v.persistentVolumeClaim.claimName] : [])))];
+  if (claims.length) a[L.CONTAINER_CLAIMS_ANNOTATION] = claims.join(",");
   return a;
 }
 
@@ -106,31 +113,33 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
         runAsUser: sc?.runAsUser !== undefined ? { value: BigInt(sc.runAsUser) } : undefined,
         runAsGroup: sc?.runAsGroup !== undefined ? { value: BigInt(sc.runAsGroup) } : undefined,
         supplementalGroups: [...(sc?.supplementalGroups ?? []), ...(sc?.fsGroup !== undefined ? [sc.fsGroup] : [])].map(BigInt),
+        // generatePodSandboxLinuxConfig: the pod-level profile (or the node default) for the sandbox.
+        seccomp: seccompProfile(pod, undefined, node),
+        selinuxOptions: seLinuxOptions(sc?.seLinuxOptions),
       },
-      sysctls: Object.fromEntries((sc?.sysctls ?? []).map((s) => [s.name.replaceAll("/", "."), s.value])),
+      sysctls: Object.fromEntries((sc?.sysctls ?? []).map((s) => [sysctlDots(s.name), s.value])),
     },
   });
 }
 
-/** A volume's directory on the node: a hostPath as given, an emptyDir or a file volume (configMap, secret,
- * downwardAPI, projected) under the pod dir (kubelet's layout). */
-export function volumeHostPath(pod: Pod, v: NonNullable<Pod["spec"]["volumes"]>[number], node: NodeConfig): string {
-  if ("hostPath" in v) return v.hostPath.path;
-  if (filePlugin(v) !== undefined) return volumeDir(node.rootDir, pod.metadata.uid, v);
-  return `${node.rootDir}/pods/${pod.metadata.uid}/volumes/kubernetes.io~empty-dir/${v.name}`;
-}
+/** translateMountPropagation */
+const PROPAGATION = { None: MountPropagation.PROPAGATION_PRIVATE, HostToContainer: MountPropagation.PROPAGATION_HOST_TO_CONTAINER, Bidirectional: MountPropagation.PROPAGATION_BIDIRECTIONAL } as const;
 
-/** makeMounts for the volume kinds podsync supports (hostPath, emptyDir, and the file volumes, which kubelet
- * always mounts read-only: their plugins' ReadOnly attribute). A subPath mount's hostPath here is the plain
- * join; SyncPod replaces it with the safe bind (subpath.ts) before the runtime sees it. */
+export { volumeHostPath };
+
+/** makeMounts for the volume kinds podsync supports (hostPath, emptyDir, persistentVolumeClaim, and the file
+ * volumes: configMap, secret, downwardAPI, projected). A claim's readOnly makes every mount of it read-only, as
+ * the PVC volume plugin does; the file volumes are always read-only (their plugins' ReadOnly attribute). A
+ * subPath mount's hostPath here is the plain join; SyncPod replaces it with the safe bind (subpath.ts) before
+ * the runtime sees it. */
 export function containerMounts(pod: Pod, container: Container, node: NodeConfig): MessageInitShape<typeof MountSchema>[] {
   const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v] as const));
   return (container.volumeMounts ?? []).map((m) => {
     const v = volumes.get(m.name)!;
-    const files = filePlugin(v) !== undefined;
     const base = volumeHostPath(pod, v, node);
     const hostPath = m.subPath ? `${base.replace(/\/$/, "")}/${m.subPath}` : base;
-    return { containerPath: m.mountPath, hostPath, readonly: m.readOnly || files, selinuxRelabel: false } satisfies Partial<Mount>;
+    const readonly = m.readOnly || ("persistentVolumeClaim" in v && v.persistentVolumeClaim.readOnly) || filePlugin(v) !== undefined;
+    return { containerPath: m.mountPath, hostPath, readonly, selinuxRelabel: false, propagation: PROPAGATION[m.mountPropagation ?? "None"] } satisfies Partial<Mount>;
   });
 }
 
@@ -167,7 +176,8 @@ export function generateContainerConfig(
     linux: {
       resources: linuxResources(pod, container, node),
       securityContext: {
-        capabilities: { addCapabilities: csc?.capabilities?.add ?? [], dropCapabilities: csc?.capabilities?.drop ?? [] },
+        // kubelet passes the names through; podsync sends the form containerd reads (capabilities.ts).
+        capabilities: { addCapabilities: (csc?.capabilities?.add ?? []).map(canonicalCapability), dropCapabilities: (csc?.capabilities?.drop ?? []).map(canonicalCapability) },
         privileged,
         namespaceOptions: namespaceOptions(pod),
         runAsUser: runAsUser !== undefined ? { value: BigInt(runAsUser) } : undefined,
@@ -175,8 +185,13 @@ export function generateContainerConfig(
         readonlyRootfs: csc?.readOnlyRootFilesystem ?? false,
         supplementalGroups: [...(psc?.supplementalGroups ?? []), ...(psc?.fsGroup !== undefined ? [psc.fsGroup] : [])].map(BigInt),
         noNewPrivs: csc?.allowPrivilegeEscalation === false,
+        // procMount is Default (Unmasked is refused by the schema): the default paths unless privileged.
         maskedPaths: privileged ? [] : DEFAULT_MASKED_PATHS,
         readonlyPaths: privileged ? [] : DEFAULT_READONLY_PATHS,
+        seccomp: seccompProfile(pod, container, node),
+        ...appArmorProfile(pod, container),
+        // determineEffectiveSecurityContext: the container's options, else the pod's.
+        selinuxOptions: seLinuxOptions(csc?.seLinuxOptions ?? psc?.seLinuxOptions),
       },
     },
   });

@@ -11,12 +11,20 @@ export interface NodeConfig {
   clusterDomain: string;
   /** The node's resolv.conf, for dnsPolicy Default (and ClusterFirst without cluster DNS). */
   hostDNS: { servers: string[]; searches: string[]; options: string[] };
-  /** Node memory capacity in bytes, for Burstable oom_score_adj (and the downward API's default memory limit). */
+  /** Node memory capacity in bytes, for Burstable oom_score_adj, a memory emptyDir's default size and the downward
+   * API's default memory limit. */
   memoryCapacity: number;
   /** The node's name (the downward API's spec.nodeName); empty when unknown. */
   nodeName?: string;
   /** Node cpu capacity in cores (the downward API's default cpu limit, as kubelet uses node allocatable). */
   cpuCapacity?: number;
+  /** kubelet's --seccomp-default: RuntimeDefault for containers whose pod and container set no profile.
+   * podsync's default is on (PODSYNC_SECCOMP_DEFAULT); kubelet's is off. */
+  seccompDefault: boolean;
+  /** kubelet's --allowed-unsafe-sysctls: names or `prefix*` patterns admitted beyond the safe set. */
+  allowedUnsafeSysctls: string[];
+  /** Whether the host has AppArmor enabled; undefined when podsync cannot tell (Workers). */
+  appArmorEnabled?: boolean | undefined;
 }
 
 export const defaultNodeConfig = (): NodeConfig => ({
@@ -27,5 +35,7 @@ export const defaultNodeConfig = (): NodeConfig => ({
   clusterDomain: "cluster.local",
   hostDNS: { servers: [], searches: [], options: [] },
   memoryCapacity: 8 * 2 ** 30,
+  seccompDefault: true,
+  allowedUnsafeSysctls: [],
 });
 

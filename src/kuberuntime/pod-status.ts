@@ -47,7 +47,7 @@ export type StatusDetail = "decide" | "full";
 const NS_PER_MS = 1_000_000n;
 export const nsToMs = (ns: bigint): number => Number(ns / NS_PER_MS);
 
-function toState(s: CriContainerState): ContainerState {
+export function toState(s: CriContainerState): ContainerState {
   switch (s) {
     case CriContainerState.CONTAINER_CREATED:
       return "created";
@@ -65,7 +65,7 @@ function count(annotations: Record<string, string>, key: string, fallback: numbe
   return Number.isFinite(n) && n >= 0 ? n : fallback;
 }
 
-function fromList(c: CriContainer): ContainerStatus {
+export function fromList(c: CriContainer): ContainerStatus {
   return {
     id: c.id,
     name: c.metadata?.name ?? "",
@@ -90,7 +90,7 @@ function fromList(c: CriContainer): ContainerStatus {
 
 /** The list entry has identity and annotations; ContainerStatus adds (and is newer on) state, times and
  * exit, and names the image as kubelet reads it (Image.Image, ImageRef) when podsync's annotation is absent. */
-function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatus {
+export function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatus {
   const l = fromList(listed);
   return {
     ...l,
@@ -109,7 +109,7 @@ function fromStatus(s: CriContainerStatus, listed: CriContainer): ContainerStatu
   };
 }
 
-function sandboxFromList(s: PodSandbox): PodSandboxStatus {
+export function sandboxFromList(s: PodSandbox): PodSandboxStatus {
   return create(PodSandboxStatusSchema, {
     id: s.id,
     metadata: s.metadata,
@@ -128,7 +128,7 @@ export function sandboxIPs(status: PodSandboxStatus | undefined): string[] {
   return [net.ip, ...net.additionalIps.map((a) => a.ip).filter((ip) => ip !== "")];
 }
 
-const byCreatedDesc = (a: { createdAt: bigint | number }, b: { createdAt: bigint | number }) =>
+export const byCreatedDesc = (a: { createdAt: bigint | number }, b: { createdAt: bigint | number }) =>
   a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0;
 
 export async function getPodStatus(

@@ -33,6 +33,10 @@ import { readTerminationMessages, type TerminationMessageFiles } from "./termina
 import { podDataPaths, removePodData, type PodDirs } from "./pod-dirs.js";
 import { FILE_VOLUME_PLUGINS, podVolumesDir, type VolumeFiles } from "./object-volumes.js";
 import type { PodObjects } from "../pod/objects.js";
+import { fileVolumeErrors } from "../pod/references.js";
+import { volumeHostErrors, type VolumeHost } from "./volumes.js";
+import { admitOnNode, PodAdmissionError } from "./node-admission.js";
+import { listClaims, removeClaim, type ClaimInfo } from "./claims.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -55,8 +59,11 @@ export interface PodRuntimeOptions {
   reasons?: ReasonCache;
   /** The node's IPs, for status.hostIPs (and a hostNetwork pod's podIPs). */
   hostIPs?: string[];
+  /** Node filesystem for volumes (hostPath type checks, tmpfs emptyDirs, claim directories); without it
+   * (Workers) pods needing those are refused, naming the field. */
+  volumeHost?: VolumeHost;
   /** Node filesystem for configMap, secret, downwardAPI and projected volumes (src/host/volume-files.ts);
-   * without it (Workers) pods with such volumes cannot be set up (the HTTP layer refuses them first). */
+   * without it (Workers) pods with such volumes are refused, naming the field. */
   volumeFiles?: VolumeFiles;
 }
 
@@ -182,6 +189,14 @@ export interface PodRuntime {
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
   /** ExecSync in the pod's running container, output bounded. */
   exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
+  /** What this node cannot honour, with no runtime call (kubelet's sysctl and AppArmor admission; subPath and
+   * volumes that need the node's filesystem where there is none): throws PodAdmissionError or InvalidPodError.
+   * plan and sync run it first; callers that store a pod before syncing it run it before storing. */
+  admit(pod: Pod): void;
+  /** The node's persistentVolumeClaim directories and the pods using each (`desired`: pods that should run). */
+  claims(desired?: readonly Pod[]): Promise<{ claims: ClaimInfo[] } & Counted>;
+  /** Remove a claim and its data; ClaimInUseError while a pod uses it, ClaimNotFoundError when absent. */
+  removeClaim(name: string, desired?: readonly Pod[]): Promise<Counted>;
 }
 
 const ref = (m: PodRef): PodRef => ({ namespace: m.namespace, name: m.name, uid: m.uid });
@@ -195,12 +210,22 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): P
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [] };
-  /** subPath is bound safely on the node's filesystem; without it, refused before any runtime call. */
-  const checkSubPaths = (pod: Pod) => {
-    if (o.podDirs) return;
-    const errors = subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)");
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [] };
+  /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
+   * subPath without a safe bind; volumes that need the node's filesystem where there is none. */
+  const admit = (pod: Pod) => {
+    const failures = admitOnNode(pod, syncOptions.node);
+    if (failures.length) throw new PodAdmissionError(failures);
+    const errors = [
+      ...(o.podDirs ? [] : subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)")),
+      ...(o.volumeHost ? [] : volumeHostErrors(pod)),
+      ...(o.volumeFiles ? [] : fileVolumeErrors(pod, "this deployment cannot write files on the node (use env: valueFrom or envFrom)")),
+    ];
     if (errors.length) throw new InvalidPodError(errors);
+  };
+  const volumeHost = () => {
+    if (!o.volumeHost) throw new UnsupportedError("node volumes are not reachable on this deployment");
+    return o.volumeHost;
   };
   const reasons = o.reasons ?? new MemoryReasonCache();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
@@ -232,14 +257,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   return {
     plan: (pod, probes) =>
       counted(cri, async (c) => {
-        checkSubPaths(pod);
+        admit(pod);
         const status = await getPodStatus(c, pod.metadata);
         assertOwnUid(pod.metadata, status);
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
     sync: async (pod, probes, objects) => {
-      checkSubPaths(pod);
+      admit(pod);
       return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
           const status = await getPodStatus(c, pod.metadata);
@@ -345,6 +370,12 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         read: (options, write, follow) => readLogs(files, path, options, write, follow && { ...follow, running }),
       };
     },
+
+    admit,
+
+    claims: (desired = []) => counted(cri, async (c) => ({ claims: await listClaims(c, volumeHost(), syncOptions.node.rootDir, desired) })),
+
+    removeClaim: (name, desired = []) => counted(cri, async (c) => removeClaim(c, volumeHost(), syncOptions.node.rootDir, name, desired).then(() => ({}))),
 
     exec: (uid, req) =>
       counted(cri, async (c) => {

@@ -44,6 +44,7 @@ import type { DownwardInfo } from "./downward.js";
 import { sortPodIPs } from "./api-status.js";
 import type { PodDirs } from "./pod-dirs.js";
 import { subPathBinds, subPathStepMessage } from "./subpath.js";
+import { needsSetUp, setUpVolumes, type VolumeHost } from "./volumes.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
@@ -70,6 +71,9 @@ export interface SyncOptions {
   hostIPs?: readonly string[];
   /** Node filesystem for subPath binds; without it a subPath cannot be mounted (Workers refuse it earlier). */
   podDirs?: PodDirs;
+  /** Node filesystem for volumes (type checks, tmpfs, claim directories); without it only the volumes the
+   * runtime can make alone are accepted (see volumeHostErrors). */
+  volumeHost?: VolumeHost | undefined;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -172,10 +176,17 @@ export async function syncPod(
     }
   }
 
-  // kubelet's WaitForAttachAndMount: the file volumes, before the sandbox and any container.
-  // A container about to start may follow a spec change that dropped a volume: then the volumes no longer in
-  // the spec go too (kubelet's volume reconciler unmounts them), so no Secret outlives its use on the node.
-  const starting = actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
+  // kubelet's volume manager mounts the pod's volumes before SyncPod runs (WaitForAttachAndMount): podsync
+  // does it here, whenever something is to be started, and starts nothing if a volume fails.
+  const starting = actions.createSandbox || actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
+  if (starting && options.volumeHost && needsSetUp(pod)) {
+    const host = options.volumeHost;
+    if (!(await steps.run("MountVolumes", formatPod(pod), () => setUpVolumes(host, pod, node, actions.createSandbox), "FailedMount"))) return done();
+  }
+  // The file volumes (configMap, secret, downwardAPI, projected) are written at every sync, so a changed
+  // ConfigMap reaches running containers (kubelet's volume manager refreshes them on its own period). When
+  // something starts, volumes no longer in the spec go too (kubelet's volume reconciler unmounts them), so no
+  // Secret outlives its use on the node. A step only when a file changed or the write failed.
   if ((hasFileVolumes(pod) || (starting && options.volumeFiles)) && !(actions.killPod && !actions.createSandbox)) {
     if (!(await mountVolumes(pod, objects, node, options, steps, starting))) return done();
   }

@@ -78,9 +78,10 @@ export interface PodActions {
 }
 
 /** kubecontainer.SyncAction names: what each step of a sync did. */
-/** `RemovePodDirs` is podsync's own: DELETE removing the pod's directories (kubelet does it in its housekeeping).
- * `MountVolumes` too: writing the pod's file volumes (kubelet's volume manager, reported as events). */
-export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox", "RemovePodDirs", "MountVolumes"] as const;
+/** `MountVolumes` and `RemovePodDirs` are podsync's own: setting up the pod's volumes before the sandbox
+ * (kubelet's volume manager does it before SyncPod) and DELETE removing the pod's directories (kubelet does it
+ * in its housekeeping). */
+export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "MountVolumes", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox", "RemovePodDirs"] as const;
 export type SyncAction = (typeof SYNC_ACTIONS)[number];
 
 /** Why a step failed, in kubelet's words: the waiting reasons of pkg/kubelet/images and kuberuntime
@@ -103,7 +104,7 @@ export const STEP_ERROR_REASONS = [
   "RemoveContainerError",
   "RemovePodSandboxError",
   "RemovePodDirsError",
-  // kubelet's event reason when a pod's volumes cannot be set up (its containers are then not started).
+  // The volume manager's event reason (kubelet waits for volumes before SyncPod; podsync makes it a step).
   "FailedMount",
 ] as const;
 export type StepErrorReason = (typeof STEP_ERROR_REASONS)[number];

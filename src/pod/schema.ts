@@ -6,6 +6,7 @@ import { z } from "zod";
 import { parseQuantity } from "./quantity.js";
 import { expansionIssues } from "./env-size.js";
 import { ConfigMapVolumeSource, DownwardAPIVolumeSource, EnvFromSource, EnvVarSource, NEEDS_API_SERVER_TOKEN, ProjectedVolumeSource, SecretVolumeSource, sourceIssues } from "./sources.js";
+import { isCapabilityName } from "./capabilities.js";
 import { dns1123Label, dns1123Subdomain, labels, validQualifiedKey } from "./names.js";
 import { schedulingFields } from "./scheduling.js";
 
@@ -34,17 +35,66 @@ const quantity = (fits: (v: number) => boolean, bound: string) =>
     .union([z.string(), z.number()])
     .refine((q) => parseQuantity(q) !== undefined, "must be a quantity such as 500m, 2, 128Mi or 1G")
     .refine((q) => fits(parseQuantity(q) ?? 0), bound);
-const resourceList = z.strictObject({
-  cpu: quantity((v) => v <= 1e6, "cpu must be at most 1000000 cores").optional(),
-  memory: quantity((v) => v < 2 ** 63, "memory must be less than 8Ei (an int64 number of bytes)").optional(),
-});
+// Other resource names are refused with the reason a node without kubelet's managers cannot give them.
+const resourceList = z
+  .object({
+    cpu: quantity((v) => v <= 1e6, "cpu must be at most 1000000 cores").optional(),
+    memory: quantity((v) => v < 2 ** 63, "memory must be less than 8Ei (an int64 number of bytes)").optional(),
+  })
+  .catchall(z.unknown())
+  .superRefine((list, ctx) => {
+    for (const name of Object.keys(list)) {
+      if (name === "cpu" || name === "memory") continue;
+      ctx.addIssue({ code: "custom", path: [name], message: unsupportedResource(name) });
+    }
+  })
+  .transform(({ cpu, memory }) => ({ ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) }));
 
+/** Why a resource other than cpu and memory is refused. */
+export function unsupportedResource(name: string): string {
+  if (name === "ephemeral-storage")
+    return "ephemeral-storage requests and limits are refused: kubelet enforces them by evicting pods (its eviction manager) and podsync has none, so nothing would hold the container to it";
+  if (name.startsWith("hugepages-")) return `${name} is refused: huge pages need the node's hugetlb accounting and kubelet's pre-allocated pool, which podsync does not manage`;
+  if (name.includes("/"))
+    return `${name} is an extended resource: kubelet gives these only through a device plugin (which allocates the device and adds it to the container), and podsync runs no device plugins`;
+  return `unknown resource "${name}": podsync supports cpu and memory`;
+}
+
+// Names are kept as written (Pod Security admission compares them exactly, as upstream does); config.ts sends
+// the runtime their canonical form (capabilities.ts).
+const capabilityName = z.string().refine(isCapabilityName, "not a Linux capability: use a name from capabilities(7) such as NET_ADMIN (any case, CAP_ prefix optional) or ALL");
 const capabilities = z.strictObject({
-  add: z.array(z.string().regex(/^[A-Z_0-9]+$/, "capabilities are upper case, such as NET_ADMIN")).optional(),
-  drop: z.array(z.string().regex(/^[A-Z_0-9]+$/, "capabilities are upper case, such as NET_ADMIN")).optional(),
+  add: z.array(capabilityName).optional(),
+  drop: z.array(capabilityName).optional(),
 });
 
 const uid = z.number().int().min(0).max(2 ** 32 - 1);
+
+// seccompProfile / appArmorProfile with the API server's field validation (validateSeccompProfileField,
+// validateAppArmorProfileField): localhostProfile is required for Localhost and forbidden otherwise.
+const profileFields = <T extends string>(types: readonly [T, ...T[]], what: string) =>
+  z
+    .strictObject({
+      type: z.enum(types, { error: `${what}.type must be one of ${types.map((t) => `"${t}"`).join(", ")}` }),
+      localhostProfile: z.string().optional(),
+    })
+    .superRefine((p, ctx) => {
+      if (p.type === "Localhost") {
+        if (!p.localhostProfile?.trim()) ctx.addIssue({ code: "custom", path: ["localhostProfile"], message: `${what}.localhostProfile must be set when type is "Localhost"` });
+        else if (what === "seccompProfile" && (p.localhostProfile.startsWith("/") || p.localhostProfile.split("/").includes("..")))
+          ctx.addIssue({ code: "custom", path: ["localhostProfile"], message: "must be a relative path without '..' (it is resolved under the node's seccomp profile directory)" });
+        else if (p.localhostProfile.length > 4095) ctx.addIssue({ code: "custom", path: ["localhostProfile"], message: "must be at most 4095 characters" });
+      } else if (p.localhostProfile !== undefined)
+        ctx.addIssue({ code: "custom", path: ["localhostProfile"], message: `can only be set if ${what}.type is "Localhost"` });
+    });
+export const SeccompProfile = profileFields(["RuntimeDefault", "Localhost", "Unconfined"], "seccompProfile");
+export const AppArmorProfile = profileFields(["RuntimeDefault", "Localhost", "Unconfined"], "appArmorProfile");
+export const SELinuxOptions = z.strictObject({
+  user: z.string().optional(),
+  role: z.string().optional(),
+  type: z.string().optional(),
+  level: z.string().optional(),
+});
 
 export const ContainerSecurityContext = z.strictObject({
   runAsUser: uid.optional(),
@@ -54,6 +104,14 @@ export const ContainerSecurityContext = z.strictObject({
   readOnlyRootFilesystem: z.boolean().optional(),
   allowPrivilegeEscalation: z.boolean().optional(),
   capabilities: capabilities.optional(),
+  seccompProfile: SeccompProfile.optional(),
+  appArmorProfile: AppArmorProfile.optional(),
+  seLinuxOptions: SELinuxOptions.optional(),
+  // API validation: Unmasked needs `hostUsers: false` (a user namespace), which podsync does not offer.
+  procMount: z
+    .enum(["Default", "Unmasked"], { error: 'procMount must be "Default" or "Unmasked"' })
+    .refine((v) => v === "Default", "`hostUsers` must be false to use `Unmasked` (kubelet's validation), and podsync runs no pod in a user namespace: use Default")
+    .optional(),
 });
 
 export const ContainerPort = z.strictObject({
@@ -78,6 +136,8 @@ export const VolumeMount = z.strictObject({
     .string()
     .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "subPath must be relative and must not contain '..'")
     .optional(),
+  // Bidirectional is for privileged containers only (checked with the container in Pod's superRefine).
+  mountPropagation: z.enum(["None", "HostToContainer", "Bidirectional"], { error: 'mountPropagation must be "None", "HostToContainer" or "Bidirectional"' }).optional(),
 });
 
 
@@ -152,22 +212,35 @@ export const Container = z.strictObject({
   startupProbe: Probe.optional(),
 });
 
-// Only what podsync can honour on any node through CRI alone. hostPath: a missing directory is created
-// (containerd does so for bind-mount sources, i.e. DirectoryOrCreate); the other types would need host checks.
-// emptyDir: a directory under the node's root dir; a tmpfs (medium: Memory) or a size limit would need the
-// kubelet's mounter and eviction manager, so they are refused rather than silently not enforced.
+// Volumes podsync can honour on the node itself (kubelet's host_path.go, empty_dir.go; PVCs as podman kube
+// play makes them). Host I/O (type checks, tmpfs mounts, claim directories) happens at sync through the
+// engine's VolumeHost; a deployment without one (Workers) refuses the kinds that need it (volumes.ts).
+export const HOST_PATH_TYPES = ["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"] as const;
 export const Volume = z.union([
   z.strictObject({
     name: dns1123Label("volume name"),
     hostPath: z.strictObject({
       path: z.string().startsWith("/", "hostPath.path must be absolute"),
-      type: z.enum(["", "DirectoryOrCreate"], { error: 'hostPath.type must be "" or "DirectoryOrCreate" (podsync cannot check File, Socket or device types on the node)' }).default(""),
+      type: z.enum(HOST_PATH_TYPES, { error: `hostPath.type must be one of ${HOST_PATH_TYPES.map((t) => `"${t}"`).join(", ")}` }).default(""),
     }),
   }),
   z.strictObject({
     name: dns1123Label("volume name"),
-    emptyDir: z.strictObject({
-      medium: z.literal("", { error: 'emptyDir.medium "Memory" is not supported (podsync mounts no tmpfs)' }).default(""),
+    emptyDir: z
+      .strictObject({
+        medium: z.enum(["", "Memory"], { error: 'emptyDir.medium must be "" (the node\'s disk) or "Memory" (a tmpfs); HugePages are not supported' }).default(""),
+        sizeLimit: quantity((v) => v > 0 && v < 2 ** 53, "sizeLimit must be a positive size such as 64Mi").optional(),
+      })
+      .superRefine((e, ctx) => {
+        if (e.sizeLimit !== undefined && e.medium !== "Memory")
+          ctx.addIssue({ code: "custom", path: ["sizeLimit"], message: "a sizeLimit on a disk emptyDir is refused: kubelet enforces it by evicting the pod and podsync has no eviction manager, so nothing would enforce it (medium: Memory makes a tmpfs of that size)" });
+      }),
+  }),
+  z.strictObject({
+    name: dns1123Label("volume name"),
+    persistentVolumeClaim: z.strictObject({
+      claimName: dns1123Subdomain("claimName"),
+      readOnly: z.boolean().default(false),
     }),
   }),
   // Files from the ConfigMaps and Secrets signed with the pod, and from the pod itself (see sources.ts).
@@ -199,6 +272,9 @@ export const PodSecurityContext = z.strictObject({
   runAsNonRoot: z.boolean().optional(),
   supplementalGroups: z.array(uid).optional(),
   fsGroup: uid.optional(),
+  seccompProfile: SeccompProfile.optional(),
+  appArmorProfile: AppArmorProfile.optional(),
+  seLinuxOptions: SELinuxOptions.optional(),
   sysctls: z.array(z.strictObject({ name: z.string().regex(/^[a-z0-9]([-_a-z0-9]*[a-z0-9])?([./][a-z0-9]([-_a-z0-9]*[a-z0-9])?)*$/, "invalid sysctl name"), value: z.string() })).optional(),
 });
 
@@ -296,6 +372,8 @@ export const Pod = z
         (c.volumeMounts ?? []).forEach((m, j) => {
           if (!volumes.has(m.name))
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "name"], message: `volume "${m.name}" is not in spec.volumes` });
+          if (m.mountPropagation === "Bidirectional" && c.securityContext?.privileged !== true)
+            ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "mountPropagation"], message: "Bidirectional mount propagation is available only to privileged containers" });
         });
         probeRules(kind, i, c, ctx);
         for (const r of ["cpu", "memory"] as const) {

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { DEFAULT_ALGORITHMS } from "../auth/verify.js";
 import type { NodeConfig } from "../kuberuntime/node-config.js";
 import { policySettingsShape } from "../auth/policy.js";
+import { unsafeSysctlPatternError } from "../kuberuntime/node-admission.js";
 import { nodeAdmissionSettingsShape } from "./node-info.js";
 
 export const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
@@ -38,9 +39,27 @@ export const commonSettings = {
   PODSYNC_EXEC_MAX_OUTPUT_BYTES: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
   /** The longest a `logs?follow=true` stream lasts before the server ends it. */
   PODSYNC_LOG_FOLLOW_MAX_S: int(1, 86_400).default(1800),
+  /** kubelet's --seccomp-default, on by default: RuntimeDefault for containers that set no profile. */
+  PODSYNC_SECCOMP_DEFAULT: bool.default(true),
+  /** kubelet's --allowed-unsafe-sysctls: names or prefix* patterns, namespaced ones only. */
+  PODSYNC_ALLOWED_UNSAFE_SYSCTLS: list
+    .pipe(z.array(z.string().superRefine((p, ctx) => {
+      const err = unsafeSysctlPatternError(p);
+      if (err) ctx.addIssue({ code: "custom", message: err });
+    })))
+    .default([]),
   /** Node memory capacity (bytes) for Burstable oom_score_adj; Node reads the machine's when unset. */
   PODSYNC_NODE_MEMORY_BYTES: int(1, Number.MAX_SAFE_INTEGER).optional(),
+  /** The node agent's relist period (ms): two CRI calls for the whole node each time. Unset: each entry point's
+   * default (RELIST_INTERVAL_DEFAULT_MS), Node 1 s like kubelet's PLEG, Workers 10 s (each relist there is an
+   * alarm plus two round trips through cri-proxy). */
+  PODSYNC_RELIST_INTERVAL_MS: int(100, 3_600_000).optional(),
+  /** Every desired pod gets a full sync at least this often, changed or not (kubelet's syncFrequency, 1 min). */
+  PODSYNC_RESYNC_INTERVAL_MS: int(1000, 86_400_000).default(60_000),
 };
+
+/** PODSYNC_RELIST_INTERVAL_MS when unset, per entry point. */
+export const RELIST_INTERVAL_DEFAULT_MS = { node: 1000, workers: 10_000 } as const;
 
 type Common = z.output<z.ZodObject<typeof commonSettings>>;
 
@@ -51,7 +70,7 @@ export function checkCommon(s: Common, ctx: z.RefinementCtx, localKeys: boolean)
 }
 
 /** The engine's view of the node, from the shared settings. */
-export function nodeConfigFrom(s: Common, host: { dns: NodeConfig["hostDNS"]; memoryBytes: number }): NodeConfig {
+export function nodeConfigFrom(s: Common, host: { dns: NodeConfig["hostDNS"]; memoryBytes: number; appArmorEnabled?: boolean }): NodeConfig {
   return {
     podLogsDir: s.PODSYNC_POD_LOGS_DIR,
     rootDir: s.PODSYNC_ROOT_DIR,
@@ -60,6 +79,9 @@ export function nodeConfigFrom(s: Common, host: { dns: NodeConfig["hostDNS"]; me
     clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
     hostDNS: host.dns,
     memoryCapacity: s.PODSYNC_NODE_MEMORY_BYTES ?? host.memoryBytes,
+    seccompDefault: s.PODSYNC_SECCOMP_DEFAULT,
+    allowedUnsafeSysctls: s.PODSYNC_ALLOWED_UNSAFE_SYSCTLS,
+    appArmorEnabled: host.appArmorEnabled,
   };
 }
 

@@ -25,6 +25,9 @@ export const Settings = z
     /** The node's own state (used token ids under jti/). Unset: /var/lib/podsync/state, or in dev mode (no
      * keys configured) <PODSYNC_DEV_DIR>/state, so `npm start` works without root. */
     PODSYNC_STATE_DIR: z.string().startsWith("/", "must be an absolute path").optional(),
+    /** GET /metrics: unauthenticated from loopback and with a Bearer token (act "metrics") from elsewhere
+     * (loopback), only with a token (token), or not served (off). Node only: the Worker serves no /metrics. */
+    PODSYNC_METRICS: z.enum(["loopback", "token", "off"], { error: "allowed: loopback, token, off" }).default("loopback"),
   })
   .superRefine((s, ctx) => {
     const sources = [s.PODSYNC_JWKS_FILE, s.PODSYNC_JWKS, s.PODSYNC_JWKS_URL].filter(Boolean).length;

@@ -5,7 +5,8 @@
 //   prober.tick(now)              run every probe that is due; returns what changed and which pods need a sync
 //   prober.results(uid)           ProbeResults for computePodActions (liveness/startup) and for the v1 status
 //                                 (readiness, startup, when each result changed)
-// loop.ts has a small self-driving loop for today; the node agent's reconcile loop replaces it.
+// The node agent's reconcile loop (../reconcile/loop.ts) is that owner: it observes each relist, ticks when
+// probes are due and syncs the pods whose liveness or startup failed.
 //
 // Worker state (consecutive counts, last and published results, hold, next run) lives in a ProbeStateStore,
 // so a store that persists it carries probing across a restart of podsync. Results are keyed by container id,
@@ -44,7 +45,7 @@ export interface WorkerState {
 /** Workers of one pod, keyed `<container>/<type>`. */
 export type PodProbeState = Record<string, WorkerState>;
 
-/** Where probe state lives. In memory here; the node agent's store persists it. */
+/** Where probe state lives. In memory here; on Node, files under the state dir (src/state/probe-state.ts). */
 export interface ProbeStateStore {
   get(uid: string): PodProbeState | undefined;
   set(uid: string, state: PodProbeState): void;

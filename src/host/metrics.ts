@@ -1,0 +1,72 @@
+// The node agent's metrics with prom-client (Node only: prom-client needs Node's process and perf APIs, so it
+// stays out of the Worker bundle, which serves no /metrics). Implements the engine's NodeMetrics port on a
+// registry of its own, plus prom-client's default process metrics (CPU, memory, event-loop lag).
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { MetricsSource, NodeMetrics } from "../kuberuntime/metrics.js";
+
+export interface PromMetrics extends NodeMetrics {
+  /** The Prometheus text exposition. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+export function createPromMetrics(): PromMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let source: MetricsSource | undefined;
+
+  const syncs = new Counter({ name: "podsync_syncs_total", help: "Pod syncs by what started them (request, loop) and how they ended (ok, failed: a step failed, error: the sync threw).", labelNames: ["trigger", "result"] as const, registers: [registry] });
+  const syncSeconds = new Histogram({ name: "podsync_sync_duration_seconds", help: "Pod sync latency (status read, steps, read-back), by trigger.", labelNames: ["trigger"] as const, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry] });
+  const criCalls = new Counter({ name: "podsync_cri_calls_total", help: "CRI calls by method and gRPC code (OK on success).", labelNames: ["method", "code"] as const, registers: [registry] });
+  const relistSeconds = new Histogram({ name: "podsync_relist_duration_seconds", help: "How long one relist of the node took (list calls, detail reads, decisions).", buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry] });
+  const relistLag = new Histogram({ name: "podsync_relist_lag_seconds", help: "How late a relist started against its schedule (a busy event loop or a slow previous relist).", buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10], registers: [registry] });
+  const relistFailures = new Counter({ name: "podsync_relist_failures_total", help: "Relists that failed (the runtime unreachable, or a list call failed).", registers: [registry] });
+  const relistLast = new Gauge({ name: "podsync_relist_last_success_timestamp_seconds", help: "When the last relist succeeded (alert on time() minus this).", registers: [registry] });
+  const restarts = new Counter({ name: "podsync_loop_container_restarts_total", help: "Containers the reconcile loop started again after they had run (restarts, not first starts).", registers: [registry] });
+  new Gauge({
+    name: "podsync_pods",
+    help: "Desired pods by phase of their last relisted status.",
+    labelNames: ["phase"] as const,
+    registers: [registry],
+    collect() {
+      if (!source) return;
+      for (const [phase, n] of Object.entries(source.podPhases())) this.set({ phase }, n);
+    },
+  });
+  new Gauge({
+    name: "podsync_orphan_pods",
+    help: "Pods with podsync's labels that the desired state does not hold (the loop leaves them alone).",
+    registers: [registry],
+    collect() {
+      if (source) this.set(source.orphanPods());
+    },
+  });
+  new Gauge({
+    name: "podsync_desired_generation",
+    help: "The desired set's generation (0 before any PUT /v1/node/pods).",
+    registers: [registry],
+    collect() {
+      if (source) this.set(source.generation());
+    },
+  });
+
+  return {
+    sync: (trigger, result, seconds) => {
+      syncs.inc({ trigger, result });
+      syncSeconds.observe({ trigger }, seconds);
+    },
+    criCall: (method, code) => criCalls.inc({ method, code }),
+    relist: (seconds, lag, ok) => {
+      relistSeconds.observe(seconds);
+      relistLag.observe(lag);
+      if (ok) relistLast.set(Date.now() / 1000);
+      else relistFailures.inc();
+    },
+    loopRestart: () => restarts.inc(),
+    setSource: (s) => {
+      source = s;
+    },
+    render: () => registry.metrics(),
+    contentType: registry.contentType,
+  };
+}

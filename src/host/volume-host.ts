@@ -1,0 +1,106 @@
+// VolumeHost on this node's own filesystem (the Node entry): kubelet's hostPath type checks
+// (pkg/volume/hostpath/host_path.go: checkType, makeDir 0755, makeFile 0644), tmpfs mounts with mount(8)
+// as kubelet's mounter does (`mount -t tmpfs -o size=<bytes> tmpfs <dir>`; DELETE's pod-dir removal unmounts
+// them, src/host/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { chmod, lchown, lstat, mkdir, open, readFile, readdir, rm, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { promisify } from "node:util";
+import { HostPathTypeError, type HostPathType, type VolumeHost } from "../kuberuntime/volumes.js";
+
+const run = promisify(execFile);
+
+/** Mount points from /proc/self/mountinfo, with their filesystem type (octal escapes decoded). */
+async function mounts(): Promise<{ point: string; fstype: string }[]> {
+  const text = await readFile("/proc/self/mountinfo", "utf8");
+  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const f = line.split(" ");
+      const sep = f.indexOf("-");
+      return { point: unescape(f[4] ?? ""), fstype: f[sep + 1] ?? "" };
+    });
+}
+
+const statOrUndefined = (path: string) => stat(path).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
+
+const CHECKS: Record<Exclude<HostPathType, "" | "DirectoryOrCreate" | "FileOrCreate">, [(s: Awaited<ReturnType<typeof stat>>) => boolean, string]> = {
+  Directory: [(s) => s.isDirectory(), "a directory"],
+  File: [(s) => s.isFile(), "a file"],
+  Socket: [(s) => s.isSocket(), "a socket file"],
+  CharDevice: [(s) => s.isCharacterDevice(), "a character device"],
+  BlockDevice: [(s) => s.isBlockDevice(), "a block device"],
+};
+
+const fail = (path: string, what: string) => new HostPathTypeError(`hostPath type check failed: ${path} is not ${what}`);
+
+export const nodeVolumeHost: VolumeHost = {
+  async checkHostPath(path, type) {
+    if (type === "") return;
+    const st = await statOrUndefined(path);
+    if (type === "DirectoryOrCreate") {
+      // kubelet's makeDir/makeFile modes, whatever this process's umask.
+      if (!st) await mkdir(path, { recursive: true, mode: 0o755 }).then(() => chmod(path, 0o755));
+      else if (!st.isDirectory()) throw fail(path, "a directory");
+      return;
+    }
+    if (type === "FileOrCreate") {
+      if (!st) {
+        await mkdir(dirname(path), { recursive: true, mode: 0o755 });
+        await (await open(path, "a", 0o644)).close();
+        await chmod(path, 0o644);
+      } else if (!st.isFile()) throw fail(path, "a file");
+      return;
+    }
+    const [ok, what] = CHECKS[type];
+    if (!st || !ok(st)) throw fail(path, what);
+  },
+
+  async ensureDir(path, mode) {
+    // Only a directory made now gets the mode: what a pod did to its volume since is left as it is.
+    if ((await mkdir(path, { recursive: true, mode })) !== undefined) await chmod(path, mode);
+  },
+
+  async mountTmpfs(path, sizeBytes) {
+    if ((await mounts()).some((m) => m.point === path && m.fstype === "tmpfs")) return;
+    await run("mount", ["-t", "tmpfs", "-o", `size=${Math.floor(sizeBytes)}`, "tmpfs", path]).catch((e: { stderr?: string; message: string }) => {
+      throw new Error(`mount tmpfs at ${path}: ${(e.stderr || e.message).trim()}`);
+    });
+  },
+
+  async setOwnership(dir, gid, readOnly) {
+    // pkg/volume/volume_linux.go changeFilePermission: rw (or r) for the group, directories also x and setgid;
+    // symlinks get the group but no chmod. Walked without following links; nothing crosses into a mount
+    // below (a claim or emptyDir holds none of podsync's).
+    const mask = readOnly ? 0o440 : 0o660;
+    const walk = async (path: string): Promise<void> => {
+      const st = await lstat(path);
+      await lchown(path, -1, gid);
+      if (st.isSymbolicLink()) return;
+      if (st.isDirectory()) {
+        await chmod(path, (st.mode & 0o7777) | mask | 0o110 | 0o2000);
+        for (const name of await readdir(path)) await walk(`${path}/${name}`);
+      } else await chmod(path, (st.mode & 0o7777) | mask);
+    };
+    await walk(dir);
+  },
+
+  async listDirs(dir) {
+    const entries = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? [] : Promise.reject(e)));
+    return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  },
+
+  removeDir: (path) => rm(path, { recursive: true, force: true }),
+};
+
+/** pkg/security/apparmor IsEnabled: the kernel module reports "Y". */
+export function hostAppArmorEnabled(path = "/sys/module/apparmor/parameters/enabled"): boolean {
+  try {
+    return readFileSync(path, "utf8").trim().startsWith("Y");
+  } catch {
+    return false;
+  }
+}
