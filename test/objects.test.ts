@@ -23,6 +23,11 @@ import { join } from "node:path";
 import { FileDesiredState } from "../src/state/desired-pods.js";
 import { SealedDesiredState } from "../src/state/sealed-desired-state.js";
 import { loadSealKey } from "../src/state/seal-key.js";
+import { importSealKey, newSealKeyBytes } from "../src/state/secret-seal.js";
+import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
+import { storedObjects } from "../src/pod/objects.js";
+import { startReconcileLoop } from "../src/kuberuntime/reconcile/loop.js";
+import { instrumentRuntime } from "../src/kuberuntime/metrics.js";
 
 const SECRET = "s3cr3t-hunter2-value";
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -428,6 +433,33 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
     } finally {
       await w.close();
     }
+  });
+
+  it("the node agent's loop syncs a stored pod with its stored (sealed) objects: the env from the Secret reaches the container", async () => {
+    const b = bundleFromPayload({ pod: full("uid-objects-loop"), secrets: [secret] });
+    const key = await importSealKey(newSealKeyBytes());
+    const desired = new SealedDesiredState(new MemoryDesiredState(), async () => key);
+    await desired.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 });
+    const rt = createPodRuntime(cri, { volumeFiles: files });
+    const loop = startReconcileLoop({ runtime: rt, cri, desired, manual: true, log: () => undefined });
+    try {
+      const report = await loop.tick();
+      expect(report.synced.map((x) => x.uid)).toEqual(["uid-objects-loop"]);
+      const ctr = [...fake.runtime.containers.values()].find((c) => c.config.labels["io.kubernetes.pod.uid"] === "uid-objects-loop")!;
+      expect(new TextDecoder().decode(ctr.config.envs.find((e) => e.key === "PW")!.value)).toBe(SECRET);
+    } finally {
+      await loop.stop();
+      await rt.delete("uid-objects-loop");
+    }
+  });
+
+  it("the metrics wrapper of the front door passes the objects on", async () => {
+    const b = bundleFromPayload({ pod: full("uid-objects-metrics"), secrets: [secret] });
+    const counted: string[] = [];
+    const rt = instrumentRuntime(createPodRuntime(cri, { volumeFiles: files }), { sync: (_t: string, outcome: string) => counted.push(outcome) } as never, "request");
+    expect((await rt.sync(b.pod, undefined, b.objects)).ok).toBe(true);
+    expect(counted).toEqual(["ok"]);
+    await rt.delete("uid-objects-metrics");
   });
 
   it("the engine refuses to start a container whose env needs objects it was not given", async () => {

@@ -35,10 +35,10 @@ export function instrumentRuntime(runtime: PodRuntime, metrics: NodeMetrics | un
   if (!metrics) return runtime;
   return {
     ...runtime,
-    async sync(pod, probes) {
+    async sync(pod, probes, objects) {
       const t0 = performance.now();
       try {
-        const r = await runtime.sync(pod, probes);
+        const r = await runtime.sync(pod, probes, objects);
         metrics.sync(trigger, r.ok ? "ok" : "failed", (performance.now() - t0) / 1000);
         return r;
       } catch (e) {

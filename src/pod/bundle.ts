@@ -180,3 +180,26 @@ export function bundlesFromSet(items: readonly unknown[], prefix: string, payloa
   if (errors.length) throw new InvalidPodError(errors);
   return members;
 }
+
+/** A stored pod's objects (DesiredPod.objects, as v1 objects) validated again against the (already validated)
+ * pod, for a sync from the desired state: the store is trusted, yet nothing is acted on unvalidated. */
+export function objectsFromStored(pod: Pod, stored: { configMaps?: unknown[]; secrets?: unknown[] } | undefined): PodObjects {
+  const errors: FieldError[] = [];
+  const objects: PodObjects = { configMaps: [], secrets: [] };
+  (stored?.configMaps ?? []).forEach((input, i) => {
+    const r = parse(ConfigMap, input, `objects.configMaps[${i}]`);
+    if (r.ok) objects.configMaps.push(r.value);
+    else errors.push(...r.errors);
+  });
+  (stored?.secrets ?? []).forEach((input, i) => {
+    const r = parse(Secret, input, `objects.secrets[${i}]`);
+    if (r.ok) objects.secrets.push(r.value);
+    else errors.push(...r.errors);
+  });
+  if (errors.length === 0) {
+    errors.push(...objectErrors(objects, pod.metadata.namespace, { configMaps: (i) => `objects.configMaps[${i}]`, secrets: (i) => `objects.secrets[${i}]` }));
+    errors.push(...referenceErrors(pod, objects));
+  }
+  if (errors.length) throw new InvalidPodError(errors);
+  return objects;
+}

@@ -19,6 +19,7 @@ import type { Pod } from "../../pod/schema.js";
 import type { CriClient } from "../../cri/client.js";
 import { errorMessage, isCriError } from "../../cri/errors.js";
 import type { DesiredPod, DesiredState } from "../desired-state.js";
+import { objectsFromStored } from "../../pod/bundle.js";
 import type { PodRuntime, SyncResult } from "../runtime.js";
 import type { Prober } from "../prober/prober.js";
 import type { MetricsSource, NodeMetrics } from "../metrics.js";
@@ -136,7 +137,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // left the desired state (a DELETE or PUT) is not brought back.
         const entry = await o.desired.get(uid);
         if (!entry) return;
-        const r = await o.runtime.sync(entry.pod, prober?.results(uid));
+        // With the ConfigMaps and Secrets stored beside it (opened by the store), validated again with the pod.
+        const r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined);
         // It left while this sync waited for the pod's lock: the DELETE or PUT may have run its delete first,
         // so what this sync made is deleted again (as the sync route does).
         if (!(await o.desired.get(uid))) {
