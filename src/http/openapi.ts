@@ -71,9 +71,9 @@ export function openApiDocument(): object {
           requestBody: {
             required: true,
             content: {
-              "application/jose": { schema: { type: "string", description: "Compact JWS whose payload has iss, aud, exp, iat, jti, act: apply, generation and pods: [Pod]" } },
-              "application/json": { schema: { oneOf: [{ type: "object", required: ["jws"], additionalProperties: false, properties: { jws: { type: "string" } } }, { type: "object", description: "a v1.List of pods, with a Podsync-Signature header whose token has act apply, generation and body_sha256", required: ["kind", "items"], properties: { apiVersion: { const: "v1" }, kind: { const: "List" }, items: { type: "array", items: { $ref: "#/components/schemas/Pod" } } } }] } },
-              "application/yaml": { schema: { type: "string", description: "A YAML stream of pods (one per document), with a Podsync-Signature header" } },
+              "application/jose": { schema: { type: "string", description: "Compact JWS whose payload has iss, aud, exp, iat, jti, act: apply, generation and pods: [Pod], and optionally configMaps and secrets (each pod sees those of its namespace and those that name none)" } },
+              "application/json": { schema: { oneOf: [{ type: "object", required: ["jws"], additionalProperties: false, properties: { jws: { type: "string" } } }, { type: "object", description: "a v1.List of pods and their ConfigMaps and Secrets, with a Podsync-Signature header whose token has act apply, generation and body_sha256", required: ["kind", "items"], properties: { apiVersion: { const: "v1" }, kind: { const: "List" }, items: { type: "array", items: { oneOf: [{ $ref: "#/components/schemas/Pod" }, { $ref: "#/components/schemas/ConfigMap" }, { $ref: "#/components/schemas/Secret" }] } } } }] } },
+              "application/yaml": { schema: { type: "string", description: "A YAML stream of pods and their ConfigMaps and Secrets (one per document), with a Podsync-Signature header" } },
             },
           },
           responses: { "200": { description: "Stored, and every pod synced or deleted" }, "207": { description: "Stored; some pods' steps failed (the loop keeps at them)" }, ...errors(...SIGNED_BODY, ...ADMISSION, "stale-generation") },
