@@ -57,7 +57,10 @@ export class GrpcTransport implements UnaryTransport {
     options?: CallOptions,
   ): Promise<MessageShape<O>> {
     const deadline = Date.now() + clampTimeoutMs(options?.timeoutMs, this.timeoutMs);
+    const signal = options?.signal;
     return new Promise((resolve, reject) => {
+      // The listener goes when the call ends: one signal (a pod's lock) spans many calls.
+      const onAbort = () => call.cancel();
       const call = this.client.makeUnaryRequest<MessageShape<I>, MessageShape<O>>(
         this.path(method),
         (msg) => Buffer.from(toBinary(method.input, msg)),
@@ -66,11 +69,13 @@ export class GrpcTransport implements UnaryTransport {
         this.metadata,
         { deadline },
         (err, value) => {
+          signal?.removeEventListener("abort", onAbort);
           if (err) reject(new CriError(err.code ?? GrpcCode.UNKNOWN, err.details || err.message, method.name));
           else resolve(value!);
         },
       );
-      options?.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+      if (signal?.aborted) call.cancel();
+      else signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 
