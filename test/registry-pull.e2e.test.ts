@@ -177,7 +177,7 @@ describe.skipIf(skip)("image pulls from a registry with credentials, on real con
   });
 
   it("credentials from an inline pull secret work", () => pullsWith("inline"));
-  // Once Secrets can be signed with the pod (issue 13 item 1): it("credentials from a named Secret work", () => pullsWith("named"));
+  it("credentials from a named Secret signed with the pod work", () => pullsWith("named"));
 
   it("no credentials: ErrImagePull (the registry's 401)", async () => {
     const r = await sync(podBody(push(), "IfNotPresent", "none"));
