@@ -16,11 +16,9 @@ import type { Container as CriContainer, PodSandbox, PodSandboxStatus } from "..
 import { ContainerState as CriContainerState, PodSandboxState } from "../../gen/runtime/v1/api_pb.js";
 import type { CriClient } from "../../cri/client.js";
 import { GrpcCode, isCriError } from "../../cri/errors.js";
-import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL } from "../labels.js";
-import { byCreatedDesc, fromList, fromStatus, nsToMs, sandboxFromList, sandboxIPs, toState } from "../pod-status.js";
+import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from "../labels.js";
+import { byCreatedDesc, fromList, listManagedPods, fromStatus, nsToMs, sandboxFromList, sandboxIPs, toState } from "../pod-status.js";
 import type { ContainerStatus, PodStatus } from "../types.js";
-
-export const MANAGED_SELECTOR = { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY };
 
 export interface PodView {
   /** Built when first read (a converged pod's is often not needed at all); read it before the next relist. */
@@ -65,28 +63,13 @@ export function createRelister(cri: CriClient): Relister {
 
   async function relist(interest: RelistInterest, now: () => number): Promise<Relist> {
     const at = now();
-    const filter = { labelSelector: MANAGED_SELECTOR };
-    const [sandboxList, containerList] = await Promise.all([cri.listPodSandbox({ filter }), cri.listContainers({ filter })]);
+    const byPod = await listManagedPods(cri);
     let criCalls = 2;
 
-    const byPod = new Map<string, { sandboxes: PodSandbox[]; containers: CriContainer[] }>();
-    const group = (uid: string) => {
-      let g = byPod.get(uid);
-      if (!g) byPod.set(uid, (g = { sandboxes: [], containers: [] }));
-      return g;
-    };
-    for (const s of sandboxList.items) {
-      const uid = s.labels[POD_UID_LABEL];
-      if (uid) group(uid).sandboxes.push(s);
-    }
-    for (const c of containerList.containers) {
-      const uid = c.labels[POD_UID_LABEL];
-      if (uid) group(uid).containers.push(c);
-    }
-
     // Forget what left the node.
-    const sandboxIds = new Set(sandboxList.items.map((s) => s.id));
-    const containerIds = new Set(containerList.containers.map((c) => c.id));
+    const listed = [...byPod.values()];
+    const sandboxIds = new Set(listed.flatMap((g) => g.sandboxes.map((s) => s.id)));
+    const containerIds = new Set(listed.flatMap((g) => g.containers.map((c) => c.id)));
     for (const id of sandboxCache.keys()) if (!sandboxIds.has(id)) sandboxCache.delete(id);
     for (const id of exitedCache.keys()) if (!containerIds.has(id)) exitedCache.delete(id);
     for (const id of startedCache.keys()) if (!containerIds.has(id)) startedCache.delete(id);
