@@ -15,6 +15,8 @@ export function fenced(cri: CriClient, fence: AbortSignal): CriClient {
         const why = (fence.reason as Error)?.message ?? "the lock was lost";
         return Promise.reject(new CriError(GrpcCode.ABORTED, `not sent: ${why}`, name[0]!.toUpperCase() + name.slice(1)));
       }
+      // A read sent after the fence fired passes (an aborted signal would cancel it at once).
+      if (fence.aborted) return fn(req, o);
       return fn(req, { ...o, signal: o?.signal ? AbortSignal.any([o.signal, fence]) : fence });
     };
   }
