@@ -191,8 +191,8 @@ describe.skipIf(skip)("the Node server's own loop on the shared lab containerd",
   it("stop the server, remove the pod behind its back, start a new server on the same state dir: the desired pod runs again with no request", async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     const dir = mkdtempSync(join(tmpdir(), "podsync-loop-restart-"));
-    const env = { PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: "restart-node", PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir };
-    const p = podOf("loop-restart", ["sleep", "3600"]);
+    const env = { PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: "restart-node", PODSYNC_POLICY: "privileged", PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir };
+    const p = podOf("loop-restart", ["sleep", "3600"]); // hostNetwork: the policy is privileged for it
     const id = p.metadata.uid;
     const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     let server = await startNode(env, true);
