@@ -424,7 +424,9 @@ export class NodeDesiredState {
     let interval: number = RELIST_INTERVAL_DEFAULT_MS.workers;
     try {
       const node = this.node ?? (this.node = await this.state.storage.get<string>("node"));
-      if (!node || (await this.store.list()).length === 0) return this.stopLoop();
+      // Nothing desired (an alarm set before the set emptied): no pass and no next alarm. The loop's memory
+      // stays for the next pod stored, which its request has just synced.
+      if (!node || (await this.store.list()).length === 0) return;
       const s = settingsOf(this.env);
       interval = relistInterval(s);
       const loop = this.loopFor(node, s);
@@ -449,11 +451,7 @@ export class NodeDesiredState {
   /** After a change: an alarm while pods are desired (one already set stays), none once the set is empty. */
   private async schedule(): Promise<void> {
     const s = this.state.storage;
-    if ((await this.store.list()).length === 0) {
-      await s.deleteAlarm();
-      this.stopLoop();
-      return;
-    }
+    if ((await this.store.list()).length === 0) return s.deleteAlarm();
     if ((await s.getAlarm()) !== null) return;
     let interval: number = RELIST_INTERVAL_DEFAULT_MS.workers;
     try {
@@ -467,7 +465,8 @@ export class NodeDesiredState {
   /** The loop for this node, driven by the alarm (no timers of its own); rebuilt when the settings change. */
   private loopFor(node: string, s: WorkerConfig): ReconcileLoop | undefined {
     if (this.loop?.settings === s) return this.loop.loop;
-    this.stopLoop();
+    void this.loop?.loop.stop();
+    this.loop = undefined;
     const engine = nodeRuntime(this.env, s, node);
     if (!engine) return undefined;
     const loop = startReconcileLoop({
@@ -481,11 +480,6 @@ export class NodeDesiredState {
     });
     this.loop = { loop, settings: s };
     return loop;
-  }
-
-  private stopLoop(): void {
-    void this.loop?.loop.stop();
-    this.loop = undefined;
   }
 }
 
