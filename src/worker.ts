@@ -1,6 +1,7 @@
 // The same Hono app as a Cloudflare Worker. One Worker serves many nodes: `/nodes/{node}/v1/...` is the
 // node-embedded API of that node, reaching its runtime through the node's cri-proxy over gRPC-Web (fetch).
-// Replay protection and per-pod serialisation are Durable Objects, since isolates share no memory.
+// Replay protection and per-pod serialisation are Durable Objects, since isolates share no memory; so is each
+// node's desired state, whose object also runs the node agent's reconcile loop on an alarm (NodeDesiredState).
 //
 // Settings (wrangler vars and secrets):
 //   PODSYNC_NODES        JSON {"edge-7": {"url": "https://edge-7.example:9091", "aliases": ["m-123"]}} (optional per node:
@@ -19,17 +20,19 @@ import { SealedDesiredState } from "./state/sealed-desired-state.js";
 import { importSealKey } from "./state/secret-seal.js";
 import { ProblemError, toProblemError } from "./http/problems.js";
 import { MemoryPodLock, PodBusyError, type PodLock } from "./kuberuntime/pod-lock.js";
-import { createPodRuntime } from "./kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntime } from "./kuberuntime/runtime.js";
 import { MemoryPullBackOff } from "./kuberuntime/backoff.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import type { ReplayStore } from "./auth/replay.js";
 import { connectGrpcWeb } from "./cri/grpc-web-transport.js";
-import { checkCommon, commonSettings, formatIssues, nodeConfigFrom } from "./settings/common.js";
+import { checkCommon, commonSettings, formatIssues, nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
 import { NodeOverrides, nodeInfoFrom, withNodeOverrides } from "./settings/node-info.js";
 import { proxyLogFiles } from "./host/proxy-log-files.js";
 import { checkPut, checkReplace, StaleGenerationError, type DesiredPod, type DesiredState } from "./kuberuntime/desired-state.js";
 import { StateUnavailableError } from "./state/state-unavailable.js";
+import type { CriClient } from "./cri/client.js";
+import { startReconcileLoop, type ReconcileLoop } from "./kuberuntime/reconcile/loop.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
 // into a project that also type-checks against Node's and the DOM's).
@@ -42,6 +45,7 @@ interface DOStorage {
   list<T>(options?: { limit?: number; prefix?: string }): Promise<Map<string, T>>;
   getAlarm(): Promise<number | null>;
   setAlarm(at: number): Promise<void>;
+  deleteAlarm(): Promise<void>;
 }
 interface DOState {
   storage: DOStorage;
@@ -113,7 +117,9 @@ class DurableDesiredState implements DesiredState {
   private async call<T>(op: string, arg: unknown = null): Promise<T> {
     let r: Response;
     try {
-      r = await this.ns.get(this.ns.idFromName(this.node)).fetch(`https://desired/${op}`, { method: "POST", body: JSON.stringify(arg) });
+      // The object learns its node's name from its callers (an id made from a name does not carry it), for
+      // the reconcile alarm.
+      r = await this.ns.get(this.ns.idFromName(this.node)).fetch(`https://desired/${op}`, { method: "POST", headers: { [NODE_HEADER]: this.node }, body: JSON.stringify(arg) });
     } catch (e) {
       throw new StateUnavailableError("the desired state (the node's Durable Object)", e);
     }
@@ -198,7 +204,56 @@ export class DurablePodLock implements PodLock {
   }
 }
 
+/** The header DurableDesiredState names its node in. */
+const NODE_HEADER = "podsync-node";
+
+type WorkerConfig = z.output<typeof WorkerSettings>;
+
+/** The settings, parsed once per isolate for each configuration (the Worker's routes and the node objects). */
+let settingsCache: { key: string; s: WorkerConfig } | undefined;
+function settingsOf(env: Env): WorkerConfig {
+  const key = JSON.stringify(Object.entries(env).filter(([k, v]) => k.startsWith("PODSYNC_") && typeof v === "string"));
+  if (settingsCache?.key === key) return settingsCache.s;
+  const parsed = WorkerSettings.safeParse(env);
+  if (!parsed.success) throw new ProblemError("misconfigured", "invalid settings:\n" + formatIssues(parsed.error));
+  settingsCache = { key, s: parsed.data };
+  return parsed.data;
+}
+
+/** One node's engine, as both the node's HTTP routes and its reconcile alarm use it: its cri-proxy over
+ * gRPC-Web, the per-pod lease (a Durable Object per node/pod, so a request and the alarm never act on one pod
+ * at once), and this isolate's pull back-off. Undefined for a node PODSYNC_NODES does not name. */
+function nodeRuntime(env: Env, s: WorkerConfig, name: string): { cri: CriClient; runtime: PodRuntime } | undefined {
+  const cfg = s.PODSYNC_NODES[name];
+  if (!cfg) return undefined;
+  const tokens = s.PODSYNC_PROXY_TOKENS ? (JSON.parse(s.PODSYNC_PROXY_TOKENS) as Record<string, string>) : {};
+  const proxyToken = tokens[name] ?? s.PODSYNC_PROXY_TOKEN;
+  // A Worker has no resolv.conf of the node's; dnsPolicy Default gets the cluster settings only.
+  const base = nodeConfigFrom(s, { dns: { servers: [], searches: [], options: [] }, memoryBytes: 8 * 2 ** 30 });
+  const node = { ...base, nodeName: name, ...nodeAllocatable(nodeInfoFrom(withNodeOverrides(s, cfg), name, {})) };
+  const cri = connectGrpcWeb({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS });
+  const runtime = createPodRuntime(cri, {
+    node,
+    // Logs are read through the proxy's log endpoint; exec goes through ExecSync when the proxy allows it.
+    logFiles: proxyLogFiles({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }),
+    pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
+    lock: new DurablePodLock(env.POD_LOCK, name, s.PODSYNC_LOCK_WAIT_MS),
+    // Per isolate: the one piece of sync state with no runtime record (see backoff.ts).
+    pullBackOff: new MemoryPullBackOff(),
+  });
+  return { cri, runtime };
+}
+
 let cache: { key: string; root: Hono } | undefined;
+
+/** Secrets are stored sealed, never in clear in the Durable Object; the routes and the node's alarm loop both
+ * read the set through this. */
+const sealed = (inner: DesiredState, s: WorkerConfig) =>
+  new SealedDesiredState(inner, () =>
+    s.PODSYNC_SECRETS_KEY
+      ? importSealKey(s.PODSYNC_SECRETS_KEY)
+      : Promise.reject(new ProblemError("misconfigured", "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod only sealed, so it cannot take pods that bring Secrets")),
+  );
 
 /** The downward API's defaults for a missing limit: the node's allocatable where the owner set it. */
 const nodeAllocatable = (info: { allocatable: { milliCPU?: number | undefined; memory?: number | undefined } }) => ({
@@ -207,26 +262,12 @@ const nodeAllocatable = (info: { allocatable: { milliCPU?: number | undefined; m
 });
 
 function build(env: Env): Hono {
-  const parsed = WorkerSettings.safeParse(env);
-  if (!parsed.success) throw new ProblemError("misconfigured", "invalid settings:\n" + formatIssues(parsed.error));
-  const s = parsed.data;
-  const tokens = s.PODSYNC_PROXY_TOKENS ? (JSON.parse(s.PODSYNC_PROXY_TOKENS) as Record<string, string>) : {};
+  const s = settingsOf(env);
   const keys = s.PODSYNC_JWKS ? { jwks: JSON.parse(s.PODSYNC_JWKS) } : { url: s.PODSYNC_JWKS_URL! };
-  // A Worker has no resolv.conf of the node's; dnsPolicy Default gets the cluster settings only.
-  const node = nodeConfigFrom(s, { dns: { servers: [], searches: [], options: [] }, memoryBytes: 8 * 2 ** 30 });
   const root = new Hono();
   root.get("/healthz", (c) => c.json({ ok: true, nodes: Object.keys(s.PODSYNC_NODES) }));
   for (const [name, cfg] of Object.entries(s.PODSYNC_NODES)) {
-    const proxyToken = tokens[name] ?? s.PODSYNC_PROXY_TOKEN;
-    const runtime = createPodRuntime(connectGrpcWeb({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }), {
-      node: { ...node, nodeName: name, ...nodeAllocatable(nodeInfoFrom(withNodeOverrides(s, cfg), name, {})) },
-      // Logs are read through the proxy's log endpoint; exec goes through ExecSync when the proxy allows it.
-      logFiles: proxyLogFiles({ baseUrl: cfg.url, token: proxyToken, timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS }),
-      pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
-      lock: new DurablePodLock(env.POD_LOCK, name, s.PODSYNC_LOCK_WAIT_MS),
-      // Per isolate: the one piece of sync state with no runtime record (see backoff.ts).
-      pullBackOff: new MemoryPullBackOff(),
-    });
+    const { runtime } = nodeRuntime(env, s, name)!;
     const app = createApp({
       runtime,
       verifier: createVerifier({
@@ -239,12 +280,7 @@ function build(env: Env): Hono {
         replay: new DurableReplayStore(env.REPLAY, name),
       }),
       nodeName: name,
-      // Secrets are stored sealed, never in clear in the Durable Object.
-      desired: new SealedDesiredState(new DurableDesiredState(env.DESIRED, name), () =>
-        s.PODSYNC_SECRETS_KEY
-          ? importSealKey(s.PODSYNC_SECRETS_KEY)
-          : Promise.reject(new ProblemError("misconfigured", "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod only sealed, so it cannot take pods that bring Secrets")),
-      ),
+      desired: sealed(new DurableDesiredState(env.DESIRED, name), s),
       policy: nodePolicy(s),
       // A Worker cannot see the node's machine: arch, cpu and memory are checked only when the owner sets them.
       nodeInfo: nodeInfoFrom(withNodeOverrides(s, cfg), name, {}),
@@ -296,45 +332,115 @@ export class ReplayGuard {
   }
 }
 
-/** Durable Object: one per node, its desired state in the object's SQLite storage (`pod:<uid>` → the desired
- * pod with its audit record, `generation` → the node-wide set's generation). Requests to one object run one at
- * a time, and each change is its reads, then its writes issued together with no await between them, which
- * the runtime commits as one atomic write: a set and its generation are never half stored. */
+/** The node's desired state over its Durable Object's storage (`pod:<uid>` → the desired pod with its audit
+ * record, `generation` → the node-wide set's generation). This object is the store's only writer, so it keeps
+ * the set in memory once read: a converged reconcile alarm reads no storage row. Each change is its reads,
+ * then its writes issued together with no await between them, which the runtime commits as one atomic write:
+ * a set and its generation are never half stored; the memory copy changes only once the write succeeded. */
+class StorageDesiredState implements DesiredState {
+  private pods: Promise<Map<string, DesiredPod>> | undefined;
+  private gen: Promise<number> | undefined;
+  constructor(private readonly s: DOStorage) {}
+  private all(): Promise<Map<string, DesiredPod>> {
+    return (this.pods ??= this.s.list<DesiredPod>({ prefix: "pod:" }).then(
+      (m) => new Map([...m.values()].map((e) => [e.pod.metadata.uid, e])),
+      (e) => ((this.pods = undefined), Promise.reject(e)),
+    ));
+  }
+  async list() {
+    return [...(await this.all()).values()];
+  }
+  async get(uid: string) {
+    return (await this.all()).get(uid);
+  }
+  async generation() {
+    return (this.gen ??= this.s.get<number>("generation").then(
+      (g) => g ?? 0,
+      (e) => ((this.gen = undefined), Promise.reject(e)),
+    ));
+  }
+  async put(entry: DesiredPod) {
+    const pods = await this.all();
+    const uid = entry.pod.metadata.uid;
+    checkPut(pods.get(uid), entry);
+    await this.s.put(`pod:${uid}`, entry);
+    pods.set(uid, entry);
+  }
+  async remove(uid: string) {
+    const pods = await this.all();
+    if (!pods.has(uid)) return false;
+    await this.s.delete(`pod:${uid}`);
+    pods.delete(uid);
+    return true;
+  }
+  async replace(generation: number, entries: DesiredPod[]) {
+    const pods = await this.all();
+    checkReplace(await this.generation(), generation);
+    const keep = new Set(entries.map((e) => e.pod.metadata.uid));
+    const dropped = [...pods.keys()].filter((uid) => !keep.has(uid));
+    // All writes issued before any is awaited: one atomic commit (multi-key calls take 128 keys each).
+    const writes: Promise<unknown>[] = [];
+    for (let i = 0; i < dropped.length; i += 128) writes.push(this.s.delete(dropped.slice(i, i + 128).map((uid) => `pod:${uid}`)));
+    for (let i = 0; i < entries.length; i += 127) writes.push(this.s.put(Object.fromEntries(entries.slice(i, i + 127).map((e) => [`pod:${e.pod.metadata.uid}`, e]))));
+    writes.push(this.s.put("generation", generation));
+    await Promise.all(writes);
+    pods.clear();
+    for (const e of entries) pods.set(e.pod.metadata.uid, e);
+    this.gen = Promise.resolve(generation);
+    return { removed: dropped };
+  }
+}
+
+/** Durable Object: one per node. It keeps the node's desired state (SQLite storage, see StorageDesiredState)
+ * and runs the node agent's reconcile on an alarm: every PODSYNC_RELIST_INTERVAL_MS (default 10 s) while it
+ * holds desired pods, and no alarm at all while it holds none (an idle node costs nothing). Each alarm is one
+ * pass of the same loop Node runs on a timer (reconcile/loop.ts, driven by tick()): relist through the
+ * node's cri-proxy (ListPodSandbox + ListContainers), decide, and sync the pods that need it through the
+ * engine's front door, under the same per-pod lease the HTTP routes take (nodeRuntime).
+ *
+ * The loop's memory across alarms (the relist's detail caches, each pod's last fingerprint and decision, retry
+ * and resync times) lives in this instance. When the runtime evicts the object it is rebuilt from nothing:
+ * the first pass after that is a start-up pass (every desired pod synced once, its details read again).
+ * Alarm work and requests to the object interleave at awaits; the loop reads each pod's spec at its sync and
+ * a pod that left meanwhile is not brought back (as on Node). */
 export class NodeDesiredState {
-  constructor(private readonly state: DOState) {}
+  private readonly store: StorageDesiredState;
+  private node: string | undefined;
+  private loop: { loop: ReconcileLoop; settings: WorkerConfig } | undefined;
+  constructor(
+    private readonly state: DOState,
+    private readonly env: Env,
+  ) {
+    this.store = new StorageDesiredState(state.storage);
+  }
+
   async fetch(req: Request): Promise<Response> {
-    const s = this.state.storage;
     const op = new URL(req.url).pathname.slice(1);
     const arg = (await req.json()) as Record<string, unknown> | null;
-    const key = (uid: unknown) => `pod:${String(uid)}`;
+    const d = this.store;
     try {
+      await this.learnNode(req.headers.get(NODE_HEADER));
       switch (op) {
         case "list":
-          return Response.json([...(await s.list<DesiredPod>({ prefix: "pod:" })).values()]);
+          return Response.json(await d.list());
         case "get":
-          return Response.json((await s.get<DesiredPod>(key(arg!["uid"]))) ?? null);
+          return Response.json((await d.get(String(arg!["uid"]))) ?? null);
         case "generation":
-          return Response.json((await s.get<number>("generation")) ?? 0);
-        case "put": {
-          const entry = arg as unknown as DesiredPod;
-          checkPut(await s.get<DesiredPod>(key(entry.pod.metadata.uid)), entry);
-          await s.put(key(entry.pod.metadata.uid), entry);
+          return Response.json(await d.generation());
+        case "put":
+          await d.put(arg as unknown as DesiredPod);
+          await this.schedule();
           return Response.json(null);
+        case "remove": {
+          const removed = await d.remove(String(arg!["uid"]));
+          await this.schedule();
+          return Response.json(removed);
         }
-        case "remove":
-          return Response.json(await s.delete(key(arg!["uid"])));
         case "replace": {
           const { generation, entries } = arg as { generation: number; entries: DesiredPod[] };
-          checkReplace((await s.get<number>("generation")) ?? 0, generation);
-          const keep = new Set(entries.map((e) => key(e.pod.metadata.uid)));
-          const dropped = [...(await s.list<DesiredPod>({ prefix: "pod:" })).keys()].filter((k) => !keep.has(k));
-          // All writes issued before any is awaited: one atomic commit (multi-key calls take 128 keys each).
-          const writes: Promise<unknown>[] = [];
-          for (let i = 0; i < dropped.length; i += 128) writes.push(s.delete(dropped.slice(i, i + 128)));
-          for (let i = 0; i < entries.length; i += 127) writes.push(s.put(Object.fromEntries(entries.slice(i, i + 127).map((e) => [key(e.pod.metadata.uid), e]))));
-          writes.push(s.put("generation", generation));
-          await Promise.all(writes);
-          return Response.json({ removed: dropped.map((k) => k.slice(4)) });
+          const r = await d.replace(generation, entries);
+          await this.schedule();
+          return Response.json(r);
         }
         default:
           return Response.json({ message: `no operation ${op}` }, { status: 404 });
@@ -344,7 +450,77 @@ export class NodeDesiredState {
       throw e;
     }
   }
+
+  /** The reconcile pass. A pass that fails is logged and the next one comes at the interval all the same (a
+   * throw would make the runtime retry the alarm on its own back-off). */
+  async alarm(): Promise<void> {
+    const began = Date.now();
+    let interval: number = RELIST_INTERVAL_DEFAULT_MS.workers;
+    try {
+      const node = this.node ?? (this.node = await this.state.storage.get<string>("node"));
+      // Nothing desired (an alarm set before the set emptied): no pass and no next alarm. The loop's memory
+      // stays for the next pod stored, which its request has just synced.
+      if (!node || (await this.store.list()).length === 0) return;
+      const s = settingsOf(this.env);
+      interval = relistInterval(s);
+      const loop = this.loopFor(node, s);
+      if (!loop) {
+        log({ loop: "reconcile", node, event: "error", error: "the node is not in PODSYNC_NODES: its desired pods are not reconciled" });
+        return;
+      }
+      await loop.tick();
+    } catch (e) {
+      log({ loop: "reconcile", node: this.node, event: "error", error: errorText(e) });
+    }
+    // A set emptied during the pass deleted the alarm: it stays off.
+    if ((await this.store.list()).length > 0) await this.state.storage.setAlarm(Math.max(Date.now(), began + interval));
+  }
+
+  private async learnNode(name: string | null): Promise<void> {
+    if (!name || name === this.node) return;
+    if ((await this.state.storage.get<string>("node")) !== name) await this.state.storage.put("node", name);
+    this.node = name;
+  }
+
+  /** After a change: an alarm while pods are desired (one already set stays), none once the set is empty. */
+  private async schedule(): Promise<void> {
+    const s = this.state.storage;
+    if ((await this.store.list()).length === 0) return s.deleteAlarm();
+    if ((await s.getAlarm()) !== null) return;
+    let interval: number = RELIST_INTERVAL_DEFAULT_MS.workers;
+    try {
+      interval = relistInterval(settingsOf(this.env));
+    } catch {
+      // Misconfigured: the alarm logs it.
+    }
+    await s.setAlarm(Date.now() + interval);
+  }
+
+  /** The loop for this node, driven by the alarm (no timers of its own); rebuilt when the settings change. */
+  private loopFor(node: string, s: WorkerConfig): ReconcileLoop | undefined {
+    if (this.loop?.settings === s) return this.loop.loop;
+    void this.loop?.loop.stop();
+    this.loop = undefined;
+    const engine = nodeRuntime(this.env, s, node);
+    if (!engine) return undefined;
+    const loop = startReconcileLoop({
+      runtime: engine.runtime,
+      cri: engine.cri,
+      // Opened as the routes read it: the loop syncs pods with their Secrets.
+      desired: sealed(this.store, s),
+      manual: true,
+      relistIntervalMs: relistInterval(s),
+      resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
+      log: (rec) => log({ loop: "reconcile", node, ...rec }),
+    });
+    this.loop = { loop, settings: s };
+    return loop;
+  }
 }
+
+const relistInterval = (s: WorkerConfig) => s.PODSYNC_RELIST_INTERVAL_MS ?? RELIST_INTERVAL_DEFAULT_MS.workers;
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 300);
+const log = (rec: Record<string, unknown>) => console.log(JSON.stringify({ time: new Date().toISOString(), ...rec }));
 
 /** Durable Object: one per node/pod; a FIFO of requests, one lease at a time, leases expire unless renewed. */
 export class PodSerializer {

@@ -181,14 +181,52 @@ describe.skipIf(skip)("the reconcile loop after a containerd restart (a lab of i
   });
 });
 
+/** Signs for a Node server in dev mode (its key in `dir`, made at its first start). */
+const devSigner = (dir: string, aud: string) => async (claims: Record<string, unknown>) => {
+  const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
+  return new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience(aud).setIssuedAt().setExpirationTime("1m").setJti(uid("jti")).sign(await importJWK(key, "EdDSA"));
+};
+
 describe.skipIf(skip)("the Node server's own loop on the shared lab containerd", () => {
+  it("stop the server, remove the pod behind its back, start a new server on the same state dir: the desired pod runs again with no request", async () => {
+    if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
+    const dir = mkdtempSync(join(tmpdir(), "podsync-loop-restart-"));
+    const env = { PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: "restart-node", PODSYNC_POLICY: "privileged", PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir };
+    const p = podOf("loop-restart", ["sleep", "3600"]); // hostNetwork: the policy is privileged for it
+    const id = p.metadata.uid;
+    const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
+    let server = await startNode(env, true);
+    const sign = devSigner(dir, "restart-node");
+    try {
+      const r = await fetch(`${server.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod: p }) });
+      expect(r.status).toBe(200);
+      const [first] = await until("the container to run", async () => { const x = await running(cri, id); return x.length === 1 && x; });
+      await server.close();
+      // Behind podsync's back while it is down: the sandbox and its containers are gone.
+      for (const s of (await cri.listPodSandbox({ filter: { labelSelector: { "io.kubernetes.pod.uid": id } } })).items) {
+        await cri.stopPodSandbox({ podSandboxId: s.id });
+        await cri.removePodSandbox({ podSandboxId: s.id });
+      }
+      expect(await containers(cri, id)).toEqual([]);
+      // A new server on the same state dir, and no request: its loop brings the desired pod back.
+      server = await startNode(env, true);
+      const [again] = await until("the new server's loop to run the pod again", async () => { const x = await running(cri, id); return x.length === 1 && x; });
+      expect(again!.id).not.toBe(first!.id);
+      expect(again!.podSandboxId).not.toBe(first!.podSandboxId);
+    } finally {
+      await fetch(`${server.url}/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await sign({ act: "delete", uid: id, gracePeriodSeconds: 0 })}` } }).catch(() => undefined);
+      await server.close();
+      await createPodRuntime(cri, runtimeOpts).delete(id, 0).catch(() => undefined);
+      cri.close();
+    }
+  });
+
   it("a pod synced by request whose liveness probe fails is restarted by the server's loop: /metrics counts a loop sync and a loop restart; probe state is on disk", async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     const dir = mkdtempSync(join(tmpdir(), "podsync-loop-node-"));
     const stateDir = join(dir, "state");
     const server = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: stateDir, PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: "loop-node", PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir }, true);
-    const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
-    const sign = async (claims: Record<string, unknown>) => new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("loop-node").setIssuedAt().setExpirationTime("1m").setJti(uid("jti")).sign(await importJWK(key, "EdDSA"));
+    const sign = devSigner(dir, "loop-node");
     const p = Pod.parse({ metadata: { name: "loop-live", namespace: "default", uid: uid("loop-live") }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sh", "-c", "touch /tmp/ok; exec sleep 3600"], livenessProbe: { exec: { command: ["sh", "-c", "test -f /tmp/ok"] }, periodSeconds: 1, failureThreshold: 1 } }] } });
     const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     try {

@@ -47,7 +47,7 @@ export interface ReconcileLoopOptions {
   now?: () => number;
   /** One JSON-able record per event worth a line (errors once per change, recoveries, start-up). */
   log?: (rec: Record<string, unknown>) => void;
-  /** No timers: the caller drives the loop with tick() (tests, bench). */
+  /** No timers: the caller drives the loop with tick() (the Workers node object's alarm, tests, bench). */
   manual?: boolean;
 }
 
