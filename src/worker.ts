@@ -33,6 +33,7 @@ import { checkPut, checkReplace, StaleGenerationError, type DesiredPod, type Des
 import { StateUnavailableError } from "./state/state-unavailable.js";
 import type { CriClient } from "./cri/client.js";
 import { startReconcileLoop, type ReconcileLoop } from "./kuberuntime/reconcile/loop.js";
+import { createProber } from "./kuberuntime/prober/prober.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
 // into a project that also type-checks against Node's and the DOM's).
@@ -508,6 +509,10 @@ export class NodeDesiredState {
       cri: engine.cri,
       // Opened as the routes read it: the loop syncs pods with their Secrets.
       desired: sealed(this.store, s),
+      // Exec probes only (ExecSync through the proxy, which must allow it); the routes refuse the other
+      // handlers. They run in the alarm's passes, so no more often than the relist interval; their state lives in
+      // this object's memory and starts over after an eviction.
+      prober: createProber({ cri: engine.cri }),
       manual: true,
       relistIntervalMs: relistInterval(s),
       resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,

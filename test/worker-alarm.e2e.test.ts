@@ -50,6 +50,8 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
       grpcWebListen: "127.0.0.1:0",
       token: TOKEN,
       policy: { level: "privileged", hostPathAllow: [] },
+      // Exec probes run through ExecSync, which a proxy serves only when its owner allows it.
+      allow: ["ExecSync"],
       log: (r) => r["front"] === "grpc-web" && calls.push({ method: String(r["method"]), code: String(r["code"]), ms: Number(r["durationMs"]), at: Date.now() }),
     });
     const key = await makeKey("EdDSA", "wa-1");
@@ -129,5 +131,38 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     await sleep(INTERVAL_MS * 4);
     expect(relists()).toBe(quiet);
     expect(await getPod(id)).toMatchObject({ status: 404, type: "urn:podsync:problem:pod-not-found" });
+  }, 90_000);
+
+  it("an exec liveness probe that starts failing: the alarm's prober restarts the container (through ExecSync on the proxy)", async () => {
+    const id = uid("wprobe");
+    made.push(id);
+    const probe = { exec: { command: ["sh", "-c", "[ ! -e /tmp/fail ]"] }, periodSeconds: 1, failureThreshold: 1, timeoutSeconds: 2 };
+    const pod = {
+      metadata: { name: `wprobe-${id.slice(-8)}`, namespace: "podsync-alarm", uid: id },
+      spec: { hostNetwork: true, restartPolicy: "Always", terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], livenessProbe: probe }] },
+    };
+    const r1 = await put([pod], 3);
+    expect(r1.status, JSON.stringify(r1.body)).toBe(200);
+    const first = (await getPod(id)).status.containerStatuses[0];
+    const containerId = String(first.containerID).replace("containerd://", "");
+    // Passing probes run in the alarm's passes and change nothing.
+    await until("a passing probe through the proxy", async () => calls.some((c) => c.method.endsWith("/ExecSync") && c.code === "OK"));
+    expect((await getPod(id)).status.containerStatuses[0].restartCount).toBe(0);
+
+    // The probe starts failing (a file appears, behind podsync's back): the alarm kills and restarts the container
+    // (a new container: a fresh root filesystem without the file).
+    const cri = connectGrpc({ endpoint, timeoutMs: 10_000 });
+    try {
+      await cri.execSync({ containerId, cmd: ["mkdir", "/tmp/fail"], timeout: 5n });
+    } finally {
+      cri.close();
+    }
+    const after = await until("the alarm to restart the container whose liveness probe failed", async () => {
+      const c = (await getPod(id)).status.containerStatuses[0];
+      return c?.restartCount >= 1 && c.containerID !== first.containerID && c;
+    }, 30_000);
+    expect(after).toMatchObject({ name: "main", lastState: { terminated: {} } });
+    const r2 = await put([], 4);
+    expect(r2.body.removed).toMatchObject([{ ok: true, pod: { uid: id } }]);
   }, 90_000);
 });
