@@ -21,7 +21,7 @@ const uids = async (s: DesiredState) => (await s.list()).map((e) => e.pod.metada
 
 /** The real fs, with writes (open for writing, rename, unlink) failing ENOSPC once `failing` is set. */
 function flakyFs() {
-  const state = { failing: false, failAfter: Infinity, writes: 0 };
+  const state = { failing: false, failAfter: Infinity, writes: 0, failDirSync: false };
   const nospc = () => Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
   const gate = () => {
     if (state.failing || ++state.writes > state.failAfter) throw nospc();
@@ -30,7 +30,10 @@ function flakyFs() {
     ...nodeFs,
     open: (async (path: string, flags?: string, mode?: number) => {
       if (flags === "w") gate();
-      return nodeFs.open(path, flags, mode);
+      const fh = await nodeFs.open(path, flags, mode);
+      // A directory opened to fsync it, whose fsync fails (after the rename or unlink it was to make durable).
+      if (flags === "r" && state.failDirSync) return Object.assign(Object.create(fh), { sync: async () => Promise.reject(Object.assign(new Error("input/output error"), { code: "EIO" })), close: () => fh.close() });
+      return fh;
     }) as StateFs["open"],
     rename: async (a, b) => (gate(), nodeFs.rename(a, b)),
     unlink: async (p) => (gate(), nodeFs.unlink(p)),
@@ -143,6 +146,25 @@ describe("FileDesiredState", () => {
     state.failing = false;
     await s.put(entry("c"));
     expect(await uids(new FileDesiredState(d))).toEqual(["uid-a", "uid-b", "uid-c"]);
+  });
+
+  it("a directory fsync that fails after the commit's rename: 503, and the disk decides (the whole new set, never a mix)", async () => {
+    const d = dir();
+    const { fs, state } = flakyFs();
+    const s = new FileDesiredState(d, { fs });
+    await s.replace(1, [entry("a"), entry("b")]);
+    state.failDirSync = true;
+    // The pods' directory is synced before the commit: let that pass, fail only the state dir's after the rename.
+    const realOpen = fs.open;
+    fs.open = (async (path: string, flags?: string, mode?: number) => (flags === "r" && path === join(d, "pods") ? nodeFs.open(path, flags, mode) : realOpen(path, flags, mode))) as StateFs["open"];
+    await expect(s.replace(2, [entry("a", 1001), entry("c")])).rejects.toBeInstanceOf(StateUnavailableError);
+    state.failDirSync = false;
+    fs.open = realOpen;
+    // generation.json names the new set: this store and a fresh one both read the whole new set from the disk.
+    for (const view of [s, new FileDesiredState(d)]) {
+      expect([await view.generation(), await uids(view)]).toEqual([2, ["uid-a", "uid-c"]]);
+      expect((await view.get("uid-a"))!.audit.iat).toBe(1001);
+    }
   });
 
   it("a state dir that cannot exist (a path under a file) is StateUnavailableError, retried on the next call", async () => {

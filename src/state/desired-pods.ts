@@ -97,7 +97,9 @@ export class FileDesiredState implements DesiredState {
       if (!this.pods.has(uid)) return false;
       await this.io("removing a desired pod", async () => {
         await this.fs.unlink(join(this.podsDir, `${uid}.json`)).catch(ignore("ENOENT"));
-        await this.syncDir(this.podsDir);
+        await this.syncDir(this.podsDir).catch((e) => {
+          throw new AfterChange(e);
+        });
       });
       this.pods.delete(uid);
       return true;
@@ -131,7 +133,9 @@ export class FileDesiredState implements DesiredState {
           await this.syncDir(this.podsDir);
           await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation, keep } satisfies GenerationFile) + "\n");
         } catch (err) {
-          for (const e of entries) await this.fs.unlink(join(this.podsDir, `${e.pod.metadata.uid}.json.next`)).catch(() => undefined);
+          // Once generation.json was renamed, the set is committed on disk: its `.next` files must stay for open to
+          // finish it. Before that, they go and the old state stands.
+          if (!(err instanceof AfterChange)) for (const e of entries) await this.fs.unlink(join(this.podsDir, `${e.pod.metadata.uid}.json.next`)).catch(() => undefined);
           throw err;
         }
       });
@@ -207,7 +211,10 @@ export class FileDesiredState implements DesiredState {
       await this.fs.unlink(tmp).catch(() => undefined);
       throw e;
     }
-    if (syncDir) await this.syncDir(dir);
+    if (syncDir)
+      await this.syncDir(dir).catch((e) => {
+        throw new AfterChange(e);
+      });
   }
 
   private async syncDir(dir: string): Promise<void> {
@@ -225,8 +232,19 @@ export class FileDesiredState implements DesiredState {
     try {
       return await fn();
     } catch (e) {
-      throw new StateUnavailableError(what, e);
+      // The new file may be in place (the rename happened, the directory's fsync failed): what is on disk is then
+      // not what memory holds, so the next read loads the disk again rather than act on a stale view. The request
+      // still fails (its write may not survive a crash); the disk decides what is in force.
+      if (e instanceof AfterChange) this.opening = undefined;
+      throw new StateUnavailableError(what, e instanceof AfterChange ? e.cause : e);
     }
+  }
+}
+
+/** A change in a directory (a rename, an unlink) that happened, whose directory fsync failed. */
+class AfterChange extends Error {
+  constructor(override readonly cause: unknown) {
+    super("the directory could not be synced after a change in it");
   }
 }
 
