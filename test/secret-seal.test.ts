@@ -88,4 +88,19 @@ describe("the sealed desired-state store", () => {
     await store.put({ pod: b.pod, audit: { iss: "i", iat: 1 }, storedAt: 0 });
     expect(await inner.list()).toHaveLength(1);
   });
+
+  it("a key that no longer opens a pod's Secrets (lost or replaced): that pod comes back without its objects, the others and the set stay usable", async () => {
+    const inner = new MemoryDesiredState();
+    const b = bundleFromPayload({ pod, secrets: [secret] });
+    await new SealedDesiredState(inner, async () => importSealKey(newSealKeyBytes())).put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 });
+    await inner.put({ pod: { ...b.pod, metadata: { ...b.pod.metadata, uid: "uid-plain" } }, audit: { iss: "i", iat: 1 }, storedAt: 0 });
+    // Another key: what the first sealed does not open.
+    const store = new SealedDesiredState(inner, async () => importSealKey(newSealKeyBytes()));
+    const all = await store.list();
+    expect(all.map((e) => [e.pod.metadata.uid, e.objects])).toEqual([["uid-s", undefined], ["uid-plain", undefined]]);
+    expect((await store.get("uid-s"))!.audit.iat).toBe(1);
+    // Sending the pod again with its Secrets repairs it.
+    await store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 2 }, storedAt: 0 });
+    expect((await store.get("uid-s"))!.objects?.secrets).toHaveLength(1);
+  });
 });

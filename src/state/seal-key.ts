@@ -2,7 +2,7 @@
 // <stateDir>/secrets.key, mode 0600 in a 0700 directory, made on first use. Made with O_EXCL, so two
 // processes starting together end up with the same key; never logged or echoed.
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { importSealKey } from "./secret-seal.js";
 import { StateUnavailableError } from "./state-unavailable.js";
@@ -14,7 +14,16 @@ export async function loadSealKey(stateDir: string): Promise<CryptoKey> {
   try {
     await mkdir(stateDir, { recursive: true, mode: 0o700 });
     try {
-      await writeFile(file, randomBytes(32), { flag: "wx", mode: 0o600 });
+      // Durable before any Secret is sealed with it: the key file and its directory entry are fsync'd.
+      const fh = await open(file, "wx", 0o600);
+      try {
+        await fh.writeFile(randomBytes(32));
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      const d = await open(stateDir, "r");
+      await d.sync().finally(() => d.close());
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
     }

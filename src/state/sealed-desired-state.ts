@@ -46,11 +46,24 @@ export class SealedDesiredState implements DesiredState {
     }
   }
 
+  /** One entry whose Secrets do not open fails alone: it comes back without its objects (its syncs then fail
+   * naming the missing Secret, and a sync that sends it again repairs it), while every other pod, admission and
+   * DELETE go on. */
+  private async openOrBare(e: DesiredPod | undefined): Promise<DesiredPod | undefined> {
+    try {
+      return await this.open(e);
+    } catch (err) {
+      if (!(err instanceof StateUnavailableError) || !e) throw err;
+      const { objects: _, ...bare } = e;
+      return bare;
+    }
+  }
+
   async list() {
-    return Promise.all((await this.inner.list()).map(async (e) => (await this.open(e))!));
+    return Promise.all((await this.inner.list()).map(async (e) => (await this.openOrBare(e))!));
   }
   async get(uid: string) {
-    return this.open(await this.inner.get(uid));
+    return this.openOrBare(await this.inner.get(uid));
   }
   async put(entry: DesiredPod) {
     return this.inner.put(await this.seal(entry));
