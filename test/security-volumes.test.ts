@@ -246,6 +246,12 @@ describe("volumes: schema and set-up", () => {
     const p = mk({ volumes: [{ name: "h", hostPath: { path: "/srv", type: "Socket" } }, { name: "o", hostPath: { path: "/srv", type: "DirectoryOrCreate" } }, { name: "e", emptyDir: {} }, { name: "m", emptyDir: { medium: "Memory" } }, { name: "c", persistentVolumeClaim: { claimName: "x" } }] });
     expect(volumeHostErrors(p).map((e) => e.path)).toEqual(["spec.volumes[0].hostPath.type", "spec.volumes[3].emptyDir.medium", "spec.volumes[4].persistentVolumeClaim"]);
   });
+
+  it("without a VolumeHost an fsGroup is refused when the pod has an emptyDir (its ownership is node I/O), accepted otherwise", () => {
+    const withDir = mk({ securityContext: { fsGroup: 2000 }, volumes: [{ name: "e", emptyDir: {} }] });
+    expect(volumeHostErrors(withDir).map((e) => e.path)).toEqual(["spec.securityContext.fsGroup"]);
+    expect(volumeHostErrors(mk({ securityContext: { fsGroup: 2000 } }))).toEqual([]);
+  });
 });
 
 describe("volumes through the engine on the in-process runtime", () => {

@@ -73,6 +73,13 @@ export function volumeHostErrors(pod: Pod): FieldError[] {
         message: `needs podsync on the node (a type check, a tmpfs mount or a claim directory on the node's filesystem); this deployment reaches the node only through the container runtime`,
       });
   });
+  // kubelet's volume ownership (group, group rw, setgid) is node I/O too: without it a non-root pod's fsGroup
+  // would not reach its emptyDirs, silently.
+  if (pod.spec.securityContext?.fsGroup !== undefined && (pod.spec.volumes ?? []).some((v) => "emptyDir" in v))
+    out.push({
+      path: "spec.securityContext.fsGroup",
+      message: "gives emptyDir volumes the group's ownership on the node's filesystem, which this deployment cannot reach (it reaches the node only through the container runtime)",
+    });
   return out;
 }
 
