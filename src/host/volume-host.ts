@@ -4,9 +4,10 @@
 // them, src/host/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, lchown, lstat, mkdir, open, readFile, readdir, rm, stat } from "node:fs/promises";
+import { chmod, mkdir, open, readFile, readdir, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { promisify } from "node:util";
+import { setVolumeOwnership } from "./volume-ownership.js";
 import { HostPathTypeError, type HostPathType, type VolumeHost } from "../kuberuntime/volumes.js";
 
 const run = promisify(execFile);
@@ -71,22 +72,8 @@ export const nodeVolumeHost: VolumeHost = {
     });
   },
 
-  async setOwnership(dir, gid, readOnly) {
-    // pkg/volume/volume_linux.go changeFilePermission: rw (or r) for the group, directories also x and setgid;
-    // symlinks get the group but no chmod. Walked without following links; nothing crosses into a mount
-    // below (a claim or emptyDir holds none of podsync's).
-    const mask = readOnly ? 0o440 : 0o660;
-    const walk = async (path: string): Promise<void> => {
-      const st = await lstat(path);
-      await lchown(path, -1, gid);
-      if (st.isSymbolicLink()) return;
-      if (st.isDirectory()) {
-        await chmod(path, (st.mode & 0o7777) | mask | 0o110 | 0o2000);
-        for (const name of await readdir(path)) await walk(`${path}/${name}`);
-      } else await chmod(path, (st.mode & 0o7777) | mask);
-    };
-    await walk(dir);
-  },
+  // Relative to open directories, never following a symlink nor crossing a mount (volume-ownership.ts).
+  setOwnership: setVolumeOwnership,
 
   async listDirs(dir) {
     const entries = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? [] : Promise.reject(e)));

@@ -1,0 +1,107 @@
+// nodeVolumeHost on this machine's filesystem: what a pod sharing a volume can put in it never redirects
+// podsync's own writes outside it (fsGroup ownership, tmpfs mounts, claim removal).
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";
+import { nodeVolumeHost } from "../src/host/volume-host.js";
+
+const root = mkdtempSync(join(tmpdir(), "podsync-volhost-"));
+afterAll(async () => {
+  await nodePodDirs.removeTree(root);
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe("setOwnership (fsGroup)", () => {
+  it("a symlink in the volume to a file or directory outside gets the group itself; its target is untouched", async () => {
+    const vol = join(root, "own-links", "vol");
+    const outside = join(root, "own-links", "outside");
+    mkdirSync(join(vol, "sub"), { recursive: true });
+    mkdirSync(join(outside, "dir"), { recursive: true });
+    writeFileSync(join(outside, "secret"), "host file");
+    writeFileSync(join(outside, "dir", "inner"), "host file");
+    chmodSync(join(outside, "secret"), 0o600);
+    chmodSync(join(outside, "dir"), 0o700);
+    chmodSync(join(outside, "dir", "inner"), 0o600);
+    writeFileSync(join(vol, "sub", "mine"), "pod file");
+    symlinkSync(join(outside, "secret"), join(vol, "f"));
+    symlinkSync(join(outside, "dir"), join(vol, "sub", "d"));
+    const before = [statSync(join(outside, "secret")), statSync(join(outside, "dir")), statSync(join(outside, "dir", "inner"))].map((s) => [s.uid, s.gid, s.mode]);
+
+    await nodeVolumeHost.setOwnership(vol, 4321, false);
+
+    const after = [statSync(join(outside, "secret")), statSync(join(outside, "dir")), statSync(join(outside, "dir", "inner"))].map((s) => [s.uid, s.gid, s.mode]);
+    expect(after).toEqual(before);
+    expect([lstatSync(join(vol, "f")).gid, lstatSync(join(vol, "sub", "d")).gid]).toEqual([4321, 4321]);
+    expect([statSync(join(vol, "sub")).gid, statSync(join(vol, "sub")).mode & 0o2070]).toEqual([4321, 0o2070]);
+    expect([statSync(join(vol, "sub", "mine")).gid, statSync(join(vol, "sub", "mine")).mode & 0o060]).toEqual([4321, 0o060]);
+  });
+
+  it("a mount inside the volume is not crossed (neither the mount point nor what it holds changes)", async () => {
+    const vol = join(root, "own-mount", "vol");
+    const other = join(root, "own-mount", "other");
+    mkdirSync(join(vol, "m"), { recursive: true });
+    mkdirSync(other, { recursive: true });
+    writeFileSync(join(other, "hostfile"), "host file");
+    chmodSync(join(other, "hostfile"), 0o600);
+    chmodSync(other, 0o700);
+    writeFileSync(join(vol, "mine"), "pod file");
+    execFileSync("mount", ["--bind", other, join(vol, "m")]);
+    try {
+      const before = [statSync(other), statSync(join(other, "hostfile"))].map((s) => [s.gid, s.mode]);
+      await nodeVolumeHost.setOwnership(vol, 4322, true);
+      expect([statSync(other), statSync(join(other, "hostfile"))].map((s) => [s.gid, s.mode])).toEqual(before);
+      expect([statSync(join(vol, "mine")).gid, statSync(join(vol, "mine")).mode & 0o040]).toEqual([4322, 0o040]);
+    } finally {
+      execFileSync("umount", [join(vol, "m")]);
+    }
+  });
+
+  it("an entry another pod keeps swapping for a symlink to a host directory is never followed", async () => {
+    const base = join(root, "own-race");
+    const vol = join(base, "vol");
+    const outside = join(base, "outside");
+    mkdirSync(vol, { recursive: true });
+    mkdirSync(outside, { recursive: true });
+    chmodSync(outside, 0o700);
+    for (let i = 0; i < 20; i++) {
+      writeFileSync(join(outside, `f${i}`), "host file");
+      chmodSync(join(outside, `f${i}`), 0o600);
+    }
+    const snapshot = () => ["", ...Array.from({ length: 20 }, (_, i) => `f${i}`)].map((n) => { const s = statSync(join(outside, n)); return [n, s.gid, s.mode]; });
+    const before = snapshot();
+    // The other pod: a directory and a file in the volume, each flipped with a symlink to the outside (rename(2)
+    // is atomic, so the walk sees one or the other at any moment).
+    const swapper = [
+      "import os, sys, time",
+      "vol, out = sys.argv[1], sys.argv[2]",
+      "os.mkdir(vol + '/d'); open(vol + '/f', 'w').close()",
+      "os.symlink(out, vol + '/dl'); os.symlink(out + '/f0', vol + '/fl')",
+      "end = time.time() + 2",
+      "while time.time() < end:",
+      "    os.rename(vol + '/d', vol + '/dx'); os.rename(vol + '/dl', vol + '/d'); os.rename(vol + '/d', vol + '/dl'); os.rename(vol + '/dx', vol + '/d')",
+      "    os.rename(vol + '/f', vol + '/fx'); os.rename(vol + '/fl', vol + '/f'); os.rename(vol + '/f', vol + '/fl'); os.rename(vol + '/fx', vol + '/f')",
+    ].join("\n");
+    const child = spawn("python3", ["-c", swapper, vol, outside], { stdio: "ignore" });
+    const exited = new Promise((res) => child.once("exit", res));
+    try {
+      while (child.exitCode === null) await nodeVolumeHost.setOwnership(vol, 4324, false).catch(() => undefined);
+    } finally {
+      child.kill();
+      await exited;
+    }
+    expect(snapshot()).toEqual(before);
+  });
+
+  it("the volume directory itself being a symlink is refused, not followed", async () => {
+    const base = join(root, "own-top");
+    mkdirSync(join(base, "outside"), { recursive: true });
+    chmodSync(join(base, "outside"), 0o700);
+    symlinkSync(join(base, "outside"), join(base, "vol"));
+    const before = statSync(join(base, "outside"));
+    await expect(nodeVolumeHost.setOwnership(join(base, "vol"), 4323, false)).rejects.toThrow();
+    expect([statSync(join(base, "outside")).gid, statSync(join(base, "outside")).mode]).toEqual([before.gid, before.mode]);
+  });
+});
