@@ -87,6 +87,12 @@ export interface Running {
   close(): Promise<void>;
 }
 
+/** The root dir with its symlinks resolved (when it exists): the mount table names canonical paths, and the
+ * host code (tmpfs mounts, unmounts before removal) compares paths under the root dir with it. */
+function canonicalRootDir(dir: string): string {
+  return existsSync(dir) ? realpathSync(dir) : dir;
+}
+
 export async function startNode(env: Record<string, string | undefined> = process.env, quiet = false): Promise<Running> {
   const s = loadSettings(env);
   const keys = await loadKeys(s);
@@ -127,7 +133,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
     // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
-    node: { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 },
+    node: { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 },
     logFiles: nodeLogFiles,
     volumeHost: nodeVolumeHost,
     volumeFiles: nodeVolumeFiles,

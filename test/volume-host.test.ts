@@ -5,7 +5,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";
+import { mountsUnder, nodePodDirs, unmountAllUnder } from "../src/host/pod-dirs.js";
 import { nodeVolumeHost } from "../src/host/volume-host.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-volhost-"));
@@ -103,5 +103,37 @@ describe("setOwnership (fsGroup)", () => {
     const before = statSync(join(base, "outside"));
     await expect(nodeVolumeHost.setOwnership(join(base, "vol"), 4323, false)).rejects.toThrow();
     expect([statSync(join(base, "outside")).gid, statSync(join(base, "outside")).mode]).toEqual([before.gid, before.mode]);
+  });
+});
+
+describe("a root dir given in a non-canonical form", () => {
+  it("PODSYNC_ROOT_DIR is normalised (no trailing slash, no `//` or `.`)", async () => {
+    const { loadSettings } = await import("../src/settings/node.js");
+    expect(loadSettings({ PODSYNC_ROOT_DIR: "/var/lib/podsync/" }).PODSYNC_ROOT_DIR).toBe("/var/lib/podsync");
+    expect(loadSettings({ PODSYNC_ROOT_DIR: "/var//lib/./podsync//" }).PODSYNC_ROOT_DIR).toBe("/var/lib/podsync");
+    expect(loadSettings({ PODSYNC_ROOT_DIR: "/" }).PODSYNC_ROOT_DIR).toBe("/");
+  });
+
+  it("a tmpfs emptyDir under a symlinked parent or a trailing slash is mounted once, and unmounted through either path", async () => {
+    const real = join(root, "tmpfs-real");
+    const link = join(root, "tmpfs-link");
+    mkdirSync(join(real, "vol"), { recursive: true });
+    symlinkSync(real, link);
+    const canonicalVol = join(real, "vol");
+    const layers = async () => (await mountsUnder(canonicalVol)).filter((m) => m === canonicalVol).length;
+    try {
+      for (let i = 0; i < 3; i++) {
+        await nodeVolumeHost.mountTmpfs(join(link, "vol"), 1 << 20);
+        await nodeVolumeHost.mountTmpfs(`${link}//vol/`, 1 << 20);
+      }
+      expect(await layers()).toBe(1);
+      writeFileSync(join(link, "vol", "data"), "in memory");
+      // volume-files' removeAll and the pod-dir removal unmount by the path they are given.
+      await unmountAllUnder(join(link, "vol"));
+      expect(await layers()).toBe(0);
+      expect(existsSync(join(real, "vol", "data"))).toBe(false);
+    } finally {
+      for (let n = await layers(); n > 0; n--) execFileSync("umount", [canonicalVol]);
+    }
   });
 });

@@ -73,7 +73,11 @@ async function removeOneFilesystem(path: string): Promise<void> {
   await rmdir(path);
 }
 
-export async function unmountAllUnder(dir: string): Promise<void> {
+/** Unmount everything at or under `dir`; its parents' symlinks are resolved first (mountinfo names canonical
+ * paths, so a caller's non-canonical path would find nothing and leave the mounts). */
+export async function unmountAllUnder(given: string): Promise<void> {
+  const dir = await canonical(given);
+  if (!dir) return;
   for (const mp of await mountsUnder(dir)) {
     try {
       // --no-canonicalize: umount(8) does not resolve the path itself; the kernel takes it as mountinfo gave it.

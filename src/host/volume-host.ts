@@ -4,8 +4,8 @@
 // them, src/host/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, open, readFile, readdir, rm, stat } from "node:fs/promises";
-import { dirname } from "node:path";
+import { chmod, mkdir, open, readFile, readdir, realpath, rm, stat } from "node:fs/promises";
+import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import { setVolumeOwnership } from "./volume-ownership.js";
 import { HostPathTypeError, type HostPathType, type VolumeHost } from "../kuberuntime/volumes.js";
@@ -66,7 +66,10 @@ export const nodeVolumeHost: VolumeHost = {
   },
 
   async mountTmpfs(path, sizeBytes) {
-    if ((await mounts()).some((m) => m.point === path && m.fstype === "tmpfs")) return;
+    // mountinfo names canonical paths: compare with the directory's own (its parents' symlinks resolved, a
+    // trailing slash or `//` gone), or a fresh tmpfs would be stacked over the volume on every container start.
+    const canonical = `${await realpath(dirname(path))}/${basename(path)}`;
+    if ((await mounts()).some((m) => m.point === canonical && m.fstype === "tmpfs")) return;
     await run("mount", ["-t", "tmpfs", "-o", `size=${Math.floor(sizeBytes)}`, "tmpfs", path]).catch((e: { stderr?: string; message: string }) => {
       throw new Error(`mount tmpfs at ${path}: ${(e.stderr || e.message).trim()}`);
     });

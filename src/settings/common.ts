@@ -1,6 +1,7 @@
 // The settings Node and Workers share, as one zod shape: the same names, defaults and bounds on both, so a
 // node owner can move between them without relearning. Each entry point adds only what is its own
 // (Node: where to listen and the runtime socket; Workers: the node map and proxy tokens).
+import { posix } from "node:path";
 import { z } from "zod";
 import { DEFAULT_ALGORITHMS } from "../auth/verify.js";
 import type { NodeConfig } from "../kuberuntime/node-config.js";
@@ -29,7 +30,9 @@ export const commonSettings = {
   PODSYNC_CRI_TIMEOUT_MS: int(100, 600_000).default(10_000),
   PODSYNC_CRI_PULL_TIMEOUT_MS: int(1000, 3_600_000).default(120_000),
   PODSYNC_POD_LOGS_DIR: absolute.default("/var/log/pods"),
-  PODSYNC_ROOT_DIR: absolute.default("/var/lib/podsync"),
+  /** Normalised (no trailing slash, `.`, `..` or `//`): the host code compares paths under it with the mount
+   * table's canonical ones (the Node entry also resolves its symlinks at start-up). */
+  PODSYNC_ROOT_DIR: absolute.transform((p) => posix.normalize(p).replace(/(.)\/+$/, "$1")).default("/var/lib/podsync"),
   PODSYNC_CGROUP_PARENT: z.string().default(""),
   PODSYNC_CLUSTER_DNS: list.default([]),
   PODSYNC_CLUSTER_DOMAIN: z.string().default("cluster.local"),
