@@ -1,7 +1,7 @@
 // nodeVolumeHost on this machine's filesystem: what a pod sharing a volume can put in it never redirects
 // podsync's own writes outside it (fsGroup ownership, tmpfs mounts, claim removal).
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";

@@ -233,8 +233,8 @@ export function createApp(o: AppOptions) {
     const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined);
     c.set("criCalls", r.criCalls);
     // Nothing podsync made is there under this uid (another manager's objects do not count), and the desired
-    // state did not hold it either.
-    if (!r.deleted && !stored) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
+    // state did not hold it either (node data it left that could not be removed is a 207 below, not a 404).
+    if (!r.deleted && !stored && r.ok) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
     const { criCalls: _, ...body } = r;
     const m = stored?.pod.metadata;
     if (m && !r.deleted) body.pod = { namespace: m.namespace, name: m.name, uid };

@@ -21,6 +21,7 @@ import { assertOwnUid } from "./pod-identity.js";
 import { subPathUnsupported } from "./subpath.js";
 import { InvalidPodError } from "../pod/validate.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
+import { Steps } from "./steps.js";
 import { ContainerChoiceError, pickContainer } from "./container-choice.js";
 import { pickInstance } from "./logs/pick-instance.js";
 import { readLogs, type LogOptions } from "./logs/read-logs.js";
@@ -248,11 +249,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     return { status, apiStatus };
   };
 
-  /** The pod's file volumes (emptyDir is not podsync's to remove here). A failure leaves them for the next DELETE. */
-  const removeVolumes = async (uid: string) => {
-    if (!o.volumeFiles) return;
-    for (const plugin of FILE_VOLUME_PLUGINS) await o.volumeFiles.removeAll(`${podVolumesDir(syncOptions.node.rootDir, uid)}/${plugin}`).catch(() => undefined);
-  };
+  /** The pod's file volumes (their tmpfs unmounted first, so no secret is left in memory), then its node data
+   * (`paths`: pod dir, log dirs). Any failure is the step's error: DELETE answers 207 and a later one retries. */
+  const removeNodeData =
+    (o.volumeFiles || o.podDirs) &&
+    (async (uid: string, paths: string[]) => {
+      if (o.volumeFiles) for (const plugin of FILE_VOLUME_PLUGINS) await o.volumeFiles.removeAll(`${podVolumesDir(syncOptions.node.rootDir, uid)}/${plugin}`);
+      return o.podDirs ? removePodData(o.podDirs, paths) : "removed the pod's file volumes";
+    });
 
   return {
     plan: (pod, probes) =>
@@ -327,18 +331,18 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const status = await getPodStatus(c, { uid, name: "", namespace: "" });
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) {
-            await removeVolumes(uid);
-            return { ok: true, pod, steps: [], deleted: false, wasRunning: false };
+            // No sandbox, yet its volumes may have been set up (a tmpfs emptyDir mounted before a later volume
+            // failed, or a sandbox removed by hand): its node data goes as on the normal path.
+            const steps = new Steps();
+            if (removeNodeData) await steps.run("RemovePodDirs", uid, () => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)), "RemovePodDirsError");
+            return { ok: steps.steps.every((st) => st.ok), pod, steps: steps.steps, deleted: false, wasRunning: false };
           }
           const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-          // The pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go with it.
-          const dirs = o.podDirs;
-          const removeDirs = dirs && (() => removePodData(dirs, podDataPaths(syncOptions.node, uid, status)));
+          // The file volumes, the pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go
+          // with it, before its sandboxes (a failure keeps them, so the next DELETE finds the pod and retries).
+          const removeDirs = removeNodeData && (() => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)));
           const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
           reasons.delete(uid);
-          // The file volumes go with it (their tmpfs unmounted first, so no secret is left in memory), also
-          // where no pod-dir removal ran.
-          if (r.ok) await removeVolumes(uid);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
         }),
       ),
