@@ -137,3 +137,26 @@ describe("a root dir given in a non-canonical form", () => {
     }
   });
 });
+
+describe("removeDir (a claim's removal)", () => {
+  it("removes the claim without following a symlink or removing through a mount inside it", async () => {
+    const claim = join(root, "claim-rm", "pvc", "data");
+    const outside = join(root, "claim-rm", "outside");
+    mkdirSync(join(claim, "sub", "m"), { recursive: true });
+    mkdirSync(join(outside, "dir"), { recursive: true });
+    writeFileSync(join(outside, "precious"), "keep me");
+    writeFileSync(join(outside, "dir", "inner"), "keep me too");
+    writeFileSync(join(claim, "sub", "mine"), "pod data");
+    symlinkSync(outside, join(claim, "link"));
+    symlinkSync(join(outside, "precious"), join(claim, "sub", "file-link"));
+    execFileSync("mount", ["--bind", join(outside, "dir"), join(claim, "sub", "m")]);
+    try {
+      await nodeVolumeHost.removeDir(claim);
+    } finally {
+      if ((await mountsUnder(join(claim, "sub", "m"))).length) execFileSync("umount", [join(claim, "sub", "m")]);
+    }
+    expect(existsSync(claim)).toBe(false);
+    expect(existsSync(join(outside, "precious"))).toBe(true);
+    expect(existsSync(join(outside, "dir", "inner"))).toBe(true);
+  });
+});

@@ -11,6 +11,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { nodeVolumeHost } from "../src/host/volume-host.js";
+import type { DesiredPod } from "../src/kuberuntime/desired-state.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER } from "./support/http.js";
 
@@ -73,6 +74,40 @@ describe("/v1/node/volumes", () => {
       const r = await hd.fetch("/v1/node/volumes/kept", { method: "DELETE", headers: { authorization: `Bearer ${await hd.sign({ act: "delete", volume: "kept" })}` } });
       expect(r.body).toMatchObject({ status: 409, usedBy: [{ uid: "vol-pod-desired" }] });
     } finally {
+      await hd.close();
+    }
+  });
+
+  it("a removal waits for a pod being admitted: its in-use check sees a pod stored meanwhile (409), the claim stays", async () => {
+    const { MemoryDesiredState } = await import("../src/kuberuntime/desired-state.js");
+    // A store whose put is held open: the POST sits inside the node's admission section until released.
+    let entered!: () => void;
+    let release!: () => void;
+    const inPut = new Promise<void>((r) => (entered = r));
+    const gate = new Promise<void>((r) => (release = r));
+    class HeldPut extends MemoryDesiredState {
+      override async put(entry: DesiredPod) {
+        entered();
+        await gate;
+        return super.put(entry);
+      }
+    }
+    const hd = await Harness.start(cri, { desired: new HeldPut() }, {}, { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } });
+    try {
+      await nodeVolumeHost.ensureDir(join(root, "volumes/pvc/raced"), 0o777);
+      writeFileSync(join(root, "volumes/pvc/raced/data"), "keep");
+      const put = hd.post("/v1/pods/sync", podWith("vol-pod-raced", { volumes: [{ name: "d", persistentVolumeClaim: { claimName: "raced" } }] }));
+      await inPut;
+      const removal = hd.fetch("/v1/node/volumes/raced", { method: "DELETE", headers: { authorization: `Bearer ${await hd.sign({ act: "delete", volume: "raced" })}` } });
+      // Let the removal run as far as it can while the pod is being admitted, then let the admission finish.
+      await new Promise((r) => setTimeout(r, 100));
+      release();
+      expect((await put).status).toBe(200);
+      expect((await removal).body).toMatchObject({ status: 409, usedBy: [{ uid: "vol-pod-raced" }] });
+      expect(existsSync(join(root, "volumes/pvc/raced/data"))).toBe(true);
+      expect((await hd.fetch("/v1/pods/vol-pod-raced", { method: "DELETE", headers: { authorization: `Bearer ${await hd.sign({ act: "delete", uid: "vol-pod-raced" })}` } })).status).toBe(200);
+    } finally {
+      release();
       await hd.close();
     }
   });

@@ -4,9 +4,10 @@
 // them, src/host/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, open, readFile, readdir, realpath, rm, stat } from "node:fs/promises";
+import { chmod, mkdir, open, readFile, readdir, realpath, stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
+import { nodePodDirs } from "./pod-dirs.js";
 import { setVolumeOwnership } from "./volume-ownership.js";
 import { HostPathTypeError, type HostPathType, type VolumeHost } from "../kuberuntime/volumes.js";
 
@@ -83,7 +84,8 @@ export const nodeVolumeHost: VolumeHost = {
     return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
   },
 
-  removeDir: (path) => rm(path, { recursive: true, force: true }),
+  // A claim's data is its pods' to shape: removed like a pod dir, never through a symlink or a mount point.
+  removeDir: (path) => nodePodDirs.removeTree(path),
 };
 
 /** pkg/security/apparmor IsEnabled: the kernel module reports "Y". */

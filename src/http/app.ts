@@ -283,6 +283,7 @@ export function createApp(o: AppOptions) {
   registerVolumes(app, { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume }, {
     runtime: rt,
     verifier: o.verifier,
+    admitting,
     // A desired pod's claims are in use even while it has no container.
     ...(o.desired ? { desired: async () => (await o.desired!.list()).map((e) => e.pod) } : {}),
     note: (c, f) => {

@@ -28,7 +28,7 @@ export interface VolumeHost {
   setOwnership(dir: string, gid: number, readOnly: boolean): Promise<void>;
   /** Subdirectories of `dir` (none when it does not exist). */
   listDirs(dir: string): Promise<string[]>;
-  /** rm -rf */
+  /** Remove a directory tree: never following a symlink, never through a mount point (unmounted first). */
   removeDir(path: string): Promise<void>;
 }
 
