@@ -24,6 +24,7 @@ import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodeVolumeFiles } from "./host/volume-files.js";
 import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
+import { canonicalRootDir } from "./host/mounts.js";
 import { nodePodDirs } from "./host/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { createProber, MemoryProbeStateStore, type ProbeStateStore } from "./kuberuntime/prober/prober.js";
@@ -85,12 +86,6 @@ export interface Running {
   server: ServerType;
   url: string;
   close(): Promise<void>;
-}
-
-/** The root dir with its symlinks resolved (when it exists): the mount table names canonical paths, and the
- * host code (tmpfs mounts, unmounts before removal) compares paths under the root dir with it. */
-function canonicalRootDir(dir: string): string {
-  return existsSync(dir) ? realpathSync(dir) : dir;
 }
 
 export async function startNode(env: Record<string, string | undefined> = process.env, quiet = false): Promise<Running> {

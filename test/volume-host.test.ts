@@ -1,10 +1,11 @@
 // nodeVolumeHost on this machine's filesystem: what a pod sharing a volume can put in it never redirects
 // podsync's own writes outside it (fsGroup ownership, tmpfs mounts, claim removal).
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { canonicalRootDir } from "../src/host/mounts.js";
 import { mountsUnder, nodePodDirs, unmountAllUnder } from "../src/host/pod-dirs.js";
 import { nodeVolumeHost } from "../src/host/volume-host.js";
 
@@ -112,6 +113,14 @@ describe("a root dir given in a non-canonical form", () => {
     expect(loadSettings({ PODSYNC_ROOT_DIR: "/var/lib/podsync/" }).PODSYNC_ROOT_DIR).toBe("/var/lib/podsync");
     expect(loadSettings({ PODSYNC_ROOT_DIR: "/var//lib/./podsync//" }).PODSYNC_ROOT_DIR).toBe("/var/lib/podsync");
     expect(loadSettings({ PODSYNC_ROOT_DIR: "/" }).PODSYNC_ROOT_DIR).toBe("/");
+  });
+
+  it("the Node entry and the CRI proxy resolve an existing root dir's symlinks (a missing one is kept as given)", async () => {
+    const real = join(root, "root-real");
+    mkdirSync(real);
+    symlinkSync(real, join(root, "root-link"));
+    expect(canonicalRootDir(join(root, "root-link"))).toBe(realpathSync(real));
+    expect(canonicalRootDir(join(root, "root-missing"))).toBe(join(root, "root-missing"));
   });
 
   it("a tmpfs emptyDir under a symlinked parent or a trailing slash is mounted once, and unmounted through either path", async () => {

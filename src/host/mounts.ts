@@ -1,5 +1,6 @@
 // This process's view of the mount table (/proc/self/mountinfo), for removals and subPath binds that must
 // not cross or stack mounts blindly.
+import { existsSync, realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 
 /** mountinfo escapes space, tab, newline and backslash as \ooo. */
@@ -17,3 +18,7 @@ export async function mountsUnder(dir: string): Promise<string[]> {
   }
   return out.sort((a, b) => b.split("/").length - a.split("/").length);
 }
+
+/** PODSYNC_ROOT_DIR with its symlinks resolved when it exists (read once at start-up): mountinfo and the runtime
+ * name canonical paths, and the paths podsync compares with them are made under the root dir. */
+export const canonicalRootDir = (dir: string): string => (existsSync(dir) ? realpathSync(dir) : dir);

@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { nodePolicy, policySettingsShape } from "../auth/policy.js";
+import { canonicalRootDir } from "../host/mounts.js";
 import { commonSettings } from "../settings/common.js";
 import { startProxy, splitHostPort } from "./cri-proxy.js";
 
@@ -90,7 +91,8 @@ async function main() {
     maxConnections: num("max-connections", 1, 100_000),
     podLogsDir: v["pod-logs-dir"],
     policy: nodePolicy(settings),
-    rootDir: settings.PODSYNC_ROOT_DIR,
+    // As the node resolves it (its mounts name canonical paths).
+    rootDir: canonicalRootDir(settings.PODSYNC_ROOT_DIR),
     // Sandboxes log under the node's pod logs dir, whether or not this proxy serves those logs.
     policyLogsDir: settings.PODSYNC_POD_LOGS_DIR,
   });
