@@ -332,7 +332,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) {
             // No sandbox, yet its volumes may have been set up (a tmpfs emptyDir mounted before a later volume
-            // failed, or a sandbox removed by hand): its node data goes as on the normal path.
+            // failed, or a sandbox removed by hand): its node data goes as on the normal path, as kubelet's
+            // cleanupOrphanedPodDirs removes a pod dir no pod owns (kubelet_pods.go).
             const steps = new Steps();
             if (removeNodeData) await steps.run("RemovePodDirs", uid, () => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)), "RemovePodDirsError");
             return { ok: steps.steps.every((st) => st.ok), pod, steps: steps.steps, deleted: false, wasRunning: false };
