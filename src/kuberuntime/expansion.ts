@@ -3,11 +3,21 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Container } from "../pod/schema.js";
 import type { EnvFromSource, EnvVarSource } from "../pod/sources.js";
 import type { KeyValueSchema } from "../gen/runtime/v1/api_pb.js";
+import { MAX_EXPANDED_VALUE_BYTES } from "../pod/env-size.js";
 
-/** third_party/forked/golang/expansion: $(VAR) is replaced when VAR is defined, $$ escapes a $. */
-export function expand(input: string, vars: ReadonlyMap<string, string>): string {
+/** Expansion past the bound validation enforces (env-size.ts): the container's start fails with this error. */
+export class ExpansionTooLargeError extends Error {}
+
+/** third_party/forked/golang/expansion: $(VAR) is replaced when VAR is defined, $$ escapes a $.
+ * Validation bounds the result (env-size.ts, env-objects-size.ts); the cap here is defence in depth, so that
+ * whatever slipped past it fails one start with a clear error, never builds hundreds of MB. A UTF-16 length
+ * over the cap is a UTF-8 length over it too, so nothing validation accepts is stopped here. */
+export function expand(input: string, vars: ReadonlyMap<string, string>, limit = MAX_EXPANDED_VALUE_BYTES): string {
   if (!input.includes("$")) return input;
   let out = "";
+  const check = () => {
+    if (out.length > limit) throw new ExpansionTooLargeError(`a $(VAR) reference expands past ${limit / 1024} KiB (Linux's MAX_ARG_STRLEN); refused before it is built`);
+  };
   for (let i = 0; i < input.length; i++) {
     const ch = input[i]!;
     if (ch !== "$" || i + 1 >= input.length) {
@@ -27,6 +37,7 @@ export function expand(input: string, vars: ReadonlyMap<string, string>): string
       const name = input.slice(i + 2, close);
       const val = vars.get(name);
       out += val ?? `$(${name})`;
+      check();
       i = close;
     } else {
       out += ch;

@@ -8,6 +8,7 @@ import { fieldErrors, InvalidPodError, validatePod, type FieldError } from "./va
 import { ConfigMap, Secret, type PodObjects } from "./objects.js";
 // (ConfigMap and Secret are both the schemas and, below, their output types.)
 import { objectErrors, referenceErrors } from "./references.js";
+import { objectExpansionErrors } from "./env-objects-size.js";
 
 export interface PodBundle {
   pod: Pod;
@@ -51,6 +52,8 @@ function assemble(podInput: unknown, podPrefix: string, cms: { input: unknown; a
     errors.push(...objectErrors(objects, pod.value.metadata.namespace, { configMaps: at(cms), secrets: at(secrets) }));
     // References are checked only against objects that are themselves valid (an invalid one is reported above).
     if (errors.length === 0) errors.push(...referenceErrors(pod.value, objects, podPrefix));
+    // With every reference resolvable, the env bound again with the objects' values (env-objects-size.ts).
+    if (errors.length === 0) errors.push(...objectExpansionErrors(pod.value, objects, podPrefix));
   }
   if (errors.length || !pod.ok) throw new InvalidPodError(errors);
   return { pod: pod.value, objects };
@@ -174,7 +177,9 @@ export function bundlesFromSet(items: readonly unknown[], prefix: string, payloa
     const mySecrets = mine(secrets);
     const objects: PodObjects = { configMaps: myCms.map((o) => o.value), secrets: mySecrets.map((o) => o.value) };
     for (const e of objectErrors(objects, ns, { configMaps: (i) => myCms[i]!.at, secrets: (i) => mySecrets[i]!.at })) report(e);
-    for (const e of referenceErrors(pod.value, objects, at)) report(e);
+    const refs = referenceErrors(pod.value, objects, at);
+    for (const e of refs) report(e);
+    if (refs.length === 0) for (const e of objectExpansionErrors(pod.value, objects, at)) report(e);
     members.push({ pod: pod.value, objects, at });
   }
   if (errors.length) throw new InvalidPodError(errors);
@@ -199,6 +204,7 @@ export function objectsFromStored(pod: Pod, stored: { configMaps?: unknown[]; se
   if (errors.length === 0) {
     errors.push(...objectErrors(objects, pod.metadata.namespace, { configMaps: (i) => `objects.configMaps[${i}]`, secrets: (i) => `objects.secrets[${i}]` }));
     errors.push(...referenceErrors(pod, objects));
+    if (errors.length === 0) errors.push(...objectExpansionErrors(pod, objects));
   }
   if (errors.length) throw new InvalidPodError(errors);
   return objects;

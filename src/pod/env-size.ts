@@ -8,6 +8,7 @@
 // (a quarter of the 8 MiB default stack: 2 MiB), so 1 MiB per container, which is also far inside the
 // 16 MiB gRPC message that carries the container config to the runtime.
 import type { Container } from "./schema.js";
+import type { EnvFromSource, EnvVarSource } from "./sources.js";
 
 export const MAX_EXPANDED_VALUE_BYTES = 128 * 1024;
 export const MAX_EXPANDED_CONTAINER_BYTES = 1024 * 1024;
@@ -59,20 +60,46 @@ export function expandedLength(input: string, lengths: ReadonlyMap<string, numbe
 
 const kib = (n: number) => `${n / 1024} KiB`;
 
+/** The lengths of env values from outside the spec (ConfigMaps, Secrets, the downward API), as the engine's
+ * EnvResolver would resolve them: without these a name defined only by envFrom reads as a literal `$(NAME)`
+ * and a valueFrom as empty, which is the spec alone (schema.ts) and an underestimate once objects come in. */
+export interface EnvSourceLengths {
+  /** One envFrom entry's variables (prefixed) and their UTF-8 lengths; none for a missing optional object. */
+  from(source: EnvFromSource): [string, number][];
+  /** A valueFrom's UTF-8 length (at most: the downward API's runtime values are bounded, not known);
+   * undefined for a missing optional reference (the variable is left out). */
+  value(source: EnvVarSource): number | undefined;
+}
+
 /** Whether this container's expanded env values, command and args stay within the limits. Reports the
- * first value over the per-value limit and the container total, not every value of a runaway chain. */
-export function expansionIssues(container: Container): SizeIssue[] {
+ * first value over the per-value limit and the container total, not every value of a runaway chain.
+ * With `sources`, envFrom and valueFrom take their resolved lengths, in the order containerEnv sets them. */
+export function expansionIssues(container: Container, sources?: EnvSourceLengths): SizeIssue[] {
   const issues: SizeIssue[] = [];
   const lengths = new Map<string, number>();
   let total = 0;
   let valueReported = false;
-  const tooLong = (path: SizeIssue["path"], bytes: number) => {
+  const tooLong = (path: SizeIssue["path"], bytes: number, what = "expands ($(VAR) references) to") => {
     if (bytes <= MAX_EXPANDED_VALUE_BYTES || valueReported) return;
     valueReported = true;
     const shown = Number.isFinite(bytes) && bytes < 2 ** 53 ? `${bytes} bytes` : "an unbounded size";
-    issues.push({ path, message: `expands ($(VAR) references) to ${shown}; at most ${kib(MAX_EXPANDED_VALUE_BYTES)} per value (Linux's MAX_ARG_STRLEN)` });
+    issues.push({ path, message: `${what} ${shown}; at most ${kib(MAX_EXPANDED_VALUE_BYTES)} per value (Linux's MAX_ARG_STRLEN)` });
   };
+  if (sources)
+    (container.envFrom ?? []).forEach((f, k) => {
+      for (const [name, len] of sources.from(f)) {
+        lengths.set(name, len);
+        tooLong(["envFrom", k], len, `sets ${JSON.stringify(name)} to a value of`);
+      }
+    });
   (container.env ?? []).forEach((e, j) => {
+    if (sources && e.value === "" && e.valueFrom) {
+      const len = sources.value(e.valueFrom);
+      if (len === undefined) return;
+      lengths.set(e.name, len);
+      tooLong(["env", j, "valueFrom"], len, "resolves to a value of");
+      return;
+    }
     const len = expandedLength(e.value, lengths);
     lengths.set(e.name, len);
     tooLong(["env", j, "value"], len);
