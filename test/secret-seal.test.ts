@@ -76,6 +76,23 @@ describe("the sealed desired-state store", () => {
     expect(JSON.stringify(await inner.list())).not.toContain(SECRET);
   });
 
+  it("a large Secret (500 KB, under the 1 MiB object limit) is stored sealed and read back byte for byte", async () => {
+    // Before: the ciphertext was spread into String.fromCharCode's arguments, a RangeError past ~125 KB
+    // (a 500 on PUT).
+    const bytes = new Uint8Array(500 * 1000).map((_, i) => (i * 31 + 7) & 0xff);
+    const bigSecret = { apiVersion: "v1", kind: "Secret", metadata: { name: "big" }, data: { blob: Buffer.from(bytes).toString("base64") } };
+    const volPod = { metadata: { name: "p", uid: "uid-big" }, spec: { volumes: [{ name: "s", secret: { secretName: "big" } }], containers: [{ name: "c", image: "i:1", volumeMounts: [{ name: "s", mountPath: "/s" }] }] } };
+    const b = bundleFromPayload({ pod: volPod, secrets: [bigSecret] });
+    const inner = new MemoryDesiredState();
+    const key = await importSealKey(newSealKeyBytes());
+    const store = new SealedDesiredState(inner, async () => key);
+    await store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 });
+    expect(JSON.stringify(await inner.list())).not.toContain(bigSecret.data.blob.slice(0, 64));
+    const back = (await store.get("uid-big"))!;
+    const again = bundleFromPayload({ pod: back.pod, ...back.objects });
+    expect(Buffer.from(again.objects.secrets[0]!.data["blob"]!).equals(Buffer.from(bytes))).toBe(true);
+  });
+
   it("a key that cannot be loaded is state-unavailable, and nothing is stored", async () => {
     const inner = new MemoryDesiredState();
     const store = new SealedDesiredState(inner, async () => {

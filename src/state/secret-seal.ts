@@ -20,7 +20,13 @@ export interface StoredObjects {
   secrets?: unknown[];
 }
 
-const b64url = (b: Uint8Array) => btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+/** In chunks: spreading a whole ciphertext into fromCharCode's arguments throws RangeError past ~125 KB. */
+const b64 = (b: Uint8Array) => {
+  let s = "";
+  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode(...b.subarray(i, i + 0x8000));
+  return btoa(s);
+};
+const b64url = (b: Uint8Array) => b64(b).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 const fromB64url = (s: string) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
 const utf8 = new TextEncoder();
 const additional = (podUid: string, name: string) => utf8.encode(`podsync/secret/v1\u0000${podUid}\u0000${name}`);
