@@ -1,7 +1,7 @@
 // The node's volume writer (src/host/volume-files.ts) on this machine's filesystem: kubelet's AtomicWriter
 // layout, modes, no-op on an unchanged payload, the ..data swap on a change, a tmpfs for secret volumes (root),
 // and removal that unmounts first. Needs root (to mount), as the e2e suites do.
-import { mkdtempSync, readFileSync, readlinkSync, readdirSync, statSync, existsSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, statSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -43,6 +43,24 @@ describe("AtomicWriter on the node", () => {
     // A mode change alone is a change too.
     expect(await nodeVolumeFiles.write({ ...p, files: files({ "app.conf": ["port=2", 0o600], "sub/deep": ["x", 0o600] }) })).toBe(true);
     expect((statSync(`${dir}/app.conf`).mode & 0o777).toString(8)).toBe("600");
+  });
+
+  it("a name the payload did not write (a missing subPath's directory) is left alone, and rewrites go on", async () => {
+    const dir = `${root}/pods/u3/volumes/kubernetes.io~configmap/cfg`;
+    const p: VolumePayload = { dir, tmpfs: false, files: files({ "app.conf": ["port=1", 0o644] }) };
+    expect(await nodeVolumeFiles.write(p)).toBe(true);
+    // What bindSubPath makes for `subPath: typo` (doSafeMakeDir), with what a subPath `typo/deeper` adds.
+    mkdirSync(`${dir}/typo/deeper`, { recursive: true });
+    // Before: the rewrite unlinked every visible name not in the payload, EISDIR on the directory, every sync.
+    expect(await nodeVolumeFiles.write({ ...p, files: files({ "app.conf": ["port=2", 0o644], extra: ["e", 0o644] }) })).toBe(true);
+    expect(readFileSync(`${dir}/app.conf`, "utf8")).toBe("port=2");
+    expect(readlinkSync(`${dir}/extra`)).toBe("..data/extra");
+    // A key dropped from the payload goes; the directory it did not write stays (kubelet's pathsToRemove).
+    expect(await nodeVolumeFiles.write({ ...p, files: files({ extra: ["e", 0o644] }) })).toBe(true);
+    expect(readdirSync(dir).filter((n) => !n.startsWith("..")).sort()).toEqual(["extra", "typo"]);
+    expect(statSync(`${dir}/typo/deeper`).isDirectory()).toBe(true);
+    // And it does not make the payload look changed to a restarted podsync.
+    expect(await createNodeVolumeFiles().write({ ...p, files: files({ extra: ["e", 0o644] }) })).toBe(false);
   });
 
   it("a secret volume is a tmpfs (never on disk) and removal unmounts it", async () => {

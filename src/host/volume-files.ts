@@ -6,9 +6,11 @@
 // A write whose files and modes are unchanged touches nothing. Secret and projected volumes sit on a tmpfs
 // mounted at <dir> first (kubelet wraps them in a memory emptyDir), so their data never reaches the disk.
 // podsync differs from kubelet in one detail: an unchanged payload is compared by content and mode, not content only.
+// Names in <dir> that are not the payload's (a subPath made a missing one as a directory) are left alone, as kubelet
+// leaves them: a rewrite never fails on them.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, stat, symlink, unlink, writeFile } from "node:fs/promises";
+import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import type { VolumeFiles, VolumePayload } from "../kuberuntime/object-volumes.js";
@@ -35,11 +37,26 @@ async function isMountPoint(dir: string): Promise<boolean> {
 /** The mode a file ends with: SetVolumeOwnership on a read-only volume adds group read (0440) under fsGroup. */
 const finalMode = (mode: number, fsGroup: number | undefined) => (fsGroup === undefined ? mode : mode | 0o440);
 
+/** The user-visible names of the payload in `dir`'s timestamped directory `ts` (its first path components):
+ * what a rewrite may remove from `dir`. kubelet's pathsToRemove walks the old payload the same way, so a name
+ * podsync did not write (a directory made for a missing subPath, kubelet's doSafeMakeDir) is never touched. */
+async function payloadNames(dir: string, ts: string | undefined): Promise<string[]> {
+  if (ts === undefined) return [];
+  try {
+    return await readdir(`${dir}/${ts}`);
+  } catch (e) {
+    if (errno(e) === "ENOENT") return [];
+    throw e;
+  }
+}
+
 async function unchanged(dir: string, old: string, p: VolumePayload): Promise<boolean> {
   try {
-    const visible = (await readdir(dir)).filter((n) => !n.startsWith(".."));
+    const before = await readdir(`${dir}/${old}`);
+    const visible = new Set(await readdir(dir));
     const wanted = new Set([...p.files.keys()].map((k) => k.split("/")[0]!));
-    if (visible.length !== wanted.size || visible.some((n) => !wanted.has(n))) return false;
+    // The same names as the old payload, each still visible; other names in dir are not the payload's.
+    if (before.length !== wanted.size || before.some((n) => !wanted.has(n)) || [...wanted].some((n) => !visible.has(n))) return false;
     for (const [path, f] of p.files) {
       const full = `${dir}/${old}/${path}`;
       const [st, data] = await Promise.all([stat(full), readFile(full)]);
@@ -62,6 +79,7 @@ async function atomicWrite(p: VolumePayload): Promise<boolean> {
     if (errno(e) !== "ENOENT") throw e;
   }
   if (old !== undefined && (await unchanged(dir, old, p))) return false;
+  const before = await payloadNames(dir, old);
 
   const ts = await mkdtemp(`${dir}/${tsPrefix()}`);
   await chmod(ts, 0o755);
@@ -77,7 +95,8 @@ async function atomicWrite(p: VolumePayload): Promise<boolean> {
   await symlink(basename(ts), `${dir}/${DATA_TMP}`);
   await rename(`${dir}/${DATA_TMP}`, `${dir}/${DATA}`);
 
-  // The user-visible links: new first components get one; ones no longer in the payload go.
+  // The user-visible links (createUserVisibleFiles, removeUserVisiblePaths): new first components get one;
+  // the old payload's that are no longer in it go. Only those: anything else in dir is not ours to remove.
   const wanted = new Set([...p.files.keys()].map((k) => k.split("/")[0]!));
   for (const name of wanted) {
     try {
@@ -87,7 +106,7 @@ async function atomicWrite(p: VolumePayload): Promise<boolean> {
       await symlink(`${DATA}/${name}`, `${dir}/${name}`);
     }
   }
-  for (const name of await readdir(dir)) if (!name.startsWith("..") && !wanted.has(name)) await unlink(`${dir}/${name}`);
+  for (const name of before) if (!wanted.has(name)) await rm(`${dir}/${name}`, { force: true });
   if (old !== undefined && old !== basename(ts)) await rm(`${dir}/${old}`, { recursive: true, force: true });
   return true;
 }
