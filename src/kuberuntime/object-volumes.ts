@@ -5,7 +5,7 @@
 // mounts them, so secret data never reaches the node's disk).
 import type { Container, Pod, Volume } from "../pod/schema.js";
 import { configMapKeys, configMapValue, type PodObjects } from "../pod/objects.js";
-import type { DownwardAPIVolumeFile, KeyToPath } from "../pod/sources.js";
+import { cleanItemPath, type DownwardAPIVolumeFile, type KeyToPath } from "../pod/sources.js";
 import { fieldRefValue, resourceFieldValue, type DownwardInfo } from "./downward.js";
 
 export type VolumePlugin = "kubernetes.io~configmap" | "kubernetes.io~secret" | "kubernetes.io~downward-api" | "kubernetes.io~projected";
@@ -73,7 +73,8 @@ function keyPayload(out: Map<string, VolumeFile>, get: (key: string) => Uint8Arr
   }
   for (const it of items) {
     const data = get(it.key);
-    if (data !== undefined) out.set(it.path, { data, mode: it.mode ?? defaultMode });
+    // AtomicWriter's validatePayload cleans each path: "./app.conf" is written as app.conf (sources.ts).
+    if (data !== undefined) out.set(cleanItemPath(it.path), { data, mode: it.mode ?? defaultMode });
   }
 }
 
@@ -84,7 +85,7 @@ function downwardPayload(out: Map<string, VolumeFile>, items: DownwardAPIVolumeF
     if (it.fieldRef) value = fieldRefValue(pod, it.fieldRef.fieldPath, info);
     // A volume's resourceFieldRef names its container (validated), so the `self` argument is never used.
     else if (it.resourceFieldRef) value = resourceFieldValue(it.resourceFieldRef, pod, pod.spec.containers[0] as Container, info.node);
-    out.set(it.path, { data: utf8.encode(value), mode: it.mode ?? defaultMode });
+    out.set(cleanItemPath(it.path), { data: utf8.encode(value), mode: it.mode ?? defaultMode });
   }
 }
 

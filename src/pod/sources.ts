@@ -14,13 +14,23 @@ const key = z.string().min(1, "key is required").max(253).regex(CONFIG_KEY, "key
 const objectName = z.string().min(1, "name is required").max(253);
 const fileMode = (what: string) => z.number().int(`${what} must be an integer`).min(0, `${what} must be between 0 and 0777 (octal)`).max(0o777, `${what} must be between 0 and 0777 (octal)`);
 
-/** validateLocalNonReservedPath: relative, no '..' element, not starting with '..' (the writer's own names). */
+/** path.Clean for a relative path without '..' elements (what localPath allows): the file AtomicWriter writes,
+ * which cleans each payload path (validatePayload): "./app.conf" is "app.conf", "x/" is "x", "a//b" is "a/b". */
+export function cleanItemPath(p: string): string {
+  const parts = p.split("/").filter((s) => s !== "" && s !== ".");
+  return parts.length ? parts.join("/") : ".";
+}
+
+/** validateLocalNonReservedPath: relative, no '..' element, not starting with '..' (the writer's own names).
+ * podsync checks the start on the cleaned path too (kubelet checks it as written, so "./..data" would pass and
+ * land on the writer's ..data link), and refuses a path that cleans to the volume itself. */
 export const localPath = z
   .string()
   .min(1, "path is required")
   .refine((p) => !p.startsWith("/"), "must be a relative path")
   .refine((p) => !p.split("/").includes(".."), "must not contain '..'")
-  .refine((p) => !p.startsWith(".."), "must not start with '..'");
+  .refine((p) => !p.startsWith("..") && !cleanItemPath(p).startsWith(".."), "must not start with '..'")
+  .refine((p) => cleanItemPath(p) !== ".", "must name a file in the volume, not the volume itself");
 
 export const KeyToPath = z.strictObject({ key, path: localPath, mode: fileMode("mode").optional() });
 
@@ -210,7 +220,7 @@ interface SourcesPod {
   spec: {
     initContainers?: SourcesContainer[] | undefined;
     containers: SourcesContainer[];
-    volumes?: ({ name: string } & Partial<Record<"downwardAPI", { items?: DownwardAPIVolumeFile[] | undefined }>> & Partial<Record<"projected", { sources: VolumeProjection[] }>>)[] | undefined;
+    volumes?: ({ name: string } & Partial<Record<"downwardAPI", { items?: DownwardAPIVolumeFile[] | undefined }>> & Partial<Record<"projected", { sources: VolumeProjection[] }>> & Partial<Record<"configMap" | "secret", { items?: KeyToPath[] | undefined }>>)[] | undefined;
   };
 }
 
@@ -239,21 +249,45 @@ export function sourceIssues(pod: SourcesPod): Issue[] {
       });
     });
   (pod.spec.volumes ?? []).forEach((v, i) => {
+    const files = volumeFiles(out, ["spec", "volumes", i]);
     if (v.downwardAPI) out.push(...downwardFileIssues(v.downwardAPI.items, containers, ["spec", "volumes", i, "downwardAPI", "items"]));
-    if (v.projected) {
+    if (v.downwardAPI) files(v.downwardAPI.items, ["downwardAPI"]);
+    if (v.configMap) files(v.configMap.items, ["configMap"]);
+    if (v.secret) files(v.secret.items, ["secret"]);
+    if (v.projected)
       // validateProjectedVolumeSource: no two sources may write the same path.
-      const paths = new Map<string, string>();
       v.projected.sources.forEach((s, k) => {
-        const at: Path = ["spec", "volumes", i, "projected", "sources", k];
-        if (s.downwardAPI) out.push(...downwardFileIssues(s.downwardAPI.items, containers, [...at, "downwardAPI", "items"]));
-        const items: { path: string }[] = s.configMap?.items ?? s.secret?.items ?? s.downwardAPI?.items ?? [];
-        for (const it of items) {
-          const prev = paths.get(it.path);
-          if (prev !== undefined) out.push({ path: at, message: `conflicting duplicate path "${it.path}" (also in ${prev})` });
-          else paths.set(it.path, `sources[${k}]`);
-        }
+        const at: Path = ["projected", "sources", k];
+        if (s.downwardAPI) out.push(...downwardFileIssues(s.downwardAPI.items, containers, ["spec", "volumes", i, ...at, "downwardAPI", "items"]));
+        if (s.configMap) files(s.configMap.items, [...at, "configMap"]);
+        if (s.secret) files(s.secret.items, [...at, "secret"]);
+        if (s.downwardAPI) files(s.downwardAPI.items, [...at, "downwardAPI"]);
       });
-    }
   });
   return out;
 }
+
+const fmtPath = (path: Path) => path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), "");
+
+/** One volume's item paths, cleaned as the writer cleans them: two items may not name the same file, and no
+ * file may also be a directory of another ("a" and "a/b"). kubelet lets a later item overwrite an earlier one
+ * within a source and fails the write on a file/directory clash; podsync refuses both before any runtime call. */
+function volumeFiles(out: Issue[], volume: Path) {
+  const files = new Map<string, string>(); // cleaned path → the field that names it
+  const dirs = new Map<string, string>(); // a directory some item needs → that item's field
+  return (items: { path: string }[] | undefined, at: Path) =>
+    (items ?? []).forEach((it, k) => {
+      const path = cleanItemPath(it.path);
+      const field = fmtPath([...at, "items", k, "path"]);
+      const parts = path.split("/");
+      const parents = parts.slice(0, -1).map((_, n) => parts.slice(0, n + 1).join("/"));
+      const clash = files.get(path) ?? dirs.get(path) ?? parents.map((d) => files.get(d)).find((x) => x !== undefined);
+      if (clash !== undefined) {
+        out.push({ path: [...volume, ...at, "items", k, "path"], message: `path "${path}" conflicts with ${clash} (the same file once cleaned, or a file where the other needs a directory)` });
+        return;
+      }
+      files.set(path, field);
+      for (const d of parents) if (!dirs.has(d)) dirs.set(d, field);
+    });
+}
+
