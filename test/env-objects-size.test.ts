@@ -7,6 +7,9 @@ import { InvalidPodError } from "../src/pod/validate.js";
 import { expand, ExpansionTooLargeError } from "../src/kuberuntime/expansion.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { storedObjects } from "../src/pod/objects.js";
+import { objectEnvLengths } from "../src/pod/env-objects-size.js";
+import { envResolver } from "../src/kuberuntime/env-sources.js";
+import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
 
@@ -62,6 +65,30 @@ describe("the expansion bound sees envFrom and valueFrom values", () => {
   it("the limits themselves pass, and a missing optional object counts nothing", () => {
     const ok = bundleFromPayload({ pod: pod(uid(), { envFrom: [{ configMapRef: { name: "cfg" } }, { secretRef: { name: "nope", optional: true } }], env: refs(6) }), configMaps: [cm({ B: big(128 * KIB) })] });
     expect(ok.pod.spec.containers[0]!.env).toHaveLength(6);
+  });
+
+  it("the lengths agree with what the engine's resolver gives, byte for byte (non-ASCII, invalid UTF-8, metadata)", () => {
+    const raw = Buffer.from([0x61, 0xff, 0xe2, 0x82]).toString("base64"); // "a" and invalid bytes: U+FFFD when decoded
+    const sec = { apiVersion: "v1", kind: "Secret", metadata: { name: "sec" }, data: { raw }, stringData: { emoji: "😀é" } };
+    const env = [
+      { name: "A", valueFrom: { configMapKeyRef: { name: "cfg", key: "B" } } },
+      { name: "R", valueFrom: { secretKeyRef: { name: "sec", key: "raw" } } },
+      { name: "L", valueFrom: { fieldRef: { fieldPath: "metadata.labels['app']" } } },
+      { name: "N", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+      { name: "T", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['note']" } } },
+      { name: "M", valueFrom: { configMapKeyRef: { name: "gone", key: "x", optional: true } } },
+    ];
+    const p = pod(uid(), { envFrom: [{ configMapRef: { name: "cfg" }, prefix: "C_" }, { secretRef: { name: "sec" } }], env });
+    const b = bundleFromPayload({ pod: { ...p, metadata: { ...p.metadata, labels: { app: "web-1" }, annotations: { note: "ünï" } } }, configMaps: [cm({ B: "ñandú", other: "x" })], secrets: [sec] });
+    const c = b.pod.spec.containers[0]!;
+    const lengths = objectEnvLengths(b.pod, b.objects);
+    const resolver = envResolver(b.pod, c, b.objects, { node: defaultNodeConfig(), hostIPs: [], podIPs: [] });
+    const len = (v: string) => new TextEncoder().encode(v).length;
+    for (const f of c.envFrom!) expect(lengths.from(f)).toEqual(resolver.from(f).map(([k, v]) => [k, len(v)]));
+    for (const e of c.env!) {
+      const v = resolver.value(e.valueFrom!);
+      expect(lengths.value(e.valueFrom!)).toBe(v === undefined ? undefined : len(v));
+    }
   });
 
   it("a node set and the reconcile loop's stored objects are checked the same way", () => {
