@@ -6,16 +6,22 @@ import { readFile } from "node:fs/promises";
 /** mountinfo escapes space, tab, newline and backslash as \ooo. */
 const unescapeMount = (p: string) => p.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 
+/** Every mount of this process's namespace, in mountinfo's order: its point (canonical) and filesystem type. */
+export async function mountTable(): Promise<{ point: string; fstype: string }[]> {
+  const text = await readFile("/proc/self/mountinfo", "utf8");
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const f = line.split(" ");
+      const sep = f.indexOf("-");
+      return { point: unescapeMount(f[4] ?? ""), fstype: f[sep + 1] ?? "" };
+    });
+}
+
 /** Mount points at or under `dir` (canonical), deepest first; a stacked mount is listed once per layer. */
 export async function mountsUnder(dir: string): Promise<string[]> {
-  const text = await readFile("/proc/self/mountinfo", "utf8");
-  const out: string[] = [];
-  for (const line of text.split("\n")) {
-    const mp = line.split(" ")[4];
-    if (mp === undefined) continue;
-    const p = unescapeMount(mp);
-    if (p === dir || p.startsWith(dir + "/")) out.push(p);
-  }
+  const out = (await mountTable()).map((m) => m.point).filter((p) => p === dir || p.startsWith(dir + "/"));
   return out.sort((a, b) => b.split("/").length - a.split("/").length);
 }
 

@@ -4,28 +4,15 @@
 // them, src/host/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, open, readFile, readdir, realpath, stat } from "node:fs/promises";
+import { chmod, mkdir, open, readdir, realpath, stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import { nodePodDirs } from "./pod-dirs.js";
+import { mountTable } from "./mounts.js";
 import { setVolumeOwnership } from "./volume-ownership.js";
 import { HostPathTypeError, type HostPathType, type VolumeHost } from "../kuberuntime/volumes.js";
 
 const run = promisify(execFile);
-
-/** Mount points from /proc/self/mountinfo, with their filesystem type (octal escapes decoded). */
-async function mounts(): Promise<{ point: string; fstype: string }[]> {
-  const text = await readFile("/proc/self/mountinfo", "utf8");
-  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-  return text
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const f = line.split(" ");
-      const sep = f.indexOf("-");
-      return { point: unescape(f[4] ?? ""), fstype: f[sep + 1] ?? "" };
-    });
-}
 
 const statOrUndefined = (path: string) => stat(path).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
 
@@ -70,7 +57,7 @@ export const nodeVolumeHost: VolumeHost = {
     // mountinfo names canonical paths: compare with the directory's own (its parents' symlinks resolved, a
     // trailing slash or `//` gone), or a fresh tmpfs would be stacked over the volume on every container start.
     const canonical = `${await realpath(dirname(path))}/${basename(path)}`;
-    if ((await mounts()).some((m) => m.point === canonical && m.fstype === "tmpfs")) return;
+    if ((await mountTable()).some((m) => m.point === canonical && m.fstype === "tmpfs")) return;
     await run("mount", ["-t", "tmpfs", "-o", `size=${Math.floor(sizeBytes)}`, "tmpfs", path]).catch((e: { stderr?: string; message: string }) => {
       throw new Error(`mount tmpfs at ${path}: ${(e.stderr || e.message).trim()}`);
     });
