@@ -16,6 +16,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { FileDesiredState, type StateFs } from "../src/state/desired-pods.js";
+import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
 import { Pod } from "../src/pod/schema.js";
 
 let fake: FakeServer;
@@ -237,6 +238,32 @@ describe("the store kept by sync and DELETE", () => {
     expect(p.body.removed).toMatchObject([{ ok: true, pod: { uid: x.metadata.uid } }]);
     expect(sandboxesOf(x.metadata.uid)).toEqual([]);
     expect(containerIds(x.metadata.uid)).toEqual([]);
+  });
+
+  it("a DELETE whose iat is older than a sync stored while it ran is refused, and the newer pod stays (the check is in the store's write)", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired });
+    harnesses.push(h);
+    const p = podInput("del-race");
+    expect((await h.post("/v1/pods/sync", p, { iat: -20 })).status).toBe(200);
+    // A newer sync is stored right after the DELETE's route read the store (between its read and its removal).
+    const newer = { ...(await desired.get(p.metadata.uid))!, audit: { iss: ISSUER, iat: Math.floor(Date.now() / 1000) + 100 } };
+    const get = desired.get.bind(desired);
+    let armed = true;
+    desired.get = async (id) => {
+      const r = await get(id);
+      if (armed) {
+        armed = false;
+        await desired.put(newer);
+      }
+      return r;
+    };
+    const r = await h.fetch(`/v1/pods/${p.metadata.uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: p.metadata.uid }, { iat: -10 })}` } });
+    expect(r.status, JSON.stringify(r.body)).toBe(409);
+    expect(r.body).toMatchObject({ type: "urn:podsync:problem:stale-generation" });
+    expect((await desired.get(p.metadata.uid))!.audit.iat).toBe(newer.audit.iat);
+    expect(sandboxesOf(p.metadata.uid)).toHaveLength(1);
+    await createPodRuntime(cri).delete(p.metadata.uid, 0);
   });
 
   it("DELETE forgets a pod only the store holds, and removes an orphan only the runtime holds", async () => {

@@ -224,21 +224,21 @@ export function createApp(o: AppOptions) {
     // a store that cannot be written refuses (503) before anything acts. A token issued before the one that
     // last changed the pod is a rollback (409 stale-generation). A pod only the runtime knows (an orphan) is
     // deleted all the same, and one only the store knew is just forgotten.
-    const stored = await desired.get(uid);
-    const iat = Number(token.payload.iat);
-    if (stored && iat < stored.audit.iat)
-      throw new StaleGenerationError(`pod ${uid} was last changed by a token issued at ${stored.audit.iat}; this delete token was issued at ${iat} (older): refused, nothing changed`, stored.audit.iat);
-    if (stored) await desired.remove(uid);
+    // The iat check runs inside the store's write (remove's `iat`): a sync with a newer token stored while this
+    // request waited is never removed by it. `known` is read first only to name the pod in the answer.
+    const known = await desired.get(uid);
+    const wasStored = await desired.remove(uid, { iat: Number(token.payload.iat) });
+    const stored = wasStored ? known : undefined;
     prober?.remove(uid);
     const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined);
     c.set("criCalls", r.criCalls);
     // Nothing podsync made is there under this uid (another manager's objects do not count), and the desired
     // state did not hold it either (node data it left that could not be removed is a 207 below, not a 404).
-    if (!r.deleted && !stored && r.ok) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
+    if (!r.deleted && !wasStored && r.ok) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
     const { criCalls: _, ...body } = r;
     const m = stored?.pod.metadata;
     if (m && !r.deleted) body.pod = { namespace: m.namespace, name: m.name, uid };
-    return c.json({ ...body, desired: stored !== undefined }, r.ok ? 200 : 207);
+    return c.json({ ...body, desired: wasStored }, r.ok ? 200 : 207);
   });
 
   registerNodePods(app, { nodePods: ROUTES.nodePods, pods: ROUTES.pods }, {

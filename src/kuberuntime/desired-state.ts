@@ -38,6 +38,11 @@ export class StaleGenerationError extends Error {
   }
 }
 
+export interface RemoveOptions {
+  /** The removing token's iat (seconds). */
+  iat?: number | undefined;
+}
+
 export interface DesiredState {
   /** Every desired pod (order unspecified). */
   list(): Promise<DesiredPod[]>;
@@ -45,8 +50,10 @@ export interface DesiredState {
   /** Store one pod (durably, before anything acts on it). Refuses (StaleGenerationError, nothing changed) an
    * entry whose audit.iat is older than the stored entry's: the check and the write are one step. */
   put(entry: DesiredPod): Promise<void>;
-  /** Forget one pod; false when it was not there. */
-  remove(uid: string): Promise<boolean>;
+  /** Forget one pod; false when it was not there. With `iat` (a DELETE's token), refuses (StaleGenerationError,
+   * nothing changed) when the stored entry was put by a newer token: the check and the removal are one step,
+   * so a sync with a newer iat stored meanwhile is never removed by an older DELETE. */
+  remove(uid: string, opts?: RemoveOptions): Promise<boolean>;
   /** The node-wide set's generation (0 before any PUT /v1/node/pods). */
   generation(): Promise<number>;
   /** Replace the whole set at `generation` (durably, all or nothing): returns the uids that were dropped.
@@ -58,6 +65,11 @@ export interface DesiredState {
 export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod): void {
   if (stored && entry.audit.iat < stored.audit.iat)
     throw new StaleGenerationError(`pod ${entry.pod.metadata.uid} was last changed by a token issued at ${stored.audit.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`, stored.audit.iat);
+}
+export function checkRemove(stored: DesiredPod | undefined, uid: string, opts: RemoveOptions | undefined): void {
+  const iat = opts?.iat;
+  if (stored && iat !== undefined && iat < stored.audit.iat)
+    throw new StaleGenerationError(`pod ${uid} was last changed by a token issued at ${stored.audit.iat}; this delete token was issued at ${iat} (older): refused, nothing changed`, stored.audit.iat);
 }
 export function checkReplace(current: number, generation: number): void {
   if (!(generation > current)) throw new StaleGenerationError(`generation ${generation} is not above the node's current generation ${current}: refused, nothing changed`, current);
@@ -77,7 +89,8 @@ export class MemoryDesiredState implements DesiredState {
     checkPut(this.pods.get(entry.pod.metadata.uid), entry);
     this.pods.set(entry.pod.metadata.uid, entry);
   }
-  async remove(uid: string) {
+  async remove(uid: string, opts?: RemoveOptions) {
+    checkRemove(this.pods.get(uid), uid, opts);
     return this.pods.delete(uid);
   }
   async generation() {
