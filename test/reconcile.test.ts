@@ -298,6 +298,32 @@ describe("failures", () => {
     await loop.stop();
   });
 
+  it("a sync that fails after its pod was dropped leaves no error behind: the pod's next error, once it is back, is logged", async () => {
+    const p = pod();
+    await want(p);
+    let entered!: () => void;
+    const inSync = new Promise<void>((r) => (entered = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const failing: PodRuntime = { ...runtime, sync: async () => (entered(), await gate, Promise.reject(new Error("boom"))) };
+    const loop = loopWith({ runtime: failing });
+    const first = loop.tick(); // the start-up sync, held in the engine
+    await inSync;
+    await desired.remove(p.metadata.uid);
+    t += 1000;
+    await loop.tick(); // the loop forgets the dropped pod
+    release();
+    await first;
+    const errs = () => logs.filter((l) => l["event"] === "error" && l["podUid"] === p.metadata.uid && l["desired"] !== false);
+    expect(errs()).toEqual([]);
+    // Back in the desired set and failing the same way: logged (not taken for the dropped pod's error).
+    await want(p);
+    t += 1000;
+    await loop.tick();
+    expect(errs()).toEqual([expect.objectContaining({ what: "sync", error: "boom" })]);
+    await loop.stop();
+  });
+
   it("a relist that fails is logged once, not per tick, and its recovery once", async () => {
     const p = pod();
     await want(p);

@@ -162,7 +162,11 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         const same = f && `${f.action} ${f.target}: ${f.error ?? "failed"}${f.grpcCode ? ` (${f.grpcCode})` : ""}`;
         report(`pod:${uid}`, uid, f ? { same: same!, text: `${same}${f.message ? `: ${f.message}` : ""}` } : undefined, { reason });
       } catch (e) {
-        report(`pod:${uid}`, uid, failure(e), { reason });
+        // A pod dropped from the desired set while this sync ran is not reported into `errors`: updateDesired
+        // already forgot it, and nothing would remove its key again (a leak, and its next error, should it
+        // come back, would be taken for this one and not logged). Its failure is logged once all the same.
+        if (specs.has(uid)) report(`pod:${uid}`, uid, failure(e), { reason });
+        else log({ event: "error", podUid: uid, what: "sync", error: failure(e).text.slice(0, 300), reason, desired: false });
       } finally {
         const end = now();
         if (rec) {
