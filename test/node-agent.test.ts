@@ -109,6 +109,30 @@ describe("PUT /v1/node/pods", () => {
     expect(await list(n.h)).toMatchObject({ metadata: { resourceVersion: "3" }, items: [] });
   });
 
+  it("a sync stored just before the commit and dropped by it is named in `removed` (the PUT reads the store in its admission step)", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired });
+    harnesses.push(h);
+    const x = podInput("just-before");
+    // Right after the PUT's read of the store, a sync of x starts and is given a moment to be stored.
+    const list = desired.list.bind(desired);
+    let sync: Promise<{ status: number; body: any }> | undefined;
+    desired.list = async () => {
+      const read = await list();
+      if (!sync) {
+        sync = h.post("/v1/pods/sync", x);
+        for (let i = 0; i < 25 && !(await desired.get(x.metadata.uid)); i++) await new Promise((r) => setTimeout(r, 20));
+      }
+      return read;
+    };
+    const r = await put(h, [], 1);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    await sync;
+    // Either x was stored before the commit (dropped by it, and named), or after it (kept): never a nameless removal.
+    for (const p of r.body.removed) expect(p.pod).toEqual({ namespace: "agent", name: "just-before", uid: x.metadata.uid });
+    await createPodRuntime(cri).delete(x.metadata.uid, 0);
+  });
+
   it("a detached signature over a YAML stream (empty documents skipped) or a JSON v1.List", async () => {
     const n = await node();
     const [a, b] = [podInput("ya"), podInput("yb")];

@@ -113,14 +113,16 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
     const now = d.now();
     const body = await serial(async () => {
-      const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
       // The commit: refused (409 stale-generation, 503 state-unavailable) with nothing changed, so a refused
       // PUT does not use up its generation. Nothing acts before it.
       // Admission against the node and the commit are one step on the node (d.admitting, shared with sync),
       // so a set and a concurrent sync cannot each fit alone and be admitted together.
-      const { removed } = await d.admitting(async () => {
+      // `before` (to name the dropped pods) is read in the same step: a sync stored just before the commit is
+      // one the commit may drop.
+      const { removed, before } = await d.admitting(async () => {
+        const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
         admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix);
-        return d.desired.replace(generation, pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects)));
+        return { ...(await d.desired.replace(generation, pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects)))), before };
       });
       d.prober?.update(pods.map((p) => p.pod));
       let criCalls = 0;
