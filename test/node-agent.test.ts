@@ -133,6 +133,50 @@ describe("PUT /v1/node/pods", () => {
     await createPodRuntime(cri).delete(x.metadata.uid, 0);
   });
 
+  it("a pod a later sync changed while the PUT ran is not rolled back: reported superseded, the newer spec stays", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired, applyConcurrency: 1 });
+    harnesses.push(h);
+    const [a, b] = [podInput("sup-a"), podInput("sup-b")];
+    const v3 = { ...b, spec: { ...b.spec, containers: [{ ...b.spec.containers[0]!, command: ["sleep", "3d"] }] } };
+    // The PUT syncs one pod at a time; a's start hangs, and meanwhile a newer sync of b is stored and runs.
+    fake.runtime.fault("StartContainer", { kind: "hang", ms: 1000, times: 1 });
+    const pending = put(h, [a, b], 1);
+    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StartContainer") && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    const s = await h.post("/v1/pods/sync", v3);
+    expect(s.status, JSON.stringify(s.body)).toBe(200);
+    const r = await pending;
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.pods[1]).toMatchObject({ ok: true, pod: { name: "sup-b" }, steps: [], superseded: expect.stringContaining("later request") });
+    const commands = [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === b.metadata.uid).map((c) => c.config.command.join(" "));
+    expect(commands).toEqual(["sleep 3d"]);
+    expect((await desired.get(b.metadata.uid))!.pod.spec.containers[0]!.command).toEqual(["sleep", "3d"]);
+    expect((await put(h, [], 2)).status).toBe(200);
+  });
+
+  it("a pod a later sync put back while the PUT ran is not deleted by it: reported superseded, it keeps running", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired, applyConcurrency: 1 });
+    harnesses.push(h);
+    const [y, x] = [podInput("back-y"), podInput("back-x")];
+    expect((await put(h, [y, x], 1)).status).toBe(200);
+    const xContainers = containerIds(x.metadata.uid);
+    // The PUT drops both, one at a time; y's stop hangs, and meanwhile a newer sync puts x back.
+    fake.runtime.fault("StopContainer", { kind: "hang", ms: 1000, times: 1 });
+    const pending = put(h, [], 2);
+    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StopContainer") && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    const s = await h.post("/v1/pods/sync", x);
+    expect(s.status, JSON.stringify(s.body)).toBe(200);
+    const r = await pending;
+    expect(r.body.removed).toMatchObject([
+      { ok: true, pod: { name: "back-y" }, deleted: true },
+      { ok: true, pod: { name: "back-x" }, deleted: false, superseded: expect.stringContaining("put the pod back") },
+    ]);
+    expect(containerIds(x.metadata.uid)).toEqual(xContainers);
+    expect(await desired.get(x.metadata.uid)).toBeDefined();
+    expect((await put(h, [], 3)).status).toBe(200);
+  });
+
   it("a detached signature over a YAML stream (empty documents skipped) or a JSON v1.List", async () => {
     const n = await node();
     const [a, b] = [podInput("ya"), podInput("yb")];
@@ -287,6 +331,35 @@ describe("the store kept by sync and DELETE", () => {
     expect(r.body).toMatchObject({ type: "urn:podsync:problem:stale-generation" });
     expect((await desired.get(p.metadata.uid))!.audit.iat).toBe(newer.audit.iat);
     expect(sandboxesOf(p.metadata.uid)).toHaveLength(1);
+    await createPodRuntime(cri).delete(p.metadata.uid, 0);
+  });
+
+  it("a sync whose stored spec a later sync replaced while it waited for the pod's lock does nothing: 409, the later spec is applied", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired });
+    harnesses.push(h);
+    const p = podInput("lock-wait");
+    const v = (cmd: string) => ({ ...p, spec: { ...p.spec, containers: [{ ...p.spec.containers[0]!, command: ["sleep", cmd] }] } });
+    expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
+    const command = async () => (await desired.get(p.metadata.uid))?.pod.spec.containers[0]!.command?.join(" ");
+    const until = async (f: () => Promise<boolean> | boolean) => {
+      for (const end = Date.now() + 10_000; !(await f()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    };
+    // A resync holds the pod's lock (its status read hangs); v2 is stored and waits for the lock; then v3.
+    fake.runtime.fault("ListPodSandbox", { kind: "hang", ms: 1000, times: 1 });
+    const holder = h.post("/v1/pods/sync", p);
+    await until(() => (fake.runtime.inFlight.get("ListPodSandbox") ?? 0) > 0);
+    const v2 = h.post("/v1/pods/sync", v("2d"));
+    await until(async () => (await command()) === "sleep 2d");
+    const v3 = h.post("/v1/pods/sync", v("3d"));
+    await until(async () => (await command()) === "sleep 3d");
+    const [r0, r2, r3] = await Promise.all([holder, v2, v3]);
+    expect(r0.status, JSON.stringify(r0.body)).toBe(200); // it held the lock, its spec current when it took it
+    expect(r2.status, JSON.stringify(r2.body)).toBe(409);
+    expect(r2.body).toMatchObject({ type: "urn:podsync:problem:stale-generation", detail: expect.stringContaining("later request") });
+    expect(r3.status, JSON.stringify(r3.body)).toBe(200);
+    const commands = [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === p.metadata.uid).map((c) => c.config.command.join(" "));
+    expect(commands).toEqual(["sleep 1d", "sleep 3d"]); // v2 never ran
     await createPodRuntime(cri).delete(p.metadata.uid, 0);
   });
 

@@ -7,7 +7,7 @@ import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { admitOnRuntime, admit, admitOnNode } from "./admission.js";
 import { serialQueue } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import { SupersededError, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";
 import { checkGraceClaim, readBearer, readSignedPod } from "./signed-request.js";
 import { actionsJSON, statusJSON } from "./serialize.js";
@@ -21,7 +21,7 @@ import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
-import { MemoryDesiredState, StaleGenerationError, type DesiredState } from "../kuberuntime/desired-state.js";
+import { MemoryDesiredState, sameEntry, StaleGenerationError, type DesiredState } from "../kuberuntime/desired-state.js";
 import { desiredEntry, registerNodePods } from "./node-pods.js";
 
 export interface RequestLog {
@@ -165,13 +165,24 @@ export function createApp(o: AppOptions) {
     // Admitted against the other desired pods and stored as one step on the node (kubelet admits one pod at a
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that
     // last changed the pod is refused here (409 stale-generation), a store that cannot be written with 503.
+    const mine = desiredEntry(pod, token, now(), objects);
     await admitting(async () => {
       await admitOnNode(pod, nodeInfo, desired);
-      await desired.put(desiredEntry(pod, token, now(), objects));
+      await desired.put(mine);
     });
     // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
     prober?.upsert(pod);
-    const r = await rt.sync(pod, prober?.results(uid), objects);
+    // Synced only if this request's entry is still the stored one once the pod's lock is held: a later request
+    // that changed or removed the pod meanwhile acts after this one, and this older spec does not undo it.
+    let r: SyncResult;
+    try {
+      r = await rt.sync(pod, prober?.results(uid), objects, { current: async () => sameEntry(await desired.get(uid), mine) });
+    } catch (e) {
+      if (!(e instanceof SupersededError)) throw e;
+      const left = !(await desired.get(uid));
+      if (left) prober?.remove(uid);
+      throw new StaleGenerationError(left ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done` : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`);
+    }
     c.set("criCalls", r.criCalls);
     // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
     // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the

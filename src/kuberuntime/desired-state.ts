@@ -61,6 +61,12 @@ export interface DesiredState {
   replace(generation: number, entries: DesiredPod[]): Promise<{ removed: string[] }>;
 }
 
+/** The same stored entry: the same object, or one stored at the same time by the same token (a store may
+ * hand out fresh copies on every read). */
+export function sameEntry(a: DesiredPod | undefined, b: DesiredPod): boolean {
+  return a === b || (a !== undefined && a.storedAt === b.storedAt && a.audit.iat === b.audit.iat && a.audit.jti === b.audit.jti && a.pod.metadata.uid === b.pod.metadata.uid);
+}
+
 /** The checks every store makes inside its write (shared so Node, Workers and memory refuse alike). */
 export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod): void {
   if (stored && entry.audit.iat < stored.audit.iat)

@@ -78,6 +78,17 @@ export class PodNotFoundError extends Error {
 /** A feature this deployment cannot offer (e.g. logs without access to the node's log files). */
 export class UnsupportedError extends Error {}
 
+/** A caller's `current` check, made under the pod's lock, found the call no longer wanted (a later request
+ * changed the pod in the desired state while this one waited): nothing was done. */
+export class SupersededError extends Error {}
+
+export interface GuardOptions {
+  /** Evaluated under the pod's lock, before any runtime call: false refuses the call (SupersededError). It
+   * closes the gap between the caller's read of the desired state and the lock: what another request stored
+   * meanwhile is seen here, and whatever that request does runs after this call, not interleaved with it. */
+  current?: () => Promise<boolean>;
+}
+
 export interface LogsRequest {
   container?: string | undefined;
   previous?: boolean | undefined;
@@ -173,7 +184,7 @@ export interface PodRuntime {
   plan(pod: Pod, probes?: ProbeResults): Promise<PlanResult>;
   /** Read the pod's status, decide and act (kubelet's SyncPod), under the pod's lock. `objects`: the
    * ConfigMaps and Secrets signed with the pod (validated against it: see src/pod/bundle.ts). */
-  sync(pod: Pod, probes?: ProbeResults & PodProbeResults, objects?: PodObjects): Promise<SyncResult>;
+  sync(pod: Pod, probes?: ProbeResults & PodProbeResults, objects?: PodObjects, guard?: GuardOptions): Promise<SyncResult>;
   /** The pod's v1.PodStatus: the runtime's full status (with termination messages) through
    * generateAPIPodStatus, for the spec given (or a stand-in) and the prober's results. */
   apiStatus(uid: string, spec?: Pod, probes?: PodProbeResults): Promise<ApiStatusResult | undefined>;
@@ -184,7 +195,7 @@ export interface PodRuntime {
   status(uid: string): Promise<StatusResult | undefined>;
   /** Kill the pod and remove its containers and sandboxes. Without a grace period each container gets the
    * one it was started with. */
-  delete(uid: string, gracePeriodSeconds?: number): Promise<DeleteResult>;
+  delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions): Promise<DeleteResult>;
   ready(): Promise<RuntimeReadiness>;
   /** Resolve which instance's log a request means (kubelet's rules and wording); stream it with read(). */
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
@@ -198,6 +209,10 @@ export interface PodRuntime {
   claims(desired?: readonly Pod[]): Promise<{ claims: ClaimInfo[] } & Counted>;
   /** Remove a claim and its data; ClaimInUseError while a pod uses it, ClaimNotFoundError when absent. */
   removeClaim(name: string, desired?: readonly Pod[]): Promise<Counted>;
+}
+
+async function checkCurrent(guard: GuardOptions | undefined, what: string): Promise<void> {
+  if (guard?.current && !(await guard.current())) throw new SupersededError(`${what} was superseded: a later request changed the pod in the desired state while this one waited for the pod's lock; nothing was done`);
 }
 
 const ref = (m: PodRef): PodRef => ({ namespace: m.namespace, name: m.name, uid: m.uid });
@@ -267,10 +282,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
-    sync: async (pod, probes, objects) => {
+    sync: async (pod, probes, objects, guard) => {
       admit(pod);
       return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
+          await checkCurrent(guard, `the sync of pod ${pod.metadata.uid}`);
           const status = await getPodStatus(c, pod.metadata);
           // Refused before any write: the status read is the only call made.
           assertOwnUid(pod.metadata, status);
@@ -325,9 +341,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       return { pod: refFromStatus(uid, r.status), status: r.status, criCalls: r.criCalls };
     },
 
-    delete: (uid, gracePeriodSeconds) =>
+    delete: (uid, gracePeriodSeconds, guard) =>
       lock.run(uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
+          await checkCurrent(guard, `the delete of pod ${uid}`);
           const status = await getPodStatus(c, { uid, name: "", namespace: "" });
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) {
