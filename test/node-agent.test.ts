@@ -16,7 +16,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { FileDesiredState, type StateFs } from "../src/state/desired-pods.js";
-import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
+import { MemoryDesiredState, type DesiredState } from "../src/kuberuntime/desired-state.js";
 import { Pod } from "../src/pod/schema.js";
 
 let fake: FakeServer;
@@ -66,18 +66,22 @@ async function list(h: Harness) {
 const containerIds = (id: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === id).map((c) => c.id).sort();
 const sandboxesOf = (id: string) => [...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === id);
 
-/** Refused with this status and problem type; the runtime saw no call, the store did not change. */
-async function refused(n: { h: Harness; desired: FileDesiredState }, p: Promise<{ status: number; type: string; body: any }>, status: number, slug: string) {
-  const before = { calls: fake.runtime.totalCalls(), gen: await n.desired.generation(), pods: await n.desired.list() };
+/** Refused with this status and problem type; the runtime saw no call (but the uid check's ListPodSandbox, a
+ * read, made before a store that then fails), the store did not change. */
+const callsButUidCheck = () => fake.runtime.totalCalls() - (fake.runtime.calls.get("ListPodSandbox") ?? 0);
+async function refused(n: { h: Harness; desired: DesiredState }, p: Promise<{ status: number; type: string; body: any }>, status: number, slug: string) {
+  const before = { calls: callsButUidCheck(), gen: await n.desired.generation(), pods: await n.desired.list() };
   const r = await p;
   expect(r.status, JSON.stringify(r.body)).toBe(status);
   expect(r.type).toBe("application/problem+json");
   expect(r.body).toMatchObject({ type: `urn:podsync:problem:${slug}`, status });
-  expect(fake.runtime.totalCalls()).toBe(before.calls);
+  expect(callsButUidCheck()).toBe(before.calls);
   expect(await n.desired.generation()).toBe(before.gen);
   expect(await n.desired.list()).toEqual(before.pods);
-  const fresh = new FileDesiredState((n.desired as FileDesiredState).stateDir);
-  expect([await fresh.generation(), (await fresh.list()).length]).toEqual([before.gen, before.pods.length]);
+  if (n.desired instanceof FileDesiredState) {
+    const fresh = new FileDesiredState(n.desired.stateDir);
+    expect([await fresh.generation(), (await fresh.list()).length]).toEqual([before.gen, before.pods.length]);
+  }
   return r.body;
 }
 
@@ -346,9 +350,9 @@ describe("the store kept by sync and DELETE", () => {
       for (const end = Date.now() + 10_000; !(await f()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
     };
     // A resync holds the pod's lock (its status read hangs); v2 is stored and waits for the lock; then v3.
-    fake.runtime.fault("ListPodSandbox", { kind: "hang", ms: 1000, times: 1 });
+    fake.runtime.fault("ListContainers", { kind: "hang", ms: 1000, times: 1 });
     const holder = h.post("/v1/pods/sync", p);
-    await until(() => (fake.runtime.inFlight.get("ListPodSandbox") ?? 0) > 0);
+    await until(() => (fake.runtime.inFlight.get("ListContainers") ?? 0) > 0);
     const v2 = h.post("/v1/pods/sync", v("2d"));
     await until(async () => (await command()) === "sleep 2d");
     const v3 = h.post("/v1/pods/sync", v("3d"));
@@ -361,6 +365,21 @@ describe("the store kept by sync and DELETE", () => {
     const commands = [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === p.metadata.uid).map((c) => c.config.command.join(" "));
     expect(commands).toEqual(["sleep 1d", "sleep 3d"]); // v2 never ran
     await createPodRuntime(cri).delete(p.metadata.uid, 0);
+  });
+
+  it("a pod whose uid belongs to another pod on the node is refused before it is stored (sync and PUT): 409 uid-conflict, nothing changed", async () => {
+    const n = await node();
+    const a = podInput("id-a");
+    expect((await put(n.h, [a], 1)).status).toBe(200);
+    const impostor = { ...podInput("id-b"), metadata: { ...podInput("id-b").metadata, uid: a.metadata.uid } };
+    const body = await refused(n, n.h.post("/v1/pods/sync", impostor), 409, "uid-conflict");
+    expect(body).toMatchObject({ holder: { namespace: "agent", name: "id-a" } });
+    expect((await list(n.h)).items.map((p: any) => p.metadata.name)).toEqual(["id-a"]);
+    // In a set: the item is named, the generation is not used up.
+    const set = await refused(n, put(n.h, [podInput("id-c"), impostor], 2), 409, "uid-conflict");
+    expect(set).toMatchObject({ holder: { name: "id-a" }, errors: [{ path: "pods[1].metadata.uid", message: expect.stringContaining("already belongs to pod agent/id-a") }] });
+    expect(sandboxesOf(a.metadata.uid).map((s) => s.config.metadata?.name)).toEqual(["id-a"]);
+    expect((await put(n.h, [], 2)).status).toBe(200);
   });
 
   it("DELETE forgets a pod only the store holds, and removes an orphan only the runtime holds", async () => {

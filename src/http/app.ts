@@ -21,7 +21,7 @@ import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
-import { MemoryDesiredState, sameEntry, StaleGenerationError, type DesiredState } from "../kuberuntime/desired-state.js";
+import { checkPut, MemoryDesiredState, sameEntry, StaleGenerationError, type DesiredState } from "../kuberuntime/desired-state.js";
 import { desiredEntry, registerNodePods } from "./node-pods.js";
 
 export interface RequestLog {
@@ -166,6 +166,12 @@ export function createApp(o: AppOptions) {
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that
     // last changed the pod is refused here (409 stale-generation), a store that cannot be written with 503.
     const mine = desiredEntry(pod, token, now(), objects);
+    // One uid is one pod: a pod whose uid belongs to another pod on the node is refused (409 uid-conflict)
+    // before it is stored, so the refusal changes nothing. An older token is refused first (put checks again,
+    // atomically), so a stale request makes no runtime call.
+    checkPut(await desired.get(uid), mine);
+    const idCalls = (await rt.checkUids([pod])).criCalls;
+    c.set("criCalls", idCalls);
     await admitting(async () => {
       await admitOnNode(pod, nodeInfo, desired);
       await desired.put(mine);
@@ -183,14 +189,14 @@ export function createApp(o: AppOptions) {
       if (left) prober?.remove(uid);
       throw new StaleGenerationError(left ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done` : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`);
     }
-    c.set("criCalls", r.criCalls);
+    c.set("criCalls", idCalls + r.criCalls);
     // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
     // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the
     // store). So a pod that has left the desired state is deleted again, and the request is told why.
     if (!(await desired.get(uid))) {
       prober?.remove(uid);
       const d = await rt.delete(uid);
-      c.set("criCalls", r.criCalls + d.criCalls);
+      c.set("criCalls", idCalls + r.criCalls + d.criCalls);
       throw new StaleGenerationError(`pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`);
     }
     prober?.observe(uid, r.after);

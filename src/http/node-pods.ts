@@ -8,7 +8,8 @@ import type { Context, Hono } from "hono";
 import type { Verifier, VerifiedToken } from "../auth/verify.js";
 import { AuthError } from "../auth/verify.js";
 import type { NodePolicy } from "../auth/policy.js";
-import { sameEntry, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
+import { checkReplace, sameEntry, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
+import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { SupersededError, type PodRuntime } from "../kuberuntime/runtime.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
@@ -114,6 +115,19 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     const pods = validateSet(items, prefix, token.payload, d.checkProbes);
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
+    // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
+    // uid-conflict naming the item) before the commit, so the refusal changes nothing. A generation the node is
+    // already at is refused first (replace checks again, atomically), so a stale PUT makes no runtime call.
+    checkReplace(await d.desired.generation(), generation);
+    let idCalls = 0;
+    try {
+      idCalls = (await d.runtime.checkUids(pods.map((p) => p.pod))).criCalls;
+    } catch (e) {
+      if (!(e instanceof UidConflictError)) throw e;
+      const path = `${pods.find((p) => p.pod.metadata.uid === e.pod.uid)?.at ?? prefix}.metadata.uid`;
+      throw new ProblemError("uid-conflict", `${path}: ${e.message}`, { holder: e.holder, errors: [{ path, message: e.message }] });
+    }
+    d.note(c as never, { criCalls: idCalls });
     const now = d.now();
     const body = await serial(async () => {
       // The commit: refused (409 stale-generation, 503 state-unavailable) with nothing changed, so a refused
@@ -129,7 +143,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         return { ...(await d.desired.replace(generation, entries)), before };
       });
       d.prober?.update(pods.map((p) => p.pod));
-      let criCalls = 0;
+      let criCalls = idCalls;
       const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({ ok: false, pod: ref, steps: [], error: toProblemError(e).toProblem() });
       // Dropped pods go first: they may hold what the new ones need (host ports, names).
       const removedResults = await mapBounded(removed, d.concurrency, async (uid) => {

@@ -17,7 +17,8 @@ import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
-import { assertOwnUid } from "./pod-identity.js";
+import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
+import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, managedSelector } from "./labels.js";
 import { subPathUnsupported } from "./subpath.js";
 import { InvalidPodError } from "../pod/validate.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
@@ -205,6 +206,11 @@ export interface PodRuntime {
    * volumes that need the node's filesystem where there is none): throws PodAdmissionError or InvalidPodError.
    * plan and sync run it first; callers that store a pod before syncing it run it before storing. */
   admit(pod: Pod): void;
+  /** One uid is one pod (pod-identity.ts), checked before the pods are stored: a request whose pod's uid
+   * belongs to another pod on the node is refused (UidConflictError, the first such pod) with nothing
+   * changed. One ListPodSandbox (the pod's own for one pod, the node's managed sandboxes for a set; none for
+   * an empty set). sync checks again under the pod's lock. */
+  checkUids(pods: readonly Pod[]): Promise<Counted>;
   /** The node's persistentVolumeClaim directories and the pods using each (`desired`: pods that should run). */
   claims(desired?: readonly Pod[]): Promise<{ claims: ClaimInfo[] } & Counted>;
   /** Remove a claim and its data; ClaimInUseError while a pod uses it, ClaimNotFoundError when absent. */
@@ -280,6 +286,15 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         const status = await getPodStatus(c, pod.metadata);
         assertOwnUid(pod.metadata, status);
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
+      }),
+
+    checkUids: (pods) =>
+      counted(cri, async (c) => {
+        if (pods.length === 0) return {};
+        const labelSelector = pods.length === 1 ? managedSelector(pods[0]!.metadata.uid) : { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY };
+        const { items } = await c.listPodSandbox({ filter: { labelSelector } });
+        assertOwnUids(pods.map((p) => ref(p.metadata)), items);
+        return {};
       }),
 
     sync: async (pod, probes, objects, guard) => {
