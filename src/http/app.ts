@@ -4,7 +4,7 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
-import { admitOnRuntime, admit, admitOnNode } from "./admission.js";
+import { admitOnRuntime, admit, admitOnNode, checkUidsOnRuntime } from "./admission.js";
 import { serialQueue } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import { SupersededError, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
@@ -21,7 +21,7 @@ import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
-import { checkPut, MemoryDesiredState, sameEntry, StaleGenerationError, type DesiredState } from "../kuberuntime/desired-state.js";
+import { checkPut, MemoryDesiredState, StaleGenerationError, stillStored, type DesiredState } from "../kuberuntime/desired-state.js";
 import { desiredEntry, registerNodePods } from "./node-pods.js";
 
 export interface RequestLog {
@@ -166,23 +166,24 @@ export function createApp(o: AppOptions) {
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that
     // last changed the pod is refused here (409 stale-generation), a store that cannot be written with 503.
     const mine = desiredEntry(pod, token, now(), objects);
-    // One uid is one pod: a pod whose uid belongs to another pod on the node is refused (409 uid-conflict)
-    // before it is stored, so the refusal changes nothing. An older token is refused first (put checks again,
-    // atomically), so a stale request makes no runtime call.
+    // An older token is refused first (put checks again, atomically): a stale request makes no runtime call.
     checkPut(await desired.get(uid), mine);
-    const idCalls = (await rt.checkUids([pod])).criCalls;
-    c.set("criCalls", idCalls);
+    // One uid is one pod: a pod whose uid belongs to another pod on the node is refused (409 uid-conflict) in
+    // the same step, before it is stored, so the refusal changes nothing.
+    let idCalls = 0;
     await admitting(async () => {
       await admitOnNode(pod, nodeInfo, desired);
+      idCalls = await checkUidsOnRuntime(rt, [{ pod }], (u) => desired.get(u));
+      c.set("criCalls", idCalls);
       await desired.put(mine);
     });
     // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
     prober?.upsert(pod);
-    // Synced only if this request's entry is still the stored one once the pod's lock is held: a later request
+    // Synced only if this request's entry (or the same spec) is still stored once the pod's lock is held: a later request
     // that changed or removed the pod meanwhile acts after this one, and this older spec does not undo it.
     let r: SyncResult;
     try {
-      r = await rt.sync(pod, prober?.results(uid), objects, { current: async () => sameEntry(await desired.get(uid), mine) });
+      r = await rt.sync(pod, prober?.results(uid), objects, { current: async () => stillStored(await desired.get(uid), mine) });
     } catch (e) {
       if (!(e instanceof SupersededError)) throw e;
       const left = !(await desired.get(uid));

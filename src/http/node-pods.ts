@@ -8,8 +8,7 @@ import type { Context, Hono } from "hono";
 import type { Verifier, VerifiedToken } from "../auth/verify.js";
 import { AuthError } from "../auth/verify.js";
 import type { NodePolicy } from "../auth/policy.js";
-import { checkReplace, sameEntry, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
-import { UidConflictError } from "../kuberuntime/pod-identity.js";
+import { checkReplace, stillStored, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
 import { SupersededError, type PodRuntime } from "../kuberuntime/runtime.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
@@ -17,7 +16,7 @@ import type { Pod } from "../pod/schema.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { storedObjects, type PodObjects } from "../pod/objects.js";
 import { bundlesFromSet } from "../pod/bundle.js";
-import { admit, admitOnRuntime, admitSetOnNode } from "./admission.js";
+import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime } from "./admission.js";
 import { serialQueue, type Serial } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import { ProblemError, toProblemError } from "./problems.js";
@@ -115,19 +114,9 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     const pods = validateSet(items, prefix, token.payload, d.checkProbes);
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
-    // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
-    // uid-conflict naming the item) before the commit, so the refusal changes nothing. A generation the node is
-    // already at is refused first (replace checks again, atomically), so a stale PUT makes no runtime call.
+    // A generation the node is already at is refused first (replace checks again, atomically): a stale PUT
+    // makes no runtime call.
     checkReplace(await d.desired.generation(), generation);
-    let idCalls = 0;
-    try {
-      idCalls = (await d.runtime.checkUids(pods.map((p) => p.pod))).criCalls;
-    } catch (e) {
-      if (!(e instanceof UidConflictError)) throw e;
-      const path = `${pods.find((p) => p.pod.metadata.uid === e.pod.uid)?.at ?? prefix}.metadata.uid`;
-      throw new ProblemError("uid-conflict", `${path}: ${e.message}`, { holder: e.holder, errors: [{ path, message: e.message }] });
-    }
-    d.note(c as never, { criCalls: idCalls });
     const now = d.now();
     const body = await serial(async () => {
       // The commit: refused (409 stale-generation, 503 state-unavailable) with nothing changed, so a refused
@@ -137,9 +126,14 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
       // `before` (to name the dropped pods) is read in the same step: a sync stored just before the commit is
       // one the commit may drop.
       const entries = pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects));
+      // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
+      // uid-conflict naming the item) in the same step, before the commit.
+      let idCalls = 0;
       const { removed, before } = await d.admitting(async () => {
         const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
         admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix);
+        idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
+        d.note(c as never, { criCalls: idCalls });
         return { ...(await d.desired.replace(generation, entries)), before };
       });
       d.prober?.update(pods.map((p) => p.pod));
@@ -164,10 +158,10 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         const uid = pod.metadata.uid;
         const mine = entries[i]!;
         try {
-          // Synced only if this PUT's entry is still the stored one once the pod's lock is held: a later sync
+          // Synced only if this PUT's entry (or the same spec) is still stored once the pod's lock is held: a later sync
           // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
           // roll it back.
-          const r = await d.runtime.sync(pod, d.prober?.results(uid), objects, { current: async () => sameEntry(await d.desired.get(uid), mine) });
+          const r = await d.runtime.sync(pod, d.prober?.results(uid), objects, { current: async () => stillStored(await d.desired.get(uid), mine) });
           d.prober?.observe(uid, r.after);
           criCalls += r.criCalls;
           return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };

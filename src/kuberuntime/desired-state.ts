@@ -67,6 +67,17 @@ export function sameEntry(a: DesiredPod | undefined, b: DesiredPod): boolean {
   return a === b || (a !== undefined && a.storedAt === b.storedAt && a.audit.iat === b.audit.iat && a.audit.jti === b.audit.jti && a.pod.metadata.uid === b.pod.metadata.uid);
 }
 
+/** Whether acting on `mine` still acts on what is stored: `stored` is that entry, or one with the same pod
+ * and objects (a later request that sent the same spec; acting on it rolls nothing back). */
+export function stillStored(stored: DesiredPod | undefined, mine: DesiredPod): boolean {
+  return sameEntry(stored, mine) || (stored !== undefined && canonical(stored.pod) === canonical(mine.pod) && canonical(stored.objects ?? null) === canonical(mine.objects ?? null));
+}
+
+/** JSON with object keys sorted (a store may hand back its entries with keys in another order). */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
+}
+
 /** The checks every store makes inside its write (shared so Node, Workers and memory refuse alike). */
 export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod): void {
   if (stored && entry.audit.iat < stored.audit.iat)
