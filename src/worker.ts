@@ -29,7 +29,7 @@ import { checkCommon, commonSettings, formatIssues, nodeConfigFrom, RELIST_INTER
 import { nodePolicy } from "./auth/policy.js";
 import { NodeOverrides, nodeInfoFrom, withNodeOverrides } from "./settings/node-info.js";
 import { proxyLogFiles } from "./host/proxy-log-files.js";
-import { checkPut, checkReplace, StaleGenerationError, type DesiredPod, type DesiredState } from "./kuberuntime/desired-state.js";
+import { checkPut, checkRemove, checkReplace, StaleGenerationError, type DesiredPod, type DesiredState, type RemoveOptions } from "./kuberuntime/desired-state.js";
 import { StateUnavailableError } from "./state/state-unavailable.js";
 import type { CriClient } from "./cri/client.js";
 import { startReconcileLoop, type ReconcileLoop } from "./kuberuntime/reconcile/loop.js";
@@ -134,7 +134,7 @@ class DurableDesiredState implements DesiredState {
   list = () => this.call<DesiredPod[]>("list");
   get = async (uid: string) => (await this.call<DesiredPod | null>("get", { uid })) ?? undefined;
   put = (entry: DesiredPod) => this.call<void>("put", entry);
-  remove = (uid: string) => this.call<boolean>("remove", { uid });
+  remove = (uid: string, opts?: RemoveOptions) => this.call<boolean>("remove", { uid, ...(opts?.iat !== undefined ? { iat: opts.iat } : {}) });
   generation = () => this.call<number>("generation");
   replace = (generation: number, entries: DesiredPod[]) => this.call<{ removed: string[] }>("replace", { generation, entries });
 }
@@ -367,8 +367,9 @@ class StorageDesiredState implements DesiredState {
     await this.s.put(`pod:${uid}`, entry);
     pods.set(uid, entry);
   }
-  async remove(uid: string) {
+  async remove(uid: string, opts?: RemoveOptions) {
     const pods = await this.all();
+    checkRemove(pods.get(uid), uid, opts);
     if (!pods.has(uid)) return false;
     await this.s.delete(`pod:${uid}`);
     pods.delete(uid);
@@ -433,7 +434,8 @@ export class NodeDesiredState {
           await this.schedule();
           return Response.json(null);
         case "remove": {
-          const removed = await d.remove(String(arg!["uid"]));
+          const iat = arg!["iat"];
+          const removed = await d.remove(String(arg!["uid"]), typeof iat === "number" ? { iat } : undefined);
           await this.schedule();
           return Response.json(removed);
         }

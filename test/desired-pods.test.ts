@@ -70,6 +70,19 @@ describe.each([
     await s.put(entry("a", 2001));
     expect((await s.get("uid-a"))!.audit.iat).toBe(2001);
   });
+
+  it("remove with an iat: refused inside the write when the stored entry is newer, even one queued just before it", async () => {
+    const s = make();
+    await s.put(entry("a", 1000));
+    // A sync with a newer token is being written when an older DELETE arrives: the DELETE waits its turn and
+    // then sees the newer entry (its check and its removal are one step).
+    const [, removed] = await Promise.allSettled([s.put(entry("a", 3000)), s.remove("uid-a", { iat: 2000 })]);
+    expect(removed.status).toBe("rejected");
+    expect((removed as PromiseRejectedResult).reason).toBeInstanceOf(StaleGenerationError);
+    expect((await s.get("uid-a"))!.audit.iat).toBe(3000);
+    expect(await s.remove("uid-a", { iat: 3000 })).toBe(true);
+    expect(await s.remove("uid-a", { iat: 1 })).toBe(false); // nothing stored: nothing to be older than
+  });
 });
 
 describe("FileDesiredState", () => {

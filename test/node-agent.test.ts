@@ -16,6 +16,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { FileDesiredState, type StateFs } from "../src/state/desired-pods.js";
+import { MemoryDesiredState, type DesiredState } from "../src/kuberuntime/desired-state.js";
 import { Pod } from "../src/pod/schema.js";
 
 let fake: FakeServer;
@@ -65,18 +66,22 @@ async function list(h: Harness) {
 const containerIds = (id: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === id).map((c) => c.id).sort();
 const sandboxesOf = (id: string) => [...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === id);
 
-/** Refused with this status and problem type; the runtime saw no call, the store did not change. */
-async function refused(n: { h: Harness; desired: FileDesiredState }, p: Promise<{ status: number; type: string; body: any }>, status: number, slug: string) {
-  const before = { calls: fake.runtime.totalCalls(), gen: await n.desired.generation(), pods: await n.desired.list() };
+/** Refused with this status and problem type; the runtime saw no call (but the uid check's ListPodSandbox, a
+ * read, made before a store that then fails), the store did not change. */
+const callsButUidCheck = () => fake.runtime.totalCalls() - (fake.runtime.calls.get("ListPodSandbox") ?? 0);
+async function refused(n: { h: Harness; desired: DesiredState }, p: Promise<{ status: number; type: string; body: any }>, status: number, slug: string) {
+  const before = { calls: callsButUidCheck(), gen: await n.desired.generation(), pods: await n.desired.list() };
   const r = await p;
   expect(r.status, JSON.stringify(r.body)).toBe(status);
   expect(r.type).toBe("application/problem+json");
   expect(r.body).toMatchObject({ type: `urn:podsync:problem:${slug}`, status });
-  expect(fake.runtime.totalCalls()).toBe(before.calls);
+  expect(callsButUidCheck()).toBe(before.calls);
   expect(await n.desired.generation()).toBe(before.gen);
   expect(await n.desired.list()).toEqual(before.pods);
-  const fresh = new FileDesiredState((n.desired as FileDesiredState).stateDir);
-  expect([await fresh.generation(), (await fresh.list()).length]).toEqual([before.gen, before.pods.length]);
+  if (n.desired instanceof FileDesiredState) {
+    const fresh = new FileDesiredState(n.desired.stateDir);
+    expect([await fresh.generation(), (await fresh.list()).length]).toEqual([before.gen, before.pods.length]);
+  }
   return r.body;
 }
 
@@ -106,6 +111,74 @@ describe("PUT /v1/node/pods", () => {
     expect(r3.body.removed.map((p: any) => p.pod.name).sort()).toEqual(["a", "b"]);
     expect([a, b].flatMap((p) => sandboxesOf(p.metadata.uid))).toEqual([]);
     expect(await list(n.h)).toMatchObject({ metadata: { resourceVersion: "3" }, items: [] });
+  });
+
+  it("a sync stored just before the commit and dropped by it is named in `removed` (the PUT reads the store in its admission step)", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired });
+    harnesses.push(h);
+    const x = podInput("just-before");
+    // Right after the PUT's read of the store, a sync of x starts and is given a moment to be stored.
+    const list = desired.list.bind(desired);
+    let sync: Promise<{ status: number; body: any }> | undefined;
+    desired.list = async () => {
+      const read = await list();
+      if (!sync) {
+        sync = h.post("/v1/pods/sync", x);
+        for (let i = 0; i < 25 && !(await desired.get(x.metadata.uid)); i++) await new Promise((r) => setTimeout(r, 20));
+      }
+      return read;
+    };
+    const r = await put(h, [], 1);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    await sync;
+    // Either x was stored before the commit (dropped by it, and named), or after it (kept): never a nameless removal.
+    for (const p of r.body.removed) expect(p.pod).toEqual({ namespace: "agent", name: "just-before", uid: x.metadata.uid });
+    await createPodRuntime(cri).delete(x.metadata.uid, 0);
+  });
+
+  it("a pod a later sync changed while the PUT ran is not rolled back: reported superseded, the newer spec stays", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired, applyConcurrency: 1 });
+    harnesses.push(h);
+    const [a, b] = [podInput("sup-a"), podInput("sup-b")];
+    const v3 = { ...b, spec: { ...b.spec, containers: [{ ...b.spec.containers[0]!, command: ["sleep", "3d"] }] } };
+    // The PUT syncs one pod at a time; a's start hangs, and meanwhile a newer sync of b is stored and runs.
+    fake.runtime.fault("StartContainer", { kind: "hang", ms: 1000, times: 1 });
+    const pending = put(h, [a, b], 1);
+    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StartContainer") && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    const s = await h.post("/v1/pods/sync", v3);
+    expect(s.status, JSON.stringify(s.body)).toBe(200);
+    const r = await pending;
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.pods[1]).toMatchObject({ ok: true, pod: { name: "sup-b" }, steps: [], superseded: expect.stringContaining("later request") });
+    const commands = [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === b.metadata.uid).map((c) => c.config.command.join(" "));
+    expect(commands).toEqual(["sleep 3d"]);
+    expect((await desired.get(b.metadata.uid))!.pod.spec.containers[0]!.command).toEqual(["sleep", "3d"]);
+    expect((await put(h, [], 2)).status).toBe(200);
+  });
+
+  it("a pod a later sync put back while the PUT ran is not deleted by it: reported superseded, it keeps running", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired, applyConcurrency: 1 });
+    harnesses.push(h);
+    const [y, x] = [podInput("back-y"), podInput("back-x")];
+    expect((await put(h, [y, x], 1)).status).toBe(200);
+    const xContainers = containerIds(x.metadata.uid);
+    // The PUT drops both, one at a time; y's stop hangs, and meanwhile a newer sync puts x back.
+    fake.runtime.fault("StopContainer", { kind: "hang", ms: 1000, times: 1 });
+    const pending = put(h, [], 2);
+    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StopContainer") && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    const s = await h.post("/v1/pods/sync", x);
+    expect(s.status, JSON.stringify(s.body)).toBe(200);
+    const r = await pending;
+    expect(r.body.removed).toMatchObject([
+      { ok: true, pod: { name: "back-y" }, deleted: true },
+      { ok: true, pod: { name: "back-x" }, deleted: false, superseded: expect.stringContaining("put the pod back") },
+    ]);
+    expect(containerIds(x.metadata.uid)).toEqual(xContainers);
+    expect(await desired.get(x.metadata.uid)).toBeDefined();
+    expect((await put(h, [], 3)).status).toBe(200);
   });
 
   it("a detached signature over a YAML stream (empty documents skipped) or a JSON v1.List", async () => {
@@ -237,6 +310,76 @@ describe("the store kept by sync and DELETE", () => {
     expect(p.body.removed).toMatchObject([{ ok: true, pod: { uid: x.metadata.uid } }]);
     expect(sandboxesOf(x.metadata.uid)).toEqual([]);
     expect(containerIds(x.metadata.uid)).toEqual([]);
+  });
+
+  it("a DELETE whose iat is older than a sync stored while it ran is refused, and the newer pod stays (the check is in the store's write)", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired });
+    harnesses.push(h);
+    const p = podInput("del-race");
+    expect((await h.post("/v1/pods/sync", p, { iat: -20 })).status).toBe(200);
+    // A newer sync is stored right after the DELETE's route read the store (between its read and its removal).
+    const newer = { ...(await desired.get(p.metadata.uid))!, audit: { iss: ISSUER, iat: Math.floor(Date.now() / 1000) + 100 } };
+    const get = desired.get.bind(desired);
+    let armed = true;
+    desired.get = async (id) => {
+      const r = await get(id);
+      if (armed) {
+        armed = false;
+        await desired.put(newer);
+      }
+      return r;
+    };
+    const r = await h.fetch(`/v1/pods/${p.metadata.uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: p.metadata.uid }, { iat: -10 })}` } });
+    expect(r.status, JSON.stringify(r.body)).toBe(409);
+    expect(r.body).toMatchObject({ type: "urn:podsync:problem:stale-generation" });
+    expect((await desired.get(p.metadata.uid))!.audit.iat).toBe(newer.audit.iat);
+    expect(sandboxesOf(p.metadata.uid)).toHaveLength(1);
+    await createPodRuntime(cri).delete(p.metadata.uid, 0);
+  });
+
+  it("a sync whose stored spec a later sync replaced while it waited for the pod's lock does nothing: 409, the later spec is applied", async () => {
+    const desired = new MemoryDesiredState();
+    const h = await Harness.start(cri, { desired });
+    harnesses.push(h);
+    const p = podInput("lock-wait");
+    const v = (cmd: string) => ({ ...p, spec: { ...p.spec, containers: [{ ...p.spec.containers[0]!, command: ["sleep", cmd] }] } });
+    expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
+    const command = async () => (await desired.get(p.metadata.uid))?.pod.spec.containers[0]!.command?.join(" ");
+    const until = async (f: () => Promise<boolean> | boolean) => {
+      for (const end = Date.now() + 10_000; !(await f()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    };
+    // A resync holds the pod's lock (its status read hangs); v2 is stored and waits for the lock; then v3.
+    fake.runtime.fault("ListContainers", { kind: "hang", ms: 1000, times: 1 });
+    const holder = h.post("/v1/pods/sync", p);
+    await until(() => (fake.runtime.inFlight.get("ListContainers") ?? 0) > 0);
+    const v2 = h.post("/v1/pods/sync", v("2d"));
+    await until(async () => (await command()) === "sleep 2d");
+    const v3 = h.post("/v1/pods/sync", v("3d"));
+    await until(async () => (await command()) === "sleep 3d");
+    const [r0, r2, r3] = await Promise.all([holder, v2, v3]);
+    expect(r0.status, JSON.stringify(r0.body)).toBe(200); // it held the lock, its spec current when it took it
+    expect(r2.status, JSON.stringify(r2.body)).toBe(409);
+    expect(r2.body).toMatchObject({ type: "urn:podsync:problem:stale-generation", detail: expect.stringContaining("later request") });
+    expect(r3.status, JSON.stringify(r3.body)).toBe(200);
+    const commands = [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === p.metadata.uid).map((c) => c.config.command.join(" "));
+    expect(commands).toEqual(["sleep 1d", "sleep 3d"]); // v2 never ran
+    await createPodRuntime(cri).delete(p.metadata.uid, 0);
+  });
+
+  it("a pod whose uid belongs to another pod on the node is refused before it is stored (sync and PUT): 409 uid-conflict, nothing changed", async () => {
+    const n = await node();
+    const a = podInput("id-a");
+    expect((await put(n.h, [a], 1)).status).toBe(200);
+    const impostor = { ...podInput("id-b"), metadata: { ...podInput("id-b").metadata, uid: a.metadata.uid } };
+    const body = await refused(n, n.h.post("/v1/pods/sync", impostor), 409, "uid-conflict");
+    expect(body).toMatchObject({ holder: { namespace: "agent", name: "id-a" } });
+    expect((await list(n.h)).items.map((p: any) => p.metadata.name)).toEqual(["id-a"]);
+    // In a set: the item is named, the generation is not used up.
+    const set = await refused(n, put(n.h, [podInput("id-c"), impostor], 2), 409, "uid-conflict");
+    expect(set).toMatchObject({ holder: { name: "id-a" }, errors: [{ path: "pods[1].metadata.uid", message: expect.stringContaining("already belongs to pod agent/id-a") }] });
+    expect(sandboxesOf(a.metadata.uid).map((s) => s.config.metadata?.name)).toEqual(["id-a"]);
+    expect((await put(n.h, [], 2)).status).toBe(200);
   });
 
   it("DELETE forgets a pod only the store holds, and removes an orphan only the runtime holds", async () => {

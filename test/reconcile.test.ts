@@ -33,7 +33,7 @@ beforeEach(async () => {
   const rt = createPodRuntime(cri, { pullBackOff: new MemoryPullBackOff(), now: () => t });
   synced = [];
   // The loop's syncs, as the engine sees them.
-  runtime = { ...rt, sync: (p, probes) => (synced.push(p.metadata.uid), rt.sync(p, probes)) };
+  runtime = { ...rt, sync: (p, probes, objects, guard) => (synced.push(p.metadata.uid), rt.sync(p, probes, objects, guard)) };
   desired = new MemoryDesiredState();
   logs = [];
 });
@@ -268,6 +268,31 @@ describe("the loop and requests share the per-pod lock", () => {
   });
 });
 
+describe("the spec a loop sync acts on", () => {
+  it("is the stored one once the pod's lock is held: a spec replaced while the sync waited is not applied", async () => {
+    const v1 = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }] });
+    await want(v1);
+    let entered!: () => void;
+    const waiting = new Promise<void>((r) => (entered = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const rt = runtime;
+    // The start-up sync reads the store, then waits (as if for the pod's lock) while a request stores v2.
+    const loop = loopWith({ runtime: { ...rt, sync: async (p, probes, objects, guard) => (entered(), await gate, rt.sync(p, probes, objects, guard)) } });
+    const first = loop.tick();
+    await waiting;
+    const v2: Pod = { ...v1, spec: { ...v1.spec, containers: [{ ...v1.spec.containers[0]!, command: ["sleep", "2d"] }] } };
+    await desired.put({ pod: v2, audit: { iss: "test", iat: 1 }, storedAt: 1 });
+    release();
+    await first;
+    expect(containersOf(v1.metadata.uid)).toEqual([]); // v1 was not started
+    t += 1000;
+    await loop.tick();
+    expect(containersOf(v1.metadata.uid).map((c) => c.config.command)).toEqual([["sleep", "2d"]]);
+    await loop.stop();
+  });
+});
+
 describe("failures", () => {
   it("a pod whose sync fails does not stop the others; its error is logged once, retried after 10 s", async () => {
     const bad = pod({ containers: [{ name: "main", image: "localhost/missing:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1"] }] });
@@ -295,6 +320,32 @@ describe("failures", () => {
     synced = [];
     await loop.tick();
     expect(synced).toEqual([bad.metadata.uid]);
+    await loop.stop();
+  });
+
+  it("a sync that fails after its pod was dropped leaves no error behind: the pod's next error, once it is back, is logged", async () => {
+    const p = pod();
+    await want(p);
+    let entered!: () => void;
+    const inSync = new Promise<void>((r) => (entered = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const failing: PodRuntime = { ...runtime, sync: async () => (entered(), await gate, Promise.reject(new Error("boom"))) };
+    const loop = loopWith({ runtime: failing });
+    const first = loop.tick(); // the start-up sync, held in the engine
+    await inSync;
+    await desired.remove(p.metadata.uid);
+    t += 1000;
+    await loop.tick(); // the loop forgets the dropped pod
+    release();
+    await first;
+    const errs = () => logs.filter((l) => l["event"] === "error" && l["podUid"] === p.metadata.uid && l["desired"] !== false);
+    expect(errs()).toEqual([]);
+    // Back in the desired set and failing the same way: logged (not taken for the dropped pod's error).
+    await want(p);
+    t += 1000;
+    await loop.tick();
+    expect(errs()).toEqual([expect.objectContaining({ what: "sync", error: "boom" })]);
     await loop.stop();
   });
 

@@ -5,7 +5,8 @@ import { evaluatePodSecurity } from "../auth/pod-security.js";
 import { formatViolations, type NodePolicy } from "../auth/policy.js";
 import { ProblemError } from "./problems.js";
 import { admitInOrder, admitPod, type NodeInfo } from "../kuberuntime/predicates.js";
-import type { DesiredState } from "../kuberuntime/desired-state.js";
+import type { DesiredPod, DesiredState } from "../kuberuntime/desired-state.js";
+import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { PodAdmissionError } from "../kuberuntime/node-admission.js";
 import { InvalidPodError } from "../pod/validate.js";
@@ -57,5 +58,27 @@ export function admitOnRuntime(rt: Pick<PodRuntime, "admit">, pod: Pod, prefix =
       });
     if (e instanceof InvalidPodError) throw new InvalidPodError(e.errors.map((x) => ({ ...x, path: prefix + x.path })));
     throw e;
+  }
+}
+
+/** One uid is one pod (kuberuntime/pod-identity.ts), checked against the runtime before the store changes, so
+ * a refusal (409 uid-conflict, naming the item when there is a path) leaves the node as it was. A pod the store
+ * already holds under its uid with the same namespace/name passed this check when it was stored: no call for
+ * it (a converged re-sync costs nothing more); sync checks again under the pod's lock. Returns the CRI calls. */
+export async function checkUidsOnRuntime(rt: Pick<PodRuntime, "checkUids">, items: readonly { pod: Pod; at?: string }[], stored: (uid: string) => Promise<DesiredPod | undefined> | DesiredPod | undefined): Promise<number> {
+  const unchecked: { pod: Pod; at?: string }[] = [];
+  for (const it of items) {
+    const m = (await stored(it.pod.metadata.uid))?.pod.metadata;
+    if (!m || m.name !== it.pod.metadata.name || m.namespace !== it.pod.metadata.namespace) unchecked.push(it);
+  }
+  if (unchecked.length === 0) return 0;
+  try {
+    return (await rt.checkUids(unchecked.map((it) => it.pod))).criCalls;
+  } catch (e) {
+    if (!(e instanceof UidConflictError)) throw e;
+    const at = unchecked.find((it) => it.pod.metadata.uid === e.pod.uid)?.at;
+    if (at === undefined) throw e;
+    const path = `${at}.metadata.uid`;
+    throw new ProblemError("uid-conflict", `${path}: ${e.message}`, { holder: e.holder, errors: [{ path, message: e.message }] });
   }
 }

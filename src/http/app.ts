@@ -4,10 +4,10 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
-import { admitOnRuntime, admit, admitOnNode } from "./admission.js";
+import { admitOnRuntime, admit, admitOnNode, checkUidsOnRuntime } from "./admission.js";
 import { serialQueue } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import { SupersededError, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";
 import { checkGraceClaim, readBearer, readSignedPod } from "./signed-request.js";
 import { actionsJSON, statusJSON } from "./serialize.js";
@@ -21,7 +21,7 @@ import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
-import { MemoryDesiredState, StaleGenerationError, type DesiredState } from "../kuberuntime/desired-state.js";
+import { checkPut, MemoryDesiredState, StaleGenerationError, stillStored, type DesiredState } from "../kuberuntime/desired-state.js";
 import { desiredEntry, registerNodePods } from "./node-pods.js";
 
 export interface RequestLog {
@@ -165,21 +165,39 @@ export function createApp(o: AppOptions) {
     // Admitted against the other desired pods and stored as one step on the node (kubelet admits one pod at a
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that
     // last changed the pod is refused here (409 stale-generation), a store that cannot be written with 503.
+    const mine = desiredEntry(pod, token, now(), objects);
+    // An older token is refused first (put checks again, atomically): a stale request makes no runtime call.
+    checkPut(await desired.get(uid), mine);
+    // One uid is one pod: a pod whose uid belongs to another pod on the node is refused (409 uid-conflict) in
+    // the same step, before it is stored, so the refusal changes nothing.
+    let idCalls = 0;
     await admitting(async () => {
       await admitOnNode(pod, nodeInfo, desired);
-      await desired.put(desiredEntry(pod, token, now(), objects));
+      idCalls = await checkUidsOnRuntime(rt, [{ pod }], (u) => desired.get(u));
+      c.set("criCalls", idCalls);
+      await desired.put(mine);
     });
     // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
     prober?.upsert(pod);
-    const r = await rt.sync(pod, prober?.results(uid), objects);
-    c.set("criCalls", r.criCalls);
+    // Synced only if this request's entry (or the same spec) is still stored once the pod's lock is held: a later request
+    // that changed or removed the pod meanwhile acts after this one, and this older spec does not undo it.
+    let r: SyncResult;
+    try {
+      r = await rt.sync(pod, prober?.results(uid), objects, { current: async () => stillStored(await desired.get(uid), mine) });
+    } catch (e) {
+      if (!(e instanceof SupersededError)) throw e;
+      const left = !(await desired.get(uid));
+      if (left) prober?.remove(uid);
+      throw new StaleGenerationError(left ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done` : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`);
+    }
+    c.set("criCalls", idCalls + r.criCalls);
     // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
     // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the
     // store). So a pod that has left the desired state is deleted again, and the request is told why.
     if (!(await desired.get(uid))) {
       prober?.remove(uid);
       const d = await rt.delete(uid);
-      c.set("criCalls", r.criCalls + d.criCalls);
+      c.set("criCalls", idCalls + r.criCalls + d.criCalls);
       throw new StaleGenerationError(`pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`);
     }
     prober?.observe(uid, r.after);
@@ -224,21 +242,21 @@ export function createApp(o: AppOptions) {
     // a store that cannot be written refuses (503) before anything acts. A token issued before the one that
     // last changed the pod is a rollback (409 stale-generation). A pod only the runtime knows (an orphan) is
     // deleted all the same, and one only the store knew is just forgotten.
-    const stored = await desired.get(uid);
-    const iat = Number(token.payload.iat);
-    if (stored && iat < stored.audit.iat)
-      throw new StaleGenerationError(`pod ${uid} was last changed by a token issued at ${stored.audit.iat}; this delete token was issued at ${iat} (older): refused, nothing changed`, stored.audit.iat);
-    if (stored) await desired.remove(uid);
+    // The iat check runs inside the store's write (remove's `iat`): a sync with a newer token stored while this
+    // request waited is never removed by it. `known` is read first only to name the pod in the answer.
+    const known = await desired.get(uid);
+    const wasStored = await desired.remove(uid, { iat: Number(token.payload.iat) });
+    const stored = wasStored ? known : undefined;
     prober?.remove(uid);
     const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined);
     c.set("criCalls", r.criCalls);
     // Nothing podsync made is there under this uid (another manager's objects do not count), and the desired
     // state did not hold it either (node data it left that could not be removed is a 207 below, not a 404).
-    if (!r.deleted && !stored && r.ok) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
+    if (!r.deleted && !wasStored && r.ok) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
     const { criCalls: _, ...body } = r;
     const m = stored?.pod.metadata;
     if (m && !r.deleted) body.pod = { namespace: m.namespace, name: m.name, uid };
-    return c.json({ ...body, desired: stored !== undefined }, r.ok ? 200 : 207);
+    return c.json({ ...body, desired: wasStored }, r.ok ? 200 : 207);
   });
 
   registerNodePods(app, { nodePods: ROUTES.nodePods, pods: ROUTES.pods }, {

@@ -8,15 +8,15 @@ import type { Context, Hono } from "hono";
 import type { Verifier, VerifiedToken } from "../auth/verify.js";
 import { AuthError } from "../auth/verify.js";
 import type { NodePolicy } from "../auth/policy.js";
-import type { DesiredPod, DesiredState } from "../kuberuntime/desired-state.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import { checkReplace, stillStored, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
+import { SupersededError, type PodRuntime } from "../kuberuntime/runtime.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
 import type { Pod } from "../pod/schema.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { storedObjects, type PodObjects } from "../pod/objects.js";
 import { bundlesFromSet } from "../pod/bundle.js";
-import { admit, admitOnRuntime, admitSetOnNode } from "./admission.js";
+import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime } from "./admission.js";
 import { serialQueue, type Serial } from "./serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import { ProblemError, toProblemError } from "./problems.js";
@@ -58,14 +58,17 @@ function generationClaim(p: Record<string, unknown>): Error | undefined {
   return new ProblemError("bad-request", `the token's generation ${message}`, { errors: [{ path: "generation", message }] });
 }
 
+const SUPERSEDED_SYNC = "not synced by this PUT: a later request changed the pod in the desired state while this PUT ran, and that request's spec is the one applied";
+const SUPERSEDED_DELETE = "not deleted by this PUT: a later request put the pod back in the desired state while this PUT ran";
+
 /** Run fn over items, at most `n` at a time, results in order. */
-async function mapBounded<T, R>(items: readonly T[], n: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+async function mapBounded<T, R>(items: readonly T[], n: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {
     while (next < items.length) {
       const i = next++;
-      out[i] = await fn(items[i]!);
+      out[i] = await fn(items[i]!, i);
     }
   };
   await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
@@ -111,40 +114,59 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     const pods = validateSet(items, prefix, token.payload, d.checkProbes);
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
+    // A generation the node is already at is refused first (replace checks again, atomically): a stale PUT
+    // makes no runtime call.
+    checkReplace(await d.desired.generation(), generation);
     const now = d.now();
     const body = await serial(async () => {
-      const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
       // The commit: refused (409 stale-generation, 503 state-unavailable) with nothing changed, so a refused
       // PUT does not use up its generation. Nothing acts before it.
       // Admission against the node and the commit are one step on the node (d.admitting, shared with sync),
       // so a set and a concurrent sync cannot each fit alone and be admitted together.
-      const { removed } = await d.admitting(async () => {
+      // `before` (to name the dropped pods) is read in the same step: a sync stored just before the commit is
+      // one the commit may drop.
+      const entries = pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects));
+      // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
+      // uid-conflict naming the item) in the same step, before the commit.
+      let idCalls = 0;
+      const { removed, before } = await d.admitting(async () => {
+        const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
         admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix);
-        return d.desired.replace(generation, pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects)));
+        idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
+        d.note(c as never, { criCalls: idCalls });
+        return { ...(await d.desired.replace(generation, entries)), before };
       });
       d.prober?.update(pods.map((p) => p.pod));
-      let criCalls = 0;
+      let criCalls = idCalls;
       const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({ ok: false, pod: ref, steps: [], error: toProblemError(e).toProblem() });
       // Dropped pods go first: they may hold what the new ones need (host ports, names).
       const removedResults = await mapBounded(removed, d.concurrency, async (uid) => {
         const m = before.get(uid)?.pod.metadata;
         const ref = { namespace: m?.namespace ?? "", name: m?.name ?? "", uid };
         try {
-          const r = await d.runtime.delete(uid);
+          // Deleted only if still out of the store once the pod's lock is held: a later sync that put it back
+          // meanwhile is not undone.
+          const r = await d.runtime.delete(uid, undefined, { current: async () => (await d.desired.get(uid)) === undefined });
           criCalls += r.criCalls;
           return { ok: r.ok, pod: ref, steps: r.steps, deleted: r.deleted };
         } catch (e) {
+          if (e instanceof SupersededError) return { ok: true, pod: ref, steps: [], deleted: false, superseded: SUPERSEDED_DELETE };
           return failed(ref, e);
         }
       });
-      const results = await mapBounded(pods, d.concurrency, async ({ pod, objects }) => {
+      const results = await mapBounded(pods, d.concurrency, async ({ pod, objects }, i) => {
         const uid = pod.metadata.uid;
+        const mine = entries[i]!;
         try {
-          const r = await d.runtime.sync(pod, d.prober?.results(uid), objects);
+          // Synced only if this PUT's entry (or the same spec) is still stored once the pod's lock is held: a later sync
+          // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
+          // roll it back.
+          const r = await d.runtime.sync(pod, d.prober?.results(uid), objects, { current: async () => stillStored(await d.desired.get(uid), mine) });
           d.prober?.observe(uid, r.after);
           criCalls += r.criCalls;
           return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };
         } catch (e) {
+          if (e instanceof SupersededError) return { ok: true, pod: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, steps: [], superseded: SUPERSEDED_SYNC };
           return failed({ namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, e);
         }
       });

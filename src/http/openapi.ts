@@ -67,7 +67,7 @@ export function openApiDocument(): object {
       "/v1/node/pods": {
         put: {
           summary: "Replace the node's desired set: sync every listed pod, delete every stored pod the set leaves out",
-          description: "Token act apply with an integer generation above the node's (else 409 stale-generation; a refused PUT does not use up its generation). Every item is validated and admitted before anything changes (errors name pods[i] or items[i] and the field); two pods with one uid or one namespace/name are refused. Then the set is stored (503 state-unavailable: nothing changed), then each pod is synced and each dropped pod deleted. An empty set drains the node. Response: {ok, generation, pods: [{ok, pod, actions, steps, status}], removed: [{ok, pod, steps, deleted}]}; a pod that failed carries error (a problem).",
+          description: "Token act apply with an integer generation above the node's (else 409 stale-generation; a refused PUT does not use up its generation). Every item is validated and admitted before anything changes (errors name pods[i] or items[i] and the field); two pods with one uid or one namespace/name are refused, and so is an item whose uid belongs to another pod on the node (409 uid-conflict naming pods[i]). Then the set is stored (503 state-unavailable: nothing changed), then each pod is synced and each dropped pod deleted. An empty set drains the node. Response: {ok, generation, pods: [{ok, pod, actions, steps, status}], removed: [{ok, pod, steps, deleted}]}; a pod that failed carries error (a problem); a pod a later request changed (or put back) while the PUT ran is left to that request and carries superseded (a note).",
           requestBody: {
             required: true,
             content: {
@@ -76,7 +76,7 @@ export function openApiDocument(): object {
               "application/yaml": { schema: { type: "string", description: "A YAML stream of pods and their ConfigMaps and Secrets (one per document), with a Podsync-Signature header" } },
             },
           },
-          responses: { "200": { description: "Stored, and every pod synced or deleted" }, "207": { description: "Stored; some pods' steps failed (the loop keeps at them)" }, ...errors(...SIGNED_BODY, ...ADMISSION, "stale-generation") },
+          responses: { "200": { description: "Stored, and every pod synced or deleted" }, "207": { description: "Stored; some pods' steps failed (the loop keeps at them)" }, ...errors(...SIGNED_BODY, ...ADMISSION, "uid-conflict", "stale-generation") },
         },
       },
       "/v1/pods/plan": { post: { summary: "computePodActions only (dry run)", requestBody: signedBody, responses: { "200": { description: "The actions a sync would take" }, ...errors(...SIGNED_BODY, ...ADMISSION, "uid-conflict") } } },

@@ -5,7 +5,7 @@ import { CriError, GrpcCode } from "../cri/errors.js";
 import { AuthError } from "../auth/verify.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
-import { PodNotFoundError, UnsupportedError } from "../kuberuntime/runtime.js";
+import { PodNotFoundError, SupersededError, UnsupportedError } from "../kuberuntime/runtime.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
@@ -99,6 +99,7 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof UnsupportedError) return new ProblemError("unsupported", e.message);
   if (e instanceof ContainerChoiceError)
     return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
+  if (e instanceof SupersededError) return new ProblemError("stale-generation", e.message);
   if (e instanceof StaleGenerationError) return new ProblemError("stale-generation", e.message, e.current === undefined ? {} : { current: e.current });
   if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
   // kubelet's admit handlers (rejectPod's "Pod was rejected: ..."): the reason is theirs (SysctlForbidden,

@@ -38,6 +38,11 @@ export class StaleGenerationError extends Error {
   }
 }
 
+export interface RemoveOptions {
+  /** The removing token's iat (seconds). */
+  iat?: number | undefined;
+}
+
 export interface DesiredState {
   /** Every desired pod (order unspecified). */
   list(): Promise<DesiredPod[]>;
@@ -45,8 +50,10 @@ export interface DesiredState {
   /** Store one pod (durably, before anything acts on it). Refuses (StaleGenerationError, nothing changed) an
    * entry whose audit.iat is older than the stored entry's: the check and the write are one step. */
   put(entry: DesiredPod): Promise<void>;
-  /** Forget one pod; false when it was not there. */
-  remove(uid: string): Promise<boolean>;
+  /** Forget one pod; false when it was not there. With `iat` (a DELETE's token), refuses (StaleGenerationError,
+   * nothing changed) when the stored entry was put by a newer token: the check and the removal are one step,
+   * so a sync with a newer iat stored meanwhile is never removed by an older DELETE. */
+  remove(uid: string, opts?: RemoveOptions): Promise<boolean>;
   /** The node-wide set's generation (0 before any PUT /v1/node/pods). */
   generation(): Promise<number>;
   /** Replace the whole set at `generation` (durably, all or nothing): returns the uids that were dropped.
@@ -54,10 +61,32 @@ export interface DesiredState {
   replace(generation: number, entries: DesiredPod[]): Promise<{ removed: string[] }>;
 }
 
+/** The same stored entry: the same object, or one stored at the same time by the same token (a store may
+ * hand out fresh copies on every read). */
+export function sameEntry(a: DesiredPod | undefined, b: DesiredPod): boolean {
+  return a === b || (a !== undefined && a.storedAt === b.storedAt && a.audit.iat === b.audit.iat && a.audit.jti === b.audit.jti && a.pod.metadata.uid === b.pod.metadata.uid);
+}
+
+/** Whether acting on `mine` still acts on what is stored: `stored` is that entry, or one with the same pod
+ * and objects (a later request that sent the same spec; acting on it rolls nothing back). */
+export function stillStored(stored: DesiredPod | undefined, mine: DesiredPod): boolean {
+  return sameEntry(stored, mine) || (stored !== undefined && canonical(stored.pod) === canonical(mine.pod) && canonical(stored.objects ?? null) === canonical(mine.objects ?? null));
+}
+
+/** JSON with object keys sorted (a store may hand back its entries with keys in another order). */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
+}
+
 /** The checks every store makes inside its write (shared so Node, Workers and memory refuse alike). */
 export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod): void {
   if (stored && entry.audit.iat < stored.audit.iat)
     throw new StaleGenerationError(`pod ${entry.pod.metadata.uid} was last changed by a token issued at ${stored.audit.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`, stored.audit.iat);
+}
+export function checkRemove(stored: DesiredPod | undefined, uid: string, opts: RemoveOptions | undefined): void {
+  const iat = opts?.iat;
+  if (stored && iat !== undefined && iat < stored.audit.iat)
+    throw new StaleGenerationError(`pod ${uid} was last changed by a token issued at ${stored.audit.iat}; this delete token was issued at ${iat} (older): refused, nothing changed`, stored.audit.iat);
 }
 export function checkReplace(current: number, generation: number): void {
   if (!(generation > current)) throw new StaleGenerationError(`generation ${generation} is not above the node's current generation ${current}: refused, nothing changed`, current);
@@ -77,7 +106,8 @@ export class MemoryDesiredState implements DesiredState {
     checkPut(this.pods.get(entry.pod.metadata.uid), entry);
     this.pods.set(entry.pod.metadata.uid, entry);
   }
-  async remove(uid: string) {
+  async remove(uid: string, opts?: RemoveOptions) {
+    checkRemove(this.pods.get(uid), uid, opts);
     return this.pods.delete(uid);
   }
   async generation() {

@@ -2,7 +2,7 @@
 // loop's restarts, the desired set's generation). The engine only calls these methods; the Node entry
 // implements them with prom-client (src/host/metrics.ts) and serves them at GET /metrics. Workers pass none.
 import type { PodPhase } from "./api-status.js";
-import type { PodRuntime } from "./runtime.js";
+import { SupersededError, type PodRuntime } from "./runtime.js";
 
 /** What started a sync: an HTTP request, or the node agent's loop. */
 export type SyncTrigger = "request" | "loop";
@@ -35,14 +35,15 @@ export function instrumentRuntime(runtime: PodRuntime, metrics: NodeMetrics | un
   if (!metrics) return runtime;
   return {
     ...runtime,
-    async sync(pod, probes, objects) {
+    async sync(pod, probes, objects, guard) {
       const t0 = performance.now();
       try {
-        const r = await runtime.sync(pod, probes, objects);
+        const r = await runtime.sync(pod, probes, objects, guard);
         metrics.sync(trigger, r.ok ? "ok" : "failed", (performance.now() - t0) / 1000);
         return r;
       } catch (e) {
-        metrics.sync(trigger, "error", (performance.now() - t0) / 1000);
+        // A superseded sync did nothing: not a sync to count.
+        if (!(e instanceof SupersededError)) metrics.sync(trigger, "error", (performance.now() - t0) / 1000);
         throw e;
       }
     },

@@ -5,6 +5,7 @@
 // refuses such a pod from the status it reads anyway, before any runtime write.
 import type { PodRef } from "./kill.js";
 import type { PodStatus } from "./types.js";
+import { POD_UID_LABEL } from "./labels.js";
 
 /** The runtime already holds another pod (name/namespace) under this uid. */
 export class UidConflictError extends Error {
@@ -21,5 +22,16 @@ export function assertOwnUid(pod: PodRef, status: PodStatus): void {
   for (const s of status.sandboxStatuses) {
     const m = s.metadata;
     if (m && (m.name !== pod.name || m.namespace !== pod.namespace)) throw new UidConflictError(pod, { name: m.name, namespace: m.namespace });
+  }
+}
+
+/** The same rule over listed sandboxes (ListPodSandbox items carry their metadata), for pods not stored yet:
+ * throws UidConflictError for the first of `pods` that a sandbox labelled with its uid names otherwise. */
+export function assertOwnUids(pods: readonly PodRef[], sandboxes: readonly { labels: Record<string, string>; metadata?: { name: string; namespace: string } | undefined }[]): void {
+  const byUid = new Map(pods.map((p) => [p.uid, p]));
+  for (const s of sandboxes) {
+    const pod = byUid.get(s.labels[POD_UID_LABEL] ?? "");
+    const m = s.metadata;
+    if (pod && m && (m.name !== pod.name || m.namespace !== pod.namespace)) throw new UidConflictError(pod, { name: m.name, namespace: m.namespace });
   }
 }

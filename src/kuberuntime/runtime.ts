@@ -17,7 +17,8 @@ import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
-import { assertOwnUid } from "./pod-identity.js";
+import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
+import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, managedSelector } from "./labels.js";
 import { subPathUnsupported } from "./subpath.js";
 import { InvalidPodError } from "../pod/validate.js";
 import type { PodActions, PodStatus, SyncStep } from "./types.js";
@@ -77,6 +78,17 @@ export class PodNotFoundError extends Error {
 
 /** A feature this deployment cannot offer (e.g. logs without access to the node's log files). */
 export class UnsupportedError extends Error {}
+
+/** A caller's `current` check, made under the pod's lock, found the call no longer wanted (a later request
+ * changed the pod in the desired state while this one waited): nothing was done. */
+export class SupersededError extends Error {}
+
+export interface GuardOptions {
+  /** Evaluated under the pod's lock, before any runtime call: false refuses the call (SupersededError). It
+   * closes the gap between the caller's read of the desired state and the lock: what another request stored
+   * meanwhile is seen here, and whatever that request does runs after this call, not interleaved with it. */
+  current?: () => Promise<boolean>;
+}
 
 export interface LogsRequest {
   container?: string | undefined;
@@ -173,7 +185,7 @@ export interface PodRuntime {
   plan(pod: Pod, probes?: ProbeResults): Promise<PlanResult>;
   /** Read the pod's status, decide and act (kubelet's SyncPod), under the pod's lock. `objects`: the
    * ConfigMaps and Secrets signed with the pod (validated against it: see src/pod/bundle.ts). */
-  sync(pod: Pod, probes?: ProbeResults & PodProbeResults, objects?: PodObjects): Promise<SyncResult>;
+  sync(pod: Pod, probes?: ProbeResults & PodProbeResults, objects?: PodObjects, guard?: GuardOptions): Promise<SyncResult>;
   /** The pod's v1.PodStatus: the runtime's full status (with termination messages) through
    * generateAPIPodStatus, for the spec given (or a stand-in) and the prober's results. */
   apiStatus(uid: string, spec?: Pod, probes?: PodProbeResults): Promise<ApiStatusResult | undefined>;
@@ -184,7 +196,7 @@ export interface PodRuntime {
   status(uid: string): Promise<StatusResult | undefined>;
   /** Kill the pod and remove its containers and sandboxes. Without a grace period each container gets the
    * one it was started with. */
-  delete(uid: string, gracePeriodSeconds?: number): Promise<DeleteResult>;
+  delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions): Promise<DeleteResult>;
   ready(): Promise<RuntimeReadiness>;
   /** Resolve which instance's log a request means (kubelet's rules and wording); stream it with read(). */
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
@@ -194,10 +206,19 @@ export interface PodRuntime {
    * volumes that need the node's filesystem where there is none): throws PodAdmissionError or InvalidPodError.
    * plan and sync run it first; callers that store a pod before syncing it run it before storing. */
   admit(pod: Pod): void;
+  /** One uid is one pod (pod-identity.ts), checked before the pods are stored: a request whose pod's uid
+   * belongs to another pod on the node is refused (UidConflictError, the first such pod) with nothing
+   * changed. One ListPodSandbox (the pod's own for one pod, the node's managed sandboxes for a set; none for
+   * an empty set). sync checks again under the pod's lock. */
+  checkUids(pods: readonly Pod[]): Promise<Counted>;
   /** The node's persistentVolumeClaim directories and the pods using each (`desired`: pods that should run). */
   claims(desired?: readonly Pod[]): Promise<{ claims: ClaimInfo[] } & Counted>;
   /** Remove a claim and its data; ClaimInUseError while a pod uses it, ClaimNotFoundError when absent. */
   removeClaim(name: string, desired?: readonly Pod[]): Promise<Counted>;
+}
+
+async function checkCurrent(guard: GuardOptions | undefined, what: string): Promise<void> {
+  if (guard?.current && !(await guard.current())) throw new SupersededError(`${what} was superseded: a later request changed the pod in the desired state while this one waited for the pod's lock; nothing was done`);
 }
 
 const ref = (m: PodRef): PodRef => ({ namespace: m.namespace, name: m.name, uid: m.uid });
@@ -267,10 +288,20 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
       }),
 
-    sync: async (pod, probes, objects) => {
+    checkUids: (pods) =>
+      counted(cri, async (c) => {
+        if (pods.length === 0) return {};
+        const labelSelector = pods.length === 1 ? managedSelector(pods[0]!.metadata.uid) : { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY };
+        const { items } = await c.listPodSandbox({ filter: { labelSelector } });
+        assertOwnUids(pods.map((p) => ref(p.metadata)), items);
+        return {};
+      }),
+
+    sync: async (pod, probes, objects, guard) => {
       admit(pod);
       return lock.run(pod.metadata.uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
+          await checkCurrent(guard, `the sync of pod ${pod.metadata.uid}`);
           const status = await getPodStatus(c, pod.metadata);
           // Refused before any write: the status read is the only call made.
           assertOwnUid(pod.metadata, status);
@@ -325,9 +356,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       return { pod: refFromStatus(uid, r.status), status: r.status, criCalls: r.criCalls };
     },
 
-    delete: (uid, gracePeriodSeconds) =>
+    delete: (uid, gracePeriodSeconds, guard) =>
       lock.run(uid, (fence) =>
         counted(fenced(cri, fence), async (c) => {
+          await checkCurrent(guard, `the delete of pod ${uid}`);
           const status = await getPodStatus(c, { uid, name: "", namespace: "" });
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) {

@@ -13,7 +13,7 @@
 // Any I/O failure is a StateUnavailableError (503) and leaves the previous state in force.
 import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
-import { checkPut, checkReplace, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
+import { checkPut, checkRemove, checkReplace, type DesiredPod, type DesiredState, type RemoveOptions } from "../kuberuntime/desired-state.js";
 import { Pod } from "../pod/schema.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 
@@ -91,9 +91,10 @@ export class FileDesiredState implements DesiredState {
     });
   }
 
-  async remove(uid: string): Promise<boolean> {
+  async remove(uid: string, opts?: RemoveOptions): Promise<boolean> {
     await this.open();
     return this.serial(async () => {
+      checkRemove(this.pods.get(uid), uid, opts);
       if (!this.pods.has(uid)) return false;
       await this.io("removing a desired pod", async () => {
         await this.fs.unlink(join(this.podsDir, `${uid}.json`)).catch(ignore("ENOENT"));

@@ -3,7 +3,7 @@
 // opening them when read, so the store itself never holds a Secret's data in clear. ConfigMaps pass as they are.
 // A Secret that does not open (the node key lost or replaced) is a StateUnavailableError: the store is then not
 // usable for that pod until it is put again.
-import type { DesiredPod, DesiredState } from "../kuberuntime/desired-state.js";
+import type { DesiredPod, DesiredState, RemoveOptions } from "../kuberuntime/desired-state.js";
 import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 
@@ -68,8 +68,8 @@ export class SealedDesiredState implements DesiredState {
   async put(entry: DesiredPod) {
     return this.inner.put(await this.seal(entry));
   }
-  remove(uid: string) {
-    return this.inner.remove(uid);
+  remove(uid: string, opts?: RemoveOptions) {
+    return this.inner.remove(uid, opts);
   }
   generation() {
     return this.inner.generation();

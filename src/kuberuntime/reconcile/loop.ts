@@ -10,7 +10,8 @@
 //                   loop back-off just ended; pods whose failed sync is due for a retry (10 s, kubelet's
 //                   backOffPeriod); pods due for the full resync (PODSYNC_RESYNC_INTERVAL_MS)
 //   probes          ticked when due, against the last relist; a liveness/startup failure syncs the pod
-//   every sync      with the spec as stored at that moment; a pod that left the desired state meanwhile is not
+//   every sync      with the spec as stored at that moment (checked again under the pod's lock: a spec a request
+//                   replaced meanwhile is not applied); a pod that left the desired state meanwhile is not
 //                   synced, and one that left while its sync waited for the lock is deleted again
 //
 // Pods the desired state does not hold are never synced, whatever labels they carry. One pod's failure never
@@ -18,9 +19,9 @@
 import type { Pod } from "../../pod/schema.js";
 import type { CriClient } from "../../cri/client.js";
 import { errorMessage, isCriError } from "../../cri/errors.js";
-import type { DesiredPod, DesiredState } from "../desired-state.js";
+import { sameEntry, stillStored, type DesiredPod, type DesiredState } from "../desired-state.js";
 import { objectsFromStored } from "../../pod/bundle.js";
-import type { PodRuntime, SyncResult } from "../runtime.js";
+import { SupersededError, type PodRuntime, type SyncResult } from "../runtime.js";
 import type { Prober } from "../prober/prober.js";
 import type { MetricsSource, NodeMetrics } from "../metrics.js";
 import { generateAPIPodStatus, type PodPhase } from "../api-status.js";
@@ -138,7 +139,17 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         const entry = await o.desired.get(uid);
         if (!entry) return;
         // With the ConfigMaps and Secrets stored beside it (opened by the store), validated again with the pod.
-        const r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined);
+        // Synced only if that entry is still the stored one once the pod's lock is held: a request that stored
+        // a newer spec (or removed the pod) after the read above acts itself, after this, and is not undone.
+        const current = async () => stillStored(await o.desired.get(uid), entry);
+        let r: SyncResult;
+        try {
+          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, { current });
+        } catch (e) {
+          if (!(e instanceof SupersededError)) throw e;
+          outcome = "ok";
+          return;
+        }
         // It left while this sync waited for the pod's lock: the DELETE or PUT may have run its delete first,
         // so what this sync made is deleted again (as the sync route does).
         if (!(await o.desired.get(uid))) {
@@ -162,7 +173,11 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         const same = f && `${f.action} ${f.target}: ${f.error ?? "failed"}${f.grpcCode ? ` (${f.grpcCode})` : ""}`;
         report(`pod:${uid}`, uid, f ? { same: same!, text: `${same}${f.message ? `: ${f.message}` : ""}` } : undefined, { reason });
       } catch (e) {
-        report(`pod:${uid}`, uid, failure(e), { reason });
+        // A pod dropped from the desired set while this sync ran is not reported into `errors`: updateDesired
+        // already forgot it, and nothing would remove its key again (a leak, and its next error, should it
+        // come back, would be taken for this one and not logged). Its failure is logged once all the same.
+        if (specs.has(uid)) report(`pod:${uid}`, uid, failure(e), { reason });
+        else log({ event: "error", podUid: uid, what: "sync", error: failure(e).text.slice(0, 300), reason, desired: false });
       } finally {
         const end = now();
         if (rec) {
@@ -388,11 +403,6 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   };
 }
 
-/** The same stored entry: the same object, or one stored at the same time by the same token (a store may
- * hand out fresh copies on every list). */
-function sameEntry(a: DesiredPod | undefined, b: DesiredPod): boolean {
-  return a === b || (a !== undefined && a.storedAt === b.storedAt && a.audit.iat === b.audit.iat && a.audit.jti === b.audit.jti && a.pod.metadata.uid === b.pod.metadata.uid);
-}
 
 function hasProbes(pod: Pod | undefined): boolean {
   return pod?.spec.containers.some((c) => c.livenessProbe || c.readinessProbe || c.startupProbe) ?? false;
