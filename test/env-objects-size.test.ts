@@ -3,7 +3,6 @@
 // reconcile loop's stored objects), and `expand` itself caps what it builds (defence in depth).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleFromPayload, bundlesFromSet, objectsFromStored } from "../src/pod/bundle.js";
-import { InvalidPodError } from "../src/pod/validate.js";
 import { expand, ExpansionTooLargeError } from "../src/kuberuntime/expansion.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { storedObjects } from "../src/pod/objects.js";
@@ -11,7 +10,7 @@ import { objectEnvLengths } from "../src/pod/env-objects-size.js";
 import { envResolver } from "../src/kuberuntime/env-sources.js";
 import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
 import { startStack, type Stack } from "./support/http.js";
-import { uid } from "./support/pods.js";
+import { uid, errorsOf } from "./support/pods.js";
 
 const KIB = 1024;
 const big = (n: number) => "b".repeat(n);
@@ -24,15 +23,6 @@ const secret = (stringData: Record<string, string>) => ({ apiVersion: "v1", kind
 /** X0..Xn-1 = "$(B)" each: the review's 1 MiB key times 500 is this with a key under the per-value limit. */
 const refs = (n: number, value = "$(B)") => Array.from({ length: n }, (_, i) => ({ name: `X${i}`, value }));
 
-function errorsOf(fn: () => unknown) {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof InvalidPodError) return e.errors;
-    throw e;
-  }
-  throw new Error("accepted");
-}
 
 describe("the expansion bound sees envFrom and valueFrom values", () => {
   it("a key under 128 KiB referenced until the container passes 1 MiB is refused (envFrom and valueFrom)", () => {

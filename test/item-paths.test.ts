@@ -7,10 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { bundleFromPayload } from "../src/pod/bundle.js";
-import { InvalidPodError } from "../src/pod/validate.js";
 import { cleanItemPath } from "../src/pod/sources.js";
 import { volumePayloads } from "../src/kuberuntime/object-volumes.js";
 import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
+import { errorsOf } from "./support/pods.js";
 import { nodeVolumeFiles } from "../src/host/volume-files.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-itempaths-"));
@@ -22,15 +22,6 @@ const pod = (volumes: unknown[]) => ({
   spec: { volumes, containers: [{ name: "main", image: "localhost/busybox:1", volumeMounts: (volumes as { name: string }[]).map((v) => ({ name: v.name, mountPath: `/v/${v.name}` })) }] },
 });
 
-function errorsOf(fn: () => unknown) {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof InvalidPodError) return e.errors;
-    throw e;
-  }
-  throw new Error("accepted");
-}
 
 describe("volume item paths", () => {
   it("cleanItemPath is path.Clean on what validation lets through", () => {

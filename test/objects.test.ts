@@ -4,7 +4,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseYamlStream } from "../src/http/parse-body.js";
 import { bundleFromDocuments, bundleFromPayload } from "../src/pod/bundle.js";
-import { InvalidPodError } from "../src/pod/validate.js";
 import { containerEnv } from "../src/kuberuntime/expansion.js";
 import { envResolver } from "../src/kuberuntime/env-sources.js";
 import { formatMap, goQuote } from "../src/kuberuntime/downward.js";
@@ -27,6 +26,7 @@ import { importSealKey, newSealKeyBytes } from "../src/state/secret-seal.js";
 import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
 import { storedObjects } from "../src/pod/objects.js";
 import { startReconcileLoop } from "../src/kuberuntime/reconcile/loop.js";
+import { errorsOf } from "./support/pods.js";
 import { instrumentRuntime } from "../src/kuberuntime/metrics.js";
 
 const SECRET = "s3cr3t-hunter2-value";
@@ -57,15 +57,6 @@ const podDoc = (extra: { env?: unknown[]; envFrom?: unknown[]; volumes?: unknown
 const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { "app.conf": "port=8080\n", mode: "fast" }, binaryData: { blob: b64("\u0001\u0002") } };
 const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, type: "Opaque", data: { password: b64(SECRET) }, stringData: { user: "admin" } };
 
-function errorsOf(fn: () => unknown) {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof InvalidPodError) return e.errors;
-    throw e;
-  }
-  throw new Error("expected InvalidPodError");
-}
 
 describe("the bundle: a pod and its objects", () => {
   it("a YAML stream of Pod, ConfigMap and Secret (empty documents skipped); stringData merged into data", () => {

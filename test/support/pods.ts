@@ -1,5 +1,6 @@
 // Pod fixtures, validated through the real schema so tests see exactly what the engine sees.
 import { Pod, type PodInput } from "../../src/pod/schema.js";
+import { InvalidPodError } from "../../src/pod/validate.js";
 import type { CriClient } from "../../src/cri/client.js";
 import { createPodRuntime, type PodRuntimeOptions } from "../../src/kuberuntime/runtime.js";
 
@@ -23,3 +24,14 @@ export function pod(spec: Partial<PodInput["spec"]> = {}, meta: Partial<PodInput
 /** One whole sync through the engine's front door, with a fresh runtime (no state carried between calls
  * but what the options bring, as for a restarted podsync). */
 export const syncOnce = (cri: CriClient, pod: Pod, o: PodRuntimeOptions = {}) => createPodRuntime(cri, o).sync(pod);
+
+/** The field errors an InvalidPodError carries; a call that does not throw one fails the test. */
+export function errorsOf(fn: () => unknown): { path: string; message: string }[] {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof InvalidPodError) return e.errors;
+    throw e;
+  }
+  throw new Error("expected InvalidPodError");
+}
