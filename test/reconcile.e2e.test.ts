@@ -18,6 +18,7 @@ import { startReconcileLoop, type ReconcileLoop } from "../src/kuberuntime/recon
 import { Pod } from "../src/pod/schema.js";
 import { startNode } from "../src/node.js";
 import { importJWK, SignJWT, type JWK } from "jose";
+import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
@@ -33,16 +34,6 @@ const entry = (pod: Pod) => ({ pod, audit: { iss: "test", iat: 0 }, storedAt: Da
 const sockOf = (ep: string) => ep.replace(/^unix:\/\//, "");
 const ctr = (sock: string, ...args: string[]) => execFileSync("ctr", ["-a", sock, "--connect-timeout", "3s", "-n", "k8s.io", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    const v = await fn().catch((e) => ((last = e), undefined));
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last}` : ""}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function containers(cri: CriClient, podUid: string) {
   const r = await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": podUid } } });
@@ -227,16 +218,23 @@ describe.skipIf(skip)("the Node server's own loop on the shared lab containerd",
     const stateDir = join(dir, "state");
     const server = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: stateDir, PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: "loop-node", PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir }, true);
     const sign = devSigner(dir, "loop-node");
-    const p = Pod.parse({ metadata: { name: "loop-live", namespace: "default", uid: uid("loop-live") }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sh", "-c", "touch /tmp/ok; exec sleep 3600"], livenessProbe: { exec: { command: ["sh", "-c", "test -f /tmp/ok"] }, periodSeconds: 1, failureThreshold: 1 } }] } });
+    const p = Pod.parse({ metadata: { name: "loop-live", namespace: "default", uid: uid("loop-live") }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], livenessProbe: { exec: { command: ["sh", "-c", "[ ! -e /tmp/fail ]"] }, periodSeconds: 1, failureThreshold: 1 } }] } });
     const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     try {
       const r = await fetch(`${server.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod: p }) });
       expect(r.status).toBe(200);
       const [first] = await until("the container to run", async () => { const x = await running(cri, p.metadata.uid); return x.length === 1 && x; });
-      await cri.execSync({ containerId: first!.id, cmd: ["sh", "-c", "rm /tmp/ok"], timeout: 5n });
+      // The probe passes until a file appears (the lab image has mkdir, not touch or rm); a restarted container
+      // has a fresh root filesystem, so it passes again.
+      const made = await cri.execSync({ containerId: first!.id, cmd: ["mkdir", "/tmp/fail"], timeout: 5n });
+      expect(made.exitCode).toBe(0);
       const [second] = await until("the loop's restart", async () => { const x = await running(cri, p.metadata.uid); return x.length === 1 && x[0]!.id !== first!.id && x; });
       expect(restartCount(second!)).toBe(1);
-      const text = await (await fetch(`${server.url}/metrics`)).text();
+      // The new container runs before the loop's sync has returned (and been counted): wait for the count.
+      const text = await until("the loop's sync and restart in /metrics", async () => {
+        const t = await (await fetch(`${server.url}/metrics`)).text();
+        return /^podsync_loop_container_restarts_total [1-9]/m.test(t) && t;
+      });
       expect(text).toMatch(/^podsync_syncs_total\{trigger="loop",result="ok"\} [1-9]/m);
       expect(text).toMatch(/^podsync_loop_container_restarts_total [1-9]/m);
       expect(readdirSync(join(stateDir, "probes"))).toContain(`${p.metadata.uid}.json`);

@@ -19,6 +19,7 @@ import { nodeTerminationFiles } from "../src/host/termination-files.js";
 import { nodePodDirs } from "../src/host/pod-dirs.js";
 import { nodeProbeNetwork } from "../src/host/probe-network.js";
 import { Harness } from "./support/http.js";
+import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
@@ -41,16 +42,6 @@ const podInput = (name: string, spec: Record<string, unknown>) => {
 };
 const main = (command: string[], extra: Record<string, unknown> = {}) => ({ name: "main", image: IMAGE, imagePullPolicy: "Never", command, ...extra });
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    const v = await fn().catch((e) => ((last = e), undefined));
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
 
 async function sync(p: unknown) {
   const r = await h.post("/v1/pods/sync", p);

@@ -9,6 +9,7 @@ import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { Harness, ISSUER, makeKey } from "./support/http.js";
+import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";
 
 process.env["CLOUDFLARE_CF_FETCH_ENABLED"] = "false";
@@ -29,16 +30,6 @@ let base: URL;
 let signer: Harness;
 const made: string[] = [];
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    const v = await fn().catch((e) => ((last = e), undefined));
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last}` : ""}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const relists = () => calls.filter((c) => c.method.endsWith("/ListPodSandbox")).length;
 
