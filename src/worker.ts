@@ -33,7 +33,8 @@ import { checkPut, checkRemove, checkReplace, StaleGenerationError, type Desired
 import { StateUnavailableError } from "./state/state-unavailable.js";
 import type { CriClient } from "./cri/client.js";
 import { startReconcileLoop, type ReconcileLoop } from "./kuberuntime/reconcile/loop.js";
-import { createProber } from "./kuberuntime/prober/prober.js";
+import { createProber, type Prober } from "./kuberuntime/prober/prober.js";
+import type { PodProbeResults } from "./kuberuntime/api-status.js";
 
 // The few Workers runtime shapes used here (kept local rather than pulling the global workers types
 // into a project that also type-checks against Node's and the DOM's).
@@ -137,7 +138,16 @@ class DurableDesiredState implements DesiredState {
   remove = (uid: string, opts?: RemoveOptions) => this.call<boolean>("remove", { uid, ...(opts?.iat !== undefined ? { iat: opts.iat } : {}) });
   generation = () => this.call<number>("generation");
   replace = (generation: number, entries: DesiredPod[]) => this.call<{ removed: string[] }>("replace", { generation, entries });
+  /** The node object's probe results for these pods (its alarm runs the probes). */
+  probeResults = async (uids: string[]): Promise<Map<string, PodProbeResults>> =>
+    new Map(Object.entries(await this.call<Record<string, ProbeResultsJSON>>("probe-results", { uids })).map(([uid, j]) => [uid, probeResultsFrom(j)]));
 }
+
+/** PodProbeResults as JSON (its maps as entry lists), between the node object and the Worker's routes. */
+type ProbeResultsJSON = Partial<Record<keyof PodProbeResults, [string, unknown][]>>;
+const probeResultsJSON = (r: PodProbeResults): ProbeResultsJSON =>
+  Object.fromEntries((["liveness", "readiness", "startup", "changedAt"] as const).flatMap((k) => (r[k] ? [[k, [...r[k]!.entries()]]] : [])));
+const probeResultsFrom = (j: ProbeResultsJSON): PodProbeResults => Object.fromEntries(Object.entries(j).map(([k, v]) => [k, new Map(v)])) as PodProbeResults;
 
 /** The holder's side of a lease: aborts once the lease may have expired. A renewal sent at time t that the
  * Durable Object granted keeps the lease to at least t + leaseMs (its timer restarted after t), so the fence
@@ -269,6 +279,7 @@ function build(env: Env): Hono {
   root.get("/healthz", (c) => c.json({ ok: true, nodes: Object.keys(s.PODSYNC_NODES) }));
   for (const [name, cfg] of Object.entries(s.PODSYNC_NODES)) {
     const { runtime } = nodeRuntime(env, s, name)!;
+    const desiredOf = new DurableDesiredState(env.DESIRED, name);
     const app = createApp({
       runtime,
       verifier: createVerifier({
@@ -281,7 +292,9 @@ function build(env: Env): Hono {
         replay: new DurableReplayStore(env.REPLAY, name),
       }),
       nodeName: name,
-      desired: sealed(new DurableDesiredState(env.DESIRED, name), s),
+      desired: sealed(desiredOf, s),
+      // The node object's alarm runs the probes; the GET routes read its results from there.
+      probeResults: (uids) => desiredOf.probeResults(uids),
       policy: nodePolicy(s),
       // A Worker cannot see the node's machine: arch, cpu and memory are checked only when the owner sets them.
       nodeInfo: nodeInfoFrom(withNodeOverrides(s, cfg), name, {}),
@@ -408,7 +421,7 @@ class StorageDesiredState implements DesiredState {
 export class NodeDesiredState {
   private readonly store: StorageDesiredState;
   private node: string | undefined;
-  private loop: { loop: ReconcileLoop; settings: WorkerConfig } | undefined;
+  private loop: { loop: ReconcileLoop; settings: WorkerConfig; prober: Prober } | undefined;
   constructor(
     private readonly state: DOState,
     private readonly env: Env,
@@ -444,6 +457,13 @@ export class NodeDesiredState {
           const r = await d.replace(generation, entries);
           await this.schedule();
           return Response.json(r);
+        }
+        case "probe-results": {
+          // What the alarm's prober knows of these pods (readiness, startup, liveness by container id), for the
+          // Worker's GET routes, which run outside this object. Nothing before the first pass.
+          const uids = (arg!["uids"] as string[]).slice(0, 10_000);
+          const prober = this.loop?.prober;
+          return Response.json(Object.fromEntries(prober ? uids.map((uid) => [uid, probeResultsJSON(prober.results(uid))]) : []));
         }
         default:
           return Response.json({ message: `no operation ${op}` }, { status: 404 });
@@ -506,6 +526,7 @@ export class NodeDesiredState {
     this.loop = undefined;
     const engine = nodeRuntime(this.env, s, node);
     if (!engine) return undefined;
+    const prober = createProber({ cri: engine.cri });
     const loop = startReconcileLoop({
       runtime: engine.runtime,
       cri: engine.cri,
@@ -514,13 +535,13 @@ export class NodeDesiredState {
       // Exec probes only (ExecSync through the proxy, which must allow it); the routes refuse the other
       // handlers. They run in the alarm's passes, so no more often than the relist interval; their state lives in
       // this object's memory and starts over after an eviction.
-      prober: createProber({ cri: engine.cri }),
+      prober,
       manual: true,
       relistIntervalMs: relistInterval(s),
       resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
       log: (rec) => log({ loop: "reconcile", node, ...rec }),
     });
-    this.loop = { loop, settings: s };
+    this.loop = { loop, settings: s, prober };
     return loop;
   }
 }

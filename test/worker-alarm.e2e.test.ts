@@ -156,4 +156,35 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     const r2 = await put([], 4);
     expect(r2.body.removed).toMatchObject([{ ok: true, pod: { uid: id } }]);
   }, 90_000);
+
+  it("an exec readiness probe run by the alarm drives Ready in the Worker's GET /v1/pods/{uid} and GET /v1/pods", async () => {
+    const id = uid("wready");
+    made.push(id);
+    const pod = {
+      metadata: { name: `wready-${id.slice(-8)}`, namespace: "podsync-alarm", uid: id },
+      spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], readinessProbe: { exec: { command: ["sh", "-c", "[ -e /tmp/ready ]"] }, periodSeconds: 1, failureThreshold: 1 } }] },
+    };
+    const r1 = await put([pod], 5);
+    expect(r1.status, JSON.stringify(r1.body)).toBe(200);
+    const ready = (p: any) => p.status.conditions.find((c: { type: string }) => c.type === "Ready")?.status;
+    const first = await getPod(id);
+    expect(ready(first)).toBe("False");
+    const containerId = String(first.status.containerStatuses[0].containerID).replace("containerd://", "");
+    const cri = connectGrpc({ endpoint, timeoutMs: 10_000 });
+    try {
+      await cri.execSync({ containerId, cmd: ["mkdir", "/tmp/ready"], timeout: 5n });
+    } finally {
+      cri.close();
+    }
+    const up = await until("Ready=True from the alarm's readiness probe", async () => {
+      const p = await getPod(id);
+      return ready(p) === "True" && p;
+    });
+    expect(up.status.containerStatuses[0]).toMatchObject({ ready: true, restartCount: 0 });
+    const t = await signer.sign({ act: "status" }, { aud: NODE });
+    const list = (await (await fetch(new URL(`/nodes/${NODE}/v1/pods`, base), { headers: { authorization: `Bearer ${t}` } })).json()) as any;
+    expect(list.items.find((p: any) => p.metadata.uid === id).status.containerStatuses[0].ready).toBe(true);
+    const r2 = await put([], 6);
+    expect(r2.body.removed).toMatchObject([{ ok: true, pod: { uid: id } }]);
+  }, 90_000);
 });

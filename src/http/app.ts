@@ -19,7 +19,7 @@ import { registerVolumes } from "./volumes.js";
 import type { Pod, ProbeHandler } from "../pod/schema.js";
 import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
-import { toV1Pod } from "../kuberuntime/api-status.js";
+import { toV1Pod, type PodProbeResults } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
 import { checkPut, MemoryDesiredState, StaleGenerationError, stillStored, type DesiredState } from "../kuberuntime/desired-state.js";
 import { desiredEntry, registerNodePods } from "./node-pods.js";
@@ -59,6 +59,8 @@ export interface AppOptions {
   now?: () => number;
   /** Runs the pods' probes; synced pods are handed to it and its results go into every sync and status. */
   prober?: Prober;
+  /** Where the probes run elsewhere (the Workers node object's alarm): their results, for the GET routes. */
+  probeResults?: (uids: string[]) => Promise<Map<string, PodProbeResults>>;
   /** GET /metrics (Node); absent: not served. */
   metrics?: MetricsRouteOptions;
   /** The node's desired state: every accepted sync is stored here before it acts, DELETE removes, PUT
@@ -226,8 +228,9 @@ export function createApp(o: AppOptions) {
     const uid = pathUid(c.req.param("uid"));
     const token = await readBearer(c.req.raw, o.verifier, "status", uid, false);
     note(c, uid, token.payload.jti);
-    const spec = (await desired.get(uid))?.pod ?? prober?.spec(uid);
-    const r = await rt.apiStatus(uid, spec, prober?.results(uid));
+    const [stored, remote] = await Promise.all([desired.get(uid), o.probeResults?.([uid])]);
+    const spec = stored?.pod ?? prober?.spec(uid);
+    const r = await rt.apiStatus(uid, spec, prober?.results(uid) ?? remote?.get(uid));
     if (!r) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container for pod uid ${uid}`);
     c.set("criCalls", r.criCalls);
     prober?.observe(uid, r.status);
@@ -267,6 +270,7 @@ export function createApp(o: AppOptions) {
     nodeInfo,
     admitting,
     prober,
+    probeResults: o.probeResults,
     maxBodyBytes: maxBody,
     now,
     concurrency: o.applyConcurrency ?? 8,

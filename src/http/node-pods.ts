@@ -18,6 +18,7 @@ import { storedObjects, type PodObjects } from "../pod/objects.js";
 import { bundlesFromSet } from "../pod/bundle.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime } from "./admission.js";
 import { serialQueue, type Serial } from "./serial.js";
+import type { PodProbeResults } from "../kuberuntime/api-status.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import { ProblemError, toProblemError } from "./problems.js";
 import { readSignedList } from "./signed-request.js";
@@ -25,6 +26,8 @@ import { actionsJSON } from "./serialize.js";
 
 export interface NodePodsDeps {
   runtime: PodRuntime;
+  /** Probe results kept elsewhere (the Workers node object), for GET /v1/pods. */
+  probeResults?: ((uids: string[]) => Promise<Map<string, PodProbeResults>>) | undefined;
   verifier: Verifier;
   desired: DesiredState;
   policy: NodePolicy;
@@ -194,7 +197,8 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     d.note(c as never, { jti: token.payload.jti });
     const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
     entries.sort((a, b) => a.pod.metadata.namespace.localeCompare(b.pod.metadata.namespace) || a.pod.metadata.name.localeCompare(b.pod.metadata.name));
-    const r = await d.runtime.list(entries.map((e) => e.pod), (uid) => d.prober?.results(uid));
+    const remote = d.probeResults && entries.length ? await d.probeResults(entries.map((e) => e.pod.metadata.uid)) : undefined;
+    const r = await d.runtime.list(entries.map((e) => e.pod), (uid) => d.prober?.results(uid) ?? remote?.get(uid));
     for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
     d.note(c as never, { criCalls: r.criCalls });
     return c.json({
