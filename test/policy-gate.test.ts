@@ -155,6 +155,19 @@ describe("the gate refuses raw calls beyond the node policy", () => {
     expect(!v.ok && v.details).toContain("sandboxConfig.linux.securityContext.privileged (privileged)");
   });
 
+  it("a runtime handler (podsync never picks one) is refused below privileged", async () => {
+    const body = (runtimeHandler: string) => Buffer.from(toBinary(api.RunPodSandboxRequestSchema, create(api.RunPodSandboxRequestSchema, { config: sandbox, runtimeHandler })));
+    const { gate } = gateFor({ level: "baseline", hostPathAllow: [] }, sandbox);
+    expect(await gate.admit(RUN_POD_SANDBOX, body("kata"), Date.now() + 1000)).toMatchObject({ ok: false, code: 7, rules: ["runtimeHandler"] });
+    expect((await gate.admit(RUN_POD_SANDBOX, body(""), Date.now() + 1000)).ok).toBe(true);
+  });
+
+  it("a sandbox the runtime answers for without a status: the container is refused (never checked without its sandbox)", async () => {
+    const upstream: UpstreamCall = async () => ({ code: 0, details: "", body: Buffer.from(toBinary(api.PodSandboxStatusResponseSchema, create(api.PodSandboxStatusResponseSchema, {}))) });
+    const gate = createPolicyGate({ policy: { level: "baseline", hostPathAllow: [] }, rootDir: node.rootDir, podLogsDir: node.podLogsDir }, upstream);
+    expect(await gate.admit(CREATE_CONTAINER, containerBody(() => {}), Date.now() + 1000)).toMatchObject({ ok: false, code: 5 });
+  });
+
   it("a container in a host-network sandbox is refused from the sandbox's status, whatever its own config says", async () => {
     const hostSandbox = generatePodSandboxConfig(pod({ hostNetwork: true }, { uid: p.metadata.uid }), 0, node);
     const { gate } = gateFor({ level: "baseline", hostPathAllow: [] }, hostSandbox);

@@ -72,9 +72,12 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
     } catch (e) {
       return { code: GrpcCode.INTERNAL, details: `cri-proxy could not decode the runtime's PodSandboxStatus: ${(e as Error).message}` };
     }
-    const facts: SandboxFacts = { id: status?.id || id, uid: status?.metadata?.uid ?? "", namespaces: status?.linux?.namespaces?.options };
+    // A sandbox the runtime answers for without a status cannot be judged: refuse rather than check the
+    // container without its sandbox's namespaces.
+    if (!status?.id) return { code: GrpcCode.NOT_FOUND, details: `cri-proxy found no status for sandbox ${JSON.stringify(id)} to check the container against the node policy` };
+    const facts: SandboxFacts = { id: status.id, uid: status.metadata?.uid ?? "", namespaces: status.linux?.namespaces?.options };
     // Only a sandbox the runtime knows is cached; ids are the runtime's, so a hit is the same sandbox.
-    if (status?.id === id) {
+    if (status.id === id) {
       if (sandboxes.size >= cacheSize) sandboxes.delete(sandboxes.keys().next().value!);
       sandboxes.set(id, facts);
     }
@@ -105,6 +108,10 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
       if (path === RUN_POD_SANDBOX) {
         const r = req as MessageShape<typeof RunPodSandboxRequestSchema>;
         violations = checkRunPodSandbox(r, policy, context(r.config?.metadata?.uid));
+        // podsync never picks a runtime handler; another handler (kata, gVisor, one with annotations enabled)
+        // would be judged by rules written for runc's.
+        if (r.runtimeHandler !== "" && policy.level !== "privileged")
+          violations.push({ path: "runtimeHandler", rule: "runtimeHandler", message: `runtime handler ${JSON.stringify(r.runtimeHandler)} is not allowed (podsync uses the runtime's default)` });
       } else {
         const r = req as MessageShape<typeof CreateContainerRequestSchema>;
         const facts = await sandboxFacts(r.podSandboxId, deadline);
