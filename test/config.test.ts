@@ -38,6 +38,11 @@ describe("generatePodSandboxConfig", () => {
     expect(generatePodSandboxConfig(mk({}, { name: long }), 0, node).hostname).toBe("a".repeat(62));
   });
 
+  it("hostPort 0 (the API server's \"none\", as kubectl exports it) is no host port", () => {
+    const c = generatePodSandboxConfig(mk({ containers: [{ name: "main", image: "x:1", ports: [{ containerPort: 80, hostPort: 0 }] }] }), 0, node);
+    expect(c.portMappings).toEqual([]);
+  });
+
   it("port mappings for ports with a hostPort, with protocol and host IP", () => {
     const c = generatePodSandboxConfig(mk({ containers: [{ name: "main", image: "x:1", ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 53, hostPort: 5353, protocol: "UDP", hostIP: "127.0.0.1" }, { containerPort: 9000 }] }] }), 0, node);
     expect(c.portMappings.map((p) => [p.protocol, p.containerPort, p.hostPort, p.hostIp])).toEqual([[api.Protocol.TCP, 80, 8080, ""], [api.Protocol.UDP, 53, 5353, "127.0.0.1"]]);

@@ -182,6 +182,10 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
     const b = bundleFromPayload({ pod: podDoc({ imagePullSecrets: [{ name: "reg" }] }), secrets: [reg, secret] });
     const creds = pullCredentials("registry.example:5000/app:1", resolvePullSecrets(b.pod.spec.imagePullSecrets, b.objects));
     expect(creds).toEqual([expect.objectContaining({ username: "u", password: SECRET })]);
+    // Only the credential fields, only as strings: other fields (email) and non-string values are dropped.
+    const odd = { ...reg, metadata: { name: "odd" }, data: { ".dockerconfigjson": b64(JSON.stringify({ auths: { "registry.example:5000": { username: "u", password: 12345, email: "a@b" } } })) } };
+    const b2 = bundleFromPayload({ pod: podDoc({ imagePullSecrets: [{ name: "odd" }] }), secrets: [odd] });
+    expect(resolvePullSecrets(b2.pod.spec.imagePullSecrets, b2.objects)).toEqual([{ name: "odd", auths: { "registry.example:5000": { username: "u" } } }]);
     expect(errorsOf(() => bundleFromPayload({ pod: podDoc({ imagePullSecrets: [{ name: "missing" }] }) })).map((e) => e.path)).toEqual(["pod.spec.imagePullSecrets[0].name"]);
     expect(errorsOf(() => bundleFromPayload({ pod: podDoc({ imagePullSecrets: [{ name: "creds" }] }), secrets: [secret] }))[0]!.message).toContain('is of type "Opaque"');
   });

@@ -106,8 +106,8 @@ export function resolvePullSecrets(secrets: readonly PullSecret[] | undefined, o
     if (!s || !raw) return ps;
     try {
       const j = JSON.parse(text.decode(raw)) as Record<string, unknown>;
-      const auths = (s.type === SECRET_TYPES.dockerCfg ? j : j["auths"]) as PullSecret["auths"];
-      return { name: ps.name, auths: typeof auths === "object" && auths !== null ? auths : {} };
+      const auths = s.type === SECRET_TYPES.dockerCfg ? j : j["auths"];
+      return { name: ps.name, auths: credentialFields(auths) };
     } catch {
       return { name: ps.name, auths: {} };
     }
@@ -124,5 +124,21 @@ export function fileVolumeErrors(pod: Pod, why: string): FieldError[] {
     const kind = FILE_VOLUME_KINDS.find((k) => k in v);
     if (kind) out.push({ path: `spec.volumes[${i}].${kind}`, message: `${kind} volumes are not available here: ${why}` });
   });
+  return out;
+}
+
+/** A docker config's `auths`, keeping per registry only the credential fields the runtime takes, and only as
+ * strings (as kubelet's credentialprovider reads it: other fields, such as email, are dropped). What is kept is
+ * what the pull-secret redaction knows of, so nothing else of the Secret can reach a message. */
+function credentialFields(auths: unknown): NonNullable<PullSecret["auths"]> {
+  const out: NonNullable<PullSecret["auths"]> = {};
+  if (typeof auths !== "object" || auths === null) return out;
+  for (const [registry, entry] of Object.entries(auths)) {
+    if (typeof entry !== "object" || entry === null || registry === "") continue;
+    const e = entry as Record<string, unknown>;
+    const kept: Record<string, string> = {};
+    for (const k of ["username", "password", "auth", "identitytoken", "registrytoken"] as const) if (typeof e[k] === "string") kept[k] = e[k];
+    out[registry] = kept;
+  }
   return out;
 }

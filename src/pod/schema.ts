@@ -117,7 +117,8 @@ export const ContainerSecurityContext = z.strictObject({
 export const ContainerPort = z.strictObject({
   name: z.string().max(15).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "port name must be an IANA_SVC_NAME").optional(),
   containerPort: port("containerPort"),
-  hostPort: port("hostPort").optional(),
+  // 0 is what the API server stores for "no host port" (kubectl exports it): read as unset.
+  hostPort: z.union([z.literal(0).transform(() => undefined), port("hostPort")]).optional(),
   protocol: z.enum(["TCP", "UDP", "SCTP"]).default("TCP"),
   hostIP: z.union([z.ipv4(), z.ipv6()]).optional(),
 });
