@@ -8,12 +8,10 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
-import { unstable_startWorker } from "wrangler";
 import { startProxy } from "../src/proxy/cri-proxy.js";
-import { Harness, ISSUER, makeKey } from "../test/support/http.js";
+import { Harness, makeKey } from "../test/support/http.js";
+import { startWorkerd } from "../test/support/workerd.js";
 
-process.env["CLOUDFLARE_CF_FETCH_ENABLED"] = "false";
-process.env["WRANGLER_SEND_METRICS"] = "false";
 
 const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-worker-alarm-bench";
 const PASSES = Number(process.env["BENCH_PASSES"] ?? 20);
@@ -56,22 +54,14 @@ async function main() {
   });
   const key = await makeKey("EdDSA", "bench-1");
   const signer = new Harness([key], undefined as never);
-  const worker = await unstable_startWorker({
-    config: "wrangler.toml",
+  const { worker, base } = await startWorkerd({
+    nodes: { [NODE]: { url: `http://127.0.0.1:${proxy.grpcWebPort}` } },
+    jwk: key.publicJwk,
+    proxyToken: TOKEN,
     entrypoint: "bench/worker-alarm-entry.ts",
-    bindings: {
-      PODSYNC_NODES: { type: "plain_text", value: JSON.stringify({ [NODE]: { url: `http://127.0.0.1:${proxy.grpcWebPort}` } }) },
-      PODSYNC_ISSUERS: { type: "plain_text", value: ISSUER },
-      PODSYNC_JWKS: { type: "plain_text", value: JSON.stringify({ keys: [key.publicJwk] }) },
-      PODSYNC_PROXY_TOKEN: { type: "plain_text", value: TOKEN },
-      PODSYNC_CRI_TIMEOUT_MS: { type: "plain_text", value: "30000" },
-      PODSYNC_POLICY: { type: "plain_text", value: "privileged" },
-      PODSYNC_RELIST_INTERVAL_MS: { type: "plain_text", value: String(INTERVAL_MS) },
-    },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "log" },
+    logLevel: "log",
+    env: { PODSYNC_POLICY: "privileged", PODSYNC_RELIST_INTERVAL_MS: String(INTERVAL_MS) },
   });
-  await worker.ready;
-  const base = await worker.url;
   const tag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
   const pod = (i: number) => ({
     metadata: { name: `wab-${tag}-${i}`, namespace: "bench", uid: `wab-${tag}-${i}` },

@@ -4,16 +4,14 @@
 // Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { unstable_startWorker } from "wrangler";
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
-import { Harness, ISSUER, makeKey } from "./support/http.js";
+import { Harness, makeKey } from "./support/http.js";
+import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";
 
-process.env["CLOUDFLARE_CF_FETCH_ENABLED"] = "false";
-process.env["WRANGLER_SEND_METRICS"] = "false";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -25,7 +23,7 @@ const INTERVAL_MS = 700;
 /** Every call the proxy served, in order (method, gRPC code, ms). */
 const calls: { method: string; code: string; ms: number; at: number }[] = [];
 let proxy: RunningProxy;
-let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
+let worker: Workerd;
 let base: URL;
 let signer: Harness;
 const made: string[] = [];
@@ -47,22 +45,13 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     });
     const key = await makeKey("EdDSA", "wa-1");
     signer = new Harness([key], undefined as never);
-    worker = await unstable_startWorker({
-      config: "wrangler.toml",
-      bindings: {
-        PODSYNC_NODES: { type: "plain_text", value: JSON.stringify({ [NODE]: { url: `http://127.0.0.1:${proxy.grpcWebPort}` } }) },
-        PODSYNC_ISSUERS: { type: "plain_text", value: ISSUER },
-        PODSYNC_JWKS: { type: "plain_text", value: JSON.stringify({ keys: [key.publicJwk] }) },
-        PODSYNC_PROXY_TOKEN: { type: "plain_text", value: TOKEN },
-        PODSYNC_CRI_TIMEOUT_MS: { type: "plain_text", value: "30000" },
-        // hostNetwork keeps the pod on loopback; baseline refuses it.
-        PODSYNC_POLICY: { type: "plain_text", value: "privileged" },
-        PODSYNC_RELIST_INTERVAL_MS: { type: "plain_text", value: String(INTERVAL_MS) },
-      },
-      dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
-    });
-    await worker.ready;
-    base = await worker.url;
+    ({ worker, base } = await startWorkerd({
+      nodes: { [NODE]: { url: `http://127.0.0.1:${proxy.grpcWebPort}` } },
+      jwk: key.publicJwk,
+      proxyToken: TOKEN,
+      // hostNetwork keeps the pod on loopback; baseline refuses it.
+      env: { PODSYNC_POLICY: "privileged", PODSYNC_RELIST_INTERVAL_MS: String(INTERVAL_MS) },
+    }));
   }, 120_000);
 
   afterAll(async () => {

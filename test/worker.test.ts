@@ -5,21 +5,19 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { unstable_startWorker } from "wrangler";
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
-import { Harness, ISSUER, makeKey, type TestKey } from "./support/http.js";
+import { Harness, makeKey, type TestKey } from "./support/http.js";
+import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { uid } from "./support/pods.js";
 import { DurablePodLock } from "../src/worker.js";
 import { fenced } from "../src/cri/fenced.js";
 
 // No calls home from the local Workers runtime: no Request.cf download, no telemetry.
-process.env["CLOUDFLARE_CF_FETCH_ENABLED"] = "false";
-process.env["WRANGLER_SEND_METRICS"] = "false";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -30,7 +28,7 @@ const LOGS_DIR = mkdtempSync(join(tmpdir(), "podsync-worker-logs-"));
 let fake: FakeServer;
 let fakeProxy: RunningProxy;
 let realProxy: RunningProxy | undefined;
-let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
+let worker: Workerd;
 let base: URL;
 let key: TestKey;
 let signer: Harness;
@@ -45,26 +43,20 @@ beforeAll(async () => {
   signer = new Harness([key], undefined as never);
   const nodes: Record<string, { url: string; aliases?: string[]; labels?: string }> = { "fake-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}`, aliases: ["fake-alias"], labels: "site=edge" } };
   if (realProxy) nodes["real-node"] = { url: `http://127.0.0.1:${realProxy.grpcWebPort}` };
-  worker = await unstable_startWorker({
-    config: "wrangler.toml",
-    bindings: {
-      PODSYNC_NODES: { type: "plain_text", value: JSON.stringify(nodes) },
-      PODSYNC_ISSUERS: { type: "plain_text", value: ISSUER },
-      PODSYNC_JWKS: { type: "plain_text", value: JSON.stringify({ keys: [key.publicJwk] }) },
-      PODSYNC_PROXY_TOKEN: { type: "plain_text", value: TOKEN },
-      PODSYNC_CRI_TIMEOUT_MS: { type: "plain_text", value: "30000" },
+  ({ worker, base } = await startWorkerd({
+    nodes,
+    jwk: key.publicJwk,
+    proxyToken: TOKEN,
+    env: {
       // The test pods use hostNetwork (traffic stays on loopback), which baseline refuses.
-      PODSYNC_POLICY: { type: "plain_text", value: "privileged" },
-      PODSYNC_POD_LOGS_DIR: { type: "plain_text", value: LOGS_DIR },
-      PODSYNC_ALLOW_EXEC: { type: "plain_text", value: "true" },
+      PODSYNC_POLICY: "privileged",
+      PODSYNC_POD_LOGS_DIR: LOGS_DIR,
+      PODSYNC_ALLOW_EXEC: "true",
       // Shared node labels; fake-node's own replace them.
-      PODSYNC_NODE_LABELS: { type: "plain_text", value: "fleet=a" },
-      PODSYNC_SECRETS_KEY: { type: "plain_text", value: Buffer.alloc(32, 7).toString("base64") },
+      PODSYNC_NODE_LABELS: "fleet=a",
+      PODSYNC_SECRETS_KEY: Buffer.alloc(32, 7).toString("base64"),
     },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
-  });
-  await worker.ready;
-  base = await worker.url;
+  }));
 }, 120_000);
 
 afterAll(async () => {
@@ -235,23 +227,10 @@ async function eventually<T>(what: string, fn: () => T | undefined, ms = 20_000)
 
 describe("the per-pod lease outlived by a running sync", () => {
   // A Worker of its own with a short lock wait: leases of 2 x 1500 ms, far shorter than the slow step.
-  let slow: Awaited<ReturnType<typeof unstable_startWorker>>;
+  let slow: Workerd;
   let slowBase: URL;
   beforeAll(async () => {
-    slow = await unstable_startWorker({
-      config: "wrangler.toml",
-      bindings: {
-        PODSYNC_NODES: { type: "plain_text", value: JSON.stringify({ "lease-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}` } }) },
-        PODSYNC_ISSUERS: { type: "plain_text", value: ISSUER },
-        PODSYNC_JWKS: { type: "plain_text", value: JSON.stringify({ keys: [key.publicJwk] }) },
-        PODSYNC_PROXY_TOKEN: { type: "plain_text", value: TOKEN },
-        PODSYNC_CRI_TIMEOUT_MS: { type: "plain_text", value: "30000" },
-        PODSYNC_LOCK_WAIT_MS: { type: "plain_text", value: "1500" },
-      },
-      dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "warn" },
-    });
-    await slow.ready;
-    slowBase = await slow.url;
+    ({ worker: slow, base: slowBase } = await startWorkerd({ nodes: { "lease-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}` } }, jwk: key.publicJwk, proxyToken: TOKEN, env: { PODSYNC_LOCK_WAIT_MS: "1500" } }));
   }, 120_000);
   afterAll(async () => {
     await slow?.dispose();
