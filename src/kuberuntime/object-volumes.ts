@@ -6,6 +6,7 @@
 import type { Container, Pod, Volume } from "../pod/schema.js";
 import { configMapKeys, configMapValue, type PodObjects } from "../pod/objects.js";
 import { cleanItemPath, type DownwardAPIVolumeFile, type KeyToPath } from "../pod/sources.js";
+import { podVolumesDir } from "./pod-dirs.js";
 import { fieldRefValue, resourceFieldValue, type DownwardInfo } from "./downward.js";
 
 export type VolumePlugin = "kubernetes.io~configmap" | "kubernetes.io~secret" | "kubernetes.io~downward-api" | "kubernetes.io~projected";
@@ -40,7 +41,6 @@ export interface VolumeFiles {
 }
 
 /** kubelet's getPodVolumesDir */
-export const podVolumesDir = (rootDir: string, uid: string) => `${rootDir}/pods/${uid}/volumes`;
 
 const PLUGINS: Record<string, VolumePlugin> = {
   configMap: "kubernetes.io~configmap",

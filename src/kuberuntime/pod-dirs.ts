@@ -21,6 +21,8 @@ export interface PodDirs {
 
 /** kubelet's getPodDir */
 export const podDir = (rootDir: string, uid: string) => `${rootDir}/pods/${uid}`;
+/** Where a pod's volumes live, one directory per plugin (kubelet's layout: kubernetes.io~empty-dir, ~configmap, ...). */
+export const podVolumesDir = (rootDir: string, uid: string) => `${podDir(rootDir, uid)}/volumes`;
 
 /** BuildPodLogsDirectory for each name the uid's sandboxes carry (one, unless made before uids were unique). */
 export function podDataPaths(node: NodeConfig, uid: string, status: PodStatus): string[] {

@@ -38,11 +38,11 @@ import { podContainerDir, type TerminationMessageFiles } from "./termination-mes
 import type { ContainerToKill } from "./types.js";
 import { NO_OBJECTS, secretValues, type PodObjects } from "../pod/objects.js";
 import { resolvePullSecrets } from "../pod/references.js";
-import { FILE_VOLUME_PLUGINS, hasFileVolumes, podVolumesDir, volumePayloads, type VolumeFiles } from "./object-volumes.js";
+import { FILE_VOLUME_PLUGINS, hasFileVolumes, volumePayloads, type VolumeFiles } from "./object-volumes.js";
 import { envResolver, needsPodIPs, usesEnvSources } from "./env-sources.js";
 import type { DownwardInfo } from "./downward.js";
 import { sortPodIPs } from "./api-status.js";
-import type { PodDirs } from "./pod-dirs.js";
+import { podVolumesDir, type PodDirs } from "./pod-dirs.js";
 import { subPathBinds, subPathStepMessage } from "./subpath.js";
 import { needsSetUp, setUpVolumes, type VolumeHost } from "./volumes.js";
 

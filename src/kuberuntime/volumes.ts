@@ -11,6 +11,7 @@ import type { FieldError } from "../pod/validate.js";
 import { bytes } from "../pod/quantity.js";
 import type { NodeConfig } from "./node-config.js";
 import { StepError } from "./steps.js";
+import { podVolumesDir } from "./pod-dirs.js";
 import { filePlugin, volumeDir } from "./object-volumes.js";
 
 export type HostPathType = Extract<Volume, { hostPath: unknown }>["hostPath"]["type"];
@@ -36,7 +37,6 @@ export interface VolumeHost {
 export class HostPathTypeError extends Error {}
 
 /** kubelet's getPodVolumeDir for a plugin: <rootDir>/pods/<uid>/volumes/<plugin> */
-export const podVolumesDir = (rootDir: string, uid: string) => `${rootDir}/pods/${uid}/volumes`;
 export const emptyDirPath = (rootDir: string, uid: string, name: string) => `${podVolumesDir(rootDir, uid)}/kubernetes.io~empty-dir/${name}`;
 /** podsync's own: one directory per claim name, shared by every pod that names the claim. */
 export const claimsDir = (rootDir: string) => `${rootDir}/volumes/pvc`;
