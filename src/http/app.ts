@@ -21,7 +21,7 @@ import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
 import { toV1Pod, type PodProbeResults } from "../kuberuntime/api-status.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
-import { checkPut, MemoryDesiredState, StaleGenerationError, stillStored, type DesiredState } from "../kuberuntime/desired-state.js";
+import { checkPut, MemoryDesiredState, StaleGenerationError, whileStored, type DesiredState } from "../kuberuntime/desired-state.js";
 import { desiredEntry, registerNodePods } from "./node-pods.js";
 
 export interface RequestLog {
@@ -185,7 +185,7 @@ export function createApp(o: AppOptions) {
     // that changed or removed the pod meanwhile acts after this one, and this older spec does not undo it.
     let r: SyncResult;
     try {
-      r = await rt.sync(pod, prober?.results(uid), objects, { current: async () => stillStored(await desired.get(uid), mine) });
+      r = await rt.sync(pod, prober?.results(uid), objects, whileStored(desired, mine));
     } catch (e) {
       if (!(e instanceof SupersededError)) throw e;
       const left = !(await desired.get(uid));

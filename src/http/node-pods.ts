@@ -8,7 +8,7 @@ import type { Context, Hono } from "hono";
 import type { Verifier, VerifiedToken } from "../auth/verify.js";
 import { AuthError } from "../auth/verify.js";
 import type { NodePolicy } from "../auth/policy.js";
-import { checkReplace, stillStored, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
+import { checkReplace, whileAbsent, whileStored, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
 import { SupersededError, type PodRuntime } from "../kuberuntime/runtime.js";
 import type { Prober } from "../kuberuntime/prober/prober.js";
 import { toV1Pod } from "../kuberuntime/api-status.js";
@@ -149,7 +149,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         try {
           // Deleted only if still out of the store once the pod's lock is held: a later sync that put it back
           // meanwhile is not undone.
-          const r = await d.runtime.delete(uid, undefined, { current: async () => (await d.desired.get(uid)) === undefined });
+          const r = await d.runtime.delete(uid, undefined, whileAbsent(d.desired, uid));
           criCalls += r.criCalls;
           return { ok: r.ok, pod: ref, steps: r.steps, deleted: r.deleted };
         } catch (e) {
@@ -164,7 +164,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
           // Synced only if this PUT's entry (or the same spec) is still stored once the pod's lock is held: a later sync
           // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
           // roll it back.
-          const r = await d.runtime.sync(pod, d.prober?.results(uid), objects, { current: async () => stillStored(await d.desired.get(uid), mine) });
+          const r = await d.runtime.sync(pod, d.prober?.results(uid), objects, whileStored(d.desired, mine));
           d.prober?.observe(uid, r.after);
           criCalls += r.criCalls;
           return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };

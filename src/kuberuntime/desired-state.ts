@@ -73,6 +73,18 @@ export function stillStored(stored: DesiredPod | undefined, mine: DesiredPod): b
   return sameEntry(stored, mine) || (stored !== undefined && canonical(stored.pod) === canonical(mine.pod) && canonical(stored.objects ?? null) === canonical(mine.objects ?? null));
 }
 
+/** The guard for a sync of `mine` (runtime.sync's `current`, run under the pod's lock): it acts only while the
+ * entry the caller read, or one with the same spec, is still the stored one. */
+export const whileStored = (desired: DesiredState, mine: DesiredPod) => ({
+  current: async () => stillStored(await desired.get(mine.pod.metadata.uid), mine),
+});
+
+/** The guard for a delete of a pod a caller dropped (runtime.delete's `current`): only while it is still out of
+ * the store, so a later sync that put it back is not undone. */
+export const whileAbsent = (desired: DesiredState, uid: string) => ({
+  current: async () => (await desired.get(uid)) === undefined,
+});
+
 /** JSON with object keys sorted (a store may hand back its entries with keys in another order). */
 function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));

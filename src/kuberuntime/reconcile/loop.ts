@@ -19,7 +19,7 @@
 import type { Pod } from "../../pod/schema.js";
 import type { CriClient } from "../../cri/client.js";
 import { errorMessage, isCriError } from "../../cri/errors.js";
-import { sameEntry, stillStored, type DesiredPod, type DesiredState } from "../desired-state.js";
+import { sameEntry, whileStored, type DesiredPod, type DesiredState } from "../desired-state.js";
 import { objectsFromStored } from "../../pod/bundle.js";
 import { SupersededError, type PodRuntime, type SyncResult } from "../runtime.js";
 import type { Prober } from "../prober/prober.js";
@@ -141,10 +141,9 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // With the ConfigMaps and Secrets stored beside it (opened by the store), validated again with the pod.
         // Synced only if that entry is still the stored one once the pod's lock is held: a request that stored
         // a newer spec (or removed the pod) after the read above acts itself, after this, and is not undone.
-        const current = async () => stillStored(await o.desired.get(uid), entry);
         let r: SyncResult;
         try {
-          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, { current });
+          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, whileStored(o.desired, entry));
         } catch (e) {
           if (!(e instanceof SupersededError)) throw e;
           outcome = "ok";
