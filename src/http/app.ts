@@ -5,7 +5,7 @@ import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { admitOnRuntime, admit, admitOnNode, checkUidsOnRuntime } from "./admission.js";
-import { serialQueue } from "./serial.js";
+import { serialQueue } from "../kuberuntime/serial.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import { SupersededError, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";

@@ -17,7 +17,7 @@ import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { storedObjects, type PodObjects } from "../pod/objects.js";
 import { bundlesFromSet } from "../pod/bundle.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime } from "./admission.js";
-import { serialQueue, type Serial } from "./serial.js";
+import { serialQueue, type Serial } from "../kuberuntime/serial.js";
 import type { PodProbeResults } from "../kuberuntime/api-status.js";
 import type { NodeInfo } from "../kuberuntime/predicates.js";
 import { ProblemError, toProblemError } from "./problems.js";

@@ -7,7 +7,7 @@ import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js"
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import type { Pod } from "../pod/schema.js";
 import { ProblemError } from "./problems.js";
-import type { Serial } from "./serial.js";
+import type { Serial } from "../kuberuntime/serial.js";
 
 const CLAIM_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 

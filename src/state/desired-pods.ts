@@ -15,6 +15,7 @@ import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
 import { checkPut, checkRemove, checkReplace, type DesiredPod, type DesiredState, type RemoveOptions } from "../kuberuntime/desired-state.js";
 import { Pod } from "../pod/schema.js";
+import { serialQueue } from "../kuberuntime/serial.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 
 /** The few file operations used, so a test can make them fail (disk full, read-only) at a chosen point. */
@@ -43,8 +44,8 @@ export class FileDesiredState implements DesiredState {
   private readonly pods = new Map<string, DesiredPod>();
   private gen = 0;
   private opening: Promise<void> | undefined;
-  /** Writes, one at a time. */
-  private queue: Promise<unknown> = Promise.resolve();
+  /** Writes (and the first load) one at a time. */
+  private readonly serial = serialQueue();
 
   constructor(
     /** PODSYNC_STATE_DIR: pods/ and generation.json live under it. */
@@ -221,12 +222,6 @@ export class FileDesiredState implements DesiredState {
   private async syncDir(dir: string): Promise<void> {
     const d = await this.fs.open(dir, "r");
     await d.sync().finally(() => d.close());
-  }
-
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => undefined);
-    return run;
   }
 
   private async io<T>(what: string, fn: () => Promise<T>): Promise<T> {

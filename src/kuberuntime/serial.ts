@@ -1,5 +1,5 @@
-// One-at-a-time sections of the HTTP layer (an async mutex without a queue object): each call runs after the
-// previous one settled, whatever its outcome.
+// One-at-a-time sections (the node-wide admission step, a PUT's apply, the file store's writes): an async
+// mutex without a queue object; each call runs after the previous one settled, whatever its outcome.
 export type Serial = <T>(fn: () => Promise<T>) => Promise<T>;
 
 export function serialQueue(): Serial {
