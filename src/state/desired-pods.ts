@@ -17,6 +17,7 @@ import { checkPut, checkRemove, checkReplace, type DesiredPod, type DesiredState
 import { Pod } from "../pod/schema.js";
 import { serialQueue } from "../kuberuntime/serial.js";
 import { StateUnavailableError } from "./state-unavailable.js";
+import { writeFileAtomic } from "./atomic-file.js";
 
 /** The few file operations used, so a test can make them fail (disk full, read-only) at a chosen point. */
 export type StateFs = Pick<typeof nodeFs, "mkdir" | "chmod" | "readdir" | "readFile" | "open" | "rename" | "unlink">;
@@ -199,20 +200,7 @@ export class FileDesiredState implements DesiredState {
 
   /** Write a file in one step: temp file, fsync, rename, directory fsync (unless the caller does that). */
   private async writeAtomic(dir: string, name: string, data: string, syncDir = true): Promise<void> {
-    const tmp = join(dir, `.${name}.tmp`);
-    try {
-      const fh = await this.fs.open(tmp, "w", 0o600);
-      try {
-        await fh.writeFile(data, "utf8");
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await this.fs.rename(tmp, join(dir, name));
-    } catch (e) {
-      await this.fs.unlink(tmp).catch(() => undefined);
-      throw e;
-    }
+    await writeFileAtomic(join(dir, name), data, this.fs);
     if (syncDir)
       await this.syncDir(dir).catch((e) => {
         throw new AfterChange(e);

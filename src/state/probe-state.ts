@@ -8,9 +8,10 @@
 // atomically (write a temporary file, fsync, rename), so a crash leaves either the old state or the new one.
 // Losing the last flushMs of changes costs at most that many probe results, never a torn file. A file that
 // does not parse is ignored (its pod starts over, as a new worker would).
-import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { PodProbeState, ProbeStateStore } from "../kuberuntime/prober/prober.js";
+import { writeFileAtomic } from "./atomic-file.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 
 /** A pod uid as a file name: what the pod schema allows, nothing that could leave the directory. */
@@ -99,7 +100,7 @@ export class FileProbeStateStore implements ProbeStateStore {
         const state = this.m.get(uid);
         try {
           if (!state) await rm(path, { force: true });
-          else await writeAtomic(path, JSON.stringify(state));
+          else await writeFileAtomic(path, JSON.stringify(state));
         } catch (e) {
           // Kept dirty: the next flush tries again.
           this.dirty.add(uid);
@@ -113,18 +114,6 @@ export class FileProbeStateStore implements ProbeStateStore {
   async close(): Promise<void> {
     await this.flush();
   }
-}
-
-async function writeAtomic(path: string, text: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fh = await open(tmp, "w", 0o600);
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
 }
 
 function isState(v: unknown): v is PodProbeState {
