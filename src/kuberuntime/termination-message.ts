@@ -10,6 +10,7 @@
 import type { LogFiles } from "./logs/log-files.js";
 import { readLogs } from "./logs/read-logs.js";
 import type { ContainerStatus } from "./types.js";
+import { podDir } from "./pod-dirs.js";
 
 /** kubecontainer.MaxContainerTerminationMessageLength, ...LogLength, ...LogLines */
 export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
@@ -24,7 +25,7 @@ export interface TerminationMessageFiles {
 }
 
 /** kubelet's getPodContainerDir */
-export const podContainerDir = (rootDir: string, uid: string, name: string) => `${rootDir}/pods/${uid}/containers/${name}`;
+export const podContainerDir = (rootDir: string, uid: string, name: string) => `${podDir(rootDir, uid)}/containers/${name}`;
 
 const text = new TextDecoder();
 
