@@ -2,7 +2,8 @@
 // NAME READY STATUS RESTARTS AGE, with STATUS as kubectl computes it (the reason of the first init container
 // that has not finished, else of the last app container waiting or terminated with a reason, else the phase)
 // and ages as duration.HumanDuration prints them. For `podsync get` and the node agent's `podsync pods`.
-import type { V1Pod } from "./kuberuntime/api-status.js";
+import type { V1Pod } from "../kuberuntime/api-status.js";
+import { table } from "./output.js";
 
 /** k8s.io/apimachinery/pkg/util/duration.HumanDuration */
 export function humanDuration(ms: number): string {
@@ -92,6 +93,5 @@ export function podTable(pods: readonly V1Pod[], now: number, o: { namespace?: b
   const rows = pods.map((p) => podRow(p, now));
   const ns = (cells: string[], namespace: string) => (o.namespace ? [namespace, ...cells] : cells);
   const cells = [ns(["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "NAMESPACE"), ...rows.map((r, i) => ns([r.name, r.ready, r.status, r.restarts, r.age], pods[i]!.metadata.namespace))];
-  const widths = cells[0]!.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
-  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 3))).join("").trimEnd()).join("\n");
+  return table(cells);
 }

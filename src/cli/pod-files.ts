@@ -1,0 +1,50 @@
+// Reading pod files: one pod with its ConfigMaps and Secrets (sync, plan, sign), or a node's whole set (apply).
+import { readFileSync } from "node:fs";
+import { fail } from "./args.js";
+
+/** The pod file as the signed payload's claims: `pod`, and the ConfigMaps and Secrets that came with it (a
+ * YAML stream or a v1 List, as `podman kube play` reads them). The node validates it all. */
+export async function readPod(path: string): Promise<{ pod: unknown; configMaps?: unknown[]; secrets?: unknown[] }> {
+  const text = path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8");
+  const yaml = path.endsWith(".json") ? undefined : await import("yaml");
+  let docs: unknown[];
+  try {
+    docs = yaml
+      ? [yaml.parseAllDocuments(text)].flat().map((d) => {
+          if (d.errors[0]) throw d.errors[0];
+          return d.toJS() as unknown;
+        })
+      : [JSON.parse(text)];
+  } catch (e) {
+    return fail(`${path}: ${(e as Error).message}`);
+  }
+  const kindOf = (d: unknown) => (typeof d === "object" && d !== null ? (d as { kind?: unknown }).kind : undefined);
+  const all = docs.flatMap((d) => (kindOf(d) === "List" ? ((d as { items?: unknown[] }).items ?? []) : d === null ? [] : [d]));
+  const pods = all.filter((d) => kindOf(d) === "Pod" || kindOf(d) === undefined);
+  if (pods.length !== 1) fail(`${path}: expected one Pod, found ${pods.length}`);
+  const configMaps = all.filter((d) => kindOf(d) === "ConfigMap");
+  const secrets = all.filter((d) => kindOf(d) === "Secret");
+  const other = all.find((d) => !["Pod", "ConfigMap", "Secret", undefined].includes(kindOf(d) as string));
+  if (other) fail(`${path}: unsupported kind ${JSON.stringify(kindOf(other))} (a Pod with its ConfigMaps and Secrets)`);
+  return { pod: pods[0], ...(configMaps.length ? { configMaps } : {}), ...(secrets.length ? { secrets } : {}) };
+}
+
+/** The pods of a node file: YAML documents (empty ones skipped) or one v1.List; JSON: a v1.List or one pod. */
+export async function readPods(path: string, text: string, json: boolean): Promise<unknown[]> {
+  let docs: unknown[];
+  try {
+    docs = json ? [JSON.parse(text)] : (await import("yaml")).parseAllDocuments(text).map((d) => {
+      if (d.errors[0]) throw d.errors[0];
+      return d.toJS();
+    });
+  } catch (e) {
+    return fail(`${path}: ${(e as Error).message}`);
+  }
+  docs = docs.filter((d) => d !== null && d !== undefined);
+  const first = docs[0] as { kind?: unknown; items?: unknown } | undefined;
+  if (docs.length === 1 && first?.kind === "List") {
+    if (!Array.isArray(first.items)) fail(`${path}: a v1.List needs "items"`);
+    return first.items as unknown[];
+  }
+  return docs;
+}

@@ -1,0 +1,23 @@
+// The CLI's commands: name → one line of summary and the module that implements it (loaded only when run, so
+// `podsync --help` and a usage error load no command code). A new command is one file and one line here.
+import type { Command } from "./command.js";
+
+export interface Entry {
+  summary: string;
+  load: () => Promise<{ default: Command }>;
+}
+
+export const commands: Record<string, Entry> = {
+  keygen: { summary: "write a signing key pair", load: () => import("./commands/keygen.js") },
+  sign: { summary: "print a compact JWS carrying a pod", load: () => import("./commands/sign.js") },
+  sync: { summary: "sign a pod and POST it to the node", load: () => import("./commands/sync.js") },
+  plan: { summary: "what the node would do for a pod, doing nothing", load: () => import("./commands/sync.js") },
+  apply: { summary: "make a file's pods the node's whole desired set", load: () => import("./commands/apply.js") },
+  pods: { summary: "the node's pods, like kubectl get pods -A", load: () => import("./commands/pods.js") },
+  get: { summary: "one pod, like kubectl get pod", load: () => import("./commands/get.js") },
+  status: { summary: "a pod's sandbox and containers as the runtime reports them", load: () => import("./commands/status.js") },
+  delete: { summary: "stop, remove and forget a pod", load: () => import("./commands/status.js") },
+  logs: { summary: "a container's log, like kubectl logs", load: () => import("./commands/logs.js") },
+  exec: { summary: "run a command in a container", load: () => import("./commands/exec.js") },
+  volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
+};
