@@ -14,9 +14,9 @@ import { join, resolve } from "node:path";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { ContainerState } from "../src/gen/runtime/v1/api_pb.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
-import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
-import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
-import { startReconcileLoop } from "../src/kuberuntime/reconcile/loop.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
+import { MemoryDesiredState } from "../src/pleg/desired-state.js";
+import { startReconcileLoop } from "../src/pleg/loop.js";
 import { nsToMs } from "../src/kuberuntime/pod-status.js";
 import { Pod } from "../src/pod/schema.js";
 

@@ -17,7 +17,7 @@ import type { CriClient } from "../src/cri/client.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
-import { hashContainer } from "../src/kuberuntime/hash.js";
+import { hashContainer } from "../src/container/hash.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";

@@ -12,11 +12,11 @@ import {
   podInitializedCondition,
   podReadyCondition,
   type V1ContainerStatus,
-} from "../src/kuberuntime/api-status.js";
-import type { PodStatus } from "../src/kuberuntime/types.js";
+} from "../src/status/api-status.js";
+import type { PodStatus } from "../src/container/types.js";
 import { pod as mkPod } from "./support/pods.js";
 import { containerStatus } from "./support/status.js";
-import { hashContainer } from "../src/kuberuntime/hash.js";
+import { hashContainer } from "../src/container/hash.js";
 
 // The fixtures of kubelet_pods_test.go.
 const base = (name: string): V1ContainerStatus => ({ name, state: {}, lastState: {}, ready: false, restartCount: 0, image: "", imageID: "" });

@@ -6,12 +6,12 @@ import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod } from "../src/pod/schema.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
-import { fnv1a32, goJSONString, hashContainer, kubeletHashInput, specHash } from "../src/kuberuntime/hash.js";
+import { fnv1a32, goJSONString, hashContainer, kubeletHashInput, specHash } from "../src/container/hash.js";
 import { generateContainerConfig } from "../src/kuberuntime/config.js";
-import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
-import { crashLoopBackOff, formatGoDuration } from "../src/kuberuntime/backoff.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
+import { crashLoopBackOff, formatGoDuration } from "../src/container/backoff.js";
 import type { Container } from "../src/pod/schema.js";
-import type { ContainerState, PodStatus } from "../src/kuberuntime/types.js";
+import type { ContainerState, PodStatus } from "../src/container/types.js";
 import { containerStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";

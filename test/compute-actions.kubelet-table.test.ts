@@ -16,9 +16,9 @@ import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod } from "../src/pod/schema.js";
 import { computePodActions, type ProbeResults } from "../src/kuberuntime/compute-actions.js";
-import { hashContainer } from "../src/kuberuntime/hash.js";
+import { hashContainer } from "../src/container/hash.js";
 import type { Container } from "../src/pod/schema.js";
-import type { ContainerState, ContainerStatus, PodActions, PodStatus } from "../src/kuberuntime/types.js";
+import type { ContainerState, ContainerStatus, PodActions, PodStatus } from "../src/container/types.js";
 import { containerStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";

@@ -6,12 +6,12 @@ import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { syncOnce } from "./support/pods.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
-import { hashContainer } from "../src/kuberuntime/hash.js";
-import type { ContainerState, ContainerStatus, PodStatus } from "../src/kuberuntime/types.js";
+import { hashContainer } from "../src/container/hash.js";
+import type { ContainerState, ContainerStatus, PodStatus } from "../src/container/types.js";
 import { containerStatus } from "./support/status.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
+import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 
 const name = fc.stringMatching(/^[a-z][a-z0-9]{0,6}$/);

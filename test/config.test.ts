@@ -3,11 +3,11 @@ import { describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod, defaultPullPolicy, type PodInput } from "../src/pod/schema.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
-import { defaultNodeConfig, type NodeConfig } from "../src/kuberuntime/node-config.js";
-import { expand } from "../src/kuberuntime/expansion.js";
+import { defaultNodeConfig, type NodeConfig } from "../src/container/node-config.js";
+import { expand } from "../src/container/expansion.js";
 import { podDNS } from "../src/kuberuntime/dns.js";
 import { podQOS } from "../src/kuberuntime/resources.js";
-import { hashContainer } from "../src/kuberuntime/hash.js";
+import { hashContainer } from "../src/container/hash.js";
 import { parseQuantity } from "../src/pod/quantity.js";
 
 const node: NodeConfig = { ...defaultNodeConfig(), cgroupParent: "/kubepods", hostDNS: { servers: ["192.0.2.53"], searches: ["corp.example"], options: ["ndots:1"] }, memoryCapacity: 8 * 2 ** 30 };

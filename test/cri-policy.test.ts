@@ -12,7 +12,7 @@ import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMount, type Cr
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { POLICY_LEVELS, type NodePolicy, type PolicyLevel, type Violation } from "../src/auth/policy.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
-import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { pod as schemaPod } from "./support/pods.js";
 

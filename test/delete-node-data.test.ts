@@ -11,7 +11,7 @@ import type { CriClient } from "../src/cri/client.js";
 import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";
 import { nodeVolumeFiles } from "../src/host/volume-files.js";
 import { nodeVolumeHost } from "../src/host/volume-host.js";
-import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";

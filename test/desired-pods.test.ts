@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { FileDesiredState, type StateFs } from "../src/state/desired-pods.js";
-import { MemoryDesiredState, StaleGenerationError, type DesiredPod, type DesiredState } from "../src/kuberuntime/desired-state.js";
+import { MemoryDesiredState, StaleGenerationError, type DesiredPod, type DesiredState } from "../src/pleg/desired-state.js";
 import { StateUnavailableError } from "../src/state/state-unavailable.js";
 import { pod } from "./support/pods.js";
 

@@ -5,7 +5,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
-import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
+import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
 import type { Pod } from "../src/pod/schema.js";
 import { pod, syncOnce } from "./support/pods.js";
@@ -16,7 +16,7 @@ const skip = inject("skipE2E");
 
 let cri: CriClient;
 const made: Pod[] = [];
-const opts: PodRuntimeOptions = { pullBackOff: new MemoryPullBackOff(), node: { ...(await import("../src/kuberuntime/node-config.js")).defaultNodeConfig(), podLogsDir: "/tmp/podsync-e2e-logs" } };
+const opts: PodRuntimeOptions = { pullBackOff: new MemoryPullBackOff(), node: { ...(await import("../src/container/node-config.js")).defaultNodeConfig(), podLogsDir: "/tmp/podsync-e2e-logs" } };
 
 function track(p: Pod): Pod {
   made.push(p);

@@ -3,12 +3,12 @@
 // reconcile loop's stored objects), and `expand` itself caps what it builds (defence in depth).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleFromPayload, bundlesFromSet, objectsFromStored } from "../src/pod/bundle.js";
-import { expand, ExpansionTooLargeError } from "../src/kuberuntime/expansion.js";
+import { expand, ExpansionTooLargeError } from "../src/container/expansion.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { storedObjects } from "../src/pod/objects.js";
 import { objectEnvLengths } from "../src/pod/env-objects-size.js";
-import { envResolver } from "../src/kuberuntime/env-sources.js";
-import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
+import { envResolver } from "../src/container/env-sources.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
 import { startStack, type Stack } from "./support/http.js";
 import { uid, errorsOf } from "./support/pods.js";
 

@@ -8,7 +8,7 @@ import type { CriClient } from "../src/cri/client.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
-import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
+import { MemoryPullBackOff } from "../src/container/backoff.js";
 import type { Pod } from "../src/pod/schema.js";
 import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, startStack, type Stack } from "./support/http.js";

@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Harness, startStack, type Stack } from "./support/http.js";
 import { pod as validPod, uid } from "./support/pods.js";
-import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
-import type { NodeInfo } from "../src/kuberuntime/predicates.js";
+import { MemoryDesiredState } from "../src/pleg/desired-state.js";
+import type { NodeInfo } from "../src/lifecycle/predicates.js";
 import { admitSetOnNode } from "../src/http/admission.js";
 import { ProblemError } from "../src/http/problems.js";
 

@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { bundleFromPayload } from "../src/pod/bundle.js";
 import { cleanItemPath } from "../src/pod/sources.js";
-import { volumePayloads } from "../src/kuberuntime/object-volumes.js";
-import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
+import { volumePayloads } from "../src/volumemanager/object-volumes.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
 import { errorsOf } from "./support/pods.js";
 import { nodeVolumeFiles } from "../src/host/volume-files.js";
 

@@ -1,7 +1,7 @@
 // kubectl get pods columns (printPod) and HumanDuration over generated v1.Pods.
 import { describe, expect, it } from "vitest";
 import { humanDuration, podRow, podTable } from "../src/cli/kubectl-print.js";
-import type { V1ContainerStatus, V1Pod } from "../src/kuberuntime/api-status.js";
+import type { V1ContainerStatus, V1Pod } from "../src/status/api-status.js";
 
 const NOW = Date.parse("2025-06-01T12:00:00Z");
 const cs = (name: string, over: Partial<V1ContainerStatus>): V1ContainerStatus => ({ name, state: {}, lastState: {}, ready: false, restartCount: 0, image: "i", imageID: "", ...over });

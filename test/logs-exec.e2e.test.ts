@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { nodeLogFiles } from "../src/host/log-files.js";
 import { exportJWK } from "jose";

@@ -4,9 +4,9 @@ import { appendFileSync, mkdtempSync, renameSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { fixedNanoTime, parseCRILogRecord } from "../src/kuberuntime/logs/cri-log-format.js";
-import { readLogs, tailStart, type LogOptions } from "../src/kuberuntime/logs/read-logs.js";
-import type { LogFiles, LogHandle } from "../src/kuberuntime/logs/log-files.js";
+import { fixedNanoTime, parseCRILogRecord } from "../src/logs/cri-log-format.js";
+import { readLogs, tailStart, type LogOptions } from "../src/logs/read-logs.js";
+import type { LogFiles, LogHandle } from "../src/logs/log-files.js";
 import { nodeLogFiles } from "../src/host/log-files.js";
 
 const enc = new TextEncoder();

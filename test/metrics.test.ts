@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importJWK, SignJWT, type JWK } from "jose";
 import { startNode, type Running } from "../src/node.js";
-import { isLoopbackAddress } from "../src/http/metrics.js";
+import { isLoopbackAddress } from "../src/http/handlers/metrics.js";
 import { Harness } from "./support/http.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";

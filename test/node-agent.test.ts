@@ -16,7 +16,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { FileDesiredState, type StateFs } from "../src/state/desired-pods.js";
-import { MemoryDesiredState, type DesiredState } from "../src/kuberuntime/desired-state.js";
+import { MemoryDesiredState, type DesiredState } from "../src/pleg/desired-state.js";
 import { Pod } from "../src/pod/schema.js";
 
 let fake: FakeServer;

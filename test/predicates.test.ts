@@ -2,7 +2,7 @@
 // and TestRejectPodAdmissionBasedOnOSField (pkg/kubelet/lifecycle/predicate_test.go) ported case for case,
 // then the node selector operators, tolerations, host-port addresses and resource sums one rule at a time.
 import { describe, expect, it } from "vitest";
-import { admitInOrder, admitPod, type NodeInfo, type Taint } from "../src/kuberuntime/predicates.js";
+import { admitInOrder, admitPod, type NodeInfo, type Taint } from "../src/lifecycle/predicates.js";
 import { NodeOverrides, nodeAdmissionSettingsShape, nodeInfoFrom, withNodeOverrides } from "../src/settings/node-info.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { validatePod, InvalidPodError } from "../src/pod/validate.js";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { createProber, MemoryProbeStateStore, type PodProbeState } from "../src/kuberuntime/prober/prober.js";
+import { createProber, MemoryProbeStateStore, type PodProbeState } from "../src/prober/prober.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { FileProbeStateStore } from "../src/state/probe-state.js";
 import { StateUnavailableError } from "../src/state/state-unavailable.js";

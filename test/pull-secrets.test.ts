@@ -1,7 +1,7 @@
 // Pull secrets: which credentials PullImage gets (kubelet's keyring lookup), and how a response shows them.
 // The real pulls against a registry are in registry-pull.e2e.test.ts.
 import { describe, expect, it } from "vitest";
-import { toV1Pod } from "../src/kuberuntime/api-status.js";
+import { toV1Pod } from "../src/status/api-status.js";
 import { pullCredentials, withoutCredentials } from "../src/kuberuntime/images.js";
 import type { PullSecret } from "../src/pod/schema.js";
 import { pod } from "./support/pods.js";

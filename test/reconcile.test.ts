@@ -8,10 +8,10 @@ import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime, type PodRuntime } from "../src/kuberuntime/runtime.js";
-import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
-import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
-import { startReconcileLoop, type ReconcileLoopOptions } from "../src/kuberuntime/reconcile/loop.js";
-import { decide, syncReason } from "../src/kuberuntime/reconcile/decide.js";
+import { MemoryPullBackOff } from "../src/container/backoff.js";
+import { MemoryDesiredState } from "../src/pleg/desired-state.js";
+import { startReconcileLoop, type ReconcileLoopOptions } from "../src/pleg/loop.js";
+import { decide, syncReason } from "../src/pleg/decide.js";
 import type { Pod } from "../src/pod/schema.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { pod } from "./support/pods.js";
@@ -377,13 +377,13 @@ describe("decide (pure)", () => {
 
   it("no sandbox: act; converged: nothing", async () => {
     expect(decide(p, { ...status([]), sandboxStatuses: [] }, undefined, now)).toEqual({ kind: "act", why: "no sandbox" });
-    const { specHash, hashContainer } = await import("../src/kuberuntime/hash.js");
+    const { specHash, hashContainer } = await import("../src/container/hash.js");
     const c = p.spec.containers[0]!;
     expect(decide(p, status([containerStatus("c1", "main", "running", hashContainer(c), { specHash: specHash(c) })]), undefined, now)).toEqual({ kind: "converged" });
   });
 
   it("an exited container in back-off waits until it ends; then act, saying when it ended", async () => {
-    const { specHash, hashContainer } = await import("../src/kuberuntime/hash.js");
+    const { specHash, hashContainer } = await import("../src/container/hash.js");
     const c = p.spec.containers[0]!;
     const exited = containerStatus("c1", "main", "exited", hashContainer(c), { specHash: specHash(c), exitCode: 1, finishedAt: now - 4000, startedAt: now - 5000, backoffStreak: 1 });
     expect(decide(p, status([exited]), undefined, now)).toEqual({ kind: "back-off", until: now - 4000 + 10_000 });

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { importSealKey, newSealKeyBytes, sealPodObjects, unsealPodObjects } from "../src/state/secret-seal.js";
 import { loadSealKey, SEAL_KEY_FILE } from "../src/state/seal-key.js";
 import { bundleFromPayload } from "../src/pod/bundle.js";
-import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
+import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { SealedDesiredState } from "../src/state/sealed-desired-state.js";
 import { storedObjects } from "../src/pod/objects.js";
 import { StateUnavailableError } from "../src/state/state-unavailable.js";

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";
-import { SubPathError, type SubPathBind } from "../src/kuberuntime/subpath.js";
+import { SubPathError } from "../src/volumemanager/subpath.js";
+import type { SubPathBind } from "../src/volumemanager/pod-dirs.js";
 import { startStack } from "./support/http.js";
 import { uid } from "./support/pods.js";
 

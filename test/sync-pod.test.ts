@@ -5,7 +5,7 @@ import type { CriClient } from "../src/cri/client.js";
 import { CriError } from "../src/cri/errors.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
-import { MemoryPullBackOff } from "../src/kuberuntime/backoff.js";
+import { MemoryPullBackOff } from "../src/container/backoff.js";
 import type { PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createNodeVolumeFiles, nodeVolumeFiles } from "../src/host/volume-files.js";
-import type { VolumeFile, VolumePayload } from "../src/kuberuntime/object-volumes.js";
+import type { VolumeFile, VolumePayload } from "../src/volumemanager/object-volumes.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-volfiles-"));
 const enc = new TextEncoder();

@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { defaultNodeConfig } from "../src/kuberuntime/node-config.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
 import { nodeVolumeHost } from "../src/host/volume-host.js";
-import type { DesiredPod } from "../src/kuberuntime/desired-state.js";
+import type { DesiredPod } from "../src/pleg/desired-state.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER } from "./support/http.js";
 
@@ -64,7 +64,7 @@ describe("/v1/node/volumes", () => {
   });
 
   it("a claim a desired pod names is in use even with no container", async () => {
-    const { MemoryDesiredState } = await import("../src/kuberuntime/desired-state.js");
+    const { MemoryDesiredState } = await import("../src/pleg/desired-state.js");
     const { validatePod } = await import("../src/pod/validate.js");
     const desired = new MemoryDesiredState();
     await desired.put({ pod: validatePod(podWith("vol-pod-desired", { volumes: [{ name: "d", persistentVolumeClaim: { claimName: "kept" } }] })), audit: { iss: ISSUER, iat: 0 }, storedAt: 0 });
@@ -79,7 +79,7 @@ describe("/v1/node/volumes", () => {
   });
 
   it("a removal waits for a pod being admitted: its in-use check sees a pod stored meanwhile (409), the claim stays", async () => {
-    const { MemoryDesiredState } = await import("../src/kuberuntime/desired-state.js");
+    const { MemoryDesiredState } = await import("../src/pleg/desired-state.js");
     // A store whose put is held open: the POST sits inside the node's admission section until released.
     let entered!: () => void;
     let release!: () => void;
@@ -134,7 +134,7 @@ describe("/v1/node/volumes", () => {
 
   it("kubelet's admission: an unsafe sysctl is 403 admission with reason SysctlForbidden; an Unconfined seccomp profile is the baseline policy's 403", async () => {
     // At baseline Pod Security refuses unsafe sysctls first; kubelet's admission is what holds at privileged.
-    const { MemoryDesiredState } = await import("../src/kuberuntime/desired-state.js");
+    const { MemoryDesiredState } = await import("../src/pleg/desired-state.js");
     const desired = new MemoryDesiredState();
     const priv = await Harness.start(cri, { policy: { level: "privileged", hostPathAllow: [] }, desired }, {}, { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } });
     fake.runtime.resetCalls();

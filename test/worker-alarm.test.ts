@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vites
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { NodeDesiredState, PodSerializer, type Env } from "../src/worker.js";
 import { Pod } from "../src/pod/schema.js";
-import type { DesiredPod } from "../src/kuberuntime/desired-state.js";
+import type { DesiredPod } from "../src/pleg/desired-state.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { ISSUER, makeKey } from "./support/http.js";

@@ -21,7 +21,7 @@ import {
   type NamespaceOption, type PodSandboxConfig, type RunPodSandboxRequest, type SecurityProfile, type SELinuxOption,
 } from "../gen/runtime/v1/api_pb.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "../kuberuntime/security.js";
-import { claimsDir } from "../kuberuntime/volumes.js";
+import { claimsDir } from "../volumemanager/volumes.js";
 import { isUnderAny, isUnderPrefix, normalizeHostPath } from "./host-path.js";
 import { checksFor } from "./pod-security.js";
 import type { CheckResult } from "./pod-security-checks.js";

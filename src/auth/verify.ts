@@ -1,3 +1,6 @@
+// Package auth/ — signed requests (JWS verify, replay store), token scopes, the node owner's policy (Pod Security levels, CRI policy).
+// Imports pod/ and the engine's constants; never HTTP or an entry point.
+//
 // Signed requests: compact JWS/JWT verified with jose against a JWK set (file, inline, or remote with
 // caching and kid rotation), an algorithm allow-list, required claims, a maximum lifetime, clock skew,
 // and replay protection by jti. Nothing reaches the runtime before this has passed.

@@ -1,7 +1,6 @@
 // The CLI's argument parsing: the global flags every command takes, node's parseArgs underneath, and usage
 // errors in podsync's own words (never parseArgs's text).
 import { parseArgs } from "node:util";
-import type { OptionSpec } from "./command.js";
 
 export type Opts = Record<string, string | boolean | string[] | undefined>;
 
@@ -20,6 +19,13 @@ export function fail(msg: string, command?: string): never {
 }
 
 /** Flags every command takes. */
+/** A flag as node:util parseArgs takes it; defined here, below the commands that declare theirs. */
+export interface OptionSpec {
+  type: "string" | "boolean";
+  short?: string;
+  multiple?: boolean;
+}
+
 export const globalOptions: Record<string, OptionSpec & { help: string }> = {
   url: { type: "string", help: "the node's URL (default $PODSYNC_URL, else http://127.0.0.1:8080)" },
   key: { type: "string", help: "the private signing key (default $PODSYNC_KEY, else .podsync/dev-key.json)" },

@@ -1,12 +1,7 @@
 // What a CLI command is: its flags (beside the global ones in args.ts), its help text, and run().
 // A new command is one file under commands/ exporting a Command as default, and one line in registry.ts.
+import type { OptionSpec } from "./args.js";
 import type { Ctx } from "./client.js";
-
-export interface OptionSpec {
-  type: "string" | "boolean";
-  short?: string;
-  multiple?: boolean;
-}
 
 export interface Command {
   /** The usage lines, without the leading "podsync " (e.g. "get NAME [-n NS] [-o wide|json|yaml]"). */

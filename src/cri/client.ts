@@ -1,3 +1,6 @@
+// Package cri/ — one CRI client interface, the protobuf-es codec, the grpc-js and gRPC-Web transports, framing, gRPC-coded errors.
+// Imports only the generated proto; never pod/ decisions or anything above.
+//
 // The CRI client the engine talks to: the RuntimeService/ImageService methods it uses, typed from the
 // generated protobuf-es descriptors, over any transport that can carry one unary call.
 import { create, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";

@@ -2,7 +2,7 @@
 // stays out of the Worker bundle, which serves no /metrics). Implements the engine's NodeMetrics port on a
 // registry of its own, plus prom-client's default process metrics (CPU, memory, event-loop lag).
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { MetricsSource, NodeMetrics } from "../kuberuntime/metrics.js";
+import type { MetricsSource, NodeMetrics } from "../metrics/metrics.js";
 
 export interface PromMetrics extends NodeMetrics {
   /** The Prometheus text exposition. */

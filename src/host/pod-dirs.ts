@@ -9,7 +9,7 @@ import { constants } from "node:fs";
 import { lstat, open, readdir, realpath, rmdir, unlink, type FileHandle } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
-import type { PodDirs } from "../kuberuntime/pod-dirs.js";
+import type { PodDirs } from "../volumemanager/pod-dirs.js";
 import { at, NOFOLLOW } from "./fd-paths.js";
 import { mountsUnder } from "./mounts.js";
 import { bindSubPath } from "./subpath.js";

@@ -10,7 +10,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import { connect } from "node:net";
 import * as grpc from "@grpc/grpc-js";
-import { MAX_PROBE_OUTPUT, type ProbeNetwork, type ProbeOutcome } from "../kuberuntime/prober/probe.js";
+import { MAX_PROBE_OUTPUT, type ProbeNetwork, type ProbeOutcome } from "../prober/probe.js";
 
 const SERVING_STATUS = ["UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"];
 

@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
-import type { VolumeFiles, VolumePayload } from "../kuberuntime/object-volumes.js";
+import type { VolumeFiles, VolumePayload } from "../volumemanager/object-volumes.js";
 import { unmountAllUnder } from "./pod-dirs.js";
 
 const run = promisify(execFile);

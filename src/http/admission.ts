@@ -4,11 +4,11 @@ import type { Pod } from "../pod/schema.js";
 import { evaluatePodSecurity } from "../auth/pod-security.js";
 import { formatViolations, type NodePolicy } from "../auth/policy.js";
 import { ProblemError } from "./problems.js";
-import { admitInOrder, admitPod, type NodeInfo } from "../kuberuntime/predicates.js";
-import type { DesiredPod, DesiredState } from "../kuberuntime/desired-state.js";
+import { admitInOrder, admitPod, type NodeInfo } from "../lifecycle/predicates.js";
+import type { DesiredPod, DesiredState } from "../pleg/desired-state.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
-import { PodAdmissionError } from "../kuberuntime/node-admission.js";
+import { PodAdmissionError } from "../lifecycle/node-admission.js";
 import { InvalidPodError } from "../pod/validate.js";
 
 export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {

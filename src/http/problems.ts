@@ -7,11 +7,11 @@ import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
 import { PodNotFoundError, SupersededError, UnsupportedError } from "../kuberuntime/runtime.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
-import { ContainerChoiceError } from "../kuberuntime/container-choice.js";
+import { ContainerChoiceError } from "../container/container-choice.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
-import { PodAdmissionError } from "../kuberuntime/node-admission.js";
-import { ClaimInUseError, ClaimNotFoundError } from "../kuberuntime/claims.js";
-import { StaleGenerationError } from "../kuberuntime/desired-state.js";
+import { PodAdmissionError } from "../lifecycle/node-admission.js";
+import { ClaimInUseError, ClaimNotFoundError } from "../volumemanager/claims.js";
+import { StaleGenerationError } from "../pleg/desired-state.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 

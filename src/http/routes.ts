@@ -1,4 +1,7 @@
-// The API's paths in one place: the app registers them and /openapi.json documents them.
+// The API's paths in one place (the app registers them and /openapi.json documents them), and the check of
+// the pod uid they carry.
+import { ProblemError } from "./problems.js";
+
 export const ROUTES = {
   healthz: "/healthz",
   readyz: "/readyz",
@@ -21,3 +24,11 @@ export const ROUTES = {
   nodeVolumes: "/v1/node/volumes",
   nodeVolume: "/v1/node/volumes/:name",
 } as const;
+
+const UID_PATH = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** A pod uid taken from a path, checked before it reaches the runtime or the store. */
+export function pathUid(uid: string): string {
+  if (!UID_PATH.test(uid)) throw new ProblemError("bad-request", "the pod uid in the path must be alphanumerics, '-', '_' or '.', at most 128 characters", { errors: [{ path: "uid", message: "invalid pod uid" }] });
+  return uid;
+}

@@ -1,7 +1,7 @@
 // Engine shapes → response JSON: enum names instead of numbers, ISO times, container names instead of indexes.
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
-import type { PodActions, PodStatus } from "../kuberuntime/types.js";
+import type { PodActions, PodStatus } from "../container/types.js";
 import { nsToMs } from "../kuberuntime/pod-status.js";
 
 const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);

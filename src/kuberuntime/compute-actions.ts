@@ -7,9 +7,9 @@
 // containers follow v1.33's computeInitContainerActions (LegacySidecarContainers off), not findNextInitContainerToRun.
 import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../pod/schema.js";
-import { containerChanged } from "./hash.js";
+import { containerChanged } from "../container/hash.js";
 import { findContainerStatusByName } from "./pod-status.js";
-import type { ContainerStatus, ContainerToKill, PodActions, PodStatus } from "./types.js";
+import type { ContainerStatus, ContainerToKill, PodActions, PodStatus } from "../container/types.js";
 
 /** runtimeutil.NetworkNamespaceForPod */
 export function networkNamespaceForPod(pod: Pod): NamespaceMode {

@@ -13,18 +13,18 @@ import {
   type MountSchema,
 } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../pod/schema.js";
-import { hashContainer, specHash } from "./hash.js";
-import * as L from "./labels.js";
-import type { NodeConfig } from "./node-config.js";
+import { hashContainer, specHash } from "../container/hash.js";
+import * as L from "../container/labels.js";
+import type { NodeConfig } from "../container/node-config.js";
 import { podDNS } from "./dns.js";
-import { containerEnv, expand, toKeyValues, type EnvResolver } from "./expansion.js";
-import { filePlugin } from "./object-volumes.js";
-import { usesEnvSources } from "./env-sources.js";
+import { containerEnv, expand, toKeyValues, type EnvResolver } from "../container/expansion.js";
+import { filePlugin } from "../volumemanager/object-volumes.js";
+import { usesEnvSources } from "../container/env-sources.js";
 import { linuxResources } from "./resources.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, appArmorProfile, seccompProfile, seLinuxOptions } from "./security.js";
 import { canonicalCapability } from "../pod/capabilities.js";
-import { volumeHostPath } from "./volumes.js";
-import { sysctlDots } from "./node-admission.js";
+import { volumeHostPath } from "../volumemanager/volumes.js";
+import { sysctlDots } from "../lifecycle/node-admission.js";
 
 
 /** BuildPodLogsDirectory */
@@ -125,7 +125,6 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
 /** translateMountPropagation */
 const PROPAGATION = { None: MountPropagation.PROPAGATION_PRIVATE, HostToContainer: MountPropagation.PROPAGATION_HOST_TO_CONTAINER, Bidirectional: MountPropagation.PROPAGATION_BIDIRECTIONAL } as const;
 
-export { volumeHostPath };
 
 /** makeMounts for the volume kinds podsync supports (hostPath, emptyDir, persistentVolumeClaim, and the file
  * volumes: configMap, secret, downwardAPI, projected). A claim's readOnly makes every mount of it read-only, as

@@ -1,6 +1,6 @@
 // kubelet's GetPodDNS (pkg/kubelet/network/dns): the resolver config a sandbox gets for its dnsPolicy.
 import type { Pod } from "../pod/schema.js";
-import type { NodeConfig } from "./node-config.js";
+import type { NodeConfig } from "../container/node-config.js";
 
 const MAX_DNS_SEARCHES = 32;
 

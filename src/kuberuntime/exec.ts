@@ -2,8 +2,8 @@
 // (with a `truncated` flag), and output that is not UTF-8 text comes back base64-encoded (with the flag
 // `encoding: "base64"`) rather than mangled.
 import type { CriClient } from "../cri/client.js";
-import { ContainerChoiceError } from "./container-choice.js";
-import type { PodStatus } from "./types.js";
+import { ContainerChoiceError } from "../container/container-choice.js";
+import type { PodStatus } from "../container/types.js";
 
 export interface ExecOutput {
   data: string;

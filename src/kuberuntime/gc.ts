@@ -6,8 +6,8 @@
 import type { CriClient } from "../cri/client.js";
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import { stopContainer } from "./kill.js";
-import type { Steps } from "./steps.js";
-import type { ContainerStatus, PodStatus } from "./types.js";
+import type { Steps } from "../container/steps.js";
+import type { ContainerStatus, PodStatus } from "../container/types.js";
 
 /** What kubelet's container and sandbox GC would remove, given the status read before this sync. */
 export function garbage(status: PodStatus, startedNames: ReadonlySet<string>): { containers: ContainerStatus[]; sandboxes: string[] } {

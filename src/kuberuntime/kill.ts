@@ -3,17 +3,11 @@
 import type { CriClient } from "../cri/client.js";
 import { errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
 import { MAX_GRACE_PERIOD_SECONDS } from "../pod/schema.js";
-import { elapsedMs, StepError, Steps } from "./steps.js";
-import type { ContainerStatus, PodStatus, PodSyncResult } from "./types.js";
+import { elapsedMs, StepError, Steps } from "../container/steps.js";
+import type { ContainerStatus, PodRef, PodStatus, PodSyncResult } from "../container/types.js";
 
 /** kubelet's format.Pod: name_namespace(uid). */
 export const formatPod = (pod: { metadata: PodRef }) => `${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`;
-
-export interface PodRef {
-  uid: string;
-  name: string;
-  namespace: string;
-}
 
 /** What killing a pod needs: who it is and how long its containers get to stop. */
 export interface KillTarget {

@@ -3,9 +3,9 @@
 // name or namespace) would be synced against that pod's sandbox: its containers would start inside the
 // first pod's network and IPC. The API server makes uids unique; podsync has no API server, so the engine
 // refuses such a pod from the status it reads anyway, before any runtime write.
-import type { PodRef } from "./kill.js";
-import type { PodStatus } from "./types.js";
-import { POD_UID_LABEL } from "./labels.js";
+import type { PodRef } from "../container/types.js";
+import type { PodStatus } from "../container/types.js";
+import { POD_UID_LABEL } from "../container/labels.js";
 
 /** The runtime already holds another pod (name/namespace) under this uid. */
 export class UidConflictError extends Error {

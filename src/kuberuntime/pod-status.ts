@@ -39,8 +39,8 @@ import {
   POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
   POD_UID_LABEL,
   managedSelector,
-} from "./labels.js";
-import type { ContainerState, ContainerStatus, PodStatus } from "./types.js";
+} from "../container/labels.js";
+import type { ContainerState, ContainerStatus, PodStatus } from "../container/types.js";
 
 export type StatusDetail = "decide" | "full";
 
@@ -249,4 +249,11 @@ export async function completeRunning(cri: CriClient, status: PodStatus): Promis
     ),
   );
   return { ...status, containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined) };
+}
+
+/** sortPodIPs: the first IPv4 then the first IPv6 (podsync assumes an IPv4-first node). */
+export function sortPodIPs(ips: readonly string[]): string[] {
+  const v4 = ips.find((ip) => !ip.includes(":"));
+  const v6 = ips.find((ip) => ip.includes(":"));
+  return [v4, v6].filter((ip): ip is string => ip !== undefined);
 }

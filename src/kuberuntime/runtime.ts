@@ -1,3 +1,6 @@
+// Package kuberuntime/ — the kubelet port: pod status from CRI, computePodActions, SyncPod, kill, gc, container config, images,
+// and this file, the ONE front door. Imports container/, volumemanager/, lifecycle/, logs/; only this file composes status/.
+//
 // The engine's one front door, shaped like kubelet's kubecontainer.Runtime: plan, sync, status and delete
 // for one pod, and the runtime's own readiness. The HTTP routes, the Worker, the bench and the tests all
 // come through here; nothing above the engine assembles a sync from its parts.
@@ -10,35 +13,36 @@ import { countCalls } from "../cri/counting.js";
 import { fenced } from "../cri/fenced.js";
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
-import { MemoryPullBackOff, type PullBackOffStore } from "./backoff.js";
+import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
 import { computePodActions, type ProbeResults } from "./compute-actions.js";
-import { deletePod, type PodRef } from "./kill.js";
-import { defaultNodeConfig, type NodeConfig } from "./node-config.js";
+import { deletePod } from "./kill.js";
+import type { PodRef } from "../container/types.js";
+import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
-import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, managedSelector } from "./labels.js";
-import { subPathUnsupported } from "./subpath.js";
+import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, managedSelector } from "../container/labels.js";
+import { subPathUnsupported } from "../volumemanager/subpath.js";
 import { InvalidPodError } from "../pod/validate.js";
-import type { PodActions, PodStatus, SyncStep } from "./types.js";
-import { Steps } from "./steps.js";
-import { ContainerChoiceError, pickContainer } from "./container-choice.js";
-import { pickInstance } from "./logs/pick-instance.js";
-import { readLogs, type LogOptions } from "./logs/read-logs.js";
-import type { LogFiles } from "./logs/log-files.js";
+import type { PodActions, PodStatus, SyncStep } from "../container/types.js";
+import { Steps } from "../container/steps.js";
+import { ContainerChoiceError, pickContainer } from "../container/container-choice.js";
+import { pickInstance } from "../logs/pick-instance.js";
+import { readLogs, type LogOptions } from "../logs/read-logs.js";
+import type { LogFiles } from "../logs/log-files.js";
 import { execSync, runningInstance, type ExecResult } from "./exec.js";
 import { ContainerState } from "../gen/runtime/v1/api_pb.js";
-import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "./api-status.js";
-import { MemoryReasonCache, type ReasonCache } from "./reason-cache.js";
+import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "../status/api-status.js";
+import { MemoryReasonCache, type ReasonCache } from "../status/reason-cache.js";
 import { readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
-import { podDataPaths, podVolumesDir, removePodData, type PodDirs } from "./pod-dirs.js";
-import { FILE_VOLUME_PLUGINS, type VolumeFiles } from "./object-volumes.js";
+import { podDataPaths, podVolumesDir, removePodData, type PodDirs } from "../volumemanager/pod-dirs.js";
+import { FILE_VOLUME_PLUGINS, type VolumeFiles } from "../volumemanager/object-volumes.js";
 import type { PodObjects } from "../pod/objects.js";
 import { fileVolumeErrors } from "../pod/references.js";
-import { volumeHostErrors, type VolumeHost } from "./volumes.js";
-import { admitOnNode, PodAdmissionError } from "./node-admission.js";
-import { listClaims, removeClaim, type ClaimInfo } from "./claims.js";
+import { volumeHostErrors, type VolumeHost } from "../volumemanager/volumes.js";
+import { admitOnNode, PodAdmissionError } from "../lifecycle/node-admission.js";
+import { listClaims, removeClaim, type ClaimInfo } from "../volumemanager/claims.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;

@@ -5,7 +5,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { SecurityProfile_ProfileType, type SecurityProfileSchema, type SELinuxOptionSchema } from "../gen/runtime/v1/api_pb.js";
 import type { Container, Pod } from "../pod/schema.js";
-import type { NodeConfig } from "./node-config.js";
+import type { NodeConfig } from "../container/node-config.js";
 
 type Profile = MessageInitShape<typeof SecurityProfileSchema>;
 type ProfileField = { type: "RuntimeDefault" | "Localhost" | "Unconfined"; localhostProfile?: string | undefined };

@@ -7,10 +7,10 @@
 //   and appends it to the runtime's message ("<runtime message>: <termination message>").
 // Node filesystem I/O sits behind TerminationMessageFiles (src/host/ has the Node implementation). A
 // deployment without it (Workers) mounts no file and reads no message.
-import type { LogFiles } from "./logs/log-files.js";
-import { readLogs } from "./logs/read-logs.js";
-import type { ContainerStatus } from "./types.js";
-import { podDir } from "./pod-dirs.js";
+import type { LogFiles } from "../logs/log-files.js";
+import { readLogs } from "../logs/read-logs.js";
+import type { ContainerStatus } from "../container/types.js";
+import { podDir } from "../volumemanager/pod-dirs.js";
 
 /** kubecontainer.MaxContainerTerminationMessageLength, ...LogLength, ...LogLines */
 export const MAX_TERMINATION_MESSAGE_BYTES = 4096;

@@ -7,7 +7,6 @@
 // a longer value could never reach the process; and all of them together must stay under execve's ARG_MAX
 // (a quarter of the 8 MiB default stack: 2 MiB), so 1 MiB per container, which is also far inside the
 // 16 MiB gRPC message that carries the container config to the runtime.
-import type { Container } from "./schema.js";
 import type { EnvFromSource, EnvVarSource } from "./sources.js";
 
 export const MAX_EXPANDED_VALUE_BYTES = 128 * 1024;
@@ -71,10 +70,19 @@ export interface EnvSourceLengths {
   value(source: EnvVarSource): number | undefined;
 }
 
+/** The parts of a container that expand. Declared here, below the schema that calls expansionIssues, so that the
+ * schema imports this module and not the other way round (schema.ts's Container satisfies it). */
+export interface ExpandingContainer {
+  env?: readonly { name: string; value: string; valueFrom?: EnvVarSource | undefined }[] | undefined;
+  envFrom?: readonly EnvFromSource[] | undefined;
+  command?: readonly string[] | undefined;
+  args?: readonly string[] | undefined;
+}
+
 /** Whether this container's expanded env values, command and args stay within the limits. Reports the
  * first value over the per-value limit and the container total, not every value of a runaway chain.
  * With `sources`, envFrom and valueFrom take their resolved lengths, in the order containerEnv sets them. */
-export function expansionIssues(container: Container, sources?: EnvSourceLengths): SizeIssue[] {
+export function expansionIssues(container: ExpandingContainer, sources?: EnvSourceLengths): SizeIssue[] {
   const issues: SizeIssue[] = [];
   const lengths = new Map<string, number>();
   let total = 0;

@@ -1,3 +1,6 @@
+// Package pod/ — the object model: zod schemas and the types they give (Pod, ConfigMap/Secret, sources), validation with field paths, quantities.
+// Imports only zod and the generated proto; nothing of podsync's.
+//
 // The v1.Pod subset podsync supports, as zod schemas. They are the single source of the pod types the
 // engine uses (z.output), of validation (with API-server defaulting applied), and of /openapi.json.
 // Objects are strict: an unknown field is an error naming it, never silently ignored, because a field

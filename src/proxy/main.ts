@@ -1,3 +1,6 @@
+// Package proxy/ — cri-proxy, the node-local CRI proxy with its policy gate (an entry point of its own).
+// Imports cri/ framing, auth/ policy and host/; no client transport.
+//
 // `cri-proxy`: run the node-local CRI proxy beside containerd.
 //   cri-proxy --runtime unix:///run/containerd/containerd.sock --listen 0.0.0.0:9090 --grpc-web-listen 0.0.0.0:9091 \
 //             --token-file /etc/podsync/proxy-token [--tls-cert c.pem --tls-key k.pem [--client-ca ca.pem]] [--allow Exec,ListImages]

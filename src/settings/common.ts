@@ -1,12 +1,15 @@
+// Package settings/ — every setting, parsed and bounded by zod; the same names on Node and Workers.
+// Imports the engine's config types; imported only by entry points.
+//
 // The settings Node and Workers share, as one zod shape: the same names, defaults and bounds on both, so a
 // node owner can move between them without relearning. Each entry point adds only what is its own
 // (Node: where to listen and the runtime socket; Workers: the node map and proxy tokens).
 import { posix } from "node:path";
 import { z } from "zod";
 import { DEFAULT_ALGORITHMS } from "../auth/verify.js";
-import type { NodeConfig } from "../kuberuntime/node-config.js";
+import type { NodeConfig } from "../container/node-config.js";
 import { policySettingsShape } from "../auth/policy.js";
-import { unsafeSysctlPatternError } from "../kuberuntime/node-admission.js";
+import { unsafeSysctlPatternError } from "../lifecycle/node-admission.js";
 import { nodeAdmissionSettingsShape } from "./node-info.js";
 
 export const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));

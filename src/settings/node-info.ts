@@ -1,7 +1,7 @@
 // The node as admission sees it (src/kuberuntime/predicates.ts): its labels, taints and allocatable
 // resources, from settings the node owner sets (Node and Workers read the same names).
 import { z } from "zod";
-import { LABEL_ARCH, LABEL_HOSTNAME, LABEL_OS, NODE_OS, type NodeInfo, type Taint } from "../kuberuntime/predicates.js";
+import { LABEL_ARCH, LABEL_HOSTNAME, LABEL_OS, NODE_OS, type NodeInfo, type Taint } from "../lifecycle/predicates.js";
 import { LABEL_VALUE_RULE, validLabelValue, validQualifiedKey } from "../pod/names.js";
 import { TAINT_EFFECTS, type TaintEffect } from "../pod/scheduling.js";
 import { milliCPU, parseQuantity } from "../pod/quantity.js";

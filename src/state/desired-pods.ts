@@ -1,3 +1,6 @@
+// Package state/ — the Node entry's stores on disk: desired pods (Secrets sealed), probe state, used jtis.
+// Implements the ports pleg/ and prober/ define; imported only by entry points and HTTP.
+//
 // The node's desired state on its disk (Node entry): what the node agent keeps running when nobody calls.
 // Laid out like kubelet's static-pod directory, so a person can read it:
 //   <stateDir>/pods/<uid>.json    one per desired pod: the v1 Pod (apiVersion, kind, metadata, spec) plus a
@@ -13,9 +16,9 @@
 // Any I/O failure is a StateUnavailableError (503) and leaves the previous state in force.
 import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
-import { checkPut, checkRemove, checkReplace, type DesiredPod, type DesiredState, type RemoveOptions } from "../kuberuntime/desired-state.js";
+import { checkPut, checkRemove, checkReplace, type DesiredPod, type DesiredState, type RemoveOptions } from "../pleg/desired-state.js";
 import { Pod } from "../pod/schema.js";
-import { serialQueue } from "../kuberuntime/serial.js";
+import { serialQueue } from "../util/serial.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 import { writeFileAtomic } from "./atomic-file.js";
 

@@ -10,7 +10,7 @@
 // does not parse is ignored (its pod starts over, as a new worker would).
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { PodProbeState, ProbeStateStore } from "../kuberuntime/prober/prober.js";
+import type { PodProbeState, ProbeStateStore } from "../prober/prober.js";
 import { writeFileAtomic } from "./atomic-file.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 

@@ -3,7 +3,7 @@
 // opening them when read, so the store itself never holds a Secret's data in clear. ConfigMaps pass as they are.
 // A Secret that does not open (the node key lost or replaced) is a StateUnavailableError: the store is then not
 // usable for that pod until it is put again.
-import type { DesiredPod, DesiredState, RemoveOptions } from "../kuberuntime/desired-state.js";
+import type { DesiredPod, DesiredState, RemoveOptions } from "../pleg/desired-state.js";
 import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 

@@ -2,12 +2,13 @@
 // with test keys and a signer.
 import { serve, type ServerType } from "@hono/node-server";
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from "jose";
-import { createApp, type AppOptions, type RequestLog } from "../../src/http/app.js";
+import { createApp, type AppOptions } from "../../src/http/app.js";
+import type { RequestLog } from "../../src/http/request-log.js";
 import { createVerifier, type VerifierOptions } from "../../src/auth/verify.js";
 import { MemoryReplayStore } from "../../src/auth/replay.js";
 import type { CriClient } from "../../src/cri/client.js";
 import { createPodRuntime, type PodRuntimeOptions } from "../../src/kuberuntime/runtime.js";
-import { MemoryPullBackOff } from "../../src/kuberuntime/backoff.js";
+import { MemoryPullBackOff } from "../../src/container/backoff.js";
 import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { startFakeCri, type FakeServer } from "./fake-cri.js";
 

@@ -1,5 +1,5 @@
 // A kubecontainer.Status fixture with zero values, like the kubelet tests' struct literals.
-import type { ContainerState, ContainerStatus } from "../../src/kuberuntime/types.js";
+import type { ContainerState, ContainerStatus } from "../../src/container/types.js";
 
 export function containerStatus(id: string, name: string, state: ContainerState, hash: string, over: Partial<ContainerStatus> = {}): ContainerStatus {
   return {

@@ -2,7 +2,7 @@
 import { fail } from "../args.js";
 import type { Command } from "../command.js";
 import { printResult } from "../output.js";
-import type { V1Pod } from "../../kuberuntime/api-status.js";
+import type { V1Pod } from "../../status/api-status.js";
 
 const get: Command = {
   usage: ["get UID [-o json|yaml]"],

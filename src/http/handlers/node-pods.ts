@@ -1,0 +1,196 @@
+// The node agent's HTTP face: the node-wide desired set.
+//   PUT /v1/node/pods  a signed set of pods at a generation: every item is validated and admitted before
+//                      anything changes; then the store is replaced (the commit), then every listed pod is
+//                      synced and every pod the set dropped is deleted, through the engine's front door.
+//   GET /v1/pods       the desired pods with their status as a v1.PodList (resourceVersion = generation), and
+//                      the orphans: pods podsync made that the store does not hold.
+import type { Context, Hono } from "hono";
+import type { VerifiedToken } from "../../auth/verify.js";
+import { AuthError } from "../../auth/verify.js";
+import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
+import { SupersededError } from "../../kuberuntime/runtime.js";
+import { toV1Pod } from "../../status/api-status.js";
+import type { Pod } from "../../pod/schema.js";
+import { InvalidPodError, type FieldError } from "../../pod/validate.js";
+import { storedObjects, type PodObjects } from "../../pod/objects.js";
+import { bundlesFromSet } from "../../pod/bundle.js";
+import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime } from "../admission.js";
+import { serialQueue } from "../../util/serial.js";
+import { ProblemError, toProblemError } from "../problems.js";
+import { readSignedList } from "../signed-request.js";
+import { actionsJSON } from "../serialize.js";
+import type { PodRouteDeps } from "../context.js";
+
+/** The pod routes' pieces, and PUT's own. */
+export type NodePodsDeps = PodRouteDeps & {
+  /** Pods synced (or deleted) at once by one PUT. */
+  concurrency: number;
+  note: (c: Context<never>, f: { jti?: string | undefined; criCalls?: number }) => void;
+};
+
+/** The desired-state record of a verified token, with the ConfigMaps and Secrets signed with the pod (the
+ * store keeps Secrets sealed: src/state/sealed-desired-state.ts). */
+export function desiredEntry(pod: Pod, token: VerifiedToken, now: number, objects?: PodObjects): DesiredPod {
+  const p = token.payload;
+  const stored = objects && storedObjects(objects);
+  return { pod, audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat) }, storedAt: now, ...(stored ? { objects: stored } : {}) };
+}
+
+/** The `generation` claim: a whole number from 1 (the node starts at 0). Checked before the jti is spent. */
+function generationClaim(p: Record<string, unknown>): Error | undefined {
+  const g = p["generation"];
+  if (Number.isSafeInteger(g) && (g as number) >= 1) return undefined;
+  const message = "must be a whole number from 1 (above the node's current generation)";
+  return new ProblemError("bad-request", `the token's generation ${message}`, { errors: [{ path: "generation", message }] });
+}
+
+const SUPERSEDED_SYNC = "not synced by this PUT: a later request changed the pod in the desired state while this PUT ran, and that request's spec is the one applied";
+const SUPERSEDED_DELETE = "not deleted by this PUT: a later request put the pod back in the desired state while this PUT ran";
+
+/** Run fn over items, at most `n` at a time, results in order. */
+async function mapBounded<T, R>(items: readonly T[], n: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+  return out;
+}
+
+/** Validate every item (schema, the deployment's probe handlers, the references to the set's ConfigMaps and
+ * Secrets: src/pod/bundle.ts), all errors at once, each path under its item; then the set's own rule: one pod
+ * per uid and per namespace/name. */
+function validateSet(items: unknown[], prefix: string, payload: Record<string, unknown>, checkProbes: (pod: Pod) => void): { pod: Pod; objects: PodObjects; at: string }[] {
+  const errors: FieldError[] = [];
+  let pods: { pod: Pod; objects: PodObjects; at: string }[] = [];
+  try {
+    pods = bundlesFromSet(items, prefix, payload, checkProbes);
+  } catch (e) {
+    if (!(e instanceof InvalidPodError)) throw e;
+    errors.push(...e.errors);
+  }
+  const uids = new Map<string, string>();
+  const names = new Map<string, string>();
+  for (const { pod, at } of pods) {
+    const { uid, namespace, name } = pod.metadata;
+    const u = uids.get(uid);
+    if (u) errors.push({ path: `${at}.metadata.uid`, message: `duplicate uid "${uid}" (also ${u}): a set holds each pod once` });
+    else uids.set(uid, at);
+    const n = names.get(`${namespace}/${name}`);
+    if (n) errors.push({ path: `${at}.metadata.name`, message: `duplicate pod ${namespace}/${name} (also ${n}): a set holds each pod once` });
+    else names.set(`${namespace}/${name}`, at);
+  }
+  if (errors.length) throw new InvalidPodError(errors);
+  return pods;
+}
+
+export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pods: string }, d: NodePodsDeps): void {
+  // One PUT at a time on this node: its commit and its syncs and deletes are not interleaved with another
+  // set's, so a set that was replaced never has its pods brought back by the set it replaced.
+  const serial = serialQueue();
+
+  app.put(routes.nodePods, async (c) => {
+    const { items, prefix, token } = await readSignedList(c.req.raw, d.verifier, "apply", d.maxBodyBytes, generationClaim);
+    d.note(c as never, { jti: token.payload.jti });
+    const generation = token.payload["generation"] as number;
+    const pods = validateSet(items, prefix, token.payload, d.checkProbes);
+    for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
+    for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
+    // A generation the node is already at is refused first (replace checks again, atomically): a stale PUT
+    // makes no runtime call.
+    checkReplace(await d.desired.generation(), generation);
+    const now = d.now();
+    const body = await serial(async () => {
+      // The commit: refused (409 stale-generation, 503 state-unavailable) with nothing changed, so a refused
+      // PUT does not use up its generation. Nothing acts before it.
+      // Admission against the node and the commit are one step on the node (d.admitting, shared with sync),
+      // so a set and a concurrent sync cannot each fit alone and be admitted together.
+      // `before` (to name the dropped pods) is read in the same step: a sync stored just before the commit is
+      // one the commit may drop.
+      const entries = pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects));
+      // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
+      // uid-conflict naming the item) in the same step, before the commit.
+      let idCalls = 0;
+      const { removed, before } = await d.admitting(async () => {
+        const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
+        admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix);
+        idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
+        d.note(c as never, { criCalls: idCalls });
+        return { ...(await d.desired.replace(generation, entries)), before };
+      });
+      d.prober?.update(pods.map((p) => p.pod));
+      let criCalls = idCalls;
+      const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({ ok: false, pod: ref, steps: [], error: toProblemError(e).toProblem() });
+      // Dropped pods go first: they may hold what the new ones need (host ports, names).
+      const removedResults = await mapBounded(removed, d.concurrency, async (uid) => {
+        const m = before.get(uid)?.pod.metadata;
+        const ref = { namespace: m?.namespace ?? "", name: m?.name ?? "", uid };
+        try {
+          // Deleted only if still out of the store once the pod's lock is held: a later sync that put it back
+          // meanwhile is not undone.
+          const r = await d.runtime.delete(uid, undefined, whileAbsent(d.desired, uid));
+          criCalls += r.criCalls;
+          return { ok: r.ok, pod: ref, steps: r.steps, deleted: r.deleted };
+        } catch (e) {
+          if (e instanceof SupersededError) return { ok: true, pod: ref, steps: [], deleted: false, superseded: SUPERSEDED_DELETE };
+          return failed(ref, e);
+        }
+      });
+      const results = await mapBounded(pods, d.concurrency, async ({ pod, objects }, i) => {
+        const uid = pod.metadata.uid;
+        const mine = entries[i]!;
+        try {
+          // Synced only if this PUT's entry (or the same spec) is still stored once the pod's lock is held: a later sync
+          // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
+          // roll it back.
+          const r = await d.runtime.sync(pod, d.prober?.results(uid), objects, whileStored(d.desired, mine));
+          d.prober?.observe(uid, r.after);
+          criCalls += r.criCalls;
+          return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };
+        } catch (e) {
+          if (e instanceof SupersededError) return { ok: true, pod: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, steps: [], superseded: SUPERSEDED_SYNC };
+          return failed({ namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, e);
+        }
+      });
+      d.note(c as never, { criCalls });
+      const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
+      return { ok, generation, pods: results, removed: removedResults };
+    });
+    // 207 as for a sync: the set is stored (the loop keeps at it), some pods' steps failed; the body says which.
+    return c.json(body, body.ok ? 200 : 207);
+  });
+
+  app.get(routes.pods, async (c) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(c.req.header("authorization") ?? "");
+    if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
+    // A token scoped to one pod (`uid`) may not read the node's whole set.
+    const token = await d.verifier.verify(m[1]!, {
+      consume: false,
+      check: (p) =>
+        p["act"] !== "status"
+          ? new AuthError("bad-claims", `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`)
+          : p["uid"] !== undefined
+            ? new AuthError("bad-claims", 'a token for the node\'s pod list must not carry "uid" (it is scoped to one pod)')
+            : undefined,
+    });
+    d.note(c as never, { jti: token.payload.jti });
+    const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
+    entries.sort((a, b) => a.pod.metadata.namespace.localeCompare(b.pod.metadata.namespace) || a.pod.metadata.name.localeCompare(b.pod.metadata.name));
+    const remote = d.probeResults && entries.length ? await d.probeResults(entries.map((e) => e.pod.metadata.uid)) : undefined;
+    const r = await d.runtime.list(entries.map((e) => e.pod), (uid) => d.prober?.results(uid) ?? remote?.get(uid));
+    for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
+    d.note(c as never, { criCalls: r.criCalls });
+    return c.json({
+      apiVersion: "v1",
+      kind: "PodList",
+      metadata: { resourceVersion: String(generation) },
+      items: r.pods.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus)),
+      // Not in v1.PodList: pods podsync made that this node's store does not hold (status for a stand-in).
+      orphans: r.orphans.map((p) => toV1Pod(undefined, p.pod, p.apiStatus)),
+    });
+  });
+}

@@ -1,0 +1,34 @@
+// DELETE /v1/pods/{uid}: out of the desired state first, then the pod killed and removed with its node data.
+import type { Hono } from "hono";
+import { note, type AppEnv, type PodRouteDeps } from "../context.js";
+import { ProblemError } from "../problems.js";
+import { pathUid, ROUTES } from "../routes.js";
+import { checkGraceClaim, readBearer } from "../signed-request.js";
+
+export function registerPodDelete(app: Hono<AppEnv>, d: PodRouteDeps): void {
+  const { runtime: rt, desired, prober } = d;
+  app.delete(ROUTES.pod, async (c) => {
+    const uid = pathUid(c.req.param("uid"));
+    const token = await readBearer(c.req.raw, d.verifier, "delete", uid, true, checkGraceClaim);
+    note(c, uid, token.payload.jti);
+    // Out of the desired state first: once the pod is asked gone, nothing (the loop, a PUT) brings it back, and
+    // a store that cannot be written refuses (503) before anything acts. A token issued before the one that
+    // last changed the pod is a rollback (409 stale-generation). A pod only the runtime knows (an orphan) is
+    // deleted all the same, and one only the store knew is just forgotten.
+    // The iat check runs inside the store's write (remove's `iat`): a sync with a newer token stored while this
+    // request waited is never removed by it. `known` is read first only to name the pod in the answer.
+    const known = await desired.get(uid);
+    const wasStored = await desired.remove(uid, { iat: Number(token.payload.iat) });
+    const stored = wasStored ? known : undefined;
+    prober?.remove(uid);
+    const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined);
+    c.set("criCalls", r.criCalls);
+    // Nothing podsync made is there under this uid (another manager's objects do not count), and the desired
+    // state did not hold it either (node data it left that could not be removed is a 207 below, not a 404).
+    if (!r.deleted && !wasStored && r.ok) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
+    const { criCalls: _, ...body } = r;
+    const m = stored?.pod.metadata;
+    if (m && !r.deleted) body.pod = { namespace: m.namespace, name: m.name, uid };
+    return c.json({ ...body, desired: wasStored }, r.ok ? 200 : 207);
+  });
+}

@@ -1,0 +1,76 @@
+// POST /v1/pods/plan and POST /v1/pods/sync: a signed pod, verified, validated and admitted before any runtime
+// call; sync stores it in the node's desired state and acts through the front door.
+import type { Hono } from "hono";
+import { SupersededError, type SyncResult } from "../../kuberuntime/runtime.js";
+import { checkPut, StaleGenerationError, whileStored } from "../../pleg/desired-state.js";
+import { admit, admitOnNode, admitOnRuntime, checkUidsOnRuntime } from "../admission.js";
+import { note, type AppEnv, type PodRouteDeps } from "../context.js";
+import { desiredEntry } from "./node-pods.js";
+import { ROUTES } from "../routes.js";
+import { actionsJSON, statusJSON } from "../serialize.js";
+import { readSignedPod } from "../signed-request.js";
+
+export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
+  const { runtime: rt, desired, policy, nodeInfo, admitting, prober, maxBodyBytes: maxBody, now, checkProbes } = d;
+  app.post(ROUTES.plan, async (c) => {
+    const { pod, token } = await readSignedPod(c.req.raw, d.verifier, "plan", maxBody);
+    note(c, pod.metadata.uid, token.payload.jti);
+    admit(pod, policy);
+    await admitOnNode(pod, nodeInfo, desired);
+    checkProbes(pod);
+    const r = await rt.plan(pod, prober?.results(pod.metadata.uid));
+    c.set("criCalls", r.criCalls);
+    return c.json({ ok: true, pod: r.pod, actions: actionsJSON(pod, r.actions), status: statusJSON(r.status) });
+  });
+
+  app.post(ROUTES.sync, async (c) => {
+    const { pod, objects, token } = await readSignedPod(c.req.raw, d.verifier, "sync", maxBody);
+    note(c, pod.metadata.uid, token.payload.jti);
+    admit(pod, policy);
+    checkProbes(pod);
+    admitOnRuntime(rt, pod);
+    const uid = pod.metadata.uid;
+    // Admitted against the other desired pods and stored as one step on the node (kubelet admits one pod at a
+    // time), before anything acts: the loop keeps it running from here on. An older token than the one that
+    // last changed the pod is refused here (409 stale-generation), a store that cannot be written with 503.
+    const mine = desiredEntry(pod, token, now(), objects);
+    // An older token is refused first (put checks again, atomically): a stale request makes no runtime call.
+    checkPut(await desired.get(uid), mine);
+    // One uid is one pod: a pod whose uid belongs to another pod on the node is refused (409 uid-conflict) in
+    // the same step, before it is stored, so the refusal changes nothing.
+    let idCalls = 0;
+    await admitting(async () => {
+      await admitOnNode(pod, nodeInfo, desired);
+      idCalls = await checkUidsOnRuntime(rt, [{ pod }], (u) => desired.get(u));
+      c.set("criCalls", idCalls);
+      await desired.put(mine);
+    });
+    // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
+    prober?.upsert(pod);
+    // Synced only if this request's entry (or the same spec) is still stored once the pod's lock is held: a later request
+    // that changed or removed the pod meanwhile acts after this one, and this older spec does not undo it.
+    let r: SyncResult;
+    try {
+      r = await rt.sync(pod, prober?.results(uid), objects, whileStored(desired, mine));
+    } catch (e) {
+      if (!(e instanceof SupersededError)) throw e;
+      const left = !(await desired.get(uid));
+      if (left) prober?.remove(uid);
+      throw new StaleGenerationError(left ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done` : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`);
+    }
+    c.set("criCalls", idCalls + r.criCalls);
+    // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
+    // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the
+    // store). So a pod that has left the desired state is deleted again, and the request is told why.
+    if (!(await desired.get(uid))) {
+      prober?.remove(uid);
+      const d = await rt.delete(uid);
+      c.set("criCalls", idCalls + r.criCalls + d.criCalls);
+      throw new StaleGenerationError(`pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`);
+    }
+    prober?.observe(uid, r.after);
+    // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
+    // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
+    return c.json({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after) }, r.ok ? 200 : 207);
+  });
+}

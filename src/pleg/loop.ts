@@ -1,0 +1,411 @@
+// Package pleg/ — the node agent's reconcile: relist (kubelet's PLEG), decide (pure), the loop (pod workers), the desired-state port.
+// Imports the front door, prober/, status/, metrics/ and below; never HTTP or an entry point.
+//
+// The node agent's reconcile loop: kubelet's PLEG relist plus its pod workers, for the pods in the node's
+// desired state. Every relist interval it lists the node (2 CRI calls, see relist.ts), and for each desired
+// pod decides, purely (decide.ts), whether it needs a sync and whether now is the time; those it syncs through
+// the engine's front door (runtime.sync, which takes the per-pod lock, so a request and the loop never act on
+// one pod at once). It also drives the prober (prober.ts: update/observe/tick/results/needsSync).
+//
+//   start-up        every desired pod is synced once (after a reboot or a containerd restart that brings
+//                   them back as new sandbox attempts)
+//   each relist     pods whose runtime state (fingerprint) or spec changed and need action; pods whose crash-
+//                   loop back-off just ended; pods whose failed sync is due for a retry (10 s, kubelet's
+//                   backOffPeriod); pods due for the full resync (PODSYNC_RESYNC_INTERVAL_MS)
+//   probes          ticked when due, against the last relist; a liveness/startup failure syncs the pod
+//   every sync      with the spec as stored at that moment (checked again under the pod's lock: a spec a request
+//                   replaced meanwhile is not applied); a pod that left the desired state meanwhile is not
+//                   synced, and one that left while its sync waited for the lock is deleted again
+//
+// Pods the desired state does not hold are never synced, whatever labels they carry. One pod's failure never
+// stops the loop; each distinct error is logged once (and its recovery once), never on every tick.
+import type { Pod } from "../pod/schema.js";
+import type { CriClient } from "../cri/client.js";
+import { errorMessage, isCriError } from "../cri/errors.js";
+import { sameEntry, whileStored, type DesiredPod, type DesiredState } from "./desired-state.js";
+import { objectsFromStored } from "../pod/bundle.js";
+import { SupersededError, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
+import type { Prober } from "../prober/prober.js";
+import type { MetricsSource, NodeMetrics } from "../metrics/metrics.js";
+import { generateAPIPodStatus, type PodPhase } from "../status/api-status.js";
+import type { PodStatus } from "../container/types.js";
+import { createRelister, fingerprintOf, type Relist, type Relister } from "./relist.js";
+import { decide, decisionHolds, retryAfter, syncReason, type Decision, type PodRecord } from "./decide.js";
+
+export interface ReconcileLoopOptions {
+  /** The engine's front door; loop syncs go through it (and its lock). */
+  runtime: PodRuntime;
+  /** For the relist's list calls and its one-off detail reads. */
+  cri: CriClient;
+  desired: DesiredState;
+  prober?: Prober | undefined;
+  metrics?: NodeMetrics | undefined;
+  /** Default 1000 (kubelet's PLEG relist period). */
+  relistIntervalMs?: number;
+  /** Default 60000 (kubelet's syncFrequency). */
+  resyncIntervalMs?: number;
+  /** A failed sync is retried after this long without a new event. Default 10000 (kubelet's backOffPeriod). */
+  errorBackOffMs?: number;
+  /** Loop syncs running at once. Default 8. */
+  maxConcurrentSyncs?: number;
+  now?: () => number;
+  /** One JSON-able record per event worth a line (errors once per change, recoveries, start-up). */
+  log?: (rec: Record<string, unknown>) => void;
+  /** No timers: the caller drives the loop with tick() (the Workers node object's alarm, tests, bench). */
+  manual?: boolean;
+}
+
+export interface TickReport {
+  relisted: boolean;
+  /** CRI calls the relist made. */
+  relistCalls: number;
+  /** Pods synced in this tick, with why. */
+  synced: { uid: string; reason: string }[];
+}
+
+export interface ReconcileLoop extends MetricsSource {
+  /** One relist, its syncs and the due probes, all awaited. */
+  tick(): Promise<TickReport>;
+  /** Relist soon (e.g. after the desired set changed). */
+  kick(): void;
+  stop(): Promise<void>;
+}
+
+const emptyStatus = (uid: string): PodStatus => ({ id: uid, name: "", namespace: "", ips: [], sandboxStatuses: [], containerStatuses: [] });
+const PHASES: PodPhase[] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+
+export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
+  const now = o.now ?? Date.now;
+  const interval = o.relistIntervalMs ?? 1000;
+  const resync = o.resyncIntervalMs ?? 60_000;
+  const errorBackOff = o.errorBackOffMs ?? 10_000;
+  const maxSyncs = o.maxConcurrentSyncs ?? 8;
+  const log = o.log ?? (() => undefined);
+  const relister: Relister = createRelister(o.cri);
+  const prober = o.prober;
+
+  const records = new Map<string, PodRecord>();
+  const specs = new Map<string, DesiredPod>();
+  const errors = new Map<string, string>();
+  const inFlight = new Map<string, Promise<void>>();
+  /** When the probe path last synced a pod. */
+  const probeSyncedAt = new Map<string, number>();
+  /** The fingerprint each prober pod was last shown from a relist. */
+  const observed = new Map<string, string>();
+  let started = false;
+  let stopped = false;
+  let generation = 0;
+  let last: Relist | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let probeTimer: ReturnType<typeof setTimeout> | undefined;
+  let probeAt = 0;
+  let current: Promise<unknown> | undefined;
+  let probing: Promise<void> | undefined;
+  let nextRelistAt = 0;
+
+  // A small semaphore: loop syncs beyond maxSyncs wait their turn.
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  const acquire = () => (running < maxSyncs ? (running++, Promise.resolve()) : new Promise<void>((r) => waiting.push(() => (running++, r()))));
+  const release = () => {
+    running--;
+    waiting.shift()?.();
+  };
+
+  /** Log an error for `key` only when its identity (`same`: what failed, not the wording, which can carry
+   * addresses or times) differs from the last one logged; log its recovery once. */
+  const report = (key: string, uid: string | undefined, error: { same: string; text: string } | undefined, extra: Record<string, unknown> = {}) => {
+    const prev = errors.get(key);
+    if (error?.same === prev) return;
+    const what = key.startsWith("pod:") ? "sync" : key;
+    if (error === undefined) {
+      errors.delete(key);
+      log({ event: "recovered", ...(uid ? { podUid: uid } : {}), what });
+      return;
+    }
+    errors.set(key, error.same);
+    log({ event: "error", ...(uid ? { podUid: uid } : {}), what, error: error.text.slice(0, 300), ...extra });
+  };
+  const failure = (e: unknown) => ({ same: isCriError(e) ? e.codeName : errorMessage(e), text: isCriError(e) ? e.message : errorMessage(e) });
+
+  function sync(uid: string, reason: string): Promise<void> {
+    const rec = records.get(uid);
+    const job = (async () => {
+      await acquire();
+      const t0 = now();
+      if (rec) rec.lastSyncStart = t0;
+      let outcome: "ok" | "failed" | "error" = "error";
+      try {
+        if (stopped) return;
+        // The spec as stored now (a request may have stored a newer one since the relist); a pod that has
+        // left the desired state (a DELETE or PUT) is not brought back.
+        const entry = await o.desired.get(uid);
+        if (!entry) return;
+        // With the ConfigMaps and Secrets stored beside it (opened by the store), validated again with the pod.
+        // Synced only if that entry is still the stored one once the pod's lock is held: a request that stored
+        // a newer spec (or removed the pod) after the read above acts itself, after this, and is not undone.
+        let r: SyncResult;
+        try {
+          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, whileStored(o.desired, entry));
+        } catch (e) {
+          if (!(e instanceof SupersededError)) throw e;
+          outcome = "ok";
+          return;
+        }
+        // It left while this sync waited for the pod's lock: the DELETE or PUT may have run its delete first,
+        // so what this sync made is deleted again (as the sync route does).
+        if (!(await o.desired.get(uid))) {
+          prober?.remove(uid);
+          await o.runtime.delete(uid);
+          outcome = "ok";
+          return;
+        }
+        prober?.observe(uid, r.after);
+        observed.delete(uid); // the next relist shows it again
+        relister.learn(r.after);
+        countRestarts(r);
+        // CrashLoopBackOff steps are the back-off holding, not a failure: the loop returns when it ends.
+        const failed = r.steps.filter((s) => !s.ok && s.error !== "CrashLoopBackOff");
+        outcome = failed.length === 0 ? "ok" : "failed";
+        // A failed sync's own doing is not news at the next relist (it waits for its retry, or a later
+        // event). After a good one the next relist decides afresh: a container that already crashed again
+        // is seen there.
+        if (rec && outcome === "failed") rec.fingerprint = fingerprintOf(r.after);
+        const f = failed[0];
+        const same = f && `${f.action} ${f.target}: ${f.error ?? "failed"}${f.grpcCode ? ` (${f.grpcCode})` : ""}`;
+        report(`pod:${uid}`, uid, f ? { same: same!, text: `${same}${f.message ? `: ${f.message}` : ""}` } : undefined, { reason });
+      } catch (e) {
+        // A pod dropped from the desired set while this sync ran is not reported into `errors`: updateDesired
+        // already forgot it, and nothing would remove its key again (a leak, and its next error, should it
+        // come back, would be taken for this one and not logged). Its failure is logged once all the same.
+        if (specs.has(uid)) report(`pod:${uid}`, uid, failure(e), { reason });
+        else log({ event: "error", podUid: uid, what: "sync", error: failure(e).text.slice(0, 300), reason, desired: false });
+      } finally {
+        const end = now();
+        if (rec) {
+          rec.lastSyncEnd = end;
+          rec.retryAt = retryAfter(outcome, end, errorBackOff, resync);
+        }
+        release();
+      }
+    })().finally(() => inFlight.delete(uid));
+    inFlight.set(uid, job);
+    return job;
+  }
+
+  function countRestarts(r: SyncResult) {
+    if (!o.metrics) return;
+    for (const st of r.steps)
+      if (st.ok && (st.action === "StartContainer" || st.action === "InitContainer") && r.status.containerStatuses.some((c) => c.name === st.target)) o.metrics.loopRestart();
+  }
+
+  /** The desired set → the loop's records and the prober's pods. */
+  function updateDesired(entries: DesiredPod[]): Set<string> {
+    const changed = new Set<string>();
+    const seen = new Set<string>();
+    for (const e of entries) {
+      const uid = e.pod.metadata.uid;
+      seen.add(uid);
+      if (!sameEntry(specs.get(uid), e)) {
+        changed.add(uid);
+        specs.set(uid, e);
+        prober?.upsert(e.pod);
+      }
+      if (!records.has(uid))
+        // A pod new to the loop after start-up was just synced by the request that stored it: as if the loop
+        // had synced it now (a needed action still runs: it counts as changed).
+        records.set(uid, { fingerprint: undefined, lastSyncStart: started ? now() : 0, lastSyncEnd: started ? now() : -Infinity, retryAt: 0 });
+    }
+    for (const uid of [...specs.keys()])
+      if (!seen.has(uid)) {
+        specs.delete(uid);
+        records.delete(uid);
+        errors.delete(`pod:${uid}`);
+        prober?.remove(uid);
+      }
+    return changed;
+  }
+
+  async function relistAndSync(): Promise<TickReport & { syncs: Promise<void>[] }> {
+    const report0 = { relisted: false, relistCalls: 0, synced: [] as { uid: string; reason: string }[], syncs: [] as Promise<void>[] };
+    const scheduled = nextRelistAt;
+    const t0 = now();
+    let view: Relist;
+    let entries: DesiredPod[];
+    try {
+      [entries, generation] = await Promise.all([o.desired.list(), o.desired.generation()]);
+      const specChanged = updateDesired(entries);
+      // Nothing desired and no probe to run: no relist could lead to anything, so none is made (an idle node
+      // costs no CRI call, and a refused request stays the only thing near the runtime).
+      if (specs.size === 0 && prober?.nextDue() === undefined) {
+        last = undefined;
+        return report0;
+      }
+      view = await relister.relist(
+        {
+          wants: (uid) => specs.has(uid) || prober?.spec(uid) !== undefined,
+          wantsStartTimes: (uid) => hasProbes(specs.get(uid)?.pod ?? prober?.spec(uid)),
+        },
+        now,
+      );
+      o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, true);
+      report("relist", undefined, undefined);
+      last = view;
+      report0.relisted = true;
+      report0.relistCalls = view.criCalls;
+
+      const t = now();
+      for (const e of entries) {
+        const uid = e.pod.metadata.uid;
+        const rec = records.get(uid)!;
+        if (inFlight.has(uid)) continue;
+        // A sync that ended after this relist began is not in the view: decide on the next one.
+        if (rec.lastSyncEnd > view.at) continue;
+        const pv = view.pods.get(uid);
+        const fp = pv?.fingerprint ?? "";
+        const changed = rec.fingerprint !== fp || specChanged.has(uid);
+        rec.fingerprint = fp;
+        let reason: string | undefined;
+        if (!started) reason = "start-up";
+        else {
+          // A converged pod whose objects and spec are as last time needs no new decision (nor its status).
+          let d: Decision;
+          const prev = rec.decided;
+          if (prev && prev.fingerprint === fp && prev.spec === specs.get(uid) && decisionHolds(prev.decision, t)) d = prev.decision;
+          else {
+            try {
+              d = decide(e.pod, pv?.status ?? emptyStatus(uid), prober?.results(uid), t);
+            } catch (err) {
+              report(`pod:${uid}`, uid, { same: `decide: ${errorMessage(err)}`, text: `decide: ${errorMessage(err)}` });
+              continue;
+            }
+            rec.decided = { fingerprint: fp, spec: specs.get(uid), decision: d };
+          }
+          reason = syncReason(rec, d, changed, { now: t, resyncIntervalMs: resync });
+        }
+        if (reason) {
+          report0.synced.push({ uid, reason });
+          report0.syncs.push(sync(uid, reason));
+        }
+      }
+      started = true;
+      // The prober reads container ids and states from the relist (again only when they changed).
+      if (prober)
+        for (const [uid, pv] of view.pods)
+          if (observed.get(uid) !== pv.fingerprint && prober.spec(uid)) {
+            prober.observe(uid, pv.status);
+            observed.set(uid, pv.fingerprint);
+          }
+      for (const uid of observed.keys()) if (!view.pods.has(uid)) observed.delete(uid);
+    } catch (e) {
+      o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, false);
+      report("relist", undefined, failure(e));
+    }
+    return report0;
+  }
+
+  /** Run due probes; sync the pods whose liveness or startup probe failed. */
+  async function probe(): Promise<Promise<void>[]> {
+    if (!prober || !last) return [];
+    const r = await prober.tick(now());
+    const syncs: Promise<void>[] = [];
+    const t = now();
+    for (const uid of r.needsSync) {
+      // A restart that did not happen (its sync failed) is tried again after the error back-off, not per tick.
+      if (inFlight.has(uid) || t < (probeSyncedAt.get(uid) ?? -Infinity) + errorBackOff) continue;
+      // Only desired pods: the loop acts on nothing else.
+      if (!specs.has(uid)) continue;
+      probeSyncedAt.set(uid, t);
+      syncs.push(sync(uid, "probe failed"));
+    }
+    for (const uid of probeSyncedAt.keys()) if (!specs.has(uid)) probeSyncedAt.delete(uid);
+    return syncs;
+  }
+
+  function scheduleRelist(delay: number) {
+    if (stopped || o.manual) return;
+    clearTimeout(timer);
+    nextRelistAt = now() + delay;
+    timer = setTimeout(() => {
+      current = relistAndSync()
+        .then(() => kickProbes())
+        .finally(() => {
+          current = undefined;
+          // wait.Until: the next relist a full period after this one began (never two at once).
+          scheduleRelist(Math.max(0, nextRelistAt + interval - now()));
+        });
+    }, delay);
+    (timer as { unref?: () => void }).unref?.();
+  }
+
+  /** Probes run on their own timer (a slow exec probe never holds up a relist). */
+  function kickProbes() {
+    if (stopped || o.manual || !prober || probing) return;
+    const next = prober.nextDue();
+    const delay = next === undefined ? interval : Math.min(interval, Math.max(20, next - now()));
+    // A timer already set to fire no later stays.
+    if (probeTimer !== undefined && probeAt <= now() + delay) return;
+    clearTimeout(probeTimer);
+    probeAt = now() + delay;
+    probeTimer = setTimeout(() => {
+      probeTimer = undefined;
+      probing = probe()
+        .then(() => undefined, (e) => report("probes", undefined, failure(e)))
+        .finally(() => {
+          probing = undefined;
+          kickProbes();
+        });
+    }, delay);
+    (probeTimer as { unref?: () => void }).unref?.();
+  }
+
+  scheduleRelist(0);
+
+  return {
+    async tick() {
+      const r = await relistAndSync();
+      await Promise.all(r.syncs);
+      const probeSyncs = await probe().catch((e) => (report("probes", undefined, failure(e)), []));
+      for (let i = 0; i < probeSyncs.length; i++) r.synced.push({ uid: "", reason: "probe failed" });
+      await Promise.all(probeSyncs);
+      const { syncs: _, ...rest } = r;
+      return rest;
+    },
+    kick() {
+      if (!current) scheduleRelist(0);
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      clearTimeout(probeTimer);
+      await current;
+      await probing;
+      await Promise.all([...inFlight.values()]);
+    },
+    podPhases() {
+      const counts = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<PodPhase, number>;
+      const t = now();
+      for (const [uid, e] of specs) {
+        const status = last?.pods.get(uid)?.status ?? emptyStatus(uid);
+        try {
+          counts[generateAPIPodStatus({ pod: e.pod, status, now: t, runtimeName: "", hostIPs: [], probes: prober?.results(uid), reasons: undefined }).phase]++;
+        } catch {
+          counts.Unknown++;
+        }
+      }
+      return counts;
+    },
+    orphanPods() {
+      if (!last) return 0;
+      let n = 0;
+      for (const uid of last.uids) if (!specs.has(uid)) n++;
+      return n;
+    },
+    generation: () => generation,
+  };
+}
+
+
+function hasProbes(pod: Pod | undefined): boolean {
+  return pod?.spec.containers.some((c) => c.livenessProbe || c.readinessProbe || c.startupProbe) ?? false;
+}

@@ -1,0 +1,186 @@
+// The node agent's relist, like kubelet's GenericPLEG.Relist (pkg/kubelet/pleg/generic.go): the whole node in
+// two CRI calls, ListPodSandbox and ListContainers, filtered to what podsync made (io.kubernetes.managed-by=
+// podsync), grouped by pod uid. From them it builds, for each pod it is asked about, the same "decide" status
+// getPodStatus would read (pod-status.ts), from the lists plus what never changes once known:
+//   - a sandbox's PodSandboxStatus (network and namespaces are fixed for its life; only its state changes,
+//     and that comes from the list), cached by sandbox id;
+//   - an exited container's ContainerStatus (exit code, reason, start and finish are final), cached by id;
+//   - a running container's start time (for probes' initialDelaySeconds), cached by id, read only for pods
+//     the caller says need it.
+// Each is read once in an object's life (or learnt from a sync's read-back, which already has it), so a
+// converged node costs the two list calls and nothing more. Cache entries go when their object leaves the list.
+//
+// Unlike kubelet's PLEG, which calls GetPodStatus for every pod with an event, this builds statuses from the
+// lists: the engine's decision reads only what the lists and the caches hold.
+import type { Container as CriContainer, PodSandbox, PodSandboxStatus } from "../gen/runtime/v1/api_pb.js";
+import { ContainerState as CriContainerState, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
+import type { CriClient } from "../cri/client.js";
+import { GrpcCode, isCriError } from "../cri/errors.js";
+import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from "../container/labels.js";
+import { byCreatedDesc, fromList, listManagedPods, fromStatus, nsToMs, sandboxFromList, sandboxIPs, toState } from "../kuberuntime/pod-status.js";
+import type { ContainerStatus, PodStatus } from "../container/types.js";
+
+export interface PodView {
+  /** Built when first read (a converged pod's is often not needed at all); read it before the next relist. */
+  readonly status: PodStatus;
+  /** Every sandbox's and container's id and state: a pod whose fingerprint changed had a lifecycle event. */
+  fingerprint: string;
+}
+
+export interface Relist {
+  /** When the list calls went out (ms): anything that changed the pod after this is not in the view. */
+  at: number;
+  /** The pods asked about that the runtime holds anything of. */
+  pods: Map<string, PodView>;
+  /** Every pod uid podsync's labels name on the node. */
+  uids: Set<string>;
+  /** CRI calls this relist made (2 when every detail was cached). */
+  criCalls: number;
+}
+
+export interface RelistInterest {
+  /** Build a status for this pod. */
+  wants(uid: string): boolean;
+  /** Its running containers' start times are needed (its probes have initial delays). */
+  wantsStartTimes(uid: string): boolean;
+}
+
+export interface Relister {
+  relist(interest: RelistInterest, now: () => number): Promise<Relist>;
+  /** Take what a sync's read-back already read (sandbox status, exited containers, start times). */
+  learn(status: PodStatus): void;
+  /** Cache sizes, for tests. */
+  readonly cached: { sandboxes: number; exited: number; started: number };
+}
+
+/** At most this many detail reads at once (a start-up after a reboot reads one per sandbox). */
+const DETAIL_CONCURRENCY = 16;
+
+export function createRelister(cri: CriClient): Relister {
+  const sandboxCache = new Map<string, PodSandboxStatus>();
+  const exitedCache = new Map<string, ContainerStatus>();
+  const startedCache = new Map<string, number>();
+
+  async function relist(interest: RelistInterest, now: () => number): Promise<Relist> {
+    const at = now();
+    const byPod = await listManagedPods(cri);
+    let criCalls = 2;
+
+    // Forget what left the node.
+    const listed = [...byPod.values()];
+    const sandboxIds = new Set(listed.flatMap((g) => g.sandboxes.map((s) => s.id)));
+    const containerIds = new Set(listed.flatMap((g) => g.containers.map((c) => c.id)));
+    for (const id of sandboxCache.keys()) if (!sandboxIds.has(id)) sandboxCache.delete(id);
+    for (const id of exitedCache.keys()) if (!containerIds.has(id)) exitedCache.delete(id);
+    for (const id of startedCache.keys()) if (!containerIds.has(id)) startedCache.delete(id);
+
+    // What must still be read: the newest sandbox of each pod of interest, its exited containers, and the
+    // start times its prober needs.
+    const reads: (() => Promise<void>)[] = [];
+    for (const [uid, g] of byPod) {
+      if (!interest.wants(uid)) continue;
+      g.sandboxes.sort(byCreatedDesc);
+      g.containers.sort(byCreatedDesc);
+      const newest = g.sandboxes[0];
+      if (newest && !sandboxCache.has(newest.id))
+        reads.push(async () => {
+          const r = await cri.podSandboxStatus({ podSandboxId: newest.id }).catch(notFound);
+          if (r?.status) sandboxCache.set(newest.id, r.status);
+        });
+      const starts = interest.wantsStartTimes(uid);
+      for (const c of g.containers) {
+        const exited = c.state === CriContainerState.CONTAINER_EXITED;
+        if ((exited && !exitedCache.has(c.id)) || (starts && c.state === CriContainerState.CONTAINER_RUNNING && !startedCache.has(c.id)))
+          reads.push(async () => {
+            const r = await cri.containerStatus({ containerId: c.id }).catch(notFound);
+            const st = r?.status;
+            if (!st) return;
+            if (st.state === CriContainerState.CONTAINER_EXITED) exitedCache.set(c.id, fromStatus(st, c));
+            if (st.startedAt > 0n) startedCache.set(c.id, nsToMs(st.startedAt));
+          });
+      }
+    }
+    criCalls += reads.length;
+    await pool(reads, DETAIL_CONCURRENCY);
+
+    const pods = new Map<string, PodView>();
+    for (const [uid, g] of byPod) {
+      if (!interest.wants(uid)) continue;
+      let status: PodStatus | undefined;
+      const fingerprint = fingerprintOf({ sandboxStatuses: g.sandboxes, containerStatuses: g.containers.map((c) => ({ id: c.id, state: toState(c.state) })) });
+      pods.set(uid, {
+        fingerprint,
+        get status() {
+          return (status ??= build(uid, g.sandboxes, g.containers));
+        },
+      });
+    }
+    return { at, pods, uids: new Set(byPod.keys()), criCalls };
+  }
+
+  function build(uid: string, sandboxes: PodSandbox[], containers: CriContainer[]): PodStatus {
+    const newest = sandboxes[0];
+    const cached = newest && sandboxCache.get(newest.id);
+    // The newest sandbox as getPodStatus reports it: its status call's details with the list's current state.
+    // One whose status could not be read (removed since the list) is left out, as getPodStatus leaves it.
+    const sandboxStatuses: PodSandboxStatus[] = sandboxes.slice(1).map(sandboxFromList);
+    if (cached) sandboxStatuses.unshift({ ...cached, state: newest.state });
+    const containerStatuses: ContainerStatus[] = [];
+    for (const c of containers) {
+      if (c.state === CriContainerState.CONTAINER_EXITED) {
+        const e = exitedCache.get(c.id);
+        if (e) containerStatuses.push(e);
+        continue; // removed between the list and its status: left out, as in getPodStatus
+      }
+      const s = fromList(c);
+      const started = startedCache.get(c.id);
+      containerStatuses.push(started !== undefined ? { ...s, startedAt: started } : s);
+    }
+    const labels = newest?.labels ?? containers[0]?.labels ?? {};
+    return {
+      id: uid,
+      name: labels[POD_NAME_LABEL] ?? "",
+      namespace: labels[POD_NAMESPACE_LABEL] ?? "",
+      ips: cached && newest.state === PodSandboxState.SANDBOX_READY ? sandboxIPs(cached) : [],
+      sandboxStatuses,
+      containerStatuses,
+    };
+  }
+
+  return {
+    relist,
+    learn(status) {
+      const s = status.sandboxStatuses[0];
+      // A status from PodSandboxStatus (the list's stand-in has no linux section).
+      if (s && s.linux !== undefined) sandboxCache.set(s.id, s);
+      for (const c of status.containerStatuses) {
+        if (c.state === "exited" && c.finishedAt > 0) exitedCache.set(c.id, c);
+        if (c.startedAt > 0) startedCache.set(c.id, c.startedAt);
+      }
+    },
+    get cached() {
+      return { sandboxes: sandboxCache.size, exited: exitedCache.size, started: startedCache.size };
+    },
+  };
+}
+
+/** The ids and states of a pod's sandboxes and containers: equal for a relist and for a sync's read-back that
+ * saw the same objects, so the loop can tell its own sync's doing from a later event. */
+export function fingerprintOf(status: { sandboxStatuses: readonly { id: string; state: number }[]; containerStatuses: readonly { id: string; state: string }[] }): string {
+  const sb = status.sandboxStatuses.map((s) => `${s.id}:${s.state}`).sort();
+  const cs = status.containerStatuses.map((c) => `${c.id}:${c.state}`).sort();
+  return `${sb.join(",")}|${cs.join(",")}`;
+}
+
+function notFound(e: unknown): undefined {
+  if (isCriError(e, GrpcCode.NOT_FOUND)) return undefined;
+  throw e;
+}
+
+async function pool(tasks: (() => Promise<void>)[], n: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) await tasks[next++]!();
+  };
+  await Promise.all(Array.from({ length: Math.min(n, tasks.length) }, worker));
+}

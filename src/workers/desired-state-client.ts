@@ -1,0 +1,41 @@
+// DurableDesiredState, the Worker's DesiredState over the node's NodeDesiredState object. Guarantees: every
+// isolate serving a node sees one store; generation and iat checks run inside the object, atomic with the write.
+import { StaleGenerationError, type DesiredPod, type DesiredState, type RemoveOptions } from "../pleg/desired-state.js";
+import { StateUnavailableError } from "../state/state-unavailable.js";
+import type { PodProbeResults } from "../status/api-status.js";
+import type { DONamespace } from "./durable-object.js";
+import { probeResultsFrom, type ProbeResultsJSON } from "./probe-results-json.js";
+
+export /** The header DurableDesiredState names its node in. */
+const NODE_HEADER = "podsync-node";
+
+/** The node's desired state, kept by its Durable Object (NodeDesiredState): every isolate serving the node
+ * sees one store, and the generation and iat checks run inside the object, atomic with the write. */
+export class DurableDesiredState implements DesiredState {
+  constructor(private readonly ns: DONamespace, private readonly node: string) {}
+  private async call<T>(op: string, arg: unknown = null): Promise<T> {
+    let r: Response;
+    try {
+      // The object learns its node's name from its callers (an id made from a name does not carry it), for
+      // the reconcile alarm.
+      r = await this.ns.get(this.ns.idFromName(this.node)).fetch(`https://desired/${op}`, { method: "POST", headers: { [NODE_HEADER]: this.node }, body: JSON.stringify(arg) });
+    } catch (e) {
+      throw new StateUnavailableError("the desired state (the node's Durable Object)", e);
+    }
+    if (r.status === 409) {
+      const j = (await r.json()) as { message: string; current?: number };
+      throw new StaleGenerationError(j.message, j.current);
+    }
+    if (!r.ok) throw new StateUnavailableError("the desired state (the node's Durable Object)", new Error(`it answered ${r.status}`));
+    return (await r.json()) as T;
+  }
+  list = () => this.call<DesiredPod[]>("list");
+  get = async (uid: string) => (await this.call<DesiredPod | null>("get", { uid })) ?? undefined;
+  put = (entry: DesiredPod) => this.call<void>("put", entry);
+  remove = (uid: string, opts?: RemoveOptions) => this.call<boolean>("remove", { uid, ...(opts?.iat !== undefined ? { iat: opts.iat } : {}) });
+  generation = () => this.call<number>("generation");
+  replace = (generation: number, entries: DesiredPod[]) => this.call<{ removed: string[] }>("replace", { generation, entries });
+  /** The node object's probe results for these pods (its alarm runs the probes). */
+  probeResults = async (uids: string[]): Promise<Map<string, PodProbeResults>> =>
+    new Map(Object.entries(await this.call<Record<string, ProbeResultsJSON>>("probe-results", { uids })).map(([uid, j]) => [uid, probeResultsFrom(j)]));
+}

@@ -1,0 +1,156 @@
+// Durable Object NodeDesiredState (one per node). Guarantees: it is the node's desired state's only writer
+// (StorageDesiredState, atomic per change); while it holds pods an alarm runs one reconcile pass per interval,
+// and an idle node has no alarm; a failed pass is logged and the next comes at the interval.
+import { RELIST_INTERVAL_DEFAULT_MS } from "../settings/common.js";
+import { StaleGenerationError, type DesiredPod } from "../pleg/desired-state.js";
+import { startReconcileLoop, type ReconcileLoop } from "../pleg/loop.js";
+import { createProber, type Prober } from "../prober/prober.js";
+import type { DOState } from "./durable-object.js";
+import { NODE_HEADER } from "./desired-state-client.js";
+import { nodeRuntime, sealed } from "./node-runtime.js";
+import { probeResultsJSON } from "./probe-results-json.js";
+import { relistInterval, settingsOf, type Env, type WorkerConfig } from "./settings.js";
+import { StorageDesiredState } from "./storage-desired-state.js";
+
+/** Durable Object: one per node. It keeps the node's desired state (SQLite storage, see StorageDesiredState)
+ * and runs the node agent's reconcile on an alarm: every PODSYNC_RELIST_INTERVAL_MS (default 10 s) while it
+ * holds desired pods, and no alarm at all while it holds none (an idle node costs nothing). Each alarm is one
+ * pass of the same loop Node runs on a timer (reconcile/loop.ts, driven by tick()): relist through the
+ * node's cri-proxy (ListPodSandbox + ListContainers), decide, and sync the pods that need it through the
+ * engine's front door, under the same per-pod lease the HTTP routes take (nodeRuntime).
+ *
+ * The loop's memory across alarms (the relist's detail caches, each pod's last fingerprint and decision, retry
+ * and resync times) lives in this instance. When the runtime evicts the object it is rebuilt from nothing:
+ * the first pass after that is a start-up pass (every desired pod synced once, its details read again).
+ * Alarm work and requests to the object interleave at awaits; the loop reads each pod's spec at its sync and
+ * a pod that left meanwhile is not brought back (as on Node). */
+export class NodeDesiredState {
+  private readonly store: StorageDesiredState;
+  private node: string | undefined;
+  private loop: { loop: ReconcileLoop; settings: WorkerConfig; prober: Prober } | undefined;
+  constructor(
+    private readonly state: DOState,
+    private readonly env: Env,
+  ) {
+    this.store = new StorageDesiredState(state.storage);
+  }
+
+  async fetch(req: Request): Promise<Response> {
+    const op = new URL(req.url).pathname.slice(1);
+    const arg = (await req.json()) as Record<string, unknown> | null;
+    const d = this.store;
+    try {
+      await this.learnNode(req.headers.get(NODE_HEADER));
+      switch (op) {
+        case "list":
+          return Response.json(await d.list());
+        case "get":
+          return Response.json((await d.get(String(arg!["uid"]))) ?? null);
+        case "generation":
+          return Response.json(await d.generation());
+        case "put":
+          await d.put(arg as unknown as DesiredPod);
+          await this.schedule();
+          return Response.json(null);
+        case "remove": {
+          const iat = arg!["iat"];
+          const removed = await d.remove(String(arg!["uid"]), typeof iat === "number" ? { iat } : undefined);
+          await this.schedule();
+          return Response.json(removed);
+        }
+        case "replace": {
+          const { generation, entries } = arg as { generation: number; entries: DesiredPod[] };
+          const r = await d.replace(generation, entries);
+          await this.schedule();
+          return Response.json(r);
+        }
+        case "probe-results": {
+          // What the alarm's prober knows of these pods (readiness, startup, liveness by container id), for the
+          // Worker's GET routes, which run outside this object. Nothing before the first pass.
+          const uids = (arg!["uids"] as string[]).slice(0, 10_000);
+          const prober = this.loop?.prober;
+          return Response.json(Object.fromEntries(prober ? uids.map((uid) => [uid, probeResultsJSON(prober.results(uid))]) : []));
+        }
+        default:
+          return Response.json({ message: `no operation ${op}` }, { status: 404 });
+      }
+    } catch (e) {
+      if (e instanceof StaleGenerationError) return Response.json({ message: e.message, current: e.current }, { status: 409 });
+      throw e;
+    }
+  }
+
+  /** The reconcile pass. A pass that fails is logged and the next one comes at the interval all the same (a
+   * throw would make the runtime retry the alarm on its own back-off). */
+  async alarm(): Promise<void> {
+    const began = Date.now();
+    let interval: number = RELIST_INTERVAL_DEFAULT_MS.workers;
+    try {
+      const node = this.node ?? (this.node = await this.state.storage.get<string>("node"));
+      // Nothing desired (an alarm set before the set emptied): no pass and no next alarm. The loop's memory
+      // stays for the next pod stored, which its request has just synced.
+      if (!node || (await this.store.list()).length === 0) return;
+      const s = settingsOf(this.env);
+      interval = relistInterval(s);
+      const loop = this.loopFor(node, s);
+      if (!loop) {
+        log({ loop: "reconcile", node, event: "error", error: "the node is not in PODSYNC_NODES: its desired pods are not reconciled" });
+        return;
+      }
+      await loop.tick();
+    } catch (e) {
+      log({ loop: "reconcile", node: this.node, event: "error", error: errorText(e) });
+    }
+    // A set emptied during the pass deleted the alarm: it stays off.
+    if ((await this.store.list()).length > 0) await this.state.storage.setAlarm(Math.max(Date.now(), began + interval));
+  }
+
+  private async learnNode(name: string | null): Promise<void> {
+    if (!name || name === this.node) return;
+    if ((await this.state.storage.get<string>("node")) !== name) await this.state.storage.put("node", name);
+    this.node = name;
+  }
+
+  /** After a change: an alarm while pods are desired (one already set stays), none once the set is empty. */
+  private async schedule(): Promise<void> {
+    const s = this.state.storage;
+    if ((await this.store.list()).length === 0) return s.deleteAlarm();
+    if ((await s.getAlarm()) !== null) return;
+    let interval: number = RELIST_INTERVAL_DEFAULT_MS.workers;
+    try {
+      interval = relistInterval(settingsOf(this.env));
+    } catch {
+      // Misconfigured: the alarm logs it.
+    }
+    await s.setAlarm(Date.now() + interval);
+  }
+
+  /** The loop for this node, driven by the alarm (no timers of its own); rebuilt when the settings change. */
+  private loopFor(node: string, s: WorkerConfig): ReconcileLoop | undefined {
+    if (this.loop?.settings === s) return this.loop.loop;
+    void this.loop?.loop.stop();
+    this.loop = undefined;
+    const engine = nodeRuntime(this.env, s, node);
+    if (!engine) return undefined;
+    const prober = createProber({ cri: engine.cri });
+    const loop = startReconcileLoop({
+      runtime: engine.runtime,
+      cri: engine.cri,
+      // Opened as the routes read it: the loop syncs pods with their Secrets.
+      desired: sealed(this.store, s),
+      // Exec probes only (ExecSync through the proxy, which must allow it); the routes refuse the other
+      // handlers. They run in the alarm's passes, so no more often than the relist interval; their state lives in
+      // this object's memory and starts over after an eviction.
+      prober,
+      manual: true,
+      relistIntervalMs: relistInterval(s),
+      resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
+      log: (rec) => log({ loop: "reconcile", node, ...rec }),
+    });
+    this.loop = { loop, settings: s, prober };
+    return loop;
+  }
+}
+
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 300);
+const log = (rec: Record<string, unknown>) => console.log(JSON.stringify({ time: new Date().toISOString(), ...rec }));
