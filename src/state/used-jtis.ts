@@ -11,6 +11,7 @@ import { chmod, mkdir, open, readFile, rename, type FileHandle } from "node:fs/p
 import { join } from "node:path";
 import type { ReplayStore } from "../auth/replay.js";
 import { StateUnavailableError } from "./state-unavailable.js";
+import { groupCommit } from "./group-commit.js";
 
 const LINE = /^([A-Za-z0-9_-]{43}) (\d{1,16})$/;
 /** Rewrite the log once it holds this many lines more than twice the live entries. */
@@ -21,11 +22,6 @@ export interface UsedJtiOptions {
   maxEntries?: number;
 }
 
-interface Pending {
-  line: string;
-  done: (e?: unknown) => void;
-}
-
 export class FileReplayStore implements ReplayStore {
   private readonly seen = new Map<string, number>();
   private readonly now: () => number;
@@ -34,9 +30,28 @@ export class FileReplayStore implements ReplayStore {
   private fh: FileHandle | undefined;
   private opening: Promise<void> | undefined;
   private lines = 0;
-  private pending: Pending[] = [];
-  private flushing: Promise<void> | undefined;
   private nextSweep = 0;
+  /** Claims arriving together share one write and one datasync; the log is compacted between batches when due. */
+  private readonly log = groupCommit(
+    async (chunk, n) => {
+      try {
+        if (!this.fh) throw new Error("the used-jti log is not open");
+        await this.fh.appendFile(chunk, "latin1");
+        await this.fh.datasync();
+        this.lines += n;
+      } catch (e) {
+        // The handle may be bad (disk gone, file replaced): reopen, and so reload, before the next claim.
+        await this.fh?.close().catch(() => undefined);
+        this.fh = undefined;
+        this.opening = undefined;
+        throw e;
+      }
+    },
+    async () => {
+      // A failed rewrite leaves fh unset: the next claim reopens (and fails 503 if the disk is still bad).
+      if (this.lines > 2 * this.seen.size + COMPACT_SLACK) await this.rewrite().catch(() => (this.opening = undefined));
+    },
+  );
 
   constructor(
     /** `<stateDir>/jti`: made with mode 0700, the log with 0600. */
@@ -68,7 +83,7 @@ export class FileReplayStore implements ReplayStore {
     // Recorded in memory first, so a concurrent claim of the same id is refused while this one is written.
     this.seen.set(id, expiresAtMs);
     try {
-      await this.append(`${id} ${Math.ceil(expiresAtMs)}\n`);
+      await this.log.append(`${id} ${Math.ceil(expiresAtMs)}\n`);
     } catch (e) {
       if (this.seen.get(id) === expiresAtMs) this.seen.delete(id);
       throw new StateUnavailableError("used token ids", e);
@@ -81,7 +96,7 @@ export class FileReplayStore implements ReplayStore {
   }
 
   async close(): Promise<void> {
-    await this.flushing;
+    await this.log.idle();
     await this.fh?.close().catch(() => undefined);
     this.fh = undefined;
     this.opening = undefined;
@@ -133,38 +148,5 @@ export class FileReplayStore implements ReplayStore {
     await old?.close().catch(() => undefined);
     this.fh = await open(this.file, "a", 0o600);
     this.lines = this.seen.size;
-  }
-
-  private append(line: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ line, done: (e) => (e ? reject(e) : resolve()) });
-      this.flushing ??= this.flush();
-    });
-  }
-
-  /** Group commit: everything queued goes out in one write and one fsync; then compact if due. */
-  private async flush(): Promise<void> {
-    while (this.pending.length) {
-      const batch = this.pending.splice(0);
-      try {
-        if (!this.fh) throw new Error("the used-jti log is not open");
-        await this.fh.appendFile(batch.map((b) => b.line).join(""), "latin1");
-        await this.fh.datasync();
-        this.lines += batch.length;
-        for (const b of batch) b.done();
-      } catch (e) {
-        for (const b of batch) b.done(e);
-        // The handle may be bad (disk gone, file replaced): reopen, and so reload, before the next claim.
-        await this.fh?.close().catch(() => undefined);
-        this.fh = undefined;
-        this.opening = undefined;
-        continue;
-      }
-      if (this.lines > 2 * this.seen.size + COMPACT_SLACK) {
-        // A failed rewrite leaves fh unset: the next claim reopens (and fails 503 if the disk is still bad).
-        await this.rewrite().catch(() => (this.opening = undefined));
-      }
-    }
-    this.flushing = undefined;
   }
 }
