@@ -29,7 +29,7 @@ function flakyFs() {
   const fs: StateFs = {
     ...nodeFs,
     open: (async (path: string, flags?: string, mode?: number) => {
-      if (flags === "w") gate();
+      if (flags === "w" || flags === "a") gate();
       const fh = await nodeFs.open(path, flags, mode);
       // A directory opened to fsync it, whose fsync fails (after the rename or unlink it was to make durable).
       if (flags === "r" && state.failDirSync) return Object.assign(Object.create(fh), { sync: async () => Promise.reject(Object.assign(new Error("input/output error"), { code: "EIO" })), close: () => fh.close() });
@@ -199,5 +199,126 @@ describe("FileDesiredState", () => {
     const again = new FileDesiredState(d, { onSkip: (f, why) => skipped.push(`${f.split("/").pop()}: ${why}`) });
     expect(await uids(again)).toEqual(["uid-a"]);
     expect(skipped.sort()).toEqual([expect.stringMatching(/^uid-x.json: not a valid pod: spec.containers/), "uid-y.json: not valid JSON"]);
+  });
+});
+
+describe("FileDesiredState: a put that changes only the audit record (a converged sync)", () => {
+  const podFile = (d: string, uid = "uid-a") => join(d, "pods", `${uid}.json`);
+  const auditLog = (d: string) => join(d, "audit.log");
+  /** Counts fsyncs and datasyncs through the store's fs. */
+  function countingFs() {
+    const n = { sync: 0, datasync: 0, renames: 0 };
+    const fs: StateFs = {
+      ...nodeFs,
+      open: (async (path: string, flags?: string, mode?: number) => {
+        const fh = await nodeFs.open(path, flags, mode);
+        return Object.assign(Object.create(fh), {
+          sync: () => (n.sync++, fh.sync()),
+          datasync: () => (n.datasync++, fh.datasync()),
+          close: () => fh.close(),
+          appendFile: (data: string, enc: BufferEncoding) => fh.appendFile(data, enc),
+          writeFile: (data: string, enc: BufferEncoding) => fh.writeFile(data, enc),
+        });
+      }) as StateFs["open"],
+      rename: async (a, b) => (n.renames++, nodeFs.rename(a, b)),
+    };
+    return { fs, n };
+  }
+
+  it("leaves the pod's file alone, appends one durable line, and the newer iat orders later requests, also after a restart", async () => {
+    const d = dir();
+    const { fs, n } = countingFs();
+    const s = new FileDesiredState(d, { fs });
+    await s.put(entry("a", 1000));
+    const file = readFileSync(podFile(d), "utf8");
+    const before = { ...n };
+    await s.put({ ...entry("a", 2000), storedAt: 9 });
+    // No rewrite (no temp file, no rename, no fsync of the file or the directory): one datasync of the log.
+    expect([n.sync - before.sync, n.renames - before.renames, n.datasync - before.datasync]).toEqual([0, 0, 1]);
+    expect(readFileSync(podFile(d), "utf8")).toBe(file);
+    expect(readFileSync(auditLog(d), "utf8").trim().split("\n")).toHaveLength(1);
+    // The spec was stored at 5; the audit is the newer token's.
+    expect(await s.get("uid-a")).toMatchObject({ storedAt: 5, audit: { iat: 2000, jti: "j-a-2000" } });
+    await expect(s.put(entry("a", 1500))).rejects.toBeInstanceOf(StaleGenerationError);
+    await expect(s.remove("uid-a", { iat: 1500 })).rejects.toBeInstanceOf(StaleGenerationError);
+
+    // A restart (kill -9 after the put returned): the line is folded into the file, the log emptied.
+    const again = new FileDesiredState(d);
+    expect(await again.get("uid-a")).toMatchObject({ storedAt: 5, audit: { iat: 2000 } });
+    expect(readFileSync(auditLog(d), "utf8")).toBe("");
+    expect(JSON.parse(readFileSync(podFile(d), "utf8")).podsync).toMatchObject({ storedAt: 5, audit: { iat: 2000 } });
+    await expect(again.remove("uid-a", { iat: 1500 })).rejects.toBeInstanceOf(StaleGenerationError);
+    // A changed spec is a rewrite as before.
+    await again.put(entry("a", 3000, { pod: pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "2"] }] }, { name: "a", uid: "uid-a" }) }));
+    expect(readFileSync(podFile(d), "utf8")).not.toBe(file);
+  });
+
+  it("concurrent converged puts share one write and one datasync", async () => {
+    const d = dir();
+    const { fs, n } = countingFs();
+    const s = new FileDesiredState(d, { fs });
+    await Promise.all(["a", "b", "c", "d"].map((x) => s.put(entry(x, 1000))));
+    const before = n.datasync;
+    await Promise.all(["a", "b", "c", "d"].map((x, i) => s.put(entry(x, 2000 + i))));
+    expect(n.datasync - before).toBeLessThanOrEqual(2); // the first line alone, then the other three together
+    const again = new FileDesiredState(d);
+    expect((await again.list()).map((e) => e.audit.iat).sort()).toEqual([2000, 2001, 2002, 2003]);
+  });
+
+  it("crash points: a torn line is the old entry, a whole line the new one, a fold cut short folds again; a line for a file since rewritten is void", async () => {
+    const d = dir();
+    const s = new FileDesiredState(d);
+    await s.put(entry("a", 1000));
+    await s.put(entry("b", 1000));
+    const line = (uid: string, of: number, iat: number) => JSON.stringify({ uid, of, audit: { iss: "fleet", kid: "k1", jti: `j-${iat}`, iat } }) + "\n";
+    // Killed while appending: the last line is cut.
+    writeFileSync(auditLog(d), line("uid-a", 5, 2000) + line("uid-b", 5, 2000).slice(0, 30));
+    let view = new FileDesiredState(d);
+    expect([(await view.get("uid-a"))!.audit.iat, (await view.get("uid-b"))!.audit.iat]).toEqual([2000, 1000]);
+    // Killed while folding: the file already rewritten, the log still full. The same lines again: the same result.
+    writeFileSync(auditLog(d), line("uid-a", 5, 2000));
+    view = new FileDesiredState(d);
+    expect((await view.get("uid-a"))!.audit.iat).toBe(2000);
+    // A line older than the file's record, or for a file rewritten since (another storedAt), changes nothing.
+    writeFileSync(auditLog(d), line("uid-a", 5, 1500) + line("uid-b", 4, 3000) + line("uid-gone", 5, 3000));
+    view = new FileDesiredState(d);
+    expect([(await view.get("uid-a"))!.audit.iat, (await view.get("uid-b"))!.audit.iat]).toEqual([2000, 1000]);
+    expect(await uids(view)).toEqual(["uid-a", "uid-b"]);
+  });
+
+  it("a log that cannot be written: 503, the old audit stands (in memory and on disk)", async () => {
+    const d = dir();
+    const { fs, state } = flakyFs();
+    const s = new FileDesiredState(d, { fs });
+    await s.put(entry("a", 1000));
+    state.failing = true;
+    await expect(s.put(entry("a", 2000))).rejects.toBeInstanceOf(StateUnavailableError);
+    state.failing = false;
+    expect((await s.get("uid-a"))!.audit.iat).toBe(1000);
+    expect((await new FileDesiredState(d).get("uid-a"))!.audit.iat).toBe(1000);
+  });
+
+  it("kill -9 of a process making converged puts, at a random moment: the store holds the old audit or a newer one, never a torn file", async () => {
+    const d = dir();
+    await new FileDesiredState(d).put(entry("a", 1000));
+    const script = `
+      import { FileDesiredState } from ${JSON.stringify(join(process.cwd(), "src/state/desired-pods.ts"))};
+      const s = new FileDesiredState(${JSON.stringify(d)});
+      const e = JSON.parse(process.argv.at(-1));
+      for (let iat = 1001; ; iat++) { await s.put({ ...e, audit: { ...e.audit, iat, jti: "j" + iat }, storedAt: Date.now() }); if (iat === 1001) process.stdout.write("go\\n"); }`;
+    const { spawn } = await import("node:child_process");
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script, JSON.stringify(entry("a", 1000))], { stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise<void>((res, rej) => {
+      child.stdout.once("data", () => res());
+      child.once("exit", (code) => rej(new Error(`the writer exited (${code}) before its first put`)));
+    });
+    await new Promise((r) => setTimeout(r, 50 + Math.random() * 200));
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    const after = new FileDesiredState(d);
+    const a = await after.get("uid-a");
+    expect(a!.audit.iat).toBeGreaterThan(1000);
+    expect(a!.storedAt).toBe(5);
+    expect(readdirSync(join(d, "pods"))).toEqual(["uid-a.json"]);
   });
 });

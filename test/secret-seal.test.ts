@@ -76,6 +76,22 @@ describe("the sealed desired-state store", () => {
     expect(JSON.stringify(await inner.list())).not.toContain(SECRET);
   });
 
+  it("the same pod and Secrets put again keep the stored sealed copy (no new seal, so the store sees no change); other Secrets are sealed anew", async () => {
+    const b = bundleFromPayload({ pod, configMaps: [cm], secrets: [secret] });
+    const inner = new MemoryDesiredState();
+    const key = await importSealKey(newSealKeyBytes());
+    const store = new SealedDesiredState(inner, async () => key);
+    await store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 });
+    const sealed = (await inner.get("uid-s"))!.objects;
+    await store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 2 }, storedAt: 1 });
+    expect((await inner.get("uid-s"))!.objects).toBe(sealed);
+    expect((await inner.get("uid-s"))!.audit.iat).toBe(2);
+    const changed = bundleFromPayload({ pod, configMaps: [cm], secrets: [{ ...secret, stringData: { password: "other" } }] });
+    await store.put({ pod: changed.pod, objects: storedObjects(changed.objects), audit: { iss: "i", iat: 3 }, storedAt: 2 });
+    expect((await inner.get("uid-s"))!.objects).not.toEqual(sealed);
+    expect(JSON.stringify(await inner.list())).not.toContain("other");
+  });
+
   it("a large Secret (500 KB, under the 1 MiB object limit) is stored sealed and read back byte for byte", async () => {
     // Before: the ciphertext was spread into String.fromCharCode's arguments, a RangeError past ~125 KB
     // (a 500 on PUT).

@@ -11,16 +11,26 @@
 // root may read or change it. The Secrets signed with a pod reach it sealed (the Node entry wraps it in
 // SealedDesiredState), never in clear.
 //
+//   <stateDir>/audit.log          a put that changes nothing but the audit record (a converged sync: same pod,
+//                                 same objects, a newer token) is one line here, `{"uid","of","audit"}`, instead
+//                                 of a rewrite of the pod's file: `of` is the storedAt of the file it amends
+//
 // Every write is atomic: written to a hidden temp file, fsync'd, renamed into place, the directory fsync'd.
+// An audit line is appended and datasync'd, concurrent ones sharing one write (group commit): a crash leaves the
+// line whole (the new iat) or absent or torn (skipped: the old iat, with the same spec), so the store holds the
+// old entry or the new one. The iat must survive (a pod's iat orders its syncs and DELETEs across restarts), so it
+// is durable before the put returns, as a rewrite would be. open folds the lines into the pod files (rewritten
+// with the same storedAt, so a crash while folding applies a line twice, to the same result) and empties the log.
 // Writes are serialised; list/get answer from memory (loaded at open), changed only after the disk is.
 // Any I/O failure is a StateUnavailableError (503) and leaves the previous state in force.
 import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
-import { checkPut, checkRemove, checkReplace, type DesiredPod, type DesiredState, type RemoveOptions } from "../pleg/desired-state.js";
+import { checkPut, checkRemove, checkReplace, stillStored, type DesiredPod, type DesiredState, type RemoveOptions } from "../pleg/desired-state.js";
 import { Pod } from "../pod/schema.js";
 import { serialQueue } from "../util/serial.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 import { writeFileAtomic } from "./atomic-file.js";
+import { groupCommit } from "./group-commit.js";
 
 /** The few file operations used, so a test can make them fail (disk full, read-only) at a chosen point. */
 export type StateFs = Pick<typeof nodeFs, "mkdir" | "chmod" | "readdir" | "readFile" | "open" | "rename" | "unlink">;
@@ -28,6 +38,16 @@ export type StateFs = Pick<typeof nodeFs, "mkdir" | "chmod" | "readdir" | "readF
 const POD_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.json$/;
 const NEXT_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.json\.next$/;
 const GENERATION = "generation.json";
+const AUDIT_LOG = "audit.log";
+/** Empty the audit log (folding it into the pod files) once it holds this many lines. */
+const AUDIT_FOLD_AT = 4096;
+
+interface AuditLine {
+  uid: string;
+  /** The storedAt of the pod file the line amends: a line for a file since rewritten or removed is void. */
+  of: number;
+  audit: DesiredPod["audit"];
+}
 
 interface GenerationFile {
   generation: number;
@@ -44,6 +64,19 @@ export interface FileDesiredStateOptions {
 export class FileDesiredState implements DesiredState {
   readonly podsDir: string;
   private readonly genFile: string;
+  private readonly auditFile: string;
+  private auditLines = 0;
+  /** Audit lines of concurrent puts go out in one write and one datasync. */
+  private readonly auditLog = groupCommit(async (chunk, n) => {
+    const fh = await this.fs.open(this.auditFile, "a", 0o600);
+    try {
+      await fh.appendFile(chunk, "utf8");
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+    this.auditLines += n;
+  });
   private readonly fs: StateFs;
   private readonly pods = new Map<string, DesiredPod>();
   private gen = 0;
@@ -58,6 +91,7 @@ export class FileDesiredState implements DesiredState {
   ) {
     this.podsDir = join(stateDir, "pods");
     this.genFile = join(stateDir, GENERATION);
+    this.auditFile = join(stateDir, AUDIT_LOG);
     this.fs = o.fs ?? nodeFs;
   }
 
@@ -88,12 +122,39 @@ export class FileDesiredState implements DesiredState {
 
   async put(entry: DesiredPod): Promise<void> {
     await this.open();
-    await this.serial(async () => {
+    const amended = await this.serial(async () => {
       const uid = entry.pod.metadata.uid;
-      checkPut(this.pods.get(uid), entry);
+      const stored = this.pods.get(uid);
+      checkPut(stored, entry);
+      if (stored && stillStored(stored, entry)) {
+        // The same pod and objects: only the audit record changes. The file stays (and its storedAt: the spec
+        // was stored then); the newer audit is held from now (a concurrent older token is refused against it)
+        // and made durable outside the write queue, so concurrent converged syncs share one datasync.
+        const next: DesiredPod = { ...stored, audit: entry.audit };
+        this.pods.set(uid, next);
+        const line: AuditLine = { uid, of: stored.storedAt, audit: entry.audit };
+        return { uid, stored, next, done: this.auditLog.append(JSON.stringify(line) + "\n") };
+      }
       await this.io("storing a desired pod", () => this.writeAtomic(this.podsDir, `${uid}.json`, encode(entry)));
       this.pods.set(uid, entry);
+      return undefined;
     });
+    if (!amended) return;
+    try {
+      await amended.done;
+    } catch (e) {
+      // Not durable: the old audit stands again (unless something replaced the entry meanwhile), and the next
+      // read loads the disk (a torn line is skipped there).
+      if (this.pods.get(amended.uid) === amended.next) this.pods.set(amended.uid, amended.stored);
+      this.opening = undefined;
+      throw new StateUnavailableError("storing a desired pod", e);
+    }
+    if (this.auditLines >= AUDIT_FOLD_AT)
+      // In the write queue, after the lines already queued are written (none is queued while it runs).
+      void this.serial(async () => {
+        await this.auditLog.idle();
+        if (this.auditLines >= AUDIT_FOLD_AT) await this.foldAuditLog();
+      }).catch(() => (this.opening = undefined));
   }
 
   async remove(uid: string, opts?: RemoveOptions): Promise<boolean> {
@@ -199,6 +260,41 @@ export class FileDesiredState implements DesiredState {
       }
       this.pods.set(m[1]!, entry);
     }
+    await this.foldAuditLog();
+  }
+
+  /** Apply the audit log's lines to the pods they amend, write those pods' files, then empty the log. */
+  private async foldAuditLog(): Promise<void> {
+    let text: string;
+    try {
+      text = await this.fs.readFile(this.auditFile, "utf8");
+    } catch (e) {
+      if ((e as { code?: string }).code !== "ENOENT") throw e;
+      text = "";
+    }
+    if (text === "") {
+      this.auditLines = 0;
+      return;
+    }
+    const amended = new Set<string>();
+    for (const raw of text.split("\n")) {
+      let line: AuditLine;
+      try {
+        line = JSON.parse(raw) as AuditLine;
+      } catch {
+        continue; // the torn last line of a crash, or the empty one after the final newline
+      }
+      const e = this.pods.get(line.uid);
+      if (!e || e.storedAt !== line.of || typeof line.audit?.iat !== "number" || line.audit.iat < e.audit.iat) continue;
+      this.pods.set(line.uid, { ...e, audit: line.audit });
+      amended.add(line.uid);
+    }
+    for (const uid of amended) await writeFileAtomic(join(this.podsDir, `${uid}.json`), encode(this.pods.get(uid)!), this.fs);
+    if (amended.size) await this.syncDir(this.podsDir);
+    // Emptied only once every amended file is durable: a crash before this folds the same lines again.
+    await writeFileAtomic(this.auditFile, "", this.fs);
+    await this.syncDir(this.stateDir);
+    this.auditLines = 0;
   }
 
   /** Write a file in one step: temp file, fsync, rename, directory fsync (unless the caller does that). */

@@ -3,7 +3,7 @@
 // opening them when read, so the store itself never holds a Secret's data in clear. ConfigMaps pass as they are.
 // A Secret that does not open (the node key lost or replaced) is a StateUnavailableError: the store is then not
 // usable for that pod until it is put again.
-import type { DesiredPod, DesiredState, RemoveOptions } from "../pleg/desired-state.js";
+import { stillStored, type DesiredPod, type DesiredState, type RemoveOptions } from "../pleg/desired-state.js";
 import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 
@@ -66,6 +66,13 @@ export class SealedDesiredState implements DesiredState {
     return this.openOrBare(await this.inner.get(uid));
   }
   async put(entry: DesiredPod) {
+    // The same pod with the same Secrets keeps the stored sealed copies (a new seal has a new nonce, which would
+    // look like a change to the store and cost a rewrite of the pod's file on every converged sync).
+    if (entry.objects?.secrets?.length) {
+      const raw = await this.inner.get(entry.pod.metadata.uid);
+      const opened = await this.open(raw).catch(() => undefined);
+      if (raw && opened && stillStored(opened, entry)) return this.inner.put({ ...entry, objects: raw.objects });
+    }
     return this.inner.put(await this.seal(entry));
   }
   remove(uid: string, opts?: RemoveOptions) {
