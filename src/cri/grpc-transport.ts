@@ -6,6 +6,7 @@ import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageSh
 import { CriError, GrpcCode } from "./errors.js";
 import { clampTimeoutMs } from "./deadline.js";
 import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
+import type { StreamHandlers, StreamTransport } from "./container-events.js";
 import { channelOptionsFor, normaliseEndpoint } from "./channel.js";
 
 export interface GrpcTransportOptions {
@@ -22,7 +23,7 @@ export interface GrpcTransportOptions {
 }
 
 
-export class GrpcTransport implements UnaryTransport {
+export class GrpcTransport implements UnaryTransport, StreamTransport {
   private readonly client: grpc.Client;
   private readonly timeoutMs: number;
   private readonly metadata: grpc.Metadata;
@@ -77,6 +78,55 @@ export class GrpcTransport implements UnaryTransport {
       if (signal?.aborted) call.cancel();
       else signal?.addEventListener("abort", onAbort, { once: true });
     });
+  }
+
+  /** One server-streaming call with no deadline (the runtime's event stream); returns its cancel. `ready` is
+   * called once the channel is connected and the call has not ended `settleMs` later (a refusal such as
+   * UNIMPLEMENTED comes back within one round trip; a stream that opened sends nothing until an event). */
+  serverStream<I extends DescMessage, O extends DescMessage>(
+    method: DescMethod & { input: I; output: O },
+    input: MessageShape<I>,
+    on: StreamHandlers<MessageShape<O>>,
+    settleMs = 100,
+  ): () => void {
+    let ended = false;
+    let settle: ReturnType<typeof setTimeout> | undefined;
+    const call = this.client.makeServerStreamRequest<MessageShape<I>, MessageShape<O>>(
+      this.path(method),
+      (msg) => Buffer.from(toBinary(method.input, msg)),
+      (buf: Buffer) => fromBinary(method.output, buf),
+      input,
+      this.metadata,
+      {},
+    );
+    const end = (e: CriError) => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(settle);
+      on.end(e);
+    };
+    call.on("data", (m: MessageShape<O>) => {
+      if (!ended) on.message(m);
+    });
+    call.on("error", (err: grpc.ServiceError) => end(new CriError(err.code ?? GrpcCode.UNKNOWN, err.details || err.message, method.name)));
+    // A server that closes the stream with OK still ended it: the caller sees that as a lost stream too.
+    call.on("status", (st: grpc.StatusObject) => {
+      if (st.code === grpc.status.OK) end(new CriError(GrpcCode.UNAVAILABLE, "the runtime closed the event stream", method.name));
+    });
+    this.client.waitForReady(Date.now() + this.timeoutMs, (err) => {
+      if (ended) return;
+      if (err) return end(new CriError(GrpcCode.UNAVAILABLE, err.message, method.name));
+      settle = setTimeout(() => {
+        if (!ended) on.ready?.();
+      }, settleMs);
+      (settle as { unref?: () => void }).unref?.();
+    });
+    return () => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(settle);
+      call.cancel();
+    };
   }
 
   close(): void {
