@@ -85,6 +85,17 @@ export class FakeRuntime {
     return n;
   }
 
+  /** Open GetContainerEvents streams (CRI's container events, as containerd >= 1.7 sends them). */
+  readonly eventStreams = new Set<grpc.ServerWritableStream<api.GetEventsRequest, api.ContainerEventResponse>>();
+  /** When set, GetContainerEvents is refused with this code (e.g. UNIMPLEMENTED, as containerd 1.6 answers). */
+  eventsRefused: number | undefined;
+
+  /** End every open event stream (as a runtime restart or a broken connection would). */
+  closeEventStreams(code: number = grpc.status.UNAVAILABLE) {
+    for (const s of this.eventStreams) s.emit("error", { code, details: "event stream closed by the fake runtime" });
+    this.eventStreams.clear();
+  }
+
   /** Simulate the process exiting (crash, completion, or a kill from outside). */
   exit(id: string, code: number, reason?: string) {
     const c = this.containers.get(id);
@@ -93,6 +104,15 @@ export class FakeRuntime {
     c.exitCode = code;
     c.finishedAt = nowNs();
     c.reason = reason ?? (code === 0 ? "Completed" : "Error");
+    // After the state changed, as CRI's events are sent.
+    const sb = this.sandboxes.get(c.sandboxId);
+    const ev = create(api.ContainerEventResponseSchema, {
+      containerId: id,
+      containerEventType: api.ContainerEventType.CONTAINER_STOPPED_EVENT,
+      createdAt: c.finishedAt,
+      podSandboxStatus: sb ? { id: sb.id, metadata: sb.config.metadata } : undefined,
+    });
+    for (const s of this.eventStreams) s.write(ev);
   }
 
   takeFault(method: string): Fault | undefined {
@@ -276,6 +296,28 @@ function serviceDefinition(
   const def: Record<string, grpc.MethodDefinition<any, any>> = {};
   const impl: grpc.UntypedServiceImplementation = {};
   for (const m of service.methods as DescMethod[]) {
+    if (m.name === "GetContainerEvents") {
+      def[m.name] = {
+        path: `/${service.typeName}/${m.name}`,
+        requestStream: false,
+        responseStream: true,
+        requestSerialize: (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.input, v)),
+        requestDeserialize: (b: Buffer) => fromBinary(m.input, b),
+        responseSerialize: (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.output, v)),
+        responseDeserialize: (b: Buffer) => fromBinary(m.output, b),
+        originalName: m.localName,
+      };
+      impl[m.name] = (call: grpc.ServerWritableStream<api.GetEventsRequest, api.ContainerEventResponse>) => {
+        runtime.calls.set(m.name, (runtime.calls.get(m.name) ?? 0) + 1);
+        if (runtime.eventsRefused !== undefined) {
+          call.emit("error", { code: runtime.eventsRefused, details: `${m.name} refused by the fake runtime` });
+          return;
+        }
+        runtime.eventStreams.add(call);
+        call.on("cancelled", () => runtime.eventStreams.delete(call));
+      };
+      continue;
+    }
     if (m.methodKind !== "unary") continue;
     let garbageNext = false;
     def[m.name] = {
