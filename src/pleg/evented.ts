@@ -1,0 +1,95 @@
+// The event-driven half of the PLEG, as kubelet's Evented PLEG (pkg/kubelet/pleg/evented.go): a container
+// exit the runtime reports triggers that pod's sync at once, instead of waiting for the next relist to see it.
+// The relist stays as the safety net (the loop relists less often while the stream is up, and at its normal
+// interval, at once, when it goes down).
+//
+//   - Which pod: the event's own pod uid (CRI events carry the sandbox status), else the owner the loop last saw
+//     for that container or sandbox id (from relists and syncs). An exit of an id nobody knows (a container made
+//     since the last relist, by a request) asks for a relist instead.
+//   - Settled: containerd 1.6's TaskExit comes before the CRI plugin records the exit, so the sync waits until
+//     CRI's status shows it (a short poll of that one object), or a sync would find it still running.
+//   - Coalesced per pod: while a pod's trigger is waiting or syncing, further exits only join it; after the sync,
+//     one more sync runs if exits arrived meanwhile. 100 containers of one pod exiting at once make one or two
+//     syncs, not 100 (kubelet's pod workers likewise keep one pending update per pod).
+import type { ContainerEvent } from "../cri/container-events.js";
+
+export interface Owner {
+  uid: string;
+  /** The id is the pod's sandbox (its pause task), not a container. */
+  sandbox: boolean;
+}
+
+export interface EventTriggerOptions {
+  ownerOf(id: string): Owner | undefined;
+  /** Whether CRI's status shows the object stopped (or gone). */
+  stopped(id: string, sandbox: boolean): Promise<boolean>;
+  /** Sync the pod now (through the loop, so the per-pod lock and its bookkeeping apply). */
+  sync(uid: string, reason: string): Promise<void>;
+  /** An exit of an id no pod is known to own: relist soon. */
+  unknown(): void;
+  /** Waits between settle checks (ms); default 10, 20, 40, ... up to a total of about 2.5 s. */
+  settleDelaysMs?: readonly number[];
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface EventTrigger {
+  handle(e: ContainerEvent): void;
+  /** Pods with a trigger waiting or syncing. */
+  readonly busy: number;
+  /** Resolves when no trigger is running. */
+  idle(): Promise<void>;
+}
+
+const DEFAULT_SETTLE = [10, 20, 40, 80, 160, 320, 640, 1280];
+
+export function createEventTrigger(o: EventTriggerOptions): EventTrigger {
+  const delays = o.settleDelaysMs ?? DEFAULT_SETTLE;
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  /** Per pod: the exits not yet synced (id → whether CRI already shows it). */
+  const pods = new Map<string, Map<string, { settled: boolean; sandbox: boolean }>>();
+  const running = new Set<Promise<void>>();
+
+  async function settle(id: string, sandbox: boolean): Promise<void> {
+    for (const ms of delays) {
+      if (await o.stopped(id, sandbox).catch(() => true)) return;
+      await sleep(ms);
+    }
+  }
+
+  async function run(uid: string, exits: Map<string, { settled: boolean; sandbox: boolean }>): Promise<void> {
+    try {
+      while (exits.size) {
+        const batch = [...exits];
+        exits.clear();
+        await Promise.all(batch.filter(([, x]) => !x.settled).map(([id, x]) => settle(id, x.sandbox)));
+        await o.sync(uid, batch.some(([, x]) => x.sandbox) ? "sandbox exited" : "container exited");
+      }
+    } finally {
+      pods.delete(uid);
+    }
+  }
+
+  return {
+    handle(e) {
+      if (e.kind !== "exited") return;
+      const owner = e.podUid ? { uid: e.podUid, sandbox: o.ownerOf(e.id)?.sandbox ?? false } : o.ownerOf(e.id);
+      if (!owner) return o.unknown();
+      const queued = pods.get(owner.uid);
+      if (queued) {
+        queued.set(e.id, { settled: e.settled, sandbox: owner.sandbox });
+        return;
+      }
+      const exits = new Map([[e.id, { settled: e.settled, sandbox: owner.sandbox }]]);
+      pods.set(owner.uid, exits);
+      const job = run(owner.uid, exits).catch(() => undefined); // the loop's sync reports its own failures
+      running.add(job);
+      void job.finally(() => running.delete(job));
+    },
+    get busy() {
+      return pods.size;
+    },
+    async idle() {
+      while (running.size) await Promise.all([...running]);
+    },
+  };
+}
