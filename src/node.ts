@@ -7,7 +7,8 @@ import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
 import type { JSONWebKeySet } from "jose";
 import { createApp } from "./http/app.js";
-import { connectGrpc } from "./cri/grpc-transport.js";
+import { GrpcTransport } from "./cri/grpc-transport.js";
+import { createCriClient } from "./cri/client.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { FileReplayStore } from "./state/used-jtis.js";
 import { FileDesiredState } from "./state/desired-pods.js";
@@ -30,7 +31,6 @@ import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { createProber, MemoryProbeStateStore, type ProbeStateStore } from "./prober/prober.js";
 import { startReconcileLoop } from "./pleg/loop.js";
 import { instrumentRuntime } from "./metrics/metrics.js";
-import { observeCalls } from "./cri/observed.js";
 import { createPromMetrics } from "./host/metrics.js";
 import { FileProbeStateStore } from "./state/probe-state.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
@@ -93,13 +93,13 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const keys = await loadKeys(s);
   // Every CRI call is counted by method and gRPC code for /metrics (prom-client is loaded only if served).
   const metrics = s.PODSYNC_METRICS === "off" ? undefined : createPromMetrics();
-  const rawCri = connectGrpc({
+  const transport = new GrpcTransport({
     endpoint: s.PODSYNC_CRI_ENDPOINT,
     timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS,
     token: s.PODSYNC_CRI_TOKEN,
     tls: s.PODSYNC_CRI_TLS ? { ca: s.PODSYNC_CRI_TLS_CA, cert: s.PODSYNC_CRI_TLS_CERT, key: s.PODSYNC_CRI_TLS_KEY } : undefined,
   });
-  const cri = metrics ? observeCalls(rawCri, metrics.criCall) : rawCri;
+  const cri = createCriClient(transport, metrics?.criCall);
   // Used jtis persist on the node, so a token never acts twice even across restarts. A state directory
   // that cannot be used is not fatal: signed requests get 503 state-unavailable until it can.
   const stateDir = s.PODSYNC_STATE_DIR ?? (keys.dev ? join(resolve(s.PODSYNC_DEV_DIR), "state") : DEFAULT_STATE_DIR);

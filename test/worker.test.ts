@@ -15,7 +15,7 @@ import { Harness, makeKey, type TestKey } from "./support/http.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { uid } from "./support/pods.js";
 import { DurablePodLock } from "../src/worker.js";
-import { fenced } from "../src/cri/fenced.js";
+import { requestView } from "../src/cri/request-view.js";
 
 // No calls home from the local Workers runtime: no Request.cf download, no telemetry.
 
@@ -275,7 +275,7 @@ describe("DurablePodLock fencing (the holder's side, over a stand-in Durable Obj
     try {
       const err = await lock.run("p", async (fence) => {
         await eventually("the fence to fire", () => (fence.aborted ? true : undefined));
-        const c = fenced(cri, fence);
+        const c = requestView(cri, fence).client;
         await c.listContainers({}); // reads still pass
         return c.runPodSandbox({ config: {} }).catch((e) => e);
       });

@@ -5,6 +5,7 @@
 // generated protobuf-es descriptors, over any transport that can carry one unary call.
 import { create, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { ImageService, RuntimeService } from "../gen/runtime/v1/api_pb.js";
+import { CriError, grpcCodeName } from "./errors.js";
 
 export interface CallOptions {
   /** Per-call deadline in milliseconds; the transport's default applies when absent. */
@@ -65,13 +66,27 @@ export const ENGINE_METHOD_PATHS: readonly string[] = [
   ...IMAGE_METHODS.map((m) => `/${ImageService.typeName}/${ImageService.method[m]!.name}`),
 ];
 
-export function createCriClient(transport: UnaryTransport): CriClient {
+/** Told every call's method (the client's name for it, `listPodSandbox`), gRPC code ("OK" or the code's name)
+ * and duration, for /metrics. An error that never reached the runtime (a bug, a closed client) is UNKNOWN. */
+export type CallObserver = (method: string, code: string, seconds: number) => void;
+
+export function createCriClient(transport: UnaryTransport, observe?: CallObserver): CriClient {
   const client: Record<string, unknown> = { close: () => transport.close() };
   const bind = (service: typeof RuntimeService | typeof ImageService, names: readonly string[]) => {
     for (const name of names) {
       const method = (service.method as Record<string, DescMethod>)[name]!;
-      client[name] = (request: MessageInitShape<DescMessage>, options?: CallOptions) =>
-        transport.unary(method, create(method.input, request), options);
+      client[name] = observe
+        ? (request: MessageInitShape<DescMessage>, options?: CallOptions) => {
+            const t0 = performance.now();
+            return transport.unary(method, create(method.input, request), options).then(
+              (r) => (observe(name, "OK", (performance.now() - t0) / 1000), r),
+              (e: unknown) => {
+                observe(name, e instanceof CriError ? grpcCodeName(e.code) : "UNKNOWN", (performance.now() - t0) / 1000);
+                throw e;
+              },
+            );
+          }
+        : (request: MessageInitShape<DescMessage>, options?: CallOptions) => transport.unary(method, create(method.input, request), options);
     }
   };
   bind(RuntimeService, [...RUNTIME_METHODS, ...OPTIONAL_RUNTIME_METHODS]);

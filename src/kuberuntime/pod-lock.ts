@@ -4,7 +4,7 @@
 
 export interface PodLock {
   /** Run fn holding the pod's lock. A lock that can be lost while held (a lease) aborts `fence` once it may
-   * have been; the holder then makes no further runtime write (see src/cri/fenced.ts). */
+   * have been; the holder then makes no further runtime write (see src/cri/request-view.ts). */
   run<T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T>;
 }
 

@@ -9,8 +9,7 @@
 // other caller never act on one pod at once; its runtime writes go through the lock's fence. Each result
 // carries the number of CRI round trips it cost.
 import type { CriClient } from "../cri/client.js";
-import { countCalls } from "../cri/counting.js";
-import { fenced } from "../cri/fenced.js";
+import { requestView } from "../cri/request-view.js";
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
 import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
@@ -227,9 +226,10 @@ async function checkCurrent(guard: GuardOptions | undefined, what: string): Prom
 
 const ref = (m: PodRef): PodRef => ({ namespace: m.namespace, name: m.name, uid: m.uid });
 
-/** Run fn against a view of the client that counts its round trips, and report the count. */
-async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>): Promise<T & Counted> {
-  const c = countCalls(cri);
+/** Run fn against a view of the client that counts its round trips (and with a fence, stops its writes once
+ * the fence fires), and report the count. */
+async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>, fence?: AbortSignal): Promise<T & Counted> {
+  const c = requestView(cri, fence);
   const r = await fn(c.client);
   return { ...r, criCalls: c.calls };
 }
@@ -304,7 +304,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     sync: async (pod, probes, objects, guard) => {
       admit(pod);
       return lock.run(pod.metadata.uid, (fence) =>
-        counted(fenced(cri, fence), async (c) => {
+        counted(cri, async (c) => {
           await checkCurrent(guard, `the sync of pod ${pod.metadata.uid}`);
           const status = await getPodStatus(c, pod.metadata);
           // Refused before any write: the status read is the only call made.
@@ -318,7 +318,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const stand = async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown", hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid) }) });
           const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
-        }),
+        }, fence),
       );
     },
 
@@ -362,7 +362,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
 
     delete: (uid, gracePeriodSeconds, guard) =>
       lock.run(uid, (fence) =>
-        counted(fenced(cri, fence), async (c) => {
+        counted(cri, async (c) => {
           await checkCurrent(guard, `the delete of pod ${uid}`);
           const status = await getPodStatus(c, { uid, name: "", namespace: "" });
           const pod = refFromStatus(uid, status);
@@ -381,7 +381,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
           reasons.delete(uid);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
-        }),
+        }, fence),
       ),
 
     ready: () =>
