@@ -9,6 +9,7 @@ import type { JSONWebKeySet } from "jose";
 import { createApp } from "./http/app.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
 import { createCriClient } from "./cri/client.js";
+import { watchContainerEvents } from "./cri/container-events.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { FileReplayStore } from "./state/used-jtis.js";
 import { FileDesiredState } from "./state/desired-pods.js";
@@ -149,6 +150,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     prober,
     metrics,
     relistIntervalMs: s.PODSYNC_RELIST_INTERVAL_MS ?? RELIST_INTERVAL_DEFAULT_MS.node,
+    // Exits restart containers at once; the relist stays as the safety net (and takes over while the stream is down).
+    events: s.PODSYNC_RUNTIME_EVENTS === "on" ? (on) => watchContainerEvents({ transport, version: () => cri.version({}), onEvent: on.event, onState: on.state }) : undefined,
+    eventedRelistIntervalMs: s.PODSYNC_EVENTED_RELIST_INTERVAL_MS,
     resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "reconcile", ...rec })),
   });

@@ -22,6 +22,10 @@ export function createPromMetrics(): PromMetrics {
   const relistLag = new Histogram({ name: "podsync_relist_lag_seconds", help: "How late a relist started against its schedule (a busy event loop or a slow previous relist).", buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10], registers: [registry] });
   const relistFailures = new Counter({ name: "podsync_relist_failures_total", help: "Relists that failed (the runtime unreachable, or a list call failed).", registers: [registry] });
   const relistLast = new Gauge({ name: "podsync_relist_last_success_timestamp_seconds", help: "When the last relist succeeded (alert on time() minus this).", registers: [registry] });
+  const eventsUp = new Gauge({ name: "podsync_runtime_events_up", help: "1 while the runtime's event stream is open (exits restart containers at once, the relist is the safety net); 0 while the loop falls back to relisting at its interval. By source: cri (GetContainerEvents) or containerd (its event service).", labelNames: ["source"] as const, registers: [registry] });
+  const eventStreamDowns = new Counter({ name: "podsync_runtime_event_stream_failures_total", help: "Times the runtime's event stream could not be opened or was lost (it is opened again with a back-off).", registers: [registry] });
+  const events = new Counter({ name: "podsync_runtime_events_total", help: "Events received from the runtime's stream, by kind (exited, changed).", labelNames: ["kind"] as const, registers: [registry] });
+  let eventSource = "";
   const restarts = new Counter({ name: "podsync_loop_container_restarts_total", help: "Containers the reconcile loop started again after they had run (restarts, not first starts).", registers: [registry] });
   new Gauge({
     name: "podsync_pods",
@@ -63,6 +67,13 @@ export function createPromMetrics(): PromMetrics {
       else relistFailures.inc();
     },
     loopRestart: () => restarts.inc(),
+    eventStream: (up, source) => {
+      if (source !== eventSource && eventSource) eventsUp.remove({ source: eventSource });
+      if (source) eventSource = source;
+      eventsUp.set({ source: eventSource || "none" }, up ? 1 : 0);
+      if (!up) eventStreamDowns.inc();
+    },
+    runtimeEvent: (kind) => events.inc({ kind }),
     setSource: (s) => {
       source = s;
     },

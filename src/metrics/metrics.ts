@@ -29,6 +29,10 @@ export interface NodeMetrics {
   relist(seconds: number, lagSeconds: number, ok: boolean): void;
   /** A container the loop started again after it had run before (a restart, not a first start). */
   loopRestart(): void;
+  /** The runtime's event stream went up or down (down: the loop relists at its interval). */
+  eventStream?(up: boolean, source: string): void;
+  /** One event from the runtime's stream (exited, changed). */
+  runtimeEvent?(kind: string): void;
   setSource(source: MetricsSource): void;
 }
 

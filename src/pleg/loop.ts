@@ -12,6 +12,11 @@
 //   each relist     pods whose runtime state (fingerprint) or spec changed and need action; pods whose crash-
 //                   loop back-off just ended; pods whose failed sync is due for a retry (10 s, kubelet's
 //                   backOffPeriod); pods due for the full resync (PODSYNC_RESYNC_INTERVAL_MS)
+//   runtime events  with an event stream (src/cri/container-events.ts), a container's or sandbox's exit syncs
+//                   its pod at once (evented.ts, coalesced per pod), and the relist becomes the safety net: every
+//                   eventedRelistIntervalMs (or sooner, when a pod's resync, retry or back-off end is due) while
+//                   the stream is up; at once and then every relist interval while it is down (kubelet's Evented
+//                   PLEG, pkg/kubelet/pleg/evented.go, which slows the generic relist to 300 s the same way)
 //   probes          ticked when due, against the last relist; a liveness/startup failure syncs the pod
 //   every sync      with the spec as stored at that moment (checked again under the pod's lock: a spec a request
 //                   replaced meanwhile is not applied); a pod that left the desired state meanwhile is not
@@ -21,7 +26,10 @@
 // stops the loop; each distinct error is logged once (and its recovery once), never on every tick.
 import type { Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
-import { errorMessage, isCriError } from "../cri/errors.js";
+import { errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
+import type { ContainerEvent, EventStreamState } from "../cri/container-events.js";
+import { ContainerState, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
+import { createEventTrigger, type Owner } from "./evented.js";
 import { sameEntry, whileStored, type DesiredPod, type DesiredState } from "./desired-state.js";
 import { objectsFromStored } from "../pod/bundle.js";
 import { SupersededError, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
@@ -53,6 +61,10 @@ export interface ReconcileLoopOptions {
   log?: (rec: Record<string, unknown>) => void;
   /** No timers: the caller drives the loop with tick() (the Workers node object's alarm, tests, bench). */
   manual?: boolean;
+  /** Subscribe to the runtime's events (Node: watchContainerEvents over the CRI socket); returns the unsubscribe. */
+  events?: ((on: { event(e: ContainerEvent): void; state(s: EventStreamState): void }) => { close(): void }) | undefined;
+  /** The relist period while the event stream is up. Default 300000 (kubelet's eventedPlegRelistPeriod). */
+  eventedRelistIntervalMs?: number;
 }
 
 export interface TickReport {
@@ -79,6 +91,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   const interval = o.relistIntervalMs ?? 1000;
   const resync = o.resyncIntervalMs ?? 60_000;
   const errorBackOff = o.errorBackOffMs ?? 10_000;
+  const eventedInterval = Math.max(interval, o.eventedRelistIntervalMs ?? 300_000);
   const maxSyncs = o.maxConcurrentSyncs ?? 8;
   const log = o.log ?? (() => undefined);
   const relister: Relister = createRelister(o.cri);
@@ -102,6 +115,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   let current: Promise<unknown> | undefined;
   let probing: Promise<void> | undefined;
   let nextRelistAt = 0;
+  /** The event stream is up: the relist is only the safety net. */
+  let eventsUp = false;
+  /** Which pod each sandbox and container id belongs to: the last relist's, plus what syncs made since. */
+  let owners = new Map<string, Owner>();
 
   // A small semaphore: loop syncs beyond maxSyncs wait their turn.
   let running = 0;
@@ -163,6 +180,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         prober?.observe(uid, r.after);
         observed.delete(uid); // the next relist shows it again
         relister.learn(r.after);
+        for (const sb of r.after.sandboxStatuses) owners.set(sb.id, { uid, sandbox: true });
+        for (const c of r.after.containerStatuses) owners.set(c.id, { uid, sandbox: false });
         countRestarts(r);
         // CrashLoopBackOff steps are the back-off holding, not a failure: the loop returns when it ends.
         const failed = r.steps.filter((s) => !s.ok && s.error !== "CrashLoopBackOff");
@@ -251,6 +270,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, true);
       report("relist", undefined, undefined);
       last = view;
+      owners = view.owners;
       report0.relisted = true;
       report0.relistCalls = view.criCalls;
 
@@ -332,11 +352,72 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         .finally(() => {
           current = undefined;
           // wait.Until: the next relist a full period after this one began (never two at once).
-          scheduleRelist(Math.max(0, nextRelistAt + interval - now()));
+          scheduleRelist(Math.max(0, nextRelistAt + period() - now()));
         });
     }, delay);
     (timer as { unref?: () => void }).unref?.();
   }
+
+  /** The relist period: the interval; while the event stream is up, the evented one, or less when a pod's
+   * resync, error retry or back-off end comes sooner (no event announces those), never under the interval. */
+  function period(): number {
+    if (!eventsUp) return interval;
+    let due = Infinity;
+    for (const rec of records.values()) {
+      due = Math.min(due, rec.lastSyncEnd + resync);
+      const d = rec.decided?.decision;
+      if (d?.kind === "back-off") due = Math.min(due, d.until);
+      else if (d?.kind === "act") due = Math.min(due, rec.retryAt);
+    }
+    return Math.min(eventedInterval, Math.max(interval, due - nextRelistAt));
+  }
+
+  const relistNow = () => {
+    if (!current) scheduleRelist(0);
+  };
+
+  // Runtime events: an exit syncs its pod now (once CRI shows it), coalesced per pod.
+  const trigger = createEventTrigger({
+    ownerOf: (id) => owners.get(id),
+    stopped: async (id, sandbox) => {
+      const gone = (e: unknown) => {
+        if (isCriError(e, GrpcCode.NOT_FOUND)) return undefined;
+        throw e;
+      };
+      if (sandbox) return (await o.cri.podSandboxStatus({ podSandboxId: id }).catch(gone))?.status?.state !== PodSandboxState.SANDBOX_READY;
+      return (await o.cri.containerStatus({ containerId: id }).catch(gone))?.status?.state !== ContainerState.CONTAINER_RUNNING;
+    },
+    sync: async (uid, reason) => {
+      // A sync already running may have read the pod before this exit: this one follows it.
+      while (inFlight.has(uid)) await inFlight.get(uid);
+      if (stopped || !specs.has(uid)) return;
+      await sync(uid, reason);
+    },
+    unknown: relistNow,
+  });
+  const watch = o.manual
+    ? undefined
+    : o.events?.({
+        event: (e) => {
+          o.metrics?.runtimeEvent?.(e.kind);
+          if (!stopped) trigger.handle(e);
+        },
+        state: (st) => {
+          const was = eventsUp;
+          eventsUp = st.up;
+          o.metrics?.eventStream?.(st.up, st.source ?? "");
+          if (st.up) {
+            report("events", undefined, undefined);
+            log({ event: "runtime events", up: true, source: st.source, reconnects: st.reconnects, relistIntervalMs: eventedInterval });
+            // Whatever happened while the stream was not open is seen by a relist now.
+            relistNow();
+            return;
+          }
+          report("events", undefined, { same: st.error ?? "down", text: `runtime event stream down (relisting every ${interval} ms): ${st.error ?? "down"}` });
+          // Back to the relist at its interval, starting now.
+          if (was) relistNow();
+        },
+      });
 
   /** Probes run on their own timer (a slow exec probe never holds up a relist). */
   function kickProbes() {
@@ -371,11 +452,11 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       const { syncs: _, ...rest } = r;
       return rest;
     },
-    kick() {
-      if (!current) scheduleRelist(0);
-    },
+    kick: relistNow,
     async stop() {
       stopped = true;
+      watch?.close();
+      await trigger.idle();
       clearTimeout(timer);
       clearTimeout(probeTimer);
       await current;

@@ -18,6 +18,7 @@ import type { CriClient } from "../cri/client.js";
 import { GrpcCode, isCriError } from "../cri/errors.js";
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from "../container/labels.js";
 import { byCreatedDesc, fromList, listManagedPods, fromStatus, nsToMs, sandboxFromList, sandboxIPs, toState } from "../kuberuntime/pod-status.js";
+import type { Owner } from "./evented.js";
 import type { ContainerStatus, PodStatus } from "../container/types.js";
 
 export interface PodView {
@@ -34,6 +35,8 @@ export interface Relist {
   pods: Map<string, PodView>;
   /** Every pod uid podsync's labels name on the node. */
   uids: Set<string>;
+  /** Which pod each listed sandbox and container id belongs to (for runtime events, which name only the id). */
+  owners: Map<string, Owner>;
   /** CRI calls this relist made (2 when every detail was cached). */
   criCalls: number;
 }
@@ -115,7 +118,12 @@ export function createRelister(cri: CriClient): Relister {
         },
       });
     }
-    return { at, pods, uids: new Set(byPod.keys()), criCalls };
+    const owners = new Map<string, Owner>();
+    for (const [uid, g] of byPod) {
+      for (const sb of g.sandboxes) owners.set(sb.id, { uid, sandbox: true });
+      for (const c of g.containers) owners.set(c.id, { uid, sandbox: false });
+    }
+    return { at, pods, uids: new Set(byPod.keys()), owners, criCalls };
   }
 
   function build(uid: string, sandboxes: PodSandbox[], containers: CriContainer[]): PodStatus {

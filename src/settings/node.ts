@@ -28,6 +28,12 @@ export const Settings = z
     /** GET /metrics: unauthenticated from loopback and with a Bearer token (act "metrics") from elsewhere
      * (loopback), only with a token (token), or not served (off). Node only: the Worker serves no /metrics. */
     PODSYNC_METRICS: z.enum(["loopback", "token", "off"], { error: "allowed: loopback, token, off" }).default("loopback"),
+    /** The runtime's event stream (CRI GetContainerEvents, or containerd's event service on containerd < 1.7):
+     * exits restart containers at once and the relist becomes the safety net (on), or the relist alone (off). */
+    PODSYNC_RUNTIME_EVENTS: z.enum(["on", "off"], { error: "allowed: on, off" }).default("on"),
+    /** The relist period while the event stream is up (kubelet's eventedPlegRelistPeriod, 300 s); a pod's resync,
+     * retry or back-off end still brings the next relist sooner. */
+    PODSYNC_EVENTED_RELIST_INTERVAL_MS: int(1000, 86_400_000).default(300_000),
   })
   .superRefine((s, ctx) => {
     const sources = [s.PODSYNC_JWKS_FILE, s.PODSYNC_JWKS, s.PODSYNC_JWKS_URL].filter(Boolean).length;

@@ -1,0 +1,150 @@
+// The loop with the runtime's event stream, on the in-process fake CRI (GetContainerEvents, sent after the state
+// changed): an exit restarts its pod through the event, with the relist slowed to its evented period; a stream
+// that closes and cannot be opened again falls back to the relist at its interval at once, and /metrics's port
+// is told; 100 containers of one pod exiting together make one or two syncs.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import * as api from "../src/gen/runtime/v1/api_pb.js";
+import { GrpcTransport } from "../src/cri/grpc-transport.js";
+import { createCriClient, type CriClient } from "../src/cri/client.js";
+import { watchContainerEvents } from "../src/cri/container-events.js";
+import { GrpcCode } from "../src/cri/errors.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { MemoryDesiredState } from "../src/pleg/desired-state.js";
+import { startReconcileLoop, type ReconcileLoop } from "../src/pleg/loop.js";
+import type { NodeMetrics } from "../src/metrics/metrics.js";
+import { createPromMetrics } from "../src/host/metrics.js";
+import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import { pod } from "./support/pods.js";
+import { until } from "./support/wait.js";
+
+let fake: FakeServer;
+let transport: GrpcTransport;
+let cri: CriClient;
+let loop: ReconcileLoop | undefined;
+const desired = () => new MemoryDesiredState();
+
+beforeEach(async () => {
+  fake = await startFakeCri();
+  transport = new GrpcTransport({ endpoint: fake.endpoint, timeoutMs: 2000 });
+  cri = createCriClient(transport);
+});
+afterEach(async () => {
+  await loop?.stop();
+  loop = undefined;
+  transport.close();
+  await fake.close();
+});
+
+function recorder() {
+  const rec = { streams: [] as [boolean, string][], events: 0, relists: 0 };
+  const m: NodeMetrics = {
+    sync: () => undefined,
+    criCall: () => undefined,
+    relist: () => void rec.relists++,
+    loopRestart: () => undefined,
+    setSource: () => undefined,
+    eventStream: (up, source) => void rec.streams.push([up, source]),
+    runtimeEvent: () => void rec.events++,
+  };
+  return { m, rec };
+}
+
+let syncs = 0;
+function start(store: MemoryDesiredState, o: { relistIntervalMs: number; metrics?: NodeMetrics; logs?: Record<string, unknown>[] }) {
+  const rt = createPodRuntime(cri);
+  syncs = 0;
+  return startReconcileLoop({
+    runtime: { ...rt, sync: (...a) => (syncs++, rt.sync(...a)) },
+    cri,
+    desired: store,
+    relistIntervalMs: o.relistIntervalMs,
+    eventedRelistIntervalMs: 60_000,
+    resyncIntervalMs: 600_000,
+    metrics: o.metrics,
+    log: (r) => o.logs?.push(r),
+    events: (on) => watchContainerEvents({ transport, version: () => cri.version({}), onEvent: on.event, onState: on.state, backOffMs: { initial: 50, max: 200 } }),
+  });
+}
+
+const running = (uid: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === uid && c.state === api.ContainerState.CONTAINER_RUNNING);
+
+describe("the loop with runtime events", () => {
+  it("an exit restarts the container through its event while the relist waits its evented period; a lost stream falls back to the relist at once", async () => {
+    const store = desired();
+    const [p, q] = [pod(), pod()];
+    for (const x of [p, q]) await store.put({ pod: x, audit: { iss: "t", iat: 0 }, storedAt: 0 });
+    const { m, rec } = recorder();
+    const logs: Record<string, unknown>[] = [];
+    // A relist interval far longer than the test: only events (or the fallback's immediate relist) can restart.
+    loop = start(store, { relistIntervalMs: 30_000, metrics: m, logs });
+    const [first] = await until("the start-up sync", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid));
+    await until("the stream up", async () => rec.streams.at(-1)?.[0] === true);
+    const relistsBefore = rec.relists;
+    fake.runtime.exit(first!.id, 137);
+    await until("the event's restart", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id, 5000, 10);
+    expect(rec.events).toBeGreaterThanOrEqual(1);
+    expect(rec.relists).toBe(relistsBefore); // no relist was needed
+    expect(rec.streams.at(-1)).toEqual([true, "cri"]);
+
+    // The stream closes and the runtime refuses a new one: reported down, relisted at once, then every interval.
+    fake.runtime.eventsRefused = GrpcCode.UNAVAILABLE;
+    fake.runtime.closeEventStreams();
+    await until("reported down", async () => rec.streams.at(-1)?.[0] === false);
+    await until("the fallback relist", async () => rec.relists > relistsBefore);
+    expect(logs).toContainEqual(expect.objectContaining({ event: "error", what: "events", error: expect.stringMatching(/runtime event stream down \(relisting every 30000 ms\)/) }));
+    // Back up: logged as recovered.
+    fake.runtime.eventsRefused = undefined;
+    await until("up again", async () => rec.streams.at(-1)?.[0] === true, 5000, 20);
+    expect(logs).toContainEqual(expect.objectContaining({ event: "recovered", what: "events" }));
+    // (Another pod: a second crash of the first container would wait out its 10 s back-off.)
+    const [other] = running(q.metadata.uid);
+    fake.runtime.exit(other!.id, 137);
+    await until("the other pod restarted through its event", async () => running(q.metadata.uid).length === 1 && running(q.metadata.uid)[0]!.id !== other!.id, 5000, 10);
+  });
+
+  it("while the stream is down the relist at its interval restarts an exited container (the safety net)", async () => {
+    fake.runtime.eventsRefused = GrpcCode.UNIMPLEMENTED;
+    const store = desired();
+    const p = pod();
+    await store.put({ pod: p, audit: { iss: "t", iat: 0 }, storedAt: 0 });
+    const { m, rec } = recorder();
+    loop = start(store, { relistIntervalMs: 200, metrics: m });
+    const [first] = await until("the start-up sync", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid));
+    expect(rec.streams.every(([up]) => !up)).toBe(true);
+    fake.runtime.exit(first!.id, 137);
+    await until("the relist's restart", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id, 5000);
+    expect(rec.events).toBe(0);
+  });
+
+  it("100 containers of one pod exiting at once: at most three syncs of that pod, not 100", async () => {
+    const store = desired();
+    const containers = Array.from({ length: 100 }, (_, i) => ({ name: `c${i}`, image: "localhost/busybox:1", command: ["sleep", "3600"] }));
+    const p = pod({ containers });
+    await store.put({ pod: p, audit: { iss: "t", iat: 0 }, storedAt: 0 });
+    const { m, rec } = recorder();
+    loop = start(store, { relistIntervalMs: 30_000, metrics: m });
+    await until("all 100 running", async () => running(p.metadata.uid).length === 100, 20_000);
+    await until("the stream up", async () => rec.streams.at(-1)?.[0] === true);
+    fake.runtime.resetCalls();
+    syncs = 0;
+    const ids = running(p.metadata.uid).map((c) => c.id);
+    for (const id of ids) fake.runtime.exit(id, 137);
+    await until("all 100 restarted", async () => running(p.metadata.uid).length === 100 && running(p.metadata.uid).every((c) => !ids.includes(c.id)), 20_000);
+    await until("every event", async () => rec.events === 100);
+    await new Promise((r) => setTimeout(r, 300));
+    // The first exit's sync; the exits that arrived while it ran, one more; and maybe one for the last stragglers.
+    expect(syncs).toBeLessThanOrEqual(3);
+    expect(fake.runtime.calls.get("CreateContainer")).toBe(100);
+  });
+
+  it("/metrics says whether the stream is up, and counts its events and failures", async () => {
+    const pm = createPromMetrics();
+    pm.eventStream!(true, "containerd");
+    pm.runtimeEvent!("exited");
+    pm.eventStream!(false, "containerd");
+    const text = await pm.render();
+    expect(text).toMatch(/podsync_runtime_events_up\{source="containerd"\} 0/);
+    expect(text).toMatch(/podsync_runtime_events_total\{kind="exited"\} 1/);
+    expect(text).toMatch(/podsync_runtime_event_stream_failures_total 1/);
+  });
+});
