@@ -235,20 +235,44 @@ export function findContainerStatusByName(status: PodStatus, name: string): Cont
   return idx.map.get(name);
 }
 
+/** What a running container's ContainerStatus adds to its list entry (start time, mounts, log path): fixed for
+ * the container's life, so read once per container id and kept (the oldest dropped past `max` entries). */
+export class RunningDetails {
+  private readonly byId = new Map<string, Pick<ContainerStatus, "startedAt" | "mounts" | "logPath">>();
+  constructor(private readonly max = 4096) {}
+  /** Keep the details of the running containers of a status read in full. */
+  learn(status: PodStatus): void {
+    for (const c of status.containerStatuses)
+      if (c.state === "running" && c.startedAt > 0 && !this.byId.has(c.id)) {
+        if (this.byId.size >= this.max) this.byId.delete(this.byId.keys().next().value!);
+        this.byId.set(c.id, { startedAt: c.startedAt, mounts: c.mounts, logPath: c.logPath });
+      }
+  }
+  get(id: string) {
+    return this.byId.get(id);
+  }
+}
+
 /** Complete a "decide" status for reporting: ContainerStatus for the running containers it took from the
- * list (start time, mounts, log path), nothing else read again. What a converged sync's read-back costs. */
-export async function completeRunning(cri: CriClient, status: PodStatus): Promise<PodStatus> {
+ * list (start time, mounts, log path), nothing else read again; none for a container whose details are kept.
+ * What a converged sync's read-back costs: no call once its containers were read in full before. */
+export async function completeRunning(cri: CriClient, status: PodStatus, known?: RunningDetails): Promise<PodStatus> {
+  let read = false;
   const containerStatuses = await Promise.all(
-    status.containerStatuses.map((c) =>
-      c.state !== "running" || c.startedAt > 0
-        ? c
-        : cri.containerStatus({ containerId: c.id }).then(
+    status.containerStatuses.map((c) => {
+      if (c.state !== "running" || c.startedAt > 0) return c;
+      const k = known?.get(c.id);
+      if (k) return { ...c, ...k };
+      read = true;
+      return cri.containerStatus({ containerId: c.id }).then(
             (r) => (r.status ? { ...c, state: toState(r.status.state), startedAt: nsToMs(r.status.startedAt), finishedAt: nsToMs(r.status.finishedAt), exitCode: r.status.exitCode, reason: r.status.reason, message: r.status.message, mounts: r.status.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })), logPath: r.status.logPath } : c),
-            (e) => notFoundToUndefined(e),
-          ),
-    ),
+        (e) => notFoundToUndefined(e),
+      );
+    }),
   );
-  return { ...status, containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined) };
+  const done = { ...status, containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined) };
+  if (read) known?.learn(done);
+  return done;
 }
 
 /** sortPodIPs: the first IPv4 then the first IPv6 (podsync assumes an IPv4-first node). */

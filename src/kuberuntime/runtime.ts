@@ -18,7 +18,7 @@ import { deletePod } from "./kill.js";
 import type { PodRef } from "../container/types.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
-import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists } from "./pod-status.js";
+import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists, RunningDetails } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
 import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, managedSelector } from "../container/labels.js";
@@ -264,11 +264,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         throw e;
       },
     ));
+  /** Running containers' start times, mounts and log paths, read once per container. */
+  const running = new RunningDetails();
   /** The full status with termination messages, and the v1 status for `spec`. */
   const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus) => {
-    // Nothing was done: the decision's reads stand, completed for the running containers (3 + running
-    // CRI calls in all for a converged pod). Otherwise the whole status is read again (3 + containers).
-    const [status, name] = await Promise.all([unchanged ? completeRunning(c, unchanged) : getPodStatus(c, spec.metadata, "full"), nameOf(c)]);
+    // Nothing was done: the decision's reads stand, completed for the running containers from what an earlier
+    // read kept (3 CRI calls in all for a converged pod; + 1 per running container never read in full here).
+    // Otherwise the whole status is read again (3 + containers), and its running containers' details kept.
+    const [status, name] = await Promise.all([unchanged ? completeRunning(c, unchanged, running) : getPodStatus(c, spec.metadata, "full").then((st) => (running.learn(st), st)), nameOf(c)]);
     await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
     const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid) });
     return { status, apiStatus };
