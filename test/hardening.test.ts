@@ -323,6 +323,8 @@ describe("a used token never acts twice, not even after a restart", () => {
     // The node agent's loop relists once at start (syncing the desired pods a restart finds), then not for an
     // hour: a refused request must be the only thing near the runtime while it is measured.
     PODSYNC_RELIST_INTERVAL_MS: "3600000",
+    // Nor the runtime's event stream (its Version and GetContainerEvents, and their retries).
+    PODSYNC_RUNTIME_EVENTS: "off",
   });
   /** Until the runtime has seen no call for a while (the loop's start-up sync is done). */
   const quiet = async () => {

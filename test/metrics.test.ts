@@ -24,7 +24,7 @@ afterAll(async () => {
 
 async function node(extra: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), "podsync-metrics-"));
-  const env = { PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: fake.endpoint, PODSYNC_NODE_NAME: "metrics-node", PODSYNC_RELIST_INTERVAL_MS: "100", ...extra };
+  const env = { PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: fake.endpoint, PODSYNC_NODE_NAME: "metrics-node", PODSYNC_RELIST_INTERVAL_MS: "100", PODSYNC_RUNTIME_EVENTS: "off", ...extra };
   const r = await startNode(env, true);
   const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
   const sign = async (claims: Record<string, unknown>) =>
@@ -52,7 +52,7 @@ describe("GET /metrics on the Node server", () => {
     const token = await n.sign({ act: "sync", pod: p });
     const s = await fetch(`${n.r.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
     expect(s.status).toBe(200);
-    // A relist has run since (every 100 ms here).
+    // A relist has run since (every 100 ms here: the event stream is off, so the relist keeps its interval).
     await new Promise((r) => setTimeout(r, 300));
     const res = await fetch(`${n.r.url}/metrics`);
     expect(res.status).toBe(200);
