@@ -180,7 +180,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
           },
         }
       : {}),
-    ...(quiet ? { log: () => undefined } : {}),
+    // The request log: one write of the line as built (console.log would format the string again on its way out).
+    log: quiet ? () => undefined : (rec) => void process.stdout.write(JSON.stringify(rec) + "\n"),
   });
   const server = await new Promise<ServerType>((res, rej) => {
     const srv = serve({ fetch: app.fetch, hostname: s.PODSYNC_HOST, port: s.PODSYNC_PORT }, () => res(srv));

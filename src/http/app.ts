@@ -66,8 +66,7 @@ export interface AppOptions {
 export function createApp(o: AppOptions) {
   const app = new Hono<AppEnv>();
   const maxBody = o.maxBodyBytes ?? 1024 * 1024;
-  // One write of the line as built (console.log would format the string again on its way out).
-  const log = o.log ?? ((rec) => void process.stdout.write(JSON.stringify(rec) + "\n"));
+  const log = o.log ?? ((rec) => console.log(JSON.stringify(rec)));
   const now = o.now ?? Date.now;
   const rt = o.runtime;
   const policy = o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] };
