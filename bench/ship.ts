@@ -1,0 +1,297 @@
+// npm run bench: podsync as it ships, beside the runtime's floor measured in the same run (issue #21's table).
+// The server is `node dist/node.js`, npm start's configuration: the file desired state, the used-jti log and the
+// request log (to a file, as a service manager would keep it), the runtime event stream on, default intervals.
+// It runs on a lab containerd of its own (scripts/containerd-lab.sh, PODSYNC_LAB_DIR=/tmp/podsync-lab-ship-bench,
+// started and stopped here), hostNetwork busybox pods. Every figure is a ratio to its floor from this run; the
+// machine is shared, so the load average is printed with them. `npm run bench:peer` (BENCH_PEER=podman) also
+// times Debian's podman (installed with apt-get when missing; its own --root/--runroot/--tmpdir) for the
+// crash-to-restart and a 30-pod `kube play`. Writes bench/results/ship-<time>.json.
+//   BENCH_SYNCS (400 converged syncs), BENCH_IDLE_S (20), BENCH_CRASHES (5), BENCH_PODS (30)
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, openSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { importJWK, SignJWT, type JWK } from "jose";
+import { connectGrpc } from "../src/cri/grpc-transport.js";
+import { ContainerState, NamespaceMode } from "../src/gen/runtime/v1/api_pb.js";
+import { nsToMs, listManagedPods } from "../src/kuberuntime/pod-status.js";
+import { createRelister } from "../src/pleg/relist.js";
+
+const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-ship-bench";
+const SYNCS = Number(process.env["BENCH_SYNCS"] ?? 400);
+const IDLE_S = Number(process.env["BENCH_IDLE_S"] ?? 20);
+const CRASHES = Number(process.env["BENCH_CRASHES"] ?? 5);
+const PODS = Number(process.env["BENCH_PODS"] ?? 30);
+const PEER = process.env["BENCH_PEER"] === "podman";
+const CONCURRENCY = 8;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const r2 = (n: number) => Math.round(n * 100) / 100;
+const lab = (cmd: "start" | "stop") => execFileSync("bash", ["scripts/containerd-lab.sh", cmd], { env: { ...process.env, PODSYNC_LAB_DIR: LAB }, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop() ?? "";
+/** A process's CPU time in ms (utime + stime from /proc, clock ticks of 10 ms). */
+const procCpuMs = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
+  return (Number(rest[11]) + Number(rest[12])) * 10;
+};
+const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+const selfCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>) {
+  let i = 0;
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
+    while (i < items.length) await fn(items[i++]!);
+  }));
+}
+
+const tag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+let seq = 0;
+const podInput = (name = `ship-${tag}-${seq++}`) => ({
+  metadata: { name, namespace: "bench", uid: `${name}-uid` },
+  spec: { hostNetwork: true, terminationGracePeriodSeconds: 2, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] },
+});
+
+async function main() {
+  mkdirSync("bench/results", { recursive: true });
+  execFileSync("node", ["bin/build.mjs", "--if-stale"], { stdio: "inherit" }); // what npm start runs
+  const sock = lab("start");
+  const endpoint = `unix://${sock}`;
+  const cri = connectGrpc({ endpoint, timeoutMs: 60_000 });
+  const dir = mkdtempSync(join(tmpdir(), "podsync-ship-"));
+  const logFile = join(dir, "requests.log");
+  const server = spawn(process.execPath, ["dist/node.js"], {
+    env: { ...process.env, PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "ship-node", PODSYNC_DEV_DIR: join(dir, "dev"), PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
+    stdio: ["ignore", openSync(logFile, "a"), "pipe"],
+  });
+  const results: Record<string, unknown> = { cores: cpus().length, node: process.version, load: [] as number[][] };
+  const loads = results["load"] as number[][];
+  const made: string[] = [];
+  try {
+    const url = await new Promise<string>((res, rej) => {
+      let text = "";
+      server.stderr!.on("data", (b: Buffer) => {
+        text += b.toString();
+        const m = /listening on (http:\/\/\S+)/.exec(text);
+        if (m) res(m[1]!);
+      });
+      server.once("exit", (c) => rej(new Error(`the server exited (${c}): ${text}`)));
+    });
+    const pid = server.pid!;
+    const key = JSON.parse(readFileSync(join(dir, "dev", "dev-key.json"), "utf8")) as JWK & { iss: string };
+    const priv = await importJWK(key, "EdDSA");
+    let jti = 0;
+    const sign = (claims: Record<string, unknown>) => new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("ship-node").setIssuedAt().setExpirationTime("50m").setJti(`s-${tag}-${jti++}`).sign(priv);
+    const lastLog = () => JSON.parse(readFileSync(logFile, "utf8").trim().split("\n").pop()!) as { criCalls: number; route: string; status: number };
+    const post = async (pod: unknown) => {
+      const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod }) });
+      await r.arrayBuffer();
+      if (r.status !== 200) throw new Error(`sync answered ${r.status}`);
+    };
+    const running = async (uid: string) => (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": uid } } })).containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
+    await sleep(1500); // start-up: the event stream opens, the first relist runs
+    loads.push(loadavg());
+
+    // 1. First sync of a 1-container pod: wall time and CRI calls; the floor is RunPodSandbox + CreateContainer +
+    //    StartContainer alone, for an equivalent hostNetwork pod.
+    const first: number[] = [];
+    const firstCalls: number[] = [];
+    const rawFirst: number[] = [];
+    for (let i = 0; i < CRASHES; i++) {
+      const p = podInput();
+      made.push(p.metadata.uid);
+      const t0 = performance.now();
+      await post(p);
+      first.push(performance.now() - t0);
+      firstCalls.push(lastLog().criCalls);
+      const meta = { name: `raw-${tag}-${i}`, namespace: "bench", uid: `raw-${tag}-${i}`, attempt: 0 };
+      const linux = { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } };
+      const config = { metadata: meta, logDirectory: join(dir, "raw-logs", meta.uid), linux };
+      mkdirSync(config.logDirectory, { recursive: true });
+      const r0 = performance.now();
+      const sb = (await cri.runPodSandbox({ config })).podSandboxId;
+      const c = (await cri.createContainer({ podSandboxId: sb, config: { metadata: { name: "main", attempt: 0 }, image: { image: "localhost/busybox:1" }, command: ["sleep", "3600"], logPath: "main/0.log" }, sandboxConfig: config })).containerId;
+      await cri.startContainer({ containerId: c });
+      rawFirst.push(performance.now() - r0);
+      await cri.stopPodSandbox({ podSandboxId: sb });
+      await cri.removePodSandbox({ podSandboxId: sb });
+    }
+
+    // 2. Converged syncs of one pod: the server's CPU per sync against the same three status reads made directly
+    //    (ListPodSandbox and ListContainers for the pod's uid, PodSandboxStatus), CPU of this process per read.
+    const target = podInput();
+    made.push(target.metadata.uid);
+    await post(target);
+    const tokens = await Promise.all(Array.from({ length: SYNCS }, () => sign({ act: "sync", pod: target })));
+    const cpu0 = procCpuMs(pid);
+    const w0 = performance.now();
+    await pool(tokens, 4, async (t) => {
+      const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: t });
+      await r.arrayBuffer();
+      if (r.status !== 200) throw new Error(`converged sync answered ${r.status}`);
+    });
+    const syncCpu = (procCpuMs(pid) - cpu0) / SYNCS;
+    const syncWall = (performance.now() - w0) / SYNCS;
+    const convergedCalls = lastLog().criCalls;
+    const filter = { labelSelector: { "io.kubernetes.pod.uid": target.metadata.uid } };
+    const sbId = (await cri.listPodSandbox({ filter })).items[0]!.id;
+    const reads = Array.from({ length: SYNCS }, (_, i) => i);
+    const f0 = selfCpuMs();
+    await pool(reads, 4, async () => {
+      await Promise.all([cri.listPodSandbox({ filter }), cri.listContainers({ filter })]);
+      await cri.podSandboxStatus({ podSandboxId: sbId });
+    });
+    const floorCpu = (selfCpuMs() - f0) / SYNCS;
+    loads.push(loadavg());
+
+    // 3. Crash → restart through the running server: SIGKILL (ctr) the first instance of each first-sync pod,
+    //    time to the replacement's startedAt.
+    const crash: number[] = [];
+    for (const uid of made.slice(0, CRASHES)) {
+      const [before] = await running(uid);
+      const t0 = Date.now();
+      execFileSync("ctr", ["-a", sock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", before!.id]);
+      let after;
+      for (const end = Date.now() + 30_000; Date.now() < end; await sleep(20)) {
+        const r = await running(uid);
+        if (r.length === 1 && r[0]!.id !== before!.id) {
+          after = r[0]!;
+          break;
+        }
+      }
+      if (!after) throw new Error(`pod ${uid} was not restarted within 30 s`);
+      crash.push(nsToMs((await cri.containerStatus({ containerId: after.id })).status!.startedAt) - t0);
+    }
+
+    // 4. 30-pod PUT /v1/node/pods from empty → all Running, against raw creation of 30 at the same parallelism.
+    //    (The pods of 1-3 are the request's; the PUT's set replaces them, so they are drained first.)
+    const drain = async () => {
+      const r = await fetch(`${url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: await sign({ act: "apply", generation: ++generation, pods: [] }) });
+      await r.arrayBuffer();
+    };
+    let generation = 0;
+    await drain();
+    const set = Array.from({ length: PODS }, () => podInput());
+    const a0 = performance.now();
+    const put = await fetch(`${url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: await sign({ act: "apply", generation: ++generation, pods: set }) });
+    await put.arrayBuffer();
+    for (const end = Date.now() + 120_000; Date.now() < end; await sleep(50)) {
+      const n = (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.namespace": "bench" } } })).containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING && set.some((p) => p.metadata.uid === c.labels["io.kubernetes.pod.uid"])).length;
+      if (n === PODS) break;
+    }
+    const applyMs = performance.now() - a0;
+    const rawIds: string[] = [];
+    const r0 = performance.now();
+    await pool(Array.from({ length: PODS }, (_, i) => i), CONCURRENCY, async (i) => {
+      const meta = { name: `rawset-${tag}-${i}`, namespace: "bench-raw", uid: `rawset-${tag}-${i}`, attempt: 0 };
+      const config = { metadata: meta, logDirectory: join(dir, "raw-logs", meta.uid), linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } } };
+      mkdirSync(config.logDirectory, { recursive: true });
+      const sb = (await cri.runPodSandbox({ config })).podSandboxId;
+      rawIds.push(sb);
+      const c = (await cri.createContainer({ podSandboxId: sb, config: { metadata: { name: "main", attempt: 0 }, image: { image: "localhost/busybox:1" }, command: ["sleep", "3600"], logPath: "main/0.log" }, sandboxConfig: config })).containerId;
+      await cri.startContainer({ containerId: c });
+    });
+    const rawApplyMs = performance.now() - r0;
+    await pool(rawIds, CONCURRENCY, async (sb) => {
+      await cri.stopPodSandbox({ podSandboxId: sb });
+      await cri.removePodSandbox({ podSandboxId: sb });
+    });
+    loads.push(loadavg());
+
+    // 5. A relist of the node (30 pods) against its 2 list calls alone, CPU of this process, 20 each.
+    const relister = createRelister(cri);
+    const interest = { wants: () => true, wantsStartTimes: () => false };
+    await relister.relist(interest, Date.now);
+    let c0 = selfCpuMs();
+    for (let i = 0; i < 20; i++) for (const v of (await relister.relist(interest, Date.now)).pods.values()) void v.status;
+    const relistCpu = (selfCpuMs() - c0) / 20;
+    c0 = selfCpuMs();
+    for (let i = 0; i < 20; i++) await listManagedPods(cri);
+    const listCpu = (selfCpuMs() - c0) / 20;
+
+    // 6. Idle: the server with the 30 converged pods, nobody calling.
+    await sleep(2000);
+    const i0 = procCpuMs(pid);
+    await sleep(IDLE_S * 1000);
+    const idlePct = ((procCpuMs(pid) - i0) / (IDLE_S * 1000)) * 100;
+    const rss = rssMiB(pid);
+    loads.push(loadavg());
+    await drain();
+
+    // 7. The peer: podman, crash → restart (restartPolicy Always) and a 30-pod kube play.
+    const peer = PEER ? await podman(dir) : undefined;
+
+    const rows: [string, string, string, string][] = [
+      ["server CPU per converged sync ÷ the same 3 CRI reads made directly", `${r2(syncCpu / floorCpu)}× (${r2(syncCpu)} ms vs ${r2(floorCpu)} ms; wall ${r2(syncWall)} ms per sync at 4 in flight)`, "≤ 1.5×", ""],
+      ["CRI calls per converged sync", String(convergedCalls), "≤ 3", ""],
+      ["crash → restart p50 (SIGKILL, first crash)", `${Math.round(med(crash))} ms (of ${crash.map(Math.round).join(", ")})${peer ? `; podman ${Math.round(med(peer.crash))} ms (of ${peer.crash.map(Math.round).join(", ")}): ${r2(med(crash) / med(peer.crash))}×` : ""}`, "≤ 500 ms, and ≤ podman", ""],
+      ["CPU per relist (30 pods) ÷ its 2 list calls", `${r2(relistCpu / listCpu)}× (${r2(relistCpu)} ms vs ${r2(listCpu)} ms)`, "≤ 2×", ""],
+      [`idle CPU, ${PODS} pods, default intervals (events on)`, `${r2(idlePct)} % of a core over ${IDLE_S} s`, "≤ 0.5 %", ""],
+      [`${PODS}-pod PUT from empty → all running ÷ raw creation at ${CONCURRENCY} in flight`, `${r2(applyMs / rawApplyMs)}× (${r2(applyMs / 1000)} s vs ${r2(rawApplyMs / 1000)} s)${peer ? `; podman kube play ${r2(peer.playMs / 1000)} s` : ""}`, "≤ 1.1×, and ≤ 8 s", ""],
+      ["CRI calls for a first sync of a 1-container pod", `${firstCalls.join(", ")}`, "≤ 6", ""],
+      ["first sync ÷ raw RunPodSandbox + CreateContainer + StartContainer", `${r2(med(first) / med(rawFirst))}× (${Math.round(med(first))} ms vs ${Math.round(med(rawFirst))} ms)`, "≤ 1.2×", ""],
+      ["idle RSS", `${r2(rss)} MiB`, "≤ 80 MiB", ""],
+    ];
+    Object.assign(results, { first, firstCalls, rawFirst, syncCpu, floorCpu, syncWall, convergedCalls, crash, applyMs, rawApplyMs, relistCpu, listCpu, idlePct, rss, peer });
+    console.log(`\npodsync as shipped (dist/node.js: file state, jti log, request log, events on), ${cpus().length} cores, load average ${loads.map((l) => l.map(r2).join("/")).join(" → ")}\n`);
+    console.log("| figure | this run | goal |\n|---|---|---|");
+    for (const r of rows) console.log(`| ${r[0]} | ${r[1]} | ${r[2]} |`);
+  } finally {
+    server.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+    lab("stop");
+    cri.close();
+  }
+  const file = `bench/results/ship-${new Date().toISOString().replace(/[:.]/g, "-")}.json`;
+  writeFileSync(file, JSON.stringify(results, null, 2) + "\n");
+  console.log(`\n${file}`);
+}
+
+/** podman beside podsync: a root of its own, the lab's busybox loaded, the VM's lower rlimits in CONTAINERS_CONF. */
+async function podman(dir: string): Promise<{ crash: number[]; playMs: number }> {
+  try {
+    execFileSync("podman", ["--version"], { stdio: "ignore" });
+  } catch {
+    execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "podman"], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  }
+  const root = join(tmpdir(), "podsync-podman-bench");
+  mkdirSync(join(root, "tmp"), { recursive: true });
+  const conf = join(root, "containers.conf");
+  writeFileSync(conf, '[containers]\ndefault_ulimits = ["nofile=1024:1024","nproc=4096:4096"]\n');
+  const env = { ...process.env, CONTAINERS_CONF: conf };
+  const pm = (...args: string[]) => execFileSync("podman", ["--root", join(root, "root"), "--runroot", join(root, "run"), "--tmpdir", join(root, "tmp"), ...args], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+  const images = join(LAB, "images", "images.tar");
+  if (!pm("images", "-q", "localhost/busybox:1")) pm("load", "-i", existsSync(images) ? images : resolve("/tmp/podsync-lab/images/images.tar"));
+  const crash: number[] = [];
+  for (let i = 0; i < CRASHES; i++) {
+    const name = `ship-peer-${tag}-${i}`;
+    const yaml = join(dir, `${name}.yaml`);
+    writeFileSync(yaml, `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\nspec:\n  hostNetwork: true\n  restartPolicy: Always\n  containers:\n  - name: main\n    image: localhost/busybox:1\n    command: ["sleep", "3600"]\n`);
+    pm("kube", "play", yaml);
+    const ctrName = `${name}-main`;
+    const pid = Number(pm("inspect", "-f", "{{.State.Pid}}", ctrName));
+    const t0 = Date.now();
+    process.kill(pid, "SIGKILL");
+    let started = 0;
+    for (const end = Date.now() + 30_000; Date.now() < end; await sleep(20)) {
+      const p = Number(pm("inspect", "-f", "{{.State.Pid}}", ctrName));
+      if (p > 0 && p !== pid) {
+        started = Date.parse(pm("inspect", "-f", '{{.State.StartedAt.Format "2006-01-02T15:04:05.000Z07:00"}}', ctrName));
+        break;
+      }
+    }
+    crash.push(started ? started - t0 : NaN);
+    pm("kube", "down", yaml);
+  }
+  const many = join(dir, "peer-set.yaml");
+  writeFileSync(many, Array.from({ length: PODS }, (_, i) => `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ship-set-${tag}-${i}\nspec:\n  hostNetwork: true\n  containers:\n  - name: main\n    image: localhost/busybox:1\n    command: ["sleep", "3600"]\n`).join("---\n"));
+  const p0 = performance.now();
+  pm("kube", "play", many);
+  const playMs = performance.now() - p0;
+  pm("kube", "down", many);
+  return { crash, playMs };
+}
+
+await main();
