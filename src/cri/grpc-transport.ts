@@ -7,6 +7,8 @@ import { CriError, GrpcCode } from "./errors.js";
 import { clampTimeoutMs } from "./deadline.js";
 import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
 import type { StreamHandlers, StreamTransport } from "./container-events.js";
+import { cachingListDecoder } from "./list-decoder.js";
+import { ContainerSchema, ListContainersResponseSchema, ListPodSandboxResponseSchema, PodSandboxSchema, RuntimeService } from "../gen/runtime/v1/api_pb.js";
 import { channelOptionsFor, normaliseEndpoint } from "./channel.js";
 
 export interface GrpcTransportOptions {
@@ -28,6 +30,11 @@ export class GrpcTransport implements UnaryTransport, StreamTransport {
   private readonly timeoutMs: number;
   private readonly metadata: grpc.Metadata;
   private readonly paths = new Map<DescMethod, string>();
+  /** The list answers decode only the items that changed since an earlier answer (list-decoder.ts). */
+  private readonly decoders = new Map<DescMethod, (buf: Uint8Array) => unknown>([
+    [RuntimeService.method.listContainers, cachingListDecoder(ListContainersResponseSchema, ContainerSchema, "containers").decode],
+    [RuntimeService.method.listPodSandbox, cachingListDecoder(ListPodSandboxResponseSchema, PodSandboxSchema, "items").decode],
+  ]);
 
   constructor(options: GrpcTransportOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -59,13 +66,14 @@ export class GrpcTransport implements UnaryTransport, StreamTransport {
   ): Promise<MessageShape<O>> {
     const deadline = Date.now() + clampTimeoutMs(options?.timeoutMs, this.timeoutMs);
     const signal = options?.signal;
+    const decode = (this.decoders.get(method) as ((buf: Uint8Array) => MessageShape<O>) | undefined) ?? ((buf: Uint8Array) => fromBinary(method.output, buf));
     return new Promise((resolve, reject) => {
       // The listener goes when the call ends: one signal (a pod's lock) spans many calls.
       const onAbort = () => call.cancel();
       const call = this.client.makeUnaryRequest<MessageShape<I>, MessageShape<O>>(
         this.path(method),
         (msg) => Buffer.from(toBinary(method.input, msg)),
-        (buf: Buffer) => fromBinary(method.output, buf),
+        decode,
         input,
         this.metadata,
         { deadline },
