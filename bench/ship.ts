@@ -83,7 +83,7 @@ async function main() {
     const key = JSON.parse(readFileSync(join(dir, "dev", "dev-key.json"), "utf8")) as JWK & { iss: string };
     const priv = await importJWK(key, "EdDSA");
     let jti = 0;
-    const sign = (claims: Record<string, unknown>) => new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("ship-node").setIssuedAt().setExpirationTime("50m").setJti(`s-${tag}-${jti++}`).sign(priv);
+    const sign = (claims: Record<string, unknown>) => new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("ship-node").setIssuedAt().setExpirationTime("4m").setJti(`s-${tag}-${jti++}`).sign(priv);
     const lastLog = () => JSON.parse(readFileSync(logFile, "utf8").trim().split("\n").pop()!) as { criCalls: number; route: string; status: number };
     const post = async (pod: unknown) => {
       const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod }) });
