@@ -63,7 +63,7 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), "podsync-ship-"));
   const logFile = join(dir, "requests.log");
   const server = spawn(process.execPath, ["dist/node.js"], {
-    env: { ...process.env, PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "ship-node", PODSYNC_DEV_DIR: join(dir, "dev"), PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
+    env: { ...process.env, PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "ship-node", PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: join(dir, "dev"), PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
     stdio: ["ignore", openSync(logFile, "a"), "pipe"],
   });
   const results: Record<string, unknown> = { cores: cpus().length, node: process.version, load: [] as number[][] };
