@@ -249,7 +249,7 @@ async function main() {
   console.log(`\n${file}`);
 }
 
-/** podman beside podsync: a root of its own, the lab's busybox loaded, the VM's lower rlimits in CONTAINERS_CONF. */
+/** podman beside podsync: a root of its own, the lab's images loaded, the VM's lower rlimits in CONTAINERS_CONF. */
 async function podman(dir: string): Promise<{ crash: number[]; playMs: number }> {
   try {
     execFileSync("podman", ["--version"], { stdio: "ignore" });
@@ -259,7 +259,8 @@ async function podman(dir: string): Promise<{ crash: number[]; playMs: number }>
   const root = join(tmpdir(), "podsync-podman-bench");
   mkdirSync(join(root, "tmp"), { recursive: true });
   const conf = join(root, "containers.conf");
-  writeFileSync(conf, '[containers]\ndefault_ulimits = ["nofile=1024:1024","nproc=4096:4096"]\n');
+  // The lab's pause image as podman's infra container (else podman builds one, which needs catatonit).
+  writeFileSync(conf, '[containers]\ndefault_ulimits = ["nofile=1024:1024","nproc=4096:4096"]\n[engine]\ninfra_image = "localhost/pause:1"\n');
   const env = { ...process.env, CONTAINERS_CONF: conf };
   const pm = (...args: string[]) => execFileSync("podman", ["--root", join(root, "root"), "--runroot", join(root, "run"), "--tmpdir", join(root, "tmp"), ...args], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
   const images = join(LAB, "images", "images.tar");
