@@ -188,6 +188,38 @@ export const Probe = z
     if (n > 1) ctx.addIssue({ code: "custom", message: "may not specify more than 1 handler type" });
   });
 
+// Lifecycle hooks (core/v1 Lifecycle, LifecycleHandler) with the API server's validation (validateLifecycle,
+// validateHandler: exactly one handler). tcpSocket is refused: the API keeps it only for backward compatibility
+// and kubelet fails such a hook at run time ("invalid handler"). A sleep longer than the pod's grace period is
+// refused in Pod's superRefine (validateSleepAction, PodLifecycleSleepActionAllowZero on: 0 is allowed).
+export const SleepAction = z.strictObject({ seconds: z.number().int("sleep.seconds must be an integer").min(0, "must be non-negative") });
+export const LifecycleHandler = z
+  .strictObject({
+    exec: ExecAction.optional(),
+    httpGet: HTTPGetAction.optional(),
+    tcpSocket: z.unknown().optional(),
+    sleep: SleepAction.optional(),
+  })
+  .superRefine((h, ctx) => {
+    if (h.tcpSocket !== undefined)
+      ctx.addIssue({ code: "custom", path: ["tcpSocket"], message: "tcpSocket is not supported as a lifecycle handler (the API keeps the field only for backward compatibility; kubelet fails such a hook when it runs): use exec, httpGet or sleep" });
+    const set = (["exec", "httpGet", "sleep"] as const).filter((k) => h[k] !== undefined);
+    if (set.length === 0 && h.tcpSocket === undefined) ctx.addIssue({ code: "custom", message: "must specify a handler type" });
+    for (const k of set.slice(1)) ctx.addIssue({ code: "custom", path: [k], message: "may not specify more than 1 handler type" });
+  })
+  .transform(({ tcpSocket: _t, ...h }) => h);
+export const Lifecycle = z.strictObject({
+  postStart: LifecycleHandler.optional(),
+  preStop: LifecycleHandler.optional(),
+  // ContainerStopSignals (alpha in v1.33): CRI's ContainerConfig.stop_signal, which containerd 1.6 (the runtime
+  // podsync is tested on) does not read, so podsync could not put it in force.
+  stopSignal: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined, "stopSignal is refused: it is alpha in Kubernetes v1.33 (ContainerStopSignals, off by default) and needs a runtime that reads CRI's ContainerConfig.stop_signal (containerd 2.1+); containerd 1.6 ignores it and would stop the container with the image's STOPSIGNAL. Set STOPSIGNAL in the image instead"),
+});
+export type LifecycleHandler = z.output<typeof LifecycleHandler>;
+
 export const PROBE_KINDS = ["livenessProbe", "readinessProbe", "startupProbe"] as const;
 export type ProbeKind = (typeof PROBE_KINDS)[number];
 export const PROBE_HANDLERS = ["exec", "httpGet", "tcpSocket", "grpc"] as const;
@@ -214,6 +246,10 @@ export const Container = z.strictObject({
   livenessProbe: Probe.optional(),
   readinessProbe: Probe.optional(),
   startupProbe: Probe.optional(),
+  lifecycle: Lifecycle.optional(),
+  // Sidecar containers (KEP-753): an init container with restartPolicy Always. Only init containers take it
+  // (validateContainers: "may not be set for non-init containers", in Pod's superRefine).
+  restartPolicy: z.enum(["Always"], { error: (i) => `Unsupported value: ${JSON.stringify(i.input)}: supported values: "Always"` }).optional(),
 });
 
 // Volumes podsync can honour on the node itself (kubelet's host_path.go, empty_dir.go; PVCs as podman kube
@@ -380,6 +416,7 @@ export const Pod = z
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "mountPropagation"], message: "Bidirectional mount propagation is available only to privileged containers" });
         });
         probeRules(kind, i, c, ctx);
+        lifecycleRules(kind, i, c, pod.spec.terminationGracePeriodSeconds, ctx);
         for (const r of ["cpu", "memory"] as const) {
           const req = c.resources?.requests?.[r];
           const lim = c.resources?.limits?.[r];
@@ -437,16 +474,45 @@ function serviceAccountRules(spec: z.output<typeof PodSpec>, ctx: z.RefinementCt
   });
 }
 
-/** validateContainers / validateInitContainers probe rules: no probes on init containers (podsync has no
- * restartable init containers); liveness and startup successThreshold must be 1; readiness takes no
- * terminationGracePeriodSeconds. podsync adds one: a named port must be one of the container's ports (kubelet
- * would fail that probe forever; here it is refused up front). */
+/** kubelet's IsRestartableInitContainer (pkg/api/v1/pod, kubelet/types): an init container with
+ * restartPolicy Always, a sidecar. */
+export function isRestartableInitContainer(c: Pick<Container, "restartPolicy">): boolean {
+  return c.restartPolicy === "Always";
+}
+
+/** validateContainers / validateInitContainers rules for restartPolicy and lifecycle: restartPolicy only on init
+ * containers; lifecycle hooks only on app containers and sidecars; a sleep hook no longer than the pod's grace
+ * period (validateSleepAction); a named httpGet port must be one of the container's ports (podsync's rule, as for
+ * probes). */
+function lifecycleRules(kind: "initContainers" | "containers", i: number, c: Container, grace: number, ctx: z.RefinementCtx): void {
+  if (kind === "containers" && c.restartPolicy !== undefined) ctx.addIssue({ code: "custom", path: ["spec", kind, i, "restartPolicy"], message: "may not be set for non-init containers" });
+  if (!c.lifecycle) return;
+  const path = ["spec", kind, i, "lifecycle"];
+  if (kind === "initContainers" && !isRestartableInitContainer(c)) {
+    ctx.addIssue({ code: "custom", path, message: "may not be set for init containers without restartPolicy=Always" });
+    return;
+  }
+  for (const hook of ["postStart", "preStop"] as const) {
+    const h = c.lifecycle[hook];
+    const seconds = h?.sleep?.seconds;
+    if (seconds !== undefined && seconds > grace)
+      ctx.addIssue({ code: "custom", path: [...path, hook, "sleep", "seconds"], message: `must be non-negative and less than terminationGracePeriodSeconds (${grace})` });
+    const port = h?.httpGet?.port;
+    if (typeof port === "string" && !(c.ports ?? []).some((cp) => cp.name === port))
+      ctx.addIssue({ code: "custom", path: [...path, hook, "httpGet", "port"], message: `port name "${port}" is not one of the container's ports` });
+  }
+}
+
+/** validateContainers / validateInitContainers probe rules: no probes on init containers other than sidecars;
+ * liveness and startup successThreshold must be 1; readiness takes no terminationGracePeriodSeconds. podsync
+ * adds one: a named port must be one of the container's ports (kubelet would fail that probe forever; here it
+ * is refused up front). */
 function probeRules(kind: "initContainers" | "containers", i: number, c: Container, ctx: z.RefinementCtx): void {
   for (const k of PROBE_KINDS) {
     const p = c[k];
     if (!p) continue;
     const path = ["spec", kind, i, k];
-    if (kind === "initContainers") {
+    if (kind === "initContainers" && !isRestartableInitContainer(c)) {
       ctx.addIssue({ code: "custom", path, message: "may not be set for init containers without restartPolicy=Always" });
       continue;
     }
