@@ -132,13 +132,13 @@ describe("item 3: v1.33 init containers (computeInitContainerActions / hasAnyReg
     const { pod, status } = base("Always", true);
     status.containerStatuses = [containerStatus("id1", "foo1", "created", hashContainer(pod.spec.containers[0]!))];
     // The legacy findNextInitContainerToRun saw no running regular container and started init1 again.
-    expect(computePodActions(pod, status)).toMatchObject({ killPod: false, nextInitContainerToStart: undefined, containersToStart: [0, 1, 2] });
+    expect(computePodActions(pod, status)).toMatchObject({ killPod: false, initContainersToStart: [], containersToStart: [0, 1, 2] });
   });
 
   it("computeInitContainerActions: the newest init record decides; an older failed init record is not rerun", () => {
     const { pod, status } = base("Always", true);
     status.containerStatuses[0]!.exitCode = 1; // init1 failed once, init2 and init3 completed since
-    expect(computePodActions(pod, status)).toMatchObject({ nextInitContainerToStart: undefined, containersToStart: [0, 1, 2] });
+    expect(computePodActions(pod, status)).toMatchObject({ initContainersToStart: [], containersToStart: [0, 1, 2] });
   });
 
   it("hasAnyRegularContainerCreated: OnFailure, dead sandbox, all regular containers succeeded, init records gone: kill only", () => {
@@ -146,19 +146,19 @@ describe("item 3: v1.33 init containers (computeInitContainerActions / hasAnyReg
     notReady(status);
     status.containerStatuses = pod.spec.containers.map((c, i) => containerStatus(`id${i + 1}`, c.name, "exited", hashContainer(c)));
     // The legacy path found no init record, judged initialization not done and made a sandbox to rerun init1.
-    expect(computePodActions(pod, status)).toMatchObject({ killPod: true, createSandbox: false, nextInitContainerToStart: undefined, containersToStart: [] });
+    expect(computePodActions(pod, status)).toMatchObject({ killPod: true, createSandbox: false, initContainersToStart: [], containersToStart: [] });
   });
 
   it("computeInitContainerActions: exited regular containers do not count as initialized (node reboot): rerun init from the start", () => {
     const { pod, status } = base("Always", true);
     status.containerStatuses = pod.spec.containers.map((c, i) => containerStatus(`id${i + 1}`, c.name, "exited", hashContainer(c)));
-    expect(computePodActions(pod, status).nextInitContainerToStart).toBe(pod.spec.initContainers![0]);
+    expect(computePodActions(pod, status).initContainersToStart).toEqual([0]);
   });
 
   it("computeInitContainerActions: an init container stuck in Created is started again even if earlier records are gone", () => {
     const { pod, status } = base("Always", true);
     status.containerStatuses = [containerStatus("initid3", "init3", "created", hashContainer(pod.spec.initContainers![2]!))];
-    expect(computePodActions(pod, status).nextInitContainerToStart).toBe(pod.spec.initContainers![2]);
+    expect(computePodActions(pod, status).initContainersToStart).toEqual([2]);
   });
 });
 

@@ -66,6 +66,7 @@ export function containerAnnotations(container: Container, pod: Pod, restartCoun
     [L.CONTAINER_IMAGE_ANNOTATION]: container.image,
   };
   if (container.ports?.length) a[L.CONTAINER_PORTS_ANNOTATION] = JSON.stringify(container.ports);
+  if (container.lifecycle?.preStop) a[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION] = JSON.stringify(container.lifecycle.preStop);
   const mounted = new Set((container.volumeMounts ?? []).map((m) => m.name));
   const claims = [...new Set((pod.spec.volumes ?? []).flatMap((v) => ("persistentVolumeClaim" in v && mounted.has(v.name) ? [v.persistentVolumeClaim.claimName] : [])))];
   if (claims.length) a[L.CONTAINER_CLAIMS_ANNOTATION] = claims.join(",");

@@ -25,7 +25,7 @@ export function decide(pod: Pod, status: PodStatus, probes: ProbeResults | undef
   if (a.createSandbox) return { kind: "act", why: a.sandboxId ? "sandbox changed" : "no sandbox" };
   if (Object.keys(a.containersToKill).length > 0) return { kind: "act", why: "containers to kill" };
   if (a.killPod) return alive(status) ? { kind: "act", why: "pod to kill" } : { kind: "converged" };
-  const starts: Container[] = [...(a.nextInitContainerToStart ? [a.nextInitContainerToStart] : []), ...a.containersToStart.map((i) => pod.spec.containers[i]!)];
+  const starts: Container[] = [...a.initContainersToStart.map((i) => pod.spec.initContainers![i]!), ...a.containersToStart.map((i) => pod.spec.containers[i]!)];
   if (starts.length === 0) return { kind: "converged" };
   // startContainer's back-off check (sync-pod.ts), made here so that a sync that would only report
   // CrashLoopBackOff is not made at all; the loop comes back when the first back-off ends.

@@ -324,7 +324,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     return report0;
   }
 
-  /** Run due probes; sync the pods whose liveness or startup probe failed. */
+  /** Run due probes; sync the pods whose liveness or startup probe failed, or whose sidecar just started. */
   async function probe(): Promise<Promise<void>[]> {
     if (!prober || !last) return [];
     const r = await prober.tick(now());
@@ -488,5 +488,5 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
 
 
 function hasProbes(pod: Pod | undefined): boolean {
-  return pod?.spec.containers.some((c) => c.livenessProbe || c.readinessProbe || c.startupProbe) ?? false;
+  return [...(pod?.spec.initContainers ?? []), ...(pod?.spec.containers ?? [])].some((c) => c.livenessProbe || c.readinessProbe || c.startupProbe);
 }
