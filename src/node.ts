@@ -133,6 +133,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     logFiles: nodeLogFiles,
     volumeHost: nodeVolumeHost,
     volumeFiles: nodeVolumeFiles,
+    hookNetwork: nodeProbeNetwork,
   });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   const runtime = instrumentRuntime(engine, metrics, "request");

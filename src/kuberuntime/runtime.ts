@@ -10,7 +10,7 @@
 // carries the number of CRI round trips it cost.
 import type { CriClient } from "../cri/client.js";
 import { requestView } from "../cri/request-view.js";
-import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
+import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
 import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
 import { computePodActions, type ProbeResults } from "./compute-actions.js";
@@ -42,6 +42,7 @@ import { fileVolumeErrors } from "../pod/references.js";
 import { volumeHostErrors, type VolumeHost } from "../volumemanager/volumes.js";
 import { admitOnNode, PodAdmissionError } from "../lifecycle/node-admission.js";
 import { listClaims, removeClaim, type ClaimInfo } from "../volumemanager/claims.js";
+import type { HookNetwork } from "../lifecycle/handlers.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -70,6 +71,9 @@ export interface PodRuntimeOptions {
   /** Node filesystem for configMap, secret, downwardAPI and projected volumes (src/host/volume-files.ts);
    * without it (Workers) pods with such volumes are refused, naming the field. */
   volumeFiles?: VolumeFiles;
+  /** Connections from the node to its pods, for httpGet lifecycle hooks (the probes' client on Node);
+   * without it (Workers) an httpGet hook fails, naming why. */
+  hookNetwork?: HookNetwork;
 }
 
 /** The runtime holds nothing of this pod (or nothing podsync manages). */
@@ -198,8 +202,9 @@ export interface PodRuntime {
   /** The pod's full status as the runtime reports it; undefined when the runtime holds nothing of it. */
   status(uid: string): Promise<StatusResult | undefined>;
   /** Kill the pod and remove its containers and sandboxes. Without a grace period each container gets the
-   * one it was started with. */
-  delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions): Promise<DeleteResult>;
+   * one it was started with. `spec`: the pod as last desired, when known (its preStop hooks and sidecar order
+   * come from it; else from what the containers' annotations kept). */
+  delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions, spec?: Pod): Promise<DeleteResult>;
   ready(): Promise<RuntimeReadiness>;
   /** Resolve which instance's log a request means (kubelet's rules and wording); stream it with read(). */
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
@@ -236,7 +241,7 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>, fe
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [] };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [], hookNetwork: o.hookNetwork };
   /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
    * subPath without a safe bind; volumes that need the node's filesystem where there is none. */
   const admit = (pod: Pod) => {
@@ -363,7 +368,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       return { pod: refFromStatus(uid, r.status), status: r.status, criCalls: r.criCalls };
     },
 
-    delete: (uid, gracePeriodSeconds, guard) =>
+    delete: (uid, gracePeriodSeconds, guard, spec) =>
       lock.run(uid, (fence) =>
         counted(cri, async (c) => {
           await checkCurrent(guard, `the delete of pod ${uid}`);
@@ -381,7 +386,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           // The file volumes, the pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go
           // with it, before its sandboxes (a failure keeps them, so the next DELETE finds the pod and retries).
           const removeDirs = removeNodeData && (() => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)));
-          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
+          const known = spec?.metadata.uid === uid ? spec.spec : undefined;
+          const target = { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds, initContainers: known?.initContainers, containers: known?.containers, hostNetwork: known?.hostNetwork ?? status.sandboxStatuses[0]?.linux?.namespaces?.options?.network === NamespaceMode.NODE } };
+          const r = await deletePod(c, target, status, removeDirs, { network: o.hookNetwork, hostIPs: o.hostIPs });
           reasons.delete(uid);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
         }, fence),
