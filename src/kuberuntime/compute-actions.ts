@@ -9,6 +9,7 @@ import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import { isRestartableInitContainer, type Container, type Pod } from "../pod/schema.js";
 import { containerChanged } from "../container/hash.js";
 import { findContainerStatusByName } from "./pod-status.js";
+import { pastActiveDeadline } from "../lifecycle/active-deadline.js";
 import type { ContainerStatus, ContainerToKill, PodActions, PodStatus } from "../container/types.js";
 
 /** runtimeutil.NetworkNamespaceForPod */
@@ -277,4 +278,15 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
     changes.initContainersToStart = [];
   }
   return changes;
+}
+
+/** What a sync does for a pod an internal module evicted (kubelet's PodSyncHandlers: the active deadline):
+ * kill it and start nothing, not even a new sandbox. */
+export function evictedPodActions(status: PodStatus): PodActions {
+  return { killPod: true, createSandbox: false, sandboxId: status.sandboxStatuses[0]?.id ?? "", attempt: status.sandboxStatuses[0]?.metadata?.attempt ?? 0, initContainersToStart: [], containersToStart: [], containersToKill: {} };
+}
+
+/** computePodActions, unless the pod's active deadline has passed (then evictedPodActions). */
+export function podActionsAt(pod: Pod, status: PodStatus, probes: ProbeResults | undefined, now: number): PodActions {
+  return pastActiveDeadline(pod, status, now) ? evictedPodActions(status) : computePodActions(pod, status, probes);
 }

@@ -13,7 +13,7 @@ import { requestView } from "../cri/request-view.js";
 import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
 import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
-import { computePodActions, type ProbeResults } from "./compute-actions.js";
+import { podActionsAt, type ProbeResults } from "./compute-actions.js";
 import { deletePod } from "./kill.js";
 import type { PodRef } from "../container/types.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
@@ -297,7 +297,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         admit(pod);
         const status = await getPodStatus(c, pod.metadata);
         assertOwnUid(pod.metadata, status);
-        return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
+        return { pod: ref(pod.metadata), actions: podActionsAt(pod, status, probes, syncOptions.now()), status };
       }),
 
     checkUids: (pods) =>
@@ -317,7 +317,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const status = await getPodStatus(c, pod.metadata);
           // Refused before any write: the status read is the only call made.
           assertOwnUid(pod.metadata, status);
-          const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, computePodActions(pod, status, probes));
+          const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, podActionsAt(pod, status, probes, syncOptions.now()));
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
           // A failed read-back does not hide the steps: the status the decision was made from stands in.

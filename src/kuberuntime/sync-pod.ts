@@ -31,6 +31,7 @@ import { crashLoopBackOff, formatGoDuration, MemoryPullBackOff, type PullBackOff
 import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "./images.js";
 import { formatPod, gracePeriodSeconds, killContainer, killPod, type KillHooks } from "./kill.js";
 import { runHandler, type HookNetwork } from "../lifecycle/handlers.js";
+import { containerEnv, expandSubPathExpr } from "../container/expansion.js";
 import { isRestartableInitContainer } from "../pod/schema.js";
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "../container/steps.js";
@@ -127,8 +128,14 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
     const env = usesEnvSources(container) ? envResolver(ctx.pod, container, ctx.objects, await ctx.downward()) : undefined;
     config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node, env);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
-    // makeMounts: a subPath is bound safely onto a target under the pod dir, and the runtime gets the target.
-    for (const [i, bind] of subPathBinds(ctx.pod, container, ctx.node)) {
+    // makeMounts: a subPathExpr is expanded from the container's env; a subPath is bound safely onto a target
+    // under the pod dir, and the runtime gets the target.
+    const expanded = new Map<number, string>();
+    if (container.volumeMounts?.some((m) => m.subPathExpr)) {
+      const vars = containerEnv(container, env);
+      for (const [i, m] of container.volumeMounts.entries()) if (m.subPathExpr) expanded.set(i, expandSubPathExpr(m.subPathExpr, vars));
+    }
+    for (const [i, bind] of subPathBinds(ctx.pod, container, ctx.node, expanded)) {
       if (!ctx.podDirs) throw new Error("subPath needs the node filesystem, which this deployment does not have");
       try {
         await ctx.podDirs.bindSubPath(bind);

@@ -140,6 +140,12 @@ export const VolumeMount = z.strictObject({
     .string()
     .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "subPath must be relative and must not contain '..'")
     .optional(),
+  // Expanded from the container's env when it starts (kubelet's ExpandContainerVolumeMounts); the result is
+  // checked again there. Exclusive with subPath (checked in Pod's superRefine).
+  subPathExpr: z
+    .string()
+    .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "subPathExpr must be relative and must not contain '..'")
+    .optional(),
   // Bidirectional is for privileged containers only (checked with the container in Pod's superRefine).
   mountPropagation: z.enum(["None", "HostToContainer", "Bidirectional"], { error: 'mountPropagation must be "None", "HostToContainer" or "Bidirectional"' }).optional(),
 });
@@ -329,11 +335,19 @@ export const PodSpec = z.strictObject({
     .min(0, "terminationGracePeriodSeconds must not be negative")
     .max(MAX_GRACE_PERIOD_SECONDS, `terminationGracePeriodSeconds must be at most ${MAX_GRACE_PERIOD_SECONDS} (podsync's limit: a kill waits this long inside one request)`)
     .default(30),
+  /** kubelet's activeDeadlineHandler: active this long on the node, the pod is killed and Failed
+   * (DeadlineExceeded). The API server's bound: a positive int64; podsync's: what a timer can hold. */
+  activeDeadlineSeconds: z.number().int("activeDeadlineSeconds must be an integer").min(1, "must be greater than or equal to 1").max(2 ** 31 - 1).optional(),
   hostNetwork: z.boolean().default(false),
   hostPID: z.boolean().default(false),
   hostIPC: z.boolean().default(false),
   hostname: dns1123Label("hostname").optional(),
   subdomain: dns1123Label("subdomain").optional(),
+  /** The kernel hostname is the pod's FQDN (hostname.subdomain.namespace.svc.clusterDomain) when it has a
+   * subdomain (GetNodenameForKernel). */
+  setHostnameAsFQDN: z.boolean().optional(),
+  /** One PID namespace for the pod's containers (the sandbox's, NamespaceMode POD). */
+  shareProcessNamespace: z.boolean().optional(),
   dnsPolicy: z.enum(["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]).default("ClusterFirst"),
   dnsConfig: z
     .strictObject({
@@ -412,6 +426,8 @@ export const Pod = z
         (c.volumeMounts ?? []).forEach((m, j) => {
           if (!volumes.has(m.name))
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "name"], message: `volume "${m.name}" is not in spec.volumes` });
+          if (m.subPath !== undefined && m.subPath !== "" && m.subPathExpr !== undefined && m.subPathExpr !== "")
+            ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "subPathExpr"], message: "subPathExpr and subPath are mutually exclusive" });
           if (m.mountPropagation === "Bidirectional" && c.securityContext?.privileged !== true)
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "mountPropagation"], message: "Bidirectional mount propagation is available only to privileged containers" });
         });
@@ -439,6 +455,8 @@ export const Pod = z
       if (!s.auths && !s.name) ctx.addIssue({ code: "custom", path: ["spec", "imagePullSecrets", i], message: "give the credentials inline (auths) or the name of a Secret signed with the pod" });
     });
     serviceAccountRules(pod.spec, ctx);
+    if (pod.spec.shareProcessNamespace && pod.spec.hostPID)
+      ctx.addIssue({ code: "custom", path: ["spec", "shareProcessNamespace"], message: "ShareProcessNamespace and HostPID cannot both be enabled" });
     if (pod.spec.dnsPolicy === "None" && !pod.spec.dnsConfig?.nameservers?.length)
       ctx.addIssue({ code: "custom", path: ["spec", "dnsConfig", "nameservers"], message: 'dnsPolicy "None" needs at least one nameserver in dnsConfig' });
   })

@@ -30,6 +30,7 @@ import { formatPod } from "../kuberuntime/kill.js";
 import { nsToMs, sortPodIPs } from "../kuberuntime/pod-status.js";
 import { podQOS, type QOSClass } from "../kuberuntime/resources.js";
 import type { ContainerStatus, PodStatus } from "../container/types.js";
+import { DEADLINE_EXCEEDED_MESSAGE, DEADLINE_EXCEEDED_REASON, pastActiveDeadline, podStartMs } from "../lifecycle/active-deadline.js";
 
 export type PodPhase = "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
 export type ConditionStatus = "True" | "False" | "Unknown";
@@ -75,6 +76,9 @@ export interface V1PodCondition {
 }
 export interface V1PodStatus {
   phase: PodPhase;
+  /** Why the pod is in its phase, when an internal module says (DeadlineExceeded). */
+  reason?: string;
+  message?: string;
   conditions: V1PodCondition[];
   hostIP?: string;
   hostIPs?: { ip: string }[];
@@ -114,6 +118,8 @@ export interface ApiStatusInput {
   probes?: PodProbeResults | undefined;
   /** By container name. */
   reasons?: ReadonlyMap<string, StartFailure> | undefined;
+  /** Set by generateAPIPodStatus when the pod was evicted (its active deadline passed). */
+  evicted?: boolean;
 }
 
 /** Kubernetes' wire form of metav1.Time: RFC 3339 in seconds; the zero time is null. */
@@ -276,8 +282,9 @@ export function convertToAPIContainerStatuses(input: ApiStatusInput, containers:
     seen.set(cs.name, n + 1);
   }
 
-  // Containers that failed to start, or will be restarted: waiting, with the reason.
-  for (const c of containers) {
+  // Containers that failed to start, or will be restarted: waiting, with the reason (none in an evicted pod:
+  // nothing of it starts again).
+  for (const c of input.evicted ? [] : containers) {
     const s = status.containerStatuses.find((x) => x.name === c.name);
     if (isInit) {
       if (s?.state === "exited" && s.exitCode === 0) continue;
@@ -411,21 +418,19 @@ function conditionTime(type: V1PodCondition["type"], value: ConditionStatus, inp
   }
 }
 
-/** When the pod started: its oldest sandbox or container (kubelet: when it first accepted the pod). */
-function podStartMs(status: PodStatus): number {
-  const times = [...status.sandboxStatuses.map((s) => nsToMs(s.createdAt)), ...status.containerStatuses.map((c) => c.createdAt)].filter((t) => t > 0);
-  return times.length ? Math.min(...times) : 0;
-}
 
 // ---- generateAPIPodStatus ------------------------------------------------------------------------------
 
 export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   const { pod, status } = input;
+  // An internal module's eviction (kubelet's PodSyncHandlers: the active deadline) makes the pod Failed.
+  const evicted = pastActiveDeadline(pod, status, input.now) ? { reason: DEADLINE_EXCEEDED_REASON, message: DEADLINE_EXCEEDED_MESSAGE } : undefined;
+  if (evicted) input = { ...input, evicted: true };
   const containerStatuses = convertToAPIContainerStatuses(input, pod.spec.containers, false);
   const inits = pod.spec.initContainers ?? [];
   const initContainerStatuses = inits.length ? convertToAPIContainerStatuses(input, inits, true) : undefined;
   const all = [...containerStatuses, ...(initContainerStatuses ?? [])];
-  const phase = getPhase(pod, all, false, anyActiveRegularContainerStarted(pod, status));
+  const phase = evicted ? "Failed" : getPhase(pod, all, false, anyActiveRegularContainerStarted(pod, status));
   const startMs = podStartMs(status);
 
   const made = [
@@ -437,7 +442,7 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   ];
   const conditions: V1PodCondition[] = made.map((c) => ({ ...c, lastProbeTime: null, lastTransitionTime: apiTime(conditionTime(c.type, c.status, input, startMs)) }));
 
-  const out: V1PodStatus = { phase, conditions, containerStatuses, qosClass: podQOS(pod) };
+  const out: V1PodStatus = { phase, ...evicted, conditions, containerStatuses, qosClass: podQOS(pod) };
   const hostIPs = input.hostIPs ?? [];
   if (hostIPs.length) {
     out.hostIP = hostIPs[0]!;
