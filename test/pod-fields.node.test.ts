@@ -94,3 +94,19 @@ describe("activeDeadlineSeconds (kubelet's activeDeadlineHandler)", () => {
     expect(decide(pod, dead, undefined, started + 6_000)).toEqual({ kind: "converged" });
   });
 });
+
+describe("hostAliases and the kubelet-managed /etc/hosts", () => {
+  it("managedHostsFileContent and nodeHostsFileContent, byte for byte", async () => {
+    const { managedHostsFileContent, nodeHostsFileContent } = await import("../src/kuberuntime/etc-hosts.js");
+    const aliases = [{ ip: "10.1.2.3", hostnames: ["a", "b"] }];
+    expect(managedHostsFileContent(["10.0.0.5"], "web", "", undefined)).toBe(
+      "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n10.0.0.5\tweb\n",
+    );
+    expect(managedHostsFileContent(["10.0.0.5"], "web", "s.ns.svc.cluster.local", aliases).endsWith("10.0.0.5\tweb.s.ns.svc.cluster.local\tweb\n\n# Entries added by HostAliases.\n10.1.2.3\ta\n10.1.2.3\tb\n")).toBe(true);
+    expect(nodeHostsFileContent("127.0.0.1 localhost\n", aliases)).toBe("# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n\n# Entries added by HostAliases.\n10.1.2.3\ta\n10.1.2.3\tb\n");
+  });
+  it("validation: an IP and DNS subdomain hostnames", () => {
+    const e = errorsOf(() => validatePod({ metadata: { name: "w", uid: "u" }, spec: { hostAliases: [{ ip: "nope", hostnames: ["Bad_Name"] }], containers: [{ name: "c", image: "busybox:1" }] } }));
+    expect(e.map((x) => x.path)).toEqual(["spec.hostAliases[0].ip", "spec.hostAliases[0].hostnames[0]"]);
+  });
+});

@@ -1,89 +1,28 @@
 // Sidecars and lifecycle hooks on a REAL containerd, through the HTTP server with the node agent's loop and
 // prober running, as on a node. Each effect is read where it happens: files the containers and their hooks
 // write into a hostPath directory of the test's, and the v1 status.
-import { mkdtempSync, readFileSync, existsSync, chmodSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
-import type { CriClient } from "../src/cri/client.js";
-import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
-import { createProber } from "../src/prober/prober.js";
-import { startReconcileLoop, type ReconcileLoop } from "../src/pleg/loop.js";
-import { MemoryDesiredState } from "../src/pleg/desired-state.js";
-import { MemoryPodLock } from "../src/kuberuntime/pod-lock.js";
-import type { V1Pod } from "../src/status/api-status.js";
-import { nodeLogFiles } from "../src/host/log-files.js";
-import { nodeTerminationFiles } from "../src/host/termination-files.js";
-import { nodePodDirs } from "../src/host/pod-dirs.js";
-import { nodeProbeNetwork } from "../src/host/probe-network.js";
-import { nodeVolumeHost } from "../src/host/volume-host.js";
-import { Harness } from "./support/http.js";
+import { hostDir, readIn as read, shContainer as c, startHostDirPods, type HostDirPods } from "./support/hostdir-pods.js";
 import { until } from "./support/wait.js";
-import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
 const skip = inject("skipE2E");
 
-let cri: CriClient;
-let h: Harness;
-let loop: ReconcileLoop;
-const made: string[] = [];
-const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-sidecar-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-sidecar-root-")) };
-const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, volumeHost: nodeVolumeHost, hookNetwork: nodeProbeNetwork, hostIPs: ["127.0.0.1"], lock: new MemoryPodLock() };
-const IMAGE = "localhost/busybox:1";
-
-/** A directory of the test's, mounted at /h in every container of a pod. */
-function hostDir(): string {
-  const d = mkdtempSync(join(tmpdir(), "podsync-sidecar-h-"));
-  chmodSync(d, 0o777);
-  return d;
-}
-const read = (dir: string, f: string) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), "utf8") : undefined);
-const c = (name: string, script: string, extra: Record<string, unknown> = {}) => ({ name, image: IMAGE, imagePullPolicy: "Never", command: ["sh", "-c", script], volumeMounts: [{ name: "h", mountPath: "/h" }], ...extra });
+let t: HostDirPods;
+const podInput = (...a: Parameters<HostDirPods["podInput"]>) => t.podInput(...a);
+const sync = (p: unknown) => t.sync(p);
+const get = (id: string) => t.get(id);
+const del = (id: string) => t.del(id);
 /** A process that appends its name to /h/order when it is sent SIGTERM, then exits 0. */
 const stoppable = (name: string, extra: Record<string, unknown> = {}) => c(name, `trap 'echo ${name} >> /h/order; exit 0' TERM; while true; do sleep 1; done`, extra);
-
-function podInput(name: string, dir: string, spec: Record<string, unknown>) {
-  const id = uid(name);
-  made.push(id);
-  return { metadata: { name, namespace: "default", uid: id }, spec: { terminationGracePeriodSeconds: 10, volumes: [{ name: "h", hostPath: { path: dir } }], ...spec } };
-}
-
-async function sync(p: unknown) {
-  const r = await h.post("/v1/pods/sync", p);
-  expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
-  return r.body as { steps: { action: string; target: string; ok: boolean; error?: string; message?: string }[] };
-}
-async function get(id: string): Promise<V1Pod> {
-  const r = await h.fetch(`/v1/pods/${id}`, { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` } });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body as V1Pod;
-}
-async function del(id: string) {
-  const r = await h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id })}` } });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body as { steps: { action: string; target: string; message?: string }[] };
-}
 
 describe.skipIf(skip)("sidecars and lifecycle hooks on real containerd", () => {
   beforeAll(async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
-    cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
-    const prober = createProber({ cri, network: nodeProbeNetwork, hostIP: "127.0.0.1" });
-    const desired = new MemoryDesiredState();
-    h = await Harness.start(cri, { prober, desired, policy: { level: "privileged", hostPathAllow: [] } }, {}, runtimeOpts);
-    loop = startReconcileLoop({ runtime: createPodRuntime(cri, runtimeOpts), cri, desired, prober, relistIntervalMs: 200 });
+    t = await startHostDirPods(endpoint);
   });
-  afterAll(async () => {
-    await loop?.stop();
-    const rt = createPodRuntime(cri, runtimeOpts);
-    for (const id of made) await rt.delete(id, 0).catch(() => undefined);
-    await h?.close();
-    cri?.close();
-  });
+  afterAll(async () => t?.close());
 
   it("a Job-like pod with a sidecar: the sidecar starts first and its startupProbe gates the next init container; the pod completes Succeeded and the sidecar is stopped", async () => {
     const dir = hostDir();

@@ -43,6 +43,7 @@ import { volumeHostErrors, type VolumeHost } from "../volumemanager/volumes.js";
 import { admitOnNode, PodAdmissionError } from "../lifecycle/node-admission.js";
 import { listClaims, removeClaim, type ClaimInfo } from "../volumemanager/claims.js";
 import type { HookNetwork } from "../lifecycle/handlers.js";
+import { hostAliasesUnsupported } from "./etc-hosts.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -249,6 +250,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     if (failures.length) throw new PodAdmissionError(failures);
     const errors = [
       ...(o.podDirs ? [] : subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)")),
+      ...(o.podDirs?.writeHostsFile ? [] : hostAliasesUnsupported(pod, "it cannot write the pod's hosts file on the node (no node filesystem)")),
       ...(o.volumeHost ? [] : volumeHostErrors(pod)),
       ...(o.volumeFiles ? [] : fileVolumeErrors(pod, "this deployment cannot write files on the node (use env: valueFrom or envFrom)")),
     ];

@@ -22,7 +22,7 @@ import type { Container, Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
 import { computePodActions } from "./compute-actions.js";
-import { generateContainerConfig, generatePodSandboxConfig } from "./config.js";
+import { generateContainerConfig, generatePodSandboxConfig, podHostnameAndDomain } from "./config.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { needsImageUser, verifyRunAsNonRoot } from "./security.js";
 import { findContainerStatusByName } from "./pod-status.js";
@@ -32,6 +32,7 @@ import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "
 import { formatPod, gracePeriodSeconds, killContainer, killPod, type KillHooks } from "./kill.js";
 import { runHandler, type HookNetwork } from "../lifecycle/handlers.js";
 import { containerEnv, expandSubPathExpr } from "../container/expansion.js";
+import { ETC_HOSTS_PATH, etcHostsFile, managedHostsFileContent, mountsEtcHosts, nodeHostsFileContent } from "./etc-hosts.js";
 import { isRestartableInitContainer } from "../pod/schema.js";
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "../container/steps.js";
@@ -149,6 +150,18 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
       const hostPath = await ctx.terminationFiles.create(podContainerDir(ctx.node.rootDir, ctx.pod.metadata.uid, container.name));
       config.mounts.push(create(MountSchema, { containerPath: container.terminationMessagePath, hostPath }));
     }
+    // makeMounts: the kubelet-managed /etc/hosts, once the pod has an IP.
+    if (ctx.podDirs?.writeHostsFile) {
+      const podIPs = (await ctx.downward()).podIPs;
+      if (mountsEtcHosts(container, podIPs)) {
+        const aliases = ctx.pod.spec.hostAliases;
+        const [hostname, domain] = podHostnameAndDomain(ctx.pod, ctx.node);
+        const content = ctx.pod.spec.hostNetwork ? nodeHostsFileContent((await ctx.podDirs.readNodeHosts?.()) ?? "", aliases) : managedHostsFileContent(podIPs, hostname, domain, aliases);
+        const file = etcHostsFile(ctx.node.rootDir, ctx.pod.metadata.uid);
+        await ctx.podDirs.writeHostsFile(file, content);
+        config.mounts.push(create(MountSchema, { containerPath: ETC_HOSTS_PATH, hostPath: file }));
+      }
+    }
   } catch (e) {
     if (e instanceof StepError) throw e;
     throw new StepError("CreateContainerConfigError", errorMessage(e), e);
@@ -259,7 +272,7 @@ export async function syncPod(
       images: new Map(),
       ...(pullSecrets ? { pullSecrets } : {}),
       objects,
-      downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? []),
+      downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? [], options.podDirs?.writeHostsFile !== undefined),
       hooks,
     };
     // Step 5: the init containers, in order; stop at a regular one that failed to start (a sidecar that
@@ -293,12 +306,13 @@ export async function syncPod(
 /** The downward API's view of this sync, read lazily: a pod IP costs a PodSandboxStatus only after a new
  * sandbox, and only when a container to start takes status.podIP(s) (kubelet reads it after every
  * RunPodSandbox). A hostNetwork pod's IPs are the node's, as in its status. */
-function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[]): () => Promise<DownwardInfo> {
+function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[], hostsFile: boolean): () => Promise<DownwardInfo> {
   let info: Promise<DownwardInfo> | undefined;
   const read = async (): Promise<DownwardInfo> => {
     if (pod.spec.hostNetwork) return { node, hostIPs, podIPs: hostIPs.slice(0, 2) };
-    // The downward API's status.podIP(s), or a postStart httpGet hook aimed at the pod's IP.
-    const wanted = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => needsPodIPs(c) || (c.lifecycle?.postStart?.httpGet !== undefined && c.lifecycle.postStart.httpGet.host === undefined));
+    // The kubelet-managed /etc/hosts, the downward API's status.podIP(s), or a postStart httpGet hook aimed at
+    // the pod's IP.
+    const wanted = hostsFile || [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => needsPodIPs(c) || (c.lifecycle?.postStart?.httpGet !== undefined && c.lifecycle.postStart.httpGet.host === undefined));
     if (!newSandboxId || !wanted) return { node, hostIPs, podIPs: status.ips };
     const s = (await cri.podSandboxStatus({ podSandboxId: newSandboxId })).status;
     const ips = [s?.network?.ip ?? "", ...(s?.network?.additionalIps ?? []).map((a) => a.ip)].filter(Boolean);

@@ -346,6 +346,9 @@ export const PodSpec = z.strictObject({
   /** The kernel hostname is the pod's FQDN (hostname.subdomain.namespace.svc.clusterDomain) when it has a
    * subdomain (GetNodenameForKernel). */
   setHostnameAsFQDN: z.boolean().optional(),
+  /** Extra /etc/hosts entries (kubelet's hostsEntriesFromHostAliases); validateHostAliases: an IP address and
+   * DNS-1123 subdomain hostnames. */
+  hostAliases: z.array(z.strictObject({ ip: z.union([z.ipv4(), z.ipv6()], { error: "must be a valid IP address" }), hostnames: z.array(dns1123Subdomain("hostname")).optional() })).optional(),
   /** One PID namespace for the pod's containers (the sandbox's, NamespaceMode POD). */
   shareProcessNamespace: z.boolean().optional(),
   dnsPolicy: z.enum(["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]).default("ClusterFirst"),
