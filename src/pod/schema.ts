@@ -318,6 +318,9 @@ export const PodSecurityContext = z.strictObject({
   runAsNonRoot: z.boolean().optional(),
   supplementalGroups: z.array(uid).optional(),
   fsGroup: uid.optional(),
+  /** When the volume ownership for fsGroup is applied: Always (the default), or only when the volume's root
+   * lacks it (OnRootMismatch). */
+  fsGroupChangePolicy: z.enum(["OnRootMismatch", "Always"], { error: 'fsGroupChangePolicy must be "OnRootMismatch" or "Always"' }).optional(),
   seccompProfile: SeccompProfile.optional(),
   appArmorProfile: AppArmorProfile.optional(),
   seLinuxOptions: SELinuxOptions.optional(),
