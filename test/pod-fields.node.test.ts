@@ -110,3 +110,20 @@ describe("hostAliases and the kubelet-managed /etc/hosts", () => {
     expect(e.map((x) => x.path)).toEqual(["spec.hostAliases[0].ip", "spec.hostAliases[0].hostnames[0]"]);
   });
 });
+
+describe("admission counts sidecars as kubelet's PodRequests does", () => {
+  it("app containers plus sidecars, or the largest init container with the sidecars before it", async () => {
+    const { podRequests } = await import("../src/lifecycle/predicates.js");
+    const r = (cpu: string) => ({ resources: { requests: { cpu } } });
+    const pod = mk({
+      initContainers: [
+        { name: "s1", image: "busybox:1", restartPolicy: "Always", ...r("100m") },
+        { name: "i1", image: "busybox:1", ...r("1") },
+        { name: "s2", image: "busybox:1", restartPolicy: "Always", ...r("200m") },
+      ],
+      containers: [{ name: "c", image: "busybox:1", ...r("300m") }],
+    });
+    // Running: c + s1 + s2 = 600m; during init: i1 + s1 = 1100m.
+    expect(podRequests(pod).milliCPU).toBe(1100);
+  });
+});

@@ -11,7 +11,7 @@
 // pods off NoSchedule taints. podsync has no scheduler in front of it (the signer names the node), so it also
 // applies the scheduler's TaintToleration filter: NoSchedule taints must be tolerated too. PreferNoSchedule
 // only ranks nodes and is not checked, as in both.
-import type { Container, Pod } from "../pod/schema.js";
+import { isRestartableInitContainer, type Container, type Pod } from "../pod/schema.js";
 import type { NodeSelectorRequirement, NodeSelectorTerm, TaintEffect, Toleration } from "../pod/scheduling.js";
 import { bytes, milliCPU } from "../pod/quantity.js";
 
@@ -102,21 +102,26 @@ function containerRequests(c: Container): Requests {
   return { milliCPU: r.cpu !== undefined ? milliCPU(r.cpu) : 0, memory: r.memory !== undefined ? bytes(r.memory) : 0 };
 }
 
-/** computePodResourceRequest: the app containers' sum, or the largest init container if that is more
- * (init containers run one at a time, before the app containers). podsync has no pod overhead. */
+const add = (a: Requests, b: Requests): Requests => ({ milliCPU: a.milliCPU + b.milliCPU, memory: a.memory + b.memory });
+const max = (a: Requests, b: Requests): Requests => ({ milliCPU: Math.max(a.milliCPU, b.milliCPU), memory: Math.max(a.memory, b.memory) });
+
+/** computePodResourceRequest (resourcehelper.PodRequests, with sidecars): the app containers' sum plus the
+ * sidecars' (they run beside them), or, if more, the largest of what runs during initialization: each init
+ * container with the sidecars started before it. podsync has no pod overhead. */
 export function podRequests(pod: Pod): Requests {
-  const sum = { milliCPU: 0, memory: 0 };
-  for (const c of pod.spec.containers) {
-    const r = containerRequests(c);
-    sum.milliCPU += r.milliCPU;
-    sum.memory += r.memory;
-  }
+  let reqs: Requests = { milliCPU: 0, memory: 0 };
+  for (const c of pod.spec.containers) reqs = add(reqs, containerRequests(c));
+  let sidecars: Requests = { milliCPU: 0, memory: 0 };
+  let init: Requests = { milliCPU: 0, memory: 0 };
   for (const c of pod.spec.initContainers ?? []) {
     const r = containerRequests(c);
-    sum.milliCPU = Math.max(sum.milliCPU, r.milliCPU);
-    sum.memory = Math.max(sum.memory, r.memory);
+    if (isRestartableInitContainer(c)) {
+      reqs = add(reqs, r);
+      sidecars = add(sidecars, r);
+      init = max(init, sidecars);
+    } else init = max(init, add(r, sidecars));
   }
-  return sum;
+  return max(reqs, init);
 }
 
 const insufficient = (resource: string, requested: number, used: number, capacity: number, path: string): AdmissionFailure => ({
