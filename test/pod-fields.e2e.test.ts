@@ -68,4 +68,23 @@ describe.skipIf(skip)("pod fields on real containerd", () => {
     expect(again.containerStatuses[0]!.state.terminated).toBeDefined();
     expect(again.containerStatuses[0]!.restartCount).toBe(0);
   });
+
+  it("an emptyDir over its sizeLimit on disk: the eviction manager evicts the pod, Failed with reason Evicted and kubelet's message; it stays down (restartPolicy Never)", async () => {
+    const dir = hostDir();
+    const p = podInput("evict", dir, {
+      restartPolicy: "Never",
+      terminationGracePeriodSeconds: 2,
+      volumes: [{ name: "h", hostPath: { path: dir } }, { name: "scratch", emptyDir: { sizeLimit: "1Mi" } }],
+      // 2 MiB into the emptyDir, then wait.
+      containers: [c("main", "a=0123456789abcdef; i=0; while [ $i -lt 17 ]; do a=$a$a; i=$((i+1)); done; echo \"$a\" > /scratch/f; echo done > /h/wrote; trap 'exit 0' TERM; while true; do sleep 1; done", { volumeMounts: [{ name: "h", mountPath: "/h" }, { name: "scratch", mountPath: "/scratch" }] })],
+    });
+    await sync(p);
+    const s = await until("the eviction", async () => {
+      const st = (await get(p.metadata.uid)).status;
+      return st.reason === "Evicted" && st.containerStatuses[0]!.state.terminated ? st : undefined;
+    });
+    expect(read(dir, "wrote")).toBe("done\n");
+    expect(s).toMatchObject({ phase: "Failed", reason: "Evicted", message: 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ' });
+    expect(s.containerStatuses[0]!.restartCount).toBe(0);
+  });
 });

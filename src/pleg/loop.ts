@@ -39,6 +39,7 @@ import { generateAPIPodStatus, type PodPhase } from "../status/api-status.js";
 import type { PodStatus } from "../container/types.js";
 import { createRelister, fingerprintOf, type Relist, type Relister } from "./relist.js";
 import { decide, decisionHolds, retryAfter, syncReason, type Decision, type PodRecord } from "./decide.js";
+import { EVICTION_INTERVAL_DEFAULT_MS, evictionPass, type EvictionOptions } from "../eviction/manager.js";
 
 export interface ReconcileLoopOptions {
   /** The engine's front door; loop syncs go through it (and its lock). */
@@ -65,6 +66,9 @@ export interface ReconcileLoopOptions {
   events?: ((on: { event(e: ContainerEvent): void; state(s: EventStreamState): void }) => { close(): void }) | undefined;
   /** The relist period while the event stream is up. Default 300000 (kubelet's eventedPlegRelistPeriod). */
   eventedRelistIntervalMs?: number;
+  /** The eviction manager's local storage pass (eviction/manager.ts); without it no pod is held to its
+   * ephemeral-storage limits or disk emptyDir sizeLimit (the runtime then refuses such pods). */
+  eviction?: EvictionOptions | undefined;
 }
 
 export interface TickReport {
@@ -106,6 +110,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   /** The fingerprint each prober pod was last shown from a relist. */
   const observed = new Map<string, string>();
   let started = false;
+  let nextEvictionAt = 0;
   let stopped = false;
   let generation = 0;
   let last: Relist | undefined;
@@ -286,6 +291,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         const changed = rec.fingerprint !== fp || specChanged.has(uid);
         rec.fingerprint = fp;
         let reason: string | undefined;
+        // Evicted (eviction/): nothing of it runs again unless the eviction manager makes it anew.
+        if (o.runtime.eviction(uid)) continue;
         if (!started) reason = "start-up";
         else {
           // A converged pod whose objects and spec are as last time needs no new decision (nor its status).
@@ -317,6 +324,19 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
             observed.set(uid, pv.fingerprint);
           }
       for (const uid of observed.keys()) if (!view.pods.has(uid)) observed.delete(uid);
+      // The eviction manager's local storage pass, on its own interval, from this relist's statuses.
+      if (o.eviction && t >= nextEvictionAt) {
+        nextEvictionAt = t + (o.eviction.intervalMs ?? EVICTION_INTERVAL_DEFAULT_MS);
+        const pods = entries.filter((e) => !inFlight.has(e.pod.metadata.uid)).map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
+        try {
+          const r = await evictionPass(o.eviction, o.runtime, pods, t);
+          for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
+          for (const uid of r.recreated) o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
+          report("eviction", undefined, undefined);
+        } catch (e) {
+          report("eviction", undefined, failure(e));
+        }
+      }
     } catch (e) {
       o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, false);
       report("relist", undefined, failure(e));

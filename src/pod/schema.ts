@@ -43,24 +43,24 @@ const resourceList = z
   .object({
     cpu: quantity((v) => v <= 1e6, "cpu must be at most 1000000 cores").optional(),
     memory: quantity((v) => v < 2 ** 63, "memory must be less than 8Ei (an int64 number of bytes)").optional(),
+    // Counted at admission (requests) and held by the eviction manager (limits: src/eviction/).
+    "ephemeral-storage": quantity((v) => v < 2 ** 53, "ephemeral-storage must be less than 8Pi").optional(),
   })
   .catchall(z.unknown())
   .superRefine((list, ctx) => {
     for (const name of Object.keys(list)) {
-      if (name === "cpu" || name === "memory") continue;
+      if (name === "cpu" || name === "memory" || name === "ephemeral-storage") continue;
       ctx.addIssue({ code: "custom", path: [name], message: unsupportedResource(name) });
     }
   })
-  .transform(({ cpu, memory }) => ({ ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) }));
+  .transform(({ cpu, memory, "ephemeral-storage": es }) => ({ ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}), ...(es !== undefined ? { "ephemeral-storage": es } : {}) }));
 
-/** Why a resource other than cpu and memory is refused. */
+/** Why a resource other than cpu, memory and ephemeral-storage is refused. */
 export function unsupportedResource(name: string): string {
-  if (name === "ephemeral-storage")
-    return "ephemeral-storage requests and limits are refused: kubelet enforces them by evicting pods (its eviction manager) and podsync has none, so nothing would hold the container to it";
   if (name.startsWith("hugepages-")) return `${name} is refused: huge pages need the node's hugetlb accounting and kubelet's pre-allocated pool, which podsync does not manage`;
   if (name.includes("/"))
     return `${name} is an extended resource: kubelet gives these only through a device plugin (which allocates the device and adds it to the container), and podsync runs no device plugins`;
-  return `unknown resource "${name}": podsync supports cpu and memory`;
+  return `unknown resource "${name}": podsync supports cpu, memory and ephemeral-storage`;
 }
 
 // Names are kept as written (Pod Security admission compares them exactly, as upstream does); config.ts sends
@@ -275,11 +275,8 @@ export const Volume = z.union([
     emptyDir: z
       .strictObject({
         medium: z.enum(["", "Memory"], { error: 'emptyDir.medium must be "" (the node\'s disk) or "Memory" (a tmpfs); HugePages are not supported' }).default(""),
+        // Memory: the tmpfs's size; on disk: held by the eviction manager (src/eviction/).
         sizeLimit: quantity((v) => v > 0 && v < 2 ** 53, "sizeLimit must be a positive size such as 64Mi").optional(),
-      })
-      .superRefine((e, ctx) => {
-        if (e.sizeLimit !== undefined && e.medium !== "Memory")
-          ctx.addIssue({ code: "custom", path: ["sizeLimit"], message: "a sizeLimit on a disk emptyDir is refused: kubelet enforces it by evicting the pod and podsync has no eviction manager, so nothing would enforce it (medium: Memory makes a tmpfs of that size)" });
       }),
   }),
   z.strictObject({

@@ -118,8 +118,18 @@ export interface ApiStatusInput {
   probes?: PodProbeResults | undefined;
   /** By container name. */
   reasons?: ReadonlyMap<string, StartFailure> | undefined;
-  /** Set by generateAPIPodStatus when the pod was evicted (its active deadline passed). */
+  /** The eviction manager's verdict on the pod, if any (the runtime keeps it). */
+  eviction?: PodEviction | undefined;
+  /** Set by generateAPIPodStatus when the pod was evicted (its active deadline passed, or the eviction manager). */
   evicted?: boolean;
+}
+
+/** An internal module's eviction of the pod (kubelet's ShouldEvict): the pod is Failed with this reason. */
+export interface PodEviction {
+  reason: string;
+  message: string;
+  /** When (ms). */
+  at: number;
 }
 
 /** Kubernetes' wire form of metav1.Time: RFC 3339 in seconds; the zero time is null. */
@@ -424,7 +434,7 @@ function conditionTime(type: V1PodCondition["type"], value: ConditionStatus, inp
 export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   const { pod, status } = input;
   // An internal module's eviction (kubelet's PodSyncHandlers: the active deadline) makes the pod Failed.
-  const evicted = pastActiveDeadline(pod, status, input.now) ? { reason: DEADLINE_EXCEEDED_REASON, message: DEADLINE_EXCEEDED_MESSAGE } : undefined;
+  const evicted = input.eviction ? { reason: input.eviction.reason, message: input.eviction.message } : pastActiveDeadline(pod, status, input.now) ? { reason: DEADLINE_EXCEEDED_REASON, message: DEADLINE_EXCEEDED_MESSAGE } : undefined;
   if (evicted) input = { ...input, evicted: true };
   const containerStatuses = convertToAPIContainerStatuses(input, pod.spec.containers, false);
   const inits = pod.spec.initContainers ?? [];

@@ -19,6 +19,7 @@ import { nodeTerminationFiles } from "../../src/host/termination-files.js";
 import { nodePodDirs } from "../../src/host/pod-dirs.js";
 import { nodeProbeNetwork } from "../../src/host/probe-network.js";
 import { nodeVolumeHost } from "../../src/host/volume-host.js";
+import { nodeDiskUsage } from "../../src/host/disk-usage.js";
 import { Harness } from "./http.js";
 import { uid } from "./pods.js";
 
@@ -51,11 +52,13 @@ export interface HostDirPods {
 export async function startHostDirPods(endpoint: string): Promise<HostDirPods> {
   const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
   const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-h-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-h-root-")) };
-  const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, volumeHost: nodeVolumeHost, hookNetwork: nodeProbeNetwork, hostIPs: ["127.0.0.1"], lock: new MemoryPodLock() };
+  const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, volumeHost: nodeVolumeHost, hookNetwork: nodeProbeNetwork, localStorageLimits: true, hostIPs: ["127.0.0.1"], lock: new MemoryPodLock() };
   const prober = createProber({ cri, network: nodeProbeNetwork, hostIP: "127.0.0.1" });
   const desired = new MemoryDesiredState();
-  const h = await Harness.start(cri, { prober, desired, policy: { level: "privileged", hostPathAllow: [] } }, {}, runtimeOpts);
-  const loop: ReconcileLoop = startReconcileLoop({ runtime: createPodRuntime(cri, runtimeOpts), cri, desired, prober, relistIntervalMs: 200 });
+  // One engine for the server and the loop, as on a node (the eviction manager's verdicts live in it).
+  const engine = createPodRuntime(cri, runtimeOpts);
+  const h = await Harness.start(cri, { prober, desired, policy: { level: "privileged", hostPathAllow: [] }, runtime: engine }, {}, runtimeOpts);
+  const loop: ReconcileLoop = startReconcileLoop({ runtime: engine, cri, desired, prober, relistIntervalMs: 200, eviction: { cri, disk: nodeDiskUsage, node, intervalMs: 500, recreateAfterMs: 1000 } });
   const made: string[] = [];
   const auth = async (act: string, id: string) => ({ authorization: `Bearer ${await h.sign({ act, uid: id })}` });
   return {
