@@ -2,7 +2,6 @@
 // follows (kubernetes v1.33 line: pkg/kubelet/container/helpers.go + helpers_test.go + container_hash_test.go,
 // pkg/kubelet/kuberuntime/kuberuntime_manager.go + kuberuntime_container.go).
 import { describe, expect, it } from "vitest";
-import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod } from "../src/pod/schema.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
@@ -12,7 +11,7 @@ import { defaultNodeConfig } from "../src/container/node-config.js";
 import { crashLoopBackOff, formatGoDuration } from "../src/container/backoff.js";
 import type { Container } from "../src/pod/schema.js";
 import type { ContainerState, PodStatus } from "../src/container/types.js";
-import { containerStatus } from "./support/status.js";
+import { containerStatus, kubeletBasePodStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";
 
@@ -33,21 +32,7 @@ function base(policy: Policy, withInit: boolean): { pod: Pod; status: PodStatus 
     : pod.spec.containers.map((c, i) => st(`id${i + 1}`, c, "running"));
   return {
     pod,
-    status: {
-      id: "12345678",
-      name: "foo",
-      namespace: "foo-ns",
-      ips: [],
-      sandboxStatuses: [
-        create(api.PodSandboxStatusSchema, {
-          id: "sandboxID",
-          state: api.PodSandboxState.SANDBOX_READY,
-          metadata: { name: "foo", namespace: "foo-ns", uid: "sandboxuid", attempt: 0 },
-          network: { ip: "10.0.0.1" },
-        }),
-      ],
-      containerStatuses: statuses,
-    },
+    status: kubeletBasePodStatus(statuses),
   };
 }
 const notReady = (s: PodStatus) => (s.sandboxStatuses[0]!.state = api.PodSandboxState.SANDBOX_NOTREADY);

@@ -18,7 +18,7 @@ import { computePodActions, type ProbeResults } from "../src/kuberuntime/compute
 import { hashContainer } from "../src/container/hash.js";
 import type { Container } from "../src/pod/schema.js";
 import type { ContainerState, ContainerStatus, PodActions, PodStatus } from "../src/container/types.js";
-import { containerStatus } from "./support/status.js";
+import { containerStatus, kubeletBasePodStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";
 
@@ -40,21 +40,7 @@ function makeBasePodAndStatus(policy: Policy = "Always"): { pod: Pod; status: Po
   const c = pod.spec.containers;
   return {
     pod,
-    status: {
-      id: "12345678",
-      name: "foo",
-      namespace: "foo-ns",
-      ips: [],
-      sandboxStatuses: [
-        create(api.PodSandboxStatusSchema, {
-          id: "sandboxID",
-          state: api.PodSandboxState.SANDBOX_READY,
-          metadata: { name: "foo", namespace: "foo-ns", uid: "sandboxuid", attempt: 0 },
-          network: { ip: "10.0.0.1" },
-        }),
-      ],
-      containerStatuses: [status("id1", "foo1", "running", c[0]!), status("id2", "foo2", "running", c[1]!), status("id3", "foo3", "running", c[2]!)],
-    },
+    status: kubeletBasePodStatus([status("id1", "foo1", "running", c[0]!), status("id2", "foo2", "running", c[1]!), status("id3", "foo3", "running", c[2]!)]),
   };
 }
 

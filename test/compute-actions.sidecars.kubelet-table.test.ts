@@ -6,13 +6,12 @@
 // kubelet's probe managers distinguish a result not yet set from Unknown; both mean "wait" in
 // computeInitContainerActions, and podsync's prober reports neither (ProbeResults holds Success/Failure only).
 import { describe, expect, it } from "vitest";
-import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { computePodActions, type ProbeResults } from "../src/kuberuntime/compute-actions.js";
 import { hashContainer } from "../src/container/hash.js";
 import type { ContainerState, PodActions, PodStatus } from "../src/container/types.js";
-import { containerStatus } from "./support/status.js";
+import { containerStatus, kubeletBasePodStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";
 const probe = { exec: { command: ["true"] } };
@@ -39,25 +38,11 @@ function basePodInput(): PodInput {
 
 function baseStatus(pod: Pod): PodStatus {
   const i = pod.spec.initContainers!;
-  return {
-    id: "12345678",
-    name: "foo",
-    namespace: "foo-ns",
-    ips: [],
-    sandboxStatuses: [
-      create(api.PodSandboxStatusSchema, {
-        id: SID,
-        state: api.PodSandboxState.SANDBOX_READY,
-        metadata: { name: "foo", namespace: "foo-ns", uid: "sandboxuid", attempt: 0 },
-        network: { ip: "10.0.0.1" },
-      }),
-    ],
-    containerStatuses: [
+  return kubeletBasePodStatus([
       containerStatus("initid1", "restartable-init-1", "running", hashContainer(i[0]!)),
       containerStatus("initid2", "restartable-init-2", "running", hashContainer(i[1]!)),
       containerStatus("initid3", "restartable-init-3", "running", hashContainer(i[2]!)),
-    ],
-  };
+    ]);
 }
 
 interface Probes {

@@ -2,25 +2,14 @@
 // agent's loop running: each effect read inside the container (files it writes into a hostPath directory of
 // the test's) or from the v1 status.
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { hostDir, readIn as read, shContainer as c, startHostDirPods, type HostDirPods } from "./support/hostdir-pods.js";
+import { describe, expect, inject, it } from "vitest";
+import { hostDir, hostDirSuite, readIn as read, shContainer as c } from "./support/hostdir-pods.js";
 import { until } from "./support/wait.js";
 
-const endpoint = inject("criEndpoint");
-const setupError = inject("criError");
 const skip = inject("skipE2E");
 
-let t: HostDirPods;
-const podInput = (...a: Parameters<HostDirPods["podInput"]>) => t.podInput(...a);
-const sync = (p: unknown) => t.sync(p);
-const get = (id: string) => t.get(id);
-
 describe.skipIf(skip)("pod fields on real containerd", () => {
-  beforeAll(async () => {
-    if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
-    t = await startHostDirPods(endpoint);
-  });
-  afterAll(async () => t?.close());
+  const { podInput, sync, get } = hostDirSuite();
 
   it("shareProcessNamespace: one container sees the other's process; setHostnameAsFQDN: the kernel hostname is the FQDN; hostAliases: kubelet's /etc/hosts; subPathExpr: the mount is the subdirectory named from the env", async () => {
     const dir = hostDir();

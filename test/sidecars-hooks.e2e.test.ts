@@ -1,28 +1,16 @@
 // Sidecars and lifecycle hooks on a REAL containerd, through the HTTP server with the node agent's loop and
 // prober running, as on a node. Each effect is read where it happens: files the containers and their hooks
 // write into a hostPath directory of the test's, and the v1 status.
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { hostDir, readIn as read, shContainer as c, startHostDirPods, type HostDirPods } from "./support/hostdir-pods.js";
+import { describe, expect, inject, it } from "vitest";
+import { hostDir, hostDirSuite, readIn as read, shContainer as c } from "./support/hostdir-pods.js";
 import { until } from "./support/wait.js";
 
-const endpoint = inject("criEndpoint");
-const setupError = inject("criError");
 const skip = inject("skipE2E");
-
-let t: HostDirPods;
-const podInput = (...a: Parameters<HostDirPods["podInput"]>) => t.podInput(...a);
-const sync = (p: unknown) => t.sync(p);
-const get = (id: string) => t.get(id);
-const del = (id: string) => t.del(id);
 /** A process that appends its name to /h/order when it is sent SIGTERM, then exits 0. */
 const stoppable = (name: string, extra: Record<string, unknown> = {}) => c(name, `trap 'echo ${name} >> /h/order; exit 0' TERM; while true; do sleep 1; done`, extra);
 
 describe.skipIf(skip)("sidecars and lifecycle hooks on real containerd", () => {
-  beforeAll(async () => {
-    if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
-    t = await startHostDirPods(endpoint);
-  });
-  afterAll(async () => t?.close());
+  const { podInput, sync, get, del } = hostDirSuite();
 
   it("a Job-like pod with a sidecar: the sidecar starts first and its startupProbe gates the next init container; the pod completes Succeeded and the sidecar is stopped", async () => {
     const dir = hostDir();

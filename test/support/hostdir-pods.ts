@@ -4,7 +4,7 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect, inject } from "vitest";
 import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import type { CriClient } from "../../src/cri/client.js";
 import { defaultNodeConfig } from "../../src/container/node-config.js";
@@ -91,4 +91,17 @@ export async function startHostDirPods(endpoint: string): Promise<HostDirPods> {
       cri.close();
     },
   };
+}
+
+/** The suite's pods, for one describe block: the harness starts before its tests and stops after them. */
+export function hostDirSuite(): Pick<HostDirPods, "podInput" | "sync" | "get" | "del"> {
+  const endpoint = inject("criEndpoint");
+  const setupError = inject("criError");
+  let t: HostDirPods | undefined;
+  beforeAll(async () => {
+    if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
+    t = await startHostDirPods(endpoint);
+  });
+  afterAll(async () => t?.close());
+  return { podInput: (...a) => t!.podInput(...a), sync: (p) => t!.sync(p), get: (id) => t!.get(id), del: (id) => t!.del(id) };
 }
