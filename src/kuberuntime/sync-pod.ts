@@ -8,7 +8,8 @@
 // - App containers in step 6 are started concurrently (kubelet loops), unless one has a postStart hook; each still
 //   gets its own step, in spec order.
 // - After RunPodSandbox kubelet always reads PodSandboxStatus for the pod IP (downward API, /etc/hosts);
-//   podsync reads it only when a container to start takes status.podIP(s) in its env.
+//   podsync reads it only when something needs it: the hosts file it writes on the node (so on Node, always),
+//   a container's status.podIP(s) env, or a postStart httpGet hook aimed at the pod.
 // - Volumes: kubelet's volume manager mounts them before SyncPod and refreshes configMap/secret contents on
 //   its own period; podsync writes the file volumes (configMap, secret, downwardAPI, projected) at each
 //   sync, before the sandbox, and reports a MountVolumes step only when a file changed or it failed.
