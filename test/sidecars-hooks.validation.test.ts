@@ -80,3 +80,16 @@ describe("lifecycle hooks", () => {
     expect(errs(hook({ httpGet: { port: "admin" } }))).toEqual([{ path: "spec.containers[0].lifecycle.preStop.httpGet.port", message: 'port name "admin" is not one of the container\'s ports' }]);
   });
 });
+
+describe("where the node cannot reach pods (Workers)", () => {
+  it("httpGet hooks are refused like httpGet probes, naming the field; exec and sleep hooks are taken", async () => {
+    const { probeHandlerErrors } = await import("../src/pod/probes.js");
+    const pod = validatePod(
+      base({
+        initContainers: [{ name: "s", image: "busybox:1", restartPolicy: "Always", readinessProbe: { httpGet: { port: 80 } } }],
+        containers: [{ name: "c", image: "busybox:1", lifecycle: { postStart: { httpGet: { port: 80 } }, preStop: { sleep: { seconds: 1 } } } }],
+      }),
+    );
+    expect(probeHandlerErrors(pod, ["exec"], "why").map((e) => e.path)).toEqual(["spec.initContainers[0].readinessProbe.httpGet", "spec.containers[0].lifecycle.postStart.httpGet"]);
+  });
+});
