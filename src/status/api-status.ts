@@ -76,7 +76,7 @@ export interface V1PodCondition {
 }
 export interface V1PodStatus {
   phase: PodPhase;
-  /** Why the pod is in its phase, when an internal module says (DeadlineExceeded). */
+  /** Why the pod is in its phase, when an internal module says (DeadlineExceeded, Evicted). */
   reason?: string;
   message?: string;
   conditions: V1PodCondition[];
