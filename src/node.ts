@@ -31,6 +31,7 @@ import { canonicalRootDir } from "./host/mounts.js";
 import { nodePodDirs } from "./host/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
 import { nodeDiskUsage } from "./host/disk-usage.js";
+import { bytes } from "./pod/quantity.js";
 import { createProber, MemoryProbeStateStore, type ProbeStateStore } from "./prober/prober.js";
 import { startReconcileLoop } from "./pleg/loop.js";
 import { instrumentRuntime } from "./metrics/metrics.js";
@@ -160,7 +161,13 @@ export async function startNode(env: Record<string, string | undefined> = proces
     eventedRelistIntervalMs: s.PODSYNC_EVENTED_RELIST_INTERVAL_MS,
     resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "reconcile", ...rec })),
-    eviction: { cri, disk: nodeDiskUsage, node: nodeConfig, ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}) },
+    eviction: {
+      cri,
+      disk: nodeDiskUsage,
+      node: nodeConfig,
+      ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}),
+      ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined ? { diskPressure: { threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE), fs: () => nodeFs(nodeConfig.rootDir) } } : {}),
+    },
   });
   metrics?.setSource(loop);
   const app = createApp({
@@ -261,4 +268,15 @@ async function rootFsBytes(dir: string): Promise<number | undefined> {
     if (st) return st.blocks * st.bsize;
     if (d === "/" || d === ".") return undefined;
   }
+}
+
+/** PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE: a percentage of the filesystem, or a size. */
+function evictionThreshold(v: string): { percent: number } | { bytes: number } {
+  return v.endsWith("%") ? { percent: Number(v.slice(0, -1)) } : { bytes: bytes(v) };
+}
+
+/** nodefs: the filesystem of the root dir, its size and what is free to unprivileged users (statfs bavail). */
+async function nodeFs(dir: string): Promise<{ capacity: number; available: number }> {
+  const st = await statfs(dir);
+  return { capacity: st.blocks * st.bsize, available: st.bavail * st.bsize };
 }

@@ -99,3 +99,40 @@ describe("where no eviction manager runs (Workers)", () => {
     expect(() => createPodRuntime({} as CriClient, { localStorageLimits: true }).admit(p)).not.toThrow();
   });
 });
+
+describe("node disk pressure (a hard threshold on nodefs.available)", () => {
+  it("rankDiskPressureFunc: over their requests first, then lower priority, then the larger use beyond requests; kubelet's message", async () => {
+    const { rankForDiskPressure, diskPressureMessage } = await import("../src/eviction/local-storage.js");
+    const mkp = (uid: string, request: string | undefined, priority?: number) =>
+      Pod.parse({ metadata: { name: uid, uid }, spec: { ...(priority !== undefined ? { priority } : {}), containers: [{ name: "c", image: "busybox:1", ...(request ? { resources: { requests: { "ephemeral-storage": request } } } : {}) }] } });
+    const u = (n: number) => usage({ c: [n, 0] });
+    const within = { pod: mkp("within", "10Mi"), usage: u(MiB) };
+    const overLow = { pod: mkp("over-low-prio", "1Mi", -5), usage: u(2 * MiB) };
+    const overBig = { pod: mkp("over-big", "1Mi"), usage: u(9 * MiB) };
+    const overSmall = { pod: mkp("over-small", undefined), usage: u(3 * MiB) };
+    expect(rankForDiskPressure([within, overSmall, overBig, overLow]).map((x) => x.pod.metadata.uid)).toEqual(["over-low-prio", "over-big", "over-small", "within"]);
+    expect(diskPressureMessage(overBig.pod, overBig.usage)).toBe("The node was low on resource: ephemeral-storage. Container c was using 9Mi, request is 1Mi, has larger consumption of ephemeral-storage. ");
+  });
+
+  it("one pod per pass while under the threshold, reported as DiskPressure; such a pod is not made anew", async () => {
+    const evictions = new Map<string, PodEviction>();
+    const calls: string[] = [];
+    const rt = {
+      eviction: (uid: string) => evictions.get(uid),
+      forgetEviction: (uid: string) => void evictions.delete(uid),
+      evict: async (p: Pod, e: PodEviction) => (evictions.set(p.metadata.uid, e), calls.push(`evict ${p.metadata.uid}`), { ok: true, steps: [], criCalls: 0 }),
+      delete: async (uid: string) => (calls.push(`delete ${uid}`), { ok: true }),
+    } as unknown as PodRuntime;
+    const mk = (uid: string) => Pod.parse({ metadata: { name: uid, uid }, spec: { containers: [{ name: "c", image: "busybox:1" }] } });
+    const pods = ["a", "b"].map((uid) => ({ pod: mk(uid), status: { id: uid, name: uid, namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus(`${uid}-c`, "c", "running", "h")] } as PodStatus }));
+    const cri = { listContainerStats: async () => ({ stats: [{ attributes: { id: "a-c" }, writableLayer: { usedBytes: { value: 1n } } }, { attributes: { id: "b-c" }, writableLayer: { usedBytes: { value: 5n } } }] }) } as unknown as CriClient;
+    let available = 5;
+    const o = { cri, disk: { usage: async () => 0 }, node: defaultNodeConfig(), recreateAfterMs: 0, diskPressure: { threshold: { percent: 10 }, fs: async () => ({ capacity: 100, available }) } };
+    const r1 = await evictionPass(o, rt, pods.map((p) => ({ ...p, pod: Pod.parse({ ...p.pod, spec: { ...p.pod.spec, restartPolicy: "Always" } }) })), 1_000);
+    expect(r1).toMatchObject({ diskPressure: true, statsCalls: 1, evicted: [{ uid: "b", message: "The node was low on resource: ephemeral-storage. Container c was using 5, request is 0, has larger consumption of ephemeral-storage. " }] });
+    available = 50;
+    const r2 = await evictionPass(o, rt, pods, 2_000);
+    expect(r2).toMatchObject({ diskPressure: false, evicted: [], recreated: [] });
+    expect(calls).toEqual(["evict b"]);
+  });
+});

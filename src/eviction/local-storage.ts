@@ -84,3 +84,54 @@ export function localStorageEviction(pod: Pod, usage: PodStorageUsage): string |
   }
   return undefined;
 }
+
+// ---- node disk pressure (kubelet's hard threshold on nodefs.available) ----
+
+/** The pod's ephemeral-storage requests (PodRequests: app containers and sidecars, or the largest init
+ * container with the sidecars before it). */
+function podEphemeralStorageRequest(pod: Pod): number {
+  const req = (c: Pod["spec"]["containers"][number]) => {
+    const q = c.resources?.requests?.["ephemeral-storage"] ?? c.resources?.limits?.["ephemeral-storage"];
+    return q !== undefined ? bytes(q) : 0;
+  };
+  let sum = pod.spec.containers.reduce((s, c) => s + req(c), 0);
+  let sidecars = 0;
+  let init = 0;
+  for (const c of pod.spec.initContainers ?? []) {
+    if (isRestartableInitContainer(c)) {
+      sum += req(c);
+      sidecars += req(c);
+      init = Math.max(init, sidecars);
+    } else init = Math.max(init, req(c) + sidecars);
+  }
+  return Math.max(sum, init);
+}
+
+/** What a pod uses of the node's disk, as kubelet's podDiskUsage counts it (writable layers, logs, local
+ * volumes, hosts file). */
+export function podDiskUsage(pod: Pod, usage: PodStorageUsage): number {
+  let total = usage.etcHosts;
+  for (const c of usage.containers.values()) total += c.rootfs + c.logs;
+  for (const name of diskEmptyDirs(pod)) total += usage.volumes.get(name) ?? 0;
+  return total;
+}
+
+/** rankDiskPressureFunc: pods using more than their ephemeral-storage requests first, then lower priority,
+ * then the larger use beyond their requests. */
+export function rankForDiskPressure<T extends { pod: Pod; usage: PodStorageUsage }>(pods: readonly T[]): T[] {
+  const over = (x: T) => podDiskUsage(x.pod, x.usage) > podEphemeralStorageRequest(x.pod);
+  const beyond = (x: T) => podDiskUsage(x.pod, x.usage) - podEphemeralStorageRequest(x.pod);
+  return [...pods].sort((a, b) => Number(over(b)) - Number(over(a)) || (a.pod.spec.priority ?? 0) - (b.pod.spec.priority ?? 0) || beyond(b) - beyond(a));
+}
+
+/** evictionMessage for DiskPressure: the resource, then each container that uses more than it requests. */
+export function diskPressureMessage(pod: Pod, usage: PodStorageUsage): string {
+  let msg = "The node was low on resource: ephemeral-storage. ";
+  for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
+    const u = usage.containers.get(c.name);
+    const q = c.resources?.requests?.["ephemeral-storage"];
+    const request = q !== undefined ? bytes(q) : 0;
+    if (u && u.rootfs + u.logs > request) msg += `Container ${c.name} was using ${formatBytes(u.rootfs + u.logs)}, request is ${q !== undefined ? String(q) : "0"}, has larger consumption of ephemeral-storage. `;
+  }
+  return msg;
+}

@@ -111,6 +111,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   const observed = new Map<string, string>();
   let started = false;
   let nextEvictionAt = 0;
+  let diskPressure: boolean | undefined;
   let stopped = false;
   let generation = 0;
   let last: Relist | undefined;
@@ -332,6 +333,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           const r = await evictionPass(o.eviction, o.runtime, pods, t);
           for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
           for (const uid of r.recreated) o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
+          if (r.diskPressure !== undefined && r.diskPressure !== diskPressure) o.log?.({ loop: "eviction", condition: "DiskPressure", status: r.diskPressure ? "True" : "False" });
+          diskPressure = r.diskPressure;
           report("eviction", undefined, undefined);
         } catch (e) {
           report("eviction", undefined, failure(e));

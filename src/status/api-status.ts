@@ -130,6 +130,8 @@ export interface PodEviction {
   message: string;
   /** When (ms). */
   at: number;
+  /** Evicted for going over its own limit (not for the node's disk pressure). */
+  ownLimit?: boolean;
 }
 
 /** Kubernetes' wire form of metav1.Time: RFC 3339 in seconds; the zero time is null. */
