@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { countCalls } from "../src/cri/counting.js";
+import { requestView } from "../src/cri/request-view.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
@@ -70,8 +70,8 @@ async function main() {
     await loop.tick();
     await loop.stop();
     // The relister and the pass each over a client that counts its calls (the relister keeps its caches).
-    const rc = countCalls(cri);
-    const pc = countCalls(cri);
+    const rc = requestView(cri);
+    const pc = requestView(cri);
     const relister = createRelister(rc.client);
     const measure = async (counter: { calls: number }, fn: () => Promise<unknown>) => {
       const wall: number[] = [];

@@ -415,14 +415,18 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
 
     evict: (pod, eviction) =>
       lock.run(pod.metadata.uid, (fence) =>
-        counted(fenced(cri, fence), async (c) => {
-          evictions.set(pod.metadata.uid, eviction);
-          const status = await getPodStatus(c, pod.metadata);
-          const steps = new Steps();
-          // evictPod's gracePeriodOverride 0.
-          await killPod(c, { metadata: pod.metadata, spec: { ...pod.spec, terminationGracePeriodSeconds: 0 } }, status, steps, { network: o.hookNetwork, hostIPs: o.hostIPs });
-          return { ok: steps.steps.every((s) => s.ok), steps: steps.steps };
-        }),
+        counted(
+          cri,
+          async (c) => {
+            evictions.set(pod.metadata.uid, eviction);
+            const status = await getPodStatus(c, pod.metadata);
+            const steps = new Steps();
+            // evictPod's gracePeriodOverride 0.
+            await killPod(c, { metadata: pod.metadata, spec: { ...pod.spec, terminationGracePeriodSeconds: 0 } }, status, steps, { network: o.hookNetwork, hostIPs: o.hostIPs });
+            return { ok: steps.steps.every((s) => s.ok), steps: steps.steps };
+          },
+          fence,
+        ),
       ),
 
     eviction: (uid) => evictions.get(uid),

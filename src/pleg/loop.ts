@@ -17,6 +17,8 @@
 //                   eventedRelistIntervalMs (or sooner, when a pod's resync, retry or back-off end is due) while
 //                   the stream is up; at once and then every relist interval while it is down (kubelet's Evented
 //                   PLEG, pkg/kubelet/pleg/evented.go, which slows the generic relist to 300 s the same way)
+//   eviction        with the eviction manager, its pass on its own interval after a relist (eviction/manager.ts);
+//                   in evented mode the relist comes that often while it has anything to watch
 //   probes          ticked when due, against the last relist; a liveness/startup failure syncs the pod
 //   every sync      with the spec as stored at that moment (checked again under the pod's lock: a spec a request
 //                   replaced meanwhile is not applied); a pod that left the desired state meanwhile is not
@@ -40,6 +42,7 @@ import type { PodStatus } from "../container/types.js";
 import { createRelister, fingerprintOf, type Relist, type Relister } from "./relist.js";
 import { decide, decisionHolds, retryAfter, syncReason, type Decision, type PodRecord } from "./decide.js";
 import { EVICTION_INTERVAL_DEFAULT_MS, evictionPass, type EvictionOptions } from "../eviction/manager.js";
+import { hasLocalStorageLimits } from "../eviction/local-storage.js";
 
 export interface ReconcileLoopOptions {
   /** The engine's front door; loop syncs go through it (and its lock). */
@@ -391,7 +394,11 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       const d = rec.decided?.decision;
       if (d?.kind === "back-off") due = Math.min(due, d.until);
       else if (d?.kind === "act") due = Math.min(due, rec.retryAt);
+      // A converged pod's active deadline.
+      else if (d?.kind === "converged" && d.until !== undefined) due = Math.min(due, d.until);
     }
+    // The eviction manager's next pass, when it has anything to watch.
+    if (o.eviction && (o.eviction.diskPressure || [...specs.values()].some((e) => hasLocalStorageLimits(e.pod)))) due = Math.min(due, nextEvictionAt);
     return Math.min(eventedInterval, Math.max(interval, due - nextRelistAt));
   }
 
