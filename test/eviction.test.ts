@@ -136,3 +136,20 @@ describe("node disk pressure (a hard threshold on nodefs.available)", () => {
     expect(calls).toEqual(["evict b"]);
   });
 });
+
+describe("nodeDiskUsage", () => {
+  it("counts as du -s -B1 -x does (blocks in use, symlinks not followed), in-process; a missing path uses nothing", async () => {
+    const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync } = await import("node:fs");
+    const { execFileSync } = await import("node:child_process");
+    const { tmpdir } = await import("node:os");
+    const { nodeDiskUsage } = await import("../src/host/disk-usage.js");
+    const dir = mkdtempSync(`${tmpdir()}/podsync-du-`);
+    mkdirSync(`${dir}/a/b`, { recursive: true });
+    writeFileSync(`${dir}/a/f`, Buffer.alloc(300_000, 7));
+    writeFileSync(`${dir}/a/b/g`, "x".repeat(5000));
+    symlinkSync("/etc", `${dir}/a/link`);
+    const du = Number.parseInt(execFileSync("du", ["-s", "-B1", "-x", `${dir}/a`], { encoding: "utf8" }), 10);
+    expect(await nodeDiskUsage.usage(`${dir}/a`)).toBe(du);
+    expect(await nodeDiskUsage.usage(`${dir}/missing`)).toBe(0);
+  });
+});
