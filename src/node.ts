@@ -2,7 +2,8 @@
 // `npm start` runs this. With no keys configured it makes a dev key on first run and prints how to use it.
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { statfs } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
 import type { JSONWebKeySet } from "jose";
@@ -30,6 +31,8 @@ import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
 import { canonicalRootDir } from "./host/mounts.js";
 import { nodePodDirs } from "./host/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
+import { nodeDiskUsage } from "./host/disk-usage.js";
+import { bytes } from "./pod/quantity.js";
 import { createProber, MemoryProbeStateStore, type ProbeStateStore } from "./prober/prober.js";
 import { startReconcileLoop } from "./pleg/loop.js";
 import { instrumentRuntime } from "./metrics/metrics.js";
@@ -133,18 +136,21 @@ export async function startNode(env: Record<string, string | undefined> = proces
     replay,
   });
   const hostIPs = await nodeHostIPs();
-  const nodeInfo = nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem() });
+  const nodeInfo = nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem(), ephemeralStorageBytes: await rootFsBytes(canonicalRootDir(s.PODSYNC_ROOT_DIR)) });
+  // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
+  const nodeConfig = { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 };
   const engine = createPodRuntime(cri, {
     terminationFiles: nodeTerminationFiles,
     podDirs: nodePodDirs,
     hostIPs,
     pullTimeoutMs: s.PODSYNC_CRI_PULL_TIMEOUT_MS,
     lock: new MemoryPodLock(s.PODSYNC_LOCK_WAIT_MS),
-    // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
-    node: { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 },
+    node: nodeConfig,
     logFiles: nodeLogFiles,
     volumeHost: nodeVolumeHost,
     volumeFiles: nodeVolumeFiles,
+    hookNetwork: nodeProbeNetwork,
+    localStorageLimits: true,
   });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   const runtime = instrumentRuntime(engine, metrics, "request");
@@ -167,6 +173,13 @@ export async function startNode(env: Record<string, string | undefined> = proces
     eventedRelistIntervalMs: s.PODSYNC_EVENTED_RELIST_INTERVAL_MS,
     resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "reconcile", ...rec })),
+    eviction: {
+      cri,
+      disk: nodeDiskUsage,
+      node: nodeConfig,
+      ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}),
+      ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined ? { diskPressure: { threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE), fs: () => nodeFs(nodeConfig.rootDir) } } : {}),
+    },
   });
   metrics?.setSource(loop);
   const app = createApp({
@@ -265,4 +278,25 @@ if (isMain()) {
       process.exit(1);
     },
   );
+}
+
+/** The size of the filesystem holding the root dir (kubelet's node ephemeral-storage capacity); unknown when it
+ * cannot be read (then admission does not check ephemeral-storage). */
+async function rootFsBytes(dir: string): Promise<number | undefined> {
+  for (let d = dir; ; d = dirname(d)) {
+    const st = await statfs(d).catch(() => undefined);
+    if (st) return st.blocks * st.bsize;
+    if (d === "/" || d === ".") return undefined;
+  }
+}
+
+/** PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE: a percentage of the filesystem, or a size. */
+function evictionThreshold(v: string): { percent: number } | { bytes: number } {
+  return v.endsWith("%") ? { percent: Number(v.slice(0, -1)) } : { bytes: bytes(v) };
+}
+
+/** nodefs: the filesystem of the root dir, its size and what is free to unprivileged users (statfs bavail). */
+async function nodeFs(dir: string): Promise<{ capacity: number; available: number }> {
+  const st = await statfs(dir);
+  return { capacity: st.blocks * st.bsize, available: st.bavail * st.bsize };
 }

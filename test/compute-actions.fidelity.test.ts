@@ -2,7 +2,6 @@
 // follows (kubernetes v1.33 line: pkg/kubelet/container/helpers.go + helpers_test.go + container_hash_test.go,
 // pkg/kubelet/kuberuntime/kuberuntime_manager.go + kuberuntime_container.go).
 import { describe, expect, it } from "vitest";
-import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod } from "../src/pod/schema.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
@@ -12,7 +11,7 @@ import { defaultNodeConfig } from "../src/container/node-config.js";
 import { crashLoopBackOff, formatGoDuration } from "../src/container/backoff.js";
 import type { Container } from "../src/pod/schema.js";
 import type { ContainerState, PodStatus } from "../src/container/types.js";
-import { containerStatus } from "./support/status.js";
+import { containerStatus, kubeletBasePodStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";
 
@@ -33,21 +32,7 @@ function base(policy: Policy, withInit: boolean): { pod: Pod; status: PodStatus 
     : pod.spec.containers.map((c, i) => st(`id${i + 1}`, c, "running"));
   return {
     pod,
-    status: {
-      id: "12345678",
-      name: "foo",
-      namespace: "foo-ns",
-      ips: [],
-      sandboxStatuses: [
-        create(api.PodSandboxStatusSchema, {
-          id: "sandboxID",
-          state: api.PodSandboxState.SANDBOX_READY,
-          metadata: { name: "foo", namespace: "foo-ns", uid: "sandboxuid", attempt: 0 },
-          network: { ip: "10.0.0.1" },
-        }),
-      ],
-      containerStatuses: statuses,
-    },
+    status: kubeletBasePodStatus(statuses),
   };
 }
 const notReady = (s: PodStatus) => (s.sandboxStatuses[0]!.state = api.PodSandboxState.SANDBOX_NOTREADY);
@@ -132,13 +117,13 @@ describe("item 3: v1.33 init containers (computeInitContainerActions / hasAnyReg
     const { pod, status } = base("Always", true);
     status.containerStatuses = [containerStatus("id1", "foo1", "created", hashContainer(pod.spec.containers[0]!))];
     // The legacy findNextInitContainerToRun saw no running regular container and started init1 again.
-    expect(computePodActions(pod, status)).toMatchObject({ killPod: false, nextInitContainerToStart: undefined, containersToStart: [0, 1, 2] });
+    expect(computePodActions(pod, status)).toMatchObject({ killPod: false, initContainersToStart: [], containersToStart: [0, 1, 2] });
   });
 
   it("computeInitContainerActions: the newest init record decides; an older failed init record is not rerun", () => {
     const { pod, status } = base("Always", true);
     status.containerStatuses[0]!.exitCode = 1; // init1 failed once, init2 and init3 completed since
-    expect(computePodActions(pod, status)).toMatchObject({ nextInitContainerToStart: undefined, containersToStart: [0, 1, 2] });
+    expect(computePodActions(pod, status)).toMatchObject({ initContainersToStart: [], containersToStart: [0, 1, 2] });
   });
 
   it("hasAnyRegularContainerCreated: OnFailure, dead sandbox, all regular containers succeeded, init records gone: kill only", () => {
@@ -146,19 +131,19 @@ describe("item 3: v1.33 init containers (computeInitContainerActions / hasAnyReg
     notReady(status);
     status.containerStatuses = pod.spec.containers.map((c, i) => containerStatus(`id${i + 1}`, c.name, "exited", hashContainer(c)));
     // The legacy path found no init record, judged initialization not done and made a sandbox to rerun init1.
-    expect(computePodActions(pod, status)).toMatchObject({ killPod: true, createSandbox: false, nextInitContainerToStart: undefined, containersToStart: [] });
+    expect(computePodActions(pod, status)).toMatchObject({ killPod: true, createSandbox: false, initContainersToStart: [], containersToStart: [] });
   });
 
   it("computeInitContainerActions: exited regular containers do not count as initialized (node reboot): rerun init from the start", () => {
     const { pod, status } = base("Always", true);
     status.containerStatuses = pod.spec.containers.map((c, i) => containerStatus(`id${i + 1}`, c.name, "exited", hashContainer(c)));
-    expect(computePodActions(pod, status).nextInitContainerToStart).toBe(pod.spec.initContainers![0]);
+    expect(computePodActions(pod, status).initContainersToStart).toEqual([0]);
   });
 
   it("computeInitContainerActions: an init container stuck in Created is started again even if earlier records are gone", () => {
     const { pod, status } = base("Always", true);
     status.containerStatuses = [containerStatus("initid3", "init3", "created", hashContainer(pod.spec.initContainers![2]!))];
-    expect(computePodActions(pod, status).nextInitContainerToStart).toBe(pod.spec.initContainers![2]);
+    expect(computePodActions(pod, status).initContainersToStart).toEqual([2]);
   });
 });
 

@@ -2,15 +2,14 @@
 // pkg/kubelet/kuberuntime/kuberuntime_manager_test.go (v1.33 cycle):
 //   TestComputePodActions (17 cases),
 //   TestComputePodActionsWithInitContainers (15 cases on computeInitContainerActions, the path kubelet v1.33 takes
-//     for every pod and podsync follows; for pods without restartable init containers its InitContainersToStart=[N]
-//     is the same decision as NextInitContainerToStart=InitContainers[N], which is how they are checked here),
+//     for every pod and podsync follows; checked on InitContainersToStart, as upstream checks this path),
 //   TestComputePodActionsWithInitContainersWithLegacySidecarContainers (the findNextInitContainerToRun path behind
 //     the LegacySidecarContainers gate, off by default in v1.33): its 15 cases expect exactly the same decisions, so
 //     one run checks both. The rows where the two paths part are in compute-actions.fidelity.test.ts.
 // Same base pod and status (makeBasePodAndStatus / ...WithInitContainers), same mutations, same expected
 // actions. verifyActions ignores kill message/reason; so do these tables (messages are checked elsewhere).
-// Not ported, because podsync has no such containers: the restartable (sidecar) init container, ephemeral
-// container and in-place resize tables.
+// The restartable (sidecar) init container table is in compute-actions.sidecars.kubelet-table.test.ts. Not
+// ported, because podsync has no such containers: the ephemeral container and in-place resize tables.
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
@@ -19,7 +18,7 @@ import { computePodActions, type ProbeResults } from "../src/kuberuntime/compute
 import { hashContainer } from "../src/container/hash.js";
 import type { Container } from "../src/pod/schema.js";
 import type { ContainerState, ContainerStatus, PodActions, PodStatus } from "../src/container/types.js";
-import { containerStatus } from "./support/status.js";
+import { containerStatus, kubeletBasePodStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";
 
@@ -41,21 +40,7 @@ function makeBasePodAndStatus(policy: Policy = "Always"): { pod: Pod; status: Po
   const c = pod.spec.containers;
   return {
     pod,
-    status: {
-      id: "12345678",
-      name: "foo",
-      namespace: "foo-ns",
-      ips: [],
-      sandboxStatuses: [
-        create(api.PodSandboxStatusSchema, {
-          id: "sandboxID",
-          state: api.PodSandboxState.SANDBOX_READY,
-          metadata: { name: "foo", namespace: "foo-ns", uid: "sandboxuid", attempt: 0 },
-          network: { ip: "10.0.0.1" },
-        }),
-      ],
-      containerStatuses: [status("id1", "foo1", "running", c[0]!), status("id2", "foo2", "running", c[1]!), status("id3", "foo3", "running", c[2]!)],
-    },
+    status: kubeletBasePodStatus([status("id1", "foo1", "running", c[0]!), status("id2", "foo2", "running", c[1]!), status("id3", "foo3", "running", c[2]!)]),
   };
 }
 
@@ -103,7 +88,7 @@ function check(make: typeof makeBasePodAndStatus, kind: "containers" | "initCont
     createSandbox: c.want.createSandbox ?? false,
     sandboxId: c.want.sandboxId ?? "",
     attempt: c.want.attempt ?? 0,
-    nextInitContainerToStart: c.want.nextInit === undefined ? undefined : pod.spec.initContainers![c.want.nextInit],
+    initContainersToStart: c.want.nextInit === undefined ? [] : [c.want.nextInit],
     containersToStart: c.want.start ?? [],
     containersToKill: Object.fromEntries(
       (c.want.kill ?? []).map((i) => [baseStatus.containerStatuses[i]!.id, { name: specs[i]!.name, container: specs[i]!, message: expect.any(String), reason: expect.any(String) }]),

@@ -73,7 +73,7 @@ function converged(pod: Pod, withInitRecords: boolean): PodStatus {
   };
 }
 
-const noActions = { killPod: false, createSandbox: false, nextInitContainerToStart: undefined, containersToStart: [], containersToKill: {} };
+const noActions = { killPod: false, createSandbox: false, initContainersToStart: [], containersToStart: [], containersToKill: {} };
 
 describe("computePodActions invariants", () => {
   it("an already-converged pod gives no actions (init records kept or garbage-collected)", () => {
@@ -104,14 +104,16 @@ describe("computePodActions invariants", () => {
         const idx = a.containersToStart;
         expect(new Set(idx).size).toBe(idx.length);
         for (const i of idx) expect(pod.spec.containers[i]).toBeDefined();
-        // Never an init container and app containers in the same sync.
-        if (a.nextInitContainerToStart) expect(idx).toEqual([]);
+        // Never an init container and app containers in the same sync (these pods have no sidecars), and at
+        // most one init container at a time.
+        if (a.initContainersToStart.length) expect(idx).toEqual([]);
+        expect(a.initContainersToStart.length).toBeLessThanOrEqual(1);
         // A sandbox is created only together with killing the old pod.
         if (a.createSandbox) expect(a.killPod).toBe(true);
         // Killing the pod without a new sandbox starts nothing.
         if (a.killPod && !a.createSandbox) {
           expect(idx).toEqual([]);
-          expect(a.nextInitContainerToStart).toBeUndefined();
+          expect(a.initContainersToStart).toEqual([]);
         }
         // Every container killed is one the runtime reports.
         for (const id of Object.keys(a.containersToKill)) expect(status.containerStatuses.some((c) => c.id === id)).toBe(true);

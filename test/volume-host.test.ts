@@ -16,6 +16,23 @@ afterAll(async () => {
 });
 
 describe("setOwnership (fsGroup)", () => {
+  it("fsGroupChangePolicy OnRootMismatch: nothing changes when the root has the group, its bits and setgid; otherwise the whole volume (requiresPermissionChange)", async () => {
+    const vol = join(root, "own-root", "vol");
+    mkdirSync(vol, { recursive: true });
+    writeFileSync(join(vol, "old"), "kept as it is");
+    chmodSync(join(vol, "old"), 0o600);
+    await nodeVolumeHost.setOwnership(vol, 4331, false, true);
+    // The root mismatched: everything changed.
+    expect([statSync(vol).gid, statSync(join(vol, "old")).gid, statSync(join(vol, "old")).mode & 0o060]).toEqual([4331, 4331, 0o060]);
+    writeFileSync(join(vol, "new"), "made since");
+    chmodSync(join(vol, "new"), 0o600);
+    await nodeVolumeHost.setOwnership(vol, 4331, false, true);
+    // The root matches now: the new file is left alone (its group is the setgid directory's, its mode its own).
+    expect(statSync(join(vol, "new")).mode & 0o777).toBe(0o600);
+    await nodeVolumeHost.setOwnership(vol, 4331, false);
+    expect(statSync(join(vol, "new")).mode & 0o060).toBe(0o060);
+  });
+
   it("a symlink in the volume to a file or directory outside gets the group itself; its target is untouched", async () => {
     const vol = join(root, "own-links", "vol");
     const outside = join(root, "own-links", "outside");

@@ -46,8 +46,9 @@ export interface CriPolicyContext {
 /**
  * The host paths podsync itself bind-mounts for pod `podUid`, in kubelet's layout under <rootDir>/pods/<uid>:
  * volumes/kubernetes.io~empty-dir/<volume> (config.ts containerMounts), containers/<container>/<file>
- * (termination-message files) and volume-subpaths/<volume>/<container>/<index> (kubelet's safe subPath binds),
- * and the node's persistentVolumeClaim directories <rootDir>/volumes/pvc/<claim>.
+ * (termination-message files), volume-subpaths/<volume>/<container>/<index> (kubelet's safe subPath binds) and
+ * etc-hosts (the kubelet-managed hosts file), and the node's persistentVolumeClaim directories
+ * <rootDir>/volumes/pvc/<claim>.
  * Exactly these depths, without `.` or `..`: anything below one of them is inside what a container can write,
  * where it may have planted a symlink to / (CVE-2017-1002101), and the bind source is resolved by the runtime
  * long after any check here.
@@ -66,6 +67,7 @@ export function podsyncInternalMount(rootDir: string, podUid: string): (hostPath
     if (kind === "volumes") return a === "kubernetes.io~empty-dir" && rest.length === 1;
     if (kind === "containers") return a !== undefined && rest.length === 1;
     if (kind === "volume-subpaths") return a !== undefined && rest.length === 2;
+    if (kind === "etc-hosts") return a === undefined;
     return false;
   };
 }

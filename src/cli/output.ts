@@ -22,7 +22,7 @@ export function printResult(status: number, body: Record<string, unknown>) {
     const parts = [
       a["killPod"] ? "kill pod" : "",
       a["createSandbox"] ? `create sandbox (attempt ${a["attempt"]})` : "",
-      a["nextInitContainerToStart"] ? `init ${a["nextInitContainerToStart"]}` : "",
+      ((a["initContainersToStart"] as string[] | undefined) ?? []).length ? `init ${(a["initContainersToStart"] as string[]).join(", ")}` : "",
       (a["containersToStart"] as string[]).length ? `start ${(a["containersToStart"] as string[]).join(", ")}` : "",
       (a["containersToKill"] as unknown[]).length ? `kill ${(a["containersToKill"] as { name: string }[]).map((k) => k.name).join(", ")}` : "",
     ].filter(Boolean);

@@ -74,3 +74,16 @@ const utf8 = new TextEncoder();
 export const toKeyValues = (vars: Map<string, string>): MessageInitShape<typeof KeyValueSchema>[] =>
   [...vars].map(([key, value]) => ({ key, value: utf8.encode(value) }));
 
+
+/** kubecontainer.ExpandContainerVolumeMounts plus makeMounts' checks: a volumeMount's subPathExpr expanded from
+ * the container's environment; every variable it names must have a value, and the result must be a relative
+ * path without "..". Throws kubelet's message (the container then fails with CreateContainerConfigError). */
+export function expandSubPathExpr(expr: string, vars: ReadonlyMap<string, string>): string {
+  const missing = new Set<string>();
+  const recording = { get: (k: string) => (vars.get(k) ? vars.get(k) : (missing.add(k), "")) } as unknown as ReadonlyMap<string, string>;
+  const subPath = expand(expr, recording);
+  if (missing.size) throw new Error(`missing value for ${[...missing].sort().join(", ")}`);
+  if (subPath.startsWith("/")) throw new Error(`error SubPath \`${subPath}\` must not be an absolute path`);
+  if (subPath.split("/").includes("..")) throw new Error(`unable to provision SubPath \`${subPath}\`: must not contain '..'`);
+  return subPath;
+}

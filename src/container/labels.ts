@@ -11,6 +11,9 @@ export const CONTAINER_RESTART_COUNT_ANNOTATION = "io.kubernetes.container.resta
 export const CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION = "io.kubernetes.container.terminationMessagePath";
 export const CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION = "io.kubernetes.container.terminationMessagePolicy";
 export const CONTAINER_PORTS_ANNOTATION = "io.kubernetes.container.ports";
+/** kubelet's containerPreStopHandlerLabel: the preStop handler as JSON, so a kill without the spec (DELETE,
+ * restoreSpecsFromContainerLabels) still runs it. */
+export const CONTAINER_PRESTOP_HANDLER_ANNOTATION = "io.kubernetes.container.preStopHandler";
 export const POD_TERMINATION_GRACE_PERIOD_ANNOTATION = "io.kubernetes.pod.terminationGracePeriod";
 /** podsync's own: crash-loop back-off streak, so back-off survives a restart of this stateless function. */
 export const CONTAINER_BACKOFF_STREAK_ANNOTATION = "io.podsync.container.backoffStreak";

@@ -22,6 +22,8 @@ export interface ContainerStatus {
   imageRef: string;
   /** `io.kubernetes.container.hash` annotation written when the instance was created (kubelet's HashContainer). */
   hash: string;
+  /** `io.kubernetes.container.preStopHandler` annotation (JSON), as written; parsed only when a kill needs it. */
+  preStopHandler?: string;
   /** `io.podsync.container.specHash` annotation: podsync's full-spec hash; absent on instances podsync did not make. */
   specHash?: string;
   /** `io.kubernetes.container.restartCount` annotation. */
@@ -71,13 +73,14 @@ export interface ContainerToKill {
   reason: ContainerKillReason;
 }
 
-/** kubelet's podActions (the subset without ephemeral/sidecar containers and in-place resize). */
+/** kubelet's podActions (the subset without ephemeral containers and in-place resize). */
 export interface PodActions {
   killPod: boolean;
   createSandbox: boolean;
   sandboxId: string;
   attempt: number;
-  nextInitContainerToStart: Container | undefined;
+  /** Indexes into pod.spec.initContainers, in start order (kubelet's InitContainersToStart). */
+  initContainersToStart: number[];
   /** Indexes into pod.spec.containers. */
   containersToStart: number[];
   /** Keyed by runtime container id, in the order they were decided. */
@@ -104,6 +107,8 @@ export const STEP_ERROR_REASONS = [
   "CreateContainerError",
   "RunContainerError",
   "RunInitContainerError",
+  // kuberuntime's ErrPostStartHook: the postStart hook failed and the container was killed.
+  "PostStartHookError",
   "KillContainerError",
   "KillPodSandboxError",
   "KillPodError",

@@ -6,7 +6,7 @@
 // relative to open directories, so however deep a pod nested its directories they can be removed.
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
-import { lstat, open, readdir, realpath, rmdir, unlink, type FileHandle } from "node:fs/promises";
+import { chmod, lstat, mkdir, open, readdir, readFile, realpath, rmdir, unlink, writeFile, type FileHandle } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import type { PodDirs } from "../volumemanager/pod-dirs.js";
@@ -101,4 +101,11 @@ export const nodePodDirs: PodDirs = {
     await removeOneFilesystem(path);
   },
   bindSubPath,
+  // ensureHostsFile: written in place (running containers keep seeing it), 0644 whatever the umask.
+  async writeHostsFile(file, content) {
+    await mkdir(dirname(file), { recursive: true, mode: 0o750 });
+    await writeFile(file, content, { mode: 0o644 });
+    await chmod(file, 0o644);
+  },
+  readNodeHosts: () => readFile("/etc/hosts", "utf8"),
 };

@@ -52,12 +52,22 @@ async function walk(dir: FileHandle, dev: number, mnt: string | undefined, gid: 
   }
 }
 
-/** SetVolumeOwnership of the volume directory `dir` (itself a directory, not a symlink). */
-export async function setVolumeOwnership(dir: string, gid: number, readOnly: boolean): Promise<void> {
+/** requiresPermissionChange (volume_linux.go): the root is not of group `gid`, or lacks the group bits
+ * (rw, or r when read-only, and x) or setgid. */
+function requiresPermissionChange(st: { gid: number; mode: number; isDirectory(): boolean }, gid: number, mask: number): boolean {
+  if (st.gid !== gid || !st.isDirectory()) return true;
+  const want = mask | 0o110;
+  return (st.mode & want) !== want || (st.mode & 0o2000) === 0;
+}
+
+/** SetVolumeOwnership of the volume directory `dir` (itself a directory, not a symlink); with `onRootMismatch`
+ * skipped when its root already has the ownership (skipPermissionChange). */
+export async function setVolumeOwnership(dir: string, gid: number, readOnly: boolean, onRootMismatch = false): Promise<void> {
   const mask = readOnly ? 0o440 : 0o660;
   const top = await open(dir, NOFOLLOW | constants.O_DIRECTORY);
   try {
     const st = await top.stat();
+    if (onRootMismatch && !requiresPermissionChange(st, gid, mask)) return;
     await change(top.fd, st.mode, true, gid, mask);
     await walk(top, st.dev, await mountId(top.fd), gid, mask);
   } finally {

@@ -12,7 +12,7 @@ export function actionsJSON(pod: Pod, a: PodActions) {
     createSandbox: a.createSandbox,
     sandboxId: a.sandboxId,
     attempt: a.attempt,
-    nextInitContainerToStart: a.nextInitContainerToStart?.name ?? null,
+    initContainersToStart: a.initContainersToStart.map((i) => pod.spec.initContainers![i]!.name),
     containersToStart: a.containersToStart.map((i) => pod.spec.containers[i]!.name),
     containersToKill: Object.entries(a.containersToKill).map(([containerId, k]) => ({ containerId, name: k.name, message: k.message, reason: k.reason })),
   };

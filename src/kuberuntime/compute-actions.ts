@@ -1,14 +1,15 @@
 // computePodActions: what must change to bring the pod's runtime state to its spec. Pure: no I/O, no clock.
-// Follows pkg/kubelet/kuberuntime/kuberuntime_manager.go (v1.22 onward; read at the v1.33 cycle) for pods
-// without ephemeral containers, restartable (sidecar) init containers or in-place resize: those are not in
-// podsync's pod schema, so their branches are absent rather than stubbed. podsync runs no prober; liveness
+// Follows pkg/kubelet/kuberuntime/kuberuntime_manager.go (v1.22 onward; read at the v1.33 cycle), restartable
+// (sidecar) init containers included, for pods without ephemeral containers or in-place resize: those are not
+// in podsync's pod schema, so their branches are absent rather than stubbed. podsync runs no prober; liveness
 // and startup results may be passed in (ProbeResults) and are honoured as kubelet does.
 // Where the seed excerpt (an older SyncPod) and kubelet differ, this follows kubelet: see "v1.22" below. Init
 // containers follow v1.33's computeInitContainerActions (LegacySidecarContainers off), not findNextInitContainerToRun.
 import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
-import type { Container, Pod } from "../pod/schema.js";
+import { isRestartableInitContainer, type Container, type Pod } from "../pod/schema.js";
 import { containerChanged } from "../container/hash.js";
 import { findContainerStatusByName } from "./pod-status.js";
+import { pastActiveDeadline } from "../lifecycle/active-deadline.js";
 import type { ContainerStatus, ContainerToKill, PodActions, PodStatus } from "../container/types.js";
 
 /** runtimeutil.NetworkNamespaceForPod */
@@ -74,55 +75,110 @@ export function hasAnyRegularContainerCreated(pod: Pod, status: PodStatus): bool
 }
 
 /** computeInitContainerActions, the path kubelet v1.33 takes for every pod (LegacySidecarContainers is off by
- * default), for init containers that are not restartable (podsync has no sidecars). Returns whether the pod is
- * initialized; sets at most one init container to start, kills an unknown-state one first, or kills the pod. */
-export function computeInitContainerActions(pod: Pod, status: PodStatus, changes: PodActions): boolean {
+ * default), restartable (sidecar) init containers included (kuberuntime_container.go). Returns whether the pod
+ * is initialized. Sets the init containers to start (in spec order): the first one not yet started, every
+ * sidecar that has started but is not running, and the next one after a sidecar that has started (its
+ * startupProbe, if any, succeeded); kills sidecars that failed their liveness or startup probe, or whose spec
+ * changed; kills an unknown-state init container before restarting it; kills the pod when a regular init
+ * container failed under restartPolicy Never. A restartable init container's liveness does not hold up the next
+ * one. In-place resize is not in podsync (no computePodResizeAction). */
+export function computeInitContainerActions(pod: Pod, status: PodStatus, changes: PodActions, probes?: ProbeResults): boolean {
   const inits = pod.spec.initContainers ?? [];
   if (inits.length === 0) return true;
   // A regular container created or running means initialization ran, even if its init records were removed
   // since. An exited one does not count: after a node reboot every container has exited and the new sandbox
   // must run initialization again.
+  let podHasInitialized = false;
   for (const c of pod.spec.containers) {
     const st = findContainerStatusByName(status, c.name)?.state;
-    if (st === "created" || st === "running") return true;
-  }
-  // Backwards from the last init container: the newest record decides; earlier ones may have been removed.
-  for (let i = inits.length - 1; i >= 0; i--) {
-    const container = inits[i]!;
-    const s = findContainerStatusByName(status, container.name);
-    if (!s) continue;
-    switch (s.state) {
-      case "created": // the runtime likely failed to start it: start it again
-        changes.nextInitContainerToStart = container;
-        return false;
-      case "running": // wait for it to finish
-        return false;
-      case "exited":
-        if (isInitContainerFailed(s)) {
-          if (!shouldRestartOnFailure(pod)) changes.killPod = true;
-          else changes.nextInitContainerToStart = container;
-          return false;
-        }
-        if (i === inits.length - 1) return true;
-        changes.nextInitContainerToStart = inits[i + 1];
-        return false;
-      default: // unknown
-        if (!shouldRestartOnFailure(pod)) {
-          changes.killPod = true;
-          return false;
-        }
-        changes.containersToKill[s.id] = {
-          name: container.name,
-          container,
-          message: `Init container is in "${s.state}" state, try killing it before restart`,
-          reason: "Unknown",
-        };
-        changes.nextInitContainerToStart = container;
-        return false;
+    if (st === "created" || st === "running") {
+      podHasInitialized = true;
+      break;
     }
   }
-  changes.nextInitContainerToStart = inits[0];
-  return false;
+  let isPreviouslyInitialized = podHasInitialized;
+  const restartOnFailure = shouldRestartOnFailure(pod);
+  const toStart: number[] = [];
+  const kill = (id: string, container: Container, message: string, reason: ContainerToKill["reason"]) => {
+    changes.containersToKill[id] = { name: container.name, container, message, reason };
+  };
+
+  // Backwards from the last init container: completed ones may have been removed from the runtime, so the
+  // newest record decides; on the way, the sidecars to restart are found.
+  for (let i = inits.length - 1; i >= 0; i--) {
+    const container = inits[i]!;
+    const restartable = isRestartableInitContainer(container);
+    const s = findContainerStatusByName(status, container.name);
+    if (!s) {
+      // Initialized before, but its record is gone: a sidecar is started again.
+      if (isPreviouslyInitialized && restartable) toStart.push(i);
+      continue;
+    }
+    // After initialization only the sidecars are kept running.
+    if (isPreviouslyInitialized && !restartable) continue;
+
+    switch (s.state) {
+      case "created": // the runtime likely failed to start it: start it again
+        toStart.push(i);
+        break;
+      case "running": {
+        if (!restartable) break; // wait for it to finish
+        if (container.startupProbe) {
+          const startup = probes?.startup?.get(s.id);
+          // Not probed yet (or still Unknown): wait for it.
+          if (startup !== "Success") {
+            if (startup === "Failure") {
+              kill(s.id, container, `Init container ${container.name} failed startup probe`, "StartupProbe");
+              toStart.push(i);
+            }
+            break;
+          }
+        }
+        if (i === inits.length - 1) podHasInitialized = true;
+        // Initialized for the first time: start the next one.
+        else if (!isPreviouslyInitialized) toStart.push(i + 1);
+        if (containerChanged(container, s)) {
+          kill(s.id, container, `Init container ${container.name} definition changed`, "");
+          toStart.push(i);
+          break;
+        }
+        // Its liveness does not hold up the next init container, but a failure restarts it.
+        if (container.livenessProbe && probes?.liveness?.get(s.id) === "Failure") {
+          kill(s.id, container, `Init container ${container.name} failed liveness probe`, "LivenessProbe");
+          toStart.push(i);
+        }
+        break;
+      }
+      case "exited":
+        if (restartable) toStart.push(i);
+        else if (isInitContainerFailed(s)) {
+          if (!restartOnFailure) {
+            changes.killPod = true;
+            changes.initContainersToStart = [];
+            return false;
+          }
+          toStart.push(i);
+        } else if (i === inits.length - 1) podHasInitialized = true;
+        else toStart.push(i + 1);
+        break;
+      default: // unknown
+        if (!restartable) {
+          if (!restartOnFailure) {
+            changes.killPod = true;
+            changes.initContainersToStart = [];
+            return false;
+          }
+        }
+        kill(s.id, container, `Init container is in "${s.state}" state, try killing it before restart`, "Unknown");
+        toStart.push(i);
+    }
+    isPreviouslyInitialized = true;
+  }
+  // No init container has started yet: the first one.
+  if (!isPreviouslyInitialized) toStart.push(0);
+  // The loop went backwards; they start in spec order.
+  changes.initContainersToStart = toStart.reverse();
+  return podHasInitialized;
 }
 
 /** Probe results by container id, as kubelet's liveness/startup managers hold them. podsync runs no prober;
@@ -139,7 +195,7 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
     createSandbox,
     sandboxId,
     attempt,
-    nextInitContainerToStart: undefined,
+    initContainersToStart: [],
     containersToStart: [],
     containersToKill: {},
   };
@@ -163,9 +219,8 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
       changes.createSandbox = false;
       return changes;
     }
-    const inits = pod.spec.initContainers ?? [];
-    if (inits.length !== 0) {
-      changes.nextInitContainerToStart = inits[0];
+    if ((pod.spec.initContainers ?? []).length !== 0) {
+      changes.initContainersToStart = [0];
       return changes;
     }
     changes.containersToStart = toStart;
@@ -173,7 +228,7 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
   }
 
   // Initialization failed or still in progress: app containers are not looked at.
-  if (!computeInitContainerActions(pod, status, changes) || changes.killPod) return changes;
+  if (!computeInitContainerActions(pod, status, changes, probes) || changes.killPod) return changes;
 
   let keepCount = 0;
   pod.spec.containers.forEach((container, idx) => {
@@ -217,6 +272,21 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
     changes.containersToKill[s.id] = { name: s.name, container, message, reason };
   });
 
-  if (keepCount === 0 && changes.containersToStart.length === 0) changes.killPod = true;
+  if (keepCount === 0 && changes.containersToStart.length === 0) {
+    changes.killPod = true;
+    // Sidecars must not keep a pod alive whose regular containers are done: they are not restarted.
+    changes.initContainersToStart = [];
+  }
   return changes;
+}
+
+/** What a sync does for a pod an internal module evicted (kubelet's PodSyncHandlers: the active deadline):
+ * kill it and start nothing, not even a new sandbox. */
+export function evictedPodActions(status: PodStatus): PodActions {
+  return { killPod: true, createSandbox: false, sandboxId: status.sandboxStatuses[0]?.id ?? "", attempt: status.sandboxStatuses[0]?.metadata?.attempt ?? 0, initContainersToStart: [], containersToStart: [], containersToKill: {} };
+}
+
+/** computePodActions, unless the pod's active deadline has passed (then evictedPodActions). */
+export function podActionsAt(pod: Pod, status: PodStatus, probes: ProbeResults | undefined, now: number): PodActions {
+  return pastActiveDeadline(pod, status, now) ? evictedPodActions(status) : computePodActions(pod, status, probes);
 }

@@ -66,16 +66,29 @@ export function containerAnnotations(container: Container, pod: Pod, restartCoun
     [L.CONTAINER_IMAGE_ANNOTATION]: container.image,
   };
   if (container.ports?.length) a[L.CONTAINER_PORTS_ANNOTATION] = JSON.stringify(container.ports);
+  if (container.lifecycle?.preStop) a[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION] = JSON.stringify(container.lifecycle.preStop);
   const mounted = new Set((container.volumeMounts ?? []).map((m) => m.name));
   const claims = [...new Set((pod.spec.volumes ?? []).flatMap((v) => ("persistentVolumeClaim" in v && mounted.has(v.name) ? [v.persistentVolumeClaim.claimName] : [])))];
   if (claims.length) a[L.CONTAINER_CLAIMS_ANNOTATION] = claims.join(",");
   return a;
 }
 
-/** GeneratePodHostNameAndDomain + GetNodenameForKernel: spec.hostname or the pod name, cut to 63. */
-export function podHostname(pod: Pod): string {
+/** GeneratePodHostNameAndDomain: spec.hostname or the pod name, cut to 63; the domain when the pod has a
+ * subdomain (`<subdomain>.<namespace>.svc.<clusterDomain>`). */
+export function podHostnameAndDomain(pod: Pod, node: Pick<NodeConfig, "clusterDomain">): [string, string] {
   const name = pod.spec.hostname ?? pod.metadata.name;
-  return name.length <= 63 ? name : name.slice(0, 63).replace(/[-.]+$/, "");
+  const hostname = name.length <= 63 ? name : name.slice(0, 63).replace(/[-.]+$/, "");
+  return [hostname, pod.spec.subdomain ? `${pod.spec.subdomain}.${pod.metadata.namespace}.svc.${node.clusterDomain}` : ""];
+}
+
+/** GetNodenameForKernel: the hostname, or with setHostnameAsFQDN and a domain the FQDN, which must fit the
+ * kernel's 64 characters (kubelet's error otherwise, at sandbox creation). */
+export function podHostname(pod: Pod, node: Pick<NodeConfig, "clusterDomain">): string {
+  const [hostname, domain] = podHostnameAndDomain(pod, node);
+  if (!domain || !pod.spec.setHostnameAsFQDN) return hostname;
+  const fqdn = `${hostname}.${domain}`;
+  if (fqdn.length > 64) throw new Error(`failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (64 characters is the max, ${fqdn.length} characters requested)`);
+  return fqdn;
 }
 
 const PROTOCOL: Record<string, Protocol> = { TCP: Protocol.TCP, UDP: Protocol.UDP, SCTP: Protocol.SCTP };
@@ -83,7 +96,8 @@ const PROTOCOL: Record<string, Protocol> = { TCP: Protocol.TCP, UDP: Protocol.UD
 function namespaceOptions(pod: Pod) {
   return {
     network: pod.spec.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
-    pid: pod.spec.hostPID ? NamespaceMode.NODE : NamespaceMode.CONTAINER,
+    // PidNamespaceForPod: the node's, the pod's (shareProcessNamespace), or each container's own.
+    pid: pod.spec.hostPID ? NamespaceMode.NODE : pod.spec.shareProcessNamespace ? NamespaceMode.POD : NamespaceMode.CONTAINER,
     ipc: pod.spec.hostIPC ? NamespaceMode.NODE : NamespaceMode.POD,
   };
 }
@@ -95,7 +109,7 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
   return create(PodSandboxConfigSchema, {
     metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid, attempt },
     // A hostNetwork sandbox gets no hostname: runc cannot set one without a private UTS namespace.
-    hostname: pod.spec.hostNetwork ? "" : podHostname(pod),
+    hostname: pod.spec.hostNetwork ? "" : podHostname(pod, node),
     logDirectory: podLogsDirectory(node, pod),
     dnsConfig: dns,
     portMappings: pod.spec.containers.flatMap((c) =>

@@ -10,11 +10,11 @@
 // carries the number of CRI round trips it cost.
 import type { CriClient } from "../cri/client.js";
 import { requestView } from "../cri/request-view.js";
-import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
+import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
 import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
-import { computePodActions, type ProbeResults } from "./compute-actions.js";
-import { deletePod } from "./kill.js";
+import { evictedPodActions, podActionsAt, type ProbeResults } from "./compute-actions.js";
+import { deletePod, killPod } from "./kill.js";
 import type { PodRef } from "../container/types.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
@@ -43,6 +43,9 @@ import { fileVolumeErrors } from "../pod/references.js";
 import { volumeHostErrors, type VolumeHost } from "../volumemanager/volumes.js";
 import { admitOnNode, PodAdmissionError } from "../lifecycle/node-admission.js";
 import { listClaims, removeClaim, type ClaimInfo } from "../volumemanager/claims.js";
+import type { HookNetwork } from "../lifecycle/handlers.js";
+import type { PodEviction } from "../status/api-status.js";
+import { hostAliasesUnsupported } from "./etc-hosts.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -71,6 +74,12 @@ export interface PodRuntimeOptions {
   /** Node filesystem for configMap, secret, downwardAPI and projected volumes (src/host/volume-files.ts);
    * without it (Workers) pods with such volumes are refused, naming the field. */
   volumeFiles?: VolumeFiles;
+  /** Connections from the node to its pods, for httpGet lifecycle hooks (the probes' client on Node);
+   * without it (Workers) an httpGet hook fails, naming why. */
+  hookNetwork?: HookNetwork;
+  /** The node agent's loop runs the eviction manager (src/eviction/) and so holds pods to their
+   * ephemeral-storage limits and disk emptyDir sizeLimits; without it (Workers) such pods are refused. */
+  localStorageLimits?: boolean;
 }
 
 /** The runtime holds nothing of this pod (or nothing podsync manages). */
@@ -202,9 +211,17 @@ export interface PodRuntime {
   /** The pod's full status as the runtime reports it; undefined when the runtime holds nothing of it. */
   status(uid: string): Promise<StatusResult | undefined>;
   /** Kill the pod and remove its containers and sandboxes. Without a grace period each container gets the
-   * one it was started with. */
-  delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions): Promise<DeleteResult>;
+   * one it was started with. `spec`: the pod as last desired, when known (its preStop hooks and sidecar order
+   * come from it; else from what the containers' annotations kept). */
+  delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions, spec?: Pod): Promise<DeleteResult>;
   ready(): Promise<RuntimeReadiness>;
+  /** The eviction manager's verdict (eviction/): kill the pod at once (grace 0: no preStop, StopContainer's
+   * 2 s minimum), start nothing of it again, and report it Failed with `reason` and `message` until DELETE or
+   * forgetEviction. Its desired entry, volumes and claims stay. */
+  evict(pod: Pod, eviction: PodEviction): Promise<{ ok: boolean; steps: SyncStep[] } & Counted>;
+  eviction(uid: string): PodEviction | undefined;
+  /** The pod may run again (a controller's new pod, for one whose restartPolicy is Always). */
+  forgetEviction(uid: string): void;
   /** Resolve which instance's log a request means (kubelet's rules and wording); stream it with read(). */
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
   /** ExecSync in the pod's running container, output bounded. */
@@ -240,7 +257,7 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>, fe
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), volumeBackOff: new VolumeBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [] };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), volumeBackOff: new VolumeBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [], hookNetwork: o.hookNetwork };
   /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
    * subPath without a safe bind; volumes that need the node's filesystem where there is none. */
   const admit = (pod: Pod) => {
@@ -248,6 +265,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     if (failures.length) throw new PodAdmissionError(failures);
     const errors = [
       ...(o.podDirs ? [] : subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)")),
+      ...(o.podDirs?.writeHostsFile ? [] : hostAliasesUnsupported(pod, "it cannot write the pod's hosts file on the node (no node filesystem)")),
+      ...(o.localStorageLimits ? [] : localStorageLimitsUnsupported(pod)),
       ...(o.volumeHost ? [] : volumeHostErrors(pod)),
       ...(o.volumeFiles ? [] : fileVolumeErrors(pod, "this deployment cannot write files on the node (use env: valueFrom or envFrom)")),
     ];
@@ -258,6 +277,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     return o.volumeHost;
   };
   const reasons = o.reasons ?? new MemoryReasonCache();
+  // The eviction manager's verdicts by uid (kubelet's status manager keeps them as the pod's Failed status):
+  // in memory, like the reason cache; DELETE forgets one, and so does the loop when it re-creates the pod.
+  const evictions = new Map<string, PodEviction>();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
   const nameOf = (c: CriClient) =>
@@ -277,7 +299,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     // Otherwise the whole status is read again (3 + containers), and its running containers' details kept.
     const [status, name] = await Promise.all([unchanged ? completeRunning(c, unchanged, running) : getPodStatus(c, spec.metadata, "full").then((st) => (running.learn(st), st)), nameOf(c)]);
     await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
-    const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid) });
+    const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid), eviction: evictions.get(spec.metadata.uid) });
     return { status, apiStatus };
   };
 
@@ -297,7 +319,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         admit(pod);
         const status = await getPodStatus(c, pod.metadata);
         assertOwnUid(pod.metadata, status);
-        return { pod: ref(pod.metadata), actions: computePodActions(pod, status, probes), status };
+        return { pod: ref(pod.metadata), actions: podActionsAt(pod, status, probes, syncOptions.now()), status };
       }),
 
     checkUids: (pods) =>
@@ -317,13 +339,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const status = await getPodStatus(c, pod.metadata);
           // Refused before any write: the status read is the only call made.
           assertOwnUid(pod.metadata, status);
-          const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, computePodActions(pod, status, probes));
+          const actions = evictions.has(pod.metadata.uid) ? evictedPodActions(status) : podActionsAt(pod, status, probes, syncOptions.now());
+          const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, actions);
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
           // A failed read-back does not hide the steps: the status the decision was made from stands in.
           // A step that lost the runtime (its connection gone or cancelled) says a read-back would fail too.
           const lost = r.steps.some((st) => st.grpcCode === "UNAVAILABLE" || st.grpcCode === "CANCELLED");
-          const stand = async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown", hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid) }) });
+          const stand = async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown", hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid), eviction: evictions.get(pod.metadata.uid) }) });
           const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }, fence),
@@ -337,7 +360,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         if (isEmpty(status)) return { found: undefined };
         const pod = spec ?? standInPod(refFromStatus(uid, status), status);
         await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
-        const apiStatus = generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(uid) });
+        const apiStatus = generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(uid), eviction: evictions.get(uid) });
         return { found: { pod: spec ? ref(spec.metadata) : refFromStatus(uid, status), status, apiStatus, specKnown: spec !== undefined } };
       });
       return r.found && { ...r.found, criCalls: r.criCalls };
@@ -354,7 +377,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const status = await podStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
           const pod = spec ? ref(spec.metadata) : refFromStatus(uid, status);
           await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
-          const apiStatus = generateAPIPodStatus({ pod: spec ?? standInPod(pod, status), status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes: probes?.(uid), reasons: reasons.get(uid) });
+          const apiStatus = generateAPIPodStatus({ pod: spec ?? standInPod(pod, status), status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes: probes?.(uid), reasons: reasons.get(uid), eviction: evictions.get(uid) });
           return { pod, ...(spec ? { spec } : {}), status, apiStatus };
         };
         const desired = new Set(specs.map((p) => p.metadata.uid));
@@ -371,7 +394,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       return { pod: refFromStatus(uid, r.status), status: r.status, criCalls: r.criCalls };
     },
 
-    delete: (uid, gracePeriodSeconds, guard) =>
+    delete: (uid, gracePeriodSeconds, guard, spec) =>
       lock.run(uid, (fence) =>
         counted(cri, async (c) => {
           await checkCurrent(guard, `the delete of pod ${uid}`);
@@ -391,11 +414,34 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           // The file volumes, the pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go
           // with it, before its sandboxes (a failure keeps them, so the next DELETE finds the pod and retries).
           const removeDirs = removeNodeData && (() => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)));
-          const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
+          const known = spec?.metadata.uid === uid ? spec.spec : undefined;
+          const target = { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds, initContainers: known?.initContainers, containers: known?.containers, hostNetwork: known?.hostNetwork ?? status.sandboxStatuses[0]?.linux?.namespaces?.options?.network === NamespaceMode.NODE } };
+          const r = await deletePod(c, target, status, removeDirs, { network: o.hookNetwork, hostIPs: o.hostIPs });
           reasons.delete(uid);
+          evictions.delete(uid);
           return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning, ...(status.statusError ? { statusError: status.statusError } : {}) };
         }, fence),
       ),
+
+    evict: (pod, eviction) =>
+      lock.run(pod.metadata.uid, (fence) =>
+        counted(
+          cri,
+          async (c) => {
+            evictions.set(pod.metadata.uid, eviction);
+            const status = await getPodStatus(c, pod.metadata);
+            const steps = new Steps();
+            // evictPod's gracePeriodOverride 0.
+            await killPod(c, { metadata: pod.metadata, spec: { ...pod.spec, terminationGracePeriodSeconds: 0 } }, status, steps, { network: o.hookNetwork, hostIPs: o.hostIPs });
+            return { ok: steps.steps.every((s) => s.ok), steps: steps.steps };
+          },
+          fence,
+        ),
+      ),
+
+    eviction: (uid) => evictions.get(uid),
+
+    forgetEviction: (uid) => void evictions.delete(uid),
 
     ready: () =>
       counted(cri, async (c) => {
@@ -465,4 +511,18 @@ const isEmpty = (s: PodStatus) => s.sandboxStatuses.length === 0 && s.containerS
 function refFromStatus(uid: string, s: PodStatus): PodRef {
   const meta = s.sandboxStatuses[0]?.metadata;
   return { uid, name: meta?.name ?? "", namespace: meta?.namespace ?? "" };
+}
+
+/** Local storage limits where no eviction manager holds pods to them (kubelet enforces them only by evicting). */
+function localStorageLimitsUnsupported(pod: Pod): { path: string; message: string }[] {
+  const why = "is held only by kubelet's eviction manager, which this deployment does not run (it cannot measure the node's disk)";
+  const out: { path: string; message: string }[] = [];
+  (pod.spec.volumes ?? []).forEach((v, i) => {
+    if ("emptyDir" in v && v.emptyDir.medium !== "Memory" && v.emptyDir.sizeLimit !== undefined) out.push({ path: `spec.volumes[${i}].emptyDir.sizeLimit`, message: `a sizeLimit on a disk emptyDir ${why} (medium: Memory makes a tmpfs of that size)` });
+  });
+  for (const kind of ["initContainers", "containers"] as const)
+    (pod.spec[kind] ?? []).forEach((c, i) => {
+      if (c.resources?.limits?.["ephemeral-storage"] !== undefined) out.push({ path: `spec.${kind}[${i}].resources.limits.ephemeral-storage`, message: `an ephemeral-storage limit ${why}` });
+    });
+  return out;
 }

@@ -5,9 +5,11 @@
 // Then (podsync only) 7. remove dead instances the way kubelet's container GC would.
 //
 // Deliberate differences from kubelet, each small:
-// - App containers in step 6 are started concurrently (kubelet loops); each still gets its own step, in spec order.
+// - App containers in step 6 are started concurrently (kubelet loops), unless one has a postStart hook; each still
+//   gets its own step, in spec order.
 // - After RunPodSandbox kubelet always reads PodSandboxStatus for the pod IP (downward API, /etc/hosts);
-//   podsync reads it only when a container to start takes status.podIP(s) in its env.
+//   podsync reads it only when something needs it: the hosts file it writes on the node (so on Node, always),
+//   a container's status.podIP(s) env, or a postStart httpGet hook aimed at the pod.
 // - Volumes: kubelet's volume manager mounts them before SyncPod and refreshes configMap/secret contents on
 //   its own period; podsync writes the file volumes (configMap, secret, downwardAPI, projected) at each
 //   sync, before the sandbox, and reports a MountVolumes step only when a file changed or it failed.
@@ -21,14 +23,18 @@ import type { Container, Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
 import { computePodActions } from "./compute-actions.js";
-import { generateContainerConfig, generatePodSandboxConfig } from "./config.js";
+import { generateContainerConfig, generatePodSandboxConfig, podHostnameAndDomain } from "./config.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { needsImageUser, verifyRunAsNonRoot } from "./security.js";
 import { findContainerStatusByName } from "./pod-status.js";
 import { CONTAINER_BACKOFF_STREAK_ANNOTATION } from "../container/labels.js";
 import { crashLoopBackOff, formatGoDuration, MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
 import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "./images.js";
-import { formatPod, gracePeriodSeconds, killPod, stopContainer } from "./kill.js";
+import { formatPod, gracePeriodSeconds, killContainer, killPod, type KillHooks } from "./kill.js";
+import { runHandler, type HookNetwork } from "../lifecycle/handlers.js";
+import { containerEnv, expandSubPathExpr } from "../container/expansion.js";
+import { ETC_HOSTS_PATH, etcHostsFile, managedHostsFileContent, mountsEtcHosts, nodeHostsFileContent } from "./etc-hosts.js";
+import { isRestartableInitContainer } from "../pod/schema.js";
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "../container/steps.js";
 import type { PodActions, PodStatus, PodSyncResult } from "../container/types.js";
@@ -51,7 +57,7 @@ import { VolumeBackOff } from "../volumemanager/volume-backoff.js";
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
   const probe = info.reason === "LivenessProbe" ? info.container.livenessProbe : info.reason === "StartupProbe" ? info.container.startupProbe : undefined;
   const g = probe?.terminationGracePeriodSeconds;
-  return g !== undefined ? gracePeriodSeconds({ metadata: pod.metadata, spec: { terminationGracePeriodSeconds: g } }) : gracePeriodSeconds(pod);
+  return g !== undefined ? gracePeriodSeconds({ spec: { terminationGracePeriodSeconds: g } }) : gracePeriodSeconds(pod);
 }
 
 export interface SyncOptions {
@@ -77,6 +83,9 @@ export interface SyncOptions {
   volumeHost?: VolumeHost | undefined;
   /** Volume set-up back-off (kubelet's nestedpendingoperations), in memory like the pull back-off. */
   volumeBackOff?: VolumeBackOff;
+  /** Connections from the node to its pods, for httpGet lifecycle hooks (the probes' client on Node); without
+   * it such a hook fails, naming why. */
+  hookNetwork?: HookNetwork | undefined;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -91,6 +100,22 @@ interface StartContext extends ImageContext {
   /** Downward API values; the pod IPs are read once, when the first container needs them. */
   downward: () => Promise<DownwardInfo>;
   podDirs: PodDirs | undefined;
+  hooks: KillHooks;
+}
+
+/** podsync's bound on a postStart hook (kubelet gives it none): the sync that starts the container waits for it. */
+const POST_START_DEADLINE_MS = 120_000;
+
+/** Step 4 of startContainer: the postStart hook. On failure the container is killed (its preStop hook runs, as
+ * in kubelet's killContainer) and the start fails with PostStartHookError; it restarts per the pod's policy. */
+async function runPostStart(ctx: StartContext, container: Container, id: string): Promise<void> {
+  const hook = container.lifecycle?.postStart;
+  if (!hook) return;
+  const podIPs = (await ctx.downward()).podIPs;
+  const msg = await runHandler({ cri: ctx.cri, network: ctx.hooks.network }, { pod: formatPod(ctx.pod), container, containerId: id, podIP: podIPs[0] ?? "" }, hook, { deadlineMs: POST_START_DEADLINE_MS });
+  if (msg === undefined) return;
+  await killContainer(ctx.cri, ctx.pod, { id, name: container.name }, gracePeriodSeconds(ctx.pod), { hooks: ctx.hooks, podIPs }).catch(() => undefined);
+  throw new StepError("PostStartHookError", msg);
 }
 
 /** startContainer: back-off check, image, CreateContainer, StartContainer. Returns a message for the step. */
@@ -109,8 +134,14 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
     const env = usesEnvSources(container) ? envResolver(ctx.pod, container, ctx.objects, await ctx.downward()) : undefined;
     config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node, env);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
-    // makeMounts: a subPath is bound safely onto a target under the pod dir, and the runtime gets the target.
-    for (const [i, bind] of subPathBinds(ctx.pod, container, ctx.node)) {
+    // makeMounts: a subPathExpr is expanded from the container's env; a subPath is bound safely onto a target
+    // under the pod dir, and the runtime gets the target.
+    const expanded = new Map<number, string>();
+    if (container.volumeMounts?.some((m) => m.subPathExpr)) {
+      const vars = containerEnv(container, env);
+      for (const [i, m] of container.volumeMounts.entries()) if (m.subPathExpr) expanded.set(i, expandSubPathExpr(m.subPathExpr, vars));
+    }
+    for (const [i, bind] of subPathBinds(ctx.pod, container, ctx.node, expanded)) {
       if (!ctx.podDirs) throw new Error("subPath needs the node filesystem, which this deployment does not have");
       try {
         await ctx.podDirs.bindSubPath(bind);
@@ -123,6 +154,18 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
     if (ctx.terminationFiles && container.terminationMessagePath) {
       const hostPath = await ctx.terminationFiles.create(podContainerDir(ctx.node.rootDir, ctx.pod.metadata.uid, container.name));
       config.mounts.push(create(MountSchema, { containerPath: container.terminationMessagePath, hostPath }));
+    }
+    // makeMounts: the kubelet-managed /etc/hosts, once the pod has an IP.
+    if (ctx.podDirs?.writeHostsFile) {
+      const podIPs = (await ctx.downward()).podIPs;
+      if (mountsEtcHosts(container, podIPs)) {
+        const aliases = ctx.pod.spec.hostAliases;
+        const [hostname, domain] = podHostnameAndDomain(ctx.pod, ctx.node);
+        const content = ctx.pod.spec.hostNetwork ? nodeHostsFileContent((await ctx.podDirs.readNodeHosts?.()) ?? "", aliases) : managedHostsFileContent(podIPs, hostname, domain, aliases);
+        const file = etcHostsFile(ctx.node.rootDir, ctx.pod.metadata.uid);
+        await ctx.podDirs.writeHostsFile(file, content);
+        config.mounts.push(create(MountSchema, { containerPath: ETC_HOSTS_PATH, hostPath: file }));
+      }
     }
   } catch (e) {
     if (e instanceof StepError) throw e;
@@ -139,6 +182,7 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   } catch (e) {
     throw new StepError("RunContainerError", errorMessage(e), e);
   }
+  await runPostStart(ctx, container, id);
   return `${image.event}; started ${id} (restartCount ${restartCount})`;
 }
 
@@ -161,10 +205,11 @@ export async function syncPod(
     return { ok: steps.steps.every((s) => s.ok), steps: steps.steps, actions };
   };
 
+  const hooks: KillHooks = { network: options.hookNetwork, hostIPs: options.hostIPs };
   // Step 2: kill the pod, or the containers that must go.
   const removed = new Set<string>();
   if (actions.killPod) {
-    if (!(await killPod(cri, pod, status, steps))) return done();
+    if (!(await killPod(cri, pod, status, steps, hooks))) return done();
     // purgeInitContainers: a new sandbox runs initialization again from the first init container, so
     // no earlier init instance may make it look done.
     if (actions.createSandbox) {
@@ -175,14 +220,15 @@ export async function syncPod(
     }
   } else {
     for (const [id, info] of Object.entries(actions.containersToKill)) {
-      const ok = await steps.run("KillContainer", info.name, () => stopContainer(cri, id, killGraceSeconds(pod, info)).then(() => info.message), "KillContainerError");
+      const c = status.containerStatuses.find((s) => s.id === id) ?? { id, name: info.name };
+      const ok = await steps.run("KillContainer", info.name, () => killContainer(cri, pod, c, killGraceSeconds(pod, info), { hooks, podIPs: status.ips }).then((hook) => [info.message, hook].filter(Boolean).join("; ")), "KillContainerError");
       if (!ok) return done();
     }
   }
 
   // kubelet's volume manager mounts the pod's volumes before SyncPod runs (WaitForAttachAndMount): podsync
   // does it here, whenever something is to be started, and starts nothing if a volume fails.
-  const starting = actions.createSandbox || actions.nextInitContainerToStart !== undefined || actions.containersToStart.length > 0;
+  const starting = actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0;
   if (starting && options.volumeHost && needsSetUp(pod)) {
     const host = options.volumeHost;
     if (!(await steps.run("MountVolumes", formatPod(pod), () => setUpVolumes(host, pod, node, actions.createSandbox), "FailedMount"))) return done();
@@ -214,7 +260,7 @@ export async function syncPod(
   }
 
   const startedNames = new Set<string>();
-  if (actions.nextInitContainerToStart || actions.containersToStart.length) {
+  if (actions.initContainersToStart.length || actions.containersToStart.length) {
     const ctx: StartContext = {
       cri,
       pod,
@@ -231,26 +277,29 @@ export async function syncPod(
       images: new Map(),
       ...(pullSecrets ? { pullSecrets } : {}),
       objects,
-      downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? []),
+      downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? [], options.podDirs?.writeHostsFile !== undefined),
+      hooks,
     };
-    // Step 5: the next init container; stop here if it failed to start.
-    const init = actions.nextInitContainerToStart;
-    if (init) {
+    // Step 5: the init containers, in order; stop at a regular one that failed to start (a sidecar that
+    // failed is skipped: the next sync restarts it).
+    for (const idx of actions.initContainersToStart) {
+      const init = pod.spec.initContainers![idx]!;
       startedNames.add(init.name);
-      if (!(await steps.run("InitContainer", init.name, () => startContainer(ctx, init), "RunInitContainerError"))) {
+      if (!(await steps.run("InitContainer", init.name, () => startContainer(ctx, init), "RunInitContainerError")) && !isRestartableInitContainer(init)) {
         await collectGarbage(cri, status, startedNames, removed, steps);
         return done();
       }
     }
-    // Step 6: app containers, each on its own; one failing does not stop the others.
+    // Step 6: app containers, each on its own; one failing does not stop the others. With a postStart hook
+    // among them they start one after another, as kubelet starts them: a hook runs before the next container.
     const toStart = actions.containersToStart.map((i) => pod.spec.containers[i]!);
     const appSteps = toStart.map(() => new Steps());
-    await Promise.all(
-      toStart.map((c, i) => {
-        startedNames.add(c.name);
-        return appSteps[i]!.run("StartContainer", c.name, () => startContainer(ctx, c), "RunContainerError");
-      }),
-    );
+    const startOne = (c: Container, i: number) => {
+      startedNames.add(c.name);
+      return appSteps[i]!.run("StartContainer", c.name, () => startContainer(ctx, c), "RunContainerError");
+    };
+    if (toStart.some((c) => c.lifecycle?.postStart)) for (const [i, c] of toStart.entries()) await startOne(c, i);
+    else await Promise.all(toStart.map(startOne));
     for (const s of appSteps) steps.steps.push(...s.steps);
   }
 
@@ -262,11 +311,13 @@ export async function syncPod(
 /** The downward API's view of this sync, read lazily: a pod IP costs a PodSandboxStatus only after a new
  * sandbox, and only when a container to start takes status.podIP(s) (kubelet reads it after every
  * RunPodSandbox). A hostNetwork pod's IPs are the node's, as in its status. */
-function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[]): () => Promise<DownwardInfo> {
+function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[], hostsFile: boolean): () => Promise<DownwardInfo> {
   let info: Promise<DownwardInfo> | undefined;
   const read = async (): Promise<DownwardInfo> => {
     if (pod.spec.hostNetwork) return { node, hostIPs, podIPs: hostIPs.slice(0, 2) };
-    const wanted = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some(needsPodIPs);
+    // The kubelet-managed /etc/hosts, the downward API's status.podIP(s), or a postStart httpGet hook aimed at
+    // the pod's IP.
+    const wanted = hostsFile || [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => needsPodIPs(c) || (c.lifecycle?.postStart?.httpGet !== undefined && c.lifecycle.postStart.httpGet.host === undefined));
     if (!newSandboxId || !wanted) return { node, hostIPs, podIPs: status.ips };
     const s = (await cri.podSandboxStatus({ podSandboxId: newSandboxId })).status;
     const ips = [s?.network?.ip ?? "", ...(s?.network?.additionalIps ?? []).map((a) => a.ip)].filter(Boolean);

@@ -11,7 +11,7 @@
 // pods off NoSchedule taints. podsync has no scheduler in front of it (the signer names the node), so it also
 // applies the scheduler's TaintToleration filter: NoSchedule taints must be tolerated too. PreferNoSchedule
 // only ranks nodes and is not checked, as in both.
-import type { Container, Pod } from "../pod/schema.js";
+import { isRestartableInitContainer, type Container, type Pod } from "../pod/schema.js";
 import type { NodeSelectorRequirement, NodeSelectorTerm, TaintEffect, Toleration } from "../pod/scheduling.js";
 import { bytes, milliCPU } from "../pod/quantity.js";
 
@@ -28,7 +28,7 @@ export interface NodeInfo {
   labels: Readonly<Record<string, string>>;
   taints: readonly Taint[];
   /** Allocatable resources; an unknown one (undefined) is not checked. */
-  allocatable: { milliCPU?: number | undefined; memory?: number | undefined; pods?: number | undefined };
+  allocatable: { milliCPU?: number | undefined; memory?: number | undefined; pods?: number | undefined; ephemeralStorage?: number | undefined };
 }
 
 /** One failed predicate: kubelet's reason and message, and the pod field it is about. */
@@ -94,29 +94,36 @@ export function admitInOrder(pods: readonly Pod[], node: NodeInfo): { index: num
 
 // ---- resources (noderesources.Fits) ----
 
-type Requests = { milliCPU: number; memory: number };
+type Requests = { milliCPU: number; memory: number; ephemeralStorage: number };
+const NONE: Requests = { milliCPU: 0, memory: 0, ephemeralStorage: 0 };
 
 /** A container's requests, defaulting to its limits as the API server does. */
 function containerRequests(c: Container): Requests {
   const r = { ...c.resources?.limits, ...c.resources?.requests };
-  return { milliCPU: r.cpu !== undefined ? milliCPU(r.cpu) : 0, memory: r.memory !== undefined ? bytes(r.memory) : 0 };
+  const es = r["ephemeral-storage"];
+  return { milliCPU: r.cpu !== undefined ? milliCPU(r.cpu) : 0, memory: r.memory !== undefined ? bytes(r.memory) : 0, ephemeralStorage: es !== undefined ? bytes(es) : 0 };
 }
 
-/** computePodResourceRequest: the app containers' sum, or the largest init container if that is more
- * (init containers run one at a time, before the app containers). podsync has no pod overhead. */
+const add = (a: Requests, b: Requests): Requests => ({ milliCPU: a.milliCPU + b.milliCPU, memory: a.memory + b.memory, ephemeralStorage: a.ephemeralStorage + b.ephemeralStorage });
+const max = (a: Requests, b: Requests): Requests => ({ milliCPU: Math.max(a.milliCPU, b.milliCPU), memory: Math.max(a.memory, b.memory), ephemeralStorage: Math.max(a.ephemeralStorage, b.ephemeralStorage) });
+
+/** computePodResourceRequest (resourcehelper.PodRequests, with sidecars): the app containers' sum plus the
+ * sidecars' (they run beside them), or, if more, the largest of what runs during initialization: each init
+ * container with the sidecars started before it. podsync has no pod overhead. */
 export function podRequests(pod: Pod): Requests {
-  const sum = { milliCPU: 0, memory: 0 };
-  for (const c of pod.spec.containers) {
-    const r = containerRequests(c);
-    sum.milliCPU += r.milliCPU;
-    sum.memory += r.memory;
-  }
+  let reqs = NONE;
+  for (const c of pod.spec.containers) reqs = add(reqs, containerRequests(c));
+  let sidecars = NONE;
+  let init = NONE;
   for (const c of pod.spec.initContainers ?? []) {
     const r = containerRequests(c);
-    sum.milliCPU = Math.max(sum.milliCPU, r.milliCPU);
-    sum.memory = Math.max(sum.memory, r.memory);
+    if (isRestartableInitContainer(c)) {
+      reqs = add(reqs, r);
+      sidecars = add(sidecars, r);
+      init = max(init, sidecars);
+    } else init = max(init, add(r, sidecars));
   }
-  return sum;
+  return max(reqs, init);
 }
 
 const insufficient = (resource: string, requested: number, used: number, capacity: number, path: string): AdmissionFailure => ({
@@ -128,29 +135,26 @@ const insufficient = (resource: string, requested: number, used: number, capacit
 
 function insufficientResources(pod: Pod, node: NodeInfo, others: readonly Pod[]): AdmissionFailure[] {
   const out: AdmissionFailure[] = [];
-  const { pods, milliCPU: cpu, memory } = node.allocatable;
+  const { pods, milliCPU: cpu, memory, ephemeralStorage } = node.allocatable;
   if (pods !== undefined && others.length + 1 > pods) out.push(insufficient("pods", 1, others.length, pods, "metadata.uid"));
   const want = podRequests(pod);
-  if (want.milliCPU === 0 && want.memory === 0) return out;
-  const used = { milliCPU: 0, memory: 0 };
-  for (const p of others) {
-    const r = podRequests(p);
-    used.milliCPU += r.milliCPU;
-    used.memory += r.memory;
-  }
+  if (want.milliCPU === 0 && want.memory === 0 && want.ephemeralStorage === 0) return out;
+  const used = others.reduce((u, p) => add(u, podRequests(p)), NONE);
   if (cpu !== undefined && want.milliCPU > 0 && want.milliCPU > cpu - used.milliCPU)
     out.push(insufficient("cpu", want.milliCPU, used.milliCPU, cpu, requestPath(pod, "cpu")));
   if (memory !== undefined && want.memory > 0 && want.memory > memory - used.memory)
     out.push(insufficient("memory", want.memory, used.memory, memory, requestPath(pod, "memory")));
+  if (ephemeralStorage !== undefined && want.ephemeralStorage > 0 && want.ephemeralStorage > ephemeralStorage - used.ephemeralStorage)
+    out.push(insufficient("ephemeral-storage", want.ephemeralStorage, used.ephemeralStorage, ephemeralStorage, requestPath(pod, "ephemeral-storage")));
   return out;
 }
 
 /** The field to name for a resource: the container that requests the most of it. */
-function requestPath(pod: Pod, r: "cpu" | "memory"): string {
+function requestPath(pod: Pod, r: "cpu" | "memory" | "ephemeral-storage"): string {
   let best = { path: "spec.containers", value: 0 };
   for (const kind of ["containers", "initContainers"] as const)
     (pod.spec[kind] ?? []).forEach((c, i) => {
-      const v = containerRequests(c)[r === "cpu" ? "milliCPU" : "memory"];
+      const v = containerRequests(c)[r === "cpu" ? "milliCPU" : r === "memory" ? "memory" : "ephemeralStorage"];
       if (v > best.value) best = { path: `spec.${kind}[${i}].resources.requests.${r}`, value: v };
     });
   return best.path;

@@ -3,15 +3,17 @@
 // resync, a retry after an error). No I/O, no clock but the `now` passed in.
 import type { Container, Pod } from "../pod/schema.js";
 import { crashLoopBackOff } from "../container/backoff.js";
-import { computePodActions, type ProbeResults } from "../kuberuntime/compute-actions.js";
+import { podActionsAt, type ProbeResults } from "../kuberuntime/compute-actions.js";
+import { activeDeadlineAt } from "../lifecycle/active-deadline.js";
 import type { PodStatus } from "../container/types.js";
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 
 export type Decision =
-  /** Nothing to do: a sync would change nothing. */
-  | { kind: "converged" }
-  /** Something to do. `backOffExpiredAt`: a crash-looping container's back-off ended then (it may restart). */
-  | { kind: "act"; why: string; backOffExpiredAt?: number }
+  /** Nothing to do: a sync would change nothing (until `until`, ms: the pod's active deadline). */
+  | { kind: "converged"; until?: number }
+  /** Something to do. `backOffExpiredAt`: a crash-looping container's back-off ended then (it may restart);
+   * `dueAt`: the time made it due (the pod's active deadline passed then). */
+  | { kind: "act"; why: string; backOffExpiredAt?: number; dueAt?: number }
   /** Only containers in crash-loop back-off would start; not before `until` (ms). */
   | { kind: "back-off"; until: number };
 
@@ -21,11 +23,22 @@ function alive(status: PodStatus): boolean {
 }
 
 export function decide(pod: Pod, status: PodStatus, probes: ProbeResults | undefined, now: number): Decision {
-  const a = computePodActions(pod, status, probes);
+  const deadline = activeDeadlineAt(pod, status);
+  if (deadline !== undefined && now >= deadline) return alive(status) ? { kind: "act", why: "active deadline exceeded", dueAt: deadline } : { kind: "converged" };
+  const d = decideActions(pod, status, probes, now);
+  // The decision stands until the active deadline, which changes it.
+  if (deadline === undefined) return d;
+  if (d.kind === "converged") return { kind: "converged", until: deadline };
+  if (d.kind === "back-off") return { kind: "back-off", until: Math.min(d.until, deadline) };
+  return d;
+}
+
+function decideActions(pod: Pod, status: PodStatus, probes: ProbeResults | undefined, now: number): Decision {
+  const a = podActionsAt(pod, status, probes, now);
   if (a.createSandbox) return { kind: "act", why: a.sandboxId ? "sandbox changed" : "no sandbox" };
   if (Object.keys(a.containersToKill).length > 0) return { kind: "act", why: "containers to kill" };
   if (a.killPod) return alive(status) ? { kind: "act", why: "pod to kill" } : { kind: "converged" };
-  const starts: Container[] = [...(a.nextInitContainerToStart ? [a.nextInitContainerToStart] : []), ...a.containersToStart.map((i) => pod.spec.containers[i]!)];
+  const starts: Container[] = [...a.initContainersToStart.map((i) => pod.spec.initContainers![i]!), ...a.containersToStart.map((i) => pod.spec.containers[i]!)];
   if (starts.length === 0) return { kind: "converged" };
   // startContainer's back-off check (sync-pod.ts), made here so that a sync that would only report
   // CrashLoopBackOff is not made at all; the loop comes back when the first back-off ends.
@@ -61,7 +74,7 @@ export interface PodRecord {
 /** Whether a decision made from the same runtime state and spec still holds at `now` (the pure decision only
  * moves with time when a back-off ends). */
 export function decisionHolds(d: Decision, now: number): boolean {
-  return d.kind === "converged" || (d.kind === "back-off" && now < d.until);
+  return (d.kind === "converged" && (d.until === undefined || now < d.until)) || (d.kind === "back-off" && now < d.until);
 }
 
 export interface Timing {
@@ -77,6 +90,7 @@ export function syncReason(rec: PodRecord, d: Decision, changed: boolean, t: Tim
   if (d.kind !== "act") return undefined;
   if (changed) return d.why;
   if (d.backOffExpiredAt !== undefined && d.backOffExpiredAt > rec.lastSyncStart) return d.why;
+  if (d.dueAt !== undefined && d.dueAt > rec.lastSyncStart) return d.why;
   if (t.now >= rec.retryAt) return `retry: ${d.why}`;
   return undefined;
 }

@@ -17,6 +17,8 @@
 //                   eventedRelistIntervalMs (or sooner, when a pod's resync, retry or back-off end is due) while
 //                   the stream is up; at once and then every relist interval while it is down (kubelet's Evented
 //                   PLEG, pkg/kubelet/pleg/evented.go, which slows the generic relist to 300 s the same way)
+//   eviction        with the eviction manager, its pass on its own interval after a relist (eviction/manager.ts);
+//                   in evented mode the relist comes that often while it has anything to watch
 //   probes          ticked when due, against the last relist; a liveness/startup failure syncs the pod
 //   every sync      with the spec as stored at that moment (checked again under the pod's lock: a spec a request
 //                   replaced meanwhile is not applied); a pod that left the desired state meanwhile is not
@@ -39,6 +41,8 @@ import { generateAPIPodStatus, type PodPhase } from "../status/api-status.js";
 import type { PodStatus } from "../container/types.js";
 import { createRelister, fingerprintOf, type Relist, type Relister } from "./relist.js";
 import { decide, decisionHolds, retryAfter, syncReason, type Decision, type PodRecord } from "./decide.js";
+import { EVICTION_INTERVAL_DEFAULT_MS, evictionPass, type EvictionOptions } from "../eviction/manager.js";
+import { hasLocalStorageLimits } from "../eviction/local-storage.js";
 
 export interface ReconcileLoopOptions {
   /** The engine's front door; loop syncs go through it (and its lock). */
@@ -65,6 +69,9 @@ export interface ReconcileLoopOptions {
   events?: ((on: { event(e: ContainerEvent): void; state(s: EventStreamState): void }) => { close(): void }) | undefined;
   /** The relist period while the event stream is up. Default 300000 (kubelet's eventedPlegRelistPeriod). */
   eventedRelistIntervalMs?: number;
+  /** The eviction manager's local storage pass (eviction/manager.ts); without it no pod is held to its
+   * ephemeral-storage limits or disk emptyDir sizeLimit (the runtime then refuses such pods). */
+  eviction?: EvictionOptions | undefined;
 }
 
 export interface TickReport {
@@ -106,6 +113,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   /** The fingerprint each prober pod was last shown from a relist. */
   const observed = new Map<string, string>();
   let started = false;
+  let nextEvictionAt = 0;
+  let diskPressure: boolean | undefined;
   let stopped = false;
   let generation = 0;
   let last: Relist | undefined;
@@ -293,6 +302,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         const changed = rec.fingerprint !== fp || specChanged.has(uid);
         rec.fingerprint = fp;
         let reason: string | undefined;
+        // Evicted (eviction/): nothing of it runs again unless the eviction manager makes it anew.
+        if (o.runtime.eviction(uid)) continue;
         if (!started) reason = "start-up";
         else {
           // A converged pod whose objects and spec are as last time needs no new decision (nor its status).
@@ -324,6 +335,21 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
             observed.set(uid, pv.fingerprint);
           }
       for (const uid of observed.keys()) if (!view.pods.has(uid)) observed.delete(uid);
+      // The eviction manager's local storage pass, on its own interval, from this relist's statuses.
+      if (o.eviction && t >= nextEvictionAt) {
+        nextEvictionAt = t + (o.eviction.intervalMs ?? EVICTION_INTERVAL_DEFAULT_MS);
+        const pods = entries.filter((e) => !inFlight.has(e.pod.metadata.uid)).map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
+        try {
+          const r = await evictionPass(o.eviction, o.runtime, pods, t);
+          for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
+          for (const uid of r.recreated) o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
+          if (r.diskPressure !== undefined && r.diskPressure !== diskPressure) o.log?.({ loop: "eviction", condition: "DiskPressure", status: r.diskPressure ? "True" : "False" });
+          diskPressure = r.diskPressure;
+          report("eviction", undefined, undefined);
+        } catch (e) {
+          report("eviction", undefined, failure(e));
+        }
+      }
     } catch (e) {
       o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, false);
       report("relist", undefined, failure(e));
@@ -331,7 +357,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     return report0;
   }
 
-  /** Run due probes; sync the pods whose liveness or startup probe failed. */
+  /** Run due probes; sync the pods whose liveness or startup probe failed, or whose sidecar just started. */
   async function probe(): Promise<Promise<void>[]> {
     if (!prober || !last) return [];
     const r = await prober.tick(now());
@@ -375,7 +401,11 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       const d = rec.decided?.decision;
       if (d?.kind === "back-off") due = Math.min(due, d.until);
       else if (d?.kind === "act") due = Math.min(due, rec.retryAt);
+      // A converged pod's active deadline.
+      else if (d?.kind === "converged" && d.until !== undefined) due = Math.min(due, d.until);
     }
+    // The eviction manager's next pass, when it has anything to watch.
+    if (o.eviction && (o.eviction.diskPressure || [...specs.values()].some((e) => hasLocalStorageLimits(e.pod)))) due = Math.min(due, nextEvictionAt);
     return Math.min(eventedInterval, Math.max(interval, due - nextRelistAt));
   }
 
@@ -495,5 +525,5 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
 
 
 function hasProbes(pod: Pod | undefined): boolean {
-  return pod?.spec.containers.some((c) => c.livenessProbe || c.readinessProbe || c.startupProbe) ?? false;
+  return [...(pod?.spec.initContainers ?? []), ...(pod?.spec.containers ?? [])].some((c) => c.livenessProbe || c.readinessProbe || c.startupProbe);
 }

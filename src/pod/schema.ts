@@ -43,24 +43,24 @@ const resourceList = z
   .object({
     cpu: quantity((v) => v <= 1e6, "cpu must be at most 1000000 cores").optional(),
     memory: quantity((v) => v < 2 ** 63, "memory must be less than 8Ei (an int64 number of bytes)").optional(),
+    // Counted at admission (requests) and held by the eviction manager (limits: src/eviction/).
+    "ephemeral-storage": quantity((v) => v < 2 ** 53, "ephemeral-storage must be less than 8Pi").optional(),
   })
   .catchall(z.unknown())
   .superRefine((list, ctx) => {
     for (const name of Object.keys(list)) {
-      if (name === "cpu" || name === "memory") continue;
+      if (name === "cpu" || name === "memory" || name === "ephemeral-storage") continue;
       ctx.addIssue({ code: "custom", path: [name], message: unsupportedResource(name) });
     }
   })
-  .transform(({ cpu, memory }) => ({ ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) }));
+  .transform(({ cpu, memory, "ephemeral-storage": es }) => ({ ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}), ...(es !== undefined ? { "ephemeral-storage": es } : {}) }));
 
-/** Why a resource other than cpu and memory is refused. */
+/** Why a resource other than cpu, memory and ephemeral-storage is refused. */
 export function unsupportedResource(name: string): string {
-  if (name === "ephemeral-storage")
-    return "ephemeral-storage requests and limits are refused: kubelet enforces them by evicting pods (its eviction manager) and podsync has none, so nothing would hold the container to it";
   if (name.startsWith("hugepages-")) return `${name} is refused: huge pages need the node's hugetlb accounting and kubelet's pre-allocated pool, which podsync does not manage`;
   if (name.includes("/"))
     return `${name} is an extended resource: kubelet gives these only through a device plugin (which allocates the device and adds it to the container), and podsync runs no device plugins`;
-  return `unknown resource "${name}": podsync supports cpu and memory`;
+  return `unknown resource "${name}": podsync supports cpu, memory and ephemeral-storage`;
 }
 
 // Names are kept as written (Pod Security admission compares them exactly, as upstream does); config.ts sends
@@ -140,6 +140,12 @@ export const VolumeMount = z.strictObject({
     .string()
     .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "subPath must be relative and must not contain '..'")
     .optional(),
+  // Expanded from the container's env when it starts (kubelet's ExpandContainerVolumeMounts); the result is
+  // checked again there. Exclusive with subPath (checked in Pod's superRefine).
+  subPathExpr: z
+    .string()
+    .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "subPathExpr must be relative and must not contain '..'")
+    .optional(),
   // Bidirectional is for privileged containers only (checked with the container in Pod's superRefine).
   mountPropagation: z.enum(["None", "HostToContainer", "Bidirectional"], { error: 'mountPropagation must be "None", "HostToContainer" or "Bidirectional"' }).optional(),
 });
@@ -188,6 +194,38 @@ export const Probe = z
     if (n > 1) ctx.addIssue({ code: "custom", message: "may not specify more than 1 handler type" });
   });
 
+// Lifecycle hooks (core/v1 Lifecycle, LifecycleHandler) with the API server's validation (validateLifecycle,
+// validateHandler: exactly one handler). tcpSocket is refused: the API keeps it only for backward compatibility
+// and kubelet fails such a hook at run time ("invalid handler"). A sleep longer than the pod's grace period is
+// refused in Pod's superRefine (validateSleepAction, PodLifecycleSleepActionAllowZero on: 0 is allowed).
+export const SleepAction = z.strictObject({ seconds: z.number().int("sleep.seconds must be an integer").min(0, "must be non-negative") });
+export const LifecycleHandler = z
+  .strictObject({
+    exec: ExecAction.optional(),
+    httpGet: HTTPGetAction.optional(),
+    tcpSocket: z.unknown().optional(),
+    sleep: SleepAction.optional(),
+  })
+  .superRefine((h, ctx) => {
+    if (h.tcpSocket !== undefined)
+      ctx.addIssue({ code: "custom", path: ["tcpSocket"], message: "tcpSocket is not supported as a lifecycle handler (the API keeps the field only for backward compatibility; kubelet fails such a hook when it runs): use exec, httpGet or sleep" });
+    const set = (["exec", "httpGet", "sleep"] as const).filter((k) => h[k] !== undefined);
+    if (set.length === 0 && h.tcpSocket === undefined) ctx.addIssue({ code: "custom", message: "must specify a handler type" });
+    for (const k of set.slice(1)) ctx.addIssue({ code: "custom", path: [k], message: "may not specify more than 1 handler type" });
+  })
+  .transform(({ tcpSocket: _t, ...h }) => h);
+export const Lifecycle = z.strictObject({
+  postStart: LifecycleHandler.optional(),
+  preStop: LifecycleHandler.optional(),
+  // ContainerStopSignals (alpha in v1.33): CRI's ContainerConfig.stop_signal, which containerd 1.6 (the runtime
+  // podsync is tested on) does not read, so podsync could not put it in force.
+  stopSignal: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined, "stopSignal is refused: it is alpha in Kubernetes v1.33 (ContainerStopSignals, off by default) and needs a runtime that reads CRI's ContainerConfig.stop_signal (containerd 2.1+); containerd 1.6 ignores it and would stop the container with the image's STOPSIGNAL. Set STOPSIGNAL in the image instead"),
+});
+export type LifecycleHandler = z.output<typeof LifecycleHandler>;
+
 export const PROBE_KINDS = ["livenessProbe", "readinessProbe", "startupProbe"] as const;
 export type ProbeKind = (typeof PROBE_KINDS)[number];
 export const PROBE_HANDLERS = ["exec", "httpGet", "tcpSocket", "grpc"] as const;
@@ -214,6 +252,10 @@ export const Container = z.strictObject({
   livenessProbe: Probe.optional(),
   readinessProbe: Probe.optional(),
   startupProbe: Probe.optional(),
+  lifecycle: Lifecycle.optional(),
+  // Sidecar containers (KEP-753): an init container with restartPolicy Always. Only init containers take it
+  // (validateContainers: "may not be set for non-init containers", in Pod's superRefine).
+  restartPolicy: z.enum(["Always"], { error: (i) => `Unsupported value: ${JSON.stringify(i.input)}: supported values: "Always"` }).optional(),
 });
 
 // Volumes podsync can honour on the node itself (kubelet's host_path.go, empty_dir.go; PVCs as podman kube
@@ -233,11 +275,8 @@ export const Volume = z.union([
     emptyDir: z
       .strictObject({
         medium: z.enum(["", "Memory"], { error: 'emptyDir.medium must be "" (the node\'s disk) or "Memory" (a tmpfs); HugePages are not supported' }).default(""),
+        // Memory: the tmpfs's size; on disk: held by the eviction manager (src/eviction/).
         sizeLimit: quantity((v) => v > 0 && v < 2 ** 53, "sizeLimit must be a positive size such as 64Mi").optional(),
-      })
-      .superRefine((e, ctx) => {
-        if (e.sizeLimit !== undefined && e.medium !== "Memory")
-          ctx.addIssue({ code: "custom", path: ["sizeLimit"], message: "a sizeLimit on a disk emptyDir is refused: kubelet enforces it by evicting the pod and podsync has no eviction manager, so nothing would enforce it (medium: Memory makes a tmpfs of that size)" });
       }),
   }),
   z.strictObject({
@@ -276,6 +315,9 @@ export const PodSecurityContext = z.strictObject({
   runAsNonRoot: z.boolean().optional(),
   supplementalGroups: z.array(uid).optional(),
   fsGroup: uid.optional(),
+  /** When the volume ownership for fsGroup is applied: Always (the default), or only when the volume's root
+   * lacks it (OnRootMismatch). */
+  fsGroupChangePolicy: z.enum(["OnRootMismatch", "Always"], { error: 'fsGroupChangePolicy must be "OnRootMismatch" or "Always"' }).optional(),
   seccompProfile: SeccompProfile.optional(),
   appArmorProfile: AppArmorProfile.optional(),
   seLinuxOptions: SELinuxOptions.optional(),
@@ -293,11 +335,22 @@ export const PodSpec = z.strictObject({
     .min(0, "terminationGracePeriodSeconds must not be negative")
     .max(MAX_GRACE_PERIOD_SECONDS, `terminationGracePeriodSeconds must be at most ${MAX_GRACE_PERIOD_SECONDS} (podsync's limit: a kill waits this long inside one request)`)
     .default(30),
+  /** kubelet's activeDeadlineHandler: active this long on the node, the pod is killed and Failed
+   * (DeadlineExceeded). The API server's bound: a positive int64; podsync's: what a timer can hold. */
+  activeDeadlineSeconds: z.number().int("activeDeadlineSeconds must be an integer").min(1, "must be greater than or equal to 1").max(2 ** 31 - 1).optional(),
   hostNetwork: z.boolean().default(false),
   hostPID: z.boolean().default(false),
   hostIPC: z.boolean().default(false),
   hostname: dns1123Label("hostname").optional(),
   subdomain: dns1123Label("subdomain").optional(),
+  /** The kernel hostname is the pod's FQDN (hostname.subdomain.namespace.svc.clusterDomain) when it has a
+   * subdomain (GetNodenameForKernel). */
+  setHostnameAsFQDN: z.boolean().optional(),
+  /** Extra /etc/hosts entries (kubelet's hostsEntriesFromHostAliases); validateHostAliases: an IP address and
+   * DNS-1123 subdomain hostnames. */
+  hostAliases: z.array(z.strictObject({ ip: z.union([z.ipv4(), z.ipv6()], { error: "must be a valid IP address" }), hostnames: z.array(dns1123Subdomain("hostname")).optional() })).optional(),
+  /** One PID namespace for the pod's containers (the sandbox's, NamespaceMode POD). */
+  shareProcessNamespace: z.boolean().optional(),
   dnsPolicy: z.enum(["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]).default("ClusterFirst"),
   dnsConfig: z
     .strictObject({
@@ -376,10 +429,13 @@ export const Pod = z
         (c.volumeMounts ?? []).forEach((m, j) => {
           if (!volumes.has(m.name))
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "name"], message: `volume "${m.name}" is not in spec.volumes` });
+          if (m.subPath !== undefined && m.subPath !== "" && m.subPathExpr !== undefined && m.subPathExpr !== "")
+            ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "subPathExpr"], message: "subPathExpr and subPath are mutually exclusive" });
           if (m.mountPropagation === "Bidirectional" && c.securityContext?.privileged !== true)
             ctx.addIssue({ code: "custom", path: ["spec", kind, i, "volumeMounts", j, "mountPropagation"], message: "Bidirectional mount propagation is available only to privileged containers" });
         });
         probeRules(kind, i, c, ctx);
+        lifecycleRules(kind, i, c, pod.spec.terminationGracePeriodSeconds, ctx);
         for (const r of ["cpu", "memory"] as const) {
           const req = c.resources?.requests?.[r];
           const lim = c.resources?.limits?.[r];
@@ -402,6 +458,8 @@ export const Pod = z
       if (!s.auths && !s.name) ctx.addIssue({ code: "custom", path: ["spec", "imagePullSecrets", i], message: "give the credentials inline (auths) or the name of a Secret signed with the pod" });
     });
     serviceAccountRules(pod.spec, ctx);
+    if (pod.spec.shareProcessNamespace && pod.spec.hostPID)
+      ctx.addIssue({ code: "custom", path: ["spec", "shareProcessNamespace"], message: "ShareProcessNamespace and HostPID cannot both be enabled" });
     if (pod.spec.dnsPolicy === "None" && !pod.spec.dnsConfig?.nameservers?.length)
       ctx.addIssue({ code: "custom", path: ["spec", "dnsConfig", "nameservers"], message: 'dnsPolicy "None" needs at least one nameserver in dnsConfig' });
   })
@@ -437,16 +495,45 @@ function serviceAccountRules(spec: z.output<typeof PodSpec>, ctx: z.RefinementCt
   });
 }
 
-/** validateContainers / validateInitContainers probe rules: no probes on init containers (podsync has no
- * restartable init containers); liveness and startup successThreshold must be 1; readiness takes no
- * terminationGracePeriodSeconds. podsync adds one: a named port must be one of the container's ports (kubelet
- * would fail that probe forever; here it is refused up front). */
+/** kubelet's IsRestartableInitContainer (pkg/api/v1/pod, kubelet/types): an init container with
+ * restartPolicy Always, a sidecar. */
+export function isRestartableInitContainer(c: Pick<Container, "restartPolicy">): boolean {
+  return c.restartPolicy === "Always";
+}
+
+/** validateContainers / validateInitContainers rules for restartPolicy and lifecycle: restartPolicy only on init
+ * containers; lifecycle hooks only on app containers and sidecars; a sleep hook no longer than the pod's grace
+ * period (validateSleepAction); a named httpGet port must be one of the container's ports (podsync's rule, as for
+ * probes). */
+function lifecycleRules(kind: "initContainers" | "containers", i: number, c: Container, grace: number, ctx: z.RefinementCtx): void {
+  if (kind === "containers" && c.restartPolicy !== undefined) ctx.addIssue({ code: "custom", path: ["spec", kind, i, "restartPolicy"], message: "may not be set for non-init containers" });
+  if (!c.lifecycle) return;
+  const path = ["spec", kind, i, "lifecycle"];
+  if (kind === "initContainers" && !isRestartableInitContainer(c)) {
+    ctx.addIssue({ code: "custom", path, message: "may not be set for init containers without restartPolicy=Always" });
+    return;
+  }
+  for (const hook of ["postStart", "preStop"] as const) {
+    const h = c.lifecycle[hook];
+    const seconds = h?.sleep?.seconds;
+    if (seconds !== undefined && seconds > grace)
+      ctx.addIssue({ code: "custom", path: [...path, hook, "sleep", "seconds"], message: `must be non-negative and less than terminationGracePeriodSeconds (${grace})` });
+    const port = h?.httpGet?.port;
+    if (typeof port === "string" && !(c.ports ?? []).some((cp) => cp.name === port))
+      ctx.addIssue({ code: "custom", path: [...path, hook, "httpGet", "port"], message: `port name "${port}" is not one of the container's ports` });
+  }
+}
+
+/** validateContainers / validateInitContainers probe rules: no probes on init containers other than sidecars;
+ * liveness and startup successThreshold must be 1; readiness takes no terminationGracePeriodSeconds. podsync
+ * adds one: a named port must be one of the container's ports (kubelet would fail that probe forever; here it
+ * is refused up front). */
 function probeRules(kind: "initContainers" | "containers", i: number, c: Container, ctx: z.RefinementCtx): void {
   for (const k of PROBE_KINDS) {
     const p = c[k];
     if (!p) continue;
     const path = ["spec", kind, i, k];
-    if (kind === "initContainers") {
+    if (kind === "initContainers" && !isRestartableInitContainer(c)) {
       ctx.addIssue({ code: "custom", path, message: "may not be set for init containers without restartPolicy=Always" });
       continue;
     }

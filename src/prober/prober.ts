@@ -15,7 +15,7 @@
 // so a store that persists it carries probing across a restart of podsync. Results are keyed by container id,
 // as kubelet's results managers are: a new instance starts over from the probe type's initial result.
 import type { CriClient } from "../cri/client.js";
-import type { Container, Pod } from "../pod/schema.js";
+import { isRestartableInitContainer, type Container, type Pod } from "../pod/schema.js";
 import type { PodProbeResults, ProbeResult } from "../status/api-status.js";
 import type { ProbeResults } from "../kuberuntime/compute-actions.js";
 import type { ContainerStatus, PodStatus } from "../container/types.js";
@@ -85,7 +85,8 @@ export interface TickResult {
   ran: number;
   /** Pods whose published results changed. */
   changed: string[];
-  /** Pods with a running container whose liveness or startup probe failed: sync them with results(uid). */
+  /** Pods with a running container whose liveness or startup probe failed, or with a sidecar whose startup
+   * probe just succeeded (the next init container may start): sync them with results(uid). */
   needsSync: string[];
 }
 
@@ -120,6 +121,8 @@ export interface Prober {
 }
 
 const keyOf = (container: string, type: ProbeType) => `${container}/${type}`;
+/** The containers kubelet probes: sidecars (restartable init containers) and the app containers. */
+const probed = (pod: Pod): Container[] => [...(pod.spec.initContainers ?? []).filter(isRestartableInitContainer), ...pod.spec.containers];
 const TYPES: ProbeType[] = ["startup", "liveness", "readiness"];
 
 export function createProber(o: ProberOptions): Prober {
@@ -128,7 +131,7 @@ export function createProber(o: ProberOptions): Prober {
   const statuses = new Map<string, PodStatus>();
   const inFlight = new Set<string>();
 
-  const probesOf = (pod: Pod) => pod.spec.containers.flatMap((c) => TYPES.filter((t) => c[PROBE_FIELD[t]] !== undefined).map((t) => ({ c, t })));
+  const probesOf = (pod: Pod) => probed(pod).flatMap((c) => TYPES.filter((t) => c[PROBE_FIELD[t]] !== undefined).map((t) => ({ c, t })));
 
   function upsert(pod: Pod) {
     const uid = pod.metadata.uid;
@@ -168,7 +171,7 @@ export function createProber(o: ProberOptions): Prober {
   }
 
   /** worker.doProbe. Returns whether the published result changed. */
-  async function doProbe(uid: string, pod: Pod, c: Container, t: ProbeType, state: PodProbeState, now: number): Promise<{ changed: boolean; ran: boolean }> {
+  async function doProbe(uid: string, pod: Pod, c: Container, t: ProbeType, state: PodProbeState, now: number): Promise<{ changed: boolean; ran: boolean; started?: boolean }> {
     const w = state[keyOf(c.name, t)]!;
     const status = statuses.get(uid);
     const inst = newest(status, c.name);
@@ -220,14 +223,14 @@ export function createProber(o: ProberOptions): Prober {
       }
     }
     o.onProbe?.({ uid, container: c.name, type: t, containerId: inst.id, result, output: outcome.output, changed: published });
-    return { changed, ran: true };
+    return { changed, ran: true, started: published && t === "startup" && result === "Success" && isRestartableInitContainer(c) };
   }
 
   function needsSync(uid: string): boolean {
     const state = store.get(uid);
     const pod = pods.get(uid);
     if (!state || !pod) return false;
-    for (const c of pod.spec.containers)
+    for (const c of probed(pod))
       for (const t of ["liveness", "startup"] as const) {
         const w = state[keyOf(c.name, t)];
         const inst = newest(statuses.get(uid), c.name);
@@ -263,12 +266,13 @@ export function createProber(o: ProberOptions): Prober {
     },
     async tick(now) {
       const changed = new Set<string>();
+      const sidecarStarted = new Set<string>();
       let ran = 0;
       const runs: Promise<void>[] = [];
       for (const [uid, pod] of pods) {
         const state = store.get(uid);
         if (!state) continue;
-        for (const c of pod.spec.containers)
+        for (const c of probed(pod))
           for (const t of TYPES) {
             const key = keyOf(c.name, t);
             const w = state[key];
@@ -282,6 +286,7 @@ export function createProber(o: ProberOptions): Prober {
                 .then((r) => {
                   if (r.ran) ran++;
                   if (r.changed) changed.add(uid);
+                  if (r.started) sidecarStarted.add(uid);
                 })
                 .finally(() => {
                   inFlight.delete(`${uid}/${key}`);
@@ -291,7 +296,7 @@ export function createProber(o: ProberOptions): Prober {
           }
       }
       await Promise.all(runs);
-      return { ran, changed: [...changed], needsSync: [...pods.keys()].filter(needsSync) };
+      return { ran, changed: [...changed], needsSync: [...pods.keys()].filter((uid) => needsSync(uid) || sidecarStarted.has(uid)) };
     },
     results(uid) {
       const liveness = new Map<string, "Success" | "Failure">();

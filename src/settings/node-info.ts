@@ -53,6 +53,9 @@ export const nodeAdmissionSettingsShape = {
     .optional(),
   /** kubelet's --max-pods. */
   PODSYNC_NODE_MAX_PODS: z.coerce.number().int("must be an integer").min(1, "must be at least 1").max(100_000, "must be at most 100000").default(110),
+  /** The node's ephemeral-storage allocatable (bytes) for admission; Node: the root dir's filesystem size when
+   * unset; Workers: unchecked when unset. */
+  PODSYNC_NODE_EPHEMERAL_STORAGE_BYTES: z.coerce.number().int("must be an integer").min(1, "must be at least 1").max(Number.MAX_SAFE_INTEGER).optional(),
   /** kubernetes.io/arch (Go's names): Node reads its own; a Worker cannot see the node's, so it sets no arch label without this. */
   PODSYNC_NODE_ARCH: z.enum([...new Set(Object.values(GO_ARCH))] as [string, ...string[]], { error: `must be one of ${[...new Set(Object.values(GO_ARCH))].join(", ")}` }).optional(),
 };
@@ -85,7 +88,7 @@ export function withNodeOverrides<S extends NodeAdmissionSettings>(s: S, o: Node
 type NodeAdmissionSettings = z.output<z.ZodObject<typeof nodeAdmissionSettingsShape>> & { PODSYNC_NODE_MEMORY_BYTES?: number | undefined };
 
 /** The node as admission sees it. `host` is what the entry point knows of the machine (Workers: nothing). */
-export function nodeInfoFrom(s: NodeAdmissionSettings, name: string, host: { arch?: string; cpus?: number; memoryBytes?: number }): NodeInfo {
+export function nodeInfoFrom(s: NodeAdmissionSettings, name: string, host: { arch?: string; cpus?: number; memoryBytes?: number; ephemeralStorageBytes?: number }): NodeInfo {
   const arch = s.PODSYNC_NODE_ARCH ?? (host.arch !== undefined ? GO_ARCH[host.arch] ?? host.arch : undefined);
   return {
     name,
@@ -96,6 +99,7 @@ export function nodeInfoFrom(s: NodeAdmissionSettings, name: string, host: { arc
       milliCPU: s.PODSYNC_NODE_CPU ?? (host.cpus !== undefined ? host.cpus * 1000 : undefined),
       memory: s.PODSYNC_NODE_MEMORY_BYTES ?? host.memoryBytes,
       pods: s.PODSYNC_NODE_MAX_PODS,
+      ephemeralStorage: s.PODSYNC_NODE_EPHEMERAL_STORAGE_BYTES ?? host.ephemeralStorageBytes,
     },
   };
 }

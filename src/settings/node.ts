@@ -34,6 +34,15 @@ export const Settings = z
     /** The relist period while the event stream is up (kubelet's eventedPlegRelistPeriod, 300 s); a pod's resync,
      * retry or back-off end still brings the next relist sooner. */
     PODSYNC_EVENTED_RELIST_INTERVAL_MS: int(1000, 86_400_000).default(300_000),
+    /** How often the eviction manager measures the pods that declare local storage limits (ms); kubelet's
+     * housekeeping period, 10 s, when unset. */
+    PODSYNC_EVICTION_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).optional(),
+    /** kubelet's hard eviction threshold nodefs.available on the root dir's filesystem: a percentage (`10%`,
+     * kubelet's default) or a size (`5Gi`); below it pods are evicted by kubelet's ranking. Unset: not watched. */
+    PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE: z
+      .string()
+      .regex(/^(100|[1-9]?[0-9])(\.[0-9]+)?%$|^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$/, "a percentage such as 10% or a size such as 5Gi")
+      .optional(),
   })
   .superRefine((s, ctx) => {
     const sources = [s.PODSYNC_JWKS_FILE, s.PODSYNC_JWKS, s.PODSYNC_JWKS_URL].filter(Boolean).length;

@@ -22,7 +22,7 @@
 // - podIsTerminal is false (podsync has no pod worker that finishes a pod); getPhase still gives
 //   Succeeded/Failed for restartPolicy Never/OnFailure as kubelet's does for a static pod.
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
-import type { Container, Pod } from "../pod/schema.js";
+import { isRestartableInitContainer, type Container, type Pod } from "../pod/schema.js";
 import { crashLoopBackOff } from "../container/backoff.js";
 import { podSandboxChanged, shouldContainerBeRestarted } from "../kuberuntime/compute-actions.js";
 import { withoutCredentials } from "../kuberuntime/images.js";
@@ -30,6 +30,7 @@ import { formatPod } from "../kuberuntime/kill.js";
 import { nsToMs, sortPodIPs } from "../kuberuntime/pod-status.js";
 import { podQOS, type QOSClass } from "../kuberuntime/resources.js";
 import type { ContainerStatus, PodStatus } from "../container/types.js";
+import { DEADLINE_EXCEEDED_MESSAGE, DEADLINE_EXCEEDED_REASON, pastActiveDeadline, podStartMs } from "../lifecycle/active-deadline.js";
 
 export type PodPhase = "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
 export type ConditionStatus = "True" | "False" | "Unknown";
@@ -75,6 +76,10 @@ export interface V1PodCondition {
 }
 export interface V1PodStatus {
   phase: PodPhase;
+  /** Why the pod is in its phase, when an internal module says (DeadlineExceeded, Evicted), or, reason
+   * RuntimeError, that the runtime failed part of this pod's status (types.ts statusError). */
+  reason?: string;
+  message?: string;
   conditions: V1PodCondition[];
   hostIP?: string;
   hostIPs?: { ip: string }[];
@@ -84,9 +89,6 @@ export interface V1PodStatus {
   initContainerStatuses?: V1ContainerStatus[];
   containerStatuses: V1ContainerStatus[];
   qosClass: QOSClass;
-  /** Set when the runtime failed part of this pod's status (types.ts statusError): reason RuntimeError. */
-  reason?: string;
-  message?: string;
 }
 
 /** status.reason of a pod whose status the runtime failed to report in full (podsync's, not kubelet's: kubelet
@@ -121,6 +123,20 @@ export interface ApiStatusInput {
   probes?: PodProbeResults | undefined;
   /** By container name. */
   reasons?: ReadonlyMap<string, StartFailure> | undefined;
+  /** The eviction manager's verdict on the pod, if any (the runtime keeps it). */
+  eviction?: PodEviction | undefined;
+  /** Set by generateAPIPodStatus when the pod was evicted (its active deadline passed, or the eviction manager). */
+  evicted?: boolean;
+}
+
+/** An internal module's eviction of the pod (kubelet's ShouldEvict): the pod is Failed with this reason. */
+export interface PodEviction {
+  reason: string;
+  message: string;
+  /** When (ms). */
+  at: number;
+  /** Evicted for going over its own limit (not for the node's disk pressure). */
+  ownLimit?: boolean;
 }
 
 /** Kubernetes' wire form of metav1.Time: RFC 3339 in seconds; the zero time is null. */
@@ -133,26 +149,30 @@ const ContainerCreating = "ContainerCreating";
 
 const statusOf = (info: readonly V1ContainerStatus[], name: string) => info.find((s) => s.name === name);
 
-/** getPhase (without restartable init containers and container restart rules, which podsync does not
- * have). `info` holds init and app container statuses together, as in kubelet. */
-export function getPhase(pod: { spec: Pick<Pod["spec"], "initContainers" | "containers" | "restartPolicy"> }, info: readonly V1ContainerStatus[], podIsTerminal = false): PodPhase {
+/** getPhase (kubelet_pods.go, with sidecars; without container restart rules, which podsync does not have).
+ * `info` holds init and app container statuses together, as in kubelet. `podHasInitialized`: a regular
+ * container of the current sandbox has started (kubecontainer.HasAnyActiveRegularContainerStarted), so sidecars
+ * restarting do not send the pod back to Pending. A terminated sidecar does not count toward the phase. */
+export function getPhase(pod: { spec: Pick<Pod["spec"], "initContainers" | "containers" | "restartPolicy"> }, info: readonly V1ContainerStatus[], podIsTerminal = false, podHasInitialized = false): PodPhase {
   const spec = pod.spec;
-  let pendingInitialization = 0;
+  let pendingRegularInit = 0;
+  let pendingRestartableInit = 0;
   let failedInitialization = 0;
   for (const c of spec.initContainers ?? []) {
+    if (isRestartableInitContainer(c)) continue;
     const s = statusOf(info, c.name);
     if (!s) {
-      pendingInitialization++;
+      pendingRegularInit++;
       continue;
     }
-    if (s.state.running) pendingInitialization++;
+    if (s.state.running) pendingRegularInit++;
     else if (s.state.terminated) {
       if (s.state.terminated.exitCode !== 0) failedInitialization++;
     } else if (s.state.waiting) {
       if (s.lastState.terminated) {
         if (s.lastState.terminated.exitCode !== 0) failedInitialization++;
-      } else pendingInitialization++;
-    } else pendingInitialization++;
+      } else pendingRegularInit++;
+    } else pendingRegularInit++;
   }
 
   let unknown = 0;
@@ -160,6 +180,28 @@ export function getPhase(pod: { spec: Pick<Pod["spec"], "initContainers" | "cont
   let waiting = 0;
   let stopped = 0;
   let succeeded = 0;
+  for (const c of spec.initContainers ?? []) {
+    if (!isRestartableInitContainer(c)) continue;
+    const s = statusOf(info, c.name);
+    if (!s) {
+      unknown++;
+      continue;
+    }
+    if (s.state.running) {
+      if (!s.started) pendingRestartableInit++;
+      running++;
+    } else if (s.state.terminated) {
+      // not taken into account
+    } else if (s.state.waiting) {
+      if (!s.lastState.terminated) {
+        pendingRestartableInit++;
+        waiting++;
+      }
+    } else {
+      pendingRestartableInit++;
+      unknown++;
+    }
+  }
   for (const c of spec.containers) {
     const s = statusOf(info, c.name);
     if (!s) {
@@ -177,7 +219,7 @@ export function getPhase(pod: { spec: Pick<Pod["spec"], "initContainers" | "cont
   }
 
   if (failedInitialization > 0 && spec.restartPolicy === "Never") return "Failed";
-  if (pendingInitialization > 0 || waiting > 0) return "Pending";
+  if (pendingRegularInit > 0 || (pendingRestartableInit > 0 && !podHasInitialized) || waiting > 0) return "Pending";
   if (running > 0 && unknown === 0) return "Running";
   if (running === 0 && stopped > 0 && unknown === 0) {
     if (podIsTerminal) return stopped === succeeded ? "Succeeded" : "Failed";
@@ -187,6 +229,20 @@ export function getPhase(pod: { spec: Pick<Pod["spec"], "initContainers" | "cont
     return "Running";
   }
   return "Pending";
+}
+
+/** Every regular container has exited and none will be started again (the pod's sidecars are then stopped). */
+function regularContainersDone(pod: Pod, status: PodStatus): boolean {
+  return pod.spec.containers.every((c) => status.containerStatuses.find((s) => s.name === c.name)?.state === "exited" && !shouldContainerBeRestarted(c, pod, status));
+}
+
+/** kubecontainer.HasAnyActiveRegularContainerStarted: a regular container of the newest sandbox has started
+ * (it runs or has exited). */
+function anyActiveRegularContainerStarted(pod: Pod, status: PodStatus): boolean {
+  const sandbox = status.sandboxStatuses[0]?.id;
+  if (!sandbox) return false;
+  const names = new Set(pod.spec.containers.map((c) => c.name));
+  return status.containerStatuses.some((c) => names.has(c.name) && c.sandboxId === sandbox && (c.state === "running" || c.state === "exited"));
 }
 
 // ---- container statuses --------------------------------------------------------------------------------
@@ -243,8 +299,9 @@ export function convertToAPIContainerStatuses(input: ApiStatusInput, containers:
     seen.set(cs.name, n + 1);
   }
 
-  // Containers that failed to start, or will be restarted: waiting, with the reason.
-  for (const c of containers) {
+  // Containers that failed to start, or will be restarted: waiting, with the reason (none in an evicted pod:
+  // nothing of it starts again).
+  for (const c of input.evicted ? [] : containers) {
     const s = status.containerStatuses.find((x) => x.name === c.name);
     if (isInit) {
       if (s?.state === "exited" && s.exitCode === 0) continue;
@@ -254,7 +311,8 @@ export function convertToAPIContainerStatuses(input: ApiStatusInput, containers:
         continue;
       }
     }
-    if (!shouldContainerBeRestarted(c, pod, status)) continue;
+    // A sidecar restarts whatever the pod's restartPolicy, until the regular containers are done for good.
+    if (isRestartableInitContainer(c) ? regularContainersDone(pod, status) : !shouldContainerBeRestarted(c, pod, status)) continue;
     const why = waitingReason(input, c);
     if (!why) continue;
     const cur = statuses.get(c.name)!;
@@ -269,7 +327,7 @@ export function convertToAPIContainerStatuses(input: ApiStatusInput, containers:
     const id = cur.containerID ? cur.containerID.slice(cur.containerID.indexOf("://") + 3) : "";
     const started = cur.state.running !== undefined && (c.startupProbe ? probes?.startup?.get(id) === "Success" : true);
     cur.started = started;
-    if (isInit) cur.ready = cur.state.terminated?.exitCode === 0;
+    if (isInit && !isRestartableInitContainer(c)) cur.ready = cur.state.terminated?.exitCode === 0;
     else if (started) cur.ready = cur.state.running !== undefined && (c.readinessProbe ? probes?.readiness?.get(id) === "Success" : true);
   }
 
@@ -287,7 +345,8 @@ export function containersReadyCondition(pod: Pod, statuses: readonly V1Containe
   if (statuses === undefined) return { type: "ContainersReady", status: "False", reason: "UnknownContainerStatuses" };
   const unknown: string[] = [];
   const unready: string[] = [];
-  for (const c of pod.spec.containers) {
+  // Sidecars count first, then the regular containers.
+  for (const c of [...(pod.spec.initContainers ?? []).filter(isRestartableInitContainer), ...pod.spec.containers]) {
     const s = statusOf(statuses, c.name);
     if (!s) unknown.push(c.name);
     else if (!s.ready) unready.push(c.name);
@@ -316,7 +375,8 @@ export function podInitializedCondition(pod: Pod, statuses: readonly V1Container
   for (const c of inits) {
     const s = statusOf(statuses ?? [], c.name);
     if (!s) unknown.push(c.name);
-    else if (!s.ready) incomplete.push(c.name);
+    // A sidecar is done initializing once it has started.
+    else if (isRestartableInitContainer(c) ? !s.started : !s.ready) incomplete.push(c.name);
   }
   if (phase === "Succeeded" && unknown.length === 0) return { type: "Initialized", status: "True", reason: "PodCompleted" };
   // HasAnyRegularContainerStarted: an app container that has run means initialization happened.
@@ -375,21 +435,19 @@ function conditionTime(type: V1PodCondition["type"], value: ConditionStatus, inp
   }
 }
 
-/** When the pod started: its oldest sandbox or container (kubelet: when it first accepted the pod). */
-function podStartMs(status: PodStatus): number {
-  const times = [...status.sandboxStatuses.map((s) => nsToMs(s.createdAt)), ...status.containerStatuses.map((c) => c.createdAt)].filter((t) => t > 0);
-  return times.length ? Math.min(...times) : 0;
-}
 
 // ---- generateAPIPodStatus ------------------------------------------------------------------------------
 
 export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   const { pod, status } = input;
+  // An internal module's eviction (kubelet's PodSyncHandlers: the active deadline) makes the pod Failed.
+  const evicted = input.eviction ? { reason: input.eviction.reason, message: input.eviction.message } : pastActiveDeadline(pod, status, input.now) ? { reason: DEADLINE_EXCEEDED_REASON, message: DEADLINE_EXCEEDED_MESSAGE } : undefined;
+  if (evicted) input = { ...input, evicted: true };
   const containerStatuses = convertToAPIContainerStatuses(input, pod.spec.containers, false);
   const inits = pod.spec.initContainers ?? [];
   const initContainerStatuses = inits.length ? convertToAPIContainerStatuses(input, inits, true) : undefined;
   const all = [...containerStatuses, ...(initContainerStatuses ?? [])];
-  const phase = getPhase(pod, all);
+  const phase = evicted ? "Failed" : getPhase(pod, all, false, anyActiveRegularContainerStarted(pod, status));
   const startMs = podStartMs(status);
 
   const made = [
@@ -401,7 +459,7 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   ];
   const conditions: V1PodCondition[] = made.map((c) => ({ ...c, lastProbeTime: null, lastTransitionTime: apiTime(conditionTime(c.type, c.status, input, startMs)) }));
 
-  const out: V1PodStatus = { phase, conditions, containerStatuses, qosClass: podQOS(pod) };
+  const out: V1PodStatus = { phase, ...evicted, conditions, containerStatuses, qosClass: podQOS(pod) };
   const hostIPs = input.hostIPs ?? [];
   if (hostIPs.length) {
     out.hostIP = hostIPs[0]!;
@@ -417,7 +475,7 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   const start = apiTime(startMs);
   if (start) out.startTime = start;
   if (initContainerStatuses) out.initContainerStatuses = initContainerStatuses;
-  if (status.statusError) {
+  if (status.statusError && !evicted) {
     out.reason = RUNTIME_ERROR_REASON;
     out.message = `the runtime failed to report this pod's status (${status.statusError}); what its lists show is reported`;
   }

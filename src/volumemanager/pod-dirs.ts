@@ -16,6 +16,11 @@ export interface PodDirs {
   /** Bind the volume's subPath onto `target` so that it cannot resolve outside the volume (see subpath.ts);
    * an error says why not (kubelet reports it as CreateContainerConfigError). */
   bindSubPath(bind: SubPathBind): Promise<void>;
+  /** Write the pod's kubelet-managed hosts file (etc-hosts.ts), mode 0644, making its directory; without it
+   * the runtime's own /etc/hosts stays. */
+  writeHostsFile?(file: string, content: string): Promise<void>;
+  /** The node's own /etc/hosts (a hostNetwork pod's hosts file starts from it). */
+  readNodeHosts?(): Promise<string>;
 }
 
 /** kubelet's getPodDir */

@@ -34,14 +34,16 @@ export function subPathStepMessage(mountName: string, container: string, e: unkn
 export const subPathTarget = (rootDir: string, uid: string, volume: string, container: string, index: number) =>
   `${podDir(rootDir, uid)}/volume-subpaths/${volume}/${container}/${index}`;
 
-/** The binds a container's mounts need, by index into its volumeMounts. */
-export function subPathBinds(pod: Pod, container: Container, node: NodeConfig): Map<number, SubPathBind> {
+/** The binds a container's mounts need, by index into its volumeMounts: a subPath, or a subPathExpr as
+ * `expanded` (by index) gives it. */
+export function subPathBinds(pod: Pod, container: Container, node: NodeConfig, expanded: ReadonlyMap<number, string> = new Map()): Map<number, SubPathBind> {
   const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v] as const));
   const out = new Map<number, SubPathBind>();
   (container.volumeMounts ?? []).forEach((m, i) => {
-    if (!m.subPath) return;
+    const subPath = m.subPath || expanded.get(i);
+    if (!subPath) return;
     const v = volumes.get(m.name)!;
-    out.set(i, { volumePath: volumeHostPath(pod, v, node), subPath: m.subPath, target: subPathTarget(node.rootDir, pod.metadata.uid, v.name, container.name, i), createVolume: !("hostPath" in v) });
+    out.set(i, { volumePath: volumeHostPath(pod, v, node), subPath, target: subPathTarget(node.rootDir, pod.metadata.uid, v.name, container.name, i), createVolume: !("hostPath" in v) });
   });
   return out;
 }
@@ -53,6 +55,7 @@ export function subPathUnsupported(pod: Pod, why: string): FieldError[] {
     list.forEach((c, i) =>
       (c.volumeMounts ?? []).forEach((m, j) => {
         if (m.subPath) out.push({ path: `spec.${kind}[${i}].volumeMounts[${j}].subPath`, message: `subPath cannot be used on this deployment: ${why}` });
+        if (m.subPathExpr) out.push({ path: `spec.${kind}[${i}].volumeMounts[${j}].subPathExpr`, message: `subPathExpr cannot be used on this deployment: ${why}` });
       }),
     );
   return out;

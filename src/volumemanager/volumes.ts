@@ -28,8 +28,9 @@ export interface VolumeHost {
   /** Mount a tmpfs of `sizeBytes` at `path` (an existing directory) unless a tmpfs is mounted there already. */
   mountTmpfs(path: string, sizeBytes: number): Promise<void>;
   /** kubelet's SetVolumeOwnership: every entry under `dir` (not following symlinks) gets group `gid`, group
-   * read-write (read-only when `readOnly`), directories also group execute and setgid. */
-  setOwnership(dir: string, gid: number, readOnly: boolean): Promise<void>;
+   * read-write (read-only when `readOnly`), directories also group execute and setgid. With `onRootMismatch`
+   * (fsGroupChangePolicy OnRootMismatch) nothing changes when the volume's root already has them. */
+  setOwnership(dir: string, gid: number, readOnly: boolean, onRootMismatch?: boolean): Promise<void>;
   /** Subdirectories of `dir` (none when it does not exist). */
   listDirs(dir: string): Promise<string[]>;
   /** Remove a directory tree: never following a symlink, never through a mount point (unmounted first). */
@@ -109,10 +110,11 @@ export const needsSetUp = (pod: Pod): boolean => (pod.spec.volumes ?? []).some((
 /** Set up every volume of the pod (kubelet mounts all of a pod's volumes, mounted by a container or not).
  * Idempotent: a sync that finds them in place changes nothing. Throws with kubelet's FailedMount wording.
  * With `podStart` (a new sandbox) and a pod fsGroup, emptyDirs and claims get kubelet's volume ownership (its
- * fsGroupChangePolicy Always, applied when the pod starts rather than on every container start). */
+ * fsGroupChangePolicy, applied when the pod starts rather than on every container start). */
 export async function setUpVolumes(host: VolumeHost, pod: Pod, node: NodeConfig, podStart = true): Promise<string | undefined> {
   const done: string[] = [];
   const fsGroup = podStart ? pod.spec.securityContext?.fsGroup : undefined;
+  const onRootMismatch = pod.spec.securityContext?.fsGroupChangePolicy === "OnRootMismatch";
   for (const v of pod.spec.volumes ?? []) {
     try {
       if ("hostPath" in v) {
@@ -123,11 +125,11 @@ export async function setUpVolumes(host: VolumeHost, pod: Pod, node: NodeConfig,
         // setupDir: 0777, so a container running as any user can write.
         await host.ensureDir(path, 0o777);
         if (v.emptyDir.medium === "Memory") await host.mountTmpfs(path, tmpfsSize(pod, v.emptyDir.sizeLimit, node));
-        if (fsGroup !== undefined) await host.setOwnership(path, fsGroup, false);
+        if (fsGroup !== undefined) await host.setOwnership(path, fsGroup, false, onRootMismatch);
       } else if ("persistentVolumeClaim" in v) {
         const path = claimPath(node.rootDir, v.persistentVolumeClaim.claimName);
         await host.ensureDir(path, 0o777);
-        if (fsGroup !== undefined) await host.setOwnership(path, fsGroup, v.persistentVolumeClaim.readOnly);
+        if (fsGroup !== undefined) await host.setOwnership(path, fsGroup, v.persistentVolumeClaim.readOnly, onRootMismatch);
       } else continue;
       done.push(v.name);
     } catch (e) {

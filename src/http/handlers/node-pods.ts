@@ -137,7 +137,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         try {
           // Deleted only if still out of the store once the pod's lock is held: a later sync that put it back
           // meanwhile is not undone.
-          const r = await d.runtime.delete(uid, undefined, whileAbsent(d.desired, uid));
+          const r = await d.runtime.delete(uid, undefined, whileAbsent(d.desired, uid), before.get(uid)?.pod);
           criCalls += r.criCalls;
           return { ok: r.ok, pod: ref, steps: r.steps, deleted: r.deleted };
         } catch (e) {

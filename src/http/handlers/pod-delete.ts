@@ -21,7 +21,8 @@ export function registerPodDelete(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const wasStored = await desired.remove(uid, { iat: Number(token.payload.iat) });
     const stored = wasStored ? known : undefined;
     prober?.remove(uid);
-    const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined);
+    // The stored spec (when there was one) gives the kill its preStop hooks and the sidecars' order.
+    const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined, undefined, known?.pod);
     c.set("criCalls", r.criCalls);
     // Nothing podsync made is there under this uid (another manager's objects do not count), and the desired
     // state did not hold it either (node data it left that could not be removed is a 207 below, not a 404).

@@ -1,0 +1,84 @@
+// The eviction manager's local storage pass (kubelet's synchronize → localStorageEviction), as the node
+// agent's loop runs it: every interval, for the desired pods that declare a local storage limit and are not
+// evicted already, one ListContainerStats for the node and du for each pod's logs, disk emptyDirs and hosts
+// file; a pod over a limit is evicted through the runtime's front door (killed, Failed, reason Evicted, with
+// kubelet's message). A pod evicted for its own limit under restartPolicy Always is made anew after a back-off,
+// as its controller would (kubelet itself never restarts an evicted pod; here no controller stands behind a
+// node's desired pod): its containers, sandboxes and pod directory go, its claims and desired entry stay.
+// With a hard threshold on the root dir's filesystem (nodefs.available), a node under disk pressure evicts one
+// pod per pass by kubelet's ranking (rankDiskPressureFunc), with its message; such a pod is not made anew.
+import type { CriClient } from "../cri/client.js";
+import type { Pod } from "../pod/schema.js";
+import type { NodeConfig } from "../container/node-config.js";
+import type { PodStatus } from "../container/types.js";
+import type { PodRuntime } from "../kuberuntime/runtime.js";
+import { diskPressureMessage, EVICTED_REASON, hasLocalStorageLimits, localStorageEviction, rankForDiskPressure } from "./local-storage.js";
+import { podStorageUsage, writableLayers, type DiskUsage } from "./stats.js";
+
+/** kubelet's housekeeping/eviction monitoring interval. */
+export const EVICTION_INTERVAL_DEFAULT_MS = 10_000;
+/** How long an evicted restartPolicy Always pod stays down before it is made anew (kubelet's initial crash
+ * loop back-off). */
+export const EVICTED_RECREATE_AFTER_MS = 10_000;
+
+export interface EvictionOptions {
+  cri: CriClient;
+  disk: DiskUsage;
+  node: NodeConfig;
+  intervalMs?: number;
+  recreateAfterMs?: number;
+  /** kubelet's hard eviction threshold on nodefs.available (the filesystem of the root dir): below it the node
+   * is under disk pressure and one pod is evicted per pass, by kubelet's ranking. Unset: not watched. */
+  diskPressure?: { threshold: { percent: number } | { bytes: number }; fs: () => Promise<{ capacity: number; available: number }> } | undefined;
+}
+
+export interface EvictionPassResult {
+  /** CRI calls the stats pass made (one ListContainerStats when any pod was measured). */
+  statsCalls: number;
+  evicted: { uid: string; message: string }[];
+  recreated: string[];
+  /** The node's DiskPressure condition in this pass (undefined: not watched). */
+  diskPressure?: boolean;
+}
+
+/** One pass over the desired pods with their relisted status (undefined: nothing of it on the node). */
+export async function evictionPass(o: EvictionOptions, runtime: PodRuntime, pods: readonly { pod: Pod; status: PodStatus | undefined }[], now: number): Promise<EvictionPassResult> {
+  const out: EvictionPassResult = { statsCalls: 0, evicted: [], recreated: [] };
+  const running = pods.filter(({ pod, status }) => !runtime.eviction(pod.metadata.uid) && status?.containerStatuses.some((c) => c.state === "running"));
+  let rootfs: Map<string, number> | undefined;
+  const layers = async () => {
+    if (!rootfs) {
+      rootfs = await writableLayers(o.cri);
+      out.statsCalls = 1;
+    }
+    return rootfs;
+  };
+  const evict = async (pod: Pod, message: string, ownLimit: boolean) => {
+    await runtime.evict(pod, { reason: EVICTED_REASON, message, at: now, ownLimit });
+    out.evicted.push({ uid: pod.metadata.uid, message });
+  };
+  for (const { pod, status } of running.filter(({ pod }) => hasLocalStorageLimits(pod))) {
+    const message = localStorageEviction(pod, await podStorageUsage(await layers(), o.disk, pod, status!, o.node));
+    if (message !== undefined) await evict(pod, message, true);
+  }
+  // Node disk pressure: one pod per pass, the first by kubelet's ranking (a hard threshold: at once).
+  if (o.diskPressure) {
+    const fs = await o.diskPressure.fs();
+    const t = o.diskPressure.threshold;
+    out.diskPressure = fs.available < ("percent" in t ? (fs.capacity * t.percent) / 100 : t.bytes);
+    if (out.diskPressure) {
+      const candidates = running.filter(({ pod }) => !runtime.eviction(pod.metadata.uid));
+      const measured = await Promise.all(candidates.map(async ({ pod, status }) => ({ pod, usage: await podStorageUsage(await layers(), o.disk, pod, status!, o.node) })));
+      const first = rankForDiskPressure(measured)[0];
+      if (first) await evict(first.pod, diskPressureMessage(first.pod, first.usage), false);
+    }
+  }
+  for (const { pod } of pods) {
+    const e = runtime.eviction(pod.metadata.uid);
+    if (!e || e.reason !== EVICTED_REASON || !e.ownLimit || pod.spec.restartPolicy !== "Always" || now < e.at + (o.recreateAfterMs ?? EVICTED_RECREATE_AFTER_MS)) continue;
+    await runtime.delete(pod.metadata.uid, 0, undefined, pod);
+    runtime.forgetEviction(pod.metadata.uid);
+    out.recreated.push(pod.metadata.uid);
+  }
+  return out;
+}

@@ -1,0 +1,42 @@
+// The stats pass behind local storage eviction, as kubelet's summary provider feeds its eviction manager:
+// one CRI ListContainerStats for the pod's containers (each running instance's writable layer), and the disk
+// use of its log directory per container, its disk emptyDirs and its hosts file, measured on the node
+// (DiskUsage: src/host/disk-usage.ts). Only pods that declare a limit are measured.
+import type { CriClient } from "../cri/client.js";
+import type { Pod } from "../pod/schema.js";
+import type { NodeConfig } from "../container/node-config.js";
+import type { PodStatus } from "../container/types.js";
+import { KUBERNETES_MANAGED_LABEL, MANAGED_BY } from "../container/labels.js";
+import { podLogsDirectory } from "../kuberuntime/config.js";
+import { etcHostsFile } from "../kuberuntime/etc-hosts.js";
+import { emptyDirPath } from "../volumemanager/volumes.js";
+import { diskEmptyDirs, type PodStorageUsage } from "./local-storage.js";
+
+/** Disk use on the node, in bytes (du's blocks, as kubelet's fsquota/du measure it); 0 for a missing path. */
+export interface DiskUsage {
+  usage(path: string): Promise<number>;
+}
+
+/** Every managed container's writable layer use, by container id: one ListContainerStats for the node. */
+export async function writableLayers(cri: CriClient): Promise<Map<string, number>> {
+  const { stats } = await cri.listContainerStats({ filter: { labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY } } });
+  return new Map(stats.map((s) => [s.attributes?.id ?? "", Number(s.writableLayer?.usedBytes?.value ?? 0n)]));
+}
+
+/** One pod's use: its running containers' writable layers (from `rootfs`), and what du measures. */
+export async function podStorageUsage(rootfs: ReadonlyMap<string, number>, disk: DiskUsage, pod: Pod, status: PodStatus, node: NodeConfig): Promise<PodStorageUsage> {
+  const uid = pod.metadata.uid;
+  const [volumes, etcHosts] = await Promise.all([
+    Promise.all(diskEmptyDirs(pod).map(async (name) => [name, await disk.usage(emptyDirPath(node.rootDir, uid, name))] as const)),
+    disk.usage(etcHostsFile(node.rootDir, uid)),
+  ]);
+  const logsDir = podLogsDirectory(node, pod);
+  const containers = new Map<string, { rootfs: number; logs: number }>();
+  await Promise.all(
+    [...(pod.spec.initContainers ?? []), ...pod.spec.containers].map(async (c) => {
+      const running = status.containerStatuses.find((s) => s.name === c.name && s.state === "running");
+      containers.set(c.name, { rootfs: running ? (rootfs.get(running.id) ?? 0) : 0, logs: await disk.usage(`${logsDir}/${c.name}`) });
+    }),
+  );
+  return { containers, volumes: new Map(volumes), etcHosts };
+}
