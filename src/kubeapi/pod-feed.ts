@@ -1,0 +1,66 @@
+// The pods hub's feed: after each relist of the reconcile loop, the desired pods as v1.Pods (the spec as
+// stored, the status as kubelet's generateAPIPodStatus makes it from the relist's statuses and the prober's
+// results). It makes no runtime call: a watch or a list costs the node nothing beyond the loop's own relist.
+// A pod's object is rebuilt only when its runtime fingerprint, its stored spec or its probe results changed.
+//
+// Status from the relist differs from GET /v1/pods/{uid} in one way: termination messages read from files are
+// not included (the relist reads no files).
+import type { DesiredPod } from "../kuberuntime/desired-state.js";
+import { generateAPIPodStatus, toV1Pod, type PodProbeResults, type V1Pod } from "../kuberuntime/api-status.js";
+import { apiTime } from "../kuberuntime/api-status.js";
+import type { PodStatus } from "../kuberuntime/types.js";
+import type { WatchHub } from "./watch-hub.js";
+
+export interface RelistView {
+  pods: ReadonlyMap<string, { readonly status: PodStatus; fingerprint: string }>;
+}
+
+export interface PodFeedOptions {
+  nodeName: string;
+  hostIPs: readonly string[];
+  /** CRI Version's runtimeName (container ids are <name>://<id>); "" until known. */
+  runtimeName: () => string;
+  now?: () => number;
+}
+
+const emptyStatus = (uid: string): PodStatus => ({ id: uid, name: "", namespace: "", ips: [], sandboxStatuses: [], containerStatuses: [] });
+
+function probesKey(p: PodProbeResults | undefined): string {
+  if (!p) return "";
+  const m = (x: ReadonlyMap<string, unknown> | undefined) => (x ? [...x].map(([k, v]) => `${k}=${String(v)}`).join(",") : "");
+  return `${m(p.liveness)}|${m(p.readiness)}|${m(p.startup)}|${m(p.changedAt)}`;
+}
+
+/** Returns the feed: call it with every relist's desired entries and view. */
+export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions) {
+  const now = o.now ?? Date.now;
+  const built = new Map<string, { key: string; pod: V1Pod }>();
+  return (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
+    const out: V1Pod[] = [];
+    const seen = new Set<string>();
+    for (const e of entries) {
+      const uid = e.pod.metadata.uid;
+      seen.add(uid);
+      const pv = view?.pods.get(uid);
+      const pr = probes(uid);
+      const key = `${pv?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}`;
+      const had = built.get(uid);
+      if (had?.key === key) {
+        out.push(had.pod);
+        continue;
+      }
+      const status = pv?.status ?? emptyStatus(uid);
+      const apiStatus = generateAPIPodStatus({ pod: e.pod, status, now: now(), runtimeName: o.runtimeName(), hostIPs: o.hostIPs, probes: pr, reasons: undefined });
+      const v1 = toV1Pod(e.pod, e.pod.metadata, apiStatus);
+      const pod: V1Pod = {
+        ...v1,
+        metadata: { ...v1.metadata, creationTimestamp: v1.metadata.creationTimestamp ?? apiTime(e.storedAt) },
+        ...(v1.spec ? { spec: { ...v1.spec, nodeName: o.nodeName } as V1Pod["spec"] } : {}),
+      };
+      built.set(uid, { key, pod });
+      out.push(pod);
+    }
+    for (const uid of [...built.keys()]) if (!seen.has(uid)) built.delete(uid);
+    hub.replaceAll(out);
+  };
+}
