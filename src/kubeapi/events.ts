@@ -9,6 +9,7 @@
 import { apiTime } from "../kuberuntime/api-status.js";
 import type { Pod } from "../pod/schema.js";
 import type { SyncStep } from "../kuberuntime/types.js";
+import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { RvClock, WatchHub } from "./watch-hub.js";
 
 export interface ObjectReference {
@@ -181,4 +182,24 @@ export function eventsFromSteps(ref: PodRef, pod: Pod | undefined, steps: readon
     }
   }
   return out;
+}
+
+/** The engine's front door, recording the events of what each sync and delete did (for every caller that
+ * goes through it: requests and the loop). */
+export function recordingEvents(rt: PodRuntime, recorder: EventRecorder): PodRuntime {
+  return {
+    ...rt,
+    sync: async (pod, probes, objects, guard) => {
+      const r = await rt.sync(pod, probes, objects, guard);
+      // A sandbox made again for a pod that had one: kubelet's SandboxChanged.
+      const sandboxChanged = r.actions.createSandbox && r.status.sandboxStatuses.length > 0;
+      for (const e of eventsFromSteps(pod.metadata, pod, r.steps, { sandboxChanged })) recorder.record(pod.metadata, e);
+      return r;
+    },
+    delete: async (uid, grace, guard) => {
+      const r = await rt.delete(uid, grace, guard);
+      if (r.deleted) for (const e of eventsFromSteps(r.pod, undefined, r.steps)) recorder.record(r.pod, e);
+      return r;
+    },
+  };
 }

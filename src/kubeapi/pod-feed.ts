@@ -10,6 +10,7 @@ import { generateAPIPodStatus, toV1Pod, type PodProbeResults, type V1Pod } from 
 import { apiTime } from "../kuberuntime/api-status.js";
 import type { PodStatus } from "../kuberuntime/types.js";
 import type { WatchHub } from "./watch-hub.js";
+import type { EventRecorder } from "./events.js";
 
 export interface RelistView {
   pods: ReadonlyMap<string, { readonly status: PodStatus; fingerprint: string }>;
@@ -21,6 +22,8 @@ export interface PodFeedOptions {
   /** CRI Version's runtimeName (container ids are <name>://<id>); "" until known. */
   runtimeName: () => string;
   now?: () => number;
+  /** Where Unhealthy events go when a probe result turns to Failure. */
+  recorder?: EventRecorder | undefined;
 }
 
 const emptyStatus = (uid: string): PodStatus => ({ id: uid, name: "", namespace: "", ips: [], sandboxStatuses: [], containerStatuses: [] });
@@ -35,6 +38,24 @@ function probesKey(p: PodProbeResults | undefined): string {
 export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions) {
   const now = o.now ?? Date.now;
   const built = new Map<string, { key: string; pod: V1Pod }>();
+  /** uid → "<probe>/<container id>" → last result, to see a result turn to Failure. */
+  const lastResults = new Map<string, Map<string, string>>();
+  // kubelet's prober records Unhealthy ("Liveness probe failed: <output>") on each failure; the prober here
+  // keeps no output, so the event says which probe failed, once per turn to Failure.
+  const unhealthy = (e: DesiredPod, status: PodStatus, pr: PodProbeResults | undefined) => {
+    if (!o.recorder) return;
+    const uid = e.pod.metadata.uid;
+    const prev = lastResults.get(uid) ?? new Map<string, string>();
+    const next = new Map<string, string>();
+    for (const [kind, results] of [["Liveness", pr?.liveness], ["Readiness", pr?.readiness], ["Startup", pr?.startup]] as const)
+      for (const [id, r] of results ?? []) {
+        next.set(`${kind}/${id}`, r);
+        if (r !== "Failure" || prev.get(`${kind}/${id}`) === "Failure") continue;
+        const name = status.containerStatuses.find((c) => c.id === id)?.name;
+        if (name) o.recorder.record(e.pod.metadata, { type: "Warning", reason: "Unhealthy", message: `${kind} probe failed`, fieldPath: `spec.containers{${name}}` });
+      }
+    lastResults.set(uid, next);
+  };
   return (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
     const out: V1Pod[] = [];
     const seen = new Set<string>();
@@ -49,7 +70,11 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions) {
         out.push(had.pod);
         continue;
       }
-      const status = pv?.status ?? emptyStatus(uid);
+      // A running container's start time is in the relist only when its probes need it (or a loop sync read
+      // it): otherwise its creation time stands in (CreateContainer and StartContainer are one step apart).
+      const listed = pv?.status ?? emptyStatus(uid);
+      const status = { ...listed, containerStatuses: listed.containerStatuses.map((c) => (c.state === "running" && !c.startedAt ? { ...c, startedAt: c.createdAt } : c)) };
+      unhealthy(e, status, pr);
       const apiStatus = generateAPIPodStatus({ pod: e.pod, status, now: now(), runtimeName: o.runtimeName(), hostIPs: o.hostIPs, probes: pr, reasons: undefined });
       const v1 = toV1Pod(e.pod, e.pod.metadata, apiStatus);
       const pod: V1Pod = {
@@ -60,7 +85,11 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions) {
       built.set(uid, { key, pod });
       out.push(pod);
     }
-    for (const uid of [...built.keys()]) if (!seen.has(uid)) built.delete(uid);
+    for (const uid of [...built.keys()])
+      if (!seen.has(uid)) {
+        built.delete(uid);
+        lastResults.delete(uid);
+      }
     hub.replaceAll(out);
   };
 }

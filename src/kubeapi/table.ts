@@ -2,7 +2,6 @@
 // `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, with kubectl's columns for pods, nodes and events
 // (pkg/printers/internalversion/printers.go: printPod, printNode, printEvent). As the API server does, every
 // column is sent, the wide ones (priority 1) too; kubectl shows them only for -o wide.
-import { humanDuration } from "../kubectl-print.js";
 import type { V1Pod } from "../kuberuntime/api-status.js";
 import type { V1Event } from "./events.js";
 import type { V1Node } from "./node-object.js";
@@ -31,6 +30,27 @@ export interface Table {
 
 /** The `includeObject` query parameter: what each row carries (default Metadata, as the API server). */
 export type IncludeObject = "None" | "Metadata" | "Object";
+
+/** k8s.io/apimachinery/pkg/util/duration.HumanDuration */
+export function humanDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 120) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
+  if (minutes < 180) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
+  if (hours < 48) return `${hours}h`;
+  if (hours < 24 * 8) return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
+  if (hours < 24 * 365 * 8) {
+    const dy = Math.floor(hours / 24) % 365;
+    return dy === 0 ? `${Math.floor(hours / 24 / 365)}y` : `${Math.floor(hours / 24 / 365)}y${dy}d`;
+  }
+  return `${Math.floor(hours / 24 / 365)}y`;
+}
 
 const col = (name: string, description: string, priority = 0, format = ""): TableColumn => ({ name, type: "string", format, description, priority });
 const NAME_COL = col("Name", "Name must be unique within a namespace.", 0, "name");
