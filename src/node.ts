@@ -32,7 +32,7 @@ import { RvClock, WatchHub } from "./kubeapi/watch-hub.js";
 import { EventRecorder, recordingEvents } from "./kubeapi/events.js";
 import { nodeObject, type V1Node } from "./kubeapi/node-object.js";
 import { createPodFeed } from "./kubeapi/pod-feed.js";
-import type { V1Pod } from "./kuberuntime/api-status.js";
+import type { V1Pod } from "./status/api-status.js";
 import { dualListener, type DualListener } from "./host/dual-listener.js";
 import { loadOrMakeServingCert } from "./host/serving-cert.js";
 import { machineFacts } from "./host/node-facts.js";

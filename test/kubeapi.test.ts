@@ -14,7 +14,7 @@ import { nodeObject, type V1Node } from "../src/kubeapi/node-object.js";
 import { createPodFeed } from "../src/kubeapi/pod-feed.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
-import type { V1Pod } from "../src/kuberuntime/api-status.js";
+import type { V1Pod } from "../src/status/api-status.js";
 import type { PodRuntime } from "../src/kuberuntime/runtime.js";
 import { makeKey, ISSUER, NODE } from "./support/http.js";
 import { pod } from "./support/pods.js";

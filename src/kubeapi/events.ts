@@ -6,9 +6,9 @@
 //
 // As client-go's EventCorrelator does, an event equal to one already held (same object, type, reason,
 // message) is not added again: its count goes up and lastTimestamp moves.
-import { apiTime } from "../kuberuntime/api-status.js";
+import { apiTime } from "../status/api-status.js";
 import type { Pod } from "../pod/schema.js";
-import type { SyncStep } from "../kuberuntime/types.js";
+import type { SyncStep } from "../container/types.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { RvClock, WatchHub } from "./watch-hub.js";
 

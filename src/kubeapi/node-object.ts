@@ -1,9 +1,9 @@
 // This node as a v1.Node (kubelet's node status setters, pkg/kubelet/nodestatus/setters.go): labels and
 // taints as admission sees them, capacity and allocatable, the Ready condition from the runtime's own status
 // (CRI Status: RuntimeReady, and NetworkReady for the message), nodeInfo from CRI Version, addresses.
-import type { NodeInfo } from "../kuberuntime/predicates.js";
+import type { NodeInfo } from "../lifecycle/predicates.js";
 import type { RuntimeReadiness } from "../kuberuntime/runtime.js";
-import { apiTime } from "../kuberuntime/api-status.js";
+import { apiTime } from "../status/api-status.js";
 import { KUBE_GIT_VERSION } from "./discovery.js";
 
 export interface NodeCondition {

@@ -5,10 +5,10 @@
 //
 // Status from the relist differs from GET /v1/pods/{uid} in one way: termination messages read from files are
 // not included (the relist reads no files).
-import type { DesiredPod } from "../kuberuntime/desired-state.js";
-import { generateAPIPodStatus, toV1Pod, type PodProbeResults, type V1Pod } from "../kuberuntime/api-status.js";
-import { apiTime } from "../kuberuntime/api-status.js";
-import type { PodStatus } from "../kuberuntime/types.js";
+import type { DesiredPod } from "../pleg/desired-state.js";
+import { generateAPIPodStatus, toV1Pod, type PodProbeResults, type V1Pod } from "../status/api-status.js";
+import { apiTime } from "../status/api-status.js";
+import type { PodStatus } from "../container/types.js";
 import type { WatchHub } from "./watch-hub.js";
 import type { EventRecorder } from "./events.js";
 

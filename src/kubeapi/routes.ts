@@ -5,12 +5,12 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { verifyReadToken } from "../auth/read-token.js";
-import type { V1Pod } from "../kuberuntime/api-status.js";
+import type { V1Pod } from "../status/api-status.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
-import { LogQuery } from "../http/logs-exec.js";
+import { LogQuery } from "../http/handlers/logs-exec.js";
 import { streamFrom } from "../http/stream.js";
 import { fieldErrors } from "../pod/validate.js";
-import type { RequestLog } from "../http/app.js";
+import type { RequestLog } from "../http/request-log.js";
 import { aggregatedDiscovery, AGGREGATED_TYPE, apiGroupList, apiResourceList, apiVersions, versionInfo, wantsAggregated } from "./discovery.js";
 import { badRequest, forbidden, KubeStatusError, noSuchResource, notFound, toKubeStatus } from "./status.js";
 import { parseFieldSelector, parseLabelSelector, SelectorError } from "./selectors.js";

@@ -2,7 +2,7 @@
 // `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, with kubectl's columns for pods, nodes and events
 // (pkg/printers/internalversion/printers.go: printPod, printNode, printEvent). As the API server does, every
 // column is sent, the wide ones (priority 1) too; kubectl shows them only for -o wide.
-import type { V1Pod } from "../kuberuntime/api-status.js";
+import type { V1Pod } from "../status/api-status.js";
 import type { V1Event } from "./events.js";
 import type { V1Node } from "./node-object.js";
 
