@@ -219,7 +219,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const machine = machineFacts();
   const refreshNode = async () => {
     const r = await runtime.ready().catch(() => undefined);
-    if (r) runtimeName = r.runtime.name;
+    if (r && r.runtime.name !== runtimeName) {
+      runtimeName = r.runtime.name;
+      feedPods.again();
+    }
     nodeHub.replaceAll([nodeObject({ info: nodeInfo, cpus: cpus().length, memoryBytes: totalmem(), hostIPs, ...machine, startedAt, port: s.PODSYNC_PORT }, r, Date.now())]);
   };
   const kube = createKubeApi({
@@ -227,6 +230,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     pods: podsHub,
     events: recorder,
     node: { hub: nodeHub, refresh: refreshNode },
+    // The runtime's name (container ids are <name>://<id>) is learnt at the first Kubernetes API request: a node
+    // nobody asks costs no extra runtime call.
+    prepare: refreshNode,
     runtime,
     podsyncVersion: podsyncVersion(),
     arch: nodeInfo.labels["kubernetes.io/arch"] ?? process.arch,
@@ -235,14 +241,16 @@ export async function startNode(env: Record<string, string | undefined> = proces
   });
   // The Kubernetes paths (/version, /api, /apis) go to the Kubernetes API, everything else to podsync's own.
   const fetch = (req: Request, env: unknown) => (isKubePath(new URL(req.url).pathname) ? kube.fetch(req, env as never) : app.fetch(req, env as never));
-  void refreshNode();
-  let tls: { cert: string; key: string; certFile?: string } | undefined;
+  let tls: { cert: string; key: string; certFile?: string | undefined } | undefined;
+  let tlsWarning: string | undefined;
   if (s.PODSYNC_TLS) {
     if (s.PODSYNC_TLS_CERT_FILE && s.PODSYNC_TLS_KEY_FILE) tls = { cert: readFile(s.PODSYNC_TLS_CERT_FILE, "PODSYNC_TLS_CERT_FILE"), key: readFile(s.PODSYNC_TLS_KEY_FILE, "PODSYNC_TLS_KEY_FILE"), certFile: s.PODSYNC_TLS_CERT_FILE };
     else {
       const ips = [...new Set(["127.0.0.1", "::1", ...hostIPs, ...(isIP(s.PODSYNC_HOST) && !["0.0.0.0", "::"].includes(s.PODSYNC_HOST) ? [s.PODSYNC_HOST] : [])])];
       const names = [...new Set(["localhost", s.PODSYNC_NODE_NAME, machine.hostname, ...(isIP(s.PODSYNC_HOST) ? [] : [s.PODSYNC_HOST])])];
-      tls = loadOrMakeServingCert(join(stateDir, "tls"), `${s.PODSYNC_NODE_NAME}@podsync`, names, ips);
+      const made = loadOrMakeServingCert(join(stateDir, "tls"), `${s.PODSYNC_NODE_NAME}@podsync`, names, ips);
+      tls = made;
+      if (!made.persisted) tlsWarning = `${join(stateDir, "tls")} cannot be written: the self-signed serving certificate is kept in memory and changes at every start`;
     }
   }
   let dual: DualListener | undefined;
@@ -272,6 +280,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     if (sock && !existsSync(sock))
       lines.push(`  warning: ${sock} does not exist yet; /readyz will say 503 until the runtime runs (or set PODSYNC_CRI_ENDPOINT)`);
     lines.push(`  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+    if (tlsWarning) lines.push(`  warning: ${tlsWarning}`);
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError) lines.push(`  warning: ${join(stateDir, "probes")} cannot be used (${probeStoreError.code ?? String(probeStoreError.cause)}); probe state is kept in memory only`);
     if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);

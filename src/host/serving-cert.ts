@@ -111,21 +111,27 @@ function stillGood(c: ServingCert, dnsNames: readonly string[], ips: readonly st
   }
 }
 
-/** The state dir's serving.crt/serving.key, made (again) when needed. Files 0600 (the key) and 0644. */
-export function loadOrMakeServingCert(dir: string, commonName: string, dnsNames: readonly string[], ips: readonly string[], now = new Date()): ServingCert & { made: boolean; certFile: string } {
+/** The state dir's serving.crt/serving.key, made (again) when needed. Files 0600 (the key) and 0644. A
+ * directory that cannot be written does not stop the server: the certificate is then kept in memory only
+ * (`persisted: false`) and a new one is made at the next start. */
+export function loadOrMakeServingCert(dir: string, commonName: string, dnsNames: readonly string[], ips: readonly string[], now = new Date()): ServingCert & { made: boolean; certFile?: string; persisted: boolean } {
   const certFile = join(dir, "serving.crt");
   const keyFile = join(dir, "serving.key");
   try {
     const c = { cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
-    if (stillGood(c, dnsNames, ips, now)) return { ...c, made: false, certFile };
+    if (stillGood(c, dnsNames, ips, now)) return { ...c, made: false, certFile, persisted: true };
   } catch {
     // missing or unreadable: made below
   }
   const c = selfSignedCert(commonName, dnsNames, ips, now);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(keyFile + ".tmp", c.key, { mode: 0o600 });
-  writeFileSync(certFile + ".tmp", c.cert, { mode: 0o644 });
-  renameSync(keyFile + ".tmp", keyFile);
-  renameSync(certFile + ".tmp", certFile);
-  return { ...c, made: true, certFile };
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(keyFile + ".tmp", c.key, { mode: 0o600 });
+    writeFileSync(certFile + ".tmp", c.cert, { mode: 0o644 });
+    renameSync(keyFile + ".tmp", keyFile);
+    renameSync(certFile + ".tmp", certFile);
+  } catch {
+    return { ...c, made: true, persisted: false };
+  }
+  return { ...c, made: true, certFile, persisted: true };
 }

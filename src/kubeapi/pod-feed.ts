@@ -34,8 +34,14 @@ function probesKey(p: PodProbeResults | undefined): string {
   return `${m(p.liveness)}|${m(p.readiness)}|${m(p.startup)}|${m(p.changedAt)}`;
 }
 
-/** Returns the feed: call it with every relist's desired entries and view. */
-export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions) {
+export interface PodFeed {
+  /** Call with every relist's desired entries and view. */
+  (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void;
+  /** Build again from the last relist (after runtimeName became known). */
+  again(): void;
+}
+
+export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed {
   const now = o.now ?? Date.now;
   const built = new Map<string, { key: string; pod: V1Pod }>();
   /** uid → "<probe>/<container id>" → last result, to see a result turn to Failure. */
@@ -56,7 +62,9 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions) {
       }
     lastResults.set(uid, next);
   };
-  return (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
+  let last: Parameters<PodFeed> | undefined;
+  const feed = (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
+    last = [entries, view, probes];
     const out: V1Pod[] = [];
     const seen = new Set<string>();
     for (const e of entries) {
@@ -92,4 +100,5 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions) {
       }
     hub.replaceAll(out);
   };
+  return Object.assign(feed, { again: () => last && feed(...last) });
 }

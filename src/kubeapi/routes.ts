@@ -35,6 +35,8 @@ export interface KubeApiOptions {
   log?: (rec: RequestLog) => void;
   onStreamError?: (e: unknown) => void;
   watch?: { bookmarkEveryMs?: number; maxQueueBytes?: number; maxMs?: number };
+  /** Run once before the first answer about pods (Node: learn the runtime's name, for container ids). */
+  prepare?: () => Promise<void>;
   /** How long a list waits for the pods' first feed (the loop's first relist) before answering with none. */
   firstFeedWaitMs?: number;
 }
@@ -113,6 +115,7 @@ export function createKubeApi(o: KubeApiOptions) {
   const maxQueueBytes = o.watch?.maxQueueBytes ?? 1024 * 1024;
   const watchMaxMs = o.watch?.maxMs ?? 30 * 60_000;
   const firstFeedWaitMs = o.firstFeedWaitMs ?? 10_000;
+  let prepared: Promise<void> | undefined;
 
   app.use(async (c, next) => {
     const t0 = performance.now();
@@ -167,7 +170,10 @@ export function createKubeApi(o: KubeApiOptions) {
     columns: POD_COLUMNS,
     cells: podCells,
     conditions: podRowConditions,
-    load: () => o.pods.ready(firstFeedWaitMs),
+    load: async () => {
+      await (prepared ??= o.prepare?.() ?? Promise.resolve());
+      await o.pods.ready(firstFeedWaitMs);
+    },
   };
   const events: Kind<V1Event> = { resource: "events", kind: "Event", hub: o.events.hub, fields: EVENT_FIELDS, columns: EVENT_COLUMNS, cells: eventCells, load: async () => undefined };
   const nodes: Kind<V1Node> = { resource: "nodes", kind: "Node", hub: o.node.hub, fields: NODE_FIELDS, columns: NODE_COLUMNS, cells: nodeCells, load: o.node.refresh };
