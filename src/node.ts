@@ -28,6 +28,7 @@ import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodeVolumeFiles } from "./host/volume-files.js";
 import { createKubeApi, isKubePath } from "./kubeapi/routes.js";
+import { execUpgrade } from "./kubeapi/exec-stream.js";
 import { RvClock, WatchHub } from "./kubeapi/watch-hub.js";
 import { EventRecorder, recordingEvents } from "./kubeapi/events.js";
 import { nodeObject, type V1Node } from "./kubeapi/node-object.js";
@@ -237,8 +238,11 @@ export async function startNode(env: Record<string, string | undefined> = proces
     podsyncVersion: podsyncVersion(),
     arch: nodeInfo.labels["kubernetes.io/arch"] ?? process.arch,
     followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
+    allowExec: s.PODSYNC_ALLOW_EXEC,
     ...(quiet ? {} : { log: (rec) => console.log(JSON.stringify(rec)) }),
   });
+  // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server.
+  const onUpgrade = execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: quiet ? undefined : (rec) => console.log(JSON.stringify(rec)) });
   // The Kubernetes paths (/version, /api, /apis) go to the Kubernetes API, everything else to podsync's own.
   const fetch = (req: Request, env: unknown) => (isKubePath(new URL(req.url).pathname) ? kube.fetch(req, env as never) : app.fetch(req, env as never));
   let tls: { cert: string; key: string; certFile?: string | undefined } | undefined;
@@ -257,12 +261,14 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const server = await new Promise<ServerType | Server>((res, rej) => {
     if (tls) {
       dual = dualListener(getRequestListener(fetch), tls);
+      dual.onUpgrade(onUpgrade);
       const srv = dual.server;
       srv.once("error", rej);
       srv.listen(s.PODSYNC_PORT, s.PODSYNC_HOST, () => res(srv));
       return;
     }
     const srv = serve({ fetch, hostname: s.PODSYNC_HOST, port: s.PODSYNC_PORT }, () => res(srv));
+    srv.on("upgrade", onUpgrade);
     srv.once("error", rej);
   });
   const addr = server.address();

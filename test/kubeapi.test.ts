@@ -174,6 +174,7 @@ describe("the routes (createKubeApi)", async () => {
     node: { hub: nodeHub, refresh: async () => nodeHub.replaceAll([nodeObject({ info: { name: NODE, labels: { "kubernetes.io/hostname": NODE }, taints: [], allocatable: {} }, hostIPs: ["192.0.2.1"], startedAt: 0 }, await runtime.ready(), Date.now())]) },
     runtime,
     podsyncVersion: "0.1.0",
+    allowExec: false,
     arch: "amd64",
     followMaxMs: 1000,
   });
@@ -270,7 +271,7 @@ describe("the routes (createKubeApi)", async () => {
   });
 
   it("a watcher that does not read is dropped, not buffered without bound", async () => {
-    const small = createKubeApi({ verifier, pods, events, node: { hub: nodeHub, refresh: async () => undefined }, runtime, podsyncVersion: "x", arch: "amd64", followMaxMs: 1000, watch: { maxQueueBytes: 4096 } });
+    const small = createKubeApi({ verifier, pods, events, node: { hub: nodeHub, refresh: async () => undefined }, runtime, podsyncVersion: "x", arch: "amd64", allowExec: false, followMaxMs: 1000, watch: { maxQueueBytes: 4096 } });
     const before = pods.watcherCount;
     const r = await small.request("/api/v1/pods?watch=true", { headers: { authorization: `Bearer ${read}` } });
     expect(pods.watcherCount).toBe(before + 1);

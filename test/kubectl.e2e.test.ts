@@ -78,7 +78,7 @@ describe.skipIf(skip)("kubectl against the node", () => {
     if (!existsSync(KUBECTL)) throw new Error(`kubectl is missing at ${KUBECTL}: this suite runs the real kubectl (install it, or set PODSYNC_KUBECTL to one)`);
     const { startNode } = await import("../src/node.js");
     running = await startNode(
-      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: NODE, PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs"), PODSYNC_RELIST_INTERVAL_MS: "300" },
+      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: NODE, PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs"), PODSYNC_RELIST_INTERVAL_MS: "300", PODSYNC_ALLOW_EXEC: "true" },
       true,
     );
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
@@ -89,7 +89,7 @@ describe.skipIf(skip)("kubectl against the node", () => {
         apiVersion: "v1",
         kind: "Config",
         clusters: [{ name: NODE, cluster: { server: running.tls.url, "certificate-authority-data": Buffer.from(running.tls.caCert).toString("base64") } }],
-        users: [{ name: "reader", user: { token: await sign({ act: "read" }) } }],
+        users: [{ name: "reader", user: { token: await sign({ act: "read", exec: true }) } }],
         contexts: [{ name: NODE, context: { cluster: NODE, user: "reader", namespace: NS } }],
         "current-context": NODE,
       }),
@@ -172,6 +172,24 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect(d.out).toMatch(/Container Runtime Version:\s+containerd:\/\//);
     expect(d.out).toMatch(/Ready\s+True/);
   }, 60_000);
+
+  it("exec -- echo hi, and exec -it from a pseudo-terminal; a token minted without exec is refused", async () => {
+    const hi = await kubectl("exec", "web", "--", "echo", "hi");
+    expect(hi.code, hi.err).toBe(0);
+    expect(hi.out).toBe("hi\n");
+    const failing = await kubectl("exec", "web", "--", "sh", "-c", "echo oops >&2; exit 7");
+    expect(failing.err).toContain("oops");
+    expect(failing.err).toMatch(/exit code 7/);
+    // util-linux script gives kubectl a pseudo-terminal, so -it negotiates a TTY end to end.
+    const tty = await new Promise<{ code: number; out: string }>((res) =>
+      execFile("script", ["-qec", `${KUBECTL} exec -it web -- sh -c 'tty; echo tty-ok'`, "/dev/null"], { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 }, (e, out) => res({ code: e ? 1 : 0, out })),
+    );
+    expect(tty.out).toMatch(/\/dev\/pts\/\d+\r?\n/);
+    expect(tty.out).toContain("tty-ok");
+    const plain = await kubectl("--token", await sign({ act: "read" }), "exec", "web", "--", "echo", "hi");
+    expect(plain.code).not.toBe(0);
+    expect(plain.err).toMatch(/Forbidden.*does not allow exec/);
+  }, 90_000);
 
   it("delete is refused, naming the signed way", async () => {
     const r = await kubectl("delete", "pod", "web");

@@ -4,7 +4,8 @@
 // The entry points route /version, /api and /apis here (isKubePath) and everything else to the podsync app.
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
-import { verifyReadToken } from "../auth/read-token.js";
+import { verifyReadToken, type ReadScope } from "../auth/read-token.js";
+import { checkExec, EXEC_PATH } from "./exec-stream.js";
 import type { V1Pod } from "../status/api-status.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { LogQuery } from "../http/handlers/logs-exec.js";
@@ -30,6 +31,8 @@ export interface KubeApiOptions {
   runtime: PodRuntime;
   podsyncVersion: string;
   arch: string;
+  /** The node owner's PODSYNC_ALLOW_EXEC (exec itself is the upgrade handler of exec-stream.ts). */
+  allowExec: boolean;
   followMaxMs: number;
   now?: () => number;
   log?: (rec: RequestLog) => void;
@@ -44,7 +47,7 @@ export interface KubeApiOptions {
 /** The paths this app answers; the entry points send everything else to the podsync app. */
 export const isKubePath = (path: string) => path === "/version" || path === "/api" || path.startsWith("/api/") || path === "/apis" || path.startsWith("/apis/");
 
-type Env = { Variables: { jti?: string; error?: string } };
+type Env = { Variables: { jti?: string; error?: string; scope: ReadScope } };
 
 interface Kind<T extends KubeObject> {
   resource: string;
@@ -142,11 +145,18 @@ export function createKubeApi(o: KubeApiOptions) {
   app.use(async (c, next) => {
     const scope = await verifyReadToken(o.verifier, c.req.header("authorization"));
     c.set("jti", scope.token.payload.jti);
+    c.set("scope", scope);
     await next();
   });
 
   // Writes: never through this API. The Status names the signed way.
   app.on(["POST", "PUT", "PATCH", "DELETE"], "*", (c) => {
+    // kubectl falls back to SPDY (a POST) when its WebSocket exec is refused: the same refusal, said again.
+    const exec = EXEC_PATH.exec(c.req.path);
+    if (exec && c.req.method === "POST") {
+      checkExec(c.get("scope"), o.allowExec, exec[2]!);
+      throw badRequest("podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY");
+    }
     const m = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
     const resource = m?.[2] ?? "resources";
     const name = m?.[3] ?? "";
