@@ -435,25 +435,27 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
 
     execStream: (uid, req) =>
       counted(cri, async (c) => {
-        const status = await getPodStatus(c, { uid, name: "", namespace: "" });
-        if (isEmpty(status)) throw new PodNotFoundError(uid);
-        const pod = refFromStatus(uid, status);
-        const container = pickContainer(status, pod.name, req.container);
-        const containerId = runningInstance(status, pod.name, container);
-        const r = await c.exec({ containerId, cmd: req.command, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr && !req.tty });
-        return { pod, container, containerId, url: r.url };
+        const t = await execTarget(c, uid, req.container);
+        const r = await c.exec({ containerId: t.containerId, cmd: req.command, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr && !req.tty });
+        return { ...t, url: r.url };
       }),
 
     exec: (uid, req) =>
       counted(cri, async (c) => {
-        const status = await getPodStatus(c, { uid, name: "", namespace: "" });
-        if (isEmpty(status)) throw new PodNotFoundError(uid);
-        const pod = refFromStatus(uid, status);
-        const container = pickContainer(status, pod.name, req.container);
-        const r = await execSync(c, runningInstance(status, pod.name, container), req.command, req.timeoutSeconds, req.maxOutputBytes);
-        return { ...r, pod, container };
+        const t = await execTarget(c, uid, req.container);
+        const r = await execSync(c, t.containerId, req.command, req.timeoutSeconds, req.maxOutputBytes);
+        return { ...r, pod: t.pod, container: t.container };
       }),
   };
+}
+
+/** The pod's running instance of a container (kubelet's rules for a missing name), for exec. */
+async function execTarget(c: CriClient, uid: string, name: string | undefined): Promise<{ pod: PodRef; container: string; containerId: string }> {
+  const status = await getPodStatus(c, { uid, name: "", namespace: "" });
+  if (isEmpty(status)) throw new PodNotFoundError(uid);
+  const pod = refFromStatus(uid, status);
+  const container = pickContainer(status, pod.name, name);
+  return { pod, container, containerId: runningInstance(status, pod.name, container) };
 }
 
 /** `path` lies inside `dir` once `.` and `..` are resolved. */
