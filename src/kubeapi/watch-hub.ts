@@ -49,7 +49,7 @@ export interface HubOptions<T> {
 }
 
 export class WatchHub<T extends KubeObject> {
-  private readonly objects = new Map<string, { obj: T; json: string }>();
+  private readonly objects = new Map<string, { obj: T; json: string; source: T }>();
   private readonly history: Change<T>[] = [];
   private readonly capacity: number;
   /** Changes at or before this resourceVersion are no longer in the history. */
@@ -93,13 +93,18 @@ export class WatchHub<T extends KubeObject> {
   /** Put an object; a change only if it differs from the one held (resourceVersion aside). */
   upsert(obj: T): void {
     const key = this.o.key(obj);
+    const had = this.objects.get(key);
+    // The very object put last time (a feed that rebuilt nothing): no change, and nothing to compare.
+    if (had?.source === obj) return;
     const { resourceVersion: _, ...meta } = obj.metadata;
     const json = JSON.stringify({ ...obj, metadata: meta });
-    const had = this.objects.get(key);
-    if (had?.json === json) return;
+    if (had?.json === json) {
+      had.source = obj;
+      return;
+    }
     const rv = this.clock.next();
     const stamped = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(rv) } };
-    this.objects.set(key, { obj: stamped, json });
+    this.objects.set(key, { obj: stamped, json, source: obj });
     this.emit({ type: had ? "MODIFIED" : "ADDED", object: stamped, rv });
   }
 
