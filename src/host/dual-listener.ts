@@ -7,6 +7,9 @@ import { createServer as createHttpsServer } from "node:https";
 import type { Duplex } from "node:stream";
 
 const TLS_HANDSHAKE = 0x16;
+/** A connection that sends nothing is closed after this long (the HTTP servers' own timeouts start only once
+ * they have the socket). */
+const FIRST_BYTE_TIMEOUT_MS = 60_000;
 
 export interface DualListener {
   /** The listening socket (address(), close()). */
@@ -20,7 +23,9 @@ export function dualListener(handler: RequestListener, tls: { cert: string; key:
   const plain = createHttpServer(handler);
   const secure = createHttpsServer({ cert: tls.cert, key: tls.key }, handler);
   const server = createNetServer((socket: Socket) => {
+    socket.setTimeout(FIRST_BYTE_TIMEOUT_MS, () => socket.destroy());
     socket.once("data", (first: Buffer) => {
+      socket.setTimeout(0);
       socket.pause();
       socket.unshift(first);
       (first[0] === TLS_HANDSHAKE ? secure : plain).emit("connection", socket);
