@@ -20,7 +20,8 @@ import { loadSealKey } from "./state/seal-key.js";
 import type { StateUnavailableError } from "./state/state-unavailable.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
-import { createPodRuntime } from "./kuberuntime/runtime.js";
+import { createPodRuntime, type SyncResult } from "./kuberuntime/runtime.js";
+import type { Pod } from "./pod/schema.js";
 import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
 import { nodeInfoFrom } from "./settings/node-info.js";
@@ -168,7 +169,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
   let runtimeName = "";
   const feedPods = createPodFeed(podsHub, { nodeName: s.PODSYNC_NODE_NAME, hostIPs, runtimeName: () => runtimeName, recorder });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
-  const runtime = recordingEvents(instrumentRuntime(engine, metrics, "request"), recorder);
+  // Every sync's read-back and every delete also updates the Kubernetes API's pods (between relists, which
+  // runtime events make minutes apart).
+  const podsAfter = { synced: (pod: Pod, r: SyncResult) => feedPods.synced(pod, r.after, prober.results(pod.metadata.uid)), deleted: (uid: string) => feedPods.removed(uid) };
+  const runtime = recordingEvents(instrumentRuntime(engine, metrics, "request"), recorder, podsAfter);
   // Probe workers' state persists under the state dir, so a restart keeps their counts; in memory (with a
   // warning) when the directory cannot be used.
   const probeStore = new FileProbeStateStore(join(stateDir, "probes"), { onError: (e) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "probes", error: `probe state not written: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}` })) });
@@ -177,7 +181,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
-    runtime: recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder),
+    runtime: recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter),
     cri,
     desired,
     prober,

@@ -300,4 +300,15 @@ describe("the pod feed", () => {
     feed([], undefined, () => undefined);
     expect(hub.list()).toEqual([]);
   });
+
+  it("a sync's read-back updates its pod between relists, and a delete removes it", () => {
+    const hub = new WatchHub<V1Pod>(new RvClock(1), { key: (p) => p.metadata.uid });
+    const feed = createPodFeed(hub, { nodeName: NODE, hostIPs: [], runtimeName: () => "containerd" });
+    const p = pod({}, { name: "fresh" });
+    const status = { id: p.metadata.uid, name: "fresh", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [{ id: "c9", name: "main", state: "running" as const, createdAt: 1000, startedAt: 2000, finishedAt: 0, exitCode: 0, image: "i", imageRef: "r", hash: "", restartCount: 0, reason: "", message: "", attempt: 0, sandboxId: "s", gracePeriodSeconds: 30, backoffStreak: 0 }] };
+    feed.synced(p, status, undefined);
+    expect(hub.list()[0]?.status.containerStatuses[0]).toMatchObject({ containerID: "containerd://c9", state: { running: { startedAt: "1970-01-01T00:00:02Z" } } });
+    feed.removed(p.metadata.uid);
+    expect(hub.list()).toEqual([]);
+  });
 });

@@ -9,7 +9,7 @@
 import { apiTime } from "../status/api-status.js";
 import type { Pod } from "../pod/schema.js";
 import type { SyncStep } from "../container/types.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime, SyncResult } from "../kuberuntime/runtime.js";
 import { RvClock, WatchHub } from "./watch-hub.js";
 
 export interface ObjectReference {
@@ -185,12 +185,13 @@ export function eventsFromSteps(ref: PodRef, pod: Pod | undefined, steps: readon
 }
 
 /** The engine's front door, recording the events of what each sync and delete did (for every caller that
- * goes through it: requests and the loop). */
-export function recordingEvents(rt: PodRuntime, recorder: EventRecorder): PodRuntime {
+ * goes through it: requests and the loop), and telling `after` what they read back (the pod feed). */
+export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?: { synced(pod: Pod, r: SyncResult): void; deleted(uid: string): void }): PodRuntime {
   return {
     ...rt,
     sync: async (pod, probes, objects, guard) => {
       const r = await rt.sync(pod, probes, objects, guard);
+      after?.synced(pod, r);
       // A sandbox made again for a pod that had one: kubelet's SandboxChanged.
       const sandboxChanged = r.actions.createSandbox && r.status.sandboxStatuses.length > 0;
       for (const e of eventsFromSteps(pod.metadata, pod, r.steps, { sandboxChanged })) recorder.record(pod.metadata, e);
@@ -198,6 +199,7 @@ export function recordingEvents(rt: PodRuntime, recorder: EventRecorder): PodRun
     },
     delete: async (uid, grace, guard) => {
       const r = await rt.delete(uid, grace, guard);
+      after?.deleted(uid);
       if (r.deleted) for (const e of eventsFromSteps(r.pod, undefined, r.steps)) recorder.record(r.pod, e);
       return r;
     },
