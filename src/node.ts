@@ -29,6 +29,7 @@ import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodeVolumeFiles } from "./host/volume-files.js";
 import { createKubeApi, isKubePath } from "./kubeapi/routes.js";
+import type { RequestLog } from "./http/request-log.js";
 import { execUpgrade } from "./kubeapi/exec-stream.js";
 import { RvClock, WatchHub } from "./kubeapi/watch-hub.js";
 import { EventRecorder, recordingEvents } from "./kubeapi/events.js";
@@ -195,6 +196,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
   metrics?.setSource(loop);
+  // The request log (podsync's routes, the Kubernetes API's, exec): one write of the line as built (console.log
+  // would format the string again on its way out).
+  const requestLog = quiet ? () => undefined : (rec: RequestLog) => void process.stdout.write(JSON.stringify(rec) + "\n");
   const app = createApp({
     runtime,
     prober,
@@ -218,8 +222,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
           },
         }
       : {}),
-    // The request log: one write of the line as built (console.log would format the string again on its way out).
-    log: quiet ? () => undefined : (rec) => void process.stdout.write(JSON.stringify(rec) + "\n"),
+    log: requestLog,
   });
   const machine = machineFacts();
   const refreshNode = async () => {
@@ -243,10 +246,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
     arch: nodeInfo.labels["kubernetes.io/arch"] ?? process.arch,
     followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
     allowExec: s.PODSYNC_ALLOW_EXEC,
-    ...(quiet ? {} : { log: (rec) => console.log(JSON.stringify(rec)) }),
+    log: requestLog,
   });
   // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server.
-  const onUpgrade = execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: quiet ? undefined : (rec) => console.log(JSON.stringify(rec)) });
+  const onUpgrade = execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: requestLog });
   // The Kubernetes paths (/version, /api, /apis) go to the Kubernetes API, everything else to podsync's own.
   const fetch = (req: Request, env: unknown) => (isKubePath(new URL(req.url).pathname) ? kube.fetch(req, env as never) : app.fetch(req, env as never));
   let tls: { cert: string; key: string; certFile?: string | undefined } | undefined;
