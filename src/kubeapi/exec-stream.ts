@@ -84,7 +84,7 @@ export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket
         stderr: truthy(url.searchParams.get("stderr")),
       });
       rec.criCalls = r.criCalls;
-      const upstream = new WebSocket(r.url, ["v4.channel.k8s.io"]);
+      const upstream = new WebSocket(r.url.replace(/^http(s?):/, "ws$1:"), ["v4.channel.k8s.io"]);
       await new Promise<void>((res, rej) => {
         upstream.once("open", () => res());
         upstream.once("error", (e) => rej(new KubeStatusError(502, "InternalError", `the runtime's streaming server: ${e.message}`)));
