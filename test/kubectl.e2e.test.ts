@@ -71,6 +71,7 @@ async function streamUntil(args: string[], want: (out: string) => boolean, what:
 }
 
 let crashWatch: ReturnType<typeof background>;
+let eventWatch: ReturnType<typeof background>;
 
 describe.skipIf(skip)("kubectl against the node", () => {
   beforeAll(async () => {
@@ -97,6 +98,7 @@ describe.skipIf(skip)("kubectl against the node", () => {
     await syncPod("web", ["sh", "-c", "echo hello; i=0; while true; do i=$((i+1)); echo line $i; sleep 0.2; done"], { app: "web" });
     // Watched from before its first start, so the watch sees it run and then restart.
     crashWatch = background(["get", "pods", "-l", "app=crash", "-w"]);
+    eventWatch = background(["get", "events", "-w", "--field-selector", "involvedObject.name=crash"]);
     await syncPod("crash", ["sh", "-c", "echo run-$(date +%s); sleep 2; exit 3"], { app: "crash" });
     await until("both pods running in kubectl's view", async () => {
       const r = await kubectl("get", "pods", "--no-headers");
@@ -149,6 +151,9 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect(d.out).toMatch(new RegExp(`Node:\\s+${NODE}`));
     expect(d.out).toMatch(/Events:[\s\S]*Normal\s+Created\s+\S+\s+kubelet\s+Created container: main/);
     expect(d.out).toMatch(/Normal\s+Started\s+\S+\s+kubelet\s+Started container main/);
+    // Watched from before the crashing pod was synced: its events came as the stream's.
+    await until("kubectl get events -w to stream the crashing pod's Started", async () => /Normal\s+Started\s+pod\/crash\s+Started container main/.test(eventWatch.out()));
+    eventWatch.stop();
     const ev = await kubectl("get", "events");
     expect(ev.out).toMatch(/LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
     expect(ev.out).toMatch(/Normal\s+Started\s+pod\/web\s+Started container main/);
