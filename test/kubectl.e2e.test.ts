@@ -38,7 +38,10 @@ async function sign(claims: Record<string, unknown>): Promise<string> {
 async function syncPod(name: string, command: string[], labels: Record<string, string>) {
   const id = uid(name);
   uids.push(id);
-  const pod = { metadata: { name, namespace: NS, uid: id, labels }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command }] } };
+  const pod = {
+    metadata: { name, namespace: NS, uid: id, labels },
+    spec: { terminationGracePeriodSeconds: 1, volumes: [{ name: "data", emptyDir: {} }], containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command, volumeMounts: [{ name: "data", mountPath: "/data" }] }] },
+  };
   const r = await fetch(`${running.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod }) });
   expect(r.status, await r.clone().text()).toBe(200);
 }
@@ -99,7 +102,9 @@ describe.skipIf(skip)("kubectl against the node", () => {
     // Watched from before its first start, so the watch sees it run and then restart.
     crashWatch = background(["get", "pods", "-l", "app=crash", "-w"]);
     eventWatch = background(["get", "events", "-w", "--field-selector", "involvedObject.name=crash"]);
-    await syncPod("crash", ["sh", "-c", "echo run-$(date +%s); sleep 2; exit 3"], { app: "crash" });
+    // Its first instance exits after 2 s; the one that replaces it (the pod's emptyDir remembers) keeps running,
+    // so --previous has the first one's log (kubelet keeps one dead instance per container).
+    await syncPod("crash", ["sh", "-c", "echo run-$(date +%s); if [ -f /data/ran ]; then exec sleep 3600; fi; echo x > /data/ran; sleep 2; exit 3"], { app: "crash" });
     await until("both pods running in kubectl's view", async () => {
       const r = await kubectl("get", "pods", "--no-headers");
       return (r.out.match(/Running/g) ?? []).length === 2;
@@ -138,7 +143,9 @@ describe.skipIf(skip)("kubectl against the node", () => {
 
   it("get pods -w sees the crashing pod restart", async () => {
     const rows = () => crashWatch.out().split("\n").filter((l) => l.startsWith("crash "));
+    const t0 = Date.now();
     await until("kubectl get pods -w to show the crashing pod restarted", async () => rows().some((l) => /^crash\s+\S+\s+\S+\s+[1-9]/.test(l)), 60_000);
+    console.log(`kubectl get pods -w saw the restart ${Date.now() - t0} ms into the test:\n${crashWatch.out()}`);
     crashWatch.stop();
     expect(crashWatch.out()).toMatch(/NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n/);
     // It was seen running before it restarted: the restart came as a watch event, not in the first list.
@@ -162,7 +169,7 @@ describe.skipIf(skip)("kubectl against the node", () => {
   it("logs, logs -f and logs --previous", async () => {
     expect((await kubectl("logs", "web", "--tail", "-1")).out).toMatch(/^hello\nline 1\n/);
     await streamUntil(["logs", "-f", "web", "--tail", "1"], (o) => (o.match(/line \d+/g) ?? []).length >= 3, "kubectl logs -f to follow three lines");
-    await until("the crashing pod's first instance to have exited", async () => (await kubectl("get", "pod", "crash", "-o", "jsonpath={.status.containerStatuses[0].restartCount}")).out.trim() >= "1");
+    await until("the crashing pod's second instance to run", async () => (await kubectl("get", "pod", "crash", "-o", "jsonpath={.status.containerStatuses[0].restartCount} {.status.phase} {.status.containerStatuses[0].ready}")).out.trim() === "1 Running true");
     const prev = await kubectl("logs", "crash", "--previous");
     expect(prev.code, prev.err).toBe(0);
     expect(prev.out).toMatch(/^run-\d+\n$/);
