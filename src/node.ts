@@ -1,11 +1,13 @@
 // The embedded default: the function on Node, on localhost, talking to the node's runtime socket.
 // `npm start` runs this. With no keys configured it makes a dev key on first run and prints how to use it.
+import { X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { statfs } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { serve, type ServerType } from "@hono/node-server";
+import { getRequestListener, serve, type ServerType } from "@hono/node-server";
+import { isIP, type Server } from "node:net";
 import type { JSONWebKeySet } from "jose";
 import { createApp } from "./http/app.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
@@ -20,13 +22,25 @@ import type { StateUnavailableError } from "./state/state-unavailable.js";
 import { StateDirInUseError, StateDirLock } from "./state/state-dir-lock.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
-import { createPodRuntime } from "./kuberuntime/runtime.js";
+import { createPodRuntime, type SyncResult } from "./kuberuntime/runtime.js";
+import type { Pod } from "./pod/schema.js";
 import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
 import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodeVolumeFiles } from "./host/volume-files.js";
+import { createKubeApi, isKubePath } from "./kubeapi/routes.js";
+import type { RequestLog } from "./http/request-log.js";
+import { execUpgrade } from "./kubeapi/exec-stream.js";
+import { RvClock, WatchHub } from "./kubeapi/watch-hub.js";
+import { EventRecorder, recordingEvents } from "./kubeapi/events.js";
+import { nodeObject, type V1Node } from "./kubeapi/node-object.js";
+import { createPodFeed } from "./kubeapi/pod-feed.js";
+import type { V1Pod } from "./status/api-status.js";
+import { dualListener, type DualListener } from "./host/dual-listener.js";
+import { loadOrMakeServingCert } from "./host/serving-cert.js";
+import { machineFacts } from "./host/node-facts.js";
 import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
 import { canonicalRootDir } from "./host/mounts.js";
 import { nodePodDirs } from "./host/pod-dirs.js";
@@ -68,6 +82,15 @@ async function loadKeys(s: Settings): Promise<Keys> {
   return { keys: { jwks: parseJwks(readFileSync(jwksFile, "utf8"), jwksFile) }, issuers: [DEV_ISSUER, ...issuers], dev: { keyFile } };
 }
 
+/** podsync's own version (package.json beside src/ and dist/), for /version. */
+function podsyncVersion(): string {
+  try {
+    return String((JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version?: unknown }).version ?? "unknown");
+  } catch {
+    return "unknown";
+  }
+}
+
 function readFile(path: string, setting: string): string {
   try {
     return readFileSync(path, "utf8");
@@ -88,8 +111,11 @@ function parseJwks(text: string, setting: string): JSONWebKeySet {
 }
 
 export interface Running {
-  server: ServerType;
+  server: ServerType | Server;
+  /** http://host:port; the same port answers https (when PODSYNC_TLS is on). */
   url: string;
+  /** https://host:port and the serving certificate (PEM) a client should trust; absent with PODSYNC_TLS off. */
+  tls?: { url: string; caCert: string; certFile?: string };
   close(): Promise<void>;
 }
 
@@ -152,8 +178,20 @@ export async function startNode(env: Record<string, string | undefined> = proces
     hookNetwork: nodeProbeNetwork,
     localStorageLimits: true,
   });
+  // The Kubernetes API's state: one resourceVersion clock, the pods (fed by the loop's relist), the events
+  // (recorded from what every sync and delete did), this node.
+  const startedAt = Date.now();
+  const clock = new RvClock(startedAt);
+  const podsHub = new WatchHub<V1Pod>(clock, { key: (p) => p.metadata.uid });
+  const recorder = new EventRecorder(clock, s.PODSYNC_NODE_NAME);
+  const nodeHub = new WatchHub<V1Node>(clock, { key: (n) => n.metadata.name });
+  let runtimeName = "";
+  const feedPods = createPodFeed(podsHub, { nodeName: s.PODSYNC_NODE_NAME, hostIPs, runtimeName: () => runtimeName, recorder });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
-  const runtime = instrumentRuntime(engine, metrics, "request");
+  // Every sync's read-back and every delete also updates the Kubernetes API's pods (between relists, which
+  // runtime events make minutes apart).
+  const podsAfter = { synced: (pod: Pod, r: SyncResult) => feedPods.synced(pod, r.after, prober.results(pod.metadata.uid)), deleted: (uid: string) => feedPods.removed(uid) };
+  const runtime = recordingEvents(instrumentRuntime(engine, metrics, "request"), recorder, podsAfter);
   // Probe workers' state persists under the state dir, so a restart keeps their counts; in memory (with a
   // warning) when the directory cannot be used.
   const probeStore = new FileProbeStateStore(join(stateDir, "probes"), { onError: (e) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "probes", error: `probe state not written: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}` })) });
@@ -162,7 +200,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
-    runtime: instrumentRuntime(engine, metrics, "loop"),
+    runtime: recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter),
     cri,
     desired,
     prober,
@@ -180,8 +218,12 @@ export async function startNode(env: Record<string, string | undefined> = proces
       ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}),
       ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined ? { diskPressure: { threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE), fs: () => nodeFs(nodeConfig.rootDir) } } : {}),
     },
+    onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
   metrics?.setSource(loop);
+  // The request log (podsync's routes, the Kubernetes API's, exec): one write of the line as built (console.log
+  // would format the string again on its way out).
+  const requestLog = quiet ? () => undefined : (rec: RequestLog) => void process.stdout.write(JSON.stringify(rec) + "\n");
   const app = createApp({
     runtime,
     prober,
@@ -205,11 +247,60 @@ export async function startNode(env: Record<string, string | undefined> = proces
           },
         }
       : {}),
-    // The request log: one write of the line as built (console.log would format the string again on its way out).
-    log: quiet ? () => undefined : (rec) => void process.stdout.write(JSON.stringify(rec) + "\n"),
+    log: requestLog,
   });
-  const server = await new Promise<ServerType>((res, rej) => {
-    const srv = serve({ fetch: app.fetch, hostname: s.PODSYNC_HOST, port: s.PODSYNC_PORT }, () => res(srv));
+  const machine = machineFacts();
+  const refreshNode = async () => {
+    const r = await runtime.ready().catch(() => undefined);
+    if (r && r.runtime.name !== runtimeName) {
+      runtimeName = r.runtime.name;
+      feedPods.again();
+    }
+    nodeHub.replaceAll([nodeObject({ info: nodeInfo, cpus: cpus().length, memoryBytes: totalmem(), hostIPs, ...machine, startedAt, port: s.PODSYNC_PORT }, r, Date.now())]);
+  };
+  const kube = createKubeApi({
+    verifier,
+    pods: podsHub,
+    events: recorder,
+    node: { hub: nodeHub, refresh: refreshNode },
+    // The runtime's name (container ids are <name>://<id>) is learnt at the first Kubernetes API request: a node
+    // nobody asks costs no extra runtime call.
+    prepare: refreshNode,
+    runtime,
+    podsyncVersion: podsyncVersion(),
+    arch: nodeInfo.labels["kubernetes.io/arch"] ?? process.arch,
+    followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
+    allowExec: s.PODSYNC_ALLOW_EXEC,
+    log: requestLog,
+  });
+  // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server.
+  const onUpgrade = execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: requestLog });
+  // The Kubernetes paths (/version, /api, /apis) go to the Kubernetes API, everything else to podsync's own.
+  const fetch = (req: Request, env: unknown) => (isKubePath(new URL(req.url).pathname) ? kube.fetch(req, env as never) : app.fetch(req, env as never));
+  let tls: { cert: string; key: string; certFile?: string | undefined } | undefined;
+  let tlsWarning: string | undefined;
+  if (s.PODSYNC_TLS) {
+    if (s.PODSYNC_TLS_CERT_FILE && s.PODSYNC_TLS_KEY_FILE) tls = { cert: readFile(s.PODSYNC_TLS_CERT_FILE, "PODSYNC_TLS_CERT_FILE"), key: readFile(s.PODSYNC_TLS_KEY_FILE, "PODSYNC_TLS_KEY_FILE"), certFile: s.PODSYNC_TLS_CERT_FILE };
+    else {
+      const ips = [...new Set(["127.0.0.1", "::1", ...hostIPs, ...(isIP(s.PODSYNC_HOST) && !["0.0.0.0", "::"].includes(s.PODSYNC_HOST) ? [s.PODSYNC_HOST] : [])])];
+      const names = [...new Set(["localhost", s.PODSYNC_NODE_NAME, machine.hostname, ...(isIP(s.PODSYNC_HOST) ? [] : [s.PODSYNC_HOST])])];
+      const made = loadOrMakeServingCert(join(stateDir, "tls"), `${s.PODSYNC_NODE_NAME}@podsync`, names, ips);
+      tls = made;
+      if (!made.persisted) tlsWarning = `${join(stateDir, "tls")} cannot be written: the self-signed serving certificate is kept in memory and changes at every start`;
+    }
+  }
+  let dual: DualListener | undefined;
+  const server = await new Promise<ServerType | Server>((res, rej) => {
+    if (tls) {
+      dual = dualListener(getRequestListener(fetch), tls);
+      dual.onUpgrade(onUpgrade);
+      const srv = dual.server;
+      srv.once("error", rej);
+      srv.listen(s.PODSYNC_PORT, s.PODSYNC_HOST, () => res(srv));
+      return;
+    }
+    const srv = serve({ fetch, hostname: s.PODSYNC_HOST, port: s.PODSYNC_PORT }, () => res(srv));
+    srv.on("upgrade", onUpgrade);
     srv.once("error", rej);
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
@@ -224,15 +315,18 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const port = typeof addr === "object" && addr ? addr.port : s.PODSYNC_PORT;
   const host = s.PODSYNC_HOST.includes(":") ? `[${s.PODSYNC_HOST}]` : s.PODSYNC_HOST;
   const url = `http://${host}:${port}`;
+  const tlsInfo = tls && { url: `https://${host}:${port}`, caCert: tls.cert, ...(tls.certFile ? { certFile: tls.certFile } : {}) };
   if (!quiet) {
     const lines = [
       `podsync listening on ${url}  (node "${s.PODSYNC_NODE_NAME}", CRI ${s.PODSYNC_CRI_ENDPOINT})`,
       `  health:  curl ${url}/healthz      runtime: curl ${url}/readyz`,
     ];
+    if (tlsInfo) lines.push(`  kubectl: ${tlsInfo.url} (the same port over TLS; certificate ${tlsInfo.certFile ?? "given"}, SHA-256 ${new X509Certificate(tlsInfo.caCert).fingerprint256}; see docs/kubectl.md)`);
     const sock = s.PODSYNC_CRI_ENDPOINT.startsWith("unix://") ? s.PODSYNC_CRI_ENDPOINT.slice(7) : s.PODSYNC_CRI_ENDPOINT.startsWith("/") ? s.PODSYNC_CRI_ENDPOINT : "";
     if (sock && !existsSync(sock))
       lines.push(`  warning: ${sock} does not exist yet; /readyz will say 503 until the runtime runs (or set PODSYNC_CRI_ENDPOINT)`);
     lines.push(`  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+    if (tlsWarning) lines.push(`  warning: ${tlsWarning}`);
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError) lines.push(`  warning: ${join(stateDir, "probes")} cannot be used (${probeStoreError.code ?? String(probeStoreError.cause)}); probe state is kept in memory only`);
     if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);
@@ -246,11 +340,14 @@ export async function startNode(env: Record<string, string | undefined> = proces
   return {
     server,
     url,
+    ...(tlsInfo ? { tls: tlsInfo } : {}),
     close: () =>
       new Promise<void>((res) => {
         void loop.stop().then(async () => {
           await probeStore.close().catch(() => undefined);
-          server.close(() => void replay.close().then(() => dirLock.release()).then(() => res()));
+          const closed = () => void replay.close().then(() => dirLock.release()).then(() => res());
+          if (dual) void dual.close().then(closed);
+          else server.close(closed);
           cri.close();
         });
       }),

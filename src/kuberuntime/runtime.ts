@@ -127,6 +127,15 @@ export interface ExecRequest {
   maxOutputBytes: number;
 }
 
+export interface ExecStreamRequest {
+  container?: string | undefined;
+  command: string[];
+  tty: boolean;
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
+
 export interface Counted {
   /** CRI round trips this call made. */
   criCalls: number;
@@ -224,6 +233,9 @@ export interface PodRuntime {
   forgetEviction(uid: string): void;
   /** Resolve which instance's log a request means (kubelet's rules and wording); stream it with read(). */
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
+  /** CRI Exec (streaming) in the pod's running container: the runtime's streaming-server URL for it (kubectl
+   * exec's WebSocket is joined to it by src/kubeapi/exec-stream.ts). */
+  execStream(uid: string, req: ExecStreamRequest): Promise<Counted & { pod: PodRef; container: string; containerId: string; url: string }>;
   /** ExecSync in the pod's running container, output bounded. */
   exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
   /** What this node cannot honour, with no runtime call (kubelet's sysctl and AppArmor admission; subPath and
@@ -477,16 +489,29 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
 
     removeClaim: (name, desired = []) => counted(cri, async (c) => removeClaim(c, volumeHost(), syncOptions.node.rootDir, name, desired).then(() => ({}))),
 
+    execStream: (uid, req) =>
+      counted(cri, async (c) => {
+        const t = await execTarget(c, uid, req.container);
+        const r = await c.exec({ containerId: t.containerId, cmd: req.command, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr && !req.tty });
+        return { ...t, url: r.url };
+      }),
+
     exec: (uid, req) =>
       counted(cri, async (c) => {
-        const status = await getPodStatus(c, { uid, name: "", namespace: "" });
-        if (isEmpty(status)) throw new PodNotFoundError(uid);
-        const pod = refFromStatus(uid, status);
-        const container = pickContainer(status, pod.name, req.container);
-        const r = await execSync(c, runningInstance(status, pod.name, container), req.command, req.timeoutSeconds, req.maxOutputBytes);
-        return { ...r, pod, container };
+        const t = await execTarget(c, uid, req.container);
+        const r = await execSync(c, t.containerId, req.command, req.timeoutSeconds, req.maxOutputBytes);
+        return { ...r, pod: t.pod, container: t.container };
       }),
   };
+}
+
+/** The pod's running instance of a container (kubelet's rules for a missing name), for exec. */
+async function execTarget(c: CriClient, uid: string, name: string | undefined): Promise<{ pod: PodRef; container: string; containerId: string }> {
+  const status = await getPodStatus(c, { uid, name: "", namespace: "" });
+  if (isEmpty(status)) throw new PodNotFoundError(uid);
+  const pod = refFromStatus(uid, status);
+  const container = pickContainer(status, pod.name, name);
+  return { pod, container, containerId: runningInstance(status, pod.name, container) };
 }
 
 /** `path` lies inside `dir` once `.` and `..` are resolved. */

@@ -63,6 +63,9 @@ export interface ReconcileLoopOptions {
   now?: () => number;
   /** One JSON-able record per event worth a line (errors once per change, recoveries, start-up). */
   log?: (rec: Record<string, unknown>) => void;
+  /** Handed every relist's desired entries and view (undefined when nothing needed a relist): the Kubernetes
+   * API's pods are fed from it, so a watch costs no runtime call of its own. */
+  onRelist?: (entries: readonly DesiredPod[], view: Relist | undefined) => void;
   /** No timers: the caller drives the loop with tick() (the Workers node object's alarm, tests, bench). */
   manual?: boolean;
   /** Subscribe to the runtime's events (Node: watchContainerEvents over the CRI socket); returns the unsubscribe. */
@@ -153,6 +156,14 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     log({ event: "error", ...(uid ? { podUid: uid } : {}), what, error: error.text.slice(0, 300), ...extra });
   };
   const failure = (e: unknown) => ({ same: isCriError(e) ? e.codeName : errorMessage(e), text: isCriError(e) ? e.message : errorMessage(e) });
+
+  const feed = (entries: readonly DesiredPod[], view: Relist | undefined) => {
+    try {
+      o.onRelist?.(entries, view);
+    } catch (e) {
+      report("relist feed", undefined, failure(e));
+    }
+  };
 
   function sync(uid: string, reason: string): Promise<void> {
     const rec = records.get(uid);
@@ -267,6 +278,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       // costs no CRI call, and a refused request stays the only thing near the runtime).
       if (specs.size === 0 && prober?.nextDue() === undefined) {
         last = undefined;
+        feed(entries, undefined);
         return report0;
       }
       view = await relister.relist(
@@ -280,6 +292,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       report("relist", undefined, undefined);
       last = view;
       owners = view.owners;
+      feed(entries, view);
       report0.relisted = true;
       report0.relistCalls = view.criCalls;
 

@@ -27,6 +27,13 @@ export const Settings = z
     PODSYNC_STATE_DIR: z.string().startsWith("/", "must be an absolute path").optional(),
     /** GET /metrics: unauthenticated from loopback and with a Bearer token (act "metrics") from elsewhere
      * (loopback), only with a token (token), or not served (off). Node only: the Worker serves no /metrics. */
+    /** https on the server's own port (a TLS handshake is told from plain http by its first byte), for kubectl,
+     * which sends credentials only over https. Off: plain http only. */
+    PODSYNC_TLS: bool.default(true),
+    /** The serving certificate and key (PEM files, as kubelet's --tls-cert-file/--tls-private-key-file); unset:
+     * a self-signed one made in PODSYNC_STATE_DIR/tls/. */
+    PODSYNC_TLS_CERT_FILE: z.string().optional(),
+    PODSYNC_TLS_KEY_FILE: z.string().optional(),
     PODSYNC_METRICS: z.enum(["loopback", "token", "off"], { error: "allowed: loopback, token, off" }).default("loopback"),
     /** The runtime's event stream (CRI GetContainerEvents, or containerd's event service on containerd < 1.7):
      * exits restart containers at once and the relist becomes the safety net (on), or the relist alone (off). */
@@ -48,6 +55,8 @@ export const Settings = z
     const sources = [s.PODSYNC_JWKS_FILE, s.PODSYNC_JWKS, s.PODSYNC_JWKS_URL].filter(Boolean).length;
     if (sources > 1) ctx.addIssue({ code: "custom", path: ["PODSYNC_JWKS_FILE"], message: "set only one of PODSYNC_JWKS_FILE, PODSYNC_JWKS, PODSYNC_JWKS_URL" });
     if (sources === 1 && !s.PODSYNC_ISSUERS?.length) ctx.addIssue({ code: "custom", path: ["PODSYNC_ISSUERS"], message: "required with configured keys: the issuers (iss) to trust, comma separated" });
+    if (Boolean(s.PODSYNC_TLS_CERT_FILE) !== Boolean(s.PODSYNC_TLS_KEY_FILE))
+      ctx.addIssue({ code: "custom", path: [s.PODSYNC_TLS_CERT_FILE ? "PODSYNC_TLS_KEY_FILE" : "PODSYNC_TLS_CERT_FILE"], message: "set both PODSYNC_TLS_CERT_FILE and PODSYNC_TLS_KEY_FILE, or neither (a self-signed certificate is made)" });
     checkCommon(s, ctx, Boolean(s.PODSYNC_JWKS_FILE || s.PODSYNC_JWKS));
   });
 export type Settings = z.output<typeof Settings>;

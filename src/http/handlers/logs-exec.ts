@@ -19,7 +19,7 @@ const int = (min: number, max: number) =>
 const CONTAINER_NAME = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a container name").max(63);
 
 /** kubectl's PodLogOptions as query parameters, with the API server's bounds. */
-const LogQuery = z
+export const LogQuery = z
   .strictObject({
     container: CONTAINER_NAME.optional(),
     previous: bool.optional(),

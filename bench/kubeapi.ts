@@ -1,0 +1,133 @@
+// npm run bench:kubeapi: what the node's Kubernetes API costs (src/kubeapi/). Prints a table and writes
+// bench/results/kubeapi-<time>.json.
+//   1. 50 concurrent watchers (GET /api/v1/pods?watch=true, reading) on a 30-pod node at the default relist
+//      interval (1 s): the runtime calls per second and the server's CPU (% of one core, from /proc) over
+//      BENCH_WINDOW_S (20 s) without and with them. Watches are fed by the loop's relist: no call of their own.
+//   2. kubectl's `get pods` as a Table of 100 pods: the server's own time per request (its request log's
+//      durationMs), BENCH_TABLE_GETS (200) requests one after another.
+// The runtime is the in-process CRI stand-in (test/support/fake-cri.ts), which counts every call; the server
+// is the real Node entry in a child process.
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { importJWK, SignJWT, type JWK } from "jose";
+import { startFakeCri } from "../test/support/fake-cri.js";
+
+const WINDOW_S = Number(process.env["BENCH_WINDOW_S"] ?? 20);
+const WATCHERS = 50;
+const TABLE_GETS = Number(process.env["BENCH_TABLE_GETS"] ?? 200);
+const r2 = (n: number) => Math.round(n * 100) / 100;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const procCpuMs = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
+  return (Number(rest[11]) + Number(rest[12])) * 10;
+};
+
+const fake = await startFakeCri();
+const calls = () => [...fake.runtime.calls.values()].reduce((a, b) => a + b, 0);
+const dir = mkdtempSync(join(tmpdir(), "podsync-kubeapi-bench-"));
+const child = spawn(process.execPath, ["--import", "tsx", "bench/kubeapi-server.ts"], {
+  env: { ...process.env, PODSYNC_CRI_ENDPOINT: fake.endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "bench-node", PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: dir, PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_POD_LOGS_DIR: join(dir, "logs"), PODSYNC_METRICS: "off" },
+  stdio: ["ignore", "pipe", "pipe"],
+});
+const tableMs: number[] = [];
+createInterface({ input: child.stdout! }).on("line", (l) => {
+  if (!l.startsWith("{")) return;
+  const rec = JSON.parse(l) as { route?: string; durationMs?: number; method?: string };
+  if (rec.route === "/api/v1/pods" && rec.method === "GET" && collecting) tableMs.push(rec.durationMs!);
+});
+let collecting = false;
+const started = await new Promise<{ url: string; pid: number }>((res, rej) => {
+  createInterface({ input: child.stderr! }).on("line", (l) => {
+    if (l.startsWith('{"url"')) res(JSON.parse(l) as { url: string; pid: number });
+  });
+  child.once("exit", (c) => rej(new Error(`server exited ${c}`)));
+});
+const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
+const sign = async (claims: Record<string, unknown>) =>
+  new SignJWT(claims).setProtectedHeader({ alg: key.alg, ...(key.kid ? { kid: key.kid } : {}) }).setIssuer("podsync-dev").setAudience("bench-node").setIssuedAt().setExpirationTime("5m").setJti(crypto.randomUUID()).sign(await importJWK(key, key.alg));
+const read = await sign({ act: "read" });
+
+let generation = 0;
+async function setPods(n: number) {
+  const pods = Array.from({ length: n }, (_, i) => ({
+    metadata: { name: `p${i}`, namespace: "bench", uid: `kubeapi-bench-${n}-${i}`, labels: { app: "bench" } },
+    spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] },
+  }));
+  const r = await fetch(`${started.url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: await sign({ act: "apply", generation: ++generation, pods }) });
+  if (!r.ok) throw new Error(`PUT /v1/node/pods: ${r.status} ${await r.text()}`);
+  for (;;) {
+    const list = (await (await fetch(`${started.url}/api/v1/pods`, { headers: { authorization: `Bearer ${read}` } })).json()) as { items: { status: { phase: string } }[] };
+    if (list.items.length === n && list.items.every((p) => p.status.phase === "Running")) return;
+    await sleep(200);
+  }
+}
+
+async function window(): Promise<{ callsPerS: number; cpuPct: number }> {
+  const c0 = calls();
+  const p0 = procCpuMs(started.pid);
+  await sleep(WINDOW_S * 1000);
+  return { callsPerS: r2((calls() - c0) / WINDOW_S), cpuPct: r2(((procCpuMs(started.pid) - p0) / (WINDOW_S * 1000)) * 100) };
+}
+
+try {
+  await setPods(30);
+  await sleep(3000); // converged: the loop's start-up syncs are behind it
+  const idle = await window();
+  const ac = new AbortController();
+  let events = 0;
+  const watchers = await Promise.all(
+    Array.from({ length: WATCHERS }, async () => {
+      const r = await fetch(`${started.url}/api/v1/pods?watch=true&allowWatchBookmarks=true`, { headers: { authorization: `Bearer ${read}` }, signal: ac.signal });
+      const reader = r.body!.getReader();
+      void (async () => {
+        for (;;) {
+          const x = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+          if (x.done) return;
+          events++;
+        }
+      })();
+      return reader;
+    }),
+  );
+  await sleep(1000);
+  const watched = await window();
+  ac.abort();
+  for (const w of watchers) await w.cancel().catch(() => undefined);
+
+  await setPods(100);
+  collecting = true;
+  for (let i = 0; i < TABLE_GETS; i++) {
+    const r = await fetch(`${started.url}/api/v1/pods`, { headers: { authorization: `Bearer ${read}`, accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" } });
+    if ((await r.json()).rows.length !== 100) throw new Error("the Table did not hold 100 rows");
+  }
+  await sleep(200);
+  collecting = false;
+
+  const result = {
+    time: new Date().toISOString(),
+    machine: { cpus: cpus().length, node: process.version },
+    windowS: WINDOW_S,
+    watchers: { pods: 30, watchers: WATCHERS, idle, watched, extraCallsPerS: r2(watched.callsPerS - idle.callsPerS), extraCpuPct: r2(watched.cpuPct - idle.cpuPct), chunksRead: events },
+    table: { pods: 100, requests: tableMs.length, serverMsP50: pct(tableMs, 50), serverMsP99: pct(tableMs, 99), serverMsMax: Math.max(...tableMs) },
+  };
+  console.log(`
+kubeapi: 50 watchers on a 30-pod node (relist 1 s, ${WINDOW_S} s windows)
+                      CRI calls/s   server CPU (% of a core)
+  no watchers         ${String(idle.callsPerS).padEnd(13)} ${idle.cpuPct}
+  50 watchers         ${String(watched.callsPerS).padEnd(13)} ${watched.cpuPct}
+  difference          ${String(result.watchers.extraCallsPerS).padEnd(13)} ${result.watchers.extraCpuPct}
+kubeapi: GET /api/v1/pods as a Table of 100 pods, ${tableMs.length} requests: server time p50 ${result.table.serverMsP50} ms, p99 ${result.table.serverMsP99} ms, max ${result.table.serverMsMax} ms`);
+  mkdirSync(resolve("bench/results"), { recursive: true });
+  const out = resolve(`bench/results/kubeapi-${result.time.replace(/[:.]/g, "-")}.json`);
+  writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
+  console.log(`wrote ${out}`);
+} finally {
+  child.kill("SIGTERM");
+  await new Promise((r) => child.once("exit", r));
+  await fake.close();
+}

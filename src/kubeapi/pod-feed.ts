@@ -1,0 +1,137 @@
+// The pods hub's feed: after each relist of the reconcile loop, the desired pods as v1.Pods (the spec as
+// stored, the status as kubelet's generateAPIPodStatus makes it from the relist's statuses and the prober's
+// results). It makes no runtime call: a watch or a list costs the node nothing beyond the loop's own relist.
+// A pod's object is rebuilt only when its runtime fingerprint, its stored spec or its probe results changed.
+//
+// Status from the relist differs from GET /v1/pods/{uid} in one way: termination messages read from files are
+// not included (the relist reads no files).
+import type { DesiredPod } from "../pleg/desired-state.js";
+import { generateAPIPodStatus, toV1Pod, type PodProbeResults, type V1Pod } from "../status/api-status.js";
+import { apiTime } from "../status/api-status.js";
+import type { PodStatus } from "../container/types.js";
+import type { WatchHub } from "./watch-hub.js";
+import type { Pod } from "../pod/schema.js";
+import { fingerprintOf } from "../pleg/relist.js";
+import type { EventRecorder } from "./events.js";
+
+export interface RelistView {
+  pods: ReadonlyMap<string, { readonly status: PodStatus; fingerprint: string }>;
+}
+
+export interface PodFeedOptions {
+  nodeName: string;
+  hostIPs: readonly string[];
+  /** CRI Version's runtimeName (container ids are <name>://<id>); "" until known. */
+  runtimeName: () => string;
+  now?: () => number;
+  /** Where Unhealthy events go when a probe result turns to Failure. */
+  recorder?: EventRecorder | undefined;
+}
+
+const emptyStatus = (uid: string): PodStatus => ({ id: uid, name: "", namespace: "", ips: [], sandboxStatuses: [], containerStatuses: [] });
+
+function probesKey(p: PodProbeResults | undefined): string {
+  if (!p) return "";
+  const m = (x: ReadonlyMap<string, unknown> | undefined) => (x ? [...x].map(([k, v]) => `${k}=${String(v)}`).join(",") : "");
+  return `${m(p.liveness)}|${m(p.readiness)}|${m(p.startup)}|${m(p.changedAt)}`;
+}
+
+export interface PodFeed {
+  /** Call with every relist's desired entries and view. */
+  (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void;
+  /** Build again from the last relist (after runtimeName became known). */
+  again(): void;
+  /** A sync through the front door (a request's or the loop's) read the pod back: its status now, in full. With
+   * runtime events the relist is only a safety net minutes apart; this keeps the pods current between relists. */
+  synced(pod: Pod, after: PodStatus, probes: PodProbeResults | undefined): void;
+  /** The pod was deleted. */
+  removed(uid: string): void;
+}
+
+export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed {
+  const now = o.now ?? Date.now;
+  const built = new Map<string, { key: string; pod: V1Pod }>();
+  /** uid → "<probe>/<container id>" → last result, to see a result turn to Failure. */
+  const lastResults = new Map<string, Map<string, string>>();
+  // kubelet's prober records Unhealthy ("Liveness probe failed: <output>") on each failure; the prober here
+  // keeps no output, so the event says which probe failed, once per turn to Failure.
+  const unhealthy = (e: DesiredPod, status: PodStatus, pr: PodProbeResults | undefined) => {
+    if (!o.recorder) return;
+    const uid = e.pod.metadata.uid;
+    const prev = lastResults.get(uid) ?? new Map<string, string>();
+    const next = new Map<string, string>();
+    for (const [kind, results] of [["Liveness", pr?.liveness], ["Readiness", pr?.readiness], ["Startup", pr?.startup]] as const)
+      for (const [id, r] of results ?? []) {
+        next.set(`${kind}/${id}`, r);
+        if (r !== "Failure" || prev.get(`${kind}/${id}`) === "Failure") continue;
+        const name = status.containerStatuses.find((c) => c.id === id)?.name;
+        if (name) o.recorder.record(e.pod.metadata, { type: "Warning", reason: "Unhealthy", message: `${kind} probe failed`, fieldPath: `spec.containers{${name}}` });
+      }
+    lastResults.set(uid, next);
+  };
+  /** A sync's read-back, fuller than the relist's (start times, termination messages), by uid: used while the
+   * relist still shows the same objects (fingerprint). */
+  const fresh = new Map<string, { fingerprint: string; status: PodStatus }>();
+  const entryOf = new Map<string, DesiredPod>();
+  const build = (e: DesiredPod, pv: { readonly status: PodStatus; fingerprint: string } | undefined, pr: PodProbeResults | undefined): V1Pod => {
+    const uid = e.pod.metadata.uid;
+    const f = fresh.get(uid);
+    const current = f && pv && f.fingerprint === pv.fingerprint ? { status: f.status, fingerprint: f.fingerprint } : pv;
+    const key = `${current?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}`;
+    const had = built.get(uid);
+    if (had?.key === key) return had.pod;
+    // A running container's start time is in the relist only when its probes need it (or a loop sync read
+    // it): otherwise its creation time stands in (CreateContainer and StartContainer are one step apart).
+    const listed = current?.status ?? emptyStatus(uid);
+    const status = { ...listed, containerStatuses: listed.containerStatuses.map((c) => (c.state === "running" && !c.startedAt ? { ...c, startedAt: c.createdAt } : c)) };
+    unhealthy(e, status, pr);
+    const apiStatus = generateAPIPodStatus({ pod: e.pod, status, now: now(), runtimeName: o.runtimeName(), hostIPs: o.hostIPs, probes: pr, reasons: undefined });
+    const v1 = toV1Pod(e.pod, e.pod.metadata, apiStatus);
+    const pod: V1Pod = {
+      ...v1,
+      metadata: { ...v1.metadata, creationTimestamp: v1.metadata.creationTimestamp ?? apiTime(e.storedAt) },
+      ...(v1.spec ? { spec: { ...v1.spec, nodeName: o.nodeName } as V1Pod["spec"] } : {}),
+    };
+    built.set(uid, { key, pod });
+    return pod;
+  };
+  let last: Parameters<PodFeed> | undefined;
+  let syncs = 0;
+  const feed = (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
+    last = [entries, view, probes];
+    const out: V1Pod[] = [];
+    const seen = new Set<string>();
+    for (const e of entries) {
+      const uid = e.pod.metadata.uid;
+      seen.add(uid);
+      entryOf.set(uid, e);
+      const pv = view?.pods.get(uid);
+      out.push(build(e, pv, probes(uid)));
+    }
+    for (const uid of [...built.keys()]) if (!seen.has(uid)) forget(uid);
+    hub.replaceAll(out);
+  };
+  const forget = (uid: string) => {
+    built.delete(uid);
+    lastResults.delete(uid);
+    fresh.delete(uid);
+    entryOf.delete(uid);
+  };
+  return Object.assign(feed, {
+    again: () => last && feed(...last),
+    synced(pod: Pod, after: PodStatus, probes: PodProbeResults | undefined) {
+      const uid = pod.metadata.uid;
+      const fingerprint = fingerprintOf(after);
+      fresh.set(uid, { fingerprint, status: after });
+      // Built afresh with the synced spec (a pod new since the last relist has no stored entry here yet; its
+      // store time stands in as now); the next relist's build from the stored entry makes the same object.
+      const known = entryOf.get(uid);
+      const e: DesiredPod = { pod, audit: { iss: "", kid: undefined, jti: `sync#${syncs++}`, iat: 0 }, storedAt: known?.storedAt ?? now() };
+      hub.upsert(build(e, { status: after, fingerprint }, probes));
+    },
+    removed(uid: string) {
+      forget(uid);
+      hub.remove(uid);
+    },
+  });
+}

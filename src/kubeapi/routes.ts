@@ -1,0 +1,312 @@
+// The Kubernetes API's read side as one Hono app: /version, discovery, pods (get, list, watch; Table form;
+// selectors; limit/continue), pods/log, events and this node. Nothing is answered without a read token
+// (src/auth/read-token.ts); every write answers 403 naming podsync's signed way; every error is a Status.
+// The entry points route /version, /api and /apis here (isKubePath) and everything else to the podsync app.
+import { Hono, type Context } from "hono";
+import type { Verifier } from "../auth/verify.js";
+import { verifyReadToken, type ReadScope } from "../auth/read-token.js";
+import { checkExec, EXEC_PATH } from "./exec-stream.js";
+import type { V1Pod } from "../status/api-status.js";
+import type { PodRuntime } from "../kuberuntime/runtime.js";
+import { LogQuery } from "../http/handlers/logs-exec.js";
+import { streamFrom } from "../http/stream.js";
+import { fieldErrors } from "../pod/validate.js";
+import type { RequestLog } from "../http/request-log.js";
+import { aggregatedDiscovery, AGGREGATED_TYPE, apiGroupList, apiResourceList, apiVersions, versionInfo, wantsAggregated } from "./discovery.js";
+import { badRequest, forbidden, KubeStatusError, noSuchResource, notFound, toKubeStatus } from "./status.js";
+import { parseFieldSelector, parseLabelSelector, SelectorError } from "./selectors.js";
+import { EVENT_COLUMNS, eventCells, NODE_COLUMNS, nodeCells, POD_COLUMNS, podCells, podRowConditions, table, wantsTable, type IncludeObject, type TableColumn, type TableRow } from "./table.js";
+import type { Change, KubeObject, WatchHub } from "./watch-hub.js";
+import { watchStream } from "./watch-stream.js";
+import type { EventRecorder, V1Event } from "./events.js";
+import type { V1Node } from "./node-object.js";
+
+export interface KubeApiOptions {
+  verifier: Verifier;
+  /** The node's pods, kept by the reconcile loop's relist (src/kubeapi/pod-feed.ts). */
+  pods: WatchHub<V1Pod>;
+  events: EventRecorder;
+  /** This node, read fresh (CRI Version and Status) into its hub. */
+  node: { hub: WatchHub<V1Node>; refresh: () => Promise<void> };
+  runtime: PodRuntime;
+  podsyncVersion: string;
+  arch: string;
+  /** The node owner's PODSYNC_ALLOW_EXEC (exec itself is the upgrade handler of exec-stream.ts). */
+  allowExec: boolean;
+  followMaxMs: number;
+  now?: () => number;
+  log?: (rec: RequestLog) => void;
+  onStreamError?: (e: unknown) => void;
+  watch?: { bookmarkEveryMs?: number; maxQueueBytes?: number; maxMs?: number };
+  /** Run once before the first answer about pods (Node: learn the runtime's name, for container ids). */
+  prepare?: () => Promise<void>;
+  /** How long a list waits for the pods' first feed (the loop's first relist) before answering with none. */
+  firstFeedWaitMs?: number;
+}
+
+/** The paths this app answers; the entry points send everything else to the podsync app. */
+export const isKubePath = (path: string) => path === "/version" || path === "/api" || path.startsWith("/api/") || path === "/apis" || path.startsWith("/apis/");
+
+type Env = { Variables: { jti?: string; error?: string; scope: ReadScope } };
+
+interface Kind<T extends KubeObject> {
+  resource: string;
+  kind: string;
+  hub: WatchHub<T>;
+  fields: Readonly<Record<string, (obj: T) => string>>;
+  columns: TableColumn[];
+  cells: (obj: T, now: number) => (string | number)[];
+  conditions?: (obj: T) => TableRow["conditions"];
+  /** Brought up to date before a list or get. */
+  load: () => Promise<void>;
+}
+
+const POD_FIELDS: Record<string, (p: V1Pod) => string> = {
+  "metadata.name": (p) => p.metadata.name,
+  "metadata.namespace": (p) => p.metadata.namespace,
+  "spec.nodeName": (p) => (p.spec as { nodeName?: string } | undefined)?.nodeName ?? "",
+  "spec.restartPolicy": (p) => p.spec?.restartPolicy ?? "",
+  "spec.hostNetwork": (p) => String(p.spec?.hostNetwork ?? false),
+  "status.phase": (p) => p.status.phase,
+  "status.podIP": (p) => p.status.podIP ?? "",
+};
+
+const EVENT_FIELDS: Record<string, (e: V1Event) => string> = {
+  "metadata.name": (e) => e.metadata.name,
+  "metadata.namespace": (e) => e.metadata.namespace,
+  "involvedObject.kind": (e) => e.involvedObject.kind,
+  "involvedObject.namespace": (e) => e.involvedObject.namespace ?? "",
+  "involvedObject.name": (e) => e.involvedObject.name,
+  "involvedObject.uid": (e) => e.involvedObject.uid,
+  "involvedObject.apiVersion": (e) => e.involvedObject.apiVersion,
+  "involvedObject.resourceVersion": () => "",
+  "involvedObject.fieldPath": (e) => e.involvedObject.fieldPath ?? "",
+  reason: (e) => e.reason,
+  reportingComponent: (e) => e.reportingComponent,
+  source: (e) => e.source.component,
+  type: (e) => e.type,
+};
+
+const NODE_FIELDS: Record<string, (n: V1Node) => string> = {
+  "metadata.name": (n) => n.metadata.name,
+  "spec.unschedulable": (n) => String(n.spec.unschedulable ?? false),
+};
+
+const truthy = (v: string | undefined) => v === "true" || v === "1";
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+
+/** The watch's starting point: unset or "0" is "now, with the current objects first". */
+function sinceOf(rv: string | undefined): number | undefined {
+  if (rv === undefined || rv === "" || rv === "0") return undefined;
+  if (!/^\d+$/.test(rv)) throw badRequest(`invalid resource version: ${JSON.stringify(rv)}`);
+  return Number(rv);
+}
+
+function includeObjectOf(v: string | undefined): IncludeObject {
+  if (v === undefined || v === "") return "Metadata";
+  if (v === "None" || v === "Metadata" || v === "Object") return v;
+  throw badRequest(`includeObject: Unsupported value: ${JSON.stringify(v)}: supported values: "Metadata", "None", "Object"`);
+}
+
+const b64 = (s: string) => btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const unb64 = (s: string) => atob(s.replace(/-/g, "+").replace(/_/g, "/"));
+
+export function createKubeApi(o: KubeApiOptions) {
+  const app = new Hono<Env>();
+  const now = o.now ?? Date.now;
+  const bookmarkEveryMs = o.watch?.bookmarkEveryMs ?? 60_000;
+  const maxQueueBytes = o.watch?.maxQueueBytes ?? 1024 * 1024;
+  const watchMaxMs = o.watch?.maxMs ?? 30 * 60_000;
+  const firstFeedWaitMs = o.firstFeedWaitMs ?? 10_000;
+  let prepared: Promise<void> | undefined;
+
+  app.use(async (c, next) => {
+    const t0 = performance.now();
+    await next();
+    o.log?.({
+      time: new Date(now()).toISOString(),
+      method: c.req.method,
+      route: c.req.routePath,
+      status: c.res.status,
+      durationMs: Math.round((performance.now() - t0) * 100) / 100,
+      criCalls: 0,
+      ...(c.get("jti") ? { jti: c.get("jti") } : {}),
+      ...(c.get("error") ? { error: c.get("error") } : {}),
+    });
+  });
+  app.onError((e, c) => {
+    const s = toKubeStatus(e);
+    c.set("error", s.code >= 500 && !(e instanceof KubeStatusError) ? String((e as Error)?.stack ?? e) : s.message);
+    return s.toResponse();
+  });
+  app.notFound(() => noSuchResource().toResponse());
+
+  // Nothing without a read token: no data, no discovery, not even the version.
+  app.use(async (c, next) => {
+    const scope = await verifyReadToken(o.verifier, c.req.header("authorization"));
+    c.set("jti", scope.token.payload.jti);
+    c.set("scope", scope);
+    await next();
+  });
+
+  // Writes: never through this API. The Status names the signed way.
+  app.on(["POST", "PUT", "PATCH", "DELETE"], "*", (c) => {
+    // kubectl falls back to SPDY (a POST) when its WebSocket exec is refused: the same refusal, said again.
+    const exec = EXEC_PATH.exec(c.req.path);
+    if (exec && c.req.method === "POST") {
+      checkExec(c.get("scope"), o.allowExec, exec[2]!);
+      throw badRequest("podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY");
+    }
+    const m = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
+    const resource = m?.[2] ?? "resources";
+    const name = m?.[3] ?? "";
+    const how =
+      c.req.method === "DELETE"
+        ? "delete it with a signed request: podsync delete <uid> (or leave it out of the next podsync apply)"
+        : "change the node with a signed spec: podsync apply FILE (the node's whole set) or podsync sync FILE (one pod)";
+    throw forbidden(resource, name, `this node's Kubernetes API is read-only; ${how}`);
+  });
+
+  app.get("/version", (c) => c.json(versionInfo(o.podsyncVersion, o.arch)));
+  app.get("/api", (c) => (wantsAggregated(c.req.header("accept")) ? c.body(JSON.stringify(aggregatedDiscovery(true)), 200, { "content-type": AGGREGATED_TYPE }) : c.json(apiVersions(new URL(c.req.url).host))));
+  app.get("/apis", (c) => (wantsAggregated(c.req.header("accept")) ? c.body(JSON.stringify(aggregatedDiscovery(false)), 200, { "content-type": AGGREGATED_TYPE }) : c.json(apiGroupList())));
+  app.get("/api/v1", (c) => c.json(apiResourceList()));
+
+  const pods: Kind<V1Pod> = {
+    resource: "pods",
+    kind: "Pod",
+    hub: o.pods,
+    fields: POD_FIELDS,
+    columns: POD_COLUMNS,
+    cells: podCells,
+    conditions: podRowConditions,
+    load: async () => {
+      await (prepared ??= o.prepare?.() ?? Promise.resolve());
+      await o.pods.ready(firstFeedWaitMs);
+    },
+  };
+  const events: Kind<V1Event> = { resource: "events", kind: "Event", hub: o.events.hub, fields: EVENT_FIELDS, columns: EVENT_COLUMNS, cells: eventCells, load: async () => undefined };
+  const nodes: Kind<V1Node> = { resource: "nodes", kind: "Node", hub: o.node.hub, fields: NODE_FIELDS, columns: NODE_COLUMNS, cells: nodeCells, load: o.node.refresh };
+
+  function selectors<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined) {
+    try {
+      const label = parseLabelSelector(c.req.query("labelSelector"));
+      const field = parseFieldSelector(c.req.query("fieldSelector"), k.fields, k.resource);
+      return (obj: T) => (ns === undefined || obj.metadata.namespace === ns) && label.matches((obj.metadata as { labels?: Record<string, string> }).labels) && field.matches(obj);
+    } catch (e) {
+      if (e instanceof SelectorError) throw badRequest(e.message);
+      throw e;
+    }
+  }
+
+  const keyOf = (obj: KubeObject) => `${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+
+  function asTable<T extends KubeObject>(c: Context<Env>, k: Kind<T>, items: readonly T[], meta: { resourceVersion?: string; continue?: string }, headers = true) {
+    const t = now();
+    return table(headers ? k.columns : undefined, items, (x) => k.cells(x, t), includeObjectOf(c.req.query("includeObject")), meta, k.conditions);
+  }
+
+  async function list<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined): Promise<Response> {
+    const filter = selectors(c, k, ns);
+    const q = c.req.query();
+    if (truthy(q["watch"])) return watch(c, k, filter);
+    await k.load();
+    const items = k.hub
+      .list()
+      .filter(filter)
+      .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
+    const limit = q["limit"] ? Number(q["limit"]) : 0;
+    if (!Number.isSafeInteger(limit) || limit < 0) throw badRequest(`limit: Invalid value: ${JSON.stringify(q["limit"])}: must be a non-negative integer`);
+    let start = 0;
+    if (q["continue"]) {
+      let after: string;
+      try {
+        after = (JSON.parse(unb64(q["continue"])) as { after: string }).after;
+        if (typeof after !== "string") throw new Error();
+      } catch {
+        throw badRequest("continue key is not valid: it was not made by this server");
+      }
+      start = items.findIndex((x) => keyOf(x) > after);
+      if (start < 0) start = items.length;
+    }
+    const page = limit > 0 ? items.slice(start, start + limit) : items.slice(start);
+    const rest = items.length - start - page.length;
+    const meta: { resourceVersion: string; continue?: string; remainingItemCount?: number } = { resourceVersion: String(k.hub.resourceVersion) };
+    if (rest > 0) {
+      meta.continue = b64(JSON.stringify({ after: keyOf(page[page.length - 1]!) }));
+      meta.remainingItemCount = rest;
+    }
+    if (wantsTable(c.req.header("accept"))) return json(asTable(c, k, page, meta));
+    return json({ kind: `${k.kind}List`, apiVersion: "v1", metadata: meta, items: page });
+  }
+
+  function watch<T extends KubeObject>(c: Context<Env>, k: Kind<T>, filter: (obj: T) => boolean): Response {
+    const q = c.req.query();
+    const initial = truthy(q["sendInitialEvents"]);
+    const since = initial ? undefined : sinceOf(q["resourceVersion"]);
+    const timeoutS = q["timeoutSeconds"] ? Number(q["timeoutSeconds"]) : undefined;
+    if (timeoutS !== undefined && (!Number.isSafeInteger(timeoutS) || timeoutS < 0)) throw badRequest(`timeoutSeconds: Invalid value: ${JSON.stringify(q["timeoutSeconds"])}`);
+    const tableForm = wantsTable(c.req.header("accept"));
+    const include = includeObjectOf(q["includeObject"]);
+    const encode = (ch: Change<T>, first: boolean) => {
+      const object = tableForm ? table(first ? k.columns : undefined, [ch.object], (x) => k.cells(x, now()), include, { resourceVersion: String(ch.rv) }, k.conditions) : ch.object;
+      return JSON.stringify({ type: ch.type, object });
+    };
+    const body = watchStream({
+      hub: k.hub,
+      since,
+      filter,
+      encode,
+      bookmark: truthy(q["allowWatchBookmarks"]) || initial ? { everyMs: bookmarkEveryMs, kind: tableForm ? "Table" : k.kind, apiVersion: tableForm ? "meta.k8s.io/v1" : "v1" } : undefined,
+      initialEventsEnd: initial,
+      maxMs: Math.min(watchMaxMs, timeoutS !== undefined && timeoutS > 0 ? timeoutS * 1000 : watchMaxMs),
+      maxQueueBytes,
+    });
+    return new Response(body, { status: 200, headers: { "content-type": "application/json", "cache-control": "no-cache, private" } });
+  }
+
+  async function getOne<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined, name: string): Promise<Response> {
+    await k.load();
+    const obj = k.hub.list().find((x) => x.metadata.name === name && (ns === undefined || x.metadata.namespace === ns));
+    if (!obj) throw notFound(k.resource, name);
+    if (wantsTable(c.req.header("accept"))) return json(asTable(c, k, [obj], { resourceVersion: obj.metadata.resourceVersion ?? "" }));
+    return json(obj);
+  }
+
+  app.get("/api/v1/pods", (c) => list(c, pods, undefined));
+  app.get("/api/v1/namespaces/:ns/pods", (c) => list(c, pods, c.req.param("ns")));
+  app.get("/api/v1/namespaces/:ns/pods/:name", (c) => getOne(c, pods, c.req.param("ns"), c.req.param("name")));
+  app.get("/api/v1/events", (c) => list(c, events, undefined));
+  app.get("/api/v1/namespaces/:ns/events", (c) => list(c, events, c.req.param("ns")));
+  app.get("/api/v1/namespaces/:ns/events/:name", (c) => getOne(c, events, c.req.param("ns"), c.req.param("name")));
+  app.get("/api/v1/nodes", (c) => list(c, nodes, undefined));
+  app.get("/api/v1/nodes/:name", (c) => getOne(c, nodes, undefined, c.req.param("name")));
+
+  // pods/log with kubectl's PodLogOptions (the logs route's reader and rules).
+  app.get("/api/v1/namespaces/:ns/pods/:name/log", async (c) => {
+    const ns = c.req.param("ns");
+    const name = c.req.param("name");
+    await pods.load();
+    const pod = o.pods.list().find((p) => p.metadata.namespace === ns && p.metadata.name === name);
+    if (!pod) throw notFound("pods", name);
+    const { insecureSkipTLSVerifyBackend: _, ...query } = c.req.query();
+    const parsed = LogQuery.safeParse(query);
+    if (!parsed.success) {
+      const errors = fieldErrors(parsed.error, "query");
+      throw new KubeStatusError(400, "BadRequest", errors.map((e) => `${e.path}: ${e.message}`).join("; "), { causes: errors.map((e) => ({ field: e.path, message: e.message })) });
+    }
+    const q = parsed.data;
+    const log = await o.runtime.logs(pod.metadata.uid, { container: q.container, previous: q.previous, defaultContainers: pod.spec?.containers.map((x) => x.name) });
+    const sinceMs = q.sinceTime !== undefined ? Date.parse(q.sinceTime) : q.sinceSeconds !== undefined ? now() - q.sinceSeconds * 1000 : undefined;
+    const options = { tailLines: q.tailLines, limitBytes: q.limitBytes, sinceMs, timestamps: q.timestamps, follow: q.follow };
+    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal, maxMs: o.followMaxMs } : undefined), o.onStreamError ?? (() => undefined));
+    return c.body(body, 200, { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" });
+  });
+
+  // Any other path under /api or /apis: a resource or group this node does not serve.
+  app.get("*", () => {
+    throw noSuchResource();
+  });
+
+  return app;
+}
