@@ -27,6 +27,8 @@ export interface WorkloadStore {
   list(): Promise<StoredWorkload[]>;
   /** Store one workload (durably), replacing the one of the same kind, namespace and name. */
   put(entry: StoredWorkload): Promise<void>;
+  /** Store several at once (durably, all or nothing). */
+  putAll(entries: StoredWorkload[]): Promise<void>;
   /** Record a workload's status (and nothing else), if the workload is still stored under that uid. */
   setStatus(key: string, uid: string, status: Record<string, unknown>): Promise<void>;
   /** Forget one workload; false when it was not there. */
@@ -42,6 +44,9 @@ export class MemoryWorkloadStore implements WorkloadStore {
   }
   async put(entry: StoredWorkload) {
     this.items.set(workloadKey(entry.workload), entry);
+  }
+  async putAll(entries: StoredWorkload[]) {
+    for (const e of entries) this.items.set(workloadKey(e.workload), e);
   }
   async setStatus(key: string, uid: string, status: Record<string, unknown>) {
     const e = this.items.get(key);

@@ -52,6 +52,12 @@ export class FileWorkloadStore implements WorkloadStore {
     await this.change((m) => void m.set(workloadKey(entry.workload), entry));
   }
 
+  async putAll(entries: StoredWorkload[]) {
+    await this.change((m) => {
+      for (const e of entries) m.set(workloadKey(e.workload), e);
+    });
+  }
+
   async setStatus(key: string, uid: string, status: Record<string, unknown>) {
     await this.change((m) => {
       const e = m.get(key);

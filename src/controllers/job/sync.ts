@@ -102,7 +102,8 @@ function formatIndexes(xs: number[]): string {
   for (let i = 0; i < s.length; ) {
     let j = i;
     while (j + 1 < s.length && s[j + 1] === s[j]! + 1) j++;
-    parts.push(i === j ? `${s[i]}` : `${s[i]}-${s[j]}`);
+    // orderedIntervals.String: two in a row are written as two ("4,5"), longer runs as a range.
+    parts.push(i === j ? `${s[i]}` : j === i + 1 ? `${s[i]},${s[j]}` : `${s[i]}-${s[j]}`);
     i = j + 1;
   }
   return parts.join(",");
@@ -211,7 +212,8 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
     }
   }
   if (deadline !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, deadline);
-  out.status = { ...base, startTime, conditions };
+  // As upstream, active counts the pods just asked for and not the ones just asked gone.
+  out.status = { ...base, active: active.length + out.create.length - out.delete.length, startTime, conditions };
   return out;
 }
 

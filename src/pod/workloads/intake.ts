@@ -6,6 +6,7 @@
 import type { z } from "zod";
 import { fieldErrors, type FieldError } from "../validate.js";
 import type { PodObjects } from "../objects.js";
+import type { Pod } from "../schema.js";
 import { objectExpansionErrors } from "../env-objects-size.js";
 import { referenceErrors } from "../references.js";
 import { derivedUid } from "./uid.js";
@@ -96,6 +97,8 @@ export interface WorkloadItem {
   workload: Workload;
   objects: PodObjects;
   at: string;
+  /** The pod template validated as a pod, and its path (for the node owner's policy and the runtime's checks). */
+  template?: { pod: Pod; at: string } | undefined;
 }
 
 /** Parse and check the workloads of a body against its (already validated) objects: each template as a pod (its
@@ -129,11 +132,13 @@ export function validateWorkloads(items: readonly Item[], objects: { configMaps:
     const objs: PodObjects = { configMaps: mine(objects.configMaps), secrets: mine(objects.secrets) };
     if (w.kind === "Job") jobSelectorDefaults(w);
     const t = templateOf(w);
+    let template: WorkloadItem["template"];
     if (t) {
       const tat = join(at, w.kind === "CronJob" ? "spec.jobTemplate.spec.template" : "spec.template");
       const tp = templatePod(t, ns, tat);
       if (!tp.ok) errors.push(...tp.errors);
       else {
+        template = { pod: tp.pod, at: tat };
         const refs = referenceErrors(tp.pod, objs, tat);
         errors.push(...refs);
         if (refs.length === 0) errors.push(...objectExpansionErrors(tp.pod, objs, tat));
@@ -147,7 +152,7 @@ export function validateWorkloads(items: readonly Item[], objects: { configMaps:
         else if (!selectorMatches(sel, t.metadata.labels)) errors.push({ path: sat, message: "`selector` does not match template `labels`" });
       }
     }
-    workloads.push({ workload: w, objects: objs, at });
+    workloads.push({ workload: w, objects: objs, at, template });
   }
   return { workloads, errors };
 }
