@@ -34,6 +34,8 @@ import { startReconcileLoop } from "./pleg/loop.js";
 import { instrumentRuntime } from "./metrics/metrics.js";
 import { createPromMetrics } from "./host/metrics.js";
 import { FileProbeStateStore } from "./state/probe-state.js";
+import { FileWorkloadStore } from "./state/workloads.js";
+import { createControllers } from "./controllers/run.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
@@ -142,9 +144,23 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const probeStoreError = await probeStore.open().then(() => undefined, (e: StateUnavailableError) => e);
   const probes: ProbeStateStore = probeStoreError ? new MemoryProbeStateStore() : probeStore;
   const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
+  // The node's workloads (workloads.json beside pods/, Secrets sealed) and the controllers that make their pods;
+  // the loop runs them every pass.
+  const workloads = new FileWorkloadStore(stateDir, () => loadSealKey(stateDir), (file, why) => skipped.push(`${file}: ${why}`));
+  const workloadsError = await workloads.open().then(() => undefined, (e: StateUnavailableError) => e);
+  const loopRuntime = instrumentRuntime(engine, metrics, "loop");
+  const controllers = createControllers({
+    workloads,
+    desired,
+    runtime: loopRuntime,
+    nodeName: s.PODSYNC_NODE_NAME,
+    daemon: { node: nodeInfo },
+    log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
+  });
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
-    runtime: instrumentRuntime(engine, metrics, "loop"),
+    controllers,
+    runtime: loopRuntime,
     cri,
     desired,
     prober,
@@ -161,6 +177,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     runtime,
     prober,
     desired,
+    workloads,
+    serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     policy: nodePolicy(s),
@@ -202,6 +220,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     lines.push(`  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError) lines.push(`  warning: ${join(stateDir, "probes")} cannot be used (${probeStoreError.code ?? String(probeStoreError.cause)}); probe state is kept in memory only`);
+    if (workloadsError) lines.push(`  warning: ${join(stateDir, "workloads.json")} cannot be used (${workloadsError.code ?? String(workloadsError.cause)}); workloads are refused until it can`);
     if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);
     if (keys.dev)
       lines.push(
@@ -216,6 +235,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     close: () =>
       new Promise<void>((res) => {
         void loop.stop().then(async () => {
+          await controllers.settle();
           await probeStore.close().catch(() => undefined);
           server.close(() => void replay.close().then(() => res()));
           cri.close();

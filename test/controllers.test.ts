@@ -12,7 +12,7 @@ import type { ControllerContext } from "../src/controllers/types.js";
 import { DaemonSet, Deployment, Job, ReplicaSet } from "../src/pod/workloads/schema.js";
 import { jobSelectorDefaults, JOB_COMPLETION_INDEX_ANNOTATION } from "../src/pod/workloads/job-labels.js";
 import { makePod } from "../src/pod/workloads/template.js";
-import type { V1PodStatus } from "../src/kuberuntime/api-status.js";
+import type { V1PodStatus } from "../src/status/api-status.js";
 
 const NOW = Date.parse("2026-01-01T00:00:00Z");
 let seq = 0;

@@ -3,7 +3,7 @@
 // (metav1.NewControllerRef, GetControllerOf), and the random name suffix the API server gives a generateName
 // (apimachinery's rand.String(5): lower-case consonants and digits that spell no words).
 import type { OwnerReference, Pod } from "../pod/schema.js";
-import type { V1PodStatus } from "../kuberuntime/api-status.js";
+import type { V1PodStatus } from "../status/api-status.js";
 
 export interface ObservedPod {
   pod: Pod;

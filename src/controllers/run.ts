@@ -9,11 +9,11 @@
 // Kinds run in dependency order (CronJob makes Jobs, Deployment makes ReplicaSets), so what one makes is run by the
 // next in the same pass.
 import type { PodRuntime } from "../kuberuntime/runtime.js";
-import { whileAbsent, type DesiredPod, type DesiredState } from "../kuberuntime/desired-state.js";
-import type { V1PodStatus } from "../kuberuntime/api-status.js";
-import { canonicalJSON } from "../kuberuntime/hash.js";
+import { whileAbsent, type DesiredPod, type DesiredState } from "../pleg/desired-state.js";
+import type { V1PodStatus } from "../status/api-status.js";
+import { canonicalJSON } from "../container/hash.js";
 import type { Pod } from "../pod/schema.js";
-import type { DaemonSet, Deployment, Job, ReplicaSet, Workload, WorkloadKind } from "../pod/workloads/schema.js";
+import type { CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload, WorkloadKind } from "../pod/workloads/schema.js";
 import { derivedUid } from "../pod/workloads/uid.js";
 import { controllerOf, controllerRef, randomSuffix, type ObservedPod } from "./pods.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "./store.js";
@@ -21,6 +21,8 @@ import type { ControllerContext, ControllerResult } from "./types.js";
 import { syncReplicaSet } from "./replicaset/sync.js";
 import { syncDeployment, type DeploymentStatus } from "./deployment/sync.js";
 import { syncJob, type JobOptions, type JobStatus } from "./job/sync.js";
+import { syncCronJob, type ChildJob, type CronJobStatus } from "./cronjob/sync.js";
+import { syncStatefulSet, type StatefulSetStatus } from "./statefulset/sync.js";
 import { syncDaemonSet, type DaemonSetOptions, type DaemonSetStatus } from "./daemon/sync.js";
 
 export interface ControllersOptions {
@@ -204,6 +206,14 @@ function step(w: StoredWorkload, stored: Map<string, StoredWorkload>, podsOf: (w
         .map((c) => ({ rs: c.workload as ReplicaSet, pods: podsOf(c.workload), createdAt: c.storedAt }));
       return syncDeployment(wl as Deployment, views, w.status as DeploymentStatus | undefined, ctx);
     }
+    case "CronJob": {
+      const children: ChildJob[] = [...stored.values()]
+        .filter((c) => c.owner?.uid === wl.metadata.uid && c.workload.kind === "Job")
+        .map((c) => ({ job: c.workload as Job, status: c.status as ChildJob["status"], createdAt: c.storedAt }));
+      return syncCronJob(wl as CronJob, children, w.status as CronJobStatus | undefined, w.storedAt, ctx);
+    }
+    case "StatefulSet":
+      return syncStatefulSet(wl as StatefulSet, podsOf(wl), w.status as StatefulSetStatus | undefined, ctx);
     case "Job":
       return syncJob(wl as Job, podsOf(wl), w.status as JobStatus | undefined, ctx, o.job);
     case "DaemonSet":

@@ -5,7 +5,7 @@
 // CronJob's Jobs), record each workload's status and their own memory (a CronJob's last schedule time), and
 // remove what they retire. Implementations: files under the state dir on Node (src/state/workloads.ts), memory in
 // tests.
-import type { DesiredAudit } from "../kuberuntime/desired-state.js";
+import type { DesiredAudit } from "../pleg/desired-state.js";
 import type { OwnerReference } from "../pod/schema.js";
 import type { Workload } from "../pod/workloads/schema.js";
 

@@ -7,7 +7,7 @@
 import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
 import type { z } from "zod";
-import { serialQueue } from "../kuberuntime/serial.js";
+import { serialQueue } from "../util/serial.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
 import { WORKLOAD_SCHEMAS, isWorkloadKind, type Workload } from "../pod/workloads/schema.js";
 import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";

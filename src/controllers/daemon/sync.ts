@@ -11,7 +11,7 @@ import type { Toleration } from "../../pod/scheduling.js";
 import type { Pod } from "../../pod/schema.js";
 import { derivedUid } from "../../pod/workloads/uid.js";
 import { makePod } from "../../pod/workloads/template.js";
-import { matchesNodeSelectorAndAffinity, NODE_AFFINITY, TAINT_TOLERATION, untoleratedTaint, type NodeInfo } from "../../kuberuntime/predicates.js";
+import { matchesNodeSelectorAndAffinity, NODE_AFFINITY, TAINT_TOLERATION, untoleratedTaint, type NodeInfo } from "../../lifecycle/predicates.js";
 import { computeHash } from "../hash.js";
 import { availableAt, controllerRef, generatedName, isActive, isAvailable, isReady, type ObservedPod } from "../pods.js";
 import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";

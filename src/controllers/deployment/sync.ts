@@ -9,7 +9,7 @@
 // Left out, deliberately: proportional scaling of several ReplicaSets mid-rollout when replicas change (sync.go
 // scale): on one node the rollout's own steps reach the new count; and rollback annotations.
 import type { Deployment, ReplicaSet } from "../../pod/workloads/schema.js";
-import { canonicalJSON } from "../../kuberuntime/hash.js";
+import { canonicalJSON } from "../../container/hash.js";
 import { computeHash } from "../hash.js";
 import { replicaSetStatus } from "../replicaset/sync.js";
 import { controllerRef, isTerminal, scaledValue, type ObservedPod } from "../pods.js";
