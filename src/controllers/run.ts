@@ -52,6 +52,7 @@ export interface Controllers {
   settle(): Promise<void>;
 }
 
+const OBSERVES_GENERATION = new Set<WorkloadKind>(["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"]);
 const ORDER: WorkloadKind[] = ["CronJob", "Job", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "PersistentVolumeClaim"];
 
 export function createControllers(o: ControllersOptions): Controllers {
@@ -145,7 +146,8 @@ export function createControllers(o: ControllersOptions): Controllers {
           child.metadata.uid ??= derivedUid(o.nodeName, child.metadata.namespace, `${child.kind}/${child.metadata.name}`);
           const key = workloadKey(child);
           const prev = stored.get(key);
-          const entry: StoredWorkload = { workload: child, audit: w.audit, storedAt: prev?.storedAt ?? now, owner: controllerRef(w.workload), ...(w.objects ? { objects: w.objects } : {}), ...(prev?.status ? { status: prev.status } : {}) };
+          const generation = !prev ? 1 : canonicalJSON((prev.workload as { spec?: unknown }).spec) === canonicalJSON((child as { spec?: unknown }).spec) ? (prev.generation ?? 1) : (prev.generation ?? 1) + 1;
+          const entry: StoredWorkload = { workload: child, audit: w.audit, storedAt: prev?.storedAt ?? now, generation, owner: controllerRef(w.workload), ...(w.objects ? { objects: w.objects } : {}), ...(prev?.status ? { status: prev.status } : {}) };
           await o.workloads.put(entry);
           stored.set(key, entry);
         }
@@ -157,6 +159,8 @@ export function createControllers(o: ControllersOptions): Controllers {
           await removeTree(w, `${w.workload.kind} ${w.workload.metadata.name} removed by its controller`);
           return;
         }
+        // The apps kinds say which generation of the spec their status is for (observedGeneration).
+        if (OBSERVES_GENERATION.has(w.workload.kind)) r.status = { observedGeneration: w.generation ?? 1, ...r.status };
         if (canonicalJSON(r.status) !== canonicalJSON(w.status ?? null)) {
           await o.workloads.setStatus(workloadKey(w.workload), w.workload.metadata.uid!, r.status);
           const cur = stored.get(workloadKey(w.workload));

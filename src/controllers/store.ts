@@ -17,6 +17,9 @@ export interface StoredWorkload {
   storedAt: number;
   /** A workload a controller made: its controller (a Deployment for its ReplicaSets, a CronJob for its Jobs). */
   owner?: OwnerReference | undefined;
+  /** metadata.generation: 1 when first stored, one more each time its spec changes (status.observedGeneration
+   * says which one the controller has acted on). */
+  generation?: number | undefined;
   /** The Kubernetes-shaped status its controller last wrote (DeploymentStatus, JobStatus, ...). */
   status?: Record<string, unknown> | undefined;
 }

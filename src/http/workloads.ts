@@ -15,6 +15,7 @@ import type { Pod } from "../pod/schema.js";
 import { storedObjects } from "../pod/objects.js";
 import type { WorkloadItem } from "../pod/workloads/intake.js";
 import { isWorkloadKind } from "../pod/workloads/schema.js";
+import { canonicalJSON } from "../container/hash.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
 import { admit, admitOnRuntime } from "./admission.js";
 import { ProblemError } from "./problems.js";
@@ -35,8 +36,10 @@ export function workloadEntries(items: readonly WorkloadItem[], token: VerifiedT
     const prev = byKey.get(workloadKey(workload));
     const objs = objects.configMaps.length || objects.secrets.length ? storedObjects(objects) : undefined;
     // A workload sent again keeps its status (and a CronJob its last schedule time) while its uid is the same.
-    const keep = prev && prev.workload.metadata.uid === workload.metadata.uid && prev.status ? { status: prev.status } : {};
-    return { workload, audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat) }, storedAt: prev && prev.workload.metadata.uid === workload.metadata.uid ? prev.storedAt : now, ...(objs ? { objects: objs } : {}), ...keep };
+    const same = prev !== undefined && prev.workload.metadata.uid === workload.metadata.uid;
+    const keep = same && prev.status ? { status: prev.status } : {};
+    const generation = !same ? 1 : canonicalJSON((prev.workload as { spec?: unknown }).spec) === canonicalJSON((workload as { spec?: unknown }).spec) ? (prev.generation ?? 1) : (prev.generation ?? 1) + 1;
+    return { workload, audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat) }, storedAt: same ? prev.storedAt : now, generation, ...(objs ? { objects: objs } : {}), ...keep };
   });
 }
 
@@ -45,7 +48,7 @@ export function toV1Workload(s: StoredWorkload): Record<string, unknown> {
   const { status: _sent, ...w } = s.workload as typeof s.workload & { status?: unknown };
   return {
     ...w,
-    metadata: { ...w.metadata, creationTimestamp: new Date(s.storedAt).toISOString(), ...(s.owner ? { ownerReferences: [s.owner] } : {}) },
+    metadata: { ...w.metadata, generation: s.generation ?? 1, creationTimestamp: new Date(s.storedAt).toISOString(), ...(s.owner ? { ownerReferences: [s.owner] } : {}) },
     status: s.status ?? {},
   };
 }

@@ -138,8 +138,17 @@ export function bodyFromItems(items: readonly Item[], payload: Record<string, un
   const pods = podsWithObjects(sorted.pods, cms, secrets, check, errors);
   const w = validateWorkloads(sorted.workloads, { configMaps: cms, secrets }, o);
   errors.push(...w.errors);
-  if (errors.length) throw new InvalidPodError(errors);
+  if (errors.length) throw new InvalidPodError(inBodyOrder(errors, items));
   return { pods, workloads: w.workloads, warnings: sorted.warnings };
+}
+
+/** Errors in the order of the items they name (stable within an item; errors naming no item last). */
+function inBodyOrder(errors: FieldError[], items: readonly Item[]): FieldError[] {
+  const index = (path: string) => {
+    const i = items.findIndex((it) => it.at !== "" && (path === it.at || path.startsWith(`${it.at}.`) || path.startsWith(`${it.at}[`)));
+    return i < 0 ? items.length : i;
+  };
+  return errors.map((e, n) => ({ e, n, i: index(e.path) })).sort((a, b) => a.i - b.i || a.n - b.n).map((x) => x.e);
 }
 
 /** A body for the per-pod routes (sync, plan): at most one Pod, and any number of workloads; at least one of

@@ -135,7 +135,11 @@ export function validateWorkloads(items: readonly Item[], objects: { configMaps:
     let template: WorkloadItem["template"];
     if (t) {
       const tat = join(at, w.kind === "CronJob" ? "spec.jobTemplate.spec.template" : "spec.template");
-      const tp = templatePod(t, ns, tat);
+      // A StatefulSet's pods mount its claim templates as volumes (the API server validates them so too).
+      const claims = w.kind === "StatefulSet" ? (w.spec.volumeClaimTemplates ?? []).map((c) => c.metadata.name) : [];
+      const vols = (t.spec["volumes"] as { name?: string }[] | undefined) ?? [];
+      const tv = claims.length ? { ...t, spec: { ...t.spec, volumes: [...vols, ...claims.filter((n) => !vols.some((v) => v.name === n)).map((n) => ({ name: n, persistentVolumeClaim: { claimName: `${n}-${m.name}-0` } }))] } } : t;
+      const tp = templatePod(tv, ns, tat);
       if (!tp.ok) errors.push(...tp.errors);
       else {
         template = { pod: tp.pod, at: tat };
