@@ -154,7 +154,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     desired,
     runtime: loopRuntime,
     nodeName: s.PODSYNC_NODE_NAME,
-    daemon: { node: nodeInfo },
+    node: nodeInfo,
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
   });
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.

@@ -44,7 +44,7 @@ const container = (command: string[], extra: Record<string, unknown> = {}) => ({
 const podSpec = (command: string[], extra: Record<string, unknown> = {}) => ({ terminationGracePeriodSeconds: 1, containers: [container(command)], ...extra });
 
 function startLoop() {
-  controllers = createControllers({ workloads, desired, runtime: rt, nodeName: NODE, daemon: { node }, job: { podFailureBackOffMs: 1000 } });
+  controllers = createControllers({ workloads, desired, runtime: rt, nodeName: NODE, node, job: { podFailureBackOffMs: 1000 } });
   loop = startReconcileLoop({ runtime: rt, cri, desired, controllers, relistIntervalMs: 300, now: () => Date.now() + ahead });
 }
 async function stopLoop() {

@@ -17,13 +17,14 @@ import type { CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Work
 import { derivedUid } from "../pod/workloads/uid.js";
 import { controllerOf, controllerRef, randomSuffix, type ObservedPod } from "./pods.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "./store.js";
-import type { ControllerContext, ControllerResult } from "./types.js";
+import type { Condition, ControllerContext, ControllerResult } from "./types.js";
 import { syncReplicaSet } from "./replicaset/sync.js";
 import { syncDeployment, type DeploymentStatus } from "./deployment/sync.js";
 import { syncJob, type JobOptions, type JobStatus } from "./job/sync.js";
 import { syncCronJob, type ChildJob, type CronJobStatus } from "./cronjob/sync.js";
 import { syncStatefulSet, type StatefulSetStatus } from "./statefulset/sync.js";
-import { syncDaemonSet, type DaemonSetOptions, type DaemonSetStatus } from "./daemon/sync.js";
+import { syncDaemonSet, type DaemonSetStatus } from "./daemon/sync.js";
+import { admitPod, type NodeInfo } from "../lifecycle/predicates.js";
 
 export interface ControllersOptions {
   workloads: WorkloadStore;
@@ -31,7 +32,10 @@ export interface ControllersOptions {
   runtime: Pick<PodRuntime, "delete">;
   nodeName: string;
   job?: JobOptions;
-  daemon?: DaemonSetOptions;
+  /** The node as kubelet's admission sees it: a derived pod is admitted (resources, host ports, selectors, taints)
+   * against the other desired pods before it is stored, as a request's pod is; the DaemonSet controller decides
+   * with it too. */
+  node?: NodeInfo;
   suffix?: () => string;
   log?: (rec: Record<string, unknown>) => void;
 }
@@ -101,6 +105,8 @@ export function createControllers(o: ControllersOptions): Controllers {
       const ctx: ControllerContext = { now, nodeName: o.nodeName, suffix: o.suffix ?? (() => randomSuffix()) };
       const stored = new Map((await o.workloads.list()).map((w) => [workloadKey(w.workload), w]));
       const desired = await o.desired.list();
+      /** What admission counts: every desired pod, and those this pass makes. */
+      const admitted = desired.map((e) => e.pod);
       const byOwner = new Map<string, ObservedPod[]>();
       const add = (owner: string, p: ObservedPod) => byOwner.set(owner, [...(byOwner.get(owner) ?? []), p]);
       const derived: DesiredPod[] = [];
@@ -129,7 +135,16 @@ export function createControllers(o: ControllersOptions): Controllers {
       };
 
       const apply = async (w: StoredWorkload, r: ControllerResult) => {
+        let refused: string | undefined;
         for (const pod of r.create) {
+          // kubelet's admission, as for a request's pod: a pod the node cannot take is not made; the status says why
+          // (the ReplicaSet controller's ReplicaFailure/FailedCreate), and the next pass tries again.
+          const a = o.node ? admitPod(pod, o.node, admitted) : { admit: true as const };
+          if (!a.admit) {
+            refused ??= `Pod was rejected: ${a.message}`;
+            continue;
+          }
+          admitted.push(pod);
           const entry: DesiredPod = { pod, audit: w.audit, storedAt: now, ...(w.objects ? { objects: w.objects } : {}) };
           await o.desired.put(entry);
           out.created.push(pod.metadata.uid);
@@ -159,6 +174,10 @@ export function createControllers(o: ControllersOptions): Controllers {
           await removeTree(w, `${w.workload.kind} ${w.workload.metadata.name} removed by its controller`);
           return;
         }
+        const prevFailure = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find((c) => c.type === "ReplicaFailure");
+        const conditions = ((r.status["conditions"] as Condition[] | undefined) ?? []).filter((c) => c.type !== "ReplicaFailure");
+        if (refused) conditions.push({ type: "ReplicaFailure", status: "True", reason: "FailedCreate", message: refused, lastTransitionTime: prevFailure?.message === refused ? prevFailure.lastTransitionTime : new Date(now).toISOString() });
+        if (refused || r.status["conditions"]) r.status = { ...r.status, conditions };
         // The apps kinds say which generation of the spec their status is for (observedGeneration).
         if (OBSERVES_GENERATION.has(w.workload.kind)) r.status = { observedGeneration: w.generation ?? 1, ...r.status };
         if (canonicalJSON(r.status) !== canonicalJSON(w.status ?? null)) {
@@ -221,7 +240,7 @@ function step(w: StoredWorkload, stored: Map<string, StoredWorkload>, podsOf: (w
     case "Job":
       return syncJob(wl as Job, podsOf(wl), w.status as JobStatus | undefined, ctx, o.job);
     case "DaemonSet":
-      return syncDaemonSet(wl as DaemonSet, podsOf(wl), w.status as DaemonSetStatus | undefined, ctx, o.daemon);
+      return syncDaemonSet(wl as DaemonSet, podsOf(wl), w.status as DaemonSetStatus | undefined, ctx, o.node ? { node: o.node } : undefined);
     default:
       return undefined;
   }

@@ -33,6 +33,6 @@ export function templatePod(t: PodTemplate, namespace: string, at: string): { ok
 /** A derived pod, validated (the template passed intake, so this fails only on what the controller added). */
 export function makePod(t: PodTemplate, meta: Parameters<typeof podInput>[1]): Pod {
   const r = Pod.safeParse(podInput(t, meta));
-  if (!r.success) throw new InvalidPodError(fieldErrors(r.error, `pod ${meta.name}`));
+  if (!r.success) throw new InvalidPodError(fieldErrors(r.error, "template"));
   return r.data;
 }
