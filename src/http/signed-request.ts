@@ -238,6 +238,22 @@ export async function readBearer(req: Request, verifier: Verifier, act: Act, uid
   });
 }
 
+/** A node-wide read (GET /v1/pods, GET /v1/workloads): `Authorization: Bearer` with act "status" and no uid (a
+ * token scoped to one pod may not read the node's whole set). Not consumed. */
+export async function readNodeWideBearer(req: Request, verifier: Verifier, what: string): Promise<VerifiedToken> {
+  const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
+  if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
+  return verifier.verify(m[1]!, {
+    consume: false,
+    check: (p) =>
+      p["act"] !== "status"
+        ? new AuthError("bad-claims", `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`)
+        : p["uid"] !== undefined
+          ? new AuthError("bad-claims", `a token for the node's ${what} must not carry "uid" (it is scoped to one pod)`)
+          : undefined,
+  });
+}
+
 /** A body that is only a token (`application/jose`, or JSON `{"jws": "..."}`): exec, where the signed payload
  * is the whole request. `check` vets the payload before the jti is spent. */
 export async function readSignedToken(req: Request, verifier: Verifier, act: Act, maxBody: number, check: (payload: Record<string, unknown>) => void): Promise<VerifiedToken> {

@@ -8,7 +8,6 @@
 //                               controllers' next pass; its claims stay. Token: act "delete", uid the workload's.
 import type { Context, Hono } from "hono";
 import type { Verifier, VerifiedToken } from "../auth/verify.js";
-import { AuthError } from "../auth/verify.js";
 import type { NodePolicy } from "../auth/policy.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import type { Pod } from "../pod/schema.js";
@@ -19,7 +18,7 @@ import { canonicalJSON } from "../container/hash.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
 import { admit, admitOnRuntime } from "./admission.js";
 import { ProblemError } from "./problems.js";
-import { readBearer } from "./signed-request.js";
+import { readBearer, readNodeWideBearer } from "./signed-request.js";
 
 /** The checks a pod gets, on each workload's template: the policy, the probe handlers, the runtime's refusals. */
 export function admitWorkloads(items: readonly WorkloadItem[], policy: NodePolicy, rt: Pick<PodRuntime, "admit">, checkProbes: (pod: Pod, prefix: string) => void): void {
@@ -61,17 +60,7 @@ export interface WorkloadRoutesDeps {
 
 export function registerWorkloads(app: Hono<any>, routes: { list: string; one: string }, d: WorkloadRoutesDeps): void {
   app.get(routes.list, async (c) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(c.req.header("authorization") ?? "");
-    if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
-    const token = await d.verifier.verify(m[1]!, {
-      consume: false,
-      check: (p) =>
-        p["act"] !== "status"
-          ? new AuthError("bad-claims", `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`)
-          : p["uid"] !== undefined
-            ? new AuthError("bad-claims", 'a token for the node\'s workload list must not carry "uid" (it is scoped to one pod)')
-            : undefined,
-    });
+    const token = await readNodeWideBearer(c.req.raw, d.verifier, "workload list");
     d.note(c as never, { jti: token.payload.jti });
     const kind = c.req.query("kind");
     if (kind !== undefined && !isWorkloadKind(kind)) throw new ProblemError("bad-request", `kind must be one of Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PersistentVolumeClaim (got ${JSON.stringify(kind)})`, { errors: [{ path: "kind", message: "unknown workload kind" }] });

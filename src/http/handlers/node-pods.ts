@@ -6,7 +6,6 @@
 //                      the orphans: pods podsync made that the store does not hold.
 import type { Context, Hono } from "hono";
 import type { VerifiedToken } from "../../auth/verify.js";
-import { AuthError } from "../../auth/verify.js";
 import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
 import { SupersededError } from "../../kuberuntime/runtime.js";
 import { toV1Pod } from "../../status/api-status.js";
@@ -22,7 +21,7 @@ import { jsonWithWarnings } from "../warnings.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";
 import { ProblemError, toProblemError } from "../problems.js";
-import { readSignedList } from "../signed-request.js";
+import { readNodeWideBearer, readSignedList } from "../signed-request.js";
 import { actionsJSON } from "../serialize.js";
 import type { PodRouteDeps } from "../context.js";
 
@@ -196,18 +195,8 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
   });
 
   app.get(routes.pods, async (c) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(c.req.header("authorization") ?? "");
-    if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
     // A token scoped to one pod (`uid`) may not read the node's whole set.
-    const token = await d.verifier.verify(m[1]!, {
-      consume: false,
-      check: (p) =>
-        p["act"] !== "status"
-          ? new AuthError("bad-claims", `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`)
-          : p["uid"] !== undefined
-            ? new AuthError("bad-claims", 'a token for the node\'s pod list must not carry "uid" (it is scoped to one pod)')
-            : undefined,
-    });
+    const token = await readNodeWideBearer(c.req.raw, d.verifier, "pod list");
     d.note(c as never, { jti: token.payload.jti });
     const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
     entries.sort((a, b) => a.pod.metadata.namespace.localeCompare(b.pod.metadata.namespace) || a.pod.metadata.name.localeCompare(b.pod.metadata.name));
