@@ -42,6 +42,7 @@ export function buildWorkerApp(env: Env): Hono {
       logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
       // exec probes go through the proxy (ExecSync); a Worker cannot open a connection to a pod.
       probeHandlers: { allowed: ["exec"], why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod" },
+      serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }
