@@ -3,10 +3,9 @@
 //   2. the body is the pod (JSON or YAML) and the `Podsync-Signature` header holds a token whose
 //      `body_sha256` claim is the base64url SHA-256 of the exact body bytes.
 // Either way every byte acted on is signed, and the token's `act` must name the route.
-import { MAX_GRACE_PERIOD_SECONDS, type Pod } from "../pod/schema.js";
-import { bodyFromDocuments, bodyFromItems, bundleFromDocuments, bundleFromPayload, type Body } from "../pod/bundle.js";
+import { MAX_GRACE_PERIOD_SECONDS } from "../pod/schema.js";
+import { bodyFromDocuments, bodyFromItems, type Body } from "../pod/bundle.js";
 import type { IntakeOptions, Item } from "../pod/workloads/intake.js";
-import type { PodObjects } from "../pod/objects.js";
 import { ProblemError } from "./problems.js";
 import { parseJsonBody, parseYamlStream } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
@@ -88,12 +87,6 @@ function bodyCheck(payload: Record<string, unknown>, digest: string): AuthError 
   return want === digest ? undefined : new AuthError("bad-signature", "the body does not match the signed body_sha256");
 }
 
-export interface SignedPod {
-  pod: Pod;
-  /** The ConfigMaps and Secrets signed with the pod (validated, every reference resolved). */
-  objects: PodObjects;
-  token: VerifiedToken;
-}
 
 /** A signed request whose body is one or more documents: the verified token and either the documents of the
  * body (a detached signature) or the token's payload (the token is the body). */
@@ -129,20 +122,12 @@ async function readSigned(req: Request, verifier: Verifier, act: Act, maxBody: n
   return { token, payload: token.payload };
 }
 
-export async function readSignedPod(req: Request, verifier: Verifier, act: Act, maxBody: number, o?: IntakeOptions): Promise<SignedPod & { warnings: string[] }> {
-  const r = await readSigned(req, verifier, act, maxBody);
-  if ("docs" in r) return { ...bundleFromDocuments(r.docs, undefined, o), token: r.token };
-  const pod = r.payload["pod"];
-  if (typeof pod !== "object" || pod === null) throw new ProblemError("bad-request", 'the signed payload has no "pod" object');
-  return { ...bundleFromPayload(r.payload), token: r.token, warnings: [] };
-}
-
 /** What a sync or plan body holds (at most one Pod, any number of workloads), with its warnings. */
 export interface SignedBody extends Body {
   token: VerifiedToken;
 }
 
-/** A sync or plan body: as readSignedPod, and a token payload may carry `items` (workloads, objects) beside or
+/** A sync or plan body: the documents of a detached body, or a token payload's `pod` and `items` (workloads, objects) beside or
  * instead of `pod`. */
 export async function readSignedBody(req: Request, verifier: Verifier, act: Act, maxBody: number, o: IntakeOptions): Promise<SignedBody> {
   const r = await readSigned(req, verifier, act, maxBody);

@@ -174,10 +174,7 @@ export interface SetMember extends PodBundle {
   at: string;
 }
 
-/** A node-wide set (PUT /v1/node/pods): the items (pods, and ConfigMaps and Secrets among them in a v1.List or a
- * YAML stream; undefined for an empty YAML document), and the payload's `configMaps`/`secrets` claims. A pod sees
- * the objects of its namespace and those that name none; its references are checked against them. `check` adds a
- * deployment's own rules per pod (InvalidPodError). Every error of every item at once. */
+/** The pods of a node-wide set's items (PUT /v1/node/pods takes workloads too: bodyFromItems). */
 export function bundlesFromSet(items: readonly unknown[], prefix: string, payload: Record<string, unknown>, check: (pod: Pod, at: string) => void = () => undefined, o: IntakeOptions = NO_NODE): SetMember[] {
   return bodyFromItems(setItems(items, prefix), payload, o, check).pods;
 }
