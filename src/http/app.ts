@@ -28,7 +28,7 @@ import { requestLog, type RequestLog } from "./request-log.js";
 import { registerPodSync } from "./handlers/pods-sync.js";
 import { registerPodReads } from "./handlers/pods-read.js";
 import { registerPodDelete } from "./handlers/pod-delete.js";
-import { registerWorkloads } from "./workloads.js";
+import { registerWorkloads } from "./handlers/workloads.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { ServiceAccountTokens } from "../pod/workloads/export.js";
 

@@ -16,7 +16,7 @@ import { bodyFromItems, setItems } from "../../pod/bundle.js";
 import type { IntakeOptions, WorkloadItem } from "../../pod/workloads/intake.js";
 import { controllerOf } from "../../controllers/pods.js";
 import type { StoredWorkload } from "../../controllers/store.js";
-import { admitWorkloads, workloadEntries } from "../workloads.js";
+import { admitWorkloads, workloadEntries } from "./workloads.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";

@@ -12,7 +12,7 @@ import { ROUTES } from "../routes.js";
 import { actionsJSON, statusJSON } from "../serialize.js";
 import { readSignedBody } from "../signed-request.js";
 import { jsonWithWarnings } from "../warnings.js";
-import { checkWorkloads, storeWorkloads, workloadOutcomes } from "../sync-workloads.js";
+import { checkWorkloads, storeWorkloads, workloadOutcomes } from "./sync-workloads.js";
 
 export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
   const { runtime: rt, desired, policy, nodeInfo, admitting, prober, maxBodyBytes: maxBody, now, checkProbes } = d;

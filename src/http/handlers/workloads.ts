@@ -7,18 +7,18 @@
 //   DELETE /v1/workloads/{uid}  forget a workload: its controller's pods (and the workloads it made) go at the
 //                               controllers' next pass; its claims stay. Token: act "delete", uid the workload's.
 import type { Context, Hono } from "hono";
-import type { Verifier, VerifiedToken } from "../auth/verify.js";
-import type { NodePolicy } from "../auth/policy.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
-import type { Pod } from "../pod/schema.js";
-import { storedObjects } from "../pod/objects.js";
-import type { WorkloadItem } from "../pod/workloads/intake.js";
-import { isWorkloadKind } from "../pod/workloads/schema.js";
-import { canonicalJSON } from "../container/hash.js";
-import { workloadKey, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
-import { admit, admitOnRuntime } from "./admission.js";
-import { ProblemError } from "./problems.js";
-import { readBearer, readNodeWideBearer } from "./signed-request.js";
+import type { Verifier, VerifiedToken } from "../../auth/verify.js";
+import type { NodePolicy } from "../../auth/policy.js";
+import type { PodRuntime } from "../../kuberuntime/runtime.js";
+import type { Pod } from "../../pod/schema.js";
+import { storedObjects } from "../../pod/objects.js";
+import type { WorkloadItem } from "../../pod/workloads/intake.js";
+import { isWorkloadKind } from "../../pod/workloads/schema.js";
+import { canonicalJSON } from "../../container/hash.js";
+import { workloadKey, type StoredWorkload, type WorkloadStore } from "../../controllers/store.js";
+import { admit, admitOnRuntime } from "../admission.js";
+import { ProblemError } from "../problems.js";
+import { readBearer, readNodeWideBearer } from "../signed-request.js";
 
 /** The checks a pod gets, on each workload's template: the policy, the probe handlers, the runtime's refusals. */
 export function admitWorkloads(items: readonly WorkloadItem[], policy: NodePolicy, rt: Pick<PodRuntime, "admit">, checkProbes: (pod: Pod, prefix: string) => void): void {

@@ -2,14 +2,14 @@
 // other workloads (a workload of the same kind, namespace and name is replaced; the others stay) once every
 // template passed the checks a pod gets; the controllers make their pods at the loop's next pass. A plan only
 // checks them and says what a sync would change. Nothing is stored when anything is refused.
-import type { NodePolicy } from "../auth/policy.js";
-import type { VerifiedToken } from "../auth/verify.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
-import type { Pod } from "../pod/schema.js";
-import type { WorkloadItem } from "../pod/workloads/intake.js";
-import { canonicalJSON } from "../container/hash.js";
-import { workloadKey, type WorkloadStore } from "../controllers/store.js";
-import { ProblemError } from "./problems.js";
+import type { NodePolicy } from "../../auth/policy.js";
+import type { VerifiedToken } from "../../auth/verify.js";
+import type { PodRuntime } from "../../kuberuntime/runtime.js";
+import type { Pod } from "../../pod/schema.js";
+import type { WorkloadItem } from "../../pod/workloads/intake.js";
+import { canonicalJSON } from "../../container/hash.js";
+import { workloadKey, type WorkloadStore } from "../../controllers/store.js";
+import { ProblemError } from "../problems.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
 
 export interface WorkloadSyncDeps {
