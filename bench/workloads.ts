@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { countCalls } from "../src/cri/counting.js";
+import { requestView } from "../src/cri/request-view.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
@@ -39,7 +39,7 @@ async function main() {
   const started = Date.now();
   const sock = lab("start");
   const raw = connectGrpc({ endpoint: `unix://${sock}`, timeoutMs: 60_000 });
-  const counted = countCalls(raw);
+  const counted = requestView(raw);
   const cri = counted.client;
   const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-wlbench-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-wlbench-root-")) };
   const runtime = createPodRuntime(cri, { node });
@@ -51,6 +51,7 @@ async function main() {
   let passes = 0;
   const controllers: Controllers = {
     settle: () => inner.settle(),
+    watching: () => inner.watching(),
     async pass(now, observe) {
       const c0 = cpuMs();
       const r = await inner.pass(now, observe);

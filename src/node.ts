@@ -36,6 +36,7 @@ import { createPromMetrics } from "./host/metrics.js";
 import { FileProbeStateStore } from "./state/probe-state.js";
 import { FileWorkloadStore } from "./state/workloads.js";
 import { createControllers } from "./controllers/run.js";
+import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
@@ -146,11 +147,14 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
   // The node's workloads (workloads.json beside pods/, Secrets sealed) and the controllers that make their pods;
   // the loop runs them every pass.
-  const workloads = new FileWorkloadStore(stateDir, () => loadSealKey(stateDir), (file, why) => skipped.push(`${file}: ${why}`));
-  const workloadsError = await workloads.open().then(() => undefined, (e: StateUnavailableError) => e);
+  const workloadFiles = new FileWorkloadStore(stateDir, () => loadSealKey(stateDir), (file, why) => skipped.push(`${file}: ${why}`));
+  const workloadsError = await workloadFiles.open().then(() => undefined, (e: StateUnavailableError) => e);
+  // A request that changes the workloads kicks the loop: their controllers run at once.
+  let kickLoop = () => undefined as void;
+  const workloads = notifying(workloadFiles, () => kickLoop());
   const loopRuntime = instrumentRuntime(engine, metrics, "loop");
   const controllers = createControllers({
-    workloads,
+    workloads: workloadFiles,
     desired,
     runtime: loopRuntime,
     nodeName: s.PODSYNC_NODE_NAME,
@@ -173,6 +177,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "reconcile", ...rec })),
   });
   metrics?.setSource(loop);
+  kickLoop = () => loop.kick();
   const app = createApp({
     runtime,
     prober,

@@ -50,6 +50,8 @@ export interface PassReport {
 }
 
 export interface Controllers {
+  /** Whether the last pass found workloads stored. */
+  watching(): boolean;
   /** One pass; `observe` gives a pod's v1.PodStatus from the last relist (undefined: nothing of it yet). */
   pass(now: number, observe: (uid: string) => V1PodStatus | undefined): Promise<PassReport>;
   /** Deletes still running. */
@@ -64,6 +66,7 @@ export function createControllers(o: ControllersOptions): Controllers {
   const errors = new Map<string, string>();
   /** Pods being deleted: still shown to their controller, as terminating. */
   const terminating = new Map<string, { pod: Pod; createdAt: number; done: Promise<void> }>();
+  let watching = false;
 
   const report = (key: string, err: string | undefined) => {
     const prev = errors.get(key);
@@ -96,6 +99,8 @@ export function createControllers(o: ControllersOptions): Controllers {
   }
 
   return {
+    watching: () => watching || terminating.size > 0,
+
     async settle() {
       await Promise.all([...terminating.values()].map((t) => t.done));
     },
@@ -206,6 +211,7 @@ export function createControllers(o: ControllersOptions): Controllers {
         }
       }
 
+      watching = stored.size > 0;
       // Pods whose controller is gone (dropped from the set, deleted, retired): deleted. Claims stay.
       const live = uids();
       for (const e of derived) {

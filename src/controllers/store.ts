@@ -63,3 +63,24 @@ export class MemoryWorkloadStore implements WorkloadStore {
     for (const e of entries) this.items.set(workloadKey(e.workload), e);
   }
 }
+
+/** The store, calling `changed` after each change a request makes (not after a status): the Node entry kicks the
+ * loop with it, so a workload stored while the loop relists slowly (runtime events up, nothing watched) is run at
+ * once. */
+export function notifying(inner: WorkloadStore, changed: () => void): WorkloadStore {
+  const after =
+    <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      const r = await fn(...a);
+      changed();
+      return r;
+    };
+  return {
+    list: () => inner.list(),
+    setStatus: (key, uid, status) => inner.setStatus(key, uid, status),
+    put: after((e: StoredWorkload) => inner.put(e)),
+    putAll: after((es: StoredWorkload[]) => inner.putAll(es)),
+    remove: after((key: string) => inner.remove(key)),
+    replace: after((es: StoredWorkload[]) => inner.replace(es)),
+  };
+}

@@ -73,6 +73,10 @@ export interface ReconcileLoopOptions {
 /** What the loop needs of the workload controllers (the port; src/controllers/run.ts implements it). */
 export interface LoopControllers {
   pass(now: number, observe: (uid: string) => V1PodStatus | undefined): Promise<{ created: string[]; deleted: string[] }>;
+  /** Whether workloads were stored at the last pass: the controllers watch their pods through the relist, so the
+   * loop relists at its interval then, runtime events or not (no event says a pod became ready or a back-off or
+   * schedule came due). */
+  watching(): boolean;
 }
 
 export interface TickReport {
@@ -378,7 +382,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   /** The relist period: the interval; while the event stream is up, the evented one, or less when a pod's
    * resync, error retry or back-off end comes sooner (no event announces those), never under the interval. */
   function period(): number {
-    if (!eventsUp) return interval;
+    if (!eventsUp || o.controllers?.watching()) return interval;
     let due = Infinity;
     for (const rec of records.values()) {
       due = Math.min(due, rec.lastSyncEnd + resync);
