@@ -1,7 +1,9 @@
-// A pod and the ConfigMaps and Secrets signed with it, the way `podman kube play` takes them: from a YAML
-// stream of documents, a v1.List, or (in a JWS payload) `pod` with `configMaps: [...]` and `secrets: [...]`.
-// Everything is validated together: the pod, each object, and every reference from the pod to an object,
-// and all failing fields are reported at once (InvalidPodError), before any runtime call.
+// A body's objects, the way `podman kube play` takes them: pods, the ConfigMaps and Secrets signed with them, and
+// workloads (src/pod/workloads/intake.ts sorts the documents, cleans cluster exports, gives uid-less pods their uid
+// and skips kinds a node has no part in, with warnings), from a YAML stream of documents, a v1.List, or (in a JWS
+// payload) `pod` and `items` with `configMaps: [...]` and `secrets: [...]`. Everything is validated together: each
+// pod, object and workload, and every reference to an object, and all failing fields are reported at once
+// (InvalidPodError), before any runtime call.
 import { z } from "zod";
 import type { Pod } from "./schema.js";
 import { fieldErrors, InvalidPodError, validatePod, type FieldError } from "./validate.js";
