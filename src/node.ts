@@ -52,6 +52,9 @@ import { startReconcileLoop } from "./pleg/loop.js";
 import { instrumentRuntime } from "./metrics/metrics.js";
 import { createPromMetrics } from "./host/metrics.js";
 import { FileProbeStateStore } from "./state/probe-state.js";
+import { FileWorkloadStore } from "./state/workloads.js";
+import { createControllers } from "./controllers/run.js";
+import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 
 export const DEV_ISSUER = "podsync-dev";
@@ -198,9 +201,27 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const probeStoreError = lockError ?? (await probeStore.open().then(() => undefined, (e: StateUnavailableError) => e));
   const probes: ProbeStateStore = probeStoreError ? new MemoryProbeStateStore() : probeStore;
   const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
+  // The node's workloads (workloads.json beside pods/, Secrets sealed) and the controllers that make their pods;
+  // the loop runs them every pass.
+  const workloadFiles = new FileWorkloadStore(stateDir, () => loadSealKey(stateDir), (file, why) => skipped.push(`${file}: ${why}`));
+  const workloadsError = await workloadFiles.open().then(() => undefined, (e: StateUnavailableError) => e);
+  // A request that changes the workloads kicks the loop: their controllers run at once.
+  let kickLoop = () => undefined as void;
+  const workloads = notifying(workloadFiles, () => kickLoop());
+  // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
+  const loopRuntime = recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter);
+  const controllers = createControllers({
+    workloads: workloadFiles,
+    desired,
+    runtime: loopRuntime,
+    nodeName: s.PODSYNC_NODE_NAME,
+    node: nodeInfo,
+    log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
+  });
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
-    runtime: recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter),
+    controllers,
+    runtime: loopRuntime,
     cri,
     desired,
     prober,
@@ -224,10 +245,13 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // The request log (podsync's routes, the Kubernetes API's, exec): one write of the line as built (console.log
   // would format the string again on its way out).
   const requestLog = quiet ? () => undefined : (rec: RequestLog) => void process.stdout.write(JSON.stringify(rec) + "\n");
+  kickLoop = () => loop.kick();
   const app = createApp({
     runtime,
     prober,
     desired,
+    workloads,
+    serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     policy: nodePolicy(s),
@@ -329,6 +353,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     if (tlsWarning) lines.push(`  warning: ${tlsWarning}`);
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError) lines.push(`  warning: ${join(stateDir, "probes")} cannot be used (${probeStoreError.code ?? String(probeStoreError.cause)}); probe state is kept in memory only`);
+    if (workloadsError) lines.push(`  warning: ${join(stateDir, "workloads.json")} cannot be used (${workloadsError.code ?? String(workloadsError.cause)}); workloads are refused until it can`);
     if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);
     if (keys.dev)
       lines.push(
@@ -344,6 +369,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     close: () =>
       new Promise<void>((res) => {
         void loop.stop().then(async () => {
+          await controllers.settle();
           await probeStore.close().catch(() => undefined);
           const closed = () => void replay.close().then(() => dirLock.release()).then(() => res());
           if (dual) void dual.close().then(closed);

@@ -100,7 +100,9 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
 
   it("refuses a second pod, an unknown kind, objects of another namespace and duplicate names", () => {
     expect(errorsOf(() => bundleFromDocuments([podDoc(), podDoc()]))).toEqual([expect.objectContaining({ path: "documents[1]", message: expect.stringContaining("2 Pods") })]);
-    expect(errorsOf(() => bundleFromDocuments([podDoc(), { apiVersion: "v1", kind: "Service", metadata: { name: "x" } }]))).toEqual([expect.objectContaining({ path: "documents[1].kind" })]);
+    // A Kubernetes kind a node has no part in is skipped with a warning; a kind of no Kubernetes API is refused.
+    expect(bundleFromDocuments([podDoc(), { apiVersion: "v1", kind: "Service", metadata: { name: "x" } }]).warnings).toEqual([expect.stringContaining('documents[1]: v1 Service "x" skipped')]);
+    expect(errorsOf(() => bundleFromDocuments([podDoc(), { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "x" } }]))).toEqual([expect.objectContaining({ path: "documents[1].kind", message: expect.stringContaining('example.com/v1 Widget "x" is not a Kubernetes kind') })]);
     const other = { ...cm, metadata: { name: "cfg", namespace: "kube-system" } };
     expect(errorsOf(() => bundleFromPayload({ pod: podDoc(), configMaps: [other, cm] }))).toEqual([
       expect.objectContaining({ path: "configMaps[0].metadata.namespace" }),

@@ -100,6 +100,8 @@ describe("read-only fields are no intent (kubectl get pod -o yaml)", () => {
   };
 
   it("is accepted; status and the read-only metadata are dropped; uid, labels and annotations stay", () => {
+    // ownerReferences stay in the pod model (the node's own controllers set them); a body's are dropped at intake,
+    // with a warning (test/workloads-intake.test.ts).
     const pod = validatePod(exported);
     expect(pod.metadata).toEqual({
       name: "web-7d4b9c8f5-x2x9q",
@@ -107,6 +109,7 @@ describe("read-only fields are no intent (kubectl get pod -o yaml)", () => {
       uid: "5b1c8e2a-9d3f-4c3e-8a55-0f6e2d1c7b90",
       labels: { app: "web", "pod-template-hash": "7d4b9c8f5" },
       annotations: { "kubectl.kubernetes.io/restartedAt": "2024-05-01T10:00:00Z" },
+      ownerReferences: exported.metadata.ownerReferences,
     });
     expect(pod).not.toHaveProperty("status");
     expect(pod.spec.tolerations).toHaveLength(2);

@@ -149,3 +149,25 @@ describe("the loop with runtime events", () => {
     expect(text).toMatch(/podsync_runtime_event_stream_failures_total 1/);
   });
 });
+
+describe("the loop with runtime events and workloads", () => {
+  it("while workloads are stored the loop relists at its interval (their controllers watch pods through it); a stored workload is run at the next pass", async () => {
+    const { createControllers } = await import("../src/controllers/run.js");
+    const { MemoryWorkloadStore } = await import("../src/controllers/store.js");
+    const { Deployment } = await import("../src/pod/workloads/schema.js");
+    const store = desired();
+    const workloads = new MemoryWorkloadStore();
+    const rt = createPodRuntime(cri);
+    const controllers = createControllers({ workloads, desired: store, runtime: rt, nodeName: "node-a" });
+    const { m, rec } = recorder();
+    loop = startReconcileLoop({ runtime: rt, cri, desired: store, controllers, relistIntervalMs: 100, eventedRelistIntervalMs: 60_000, metrics: m, events: (on) => watchContainerEvents({ transport, version: () => cri.version({}), onEvent: on.event, onState: on.state, backOffMs: { initial: 50, max: 200 } }) });
+    await until("the event stream", async () => rec.streams.some(([up]) => up));
+    const d = Deployment.parse({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "web", uid: "d1" }, spec: { replicas: 2, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent" }] } } } });
+    await workloads.put({ workload: d, audit: { iss: "t", iat: 0 }, storedAt: Date.now(), generation: 1 });
+    loop.kick();
+    await until("two ready pods, by relists at the interval", async () => ((await workloads.list()).find((w) => w.workload.kind === "Deployment")?.status as { availableReplicas?: number } | undefined)?.availableReplicas === 2);
+    expect(controllers.watching()).toBe(true);
+    const before = rec.relists;
+    await until("relists keep coming at the interval", async () => rec.relists >= before + 3);
+  });
+});

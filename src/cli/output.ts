@@ -44,3 +44,8 @@ export function table(rows: readonly (readonly string[])[]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 3))).join("").trimEnd()).join("\n");
 }
+
+/** The response's warnings as kubectl prints them ("Warning: ..." on stderr). */
+export function printWarnings(body: Record<string, unknown>): void {
+  for (const w of (body["warnings"] as string[] | undefined) ?? []) console.error(`Warning: ${w}`);
+}

@@ -2,9 +2,10 @@
 import { readFileSync } from "node:fs";
 import { fail } from "./args.js";
 
-/** The pod file as the signed payload's claims: `pod`, and the ConfigMaps and Secrets that came with it (a
- * YAML stream or a v1 List, as `podman kube play` reads them). The node validates it all. */
-export async function readPod(path: string): Promise<{ pod: unknown; configMaps?: unknown[]; secrets?: unknown[] }> {
+/** The pod file as the signed payload's claims: `pod` (at most one), the ConfigMaps and Secrets that came with it,
+ * and every other object as `items` (workloads, claims; kinds the node skips it says so) — a YAML stream or a v1
+ * List, as `podman kube play` reads them. The node validates it all. */
+export async function readPod(path: string): Promise<{ pod?: unknown; items?: unknown[]; configMaps?: unknown[]; secrets?: unknown[] }> {
   const text = path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8");
   const yaml = path.endsWith(".json") ? undefined : await import("yaml");
   let docs: unknown[];
@@ -21,12 +22,12 @@ export async function readPod(path: string): Promise<{ pod: unknown; configMaps?
   const kindOf = (d: unknown) => (typeof d === "object" && d !== null ? (d as { kind?: unknown }).kind : undefined);
   const all = docs.flatMap((d) => (kindOf(d) === "List" ? ((d as { items?: unknown[] }).items ?? []) : d === null ? [] : [d]));
   const pods = all.filter((d) => kindOf(d) === "Pod" || kindOf(d) === undefined);
-  if (pods.length !== 1) fail(`${path}: expected one Pod, found ${pods.length}`);
+  if (pods.length > 1) fail(`${path}: expected at most one Pod, found ${pods.length} (podsync apply takes a node's set)`);
   const configMaps = all.filter((d) => kindOf(d) === "ConfigMap");
   const secrets = all.filter((d) => kindOf(d) === "Secret");
-  const other = all.find((d) => !["Pod", "ConfigMap", "Secret", undefined].includes(kindOf(d) as string));
-  if (other) fail(`${path}: unsupported kind ${JSON.stringify(kindOf(other))} (a Pod with its ConfigMaps and Secrets)`);
-  return { pod: pods[0], ...(configMaps.length ? { configMaps } : {}), ...(secrets.length ? { secrets } : {}) };
+  const items = all.filter((d) => !["Pod", "ConfigMap", "Secret", undefined].includes(kindOf(d) as string));
+  if (pods.length === 0 && items.length === 0) fail(`${path}: no Pod and no workload in the file`);
+  return { ...(pods.length ? { pod: pods[0] } : {}), ...(items.length ? { items } : {}), ...(configMaps.length ? { configMaps } : {}), ...(secrets.length ? { secrets } : {}) };
 }
 
 /** The pods of a node file: YAML documents (empty ones skipped) or one v1.List; JSON: a v1.List or one pod. */

@@ -28,6 +28,9 @@ import { requestLog, type RequestLog } from "./request-log.js";
 import { registerPodSync } from "./handlers/pods-sync.js";
 import { registerPodReads } from "./handlers/pods-read.js";
 import { registerPodDelete } from "./handlers/pod-delete.js";
+import { registerWorkloads } from "./handlers/workloads.js";
+import type { WorkloadStore } from "../controllers/store.js";
+import type { ServiceAccountTokens } from "../pod/workloads/export.js";
 
 export interface AppOptions {
   runtime: PodRuntime;
@@ -63,6 +66,11 @@ export interface AppOptions {
   applyConcurrency?: number;
   /** Probe handlers this deployment can run, and why the others cannot (Workers: exec only). */
   probeHandlers?: { allowed: readonly ProbeHandler[]; why: string };
+  /** The node's workloads (Deployments, Jobs, ...), run by the node's controllers; absent: bodies holding
+   * workloads are refused (501). */
+  workloads?: WorkloadStore;
+  /** PODSYNC_SERVICE_ACCOUNT_TOKENS: a named service account's token dropped with a warning, or the pod refused. */
+  serviceAccountTokens?: ServiceAccountTokens;
 }
 
 export function createApp(o: AppOptions) {
@@ -105,7 +113,8 @@ export function createApp(o: AppOptions) {
 
   app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
 
-  const deps: PodRouteDeps = { runtime: rt, verifier: o.verifier, desired, policy, nodeInfo, admitting, prober, probeResults: o.probeResults, maxBodyBytes: maxBody, now, checkProbes };
+  const intake = { nodeName: nodeInfo.name, serviceAccountTokens: o.serviceAccountTokens ?? "drop" } as const;
+  const deps: PodRouteDeps = { runtime: rt, verifier: o.verifier, desired, policy, nodeInfo, admitting, prober, probeResults: o.probeResults, maxBodyBytes: maxBody, now, checkProbes, workloads: o.workloads, intake };
   registerPodSync(app, deps);
   registerPodReads(app, deps);
   registerPodDelete(app, deps);
@@ -119,6 +128,13 @@ export function createApp(o: AppOptions) {
       if (f.criCalls !== undefined) ctx.set("criCalls", f.criCalls);
     },
   });
+
+  if (o.workloads)
+    registerWorkloads(app, { list: ROUTES.workloads, one: ROUTES.workload }, {
+      workloads: o.workloads,
+      verifier: o.verifier,
+      note: (c, f) => f.jti && (c as unknown as Context<AppEnv>).set("jti", f.jti),
+    });
 
   registerLogsAndExec(app, { logs: ROUTES.logs, exec: ROUTES.exec }, {
     runtime: rt,

@@ -10,6 +10,8 @@ import type { Pod } from "../pod/schema.js";
 import type { Prober } from "../prober/prober.js";
 import type { PodProbeResults } from "../status/api-status.js";
 import type { Serial } from "../util/serial.js";
+import type { WorkloadStore } from "../controllers/store.js";
+import type { IntakeOptions } from "../pod/workloads/intake.js";
 
 export type AppEnv = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
 
@@ -35,4 +37,8 @@ export interface PodRouteDeps {
   now: () => number;
   /** A probe this deployment cannot run is refused like any invalid field, before any runtime call. */
   checkProbes: (pod: Pod, prefix?: string) => void;
+  /** The node's workloads; absent: a body holding workloads is refused (501). */
+  workloads?: WorkloadStore | undefined;
+  /** The node's name for uid-less pods, and what to do with a named service account's token. */
+  intake: IntakeOptions;
 }

@@ -30,7 +30,7 @@ const ADMISSION: ProblemSlug[] = ["policy", "admission"];
 const signedBody = {
   required: true,
   content: {
-    "application/jose": { schema: { type: "string", description: "Compact JWS whose payload has iss, aud, exp, iat, jti, act and pod, and optionally configMaps and secrets (arrays of ConfigMap and Secret)" } },
+    "application/jose": { schema: { type: "string", description: "Compact JWS whose payload has iss, aud, exp, iat, jti, act and pod and/or items (Kubernetes objects: workloads, claims, ConfigMaps, Secrets; other Kubernetes kinds skipped with a warning), and optionally configMaps and secrets (arrays of ConfigMap and Secret)" } },
     "application/json": {
       schema: {
         oneOf: [
@@ -45,7 +45,7 @@ const signedBody = {
         ],
       },
     },
-    "application/yaml": { schema: { $ref: "#/components/schemas/Pod", description: "or a YAML stream (---) of one Pod and its ConfigMaps and Secrets, or a v1 List of them" } },
+    "application/yaml": { schema: { $ref: "#/components/schemas/Pod", description: "or a YAML stream (---) of at most one Pod, workloads (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob), PersistentVolumeClaims, ConfigMaps and Secrets, or a v1 List of them; other Kubernetes kinds are skipped with a warning (the body's warnings and Warning: 299 headers)" } },
   },
 };
 const bearer = [{ signedToken: [] }];
@@ -85,6 +85,16 @@ export function openApiDocument(): object {
       "/v1/pods/{uid}": { get: { summary: "The v1.Pod: spec as last given (absent when only the runtime knows the pod) and status as kubelet's generateAPIPodStatus makes it", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "v1.Pod" }, ...errors("bad-request", ...AUTH, "pod-not-found", ...RUNTIME) } }, delete: { summary: "Kill the pod and remove its containers and sandboxes", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Deleted (or, for a pod only the desired state held, forgotten)" }, "207": { description: "Some steps failed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "pod-not-found", "stale-generation", "pod-busy", ...RUNTIME) } } },
       "/v1/node/volumes": { get: { summary: "The node's persistentVolumeClaim directories and the pods using each (token: act status, no uid)", security: bearer, responses: { "200": { description: "{volumes: [{name, path, usedBy}]}" }, ...errors(...AUTH, "unsupported", ...RUNTIME) } } },
       "/v1/node/volumes/{name}": { delete: { summary: "Remove a claim's directory and data (token: act delete, volume = name); refused while a pod uses it", security: bearer, parameters: [{ name: "name", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Removed" }, ...errors("bad-request", ...AUTH, "replayed", "state-unavailable", "volume-not-found", "volume-in-use", "unsupported", ...RUNTIME) } } },
+      "/v1/workloads": {
+        get: {
+          summary: "The node's workloads (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, PersistentVolumeClaims) with their status",
+          description: "Bearer token with act status and no uid. A v1 List of the stored objects as the Kubernetes API shows them: metadata.generation, creationTimestamp, ownerReferences (for those the node's controllers made), and status as the upstream controllers shape it. `?kind=Deployment` lists one kind. Sync, plan and PUT /v1/node/pods take these kinds in their bodies; the node's controllers make their pods (docs/workloads.md).",
+          security: bearer,
+          parameters: [{ name: "kind", in: "query", required: false, schema: { type: "string" } }],
+          responses: { "200": { description: "v1 List" }, ...errors("bad-request", ...AUTH, "state-unavailable") },
+        },
+      },
+      "/v1/workloads/{uid}": { delete: { summary: "Forget a workload (token: act delete, uid = the workload's): its controller's pods, and the workloads it made, go at the controllers' next pass; claims stay", security: bearer, parameters: [{ name: "uid", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "Forgotten" }, ...errors(...AUTH, "replayed", "state-unavailable", "not-found") } } },
       "/healthz": { get: { summary: "Process up", responses: { "200": { description: "ok" } } } },
       "/metrics": { get: { summary: "Prometheus text format (Node only; PODSYNC_METRICS: loopback peers without a token, others with a Bearer token whose act is metrics; off: 404)", security: [{}, ...bearer], responses: { "200": { description: "text/plain; version=0.0.4" }, ...errors(...AUTH, "not-found") } } },
       "/readyz": { get: { summary: "Container runtime reachable and RuntimeReady (CRI Version + Status)", responses: { "200": { description: "ready" }, ...errors("runtime-not-ready", ...RUNTIME) } } },

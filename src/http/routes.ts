@@ -23,6 +23,9 @@ export const ROUTES = {
   /** The node's persistentVolumeClaim directories. */
   nodeVolumes: "/v1/node/volumes",
   nodeVolume: "/v1/node/volumes/:name",
+  /** The node's workloads with their status (GET, a v1.List); one workload, forgotten with its pods (DELETE). */
+  workloads: "/v1/workloads",
+  workload: "/v1/workloads/:uid",
 } as const;
 
 const UID_PATH = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

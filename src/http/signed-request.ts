@@ -3,9 +3,9 @@
 //   2. the body is the pod (JSON or YAML) and the `Podsync-Signature` header holds a token whose
 //      `body_sha256` claim is the base64url SHA-256 of the exact body bytes.
 // Either way every byte acted on is signed, and the token's `act` must name the route.
-import { MAX_GRACE_PERIOD_SECONDS, type Pod } from "../pod/schema.js";
-import { bundleFromDocuments, bundleFromPayload } from "../pod/bundle.js";
-import type { PodObjects } from "../pod/objects.js";
+import { MAX_GRACE_PERIOD_SECONDS } from "../pod/schema.js";
+import { bodyFromDocuments, bodyFromItems, type Body } from "../pod/bundle.js";
+import type { IntakeOptions, Item } from "../pod/workloads/intake.js";
 import { ProblemError } from "./problems.js";
 import { parseJsonBody, parseYamlStream } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
@@ -87,14 +87,10 @@ function bodyCheck(payload: Record<string, unknown>, digest: string): AuthError 
   return want === digest ? undefined : new AuthError("bad-signature", "the body does not match the signed body_sha256");
 }
 
-export interface SignedPod {
-  pod: Pod;
-  /** The ConfigMaps and Secrets signed with the pod (validated, every reference resolved). */
-  objects: PodObjects;
-  token: VerifiedToken;
-}
 
-export async function readSignedPod(req: Request, verifier: Verifier, act: Act, maxBody: number): Promise<SignedPod> {
+/** A signed request whose body is one or more documents: the verified token and either the documents of the
+ * body (a detached signature) or the token's payload (the token is the body). */
+async function readSigned(req: Request, verifier: Verifier, act: Act, maxBody: number): Promise<{ token: VerifiedToken; docs: unknown[] } | { token: VerifiedToken; payload: Record<string, unknown> }> {
   const type = mediaType(req.headers.get("content-type") ?? undefined);
   const header = req.headers.get(SIGNATURE_HEADER);
   if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type) && !YAML_TYPES.has(type))
@@ -108,8 +104,7 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
     const digest = await sha256b64url(body);
     const token = await verifier.verify(header, { check: (p) => actCheck(act)(p) ?? bodyCheck(p, digest) });
     // The body: one pod, a v1.List of a pod and its objects, or (YAML) a stream of such documents.
-    const bundle = bundleFromDocuments(JSON_TYPES.has(type) ? [parseJson(body)] : parseYaml(body));
-    return { ...bundle, token };
+    return { token, docs: JSON_TYPES.has(type) ? [parseJson(body)] : parseYaml(body) };
   }
   let compact: string;
   if (JOSE_TYPES.has(type)) compact = text(body);
@@ -124,9 +119,31 @@ export async function readSignedPod(req: Request, verifier: Verifier, act: Act, 
     compact = (j as { jws: string }).jws;
   } else throw new AuthError("missing", `a YAML body needs its signature in the ${SIGNATURE_HEADER} header`);
   const token = await verifier.verify(compact, { check: actCheck(act) });
-  const pod = token.payload["pod"];
-  if (typeof pod !== "object" || pod === null) throw new ProblemError("bad-request", 'the signed payload has no "pod" object');
-  return { ...bundleFromPayload(token.payload), token };
+  return { token, payload: token.payload };
+}
+
+/** What a sync or plan body holds (at most one Pod, any number of workloads), with its warnings. */
+export interface SignedBody extends Body {
+  token: VerifiedToken;
+}
+
+/** A sync or plan body: the documents of a detached body, or a token payload's `pod` and `items` (workloads, objects) beside or
+ * instead of `pod`. */
+export async function readSignedBody(req: Request, verifier: Verifier, act: Act, maxBody: number, o: IntakeOptions): Promise<SignedBody> {
+  const r = await readSigned(req, verifier, act, maxBody);
+  if ("docs" in r) return { ...bodyFromDocuments(r.docs, o), token: r.token };
+  const p = r.payload;
+  const items: Item[] = [];
+  if (p["pod"] !== undefined) items.push({ input: p["pod"], at: "pod" });
+  if (p["items"] !== undefined) {
+    if (!Array.isArray(p["items"])) throw new ProblemError("bad-request", 'the signed payload\'s "items" must be an array', { errors: [{ path: "items", message: "must be an array of Kubernetes objects" }] });
+    p["items"].forEach((input, i) => items.push({ input, at: `items[${i}]` }));
+  }
+  if (items.length === 0) throw new ProblemError("bad-request", 'the signed payload has no "pod" object and no "items"');
+  const body = bodyFromItems(items, p, o);
+  if (body.pods.length > 1) throw new ProblemError("bad-request", "send one pod per request (PUT /v1/node/pods takes a set)", { errors: [{ path: body.pods[1]!.at, message: "a second Pod" }] });
+  if (body.pods.length === 0 && body.workloads.length === 0) throw new ProblemError("bad-request", "the signed payload holds no Pod and no workload");
+  return { ...body, token: r.token };
 }
 
 /** A node-wide set, unvalidated: the items and the path prefix that names each one in errors. */
@@ -203,6 +220,22 @@ export async function readBearer(req: Request, verifier: Verifier, act: Act, uid
         ? undefined
         : new AuthError("bad-claims", `token "uid" claim must be the pod uid in the path (${uid})`)) ??
       check?.(p),
+  });
+}
+
+/** A node-wide read (GET /v1/pods, GET /v1/workloads): `Authorization: Bearer` with act "status" and no uid (a
+ * token scoped to one pod may not read the node's whole set). Not consumed. */
+export async function readNodeWideBearer(req: Request, verifier: Verifier, what: string): Promise<VerifiedToken> {
+  const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
+  if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
+  return verifier.verify(m[1]!, {
+    consume: false,
+    check: (p) =>
+      p["act"] !== "status"
+        ? new AuthError("bad-claims", `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`)
+        : p["uid"] !== undefined
+          ? new AuthError("bad-claims", `a token for the node's ${what} must not carry "uid" (it is scoped to one pod)`)
+          : undefined,
   });
 }
 

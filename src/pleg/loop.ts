@@ -37,7 +37,7 @@ import { objectsFromStored } from "../pod/bundle.js";
 import { SupersededError, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
 import type { Prober } from "../prober/prober.js";
 import type { MetricsSource, NodeMetrics } from "../metrics/metrics.js";
-import { generateAPIPodStatus, type PodPhase } from "../status/api-status.js";
+import { generateAPIPodStatus, type PodPhase, type V1PodStatus } from "../status/api-status.js";
 import type { PodStatus } from "../container/types.js";
 import { createRelister, fingerprintOf, type Relist, type Relister } from "./relist.js";
 import { decide, decisionHolds, retryAfter, syncReason, type Decision, type PodRecord } from "./decide.js";
@@ -75,6 +75,18 @@ export interface ReconcileLoopOptions {
   /** The eviction manager's local storage pass (eviction/manager.ts); without it no pod is held to its
    * ephemeral-storage limits or disk emptyDir sizeLimit (the runtime then refuses such pods). */
   eviction?: EvictionOptions | undefined;
+  /** The node's workload controllers (src/controllers/run.ts), run at the start of every pass on the last relist's
+   * view; the pods they create are synced in the same pass. */
+  controllers?: LoopControllers | undefined;
+}
+
+/** What the loop needs of the workload controllers (the port; src/controllers/run.ts implements it). */
+export interface LoopControllers {
+  pass(now: number, observe: (uid: string) => V1PodStatus | undefined): Promise<{ created: string[]; deleted: string[] }>;
+  /** Whether workloads were stored at the last pass: the controllers watch their pods through the relist, so the
+   * loop relists at its interval then, runtime events or not (no event says a pod became ready or a back-off or
+   * schedule came due). */
+  watching(): boolean;
 }
 
 export interface TickReport {
@@ -273,7 +285,16 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     let entries: DesiredPod[];
     try {
       [entries, generation] = await Promise.all([o.desired.list(), o.desired.generation()]);
-      const specChanged = updateDesired(entries);
+      let specChanged = updateDesired(entries);
+      if (o.controllers) {
+        // The controllers see the pods as the last relist showed them; what they create is synced in this pass.
+        const c = await o.controllers.pass(t0, apiStatusOf).catch((e) => (report("controllers", undefined, failure(e)), { created: [], deleted: [] }));
+        if (c.created.length || c.deleted.length) {
+          entries = await o.desired.list();
+          specChanged = new Set([...specChanged, ...updateDesired(entries)]);
+          for (const uid of c.created) Object.assign(records.get(uid) ?? {}, { lastSyncStart: 0, lastSyncEnd: -Infinity });
+        }
+      }
       // Nothing desired and no probe to run: no relist could lead to anything, so none is made (an idle node
       // costs no CRI call, and a refused request stays the only thing near the runtime).
       if (specs.size === 0 && prober?.nextDue() === undefined) {
@@ -407,7 +428,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   /** The relist period: the interval; while the event stream is up, the evented one, or less when a pod's
    * resync, error retry or back-off end comes sooner (no event announces those), never under the interval. */
   function period(): number {
-    if (!eventsUp) return interval;
+    if (!eventsUp || o.controllers?.watching()) return interval;
     let due = Infinity;
     for (const rec of records.values()) {
       due = Math.min(due, rec.lastSyncEnd + resync);
@@ -488,6 +509,18 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         });
     }, delay);
     (probeTimer as { unref?: () => void }).unref?.();
+  }
+
+  /** A desired pod's v1.PodStatus from the last relist (the controllers' view of their pods). */
+  function apiStatusOf(uid: string): V1PodStatus | undefined {
+    const e = specs.get(uid);
+    const pv = last?.pods.get(uid);
+    if (!e || !pv) return undefined;
+    try {
+      return generateAPIPodStatus({ pod: e.pod, status: pv.status, now: now(), runtimeName: "", hostIPs: [], probes: prober?.results(uid), reasons: undefined });
+    } catch {
+      return undefined;
+    }
   }
 
   scheduleRelist(0);

@@ -1,7 +1,9 @@
-// A pod and the ConfigMaps and Secrets signed with it, the way `podman kube play` takes them: from a YAML
-// stream of documents, a v1.List, or (in a JWS payload) `pod` with `configMaps: [...]` and `secrets: [...]`.
-// Everything is validated together: the pod, each object, and every reference from the pod to an object,
-// and all failing fields are reported at once (InvalidPodError), before any runtime call.
+// A body's objects, the way `podman kube play` takes them: pods, the ConfigMaps and Secrets signed with them, and
+// workloads (src/pod/workloads/intake.ts sorts the documents, cleans cluster exports, gives uid-less pods their uid
+// and skips kinds a node has no part in, with warnings), from a YAML stream of documents, a v1.List, or (in a JWS
+// payload) `pod` and `items` with `configMaps: [...]` and `secrets: [...]`. Everything is validated together: each
+// pod, object and workload, and every reference to an object, and all failing fields are reported at once
+// (InvalidPodError), before any runtime call.
 import { z } from "zod";
 import type { Pod } from "./schema.js";
 import { fieldErrors, InvalidPodError, validatePod, type FieldError } from "./validate.js";
@@ -9,6 +11,7 @@ import { ConfigMap, Secret, type PodObjects } from "./objects.js";
 // (ConfigMap and Secret are both the schemas and, below, their output types.)
 import { objectErrors, referenceErrors } from "./references.js";
 import { objectExpansionErrors } from "./env-objects-size.js";
+import { sortDocuments, validateWorkloads, type IntakeOptions, type Item, type WorkloadItem } from "./workloads/intake.js";
 
 export interface PodBundle {
   pod: Pod;
@@ -79,43 +82,92 @@ export function bundleFromPayload(payload: Record<string, unknown>): PodBundle {
   return assemble(payload["pod"], "pod", cms, secrets);
 }
 
-const KINDS = "Pod, ConfigMap, Secret, or a v1 List of them";
+/** Options of a body's intake when the caller has none (tests): no node name to derive uids from, and named
+ * service accounts refused. */
+const NO_NODE: IntakeOptions = { nodeName: "", serviceAccountTokens: "refuse" };
 
-/** The documents of a body: one document (a Pod, or a v1.List of a Pod and its objects), or the documents of a
- * YAML stream (`---` separated; empty documents are skipped). `name(i)` names document i in error paths. A
- * lone pod keeps its own paths (`spec.containers[0]...`), as a pod body always has. */
-export function bundleFromDocuments(docs: readonly unknown[], name: (i: number) => string = (i) => `documents[${i}]`): PodBundle {
+/** The documents of a body as items: one document (a v1.List is unpacked into its items), or the documents of a
+ * YAML stream (`---` separated; empty documents are skipped). `name(i)` names document i in error paths. A lone
+ * document keeps its own paths (`spec.containers[0]...`), as a pod body always has. */
+export function itemsFromDocuments(docs: readonly unknown[], name: (i: number) => string = (i) => `documents[${i}]`): { items: Item[]; errors: FieldError[] } {
   const errors: FieldError[] = [];
-  const pods: { input: unknown; at: string }[] = [];
-  const cms: { input: unknown; at: string }[] = [];
-  const secrets: { input: unknown; at: string }[] = [];
+  const items: Item[] = [];
   const visit = (doc: unknown, at: string, inList: boolean) => {
     if (doc === null || doc === undefined) return;
-    if (!isObject(doc)) {
-      errors.push({ path: at, message: `each document must be an object (${KINDS})` });
-      return;
-    }
-    const kind = doc["kind"];
-    // A pod body without apiVersion/kind has always been accepted as a pod.
-    if (kind === "Pod" || kind === undefined) pods.push({ input: doc, at });
-    else if (kind === "ConfigMap") cms.push({ input: doc, at });
-    else if (kind === "Secret") secrets.push({ input: doc, at });
-    else if (kind === "List" && !inList) {
-      if (doc["apiVersion"] !== "v1") errors.push({ path: `${at}.apiVersion`, message: 'a List must be apiVersion "v1"' });
-      const items = doc["items"];
-      if (!Array.isArray(items)) errors.push({ path: `${at}.items`, message: "a List needs an items array" });
-      else items.forEach((item, i) => visit(item, at ? `${at}.items[${i}]` : `items[${i}]`, true));
+    if (isObject(doc) && doc["kind"] === "List" && !inList) {
+      if (doc["apiVersion"] !== "v1") errors.push({ path: `${at ? `${at}.` : ""}apiVersion`, message: 'a List must be apiVersion "v1"' });
+      const list = doc["items"];
+      if (!Array.isArray(list)) errors.push({ path: `${at ? `${at}.` : ""}items`, message: "a List needs an items array" });
+      else list.forEach((item, i) => visit(item, at ? `${at}.items[${i}]` : `items[${i}]`, true));
       for (const k of Object.keys(doc)) if (!["apiVersion", "kind", "items", "metadata"].includes(k)) errors.push({ path: `${at ? `${at}.` : ""}${k}`, message: `unknown field "${k}" (not supported by podsync; remove it)` });
-    } else errors.push({ path: `${at ? `${at}.` : ""}kind`, message: `unsupported kind ${JSON.stringify(kind)}: podsync takes ${KINDS}` });
+    } else items.push({ input: doc, at });
   };
-  // One document (empty ones aside) keeps the pod's own paths; in a stream each is named by its place.
   const present = docs.filter((d) => d !== null && d !== undefined);
   if (present.length === 1) visit(present[0], "", false);
   else docs.forEach((d, i) => visit(d, name(i), false));
-  if (pods.length !== 1)
-    errors.push({ path: pods[1]?.at || "(root)", message: pods.length === 0 ? "the body holds no Pod" : `the body holds ${pods.length} Pods; send one pod per request (PUT /v1/node/pods takes a set)` });
-  if (errors.length) throw new InvalidPodError(errors);
-  return assemble(pods[0]!.input, pods[0]!.at, cms, secrets);
+  return { items, errors };
+}
+
+/** A body's objects: pods (each with the ConfigMaps and Secrets of its namespace), workloads, and the warnings of
+ * what was skipped or dropped. */
+export interface Body {
+  pods: SetMember[];
+  workloads: WorkloadItem[];
+  warnings: string[];
+}
+
+/** Validate the items of a body (and the payload's `configMaps`/`secrets` claims): every error at once
+ * (InvalidPodError), nothing partial. `check` adds a deployment's own rules per pod. */
+export function bodyFromItems(items: readonly Item[], payload: Record<string, unknown>, o: IntakeOptions, check: (pod: Pod, at: string) => void = () => undefined, extraErrors: FieldError[] = []): Body {
+  const sorted = sortDocuments(items, o);
+  const errors: FieldError[] = [...extraErrors, ...sorted.errors];
+  const cms: { value: ConfigMap; at: string }[] = [];
+  const secrets: { value: Secret; at: string }[] = [];
+  const addObject = (kind: "ConfigMap" | "Secret", input: unknown, at: string) => {
+    const r = kind === "ConfigMap" ? parse(ConfigMap, input, at) : parse(Secret, input, at);
+    if (!r.ok) errors.push(...r.errors);
+    else if (kind === "ConfigMap") cms.push({ value: r.value as ConfigMap, at });
+    else secrets.push({ value: r.value as Secret, at });
+  };
+  for (const c of sorted.configMaps) addObject("ConfigMap", c.input, c.at);
+  for (const c of sorted.secrets) addObject("Secret", c.input, c.at);
+  for (const field of ["configMaps", "secrets"] as const) {
+    const v = payload[field];
+    if (v === undefined) continue;
+    if (!Array.isArray(v)) errors.push({ path: field, message: `must be an array of v1.${field === "configMaps" ? "ConfigMap" : "Secret"} objects` });
+    else v.forEach((input, i) => addObject(field === "configMaps" ? "ConfigMap" : "Secret", input, `${field}[${i}]`));
+  }
+  const pods = podsWithObjects(sorted.pods, cms, secrets, check, errors);
+  const w = validateWorkloads(sorted.workloads, { configMaps: cms, secrets }, o);
+  errors.push(...w.errors);
+  if (errors.length) throw new InvalidPodError(inBodyOrder(errors, items));
+  return { pods, workloads: w.workloads, warnings: sorted.warnings };
+}
+
+/** Errors in the order of the items they name (stable within an item; errors naming no item last). */
+function inBodyOrder(errors: FieldError[], items: readonly Item[]): FieldError[] {
+  const index = (path: string) => {
+    const i = items.findIndex((it) => it.at !== "" && (path === it.at || path.startsWith(`${it.at}.`) || path.startsWith(`${it.at}[`)));
+    return i < 0 ? items.length : i;
+  };
+  return errors.map((e, n) => ({ e, n, i: index(e.path) })).sort((a, b) => a.i - b.i || a.n - b.n).map((x) => x.e);
+}
+
+/** A body for the per-pod routes (sync, plan): at most one Pod, and any number of workloads; at least one of
+ * them. */
+export function bodyFromDocuments(docs: readonly unknown[], o: IntakeOptions, name?: (i: number) => string): Body {
+  const { items, errors } = itemsFromDocuments(docs, name);
+  const body = bodyFromItems(items, {}, o, undefined, errors);
+  if (body.pods.length > 1) throw new InvalidPodError([{ path: body.pods[1]!.at || "(root)", message: `the body holds ${body.pods.length} Pods; send one pod per request (PUT /v1/node/pods takes a set)` }]);
+  if (body.pods.length === 0 && body.workloads.length === 0) throw new InvalidPodError([{ path: "(root)", message: "the body holds no Pod and no workload" }]);
+  return body;
+}
+
+/** One pod (and its objects) from the documents of a body: exactly one Pod, no workload. */
+export function bundleFromDocuments(docs: readonly unknown[], name: (i: number) => string = (i) => `documents[${i}]`, o: IntakeOptions = NO_NODE): PodBundle & { warnings: string[] } {
+  const body = bodyFromDocuments(docs, o, name);
+  if (body.pods.length !== 1) throw new InvalidPodError([{ path: body.workloads[0]?.at || "(root)", message: "the body holds no Pod" }]);
+  return { pod: body.pods[0]!.pod, objects: body.pods[0]!.objects, warnings: body.warnings };
 }
 
 /** One pod of a node-wide set, with the objects it sees. */
@@ -124,34 +176,16 @@ export interface SetMember extends PodBundle {
   at: string;
 }
 
-/** A node-wide set (PUT /v1/node/pods): the items (pods, and ConfigMaps and Secrets among them in a v1.List or a
- * YAML stream; undefined for an empty YAML document), and the payload's `configMaps`/`secrets` claims. A pod sees
- * the objects of its namespace and those that name none; its references are checked against them. `check` adds a
- * deployment's own rules per pod (InvalidPodError). Every error of every item at once. */
-export function bundlesFromSet(items: readonly unknown[], prefix: string, payload: Record<string, unknown>, check: (pod: Pod, at: string) => void = () => undefined): SetMember[] {
-  const errors: FieldError[] = [];
-  const cms: { value: ConfigMap; at: string }[] = [];
-  const secrets: { value: Secret; at: string }[] = [];
-  const pods: { input: unknown; at: string }[] = [];
-  const addObject = (kind: unknown, input: unknown, at: string) => {
-    const r = kind === "ConfigMap" ? parse(ConfigMap, input, at) : parse(Secret, input, at);
-    if (!r.ok) errors.push(...r.errors);
-    else if (kind === "ConfigMap") cms.push({ value: r.value as ConfigMap, at });
-    else secrets.push({ value: r.value as Secret, at });
-  };
-  items.forEach((item, i) => {
-    if (item === undefined || item === null) return;
-    const at = `${prefix}[${i}]`;
-    const kind = isObject(item) ? item["kind"] : undefined;
-    if (kind === "ConfigMap" || kind === "Secret") addObject(kind, item, at);
-    else pods.push({ input: item, at });
-  });
-  for (const field of ["configMaps", "secrets"] as const) {
-    const v = payload[field];
-    if (v === undefined) continue;
-    if (!Array.isArray(v)) errors.push({ path: field, message: `must be an array of v1.${field === "configMaps" ? "ConfigMap" : "Secret"} objects` });
-    else v.forEach((input, i) => addObject(field === "configMaps" ? "ConfigMap" : "Secret", input, `${field}[${i}]`));
-  }
+/** The pods of a node-wide set's items (PUT /v1/node/pods takes workloads too: bodyFromItems). */
+export function bundlesFromSet(items: readonly unknown[], prefix: string, payload: Record<string, unknown>, check: (pod: Pod, at: string) => void = () => undefined, o: IntakeOptions = NO_NODE): SetMember[] {
+  return bodyFromItems(setItems(items, prefix), payload, o, check).pods;
+}
+
+/** The items of a set, each named `<prefix>[i]`. */
+export const setItems = (items: readonly unknown[], prefix: string): Item[] => items.map((input, i) => ({ input, at: `${prefix}[${i}]` }));
+
+/** Validate pods against the objects of their namespace (errors into `errors`). */
+function podsWithObjects(podItems: readonly Item[], cms: { value: ConfigMap; at: string }[], secrets: { value: Secret; at: string }[], check: (pod: Pod, at: string) => void, errors: FieldError[]): SetMember[] {
   const members: SetMember[] = [];
   const seen = new Set<string>();
   const report = (e: FieldError) => {
@@ -159,7 +193,7 @@ export function bundlesFromSet(items: readonly unknown[], prefix: string, payloa
     if (!seen.has(key)) errors.push(e);
     seen.add(key);
   };
-  for (const { input, at } of pods) {
+  for (const { input, at } of podItems) {
     const pod = tryPod(input, at);
     if (!pod.ok) {
       errors.push(...pod.errors);
@@ -169,7 +203,7 @@ export function bundlesFromSet(items: readonly unknown[], prefix: string, payloa
       check(pod.value, at);
     } catch (e) {
       if (!(e instanceof InvalidPodError)) throw e;
-      errors.push(...e.errors.map((f) => (f.path.startsWith(at) ? f : { ...f, path: `${at}.${f.path}` })));
+      errors.push(...e.errors.map((f) => (!at || f.path.startsWith(at) ? f : { ...f, path: `${at}.${f.path}` })));
     }
     const ns = pod.value.metadata.namespace;
     const mine = <T extends { metadata: { namespace?: string | undefined } }>(list: { value: T; at: string }[]) => list.filter((o) => (o.value.metadata.namespace ?? ns) === ns);
@@ -182,7 +216,6 @@ export function bundlesFromSet(items: readonly unknown[], prefix: string, payloa
     if (refs.length === 0) for (const e of objectExpansionErrors(pod.value, objects, at)) report(e);
     members.push({ pod: pod.value, objects, at });
   }
-  if (errors.length) throw new InvalidPodError(errors);
   return members;
 }
 

@@ -9,6 +9,7 @@
 // rank and no other nodes to spread to. docs/pod-fields.md says so.
 import { z } from "zod";
 import { dns1123Subdomain, labels, qualifiedName } from "./names.js";
+import { LabelSelector } from "./workloads/selector.js";
 
 const int32 = (what: string, min: number, max = 2 ** 31 - 1) =>
   z.number().int(`${what} must be an integer`).min(min, `${what} must be at least ${min}`).max(max, `${what} must be at most ${max}`);
@@ -60,19 +61,6 @@ export const NodeAffinity = z.strictObject({
   requiredDuringSchedulingIgnoredDuringExecution: NodeSelector.optional(),
   /** Inert: a preference ranks nodes, and this is the only one. */
   preferredDuringSchedulingIgnoredDuringExecution: z.array(z.strictObject({ weight, preference: NodeSelectorTerm })).optional(),
-});
-
-const LabelSelector = z.strictObject({
-  matchLabels: labels.optional(),
-  matchExpressions: z
-    .array(
-      z.strictObject({
-        key: qualifiedName("key"),
-        operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist"], { error: "operator must be In, NotIn, Exists or DoesNotExist" }),
-        values: z.array(z.string()).optional(),
-      }),
-    )
-    .optional(),
 });
 
 const PodAffinityTerm = z.strictObject({

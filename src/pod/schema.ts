@@ -391,6 +391,20 @@ function readOnly<K extends string>(keys: readonly K[]) {
   return Object.fromEntries(keys.map((k) => [k, z.unknown().optional().describe("read-only: accepted and ignored")])) as Record<K, z.ZodOptional<z.ZodUnknown>>;
 }
 
+/** metav1.OwnerReference. Sent ones are dropped at intake with the other read-only fields (a cluster's owners are
+ * not this node's); the node's own controllers set them on the pods they make, and the store keeps them. */
+export const OwnerReference = z.strictObject({
+  apiVersion: z.string().min(1),
+  kind: z.string().min(1),
+  name: z.string().min(1),
+  uid: z.string().min(1),
+  controller: z.boolean().optional(),
+  blockOwnerDeletion: z.boolean().optional(),
+});
+export type OwnerReference = z.output<typeof OwnerReference>;
+/** The read-only fields a pod's schema drops: all but ownerReferences (see OwnerReference). */
+const POD_READ_ONLY = READ_ONLY_METADATA.filter((k): k is Exclude<(typeof READ_ONLY_METADATA)[number], "ownerReferences"> => k !== "ownerReferences");
+
 export const PodMetadata = z.strictObject({
   name: dns1123Subdomain("metadata.name"),
   namespace: dns1123Label("metadata.namespace").default("default"),
@@ -398,7 +412,8 @@ export const PodMetadata = z.strictObject({
   uid: z.string().min(1, "metadata.uid is required").max(128).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "metadata.uid must be alphanumerics, '-', '_' or '.'"),
   labels: labels.optional(),
   annotations: annotations.optional(),
-  ...readOnly(READ_ONLY_METADATA),
+  ownerReferences: z.array(OwnerReference).optional(),
+  ...readOnly(POD_READ_ONLY),
 });
 
 export const Pod = z
@@ -472,10 +487,10 @@ export const Pod = z
     return { ...rest, metadata: withoutReadOnly(pod.metadata) };
   });
 
-function withoutReadOnly<M extends Record<string, unknown>>(meta: M): Omit<M, (typeof READ_ONLY_METADATA)[number]> {
+function withoutReadOnly<M extends Record<string, unknown>>(meta: M): Omit<M, (typeof POD_READ_ONLY)[number]> {
   const out: Record<string, unknown> = { ...meta };
-  for (const k of READ_ONLY_METADATA) delete out[k];
-  return out as Omit<M, (typeof READ_ONLY_METADATA)[number]>;
+  for (const k of POD_READ_ONLY) delete out[k];
+  return out as Omit<M, (typeof POD_READ_ONLY)[number]>;
 }
 
 /** The message a pod gets when it would need a service account token (defined with the projected source). */

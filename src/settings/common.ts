@@ -11,6 +11,7 @@ import type { NodeConfig } from "../container/node-config.js";
 import { policySettingsShape } from "../auth/policy.js";
 import { unsafeSysctlPatternError } from "../lifecycle/node-admission.js";
 import { nodeAdmissionSettingsShape } from "./node-info.js";
+import { SERVICE_ACCOUNT_TOKEN_MODES } from "../pod/workloads/export.js";
 
 export const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
 export const int = (min: number, max: number) => z.coerce.number().int(`must be an integer`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
@@ -60,6 +61,10 @@ export const commonSettings = {
    * default (RELIST_INTERVAL_DEFAULT_MS), Node 1 s like kubelet's PLEG, Workers 10 s (each relist there is an
    * alarm plus two round trips through cri-proxy). */
   PODSYNC_RELIST_INTERVAL_MS: int(100, 3_600_000).optional(),
+  /** A pod (or template) naming a service account whose token would be mounted: `drop` runs it without the token
+   * (automountServiceAccountToken: false) with a warning; `refuse` refuses it (400 naming the field). There is no
+   * API server on a node to issue the token either way. */
+  PODSYNC_SERVICE_ACCOUNT_TOKENS: z.enum(SERVICE_ACCOUNT_TOKEN_MODES, { error: 'must be "drop" or "refuse"' }).default("drop"),
   /** Every desired pod gets a full sync at least this often, changed or not (kubelet's syncFrequency, 1 min). */
   PODSYNC_RESYNC_INTERVAL_MS: int(1000, 86_400_000).default(60_000),
 };

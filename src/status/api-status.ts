@@ -487,7 +487,7 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
 export interface V1Pod {
   apiVersion: "v1";
   kind: "Pod";
-  metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp: string | null };
+  metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: Pod["metadata"]["ownerReferences"]; creationTimestamp: string | null };
   spec?: Pod["spec"];
   status: V1PodStatus;
 }
@@ -505,6 +505,8 @@ export function toV1Pod(spec: Pod | undefined, ref: { uid: string; name: string;
       uid: ref.uid,
       ...(meta?.labels ? { labels: meta.labels } : {}),
       ...(meta?.annotations ? { annotations: meta.annotations } : {}),
+      // A pod the node's controllers made names its controller (src/controllers).
+      ...(meta?.ownerReferences ? { ownerReferences: meta.ownerReferences } : {}),
       creationTimestamp: status.startTime ?? null,
     },
     // The spec as given, but inline pull-secret credentials never leave the node in a response.

@@ -45,6 +45,7 @@ export function buildWorkerApp(env: Env): Hono {
       logFollowPollMs: 1000,
       // exec probes go through the proxy (ExecSync); a Worker cannot open a connection to a pod.
       probeHandlers: { allowed: ["exec"], why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod" },
+      serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }

@@ -2,16 +2,16 @@
 import { readFileSync } from "node:fs";
 import { fail } from "../args.js";
 import type { Command } from "../command.js";
-import { printResult, type Step } from "../output.js";
+import { printResult, printWarnings, type Step } from "../output.js";
 import { readPods } from "../pod-files.js";
 
 const apply: Command = {
-  usage: ["apply NODE.(yaml|json) --generation N [--detached] [--json]"],
-  help: "Make the file's pods (YAML documents, or a v1.List) the node's whole desired set: PUT /v1/node/pods.\nPods the node held that the file leaves out are deleted.",
-  examples: ["podsync apply node.yaml --generation 2"],
-  options: { generation: { type: "string" }, detached: { type: "boolean" }, json: { type: "boolean" } },
+  usage: ["apply [-f] NODE.(yaml|json) --generation N [--detached] [--json]"],
+  help: "Make the file's pods and workloads (YAML documents, or a v1.List) the node's whole desired set: PUT\n/v1/node/pods. Pods and workloads the node held that the file leaves out are deleted (claims stay).",
+  examples: ["podsync apply node.yaml --generation 2", "podsync apply -f node.yaml --generation 3"],
+  options: { generation: { type: "string" }, detached: { type: "boolean" }, json: { type: "boolean" }, filename: { type: "string", short: "f" } },
   async run(ctx) {
-    const [file] = ctx.args;
+    const file = (ctx.o["filename"] as string | undefined) ?? ctx.args[0];
     if (!file) fail("apply needs a file of pods (YAML documents, or a JSON v1.List)");
     const generation = Number(ctx.o["generation"]);
     if (ctx.o["generation"] === undefined || !Number.isSafeInteger(generation) || generation < 1) fail("apply needs --generation N, a whole number above the node's current generation (podsync pods shows it)");
@@ -31,6 +31,7 @@ const apply: Command = {
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
     else if (!Array.isArray(body["pods"])) printResult(r.status, body);
     else {
+      printWarnings(body);
       console.log(`generation ${body["generation"]}: ${body["ok"] ? "ok" : "NOT OK"} [HTTP ${r.status}]`);
       for (const p of body["pods"] as Record<string, unknown>[]) {
         printResult(r.status, p);

@@ -6,18 +6,22 @@
 //                      the orphans: pods podsync made that the store does not hold.
 import type { Context, Hono } from "hono";
 import type { VerifiedToken } from "../../auth/verify.js";
-import { AuthError } from "../../auth/verify.js";
 import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
 import { SupersededError } from "../../kuberuntime/runtime.js";
 import { toV1Pod } from "../../status/api-status.js";
 import type { Pod } from "../../pod/schema.js";
 import { InvalidPodError, type FieldError } from "../../pod/validate.js";
 import { storedObjects, type PodObjects } from "../../pod/objects.js";
-import { bundlesFromSet } from "../../pod/bundle.js";
+import { bodyFromItems, setItems } from "../../pod/bundle.js";
+import type { IntakeOptions, WorkloadItem } from "../../pod/workloads/intake.js";
+import { controllerOf } from "../../controllers/pods.js";
+import type { StoredWorkload } from "../../controllers/store.js";
+import { admitWorkloads, workloadEntries } from "./workloads.js";
+import { jsonWithWarnings } from "../warnings.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime, uidConflictAt } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";
 import { ProblemError, toProblemError } from "../problems.js";
-import { readSignedList } from "../signed-request.js";
+import { readNodeWideBearer, readSignedList } from "../signed-request.js";
 import { actionsJSON } from "../serialize.js";
 import type { PodRouteDeps } from "../context.js";
 
@@ -62,20 +66,20 @@ async function mapBounded<T, R>(items: readonly T[], n: number, fn: (item: T, i:
 }
 
 /** Validate every item (schema, the deployment's probe handlers, the references to the set's ConfigMaps and
- * Secrets: src/pod/bundle.ts), all errors at once, each path under its item; then the set's own rule: one pod
- * per uid and per namespace/name. */
-function validateSet(items: unknown[], prefix: string, payload: Record<string, unknown>, checkProbes: (pod: Pod) => void): { pod: Pod; objects: PodObjects; at: string }[] {
+ * Secrets: src/pod/bundle.ts; workloads: src/pod/workloads/intake.ts), all errors at once, each path under its
+ * item; then the set's own rule: one pod per uid and per namespace/name. */
+function validateSet(items: unknown[], prefix: string, payload: Record<string, unknown>, checkProbes: (pod: Pod) => void, intake: IntakeOptions): { pods: { pod: Pod; objects: PodObjects; at: string }[]; workloads: WorkloadItem[]; warnings: string[] } {
   const errors: FieldError[] = [];
-  let pods: { pod: Pod; objects: PodObjects; at: string }[] = [];
+  let body: { pods: { pod: Pod; objects: PodObjects; at: string }[]; workloads: WorkloadItem[]; warnings: string[] } = { pods: [], workloads: [], warnings: [] };
   try {
-    pods = bundlesFromSet(items, prefix, payload, checkProbes);
+    body = bodyFromItems(setItems(items, prefix), payload, intake, checkProbes);
   } catch (e) {
     if (!(e instanceof InvalidPodError)) throw e;
     errors.push(...e.errors);
   }
   const uids = new Map<string, string>();
   const names = new Map<string, string>();
-  for (const { pod, at } of pods) {
+  for (const { pod, at } of body.pods) {
     const { uid, namespace, name } = pod.metadata;
     const u = uids.get(uid);
     if (u) errors.push({ path: `${at}.metadata.uid`, message: `duplicate uid "${uid}" (also ${u}): a set holds each pod once` });
@@ -85,7 +89,20 @@ function validateSet(items: unknown[], prefix: string, payload: Record<string, u
     else names.set(`${namespace}/${name}`, at);
   }
   if (errors.length) throw new InvalidPodError(errors);
-  return pods;
+  return body;
+}
+
+/** What a new set keeps of what the node's controllers made: the workloads they made for a workload still in the
+ * set (a Deployment's ReplicaSets) and the pods of every kept workload. */
+function keptDerived(workloads: readonly WorkloadItem[], stored: readonly StoredWorkload[], before: Iterable<DesiredPod>): { workloads: StoredWorkload[]; pods: DesiredPod[] } {
+  const top = new Set(workloads.map((w) => w.workload.metadata.uid));
+  const kept = stored.filter((s) => s.owner && top.has(s.owner.uid));
+  const owners = new Set([...top, ...kept.map((s) => s.workload.metadata.uid)]);
+  const pods = [...before].filter((e) => {
+    const ref = controllerOf(e.pod.metadata);
+    return ref !== undefined && owners.has(ref.uid);
+  });
+  return { workloads: kept, pods };
 }
 
 export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pods: string }, d: NodePodsDeps): void {
@@ -97,9 +114,11 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     const { items, prefix, token } = await readSignedList(c.req.raw, d.verifier, "apply", d.maxBodyBytes, generationClaim);
     d.note(c as never, { jti: token.payload.jti });
     const generation = token.payload["generation"] as number;
-    const pods = validateSet(items, prefix, token.payload, d.checkProbes);
+    const { pods, workloads, warnings } = validateSet(items, prefix, token.payload, d.checkProbes, d.intake);
+    if (workloads.length && !d.workloads) throw new ProblemError("unsupported", "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods", { errors: [{ path: workloads[0]!.at, message: `a ${workloads[0]!.workload.kind}` }] });
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
+    admitWorkloads(workloads, d.policy, d.runtime, d.checkProbes);
     // A generation the node is already at is refused first (replace checks again, atomically): a stale PUT
     // makes no runtime call.
     checkReplace(await d.desired.generation(), generation);
@@ -111,12 +130,18 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
       // so a set and a concurrent sync cannot each fit alone and be admitted together.
       // `before` (to name the dropped pods) is read in the same step: a sync stored just before the commit is
       // one the commit may drop.
-      const entries = pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects, generation));
+      const own = pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects, generation));
+      let entries = own;
       // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
       // uid-conflict naming the item) in the same step, before the commit.
       let idCalls = 0;
       const { removed, before } = await d.admitting(async () => {
         const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
+        // The pods the node's controllers made for workloads the set keeps stay (the controllers roll them to
+        // the new templates); those of dropped workloads go with the commit.
+        const storedWorkloads = d.workloads ? await d.workloads.list() : [];
+        const derived = keptDerived(workloads, storedWorkloads, before.values());
+        entries = [...derived.pods, ...own];
         admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix);
         idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
         d.note(c as never, { criCalls: idCalls });
@@ -125,6 +150,9 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         const r = await d.desired.replace(generation, entries, { iat: Number(token.payload.iat) }).catch((e: unknown) => {
           throw uidConflictAt(e, pods);
         });
+        // The workloads follow the committed set (a failure here is a 503 with the pods' set in force; the
+        // controllers keep the workloads as they were until the next PUT).
+        await d.workloads?.replace([...derived.workloads, ...workloadEntries(workloads, token, now, storedWorkloads)]);
         return { ...r, before };
       });
       d.prober?.update(pods.map((p) => p.pod));
@@ -147,7 +175,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
       });
       const results = await mapBounded(pods, d.concurrency, async ({ pod, objects }, i) => {
         const uid = pod.metadata.uid;
-        const mine = entries[i]!;
+        const mine = own[i]!;
         try {
           // Synced only if this PUT's entry (or the same spec) is still stored once the pod's lock is held: a later sync
           // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
@@ -163,25 +191,16 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
       });
       d.note(c as never, { criCalls });
       const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
-      return { ok, generation, pods: results, removed: removedResults };
+      const stored = workloads.map(({ workload: w }) => ({ kind: w.kind, namespace: w.metadata.namespace, name: w.metadata.name, uid: w.metadata.uid }));
+      return { ok, generation, pods: results, removed: removedResults, ...(stored.length ? { workloads: stored } : {}) };
     });
     // 207 as for a sync: the set is stored (the loop keeps at it), some pods' steps failed; the body says which.
-    return c.json(body, body.ok ? 200 : 207);
+    return jsonWithWarnings(body, body.ok ? 200 : 207, warnings);
   });
 
   app.get(routes.pods, async (c) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(c.req.header("authorization") ?? "");
-    if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
     // A token scoped to one pod (`uid`) may not read the node's whole set.
-    const token = await d.verifier.verify(m[1]!, {
-      consume: false,
-      check: (p) =>
-        p["act"] !== "status"
-          ? new AuthError("bad-claims", `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`)
-          : p["uid"] !== undefined
-            ? new AuthError("bad-claims", 'a token for the node\'s pod list must not carry "uid" (it is scoped to one pod)')
-            : undefined,
-    });
+    const token = await readNodeWideBearer(c.req.raw, d.verifier, "pod list");
     d.note(c as never, { jti: token.payload.jti });
     const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
     entries.sort((a, b) => a.pod.metadata.namespace.localeCompare(b.pod.metadata.namespace) || a.pod.metadata.name.localeCompare(b.pod.metadata.name));

@@ -1,5 +1,7 @@
 // POST /v1/pods/plan and POST /v1/pods/sync: a signed pod, verified, validated and admitted before any runtime
-// call; sync stores it in the node's desired state and acts through the front door.
+// call; sync stores it in the node's desired state and acts through the front door. The body may also hold
+// workloads (Deployments, Jobs, ...; src/http/sync-workloads.ts), checked with the pod before anything is stored,
+// and skip or drop things a node has no use for: those are the response's warnings (Warning headers too).
 import type { Hono } from "hono";
 import { SupersededError, type SyncResult } from "../../kuberuntime/runtime.js";
 import { StaleGenerationError, whileStored } from "../../pleg/desired-state.js";
@@ -9,27 +11,42 @@ import { note, type AppEnv, type PodRouteDeps } from "../context.js";
 import { desiredEntry } from "./node-pods.js";
 import { ROUTES } from "../routes.js";
 import { actionsJSON, statusJSON } from "../serialize.js";
-import { readSignedPod } from "../signed-request.js";
+import { readSignedBody } from "../signed-request.js";
+import { jsonWithWarnings } from "../warnings.js";
+import { checkWorkloads, storeWorkloads, workloadOutcomes } from "./sync-workloads.js";
 
 export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
   const { runtime: rt, desired, policy, nodeInfo, admitting, prober, maxBodyBytes: maxBody, now, checkProbes } = d;
   app.post(ROUTES.plan, async (c) => {
-    const { pod, token } = await readSignedPod(c.req.raw, d.verifier, "plan", maxBody);
-    note(c, pod.metadata.uid, token.payload.jti);
+    const body = await readSignedBody(c.req.raw, d.verifier, "plan", maxBody, d.intake);
+    const pod = body.pods[0]?.pod;
+    note(c, pod?.metadata.uid ?? "", body.token.payload.jti);
+    checkWorkloads(body.workloads, d);
+    const workloads = body.workloads.length ? { workloads: await workloadOutcomes(body.workloads, d.workloads!) } : {};
+    if (!pod) return jsonWithWarnings({ ok: true, ...workloads }, 200, body.warnings);
     admit(pod, policy);
     await admitOnNode(pod, nodeInfo, desired);
     checkProbes(pod);
     const r = await rt.plan(pod, prober?.results(pod.metadata.uid));
     c.set("criCalls", r.criCalls);
-    return c.json({ ok: true, pod: r.pod, actions: actionsJSON(pod, r.actions), status: statusJSON(r.status) });
+    return jsonWithWarnings({ ok: true, pod: r.pod, actions: actionsJSON(pod, r.actions), status: statusJSON(r.status), ...workloads }, 200, body.warnings);
   });
 
   app.post(ROUTES.sync, async (c) => {
-    const { pod, objects, token } = await readSignedPod(c.req.raw, d.verifier, "sync", maxBody);
-    note(c, pod.metadata.uid, token.payload.jti);
-    admit(pod, policy);
-    checkProbes(pod);
-    admitOnRuntime(rt, pod);
+    const body = await readSignedBody(c.req.raw, d.verifier, "sync", maxBody, d.intake);
+    const token = body.token;
+    const bundle = body.pods[0];
+    note(c, bundle?.pod.metadata.uid ?? "", token.payload.jti);
+    checkWorkloads(body.workloads, d);
+    if (bundle) {
+      admit(bundle.pod, policy);
+      checkProbes(bundle.pod);
+      admitOnRuntime(rt, bundle.pod);
+    }
+    // The workloads are stored once everything in the body passed; the controllers make their pods.
+    const workloads = body.workloads.length ? { workloads: await storeWorkloads(body.workloads, token, now(), d.workloads!) } : {};
+    if (!bundle) return jsonWithWarnings({ ok: true, ...workloads }, 200, body.warnings);
+    const { pod, objects } = bundle;
     const uid = pod.metadata.uid;
     // Admitted against the other desired pods and stored as one step on the node (kubelet admits one pod at a
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that
@@ -77,6 +94,6 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     prober?.observe(uid, r.after);
     // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
     // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
-    return c.json({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after) }, r.ok ? 200 : 207);
+    return jsonWithWarnings({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after), ...workloads }, r.ok ? 200 : 207, body.warnings);
   });
 }

@@ -1,0 +1,252 @@
+// The Deployment controller's sync on one node (pkg/controller/deployment: sync.go getNewReplicaSet,
+// cleanupDeployment, calculateStatus, syncRolloutStatus; rolling.go rolloutRolling, reconcileNewReplicaSet,
+// reconcileOldReplicaSets, cleanupUnhealthyReplicas, scaleDownOldReplicaSetsForRollingUpdate; recreate.go
+// rolloutRecreate; util/deployment_util.go NewRSNewReplicas, ResolveFenceposts, MaxUnavailable, MaxSurge,
+// DeploymentComplete, DeploymentProgressing, DeploymentTimedOut). The ReplicaSets are `<name>-<pod-template-hash>`
+// (hash.ts), the hash also a label on the ReplicaSet, its selector and its template; the ReplicaSet controller
+// makes their pods. Counts are this node's: maxSurge and maxUnavailable bound the pods here.
+//
+// Left out, deliberately: proportional scaling of several ReplicaSets mid-rollout when replicas change (sync.go
+// scale): on one node the rollout's own steps reach the new count; and rollback annotations.
+import type { Deployment, ReplicaSet } from "../../pod/workloads/schema.js";
+import { canonicalJSON } from "../../container/hash.js";
+import { computeHash } from "../hash.js";
+import { replicaSetStatus } from "../replicaset/sync.js";
+import { controllerRef, isTerminal, scaledValue, type ObservedPod } from "../pods.js";
+import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
+
+export const POD_TEMPLATE_HASH = "pod-template-hash";
+export const REVISION_ANNOTATION = "deployment.kubernetes.io/revision";
+
+export interface ReplicaSetView {
+  rs: ReplicaSet;
+  pods: ObservedPod[];
+  /** When it was stored (its creationTimestamp). */
+  createdAt: number;
+}
+
+export interface DeploymentStatus {
+  replicas: number;
+  updatedReplicas: number;
+  readyReplicas: number;
+  availableReplicas: number;
+  unavailableReplicas: number;
+  conditions: Condition[];
+  collisionCount?: number;
+  [k: string]: unknown;
+}
+
+/** ResolveFenceposts: maxSurge rounded up, maxUnavailable down; both 0 makes maxUnavailable 1. */
+export function resolveFenceposts(d: Deployment): { surge: number; unavailable: number } {
+  const ru = d.spec.strategy.rollingUpdate;
+  const surge = scaledValue(ru?.maxSurge, d.spec.replicas, true, "25%");
+  let unavailable = scaledValue(ru?.maxUnavailable, d.spec.replicas, false, "25%");
+  if (surge === 0 && unavailable === 0) unavailable = 1;
+  return { surge, unavailable };
+}
+
+/** MaxUnavailable: 0 for Recreate or no replicas; never above replicas. */
+export function maxUnavailable(d: Deployment): number {
+  if (d.spec.strategy.type !== "RollingUpdate" || d.spec.replicas === 0) return 0;
+  return Math.min(resolveFenceposts(d).unavailable, d.spec.replicas);
+}
+
+/** The template without the pod-template-hash label (EqualIgnoreHash compares these). */
+function withoutHash(t: ReplicaSet["spec"]["template"]): unknown {
+  const labels = { ...(t.metadata.labels ?? {}) };
+  delete labels[POD_TEMPLATE_HASH];
+  return { ...t, metadata: { ...t.metadata, labels } };
+}
+const sameTemplate = (a: ReplicaSet["spec"]["template"], b: ReplicaSet["spec"]["template"]) => canonicalJSON(withoutHash(a)) === canonicalJSON(withoutHash(b));
+
+const revisionOf = (rs: ReplicaSet) => Number(rs.metadata.annotations?.[REVISION_ANNOTATION] ?? "0") || 0;
+
+export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], prev: DeploymentStatus | undefined, ctx: ControllerContext): ControllerResult {
+  const nowIso = new Date(ctx.now).toISOString();
+  const out: ControllerResult = { create: [], delete: [], status: {}, putChildren: [], removeChildren: [] };
+  // Working copies: what this step changes, keyed by name.
+  const replicas = new Map(views.map((v) => [v.rs.metadata.name, v.rs.spec.replicas]));
+  const status = new Map(views.map((v) => [v.rs.metadata.name, replicaSetStatus(v.rs, v.pods, ctx.now)]));
+  const scale = (v: ReplicaSetView, n: number) => {
+    if (replicas.get(v.rs.metadata.name) === n) return false;
+    replicas.set(v.rs.metadata.name, n);
+    const annotations = { ...(v.rs.metadata.annotations ?? {}) };
+    out.putChildren!.push({ ...v.rs, metadata: { ...v.rs.metadata, annotations }, spec: { ...v.rs.spec, replicas: n } });
+    return true;
+  };
+  let collisionCount = prev?.collisionCount;
+  const hash = computeHash(d.spec.template, collisionCount);
+  let newView = views.find((v) => sameTemplate(v.rs.spec.template, d.spec.template));
+  const olds = views.filter((v) => v !== newView).sort((a, b) => a.createdAt - b.createdAt || a.rs.metadata.name.localeCompare(b.rs.metadata.name));
+  const sumReplicas = (vs: readonly ReplicaSetView[]) => vs.reduce((n, v) => n + replicas.get(v.rs.metadata.name)!, 0);
+  const sumAvailable = (vs: readonly ReplicaSetView[]) => vs.reduce((n, v) => n + status.get(v.rs.metadata.name)!.availableReplicas, 0);
+  let newRSCreated = false;
+
+  /** getNewReplicaSet with createIfNotExisted: the new ReplicaSet `<name>-<hash>` at `n` replicas. */
+  const createNew = (n: number) => {
+    const name = `${d.metadata.name}-${hash}`;
+    if (views.some((v) => v.rs.metadata.name === name)) {
+      // A ReplicaSet of that name with another template: a hash collision; the next sync hashes with a new count.
+      collisionCount = (collisionCount ?? 0) + 1;
+      return;
+    }
+    const labels = { ...(d.spec.template.metadata.labels ?? {}), [POD_TEMPLATE_HASH]: hash };
+    const revision = String(Math.max(0, ...views.map((v) => revisionOf(v.rs))) + 1);
+    const rs: ReplicaSet = {
+      apiVersion: "apps/v1",
+      kind: "ReplicaSet",
+      metadata: { name, namespace: d.metadata.namespace, uid: undefined, labels, annotations: { ...(d.metadata.annotations ?? {}), [REVISION_ANNOTATION]: revision } },
+      spec: {
+        replicas: n,
+        minReadySeconds: d.spec.minReadySeconds,
+        selector: { ...d.spec.selector, matchLabels: { ...(d.spec.selector.matchLabels ?? {}), [POD_TEMPLATE_HASH]: hash } },
+        template: { ...structuredClone(d.spec.template), metadata: { ...structuredClone(d.spec.template.metadata), labels } },
+      },
+      status: undefined,
+    };
+    out.putChildren!.push(rs);
+    newView = { rs, pods: [], createdAt: ctx.now };
+    replicas.set(name, n);
+    status.set(name, { replicas: 0, fullyLabeledReplicas: 0, readyReplicas: 0, availableReplicas: 0 });
+    newRSCreated = true;
+  };
+
+  if (!d.spec.paused) {
+    if (d.spec.strategy.type === "Recreate") rolloutRecreate();
+    else rolloutRolling();
+  }
+
+  function rolloutRecreate() {
+    let scaledDown = false;
+    for (const v of olds) if (replicas.get(v.rs.metadata.name)! > 0) scaledDown = scale(v, 0) || scaledDown;
+    if (scaledDown) return;
+    // oldPodsRunning: wait until every old pod is gone or finished.
+    if (olds.some((v) => v.pods.some((p) => !isTerminal(p)))) return;
+    if (!newView) createNew(d.spec.replicas);
+    else scale(newView, d.spec.replicas);
+    if (complete()) cleanup();
+  }
+
+  function rolloutRolling() {
+    if (!newView) {
+      // NewRSNewReplicas for a ReplicaSet that does not exist yet (0 replicas).
+      createNew(newReplicas(0));
+      return;
+    }
+    if (reconcileNew(newView)) return;
+    if (reconcileOld(newView)) return;
+    if (complete()) cleanup();
+  }
+
+  /** NewRSNewReplicas (RollingUpdate): up to replicas + maxSurge pods in all, never more than replicas new. */
+  function newReplicas(current: number): number {
+    const maxTotal = d.spec.replicas + resolveFenceposts(d).surge;
+    const all = sumReplicas(views);
+    if (all >= maxTotal) return current;
+    return current + Math.max(0, Math.min(maxTotal - all, d.spec.replicas - current));
+  }
+
+  function reconcileNew(nv: ReplicaSetView): boolean {
+    const n = replicas.get(nv.rs.metadata.name)!;
+    if (n === d.spec.replicas) return false;
+    if (n > d.spec.replicas) return scale(nv, d.spec.replicas);
+    return scale(nv, newReplicas(n));
+  }
+
+  function reconcileOld(nv: ReplicaSetView): boolean {
+    const oldCount = sumReplicas(olds);
+    if (oldCount === 0) return false;
+    const all = sumReplicas([...olds, nv]);
+    const minAvailable = d.spec.replicas - maxUnavailable(d);
+    const newUnavailable = replicas.get(nv.rs.metadata.name)! - status.get(nv.rs.metadata.name)!.availableReplicas;
+    const maxScaledDown = all - minAvailable - newUnavailable;
+    if (maxScaledDown <= 0) return false;
+    // cleanupUnhealthyReplicas: old ReplicaSets' unavailable pods go first.
+    let cleaned = 0;
+    for (const v of olds) {
+      if (cleaned >= maxScaledDown) break;
+      const n = replicas.get(v.rs.metadata.name)!;
+      const avail = status.get(v.rs.metadata.name)!.availableReplicas;
+      if (n === 0 || avail === n) continue;
+      const down = Math.min(maxScaledDown - cleaned, n - avail);
+      scale(v, n - down);
+      cleaned += down;
+    }
+    // scaleDownOldReplicaSetsForRollingUpdate: then available ones, oldest first, down to minAvailable.
+    const available = sumAvailable([...olds, nv]);
+    let scaled = 0;
+    if (available > minAvailable) {
+      const total = available - minAvailable;
+      for (const v of olds) {
+        if (scaled >= total) break;
+        const n = replicas.get(v.rs.metadata.name)!;
+        if (n === 0) continue;
+        const down = Math.min(n, total - scaled);
+        scale(v, n - down);
+        scaled += down;
+      }
+    }
+    return cleaned + scaled > 0;
+  }
+
+  /** DeploymentComplete, on this step's counts. */
+  function complete(): boolean {
+    if (!newView) return false;
+    const s = status.get(newView.rs.metadata.name)!;
+    const total = views.reduce((n, v) => n + status.get(v.rs.metadata.name)!.replicas, 0);
+    return replicas.get(newView.rs.metadata.name) === d.spec.replicas && s.replicas === d.spec.replicas && total === d.spec.replicas && s.availableReplicas === d.spec.replicas;
+  }
+
+  /** cleanupDeployment: old ReplicaSets with no replicas and no pods, past revisionHistoryLimit, oldest first. */
+  function cleanup() {
+    const idle = olds.filter((v) => replicas.get(v.rs.metadata.name) === 0 && v.pods.length === 0);
+    const excess = idle.length - d.spec.revisionHistoryLimit;
+    for (const v of idle.slice(0, Math.max(0, excess))) out.removeChildren!.push(v.rs);
+  }
+
+  // calculateStatus + syncRolloutStatus.
+  const all = [...views, ...(newRSCreated && newView ? [newView] : [])];
+  const st = (v: ReplicaSetView) => status.get(v.rs.metadata.name)!;
+  const total = all.reduce((n, v) => n + st(v).replicas, 0);
+  const available = all.reduce((n, v) => n + st(v).availableReplicas, 0);
+  const ready = all.reduce((n, v) => n + st(v).readyReplicas, 0);
+  const updated = newView ? st(newView).replicas : 0;
+  let conditions = prev?.conditions ?? [];
+  const minAvailable = d.spec.replicas - maxUnavailable(d);
+  conditions =
+    available >= minAvailable
+      ? setCondition(conditions, { type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "Deployment has minimum availability.", lastUpdateTime: nowIso }, nowIso)
+      : setCondition(conditions, { type: "Available", status: "False", reason: "MinimumReplicasUnavailable", message: "Deployment does not have minimum availability.", lastUpdateTime: nowIso }, nowIso);
+  const rsName = newView?.rs.metadata.name ?? `${d.metadata.name}-${hash}`;
+  const progressing = conditions.find((c) => c.type === "Progressing");
+  const isComplete = updated === d.spec.replicas && total === d.spec.replicas && available === d.spec.replicas;
+  let requeueAt: number | undefined;
+  if (!d.spec.paused) {
+    if (isComplete) conditions = setCondition(conditions, { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable", message: `ReplicaSet "${rsName}" has successfully progressed.`, lastUpdateTime: nowIso }, nowIso);
+    else if (newRSCreated) conditions = setCondition(conditions, { type: "Progressing", status: "True", reason: "NewReplicaSetCreated", message: `Created new replica set "${rsName}"`, lastUpdateTime: nowIso }, nowIso);
+    else if (prev && (updated > prev.updatedReplicas || ready > prev.readyReplicas || available > prev.availableReplicas || total - updated < prev.replicas - prev.updatedReplicas))
+      // DeploymentProgressing: the rollout moved; the deadline starts again from now (lastUpdateTime).
+      conditions = [...conditions.filter((c) => c.type !== "Progressing"), { type: "Progressing", status: "True", reason: "ReplicaSetUpdated", message: `ReplicaSet "${rsName}" is progressing.`, lastTransitionTime: progressing?.status === "True" ? progressing.lastTransitionTime : nowIso, lastUpdateTime: nowIso }];
+    else if (progressing && progressing.reason !== "NewReplicaSetAvailable" && progressing.reason !== "ProgressDeadlineExceeded") {
+      // DeploymentTimedOut: no progress for progressDeadlineSeconds since the condition was last updated.
+      const deadline = Date.parse(progressing.lastUpdateTime ?? progressing.lastTransitionTime) + d.spec.progressDeadlineSeconds * 1000;
+      if (ctx.now > deadline) conditions = setCondition(conditions, { type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: `ReplicaSet "${rsName}" has timed out progressing.`, lastUpdateTime: nowIso }, nowIso);
+      else requeueAt = deadline + 1;
+    } else if (!progressing) conditions = setCondition(conditions, { type: "Progressing", status: "True", reason: "ReplicaSetUpdated", message: `ReplicaSet "${rsName}" is progressing.`, lastUpdateTime: nowIso }, nowIso);
+  }
+  const s: DeploymentStatus = {
+    replicas: total,
+    updatedReplicas: updated,
+    readyReplicas: ready,
+    availableReplicas: available,
+    unavailableReplicas: Math.max(0, d.spec.replicas - available),
+    conditions: [...conditions].sort((a, b) => a.type.localeCompare(b.type)),
+    ...(collisionCount !== undefined ? { collisionCount } : {}),
+  };
+  out.status = s;
+  if (requeueAt !== undefined) out.requeueAt = requeueAt;
+  return out;
+}
+
+/** The owner reference a Deployment's ReplicaSets carry. */
+export const deploymentRef = (d: Deployment) => controllerRef(d);

@@ -1,0 +1,241 @@
+// The Job controller's sync on one node (pkg/controller/job/job_controller.go: syncJob, manageJob,
+// pastBackoffLimitOnFailure, pastActiveDeadline, getNewFinishedPods; backoff_utils.go: the exponential
+// back-off between failed pods; pod_failure_policy.go: matchPodFailurePolicy; indexed_job_utils.go: pod names
+// `<job>-<index>-<5 chars>`, the completion index annotation, label and JOB_COMPLETION_INDEX, the hostname).
+// Pods are `<job>-<5 chars>` with the job-name and controller-uid labels (the template's, from
+// src/pod/workloads/job-labels.ts) and a controller reference. Finished pods stay (as in a cluster) until the Job
+// goes, so the counts are the pods': succeeded, failed (those a podFailurePolicy Ignore rule matches left out).
+//
+// Differences, deliberately: the Complete and Failed conditions are set in the same step as SuccessCriteriaMet and
+// FailureTarget (upstream waits for the terminating pods first); backoffLimitPerIndex and successPolicy are not
+// offered (the schema refuses them).
+import type { Job } from "../../pod/workloads/schema.js";
+import { derivedUid } from "../../pod/workloads/uid.js";
+import { makePod } from "../../pod/workloads/template.js";
+import { JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL } from "../../pod/workloads/job-labels.js";
+import { controllerRef, generatedName, isActive, isReady, phaseOf, type ObservedPod } from "../pods.js";
+import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
+
+/** DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff (pkg/controller/job/job_controller.go). */
+export const DEFAULT_POD_FAILURE_BACKOFF_MS = 10_000;
+export const MAX_POD_FAILURE_BACKOFF_MS = 10 * 60_000;
+
+export interface JobStatus {
+  active: number;
+  succeeded: number;
+  failed: number;
+  ready: number;
+  startTime?: string;
+  completionTime?: string;
+  completedIndexes?: string;
+  conditions: Condition[];
+  [k: string]: unknown;
+}
+
+export interface JobOptions {
+  /** The first back-off after a failed pod (doubles per failure since the last success). */
+  podFailureBackOffMs?: number;
+}
+
+const finishedCondition = (s: JobStatus | undefined) => s?.conditions.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+
+/** The pod's completion index (Indexed Jobs), from its annotation. */
+export const indexOf = (p: ObservedPod): number | undefined => {
+  const v = p.pod.metadata.annotations?.[JOB_COMPLETION_INDEX_ANNOTATION];
+  return v !== undefined && /^[0-9]+$/.test(v) ? Number(v) : undefined;
+};
+
+/** When the pod's last container finished (ms), for the back-off. */
+function finishedAt(p: ObservedPod): number {
+  let t = 0;
+  for (const c of p.status?.containerStatuses ?? []) {
+    const f = c.state.terminated?.finishedAt;
+    if (f) t = Math.max(t, Date.parse(f));
+  }
+  return t;
+}
+
+/** getRemainingTimeForFailuresCount: base * 2^(failures-1), capped, less the time since the last failure. */
+export function backOffRemaining(failures: number, lastFailure: number, now: number, baseMs: number): number {
+  if (failures === 0) return 0;
+  let d = baseMs;
+  for (let i = 1; i < failures; i++) {
+    d *= 2;
+    if (d >= MAX_POD_FAILURE_BACKOFF_MS) {
+      d = MAX_POD_FAILURE_BACKOFF_MS;
+      break;
+    }
+  }
+  const since = now - lastFailure;
+  return d < since ? 0 : d - since;
+}
+
+type PolicyAction = "FailJob" | "Ignore" | "Count" | "FailIndex";
+
+/** matchPodFailurePolicy: the first rule that matches a failed pod, with the message FailJob gives. */
+export function matchPodFailurePolicy(job: Job, p: ObservedPod): { action: PolicyAction; message: string } | undefined {
+  const rules = job.spec.podFailurePolicy?.rules ?? [];
+  for (const [i, r] of rules.entries()) {
+    if (r.onExitCodes) {
+      const ec = r.onExitCodes;
+      for (const c of p.status?.containerStatuses ?? []) {
+        if (ec.containerName && ec.containerName !== c.name) continue;
+        const code = c.state.terminated?.exitCode;
+        if (code === undefined || code === 0) continue;
+        const hit = ec.operator === "In" ? ec.values.includes(code) : !ec.values.includes(code);
+        if (hit)
+          return { action: r.action, message: `Container ${c.name} for pod ${p.pod.metadata.namespace}/${p.pod.metadata.name} failed with exit code ${code} matching ${r.action} rule at index ${i}` };
+      }
+    }
+    if (r.onPodConditions)
+      for (const pc of r.onPodConditions)
+        if ((p.status?.conditions as { type: string; status: string }[] | undefined)?.some((c) => c.type === pc.type && c.status === pc.status))
+          return { action: r.action, message: `Pod ${p.pod.metadata.namespace}/${p.pod.metadata.name} has condition ${pc.type} matching ${r.action} rule at index ${i}` };
+  }
+  return undefined;
+}
+
+/** Intervals of indexes as the API's completedIndexes ("1,3-5"). */
+function formatIndexes(xs: number[]): string {
+  const s = [...new Set(xs)].sort((a, b) => a - b);
+  const parts: string[] = [];
+  for (let i = 0; i < s.length; ) {
+    let j = i;
+    while (j + 1 < s.length && s[j + 1] === s[j]! + 1) j++;
+    // orderedIntervals.String: two in a row are written as two ("4,5"), longer runs as a range.
+    parts.push(i === j ? `${s[i]}` : j === i + 1 ? `${s[i]},${s[j]}` : `${s[i]}-${s[j]}`);
+    i = j + 1;
+  }
+  return parts.join(",");
+}
+
+export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus | undefined, ctx: ControllerContext, o: JobOptions = {}): ControllerResult {
+  const nowIso = new Date(ctx.now).toISOString();
+  const out: ControllerResult = { create: [], delete: [], status: {} };
+  const active = pods.filter(isActive);
+  const del = (p: ObservedPod, reason: string) => out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
+  const indexed = job.spec.completionMode === "Indexed";
+  const completions = job.spec.completions;
+  const succeededPods = pods.filter((p) => phaseOf(p) === "Succeeded" && (!indexed || (indexOf(p) ?? -1) < completions!));
+  const succeededIndexes = indexed ? [...new Set(succeededPods.map((p) => indexOf(p)!))] : [];
+  let failJob: { reason: string; message: string } | undefined;
+  let failed = 0;
+  for (const p of pods.filter((x) => phaseOf(x) === "Failed")) {
+    const m = job.spec.podFailurePolicy ? matchPodFailurePolicy(job, p) : undefined;
+    if (m?.action === "Ignore") continue;
+    failed++;
+    if (m?.action === "FailJob" && !failJob) failJob = { reason: "PodFailurePolicy", message: m.message };
+  }
+  const succeeded = indexed ? succeededIndexes.length : succeededPods.length;
+  let conditions = prev?.conditions ?? [];
+  const base: JobStatus = {
+    active: active.length,
+    succeeded,
+    failed,
+    ready: active.filter(isReady).length,
+    conditions,
+    ...(prev?.startTime ? { startTime: prev.startTime } : {}),
+    ...(indexed && succeededIndexes.length ? { completedIndexes: formatIndexes(succeededIndexes) } : {}),
+  };
+
+  // A finished Job: its remaining pods go, and it goes itself ttlSecondsAfterFinished after it finished.
+  const done = finishedCondition(prev);
+  if (done) {
+    for (const p of active) del(p, `Job ${job.metadata.name} finished`);
+    out.status = { ...base, active: 0, ready: 0, ...(prev?.completionTime ? { completionTime: prev.completionTime } : {}) };
+    if (job.spec.ttlSecondsAfterFinished !== undefined) {
+      const at = Date.parse(done.lastTransitionTime) + job.spec.ttlSecondsAfterFinished * 1000;
+      if (ctx.now >= at) out.removeSelf = true;
+      else out.requeueAt = at;
+    }
+    return out;
+  }
+
+  // Suspended: no pods; the start time is forgotten (it starts again on resume, with it the deadline).
+  if (job.spec.suspend) {
+    for (const p of active) del(p, `Job ${job.metadata.name} suspended`);
+    conditions = setCondition(conditions, { type: "Suspended", status: "True", reason: "JobSuspended", message: "Job suspended" }, nowIso);
+    const { startTime: _s, ...rest } = base;
+    out.status = { ...rest, active: 0, ready: 0, conditions };
+    return out;
+  }
+  if (conditions.some((c) => c.type === "Suspended" && c.status === "True")) conditions = setCondition(conditions, { type: "Suspended", status: "False", reason: "JobResumed", message: "Job resumed" }, nowIso);
+  const startTime = prev?.startTime ?? nowIso;
+  const start = Date.parse(startTime);
+
+  // Failure: the pod failure policy, the back-off limit (failed pods, or restarts under OnFailure), the deadline.
+  const restarts = active.reduce((n, p) => n + (p.status?.containerStatuses ?? []).reduce((m, c) => m + c.restartCount, 0), 0);
+  const pastBackoffOnFailure = job.spec.template.spec["restartPolicy"] === "OnFailure" && (job.spec.backoffLimit === 0 ? restarts > 0 : restarts >= job.spec.backoffLimit);
+  if (!failJob && (failed > job.spec.backoffLimit || pastBackoffOnFailure)) failJob = { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
+  const deadline = job.spec.activeDeadlineSeconds !== undefined ? start + job.spec.activeDeadlineSeconds * 1000 : undefined;
+  if (!failJob && deadline !== undefined && ctx.now >= deadline) failJob = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
+  if (failJob) {
+    for (const p of active) del(p, `Job ${job.metadata.name} failed: ${failJob.reason}`);
+    conditions = setCondition(conditions, { type: "FailureTarget", status: "True", reason: failJob.reason, message: failJob.message }, nowIso);
+    conditions = setCondition(conditions, { type: "Failed", status: "True", reason: failJob.reason, message: failJob.message }, nowIso);
+    out.status = { ...base, startTime, active: 0, ready: 0, conditions };
+    if (job.spec.ttlSecondsAfterFinished !== undefined) out.requeueAt = ctx.now + job.spec.ttlSecondsAfterFinished * 1000;
+    return out;
+  }
+
+  // Success: completions reached (or, without completions, one pod succeeded and none is left running).
+  const complete = completions === undefined ? succeeded > 0 && active.length === 0 : succeeded >= completions;
+  if (complete) {
+    for (const p of active) del(p, `Job ${job.metadata.name} completed`);
+    conditions = setCondition(conditions, { type: "SuccessCriteriaMet", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods" }, nowIso);
+    conditions = setCondition(conditions, { type: "Complete", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods" }, nowIso);
+    out.status = { ...base, startTime, active: 0, ready: 0, completionTime: nowIso, conditions };
+    if (job.spec.ttlSecondsAfterFinished !== undefined) out.requeueAt = ctx.now + job.spec.ttlSecondsAfterFinished * 1000;
+    return out;
+  }
+
+  // manageJob: as many active pods as wanted, new ones only once the back-off since the last failure is over.
+  const parallelism = job.spec.parallelism;
+  let want: number;
+  if (completions === undefined) want = succeeded > 0 ? active.length : parallelism;
+  else want = Math.max(0, Math.min(completions - succeeded, parallelism));
+  if (active.length > want) {
+    const extra = [...active].sort((a, b) => (isReady(a) === isReady(b) ? b.createdAt - a.createdAt : isReady(a) ? 1 : -1)).slice(0, active.length - want);
+    for (const p of extra) del(p, `Job ${job.metadata.name} has more active pods than parallelism ${parallelism}`);
+  } else if (active.length < want) {
+    const lastSuccess = Math.max(0, ...succeededPods.map(finishedAt));
+    const failures = pods.filter((p) => phaseOf(p) === "Failed" && finishedAt(p) > lastSuccess);
+    const remaining = backOffRemaining(failures.length, Math.max(0, ...failures.map(finishedAt)), ctx.now, o.podFailureBackOffMs ?? DEFAULT_POD_FAILURE_BACKOFF_MS);
+    if (remaining > 0) out.requeueAt = ctx.now + remaining;
+    else {
+      const taken = new Set(pods.map((p) => p.pod.metadata.name));
+      const activeIdx = new Set(active.map(indexOf));
+      const doneIdx = new Set(succeededIndexes);
+      const pending = indexed ? Array.from({ length: completions! }, (_, i) => i).filter((i) => !doneIdx.has(i) && !activeIdx.has(i)) : [];
+      const n = indexed ? Math.min(want - active.length, pending.length) : want - active.length;
+      for (let i = 0; i < n; i++) out.create.push(newPod(job, indexed ? pending[i] : undefined, taken, ctx));
+    }
+  }
+  if (deadline !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, deadline);
+  // As upstream, active counts the pods just asked for and not the ones just asked gone.
+  out.status = { ...base, active: active.length + out.create.length - out.delete.length, startTime, conditions };
+  return out;
+}
+
+function newPod(job: Job, index: number | undefined, taken: Set<string>, ctx: ControllerContext) {
+  const base = index === undefined ? job.metadata.name : `${job.metadata.name}-${index}`;
+  let name: string;
+  do name = generatedName(base, ctx.suffix());
+  while (taken.has(name));
+  taken.add(name);
+  const t = structuredClone(job.spec.template);
+  if (index !== undefined) {
+    // addCompletionIndexEnvVariables and the pod's hostname (indexed_job_utils.go).
+    const env = { name: "JOB_COMPLETION_INDEX", valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${JOB_COMPLETION_INDEX_ANNOTATION}']` } } };
+    for (const kind of ["initContainers", "containers"])
+      for (const c of (t.spec[kind] as { env?: unknown[] }[] | undefined) ?? []) if (!(c.env ?? []).some((e) => (e as { name?: string }).name === "JOB_COMPLETION_INDEX")) c.env = [...(c.env ?? []), env];
+    if (t.spec["hostname"] === undefined && base.length <= 63) t.spec["hostname"] = base;
+  }
+  return makePod(t, {
+    name,
+    namespace: job.metadata.namespace,
+    uid: derivedUid(ctx.nodeName, job.metadata.namespace, name),
+    ...(index !== undefined ? { labels: { [JOB_INDEX_LABEL]: String(index) }, annotations: { [JOB_COMPLETION_INDEX_ANNOTATION]: String(index) } } : {}),
+    ownerReferences: [controllerRef(job)],
+  });
+}

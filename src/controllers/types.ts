@@ -1,0 +1,49 @@
+// What a controller's pure step takes and returns: the workload, the pods it controls (observed), the node's
+// clock; and the pods to create and delete, the workloads it makes or retires, its status, and when it wants
+// to look again. The runner (run.ts) does the I/O.
+import type { Pod } from "../pod/schema.js";
+import type { Workload } from "../pod/workloads/schema.js";
+
+export interface ControllerContext {
+  now: number;
+  /** This node's name: derived pods' uids come from it (src/pod/workloads/uid.ts). */
+  nodeName: string;
+  /** A generateName suffix (randomSuffix; tests pass a fixed one). */
+  suffix: () => string;
+}
+
+export interface ControllerResult {
+  create: Pod[];
+  delete: { uid: string; name: string; reason: string }[];
+  status: Record<string, unknown>;
+  /** Workloads it makes or changes (a Deployment's ReplicaSets, a CronJob's Jobs), stored with it as owner. */
+  putChildren?: Workload[];
+  /** Workloads it retires (old ReplicaSets past revisionHistoryLimit, a CronJob's old Jobs), with their pods. */
+  removeChildren?: Workload[];
+  /** The workload itself is done and goes (a Job past ttlSecondsAfterFinished). */
+  removeSelf?: boolean;
+  /** Look again at this time (ms) even if nothing changes (a back-off, a deadline, minReadySeconds, a schedule). */
+  requeueAt?: number;
+}
+
+export const emptyResult = (status: Record<string, unknown>): ControllerResult => ({ create: [], delete: [], status });
+
+/** metav1.Condition-like conditions as the apps and batch APIs have them. */
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason?: string;
+  message?: string;
+  lastTransitionTime: string;
+  lastUpdateTime?: string;
+  lastProbeTime?: string;
+}
+
+/** Set a condition, keeping lastTransitionTime when the status did not change (SetDeploymentCondition,
+ * the Job controller's ensureJobConditionStatus). */
+export function setCondition(list: Condition[], c: Omit<Condition, "lastTransitionTime"> & { lastTransitionTime?: string }, nowIso: string): Condition[] {
+  const prev = list.find((x) => x.type === c.type);
+  if (prev && prev.status === c.status && prev.reason === c.reason && prev.message === c.message) return list;
+  const next: Condition = { ...c, lastTransitionTime: prev && prev.status === c.status ? prev.lastTransitionTime : (c.lastTransitionTime ?? nowIso) } as Condition;
+  return [...list.filter((x) => x.type !== c.type), next];
+}

@@ -1,0 +1,53 @@
+// The workloads of a sync or plan body (POST /v1/pods/sync, /v1/pods/plan). A sync stores them beside the node's
+// other workloads (a workload of the same kind, namespace and name is replaced; the others stay) once every
+// template passed the checks a pod gets; the controllers make their pods at the loop's next pass. A plan only
+// checks them and says what a sync would change. Nothing is stored when anything is refused.
+import type { NodePolicy } from "../../auth/policy.js";
+import type { VerifiedToken } from "../../auth/verify.js";
+import type { PodRuntime } from "../../kuberuntime/runtime.js";
+import type { Pod } from "../../pod/schema.js";
+import type { WorkloadItem } from "../../pod/workloads/intake.js";
+import { canonicalJSON } from "../../container/hash.js";
+import { workloadKey, type WorkloadStore } from "../../controllers/store.js";
+import { ProblemError } from "../problems.js";
+import { admitWorkloads, workloadEntries } from "./workloads.js";
+
+export interface WorkloadSyncDeps {
+  workloads?: WorkloadStore | undefined;
+  policy: NodePolicy;
+  runtime: Pick<PodRuntime, "admit">;
+  checkProbes: (pod: Pod, prefix?: string) => void;
+}
+
+export interface WorkloadOutcome {
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  /** What the sync did (or, for a plan, would do) with it. */
+  action: "created" | "updated" | "unchanged";
+}
+
+/** Refuse before anything acts: no store on this deployment, or a template the node would refuse as a pod. */
+export function checkWorkloads(items: readonly WorkloadItem[], d: WorkloadSyncDeps): void {
+  if (items.length === 0) return;
+  if (!d.workloads) throw new ProblemError("unsupported", "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods", { errors: [{ path: items[0]!.at || "kind", message: `a ${items[0]!.workload.kind}` }] });
+  admitWorkloads(items, d.policy, d.runtime, d.checkProbes);
+}
+
+/** What storing `items` changes (for a plan, and the sync's answer). */
+export async function workloadOutcomes(items: readonly WorkloadItem[], store: WorkloadStore): Promise<WorkloadOutcome[]> {
+  const stored = new Map((await store.list()).map((s) => [workloadKey(s.workload), s]));
+  return items.map(({ workload: w }) => {
+    const prev = stored.get(workloadKey(w));
+    const action = !prev ? "created" : canonicalJSON(prev.workload) === canonicalJSON(w) ? "unchanged" : "updated";
+    return { kind: w.kind, namespace: w.metadata.namespace, name: w.metadata.name, uid: w.metadata.uid!, action };
+  });
+}
+
+/** Store the workloads of a sync (all at once), after checkWorkloads. */
+export async function storeWorkloads(items: readonly WorkloadItem[], token: VerifiedToken, now: number, store: WorkloadStore): Promise<WorkloadOutcome[]> {
+  const outcomes = await workloadOutcomes(items, store);
+  await store.putAll(workloadEntries(items, token, now, await store.list()));
+  return outcomes;
+}

@@ -1,0 +1,162 @@
+// The documents of a body, sorted before anything is validated: pods (cleaned of what a cluster export carries,
+// given a uid when they have none), ConfigMaps and Secrets, workloads (parsed and checked here), and the
+// Kubernetes kinds a node has no part in (skipped, each with a warning). A document of no Kubernetes kind is an
+// error naming it. Every error of every document at once (InvalidPodError), and nothing is stored on a refusal:
+// the caller stores only what comes back.
+import type { z } from "zod";
+import { fieldErrors, type FieldError } from "../validate.js";
+import type { PodObjects } from "../objects.js";
+import type { Pod } from "../schema.js";
+import { objectExpansionErrors } from "../env-objects-size.js";
+import { referenceErrors } from "../references.js";
+import { derivedUid } from "./uid.js";
+import { cleanPod, cleanWorkload, type ServiceAccountTokens } from "./export.js";
+import { isWorkloadKind, templateOf, WORKLOAD_API_VERSIONS, WORKLOAD_SCHEMAS, type Workload, type WorkloadKind } from "./schema.js";
+import { selectorEmpty, selectorMatches } from "./selector.js";
+import { templatePod } from "./template.js";
+import { jobSelectorDefaults } from "./job-labels.js";
+
+export interface IntakeOptions {
+  /** This node's name: a uid-less pod's uid is derived from it (uid.ts). */
+  nodeName: string;
+  serviceAccountTokens: ServiceAccountTokens;
+}
+
+export interface Item {
+  input: unknown;
+  /** Its path in the body (`items[2]`, `documents[0]`, or "" for a lone document). */
+  at: string;
+}
+
+export interface Sorted {
+  pods: Item[];
+  configMaps: Item[];
+  secrets: Item[];
+  workloads: Item[];
+  warnings: string[];
+  errors: FieldError[];
+}
+
+/** Kubernetes API groups: core ("v1") and the built-in groups; any `*.k8s.io` group is Kubernetes' own. */
+const BUILT_IN_GROUPS = new Set(["apps", "batch", "autoscaling", "policy", "extensions"]);
+function isKubernetesApiVersion(v: unknown): boolean {
+  if (typeof v !== "string") return false;
+  if (v === "v1") return true;
+  const [group, version, extra] = v.split("/");
+  return extra === undefined && version !== undefined && version !== "" && (BUILT_IN_GROUPS.has(group!) || group!.endsWith(".k8s.io"));
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const join = (at: string, f: string) => (at ? `${at}.${f}` : f);
+
+/** Sort the documents of a body (v1.Lists already unpacked by the caller). */
+export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted {
+  const out: Sorted = { pods: [], configMaps: [], secrets: [], workloads: [], warnings: [], errors: [] };
+  for (const { input, at } of items) {
+    if (input === null || input === undefined) continue;
+    if (!isObject(input)) {
+      out.errors.push({ path: at || "(root)", message: "each document must be an object (a Kubernetes object such as a Pod or a Deployment)" });
+      continue;
+    }
+    const kind = input["kind"];
+    const name = isObject(input["metadata"]) && typeof input["metadata"]["name"] === "string" ? input["metadata"]["name"] : undefined;
+    const what = `${String(kind)}${name ? ` "${name}"` : ""}`;
+    // A pod body without apiVersion/kind has always been accepted as a pod.
+    if (kind === "Pod" || kind === undefined) {
+      const { doc, warnings } = cleanPod(input, at, o.serviceAccountTokens);
+      withUid(doc, o.nodeName);
+      out.pods.push({ input: doc, at });
+      out.warnings.push(...warnings);
+    } else if (kind === "ConfigMap") out.configMaps.push({ input, at });
+    else if (kind === "Secret") out.secrets.push({ input, at });
+    else if (isWorkloadKind(kind)) {
+      const { doc, warnings } = cleanWorkload(input, at, o.serviceAccountTokens);
+      out.workloads.push({ input: doc, at });
+      out.warnings.push(...warnings);
+    } else if (typeof kind === "string" && isKubernetesApiVersion(input["apiVersion"]))
+      out.warnings.push(`${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)`);
+    else
+      out.errors.push({
+        path: join(at, "kind"),
+        message: `${typeof input["apiVersion"] === "string" ? `${input["apiVersion"]} ` : ""}${what} is not a Kubernetes kind podsync knows: send Pods, ConfigMaps, Secrets, PersistentVolumeClaims, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs or CronJobs (other Kubernetes kinds are skipped with a warning)`,
+      });
+  }
+  return out;
+}
+
+/** A pod without metadata.uid gets the one derived from the node, its namespace and its name. */
+function withUid(doc: Record<string, unknown>, node: string): void {
+  const meta = doc["metadata"];
+  if (!isObject(meta) || meta["uid"] !== undefined || typeof meta["name"] !== "string") return;
+  const ns = typeof meta["namespace"] === "string" ? meta["namespace"] : "default";
+  meta["uid"] = derivedUid(node, ns, meta["name"]);
+}
+
+/** A validated workload and the ConfigMaps and Secrets of its namespace that its pods see. */
+export interface WorkloadItem {
+  workload: Workload;
+  objects: PodObjects;
+  at: string;
+  /** The pod template validated as a pod, and its path (for the node owner's policy and the runtime's checks). */
+  template?: { pod: Pod; at: string } | undefined;
+}
+
+/** Parse and check the workloads of a body against its (already validated) objects: each template as a pod (its
+ * errors under the template's path), the selector against the template's labels, one object per kind and name. */
+export function validateWorkloads(items: readonly Item[], objects: { configMaps: { value: PodObjects["configMaps"][number]; at: string }[]; secrets: { value: PodObjects["secrets"][number]; at: string }[] }, o: IntakeOptions): { workloads: WorkloadItem[]; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const workloads: WorkloadItem[] = [];
+  const seen = new Map<string, string>();
+  for (const { input, at } of items) {
+    const kind = (input as { kind: WorkloadKind }).kind;
+    const schema = WORKLOAD_SCHEMAS[kind] as z.ZodType<Workload>;
+    const raw = structuredClone(input) as Record<string, unknown>;
+    if (raw["apiVersion"] !== WORKLOAD_API_VERSIONS[kind]) {
+      errors.push({ path: join(at, "apiVersion"), message: `a ${kind} is apiVersion "${WORKLOAD_API_VERSIONS[kind]}"` });
+      continue;
+    }
+    const r = schema.safeParse(raw);
+    if (!r.success) {
+      errors.push(...fieldErrors(r.error, at));
+      continue;
+    }
+    const w = r.data;
+    const m = w.metadata;
+    m.uid ??= derivedUid(o.nodeName, m.namespace, `${kind}/${m.name}`);
+    const key = `${kind}/${m.namespace}/${m.name}`;
+    const dup = seen.get(key);
+    if (dup !== undefined) errors.push({ path: join(at, "metadata.name"), message: `duplicate ${kind} ${m.namespace}/${m.name} (also ${dup || "the body"}): a body holds each object once` });
+    seen.set(key, at);
+    const ns = m.namespace;
+    const mine = <T extends { metadata: { namespace?: string | undefined } }>(list: { value: T; at: string }[]) => list.filter((x) => (x.value.metadata.namespace ?? ns) === ns).map((x) => x.value);
+    const objs: PodObjects = { configMaps: mine(objects.configMaps), secrets: mine(objects.secrets) };
+    if (w.kind === "Job") jobSelectorDefaults(w);
+    const t = templateOf(w);
+    let template: WorkloadItem["template"];
+    if (t) {
+      const tat = join(at, w.kind === "CronJob" ? "spec.jobTemplate.spec.template" : "spec.template");
+      // A StatefulSet's pods mount its claim templates as volumes (the API server validates them so too).
+      const claims = w.kind === "StatefulSet" ? (w.spec.volumeClaimTemplates ?? []).map((c) => c.metadata.name) : [];
+      const vols = (t.spec["volumes"] as { name?: string }[] | undefined) ?? [];
+      const tv = claims.length ? { ...t, spec: { ...t.spec, volumes: [...vols, ...claims.filter((n) => !vols.some((v) => v.name === n)).map((n) => ({ name: n, persistentVolumeClaim: { claimName: `${n}-${m.name}-0` } }))] } } : t;
+      const tp = templatePod(tv, ns, tat);
+      if (!tp.ok) errors.push(...tp.errors);
+      else {
+        template = { pod: tp.pod, at: tat };
+        const refs = referenceErrors(tp.pod, objs, tat);
+        errors.push(...refs);
+        if (refs.length === 0) errors.push(...objectExpansionErrors(tp.pod, objs, tat));
+        if (w.kind !== "Job" && w.kind !== "CronJob" && tp.pod.spec.restartPolicy !== "Always")
+          errors.push({ path: join(tat, "spec.restartPolicy"), message: `a ${w.kind}'s pods must have restartPolicy "Always"` });
+      }
+      const sel = w.kind === "CronJob" ? w.spec.jobTemplate.spec.selector : w.spec.selector;
+      if (sel) {
+        const sat = join(at, w.kind === "CronJob" ? "spec.jobTemplate.spec.selector" : "spec.selector");
+        if (w.kind !== "Job" && w.kind !== "CronJob" && selectorEmpty(sel)) errors.push({ path: sat, message: `empty selector is invalid for a ${w.kind}` });
+        else if (!selectorMatches(sel, t.metadata.labels)) errors.push({ path: sat, message: "`selector` does not match template `labels`" });
+      }
+    }
+    workloads.push({ workload: w, objects: objs, at, template });
+  }
+  return { workloads, errors };
+}

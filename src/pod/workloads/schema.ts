@@ -1,0 +1,260 @@
+// The workload kinds a node runs with its own controllers (apps/v1 Deployment, ReplicaSet, StatefulSet, DaemonSet;
+// batch/v1 Job, CronJob) and v1 PersistentVolumeClaim, as zod schemas with the API server's defaults
+// (pkg/apis/apps/v1/defaults.go, pkg/apis/batch/v1/defaults.go) and the validation that matters on one node
+// (pkg/apis/apps/validation, pkg/apis/batch/validation). The pod template is kept as sent (after the export
+// clean-up, src/pod/workloads/export.ts) and validated as a pod separately (template.ts), so its errors name the
+// field under the workload (`spec.template.spec.containers[0].image`) and its hash is over what was sent.
+import { z } from "zod";
+import { dns1123Label, dns1123Subdomain, labels } from "../names.js";
+import { READ_ONLY_METADATA } from "../schema.js";
+import { LabelSelector } from "./selector.js";
+import { parseSchedule } from "./cron.js";
+
+export const MAX_REPLICAS = 1000;
+
+const readOnly = Object.fromEntries(READ_ONLY_METADATA.map((k) => [k, z.unknown().optional()])) as Record<(typeof READ_ONLY_METADATA)[number], z.ZodOptional<z.ZodUnknown>>;
+const annotations = z.record(z.string(), z.string());
+
+const metadata = (maxName = 253) =>
+  z.strictObject({
+    name: dns1123Subdomain("metadata.name").max(maxName, `metadata.name must be no more than ${maxName} characters (the controller makes names and labels from it)`),
+    namespace: dns1123Label("metadata.namespace").default("default"),
+    uid: z.string().min(1).max(128).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "metadata.uid must be alphanumerics, '-', '_' or '.'").optional(),
+    labels: labels.optional(),
+    annotations: annotations.optional(),
+    ...readOnly,
+  });
+
+const int = (what: string, min: number, max = 2 ** 31 - 1) => z.number().int(`${what} must be an integer`).min(min, `${what} must be at least ${min}`).max(max, `${what} must be at most ${max}`);
+const replicas = z.number().int("replicas must be an integer").min(0, "replicas must be between 0 and 1000").max(MAX_REPLICAS, `replicas must be between 0 and ${MAX_REPLICAS} (podsync's bound for one node)`);
+/** An int or a percentage ("25%"), as intstr.IntOrString in maxSurge/maxUnavailable. */
+const intOrPercent = z.union([z.number().int().min(0), z.string().regex(/^[0-9]+%$/, 'must be a whole number or a percentage such as "25%"')]);
+
+/** v1.PodTemplateSpec: metadata (labels, annotations) and the pod spec, validated as a pod in template.ts. */
+export const PodTemplate = z.strictObject({
+  metadata: z
+    .strictObject({
+      name: z.string().optional(),
+      namespace: z.string().optional(),
+      labels: labels.optional(),
+      annotations: annotations.optional(),
+      ...readOnly,
+    })
+    .default({}),
+  spec: z.record(z.string(), z.unknown()),
+});
+export type PodTemplate = z.output<typeof PodTemplate>;
+
+const status = z.unknown().optional();
+
+export const Deployment = z.strictObject({
+  apiVersion: z.literal("apps/v1"),
+  kind: z.literal("Deployment"),
+  metadata: metadata(),
+  spec: z.strictObject({
+    replicas: replicas.default(1),
+    selector: LabelSelector,
+    template: PodTemplate,
+    strategy: z
+      .strictObject({
+        type: z.enum(["RollingUpdate", "Recreate"], { error: 'strategy.type must be "RollingUpdate" or "Recreate"' }).default("RollingUpdate"),
+        rollingUpdate: z.strictObject({ maxSurge: intOrPercent.optional(), maxUnavailable: intOrPercent.optional() }).optional(),
+      })
+      .default({ type: "RollingUpdate" }),
+    minReadySeconds: int("minReadySeconds", 0).default(0),
+    revisionHistoryLimit: int("revisionHistoryLimit", 0).default(10),
+    progressDeadlineSeconds: int("progressDeadlineSeconds", 1).default(600),
+    paused: z.boolean().default(false),
+  }),
+  status,
+});
+
+export const ReplicaSet = z.strictObject({
+  apiVersion: z.literal("apps/v1"),
+  kind: z.literal("ReplicaSet"),
+  metadata: metadata(),
+  spec: z.strictObject({
+    replicas: replicas.default(1),
+    selector: LabelSelector,
+    template: PodTemplate,
+    minReadySeconds: int("minReadySeconds", 0).default(0),
+  }),
+  status,
+});
+
+export const PersistentVolumeClaim = z.strictObject({
+  apiVersion: z.literal("v1"),
+  kind: z.literal("PersistentVolumeClaim"),
+  metadata: metadata(),
+  // A node-local claim is a directory under the node's root dir (src/kuberuntime/claims.ts): the request and the
+  // class are accepted and say nothing on one node (docs/pod-fields.md).
+  spec: z
+    .strictObject({
+      accessModes: z.array(z.enum(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"])).optional(),
+      resources: z.strictObject({ requests: z.record(z.string(), z.union([z.string(), z.number()])).optional(), limits: z.record(z.string(), z.union([z.string(), z.number()])).optional() }).optional(),
+      storageClassName: z.string().nullable().optional(),
+      volumeMode: z.enum(["Filesystem"], { error: 'volumeMode must be "Filesystem" (a node-local claim is a directory)' }).optional(),
+      volumeName: z.string().optional(),
+      selector: LabelSelector.optional(),
+    })
+    .default({}),
+  status,
+});
+
+const claimTemplate = PersistentVolumeClaim.omit({ apiVersion: true, kind: true }).extend({
+  apiVersion: z.literal("v1").optional(),
+  kind: z.literal("PersistentVolumeClaim").optional(),
+  metadata: z.strictObject({ name: dns1123Label("volumeClaimTemplates[].metadata.name"), labels: labels.optional(), annotations: annotations.optional(), ...readOnly }),
+});
+
+export const StatefulSet = z.strictObject({
+  apiVersion: z.literal("apps/v1"),
+  kind: z.literal("StatefulSet"),
+  metadata: metadata(63),
+  spec: z.strictObject({
+    replicas: replicas.default(1),
+    selector: LabelSelector,
+    template: PodTemplate,
+    /** Inert: the headless Service gives pods DNS names in a cluster; a node has no cluster DNS. */
+    serviceName: z.string().optional(),
+    podManagementPolicy: z.enum(["OrderedReady", "Parallel"], { error: 'podManagementPolicy must be "OrderedReady" or "Parallel"' }).default("OrderedReady"),
+    updateStrategy: z
+      .strictObject({
+        type: z.enum(["RollingUpdate", "OnDelete"], { error: 'updateStrategy.type must be "RollingUpdate" or "OnDelete"' }).default("RollingUpdate"),
+        rollingUpdate: z.strictObject({ partition: int("partition", 0).optional(), maxUnavailable: intOrPercent.optional() }).optional(),
+      })
+      .default({ type: "RollingUpdate" }),
+    volumeClaimTemplates: z.array(claimTemplate).optional(),
+    revisionHistoryLimit: int("revisionHistoryLimit", 0).default(10),
+    minReadySeconds: int("minReadySeconds", 0).default(0),
+    persistentVolumeClaimRetentionPolicy: z
+      .strictObject({
+        whenDeleted: z.enum(["Retain"], { error: 'whenDeleted must be "Retain": node-local claims outlive their pods' }).optional(),
+        whenScaled: z.enum(["Retain"], { error: 'whenScaled must be "Retain": node-local claims outlive their pods' }).optional(),
+      })
+      .optional(),
+    ordinals: z.strictObject({ start: int("ordinals.start", 0).default(0) }).optional(),
+  }),
+  status,
+});
+
+export const DaemonSet = z.strictObject({
+  apiVersion: z.literal("apps/v1"),
+  kind: z.literal("DaemonSet"),
+  metadata: metadata(),
+  spec: z.strictObject({
+    selector: LabelSelector,
+    template: PodTemplate,
+    updateStrategy: z
+      .strictObject({
+        type: z.enum(["RollingUpdate", "OnDelete"], { error: 'updateStrategy.type must be "RollingUpdate" or "OnDelete"' }).default("RollingUpdate"),
+        rollingUpdate: z.strictObject({ maxSurge: intOrPercent.optional(), maxUnavailable: intOrPercent.optional() }).optional(),
+      })
+      .default({ type: "RollingUpdate" }),
+    minReadySeconds: int("minReadySeconds", 0).default(0),
+    revisionHistoryLimit: int("revisionHistoryLimit", 0).default(10),
+  }),
+  status,
+});
+
+const PodFailurePolicyRule = z.strictObject({
+  action: z.enum(["FailJob", "FailIndex", "Ignore", "Count"], { error: "action must be FailJob, FailIndex, Ignore or Count" }),
+  onExitCodes: z
+    .strictObject({
+      containerName: z.string().optional(),
+      operator: z.enum(["In", "NotIn"], { error: "operator must be In or NotIn" }),
+      values: z.array(z.number().int()).min(1, "at least one exit code").max(255),
+    })
+    .optional(),
+  onPodConditions: z.array(z.strictObject({ type: z.string().min(1), status: z.enum(["True", "False", "Unknown"]).default("True") })).optional(),
+});
+
+export const JobSpec = z
+  .strictObject({
+    parallelism: int("parallelism", 0, MAX_REPLICAS).default(1),
+    completions: int("completions", 0).optional(),
+    activeDeadlineSeconds: int("activeDeadlineSeconds", 1, Number.MAX_SAFE_INTEGER).optional(),
+    backoffLimit: int("backoffLimit", 0).default(6),
+    podFailurePolicy: z.strictObject({ rules: z.array(PodFailurePolicyRule).max(20) }).optional(),
+    selector: LabelSelector.optional(),
+    manualSelector: z.boolean().optional(),
+    template: PodTemplate,
+    ttlSecondsAfterFinished: int("ttlSecondsAfterFinished", 0).optional(),
+    completionMode: z.enum(["NonIndexed", "Indexed"], { error: 'completionMode must be "NonIndexed" or "Indexed"' }).default("NonIndexed"),
+    suspend: z.boolean().default(false),
+    podReplacementPolicy: z.enum(["TerminatingOrFailed", "Failed"]).optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (s.completionMode === "Indexed" && s.completions === undefined) ctx.addIssue({ code: "custom", path: ["completions"], message: "when completion mode is Indexed, completions is required" });
+    const rp = s.template.spec["restartPolicy"];
+    if (rp !== "Never" && rp !== "OnFailure")
+      ctx.addIssue({ code: "custom", path: ["template", "spec", "restartPolicy"], message: 'a Job\'s pods must have restartPolicy "OnFailure" or "Never"' });
+    if (s.podFailurePolicy && rp !== "Never") ctx.addIssue({ code: "custom", path: ["podFailurePolicy"], message: 'only allowed with the template\'s restartPolicy "Never"' });
+  });
+
+export const Job = z.strictObject({
+  apiVersion: z.literal("batch/v1"),
+  kind: z.literal("Job"),
+  // The name is the value of the batch.kubernetes.io/job-name label: at most 63 characters.
+  metadata: metadata(63),
+  spec: JobSpec,
+  status,
+});
+
+export const CronJob = z.strictObject({
+  apiVersion: z.literal("batch/v1"),
+  kind: z.literal("CronJob"),
+  // Jobs are `<name>-<minutes>` (11 more characters) and their names label pods: at most 52 (the API server's limit).
+  metadata: metadata(52),
+  spec: z
+    .strictObject({
+      schedule: z.string().min(1, "schedule is required"),
+      timeZone: z.string().optional(),
+      startingDeadlineSeconds: int("startingDeadlineSeconds", 0, Number.MAX_SAFE_INTEGER).optional(),
+      concurrencyPolicy: z.enum(["Allow", "Forbid", "Replace"], { error: 'concurrencyPolicy must be "Allow", "Forbid" or "Replace"' }).default("Allow"),
+      suspend: z.boolean().default(false),
+      jobTemplate: z.strictObject({ metadata: z.strictObject({ labels: labels.optional(), annotations: annotations.optional(), ...readOnly }).default({}), spec: JobSpec }),
+      successfulJobsHistoryLimit: int("successfulJobsHistoryLimit", 0).default(3),
+      failedJobsHistoryLimit: int("failedJobsHistoryLimit", 0).default(1),
+    })
+    .superRefine((s, ctx) => {
+      const err = parseSchedule(s.schedule, s.timeZone);
+      if (typeof err === "string") ctx.addIssue({ code: "custom", path: [s.timeZone !== undefined && err.startsWith("unknown time zone") ? "timeZone" : "schedule"], message: err });
+    }),
+  status,
+});
+
+export type Deployment = z.output<typeof Deployment>;
+export type ReplicaSet = z.output<typeof ReplicaSet>;
+export type StatefulSet = z.output<typeof StatefulSet>;
+export type DaemonSet = z.output<typeof DaemonSet>;
+export type Job = z.output<typeof Job>;
+export type JobSpec = z.output<typeof JobSpec>;
+export type CronJob = z.output<typeof CronJob>;
+export type PersistentVolumeClaim = z.output<typeof PersistentVolumeClaim>;
+export type Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job | CronJob | PersistentVolumeClaim;
+export type WorkloadKind = Workload["kind"];
+
+export const WORKLOAD_SCHEMAS = { Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PersistentVolumeClaim } as const;
+export const WORKLOAD_API_VERSIONS: Record<WorkloadKind, string> = {
+  Deployment: "apps/v1",
+  ReplicaSet: "apps/v1",
+  StatefulSet: "apps/v1",
+  DaemonSet: "apps/v1",
+  Job: "batch/v1",
+  CronJob: "batch/v1",
+  PersistentVolumeClaim: "v1",
+};
+export const isWorkloadKind = (k: unknown): k is WorkloadKind => typeof k === "string" && Object.hasOwn(WORKLOAD_SCHEMAS, k);
+
+/** The pod template a workload runs (CronJob: its Job template's), or none (a claim). */
+export function templateOf(w: Workload): PodTemplate | undefined {
+  switch (w.kind) {
+    case "CronJob":
+      return w.spec.jobTemplate.spec.template;
+    case "PersistentVolumeClaim":
+      return undefined;
+    default:
+      return w.spec.template;
+  }
+}
