@@ -3,8 +3,8 @@
 // touched; a desired pod with no sandbox is made at start-up; and after containerd is stopped, its tasks
 // killed and containerd started again, every desired pod comes back as a new sandbox attempt. That last one
 // runs on a lab containerd of its own (scripts/containerd-lab.sh with PODSYNC_LAB_DIR), never the shared one.
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -19,6 +19,7 @@ import { Pod } from "../src/pod/schema.js";
 import { startNode } from "../src/node.js";
 import { importJWK, SignJWT, type JWK } from "jose";
 import { until } from "./support/wait.js";
+import { ownLab } from "./support/own-lab.js";
 import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
@@ -119,27 +120,20 @@ describe.skipIf(skip)("the reconcile loop on the shared lab containerd", () => {
 });
 
 describe.skipIf(skip)("the reconcile loop after a containerd restart (a lab of its own)", () => {
-  const lab = `/tmp/podsync-lab-loop-${process.pid}`;
-  const script = join(process.cwd(), "scripts/containerd-lab.sh");
-  const labCmd = (cmd: "start" | "stop") => spawnSync("bash", [script, cmd], { env: { ...process.env, PODSYNC_LAB_DIR: lab }, encoding: "utf8", timeout: 300_000 });
+  const own = ownLab("loop");
+  const lab = own.dir;
   let cri: CriClient;
   let loop: ReconcileLoop | undefined;
 
   beforeAll(() => {
-    const r = labCmd("start");
+    const r = own.start();
     if (r.status !== 0) throw new Error(`own lab did not start: ${r.stderr}`);
-    cri = connectGrpc({ endpoint: `unix://${lab}/containerd.sock`, timeoutMs: 30_000 });
+    cri = connectGrpc({ endpoint: `unix://${own.sock}`, timeoutMs: 30_000 });
   }, 320_000);
   afterAll(async () => {
     await loop?.stop();
     cri?.close();
-    labCmd("stop");
-    // Its config, logs and image store (the pods and containerd are gone with stop).
-    try {
-      rmSync(lab, { recursive: true, force: true });
-    } catch {
-      /* a mount left busy: /tmp is cleaned at boot */
-    }
+    own.stop();
   }, 120_000);
 
   it("stop containerd, kill its tasks, start it again: every desired pod comes back with a new sandbox attempt", async () => {
@@ -158,7 +152,7 @@ describe.skipIf(skip)("the reconcile loop after a containerd restart (a lab of i
     const shims = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((d) => { try { return readFileSync(`/proc/${d}/cmdline`, "utf8").includes(sock) && readFileSync(`/proc/${d}/cmdline`, "utf8").includes("containerd-shim"); } catch { return false; } }).map(Number);
     for (const pid of [...pids, ...shims]) try { process.kill(pid, "SIGKILL"); } catch { /* already gone */ }
     await new Promise((r) => setTimeout(r, 1500)); // the loop's relists fail meanwhile
-    const r = labCmd("start");
+    const r = own.start();
     expect(r.status, r.stderr).toBe(0);
 
     for (const p of pods) {
