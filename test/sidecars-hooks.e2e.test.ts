@@ -26,16 +26,20 @@ describe.skipIf(skip)("sidecars and lifecycle hooks on real containerd", () => {
       containers: [c("work", "cat /h/init-saw && sleep 1")],
     });
     await sync(p);
-    const done = await until("the pod to complete", async () => {
-      const s = (await get(p.metadata.uid)).status;
-      return s.phase === "Succeeded" && s.initContainerStatuses?.[0]?.state.terminated ? s : undefined;
-    });
+    const done = await until(
+      "the pod to complete",
+      async () => {
+        const s = (await get(p.metadata.uid)).status;
+        return s.phase === "Succeeded" && s.initContainerStatuses?.[0]?.state.terminated ? s : undefined;
+      },
+      50_000,
+    );
     expect(read(dir, "init-saw")).toBe("up\n");
     expect(done.containerStatuses[0]!.state.terminated!.exitCode).toBe(0);
     // The sidecar was stopped after the regular container finished, not left running.
     expect(done.initContainerStatuses![0]!.name).toBe("proxy");
     expect(done.initContainerStatuses![1]!.state.terminated!.exitCode).toBe(0);
-  });
+  }, 60_000);
 
   it("a sidecar that exits is restarted under restartPolicy Always; status lists it with started, ready and restartCount; DELETE stops the app container first, then the sidecars in reverse order, after preStop", async () => {
     const dir = hostDir();

@@ -397,6 +397,16 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     const r = await prober.tick(now());
     const syncs: Promise<void>[] = [];
     const t = now();
+    // A published result changed: the pod's decision may have (a sidecar's startup success lets the next init
+    // container start), so the next relist decides it again as if its runtime state had changed, and comes now.
+    for (const uid of r.changed) {
+      const rec = records.get(uid);
+      if (rec) {
+        rec.fingerprint = undefined;
+        rec.decided = undefined;
+      }
+    }
+    if (r.changed.length) relistNow();
     for (const uid of r.needsSync) {
       // A restart that did not happen (its sync failed) is tried again after the error back-off, not per tick.
       if (inFlight.has(uid) || t < (probeSyncedAt.get(uid) ?? -Infinity) + errorBackOff) continue;
