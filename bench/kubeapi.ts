@@ -59,10 +59,14 @@ async function setPods(n: number) {
     spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] },
   }));
   const r = await fetch(`${started.url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: await sign({ act: "apply", generation: ++generation, pods }) });
-  if (!r.ok) throw new Error(`PUT /v1/node/pods: ${r.status} ${await r.text()}`);
+  if (r.status !== 200) throw new Error(`PUT /v1/node/pods: ${r.status} ${(await r.text()).slice(0, 2000)}`);
+  const end = Date.now() + 60_000;
   for (;;) {
-    const list = (await (await fetch(`${started.url}/api/v1/pods`, { headers: { authorization: `Bearer ${read}` } })).json()) as { items: { status: { phase: string } }[] };
-    if (list.items.length === n && list.items.every((p) => p.status.phase === "Running")) return;
+    const res = await fetch(`${started.url}/api/v1/pods`, { headers: { authorization: `Bearer ${read}` } });
+    const list = (await res.json()) as { items?: { status: { phase: string } }[] };
+    const phases = (list.items ?? []).map((p) => p.status.phase);
+    if (phases.length === n && phases.every((p) => p === "Running")) return;
+    if (Date.now() > end) throw new Error(`the ${n} pods were not all Running in the Kubernetes API after 60 s: HTTP ${res.status}, ${JSON.stringify(phases.length ? phases : list).slice(0, 500)}`);
     await sleep(200);
   }
 }

@@ -1,0 +1,27 @@
+// The part of ws 8's API that src/kubeapi/exec-stream.ts uses, declared here rather than through @types/ws:
+// ws itself is already in every checkout's node_modules (wrangler's miniflare depends on the same 8.18.0), so a
+// checkout whose node_modules predates this dependency still typechecks and runs.
+declare module "ws" {
+  import type { IncomingMessage } from "node:http";
+  import type { Duplex } from "node:stream";
+
+  export type RawData = Buffer | ArrayBuffer | Buffer[];
+
+  export class WebSocket {
+    constructor(address: string, protocols?: string | string[]);
+    readonly protocol: string;
+    send(data: RawData | Uint8Array | string, options?: { binary?: boolean }): void;
+    close(code?: number, reason?: string): void;
+    terminate(): void;
+    on(event: "message", listener: (data: RawData, isBinary: boolean) => void): this;
+    on(event: "close", listener: (code: number, reason: Buffer) => void): this;
+    on(event: "error", listener: (err: Error) => void): this;
+    once(event: "open", listener: () => void): this;
+    once(event: "error", listener: (err: Error) => void): this;
+  }
+
+  export class WebSocketServer {
+    constructor(options: { noServer: true; handleProtocols?: (protocols: Set<string>, request: IncomingMessage) => string | false });
+    handleUpgrade(request: IncomingMessage, socket: Duplex, upgradeHead: Buffer, callback: (ws: WebSocket, request: IncomingMessage) => void): void;
+  }
+}
