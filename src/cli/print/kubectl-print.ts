@@ -2,8 +2,8 @@
 // NAME READY STATUS RESTARTS AGE, with STATUS as kubectl computes it (the reason of the first init container
 // that has not finished, else of the last app container waiting or terminated with a reason, else the phase)
 // and ages as duration.HumanDuration prints them. For `podsync get` and the node agent's `podsync pods`.
-import type { V1Pod } from "../status/api-status.js";
-import { table } from "./output.js";
+import type { V1Pod } from "../../status/api-status.js";
+import { table } from "../output.js";
 
 /** k8s.io/apimachinery/pkg/util/duration.HumanDuration */
 export function humanDuration(ms: number): string {
