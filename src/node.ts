@@ -35,6 +35,7 @@ import { instrumentRuntime } from "./metrics/metrics.js";
 import { createPromMetrics } from "./host/metrics.js";
 import { FileProbeStateStore } from "./state/probe-state.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
+import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -185,7 +186,14 @@ export async function startNode(env: Record<string, string | undefined> = proces
   });
   const server = await new Promise<ServerType>((res, rej) => {
     const srv = serve({ fetch: app.fetch, hostname: s.PODSYNC_HOST, port: s.PODSYNC_PORT }, () => res(srv));
-    srv.once("error", rej);
+    srv.once("error", (e: NodeJS.ErrnoException) => {
+      // A port in use or a host that is not this machine's: a settings problem, said in one line (no stack).
+      const where = `${s.PODSYNC_HOST}:${s.PODSYNC_PORT}`;
+      if (e.code === "EADDRINUSE") rej(new SettingsError(`cannot listen on ${where}: the port is in use (another podsync? stop it, or set PODSYNC_PORT to a free port)`));
+      else if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND") rej(new SettingsError(`cannot listen on ${where}: PODSYNC_HOST is not an address of this machine`));
+      else if (e.code === "EACCES") rej(new SettingsError(`cannot listen on ${where}: not allowed (ports below 1024 need privileges; set PODSYNC_PORT)`));
+      else rej(e);
+    });
   });
   const addr = server.address();
   const port = typeof addr === "object" && addr ? addr.port : s.PODSYNC_PORT;
@@ -194,6 +202,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
   if (!quiet) {
     const lines = [
       `podsync listening on ${url}  (node "${s.PODSYNC_NODE_NAME}", CRI ${s.PODSYNC_CRI_ENDPOINT})`,
+      `  policy:  ${s.PODSYNC_POLICY} (PODSYNC_POLICY: ${s.PODSYNC_POLICY === "privileged" ? "every pod field is allowed" : `pods beyond the ${s.PODSYNC_POLICY} Pod Security Standard are refused; privileged allows hostNetwork, hostPath and the like`})` +
+        `;  exec: ${s.PODSYNC_ALLOW_EXEC ? "on" : "off (PODSYNC_ALLOW_EXEC=true turns it on)"}`,
       `  health:  curl ${url}/healthz      runtime: curl ${url}/readyz`,
     ];
     const sock = s.PODSYNC_CRI_ENDPOINT.startsWith("unix://") ? s.PODSYNC_CRI_ENDPOINT.slice(7) : s.PODSYNC_CRI_ENDPOINT.startsWith("/") ? s.PODSYNC_CRI_ENDPOINT : "";
@@ -206,7 +216,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     if (keys.dev)
       lines.push(
         `  dev key: ${keys.dev.keyFile} (issuer "${DEV_ISSUER}"; configure PODSYNC_JWKS_FILE + PODSYNC_ISSUERS for real keys)`,
-        `  try it:  npx podsync sync examples/pod.yaml --url ${url} --key ${keys.dev.keyFile}`,
+        // The CLI finds the dev key in ./.podsync when run where the node was started, and the node at its default URL.
+        `  try it:  npx podsync sync examples/pod.yaml${url === `http://${DEFAULT_HOST}:${DEFAULT_PORT}` ? "" : ` --url ${url}`}${resolve(s.PODSYNC_DEV_DIR) === resolve(".podsync") ? "" : ` --key ${keys.dev.keyFile}`}`,
       );
     console.error(lines.join("\n"));
   }

@@ -149,6 +149,9 @@ describe.skipIf(skip)("podsync CLI against a node", () => {
 
     const ex = await cli(["exec", web, "-n", NS, "--", "sh", "-c", "echo hi; echo err >&2; exit 3"]);
     expect(ex).toMatchObject({ code: 3, stdout: "hi\n", stderr: "err\n" });
+    const nope = await cli(["exec", web, "-n", NS, "--", "no-such-binary"]);
+    expect(nope).toMatchObject({ code: 127, stdout: "" });
+    expect(nope.stderr).toBe(`podsync: the container cannot run "no-such-binary": executable file not found in $PATH (in pod ${NS}/${web})\n`);
 
     const tok = await cli(["token", "--act", "logs", "--name", web, "-n", NS]);
     expect(tok.code, tok.stderr).toBe(0);

@@ -37,7 +37,7 @@ export interface OptionSpec {
 export const globalOptions: Record<string, OptionSpec & { help: string }> = {
   namespace: { type: "string", short: "n", help: "the namespace of the pods named (default: default)" },
   quiet: { type: "boolean", short: "q", help: "no progress or notes on stderr, only errors" },
-  url: { type: "string", help: "the node's URL (default $PODSYNC_URL, else http://127.0.0.1:8080)" },
+  url: { type: "string", help: "the node's URL (default $PODSYNC_URL, else http://127.0.0.1:8484)" },
   key: { type: "string", help: "the private signing key (default: see podsync token --help)" },
   aud: { type: "string", help: "the node name the token is for (default: what the server's /healthz says)" },
   iss: { type: "string", help: "the token's issuer (default: the key file's \"iss\", else podsync-dev)" },

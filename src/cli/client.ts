@@ -2,9 +2,10 @@
 // requests to it (a connection failure said plainly; an error answer thrown once, as a ServerError).
 import type { Opts } from "./args.js";
 import { fail } from "./args.js";
+import { DEFAULT_HOST, DEFAULT_PORT } from "../settings/port.js";
 import { findKey, signToken, type FoundKey } from "./keys.js";
 
-export const DEFAULT_URL = "http://127.0.0.1:8080";
+export const DEFAULT_URL = `http://${DEFAULT_HOST}:${DEFAULT_PORT}`;
 
 /** The node answered with an error (problem+json, or anything not ok): main prints it once, exit code 1. */
 export class ServerError extends Error {

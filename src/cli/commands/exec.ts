@@ -1,11 +1,12 @@
 // podsync exec: run a command in a container (the node owner must allow exec); exits with its exit code.
 import { usage } from "../args.js";
+import { ServerError } from "../client.js";
 import type { Command } from "../command.js";
 import { resolvePod } from "../pod-ref.js";
 
 const exec: Command = {
   usage: ["exec NAME [-n NS] [-c CONTAINER] [--timeout SECONDS] -- COMMAND [ARGS...]"],
-  help: "Run a command in the container to completion and print its output; podsync exits with the command's exit\ncode. The node owner must allow exec (PODSYNC_ALLOW_EXEC=true). There is no stdin or terminal (-i, -t).",
+  help: "Run a command in the container to completion and print its output; podsync exits with the command's exit\ncode (127 when the container has no such command, as a shell). The node owner must allow exec (PODSYNC_ALLOW_EXEC=true). There is no stdin or terminal (-i, -t).",
   examples: ["podsync exec web -- ls /", "podsync exec web -c sidecar -- sh -c 'echo $HOSTNAME'"],
   options: {
     container: { type: "string", short: "c", help: "the container (default: the only one, or the default-container annotation's)" },
@@ -30,7 +31,16 @@ const exec: Command = {
     // The token binds this exact argv: it is the whole request.
     const claims = { act: "exec", uid: ref.uid, command, ...(o["container"] ? { container: String(o["container"]) } : {}), ...(timeoutSeconds ? { timeoutSeconds } : {}) };
     const token = await ctx.sign(claims);
-    const body = await ctx.json(await ctx.fetch(`/v1/pods/${encodeURIComponent(ref.uid)}/exec`, { method: "POST", headers: { "content-type": "application/jose" }, body: token }));
+    let body: Record<string, unknown>;
+    try {
+      body = await ctx.json(await ctx.fetch(`/v1/pods/${encodeURIComponent(ref.uid)}/exec`, { method: "POST", headers: { "content-type": "application/jose" }, body: token }));
+    } catch (e) {
+      // No such command in the container: a shell's exit code 127, and the node's words.
+      if (!(e instanceof ServerError) || !String(e.problem["type"]).endsWith(":command-not-found")) throw e;
+      process.stderr.write(`podsync: ${e.message} (in pod ${ref.namespace}/${ref.name})\n`);
+      process.exitCode = 127;
+      return;
+    }
     type Out = { data: string; encoding: string; truncated: boolean; bytes: number };
     const write = (stream: NodeJS.WriteStream, out: Out, name: string) => {
       stream.write(out.encoding === "base64" ? Buffer.from(out.data, "base64") : out.data);

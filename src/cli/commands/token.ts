@@ -39,7 +39,7 @@ const token: Command = {
     "It is signed with the first key found in: --key, $PODSYNC_KEY, the config dir ($XDG_CONFIG_HOME/podsync/key.json,",
     "else ~/.config/podsync/key.json), the dev key (./.podsync/dev-key.json). It lasts --ttl seconds (default 60).",
   ].join("\n"),
-  examples: ['curl -H "Authorization: Bearer $(podsync token --act status)" http://127.0.0.1:8080/v1/pods', "podsync token --act logs --name web"],
+  examples: ['curl -H "Authorization: Bearer $(podsync token --act status)" http://127.0.0.1:8484/v1/pods', "podsync token --act logs --name web"],
   options: {
     act: { type: "string", help: Object.keys(ACTS).join(", ") },
     uid: { type: "string", help: "the pod's uid" },
