@@ -244,7 +244,9 @@ function isMain(): boolean {
     return false;
   }
 }
-if (isMain()) {
+/** The node as a program: started from the environment, stopped by SIGINT or SIGTERM; a settings error is one line
+ * and exit code 1. `npm start` (this file as the main module) and `podsync serve` (an installed package) run it. */
+export function runNode(): void {
   startNode().then(
     (r) => {
       const stop = () => void r.close().then(() => process.exit(0));
@@ -257,3 +259,4 @@ if (isMain()) {
     },
   );
 }
+if (isMain()) runNode();

@@ -8,6 +8,7 @@ export interface Entry {
 }
 
 export const commands: Record<string, Entry> = {
+  serve: { summary: "start podsync on this node (what npm start runs)", load: () => import("./commands/serve.js") },
   keygen: { summary: "write a signing key pair", load: () => import("./commands/keygen.js") },
   sign: { summary: "print a compact JWS carrying a pod", load: () => import("./commands/sign.js") },
   sync: { summary: "sign one pod and send it to the node, which runs it and keeps it running", load: () => import("./commands/sync.js") },
