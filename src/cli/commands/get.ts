@@ -84,21 +84,30 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   if (!o["watch"]) return;
 
   // --watch: the API has no watch yet, so poll; print each object whose row (or, for -o json|yaml|name, whose
-  // object) changed, as kubectl -w prints each event.
+  // object) changed, and once more, as last seen, each one that went away: as kubectl -w prints each event.
   const key = async (x: KubeObject) => (format.kind === "table" ? rowLine(x, format.wide, await popts()) : JSON.stringify(x));
-  const seen = new Map<string, string>();
-  for (const x of objs) seen.set(x.metadata.uid ?? x.metadata.name, await key(x));
+  // Ages tick every second: rows are compared without ages (and RESTARTS' "(5s ago)").
+  const stable = (s: string | undefined) => s?.replace(/\b\d+[smhdy](\d+[smh])?\b/g, "");
+  const idOf = (x: KubeObject) => x.metadata.uid ?? `${x.metadata.namespace}/${x.metadata.name}`;
+  const seen = new Map<string, { key: string; obj: KubeObject }>();
+  for (const x of objs) seen.set(idOf(x), { key: await key(x), obj: x });
+  const print = async (x: KubeObject) => process.stdout.write(`${await render([x], format, { ...(await popts()), headers: false, single: true })}\n`);
   for (;;) {
     await new Promise((r) => setTimeout(r, 1000));
     const now = await pick(false);
+    const ids = new Set<string>();
     for (const x of now.objs) {
-      const id = x.metadata.uid ?? x.metadata.name;
+      const id = idOf(x);
+      ids.add(id);
       const k = await key(x);
-      // Ages tick every second: compare rows without the AGE and RESTARTS' "(Ns ago)" parts.
-      const stable = (s: string | undefined) => s?.replace(/\b\d+[smhdy](\d+[smh])?\b/g, "");
-      if (stable(seen.get(id)) === stable(k)) continue;
-      seen.set(id, k);
-      process.stdout.write(`${await render([x], format, { ...(await popts()), headers: false, single: true })}\n`);
+      if (stable(seen.get(id)?.key) === stable(k)) continue;
+      seen.set(id, { key: k, obj: x });
+      await print(x);
     }
+    for (const [id, last] of seen)
+      if (!ids.has(id)) {
+        seen.delete(id);
+        await print(last.obj);
+      }
   }
 }
