@@ -24,14 +24,14 @@ const skip = inject("skipE2E");
 const root = process.cwd();
 
 /** The README's ```sh blocks, and the script they make (see the header). */
-export function quickstartScript(readme: string): string {
+function quickstartScript(readme: string): string {
   const blocks = [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
   const lines: string[] = [];
   for (const line of blocks.join("\n").split("\n")) {
     const cmd = line.replace(/\s+#.*$/, "").trim();
     if (!cmd || cmd.startsWith("#")) continue;
     const parts = cmd.split(/\s*&&\s*/).filter((p) => p !== "npm test");
-    const out = parts.map((p) => (p === "npm ci" ? 'ln -sfn "$NODE_MODULES" node_modules' : /(^|\s)npm start$/.test(p) ? `start_node ${p.replace(/\s*npm start$/, "")}` : / -f( |$)/.test(p) ? `follow ${p}` : p));
+    const out = parts.map((p) => (p === "npm ci" ? 'ln -sfn "$NODE_MODULES" node_modules' : /(^|\s)npm start$/.test(p) ? `start_node ${p.replace(/\s*npm start$/, "")}` : /\blogs\b.* (-f|--follow)( |$)/.test(p) ? `follow ${p}` : p));
     if (out.length) lines.push(out.join(" && "));
   }
   return [
@@ -66,8 +66,12 @@ afterAll(async () => {
 
 describe.skipIf(skip)("README.md", () => {
   it("the script keeps every command but npm test, with the node in the background", () => {
-    const s = quickstartScript("```sh\nnpm ci && npm start     # x\nnpm test   # y\n```\ntext\n```sh\nA=1 B=2 npm start\nnpx podsync logs x -f   # z\nls\n```\n");
-    expect(s.split("\n").slice(-4)).toEqual(['ln -sfn "$NODE_MODULES" node_modules && start_node ', "start_node A=1 B=2", "follow npx podsync logs x -f", "ls"]);
+    const s = quickstartScript("```sh\nnpm ci && npm start     # x\nnpm test   # y\n```\ntext\n```sh\nA=1 B=2 npm start\nnpx podsync logs x -f   # z\nnpx podsync apply -f f.yaml\n```\n");
+    const real = quickstartScript(readFileSync(join(root, "README.md"), "utf8")).split("\n");
+    expect(real).toContain("follow npx podsync logs hello -f");
+    expect(real).toContain("npx podsync apply -f examples/pod.yaml --dry-run");
+    expect(real.filter((l) => /(^|&& )start_node( |$)/.test(l))).toHaveLength(2);
+    expect(s.split("\n").slice(-4)).toEqual(['ln -sfn "$NODE_MODULES" node_modules && start_node ', "start_node A=1 B=2", "follow npx podsync logs x -f", "npx podsync apply -f f.yaml"]);
   });
 
   it("its quickstart works as written, in a fresh copy, on the lab containerd", async () => {
