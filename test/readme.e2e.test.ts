@@ -41,7 +41,8 @@ function quickstartScript(readme: string): string {
     'stop_node() { if [ -n "$node_pid" ]; then kill -- -"$node_pid" 2>/dev/null || true; wait "$node_pid" 2>/dev/null || true; node_pid=""; fi; }',
     "trap stop_node EXIT",
     // `npm start` backgrounded; its node process is npm's child, so the whole group is stopped.
-    'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; for _ in $(seq 1 600); do grep -q "listening on" node.log && return 0; sleep 0.1; done; cat node.log >&2; return 1; }',
+    // The first start builds dist/ in the copy from nothing (a full tsc): minutes on a loaded machine.
+    'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; sleep 0.1; done; cat node.log >&2; return 1; }',
     // Still following after 4 s is the success; a follow that ended by itself answers with its own exit code.
     'follow() { setsid "$@" & local pid=$!; sleep 4; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; }',
     ...lines,
@@ -117,5 +118,5 @@ describe.skipIf(skip)("README.md", () => {
     expect(stdout).toMatch(/^hello from hello\nhello is up \(1\)\n/m);
     expect(stdout).toContain("pod/hello unchanged (dry run)");
     expect(stdout).toContain('pod "hello" deleted');
-  }, 240_000);
+  }, 300_000);
 });
