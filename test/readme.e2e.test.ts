@@ -2,8 +2,8 @@
 // repository (the files git tracks or would track, as they are on disk: no dist/, no .podsync/), against the lab
 // containerd. Each line runs as written in one bash script (set -e), except:
 //   - `npm test` is left out (this suite is what runs it);
-//   - `npm ci` links the checkout's node_modules instead of installing (installing is npm's job; the copy still
-//     builds dist/ from nothing on its first `npm start`);
+//   - `npm ci` links the checkout's node_modules instead of installing (installing is npm's job), then runs what
+//     npm ci runs after installing: `prepare`, which builds dist/ from nothing;
 //   - `npm start` runs in the background (the README's "leave it running"), replacing a node an earlier block
 //     started (the README's "stop it and start it"), and the script goes on once the node says it is listening;
 //   - a command that follows (`-f`) runs for a few seconds, then is stopped, as Ctrl-C would.
@@ -31,7 +31,7 @@ function quickstartScript(readme: string): string {
     const cmd = line.replace(/\s+#.*$/, "").trim();
     if (!cmd || cmd.startsWith("#")) continue;
     const parts = cmd.split(/\s*&&\s*/).filter((p) => p !== "npm test");
-    const out = parts.map((p) => (p === "npm ci" ? 'ln -sfn "$NODE_MODULES" node_modules' : /(^|\s)npm start$/.test(p) ? `start_node ${p.replace(/\s*npm start$/, "")}` : /\blogs\b.* (-f|--follow)( |$)/.test(p) ? `follow ${p}` : p));
+    const out = parts.map((p) => (p === "npm ci" ? 'ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare' : /(^|\s)npm start$/.test(p) ? `start_node ${p.replace(/\s*npm start$/, "")}` : /\blogs\b.* (-f|--follow)( |$)/.test(p) ? `follow ${p}` : p));
     if (out.length) lines.push(out.join(" && "));
   }
   return [
@@ -41,8 +41,8 @@ function quickstartScript(readme: string): string {
     'stop_node() { if [ -n "$node_pid" ]; then kill -- -"$node_pid" 2>/dev/null || true; wait "$node_pid" 2>/dev/null || true; node_pid=""; fi; }',
     "trap stop_node EXIT",
     // `npm start` backgrounded; its node process is npm's child, so the whole group is stopped.
-    // The first start builds dist/ in the copy from nothing (a full tsc): minutes on a loaded machine.
-    'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; sleep 0.1; done; cat node.log >&2; return 1; }',
+    // The wait ends when the node says it listens, or when it has exited.
+    'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done; cat node.log >&2; return 1; }',
     // Still following after 4 s is the success; a follow that ended by itself answers with its own exit code.
     'follow() { setsid "$@" & local pid=$!; sleep 4; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; }',
     ...lines,
@@ -72,7 +72,7 @@ describe.skipIf(skip)("README.md", () => {
     expect(real).toContain("follow npx podsync logs hello -f");
     expect(real).toContain("npx podsync apply -f examples/pod.yaml --dry-run");
     expect(real.filter((l) => /(^|&& )start_node( |$)/.test(l))).toHaveLength(2);
-    expect(s.split("\n").slice(-4)).toEqual(['ln -sfn "$NODE_MODULES" node_modules && start_node ', "start_node A=1 B=2", "follow npx podsync logs x -f", "npx podsync apply -f f.yaml"]);
+    expect(s.split("\n").slice(-4)).toEqual(['ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare && start_node ', "start_node A=1 B=2", "follow npx podsync logs x -f", "npx podsync apply -f f.yaml"]);
   });
 
   it("its quickstart works as written, in a fresh copy, on the lab containerd", async () => {
