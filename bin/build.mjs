@@ -57,5 +57,7 @@ export function buildIfStale() {
   return build();
 }
 
-if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url))
-  process.exitCode = (process.argv.includes("--if-stale") ? buildIfStale() : build()) ? 0 : 1;
+// Run as the program (`node bin/build.mjs`), not imported by a bin or by `npm start`'s preload, whose main module
+// (dist/node.js) may not exist yet: a fresh checkout whose dist/ was never built, which the preload then builds.
+const main = process.argv[1] && existsSync(process.argv[1]) ? realpathSync(process.argv[1]) : undefined;
+if (main === fileURLToPath(import.meta.url)) process.exitCode = (process.argv.includes("--if-stale") ? buildIfStale() : build()) ? 0 : 1;

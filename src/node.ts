@@ -56,6 +56,7 @@ import { FileWorkloadStore } from "./state/workloads.js";
 import { createControllers } from "./controllers/run.js";
 import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
+import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -313,19 +314,27 @@ export async function startNode(env: Record<string, string | undefined> = proces
       if (!made.persisted) tlsWarning = `${join(stateDir, "tls")} cannot be written: the self-signed serving certificate is kept in memory and changes at every start`;
     }
   }
+  // A port in use or a host that is not this machine's: a settings problem, said in one line (no stack).
+  const listenError = (e: NodeJS.ErrnoException) => {
+    const where = `${s.PODSYNC_HOST}:${s.PODSYNC_PORT}`;
+    if (e.code === "EADDRINUSE") return new SettingsError(`cannot listen on ${where}: the port is in use (another podsync? stop it, or set PODSYNC_PORT to a free port)`);
+    if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND") return new SettingsError(`cannot listen on ${where}: PODSYNC_HOST is not an address of this machine`);
+    if (e.code === "EACCES") return new SettingsError(`cannot listen on ${where}: not allowed (ports below 1024 need privileges; set PODSYNC_PORT)`);
+    return e;
+  };
   let dual: DualListener | undefined;
   const server = await new Promise<ServerType | Server>((res, rej) => {
     if (tls) {
       dual = dualListener(getRequestListener(fetch), tls);
       dual.onUpgrade(onUpgrade);
       const srv = dual.server;
-      srv.once("error", rej);
+      srv.once("error", (e: NodeJS.ErrnoException) => rej(listenError(e)));
       srv.listen(s.PODSYNC_PORT, s.PODSYNC_HOST, () => res(srv));
       return;
     }
     const srv = serve({ fetch, hostname: s.PODSYNC_HOST, port: s.PODSYNC_PORT }, () => res(srv));
     srv.on("upgrade", onUpgrade);
-    srv.once("error", rej);
+    srv.once("error", (e: NodeJS.ErrnoException) => rej(listenError(e)));
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
     await loop.stop();
@@ -343,6 +352,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
   if (!quiet) {
     const lines = [
       `podsync listening on ${url}  (node "${s.PODSYNC_NODE_NAME}", CRI ${s.PODSYNC_CRI_ENDPOINT})`,
+      `  policy:  ${s.PODSYNC_POLICY} (PODSYNC_POLICY: ${s.PODSYNC_POLICY === "privileged" ? "every pod field is allowed" : `pods beyond the ${s.PODSYNC_POLICY} Pod Security Standard are refused; privileged allows hostNetwork, hostPath and the like`})` +
+        `;  exec: ${s.PODSYNC_ALLOW_EXEC ? "on" : "off (PODSYNC_ALLOW_EXEC=true turns it on)"}`,
       `  health:  curl ${url}/healthz      runtime: curl ${url}/readyz`,
     ];
     if (tlsInfo) lines.push(`  kubectl: ${tlsInfo.url} (the same port over TLS; certificate ${tlsInfo.certFile ?? "given"}, SHA-256 ${new X509Certificate(tlsInfo.caCert).fingerprint256}; see docs/kubectl.md)`);
@@ -358,7 +369,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     if (keys.dev)
       lines.push(
         `  dev key: ${keys.dev.keyFile} (issuer "${DEV_ISSUER}"; configure PODSYNC_JWKS_FILE + PODSYNC_ISSUERS for real keys)`,
-        `  try it:  npx podsync sync examples/pod.yaml --url ${url} --key ${keys.dev.keyFile}`,
+        // The CLI finds the dev key in ./.podsync when run where the node was started, and the node at its default URL.
+        `  try it:  npx podsync sync examples/pod.yaml${url === `http://${DEFAULT_HOST}:${DEFAULT_PORT}` ? "" : ` --url ${url}`}${resolve(s.PODSYNC_DEV_DIR) === resolve(".podsync") ? "" : ` --key ${keys.dev.keyFile}`}`,
       );
     console.error(lines.join("\n"));
   }
@@ -389,7 +401,9 @@ function isMain(): boolean {
     return false;
   }
 }
-if (isMain()) {
+/** The node as a program: started from the environment, stopped by SIGINT or SIGTERM; a settings error is one line
+ * and exit code 1. `npm start` (this file as the main module) and `podsync serve` (an installed package) run it. */
+export function runNode(): void {
   startNode().then(
     (r) => {
       const stop = () => void r.close().then(() => process.exit(0));
@@ -423,3 +437,5 @@ async function nodeFs(dir: string): Promise<{ capacity: number; available: numbe
   const st = await statfs(dir);
   return { capacity: st.blocks * st.bsize, available: st.bavail * st.bsize };
 }
+
+if (isMain()) runNode();

@@ -1,6 +1,6 @@
 // kubectl get pods columns (printPod) and HumanDuration over generated v1.Pods.
 import { describe, expect, it } from "vitest";
-import { humanDuration, podRow, podTable } from "../src/cli/kubectl-print.js";
+import { humanDuration, podRow, podTable } from "../src/cli/print/kubectl-print.js";
 import type { V1ContainerStatus, V1Pod } from "../src/status/api-status.js";
 
 const NOW = Date.parse("2025-06-01T12:00:00Z");

@@ -462,7 +462,7 @@ describe("GET /v1/pods", () => {
 });
 
 describe("the CLI: podsync apply and podsync pods", () => {
-  it("apply signs a multi-document file (compact or detached) at --generation; pods prints kubectl's table with NAMESPACE", async () => {
+  it("apply names each pod created, configured, unchanged or deleted; --generation auto is the node's + 1; --dry-run plans; removing every pod needs --prune-all", async () => {
     const n = await node();
     const key = n.h.keys[0]!;
     const tmp = mkdtempSync(join(tmpdir(), "podsync-cli-apply-"));
@@ -475,27 +475,43 @@ describe("the CLI: podsync apply and podsync pods", () => {
     const [a, b] = [podInput("cli-a"), podInput("cli-b")];
     const file = join(tmp, "node.yaml");
     writeFileSync(file, `${toYaml(a)}---\n${toYaml(b)}`);
-    const r1 = await cli("apply", file, "--generation", "1");
-    expect(r1, r1.stderr).toMatchObject({ code: 0 });
-    expect(r1.stdout).toContain("generation 1: ok [HTTP 200]");
-    expect(r1.stdout).toMatch(/pod agent\/cli-a .*: ok/);
-    writeFileSync(file, toYaml(a));
-    const r2 = await cli("apply", file, "--generation", "2", "--detached");
-    expect(r2.code, r2.stdout + r2.stderr).toBe(0);
-    expect(r2.stdout).toMatch(/removed agent\/cli-b \(.*\): ok/);
-    const stale = await cli("apply", file, "--generation", "2");
-    expect(stale.code).toBe(1);
-    expect(stale.stdout).toContain("409 Older than the node's desired state");
-    expect((await cli("apply", file)).stderr).toContain("--generation");
+    const plan = await cli("apply", "-f", file, "--dry-run");
+    expect(plan, plan.stderr).toMatchObject({ code: 0, stdout: "pod/cli-a created (dry run): would create sandbox (attempt 0); start main\npod/cli-b created (dry run): would create sandbox (attempt 0); start main\n" });
+    expect(plan.stderr).toContain("generation 1 would be applied; nothing changed");
+    expect((await cli("pods")).stderr).toContain("generation 0");
+
+    const r1 = await cli("apply", "-f", file);
+    expect(r1, r1.stderr).toMatchObject({ code: 0, stdout: "pod/cli-a created\npod/cli-b created\n" });
+    expect(r1.stderr).toContain("generation 1: 2 created, 0 configured, 0 unchanged, 0 deleted");
+    writeFileSync(file, toYaml({ ...a, metadata: { ...a.metadata, labels: { tier: "web" } } }));
+    const r2 = await cli("apply", file, "--detached");
+    expect(r2, r2.stderr).toMatchObject({ code: 0, stdout: "pod/cli-a configured\npod/cli-b deleted\n" });
+    expect(r2.stderr).toContain("generation 2:");
+    expect((await cli("apply", "-f", file, "-q")).stdout).toBe("pod/cli-a unchanged\n");
+    const stale = await cli("apply", "-f", file, "--generation", "2");
+    expect(stale).toMatchObject({ code: 1, stdout: "" });
+    expect(stale.stderr).toContain("409 Older than the node's desired state");
+    expect((await cli("apply", "-f", file, "--generation", "x")).stderr).toContain('--generation must be auto or a whole number from 1, not "x"');
 
     const table = await cli("pods");
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.split("\n");
     expect(lines[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/);
     expect(lines[1]).toMatch(/^agent\s+cli-a\s+1\/1\s+Running\s+0\s+\d+s$/);
-    expect(table.stdout).toContain("generation 2");
+    expect(table.stdout).not.toContain("generation");
+    expect(table.stderr).toContain("generation 3");
     const json = JSON.parse((await cli("pods", "-o", "json")).stdout);
-    expect(json).toMatchObject({ kind: "PodList", metadata: { resourceVersion: "2" }, items: [{ metadata: { name: "cli-a" } }] });
-    await put(n.h, [], 3);
+    expect(json).toMatchObject({ kind: "List", items: [{ metadata: { name: "cli-a" } }] });
+
+    const empty = join(tmp, "empty.yaml");
+    writeFileSync(empty, "");
+    const drain = await cli("apply", "-f", empty);
+    expect(drain).toMatchObject({ code: 1, stdout: "" });
+    expect(drain.stderr).toContain("applying it would remove all 1 pods from the node (agent/cli-a); add --prune-all");
+    expect((await cli("apply", "-f", empty, "--prune-all")).stdout).toBe("pod/cli-a deleted\n");
+    const two = await cli("sync", file.replace("node.yaml", "two.yaml"));
+    expect(two.stderr).toContain("cannot read");
+    writeFileSync(join(tmp, "two.yaml"), `${toYaml(a)}---\n${toYaml(b)}`);
+    expect((await cli("sync", join(tmp, "two.yaml"))).stderr).toContain(`holds 2 pods; sync takes one. To make several pods the node's set, use podsync apply -f ${join(tmp, "two.yaml")}`);
   }, 60_000);
 });

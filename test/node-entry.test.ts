@@ -22,12 +22,28 @@ describe("dist/node.js (npm start)", () => {
     while (!/listening on (http:\/\/127\.0\.0\.1:\d+)/.test(p.stderr()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(p.stderr())![1]!;
     expect(p.stderr()).toContain(`dev key: ${join(dir, "dev-key.json")}`);
-    expect(p.stderr()).toContain("npx podsync sync examples/pod.yaml");
+    expect(p.stderr()).toContain(`npx podsync sync examples/pod.yaml --url ${url} --key ${join(dir, "dev-key.json")}`);
+    expect(p.stderr()).toContain("policy:  baseline (PODSYNC_POLICY: pods beyond the baseline Pod Security Standard are refused");
+    expect(p.stderr()).toContain("exec: off (PODSYNC_ALLOW_EXEC=true turns it on)");
     expect(p.stderr()).toMatch(/warning: \/nonexistent\/podsync\.sock does not exist/);
     expect(await (await fetch(`${url}/healthz`)).json()).toMatchObject({ ok: true });
     expect((await fetch(`${url}/readyz`)).status).toBe(503);
     p.child.kill("SIGTERM");
     expect(await p.exited).toBe(0);
+  });
+
+  it("a port in use is one line, no stack, exit code 1", async () => {
+    const { createServer } = await import("node:net");
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const p = start({ PODSYNC_PORT: String(port), PODSYNC_DEV_DIR: mkdtempSync(join(tmpdir(), "podsync-start-")), PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock" });
+      expect(await p.exited).toBe(1);
+      expect(p.stderr()).toBe(`podsync: cannot listen on 127.0.0.1:${port}: the port is in use (another podsync? stop it, or set PODSYNC_PORT to a free port)\n`);
+    } finally {
+      taken.close();
+    }
   });
 
   it("refuses bad settings at start-up, naming each, with exit code 1", async () => {

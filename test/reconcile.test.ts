@@ -115,6 +115,9 @@ describe("what the loop syncs", () => {
     expect(now.id).not.toBe(before.get(victim));
     expect(now.config.annotations["io.kubernetes.container.restartCount"]).toBe("1");
     for (const p of ps) if (p.metadata.uid !== victim) expect(runningOf(p.metadata.uid)[0]!.id).toBe(before.get(p.metadata.uid));
+    // one log line for the restart: the pod, the container, and how its last instance ended
+    const v = ps[3]!.metadata;
+    expect(logs.filter((l) => l["event"] === "restart")).toEqual([{ event: "restart", pod: `${v.namespace}/${v.name}`, podUid: victim, container: ps[3]!.spec.containers[0]!.name, exitCode: 137, reason: "Error", restartCount: 1 }]);
     await loop.stop();
   });
 

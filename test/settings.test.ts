@@ -6,9 +6,9 @@ import { describe, expect, it } from "vitest";
 import { loadSettings, SettingsError } from "../src/settings/node.js";
 
 describe("settings", () => {
-  it("defaults: localhost:8080, containerd's socket, 1 MiB bodies, EdDSA/ES256", () => {
+  it("defaults: localhost:8484, containerd's socket, 1 MiB bodies, EdDSA/ES256", () => {
     const s = loadSettings({});
-    expect(s).toMatchObject({ PODSYNC_HOST: "127.0.0.1", PODSYNC_PORT: 8080, PODSYNC_CRI_ENDPOINT: "unix:///run/containerd/containerd.sock", PODSYNC_MAX_BODY_BYTES: 1048576 });
+    expect(s).toMatchObject({ PODSYNC_HOST: "127.0.0.1", PODSYNC_PORT: 8484, PODSYNC_CRI_ENDPOINT: "unix:///run/containerd/containerd.sock", PODSYNC_MAX_BODY_BYTES: 1048576 });
     expect(s.PODSYNC_ALGORITHMS).toEqual(["EdDSA", "Ed25519", "ES256"]);
   });
 

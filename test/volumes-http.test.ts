@@ -119,17 +119,17 @@ describe("/v1/node/volumes", () => {
     const keyFile = join(root, "key.json");
     writeFileSync(keyFile, JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }));
     const cli = (...args: string[]) =>
-      new Promise<{ code: number; stdout: string }>((res) =>
-        execFile(process.execPath, ["bin/podsync.mjs", "--url", h.url, "--key", keyFile, ...args], (e, stdout) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout })),
+      new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
+        execFile(process.execPath, ["bin/podsync.mjs", "--url", h.url, "--key", keyFile, ...args], (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr })),
       );
     const list = await cli("volumes");
     expect(list.code).toBe(0);
     expect(list.stdout.split("\n")[0]).toMatch(/^NAME\s+USED BY\s+PATH$/);
     expect(list.stdout).toMatch(new RegExp(`cli-data\\s+default/vol-pod-cli\\s+${join(root, "volumes/pvc/cli-data")}`));
     const refused = await cli("volumes", "rm", "cli-data");
-    expect(refused).toMatchObject({ code: 1, stdout: expect.stringMatching(/409 Volume is in use: volume "cli-data" is used by pod default\/vol-pod-cli/) });
+    expect(refused).toMatchObject({ code: 1, stdout: "", stderr: expect.stringMatching(/^podsync: 409 Volume is in use: volume "cli-data" is used by pod default\/vol-pod-cli/) });
     expect((await h.fetch("/v1/pods/vol-pod-cli", { method: "DELETE", headers: await bearer({ act: "delete", uid: "vol-pod-cli" }) })).status).toBe(200);
-    expect(await cli("volumes", "rm", "cli-data")).toEqual({ code: 0, stdout: "removed volume cli-data\n" });
+    expect(await cli("volumes", "rm", "cli-data")).toEqual({ code: 0, stdout: "removed volume cli-data\n", stderr: "" });
   });
 
   it("kubelet's admission: an unsafe sysctl is 403 admission with reason SysctlForbidden; an Unconfined seccomp profile is the baseline policy's 403", async () => {

@@ -1,7 +1,7 @@
 // kubectl's get columns for the workload kinds (printers.go printDeployment, printStatefulSet, printDaemonSet,
 // printJob, printCronJob).
 import { describe, expect, it } from "vitest";
-import { workloadTable } from "../src/cli/workload-print.js";
+import { workloadTable } from "../src/cli/print/workload-print.js";
 
 const now = Date.parse("2026-01-01T01:00:00Z");
 const created = "2026-01-01T00:55:00Z";

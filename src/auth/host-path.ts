@@ -1,7 +1,7 @@
 // hostPath prefix matching for the node's allow-list. Matching is on normalised absolute paths and whole
 // path components, so /srv/data admits /srv/data and /srv/data/x but not /srv/database or /srv/data/../etc.
 // It is lexical: a symlink inside an allowed directory still resolves wherever it points on the host
-// (see the README note on writable allowed directories).
+// (see the note on writable allowed directories in docs/security.md).
 
 /** POSIX normalisation of an absolute path: collapses //, . and .. (never above /), drops a trailing /. */
 export function normalizeHostPath(path: string): string {

@@ -4,7 +4,7 @@
 // Signed requests: compact JWS/JWT verified with jose against a JWK set (file, inline, or remote with
 // caching and kid rotation), an algorithm allow-list, required claims, a maximum lifetime, clock skew,
 // and replay protection by jti. Nothing reaches the runtime before this has passed.
-import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import type { ReplayStore } from "./replay.js";
 
 export type Algorithm = "EdDSA" | "Ed25519" | "ES256" | "ES384" | "RS256" | "PS256" | "HS256";
@@ -84,7 +84,7 @@ export function createVerifier(o: VerifierOptions): Verifier {
           requiredClaims: ["iss", "aud", "exp", "iat", "jti"],
         });
       } catch (e) {
-        throw mapJoseError(e);
+        throw mapJoseError(e, token, o.audience, now());
       }
       const p = result.payload;
       const nowS = now() / 1000;
@@ -102,15 +102,33 @@ export function createVerifier(o: VerifierOptions): Verifier {
   };
 }
 
-function mapJoseError(e: unknown): AuthError {
-  if (e instanceof errors.JWTExpired) return new AuthError("expired", "token has expired");
+/** jose's error as an AuthError whose message says what was wrong with this token: the node it was for, its kid,
+ * when it expired (read from the token without trusting it: only the message uses them). */
+function mapJoseError(e: unknown, token: string, audience: readonly string[], nowMs: number): AuthError {
+  const claim = <T>(f: () => T): T | undefined => {
+    try {
+      return f();
+    } catch {
+      return undefined;
+    }
+  };
+  if (e instanceof errors.JWTExpired) {
+    const exp = claim(() => decodeJwt(token).exp);
+    return new AuthError("expired", exp === undefined ? "token has expired" : `token expired at ${new Date(exp * 1000).toISOString()} (${Math.max(0, Math.round(nowMs / 1000 - exp))} s ago; the node's clock says ${new Date(nowMs).toISOString()})`);
+  }
   if (e instanceof errors.JWTClaimValidationFailed) {
-    if (e.claim === "aud") return new AuthError("wrong-audience", "token is signed for another node (aud)");
-    if (e.claim === "iss") return new AuthError("wrong-issuer", "token issuer (iss) is not trusted");
+    if (e.claim === "aud") {
+      const aud = claim(() => decodeJwt(token).aud);
+      return new AuthError("wrong-audience", `token is signed for another node: ${JSON.stringify(aud ?? null)} (aud); this node is ${audience.map((a) => JSON.stringify(a)).join(" or ")}`);
+    }
+    if (e.claim === "iss") return new AuthError("wrong-issuer", `token issuer (iss) ${JSON.stringify(claim(() => decodeJwt(token).iss) ?? null)} is not trusted`);
     if (e.claim === "nbf") return new AuthError("not-yet-valid", "token is not yet valid (nbf)");
     return new AuthError("bad-claims", `claim "${e.claim}": ${e.reason === "missing" ? "missing" : e.message}`);
   }
-  if (e instanceof errors.JWKSNoMatchingKey) return new AuthError("unknown-key", "no trusted key matches the token's kid/alg");
+  if (e instanceof errors.JWKSNoMatchingKey) {
+    const h = claim(() => decodeProtectedHeader(token));
+    return new AuthError("unknown-key", `no trusted key matches the token's kid ${JSON.stringify(h?.kid ?? null)} (alg ${h?.alg ?? "none"})`);
+  }
   if (e instanceof errors.JOSEAlgNotAllowed) return new AuthError("bad-signature", "token algorithm is not allowed");
   if (e instanceof errors.JWSSignatureVerificationFailed) return new AuthError("bad-signature", "signature verification failed");
   if (e instanceof errors.JWSInvalid || e instanceof errors.JWTInvalid) return new AuthError("malformed", `malformed token: ${(e as Error).message}`);

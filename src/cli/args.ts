@@ -4,8 +4,12 @@ import { parseArgs } from "node:util";
 
 export type Opts = Record<string, string | boolean | string[] | undefined>;
 
-/** A usage or input error: printed as `podsync: MESSAGE` (and, for usage, a pointer to --help), exit code 2. */
-export class UsageError extends Error {
+/** An error the CLI reports itself (bad input, a pod not found, a key it cannot read): printed once as
+ * `podsync: MESSAGE`, exit code 1 as kubectl's (cmdutil.DefaultErrorExitCode). */
+export class CliError extends Error {}
+
+/** A usage error: as CliError, followed by kubectl's pointer "See 'podsync CMD --help' for usage." */
+export class UsageError extends CliError {
   constructor(
     message: string,
     readonly command?: string,
@@ -14,11 +18,14 @@ export class UsageError extends Error {
   }
 }
 
-export function fail(msg: string, command?: string): never {
+export function fail(msg: string): never {
+  throw new CliError(msg);
+}
+
+export function usage(msg: string, command?: string): never {
   throw new UsageError(msg, command);
 }
 
-/** Flags every command takes. */
 /** A flag as node:util parseArgs takes it; defined here, below the commands that declare theirs. */
 export interface OptionSpec {
   type: "string" | "boolean";
@@ -26,9 +33,12 @@ export interface OptionSpec {
   multiple?: boolean;
 }
 
+/** Flags every command takes. */
 export const globalOptions: Record<string, OptionSpec & { help: string }> = {
-  url: { type: "string", help: "the node's URL (default $PODSYNC_URL, else http://127.0.0.1:8080)" },
-  key: { type: "string", help: "the private signing key (default $PODSYNC_KEY, else .podsync/dev-key.json)" },
+  namespace: { type: "string", short: "n", help: "the namespace of the pods named (default: default)" },
+  quiet: { type: "boolean", short: "q", help: "no progress or notes on stderr, only errors" },
+  url: { type: "string", help: "the node's URL (default $PODSYNC_URL, else http://127.0.0.1:8484)" },
+  key: { type: "string", help: "the private signing key (default: see podsync token --help)" },
   aud: { type: "string", help: "the node name the token is for (default: what the server's /healthz says)" },
   iss: { type: "string", help: "the token's issuer (default: the key file's \"iss\", else podsync-dev)" },
   ttl: { type: "string", help: "the token's lifetime in seconds (default 60)" },
@@ -55,11 +65,30 @@ export function commandName(argv: readonly string[]): { name: string | undefined
 export function parseCommandArgs(argv: string[], options: Record<string, OptionSpec>, command: string): { o: Opts; positionals: string[] } {
   const all = { ...globalOptions, ...options };
   try {
-    const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true, options: Object.fromEntries(Object.entries(all).map(([k, s]) => [k, { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) }])) });
+    const { args, falses } = booleanValues(argv, all, command);
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, strict: true, options: Object.fromEntries(Object.entries(all).map(([k, s]) => [k, { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) }])) });
+    for (const f of falses) (values as Opts)[f] = false;
     return { o: values as Opts, positionals };
   } catch (e) {
-    return fail(usageMessage(e as Error & { code?: string }), command);
+    return usage(usageMessage(e as Error & { code?: string }), command);
   }
+}
+
+/** kubectl's `--flag=true|false` for boolean flags (`--wait=false`, `--no-headers=true`): parseArgs takes no
+ * value for a boolean, so `=true` becomes the bare flag and `=false` is set to false after parsing. Nothing
+ * after `--` is touched. */
+function booleanValues(argv: string[], all: Record<string, OptionSpec>, command: string): { args: string[]; falses: string[] } {
+  const end = argv.indexOf("--");
+  const head = end < 0 ? argv : argv.slice(0, end);
+  const falses: string[] = [];
+  const out = head.flatMap((a) => {
+    const m = /^--([\w-]+)=(.*)$/.exec(a);
+    if (!m || all[m[1]!]?.type !== "boolean") return [a];
+    if (m[2] === "true") return [`--${m[1]}`];
+    if (m[2] === "false") return (falses.push(m[1]!), []);
+    return usage(`flag --${m[1]} is true or false, not "${m[2]}"`, command);
+  });
+  return { args: end < 0 ? out : [...out, ...argv.slice(end)], falses };
 }
 
 /** parseArgs's errors, reworded. */

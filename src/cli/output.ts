@@ -1,4 +1,5 @@
-// Printing the node's answers: problem+json errors, a pod's actions and sync steps, and container states.
+// Printing the node's answers: errors (once, on stderr), a pod's actions and sync steps, and tables.
+import type { ServerError } from "./client.js";
 
 export interface Step {
   action: string;
@@ -9,40 +10,59 @@ export interface Step {
   durationMs: number;
 }
 
-export function printResult(status: number, body: Record<string, unknown>) {
-  if (body["type"] && body["title"]) {
-    console.log(`✗ ${status} ${body["title"]}: ${body["detail"] ?? ""}`);
-    for (const e of (body["errors"] as { path: string; message: string }[] | undefined) ?? []) console.log(`    ${e.path}: ${e.message}`);
-    return;
-  }
-  const pod = body["pod"] as { namespace: string; name: string; uid: string } | undefined;
-  if (pod) console.log(`pod ${pod.namespace}/${pod.name} (${pod.uid}): ${body["ok"] === false ? "NOT OK" : "ok"} [HTTP ${status}]`);
-  const a = body["actions"] as Record<string, unknown> | undefined;
-  if (a) {
-    const parts = [
-      a["killPod"] ? "kill pod" : "",
-      a["createSandbox"] ? `create sandbox (attempt ${a["attempt"]})` : "",
-      ((a["initContainersToStart"] as string[] | undefined) ?? []).length ? `init ${(a["initContainersToStart"] as string[]).join(", ")}` : "",
-      (a["containersToStart"] as string[]).length ? `start ${(a["containersToStart"] as string[]).join(", ")}` : "",
-      (a["containersToKill"] as unknown[]).length ? `kill ${(a["containersToKill"] as { name: string }[]).map((k) => k.name).join(", ")}` : "",
-    ].filter(Boolean);
-    console.log(`  actions: ${parts.join("; ") || "none (converged)"}`);
-  }
-  for (const s of (body["steps"] as Step[] | undefined) ?? [])
-    console.log(`  ${s.ok ? "✓" : "✗"} ${s.action.padEnd(16)} ${s.target.padEnd(24)} ${String(s.durationMs.toFixed(1)).padStart(8)} ms  ${s.ok ? (s.message ?? "") : `${s.error}: ${s.message ?? ""}`}`);
-  const st = (body["runtime"] ?? body["status"]) as { containers?: { name: string; state: string; restartCount: number; exitCode: number; reason: string }[] } | undefined;
-  for (const c of st?.containers ?? []) console.log(`  · ${c.name.padEnd(16)} ${c.state.padEnd(8)} restarts=${c.restartCount}${c.state === "exited" ? ` exit=${c.exitCode} ${c.reason}` : ""}`);
+interface FieldError {
+  path: string;
+  message: string;
 }
 
-/** A response body to the terminal, as it comes (logs -f), with the terminal's own backpressure. */
-export async function pipeBody(r: Response): Promise<void> {
-  for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) if (!process.stdout.write(chunk)) await new Promise((res) => process.stdout.once("drain", res));
+/** An error answer as lines: status, title and detail; with field errors, each field once (the detail repeats
+ * them all on one line, for curl users). */
+export function problemLines(status: number, p: Record<string, unknown>): string[] {
+  const errors = (p["errors"] as FieldError[] | undefined) ?? [];
+  const title = String(p["title"] ?? `HTTP ${status}`);
+  if (errors.length) return [`${status} ${title}:`, ...errors.map((e) => `    ${e.path}: ${e.message}`)];
+  return [`${status} ${title}: ${p["detail"] ?? ""}`.trimEnd()];
+}
+
+export function formatServerError(e: ServerError): string {
+  return [...problemLines(e.status, e.problem), ...(e.hint ? [`  (${e.hint})`] : [])].join("\n");
 }
 
 /** kubectl's column layout: columns padded to the widest cell plus three spaces, the last one not padded. */
 export function table(rows: readonly (readonly string[])[]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 3))).join("").trimEnd()).join("\n");
+}
+
+/** What a sync did to the pod, as a line: what the actions were, or why there were none. */
+export function actionsLine(a: Record<string, unknown>): string {
+  const parts = [
+    // kubelet kills what is left of a pod before it creates a sandbox: news only without the new sandbox.
+    a["killPod"] && !a["createSandbox"] ? "kill pod" : "",
+    a["createSandbox"] ? `create sandbox (attempt ${a["attempt"]})` : "",
+    a["nextInitContainerToStart"] ? `init ${a["nextInitContainerToStart"]}` : "",
+    ((a["containersToStart"] as string[] | undefined) ?? []).length ? `start ${(a["containersToStart"] as string[]).join(", ")}` : "",
+    ((a["containersToKill"] as unknown[] | undefined) ?? []).length ? `kill ${(a["containersToKill"] as { name: string }[]).map((k) => k.name).join(", ")}` : "",
+  ].filter(Boolean);
+  return parts.join("; ");
+}
+
+export function stepLines(steps: readonly Step[]): string[] {
+  return steps.map((s) => `  ${s.ok ? "✓" : "✗"} ${s.action.padEnd(16)} ${s.target.padEnd(24)} ${String(s.durationMs.toFixed(1)).padStart(8)} ms  ${s.ok ? (s.message ?? "") : `${s.error}: ${s.message ?? ""}`}`.trimEnd());
+}
+
+export function containerLines(st: { containers?: { name: string; state: string; restartCount: number; exitCode: number; reason: string }[] } | undefined): string[] {
+  return (st?.containers ?? []).map((c) => `  · ${c.name.padEnd(16)} ${c.state.padEnd(8)} restarts=${c.restartCount}${c.state === "exited" ? ` exit=${c.exitCode} ${c.reason}` : ""}`);
+}
+
+/** A response body to stdout, as it comes (logs -f), with the terminal's own backpressure. */
+export async function pipeBody(r: Response): Promise<void> {
+  for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) if (!process.stdout.write(chunk)) await new Promise((res) => process.stdout.once("drain", res));
+}
+
+/** kubectl's NotFound, and where an object of that name is (another namespace) if anywhere. */
+export function notFound(plural: string, name: string, namespace: string, elsewhere: readonly string[]): string {
+  return `${plural} "${name}" not found in namespace "${namespace}"${elsewhere.length ? ` (there is one in ${elsewhere.map((n) => `"${n}"`).join(", ")}: add -n ${elsewhere[0]})` : ""}`;
 }
 
 /** The response's warnings as kubectl prints them ("Warning: ..." on stderr). */

@@ -6,7 +6,7 @@ import { fail } from "./args.js";
  * and every other object as `items` (workloads, claims; kinds the node skips it says so) — a YAML stream or a v1
  * List, as `podman kube play` reads them. The node validates it all. */
 export async function readPod(path: string): Promise<{ pod?: unknown; items?: unknown[]; configMaps?: unknown[]; secrets?: unknown[] }> {
-  const text = path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8");
+  const text = readText(path);
   const yaml = path.endsWith(".json") ? undefined : await import("yaml");
   let docs: unknown[];
   try {
@@ -22,12 +22,26 @@ export async function readPod(path: string): Promise<{ pod?: unknown; items?: un
   const kindOf = (d: unknown) => (typeof d === "object" && d !== null ? (d as { kind?: unknown }).kind : undefined);
   const all = docs.flatMap((d) => (kindOf(d) === "List" ? ((d as { items?: unknown[] }).items ?? []) : d === null ? [] : [d]));
   const pods = all.filter((d) => kindOf(d) === "Pod" || kindOf(d) === undefined);
-  if (pods.length > 1) fail(`${path}: expected at most one Pod, found ${pods.length} (podsync apply takes a node's set)`);
+  if (pods.length > 1) fail(`${path} holds ${pods.length} pods; sync takes one. To make several pods the node's set, use podsync apply -f ${path}`);
   const configMaps = all.filter((d) => kindOf(d) === "ConfigMap");
   const secrets = all.filter((d) => kindOf(d) === "Secret");
   const items = all.filter((d) => !["Pod", "ConfigMap", "Secret", undefined].includes(kindOf(d) as string));
-  if (pods.length === 0 && items.length === 0) fail(`${path}: no Pod and no workload in the file`);
+  if (pods.length === 0 && items.length === 0) fail(`${path} holds no Pod and no workload`);
   return { ...(pods.length ? { pod: pods[0] } : {}), ...(items.length ? { items } : {}), ...(configMaps.length ? { configMaps } : {}), ...(secrets.length ? { secrets } : {}) };
+}
+
+/** A file's text ("-": stdin); a file that cannot be read is an error naming it. */
+export function readText(path: string): string {
+  return readBytes(path).toString("utf8");
+}
+
+export function readBytes(path: string): Buffer<ArrayBuffer> {
+  try {
+    return (path === "-" ? readFileSync(0) : readFileSync(path)) as Buffer<ArrayBuffer>;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    return fail(`cannot read ${path}: ${err.code === "ENOENT" ? "no such file" : err.code === "EISDIR" ? "it is a directory" : err.message}`);
+  }
 }
 
 /** The pods of a node file: YAML documents (empty ones skipped) or one v1.List; JSON: a v1.List or one pod. */

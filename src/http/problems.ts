@@ -13,6 +13,7 @@ import { StateUnavailableError } from "../state/state-unavailable.js";
 import { PodAdmissionError } from "../lifecycle/node-admission.js";
 import { ClaimInUseError, ClaimNotFoundError } from "../volumemanager/claims.js";
 import { StaleGenerationError } from "../pleg/desired-state.js";
+import { ExecCommandNotFoundError } from "../kuberuntime/exec.js";
 
 export const PROBLEM_BASE = "urn:podsync:problem:";
 
@@ -29,6 +30,7 @@ export const PROBLEMS = {
   "not-found": { status: 404, title: "Not found" },
   "pod-not-found": { status: 404, title: "Pod not found" },
   "container-not-found": { status: 404, title: "Container not found" },
+  "command-not-found": { status: 404, title: "Command not found in the container" },
   "volume-not-found": { status: 404, title: "Volume not found" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   replayed: { status: 409, title: "Token already used" },
@@ -108,6 +110,7 @@ export function toProblemError(e: unknown): ProblemError {
   // AppArmor), one entry per field.
   if (e instanceof PodAdmissionError)
     return new ProblemError("admission", `Pod was rejected: ${e.message}`, { reason: e.failures[0]!.reason, errors: e.failures.map((f) => ({ path: f.path, message: `${f.reason}: ${f.message}` })) });
+  if (e instanceof ExecCommandNotFoundError) return new ProblemError("command-not-found", e.message);
   if (e instanceof ClaimInUseError) return new ProblemError("volume-in-use", e.message, { usedBy: e.usedBy });
   if (e instanceof ClaimNotFoundError) return new ProblemError("volume-not-found", e.message);
   if (e instanceof ExecOutputTooLargeError) return new ProblemError("exec-output-too-large", e.message, { limitBytes: e.limitBytes, ...(e.sizeBytes ? { sizeBytes: e.sizeBytes } : {}) });

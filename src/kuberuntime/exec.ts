@@ -2,7 +2,7 @@
 // (with a `truncated` flag), and output that is not UTF-8 text comes back base64-encoded (with the flag
 // `encoding: "base64"`) rather than mangled.
 import type { CriClient } from "../cri/client.js";
-import { GrpcCode, isCriError } from "../cri/errors.js";
+import { CriError, GrpcCode, isCriError } from "../cri/errors.js";
 import { ContainerChoiceError } from "../container/container-choice.js";
 import type { PodStatus } from "../container/types.js";
 
@@ -67,15 +67,26 @@ export class ExecOutputTooLargeError extends Error {
   }
 }
 
+/** The command is not in the container (the runtime could not start it): the request's fault, not the node's. */
+export class ExecCommandNotFoundError extends Error {}
+
+/** runc's words for a command it could not start (containerd's ExecSync error wraps them: "OCI runtime exec
+ * failed: exec failed: unable to start container process: exec: "x": executable file not found in $PATH"). */
+const NOT_STARTED = /exec: "([^"]*)": (executable file not found in \$PATH|stat [^:]*: no such file or directory|permission denied)/;
+
 export async function execSync(cri: CriClient, containerId: string, command: string[], timeoutSeconds: number, maxBytes: number): Promise<ExecResult> {
   // The call lasts up to the command's timeout; its deadline gets room beyond it. ExecSync carries the whole
   // output in one reply: at most the runtime's message limit is held here, and output above it is refused.
   const r = await cri.execSync({ containerId, cmd: command, timeout: BigInt(timeoutSeconds) }, { timeoutMs: (timeoutSeconds + 10) * 1000 }).catch((e: unknown) => {
-    if (!isCriError(e, GrpcCode.RESOURCE_EXHAUSTED)) throw e;
-    // containerd: "grpc: trying to send message larger than max (17000042 vs. 16777216)"; grpc-js: "Received
-    // message larger than max (17000042 vs 16777216)".
-    const m = /larger than max \((\d+) vs\.? (\d+)\)/.exec(e.details);
-    throw new ExecOutputTooLargeError(m ? Number(m[2]) : RUNTIME_MESSAGE_LIMIT_BYTES, m ? Number(m[1]) : undefined);
+    if (isCriError(e, GrpcCode.RESOURCE_EXHAUSTED)) {
+      // containerd: "grpc: trying to send message larger than max (17000042 vs. 16777216)"; grpc-js: "Received
+      // message larger than max (17000042 vs 16777216)".
+      const m = /larger than max \((\d+) vs\.? (\d+)\)/.exec(e.details);
+      throw new ExecOutputTooLargeError(m ? Number(m[2]) : RUNTIME_MESSAGE_LIMIT_BYTES, m ? Number(m[1]) : undefined);
+    }
+    const m = e instanceof CriError ? NOT_STARTED.exec(e.details) : null;
+    if (m) throw new ExecCommandNotFoundError(`the container cannot run ${JSON.stringify(m[1])}: ${m[2]}`);
+    throw e;
   });
   return { containerId, exitCode: r.exitCode, stdout: boundedOutput(r.stdout, maxBytes), stderr: boundedOutput(r.stderr, maxBytes) };
 }

@@ -244,10 +244,16 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     return job;
   }
 
+  /** A container the loop started again (it had an instance before this sync): counted, and one log line naming
+   * the pod, the container, and how its last instance ended (as kubelet's BackOff/Started events would tell). */
   function countRestarts(r: SyncResult) {
-    if (!o.metrics) return;
-    for (const st of r.steps)
-      if (st.ok && (st.action === "StartContainer" || st.action === "InitContainer") && r.status.containerStatuses.some((c) => c.name === st.target)) o.metrics.loopRestart();
+    for (const st of r.steps) {
+      if (!st.ok || (st.action !== "StartContainer" && st.action !== "InitContainer")) continue;
+      const before = r.status.containerStatuses.filter((c) => c.name === st.target).sort((a, b) => b.createdAt - a.createdAt)[0];
+      if (!before) continue;
+      o.metrics?.loopRestart();
+      log({ event: "restart", pod: `${r.pod.namespace}/${r.pod.name}`, podUid: r.pod.uid, container: st.target, exitCode: before.exitCode, reason: before.reason || before.state, restartCount: before.restartCount + 1 });
+    }
   }
 
   /** The desired set → the loop's records and the prober's pods. */

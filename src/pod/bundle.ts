@@ -22,7 +22,7 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
 
 function parse<S extends z.ZodType>(schema: S, input: unknown, at: string): Parsed<z.output<S>> {
   const r = schema.safeParse(input);
-  return r.success ? { ok: true, value: r.data } : { ok: false, errors: fieldErrors(r.error, at) };
+  return r.success ? { ok: true, value: r.data } : { ok: false, errors: fieldErrors(r.error, at, schema) };
 }
 
 function tryPod(input: unknown, prefix: string): Parsed<Pod> {

@@ -3,13 +3,14 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { z } from "zod";
+import { DEFAULT_HOST, DEFAULT_PORT } from "./port.js";
 import { bool, checkCommon, commonSettings, formatIssues, int, list } from "./common.js";
 
 export const Settings = z
   .object({
     ...commonSettings,
-    PODSYNC_HOST: z.string().min(1).default("127.0.0.1"),
-    PODSYNC_PORT: int(0, 65535).default(8080),
+    PODSYNC_HOST: z.string().min(1).default(DEFAULT_HOST),
+    PODSYNC_PORT: int(0, 65535).default(DEFAULT_PORT),
     PODSYNC_NODE_NAME: z.string().min(1).default(hostname()),
     /** Extra audiences this node answers to (e.g. a machine id). */
     PODSYNC_NODE_ALIASES: list.default([]),

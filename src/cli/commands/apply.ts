@@ -1,49 +1,185 @@
-// podsync apply: make a file's pods the node's whole desired set (PUT /v1/node/pods).
-import { readFileSync } from "node:fs";
-import { fail } from "../args.js";
+// podsync apply: make a file's pods the node's whole desired set (PUT /v1/node/pods), as kubectl apply --prune
+// would: each pod is named created, configured, unchanged or deleted, judged against the node's set before the
+// apply (so a new pod the loop started first still reads created).
+//   --generation auto (the default): the node's generation (GET /v1/pods' resourceVersion) + 1. A concurrent
+//   apply that moves the generation first makes this one a 409 (nothing changed): run it again.
+//   --dry-run: the same judgement plus, per pod, what the node would do (POST /v1/pods/plan); nothing changes.
+//   An apply that leaves the node with no pods (while it has some) needs --prune-all.
+import { fail, usage } from "../args.js";
+import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
-import { printResult, printWarnings, type Step } from "../output.js";
-import { readPods } from "../pod-files.js";
+import { actionsLine, printWarnings, problemLines, stepLines, type Step } from "../output.js";
+import { readBytes, readPods } from "../pod-files.js";
+import { progress } from "../progress.js";
+import { listPods } from "../resources/pods.js";
+import type { V1Pod } from "../../status/api-status.js";
+import { validatePod } from "../../pod/validate.js";
+
+type Change = "created" | "configured" | "unchanged" | "deleted";
+interface PodMeta {
+  namespace?: string;
+  name?: string;
+  uid?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
 
 const apply: Command = {
-  usage: ["apply [-f] NODE.(yaml|json) --generation N [--detached] [--json]"],
-  help: "Make the file's pods and workloads (YAML documents, or a v1.List) the node's whole desired set: PUT\n/v1/node/pods. Pods and workloads the node held that the file leaves out are deleted (claims stay).",
-  examples: ["podsync apply node.yaml --generation 2", "podsync apply -f node.yaml --generation 3"],
-  options: { generation: { type: "string" }, detached: { type: "boolean" }, json: { type: "boolean" }, filename: { type: "string", short: "f" } },
+  usage: ["apply -f NODE.(yaml|json) [--generation auto|N] [--dry-run] [--prune-all] [--detached] [--json]", "apply NODE.(yaml|json) ..."],
+  help: `Make the file's pods (YAML documents, or a v1.List; with their ConfigMaps and Secrets) the node's whole desired
+set: PUT /v1/node/pods. Pods the node held that the file leaves out are deleted. Prints each pod as created,
+configured, unchanged or deleted.
+The generation orders sets: --generation auto (the default) is the node's generation + 1, read just before the
+PUT; a set the node is already past is refused (409) with nothing changed.`,
+  examples: ["podsync apply -f node.yaml --dry-run", "podsync apply -f node.yaml", "podsync apply -f empty.yaml --prune-all   # remove every pod"],
+  options: {
+    filename: { type: "string", short: "f", help: "the file of pods (- for stdin)" },
+    generation: { type: "string", help: "auto (default: the node's + 1) or a whole number above the node's" },
+    "dry-run": { type: "boolean", help: "say what would change, and each pod's actions (the plan route); change nothing" },
+    "prune-all": { type: "boolean", help: "allow a set that removes every pod from the node" },
+    detached: { type: "boolean", help: "send the file's bytes as they are, signing their digest" },
+    json: { type: "boolean", help: "print the node's answer as JSON" },
+  },
   async run(ctx) {
     const file = (ctx.o["filename"] as string | undefined) ?? ctx.args[0];
-    if (!file) fail("apply needs a file of pods (YAML documents, or a JSON v1.List)");
-    const generation = Number(ctx.o["generation"]);
-    if (ctx.o["generation"] === undefined || !Number.isSafeInteger(generation) || generation < 1) fail("apply needs --generation N, a whole number above the node's current generation (podsync pods shows it)");
-    const bytes = file === "-" ? readFileSync(0) : readFileSync(file);
+    if (!file) usage("apply needs a file of pods: podsync apply -f FILE (YAML documents, or a JSON v1.List)", ctx.command);
+    const g = String(ctx.o["generation"] ?? "auto");
+    const fixed = g === "auto" ? undefined : Number(g);
+    if (fixed !== undefined && !(Number.isSafeInteger(fixed) && fixed >= 1)) usage(`--generation must be auto or a whole number from 1, not "${g}"`, ctx.command);
+    const bytes = readBytes(file);
     const json = file.endsWith(".json");
+    const items = (await readPods(file, bytes.toString("utf8"), json)).filter((x) => x !== null && x !== undefined);
+    const kindOf = (x: unknown) => (x as { kind?: unknown }).kind;
+    const pods = items.filter((x) => kindOf(x) !== "ConfigMap" && kindOf(x) !== "Secret");
+    const before = await listPods(ctx);
+    const generation = fixed ?? Number(before.metadata.resourceVersion) + 1;
+    const changes = judge(before.items, pods);
+    if (before.items.length && !pods.length && !ctx.o["prune-all"])
+      fail(`${file} holds no pods: applying it would remove all ${before.items.length} pods from the node (${before.items.map(ref).join(", ")}); add --prune-all if that is what you want`);
+
+    if (ctx.o["dry-run"]) return dryRun(ctx, items, pods, changes, before.items, generation);
+
+    const p = progress(ctx);
+    const started = Date.now();
+    p.every(() => p.update(`applying generation ${generation}: ${Math.floor((Date.now() - started) / 1000)}s (removed pods stop within their grace period; new ones pull and start)`));
     let r: Response;
-    if (ctx.o["detached"]) {
-      // The file's bytes go as they are; the token signs their digest.
-      const digest = Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("base64url");
-      const token = await ctx.sign({ act: "apply", generation, body_sha256: digest });
-      r = await fetch(`${ctx.url}/v1/node/pods`, { method: "PUT", headers: { "content-type": json ? "application/json" : "application/yaml", "podsync-signature": token }, body: bytes });
-    } else {
-      const token = await ctx.sign({ act: "apply", generation, pods: await readPods(file, bytes.toString("utf8"), json) });
-      r = await fetch(`${ctx.url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: token });
-    }
-    const body = (await r.json()) as Record<string, unknown>;
-    if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
-    else if (!Array.isArray(body["pods"])) printResult(r.status, body);
-    else {
-      printWarnings(body);
-      console.log(`generation ${body["generation"]}: ${body["ok"] ? "ok" : "NOT OK"} [HTTP ${r.status}]`);
-      for (const p of body["pods"] as Record<string, unknown>[]) {
-        printResult(r.status, p);
-        if (p["error"]) printResult(Number((p["error"] as { status?: number }).status), p["error"] as Record<string, unknown>);
+    try {
+      if (ctx.o["detached"]) {
+        // The file's bytes go as they are; the token signs their digest.
+        const digest = Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("base64url");
+        const token = await ctx.sign({ act: "apply", generation, body_sha256: digest });
+        r = await ctx.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": json ? "application/json" : "application/yaml", "podsync-signature": token }, body: bytes });
+      } else {
+        const token = await ctx.sign({ act: "apply", generation, pods: items });
+        r = await ctx.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/jose" }, body: token });
       }
-      for (const p of body["removed"] as { ok: boolean; pod: { namespace: string; name: string; uid: string }; steps: Step[]; error?: Record<string, unknown> }[]) {
-        console.log(`removed ${p.pod.namespace}/${p.pod.name} (${p.pod.uid}): ${p.ok ? "ok" : "NOT OK"}`);
-        printResult(r.status, { steps: p.steps });
-        if (p.error) printResult(Number(p.error["status"]), p.error);
-      }
+    } finally {
+      p.done();
     }
-    process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
+    if (r.status === 409 && fixed === undefined) {
+      const body = (await r.clone().json().catch(() => ({}))) as Record<string, unknown>;
+      if (String(body["type"]).endsWith(":stale-generation"))
+        fail(`the node's generation moved past ${generation - 1} while this apply was signed (another apply?); nothing changed: run it again`);
+    }
+    const body = await ctx.json(r);
+    printWarnings(body);
+    if (ctx.o["json"]) {
+      console.log(JSON.stringify(body, null, 2));
+      process.exitCode = body["ok"] === false ? 1 : 0;
+      return;
+    }
+    type PodResult = { ok: boolean; pod: { namespace: string; name: string; uid: string }; actions?: Record<string, unknown>; steps: Step[]; status?: unknown; error?: Record<string, unknown>; superseded?: string };
+    const lines: string[] = [];
+    const problems: string[] = [];
+    const count: Record<Change, number> = { created: 0, configured: 0, unchanged: 0, deleted: 0 };
+    for (const pr of body["pods"] as PodResult[]) {
+      let c = changes.get(pr.pod.uid) ?? "configured";
+      // A pod the node had, with the same spec, that this PUT still had to act on (it had stopped, say) is
+      // named by what was done.
+      if (c === "unchanged" && pr.actions && actionsLine(pr.actions)) c = "configured";
+      count[c]++;
+      lines.push(`pod/${pr.pod.name} ${c}${pr.superseded ? ` (${pr.superseded})` : ""}`);
+      if (!pr.ok) problems.push(`pod/${pr.pod.name} (${pr.pod.namespace}) is stored but not running as asked:`, ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []), ...stepLines(pr.steps.filter((s) => !s.ok)));
+    }
+    for (const pr of body["removed"] as PodResult[]) {
+      count.deleted++;
+      lines.push(`pod/${pr.pod.name} deleted${pr.superseded ? ` (${pr.superseded})` : ""}`);
+      if (!pr.ok) problems.push(`pod/${pr.pod.name} (${pr.pod.namespace}) left the desired state but was not fully removed:`, ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []), ...stepLines(pr.steps.filter((s) => !s.ok)));
+    }
+    if (lines.length) console.log(lines.join("\n"));
+    ctx.note(`generation ${body["generation"]}: ${Object.entries(count).map(([k, v]) => `${v} ${k}`).join(", ")}`);
+    if (problems.length) process.stderr.write(problems.join("\n") + "\n");
+    process.exitCode = body["ok"] === false ? 1 : 0;
   },
 };
 export default apply;
+
+const ref = (p: V1Pod) => `${p.metadata.namespace}/${p.metadata.name}`;
+
+/** Each of the file's pods (by uid) as created, configured or unchanged against the node's set, and each pod of
+ * the set the file leaves out as deleted. Specs are compared after the node's own defaulting (validatePod), so
+ * a field left at its default is no change. */
+function judge(current: V1Pod[], pods: unknown[]): Map<string, Change> {
+  const out = new Map<string, Change>();
+  const byUid = new Map(current.map((p) => [p.metadata.uid, p]));
+  for (const input of pods) {
+    const m = ((input as { metadata?: PodMeta }).metadata ?? {}) as PodMeta;
+    if (!m.uid) continue;
+    const had = byUid.get(m.uid);
+    out.set(m.uid, !had ? "created" : same(had, input) ? "unchanged" : "configured");
+  }
+  const uids = new Set(pods.map((x) => (x as { metadata?: PodMeta }).metadata?.uid));
+  for (const p of current) if (!uids.has(p.metadata.uid)) out.set(p.metadata.uid, "deleted");
+  return out;
+}
+
+function same(had: V1Pod, input: unknown): boolean {
+  let pod: { metadata: PodMeta; spec: Record<string, unknown> };
+  try {
+    pod = validatePod(input) as unknown as typeof pod;
+  } catch {
+    return false; // the node will say what is wrong with it
+  }
+  const strip = (spec: Record<string, unknown> | undefined) => canonical({ ...spec, imagePullSecrets: undefined });
+  return (
+    had.metadata.name === pod.metadata.name &&
+    had.metadata.namespace === pod.metadata.namespace &&
+    canonical(had.metadata.labels ?? {}) === canonical(pod.metadata.labels ?? {}) &&
+    canonical(had.metadata.annotations ?? {}) === canonical(pod.metadata.annotations ?? {}) &&
+    strip(had.spec as unknown as Record<string, unknown>) === strip(pod.spec)
+  );
+}
+
+/** JSON with sorted keys and undefined left out, for comparing. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).filter(([, y]) => y !== undefined).sort(([a], [b]) => a.localeCompare(b))) : x));
+}
+
+/** --dry-run: each change, and per pod the plan route's actions (with the file's ConfigMaps and Secrets). */
+async function dryRun(ctx: Ctx, items: unknown[], pods: unknown[], changes: Map<string, Change>, current: V1Pod[], generation: number): Promise<void> {
+  const objects = (kind: string, ns: string | undefined) =>
+    items.filter((x) => (x as { kind?: unknown }).kind === kind && [undefined, ns].includes((x as { metadata?: PodMeta }).metadata?.namespace));
+  const lines: string[] = [];
+  let failed = false;
+  for (const pod of pods) {
+    const m = ((pod as { metadata?: PodMeta }).metadata ?? {}) as PodMeta;
+    const ns = m.namespace ?? "default";
+    const cms = objects("ConfigMap", ns);
+    const secrets = objects("Secret", ns);
+    const token = await ctx.sign({ act: "plan", pod, ...(cms.length ? { configMaps: cms } : {}), ...(secrets.length ? { secrets } : {}) });
+    const r = await ctx.fetch("/v1/pods/plan", { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+    const body = (await r.json()) as Record<string, unknown>;
+    const change = changes.get(m.uid ?? "") ?? "created";
+    if (!r.ok) {
+      failed = true;
+      lines.push(`pod/${m.name} ${change} (dry run): refused:`, ...problemLines(r.status, body).map((l) => `  ${l}`));
+      continue;
+    }
+    const a = actionsLine((body["actions"] as Record<string, unknown> | undefined) ?? {});
+    lines.push(`pod/${m.name} ${change} (dry run)${a ? `: would ${a}` : ""}`);
+  }
+  for (const p of current) if (changes.get(p.metadata.uid) === "deleted") lines.push(`pod/${p.metadata.name} deleted (dry run)`);
+  console.log(lines.join("\n"));
+  ctx.note(`generation ${generation} would be applied; nothing changed`);
+  process.exitCode = failed ? 1 : 0;
+}

@@ -1,50 +1,113 @@
-// podsync get: one pod, as kubectl get pods shows it, or its v1.Pod; or the node's workloads of one kind
-// (deploy, rs, sts, ds, jobs, cronjobs, pvc) as kubectl get prints them.
-import { fail } from "../args.js";
+// podsync get: kubectl get over the node's objects. `get [TYPE] [NAME...]`; TYPE is pods when left out (so the
+// old `get UID` still works), and TYPE/NAME names one object.
+import { usage } from "../args.js";
+import { notFound } from "../output.js";
+import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
-import { printResult } from "../output.js";
-import type { V1Pod } from "../../status/api-status.js";
-import { WORKLOAD_RESOURCES, workloadTable } from "../workload-print.js";
+import { OUTPUT_HELP, parseFormat, render, rowLine, type PrintOptions } from "../print/format.js";
+import { parseSelector } from "../selector.js";
+import { findResource, resourceNames } from "../resources/index.js";
+import type { KubeObject, Resource } from "../resources/resource.js";
+
+export const listOptions = {
+  "all-namespaces": { type: "boolean", short: "A", help: "every namespace (adds a NAMESPACE column)" },
+  selector: { type: "string", short: "l", help: "only objects whose labels match, e.g. -l app=web,tier!=db" },
+  output: { type: "string", short: "o", help: OUTPUT_HELP },
+  watch: { type: "boolean", short: "w", help: "after the list, print each change (polls every second; Ctrl-C stops)" },
+  "no-headers": { type: "boolean", help: "no header line in tables" },
+} as const;
 
 const get: Command = {
-  usage: ["get UID [-o json|yaml]", "get deploy|rs|sts|ds|jobs|cronjobs|pvc [NAME] [-n NAMESPACE] [-o json|yaml]"],
-  help: "The pod as kubectl get pods shows it (NAME READY STATUS RESTARTS AGE), or its v1.Pod. With a workload kind,\nthe node's workloads of that kind with kubectl's columns (GET /v1/workloads).",
-  examples: ["podsync get UID", "podsync get UID -o yaml", "podsync get deploy", "podsync get jobs pi -o yaml"],
-  options: { output: { type: "string", short: "o" }, namespace: { type: "string", short: "n" } },
-  async run(ctx) {
-    const [uid, name] = ctx.args;
-    if (!uid) fail("get needs a pod uid or a workload kind (deploy, rs, sts, ds, jobs, cronjobs, pvc)");
-    const out = ctx.o["output"] as string | undefined;
-    if (out !== undefined && out !== "json" && out !== "yaml" && out !== "wide") fail("-o must be json or yaml");
-    const kind = WORKLOAD_RESOURCES[uid.toLowerCase()];
-    if (kind) {
-      const ns = (ctx.o["namespace"] as string | undefined) ?? "default";
-      const token = await ctx.sign({ act: "status" });
-      const r = await fetch(`${ctx.url}/v1/workloads?kind=${kind}`, { headers: { authorization: `Bearer ${token}` } });
-      const body = (await r.json()) as { items?: { metadata: { name: string; namespace: string } }[] } & Record<string, unknown>;
-      if (!r.ok) {
-        printResult(r.status, body);
-        process.exitCode = 1;
-        return;
-      }
-      const items = (body.items ?? []).filter((o) => o.metadata.namespace === ns && (name === undefined || o.metadata.name === name));
-      if (name !== undefined && items.length === 0) {
-        console.error(`Error from server (NotFound): ${uid} "${name}" not found`);
-        process.exitCode = 1;
-      } else if (out === "json") console.log(JSON.stringify(name !== undefined ? items[0] : { apiVersion: "v1", kind: "List", items }, null, 2));
-      else if (out === "yaml") process.stdout.write((await import("yaml")).stringify(name !== undefined ? items[0] : { apiVersion: "v1", kind: "List", items }));
-      else console.log(workloadTable(kind, items, Date.now(), ns));
-      return;
-    }
-    const token = await ctx.sign({ act: "status", uid });
-    const r = await fetch(`${ctx.url}/v1/pods/${encodeURIComponent(uid)}`, { headers: { authorization: `Bearer ${token}` } });
-    const body = (await r.json()) as Record<string, unknown>;
-    if (!r.ok) {
-      printResult(r.status, body);
-      process.exitCode = 1;
-    } else if (out === "json") console.log(JSON.stringify(body, null, 2));
-    else if (out === "yaml") process.stdout.write((await import("yaml")).stringify(body));
-    else console.log((await import("../kubectl-print.js")).podTable([body as unknown as V1Pod], Date.now()));
-  },
+  usage: ["get [TYPE] [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|name|json|yaml|jsonpath=T] [-w] [--no-headers]"],
+  help: `Print the node's objects as kubectl get does. TYPE is one of: ${resourceNames().join(", ")} (default pods); a pod is\nnamed by its name (in -n's namespace, default "default") or by its uid.`,
+  examples: ["podsync get pods", "podsync get web -o wide", "podsync get pod/web -o jsonpath='{.status.phase}'", "podsync get pods -A -l app=web --no-headers", "podsync get pods -w"],
+  options: listOptions,
+  run: (ctx) => runGet(ctx, ctx.args),
 };
 export default get;
+
+/** kubectl get: the type and names from `args`, the flags from ctx. */
+export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces?: boolean } = {}): Promise<void> {
+  const o = ctx.o;
+  let resource: Resource | undefined;
+  let names = args;
+  const first = args[0];
+  if (first !== undefined && !first.includes("/")) {
+    resource = await findResource(first);
+    if (resource) names = args.slice(1);
+  }
+  const typed = names.filter((n) => n.includes("/"));
+  if (typed.length) {
+    const types = new Set(typed.map((n) => n.split("/")[0]!.toLowerCase()));
+    if (types.size > 1 || resource) usage(`name one type: ${[...types].join(", ")}`, ctx.command);
+    resource = await findResource([...types][0]!);
+    if (!resource) usage(`unknown type "${[...types][0]}" (known: ${resourceNames().join(", ")})`, ctx.command);
+    if (typed.length !== names.length) usage("give every name as TYPE/NAME, or none", ctx.command);
+    names = names.map((n) => n.slice(n.indexOf("/") + 1));
+  }
+  resource ??= (await findResource("pods"))!;
+  const explicitNs = o["namespace"] !== undefined;
+  const allNamespaces = Boolean(o["all-namespaces"]) || (Boolean(defaults.allNamespaces) && !explicitNs);
+  if (o["all-namespaces"] && names.length) usage("a name is looked up in one namespace: use -n NS, not -A", ctx.command);
+  const format = parseFormat(o["output"] as string | undefined, ctx.command);
+  const selector = o["selector"] !== undefined ? parseSelector(String(o["selector"])) : undefined;
+  const popts = async (): Promise<PrintOptions> => ({ resource: resource!, single: names.length === 1, allNamespaces, headers: !o["no-headers"], now: Date.now(), node: format.kind === "table" && format.wide ? await ctx.aud() : "" });
+
+  const pick = async (first: boolean): Promise<{ objs: KubeObject[]; missing: string[]; all: KubeObject[] }> => {
+    const listed = await resource!.list(ctx);
+    // Notes (the generation, orphans) go to stderr, for a table of the whole list only.
+    if (first && !names.length && format.kind === "table") for (const n of listed.notes ?? []) ctx.note(n);
+    const all = listed.items;
+    let objs = all;
+    const missing: string[] = [];
+    if (names.length) {
+      const found: KubeObject[] = [];
+      for (const n of names) {
+        const x = objs.find((x) => x.metadata.namespace === ctx.namespace && x.metadata.name === n) ?? objs.find((x) => x.metadata.uid === n);
+        if (x) found.push(x);
+        else missing.push(n);
+      }
+      objs = found;
+    } else if (!allNamespaces) objs = objs.filter((x) => (x.metadata.namespace ?? "default") === ctx.namespace);
+    if (selector) objs = objs.filter((x) => selector(x.metadata.labels));
+    return { objs, missing, all };
+  };
+
+  const { objs, missing, all } = await pick(true);
+  const text = await render(objs, format, await popts());
+  if (text) process.stdout.write(`${text}\n`);
+  const plural = `${resource.kind.toLowerCase()}s`;
+  for (const n of missing) process.stderr.write(`podsync: ${notFound(plural, n, ctx.namespace, all.filter((x) => x.metadata.name === n).map((x) => x.metadata.namespace ?? ""))}\n`);
+  if (missing.length) process.exitCode = 1;
+  if (!objs.length && !names.length && format.kind !== "json" && format.kind !== "yaml")
+    process.stderr.write(`No resources found${allNamespaces ? "" : ` in ${ctx.namespace} namespace`}.\n`);
+  if (!o["watch"]) return;
+
+  // --watch: the API has no watch yet, so poll; print each object whose row (or, for -o json|yaml|name, whose
+  // object) changed, and once more, as last seen, each one that went away: as kubectl -w prints each event.
+  const key = async (x: KubeObject) => (format.kind === "table" ? rowLine(x, format.wide, await popts()) : JSON.stringify(x));
+  // Ages tick every second: rows are compared without ages (and RESTARTS' "(5s ago)").
+  const stable = (s: string | undefined) => s?.replace(/\b\d+[smhdy](\d+[smh])?\b/g, "");
+  const idOf = (x: KubeObject) => x.metadata.uid ?? `${x.metadata.namespace}/${x.metadata.name}`;
+  const seen = new Map<string, { key: string; obj: KubeObject }>();
+  for (const x of objs) seen.set(idOf(x), { key: await key(x), obj: x });
+  const print = async (x: KubeObject) => process.stdout.write(`${await render([x], format, { ...(await popts()), headers: false, single: true })}\n`);
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = await pick(false);
+    const ids = new Set<string>();
+    for (const x of now.objs) {
+      const id = idOf(x);
+      ids.add(id);
+      const k = await key(x);
+      if (stable(seen.get(id)?.key) === stable(k)) continue;
+      seen.set(id, { key: k, obj: x });
+      await print(x);
+    }
+    for (const [id, last] of seen)
+      if (!ids.has(id)) {
+        seen.delete(id);
+        await print(last.obj);
+      }
+  }
+}

@@ -1,32 +1,12 @@
-// podsync pods: the node's desired pods and orphans, as kubectl get pods -A prints them.
-import { fail } from "../args.js";
+// podsync pods: kubectl get pods -A over the node's pods (one namespace with -n).
 import type { Command } from "../command.js";
-import { printResult } from "../output.js";
-import type { V1Pod } from "../../status/api-status.js";
+import { listOptions, runGet } from "./get.js";
 
 const pods: Command = {
-  usage: ["pods [-o json|yaml]"],
-  help: "The node's desired pods and the orphans (pods podsync made that the node no longer wants), like kubectl get pods -A.",
-  examples: ["podsync pods", "podsync pods -o json"],
-  options: { output: { type: "string", short: "o" } },
-  async run(ctx) {
-    const out = ctx.o["output"] as string | undefined;
-    if (out !== undefined && out !== "json" && out !== "yaml" && out !== "wide") fail("-o must be json or yaml");
-    const token = await ctx.sign({ act: "status" });
-    const r = await fetch(`${ctx.url}/v1/pods`, { headers: { authorization: `Bearer ${token}` } });
-    const body = (await r.json()) as { items: V1Pod[]; orphans: V1Pod[]; metadata: { resourceVersion: string } } & Record<string, unknown>;
-    if (!r.ok) {
-      printResult(r.status, body);
-      process.exitCode = 1;
-    } else if (out === "json") console.log(JSON.stringify(body, null, 2));
-    else if (out === "yaml") process.stdout.write((await import("yaml")).stringify(body));
-    else {
-      const { podTable } = await import("../kubectl-print.js");
-      const now = Date.now();
-      console.log(body.items.length ? podTable(body.items, now, { namespace: true }) : "No desired pods.");
-      console.log(`\ngeneration ${body.metadata.resourceVersion}`);
-      if (body.orphans.length) console.log(`\norphans (made by podsync, not in this node's desired state; only DELETE removes them):\n${podTable(body.orphans, now, { namespace: true })}`);
-    }
-  },
+  usage: ["pods [-n NS] [-l SELECTOR] [-o wide|name|json|yaml|jsonpath=T] [-w] [--no-headers]"],
+  help: "The node's pods in every namespace (or -n's), as kubectl get pods -A prints them. The node's generation and\nits orphans (pods podsync made that the node no longer wants) are noted on stderr.",
+  examples: ["podsync pods", "podsync pods -o wide", "podsync pods -o name", "podsync pods -o json"],
+  options: listOptions,
+  run: (ctx) => runGet(ctx, ["pods", ...ctx.args], { allNamespaces: true }),
 };
 export default pods;

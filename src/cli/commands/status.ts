@@ -1,26 +1,21 @@
-// podsync status / delete: the pod's runtime status, or delete it (GET /v1/pods/{uid}/status, DELETE /v1/pods/{uid}).
-import { fail } from "../args.js";
+// podsync status: the pod's sandbox and containers as the runtime reports them (GET /v1/pods/{uid}/runtime).
+import { usage } from "../args.js";
 import type { Command } from "../command.js";
-import { printResult } from "../output.js";
+import { containerLines } from "../output.js";
+import { resolvePod } from "../pod-ref.js";
 
 const status: Command = {
-  usage: ["status UID [--json]", "delete UID [--json]"],
-  help: "status: the pod's sandbox and containers as the runtime reports them.\ndelete: stop and remove the pod, and forget it (the node stops keeping it running).",
-  examples: ["podsync status UID", "podsync delete UID"],
-  options: { json: { type: "boolean" } },
+  usage: ["status NAME [-n NS] [--json]"],
+  help: "The pod's sandbox and containers as the container runtime reports them (a debugging view; get shows the v1.Pod).",
+  examples: ["podsync status web", "podsync status web --json"],
+  options: { json: { type: "boolean", help: "the node's answer as JSON" } },
   async run(ctx) {
-    const cmd = ctx.command;
-    const [uid] = ctx.args;
-    if (!uid) fail(`${cmd} needs a pod uid`);
-    const token = await ctx.sign({ act: cmd, uid });
-    const r = await fetch(cmd === "status" ? `${ctx.url}/v1/pods/${encodeURIComponent(uid)}/status` : `${ctx.url}/v1/pods/${encodeURIComponent(uid)}`, {
-      method: cmd === "status" ? "GET" : "DELETE",
-      headers: { authorization: `Bearer ${token}` },
-    });
-    const body = (await r.json()) as Record<string, unknown>;
+    const [arg] = ctx.args;
+    if (!arg) usage("status needs a pod name (or uid)", ctx.command);
+    const ref = await resolvePod(ctx, arg);
+    const body = await ctx.call("GET", `/v1/pods/${encodeURIComponent(ref.uid)}/runtime`, { act: "status", uid: ref.uid });
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
-    else printResult(r.status, body);
-    process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
+    else console.log([`pod ${ref.namespace}/${ref.name} (${ref.uid})`, ...containerLines(body["status"] as never)].join("\n"));
   },
 };
 export default status;

@@ -1,29 +1,42 @@
-// podsync sync / plan: sign a pod and POST it to /v1/pods/sync (or /plan).
-import { fail } from "../args.js";
+// podsync sync / plan: sign a pod (or workloads) and POST it to /v1/pods/sync (or /plan).
+import { usage } from "../args.js";
 import type { Command } from "../command.js";
-import { printResult, printWarnings } from "../output.js";
+import { actionsLine, containerLines, printWarnings, stepLines, type Step } from "../output.js";
 import { readPod } from "../pod-files.js";
+import { progress } from "../progress.js";
 
 const sync: Command = {
   usage: ["sync [-f] FILE.(yaml|json) [--plan] [--json]", "plan [-f] FILE.(yaml|json) [--json]"],
-  help: "Sign the file (a pod, and/or workloads: Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, with their\nConfigMaps, Secrets and claims) and POST it to /v1/pods/sync: the node stores it and makes it run. With --plan\n(or as `podsync plan`), POST /v1/pods/plan: what the node would do, doing nothing.",
-  examples: ["podsync sync examples/pod.yaml", "podsync sync -f examples/deployment.yaml", "podsync plan examples/pod.yaml"],
-  options: { plan: { type: "boolean" }, json: { type: "boolean" }, filename: { type: "string", short: "f" } },
+  help: "Sign the file (a pod, and/or workloads: Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, with their\nConfigMaps, Secrets and claims) and POST it to /v1/pods/sync: the node stores it and makes it run (the node keeps\nit running afterwards). With --plan (or as `podsync plan`), POST /v1/pods/plan: what the node would do, doing nothing.",
+  examples: ["podsync sync examples/pod.yaml", "podsync sync -f examples/deployment.yaml", "podsync plan examples/pod.yaml", "podsync sign pod.yaml | curl ... (see podsync sign --help)"],
+  options: { plan: { type: "boolean", help: "only say what the node would do" }, json: { type: "boolean", help: "print the node's answer as JSON" }, filename: { type: "string", short: "f", help: "the file (- for stdin)" } },
   async run(ctx) {
     const file = (ctx.o["filename"] as string | undefined) ?? ctx.args[0];
-    if (!file) fail(`${ctx.command} needs a pod file`);
+    if (!file) usage(`${ctx.command} needs a pod file`, ctx.command);
     const act = ctx.command === "plan" || ctx.o["plan"] ? "plan" : "sync";
     const token = await ctx.sign({ act, ...(await readPod(file)) });
-    const r = await fetch(`${ctx.url}/v1/pods/${act}`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
-    const body = (await r.json()) as Record<string, unknown>;
+    const p = progress(ctx);
+    const started = Date.now();
+    if (act === "sync") p.every(() => p.update(`syncing: ${Math.floor((Date.now() - started) / 1000)}s (pulling images, starting containers)`));
+    let body: Record<string, unknown>;
+    try {
+      body = await ctx.json(await ctx.fetch(`/v1/pods/${act}`, { method: "POST", headers: { "content-type": "application/jose" }, body: token }));
+    } finally {
+      p.done();
+    }
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
     else {
       printWarnings(body);
-      if (body["pod"]) printResult(r.status, body);
-      else if (!r.ok) printResult(r.status, body);
-      for (const w of (body["workloads"] as { kind: string; namespace: string; name: string; action: string }[] | undefined) ?? []) console.log(`${w.kind.toLowerCase()}.${w.kind === "Job" || w.kind === "CronJob" ? "batch" : "apps"}/${w.name} (${w.namespace}) ${act === "plan" ? `would be ${w.action}` : w.action}`);
+      const pod = body["pod"] as { namespace: string; name: string; uid: string } | undefined;
+      if (pod) {
+        const a = actionsLine((body["actions"] as Record<string, unknown> | undefined) ?? {});
+        const what = act === "plan" ? (a ? `would ${a}` : "nothing to do (converged)") : body["ok"] === false ? "NOT fully synced" : a ? a : "unchanged (converged)";
+        console.log([`pod/${pod.name} (${pod.namespace}, uid ${pod.uid}): ${what}`, ...stepLines((body["steps"] as Step[] | undefined) ?? []), ...containerLines(body["runtime"] as never)].join("\n"));
+      }
+      for (const w of (body["workloads"] as { kind: string; namespace: string; name: string; action: string }[] | undefined) ?? [])
+        console.log(`${w.kind.toLowerCase()}.${w.kind === "Job" || w.kind === "CronJob" ? "batch" : "apps"}/${w.name} (${w.namespace}) ${act === "plan" ? `would be ${w.action}` : w.action}`);
     }
-    process.exitCode = r.ok && body["ok"] !== false ? 0 : 1;
+    process.exitCode = body["ok"] === false ? 1 : 0;
   },
 };
 export default sync;

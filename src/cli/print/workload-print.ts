@@ -1,40 +1,17 @@
 // kubectl's `get` tables for the workload kinds (pkg/printers/internalversion/printers.go: printDeployment,
 // printReplicaSet, printStatefulSet, printDaemonSet, printJob, printCronJob), over the objects GET /v1/workloads
 // returns. AGE and LAST SCHEDULE as translateTimestampSince prints them.
-import { humanDuration } from "./kubectl-print.js";
-import { table } from "./output.js";
+import { humanDuration } from "../../kubeapi/table.js";
+import type { KubeObject, Resource } from "../resources/resource.js";
+import { table } from "../output.js";
 
 type Obj = { metadata: { name: string; creationTimestamp?: string }; spec: Record<string, any>; status: Record<string, any> };
-
-/** `kubectl get` resource names and short names → kinds. */
-export const WORKLOAD_RESOURCES: Record<string, string> = {
-  deploy: "Deployment",
-  deployment: "Deployment",
-  deployments: "Deployment",
-  rs: "ReplicaSet",
-  replicaset: "ReplicaSet",
-  replicasets: "ReplicaSet",
-  sts: "StatefulSet",
-  statefulset: "StatefulSet",
-  statefulsets: "StatefulSet",
-  ds: "DaemonSet",
-  daemonset: "DaemonSet",
-  daemonsets: "DaemonSet",
-  job: "Job",
-  jobs: "Job",
-  cj: "CronJob",
-  cronjob: "CronJob",
-  cronjobs: "CronJob",
-  pvc: "PersistentVolumeClaim",
-  persistentvolumeclaim: "PersistentVolumeClaim",
-  persistentvolumeclaims: "PersistentVolumeClaim",
-};
 
 const since = (t: string | undefined, now: number) => (t ? humanDuration(now - Date.parse(t)) : "<unknown>");
 const n = (v: unknown) => String(typeof v === "number" ? v : 0);
 const has = (o: Obj, type: string) => ((o.status["conditions"] as { type: string; status: string }[] | undefined) ?? []).some((c) => c.type === type && c.status === "True");
 
-const COLUMNS: Record<string, { head: string[]; row: (o: Obj, now: number) => string[] }> = {
+export const WORKLOAD_COLUMNS: Record<string, { head: string[]; row: (o: Obj, now: number) => string[] }> = {
   Deployment: { head: ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"], row: (o, now) => [o.metadata.name, `${n(o.status["readyReplicas"])}/${n(o.spec["replicas"])}`, n(o.status["updatedReplicas"]), n(o.status["availableReplicas"]), since(o.metadata.creationTimestamp, now)] },
   ReplicaSet: { head: ["NAME", "DESIRED", "CURRENT", "READY", "AGE"], row: (o, now) => [o.metadata.name, n(o.spec["replicas"]), n(o.status["replicas"]), n(o.status["readyReplicas"]), since(o.metadata.creationTimestamp, now)] },
   StatefulSet: { head: ["NAME", "READY", "AGE"], row: (o, now) => [o.metadata.name, `${n(o.status["readyReplicas"])}/${n(o.spec["replicas"])}`, since(o.metadata.creationTimestamp, now)] },
@@ -62,9 +39,20 @@ const COLUMNS: Record<string, { head: string[]; row: (o: Obj, now: number) => st
   PersistentVolumeClaim: { head: ["NAME", "STATUS", "ACCESS MODES", "AGE"], row: (o, now) => [o.metadata.name, "Bound", ((o.spec["accessModes"] as string[] | undefined) ?? []).map((m) => ({ ReadWriteOnce: "RWO", ReadOnlyMany: "ROX", ReadWriteMany: "RWX", ReadWriteOncePod: "RWOP" })[m] ?? m).join(","), since(o.metadata.creationTimestamp, now)] },
 };
 
+/** `podsync get` of one workload kind: GET /v1/workloads?kind=, printed with kubectl's columns. */
+export function workloadResource(kind: string): Resource {
+  const c = WORKLOAD_COLUMNS[kind]!;
+  return {
+    kind,
+    list: async (ctx) => ({ items: (await ctx.call<{ items?: KubeObject[] }>("GET", `/v1/workloads?kind=${kind}`, { act: "status" })).items ?? [] }),
+    header: () => c.head,
+    row: (obj, { now }) => c.row(obj as unknown as Obj, now),
+  };
+}
+
 /** The kubectl table of one kind's objects, or kubectl's "No resources found." */
 export function workloadTable(kind: string, objects: readonly unknown[], now: number, namespace = "default"): string {
-  const c = COLUMNS[kind]!;
+  const c = WORKLOAD_COLUMNS[kind]!;
   if (objects.length === 0) return `No resources found in ${namespace} namespace.`;
   return table([c.head, ...(objects as Obj[]).map((o) => c.row(o, now))]);
 }

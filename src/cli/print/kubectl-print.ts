@@ -3,9 +3,9 @@
 // that has not finished, else of the last app container waiting or terminated with a reason, else the phase)
 // and ages as duration.HumanDuration prints them. For `podsync get` and the node agent's `podsync pods`; the
 // cells are the Kubernetes API's Table cells (src/kubeapi/table.ts).
-import type { V1Pod } from "../status/api-status.js";
-import { table } from "./output.js";
-import { humanDuration, podCells } from "../kubeapi/table.js";
+import type { V1Pod } from "../../status/api-status.js";
+import { table } from "../output.js";
+import { humanDuration, podCells } from "../../kubeapi/table.js";
 
 export { humanDuration };
 

@@ -1,0 +1,61 @@
+// podsync token: print a Bearer token for curl and other HTTP clients of the read and delete routes.
+//   curl -H "Authorization: Bearer $(podsync token --act status)" $PODSYNC_URL/v1/pods
+// Each act says whether it is scoped to one pod; a new act (or mode) is one entry in ACTS.
+import { usage } from "../args.js";
+import type { Ctx } from "../client.js";
+import type { Command } from "../command.js";
+import { resolvePod } from "../pod-ref.js";
+
+interface Act {
+  /** "required": the token names one pod (--uid or --name); "optional": a pod, or the whole node; "none". */
+  pod: "required" | "optional" | "none";
+  /** What it opens, for --help. */
+  routes: string;
+  /** Claims beyond act and uid, from the flags. */
+  claims?(ctx: Ctx): Record<string, unknown>;
+}
+
+const ACTS: Record<string, Act> = {
+  status: { pod: "optional", routes: "GET /v1/pods (no pod), GET /v1/pods/{uid}, GET /v1/pods/{uid}/runtime, GET /v1/node/volumes" },
+  logs: { pod: "required", routes: "GET /v1/pods/{uid}/logs" },
+  delete: {
+    pod: "required",
+    routes: "DELETE /v1/pods/{uid} (once: the node remembers used tokens)",
+    claims: (ctx) => {
+      if (ctx.o["grace-period"] === undefined) return {};
+      const g = Number(ctx.o["grace-period"]);
+      if (!Number.isInteger(g) || g < 0) usage("--grace-period must be a whole number of seconds", ctx.command);
+      return { gracePeriodSeconds: g };
+    },
+  },
+  metrics: { pod: "none", routes: "GET /metrics" },
+};
+
+const token: Command = {
+  usage: ["token --act status|logs|delete|metrics [--uid UID | --name NAME [-n NS]] [--ttl SECONDS]"],
+  help: [
+    "Print a signed Bearer token (a compact JWS) for the node, for curl and other HTTP clients:",
+    ...Object.entries(ACTS).map(([k, a]) => `  ${k.padEnd(8)} ${a.routes}${a.pod === "required" ? " (needs --uid or --name)" : ""}`),
+    "It is signed with the first key found in: --key, $PODSYNC_KEY, the config dir ($XDG_CONFIG_HOME/podsync/key.json,",
+    "else ~/.config/podsync/key.json), the dev key (./.podsync/dev-key.json). It lasts --ttl seconds (default 60).",
+  ].join("\n"),
+  examples: ['curl -H "Authorization: Bearer $(podsync token --act status)" http://127.0.0.1:8484/v1/pods', "podsync token --act logs --name web"],
+  options: {
+    act: { type: "string", help: Object.keys(ACTS).join(", ") },
+    uid: { type: "string", help: "the pod's uid" },
+    name: { type: "string", help: "the pod's name (in -n's namespace), looked up on the node" },
+    "grace-period": { type: "string", help: "delete: the gracePeriodSeconds claim" },
+  },
+  async run(ctx) {
+    const name = ctx.o["act"] as string | undefined;
+    const act = name !== undefined && Object.hasOwn(ACTS, name) ? ACTS[name] : undefined;
+    if (!act) usage(`--act must be one of ${Object.keys(ACTS).join(", ")}${name === undefined ? "" : `, not "${name}"`}`, ctx.command);
+    if (ctx.o["uid"] !== undefined && ctx.o["name"] !== undefined) usage("give --uid or --name, not both", ctx.command);
+    let uid = ctx.o["uid"] as string | undefined;
+    if (ctx.o["name"] !== undefined) uid = (await resolvePod(ctx, String(ctx.o["name"]))).uid;
+    if (act.pod === "required" && uid === undefined) usage(`--act ${name} needs --uid or --name`, ctx.command);
+    if (act.pod === "none" && uid !== undefined) usage(`--act ${name} names no pod`, ctx.command);
+    console.log(await ctx.sign({ act: name, ...(uid !== undefined ? { uid } : {}), ...act.claims?.(ctx) }));
+  },
+};
+export default token;

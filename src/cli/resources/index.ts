@@ -1,0 +1,26 @@
+// The types `podsync get` knows: kubectl's names for each (plural, singular, short) → its module.
+import type { Resource } from "./resource.js";
+
+/** The workload kinds (GET /v1/workloads), kubectl's names for each, plural first. */
+const WORKLOADS: [kind: string, names: string[]][] = [
+  ["Deployment", ["deployments", "deployment", "deploy"]],
+  ["ReplicaSet", ["replicasets", "replicaset", "rs"]],
+  ["StatefulSet", ["statefulsets", "statefulset", "sts"]],
+  ["DaemonSet", ["daemonsets", "daemonset", "ds"]],
+  ["Job", ["jobs", "job"]],
+  ["CronJob", ["cronjobs", "cronjob", "cj"]],
+  ["PersistentVolumeClaim", ["persistentvolumeclaims", "persistentvolumeclaim", "pvc"]],
+];
+
+const types: { names: string[]; load: () => Promise<{ default: Resource }> }[] = [
+  { names: ["pods", "pod", "po"], load: () => import("./pods.js") },
+  ...WORKLOADS.map(([kind, names]) => ({ names, load: async () => ({ default: (await import("../print/workload-print.js")).workloadResource(kind) }) })),
+];
+
+/** The resource type named (case-insensitive), or undefined. */
+export async function findResource(name: string): Promise<Resource | undefined> {
+  const t = types.find((t) => t.names.includes(name.toLowerCase()));
+  return t ? (await t.load()).default : undefined;
+}
+
+export const resourceNames = (): string[] => types.map((t) => t.names[0]!);
