@@ -19,5 +19,6 @@ export const commands: Record<string, Entry> = {
   delete: { summary: "stop, remove and forget a pod", load: () => import("./commands/status.js") },
   logs: { summary: "a container's log, like kubectl logs", load: () => import("./commands/logs.js") },
   exec: { summary: "run a command in a container", load: () => import("./commands/exec.js") },
+  kubeconfig: { summary: "a kubeconfig for kubectl against the node (its plugin mints read tokens)", load: () => import("./commands/kubeconfig.js") },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
 };
