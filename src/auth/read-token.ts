@@ -14,7 +14,7 @@ export interface ReadScope {
 }
 
 function readCheck(p: Record<string, unknown>): AuthError | undefined {
-  if (p["act"] !== READ_ACT) return new AuthError("bad-claims", `token "act" claim must be "${READ_ACT}" for the Kubernetes API (got ${JSON.stringify(p["act"] ?? null)}); mint one with podsync token --read`);
+  if (p["act"] !== READ_ACT) return new AuthError("bad-claims", `token "act" claim must be "${READ_ACT}" for the Kubernetes API (got ${JSON.stringify(p["act"] ?? null)}); kubectl gets one from the plugin podsync kubeconfig sets up`);
   if (p["exec"] !== undefined && typeof p["exec"] !== "boolean") return new AuthError("bad-claims", 'token "exec" claim must be true or false');
   if (p["uid"] !== undefined) return new AuthError("bad-claims", 'a read token must not carry "uid" (it reads the whole node)');
   return undefined;

@@ -22,5 +22,6 @@ export const commands: Record<string, Entry> = {
   logs: { summary: "a container's log, like kubectl logs", load: () => import("./commands/logs.js") },
   exec: { summary: "run a command in a container", load: () => import("./commands/exec.js") },
   token: { summary: "print a Bearer token for curl (status, logs, delete, metrics)", load: () => import("./commands/token.js") },
+  kubeconfig: { summary: "a kubeconfig for kubectl against the node (its plugin mints read tokens)", load: () => import("./commands/kubeconfig.js") },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
 };

@@ -24,7 +24,7 @@ const CLOSE_SIGNAL = 255;
 /** Exec is allowed on this node and by this token; else 403 naming what is missing. */
 export function checkExec(scope: ReadScope, allowExec: boolean, name: string): void {
   if (!allowExec) throw forbidden("pods", name, "exec is off on this node (the node owner enables it with PODSYNC_ALLOW_EXEC=true)");
-  if (!scope.exec) throw forbidden("pods", name, "this read token does not allow exec: mint it with podsync token --act read --exec (podsync kubeconfig --exec)");
+  if (!scope.exec) throw forbidden("pods", name, "this read token does not allow exec: make the kubeconfig with podsync kubeconfig --exec");
 }
 
 export interface ExecStreamOptions {

@@ -1,0 +1,114 @@
+// podsync kubeconfig: a kubeconfig for kubectl against one node's Kubernetes API (src/kubeapi/). The cluster
+// is the node's https URL with its serving certificate as certificate-authority-data (from --ca, else read
+// from the server's TLS handshake and shown by fingerprint); the user is an exec credential plugin
+// (client.authentication.k8s.io/v1) that runs this podsync by absolute path (node + the launcher, never npx)
+// to mint a read token: `podsync kubeconfig --credential`, which prints kubectl's ExecCredential around a read
+// token (act "read", `exec: true` with --exec) that lives 300 s.
+import { X509Certificate } from "node:crypto";
+import { readFileSync, realpathSync } from "node:fs";
+import { resolve } from "node:path";
+import { connect } from "node:tls";
+import { fileURLToPath } from "node:url";
+import { fail, usage } from "../args.js";
+import { signToken } from "../keys.js";
+import { READ_ACT } from "../../auth/read-token.js";
+
+/** A read token's lifetime: the node's default maximum (PODSYNC_MAX_TOKEN_LIFETIME_S). */
+const CREDENTIAL_TTL_S = 300;
+import type { Command } from "../command.js";
+
+/** The server's certificate as it presents it (trust on first use: the fingerprint is printed to compare). */
+function serverCert(url: URL): Promise<string> {
+  return new Promise((res, rej) => {
+    const s = connect({ host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 443), rejectUnauthorized: false, ...(/^[\d.:[\]]+$/.test(url.hostname) ? {} : { servername: url.hostname }) }, () => {
+      const raw = s.getPeerCertificate().raw;
+      s.end();
+      if (!raw) return rej(new Error("the server sent no certificate"));
+      res(`-----BEGIN CERTIFICATE-----\n${raw.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n?$/, "\n")}-----END CERTIFICATE-----\n`);
+    });
+    s.setTimeout(10_000, () => s.destroy(new Error("timed out")));
+    s.once("error", rej);
+  });
+}
+
+/** This podsync's launcher (bin/podsync.mjs), by absolute path. */
+function launcher(): string {
+  return realpathSync(fileURLToPath(new URL("../../../bin/podsync.mjs", import.meta.url)));
+}
+
+const kubeconfig: Command = {
+  usage: ["kubeconfig --server URL --key FILE [--iss ID] [--node NAME] [--namespace NS] [--exec] [--ca FILE]", "kubeconfig --credential --key FILE --aud NODE [--iss ID] [--exec]   (the plugin's mode)"],
+  help: [
+    "Print a kubeconfig for kubectl against the node at --server (its https URL, e.g. https://10.0.0.7:8080).",
+    "Its user runs `podsync kubeconfig --credential` (this podsync, by absolute path) for a read token",
+    "(get, list, watch, logs, events) that lives at most 300 s; --exec adds exec, where the node allows it.",
+    "The server's certificate is embedded: --ca FILE, else the one the server presents (its SHA-256 is printed).",
+  ].join("\n"),
+  examples: ["podsync kubeconfig --server https://127.0.0.1:8080 --key ~/.config/podsync/key.json > ~/.kube/podsync", "KUBECONFIG=~/.kube/podsync kubectl get pods -w"],
+  options: {
+    server: { type: "string", help: "the node's https URL" },
+    node: { type: "string", help: "the node name tokens are for (default: what the server's /healthz says)" },
+    namespace: { type: "string", short: "n", help: "the context's namespace (default: default)" },
+    exec: { type: "boolean", help: "tokens that also allow kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)" },
+    ca: { type: "string", help: "the server's CA certificate (PEM), instead of reading it from the server" },
+    credential: { type: "boolean", help: "print kubectl's ExecCredential (client.authentication.k8s.io/v1) around a read token: the plugin's mode" },
+  },
+  async run(ctx) {
+    if (ctx.o["credential"]) {
+      if (ctx.o["aud"] === undefined) usage("--credential needs --aud: the node the token is for", ctx.command);
+      const token = await signToken(ctx.key().key, { act: READ_ACT, ...(ctx.o["exec"] ? { exec: true } : {}) }, String(ctx.o["aud"]), CREDENTIAL_TTL_S, ctx.iss);
+      // kubectl keeps the token until expirationTimestamp: a little before the token's own exp, for clock skew.
+      const expirationTimestamp = new Date(Date.now() + (CREDENTIAL_TTL_S - 10) * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+      console.log(JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token, expirationTimestamp } }));
+      return;
+    }
+    const server = ctx.o["server"] as string | undefined;
+    if (!server) usage("--server is needed: the node's https URL", ctx.command);
+    let url: URL;
+    try {
+      url = new URL(server);
+    } catch {
+      return usage(`--server ${JSON.stringify(server)} is not a URL`, ctx.command);
+    }
+    if (url.protocol !== "https:") usage("--server must be https:// (kubectl sends credentials only over https; podsync serves both on its port)", ctx.command);
+    // The key found now (--key, $PODSYNC_KEY, the config dir, the dev key) is the one the plugin will use, by path.
+    const keyPath = resolve(ctx.key().path);
+    const ca = ctx.o["ca"] !== undefined ? readFileSync(String(ctx.o["ca"]), "utf8") : await serverCert(url).catch((e: Error) => fail(`cannot read ${url.origin}'s certificate: ${e.message}`));
+    const x = new X509Certificate(ca);
+    if (ctx.o["ca"] === undefined) console.error(`podsync: trusting the certificate ${url.host} presents: SHA-256 ${x.fingerprint256} (compare with the server's start-up line)`);
+    // The node name: --node, else /healthz over https with that certificate.
+    let node = (ctx.o["node"] as string | undefined) ?? (ctx.o["aud"] as string | undefined);
+    if (!node) {
+      const { Agent, request } = await import("node:https");
+      node = await new Promise<string>((res, rej) => {
+        const req = request(new URL("/healthz", url), { agent: new Agent({ ca }), timeout: 10_000 }, (r) => {
+          let body = "";
+          r.on("data", (b: Buffer) => (body += b.toString()));
+          r.on("end", () => {
+            try {
+              res(String((JSON.parse(body) as { node?: string }).node ?? ""));
+            } catch (e) {
+              rej(e as Error);
+            }
+          });
+        });
+        req.on("error", rej);
+        req.end();
+      }).catch((e: Error) => fail(`cannot ask ${url.origin}/healthz for the node name (${e.message}); pass --node`));
+      if (!node) fail(`${url.origin}/healthz did not say the node name; pass --node`);
+    }
+    const args = [launcher(), "kubeconfig", "--credential", "--key", keyPath, "--aud", node, ...(ctx.iss ? ["--iss", ctx.iss] : []), ...(ctx.o["exec"] ? ["--exec"] : [])];
+    const name = `podsync-${node}`;
+    const config = {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name, cluster: { server: url.origin, "certificate-authority-data": Buffer.from(ca).toString("base64") } }],
+      users: [{ name, user: { exec: { apiVersion: "client.authentication.k8s.io/v1", command: process.execPath, args, interactiveMode: "Never", provideClusterInfo: false } } }],
+      contexts: [{ name, context: { cluster: name, user: name, namespace: String(ctx.o["namespace"] ?? "default") } }],
+      "current-context": name,
+    };
+    const { stringify } = await import("yaml");
+    process.stdout.write(`# podsync kubeconfig for node ${node} (certificate SHA-256 ${x.fingerprint256})\n` + stringify(config));
+  },
+};
+export default kubeconfig;
