@@ -79,6 +79,9 @@ describe("the loop with runtime events", () => {
     loop = start(store, { relistIntervalMs: 30_000, metrics: m, logs });
     const [first] = await until("the start-up sync", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid));
     await until("the stream up", async () => rec.streams.at(-1)?.[0] === true);
+    // The relist the stream's opening asked for (and one more if it came during the start-up relist) has run.
+    let seen = -1;
+    await until("the relists to settle", async () => (seen === rec.relists ? true : ((seen = rec.relists), false)), 5000, 300);
     const relistsBefore = rec.relists;
     fake.runtime.exit(first!.id, 137);
     await until("the event's restart", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id, 5000, 10);

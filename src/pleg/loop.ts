@@ -434,8 +434,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         .then(() => kickProbes())
         .finally(() => {
           current = undefined;
-          // wait.Until: the next relist a full period after this one began (never two at once).
-          scheduleRelist(Math.max(0, nextRelistAt + period() - now()));
+          // wait.Until: the next relist a full period after this one began (never two at once), or at once when
+          // something asked for one while this one ran.
+          scheduleRelist(again ? 0 : Math.max(0, nextRelistAt + period() - now()));
+          again = false;
         });
     }, delay);
     (timer as { unref?: () => void }).unref?.();
@@ -459,8 +461,11 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     return Math.min(eventedInterval, Math.max(interval, due - nextRelistAt));
   }
 
+  /** Relist now; while one runs (it may have listed before what asked for this), once more right after it. */
+  let again = false;
   const relistNow = () => {
     if (!current) scheduleRelist(0);
+    else again = true;
   };
 
   // Runtime events: an exit syncs its pod now (once CRI shows it), coalesced per pod.
