@@ -18,6 +18,7 @@ import { FileDesiredState } from "./state/desired-pods.js";
 import { SealedDesiredState } from "./state/sealed-desired-state.js";
 import { loadSealKey } from "./state/seal-key.js";
 import type { StateUnavailableError } from "./state/state-unavailable.js";
+import { StateDirInUseError, StateDirLock } from "./state/state-dir-lock.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime, type SyncResult } from "./kuberuntime/runtime.js";
@@ -130,11 +131,22 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // Used jtis persist on the node, so a token never acts twice even across restarts. A state directory
   // that cannot be used is not fatal: signed requests get 503 state-unavailable until it can.
   const stateDir = s.PODSYNC_STATE_DIR ?? (keys.dev ? join(resolve(s.PODSYNC_DEV_DIR), "state") : DEFAULT_STATE_DIR);
-  const replay = new FileReplayStore(join(stateDir, "jti"));
+  // One process per state directory, before anything in it is read: a second podsync on the same directory
+  // refuses to start (StateDirInUseError, naming it and the holder's pid). The stores take the lock before they
+  // load, so one opened later (the directory was unusable at start) still holds it first.
+  const dirLock = new StateDirLock(stateDir);
+  const lockError = await dirLock.acquire().then(
+    () => undefined,
+    (e: unknown) => {
+      if (e instanceof StateDirInUseError) throw e;
+      return e as StateUnavailableError;
+    },
+  );
+  const replay = new FileReplayStore(join(stateDir, "jti"), { lock: dirLock });
   // The desired pods (pods/, generation.json) beside the used jtis: the node agent's store.
   const skipped: string[] = [];
-  const files = new FileDesiredState(stateDir, { onSkip: (file, why) => skipped.push(`${file}: ${why}`) });
-  const stateError = await replay.open().then(() => files.open()).then(() => undefined, (e: StateUnavailableError) => e);
+  const files = new FileDesiredState(stateDir, { onSkip: (file, why) => skipped.push(`${file}: ${why}`), lock: dirLock });
+  const stateError = lockError ?? (await replay.open().then(() => files.open()).then(() => undefined, (e: StateUnavailableError) => e));
   // Secrets signed with a pod are stored sealed under the node's key (<stateDir>/secrets.key), never in clear.
   const desired = new SealedDesiredState(files, () => loadSealKey(stateDir));
   const verifier = createVerifier({
@@ -177,7 +189,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // Probe workers' state persists under the state dir, so a restart keeps their counts; in memory (with a
   // warning) when the directory cannot be used.
   const probeStore = new FileProbeStateStore(join(stateDir, "probes"), { onError: (e) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "probes", error: `probe state not written: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}` })) });
-  const probeStoreError = await probeStore.open().then(() => undefined, (e: StateUnavailableError) => e);
+  const probeStoreError = lockError ?? (await probeStore.open().then(() => undefined, (e: StateUnavailableError) => e));
   const probes: ProbeStateStore = probeStoreError ? new MemoryProbeStateStore() : probeStore;
   const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
@@ -277,6 +289,14 @@ export async function startNode(env: Record<string, string | undefined> = proces
     const srv = serve({ fetch, hostname: s.PODSYNC_HOST, port: s.PODSYNC_PORT }, () => res(srv));
     srv.on("upgrade", onUpgrade);
     srv.once("error", rej);
+  }).catch(async (e: unknown) => {
+    // Not serving (the port is taken): nothing of this process may go on holding the state directory.
+    await loop.stop();
+    await probeStore.close().catch(() => undefined);
+    await replay.close();
+    await dirLock.release();
+    cri.close();
+    throw e;
   });
   const addr = server.address();
   const port = typeof addr === "object" && addr ? addr.port : s.PODSYNC_PORT;
@@ -312,7 +332,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
       new Promise<void>((res) => {
         void loop.stop().then(async () => {
           await probeStore.close().catch(() => undefined);
-          const closed = () => void replay.close().then(() => res());
+          const closed = () => void replay.close().then(() => dirLock.release()).then(() => res());
           if (dual) void dual.close().then(closed);
           else server.close(closed);
           cri.close();
@@ -338,7 +358,7 @@ if (isMain()) {
       process.once("SIGTERM", stop);
     },
     (e) => {
-      console.error(e instanceof SettingsError ? `podsync: ${e.message}` : e);
+      console.error(e instanceof SettingsError || e instanceof StateDirInUseError ? `podsync: ${e.message}` : e);
       process.exit(1);
     },
   );

@@ -59,6 +59,8 @@ export interface FileDesiredStateOptions {
   fs?: StateFs;
   /** Stored pods that could not be read back (a hand-edited or torn file): left out, and reported here. */
   onSkip?: (file: string, reason: string) => void;
+  /** The state directory's lock (state-dir-lock.ts), taken before anything is loaded. */
+  lock?: { acquire(): Promise<void> };
 }
 
 export class FileDesiredState implements DesiredState {
@@ -232,6 +234,7 @@ export class FileDesiredState implements DesiredState {
   }
 
   private async load(): Promise<void> {
+    await this.o.lock?.acquire();
     for (const d of [this.stateDir, this.podsDir]) {
       await this.fs.mkdir(d, { recursive: true, mode: 0o700 });
       await this.fs.chmod(d, 0o700);

@@ -7,7 +7,7 @@
 // ones. Bounded like MemoryReplayStore: when full of live ids it refuses new tokens rather than forget one.
 // Any I/O failure is a StateUnavailableError (503): a token is never granted without its record on disk.
 import { createHash } from "node:crypto";
-import { chmod, mkdir, open, readFile, rename, type FileHandle } from "node:fs/promises";
+import { chmod, mkdir, open, readFile, rename, stat, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { ReplayStore } from "../auth/replay.js";
 import { StateUnavailableError } from "./state-unavailable.js";
@@ -20,6 +20,8 @@ const COMPACT_SLACK = 1024;
 export interface UsedJtiOptions {
   now?: () => number;
   maxEntries?: number;
+  /** The state directory's lock (state-dir-lock.ts), taken before the log is loaded. */
+  lock?: { acquire(): Promise<void> };
 }
 
 export class FileReplayStore implements ReplayStore {
@@ -27,6 +29,7 @@ export class FileReplayStore implements ReplayStore {
   private readonly now: () => number;
   private readonly maxEntries: number;
   private readonly file: string;
+  private readonly lock: UsedJtiOptions["lock"];
   private fh: FileHandle | undefined;
   private opening: Promise<void> | undefined;
   private lines = 0;
@@ -35,6 +38,10 @@ export class FileReplayStore implements ReplayStore {
   private readonly log = groupCommit(
     async (chunk, n) => {
       try {
+        // Never append to a file that is no longer the log (another process renamed a new one over it): the
+        // claims would be lost at the next load. It is loaded again instead, which writes every id in memory
+        // (this batch's too) into the file now at the path.
+        if (!this.fh || !(await this.stillTheLog(this.fh))) await this.reopen();
         if (!this.fh) throw new Error("the used-jti log is not open");
         await this.fh.appendFile(chunk, "latin1");
         await this.fh.datasync();
@@ -61,6 +68,7 @@ export class FileReplayStore implements ReplayStore {
     this.now = o.now ?? Date.now;
     this.maxEntries = o.maxEntries ?? 1_000_000;
     this.file = join(dir, "used.log");
+    this.lock = o.lock;
   }
 
   /** Load the log (at start-up; a claim retries it if it failed). Throws StateUnavailableError. */
@@ -103,6 +111,7 @@ export class FileReplayStore implements ReplayStore {
   }
 
   private async load(): Promise<void> {
+    await this.lock?.acquire();
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     await chmod(this.dir, 0o700);
     let text = "";
@@ -117,6 +126,20 @@ export class FileReplayStore implements ReplayStore {
       if (m && Number(m[2]) > t) this.seen.set(m[1]!, Math.max(Number(m[2]), this.seen.get(m[1]!) ?? 0));
     }
     await this.rewrite();
+  }
+
+  private async reopen(): Promise<void> {
+    const old = this.fh;
+    this.fh = undefined;
+    this.opening = undefined;
+    await old?.close().catch(() => undefined);
+    await this.open();
+  }
+
+  /** The open handle is the file at the log's path (same inode, still linked). */
+  private async stillTheLog(fh: FileHandle): Promise<boolean> {
+    const [mine, there] = await Promise.all([fh.stat(), stat(this.file).catch(() => undefined)]);
+    return mine.nlink > 0 && there !== undefined && there.ino === mine.ino && there.dev === mine.dev;
   }
 
   private sweep(t: number) {
