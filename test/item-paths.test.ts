@@ -66,4 +66,26 @@ describe("volume item paths", () => {
       { path: "pod.spec.volumes[0].configMap.items[1].path", message: "must name a file in the volume, not the volume itself" },
     ]);
   });
+
+  it("a path the node cannot write (a NUL byte, a component over 255 bytes, over the path limit) is refused naming the field", () => {
+    const long = "a".repeat(256);
+    const deep = Array.from({ length: 16 }, () => "d".repeat(200)).join("/");
+    const errs = errorsOf(() =>
+      bundleFromPayload({
+        pod: pod([
+          { name: "c", configMap: { name: "cfg", items: [{ key: "app.conf", path: "nul\u0000x" }, { key: "mode", path: `ok/${long}` }] } },
+          { name: "p", projected: { sources: [{ downwardAPI: { items: [{ path: deep, fieldRef: { fieldPath: "metadata.name" } }] } }] } },
+        ]),
+        configMaps: [cm],
+      }),
+    );
+    expect(errs).toEqual([
+      { path: "pod.spec.volumes[0].configMap.items[0].path", message: "must not contain a NUL byte" },
+      { path: "pod.spec.volumes[0].configMap.items[1].path", message: "each path component must be at most 255 bytes (the node's file name limit)" },
+      { path: "pod.spec.volumes[1].projected.sources[0].downwardAPI.items[0].path", message: expect.stringMatching(/^must be at most 3072 bytes/) },
+    ]);
+    // 255 bytes of UTF-8 (not characters) is the limit: 128 two-byte letters are 256 bytes.
+    expect(errorsOf(() => bundleFromPayload({ pod: pod([{ name: "c", configMap: { name: "cfg", items: [{ key: "mode", path: "é".repeat(128) }] } }]), configMaps: [cm] }))).toHaveLength(1);
+    expect(bundleFromPayload({ pod: pod([{ name: "c", configMap: { name: "cfg", items: [{ key: "mode", path: "é".repeat(127) }] } }]), configMaps: [cm] }).pod.spec.volumes).toHaveLength(1);
+  });
 });

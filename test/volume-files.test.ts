@@ -45,6 +45,18 @@ describe("AtomicWriter on the node", () => {
     expect((statSync(`${dir}/app.conf`).mode & 0o777).toString(8)).toBe("600");
   });
 
+  it("a write that fails removes what it made: no timestamped directory is left behind, the old payload stays", async () => {
+    const dir = `${root}/pods/u4/volumes/kubernetes.io~configmap/cfg`;
+    const good: VolumePayload = { dir, tmpfs: false, files: files({ "app.conf": ["port=1", 0o644] }) };
+    expect(await nodeVolumeFiles.write(good)).toBe(true);
+    const before = readdirSync(dir).sort();
+    // The second file cannot be made (a name over 255 bytes: ENAMETOOLONG), after the first was written.
+    const bad: VolumePayload = { dir, tmpfs: false, files: files({ "app.conf": ["port=2", 0o644], ["x".repeat(300)]: ["y", 0o644] }) };
+    for (let i = 0; i < 3; i++) await expect(nodeVolumeFiles.write(bad)).rejects.toThrow(/ENAMETOOLONG/);
+    expect(readdirSync(dir).sort()).toEqual(before);
+    expect(readFileSync(`${dir}/app.conf`, "utf8")).toBe("port=1");
+  });
+
   it("a name the payload did not write (a missing subPath's directory) is left alone, and rewrites go on", async () => {
     const dir = `${root}/pods/u3/volumes/kubernetes.io~configmap/cfg`;
     const p: VolumePayload = { dir, tmpfs: false, files: files({ "app.conf": ["port=1", 0o644] }) };

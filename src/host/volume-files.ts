@@ -82,18 +82,27 @@ async function atomicWrite(p: VolumePayload): Promise<boolean> {
   const before = await payloadNames(dir, old);
 
   const ts = await mkdtemp(`${dir}/${tsPrefix()}`);
-  await chmod(ts, 0o755);
-  for (const [path, f] of p.files) {
-    const full = `${ts}/${path}`;
-    if (path.includes("/")) await mkdir(dirname(full), { recursive: true, mode: 0o755 });
-    await writeFile(full, f.data, { mode: 0o600 });
-    if (p.fsGroup !== undefined) await chown(full, -1, p.fsGroup);
-    await chmod(full, finalMode(f.mode, p.fsGroup));
+  try {
+    await chmod(ts, 0o755);
+    for (const [path, f] of p.files) {
+      const full = `${ts}/${path}`;
+      if (path.includes("/")) await mkdir(dirname(full), { recursive: true, mode: 0o755 });
+      await writeFile(full, f.data, { mode: 0o600 });
+      if (p.fsGroup !== undefined) await chown(full, -1, p.fsGroup);
+      await chmod(full, finalMode(f.mode, p.fsGroup));
+    }
+    if (p.fsGroup !== undefined) await chown(ts, -1, p.fsGroup);
+    await rm(`${dir}/${DATA_TMP}`, { force: true });
+    await symlink(basename(ts), `${dir}/${DATA_TMP}`);
+    await rename(`${dir}/${DATA_TMP}`, `${dir}/${DATA}`);
+  } catch (e) {
+    // Not swapped in: what this write made goes, so a payload that keeps failing does not leave a directory of
+    // data behind on every attempt. (atomic_writer.go removes its tsDir when the swap fails; podsync also when a
+    // file cannot be written.)
+    await rm(`${dir}/${DATA_TMP}`, { force: true }).catch(() => undefined);
+    await rm(ts, { recursive: true, force: true }).catch(() => undefined);
+    throw e;
   }
-  if (p.fsGroup !== undefined) await chown(ts, -1, p.fsGroup);
-  await rm(`${dir}/${DATA_TMP}`, { force: true });
-  await symlink(basename(ts), `${dir}/${DATA_TMP}`);
-  await rename(`${dir}/${DATA_TMP}`, `${dir}/${DATA}`);
 
   // The user-visible links (createUserVisibleFiles, removeUserVisiblePaths): new first components get one;
   // the old payload's that are no longer in it go. Only those: anything else in dir is not ours to remove.

@@ -14,6 +14,13 @@ const key = z.string().min(1, "key is required").max(253).regex(CONFIG_KEY, "key
 const objectName = z.string().min(1, "name is required").max(253);
 const fileMode = (what: string) => z.number().int(`${what} must be an integer`).min(0, `${what} must be between 0 and 0777 (octal)`).max(0o777, `${what} must be between 0 and 0777 (octal)`);
 
+/** Linux's NAME_MAX: the longest file name (one path component), in bytes. */
+export const NAME_MAX = 255;
+/** The longest item path: PATH_MAX (4096) less room for the volume's directory on the node
+ * (<rootDir>/pods/<uid>/volumes/<plugin>/<volume>/<timestamped dir>/, a few hundred bytes). */
+export const ITEM_PATH_MAX = 3072;
+const utf8Bytes = (s: string) => new TextEncoder().encode(s).byteLength;
+
 /** path.Clean for a relative path without '..' elements (what localPath allows): the file AtomicWriter writes,
  * which cleans each payload path (validatePayload): "./app.conf" is "app.conf", "x/" is "x", "a//b" is "a/b". */
 export function cleanItemPath(p: string): string {
@@ -30,7 +37,12 @@ export const localPath = z
   .refine((p) => !p.startsWith("/"), "must be a relative path")
   .refine((p) => !p.split("/").includes(".."), "must not contain '..'")
   .refine((p) => !p.startsWith("..") && !cleanItemPath(p).startsWith(".."), "must not start with '..'")
-  .refine((p) => cleanItemPath(p) !== ".", "must name a file in the volume, not the volume itself");
+  .refine((p) => cleanItemPath(p) !== ".", "must name a file in the volume, not the volume itself")
+  // What the node's filesystem cannot hold: the writer would fail on every sync. podsync's rule, not the API
+  // server's (which leaves these to kubelet's write to fail).
+  .refine((p) => !p.includes("\u0000"), "must not contain a NUL byte")
+  .refine((p) => p.split("/").every((c) => utf8Bytes(c) <= NAME_MAX), `each path component must be at most ${NAME_MAX} bytes (the node's file name limit)`)
+  .refine((p) => utf8Bytes(p) <= ITEM_PATH_MAX, `must be at most ${ITEM_PATH_MAX} bytes (written under the pod's volume directory, within the node's path limit of 4096 bytes)`);
 
 export const KeyToPath = z.strictObject({ key, path: localPath, mode: fileMode("mode").optional() });
 
