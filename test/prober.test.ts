@@ -4,6 +4,7 @@
 // the Worker's refusal of probes it cannot run.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
+import { createServer, type AddressInfo } from "node:net";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createProber } from "../src/prober/prober.js";
@@ -226,5 +227,45 @@ describe("probe network (Node)", () => {
   });
   it("tcp: a refused connection fails", async () => {
     expect((await nodeProbeNetwork.tcp("127.0.0.1", 1, 1000)).result).toBe("Failure");
+  });
+
+  it("a pod with no IP: tcpSocket, httpGet and grpc probes fail with \"no pod IP\" and never reach the node's own loopback", async () => {
+    // Something listens on the node's loopback: an empty host would connect to it (Node's net.connect({host: ""})).
+    const accepted: string[] = [];
+    const srv = createServer((sock) => {
+      accepted.push("connection");
+      sock.end("HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const port = (srv.address() as AddressInfo).port;
+    try {
+      const probe = (handler: Record<string, unknown>) => ({ ...handler, periodSeconds: 1, failureThreshold: 1 });
+      const p = pod({
+        containers: [
+          { name: "main", image: "localhost/busybox:1", command: ["sleep", "3600"], readinessProbe: probe({ tcpSocket: { port } }), livenessProbe: probe({ httpGet: { port, path: "/" } }) },
+          { name: "side", image: "localhost/busybox:1", command: ["sleep", "3600"], readinessProbe: probe({ grpc: { port } }) },
+        ],
+      });
+      const events: { type: string; result: string; output: string }[] = [];
+      const prober = createProber({ cri, network: nodeProbeNetwork, onProbe: (e) => events.push(e) });
+      prober.upsert(p);
+      const s = await createPodRuntime(cri).sync(p);
+      // The sandbox has no IP (a CNI that gave none, or a netns being torn down): the status's ips are empty.
+      for (const sb of fake.runtime.sandboxes.values()) if (sb.config.metadata?.uid === p.metadata.uid) sb.ip = "";
+      const again = await createPodRuntime(cri).status(p.metadata.uid);
+      expect(again!.status.ips).toEqual([]);
+      prober.observe(p.metadata.uid, again!.status);
+      await prober.tick(Date.now() + 1000);
+      expect(events.map((e) => [e.type, e.result, e.output]).sort()).toEqual([
+        ["liveness", "Failure", expect.stringMatching(/^no pod IP/)],
+        ["readiness", "Failure", expect.stringMatching(/^no pod IP/)],
+        ["readiness", "Failure", expect.stringMatching(/^no pod IP/)],
+      ]);
+      expect(accepted).toEqual([]);
+      expect(s.ok).toBe(true);
+      await createPodRuntime(cri).delete(p.metadata.uid, 0);
+    } finally {
+      srv.close();
+    }
   });
 });

@@ -139,10 +139,18 @@ function grpcProbe(host: string, port: number, service: string, timeoutMs: numbe
   }).finally(() => client.close());
 }
 
+/** A probe with no address to go to: the pod has no IP yet (its sandbox has none, or is not ready) and the probe
+ * names no host. Node's net.connect and Go's dialer both take an empty host for the local system, so it would
+ * probe the node's own loopback; it fails instead, with no connection made. */
+const NO_POD_IP: ProbeOutcome = { result: "Failure", output: "no pod IP: the pod has no address to probe (and the probe names no host)" };
+
+/** The host part of a probe URL ("" for http://:8080/). */
+const urlHost = (url: string) => /^[a-z][a-z0-9+.-]*:\/\/(\[[^\]]*\]|[^:/?#]*)/i.exec(url)?.[1] ?? "";
+
 export const nodeProbeNetwork: ProbeNetwork = {
-  http: (r) => httpProbe(r.url, r.headers, r.timeoutMs),
-  tcp: tcpProbe,
-  grpc: grpcProbe,
+  http: async (r) => (urlHost(r.url) ? httpProbe(r.url, r.headers, r.timeoutMs) : NO_POD_IP),
+  tcp: async (host, port, timeoutMs) => (host ? tcpProbe(host, port, timeoutMs) : NO_POD_IP),
+  grpc: async (host, port, service, timeoutMs) => (host ? grpcProbe(host, port, service, timeoutMs) : NO_POD_IP),
 };
 
 /** The node's addresses for status.hostIPs: the first non-internal IPv4 and IPv6 (kubelet's node IPs). */
