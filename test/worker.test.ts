@@ -214,6 +214,29 @@ describe("the node's desired state in its Durable Object", () => {
     expect(del.body).toMatchObject({ ok: true, deleted: true, desired: true });
     expect(await list()).toMatchObject({ metadata: { resourceVersion: "2" }, items: [] });
   });
+
+  it("tombstones in the node object: a sync signed before a DELETE, or before the PUT that dropped the pod, is 409 and runs nothing; a uid stored for another pod is 409 uid-conflict", async () => {
+    const [a, b] = [pod("wta"), pod("wtb")];
+    const sync = async (p: unknown, iat: number) => call("POST", "/v1/pods/sync", { token: await signer.sign({ act: "sync", pod: p }, { aud: "fake-node", iat }) });
+    expect((await sync(a, -30)).status).toBe(200);
+    const del = await call("DELETE", `/v1/pods/${a.metadata.uid}`, { bearer: true, token: await signer.sign({ act: "delete", uid: a.metadata.uid, gracePeriodSeconds: 0 }, { aud: "fake-node" }) });
+    expect(del.status).toBe(200);
+    const late = await sync(a, -20);
+    expect(late.body).toMatchObject({ status: 409, type: "urn:podsync:problem:stale-generation", detail: expect.stringMatching(/removed \(DELETE\)/) });
+    expect([...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === a.metadata.uid)).toEqual([]);
+
+    const gen = (await list()).metadata.resourceVersion as string;
+    expect((await call("PUT", "/v1/node/pods", { token: await signer.sign({ act: "apply", generation: Number(gen) + 1, pods: [b] }, { aud: "fake-node", iat: -40 }) })).status).toBe(200);
+    expect((await call("PUT", "/v1/node/pods", { token: await signer.sign({ act: "apply", generation: Number(gen) + 2, pods: [] }, { aud: "fake-node", iat: -5 }) })).status).toBe(200);
+    expect((await sync(b, -10)).body).toMatchObject({ status: 409, detail: expect.stringMatching(/dropped by PUT/) });
+
+    const c = pod("wtc");
+    expect((await sync(c, 0)).status).toBe(200);
+    const intruder = { ...c, metadata: { ...c.metadata, name: "intruder", namespace: "other" } };
+    expect((await sync(intruder, 1)).body).toMatchObject({ status: 409, type: "urn:podsync:problem:uid-conflict" });
+    expect((await list()).items.map((p: any) => p.metadata.name)).toEqual(["wtc"]);
+    await call("DELETE", `/v1/pods/${c.metadata.uid}`, { bearer: true, token: await signer.sign({ act: "delete", uid: c.metadata.uid, gracePeriodSeconds: 0 }, { aud: "fake-node", iat: 2 }) });
+  });
 });
 
 /** Bounded polling (no timed assertion). */

@@ -75,10 +75,16 @@ export async function checkUidsOnRuntime(rt: Pick<PodRuntime, "checkUids">, item
   try {
     return (await rt.checkUids(unchecked.map((it) => it.pod))).criCalls;
   } catch (e) {
-    if (!(e instanceof UidConflictError)) throw e;
-    const at = unchecked.find((it) => it.pod.metadata.uid === e.pod.uid)?.at;
-    if (at === undefined) throw e;
-    const path = `${at}.metadata.uid`;
-    throw new ProblemError("uid-conflict", `${path}: ${e.message}`, { holder: e.holder, errors: [{ path, message: e.message }] });
+    throw uidConflictAt(e, unchecked);
   }
+}
+
+/** A UidConflictError as 409 uid-conflict naming the item (`<at>.metadata.uid`) of the pod it refused; any other
+ * error as it is. */
+export function uidConflictAt(e: unknown, items: readonly { pod: Pod; at?: string }[]): unknown {
+  if (!(e instanceof UidConflictError)) return e;
+  const at = items.find((it) => it.pod.metadata.uid === e.pod.uid)?.at;
+  if (at === undefined) return e;
+  const path = `${at}.metadata.uid`;
+  return new ProblemError("uid-conflict", `${path}: ${e.message}`, { holder: e.holder, errors: [{ path, message: e.message }] });
 }

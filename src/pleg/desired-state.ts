@@ -6,6 +6,7 @@
 // The store is trusted local state: the loop acts on it after the tokens that put pods there have expired,
 // as kubelet acts on its manifest directory.
 import type { Pod } from "../pod/schema.js";
+import { checkPut, checkSet, DEFAULT_TOMBSTONE_SECONDS, pruneTombstones, setTombstones, tombstone, type Tombstone } from "./tombstones.js";
 
 /** Who put a pod in the desired state, for audit (from the verified token). */
 export interface DesiredAudit {
@@ -14,6 +15,8 @@ export interface DesiredAudit {
   jti?: string | undefined;
   /** The token's iat (seconds): a per-pod sync with an older iat is a rollback and is refused. */
   iat: number;
+  /** Set when a PUT /v1/node/pods stored the pod (that set's generation); absent for a per-pod sync. */
+  generation?: number | undefined;
 }
 
 export interface DesiredPod {
@@ -39,7 +42,13 @@ export class StaleGenerationError extends Error {
 }
 
 export interface RemoveOptions {
-  /** The removing token's iat (seconds). */
+  /** The removing token's iat (seconds): the store keeps a tombstone with it (src/pleg/tombstones.ts). */
+  iat?: number | undefined;
+}
+
+export interface ReplaceOptions {
+  /** The PUT's token iat (seconds): the set is checked against newer per-pod changes, and its dropped pods
+   * leave tombstones with it (src/pleg/tombstones.ts). */
   iat?: number | undefined;
 }
 
@@ -47,18 +56,23 @@ export interface DesiredState {
   /** Every desired pod (order unspecified). */
   list(): Promise<DesiredPod[]>;
   get(uid: string): Promise<DesiredPod | undefined>;
-  /** Store one pod (durably, before anything acts on it). Refuses (StaleGenerationError, nothing changed) an
-   * entry whose audit.iat is older than the stored entry's: the check and the write are one step. */
+  /** Store one pod (durably, before anything acts on it). Refuses, with nothing changed, an entry whose audit.iat
+   * is older than the stored entry's or than the uid's tombstone (StaleGenerationError), and one whose uid is
+   * stored under another namespace/name (UidConflictError): the checks and the write are one step. */
   put(entry: DesiredPod): Promise<void>;
   /** Forget one pod; false when it was not there. With `iat` (a DELETE's token), refuses (StaleGenerationError,
    * nothing changed) when the stored entry was put by a newer token: the check and the removal are one step,
-   * so a sync with a newer iat stored meanwhile is never removed by an older DELETE. */
+   * so a sync with a newer iat stored meanwhile is never removed by an older DELETE; and leaves a tombstone (also
+   * for a uid it did not hold), so a sync signed before the DELETE is refused later. */
   remove(uid: string, opts?: RemoveOptions): Promise<boolean>;
+  /** The uid's live tombstone, if any (a removed pod; src/pleg/tombstones.ts). */
+  tombstone(uid: string): Promise<Tombstone | undefined>;
   /** The node-wide set's generation (0 before any PUT /v1/node/pods). */
   generation(): Promise<number>;
   /** Replace the whole set at `generation` (durably, all or nothing): returns the uids that were dropped.
-   * Refuses (StaleGenerationError, nothing changed) a generation not above the current one. */
-  replace(generation: number, entries: DesiredPod[]): Promise<{ removed: string[] }>;
+   * Refuses (StaleGenerationError, nothing changed) a generation not above the current one, and (with `iat`) a
+   * set signed before a per-pod change it would roll back (checkSet); the dropped pods leave tombstones. */
+  replace(generation: number, entries: DesiredPod[], opts?: ReplaceOptions): Promise<{ removed: string[] }>;
 }
 
 /** The same stored entry: the same object, or one stored at the same time by the same token (a store may
@@ -90,11 +104,8 @@ function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
 }
 
-/** The checks every store makes inside its write (shared so Node, Workers and memory refuse alike). */
-export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod): void {
-  if (stored && entry.audit.iat < stored.audit.iat)
-    throw new StaleGenerationError(`pod ${entry.pod.metadata.uid} was last changed by a token issued at ${stored.audit.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`, stored.audit.iat);
-}
+/** The checks every store makes inside its write (shared so Node, Workers and memory refuse alike; put's and a
+ * set's are in src/pleg/tombstones.ts with the tombstones). */
 export function checkRemove(stored: DesiredPod | undefined, uid: string, opts: RemoveOptions | undefined): void {
   const iat = opts?.iat;
   if (stored && iat !== undefined && iat < stored.audit.iat)
@@ -107,28 +118,49 @@ export function checkReplace(current: number, generation: number): void {
 /** In memory: tests, and deployments that choose not to keep state. */
 export class MemoryDesiredState implements DesiredState {
   private readonly pods = new Map<string, DesiredPod>();
+  private readonly tombs = new Map<string, Tombstone>();
   private gen = 0;
+  constructor(private readonly o: { tombstoneSeconds?: number; now?: () => number } = {}) {}
+  private get window() {
+    return this.o.tombstoneSeconds ?? DEFAULT_TOMBSTONE_SECONDS;
+  }
   async list() {
     return [...this.pods.values()];
   }
   async get(uid: string) {
     return this.pods.get(uid);
   }
+  private live(uid: string) {
+    pruneTombstones(this.tombs, (this.o.now ?? Date.now)());
+    return this.tombs.get(uid);
+  }
+  async tombstone(uid: string) {
+    return this.live(uid);
+  }
   async put(entry: DesiredPod) {
-    checkPut(this.pods.get(entry.pod.metadata.uid), entry);
-    this.pods.set(entry.pod.metadata.uid, entry);
+    const uid = entry.pod.metadata.uid;
+    checkPut(this.pods.get(uid), entry, this.live(uid));
+    this.pods.set(uid, entry);
+    this.tombs.delete(uid);
   }
   async remove(uid: string, opts?: RemoveOptions) {
-    checkRemove(this.pods.get(uid), uid, opts);
+    const stored = this.pods.get(uid);
+    checkRemove(stored, uid, opts);
+    const t = this.tombs.get(uid);
+    if (opts?.iat !== undefined && !(t && t.iat >= opts.iat)) this.tombs.set(uid, tombstone(opts.iat, this.window, stored));
     return this.pods.delete(uid);
   }
   async generation() {
     return this.gen;
   }
-  async replace(generation: number, entries: DesiredPod[]) {
+  async replace(generation: number, entries: DesiredPod[], opts?: ReplaceOptions) {
     checkReplace(this.gen, generation);
+    pruneTombstones(this.tombs, (this.o.now ?? Date.now)());
+    if (opts?.iat !== undefined) checkSet(this.pods, this.tombs, entries, opts.iat);
     const keep = new Set(entries.map((e) => e.pod.metadata.uid));
     const removed = [...this.pods.keys()].filter((uid) => !keep.has(uid));
+    if (opts?.iat !== undefined) setTombstones(this.tombs, removed.map((uid) => this.pods.get(uid)!), opts.iat, generation, this.window);
+    for (const uid of keep) this.tombs.delete(uid);
     this.pods.clear();
     for (const e of entries) this.pods.set(e.pod.metadata.uid, e);
     this.gen = generation;

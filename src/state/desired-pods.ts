@@ -6,7 +6,9 @@
 //   <stateDir>/pods/<uid>.json    one per desired pod: the v1 Pod (apiVersion, kind, metadata, spec) plus a
 //                                 `podsync` field {audit: {iss, kid, jti, iat}, storedAt, objects?}
 //   <stateDir>/generation.json    {"generation": N} (the node-wide set's generation), or, while a PUT's set is
-//                                 being put in place, {"generation": N, "keep": [uids]} (see replace)
+//                                 being put in place, {"generation": N, "keep": [uids], "tombstones"?: {...}}
+//   <stateDir>/tombstones.json    {"<uid>": {iat, until, generation?, removed?}}: the pods removed while a token
+//                                 issued before their removal can still be valid (src/pleg/tombstones.ts)
 // Dirs 0700, files 0600: the store is trusted local state (the loop acts on it after the tokens expired); only
 // root may read or change it. The Secrets signed with a pod reach it sealed (the Node entry wraps it in
 // SealedDesiredState), never in clear.
@@ -25,7 +27,8 @@
 // Any I/O failure is a StateUnavailableError (503) and leaves the previous state in force.
 import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
-import { checkPut, checkRemove, checkReplace, stillStored, type DesiredPod, type DesiredState, type RemoveOptions } from "../pleg/desired-state.js";
+import { checkRemove, checkReplace, stillStored, type DesiredPod, type DesiredState, type RemoveOptions, type ReplaceOptions } from "../pleg/desired-state.js";
+import { checkPut, checkSet, DEFAULT_TOMBSTONE_SECONDS, pruneTombstones, setTombstones, tombstone, type Tombstone } from "../pleg/tombstones.js";
 import { Pod } from "../pod/schema.js";
 import { serialQueue } from "../util/serial.js";
 import { StateUnavailableError } from "./state-unavailable.js";
@@ -38,6 +41,7 @@ export type StateFs = Pick<typeof nodeFs, "mkdir" | "chmod" | "readdir" | "readF
 const POD_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.json$/;
 const NEXT_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.json\.next$/;
 const GENERATION = "generation.json";
+const TOMBSTONES = "tombstones.json";
 const AUDIT_LOG = "audit.log";
 /** Empty the audit log (folding it into the pod files) once it holds this many lines. */
 const AUDIT_FOLD_AT = 4096;
@@ -51,8 +55,10 @@ interface AuditLine {
 
 interface GenerationFile {
   generation: number;
-  /** Present only between replace's commit and its completion: the uids of the new set. */
+  /** Present only between replace's commit and its completion: the uids of the new set, and the tombstones
+   * when the set changes them. */
   keep?: string[];
+  tombstones?: Record<string, Tombstone>;
 }
 
 export interface FileDesiredStateOptions {
@@ -61,6 +67,10 @@ export interface FileDesiredStateOptions {
   onSkip?: (file: string, reason: string) => void;
   /** The state directory's lock (state-dir-lock.ts), taken before anything is loaded. */
   lock?: { acquire(): Promise<void> };
+  /** How long a removed pod's tombstone outlives its removing token's iat: the token lifetime plus the clock skew
+   * (seconds; default 330). */
+  tombstoneSeconds?: number;
+  now?: () => number;
 }
 
 export class FileDesiredState implements DesiredState {
@@ -81,6 +91,9 @@ export class FileDesiredState implements DesiredState {
   });
   private readonly fs: StateFs;
   private readonly pods = new Map<string, DesiredPod>();
+  private readonly tombs = new Map<string, Tombstone>();
+  private readonly window: number;
+  private readonly now: () => number;
   private gen = 0;
   private opening: Promise<void> | undefined;
   /** Writes (and the first load) one at a time. */
@@ -95,6 +108,8 @@ export class FileDesiredState implements DesiredState {
     this.genFile = join(stateDir, GENERATION);
     this.auditFile = join(stateDir, AUDIT_LOG);
     this.fs = o.fs ?? nodeFs;
+    this.window = o.tombstoneSeconds ?? DEFAULT_TOMBSTONE_SECONDS;
+    this.now = o.now ?? Date.now;
   }
 
   /** Load the store (at start-up; a later call retries it if it failed), finishing or undoing a replace that a
@@ -122,12 +137,22 @@ export class FileDesiredState implements DesiredState {
     return this.gen;
   }
 
+  async tombstone(uid: string): Promise<Tombstone | undefined> {
+    await this.open();
+    return this.liveTombstone(uid);
+  }
+
+  private liveTombstone(uid: string): Tombstone | undefined {
+    const t = this.tombs.get(uid);
+    return t && t.until > this.now() ? t : undefined;
+  }
+
   async put(entry: DesiredPod): Promise<void> {
     await this.open();
     const amended = await this.serial(async () => {
       const uid = entry.pod.metadata.uid;
       const stored = this.pods.get(uid);
-      checkPut(stored, entry);
+      checkPut(stored, entry, this.liveTombstone(uid));
       if (stored && stillStored(stored, entry)) {
         // The same pod and objects: only the audit record changes. The file stays (and its storedAt: the spec
         // was stored then); the newer audit is held from now (a concurrent older token is refused against it)
@@ -139,6 +164,9 @@ export class FileDesiredState implements DesiredState {
       }
       await this.io("storing a desired pod", () => this.writeAtomic(this.podsDir, `${uid}.json`, encode(entry)));
       this.pods.set(uid, entry);
+      // Stored again with a newer token: the entry's iat guards it from here on. Left in place if its file cannot
+      // be rewritten (it only refuses tokens older than the entry's anyway).
+      if (this.tombs.delete(uid)) await this.writeTombstones().catch(() => undefined);
       return undefined;
     });
     if (!amended) return;
@@ -162,8 +190,22 @@ export class FileDesiredState implements DesiredState {
   async remove(uid: string, opts?: RemoveOptions): Promise<boolean> {
     await this.open();
     return this.serial(async () => {
-      checkRemove(this.pods.get(uid), uid, opts);
-      if (!this.pods.has(uid)) return false;
+      const stored = this.pods.get(uid);
+      checkRemove(stored, uid, opts);
+      // The tombstone first (durably), then the removal: a crash between them is finished at load. A DELETE of a
+      // pod the store never held leaves one too: a sync signed before it is late, whatever it finds.
+      const before = this.tombs.get(uid);
+      if (opts?.iat !== undefined && !(before && before.iat >= opts.iat)) {
+        this.tombs.set(uid, tombstone(opts.iat, this.window, stored));
+        try {
+          await this.io("recording a removed pod", () => this.writeTombstones());
+        } catch (e) {
+          if (before) this.tombs.set(uid, before);
+          else this.tombs.delete(uid);
+          throw e;
+        }
+      }
+      if (!stored) return false;
       await this.io("removing a desired pod", async () => {
         await this.fs.unlink(join(this.podsDir, `${uid}.json`)).catch(ignore("ENOENT"));
         await this.syncDir(this.podsDir).catch((e) => {
@@ -183,13 +225,20 @@ export class FileDesiredState implements DesiredState {
    * A crash before 2 leaves the old state (open deletes the `.next` files); after 2, open completes 3 and 4.
    * A failure before 2 is a StateUnavailableError with the old state in force; after 2 the new set is
    * committed, so it is in force, and what is left of 3 and 4 is finished by the next write or open. */
-  async replace(generation: number, entries: DesiredPod[]): Promise<{ removed: string[] }> {
+  async replace(generation: number, entries: DesiredPod[], opts?: ReplaceOptions): Promise<{ removed: string[] }> {
     await this.open();
     return this.serial(async () => {
       checkReplace(this.gen, generation);
+      pruneTombstones(this.tombs, this.now());
+      if (opts?.iat !== undefined) checkSet(this.pods, this.tombs, entries, opts.iat);
       const keep = entries.map((e) => e.pod.metadata.uid);
       const keepSet = new Set(keep);
       const removed = [...this.pods.keys()].filter((uid) => !keepSet.has(uid));
+      const tombs = new Map(this.tombs);
+      for (const uid of keep) tombs.delete(uid);
+      if (opts?.iat !== undefined) setTombstones(tombs, removed.map((uid) => this.pods.get(uid)!), opts.iat, generation, this.window);
+      // Written with the commit only when the set changes them (pods dropped, or removed pods back in the set).
+      const tombstones = tombs.size === this.tombs.size && [...tombs.keys()].every((uid) => this.tombs.has(uid)) ? undefined : Object.fromEntries(tombs);
       await this.io("storing the node's desired set", async () => {
         try {
           // Written (and fsync'd) 16 at a time: the fsyncs overlap, the order does not matter before the commit.
@@ -200,7 +249,7 @@ export class FileDesiredState implements DesiredState {
             if (failed) throw failed.reason;
           }
           await this.syncDir(this.podsDir);
-          await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation, keep } satisfies GenerationFile) + "\n");
+          await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation, keep, ...(tombstones ? { tombstones } : {}) } satisfies GenerationFile) + "\n");
         } catch (err) {
           // Once generation.json was renamed, the set is committed on disk: its `.next` files must stay for open to
           // finish it. Before that, they go and the old state stands.
@@ -211,14 +260,16 @@ export class FileDesiredState implements DesiredState {
       this.gen = generation;
       this.pods.clear();
       for (const e of entries) this.pods.set(e.pod.metadata.uid, e);
+      this.tombs.clear();
+      for (const [uid, t] of tombs) this.tombs.set(uid, t);
       // Committed: a failure from here on is finished at the next open (the set is already in force).
-      await this.complete(generation, keepSet).catch(() => (this.opening = undefined));
+      await this.complete(generation, keepSet, tombstones).catch(() => (this.opening = undefined));
       return { removed };
     });
   }
 
-  /** Steps 3 and 4 of replace (also run by open after a crash). */
-  private async complete(generation: number, keep: Set<string>): Promise<void> {
+  /** Steps 3 and 4 of replace (also run by open after a crash); the set's tombstones are written before step 4. */
+  private async complete(generation: number, keep: Set<string>, tombstones: Record<string, Tombstone> | undefined): Promise<void> {
     const names = await this.fs.readdir(this.podsDir);
     for (const name of names) {
       const next = NEXT_FILE.exec(name);
@@ -230,7 +281,13 @@ export class FileDesiredState implements DesiredState {
       if (m && !keep.has(m[1]!)) await this.fs.unlink(join(this.podsDir, name)).catch(ignore("ENOENT"));
     }
     await this.syncDir(this.podsDir);
+    if (tombstones) await this.writeAtomic(this.stateDir, TOMBSTONES, JSON.stringify(tombstones) + "\n");
     await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation } satisfies GenerationFile) + "\n");
+  }
+
+  private async writeTombstones(): Promise<void> {
+    pruneTombstones(this.tombs, this.now());
+    await this.writeAtomic(this.stateDir, TOMBSTONES, JSON.stringify(Object.fromEntries(this.tombs)) + "\n");
   }
 
   private async load(): Promise<void> {
@@ -246,8 +303,17 @@ export class FileDesiredState implements DesiredState {
     } catch (e) {
       if ((e as { code?: string }).code !== "ENOENT") throw e;
     }
-    if (g.keep) await this.complete(g.generation, new Set(g.keep));
+    if (g.keep) await this.complete(g.generation, new Set(g.keep), g.tombstones);
     this.gen = g.generation;
+    this.tombs.clear();
+    try {
+      const t = JSON.parse(await this.fs.readFile(join(this.stateDir, TOMBSTONES), "utf8")) as Record<string, Tombstone>;
+      if (typeof t !== "object" || t === null) throw new Error(`${TOMBSTONES}: not a JSON object`);
+      for (const [uid, x] of Object.entries(t)) if (typeof x?.iat === "number" && typeof x.until === "number") this.tombs.set(uid, x);
+    } catch (e) {
+      if ((e as { code?: string }).code !== "ENOENT") throw e;
+    }
+    pruneTombstones(this.tombs, this.now());
     this.pods.clear();
     for (const name of await this.fs.readdir(this.podsDir)) {
       const path = join(this.podsDir, name);
@@ -259,6 +325,12 @@ export class FileDesiredState implements DesiredState {
       const entry = decode(await this.fs.readFile(path, "utf8"));
       if (typeof entry === "string" || entry.pod.metadata.uid !== m[1]) {
         this.o.onSkip?.(path, typeof entry === "string" ? entry : "metadata.uid does not match the file name");
+        continue;
+      }
+      // A DELETE that a crash cut short after its tombstone was written: finished now.
+      const t = this.tombs.get(m[1]!);
+      if (t?.removed !== undefined && t.removed === entry.storedAt && t.generation === undefined) {
+        await this.fs.unlink(path);
         continue;
       }
       this.pods.set(m[1]!, entry);

@@ -3,7 +3,7 @@
 // opening them when read, so the store itself never holds a Secret's data in clear. ConfigMaps pass as they are.
 // A Secret that does not open (the node key lost or replaced) is a StateUnavailableError: the store is then not
 // usable for that pod until it is put again.
-import { stillStored, type DesiredPod, type DesiredState, type RemoveOptions } from "../pleg/desired-state.js";
+import { stillStored, type DesiredPod, type DesiredState, type RemoveOptions, type ReplaceOptions } from "../pleg/desired-state.js";
 import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 
@@ -78,10 +78,13 @@ export class SealedDesiredState implements DesiredState {
   remove(uid: string, opts?: RemoveOptions) {
     return this.inner.remove(uid, opts);
   }
+  tombstone(uid: string) {
+    return this.inner.tombstone(uid);
+  }
   generation() {
     return this.inner.generation();
   }
-  async replace(generation: number, entries: DesiredPod[]) {
-    return this.inner.replace(generation, await Promise.all(entries.map((e) => this.seal(e))));
+  async replace(generation: number, entries: DesiredPod[], opts?: ReplaceOptions) {
+    return this.inner.replace(generation, await Promise.all(entries.map((e) => this.seal(e))), opts);
   }
 }

@@ -1,6 +1,9 @@
 // DurableDesiredState, the Worker's DesiredState over the node's NodeDesiredState object. Guarantees: every
 // isolate serving a node sees one store; generation and iat checks run inside the object, atomic with the write.
-import { StaleGenerationError, type DesiredPod, type DesiredState, type RemoveOptions } from "../pleg/desired-state.js";
+import { StaleGenerationError, type DesiredPod, type DesiredState, type RemoveOptions, type ReplaceOptions } from "../pleg/desired-state.js";
+import type { Tombstone } from "../pleg/tombstones.js";
+import { UidConflictError } from "../kuberuntime/pod-identity.js";
+import type { PodRef } from "../container/types.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
 import type { PodProbeResults } from "../status/api-status.js";
 import type { DONamespace } from "./durable-object.js";
@@ -23,7 +26,8 @@ export class DurableDesiredState implements DesiredState {
       throw new StateUnavailableError("the desired state (the node's Durable Object)", e);
     }
     if (r.status === 409) {
-      const j = (await r.json()) as { message: string; current?: number };
+      const j = (await r.json()) as { message: string; current?: number; pod?: PodRef; holder?: { name: string; namespace: string } };
+      if (j.pod && j.holder) throw new UidConflictError(j.pod, j.holder);
       throw new StaleGenerationError(j.message, j.current);
     }
     if (!r.ok) throw new StateUnavailableError("the desired state (the node's Durable Object)", new Error(`it answered ${r.status}`));
@@ -33,8 +37,9 @@ export class DurableDesiredState implements DesiredState {
   get = async (uid: string) => (await this.call<DesiredPod | null>("get", { uid })) ?? undefined;
   put = (entry: DesiredPod) => this.call<void>("put", entry);
   remove = (uid: string, opts?: RemoveOptions) => this.call<boolean>("remove", { uid, ...(opts?.iat !== undefined ? { iat: opts.iat } : {}) });
+  tombstone = async (uid: string) => (await this.call<Tombstone | null>("tombstone", { uid })) ?? undefined;
   generation = () => this.call<number>("generation");
-  replace = (generation: number, entries: DesiredPod[]) => this.call<{ removed: string[] }>("replace", { generation, entries });
+  replace = (generation: number, entries: DesiredPod[], opts?: ReplaceOptions) => this.call<{ removed: string[] }>("replace", { generation, entries, iat: opts?.iat ?? null });
   /** The node object's probe results for these pods (its alarm runs the probes). */
   probeResults = async (uids: string[]): Promise<Map<string, PodProbeResults>> =>
     new Map(Object.entries(await this.call<Record<string, ProbeResultsJSON>>("probe-results", { uids })).map(([uid, j]) => [uid, probeResultsFrom(j)]));

@@ -3,6 +3,7 @@
 // and an idle node has no alarm; a failed pass is logged and the next comes at the interval.
 import { RELIST_INTERVAL_DEFAULT_MS } from "../settings/common.js";
 import { StaleGenerationError, type DesiredPod } from "../pleg/desired-state.js";
+import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { startReconcileLoop, type ReconcileLoop } from "../pleg/loop.js";
 import { createProber, type Prober } from "../prober/prober.js";
 import type { DOState } from "./durable-object.js";
@@ -32,7 +33,11 @@ export class NodeDesiredState {
     private readonly state: DOState,
     private readonly env: Env,
   ) {
-    this.store = new StorageDesiredState(state.storage);
+    // Tombstones last as long as a token issued before their removal can be valid: the lifetime plus the skew.
+    this.store = new StorageDesiredState(state.storage, () => {
+      const s = settingsOf(env);
+      return s.PODSYNC_MAX_TOKEN_LIFETIME_S + s.PODSYNC_CLOCK_SKEW_S;
+    });
   }
 
   async fetch(req: Request): Promise<Response> {
@@ -48,6 +53,8 @@ export class NodeDesiredState {
           return Response.json((await d.get(String(arg!["uid"]))) ?? null);
         case "generation":
           return Response.json(await d.generation());
+        case "tombstone":
+          return Response.json((await d.tombstone(String(arg!["uid"]))) ?? null);
         case "put":
           await d.put(arg as unknown as DesiredPod);
           await this.schedule();
@@ -59,8 +66,8 @@ export class NodeDesiredState {
           return Response.json(removed);
         }
         case "replace": {
-          const { generation, entries } = arg as { generation: number; entries: DesiredPod[] };
-          const r = await d.replace(generation, entries);
+          const { generation, entries, iat } = arg as { generation: number; entries: DesiredPod[]; iat: number | null };
+          const r = await d.replace(generation, entries, iat === null ? undefined : { iat });
           await this.schedule();
           return Response.json(r);
         }
@@ -76,6 +83,7 @@ export class NodeDesiredState {
       }
     } catch (e) {
       if (e instanceof StaleGenerationError) return Response.json({ message: e.message, current: e.current }, { status: 409 });
+      if (e instanceof UidConflictError) return Response.json({ message: e.message, pod: e.pod, holder: e.holder }, { status: 409 });
       throw e;
     }
   }

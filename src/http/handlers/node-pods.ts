@@ -14,7 +14,7 @@ import type { Pod } from "../../pod/schema.js";
 import { InvalidPodError, type FieldError } from "../../pod/validate.js";
 import { storedObjects, type PodObjects } from "../../pod/objects.js";
 import { bundlesFromSet } from "../../pod/bundle.js";
-import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime } from "../admission.js";
+import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime, uidConflictAt } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";
 import { ProblemError, toProblemError } from "../problems.js";
 import { readSignedList } from "../signed-request.js";
@@ -30,10 +30,10 @@ export type NodePodsDeps = PodRouteDeps & {
 
 /** The desired-state record of a verified token, with the ConfigMaps and Secrets signed with the pod (the
  * store keeps Secrets sealed: src/state/sealed-desired-state.ts). */
-export function desiredEntry(pod: Pod, token: VerifiedToken, now: number, objects?: PodObjects): DesiredPod {
+export function desiredEntry(pod: Pod, token: VerifiedToken, now: number, objects?: PodObjects, generation?: number): DesiredPod {
   const p = token.payload;
   const stored = objects && storedObjects(objects);
-  return { pod, audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat) }, storedAt: now, ...(stored ? { objects: stored } : {}) };
+  return { pod, audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat), ...(generation !== undefined ? { generation } : {}) }, storedAt: now, ...(stored ? { objects: stored } : {}) };
 }
 
 /** The `generation` claim: a whole number from 1 (the node starts at 0). Checked before the jti is spent. */
@@ -111,7 +111,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
       // so a set and a concurrent sync cannot each fit alone and be admitted together.
       // `before` (to name the dropped pods) is read in the same step: a sync stored just before the commit is
       // one the commit may drop.
-      const entries = pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects));
+      const entries = pods.map(({ pod, objects }) => desiredEntry(pod, token, now, objects, generation));
       // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
       // uid-conflict naming the item) in the same step, before the commit.
       let idCalls = 0;
@@ -120,7 +120,12 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix);
         idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
         d.note(c as never, { criCalls: idCalls });
-        return { ...(await d.desired.replace(generation, entries)), before };
+        // Inside the store's write: a set signed before a per-pod change it would roll back (409
+        // stale-generation), or an item whose uid the store holds under another namespace/name (409 uid-conflict).
+        const r = await d.desired.replace(generation, entries, { iat: Number(token.payload.iat) }).catch((e: unknown) => {
+          throw uidConflictAt(e, pods);
+        });
+        return { ...r, before };
       });
       d.prober?.update(pods.map((p) => p.pod));
       let criCalls = idCalls;

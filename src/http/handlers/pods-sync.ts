@@ -2,7 +2,8 @@
 // call; sync stores it in the node's desired state and acts through the front door.
 import type { Hono } from "hono";
 import { SupersededError, type SyncResult } from "../../kuberuntime/runtime.js";
-import { checkPut, StaleGenerationError, whileStored } from "../../pleg/desired-state.js";
+import { StaleGenerationError, whileStored } from "../../pleg/desired-state.js";
+import { checkPut } from "../../pleg/tombstones.js";
 import { admit, admitOnNode, admitOnRuntime, checkUidsOnRuntime } from "../admission.js";
 import { note, type AppEnv, type PodRouteDeps } from "../context.js";
 import { desiredEntry } from "./node-pods.js";
@@ -34,10 +35,15 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     // time), before anything acts: the loop keeps it running from here on. An older token than the one that
     // last changed the pod is refused here (409 stale-generation), a store that cannot be written with 503.
     const mine = desiredEntry(pod, token, now(), objects);
-    // An older token is refused first (put checks again, atomically): a stale request makes no runtime call.
-    checkPut(await desired.get(uid), mine);
+    // An older token than the stored entry or the pod's tombstone (a DELETE or a PUT removed it after this token
+    // was signed), or a uid stored under another namespace/name, is refused first (put checks again, atomically,
+    // in the same step as its write): a stale request makes no runtime call.
+    const [stored, tomb] = await Promise.all([desired.get(uid), desired.tombstone(uid)]);
+    checkPut(stored, mine, tomb);
     // One uid is one pod: a pod whose uid belongs to another pod on the node is refused (409 uid-conflict) in
-    // the same step, before it is stored, so the refusal changes nothing.
+    // the same step, before it is stored, so the refusal changes nothing. The store refuses a uid it holds under
+    // another namespace/name inside its write (a pod whose sandbox is not made yet is not seen by the runtime
+    // check).
     let idCalls = 0;
     await admitting(async () => {
       await admitOnNode(pod, nodeInfo, desired);
