@@ -151,6 +151,28 @@ describe("prober workers (kubelet's worker.go)", () => {
     expect(prober.needsSync(p.metadata.uid)).toBe(true);
     await rt.delete(p.metadata.uid, 0);
   });
+
+  it("a container seen created but not yet started is waited for, not failed: once it runs, no restart before its first probe (startupProbe failureThreshold 60)", async () => {
+    const p = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "3600"], startupProbe: { exec: { command: ["true"] }, periodSeconds: 1, failureThreshold: 60 } }] });
+    const events: string[] = [];
+    const prober = createProber({ cri, onProbe: (e) => events.push(`${e.type}:${e.result}`) });
+    prober.upsert(p);
+    const rt = createPodRuntime(cri);
+    const after = (await rt.sync(p)).after;
+    const id = running(p.metadata.uid)[0]!.id;
+    // What a relist between CreateContainer and StartContainer shows: the same container, created.
+    const created = { ...after, containerStatuses: after.containerStatuses.map((c) => ({ ...c, state: "created" as const, startedAt: 0 })) };
+    prober.observe(p.metadata.uid, created);
+    let t = Date.now();
+    await prober.tick((t += 1000));
+    expect(prober.results(p.metadata.uid).startup?.get(id)).toBeUndefined(); // still Unknown: nothing published
+    prober.observe(p.metadata.uid, after);
+    expect(prober.needsSync(p.metadata.uid)).toBe(false); // today: a Failure stood for the running container
+    await prober.tick((t += 1000));
+    expect(events).toEqual(["startup:Success"]);
+    expect(prober.results(p.metadata.uid).startup?.get(id)).toBe("Success");
+    await rt.delete(p.metadata.uid, 0);
+  });
 });
 
 describe("probes in the pod schema", () => {

@@ -181,7 +181,12 @@ export function createProber(o: ProberOptions): Prober {
       w.onHold = false;
     }
     if (w.onHold) return { changed, ran: false };
-    if (inst.state !== "running") return { changed: setResult(w, "Failure", now) || changed, ran: false };
+    // A container that ran and stopped is a Failure (worker.go's non-running case). One created but not yet
+    // started is waited for, like one not created yet: podsync's relist sees a container between its
+    // CreateContainer and StartContainer (kubelet's status, generated after its SyncPod, practically never does),
+    // and a Failure published then would stand for that same container once it runs, so the loop would kill a
+    // healthy container before its first probe (a startup probe with failureThreshold 60 restarted it at once).
+    if (inst.state !== "running") return inst.state === "exited" ? { changed: setResult(w, "Failure", now) || changed, ran: false } : { changed, ran: false };
     const probe = c[PROBE_FIELD[t]]!;
     if (inst.startedAt > 0 && now - inst.startedAt < probe.initialDelaySeconds * 1000) return { changed, ran: false };
     // Startup probes stop once the container has started; the others wait for it.
