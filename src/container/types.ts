@@ -56,6 +56,10 @@ export interface PodStatus {
   sandboxStatuses: PodSandboxStatus[];
   /** Newest first (kubelet sorts by CreatedAt, descending). */
   containerStatuses: ContainerStatus[];
+  /** A detail read the runtime failed for this pod (its newest sandbox's PodSandboxStatus, a container's
+   * ContainerStatus), with the gRPC code: the rest of the status is what the lists show (no pod IP, no exit
+   * details). One broken sandbox is that pod's status, not the node's (pod-status.ts podStatusOrListed). */
+  statusError?: string;
 }
 
 export type ContainerKillReason = "" | "Unknown" | "LivenessProbe" | "StartupProbe";

@@ -211,6 +211,41 @@ export async function podStatusFromLists(
   };
 }
 
+/** podStatusFromLists, or, when the runtime fails a detail read of this pod (a sandbox whose PodSandboxStatus
+ * fails: "failed to get sandbox ip ... device or resource busy" after a netns could not be removed), the status
+ * the lists alone give, with the error in statusError. kubelet's PLEG does the same per pod (generic.go: the
+ * pod's inspection error is logged and retried at the next relist; the other pods go on). Other errors (not the
+ * runtime's answer) are thrown. */
+export async function podStatusOrListed(cri: CriClient, pod: { uid: string; name: string; namespace: string }, listed: PodListing, detail: StatusDetail = "decide"): Promise<PodStatus> {
+  try {
+    return await podStatusFromLists(cri, pod, listed, detail);
+  } catch (e) {
+    if (!isCriError(e)) throw e;
+    return listedStatus(pod, listed, `${e.method}: ${e.details} (${e.codeName})`);
+  }
+}
+
+/** getPodStatus with podStatusOrListed's fallback (the list calls themselves still fail the call: they are the
+ * runtime's, not the pod's). */
+export async function getPodStatusOrListed(cri: CriClient, pod: { uid: string; name: string; namespace: string }, detail: StatusDetail = "decide"): Promise<PodStatus> {
+  const filter = { labelSelector: managedSelector(pod.uid) };
+  const [sandboxList, containerList] = await Promise.all([cri.listPodSandbox({ filter }), cri.listContainers({ filter })]);
+  return podStatusOrListed(cri, pod, { sandboxes: sandboxList.items, containers: containerList.containers }, detail);
+}
+
+/** What the lists alone say of a pod: every sandbox and container as listed. */
+export function listedStatus(pod: { uid: string; name: string; namespace: string }, listed: PodListing, statusError: string): PodStatus {
+  return {
+    id: pod.uid,
+    name: pod.name,
+    namespace: pod.namespace,
+    ips: [],
+    sandboxStatuses: listed.sandboxes.slice().sort(byCreatedDesc).map(sandboxFromList),
+    containerStatuses: listed.containers.slice().sort(byCreatedDesc).map(fromList),
+    statusError,
+  };
+}
+
 function notFoundToUndefined(e: unknown): undefined {
   if (isCriError(e, GrpcCode.NOT_FOUND)) return undefined;
   throw e;

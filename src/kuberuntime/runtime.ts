@@ -18,7 +18,7 @@ import { deletePod } from "./kill.js";
 import type { PodRef } from "../container/types.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
-import { completeRunning, getPodStatus, listManagedPods, podStatusFromLists, RunningDetails } from "./pod-status.js";
+import { completeRunning, getPodStatus, getPodStatusOrListed, listManagedPods, podStatusOrListed, RunningDetails } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
 import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, managedSelector } from "../container/labels.js";
@@ -184,6 +184,9 @@ export interface DeleteResult extends Counted {
   deleted: boolean;
   /** Whether its newest sandbox was still ready. */
   wasRunning: boolean;
+  /** The runtime failed to report the pod's status: it was deleted from its listed sandboxes and containers,
+   * best effort (the failed steps say what is left). */
+  statusError?: string;
 }
 
 export interface RuntimeReadiness extends Counted {
@@ -339,7 +342,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
 
     apiStatus: async (uid, spec, probes) => {
       const r = await counted(cri, async (c) => {
-        const status = await getPodStatus(c, spec?.metadata ?? { uid, name: "", namespace: "" }, "full");
+        // One broken sandbox is this pod's status (reason RuntimeError), not a 502.
+        const status = await getPodStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, "full");
         if (isEmpty(status)) return { found: undefined };
         const pod = spec ?? standInPod(refFromStatus(uid, status), status);
         await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
@@ -355,7 +359,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         const name = listed.size ? await nameOf(c) : "";
         const one = async (uid: string, spec: Pod | undefined): Promise<ListedPod> => {
           const l = listed.get(uid) ?? { sandboxes: [], containers: [] };
-          const status = await podStatusFromLists(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
+          // A pod the runtime fails to report in full is listed with what the lists show and the error (reason
+          // RuntimeError): one broken sandbox never fails the node's whole list.
+          const status = await podStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
           const pod = spec ? ref(spec.metadata) : refFromStatus(uid, status);
           await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
           const apiStatus = generateAPIPodStatus({ pod: spec ?? standInPod(pod, status), status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes: probes?.(uid), reasons: reasons.get(uid) });
@@ -370,7 +376,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       }),
 
     status: async (uid) => {
-      const r = await counted(cri, async (c) => ({ status: await getPodStatus(c, { uid, name: "", namespace: "" }, "full") }));
+      const r = await counted(cri, async (c) => ({ status: await getPodStatusOrListed(c, { uid, name: "", namespace: "" }, "full") }));
       if (isEmpty(r.status)) return undefined;
       return { pod: refFromStatus(uid, r.status), status: r.status, criCalls: r.criCalls };
     },
@@ -379,7 +385,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       lock.run(uid, (fence) =>
         counted(cri, async (c) => {
           await checkCurrent(guard, `the delete of pod ${uid}`);
-          const status = await getPodStatus(c, { uid, name: "", namespace: "" });
+          // Best effort: a sandbox whose status the runtime cannot report is still stopped and removed by its id
+          // from the list (its steps say what could not be; the answer is then 207 with statusError).
+          const status = await getPodStatusOrListed(c, { uid, name: "", namespace: "" });
           const pod = refFromStatus(uid, status);
           if (isEmpty(status)) {
             // No sandbox, yet its volumes may have been set up (a tmpfs emptyDir mounted before a later volume
@@ -395,7 +403,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const removeDirs = removeNodeData && (() => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)));
           const r = await deletePod(c, { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds } }, status, removeDirs);
           reasons.delete(uid);
-          return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning };
+          return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning, ...(status.statusError ? { statusError: status.statusError } : {}) };
         }, fence),
       ),
 

@@ -295,7 +295,14 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // A sync that ended after this relist began is not in the view: decide on the next one.
         if (rec.lastSyncEnd > view.at) continue;
         const pv = view.pods.get(uid);
-        const fp = pv?.fingerprint ?? "";
+        // The runtime fails to report this pod (a broken sandbox): nothing is decided from half a status (a
+        // missing sandbox would read as "make a new one"); the relist reads it again with back-off, and the
+        // other pods go on. Logged once, and its recovery once.
+        if (pv?.error) {
+          report(`pod:${uid}`, uid, { same: `status: ${pv.error.replace(/:.*\(/, " (")}`, text: `the runtime failed to report the pod's status: ${pv.error}` });
+          continue;
+        }
+        const fp = pv?.fingerprint ?? fingerprintOf(emptyStatus(uid));
         const changed = rec.fingerprint !== fp || specChanged.has(uid);
         rec.fingerprint = fp;
         let reason: string | undefined;
@@ -325,7 +332,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       // The prober reads container ids and states from the relist (again only when they changed).
       if (prober)
         for (const [uid, pv] of view.pods)
-          if (observed.get(uid) !== pv.fingerprint && prober.spec(uid)) {
+          if (!pv.error && observed.get(uid) !== pv.fingerprint && prober.spec(uid)) {
             prober.observe(uid, pv.status);
             observed.set(uid, pv.fingerprint);
           }

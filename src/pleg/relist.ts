@@ -26,6 +26,8 @@ export interface PodView {
   readonly status: PodStatus;
   /** Every sandbox's and container's id and state: a pod whose fingerprint changed had a lifecycle event. */
   fingerprint: string;
+  /** The runtime failed a detail read of this pod (its status is then incomplete: decide nothing from it). */
+  error?: string | undefined;
 }
 
 export interface Relist {
@@ -58,11 +60,16 @@ export interface Relister {
 
 /** At most this many detail reads at once (a start-up after a reboot reads one per sandbox). */
 const DETAIL_CONCURRENCY = 16;
+/** A detail read the runtime failed is tried again after 1 s, doubling up to 10 s (kubelet's backOffPeriod). */
+const READ_RETRY_MS = 1000;
+const READ_RETRY_MAX_MS = 10_000;
 
 export function createRelister(cri: CriClient): Relister {
   const sandboxCache = new Map<string, PodSandboxStatus>();
   const exitedCache = new Map<string, ContainerStatus>();
   const startedCache = new Map<string, number>();
+  /** Objects whose detail read the runtime failed: the error, and when to read again. */
+  const failedReads = new Map<string, { error: string; retryAt: number; delay: number }>();
 
   async function relist(interest: RelistInterest, now: () => number): Promise<Relist> {
     const at = now();
@@ -76,6 +83,28 @@ export function createRelister(cri: CriClient): Relister {
     for (const id of sandboxCache.keys()) if (!sandboxIds.has(id)) sandboxCache.delete(id);
     for (const id of exitedCache.keys()) if (!containerIds.has(id)) exitedCache.delete(id);
     for (const id of startedCache.keys()) if (!containerIds.has(id)) startedCache.delete(id);
+    for (const id of failedReads.keys()) if (!sandboxIds.has(id) && !containerIds.has(id)) failedReads.delete(id);
+
+    // One pod's broken sandbox (its PodSandboxStatus fails) is that pod's error, never the relist's: kubelet's
+    // PLEG logs the pod's inspection error and goes on (generic.go), reinspecting it later.
+    const errors = new Map<string, string>();
+    const detail = async (uid: string, id: string, read: () => Promise<void>) => {
+      const f = failedReads.get(id);
+      if (f && at < f.retryAt) {
+        errors.set(uid, f.error);
+        return;
+      }
+      try {
+        await read();
+        failedReads.delete(id);
+      } catch (e) {
+        if (!isCriError(e)) throw e;
+        const delay = f ? Math.min(f.delay * 2, READ_RETRY_MAX_MS) : READ_RETRY_MS;
+        const error = `${e.method}: ${e.details} (${e.codeName})`;
+        failedReads.set(id, { error, retryAt: now() + delay, delay });
+        errors.set(uid, error);
+      }
+    };
 
     // What must still be read: the newest sandbox of each pod of interest, its exited containers, and the
     // start times its prober needs.
@@ -86,21 +115,25 @@ export function createRelister(cri: CriClient): Relister {
       g.containers.sort(byCreatedDesc);
       const newest = g.sandboxes[0];
       if (newest && !sandboxCache.has(newest.id))
-        reads.push(async () => {
-          const r = await cri.podSandboxStatus({ podSandboxId: newest.id }).catch(notFound);
-          if (r?.status) sandboxCache.set(newest.id, r.status);
-        });
+        reads.push(() =>
+          detail(uid, newest.id, async () => {
+            const r = await cri.podSandboxStatus({ podSandboxId: newest.id }).catch(notFound);
+            if (r?.status) sandboxCache.set(newest.id, r.status);
+          }),
+        );
       const starts = interest.wantsStartTimes(uid);
       for (const c of g.containers) {
         const exited = c.state === CriContainerState.CONTAINER_EXITED;
         if ((exited && !exitedCache.has(c.id)) || (starts && c.state === CriContainerState.CONTAINER_RUNNING && !startedCache.has(c.id)))
-          reads.push(async () => {
-            const r = await cri.containerStatus({ containerId: c.id }).catch(notFound);
-            const st = r?.status;
-            if (!st) return;
-            if (st.state === CriContainerState.CONTAINER_EXITED) exitedCache.set(c.id, fromStatus(st, c));
-            if (st.startedAt > 0n) startedCache.set(c.id, nsToMs(st.startedAt));
-          });
+          reads.push(() =>
+            detail(uid, c.id, async () => {
+              const r = await cri.containerStatus({ containerId: c.id }).catch(notFound);
+              const st = r?.status;
+              if (!st) return;
+              if (st.state === CriContainerState.CONTAINER_EXITED) exitedCache.set(c.id, fromStatus(st, c));
+              if (st.startedAt > 0n) startedCache.set(c.id, nsToMs(st.startedAt));
+            }),
+          );
       }
     }
     criCalls += reads.length;
@@ -113,6 +146,7 @@ export function createRelister(cri: CriClient): Relister {
       const fingerprint = fingerprintOf({ sandboxStatuses: g.sandboxes, containerStatuses: g.containers.map((c) => ({ id: c.id, state: toState(c.state) })) });
       pods.set(uid, {
         fingerprint,
+        error: errors.get(uid),
         get status() {
           return (status ??= build(uid, g.sandboxes, g.containers));
         },

@@ -84,7 +84,14 @@ export interface V1PodStatus {
   initContainerStatuses?: V1ContainerStatus[];
   containerStatuses: V1ContainerStatus[];
   qosClass: QOSClass;
+  /** Set when the runtime failed part of this pod's status (types.ts statusError): reason RuntimeError. */
+  reason?: string;
+  message?: string;
 }
+
+/** status.reason of a pod whose status the runtime failed to report in full (podsync's, not kubelet's: kubelet
+ * keeps its last status in its cache; podsync reads the runtime on every request). */
+export const RUNTIME_ERROR_REASON = "RuntimeError";
 
 export type ProbeResult = "Success" | "Failure" | "Unknown";
 
@@ -410,6 +417,10 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   const start = apiTime(startMs);
   if (start) out.startTime = start;
   if (initContainerStatuses) out.initContainerStatuses = initContainerStatuses;
+  if (status.statusError) {
+    out.reason = RUNTIME_ERROR_REASON;
+    out.message = `the runtime failed to report this pod's status (${status.statusError}); what its lists show is reported`;
+  }
   return out;
 }
 
