@@ -11,8 +11,8 @@ import { uid } from "./support/pods.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
-import { MemoryDesiredState } from "../src/kuberuntime/desired-state.js";
-import { startReconcileLoop } from "../src/kuberuntime/reconcile/loop.js";
+import { MemoryDesiredState } from "../src/pleg/desired-state.js";
+import { startReconcileLoop } from "../src/pleg/loop.js";
 
 let fake: FakeServer;
 let cri: CriClient;

@@ -37,6 +37,7 @@ import { MemoryReasonCache, type ReasonCache } from "../status/reason-cache.js";
 import { readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
 import { podDataPaths, podVolumesDir, removePodData, type PodDirs } from "../volumemanager/pod-dirs.js";
 import { FILE_VOLUME_PLUGINS, type VolumeFiles } from "../volumemanager/object-volumes.js";
+import { VolumeBackOff } from "../volumemanager/volume-backoff.js";
 import type { PodObjects } from "../pod/objects.js";
 import { fileVolumeErrors } from "../pod/references.js";
 import { volumeHostErrors, type VolumeHost } from "../volumemanager/volumes.js";
@@ -251,7 +252,7 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>, fe
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [] };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), volumeBackOff: new VolumeBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [] };
   /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
    * subPath without a safe bind; volumes that need the node's filesystem where there is none. */
   const admit = (pod: Pod) => {
@@ -297,6 +298,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   const removeNodeData =
     (o.volumeFiles || o.podDirs) &&
     (async (uid: string, paths: string[]) => {
+      syncOptions.volumeBackOff.forget(`${podVolumesDir(syncOptions.node.rootDir, uid)}/`);
       if (o.volumeFiles) for (const plugin of FILE_VOLUME_PLUGINS) await o.volumeFiles.removeAll(`${podVolumesDir(syncOptions.node.rootDir, uid)}/${plugin}`);
       return o.podDirs ? removePodData(o.podDirs, paths) : "removed the pod's file volumes";
     });

@@ -45,6 +45,7 @@ import { sortPodIPs } from "./pod-status.js";
 import { podVolumesDir, type PodDirs } from "../volumemanager/pod-dirs.js";
 import { subPathBinds, subPathStepMessage } from "../volumemanager/subpath.js";
 import { needsSetUp, setUpVolumes, type VolumeHost } from "../volumemanager/volumes.js";
+import { VolumeBackOff } from "../volumemanager/volume-backoff.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
@@ -74,9 +75,12 @@ export interface SyncOptions {
   /** Node filesystem for volumes (type checks, tmpfs, claim directories); without it only the volumes the
    * runtime can make alone are accepted (see volumeHostErrors). */
   volumeHost?: VolumeHost | undefined;
+  /** Volume set-up back-off (kubelet's nestedpendingoperations), in memory like the pull back-off. */
+  volumeBackOff?: VolumeBackOff;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
+const defaultVolumeBackOff = new VolumeBackOff();
 
 interface StartContext extends ImageContext {
   status: PodStatus;
@@ -283,7 +287,21 @@ async function mountVolumes(pod: Pod, objects: PodObjects, node: NodeConfig, opt
     try {
       // Volume files hold no pod IP (the downward API allows none in volumes), so no runtime read is needed.
       const payloads = volumePayloads(pod, objects, { node, hostIPs: options.hostIPs ?? [], podIPs: [] });
-      for (const p of payloads) if (await files.write(p)) changed++;
+      // kubelet's volume operations back off exponentially after a failure (volume-backoff.ts): a volume whose
+      // write keeps failing is not written at every sync.
+      const backOff = options.volumeBackOff ?? defaultVolumeBackOff;
+      const now = (options.now ?? Date.now)();
+      for (const p of payloads) {
+        const held = backOff.held(p, now);
+        if (held) throw new Error(held);
+        try {
+          if (await files.write(p)) changed++;
+          backOff.succeed(p);
+        } catch (e) {
+          backOff.fail(p, errorMessage(e), now);
+          throw e;
+        }
+      }
       if ((prune || changed > 0) && files.list) {
         const keep = new Set(payloads.map((p) => p.dir));
         for (const plugin of FILE_VOLUME_PLUGINS) {
