@@ -45,6 +45,8 @@ export interface AppOptions {
   execMaxOutputBytes?: number;
   /** The longest a followed log stream lasts. */
   logFollowMaxMs?: number;
+  /** How often a followed log looks for more (default 250 ms; Workers: 1 s, each look is two subrequests). */
+  logFollowPollMs?: number;
   log?: (rec: RequestLog) => void;
   now?: () => number;
   /** Runs the pods' probes; synced pods are handed to it and its results go into every sync and status. */
@@ -125,6 +127,7 @@ export function createApp(o: AppOptions) {
     allowExec: o.allowExec ?? false,
     execMaxOutputBytes: o.execMaxOutputBytes ?? 1024 * 1024,
     followMaxMs: o.logFollowMaxMs ?? 1_800_000,
+    followPollMs: o.logFollowPollMs,
     now,
     note: (c, f) => {
       c.set("podUid", f.uid);

@@ -40,6 +40,9 @@ export function buildWorkerApp(env: Env): Hono {
       allowExec: s.PODSYNC_ALLOW_EXEC,
       execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
       logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
+      // Each look at a followed log is a read and a stat through the node's cri-proxy (billed subrequests): at
+      // most one look a second.
+      logFollowPollMs: 1000,
       // exec probes go through the proxy (ExecSync); a Worker cannot open a connection to a pod.
       probeHandlers: { allowed: ["exec"], why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod" },
     });

@@ -52,6 +52,8 @@ export interface LogsExecOptions {
   allowExec: boolean;
   execMaxOutputBytes: number;
   followMaxMs: number;
+  /** How often a follow looks for more at the end of the file (each look reads and stats the file). */
+  followPollMs?: number | undefined;
   now: () => number;
   /** Record for the request log (never the output). */
   note(c: Context, fields: { uid: string; jti?: string | undefined; iss?: string | undefined; commandSha256?: string; criCalls?: number }): void;
@@ -73,8 +75,13 @@ export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec:
     const log = await o.runtime.logs(uid, { container: q.container, previous: q.previous });
     const sinceMs = q.sinceTime !== undefined ? Date.parse(q.sinceTime) : q.sinceSeconds !== undefined ? o.now() - q.sinceSeconds * 1000 : undefined;
     const options = { tailLines: q.tailLines, limitBytes: q.limitBytes, sinceMs, timestamps: q.timestamps, follow: q.follow };
-    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal, maxMs: o.followMaxMs } : undefined), o.onStreamError);
-    return c.body(body, 200, { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff", "podsync-container": log.container });
+    // A follow ends when the client goes: the body's cancel (Node), or the request's signal (workerd, where an idle
+    // follow writes nothing that could fail and its body is not cancelled: it would poll the node for minutes).
+    const clientGone = c.req.raw.signal;
+    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal: eitherAborted(signal, clientGone), maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) } : undefined), o.onStreamError);
+    // Streamed as it comes: never compressed on the way (a gzip layer buffers the text; Workers compress text/plain
+    // for a client sending Accept-Encoding: gzip unless told not to).
+    return c.body(body, 200, { "content-type": "text/plain; charset=utf-8", "content-encoding": "identity", "cache-control": "no-transform", "x-content-type-options": "nosniff", "podsync-container": log.container });
   });
 
   app.post(paths.exec, async (c) => {
@@ -103,4 +110,15 @@ export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec:
 async function sha256hex(s: string): Promise<string> {
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));
   return [...d].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A signal aborted when either is. */
+function eitherAborted(a: AbortSignal, b: AbortSignal | undefined): AbortSignal {
+  if (!b) return a;
+  const ac = new AbortController();
+  const abort = () => ac.abort();
+  if (a.aborted || b.aborted) abort();
+  a.addEventListener("abort", abort, { once: true });
+  b.addEventListener("abort", abort, { once: true });
+  return ac.signal;
 }
