@@ -1,6 +1,7 @@
 // Reliability regressions on the shared lab containerd, through the Node server as users run it (startNode:
 // file state, its own reconcile loop and prober): a startup probe never restarts a healthy container; a late
-// token cannot bring a deleted pod back; a uid-conflict leaves the store as it was.
+// token cannot bring a deleted pod back; a uid-conflict leaves the store as it was; exec output over the
+// runtime's message limit is refused naming the limit.
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,7 +58,7 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     dir = mkdtempSync(join(tmpdir(), "podsync-rel-"));
-    server = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: NODE_NAME, PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir }, true);
+    server = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: NODE_NAME, PODSYNC_ALLOW_EXEC: "true", PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir }, true);
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
   });
   afterAll(async () => {
@@ -105,6 +106,19 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
     expect((await pending).status).toBe(200);
     expect(JSON.parse(readFileSync(join(dir, "state", "pods", `${id}.json`), "utf8")).metadata).toMatchObject({ name: "victim-a", namespace: "default" });
     expect((await get(id)).body.metadata).toMatchObject({ name: "victim-a", namespace: "default" });
+  });
+  it("exec whose output is over the runtime's 16 MiB message limit: 502 exec-output-too-large naming the limit (not a bare RESOURCE_EXHAUSTED); output under it is cut at 1 MiB with truncated", async () => {
+    const p = podOf("exec-big");
+    expect((await sync(p)).status).toBe(200);
+    const exec = async (script: string) => call("POST", `/v1/pods/${p.metadata.uid}/exec`, await sign({ act: "exec", uid: p.metadata.uid, command: ["sh", "-c", script], timeoutSeconds: 60 }));
+    // 2^23 bytes, written three times: about 25 MB of stdout.
+    const big = await exec("s=x; i=0; while [ $i -lt 23 ]; do s=$s$s; i=$((i+1)); done; echo $s; echo $s; echo $s");
+    expect(big.status, JSON.stringify(big.body).slice(0, 300)).toBe(502);
+    expect(big.body).toMatchObject({ type: "urn:podsync:problem:exec-output-too-large", limitBytes: 16777216, detail: expect.stringContaining("message limit of 16777216 bytes") });
+    const cut = await exec("s=x; i=0; while [ $i -lt 21 ]; do s=$s$s; i=$((i+1)); done; echo $s");
+    expect(cut.status).toBe(200);
+    expect(cut.body.stdout).toMatchObject({ truncated: true, bytes: 2 ** 21 + 1 });
+    expect(cut.body.stdout.data).toHaveLength(1024 * 1024);
   });
 });
 

@@ -2,6 +2,7 @@
 // (urn:podsync:problem:<slug>), its status and title. Routes throw ProblemError (or an error of a lower
 // layer that toProblemError maps); the Node app, the Worker and /openapi.json all read this table.
 import { CriError, GrpcCode } from "../cri/errors.js";
+import { ExecOutputTooLargeError } from "../kuberuntime/exec.js";
 import { AuthError } from "../auth/verify.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
@@ -41,6 +42,7 @@ export const PROBLEMS = {
   unsupported: { status: 501, title: "Not available on this deployment" },
   misconfigured: { status: 500, title: "Server misconfigured" },
   "runtime-error": { status: 502, title: "Container runtime error" },
+  "exec-output-too-large": { status: 502, title: "Exec output over the runtime's message limit" },
   "runtime-unavailable": { status: 503, title: "Container runtime unavailable" },
   "runtime-not-ready": { status: 503, title: "Container runtime not ready" },
   "keys-unavailable": { status: 503, title: "Trusted keys unavailable" },
@@ -108,6 +110,7 @@ export function toProblemError(e: unknown): ProblemError {
     return new ProblemError("admission", `Pod was rejected: ${e.message}`, { reason: e.failures[0]!.reason, errors: e.failures.map((f) => ({ path: f.path, message: `${f.reason}: ${f.message}` })) });
   if (e instanceof ClaimInUseError) return new ProblemError("volume-in-use", e.message, { usedBy: e.usedBy });
   if (e instanceof ClaimNotFoundError) return new ProblemError("volume-not-found", e.message);
+  if (e instanceof ExecOutputTooLargeError) return new ProblemError("exec-output-too-large", e.message, { limitBytes: e.limitBytes, ...(e.sizeBytes ? { sizeBytes: e.sizeBytes } : {}) });
   if (e instanceof CriError) {
     const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";
     return new ProblemError(slug, `${e.method}: ${e.details}`, { grpcCode: e.codeName });

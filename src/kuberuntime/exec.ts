@@ -2,6 +2,7 @@
 // (with a `truncated` flag), and output that is not UTF-8 text comes back base64-encoded (with the flag
 // `encoding: "base64"`) rather than mangled.
 import type { CriClient } from "../cri/client.js";
+import { GrpcCode, isCriError } from "../cri/errors.js";
 import { ContainerChoiceError } from "../container/container-choice.js";
 import type { PodStatus } from "../container/types.js";
 
@@ -49,8 +50,32 @@ export function runningInstance(status: PodStatus, podName: string, container: s
   return c.id;
 }
 
+/** The runtime's gRPC message limit (containerd's default, 16 MiB, and podsync's client's own). */
+export const RUNTIME_MESSAGE_LIMIT_BYTES = 16 * 1024 * 1024;
+
+/** A command's output is over the runtime's message limit: ExecSync returns the whole output in one message,
+ * so the runtime refuses to send it (RESOURCE_EXHAUSTED) and there is nothing to cut. */
+export class ExecOutputTooLargeError extends Error {
+  constructor(
+    readonly limitBytes: number,
+    /** The message size the runtime reported, when it did. */
+    readonly sizeBytes: number | undefined,
+  ) {
+    super(
+      `the command's output (stdout and stderr together${sizeBytes ? `, ${sizeBytes} bytes in the runtime's reply` : ""}) is over the runtime's gRPC message limit of ${limitBytes} bytes, so CRI ExecSync cannot return any of it; podsync cuts output at its own limit only below that. Run a command with less output (e.g. through head -c)`,
+    );
+  }
+}
+
 export async function execSync(cri: CriClient, containerId: string, command: string[], timeoutSeconds: number, maxBytes: number): Promise<ExecResult> {
-  // The call lasts up to the command's timeout; its deadline gets room beyond it.
-  const r = await cri.execSync({ containerId, cmd: command, timeout: BigInt(timeoutSeconds) }, { timeoutMs: (timeoutSeconds + 10) * 1000 });
+  // The call lasts up to the command's timeout; its deadline gets room beyond it. ExecSync carries the whole
+  // output in one reply: at most the runtime's message limit is held here, and output above it is refused.
+  const r = await cri.execSync({ containerId, cmd: command, timeout: BigInt(timeoutSeconds) }, { timeoutMs: (timeoutSeconds + 10) * 1000 }).catch((e: unknown) => {
+    if (!isCriError(e, GrpcCode.RESOURCE_EXHAUSTED)) throw e;
+    // containerd: "grpc: trying to send message larger than max (17000042 vs. 16777216)"; grpc-js: "Received
+    // message larger than max (17000042 vs 16777216)".
+    const m = /larger than max \((\d+) vs\.? (\d+)\)/.exec(e.details);
+    throw new ExecOutputTooLargeError(m ? Number(m[2]) : RUNTIME_MESSAGE_LIMIT_BYTES, m ? Number(m[1]) : undefined);
+  });
   return { containerId, exitCode: r.exitCode, stdout: boundedOutput(r.stdout, maxBytes), stderr: boundedOutput(r.stderr, maxBytes) };
 }
