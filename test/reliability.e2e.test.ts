@@ -120,6 +120,17 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
     expect(cut.body.stdout).toMatchObject({ truncated: true, bytes: 2 ** 21 + 1 });
     expect(cut.body.stdout.data).toHaveLength(1024 * 1024);
   });
+  it("a configMap item path the node cannot write (a component over 255 bytes) is 400 invalid-pod naming the field; nothing is made on the node", async () => {
+    const p = {
+      ...podOf("bad-item"),
+      spec: { ...podOf("bad-item").spec, volumes: [{ name: "cfg", configMap: { name: "cfg", items: [{ key: "a", path: "x".repeat(256) }] } }] },
+    };
+    const r = await call("POST", "/v1/pods/sync", await sign({ act: "sync", pod: p, configMaps: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { a: "1" } }] }));
+    expect(r.body).toMatchObject({ status: 400, type: "urn:podsync:problem:invalid-pod", errors: [{ path: "pod.spec.volumes[0].configMap.items[0].path", message: expect.stringContaining("255 bytes") }] });
+    expect(await sandboxes(p.metadata.uid)).toEqual([]);
+    expect(readFileSafe(join(node.rootDir, "pods", p.metadata.uid))).toBeUndefined();
+    expect(readFileSafe(join(dir, "state", "pods", `${p.metadata.uid}.json`))).toBeUndefined();
+  });
 });
 
 function readFileSafe(path: string): string | undefined {
