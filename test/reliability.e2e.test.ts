@@ -2,7 +2,7 @@
 // file state, its own reconcile loop and prober): a startup probe never restarts a healthy container; a late
 // token cannot bring a deleted pod back; a uid-conflict leaves the store as it was; exec output over the
 // runtime's message limit is refused naming the limit.
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -128,8 +128,8 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
     const r = await call("POST", "/v1/pods/sync", await sign({ act: "sync", pod: p, configMaps: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { a: "1" } }] }));
     expect(r.body).toMatchObject({ status: 400, type: "urn:podsync:problem:invalid-pod", errors: [{ path: "pod.spec.volumes[0].configMap.items[0].path", message: expect.stringContaining("255 bytes") }] });
     expect(await sandboxes(p.metadata.uid)).toEqual([]);
-    expect(readFileSafe(join(node.rootDir, "pods", p.metadata.uid))).toBeUndefined();
-    expect(readFileSafe(join(dir, "state", "pods", `${p.metadata.uid}.json`))).toBeUndefined();
+    expect(existsSync(join(node.rootDir, "pods", p.metadata.uid))).toBe(false);
+    expect(existsSync(join(dir, "state", "pods", `${p.metadata.uid}.json`))).toBe(false);
   });
 });
 
