@@ -302,7 +302,7 @@ describe("the per-pod lease outlived by a running sync", () => {
   let slow: Workerd;
   let slowBase: URL;
   beforeAll(async () => {
-    ({ worker: slow, base: slowBase } = await startWorkerd({ nodes: { "lease-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}` } }, jwk: key.publicJwk, proxyToken: TOKEN, env: { PODSYNC_LOCK_WAIT_MS: "1500" } }));
+    ({ worker: slow, base: slowBase } = await startWorkerd({ nodes: { "lease-node": { url: `http://127.0.0.1:${fakeProxy.grpcWebPort}` } }, jwk: key.publicJwk, proxyToken: TOKEN, env: { PODSYNC_LOCK_WAIT_MS: "1500", PODSYNC_POD_LOGS_DIR: LOGS_DIR } }));
   }, 120_000);
   afterAll(async () => {
     await slow?.dispose();
