@@ -404,17 +404,16 @@ function isMain(): boolean {
 /** The node as a program: started from the environment, stopped by SIGINT or SIGTERM; a settings error is one line
  * and exit code 1. `npm start` (this file as the main module) and `podsync serve` (an installed package) run it. */
 export function runNode(): void {
-  startNode().then(
-    (r) => {
-      const stop = () => void r.close().then(() => process.exit(0));
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
-    },
-    (e) => {
-      console.error(e instanceof SettingsError || e instanceof StateDirInUseError ? `podsync: ${e.message}` : e);
-      process.exit(1);
-    },
-  );
+  const started = startNode();
+  // The signals are taken before start-up ends (the banner is printed just before): a stop asked for meanwhile
+  // waits for the start, then closes cleanly and gives the state directory's lock up.
+  const stop = () => void started.then((r) => r.close()).then(() => process.exit(0), () => process.exit(1));
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  started.catch((e: unknown) => {
+    console.error(e instanceof SettingsError || e instanceof StateDirInUseError ? `podsync: ${e.message}` : e);
+    process.exit(1);
+  });
 }
 
 /** The size of the filesystem holding the root dir (kubelet's node ephemeral-storage capacity); unknown when it
