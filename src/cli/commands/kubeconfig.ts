@@ -39,12 +39,12 @@ function launcher(): string {
 const kubeconfig: Command = {
   usage: ["kubeconfig --server URL --key FILE [--iss ID] [--node NAME] [--namespace NS] [--exec] [--ca FILE]", "kubeconfig --credential --key FILE --aud NODE [--iss ID] [--exec]   (the plugin's mode)"],
   help: [
-    "Print a kubeconfig for kubectl against the node at --server (its https URL, e.g. https://10.0.0.7:8080).",
+    "Print a kubeconfig for kubectl against the node at --server (its https URL, e.g. https://10.0.0.7:8484).",
     "Its user runs `podsync kubeconfig --credential` (this podsync, by absolute path) for a read token",
     "(get, list, watch, logs, events) that lives at most 300 s; --exec adds exec, where the node allows it.",
     "The server's certificate is embedded: --ca FILE, else the one the server presents (its SHA-256 is printed).",
   ].join("\n"),
-  examples: ["podsync kubeconfig --server https://127.0.0.1:8080 --key ~/.config/podsync/key.json > ~/.kube/podsync", "KUBECONFIG=~/.kube/podsync kubectl get pods -w"],
+  examples: ["podsync kubeconfig --server https://127.0.0.1:8484 --key ~/.config/podsync/key.json > ~/.kube/podsync", "KUBECONFIG=~/.kube/podsync kubectl get pods -w"],
   options: {
     server: { type: "string", help: "the node's https URL" },
     node: { type: "string", help: "the node name tokens are for (default: what the server's /healthz says)" },
