@@ -13,8 +13,7 @@
 //     signed before a per-pod sync or DELETE that changed one of the pods it names or drops (since the last PUT)
 //     is refused (409 stale-generation naming those pods), so it never silently rolls such a change back.
 //     Tombstones a PUT left behind do not order later PUTs (the generation does).
-import type { DesiredPod } from "./desired-state.js";
-import { StaleGenerationError } from "./desired-state.js";
+import { StaleGenerationError, type DesiredPod } from "./desired-pod.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 
 export interface Tombstone {
