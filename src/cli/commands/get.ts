@@ -8,12 +8,13 @@ import { OUTPUT_HELP, parseFormat, render, rowLine, type PrintOptions } from "..
 import { parseSelector } from "../selector.js";
 import { findResource, resourceNames } from "../resources/index.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
+import { watchEvents, WatchUnavailable } from "../watch.js";
 
 export const listOptions = {
   "all-namespaces": { type: "boolean", short: "A", help: "every namespace (adds a NAMESPACE column)" },
   selector: { type: "string", short: "l", help: "only objects whose labels match, e.g. -l app=web,tier!=db" },
   output: { type: "string", short: "o", help: OUTPUT_HELP },
-  watch: { type: "boolean", short: "w", help: "after the list, print each change (polls every second; Ctrl-C stops)" },
+  watch: { type: "boolean", short: "w", help: "after the list, print each change as it happens (Ctrl-C stops)" },
   "no-headers": { type: "boolean", help: "no header line in tables" },
 } as const;
 
@@ -53,6 +54,13 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   const selector = o["selector"] !== undefined ? parseSelector(String(o["selector"])) : undefined;
   const popts = async (): Promise<PrintOptions> => ({ resource: resource!, single: names.length === 1, allNamespaces, headers: !o["no-headers"], now: Date.now(), node: format.kind === "table" && format.wide ? await ctx.aud() : "" });
 
+  // The namespace, name and label filters, for the list and for each watched object.
+  const inScope = (x: KubeObject) => {
+    if (names.length) {
+      if (!names.some((n) => (x.metadata.namespace === ctx.namespace && x.metadata.name === n) || x.metadata.uid === n)) return false;
+    } else if (!allNamespaces && (x.metadata.namespace ?? "default") !== ctx.namespace) return false;
+    return !selector || selector(x.metadata.labels);
+  };
   const pick = async (first: boolean): Promise<{ objs: KubeObject[]; missing: string[]; all: KubeObject[] }> => {
     const listed = await resource!.list(ctx);
     // Notes (the generation, orphans) go to stderr, for a table of the whole list only.
@@ -83,31 +91,48 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
     process.stderr.write(`No resources found${allNamespaces ? "" : ` in ${ctx.namespace} namespace`}.\n`);
   if (!o["watch"]) return;
 
-  // --watch: the API has no watch yet, so poll; print each object whose row (or, for -o json|yaml|name, whose
-  // object) changed, and once more, as last seen, each one that went away: as kubectl -w prints each event.
-  const key = async (x: KubeObject) => (format.kind === "table" ? rowLine(x, format.wide, await popts()) : JSON.stringify(x));
+  // --watch: print each object whose row (or, for -o json|yaml|name, whose object) changed, and once more, as
+  // last seen, each one that went away, as kubectl -w prints each event. The node's watch (the Kubernetes API,
+  // fed by the loop's relist) where it serves one for the type; else the list, polled every second.
+  const key = async (x: KubeObject) => (format.kind === "table" ? rowLine(x, format.wide, await popts()) : JSON.stringify({ ...x, metadata: { ...x.metadata, resourceVersion: undefined } }));
   // Ages tick every second: rows are compared without ages (and RESTARTS' "(5s ago)").
   const stable = (s: string | undefined) => s?.replace(/\b\d+[smhdy](\d+[smh])?\b/g, "");
   const idOf = (x: KubeObject) => x.metadata.uid ?? `${x.metadata.namespace}/${x.metadata.name}`;
   const seen = new Map<string, { key: string; obj: KubeObject }>();
   for (const x of objs) seen.set(idOf(x), { key: await key(x), obj: x });
   const print = async (x: KubeObject) => process.stdout.write(`${await render([x], format, { ...(await popts()), headers: false, single: true })}\n`);
+  const changed = async (x: KubeObject) => {
+    const k = await key(x);
+    if (stable(seen.get(idOf(x))?.key) === stable(k)) return;
+    seen.set(idOf(x), { key: k, obj: x });
+    await print(x);
+  };
+  const gone = async (id: string) => {
+    const last = seen.get(id);
+    if (!last) return;
+    seen.delete(id);
+    await print(last.obj);
+  };
+  if (resource.watchPath) {
+    try {
+      await watchEvents(ctx, resource.watchPath, async (e) => {
+        if (!inScope(e.object)) return;
+        if (e.type === "DELETED") await gone(idOf(e.object));
+        else await changed(e.object);
+      });
+      return;
+    } catch (e) {
+      if (!(e instanceof WatchUnavailable)) throw e;
+    }
+  }
   for (;;) {
     await new Promise((r) => setTimeout(r, 1000));
     const now = await pick(false);
     const ids = new Set<string>();
     for (const x of now.objs) {
-      const id = idOf(x);
-      ids.add(id);
-      const k = await key(x);
-      if (stable(seen.get(id)?.key) === stable(k)) continue;
-      seen.set(id, { key: k, obj: x });
-      await print(x);
+      ids.add(idOf(x));
+      await changed(x);
     }
-    for (const [id, last] of seen)
-      if (!ids.has(id)) {
-        seen.delete(id);
-        await print(last.obj);
-      }
+    for (const id of [...seen.keys()]) if (!ids.has(id)) await gone(id);
   }
 }

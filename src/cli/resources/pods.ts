@@ -23,6 +23,8 @@ const pods: Resource = {
     if (l.orphans.length) notes.push(`orphans (made by podsync, not in this node's desired state; only delete removes them): ${l.orphans.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(", ")}`);
     return { items: [...l.items, ...l.orphans] as unknown as KubeObject[], notes } satisfies Listed;
   },
+  // Desired pods only: an orphan (not in the desired state) is listed, but its changes are not watched.
+  watchPath: "/api/v1/pods",
   header: ({ wide }) => ["NAME", "READY", "STATUS", "RESTARTS", "AGE", ...(wide ? ["IP", "NODE", "UID"] : [])],
   row(obj, { wide, now, node }) {
     const p = obj as unknown as V1Pod;

@@ -20,6 +20,9 @@ export interface Resource {
   kind: string;
   /** Every object of the type on the node, in all namespaces (get filters by namespace, name and labels). */
   list(ctx: Ctx): Promise<Listed>;
+  /** The node's Kubernetes API path that lists every object of the type (all namespaces), for --watch; without
+   * one, --watch polls list(). */
+  watchPath?: string;
   /** The table's header, and a row per object; `wide` is -o wide's extra columns. */
   header(o: { wide: boolean }): string[];
   row(obj: KubeObject, o: { wide: boolean; now: number; node: string }): string[];
