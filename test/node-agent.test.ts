@@ -12,6 +12,7 @@ import { stringify as toYaml } from "yaml";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER, NODE } from "./support/http.js";
 import { uid } from "./support/pods.js";
+import { until } from "./support/wait.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
@@ -395,6 +396,25 @@ describe("the store kept by sync and DELETE", () => {
     await createPodRuntime(cri).sync(orphan);
     expect((await list(n.h)).orphans.map((o: any) => o.metadata.uid)).toContain(orphan.metadata.uid);
     expect((await del(orphan.metadata.uid)).body).toMatchObject({ ok: true, deleted: true, desired: false });
+    expect(sandboxesOf(orphan.metadata.uid)).toEqual([]);
+  });
+
+  it("DELETE ?wait=false answers 202 once the pod is out of the desired state, and the kill follows; an orphan still waits", async () => {
+    const n = await node();
+    const p = podInput("nowait");
+    await n.h.post("/v1/pods/sync", p);
+    const del = async (id: string) => n.h.fetch(`/v1/pods/${id}?wait=false`, { method: "DELETE", headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: id })}` } });
+    const r = await del(p.metadata.uid);
+    expect(r.status).toBe(202);
+    expect(r.body).toEqual({ ok: true, accepted: true, desired: true, pod: { namespace: "agent", name: "nowait", uid: p.metadata.uid } });
+    expect(await n.desired.get(p.metadata.uid)).toBeUndefined();
+    await until("the kill after the answer", async () => sandboxesOf(p.metadata.uid).length === 0, 5000);
+
+    const orphan = Pod.parse(podInput("nowait-orphan"));
+    await createPodRuntime(cri).sync(orphan);
+    const o = await del(orphan.metadata.uid);
+    expect(o.status).toBe(200);
+    expect(o.body).toMatchObject({ ok: true, deleted: true, desired: false });
     expect(sandboxesOf(orphan.metadata.uid)).toEqual([]);
   });
 });

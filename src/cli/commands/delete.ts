@@ -9,13 +9,13 @@ import { progress } from "../progress.js";
 const DEFAULT_GRACE_S = 30;
 
 const del: Command = {
-  usage: ["delete [pod] NAME... [-n NS] [--grace-period=SECONDS | --now] [--json]"],
-  help: "Stop the pods' containers (each gets its grace period, then SIGKILL), remove their sandboxes and forget them:\nthe node stops keeping them running. Answers when they are gone (kubectl's --wait, the only mode: the node\nstops the pod before it answers). A pod is named by its name or its uid.",
-  examples: ["podsync delete web", "podsync delete pod/web -n prod --now", "podsync delete web --grace-period=5"],
+  usage: ["delete [pod] NAME... [-n NS] [--grace-period=SECONDS | --now] [--wait=false] [--json]"],
+  help: "Stop the pods' containers (each gets its grace period, then SIGKILL), remove their sandboxes and forget them:\nthe node stops keeping them running. Answers when they are gone (kubectl's --wait); with --wait=false, as soon\nas the node has taken them out of its desired state (the kill goes on there). A pod is named by its name or uid.",
+  examples: ["podsync delete web", "podsync delete pod/web -n prod --now", "podsync delete web --grace-period=5", "podsync delete web --wait=false"],
   options: {
     "grace-period": { type: "string", help: "seconds each container gets to stop (default: the pod's terminationGracePeriodSeconds, else 30)" },
     now: { type: "boolean", help: "stop at once (the same as --grace-period=1)" },
-    wait: { type: "boolean", help: "wait until the pod is gone (the default, and the only mode)" },
+    wait: { type: "boolean", help: "wait until the pod is gone (the default); --wait=false answers once the node took it out of the desired state" },
     json: { type: "boolean", help: "print the node's answer as JSON" },
   },
   async run(ctx) {
@@ -23,7 +23,7 @@ const del: Command = {
     let args = ctx.args;
     if (args[0] && /^(pods?|po)$/i.test(args[0])) args = args.slice(1);
     if (!args.length) usage("delete needs a pod name (or uid)", ctx.command);
-    if (o["wait"] === false) usage("--wait=false is not available: the node answers a delete once the pod is stopped and removed", ctx.command);
+    const wait = o["wait"] !== false;
     let grace: number | undefined;
     if (o["grace-period"] !== undefined) {
       grace = Number(o["grace-period"]);
@@ -40,13 +40,13 @@ const del: Command = {
       const seconds = grace ?? ref.pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_S;
       const started = Date.now();
       const p = progress(ctx);
-      p.every(() => {
+      if (wait) p.every(() => {
         const left = Math.max(0, seconds - Math.floor((Date.now() - started) / 1000));
         p.update(`deleting pod "${ref.name}": stopping its containers (grace period ${seconds}s, ${left}s left${left === 0 ? ", then SIGKILL" : ""})`);
       });
       let body: Record<string, unknown>;
       try {
-        body = await ctx.call("DELETE", `/v1/pods/${encodeURIComponent(ref.uid)}`, { act: "delete", uid: ref.uid, ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}) });
+        body = await ctx.call("DELETE", `/v1/pods/${encodeURIComponent(ref.uid)}${wait ? "" : "?wait=false"}`, { act: "delete", uid: ref.uid, ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}) });
       } finally {
         p.done();
       }

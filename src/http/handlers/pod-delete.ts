@@ -1,9 +1,18 @@
 // DELETE /v1/pods/{uid}: out of the desired state first, then the pod killed and removed with its node data.
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { note, type AppEnv, type PodRouteDeps } from "../context.js";
 import { ProblemError } from "../problems.js";
 import { pathUid, ROUTES } from "../routes.js";
 import { checkGraceClaim, readBearer } from "../signed-request.js";
+
+/** Work that goes on after the answer: on Workers the runtime must be told to keep the request alive for it. */
+function afterAnswer(c: Context<AppEnv>, work: Promise<unknown>): void {
+  try {
+    c.executionCtx.waitUntil(work);
+  } catch {
+    // Node: no execution context, and nothing ends the process under the promise.
+  }
+}
 
 export function registerPodDelete(app: Hono<AppEnv>, d: PodRouteDeps): void {
   const { runtime: rt, desired, prober } = d;
@@ -21,6 +30,18 @@ export function registerPodDelete(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const wasStored = await desired.remove(uid, { iat: Number(token.payload.iat) });
     const stored = wasStored ? known : undefined;
     prober?.remove(uid);
+    // ?wait=false (kubectl delete --wait=false): a desired pod is answered 202 once it is out of the desired
+    // state, and killed after the answer (the same kill, under the pod's lock, so a later sync waits for it).
+    // An orphan is still removed before the answer: only the kill can tell whether it exists (404).
+    if (c.req.query("wait") === "false" && wasStored && known) {
+      const m = known.pod.metadata;
+      const kill = rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined, undefined, known.pod).then(
+        (r) => r.ok || console.error(JSON.stringify({ time: new Date(d.now()).toISOString(), event: "delete-after-answer", podUid: uid, ok: false, failed: r.steps.filter((s) => !s.ok).map((s) => `${s.action} ${s.target}: ${s.error ?? ""} ${s.message ?? ""}`.trim()) })),
+        (e: Error) => console.error(JSON.stringify({ time: new Date(d.now()).toISOString(), event: "delete-after-answer", podUid: uid, error: e.message })),
+      );
+      afterAnswer(c, kill);
+      return c.json({ ok: true, accepted: true, desired: true, pod: { namespace: m.namespace, name: m.name, uid } }, 202);
+    }
     // The stored spec (when there was one) gives the kill its preStop hooks and the sidecars' order.
     const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined, undefined, known?.pod);
     c.set("criCalls", r.criCalls);

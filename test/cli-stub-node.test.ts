@@ -1,8 +1,9 @@
-// `podsync get pods -w` as a process: it lists once, then follows the node's Kubernetes watch (one request, no
-// polling) and prints each change; where the node serves no watch (404) it polls the list instead. The node is a
-// loopback stub here, so the test can count the requests and shape the stream; cli.e2e.test.ts runs -w against
-// the real server and containerd.
-import { execFileSync, spawn } from "node:child_process";
+// The CLI as a process against a loopback stub of the node, so the test can count the requests and shape the
+// answers (cli.e2e.test.ts runs the same commands against the real server and containerd):
+// - `get pods -w` lists once, then follows the node's Kubernetes watch (one request, no polling) and prints each
+//   change; where the node serves no watch (404) it polls the list instead;
+// - `delete --wait=false` asks the node not to wait for the kill (?wait=false).
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -34,6 +35,10 @@ async function stub(opts: { watch: boolean; list: () => unknown[] }): Promise<St
     const u = new URL(req.url ?? "/", "http://x");
     if (u.pathname === "/healthz") return void res.end(JSON.stringify({ node: "stub" }));
     if (u.pathname === "/v1/pods") return void res.end(JSON.stringify({ items: opts.list(), orphans: [], metadata: { resourceVersion: "1" } }));
+    if (req.method === "DELETE") {
+      res.writeHead(202, { "content-type": "application/json" });
+      return void res.end(JSON.stringify({ ok: true, accepted: true, desired: true }));
+    }
     if (u.pathname === "/api/v1/pods" && u.searchParams.get("watch") === "1" && opts.watch) {
       expect(req.headers.authorization).toMatch(/^Bearer /);
       res.writeHead(200, { "content-type": "application/json" });
@@ -114,4 +119,16 @@ describe("podsync get -w", () => {
     await until("the changed row, from polling", async () => /Running/.test(w.out()), 10_000);
     expect(running.requests.filter((r) => r.startsWith("/v1/pods")).length).toBeGreaterThanOrEqual(2);
   }, 20_000);
+});
+
+describe("podsync delete --wait=false", () => {
+  it("asks the node not to wait for the kill, and prints no grace countdown", async () => {
+    running = await stub({ watch: false, list: () => [pod("web", "Running", 1)] });
+    // async: the stub answers from this process
+    const out = await new Promise<string>((res, rej) =>
+      execFile(process.execPath, ["bin/podsync.mjs", "delete", "web", "--wait=false"], { env: { PATH: process.env["PATH"] ?? "", HOME: dir, PODSYNC_URL: running!.url, PODSYNC_KEY: join(dir, "key.json") } }, (e, stdout, stderr) => (e ? rej(new Error(stderr)) : res(stdout))),
+    );
+    expect(out).toBe('pod "web" deleted\n');
+    expect(running.requests.filter((r) => r.startsWith("/v1/pods/"))).toEqual(["/v1/pods/uid-web?wait=false"]);
+  });
 });
