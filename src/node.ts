@@ -181,6 +181,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     volumeFiles: nodeVolumeFiles,
     hookNetwork: nodeProbeNetwork,
     localStorageLimits: true,
+    // kubelet's Pulling event while the pull runs (the recorder is made below, before any sync).
+    onPulling: (pod, container, image) => recorder.pulling(pod, container, image),
   });
   // The Kubernetes API's state: one resourceVersion clock, the pods (fed by the loop's relist), the events
   // (recorded from what every sync and delete did), this node.

@@ -2,10 +2,11 @@
 // answers (cli.e2e.test.ts runs the same commands against the real server and containerd):
 // - `get pods -w` lists once, then follows the node's Kubernetes watch (one request, no polling) and prints each
 //   change; where the node serves no watch (404) it polls the list instead;
-// - `delete --wait=false` asks the node not to wait for the kill (?wait=false).
+// - `delete --wait=false` asks the node not to wait for the kill (?wait=false);
+// - `sync` shows the node's events (a pull) as its progress while the node works.
 import { execFile, execFileSync, spawn } from "node:child_process";
 import { createServer, type Server, type ServerResponse } from "node:http";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -26,6 +27,7 @@ interface Stub {
   server: Server;
   requests: string[];
   watch?: ServerResponse;
+  events?: ServerResponse;
 }
 
 async function stub(opts: { watch: boolean; list: () => unknown[] }): Promise<Stub> {
@@ -35,6 +37,19 @@ async function stub(opts: { watch: boolean; list: () => unknown[] }): Promise<St
     const u = new URL(req.url ?? "/", "http://x");
     if (u.pathname === "/healthz") return void res.end(JSON.stringify({ node: "stub" }));
     if (u.pathname === "/v1/pods") return void res.end(JSON.stringify({ items: opts.list(), orphans: [], metadata: { resourceVersion: "1" } }));
+    if (req.method === "POST" && u.pathname === "/v1/pods/sync") {
+      // the node at work: an event while the request is open, the answer later
+      setTimeout(() => s.events?.write(JSON.stringify({ type: "ADDED", object: { metadata: { name: "web.1", namespace: "default", resourceVersion: "5" }, involvedObject: { kind: "Pod", name: "web", namespace: "default" }, reason: "Pulling", message: 'Pulling image "example.com/big:1"', lastTimestamp: new Date().toISOString() } }) + "\n"), 300);
+      setTimeout(() => res.end(JSON.stringify({ ok: true, pod: { namespace: "default", name: "web", uid: "uid-web" }, actions: {}, steps: [] })), 2500);
+      return;
+    }
+    if (u.pathname === "/api/v1/namespaces/default/events" && u.searchParams.get("watch") === "1") {
+      expect(u.searchParams.get("fieldSelector")).toBe("involvedObject.name=web");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write("");
+      s.events = res;
+      return;
+    }
     if (req.method === "DELETE") {
       res.writeHead(202, { "content-type": "application/json" });
       return void res.end(JSON.stringify({ ok: true, accepted: true, desired: true }));
@@ -59,6 +74,7 @@ let child: ReturnType<typeof spawn> | undefined;
 afterEach(async () => {
   child?.kill();
   running?.watch?.end();
+  running?.events?.end();
   await new Promise((r) => running?.server.close(r) ?? r(undefined));
   running = child = undefined;
 });
@@ -130,5 +146,18 @@ describe("podsync delete --wait=false", () => {
     );
     expect(out).toBe('pod "web" deleted\n');
     expect(running.requests.filter((r) => r.startsWith("/v1/pods/"))).toEqual(["/v1/pods/uid-web?wait=false"]);
+  });
+});
+
+describe("podsync sync's progress", () => {
+  it("shows the node's events for the pod while the sync runs", async () => {
+    running = await stub({ watch: false, list: () => [] });
+    const file = join(dir, "web.yaml");
+    writeFileSync(file, "apiVersion: v1\nkind: Pod\nmetadata: { name: web }\nspec: { containers: [{ name: main, image: example.com/big:1 }] }\n");
+    const r = await new Promise<{ stdout: string; stderr: string }>((res, rej) =>
+      execFile(process.execPath, ["bin/podsync.mjs", "sync", file], { env: { PATH: process.env["PATH"] ?? "", HOME: dir, PODSYNC_URL: running!.url, PODSYNC_KEY: join(dir, "key.json") } }, (e, stdout, stderr) => (e ? rej(new Error(stderr)) : res({ stdout, stderr }))),
+    );
+    expect(r.stderr).toContain('syncing: pod/web: Pulling image "example.com/big:1"');
+    expect(r.stdout).toBe("pod/web (default, uid uid-web): unchanged (converged)\n");
   });
 });

@@ -9,6 +9,10 @@ import { MemoryPullBackOff } from "../src/container/backoff.js";
 import type { PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { EventRecorder, recordingEvents } from "../src/kubeapi/events.js";
+import { RvClock } from "../src/kubeapi/watch-hub.js";
+import { Pod } from "../src/pod/schema.js";
 import { pod, syncOnce } from "./support/pods.js";
 
 let fake: FakeServer;
@@ -156,6 +160,21 @@ describe("SyncPod on the in-process runtime", () => {
     const r2 = await syncOnce(cri, q, o);
     expect(actionsOf(r2).at(-1)).toBe("StartContainer:main:ImagePullBackOff");
     expect(fake.runtime.calls.get("PullImage")).toBe(pulls);
+  });
+
+  it("kubelet's Pulling event is there while the pull runs, and recorded once (recordingEvents leaves the steps' out)", async () => {
+    fake.runtime.pullable.add("registry.example.com/slow:1");
+    fake.runtime.fault("PullImage", { kind: "hang", ms: 400, times: 1 });
+    const recorder = new EventRecorder(new RvClock(1), "n1");
+    const rt = recordingEvents(createPodRuntime(cri, { ...opts(), onPulling: (p, c, i) => recorder.pulling(p, c, i) }), recorder);
+    const p = Pod.parse(pod({ containers: [{ name: "main", image: "registry.example.com/slow:1", imagePullPolicy: "Always", command: ["sleep", "1d"] }] }));
+    const done = rt.sync(p);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(recorder.hub.list().map((e) => `${e.reason} ${e.involvedObject.fieldPath}: ${e.message}`)).toEqual(['Pulling spec.containers{main}: Pulling image "registry.example.com/slow:1"']);
+    expect((await done).ok).toBe(true);
+    const after = recorder.hub.list().map((e) => `${e.reason} x${e.count}`);
+    expect(after).toEqual(["Pulling x1", "Pulled x1", "Created x1", "Started x1"]);
+    await createPodRuntime(cri).delete(p.metadata.uid, 0);
   });
 
   it("pulls with the inline pull secret for the image's registry", async () => {

@@ -67,6 +67,28 @@ export class EventRecorder {
     this.hub.replaceAll([]);
   }
 
+  /** Pulling events recorded as their pull started, by `<uid>\0<message>`, until that sync's steps are recorded. */
+  private readonly livePulls = new Set<string>();
+
+  /** kubelet's Pulling, recorded as the pull starts (the engine's onPulling), so `kubectl get events -w` and the
+   * CLI's progress show it while the pull runs; recordingEvents then leaves the steps' own Pulling out. */
+  pulling(pod: Pod, container: string, image: string): void {
+    const message = `Pulling image "${image}"`;
+    const at = fieldPath(pod, container);
+    this.record(pod.metadata, { type: "Normal", reason: "Pulling", message, ...(at ? { fieldPath: at } : {}) });
+    this.livePulls.add(`${pod.metadata.uid}\0${message}`);
+  }
+
+  /** Whether this Pulling was recorded live; either way it is forgotten. */
+  takeLivePull(uid: string, message: string): boolean {
+    return this.livePulls.delete(`${uid}\0${message}`);
+  }
+
+  /** A sync ended: its live pulls that no step reported (it threw) are forgotten. */
+  forgetLivePulls(uid: string): void {
+    for (const k of this.livePulls) if (k.startsWith(`${uid}\0`)) this.livePulls.delete(k);
+  }
+
   /** Record against a pod, or (podRef undefined) against this node. */
   record(obj: PodRef | undefined, e: EventSpec): void {
     const involved: ObjectReference = obj
@@ -190,12 +212,17 @@ export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?:
   return {
     ...rt,
     sync: async (pod, probes, objects, guard) => {
-      const r = await rt.sync(pod, probes, objects, guard);
-      after?.synced(pod, r);
-      // A sandbox made again for a pod that had one: kubelet's SandboxChanged.
-      const sandboxChanged = r.actions.createSandbox && r.status.sandboxStatuses.length > 0;
-      for (const e of eventsFromSteps(pod.metadata, pod, r.steps, { sandboxChanged })) recorder.record(pod.metadata, e);
-      return r;
+      try {
+        const r = await rt.sync(pod, probes, objects, guard);
+        after?.synced(pod, r);
+        // A sandbox made again for a pod that had one: kubelet's SandboxChanged.
+        const sandboxChanged = r.actions.createSandbox && r.status.sandboxStatuses.length > 0;
+        for (const e of eventsFromSteps(pod.metadata, pod, r.steps, { sandboxChanged }))
+          if (e.reason !== "Pulling" || !recorder.takeLivePull(pod.metadata.uid, e.message)) recorder.record(pod.metadata, e);
+        return r;
+      } finally {
+        recorder.forgetLivePulls(pod.metadata.uid);
+      }
     },
     delete: async (uid, grace, guard) => {
       const r = await rt.delete(uid, grace, guard);

@@ -98,6 +98,8 @@ export interface ImageContext {
   images: Map<string, Promise<EnsuredImage>>;
   /** The pod's pull secrets with named ones resolved from its Secrets (default: the spec's inline ones). */
   pullSecrets?: readonly PullSecret[];
+  /** Told as a pull starts, with the container that asked for the image first. */
+  onPulling?: (pod: Pod, container: string, image: string) => void;
 }
 
 export interface EnsuredImage {
@@ -115,7 +117,7 @@ export async function ensureImage(ctx: ImageContext, container: Container): Prom
   const key = `${policy}\u0000${container.image}`;
   let p = ctx.images.get(key);
   if (!p) {
-    p = pullOrInspect(ctx, container.image, policy);
+    p = pullOrInspect(ctx, container.image, policy, container.name);
     ctx.images.set(key, p);
   }
   return p;
@@ -130,7 +132,7 @@ export async function inspect(ctx: ImageContext, image: string): Promise<Ensured
   }
 }
 
-async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" | "IfNotPresent" | "Never"): Promise<EnsuredImage> {
+async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" | "IfNotPresent" | "Never", container: string): Promise<EnsuredImage> {
   if (policy !== "Always") {
     const present = await inspect(ctx, image);
     if (present) return present;
@@ -143,6 +145,8 @@ async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" 
     throw new StepError("ImagePullBackOff", `Back-off pulling image "${image}"`);
   const creds = pullCredentials(image, ctx.pullSecrets ?? ctx.pod.spec.imagePullSecrets);
   let lastErr: unknown;
+  // kubelet's image manager records Pulling before it pulls (pkg/kubelet/images/image_manager.go).
+  ctx.onPulling?.(ctx.pod, container, image);
   const t0 = performance.now();
   for (const auth of creds.length ? creds : [undefined]) {
     try {

@@ -57,6 +57,8 @@ export interface PodRuntimeOptions {
   pullBackOff?: PullBackOffStore;
   /** Per-pod serialisation; in memory by default (Workers pass a Durable Object lock). */
   lock?: PodLock;
+  /** Told as an image pull starts, so the Pulling event is there while the pull runs. */
+  onPulling?: (pod: Pod, container: string, image: string) => void;
   /** Where container logs are read from; without it, logs are not available on this deployment. */
   logFiles?: LogFiles;
   /** Node filesystem for termination-message files (mounted at start, read when a container has exited);
@@ -269,7 +271,7 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>, fe
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), volumeBackOff: new VolumeBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [], hookNetwork: o.hookNetwork };
+  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), volumeBackOff: new VolumeBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [], hookNetwork: o.hookNetwork, onPulling: o.onPulling };
   /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
    * subPath without a safe bind; volumes that need the node's filesystem where there is none. */
   const admit = (pod: Pod) => {

@@ -86,6 +86,8 @@ export interface SyncOptions {
   /** Connections from the node to its pods, for httpGet lifecycle hooks (the probes' client on Node); without
    * it such a hook fails, naming why. */
   hookNetwork?: HookNetwork | undefined;
+  /** Told as a pull starts (kubelet's Pulling event is recorded before the pull, not after it). */
+  onPulling?: ((pod: Pod, container: string, image: string) => void) | undefined;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -275,6 +277,7 @@ export async function syncPod(
       pullTimeoutMs: options.pullTimeoutMs ?? 120_000,
       pullBackOff: options.pullBackOff ?? defaultPullBackOff,
       images: new Map(),
+      ...(options.onPulling ? { onPulling: options.onPulling } : {}),
       ...(pullSecrets ? { pullSecrets } : {}),
       objects,
       downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? [], options.podDirs?.writeHostsFile !== undefined),

@@ -10,6 +10,7 @@ import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
 import { actionsLine, printWarnings, problemLines, stepLines, type Step } from "../output.js";
 import { readBytes, readPods } from "../pod-files.js";
+import { followEvents } from "../event-progress.js";
 import { progress } from "../progress.js";
 import { listPods } from "../resources/pods.js";
 import type { V1Pod } from "../../status/api-status.js";
@@ -61,7 +62,8 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
 
     const p = progress(ctx);
     const started = Date.now();
-    p.every(() => p.update(`applying generation ${generation}: ${Math.floor((Date.now() - started) / 1000)}s (removed pods stop within their grace period; new ones pull and start)`));
+    const events = ctx.quiet ? undefined : followEvents(ctx, started);
+    p.every(() => p.update(`applying generation ${generation}: ${events?.latest() || "removed pods stop within their grace period; new ones pull and start"} (${Math.floor((Date.now() - started) / 1000)}s)`));
     let r: Response;
     try {
       if (ctx.o["detached"]) {
@@ -74,6 +76,7 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
         r = await ctx.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/jose" }, body: token });
       }
     } finally {
+      events?.stop();
       p.done();
     }
     if (r.status === 409 && fixed === undefined) {

@@ -3,6 +3,7 @@ import { usage } from "../args.js";
 import type { Command } from "../command.js";
 import { actionsLine, containerLines, printWarnings, stepLines, type Step } from "../output.js";
 import { readPod } from "../pod-files.js";
+import { followEvents } from "../event-progress.js";
 import { progress } from "../progress.js";
 
 const sync: Command = {
@@ -14,14 +15,19 @@ const sync: Command = {
     const file = (ctx.o["filename"] as string | undefined) ?? ctx.args[0];
     if (!file) usage(`${ctx.command} needs a pod file`, ctx.command);
     const act = ctx.command === "plan" || ctx.o["plan"] ? "plan" : "sync";
-    const token = await ctx.sign({ act, ...(await readPod(file)) });
+    const claims = await readPod(file);
+    const token = await ctx.sign({ act, ...claims });
     const p = progress(ctx);
     const started = Date.now();
-    if (act === "sync") p.every(() => p.update(`syncing: ${Math.floor((Date.now() - started) / 1000)}s (pulling images, starting containers)`));
+    // The node's events while it works (a pull, a start), for a single pod; for workloads, the node's.
+    const meta = (claims.pod as { metadata?: { name?: unknown; namespace?: unknown } } | undefined)?.metadata;
+    const events = act === "sync" && !ctx.quiet ? followEvents(ctx, started, typeof meta?.name === "string" ? { name: meta.name, namespace: typeof meta.namespace === "string" ? meta.namespace : "default" } : undefined) : undefined;
+    if (act === "sync") p.every(() => p.update(`syncing: ${events?.latest() || "pulling images, starting containers"} (${Math.floor((Date.now() - started) / 1000)}s)`));
     let body: Record<string, unknown>;
     try {
       body = await ctx.json(await ctx.fetch(`/v1/pods/${act}`, { method: "POST", headers: { "content-type": "application/jose" }, body: token }));
     } finally {
+      events?.stop();
       p.done();
     }
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
