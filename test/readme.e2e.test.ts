@@ -6,7 +6,7 @@
 //     npm ci runs after installing: `prepare`, which builds dist/ from nothing;
 //   - `npm start` runs in the background (the README's "leave it running"), replacing a node an earlier block
 //     started (the README's "stop it and start it"), and the script goes on once the node says it is listening;
-//   - a command that follows (`-f`) runs for a few seconds, then is stopped, as Ctrl-C would.
+//   - a command that follows (`logs -f`, `get -w`) runs for a few seconds, then is stopped, as Ctrl-C would.
 // The node listens on a free port, and PODSYNC_URL says so (the README names no port in its commands), so a podsync
 // a developer runs on the default port is not touched. HOME is a fresh directory.
 import { execFileSync, spawn } from "node:child_process";
@@ -31,7 +31,7 @@ function quickstartScript(readme: string): string {
     const cmd = line.replace(/\s+#.*$/, "").trim();
     if (!cmd || cmd.startsWith("#")) continue;
     const parts = cmd.split(/\s*&&\s*/).filter((p) => p !== "npm test");
-    const out = parts.map((p) => (p === "npm ci" ? 'ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare' : /(^|\s)npm start$/.test(p) ? `start_node ${p.replace(/\s*npm start$/, "")}` : /\blogs\b.* (-f|--follow)( |$)/.test(p) ? `follow ${p}` : p));
+    const out = parts.map((p) => (p === "npm ci" ? 'ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare' : /(^|\s)npm start$/.test(p) ? `start_node ${p.replace(/\s*npm start$/, "")}` : /\blogs\b.* (-f|--follow)( |$)/.test(p) || /\bget\b.* (-w|--watch)( |$)/.test(p) ? `follow ${p}` : p));
     if (out.length) lines.push(out.join(" && "));
   }
   return [
@@ -70,6 +70,8 @@ describe.skipIf(skip)("README.md", () => {
     const s = quickstartScript("```sh\nnpm ci && npm start     # x\nnpm test   # y\n```\ntext\n```sh\nA=1 B=2 npm start\nnpx podsync logs x -f   # z\nnpx podsync apply -f f.yaml\n```\n");
     const real = quickstartScript(readFileSync(join(root, "README.md"), "utf8")).split("\n");
     expect(real).toContain("follow npx podsync logs hello -f");
+    expect(real).toContain("follow kubectl get pods -w");
+    expect(real).toContain("follow kubectl logs -f hello");
     expect(real).toContain("npx podsync apply -f examples/pod.yaml --dry-run");
     expect(real.filter((l) => /(^|&& )start_node( |$)/.test(l))).toHaveLength(2);
     expect(s.split("\n").slice(-4)).toEqual(['ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare && start_node ', "start_node A=1 B=2", "follow npx podsync logs x -f", "npx podsync apply -f f.yaml"]);
@@ -116,6 +118,9 @@ describe.skipIf(skip)("README.md", () => {
     expect(stdout).toContain("pod/hello condition met");
     expect(stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+UID\nhello\s+1\/1\s+Running\s+0\s+\d+s\s+[\d.]+\s+\S+\s+6f1c2a3e-/m);
     expect(stdout).toMatch(/^hello from hello\nhello is up \(1\)\n/m);
+    // kubectl, with the kubeconfig the README makes: the pod in its table, then its log
+    expect(stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nhello\s+1\/1\s+Running\s+0\s+\d+s\n/m);
+    expect(stdout.split("hello from hello").length).toBeGreaterThanOrEqual(3);
     expect(stdout).toContain("pod/hello unchanged (dry run)");
     expect(stdout).toContain('pod "hello" deleted');
   }, 300_000);

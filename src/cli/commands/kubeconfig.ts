@@ -37,16 +37,17 @@ function launcher(): string {
 }
 
 const kubeconfig: Command = {
-  usage: ["kubeconfig --server URL --key FILE [--iss ID] [--node NAME] [--namespace NS] [--exec] [--ca FILE]", "kubeconfig --credential --key FILE --aud NODE [--iss ID] [--exec]   (the plugin's mode)"],
+  usage: ["kubeconfig [--server URL] [--key FILE] [--iss ID] [--node NAME] [--namespace NS] [--exec] [--ca FILE]", "kubeconfig --credential --key FILE --aud NODE [--iss ID] [--exec]   (the plugin's mode)"],
   help: [
-    "Print a kubeconfig for kubectl against the node at --server (its https URL, e.g. https://10.0.0.7:8484).",
+    "Print a kubeconfig for kubectl against the node at --server (its https URL, e.g. https://10.0.0.7:8484; default:",
+    "the CLI's node, --url or $PODSYNC_URL, over https on the same port).",
     "Its user runs `podsync kubeconfig --credential` (this podsync, by absolute path) for a read token",
     "(get, list, watch, logs, events) that lives at most 300 s; --exec adds exec, where the node allows it.",
     "The server's certificate is embedded: --ca FILE, else the one the server presents (its SHA-256 is printed).",
   ].join("\n"),
   examples: ["podsync kubeconfig --server https://127.0.0.1:8484 --key ~/.config/podsync/key.json > ~/.kube/podsync", "KUBECONFIG=~/.kube/podsync kubectl get pods -w"],
   options: {
-    server: { type: "string", help: "the node's https URL" },
+    server: { type: "string", help: "the node's https URL (default: --url / $PODSYNC_URL with https)" },
     node: { type: "string", help: "the node name tokens are for (default: what the server's /healthz says)" },
     namespace: { type: "string", short: "n", help: "the context's namespace (default: default)" },
     exec: { type: "boolean", help: "tokens that also allow kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)" },
@@ -62,8 +63,8 @@ const kubeconfig: Command = {
       console.log(JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token, expirationTimestamp } }));
       return;
     }
-    const server = ctx.o["server"] as string | undefined;
-    if (!server) usage("--server is needed: the node's https URL", ctx.command);
+    // The node the CLI talks to (--url, $PODSYNC_URL, the default), over https: the same port serves both.
+    const server = (ctx.o["server"] as string | undefined) ?? ctx.url.replace(/^http:/, "https:");
     let url: URL;
     try {
       url = new URL(server);
