@@ -3,7 +3,6 @@
 // returns. AGE and LAST SCHEDULE as translateTimestampSince prints them.
 import { humanDuration } from "../../kubeapi/table.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
-import { table } from "../output.js";
 
 type Obj = { metadata: { name: string; creationTimestamp?: string }; spec: Record<string, any>; status: Record<string, any> };
 
@@ -48,11 +47,4 @@ export function workloadResource(kind: string): Resource {
     header: () => c.head,
     row: (obj, { now }) => c.row(obj as unknown as Obj, now),
   };
-}
-
-/** The kubectl table of one kind's objects, or kubectl's "No resources found." */
-export function workloadTable(kind: string, objects: readonly unknown[], now: number, namespace = "default"): string {
-  const c = WORKLOAD_COLUMNS[kind]!;
-  if (objects.length === 0) return `No resources found in ${namespace} namespace.`;
-  return table([c.head, ...(objects as Obj[]).map((o) => c.row(o, now))]);
 }
