@@ -10,6 +10,7 @@ import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { connectGrpcWeb } from "../src/cri/grpc-web-transport.js";
 import { CriError } from "../src/cri/errors.js";
+import { proxyLogFiles } from "../src/host/proxy-log-files.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { pod, syncOnce } from "./support/pods.js";
@@ -116,6 +117,15 @@ describe("cri-proxy", () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(await err(c.version({}))).toMatchObject({ code: 8 });
     await slow;
+    await p2.shutdown(100);
+  });
+
+  it("a proxy started without --pod-logs-dir answers its log endpoint 501 (not a missing file's 404), and the Worker's reader says so", async () => {
+    const p2 = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
+    const baseUrl = `http://127.0.0.1:${p2.grpcWebPort}`;
+    const r = await fetch(`${baseUrl}/podsync/v1/logs/stat?path=x`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(r.status).toBe(501);
+    await expect(proxyLogFiles({ baseUrl, token: TOKEN }).open("/var/log/pods/x/main/0.log")).rejects.toThrow("the node's cri-proxy: this cri-proxy serves no logs (start it with --pod-logs-dir)");
     await p2.shutdown(100);
   });
 

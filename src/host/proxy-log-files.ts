@@ -22,6 +22,7 @@ export function proxyLogFiles(o: ProxyLogOptions): LogFiles {
   const statOf = async (path: string): Promise<{ id: string; size: number } | undefined> => {
     const r = await call("stat", { path });
     if (r.status === 404) return undefined;
+    if (r.status === 501) throw new Error(`the node's cri-proxy: ${String(((await r.json().catch(() => ({}))) as { error?: unknown }).error ?? "cri-proxy serves no logs")}`);
     if (!r.ok) throw new Error(`cri-proxy log stat answered ${r.status}`);
     return (await r.json()) as { id: string; size: number };
   };

@@ -207,7 +207,8 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
       // The same gate as a CRI call (the TLS layer already checked a client certificate), before anything is read.
       if (draining) return void res.writeHead(503, { "content-type": "application/json" }).end('{"error":"cri-proxy is shutting down"}');
       if (!tokenOk(o.token, req.headers.authorization)) return void res.writeHead(401, { "content-type": "application/json" }).end('{"error":"missing or wrong bearer token"}');
-      if (!o.podLogsDir) return void res.writeHead(404, { "content-type": "application/json" }).end('{"error":"this cri-proxy serves no logs (start it with --pod-logs-dir)"}');
+      // 501, not 404: a missing file is 404, and the Worker must not take "no logs served" for "no log yet".
+      if (!o.podLogsDir) return void res.writeHead(501, { "content-type": "application/json" }).end('{"error":"this cri-proxy serves no logs (start it with --pod-logs-dir)"}');
       const t0 = performance.now();
       await serveLogFiles(req, res, o.podLogsDir).catch(() => {
         if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end('{"error":"log read failed"}');
