@@ -311,4 +311,16 @@ describe("the pod feed", () => {
     feed.removed(p.metadata.uid);
     expect(hub.list()).toEqual([]);
   });
+
+  it("a pod synced while a relist ran (its entries read before the pod was stored) stays until the next feed decides", () => {
+    const hub = new WatchHub<V1Pod>(new RvClock(1), { key: (p) => p.metadata.uid });
+    const feed = createPodFeed(hub, { nodeName: NODE, hostIPs: [], runtimeName: () => "containerd" });
+    const p = pod({}, { name: "racer" });
+    const status = { id: p.metadata.uid, name: "racer", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [] };
+    feed.synced(p, status, undefined);
+    feed([], undefined, () => undefined); // entries read before the sync stored the pod
+    expect(hub.list().map((x) => x.metadata.name)).toEqual(["racer"]);
+    feed([], undefined, () => undefined); // read after it: the pod is not desired
+    expect(hub.list()).toEqual([]);
+  });
 });

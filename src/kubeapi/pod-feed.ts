@@ -97,6 +97,10 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
   };
   let last: Parameters<PodFeed> | undefined;
   let syncs = 0;
+  /** Pods synced since the last feed. The loop reads the desired entries before its relist's CRI calls, so a
+   * pod stored and synced meanwhile is missing from the feed's entries though it is desired: it stays until the
+   * next feed decides (a removal is told by removed(), never only by its absence). */
+  const syncedSinceFeed = new Set<string>();
   const feed = (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
     last = [entries, view, probes];
     const out: V1Pod[] = [];
@@ -108,7 +112,12 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       const pv = view?.pods.get(uid);
       out.push(build(e, pv, probes(uid)));
     }
-    for (const uid of [...built.keys()]) if (!seen.has(uid)) forget(uid);
+    for (const [uid, b] of [...built]) {
+      if (seen.has(uid)) continue;
+      if (syncedSinceFeed.has(uid)) out.push(b.pod);
+      else forget(uid);
+    }
+    syncedSinceFeed.clear();
     hub.replaceAll(out);
   };
   const forget = (uid: string) => {
@@ -121,6 +130,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     again: () => last && feed(...last),
     synced(pod: Pod, after: PodStatus, probes: PodProbeResults | undefined) {
       const uid = pod.metadata.uid;
+      syncedSinceFeed.add(uid);
       const fingerprint = fingerprintOf(after);
       fresh.set(uid, { fingerprint, status: after });
       // Built afresh with the synced spec (a pod new since the last relist has no stored entry here yet; its
@@ -130,6 +140,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       hub.upsert(build(e, { status: after, fingerprint }, probes));
     },
     removed(uid: string) {
+      syncedSinceFeed.delete(uid);
       forget(uid);
       hub.remove(uid);
     },
