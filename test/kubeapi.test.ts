@@ -323,4 +323,22 @@ describe("the pod feed", () => {
     feed([], undefined, () => undefined); // read after it: the pod is not desired
     expect(hub.list()).toEqual([]);
   });
+
+  it("a sync's read-back wins over a relist whose list calls went out before it, and loses to a later one", () => {
+    let t = 1000;
+    const hub = new WatchHub<V1Pod>(new RvClock(1), { key: (p) => p.metadata.uid });
+    const feed = createPodFeed(hub, { nodeName: NODE, hostIPs: [], runtimeName: () => "containerd", now: () => t });
+    const p = pod({}, { name: "web" });
+    const entry = { pod: p, audit: { iss: "i", kid: undefined, jti: "j", iat: 1 }, storedAt: 0 };
+    const c = { id: "c1", name: "main", createdAt: 1000, startedAt: 1000, finishedAt: 0, exitCode: 0, image: "i", imageRef: "r", hash: "", restartCount: 0, reason: "", message: "", attempt: 0, sandboxId: "s", gracePeriodSeconds: 30, backoffStreak: 0 };
+    const st = (state: "running" | "exited") => ({ id: p.metadata.uid, name: "web", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [{ ...c, state }] });
+    const empty = { id: p.metadata.uid, name: "web", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [] };
+    feed.synced(p, st("running"), undefined);
+    const phase = () => hub.list()[0]?.status.containerStatuses?.[0]?.state;
+    feed([entry], { at: 900, pods: new Map([[p.metadata.uid, { status: empty, fingerprint: "old" }]]) }, () => undefined);
+    expect(phase()).toMatchObject({ running: {} });
+    t = 2000;
+    feed([entry], { at: 1500, pods: new Map([[p.metadata.uid, { status: st("exited"), fingerprint: "new" }]]) }, () => undefined);
+    expect(phase()).toMatchObject({ terminated: {} });
+  });
 });

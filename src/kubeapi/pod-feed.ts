@@ -15,6 +15,8 @@ import { fingerprintOf } from "../pleg/relist.js";
 import type { EventRecorder } from "./events.js";
 
 export interface RelistView {
+  /** When its list calls went out (ms). */
+  at?: number;
   pods: ReadonlyMap<string, { readonly status: PodStatus; fingerprint: string }>;
 }
 
@@ -71,12 +73,14 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
   };
   /** A sync's read-back, fuller than the relist's (start times, termination messages), by uid: used while the
    * relist still shows the same objects (fingerprint). */
-  const fresh = new Map<string, { fingerprint: string; status: PodStatus }>();
+  const fresh = new Map<string, { fingerprint: string; status: PodStatus; at: number }>();
   const entryOf = new Map<string, DesiredPod>();
-  const build = (e: DesiredPod, pv: { readonly status: PodStatus; fingerprint: string } | undefined, pr: PodProbeResults | undefined): V1Pod => {
+  const build = (e: DesiredPod, pv: { readonly status: PodStatus; fingerprint: string } | undefined, pr: PodProbeResults | undefined, viewAt?: number): V1Pod => {
     const uid = e.pod.metadata.uid;
     const f = fresh.get(uid);
-    const current = f && pv && f.fingerprint === pv.fingerprint ? { status: f.status, fingerprint: f.fingerprint } : pv;
+    // The read-back also wins over a relist whose list calls went out before it (a pod synced while the relist
+    // ran): that view is older, and with runtime events the next relist is minutes away.
+    const current = f && ((pv && f.fingerprint === pv.fingerprint) || (viewAt !== undefined && f.at >= viewAt)) ? { status: f.status, fingerprint: f.fingerprint } : pv;
     const key = `${current?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}`;
     const had = built.get(uid);
     if (had?.key === key) return had.pod;
@@ -110,7 +114,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       seen.add(uid);
       entryOf.set(uid, e);
       const pv = view?.pods.get(uid);
-      out.push(build(e, pv, probes(uid)));
+      out.push(build(e, pv, probes(uid), view?.at));
     }
     for (const [uid, b] of [...built]) {
       if (seen.has(uid)) continue;
@@ -132,7 +136,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       const uid = pod.metadata.uid;
       syncedSinceFeed.add(uid);
       const fingerprint = fingerprintOf(after);
-      fresh.set(uid, { fingerprint, status: after });
+      fresh.set(uid, { fingerprint, status: after, at: now() });
       // Built afresh with the synced spec (a pod new since the last relist has no stored entry here yet; its
       // store time stands in as now); the next relist's build from the stored entry makes the same object.
       const known = entryOf.get(uid);
