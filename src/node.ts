@@ -37,6 +37,7 @@ import { RvClock, WatchHub } from "./kubeapi/watch-hub.js";
 import { EventRecorder, recordingEvents } from "./kubeapi/events.js";
 import { nodeObject, type V1Node } from "./kubeapi/node-object.js";
 import { createPodFeed } from "./kubeapi/pod-feed.js";
+import { createWorkloadFeed } from "./kubeapi/workload-feed.js";
 import type { V1Pod } from "./status/api-status.js";
 import { dualListener, type DualListener } from "./host/dual-listener.js";
 import { loadOrMakeServingCert } from "./host/serving-cert.js";
@@ -206,13 +207,15 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // the loop runs them every pass.
   const workloadFiles = new FileWorkloadStore(stateDir, () => loadSealKey(stateDir), (file, why) => skipped.push(`${file}: ${why}`));
   const workloadsError = await workloadFiles.open().then(() => undefined, (e: StateUnavailableError) => e);
+  // Every change to them (a request's, a controller's) also feeds the Kubernetes API's workload kinds.
+  const workloadFeed = createWorkloadFeed(clock, workloadFiles);
   // A request that changes the workloads kicks the loop: their controllers run at once.
   let kickLoop = () => undefined as void;
-  const workloads = notifying(workloadFiles, () => kickLoop());
+  const workloads = notifying(workloadFeed.store, () => kickLoop());
   // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
   const loopRuntime = recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter);
   const controllers = createControllers({
-    workloads: workloadFiles,
+    workloads: workloadFeed.store,
     desired,
     runtime: loopRuntime,
     nodeName: s.PODSYNC_NODE_NAME,
@@ -297,6 +300,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
     allowExec: s.PODSYNC_ALLOW_EXEC,
     log: requestLog,
+    workloads: workloadFeed,
   });
   // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server.
   const onUpgrade = execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: requestLog });
