@@ -221,6 +221,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     nodeName: s.PODSYNC_NODE_NAME,
     node: nodeInfo,
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
+    onRefused: (pod, reason, message) => recorder.record(pod.metadata, { type: "Warning", reason, message }),
   });
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
@@ -276,6 +277,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
         }
       : {}),
     log: requestLog,
+    // kubelet's rejectPod: a Warning event on the pod as sent, with admission's reason and message.
+    onAdmissionRefused: (refused) => {
+      for (const r of refused) recorder.record(r.pod, { type: "Warning", reason: r.reason, message: r.message });
+    },
   });
   const machine = machineFacts();
   const refreshNode = async () => {
