@@ -223,6 +223,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
     onRefused: (pod, reason, message) => recorder.record(pod.metadata, { type: "Warning", reason, message }),
   });
+  // The eviction manager's DiskPressure, for the Node object (its condition and taint); the node is read again
+  // when it changes.
+  let diskPressure: { pressure: boolean; since: number } | undefined;
+  let nodeChanged = () => undefined as void;
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
     controllers,
@@ -243,6 +247,13 @@ export async function startNode(env: Record<string, string | undefined> = proces
       node: nodeConfig,
       ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}),
       ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined ? { diskPressure: { threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE), fs: () => nodeFs(nodeConfig.rootDir) } } : {}),
+      onDiskPressure: (pressure) => {
+        if (pressure === diskPressure?.pressure) return;
+        diskPressure = { pressure, since: Date.now() };
+        nodeChanged();
+      },
+      // The kill runs beside the loop; a failed one is said once, as the loop says its errors.
+      onKilled: (uid, r) => r.ok || quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "eviction", uid, error: `the evicted pod's kill failed: ${r.error ?? "a step failed"}` })),
     },
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
@@ -289,8 +300,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
       runtimeName = r.runtime.name;
       feedPods.again();
     }
-    nodeHub.replaceAll([nodeObject({ info: nodeInfo, cpus: cpus().length, memoryBytes: totalmem(), hostIPs, ...machine, startedAt, port: s.PODSYNC_PORT }, r, Date.now())]);
+    nodeHub.replaceAll([nodeObject({ info: nodeInfo, cpus: cpus().length, memoryBytes: totalmem(), hostIPs, ...machine, startedAt, port: s.PODSYNC_PORT }, r, Date.now(), { disk: diskPressure })]);
   };
+  nodeChanged = () => void refreshNode().catch(() => undefined);
   const kube = createKubeApi({
     verifier,
     pods: podsHub,
