@@ -37,6 +37,7 @@ import { RvClock, WatchHub } from "./kubeapi/watch-hub.js";
 import { EventRecorder, recordingEvents } from "./kubeapi/events.js";
 import { nodeObject, type V1Node } from "./kubeapi/node-object.js";
 import { createPodFeed } from "./kubeapi/pod-feed.js";
+import { createWorkloadFeed } from "./kubeapi/workload-feed.js";
 import type { V1Pod } from "./status/api-status.js";
 import { dualListener, type DualListener } from "./host/dual-listener.js";
 import { loadOrMakeServingCert } from "./host/serving-cert.js";
@@ -208,19 +209,26 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // the loop runs them every pass.
   const workloadFiles = new FileWorkloadStore(stateDir, () => loadSealKey(stateDir), (file, why) => skipped.push(`${file}: ${why}`));
   const workloadsError = await workloadFiles.open().then(() => undefined, (e: StateUnavailableError) => e);
+  // Every change to them (a request's, a controller's) also feeds the Kubernetes API's workload kinds.
+  const workloadFeed = createWorkloadFeed(clock, workloadFiles);
   // A request that changes the workloads kicks the loop: their controllers run at once.
   let kickLoop = () => undefined as void;
-  const workloads = notifying(workloadFiles, () => kickLoop());
+  const workloads = notifying(workloadFeed.store, () => kickLoop());
   // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
   const loopRuntime = recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter);
   const controllers = createControllers({
-    workloads: workloadFiles,
+    workloads: workloadFeed.store,
     desired,
     runtime: loopRuntime,
     nodeName: s.PODSYNC_NODE_NAME,
     node: nodeInfo,
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
+    onRefused: (pod, reason, message) => recorder.record(pod.metadata, { type: "Warning", reason, message }),
   });
+  // The eviction manager's DiskPressure, for the Node object (its condition and taint); the node is read again
+  // when it changes.
+  let diskPressure: { pressure: boolean; since: number } | undefined;
+  let nodeChanged = () => undefined as void;
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
     controllers,
@@ -241,6 +249,13 @@ export async function startNode(env: Record<string, string | undefined> = proces
       node: nodeConfig,
       ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}),
       ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined ? { diskPressure: { threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE), fs: () => nodeFs(nodeConfig.rootDir) } } : {}),
+      onDiskPressure: (pressure) => {
+        if (pressure === diskPressure?.pressure) return;
+        diskPressure = { pressure, since: Date.now() };
+        nodeChanged();
+      },
+      // The kill runs beside the loop; a failed one is said once, as the loop says its errors.
+      onKilled: (uid, r) => r.ok || quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "eviction", uid, error: `the evicted pod's kill failed: ${r.error ?? "a step failed"}` })),
     },
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
@@ -275,6 +290,10 @@ export async function startNode(env: Record<string, string | undefined> = proces
         }
       : {}),
     log: requestLog,
+    // kubelet's rejectPod: a Warning event on the pod as sent, with admission's reason and message.
+    onAdmissionRefused: (refused) => {
+      for (const r of refused) recorder.record(r.pod, { type: "Warning", reason: r.reason, message: r.message });
+    },
   });
   const machine = machineFacts();
   const refreshNode = async () => {
@@ -283,8 +302,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
       runtimeName = r.runtime.name;
       feedPods.again();
     }
-    nodeHub.replaceAll([nodeObject({ info: nodeInfo, cpus: cpus().length, memoryBytes: totalmem(), hostIPs, ...machine, startedAt, port: s.PODSYNC_PORT }, r, Date.now())]);
+    nodeHub.replaceAll([nodeObject({ info: nodeInfo, cpus: cpus().length, memoryBytes: totalmem(), hostIPs, ...machine, startedAt, port: s.PODSYNC_PORT }, r, Date.now(), { disk: diskPressure })]);
   };
+  nodeChanged = () => void refreshNode().catch(() => undefined);
   const kube = createKubeApi({
     verifier,
     pods: podsHub,
@@ -299,6 +319,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
     allowExec: s.PODSYNC_ALLOW_EXEC,
     log: requestLog,
+    workloads: workloadFeed,
   });
   // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server.
   const onUpgrade = execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: requestLog });

@@ -18,8 +18,9 @@ function setup() {
   const desired = new MemoryDesiredState();
   const deleted: string[] = [];
   const logs: Record<string, unknown>[] = [];
-  const c = createControllers({ workloads, desired, node, nodeName: "node-a", runtime: { delete: async (uid: string) => (deleted.push(uid), { ok: true, deleted: true, steps: [], criCalls: 0 }) as never }, log: (r) => logs.push(r) });
-  return { workloads, desired, deleted, logs, c, pass: () => c.pass(Date.now(), () => undefined) };
+  const refused: string[] = [];
+  const c = createControllers({ workloads, desired, node, nodeName: "node-a", runtime: { delete: async (uid: string) => (deleted.push(uid), { ok: true, deleted: true, steps: [], criCalls: 0 }) as never }, log: (r) => logs.push(r), onRefused: (p, reason) => void refused.push(`${p.metadata.name.replace(/-[a-z0-9]{5}$/, "")} ${reason}`) });
+  return { workloads, desired, deleted, logs, refused, c, pass: () => c.pass(Date.now(), () => undefined) };
 }
 
 describe("the controllers' runner", () => {
@@ -50,6 +51,9 @@ describe("the controllers' runner", () => {
     expect(await s.desired.list()).toHaveLength(1);
     const rs = (await s.workloads.list()).find((w) => w.workload.kind === "ReplicaSet")!;
     expect(rs.status?.["conditions"]).toEqual([expect.objectContaining({ type: "ReplicaFailure", status: "True", reason: "FailedCreate", message: expect.stringContaining("NodePorts") })]);
+    // kubelet's rejectPod event on the refused pod: once when the refusal begins, not on every pass that tries again.
+    await s.pass();
+    expect(s.refused).toEqual([expect.stringMatching(/^web-[a-z0-9]+ NodePorts$/)]);
   });
 
   it("one workload's error is logged once and the others still run", async () => {

@@ -71,11 +71,14 @@ describe("evictionPass", () => {
     const r1 = await evictionPass(o, rt, pods, 5_000);
     expect(r1).toMatchObject({ statsCalls: 1, recreated: [] });
     expect(r1.evicted.map((e) => e.uid)).toEqual(["u1", "u2"]);
+    // A local storage limit's eviction sets no condition (localStorageEviction's evictPod(pod, 0, msg, nil, nil)).
+    expect(rt.eviction("u1")?.condition).toBeUndefined();
     expect(calls).toEqual(["ListContainerStats", "evict u1", "evict u2"]);
     // Evicted pods are not measured again; before the back-off nothing is made anew.
     calls.length = 0;
-    expect(await evictionPass(o, rt, pods, 5_500)).toEqual({ statsCalls: 0, evicted: [], recreated: [] });
-    expect(await evictionPass(o, rt, pods, 6_000)).toEqual({ statsCalls: 0, evicted: [], recreated: ["u2"] });
+    await r1.killed;
+    expect(await evictionPass(o, rt, pods, 5_500)).toMatchObject({ statsCalls: 0, evicted: [], recreated: [] });
+    expect(await evictionPass(o, rt, pods, 6_000)).toMatchObject({ statsCalls: 0, evicted: [], recreated: ["u2"] });
     expect(calls).toEqual(["delete u2"]);
     expect(rt.eviction("u1")).toBeDefined();
     expect(rt.eviction("u2")).toBeUndefined();
@@ -129,11 +132,45 @@ describe("node disk pressure (a hard threshold on nodefs.available)", () => {
     let available = 5;
     const o = { cri, disk: { usage: async () => 0 }, node: defaultNodeConfig(), recreateAfterMs: 0, diskPressure: { threshold: { percent: 10 }, fs: async () => ({ capacity: 100, available }) } };
     const r1 = await evictionPass(o, rt, pods.map((p) => ({ ...p, pod: Pod.parse({ ...p.pod, spec: { ...p.pod.spec, restartPolicy: "Always" } }) })), 1_000);
-    expect(r1).toMatchObject({ diskPressure: true, statsCalls: 1, evicted: [{ uid: "b", message: "The node was low on resource: ephemeral-storage. Container c was using 5, request is 0, has larger consumption of ephemeral-storage. " }] });
+    const message = "The node was low on resource: ephemeral-storage. Container c was using 5, request is 0, has larger consumption of ephemeral-storage. ";
+    expect(r1).toMatchObject({ diskPressure: true, statsCalls: 1, evicted: [{ uid: "b", message }] });
+    // synchronize's condition on a node-pressure eviction.
+    expect(evictions.get("b")?.condition).toEqual({ type: "DisruptionTarget", reason: "TerminationByKubelet", message });
+    await r1.killed;
     available = 50;
     const r2 = await evictionPass(o, rt, pods, 2_000);
     expect(r2).toMatchObject({ diskPressure: false, evicted: [], recreated: [] });
     expect(calls).toEqual(["evict b"]);
+  });
+});
+
+describe("evictions run beside the loop, as kubelet's eviction manager blocks only itself", () => {
+  it("the pass returns while the kill runs; under pressure no other pod is chosen until it is done; DiskPressure is reported every pass", async () => {
+    const evictions = new Map<string, PodEviction>();
+    let release!: () => void;
+    const kill = new Promise<void>((r) => (release = r));
+    const killed: string[] = [];
+    const rt = {
+      eviction: (uid: string) => evictions.get(uid),
+      forgetEviction: (uid: string) => void evictions.delete(uid),
+      evict: (p: Pod, e: PodEviction) => (evictions.set(p.metadata.uid, e), kill.then(() => ({ ok: true, steps: [], criCalls: 0 }))),
+    } as unknown as PodRuntime;
+    const mk = (uid: string) => Pod.parse({ metadata: { name: uid, uid }, spec: { containers: [{ name: "c", image: "busybox:1" }] } });
+    const pods = ["a", "b"].map((uid) => ({ pod: mk(uid), status: { id: uid, name: uid, namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus(`${uid}-c`, "c", "running", "h")] } as PodStatus }));
+    const cri = { listContainerStats: async () => ({ stats: [] }) } as unknown as CriClient;
+    const seen: boolean[] = [];
+    const o = { cri, disk: { usage: async () => 0 }, node: defaultNodeConfig(), diskPressure: { threshold: { bytes: 10 }, fs: async () => ({ capacity: 100, available: 1 }) }, onDiskPressure: (p: boolean) => void seen.push(p), onKilled: (uid: string) => void killed.push(uid) };
+    const r1 = await evictionPass(o, rt, pods, 1_000);
+    expect(r1.evicted).toHaveLength(1);
+    expect(killed).toEqual([]);
+    // Still under pressure, the first one still being killed: nobody else is evicted yet.
+    const r2 = await evictionPass(o, rt, pods, 2_000);
+    expect(r2.evicted).toEqual([]);
+    release();
+    await r1.killed;
+    expect(killed).toEqual([r1.evicted[0]!.uid]);
+    expect((await evictionPass(o, rt, pods, 3_000)).evicted).toHaveLength(1);
+    expect(seen).toEqual([true, true, true]);
   });
 });
 
@@ -151,5 +188,61 @@ describe("nodeDiskUsage", () => {
     const du = Number.parseInt(execFileSync("du", ["-s", "-B1", "-x", `${dir}/a`], { encoding: "utf8" }), 10);
     expect(await nodeDiskUsage.usage(`${dir}/a`)).toBe(du);
     expect(await nodeDiskUsage.usage(`${dir}/missing`)).toBe(0);
+  });
+});
+
+describe("the eviction's kill (evictPod → pod worker → killContainer)", () => {
+  it("calculateEffectiveGracePeriod with override 0: the pod's own grace, at least 1", async () => {
+    const { effectiveGracePeriod } = await import("../src/kuberuntime/kill.js");
+    expect(effectiveGracePeriod({ spec: { terminationGracePeriodSeconds: 7 } }, 0)).toBe(7);
+    expect(effectiveGracePeriod({ spec: { terminationGracePeriodSeconds: undefined } }, 0)).toBe(30);
+    expect(effectiveGracePeriod({ spec: { terminationGracePeriodSeconds: 0 } }, 0)).toBe(1);
+    expect(effectiveGracePeriod({ spec: { terminationGracePeriodSeconds: 30 } }, 5)).toBe(5);
+  });
+
+  it("the preStop hook runs within the override, applied before it; StopContainer gets what is left, at least 2 s", async () => {
+    const { killPod, effectiveGracePeriod } = await import("../src/kuberuntime/kill.js");
+    const { Steps } = await import("../src/container/steps.js");
+    const calls: string[] = [];
+    const cri = {
+      execSync: async (r: { cmd: string[] }, o: { timeoutMs: number }) => (calls.push(`exec ${r.cmd.join(" ")} within ${o.timeoutMs} ms`), { exitCode: 0, stdout: new Uint8Array(), stderr: new Uint8Array() }),
+      stopContainer: async (r: { timeout: bigint }) => void calls.push(`stop ${r.timeout}`),
+      stopPodSandbox: async () => ({}),
+    } as unknown as CriClient;
+    const run = async (grace: number) => {
+      calls.length = 0;
+      const p = pod({ terminationGracePeriodSeconds: grace, containers: [{ name: "c", image: "busybox:1", lifecycle: { preStop: { exec: { command: ["touch", "/h/prestop"] } } } }] });
+      const status: PodStatus = { id: "u1", name: "p", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus("c1", "c", "running", "h")] };
+      const target = { metadata: p.metadata, spec: p.spec };
+      await killPod(cri, target, status, new Steps(), undefined, effectiveGracePeriod(target, 0));
+      return [...calls];
+    };
+    expect(await run(7)).toEqual(["exec touch /h/prestop within 7000 ms", "stop 7"]);
+    // A pod with no grace of its own still gets 1 s from the pod worker: its preStop runs, the stop gets 2.
+    expect(await run(0)).toEqual(["exec touch /h/prestop within 1000 ms", "stop 2"]);
+  });
+
+  it("generateAPIPodStatus lists the eviction's DisruptionTarget first, from when it was set", async () => {
+    const { generateAPIPodStatus } = await import("../src/status/api-status.js");
+    const p = pod({});
+    const status: PodStatus = { id: "u1", name: "p", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus("c1", "c", "exited", "h")] };
+    const at = Date.parse("2026-01-01T00:00:05Z");
+    const s = generateAPIPodStatus({ pod: p, status, now: at, runtimeName: "containerd", eviction: { reason: "Evicted", message: "m", at, condition: { type: "DisruptionTarget", reason: "TerminationByKubelet", message: "m" } } });
+    expect(s).toMatchObject({ phase: "Failed", reason: "Evicted", message: "m" });
+    expect(s.conditions[0]).toEqual({ type: "DisruptionTarget", status: "True", reason: "TerminationByKubelet", message: "m", lastProbeTime: null, lastTransitionTime: "2026-01-01T00:00:05Z" });
+    expect(s.conditions.map((c) => c.type)).toEqual(["DisruptionTarget", "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]);
+  });
+});
+
+describe("the node under disk pressure (the v1.Node)", () => {
+  it("MemoryPressure, DiskPressure, PIDPressure before Ready, with kubelet's reasons; the disk-pressure taint while under it", async () => {
+    const { nodeObject } = await import("../src/kubeapi/node-object.js");
+    const facts = { info: { name: "n", labels: {}, taints: [{ key: "dedicated", value: "x", effect: "NoSchedule" as const }], allocatable: {} }, hostIPs: [], startedAt: 0 };
+    const calm = nodeObject(facts, undefined, 1000);
+    expect(calm.status.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`)).toEqual(["MemoryPressure=False KubeletHasSufficientMemory", "DiskPressure=False KubeletHasNoDiskPressure", "PIDPressure=False KubeletHasSufficientPID", "Ready=Unknown NodeStatusUnknown"]);
+    expect(calm.spec.taints).toEqual([{ key: "dedicated", value: "x", effect: "NoSchedule" }]);
+    const pressed = nodeObject(facts, undefined, 9000, { disk: { pressure: true, since: 5000 } });
+    expect(pressed.status.conditions[1]).toMatchObject({ type: "DiskPressure", status: "True", reason: "KubeletHasDiskPressure", message: "kubelet has disk pressure", lastTransitionTime: "1970-01-01T00:00:05Z" });
+    expect(pressed.spec.taints).toEqual([{ key: "dedicated", value: "x", effect: "NoSchedule" }, { key: "node.kubernetes.io/disk-pressure", effect: "NoSchedule" }]);
   });
 });

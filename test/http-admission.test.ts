@@ -6,7 +6,7 @@ import { Harness, startStack, type Stack } from "./support/http.js";
 import { pod as validPod, uid } from "./support/pods.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import type { NodeInfo } from "../src/lifecycle/predicates.js";
-import { admitSetOnNode } from "../src/http/admission.js";
+import { admitSetOnNode, type RefusedPod } from "../src/http/admission.js";
 import { ProblemError } from "../src/http/problems.js";
 
 let stack: Stack;
@@ -19,6 +19,8 @@ const nodeInfo: NodeInfo = {
   allocatable: { milliCPU: 2000, memory: 2 ** 30, pods: 110 },
 };
 const privileged = { level: "privileged" as const, hostPathAllow: [] };
+/** What the app hands on for kubelet's rejectPod events. */
+const events: RefusedPod[] = [];
 const tolerant = [{ key: "dedicated", operator: "Exists" as const }];
 
 const podInput = (extra: Record<string, unknown> = {}, containers: unknown[] = [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }]) => ({
@@ -39,7 +41,7 @@ async function refused(p: Promise<{ status: number; type: string; body: any }>) 
 beforeAll(async () => {
   stack = await startStack({ timeoutMs: 1500, maxBodyBytes: 64 * 1024 });
   // hostPort is outside the default baseline policy; the owner allows it here so admission is what decides.
-  h = await Harness.start(stack.cri, { nodeInfo, desired, policy: privileged });
+  h = await Harness.start(stack.cri, { nodeInfo, desired, policy: privileged, onAdmissionRefused: (r) => void events.push(...r) });
   // Another pod the node already has: 1.5 cpu, 512Mi, host port 8080.
   await desired.put({
     pod: validPod({ tolerations: tolerant, containers: [{ name: "main", image: "localhost/busybox:1", ports: [{ containerPort: 80, hostPort: 8080 }], resources: { requests: { cpu: "1500m", memory: "512Mi" } } }] }, { name: "other", namespace: "apps", uid: "other-uid" }),
@@ -62,6 +64,15 @@ describe("403 admission", () => {
       errors: [{ path: "spec.nodeSelector", message: "NodeAffinity: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" }],
     });
     await refused(h.post("/v1/pods/plan", pod));
+  });
+
+  it("a refused sync hands the pod as sent, with kubelet's reason and message, to the events; a refused plan does not", async () => {
+    events.length = 0;
+    const pod = podInput({ nodeSelector: { site: "paris" } });
+    await refused(h.post("/v1/pods/plan", pod));
+    expect(events).toEqual([]);
+    await refused(h.post("/v1/pods/sync", pod));
+    expect(events).toEqual([{ pod: { uid: pod.metadata.uid, name: "web", namespace: "default" }, reason: "NodeAffinity", message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" }]);
   });
 
   it("kubelet's default labels and the owner's are there to select on", async () => {
@@ -128,6 +139,7 @@ describe("a node-wide set (for PUT /v1/node/pods)", () => {
       err = e;
     }
     expect(err).toBeInstanceOf(ProblemError);
+    expect((err as { refused: RefusedPod[] }).refused.map((r) => r.reason)).toEqual(["OutOfcpu", "NodeName"]);
     expect((err as ProblemError).toProblem()).toMatchObject({
       type: "urn:podsync:problem:admission",
       status: 403,

@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parse } from "yaml";
 import kubeconfig from "../src/cli/commands/kubeconfig.js";
+import token from "../src/cli/commands/token.js";
+import type { Command } from "../src/cli/command.js";
 import { createCtx } from "../src/cli/client.js";
 import { generateSigningKey } from "../src/auth/keys.js";
 import { selfSignedCert } from "../src/host/serving-cert.js";
@@ -16,12 +18,12 @@ import { verifyReadToken } from "../src/auth/read-token.js";
 
 const dir = mkdtempSync(join(tmpdir(), "podsync-kubeconfig-"));
 
-async function output(o: Record<string, string | boolean>): Promise<string> {
+async function output(o: Record<string, string | boolean>, command: Command = kubeconfig, name = "kubeconfig"): Promise<string> {
   let out = "";
   vi.spyOn(process.stdout, "write").mockImplementation(((c: unknown) => ((out += String(c)), true)) as never);
   vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void (out += a.join(" ") + "\n"));
   vi.spyOn(console, "error").mockImplementation(() => undefined);
-  await kubeconfig.run(createCtx("kubeconfig", [], o));
+  await command.run(createCtx(name, [], o));
   vi.restoreAllMocks();
   return out;
 }
@@ -43,7 +45,7 @@ describe("podsync kubeconfig", async () => {
     const exec = c.users[0].user.exec;
     expect(exec).toMatchObject({ apiVersion: "client.authentication.k8s.io/v1", command: process.execPath, interactiveMode: "Never" });
     expect(exec.args[0]).toMatch(/^\/.*\/bin\/podsync\.mjs$/);
-    expect(exec.args.slice(1)).toEqual(["kubeconfig", "--credential", "--key", keyFile, "--aud", "n1", "--exec"]);
+    expect(exec.args.slice(1)).toEqual(["token", "--act", "read", "--exec-credential", "--ttl", "300", "--key", keyFile, "--aud", "n1", "--exec"]);
     expect(text).not.toContain("npx");
   });
 
@@ -51,8 +53,11 @@ describe("podsync kubeconfig", async () => {
     await expect(output({ server: "http://127.0.0.1:8080", key: keyFile, node: "n1", ca: join(dir, "ca.pem") })).rejects.toThrow(/must be https/);
   });
 
-  it("the plugin's mode prints an ExecCredential whose token is a read token the node accepts, reusable", async () => {
-    const cred = JSON.parse(await output({ credential: true, key: keyFile, aud: "n1", exec: true })) as { apiVersion: string; kind: string; status: { token: string; expirationTimestamp: string } };
+  it.each([
+    ["podsync token --act read --exec-credential (what the kubeconfig runs)", () => output({ act: "read", "exec-credential": true, ttl: "300", key: keyFile, aud: "n1", exec: true }, token, "token")],
+    ["podsync kubeconfig --credential (what earlier kubeconfigs run)", () => output({ credential: true, key: keyFile, aud: "n1", exec: true })],
+  ])("%s prints an ExecCredential whose token is a read token the node accepts, reusable", async (_, run) => {
+    const cred = JSON.parse(await run()) as { apiVersion: string; kind: string; status: { token: string; expirationTimestamp: string } };
     expect(cred).toMatchObject({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential" });
     const left = Date.parse(cred.status.expirationTimestamp) - Date.now();
     expect(left).toBeGreaterThan(250_000);
@@ -63,5 +68,12 @@ describe("podsync kubeconfig", async () => {
       expect(scope.exec).toBe(true);
       expect(scope.token.payload["act"]).toBe("read");
     }
+  });
+
+  it("podsync token --act read: a bare token by default; refused beyond 300 s, and --exec only with read", async () => {
+    const bare = (await output({ act: "read", key: keyFile, aud: "n1" }, token, "token")).trim();
+    expect(bare.split(".")).toHaveLength(3);
+    await expect(output({ act: "read", ttl: "600", key: keyFile, aud: "n1" }, token, "token")).rejects.toThrow(/at most 300/);
+    await expect(output({ act: "status", exec: true, key: keyFile, aud: "n1" }, token, "token")).rejects.toThrow(/--exec goes with --act read/);
   });
 });

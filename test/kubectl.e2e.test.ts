@@ -10,6 +10,7 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import type { Running } from "../src/node.js";
 import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";
+import { fileURLToPath } from "node:url";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -18,6 +19,9 @@ const skip = inject("skipE2E");
 const KUBECTL = process.env["PODSYNC_KUBECTL"] ?? "/usr/bin/kubectl";
 const NODE = "kube-e2e";
 const NS = `kube-e2e-${uid("").replace(/[^a-z0-9]/g, "").slice(-8)}`;
+/** The Deployment's namespace (apart, so the pod counts above stay the suite's two). */
+const APPS = `${NS}-apps`;
+const SITE_UID = uid("site");
 const dir = mkdtempSync(join(tmpdir(), "podsync-kubectl-e2e-"));
 let running: Running;
 let key: JWK & { alg: string };
@@ -51,6 +55,18 @@ function kubectl(...args: string[]): Promise<{ code: number; out: string; err: s
   return new Promise((res) =>
     execFile(KUBECTL, args, { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 }, (e, out, err) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err })),
   );
+}
+
+/** The node's workloads: a Deployment, signed as any sync. */
+async function syncItems(items: unknown[]) {
+  const r = await fetch(`${running.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", items }) });
+  expect(r.status, await r.clone().text()).toBe(200);
+}
+
+/** This podsync's CLI, as a user runs it. */
+function podsync(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const bin = fileURLToPath(new URL("../bin/podsync.mjs", import.meta.url));
+  return new Promise((res) => execFile(process.execPath, [bin, ...args], { timeout: 120_000 }, (e, out, err) => res({ code: e ? 1 : 0, out, err })));
 }
 
 /** A long-running kubectl (-w, -f), started now: its output so far. */
@@ -99,6 +115,15 @@ describe.skipIf(skip)("kubectl against the node", () => {
       }),
     );
     await syncPod("web", ["sh", "-c", "echo hello; i=0; while true; do i=$((i+1)); echo line $i; sleep 0.2; done"], { app: "web" });
+    // One replica, converging while the other tests run.
+    await syncItems([
+      {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "site", namespace: APPS, uid: SITE_UID },
+        spec: { replicas: 1, selector: { matchLabels: { app: "site" } }, template: { metadata: { labels: { app: "site" } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] } } },
+      },
+    ]);
     // Watched from before its first start, so the watch sees it run and then restart.
     crashWatch = background(["get", "pods", "-l", "app=crash", "-w"]);
     eventWatch = background(["get", "events", "-w", "--field-selector", "involvedObject.name=crash"]);
@@ -113,6 +138,10 @@ describe.skipIf(skip)("kubectl against the node", () => {
 
   afterAll(async () => {
     for (const c of children) c.kill();
+    // The Deployment goes, and its pods with it (deleted here, not left to the controllers' next pass).
+    await fetch(`${running.url}/v1/workloads/${SITE_UID}`, { method: "DELETE", headers: { authorization: `Bearer ${await sign({ act: "delete", uid: SITE_UID })}` } }).catch(() => undefined);
+    const left = (await fetch(`${running.url}/v1/pods`, { headers: { authorization: `Bearer ${await sign({ act: "status" })}` } }).then((r) => r.json()).catch(() => ({ items: [] }))) as { items?: { metadata: { namespace: string; uid: string } }[] };
+    for (const p of left.items ?? []) if (p.metadata.namespace === APPS) uids.push(p.metadata.uid);
     for (const id of uids) await fetch(`${running.url}/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await sign({ act: "delete", uid: id })}` } }).catch(() => undefined);
     await running?.close();
   }, 60_000);
@@ -202,6 +231,27 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect(plain.code).not.toBe(0);
     expect(plain.err).toMatch(/Forbidden.*does not allow exec/);
   }, 90_000);
+
+  it("deployments through the kubeconfig podsync makes (its plugin runs podsync token): get deploy,rs,pods, -o wide, describe deploy", async () => {
+    writeFileSync(join(dir, "ca.pem"), running.tls!.caCert);
+    const made = await podsync("kubeconfig", "--server", running.tls!.url, "--key", join(dir, "dev-key.json"), "--node", NODE, "--ca", join(dir, "ca.pem"), "--namespace", APPS);
+    expect(made.code, made.err).toBe(0);
+    writeFileSync(join(dir, "plugin.kubeconfig"), made.out);
+    await until("the Deployment's replica to be ready", async () => (await kubectl("get", "deploy", "site", "-n", APPS, "-o", "jsonpath={.status.readyReplicas}")).out === "1");
+    const all = await kubectl("--kubeconfig", join(dir, "plugin.kubeconfig"), "get", "deploy,rs,pods");
+    expect(all.code, all.err).toBe(0);
+    expect(all.out).toMatch(/^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\ndeployment\.apps\/site\s+1\/1\s+1\s+1\s/);
+    expect(all.out).toMatch(/\nNAME\s+DESIRED\s+CURRENT\s+READY\s+AGE\nreplicaset\.apps\/site-[a-z0-9]+\s+1\s+1\s+1\s/);
+    expect(all.out).toMatch(/\npod\/site-[a-z0-9]+-[a-z0-9]{5}\s+1\/1\s+Running\s/);
+    const wide = await kubectl("get", "deploy", "-n", APPS, "-o", "wide");
+    expect(wide.out).toMatch(/^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\s+CONTAINERS\s+IMAGES\s+SELECTOR\nsite\s+1\/1\s+1\s+1\s+\S+\s+main\s+localhost\/busybox:1\s+app=site\n$/);
+    const d = await kubectl("describe", "deploy", "site", "-n", APPS);
+    expect(d.code, d.err).toBe(0);
+    expect(d.out).toMatch(/Replicas:\s+1 desired \| 1 updated \| 1 total \| 1 available \| 0 unavailable/);
+    expect(d.out).toMatch(/NewReplicaSet:\s+site-[a-z0-9]+ \(1\/1 replicas created\)/);
+    // The pod names its owner: kubectl describe pod shows "Controlled By".
+    expect((await kubectl("describe", "pods", "-n", APPS, "-l", "app=site")).out).toMatch(/Controlled By:\s+ReplicaSet\/site-[a-z0-9]+/);
+  }, 120_000);
 
   it("delete is refused, naming the signed way", async () => {
     const r = await kubectl("delete", "pod", "web");

@@ -58,14 +58,15 @@ describe.skipIf(skip)("pod fields on real containerd", () => {
     expect(again.containerStatuses[0]!.restartCount).toBe(0);
   });
 
-  it("an emptyDir over its sizeLimit on disk: the eviction manager evicts the pod, Failed with reason Evicted and kubelet's message; it stays down (restartPolicy Never)", async () => {
+  it("an emptyDir over its sizeLimit on disk: the eviction manager evicts the pod, its preStop hook first, Failed with reason Evicted and kubelet's message; it stays down (restartPolicy Never)", async () => {
     const dir = hostDir();
     const p = podInput("evict", dir, {
       restartPolicy: "Never",
       terminationGracePeriodSeconds: 2,
       volumes: [{ name: "h", hostPath: { path: dir } }, { name: "scratch", emptyDir: { sizeLimit: "1Mi" } }],
       // 2 MiB into the emptyDir, then wait.
-      containers: [c("main", "a=0123456789abcdef; i=0; while [ $i -lt 17 ]; do a=$a$a; i=$((i+1)); done; echo \"$a\" > /scratch/f; echo done > /h/wrote; trap 'exit 0' TERM; while true; do sleep 1; done", { volumeMounts: [{ name: "h", mountPath: "/h" }, { name: "scratch", mountPath: "/scratch" }] })],
+      // Its preStop hook runs on the eviction as on any kill (evictPod's override 0 is the pod's own grace).
+      containers: [c("main", "a=0123456789abcdef; i=0; while [ $i -lt 17 ]; do a=$a$a; i=$((i+1)); done; echo \"$a\" > /scratch/f; echo done > /h/wrote; trap 'exit 0' TERM; while true; do sleep 1; done", { volumeMounts: [{ name: "h", mountPath: "/h" }, { name: "scratch", mountPath: "/scratch" }], lifecycle: { preStop: { exec: { command: ["sh", "-c", "echo evicted > /h/prestop"] } } } })],
     });
     await sync(p);
     const s = await until("the eviction", async () => {
@@ -73,6 +74,7 @@ describe.skipIf(skip)("pod fields on real containerd", () => {
       return st.reason === "Evicted" && st.containerStatuses[0]!.state.terminated ? st : undefined;
     });
     expect(read(dir, "wrote")).toBe("done\n");
+    expect(read(dir, "prestop")).toBe("evicted\n");
     expect(s).toMatchObject({ phase: "Failed", reason: "Evicted", message: 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ' });
     expect(s.containerStatuses[0]!.restartCount).toBe(0);
   });

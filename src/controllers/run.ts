@@ -38,6 +38,9 @@ export interface ControllersOptions {
   node?: NodeInfo;
   suffix?: () => string;
   log?: (rec: Record<string, unknown>) => void;
+  /** A pod the node's admission refused (kubelet's rejectPod records an event on it): called when a workload's
+   * refusal begins or changes, not on every pass that tries again. */
+  onRefused?: (pod: Pod, reason: string, message: string) => void;
 }
 
 export interface PassReport {
@@ -141,12 +144,14 @@ export function createControllers(o: ControllersOptions): Controllers {
 
       const apply = async (w: StoredWorkload, r: ControllerResult) => {
         let refused: string | undefined;
+        let first: { pod: Pod; reason: string; message: string } | undefined;
         for (const pod of r.create) {
           // kubelet's admission, as for a request's pod: a pod the node cannot take is not made; the status says why
           // (the ReplicaSet controller's ReplicaFailure/FailedCreate), and the next pass tries again.
           const a = o.node ? admitPod(pod, o.node, admitted) : { admit: true as const };
           if (!a.admit) {
             refused ??= `Pod was rejected: ${a.message}`;
+            first ??= { pod, reason: a.reason, message: a.message };
             continue;
           }
           admitted.push(pod);
@@ -181,6 +186,7 @@ export function createControllers(o: ControllersOptions): Controllers {
         }
         const prevFailure = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find((c) => c.type === "ReplicaFailure");
         const conditions = ((r.status["conditions"] as Condition[] | undefined) ?? []).filter((c) => c.type !== "ReplicaFailure");
+        if (first && prevFailure?.message !== refused) o.onRefused?.(first.pod, first.reason, first.message);
         if (refused) conditions.push({ type: "ReplicaFailure", status: "True", reason: "FailedCreate", message: refused, lastTransitionTime: prevFailure?.message === refused ? prevFailure.lastTransitionTime : new Date(now).toISOString() });
         if (refused || r.status["conditions"]) r.status = { ...r.status, conditions };
         // The apps kinds say which generation of the spec their status is for (observedGeneration).

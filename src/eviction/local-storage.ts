@@ -5,9 +5,10 @@
 //                                  emptyDirs) and its hosts file used more than the sum of its containers'
 //                                  ephemeral-storage limits;
 //   containerEphemeralStorageLimitEviction a container's writable layer and logs used more than its limit.
-// The first that holds evicts the pod (grace period 0: no preStop; StopContainer's 2 s minimum), with kubelet's
-// message; its status is then Failed, reason Evicted. Pure: the usage comes in (stats.ts gathers it).
-// Node disk pressure (thresholds, ranking pods) is not done here: podsync holds pods to their own limits only.
+// The first that holds evicts the pod (evictPod with grace period override 0, which the pod worker makes the
+// pod's own grace: manager.ts), with kubelet's message; its status is then Failed, reason Evicted, with no
+// condition (only a node-pressure eviction sets DisruptionTarget). Pure: the usage comes in (stats.ts gathers it).
+// Node disk pressure's ranking and message are below; manager.ts decides when.
 import type { Pod } from "../pod/schema.js";
 import { bytes } from "../pod/quantity.js";
 import { isRestartableInitContainer } from "../pod/schema.js";

@@ -3,13 +3,34 @@
 import type { Pod } from "../pod/schema.js";
 import { evaluatePodSecurity } from "../auth/pod-security.js";
 import { formatViolations, type NodePolicy } from "../auth/policy.js";
-import { ProblemError } from "./problems.js";
+import { ProblemError, type Problem } from "./problems.js";
+import type { PodRef } from "../container/types.js";
 import { admitInOrder, admitPod, type NodeInfo } from "../lifecycle/predicates.js";
 import type { DesiredPod, DesiredState } from "../pleg/desired-state.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { PodAdmissionError } from "../lifecycle/node-admission.js";
 import { InvalidPodError } from "../pod/validate.js";
+
+/** A pod kubelet's admission refused, with kubelet's reason and message (the event kubelet.rejectPod records). */
+export interface RefusedPod {
+  pod: PodRef;
+  reason: string;
+  message: string;
+}
+
+/** 403 admission: the node refused these pods (the problem names their fields; `refused` is for the events). */
+export class AdmissionRefusedError extends ProblemError {
+  constructor(
+    detail: string,
+    extra: Partial<Problem>,
+    readonly refused: RefusedPod[],
+  ) {
+    super("admission", detail, extra);
+  }
+}
+
+const refOf = (pod: Pod): PodRef => ({ uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace });
 
 export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {
   const violations = evaluatePodSecurity(pod, policy);
@@ -26,10 +47,11 @@ export async function admitOnNode(pod: Pod, node: NodeInfo, desired: DesiredStat
   const others = desired ? (await desired.list()).map((e) => e.pod) : [];
   const r = admitPod(pod, node, others);
   if (r.admit) return;
-  throw new ProblemError("admission", `Pod was rejected: ${r.message}`, {
-    reason: r.reason,
-    errors: r.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })),
-  });
+  throw new AdmissionRefusedError(
+    `Pod was rejected: ${r.message}`,
+    { reason: r.reason, errors: r.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })) },
+    [{ pod: refOf(pod), reason: r.reason, message: r.message }],
+  );
 }
 
 /** A whole node-wide set (PUT /v1/node/pods): each pod against the ones before it, as kubelet admits pods one at a
@@ -38,24 +60,29 @@ export function admitSetOnNode(pods: readonly Pod[], node: NodeInfo, prefix = "p
   const refused = admitInOrder(pods, node);
   if (refused.length === 0) return;
   const first = refused[0]!;
-  throw new ProblemError("admission", `Pod was rejected: ${first.result.message}`, {
-    reason: first.result.reason,
-    errors: refused.flatMap(({ index, result }) => result.failures.map((f) => ({ path: `${prefix}[${index}].${f.path}`, message: `${f.reason}: ${f.message}` }))),
-  });
+  throw new AdmissionRefusedError(
+    `Pod was rejected: ${first.result.message}`,
+    { reason: first.result.reason, errors: refused.flatMap(({ index, result }) => result.failures.map((f) => ({ path: `${prefix}[${index}].${f.path}`, message: `${f.reason}: ${f.message}` }))) },
+    refused.map(({ index, result }) => ({ pod: refOf(pods[index]!), reason: result.reason, message: result.message })),
+  );
 }
 
 /** What the engine refuses before any runtime call (kubelet's sysctl and AppArmor admit handlers; subPath and
  * volumes a deployment without the node filesystem cannot honour), checked before a pod is stored, so a pod
- * the node cannot run never enters the desired state. Field paths under `prefix`. */
-export function admitOnRuntime(rt: Pick<PodRuntime, "admit">, pod: Pod, prefix = ""): void {
+ * the node cannot run never enters the desired state. Field paths under `prefix`. A workload's template is no
+ * pod sent to the node (`template`): its refusal names no pod. */
+export function admitOnRuntime(rt: Pick<PodRuntime, "admit">, pod: Pod, prefix = "", template = false): void {
   try {
     rt.admit(pod);
   } catch (e) {
-    if (e instanceof PodAdmissionError)
-      throw new ProblemError("admission", `Pod was rejected: ${e.message}`, {
-        reason: e.failures[0]!.reason,
-        errors: e.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })),
-      });
+    if (e instanceof PodAdmissionError) {
+      const first = e.failures[0]!;
+      throw new AdmissionRefusedError(
+        `Pod was rejected: ${e.message}`,
+        { reason: first.reason, errors: e.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })) },
+        template ? [] : [{ pod: refOf(pod), reason: first.reason, message: first.message }],
+      );
+    }
     if (e instanceof InvalidPodError) throw new InvalidPodError(e.errors.map((x) => ({ ...x, path: prefix + x.path })));
     throw e;
   }

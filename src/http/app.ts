@@ -31,6 +31,7 @@ import { registerPodDelete } from "./handlers/pod-delete.js";
 import { registerWorkloads } from "./handlers/workloads.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { ServiceAccountTokens } from "../pod/workloads/export.js";
+import { AdmissionRefusedError, type RefusedPod } from "./admission.js";
 
 export interface AppOptions {
   runtime: PodRuntime;
@@ -71,6 +72,9 @@ export interface AppOptions {
   workloads?: WorkloadStore;
   /** PODSYNC_SERVICE_ACCOUNT_TOKENS: a named service account's token dropped with a warning, or the pod refused. */
   serviceAccountTokens?: ServiceAccountTokens;
+  /** Pods sent to the node (sync, PUT; not a plan) that admission refused: kubelet's rejectPod records an event
+   * on each, though a refused pod is never stored (Node: the Kubernetes API's events). */
+  onAdmissionRefused?: (refused: readonly RefusedPod[]) => void;
 }
 
 export function createApp(o: AppOptions) {
@@ -94,6 +98,7 @@ export function createApp(o: AppOptions) {
   app.use(requestLog(log, now));
 
   app.onError((e, c) => {
+    if (e instanceof AdmissionRefusedError && c.req.path !== ROUTES.plan && e.refused.length) o.onAdmissionRefused?.(e.refused);
     const p = toProblemError(e);
     // Only the log sees an unexpected error's stack; the caller gets the bare problem.
     c.set("error", p.slug === "internal" && !(e instanceof ProblemError) ? String((e as Error)?.stack ?? e) : p.message);

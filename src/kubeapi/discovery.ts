@@ -1,7 +1,8 @@
 // /version and API discovery: the legacy documents (/api → APIVersions, /api/v1 → APIResourceList, /apis →
 // APIGroupList) and the aggregated form kubectl 1.30+ asks for first
 // (`Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`, apidiscovery/v2 types).
-// Only what the node serves is listed: the core group's pods (with log and exec), events and nodes, all read.
+// Only what the node serves is listed: the core group's pods (with log and exec), events and nodes, and, where
+// the node runs workloads, persistentvolumeclaims and the apps/v1 and batch/v1 workload kinds; all read.
 
 /** The Kubernetes line podsync follows (kubelet's behaviour is ported from it). */
 export const KUBE_MAJOR = "1";
@@ -34,17 +35,35 @@ interface Resource {
   categories?: string[];
 }
 
+/** One group's one version and what it serves ("" is the core group, at /api/v1). */
+interface GroupVersion {
+  group: string;
+  version: string;
+  resources: Resource[];
+}
+
 const READ = ["get", "list", "watch"];
-const RESOURCES: Resource[] = [
+const workload = (name: string, kind: string, shortNames?: string[], all = true): Resource => ({ name, singularName: kind.toLowerCase(), namespaced: true, kind, verbs: READ, ...(shortNames ? { shortNames } : {}), ...(all ? { categories: ["all"] } : {}) });
+
+const CORE: Resource[] = [
   { name: "events", singularName: "event", namespaced: true, kind: "Event", verbs: READ, shortNames: ["ev"] },
   { name: "nodes", singularName: "node", namespaced: false, kind: "Node", verbs: READ, shortNames: ["no"] },
   { name: "pods", singularName: "pod", namespaced: true, kind: "Pod", verbs: READ, shortNames: ["po"], categories: ["all"] },
   { name: "pods/exec", singularName: "", namespaced: true, kind: "PodExecOptions", verbs: ["create", "get"] },
   { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] },
 ];
+const CLAIMS = workload("persistentvolumeclaims", "PersistentVolumeClaim", ["pvc"], false);
 
-/** The resources (and subresources) the core group serves, by plural name. */
-export const SERVED = new Set(RESOURCES.map((r) => r.name));
+/** The workload kinds' groups (served when the node runs workloads: src/controllers/). */
+const WORKLOAD_GROUPS: GroupVersion[] = [
+  { group: "apps", version: "v1", resources: [workload("daemonsets", "DaemonSet", ["ds"]), workload("deployments", "Deployment", ["deploy"]), workload("replicasets", "ReplicaSet", ["rs"]), workload("statefulsets", "StatefulSet", ["sts"])] },
+  { group: "batch", version: "v1", resources: [workload("cronjobs", "CronJob", ["cj"]), workload("jobs", "Job")] },
+];
+
+/** What a node serves: the core group (with claims when it runs workloads), and the workloads' groups. */
+export function served(workloads: boolean): { core: GroupVersion; groups: GroupVersion[] } {
+  return { core: { group: "", version: "v1", resources: workloads ? [...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2)] : CORE }, groups: workloads ? WORKLOAD_GROUPS : [] };
+}
 
 export const apiVersions = (serverAddress: string) => ({
   kind: "APIVersions",
@@ -52,10 +71,12 @@ export const apiVersions = (serverAddress: string) => ({
   serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress }],
 });
 
-export const apiResourceList = () => ({
+/** /api/v1 or /apis/<group>/<version>: the APIResourceList. */
+export const apiResourceList = (gv: GroupVersion) => ({
   kind: "APIResourceList",
-  groupVersion: "v1",
-  resources: RESOURCES.map((r) => ({
+  ...(gv.group ? { apiVersion: "v1" } : {}),
+  groupVersion: gv.group ? `${gv.group}/${gv.version}` : gv.version,
+  resources: gv.resources.map((r) => ({
     name: r.name,
     singularName: r.singularName,
     namespaced: r.namespaced,
@@ -66,7 +87,14 @@ export const apiResourceList = () => ({
   })),
 });
 
-export const apiGroupList = () => ({ kind: "APIGroupList", apiVersion: "v1", groups: [] as unknown[] });
+const groupEntry = (gv: GroupVersion) => {
+  const v = { groupVersion: `${gv.group}/${gv.version}`, version: gv.version };
+  return { name: gv.group, versions: [v], preferredVersion: v };
+};
+
+/** /apis: the APIGroupList; /apis/<group>: one APIGroup. */
+export const apiGroupList = (groups: readonly GroupVersion[]) => ({ kind: "APIGroupList", apiVersion: "v1", groups: groups.map(groupEntry) });
+export const apiGroup = (gv: GroupVersion) => ({ kind: "APIGroup", apiVersion: "v1", ...groupEntry(gv) });
 
 export const AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
@@ -78,43 +106,34 @@ export function wantsAggregated(accept: string | undefined): boolean {
   });
 }
 
-/** /api in the aggregated form: the core group (no name) with its one version; /apis: no groups. */
-export function aggregatedDiscovery(core: boolean) {
-  const top = RESOURCES.filter((r) => !r.name.includes("/"));
+/** One group's entry in the aggregated form (apidiscovery/v2 APIGroupDiscovery). */
+function discoveryEntry(gv: GroupVersion) {
+  const top = gv.resources.filter((r) => !r.name.includes("/"));
   return {
-    kind: "APIGroupDiscoveryList",
-    apiVersion: "apidiscovery.k8s.io/v2",
-    metadata: {},
-    items: core
-      ? [
-          {
-            metadata: { creationTimestamp: null },
-            versions: [
-              {
-                version: "v1",
-                resources: top.map((r) => ({
-                  resource: r.name,
-                  responseKind: { group: "", version: "v1", kind: r.kind },
-                  scope: r.namespaced ? "Namespaced" : "Cluster",
-                  singularResource: r.singularName,
-                  verbs: r.verbs,
-                  ...(r.shortNames ? { shortNames: r.shortNames } : {}),
-                  ...(r.categories ? { categories: r.categories } : {}),
-                  ...(r.name === "pods"
-                    ? {
-                        subresources: RESOURCES.filter((s) => s.name.startsWith("pods/")).map((s) => ({
-                          subresource: s.name.slice("pods/".length),
-                          responseKind: { group: "", version: "v1", kind: s.kind },
-                          verbs: s.verbs,
-                        })),
-                      }
-                    : {}),
-                })),
-                freshness: "Current",
-              },
-            ],
-          },
-        ]
-      : [],
+    metadata: gv.group ? { name: gv.group, creationTimestamp: null } : { creationTimestamp: null },
+    versions: [
+      {
+        version: gv.version,
+        resources: top.map((r) => {
+          const subs = gv.resources.filter((s) => s.name.startsWith(`${r.name}/`));
+          return {
+            resource: r.name,
+            responseKind: { group: gv.group, version: gv.version, kind: r.kind },
+            scope: r.namespaced ? "Namespaced" : "Cluster",
+            singularResource: r.singularName,
+            verbs: r.verbs,
+            ...(r.shortNames ? { shortNames: r.shortNames } : {}),
+            ...(r.categories ? { categories: r.categories } : {}),
+            ...(subs.length ? { subresources: subs.map((s) => ({ subresource: s.name.slice(r.name.length + 1), responseKind: { group: gv.group, version: gv.version, kind: s.kind }, verbs: s.verbs })) } : {}),
+          };
+        }),
+        freshness: "Current",
+      },
+    ],
   };
+}
+
+/** /api in the aggregated form: the core group (no name) with its one version; /apis: the other groups. */
+export function aggregatedDiscovery(gvs: readonly GroupVersion[]) {
+  return { kind: "APIGroupDiscoveryList", apiVersion: "apidiscovery.k8s.io/v2", metadata: {}, items: gvs.map(discoveryEntry) };
 }

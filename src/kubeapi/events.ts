@@ -206,8 +206,8 @@ export function eventsFromSteps(ref: PodRef, pod: Pod | undefined, steps: readon
   return out;
 }
 
-/** The engine's front door, recording the events of what each sync and delete did (for every caller that
- * goes through it: requests and the loop), and telling `after` what they read back (the pod feed). */
+/** The engine's front door, recording the events of what each sync, eviction and delete did (for every caller
+ * that goes through it: requests and the loop), and telling `after` what they read back (the pod feed). */
 export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?: { synced(pod: Pod, r: SyncResult): void; deleted(uid: string): void }): PodRuntime {
   return {
     ...rt,
@@ -224,8 +224,15 @@ export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?:
         recorder.forgetLivePulls(pod.metadata.uid);
       }
     },
-    delete: async (uid, grace, guard) => {
-      const r = await rt.delete(uid, grace, guard);
+    // evictPod: the Warning event with the eviction's reason and message first, then what the kill did.
+    evict: async (pod, eviction) => {
+      recorder.record(pod.metadata, { type: "Warning", reason: eviction.reason, message: eviction.message });
+      const r = await rt.evict(pod, eviction);
+      for (const e of eventsFromSteps(pod.metadata, pod, r.steps)) recorder.record(pod.metadata, e);
+      return r;
+    },
+    delete: async (uid, grace, guard, spec) => {
+      const r = await rt.delete(uid, grace, guard, spec);
       after?.deleted(uid);
       if (r.deleted) for (const e of eventsFromSteps(r.pod, undefined, r.steps)) recorder.record(r.pod, e);
       return r;

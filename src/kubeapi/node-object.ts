@@ -1,6 +1,15 @@
 // This node as a v1.Node (kubelet's node status setters, pkg/kubelet/nodestatus/setters.go): labels and
-// taints as admission sees them, capacity and allocatable, the Ready condition from the runtime's own status
-// (CRI Status: RuntimeReady, and NetworkReady for the message), nodeInfo from CRI Version, addresses.
+// taints as admission sees them, capacity and allocatable, the pressure conditions and the Ready condition from
+// the runtime's own status (CRI Status: RuntimeReady, and NetworkReady for the message), nodeInfo from CRI
+// Version, addresses.
+//
+// The pressure conditions are setters.go's MemoryPressureCondition, DiskPressureCondition and
+// PIDPressureCondition, in kubelet's order before Ready. DiskPressure comes from the eviction manager
+// (src/eviction/manager.ts: the hard threshold on nodefs.available); podsync watches no memory or PID
+// threshold, so those two are False as a kubelet reports them without pressure. Under disk pressure the Node
+// also carries the node.kubernetes.io/disk-pressure:NoSchedule taint: in a cluster the node lifecycle
+// controller adds it from the condition (TaintNodesByCondition), not kubelet; with no controller here, the
+// node shows it itself. It is shown, not applied: podsync's admission reads the owner's taints only.
 import type { NodeInfo } from "../lifecycle/predicates.js";
 import type { RuntimeReadiness } from "../kuberuntime/runtime.js";
 import { apiTime } from "../status/api-status.js";
@@ -61,7 +70,28 @@ export interface NodeFacts {
 const cpu = (milli: number) => (milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`);
 const memory = (bytes: number) => (bytes % 1024 === 0 ? `${bytes / 1024}Ki` : String(bytes));
 
-export function nodeObject(f: NodeFacts, runtime: RuntimeReadiness | undefined, now: number): V1Node {
+/** What the eviction manager says of the node: under disk pressure or not, since when (ms); undefined: the
+ * disk is not watched (no threshold set), which kubelet reports as no pressure. */
+export interface NodePressure {
+  disk?: { pressure: boolean; since: number } | undefined;
+}
+
+export const DISK_PRESSURE_TAINT = { key: "node.kubernetes.io/disk-pressure", effect: "NoSchedule" } as const;
+
+/** setters.go's pressure conditions, MemoryPressure, DiskPressure, PIDPressure, in that order. */
+function pressureConditions(p: NodePressure, startedAt: number, heartbeat: string | null): NodeCondition[] {
+  const cond = (type: string, on: boolean, since: number, yes: [string, string], no: [string, string]): NodeCondition => {
+    const [reason, message] = on ? yes : no;
+    return { type, status: on ? "True" : "False", lastHeartbeatTime: heartbeat, lastTransitionTime: apiTime(since), reason, message };
+  };
+  return [
+    cond("MemoryPressure", false, startedAt, ["KubeletHasInsufficientMemory", "kubelet has insufficient memory available"], ["KubeletHasSufficientMemory", "kubelet has sufficient memory available"]),
+    cond("DiskPressure", p.disk?.pressure ?? false, p.disk?.since ?? startedAt, ["KubeletHasDiskPressure", "kubelet has disk pressure"], ["KubeletHasNoDiskPressure", "kubelet has no disk pressure"]),
+    cond("PIDPressure", false, startedAt, ["KubeletHasInsufficientPID", "kubelet has insufficient PID available"], ["KubeletHasSufficientPID", "kubelet has sufficient PID available"]),
+  ];
+}
+
+export function nodeObject(f: NodeFacts, runtime: RuntimeReadiness | undefined, now: number, pressure: NodePressure = {}): V1Node {
   const info = f.info;
   const capacity: Record<string, string> = {};
   const allocatable: Record<string, string> = {};
@@ -85,6 +115,8 @@ export function nodeObject(f: NodeFacts, runtime: RuntimeReadiness | undefined, 
       ? { type: "Ready", status: "False", lastHeartbeatTime: t, lastTransitionTime: t, reason: "KubeletNotReady", message: `container runtime status check may not have completed yet: ${notReady.map((c) => `${c}=false`).join(", ") || "runtime not ready"}` }
       : { type: "Ready", status: "True", lastHeartbeatTime: t, lastTransitionTime: apiTime(f.startedAt), reason: "KubeletReady", message: "kubelet is posting ready status" };
   const rt = runtime?.runtime;
+  const taints: { key: string; value?: string; effect: string }[] = info.taints.map((x) => ({ key: x.key, ...(x.value ? { value: x.value } : {}), effect: x.effect }));
+  if (pressure.disk?.pressure && !taints.some((x) => x.key === DISK_PRESSURE_TAINT.key)) taints.push({ ...DISK_PRESSURE_TAINT });
   return {
     apiVersion: "v1",
     kind: "Node",
@@ -95,11 +127,11 @@ export function nodeObject(f: NodeFacts, runtime: RuntimeReadiness | undefined, 
       annotations: { "node.alpha.kubernetes.io/ttl": "0" },
       creationTimestamp: apiTime(f.startedAt),
     },
-    spec: info.taints.length ? { taints: info.taints.map((x) => ({ key: x.key, ...(x.value ? { value: x.value } : {}), effect: x.effect })) } : {},
+    spec: taints.length ? { taints } : {},
     status: {
       capacity,
       allocatable,
-      conditions: [ready],
+      conditions: [...pressureConditions(pressure, f.startedAt, t), ready],
       addresses: [...f.hostIPs.map((address) => ({ type: "InternalIP" as const, address })), { type: "Hostname" as const, address: f.hostname ?? info.name }],
       daemonEndpoints: { kubeletEndpoint: { Port: f.port ?? 0 } },
       nodeInfo: {

@@ -1,5 +1,6 @@
 // The Kubernetes API's read side as one Hono app: /version, discovery, pods (get, list, watch; Table form;
-// selectors; limit/continue), pods/log, events and this node. Nothing is answered without a read token
+// selectors; limit/continue), pods/log, events, this node, and the node's workloads (apps/v1, batch/v1,
+// claims) the same way. Nothing is answered without a read token
 // (src/auth/read-token.ts); every write answers 403 naming podsync's signed way; every error is a Status.
 // The entry points route /version, /api and /apis here (isKubePath) and everything else to the podsync app.
 import { Hono, type Context } from "hono";
@@ -12,7 +13,7 @@ import { LogQuery } from "../http/handlers/logs-exec.js";
 import { streamFrom } from "../http/stream.js";
 import { fieldErrors } from "../pod/validate.js";
 import type { RequestLog } from "../http/request-log.js";
-import { aggregatedDiscovery, AGGREGATED_TYPE, apiGroupList, apiResourceList, apiVersions, versionInfo, wantsAggregated } from "./discovery.js";
+import { aggregatedDiscovery, AGGREGATED_TYPE, apiGroup, apiGroupList, apiResourceList, apiVersions, served, versionInfo, wantsAggregated } from "./discovery.js";
 import { badRequest, forbidden, KubeStatusError, noSuchResource, notFound, toKubeStatus } from "./status.js";
 import { parseFieldSelector, parseLabelSelector, SelectorError } from "./selectors.js";
 import { EVENT_COLUMNS, eventCells, NODE_COLUMNS, nodeCells, POD_COLUMNS, podCells, podRowConditions, table, wantsTable, type IncludeObject, type TableColumn, type TableRow } from "./table.js";
@@ -20,6 +21,9 @@ import type { Change, KubeObject, WatchHub } from "./watch-hub.js";
 import { watchStream } from "./watch-stream.js";
 import type { EventRecorder, V1Event } from "./events.js";
 import type { V1Node } from "./node-object.js";
+import type { V1Workload, WorkloadFeed } from "./workload-feed.js";
+import { WORKLOAD_COLUMNS, workloadCells } from "./workload-table.js";
+import type { WorkloadKind } from "../pod/workloads/schema.js";
 
 export interface KubeApiOptions {
   verifier: Verifier;
@@ -42,6 +46,9 @@ export interface KubeApiOptions {
   prepare?: () => Promise<void>;
   /** How long a list waits for the pods' first feed (the loop's first relist) before answering with none. */
   firstFeedWaitMs?: number;
+  /** The node's workloads (src/kubeapi/workload-feed.ts), read-only: apps/v1, batch/v1 and claims are served
+   * only with them (the Workers entry runs none). */
+  workloads?: Pick<WorkloadFeed, "hubs" | "load"> | undefined;
 }
 
 /** The paths this app answers; the entry points send everything else to the podsync app. */
@@ -51,6 +58,8 @@ type Env = { Variables: { jti?: string; error?: string; scope: ReadScope } };
 
 interface Kind<T extends KubeObject> {
   resource: string;
+  /** "" for the core group. */
+  group: string;
   kind: string;
   hub: WatchHub<T>;
   fields: Readonly<Record<string, (obj: T) => string>>;
@@ -91,6 +100,28 @@ const NODE_FIELDS: Record<string, (n: V1Node) => string> = {
   "metadata.name": (n) => n.metadata.name,
   "spec.unschedulable": (n) => String(n.spec.unschedulable ?? false),
 };
+
+const META_FIELDS: Record<string, (w: V1Workload) => string> = {
+  "metadata.name": (w) => w.metadata.name,
+  "metadata.namespace": (w) => w.metadata.namespace ?? "",
+};
+/** The fields the API server indexes beyond metadata (pkg/registry/batch/job, apps/replicaset strategy). */
+const WORKLOAD_FIELDS: Partial<Record<WorkloadKind, Record<string, (w: V1Workload) => string>>> = {
+  Job: { ...META_FIELDS, "status.successful": (w) => String(w.status["succeeded"] ?? 0) },
+  ReplicaSet: { ...META_FIELDS, "status.replicas": (w) => String(w.status["replicas"] ?? 0) },
+};
+const WORKLOAD_KIND_OF: Record<string, WorkloadKind> = {
+  deployments: "Deployment",
+  replicasets: "ReplicaSet",
+  statefulsets: "StatefulSet",
+  daemonsets: "DaemonSet",
+  jobs: "Job",
+  cronjobs: "CronJob",
+  persistentvolumeclaims: "PersistentVolumeClaim",
+};
+/** The resource as the API server names it in messages: `deployments.apps`, `pods`. */
+const qualified = (k: { resource: string; group: string }) => (k.group ? `${k.resource}.${k.group}` : k.resource);
+const apiVersionOf = (k: { group: string }) => (k.group ? `${k.group}/v1` : "v1");
 
 const truthy = (v: string | undefined) => v === "true" || v === "1";
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -157,9 +188,9 @@ export function createKubeApi(o: KubeApiOptions) {
       checkExec(c.get("scope"), o.allowExec, exec[2]!);
       throw badRequest("podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY");
     }
-    const m = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
-    const resource = m?.[2] ?? "resources";
-    const name = m?.[3] ?? "";
+    const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
+    const resource = m?.[3] ? (m[1] ? `${m[3]}.${m[1]}` : m[3]) : "resources";
+    const name = m?.[4] ?? "";
     const how =
       c.req.method === "DELETE"
         ? "delete it with a signed request: podsync delete <uid> (or leave it out of the next podsync apply)"
@@ -168,12 +199,19 @@ export function createKubeApi(o: KubeApiOptions) {
   });
 
   app.get("/version", (c) => c.json(versionInfo(o.podsyncVersion, o.arch)));
-  app.get("/api", (c) => (wantsAggregated(c.req.header("accept")) ? c.body(JSON.stringify(aggregatedDiscovery(true)), 200, { "content-type": AGGREGATED_TYPE }) : c.json(apiVersions(new URL(c.req.url).host))));
-  app.get("/apis", (c) => (wantsAggregated(c.req.header("accept")) ? c.body(JSON.stringify(aggregatedDiscovery(false)), 200, { "content-type": AGGREGATED_TYPE }) : c.json(apiGroupList())));
-  app.get("/api/v1", (c) => c.json(apiResourceList()));
+  const api = served(o.workloads !== undefined);
+  const aggregated = (c: Context<Env>, gvs: Parameters<typeof aggregatedDiscovery>[0]) => c.body(JSON.stringify(aggregatedDiscovery(gvs)), 200, { "content-type": AGGREGATED_TYPE });
+  app.get("/api", (c) => (wantsAggregated(c.req.header("accept")) ? aggregated(c, [api.core]) : c.json(apiVersions(new URL(c.req.url).host))));
+  app.get("/apis", (c) => (wantsAggregated(c.req.header("accept")) ? aggregated(c, api.groups) : c.json(apiGroupList(api.groups))));
+  app.get("/api/v1", (c) => c.json(apiResourceList(api.core)));
+  for (const gv of api.groups) {
+    app.get(`/apis/${gv.group}`, (c) => c.json(apiGroup(gv)));
+    app.get(`/apis/${gv.group}/${gv.version}`, (c) => c.json(apiResourceList(gv)));
+  }
 
   const pods: Kind<V1Pod> = {
     resource: "pods",
+    group: "",
     kind: "Pod",
     hub: o.pods,
     fields: POD_FIELDS,
@@ -185,13 +223,13 @@ export function createKubeApi(o: KubeApiOptions) {
       await o.pods.ready(firstFeedWaitMs);
     },
   };
-  const events: Kind<V1Event> = { resource: "events", kind: "Event", hub: o.events.hub, fields: EVENT_FIELDS, columns: EVENT_COLUMNS, cells: eventCells, load: async () => undefined };
-  const nodes: Kind<V1Node> = { resource: "nodes", kind: "Node", hub: o.node.hub, fields: NODE_FIELDS, columns: NODE_COLUMNS, cells: nodeCells, load: o.node.refresh };
+  const events: Kind<V1Event> = { resource: "events", group: "", kind: "Event", hub: o.events.hub, fields: EVENT_FIELDS, columns: EVENT_COLUMNS, cells: eventCells, load: async () => undefined };
+  const nodes: Kind<V1Node> = { resource: "nodes", group: "", kind: "Node", hub: o.node.hub, fields: NODE_FIELDS, columns: NODE_COLUMNS, cells: nodeCells, load: o.node.refresh };
 
   function selectors<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined) {
     try {
       const label = parseLabelSelector(c.req.query("labelSelector"));
-      const field = parseFieldSelector(c.req.query("fieldSelector"), k.fields, k.resource);
+      const field = parseFieldSelector(c.req.query("fieldSelector"), k.fields, qualified(k));
       return (obj: T) => (ns === undefined || obj.metadata.namespace === ns) && label.matches((obj.metadata as { labels?: Record<string, string> }).labels) && field.matches(obj);
     } catch (e) {
       if (e instanceof SelectorError) throw badRequest(e.message);
@@ -237,7 +275,7 @@ export function createKubeApi(o: KubeApiOptions) {
       meta.remainingItemCount = rest;
     }
     if (wantsTable(c.req.header("accept"))) return json(asTable(c, k, page, meta));
-    return json({ kind: `${k.kind}List`, apiVersion: "v1", metadata: meta, items: page });
+    return json({ kind: `${k.kind}List`, apiVersion: apiVersionOf(k), metadata: meta, items: page });
   }
 
   function watch<T extends KubeObject>(c: Context<Env>, k: Kind<T>, filter: (obj: T) => boolean): Response {
@@ -257,7 +295,7 @@ export function createKubeApi(o: KubeApiOptions) {
       since,
       filter,
       encode,
-      bookmark: truthy(q["allowWatchBookmarks"]) || initial ? { everyMs: bookmarkEveryMs, kind: tableForm ? "Table" : k.kind, apiVersion: tableForm ? "meta.k8s.io/v1" : "v1" } : undefined,
+      bookmark: truthy(q["allowWatchBookmarks"]) || initial ? { everyMs: bookmarkEveryMs, kind: tableForm ? "Table" : k.kind, apiVersion: tableForm ? "meta.k8s.io/v1" : apiVersionOf(k) } : undefined,
       initialEventsEnd: initial,
       maxMs: Math.min(watchMaxMs, timeoutS !== undefined && timeoutS > 0 ? timeoutS * 1000 : watchMaxMs),
       maxQueueBytes,
@@ -268,7 +306,7 @@ export function createKubeApi(o: KubeApiOptions) {
   async function getOne<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined, name: string): Promise<Response> {
     await k.load();
     const obj = k.hub.list().find((x) => x.metadata.name === name && (ns === undefined || x.metadata.namespace === ns));
-    if (!obj) throw notFound(k.resource, name);
+    if (!obj) throw notFound(qualified(k), name);
     if (wantsTable(c.req.header("accept"))) return json(asTable(c, k, [obj], { resourceVersion: obj.metadata.resourceVersion ?? "" }));
     return json(obj);
   }
@@ -281,6 +319,21 @@ export function createKubeApi(o: KubeApiOptions) {
   app.get("/api/v1/namespaces/:ns/events/:name", (c) => getOne(c, events, c.req.param("ns"), c.req.param("name")));
   app.get("/api/v1/nodes", (c) => list(c, nodes, undefined));
   app.get("/api/v1/nodes/:name", (c) => getOne(c, nodes, undefined, c.req.param("name")));
+
+  // The workload kinds, read-only: each at its group's path, cluster-wide and per namespace.
+  if (o.workloads) {
+    const w = o.workloads;
+    for (const gv of [api.core, ...api.groups])
+      for (const r of gv.resources) {
+        const kind = WORKLOAD_KIND_OF[r.name];
+        if (!kind) continue;
+        const k: Kind<V1Workload> = { resource: r.name, group: gv.group, kind, hub: w.hubs[kind], fields: WORKLOAD_FIELDS[kind] ?? META_FIELDS, columns: WORKLOAD_COLUMNS[kind], cells: workloadCells, load: w.load };
+        const base = gv.group ? `/apis/${gv.group}/${gv.version}` : "/api/v1";
+        app.get(`${base}/${r.name}`, (c) => list(c, k, undefined));
+        app.get(`${base}/namespaces/:ns/${r.name}`, (c) => list(c, k, c.req.param("ns")));
+        app.get(`${base}/namespaces/:ns/${r.name}/:name`, (c) => getOne(c, k, c.req.param("ns"), c.req.param("name")));
+      }
+  }
 
   // pods/log with kubectl's PodLogOptions (the logs route's reader and rules).
   app.get("/api/v1/namespaces/:ns/pods/:name/log", async (c) => {

@@ -101,7 +101,8 @@ export function podCells(pod: V1Pod, now: number): string[] {
   const st = pod.status;
   const spec = pod.spec;
   const total = spec?.containers.length ?? st.containerStatuses.length;
-  let reason: string = st.phase;
+  // An evicted (or otherwise failed by the node) pod says why: status.reason (Evicted, DeadlineExceeded).
+  let reason: string = st.reason || st.phase;
   let restarts = 0;
   let sidecarRestarts = 0;
   let ready = 0;

@@ -65,18 +65,29 @@ function preStopOf(pod: KillTarget, c: Pick<ContainerStatus, "name" | "preStopHa
   }
 }
 
-/** killContainer: the preStop hook (if any, and if there is grace left), bounded by the grace period and its
- * time taken off it (executePreStopHook, in whole seconds as kubelet counts); then a sidecar's wait for its
- * turn; then StopContainer with what is left, at least 2 s. Returns what the preStop hook did ("" without
- * one), for the step's message. */
+/** pod_workers.go calculateEffectiveGracePeriod for a pod's first termination with no deletion grace period (an
+ * internal kill: the eviction manager's): the override when it is set and not 0, else the pod's own
+ * terminationGracePeriodSeconds; never below 1. So an eviction's override of 0 gives the pod its own grace. */
+export function effectiveGracePeriod(pod: Pick<KillTarget, "spec">, override: number | undefined): number {
+  let g = 0;
+  if (override !== undefined) g = override;
+  if (g === 0) g = gracePeriodSeconds(pod);
+  return Math.max(1, g);
+}
+
+/** killContainer: the grace period (the pod's, or the override the pod worker passes, which kubelet applies
+ * before the hook); the preStop hook (if any, and if there is grace left), bounded by it and its time taken off
+ * it (executePreStopHook, in whole seconds as kubelet counts); then a sidecar's wait for its turn; then
+ * StopContainer with what is left, at least 2 s. Returns what the preStop hook did ("" without one), for the
+ * step's message. */
 export async function killContainer(
   cri: CriClient,
   pod: KillTarget,
   c: Pick<ContainerStatus, "id" | "name" | "preStopHandler">,
   graceSeconds: number,
-  o: { hooks?: KillHooks | undefined; podIPs?: readonly string[] | undefined; ordering?: TerminationOrdering | undefined } = {},
+  o: { hooks?: KillHooks | undefined; podIPs?: readonly string[] | undefined; ordering?: TerminationOrdering | undefined; gracePeriodOverride?: number | undefined } = {},
 ): Promise<string> {
-  let grace = graceSeconds;
+  let grace = o.gracePeriodOverride ?? graceSeconds;
   const notes: string[] = [];
   const preStop = preStopOf(pod, c);
   if (preStop && grace > 0) {
@@ -90,7 +101,7 @@ export async function killContainer(
     ac.abort();
     const took = Math.floor((performance.now() - start) / 1000);
     grace -= took;
-    notes.push(outcome === "timeout" ? `preStop hook not completed in grace period (${graceSeconds}s)` : outcome === undefined ? `preStop hook completed (${took}s)` : `FailedPreStopHook: ${outcome}`);
+    notes.push(outcome === "timeout" ? `preStop hook not completed in grace period (${o.gracePeriodOverride ?? graceSeconds}s)` : outcome === undefined ? `preStop hook completed (${took}s)` : `FailedPreStopHook: ${outcome}`);
   }
   if (o.ordering && grace > 0) grace -= Math.floor(await o.ordering.waitForTurn(c.name, grace));
   grace = Math.max(MIN_GRACE_SECONDS, grace);
@@ -102,8 +113,9 @@ export async function killContainer(
 const specOf = (pod: KillTarget, name: string) => [...(pod.spec.initContainers ?? []), ...(pod.spec.containers ?? [])].find((s) => s.name === name);
 
 /** killPodWithSyncResult: stop every running container concurrently (each after its preStop hook; with
- * sidecars, the regular containers first and then the sidecars in reverse order), then every sandbox. */
-export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus, steps: Steps, hooks?: KillHooks): Promise<boolean> {
+ * sidecars, the regular containers first and then the sidecars in reverse order), then every sandbox. With a
+ * grace period override (the eviction manager's, through effectiveGracePeriod) every container gets it. */
+export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus, steps: Steps, hooks?: KillHooks, gracePeriodOverride?: number): Promise<boolean> {
   const t0 = performance.now();
   const running = status.containerStatuses.filter((c) => c.state === "running");
   // Nothing to kill (a pod seen for the first time): kubelet records empty kill results; podsync leaves them out.
@@ -111,7 +123,7 @@ export async function killPod(cri: CriClient, pod: KillTarget, status: PodStatus
   const killSteps = new Steps();
   const ordering = newTerminationOrdering(pod.spec, running.map((c) => c.name));
   await Promise.all(
-    running.map((c) => killSteps.run("KillContainer", c.name, () => killContainer(cri, pod, c, gracePeriodSeconds(pod, c), { hooks, podIPs: status.ips, ordering }).then((hook) => [`stopped ${c.id}`, hook].filter(Boolean).join("; ")), "KillContainerError")),
+    running.map((c) => killSteps.run("KillContainer", c.name, () => killContainer(cri, pod, c, gracePeriodSeconds(pod, c), { hooks, podIPs: status.ips, ordering, gracePeriodOverride }).then((hook) => [`stopped ${c.id}`, hook].filter(Boolean).join("; ")), "KillContainerError")),
   );
   await killSteps.run(
     "KillPodSandbox",

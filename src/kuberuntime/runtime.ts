@@ -14,7 +14,7 @@ import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
 import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
 import { evictedPodActions, podActionsAt, type ProbeResults } from "./compute-actions.js";
-import { deletePod, killPod } from "./kill.js";
+import { deletePod, effectiveGracePeriod, killPod } from "./kill.js";
 import type { PodRef } from "../container/types.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
@@ -226,9 +226,11 @@ export interface PodRuntime {
    * come from it; else from what the containers' annotations kept). */
   delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions, spec?: Pod): Promise<DeleteResult>;
   ready(): Promise<RuntimeReadiness>;
-  /** The eviction manager's verdict (eviction/): kill the pod at once (grace 0: no preStop, StopContainer's
-   * 2 s minimum), start nothing of it again, and report it Failed with `reason` and `message` until DELETE or
-   * forgetEviction. Its desired entry, volumes and claims stay. */
+  /** The eviction manager's verdict (eviction/): start nothing of the pod again and report it Failed with
+   * `reason` and `message` (and its condition) from now until DELETE or forgetEviction; kill it as kubelet's
+   * evictPod does: grace period override 0, which the pod worker makes the pod's own grace (at least 1 s), and
+   * killContainer applies before the preStop hook, so the hooks run and StopContainer gets what they leave.
+   * Its desired entry, volumes and claims stay. */
   evict(pod: Pod, eviction: PodEviction): Promise<{ ok: boolean; steps: SyncStep[] } & Counted>;
   eviction(uid: string): PodEviction | undefined;
   /** The pod may run again (a controller's new pod, for one whose restartPolicy is Always). */
@@ -437,21 +439,24 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         }, fence),
       ),
 
-    evict: (pod, eviction) =>
-      lock.run(pod.metadata.uid, (fence) =>
+    evict: (pod, eviction) => {
+      // The verdict holds at once (the loop starts nothing of it, its status says Failed); the kill waits its turn.
+      evictions.set(pod.metadata.uid, eviction);
+      return lock.run(pod.metadata.uid, (fence) =>
         counted(
           cri,
           async (c) => {
-            evictions.set(pod.metadata.uid, eviction);
             const status = await getPodStatus(c, pod.metadata);
             const steps = new Steps();
-            // evictPod's gracePeriodOverride 0.
-            await killPod(c, { metadata: pod.metadata, spec: { ...pod.spec, terminationGracePeriodSeconds: 0 } }, status, steps, { network: o.hookNetwork, hostIPs: o.hostIPs });
+            // evictPod's gracePeriodOverride 0, through the pod worker (pod_workers.go calculateEffectiveGracePeriod).
+            const target = { metadata: pod.metadata, spec: pod.spec };
+            await killPod(c, target, status, steps, { network: o.hookNetwork, hostIPs: o.hostIPs }, effectiveGracePeriod(target, 0));
             return { ok: steps.steps.every((s) => s.ok), steps: steps.steps };
           },
           fence,
         ),
-      ),
+      );
+    },
 
     eviction: (uid) => evictions.get(uid),
 

@@ -67,7 +67,7 @@ export interface V1ContainerStatus {
   started?: boolean;
 }
 export interface V1PodCondition {
-  type: "PodReadyToStartContainers" | "Initialized" | "Ready" | "ContainersReady" | "PodScheduled";
+  type: "PodReadyToStartContainers" | "Initialized" | "Ready" | "ContainersReady" | "PodScheduled" | "DisruptionTarget";
   status: ConditionStatus;
   reason?: string;
   message?: string;
@@ -137,6 +137,9 @@ export interface PodEviction {
   at: number;
   /** Evicted for going over its own limit (not for the node's disk pressure). */
   ownLimit?: boolean;
+  /** The condition the eviction sets (eviction_manager.go: DisruptionTarget, reason TerminationByKubelet, for a
+   * node-pressure eviction; a local storage limit's sets none). */
+  condition?: { type: "DisruptionTarget"; reason: string; message: string } | undefined;
 }
 
 /** Kubernetes' wire form of metav1.Time: RFC 3339 in seconds; the zero time is null. */
@@ -408,7 +411,7 @@ const max = (xs: number[]) => xs.reduce((a, b) => Math.max(a, b), 0);
  * - ContainersReady / Ready: True since the last app container started or its readiness last changed,
  *   whichever is later; False since the last app container finished or a readiness result last changed
  *   (else the newest sandbox's creation). */
-function conditionTime(type: V1PodCondition["type"], value: ConditionStatus, input: ApiStatusInput, startMs: number): number {
+function conditionTime(type: Exclude<V1PodCondition["type"], "DisruptionTarget">, value: ConditionStatus, input: ApiStatusInput, startMs: number): number {
   const { pod, status } = input;
   const sandboxCreated = status.sandboxStatuses[0] ? nsToMs(status.sandboxStatuses[0].createdAt) : 0;
   const appNames = new Set(pod.spec.containers.map((c) => c.name));
@@ -457,7 +460,11 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
     containersReadyCondition(pod, all, phase),
     { type: "PodScheduled" as const, status: "True" as const },
   ];
-  const conditions: V1PodCondition[] = made.map((c) => ({ ...c, lastProbeTime: null, lastTransitionTime: apiTime(conditionTime(c.type, c.status, input, startMs)) }));
+  const conditions: V1PodCondition[] = made.map((c) => ({ ...c, lastProbeTime: null, lastTransitionTime: apiTime(conditionTime(c.type as Exclude<V1PodCondition["type"], "DisruptionTarget">, c.status, input, startMs)) }));
+  // The eviction's disruption condition, kept from when it was set and listed before the kubelet-owned ones
+  // (generateAPIPodStatus copies DisruptionTarget over from the old status first).
+  const disruption = input.eviction?.condition;
+  if (disruption) conditions.unshift({ ...disruption, status: "True", lastProbeTime: null, lastTransitionTime: apiTime(input.eviction!.at) });
 
   const out: V1PodStatus = { phase, ...evicted, conditions, containerStatuses, qosClass: podQOS(pod) };
   const hostIPs = input.hostIPs ?? [];

@@ -2,8 +2,9 @@
 // is the node's https URL with its serving certificate as certificate-authority-data (from --ca, else read
 // from the server's TLS handshake and shown by fingerprint); the user is an exec credential plugin
 // (client.authentication.k8s.io/v1) that runs this podsync by absolute path (node + the launcher, never npx)
-// to mint a read token: `podsync kubeconfig --credential`, which prints kubectl's ExecCredential around a read
-// token (act "read", `exec: true` with --exec) that lives 300 s.
+// to mint a read token: `podsync token --act read --exec-credential --ttl 300`, which prints kubectl's
+// ExecCredential around a read token (act "read", `exec: true` with --exec) that lives 300 s.
+// `podsync kubeconfig --credential` is the same, kept for the kubeconfigs made before the plugin ran `token`.
 import { X509Certificate } from "node:crypto";
 import { readFileSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
@@ -12,10 +13,8 @@ import { fileURLToPath } from "node:url";
 import { fail, usage } from "../args.js";
 import { signToken } from "../keys.js";
 import { READ_ACT } from "../../auth/read-token.js";
-
-/** A read token's lifetime: the node's default maximum (PODSYNC_MAX_TOKEN_LIFETIME_S). */
-const CREDENTIAL_TTL_S = 300;
 import type { Command } from "../command.js";
+import { execCredential, READ_TTL_MAX_S } from "./token.js";
 
 /** The server's certificate as it presents it (trust on first use: the fingerprint is printed to compare). */
 function serverCert(url: URL): Promise<string> {
@@ -37,11 +36,11 @@ function launcher(): string {
 }
 
 const kubeconfig: Command = {
-  usage: ["kubeconfig [--server URL] [--key FILE] [--iss ID] [--node NAME] [--namespace NS] [--exec] [--ca FILE]", "kubeconfig --credential --key FILE --aud NODE [--iss ID] [--exec]   (the plugin's mode)"],
+  usage: ["kubeconfig [--server URL] [--key FILE] [--iss ID] [--node NAME] [--namespace NS] [--exec] [--ca FILE]"],
   help: [
     "Print a kubeconfig for kubectl against the node at --server (its https URL, e.g. https://10.0.0.7:8484; default:",
     "the CLI's node, --url or $PODSYNC_URL, over https on the same port).",
-    "Its user runs `podsync kubeconfig --credential` (this podsync, by absolute path) for a read token",
+    "Its user runs `podsync token --act read --exec-credential` (this podsync, by absolute path) for a read token",
     "(get, list, watch, logs, events) that lives at most 300 s; --exec adds exec, where the node allows it.",
     "The server's certificate is embedded: --ca FILE, else the one the server presents (its SHA-256 is printed).",
   ].join("\n"),
@@ -52,15 +51,13 @@ const kubeconfig: Command = {
     namespace: { type: "string", short: "n", help: "the context's namespace (default: default)" },
     exec: { type: "boolean", help: "tokens that also allow kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)" },
     ca: { type: "string", help: "the server's CA certificate (PEM), instead of reading it from the server" },
-    credential: { type: "boolean", help: "print kubectl's ExecCredential (client.authentication.k8s.io/v1) around a read token: the plugin's mode" },
+    credential: { type: "boolean", help: "the plugin mode of kubeconfigs made by earlier versions: the same as podsync token --act read --exec-credential --ttl 300" },
   },
   async run(ctx) {
     if (ctx.o["credential"]) {
       if (ctx.o["aud"] === undefined) usage("--credential needs --aud: the node the token is for", ctx.command);
-      const token = await signToken(ctx.key().key, { act: READ_ACT, ...(ctx.o["exec"] ? { exec: true } : {}) }, String(ctx.o["aud"]), CREDENTIAL_TTL_S, ctx.iss);
-      // kubectl keeps the token until expirationTimestamp: a little before the token's own exp, for clock skew.
-      const expirationTimestamp = new Date(Date.now() + (CREDENTIAL_TTL_S - 10) * 1000).toISOString().replace(/\.\d+Z$/, "Z");
-      console.log(JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token, expirationTimestamp } }));
+      const token = await signToken(ctx.key().key, { act: READ_ACT, ...(ctx.o["exec"] ? { exec: true } : {}) }, String(ctx.o["aud"]), READ_TTL_MAX_S, ctx.iss);
+      console.log(execCredential(token, READ_TTL_MAX_S));
       return;
     }
     // The node the CLI talks to (--url, $PODSYNC_URL, the default), over https: the same port serves both.
@@ -98,7 +95,7 @@ const kubeconfig: Command = {
       }).catch((e: Error) => fail(`cannot ask ${url.origin}/healthz for the node name (${e.message}); pass --node`));
       if (!node) fail(`${url.origin}/healthz did not say the node name; pass --node`);
     }
-    const args = [launcher(), "kubeconfig", "--credential", "--key", keyPath, "--aud", node, ...(ctx.iss ? ["--iss", ctx.iss] : []), ...(ctx.o["exec"] ? ["--exec"] : [])];
+    const args = [launcher(), "token", "--act", READ_ACT, "--exec-credential", "--ttl", String(READ_TTL_MAX_S), "--key", keyPath, "--aud", node, ...(ctx.iss ? ["--iss", ctx.iss] : []), ...(ctx.o["exec"] ? ["--exec"] : [])];
     const name = `podsync-${node}`;
     const config = {
       apiVersion: "v1",

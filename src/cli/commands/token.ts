@@ -1,7 +1,10 @@
 // podsync token: print a Bearer token for curl and other HTTP clients of the read and delete routes.
 //   curl -H "Authorization: Bearer $(podsync token --act status)" $PODSYNC_URL/v1/pods
 // Each act says whether it is scoped to one pod; a new act (or mode) is one entry in ACTS.
+// `--act read` is the Kubernetes API's scope (kubectl); with --exec-credential the token is printed as kubectl's
+// ExecCredential (client.authentication.k8s.io/v1): the exec credential plugin `podsync kubeconfig` sets up.
 import { usage } from "../args.js";
+import { READ_ACT } from "../../auth/read-token.js";
 import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
 import { resolvePod } from "../pod-ref.js";
@@ -29,10 +32,25 @@ const ACTS: Record<string, Act> = {
     },
   },
   metrics: { pod: "none", routes: "GET /metrics" },
+  [READ_ACT]: {
+    pod: "none",
+    routes: "the Kubernetes API (kubectl get, list, watch, describe, logs, events); with --exec also kubectl exec, where the node allows it",
+    claims: (ctx) => (ctx.o["exec"] ? { exec: true } : {}),
+  },
 };
 
+/** A read token's longest life: the node's default PODSYNC_MAX_TOKEN_LIFETIME_S. */
+export const READ_TTL_MAX_S = 300;
+
+/** kubectl's ExecCredential around a token that lives `ttl` s: kubectl keeps it until expirationTimestamp, set a
+ * little before the token's own exp for clock skew. */
+export function execCredential(token: string, ttl: number, now = Date.now()): string {
+  const expirationTimestamp = new Date(now + Math.max(1, ttl - 10) * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+  return JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token, expirationTimestamp } });
+}
+
 const token: Command = {
-  usage: ["token --act status|logs|delete|metrics [--uid UID | --name NAME [-n NS]] [--ttl SECONDS]"],
+  usage: ["token --act status|logs|delete|metrics [--uid UID | --name NAME [-n NS]] [--ttl SECONDS]", "token --act read [--exec] [--exec-credential] [--ttl SECONDS]   (kubectl's; --ttl at most 300)"],
   help: [
     "Print a signed Bearer token (a compact JWS) for the node, for curl and other HTTP clients:",
     ...Object.entries(ACTS).map(([k, a]) => `  ${k.padEnd(8)} ${a.routes}${a.pod === "required" ? " (needs --uid or --name)" : ""}`),
@@ -45,6 +63,8 @@ const token: Command = {
     uid: { type: "string", help: "the pod's uid" },
     name: { type: "string", help: "the pod's name (in -n's namespace), looked up on the node" },
     "grace-period": { type: "string", help: "delete: the gracePeriodSeconds claim" },
+    exec: { type: "boolean", help: "read: the token also allows kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)" },
+    "exec-credential": { type: "boolean", help: "print kubectl's ExecCredential (client.authentication.k8s.io/v1) around the token: the kubeconfig's plugin mode" },
   },
   async run(ctx) {
     const name = ctx.o["act"] as string | undefined;
@@ -55,7 +75,10 @@ const token: Command = {
     if (ctx.o["name"] !== undefined) uid = (await resolvePod(ctx, String(ctx.o["name"]))).uid;
     if (act.pod === "required" && uid === undefined) usage(`--act ${name} needs --uid or --name`, ctx.command);
     if (act.pod === "none" && uid !== undefined) usage(`--act ${name} names no pod`, ctx.command);
-    console.log(await ctx.sign({ act: name, ...(uid !== undefined ? { uid } : {}), ...act.claims?.(ctx) }));
+    if (ctx.o["exec"] && name !== READ_ACT) usage(`--exec goes with --act ${READ_ACT}`, ctx.command);
+    if (name === READ_ACT && ctx.ttl > READ_TTL_MAX_S) usage(`--ttl for --act ${READ_ACT} is at most ${READ_TTL_MAX_S} seconds (the node refuses longer-lived read tokens)`, ctx.command);
+    const token = await ctx.sign({ act: name, ...(uid !== undefined ? { uid } : {}), ...act.claims?.(ctx) });
+    console.log(ctx.o["exec-credential"] ? execCredential(token, ctx.ttl) : token);
   },
 };
 export default token;

@@ -24,7 +24,7 @@ import { readBearer, readNodeWideBearer } from "../signed-request.js";
 export function admitWorkloads(items: readonly WorkloadItem[], policy: NodePolicy, rt: Pick<PodRuntime, "admit">, checkProbes: (pod: Pod, prefix: string) => void): void {
   for (const w of items) if (w.template) admit(w.template.pod, policy, `${w.template.at}.`);
   for (const w of items) if (w.template) checkProbes(w.template.pod, `${w.template.at}.`);
-  for (const w of items) if (w.template) admitOnRuntime(rt, w.template.pod, `${w.template.at}.`);
+  for (const w of items) if (w.template) admitOnRuntime(rt, w.template.pod, `${w.template.at}.`, true);
 }
 
 /** The store records of a request's workloads. */

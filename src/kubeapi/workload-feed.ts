@@ -1,0 +1,48 @@
+// The workload kinds' hubs (apps/v1 Deployment, ReplicaSet, StatefulSet, DaemonSet; batch/v1 Job, CronJob; v1
+// PersistentVolumeClaim) and their feed: the node's workload store, as the Kubernetes API shows each stored
+// workload (toV1Workload: its creationTimestamp, generation, owner and the status its controller last wrote).
+// The store is wrapped so that every change to it (a request's put or replace, a controller's status or the
+// workloads it makes and retires) feeds the hubs once the change is written, so a watch sees it then; a list
+// or get also feeds first. Nothing here makes a runtime call.
+import { toV1Workload } from "../http/handlers/workloads.js";
+import { notifying, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
+import type { WorkloadKind } from "../pod/workloads/schema.js";
+import { WatchHub, type KubeObject, type RvClock } from "./watch-hub.js";
+
+export type V1Workload = KubeObject & { apiVersion: string; kind: WorkloadKind; metadata: KubeObject["metadata"] & { labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp?: string }; spec: Record<string, any>; status: Record<string, any> };
+
+export const WORKLOAD_KINDS: readonly WorkloadKind[] = ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "PersistentVolumeClaim"];
+
+/** The object a stored workload is on the read side. A claim is the node's own directory from the moment it
+ * is stored (no provisioner, no PersistentVolume: src/volumemanager/claims.ts), so it shows as Bound. */
+export function v1Workload(s: StoredWorkload): V1Workload {
+  const o = toV1Workload(s) as unknown as V1Workload;
+  if (o.kind === "PersistentVolumeClaim" && !o.status["phase"]) return { ...o, status: { ...o.status, phase: "Bound" } };
+  return o;
+}
+
+export interface WorkloadFeed {
+  hubs: Readonly<Record<WorkloadKind, WatchHub<V1Workload>>>;
+  /** Bring every hub up to the store (a list or get calls it first). */
+  load(): Promise<void>;
+  /** The store, feeding the hubs after each change it makes. */
+  store: WorkloadStore;
+}
+
+export function createWorkloadFeed(clock: RvClock, inner: WorkloadStore, onError: (e: unknown) => void = () => undefined): WorkloadFeed {
+  const hubs = Object.fromEntries(WORKLOAD_KINDS.map((k) => [k, new WatchHub<V1Workload>(clock, { key: (w) => w.metadata.uid ?? `${w.metadata.namespace}/${w.metadata.name}` })])) as Record<WorkloadKind, WatchHub<V1Workload>>;
+  const feed = (stored: readonly StoredWorkload[]) => {
+    const byKind = new Map<WorkloadKind, V1Workload[]>(WORKLOAD_KINDS.map((k) => [k, []]));
+    for (const s of stored) byKind.get(s.workload.kind)?.push(v1Workload(s));
+    for (const k of WORKLOAD_KINDS) hubs[k].replaceAll(byKind.get(k)!);
+  };
+  const load = async () => feed(await inner.list());
+  const refeed = () => void load().catch(onError);
+  const notified = notifying(inner, refeed);
+  return {
+    hubs,
+    load,
+    // A status a controller writes is a change on the read side too (notifying leaves it out: it kicks the loop).
+    store: { ...notified, setStatus: (key, uid, status) => inner.setStatus(key, uid, status).then(refeed) },
+  };
+}
