@@ -484,6 +484,9 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       while (inFlight.has(uid)) await inFlight.get(uid);
       if (stopped || !specs.has(uid)) return;
       await sync(uid, reason);
+      // A relist after it: what reads the relist (the prober's view, the Kubernetes API's pods and watches) sees
+      // the restart now, not a whole evented period later. One for a burst: asked while one runs, it runs after.
+      relistNow();
     },
     unknown: relistNow,
   });
