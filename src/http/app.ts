@@ -71,6 +71,9 @@ export interface AppOptions {
   workloads?: WorkloadStore;
   /** PODSYNC_SERVICE_ACCOUNT_TOKENS: a named service account's token dropped with a warning, or the pod refused. */
   serviceAccountTokens?: ServiceAccountTokens;
+  /** The node agent's loop (Node: ReconcileLoop.hold): a sync or a PUT holds the pods it stores from before the
+   * store write until its own syncs are done, so no loop pass syncs them meanwhile. */
+  holdLoop?: (uids: readonly string[]) => () => void;
 }
 
 export function createApp(o: AppOptions) {
@@ -114,7 +117,7 @@ export function createApp(o: AppOptions) {
   app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
 
   const intake = { nodeName: nodeInfo.name, serviceAccountTokens: o.serviceAccountTokens ?? "drop" } as const;
-  const deps: PodRouteDeps = { runtime: rt, verifier: o.verifier, desired, policy, nodeInfo, admitting, prober, probeResults: o.probeResults, maxBodyBytes: maxBody, now, checkProbes, workloads: o.workloads, intake };
+  const deps: PodRouteDeps = { runtime: rt, verifier: o.verifier, desired, policy, nodeInfo, admitting, prober, probeResults: o.probeResults, maxBodyBytes: maxBody, now, checkProbes, workloads: o.workloads, intake, holdLoop: o.holdLoop ?? (() => () => undefined) };
   registerPodSync(app, deps);
   registerPodReads(app, deps);
   registerPodDelete(app, deps);
