@@ -197,7 +197,14 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   // Every sync's read-back and every delete also updates the Kubernetes API's pods (between relists, which
   // runtime events make minutes apart).
-  const podsAfter = { synced: (pod: Pod, r: SyncResult) => feedPods.synced(pod, r.after, prober.results(pod.metadata.uid)), deleted: (uid: string) => feedPods.removed(uid) };
+  // The loop's relist takes what a request's sync read back too (it needs not read a new sandbox's status again).
+  const podsAfter = {
+    synced: (pod: Pod, r: SyncResult) => {
+      feedPods.synced(pod, r.after, prober.results(pod.metadata.uid));
+      loop.learn(r.after);
+    },
+    deleted: (uid: string) => feedPods.removed(uid),
+  };
   const runtime = recordingEvents(instrumentRuntime(engine, metrics, "request"), recorder, podsAfter);
   // Probe workers' state persists under the state dir, so a restart keeps their counts; in memory (with a
   // warning) when the directory cannot be used.
@@ -294,6 +301,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     onAdmissionRefused: (refused) => {
       for (const r of refused) recorder.record(r.pod, { type: "Warning", reason: r.reason, message: r.message });
     },
+    // A request's sync or PUT: no loop pass syncs its pods until its own syncs are done.
+    holdLoop: (uids) => loop.hold(uids),
   });
   const machine = machineFacts();
   const refreshNode = async () => {

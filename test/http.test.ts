@@ -280,11 +280,12 @@ describe("runtime errors reach the caller as problems with their gRPC code", () 
     fake.runtime.fault("ListPodSandbox", { kind: "error", code: 14, message: "connection refused", times: 1 });
     const a = await h.post("/v1/pods/sync", podInput());
     expect(a).toMatchObject({ status: 503, type: "application/problem+json", body: { type: "urn:podsync:problem:runtime-unavailable", grpcCode: "UNAVAILABLE" } });
-    fake.runtime.fault("ListContainers", { kind: "hang", ms: 3000, times: 1 });
+    // (A new pod's only list is its uid check's ListPodSandbox: its sync decides from that.)
+    fake.runtime.fault("ListPodSandbox", { kind: "hang", ms: 3000, times: 1 });
     const b = await h.post("/v1/pods/sync", podInput());
     expect(b).toMatchObject({ status: 504, body: { type: "urn:podsync:problem:runtime-timeout", grpcCode: "DEADLINE_EXCEEDED" } });
-    fake.runtime.fault("ListContainers", { kind: "error", code: 13, message: "boom", times: 1 });
-    expect(await h.post("/v1/pods/sync", podInput())).toMatchObject({ status: 502, body: { grpcCode: "INTERNAL", detail: "ListContainers: boom" } });
+    fake.runtime.fault("ListPodSandbox", { kind: "error", code: 13, message: "boom", times: 1 });
+    expect(await h.post("/v1/pods/sync", podInput())).toMatchObject({ status: 502, body: { grpcCode: "INTERNAL", detail: "ListPodSandbox: boom" } });
     fake.runtime.fault("Version", { kind: "error", code: 14, times: 1 });
     expect((await h.fetch("/readyz")).status).toBe(503);
   });

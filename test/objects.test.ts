@@ -309,8 +309,8 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
     expect(sandbox.ip).not.toBe("");
     expect(ctr.config.mounts).toEqual(expect.arrayContaining([expect.objectContaining({ containerPath: "/etc/creds", hostPath: "/var/lib/podsync/pods/uid-objects-http/volumes/kubernetes.io~secret/s", readonly: true })]));
     expect(files.written.at(-1)!.tmpfs).toBe(true);
-    // getPodStatus's read of the old (no) sandbox, the one after RunPodSandbox, the read-back after the steps.
-    expect((fake.runtime.calls.get("PodSandboxStatus") ?? 0) - before).toBe(2);
+    // One, after RunPodSandbox: the read-back after the steps reuses it (and the decision read no sandbox).
+    expect((fake.runtime.calls.get("PodSandboxStatus") ?? 0) - before).toBe(1);
 
     const status = await h.fetch("/v1/pods/uid-objects-http", { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: "uid-objects-http" })}` } });
     expect(status.status).toBe(200);

@@ -97,6 +97,38 @@ describe("relist cost on a converged node", () => {
 });
 
 describe("what the loop syncs", () => {
+  it("a pod a request holds (its PUT or sync is storing and syncing it) is left to the request until released; what the request read back is not read again", async () => {
+    const [a, b] = pods(2);
+    await want(a!);
+    const loop = loopWith();
+    await loop.tick(); // start-up
+    // A request stores b and holds it: a relist meanwhile does not sync it.
+    const release = loop.hold([b!.metadata.uid]);
+    await want(b!);
+    synced = [];
+    t += 1000;
+    expect((await loop.tick()).synced).toEqual([]);
+    expect(synced).toEqual([]);
+    // The request's own sync, through the engine; the loop learns what it read back (the new sandbox's status).
+    const r = await createPodRuntime(cri, { now: () => t }).sync(b!);
+    loop.learn(r.after);
+    release();
+    release(); // a second release changes nothing
+    fake.runtime.resetCalls();
+    t += 1000;
+    expect((await loop.tick()).synced).toEqual([]);
+    expect(Object.fromEntries(fake.runtime.calls)).toEqual({ ListPodSandbox: 1, ListContainers: 1 });
+    // Released with a needed action (its container exited): the next relist syncs it.
+    fake.runtime.exit(runningOf(b!.metadata.uid)[0]!.id, 137);
+    const again = loop.hold([b!.metadata.uid]);
+    t += 1000;
+    expect((await loop.tick()).synced).toEqual([]);
+    again();
+    t += 1000;
+    expect((await loop.tick()).synced).toEqual([{ uid: b!.metadata.uid, reason: "containers to start" }]);
+    await loop.stop();
+  });
+
   it("only the pod whose container exited: restarted (restartPolicy Always), restartCount up, others untouched", async () => {
     const ps = pods(10);
     await want(...ps);

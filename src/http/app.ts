@@ -75,6 +75,9 @@ export interface AppOptions {
   /** Pods sent to the node (sync, PUT; not a plan) that admission refused: kubelet's rejectPod records an event
    * on each, though a refused pod is never stored (Node: the Kubernetes API's events). */
   onAdmissionRefused?: (refused: readonly RefusedPod[]) => void;
+  /** The node agent's loop (Node: ReconcileLoop.hold): a sync or a PUT holds the pods it stores from before the
+   * store write until its own syncs are done, so no loop pass syncs them meanwhile. */
+  holdLoop?: (uids: readonly string[]) => () => void;
 }
 
 export function createApp(o: AppOptions) {
@@ -119,7 +122,7 @@ export function createApp(o: AppOptions) {
   app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
 
   const intake = { nodeName: nodeInfo.name, serviceAccountTokens: o.serviceAccountTokens ?? "drop" } as const;
-  const deps: PodRouteDeps = { runtime: rt, verifier: o.verifier, desired, policy, nodeInfo, admitting, prober, probeResults: o.probeResults, maxBodyBytes: maxBody, now, checkProbes, workloads: o.workloads, intake };
+  const deps: PodRouteDeps = { runtime: rt, verifier: o.verifier, desired, policy, nodeInfo, admitting, prober, probeResults: o.probeResults, maxBodyBytes: maxBody, now, checkProbes, workloads: o.workloads, intake, holdLoop: o.holdLoop ?? (() => () => undefined) };
   registerPodSync(app, deps);
   registerPodReads(app, deps);
   registerPodDelete(app, deps);

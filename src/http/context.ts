@@ -41,4 +41,6 @@ export interface PodRouteDeps {
   workloads?: WorkloadStore | undefined;
   /** The node's name for uid-less pods, and what to do with a named service account's token. */
   intake: IntakeOptions;
+  /** The node agent's loop leaves these pods to the request until the release (see AppOptions.holdLoop). */
+  holdLoop: (uids: readonly string[]) => () => void;
 }

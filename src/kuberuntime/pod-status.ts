@@ -16,12 +16,15 @@
 //   of containers that are not running. "full" detail calls ContainerStatus for every container, as kubelet does.
 import { create } from "@bufbuild/protobuf";
 import {
+  ContainerSchema,
   ContainerState as CriContainerState,
+  NamespaceMode,
   PodSandboxState,
   PodSandboxStatusSchema,
   type Container as CriContainer,
   type ContainerStatus as CriContainerStatus,
   type PodSandbox,
+  type PodSandboxConfig,
   type PodSandboxStatus,
 } from "../gen/runtime/v1/api_pb.js";
 import type { CriClient } from "../cri/client.js";
@@ -210,6 +213,58 @@ export async function podStatusFromLists(
     ips: ready ? sandboxIPs(newestStatus) : [],
     sandboxStatuses,
     containerStatuses: containerStatuses.filter((c): c is ContainerStatus => c !== undefined),
+  };
+}
+
+/** What a sync made in the runtime (sync-pod.ts), so the read-back after it needs no list to find it. */
+export interface MadeObjects {
+  /** The sandbox the sync made: its config, when RunPodSandbox was sent (ms), and its PodSandboxStatus when the
+   * sync read it (for the pod IPs). */
+  sandbox?: { id: string; config: PodSandboxConfig; sentAt: number; status?: PodSandboxStatus };
+  /** The containers the sync created, by id. */
+  containers: string[];
+}
+
+/** The "full" status of a pod that held nothing in the runtime before a sync which made `made` and whose every
+ * step succeeded: no list is needed, the sync knows each object the pod has (its decision read found none, under
+ * the pod's lock). A ContainerStatus per created container (concurrently). The new sandbox's PodSandboxStatus is
+ * the one the sync read for the pod IPs, else read now, except for a sandbox in the node's network namespace:
+ * it has no IP of its own and CRI's RunPodSandbox leaves a sandbox ready when it succeeds, so its status is the
+ * config the sync sent, SANDBOX_READY, created when the call was sent (a difference of the call's duration, well
+ * under v1's one-second timestamps; the loop's relist takes createdAt from its list). */
+export async function statusOfMade(cri: CriClient, pod: { uid: string; name: string; namespace: string }, made: MadeObjects & { sandbox: NonNullable<MadeObjects["sandbox"]> }): Promise<PodStatus> {
+  const sb = made.sandbox;
+  const hostNetwork = sb.config.linux?.securityContext?.namespaceOptions?.network === NamespaceMode.NODE;
+  const sandbox = async (): Promise<PodSandboxStatus | undefined> => {
+    if (sb.status) return sb.status;
+    if (!hostNetwork) return (await cri.podSandboxStatus({ podSandboxId: sb.id }).catch(notFoundToUndefined))?.status;
+    return create(PodSandboxStatusSchema, {
+      id: sb.id,
+      metadata: sb.config.metadata,
+      state: PodSandboxState.SANDBOX_READY,
+      createdAt: BigInt(sb.sentAt) * NS_PER_MS,
+      network: { ip: "" },
+      linux: { namespaces: { options: sb.config.linux?.securityContext?.namespaceOptions } },
+      labels: sb.config.labels,
+      annotations: sb.config.annotations,
+    });
+  };
+  const container = (id: string) =>
+    cri.containerStatus({ containerId: id }).then((r) => {
+      const s = r.status;
+      if (!s) return undefined;
+      const listed = create(ContainerSchema, { id: s.id, podSandboxId: sb.id, metadata: s.metadata, image: s.image, imageRef: s.imageRef, state: s.state, createdAt: s.createdAt, labels: s.labels, annotations: s.annotations });
+      return fromStatus(s, listed);
+    }, notFoundToUndefined);
+  const [newest, containers] = await Promise.all([sandbox(), Promise.all(made.containers.map(container))]);
+  const ready = newest?.state === PodSandboxState.SANDBOX_READY;
+  return {
+    id: pod.uid,
+    name: pod.name,
+    namespace: pod.namespace,
+    ips: ready ? sandboxIPs(newest) : [],
+    sandboxStatuses: newest ? [newest] : [],
+    containerStatuses: containers.filter((c): c is ContainerStatus => c !== undefined).sort(byCreatedDesc),
   };
 }
 

@@ -18,10 +18,11 @@ import { deletePod, effectiveGracePeriod, killPod } from "./kill.js";
 import type { PodRef } from "../container/types.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
-import { completeRunning, getPodStatus, getPodStatusOrListed, listManagedPods, podStatusOrListed, RunningDetails } from "./pod-status.js";
+import { completeRunning, getPodStatus, getPodStatusOrListed, listManagedPods, podStatusOrListed, RunningDetails, statusOfMade } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
-import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, managedSelector } from "../container/labels.js";
+import { AbsentPods } from "./absent-pods.js";
+import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, POD_UID_LABEL, managedSelector } from "../container/labels.js";
 import { subPathUnsupported } from "../volumemanager/subpath.js";
 import { InvalidPodError } from "../pod/validate.js";
 import type { PodActions, PodStatus, SyncStep } from "../container/types.js";
@@ -292,6 +293,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     if (!o.volumeHost) throw new UnsupportedError("node volumes are not reachable on this deployment");
     return o.volumeHost;
   };
+  // Pods a uid check found absent, for their next sync's decision (an in-process lock only: every run that could
+  // act on a pod is then seen here).
+  const absent = lock instanceof MemoryPodLock ? new AbsentPods() : undefined;
+  /** lock.run, with the run seen by `absent` from before it waits for the lock until it is over. */
+  const lockedRun = <T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T> => {
+    absent?.enter(uid);
+    return lock.run(uid, fn).finally(() => absent?.leave(uid));
+  };
   const reasons = o.reasons ?? new MemoryReasonCache();
   // The eviction manager's verdicts by uid (kubelet's status manager keeps them as the pod's Failed status):
   // in memory, like the reason cache; DELETE forgets one, and so does the loop when it re-creates the pod.
@@ -309,11 +318,13 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   /** Running containers' start times, mounts and log paths, read once per container. */
   const running = new RunningDetails();
   /** The full status with termination messages, and the v1 status for `spec`. */
-  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus) => {
+  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus, made?: Parameters<typeof statusOfMade>[2]) => {
     // Nothing was done: the decision's reads stand, completed for the running containers from what an earlier
     // read kept (3 CRI calls in all for a converged pod; + 1 per running container never read in full here).
+    // A new pod made whole: a ContainerStatus per container it made (statusOfMade), no list.
     // Otherwise the whole status is read again (3 + containers), and its running containers' details kept.
-    const [status, name] = await Promise.all([unchanged ? completeRunning(c, unchanged, running) : getPodStatus(c, spec.metadata, "full").then((st) => (running.learn(st), st)), nameOf(c)]);
+    const read = unchanged ? completeRunning(c, unchanged, running) : (made ? statusOfMade(c, spec.metadata, made) : getPodStatus(c, spec.metadata, "full")).then((st) => (running.learn(st), st));
+    const [status, name] = await Promise.all([read, nameOf(c)]);
     await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
     const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid), eviction: evictions.get(spec.metadata.uid) });
     return { status, apiStatus };
@@ -342,17 +353,28 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       counted(cri, async (c) => {
         if (pods.length === 0) return {};
         const labelSelector = pods.length === 1 ? managedSelector(pods[0]!.metadata.uid) : { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY };
-        const { items } = await c.listPodSandbox({ filter: { labelSelector } });
-        assertOwnUids(pods.map((p) => ref(p.metadata)), items);
+        const uids = pods.map((p) => p.metadata.uid);
+        // The pods the list finds nothing of are remembered as absent for their next sync (absent-pods.ts).
+        const watch = absent?.watch(uids);
+        try {
+          const { items } = await c.listPodSandbox({ filter: { labelSelector } });
+          assertOwnUids(pods.map((p) => ref(p.metadata)), items);
+          watch?.listed(new Set(items.map((s) => s.labels[POD_UID_LABEL] ?? "")), syncOptions.now());
+        } finally {
+          watch?.end();
+        }
         return {};
       }),
 
     sync: async (pod, probes, objects, guard) => {
       admit(pod);
-      return lock.run(pod.metadata.uid, (fence) =>
+      const uid = pod.metadata.uid;
+      // Known absent: a uid check just listed nothing of the pod and nothing has acted on it since.
+      const known = absent?.take(uid, syncOptions.now()) === true;
+      return lockedRun(uid, (fence) =>
         counted(cri, async (c) => {
-          await checkCurrent(guard, `the sync of pod ${pod.metadata.uid}`);
-          const status = await getPodStatus(c, pod.metadata);
+          await checkCurrent(guard, `the sync of pod ${uid}`);
+          const status = known ? emptyStatus(pod.metadata) : await getPodStatus(c, pod.metadata);
           // Refused before any write: the status read is the only call made.
           assertOwnUid(pod.metadata, status);
           const actions = evictions.has(pod.metadata.uid) ? evictedPodActions(status) : podActionsAt(pod, status, probes, syncOptions.now());
@@ -363,7 +385,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           // A step that lost the runtime (its connection gone or cancelled) says a read-back would fail too.
           const lost = r.steps.some((st) => st.grpcCode === "UNAVAILABLE" || st.grpcCode === "CANCELLED");
           const stand = async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown", hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid), eviction: evictions.get(pod.metadata.uid) }) });
-          const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined).catch(stand);
+          // A pod that held nothing and whose steps all succeeded holds what the steps made: found without lists.
+          const made = isEmpty(status) && r.ok && r.made.sandbox ? { ...r.made, sandbox: r.made.sandbox } : undefined;
+          const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined, made).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }, fence),
       );
@@ -411,7 +435,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     },
 
     delete: (uid, gracePeriodSeconds, guard, spec) =>
-      lock.run(uid, (fence) =>
+      lockedRun(uid, (fence) =>
         counted(cri, async (c) => {
           await checkCurrent(guard, `the delete of pod ${uid}`);
           // Best effort: a sandbox whose status the runtime cannot report is still stopped and removed by its id
@@ -442,7 +466,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     evict: (pod, eviction) => {
       // The verdict holds at once (the loop starts nothing of it, its status says Failed); the kill waits its turn.
       evictions.set(pod.metadata.uid, eviction);
-      return lock.run(pod.metadata.uid, (fence) =>
+      return lockedRun(pod.metadata.uid, (fence) =>
         counted(
           cri,
           async (c) => {
@@ -538,6 +562,9 @@ function insideDir(path: string, dir: string): boolean {
 }
 
 const isEmpty = (s: PodStatus) => s.sandboxStatuses.length === 0 && s.containerStatuses.length === 0;
+
+/** getPodStatus's answer for a pod the runtime holds nothing of. */
+const emptyStatus = (m: PodRef): PodStatus => ({ id: m.uid, name: m.name, namespace: m.namespace, ips: [], sandboxStatuses: [], containerStatuses: [] });
 
 /** Without the spec (DELETE, status), the pod's name and namespace come from its newest sandbox's metadata. */
 function refFromStatus(uid: string, s: PodStatus): PodRef {

@@ -26,7 +26,7 @@ import { computePodActions } from "./compute-actions.js";
 import { generateContainerConfig, generatePodSandboxConfig, podHostnameAndDomain } from "./config.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { needsImageUser, verifyRunAsNonRoot } from "./security.js";
-import { findContainerStatusByName } from "./pod-status.js";
+import { findContainerStatusByName, type MadeObjects } from "./pod-status.js";
 import { CONTAINER_BACKOFF_STREAK_ANNOTATION } from "../container/labels.js";
 import { crashLoopBackOff, formatGoDuration, MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
 import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "./images.js";
@@ -38,7 +38,7 @@ import { isRestartableInitContainer } from "../pod/schema.js";
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "../container/steps.js";
 import type { PodActions, PodStatus, PodSyncResult } from "../container/types.js";
-import { MountSchema, type PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
+import { MountSchema, type PodSandboxConfig, type PodSandboxStatus } from "../gen/runtime/v1/api_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { podContainerDir, type TerminationMessageFiles } from "./termination-message.js";
 import type { ContainerToKill } from "../container/types.js";
@@ -103,6 +103,8 @@ interface StartContext extends ImageContext {
   downward: () => Promise<DownwardInfo>;
   podDirs: PodDirs | undefined;
   hooks: KillHooks;
+  /** The containers this sync created (their ids), whatever their start did. */
+  created: string[];
 }
 
 /** podsync's bound on a postStart hook (kubelet gives it none): the sync that starts the container waits for it. */
@@ -179,6 +181,7 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   } catch (e) {
     throw new StepError("CreateContainerError", errorMessage(e), e);
   }
+  ctx.created.push(id);
   try {
     await ctx.cri.startContainer({ containerId: id });
   } catch (e) {
@@ -195,7 +198,7 @@ export async function syncPod(
   status: PodStatus,
   options: SyncOptions = {},
   actions: PodActions = computePodActions(pod, status),
-): Promise<PodSyncResult & { actions: PodActions }> {
+): Promise<PodSyncResult & { actions: PodActions; made: MadeObjects }> {
   const node = options.node ?? defaultNodeConfig();
   const steps = new Steps();
   const objects = options.objects ?? NO_OBJECTS;
@@ -204,8 +207,9 @@ export async function syncPod(
   const done = () => {
     // A runtime error text could echo registry credentials; they never leave in a step message.
     if (secrets.length) for (const st of steps.steps) if (st.message) st.message = redact(st.message, secrets);
-    return { ok: steps.steps.every((s) => s.ok), steps: steps.steps, actions };
+    return { ok: steps.steps.every((s) => s.ok), steps: steps.steps, actions, made };
   };
+  const made: MadeObjects = { containers: [] };
 
   const hooks: KillHooks = { network: options.hookNetwork, hostIPs: options.hostIPs };
   // Step 2: kill the pod, or the containers that must go.
@@ -253,7 +257,9 @@ export async function syncPod(
       "CreatePodSandbox",
       formatPod(pod),
       async () => {
+        const sentAt = (options.now ?? Date.now)();
         sandboxId = (await cri.runPodSandbox({ config: sandboxConfig() })).podSandboxId;
+        made.sandbox = { id: sandboxId, config: sandboxConfig(), sentAt };
         return `sandbox ${sandboxId} (attempt ${actions.attempt})`;
       },
       "CreatePodSandboxError",
@@ -280,8 +286,11 @@ export async function syncPod(
       ...(options.onPulling ? { onPulling: options.onPulling } : {}),
       ...(pullSecrets ? { pullSecrets } : {}),
       objects,
-      downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? [], options.podDirs?.writeHostsFile !== undefined),
+      downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? [], options.podDirs?.writeHostsFile !== undefined, (s) => {
+        if (made.sandbox) made.sandbox.status = s;
+      }),
       hooks,
+      created: made.containers,
     };
     // Step 5: the init containers, in order; stop at a regular one that failed to start (a sidecar that
     // failed is skipped: the next sync restarts it).
@@ -313,8 +322,9 @@ export async function syncPod(
 
 /** The downward API's view of this sync, read lazily: a pod IP costs a PodSandboxStatus only after a new
  * sandbox, and only when a container to start takes status.podIP(s) (kubelet reads it after every
- * RunPodSandbox). A hostNetwork pod's IPs are the node's, as in its status. */
-function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[], hostsFile: boolean): () => Promise<DownwardInfo> {
+ * RunPodSandbox). A hostNetwork pod's IPs are the node's, as in its status. The status read is handed to
+ * `onRead` (the sync's read-back reuses it). */
+function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[], hostsFile: boolean, onRead: (s: PodSandboxStatus) => void): () => Promise<DownwardInfo> {
   let info: Promise<DownwardInfo> | undefined;
   const read = async (): Promise<DownwardInfo> => {
     if (pod.spec.hostNetwork) return { node, hostIPs, podIPs: hostIPs.slice(0, 2) };
@@ -323,6 +333,7 @@ function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId:
     const wanted = hostsFile || [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => needsPodIPs(c) || (c.lifecycle?.postStart?.httpGet !== undefined && c.lifecycle.postStart.httpGet.host === undefined));
     if (!newSandboxId || !wanted) return { node, hostIPs, podIPs: status.ips };
     const s = (await cri.podSandboxStatus({ podSandboxId: newSandboxId })).status;
+    if (s) onRead(s);
     const ips = [s?.network?.ip ?? "", ...(s?.network?.additionalIps ?? []).map((a) => a.ip)].filter(Boolean);
     return { node, hostIPs, podIPs: sortPodIPs(ips) };
   };

@@ -102,6 +102,12 @@ export interface ReconcileLoop extends MetricsSource {
   tick(): Promise<TickReport>;
   /** Relist soon (e.g. after the desired set changed). */
   kick(): void;
+  /** A request is storing and syncing these pods itself (a PUT's set, a per-pod sync): no relist syncs them until
+   * the returned release, so no loop pass races the request (two syncs of one pod, the second waiting for the first's
+   * lock only to find nothing to do, and more pods created at once than the request's parallelism). */
+  hold(uids: readonly string[]): () => void;
+  /** What a request's sync read back (the pod's objects and their details): the relist needs not read them again. */
+  learn(status: PodStatus): void;
   stop(): Promise<void>;
 }
 
@@ -123,6 +129,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   const specs = new Map<string, DesiredPod>();
   const errors = new Map<string, string>();
   const inFlight = new Map<string, Promise<void>>();
+  /** Pods a request is syncing (hold()), with how many requests hold each. */
+  const held = new Map<string, number>();
   /** When the probe path last synced a pod. */
   const probeSyncedAt = new Map<string, number>();
   /** The fingerprint each prober pod was last shown from a relist. */
@@ -327,7 +335,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       for (const e of entries) {
         const uid = e.pod.metadata.uid;
         const rec = records.get(uid)!;
-        if (inFlight.has(uid)) continue;
+        if (inFlight.has(uid) || held.has(uid)) continue;
         // A sync that ended after this relist began is not in the view: decide on the next one.
         if (rec.lastSyncEnd > view.at) continue;
         const pv = view.pods.get(uid);
@@ -448,7 +456,9 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   function period(): number {
     if (!eventsUp || o.controllers?.watching()) return interval;
     let due = Infinity;
-    for (const rec of records.values()) {
+    for (const [uid, rec] of records) {
+      // A pod a request holds is the request's to sync (its release makes it due at the resync).
+      if (held.has(uid)) continue;
       due = Math.min(due, rec.lastSyncEnd + resync);
       const d = rec.decided?.decision;
       if (d?.kind === "back-off") due = Math.min(due, d.until);
@@ -484,6 +494,9 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       while (inFlight.has(uid)) await inFlight.get(uid);
       if (stopped || !specs.has(uid)) return;
       await sync(uid, reason);
+      // A relist after it: what reads the relist (the prober's view, the Kubernetes API's pods and watches) sees
+      // the restart now, not a whole evented period later. One for a burst: asked while one runs, it runs after.
+      relistNow();
     },
     unknown: relistNow,
   });
@@ -557,6 +570,29 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       return rest;
     },
     kick: relistNow,
+    hold(uids) {
+      for (const uid of uids) held.set(uid, (held.get(uid) ?? 0) + 1);
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        const t = now();
+        for (const uid of uids) {
+          const n = (held.get(uid) ?? 1) - 1;
+          if (n > 0) held.set(uid, n);
+          else held.delete(uid);
+          // As if the loop had synced it now (as for a pod new to the loop): the next relist decides it afresh,
+          // and a needed action (the request's sync failed) still runs there.
+          const rec = records.get(uid);
+          if (rec) Object.assign(rec, { lastSyncStart: t, lastSyncEnd: t, fingerprint: undefined, decided: undefined });
+        }
+      };
+    },
+    learn(status) {
+      relister.learn(status);
+      for (const sb of status.sandboxStatuses) owners.set(sb.id, { uid: status.id, sandbox: true });
+      for (const c of status.containerStatuses) owners.set(c.id, { uid: status.id, sandbox: false });
+    },
     async stop() {
       stopped = true;
       watch?.close();

@@ -163,10 +163,11 @@ export function createRelister(cri: CriClient): Relister {
   function build(uid: string, sandboxes: PodSandbox[], containers: CriContainer[]): PodStatus {
     const newest = sandboxes[0];
     const cached = newest && sandboxCache.get(newest.id);
-    // The newest sandbox as getPodStatus reports it: its status call's details with the list's current state.
+    // The newest sandbox as getPodStatus reports it: its status call's details with the list's current state (and
+    // creation time: a sync's read-back of a hostNetwork sandbox it made has only the time its call was sent).
     // One whose status could not be read (removed since the list) is left out, as getPodStatus leaves it.
     const sandboxStatuses: PodSandboxStatus[] = sandboxes.slice(1).map(sandboxFromList);
-    if (cached) sandboxStatuses.unshift({ ...cached, state: newest.state });
+    if (cached) sandboxStatuses.unshift({ ...cached, state: newest.state, createdAt: newest.createdAt });
     const containerStatuses: ContainerStatus[] = [];
     for (const c of containers) {
       if (c.state === CriContainerState.CONTAINER_EXITED) {

@@ -123,6 +123,9 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     // makes no runtime call.
     checkReplace(await d.desired.generation(), generation);
     const now = d.now();
+    // No loop pass syncs the set's pods from the commit until this PUT's own syncs are done: the PUT starts them
+    // at its concurrency, and no other sync of them waits on their locks.
+    const release = d.holdLoop(pods.map((p) => p.pod.metadata.uid));
     const body = await serial(async () => {
       // The commit: refused (409 stale-generation, 503 state-unavailable) with nothing changed, so a refused
       // PUT does not use up its generation. Nothing acts before it.
@@ -152,7 +155,8 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         });
         // The workloads follow the committed set (a failure here is a 503 with the pods' set in force; the
         // controllers keep the workloads as they were until the next PUT).
-        await d.workloads?.replace([...derived.workloads, ...workloadEntries(workloads, token, now, storedWorkloads)]);
+        // (A set with none, on a node holding none, changes nothing there: no write, no controller pass.)
+        if (workloads.length || storedWorkloads.length) await d.workloads?.replace([...derived.workloads, ...workloadEntries(workloads, token, now, storedWorkloads)]);
         return { ...r, before };
       });
       d.prober?.update(pods.map((p) => p.pod));
@@ -193,7 +197,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
       const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
       const stored = workloads.map(({ workload: w }) => ({ kind: w.kind, namespace: w.metadata.namespace, name: w.metadata.name, uid: w.metadata.uid }));
       return { ok, generation, pods: results, removed: removedResults, ...(stored.length ? { workloads: stored } : {}) };
-    });
+    }).finally(release);
     // 207 as for a sync: the set is stored (the loop keeps at it), some pods' steps failed; the body says which.
     return jsonWithWarnings(body, body.ok ? 200 : 207, warnings);
   });

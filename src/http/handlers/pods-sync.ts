@@ -62,38 +62,44 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     // another namespace/name inside its write (a pod whose sandbox is not made yet is not seen by the runtime
     // check).
     let idCalls = 0;
-    await admitting(async () => {
-      await admitOnNode(pod, nodeInfo, desired);
-      idCalls = await checkUidsOnRuntime(rt, [{ pod }], (u) => desired.get(u));
-      c.set("criCalls", idCalls);
-      await desired.put(mine);
-    });
-    // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
-    prober?.upsert(pod);
-    // Synced only if this request's entry (or the same spec) is still stored once the pod's lock is held: a later request
-    // that changed or removed the pod meanwhile acts after this one, and this older spec does not undo it.
-    let r: SyncResult;
+    // No loop pass syncs the pod from its store write until this request's sync is done.
+    const release = d.holdLoop([uid]);
     try {
-      r = await rt.sync(pod, prober?.results(uid), objects, whileStored(desired, mine));
-    } catch (e) {
-      if (!(e instanceof SupersededError)) throw e;
-      const left = !(await desired.get(uid));
-      if (left) prober?.remove(uid);
-      throw new StaleGenerationError(left ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done` : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`);
+      await admitting(async () => {
+        await admitOnNode(pod, nodeInfo, desired);
+        idCalls = await checkUidsOnRuntime(rt, [{ pod }], (u) => desired.get(u));
+        c.set("criCalls", idCalls);
+        await desired.put(mine);
+      });
+      // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
+      prober?.upsert(pod);
+      // Synced only if this request's entry (or the same spec) is still stored once the pod's lock is held: a later request
+      // that changed or removed the pod meanwhile acts after this one, and this older spec does not undo it.
+      let r: SyncResult;
+      try {
+        r = await rt.sync(pod, prober?.results(uid), objects, whileStored(desired, mine));
+      } catch (e) {
+        if (!(e instanceof SupersededError)) throw e;
+        const left = !(await desired.get(uid));
+        if (left) prober?.remove(uid);
+        throw new StaleGenerationError(left ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done` : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`);
+      }
+      c.set("criCalls", idCalls + r.criCalls);
+      // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
+      // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the
+      // store). So a pod that has left the desired state is deleted again, and the request is told why.
+      if (!(await desired.get(uid))) {
+        prober?.remove(uid);
+        const d = await rt.delete(uid);
+        c.set("criCalls", idCalls + r.criCalls + d.criCalls);
+        throw new StaleGenerationError(`pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`);
+      }
+      prober?.observe(uid, r.after);
+      // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
+      // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
+      return jsonWithWarnings({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after), ...workloads }, r.ok ? 200 : 207, body.warnings);
+    } finally {
+      release();
     }
-    c.set("criCalls", idCalls + r.criCalls);
-    // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
-    // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the
-    // store). So a pod that has left the desired state is deleted again, and the request is told why.
-    if (!(await desired.get(uid))) {
-      prober?.remove(uid);
-      const d = await rt.delete(uid);
-      c.set("criCalls", idCalls + r.criCalls + d.criCalls);
-      throw new StaleGenerationError(`pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`);
-    }
-    prober?.observe(uid, r.after);
-    // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
-    // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
-    return jsonWithWarnings({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after), ...workloads }, r.ok ? 200 : 207, body.warnings);
   });
 }
