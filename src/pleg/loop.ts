@@ -449,8 +449,9 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     if (!eventsUp || o.controllers?.watching()) return interval;
     let due = Infinity;
     for (const rec of records.values()) {
-      due = Math.min(due, rec.lastSyncEnd + resync);
       const d = rec.decided?.decision;
+      // A finished pod is not resynced (decide.ts), so its resync brings no relist either.
+      if (!(d?.kind === "converged" && d.finished)) due = Math.min(due, rec.lastSyncEnd + resync);
       if (d?.kind === "back-off") due = Math.min(due, d.until);
       else if (d?.kind === "act") due = Math.min(due, rec.retryAt);
       // A converged pod's active deadline.
