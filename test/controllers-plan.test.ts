@@ -10,7 +10,12 @@ import { Deployment, Job, StatefulSet, type Workload } from "../src/pod/workload
 import { jobSelectorDefaults } from "../src/pod/workloads/job-labels.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { startFakeCri } from "./support/fake-cri.js";
-import { Harness } from "./support/http.js";
+import { Harness, ISSUER, NODE } from "./support/http.js";
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { exportJWK } from "jose";
 
 const audit = { iss: "t", iat: 1 };
 const stored = (w: Workload): StoredWorkload => ({ workload: w, audit, storedAt: 0 });
@@ -73,7 +78,7 @@ describe("plan of a body's workloads", () => {
 });
 
 describe("POST /v1/pods/plan with workloads", () => {
-  it("answers the pods the controllers would make, with their actions; stores nothing", async () => {
+  it("answers the pods the controllers would make, with their actions; stores nothing; the CLI prints them", async () => {
     const fake = await startFakeCri();
     const cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
     const workloads = new MemoryWorkloadStore();
@@ -87,10 +92,34 @@ describe("POST /v1/pods/plan with workloads", () => {
       expect(r.body.pods).toHaveLength(2);
       expect(r.body.pods[0]).toMatchObject({ name: expect.stringMatching(/^web-[a-z0-9]+-<random>$/), action: "create", owner: { kind: "ReplicaSet" }, workload: { kind: "Deployment", name: "web" } });
       expect(await workloads.list()).toEqual([]);
+
+      // The CLI: podsync plan and apply --dry-run print each pod with its action and maker; a file of several
+      // objects with a kind-less one is refused before signing.
+      const key = h.keys[0]!;
+      const tmp = mkdtempSync(join(tmpdir(), "podsync-plan-cli-"));
+      const keyFile = join(tmp, "key.json");
+      writeFileSync(keyFile, JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }));
+      const cli = (...args: string[]) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
+          execFile(process.execPath, ["bin/podsync.mjs", "--url", h.url, "--key", keyFile, "--aud", NODE, ...args], (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+        );
+      const file = join(tmp, "web.json");
+      writeFileSync(file, JSON.stringify(dep));
+      const plan = await cli("plan", "-f", file);
+      expect(plan.code, plan.stderr).toBe(0);
+      expect(plan.stdout).toMatch(/^deployment\.apps\/web \(default\) would be created\n  pod\/web-[a-z0-9]+-<random> \(default\) would be created by ReplicaSet\/web-[a-z0-9]+ \(deployment web\)\n  pod\/web-[a-z0-9]+-<random> /);
+      const dry = await cli("apply", "-f", file, "--dry-run");
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toMatch(/^deployment\/web created \(dry run\)\n  pod\/web-[a-z0-9]+-<random> \(default\) would be created by ReplicaSet/);
+      const mixed = join(tmp, "mixed.yaml");
+      writeFileSync(mixed, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n");
+      const refused = await cli("plan", "-f", mixed);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain("object 2 of 2 has no kind");
     } finally {
       await h.close();
       cri.close();
       await fake.close();
     }
-  });
+  }, 60_000);
 });
