@@ -37,7 +37,8 @@ export interface PlannedPod {
 
 export interface WorkloadPlan {
   pods: PlannedPod[];
-  /** Pods a controller would make that the node would refuse (kubelet's admission), per workload. */
+  /** Pods a controller would make that the node would refuse (kubelet's admission), and a controller's error, per
+   * workload. */
   refused: { kind: string; namespace: string; name: string; message: string }[];
 }
 
@@ -77,7 +78,12 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
     generated.add(s);
     return s;
   };
-  const controllers = createControllers({ workloads, desired, runtime: { delete: async (uid) => ({ ok: true, pod: { namespace: "", name: "", uid }, steps: [], deleted: false, wasRunning: false, criCalls: 0 }) }, nodeName: input.nodeName, ...(input.node ? { node: input.node } : {}), suffix });
+  /** A controller's error on a workload (it would be logged on the node): said in the plan too. */
+  const failed = new Map<string, string>();
+  const log = (rec: Record<string, unknown>) => {
+    if (rec["event"] === "error" && rec["what"] === "controller") failed.set(String(rec["workload"]), String(rec["error"]));
+  };
+  const controllers = createControllers({ workloads, desired, runtime: { delete: async (uid) => ({ ok: true, pod: { namespace: "", name: "", uid }, steps: [], deleted: false, wasRunning: false, criCalls: 0 }) }, nodeName: input.nodeName, ...(input.node ? { node: input.node } : {}), suffix, log });
   const made = new Map<string, DesiredPod["pod"]>();
   const gone = new Map<string, DesiredPod["pod"]>();
   const maxPasses = 20 + 4 * input.incoming.reduce((n, w) => n + Math.max(1, Number((w.workload as { spec?: { replicas?: number } }).spec?.replicas ?? 1)), 0);
@@ -131,6 +137,8 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
     const top = root(w.workload.metadata.uid);
     const f = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find((c) => c.type === "ReplicaFailure" && c.status === "True");
     if (top && f) refused.push({ kind: w.workload.kind, namespace: w.workload.metadata.namespace, name: w.workload.metadata.name, message: f.message ?? f.reason ?? "refused" });
+    const error = failed.get(workloadKey(w.workload));
+    if (top && error) refused.push({ kind: w.workload.kind, namespace: w.workload.metadata.namespace, name: w.workload.metadata.name, message: `its controller failed: ${error}` });
   }
   return { pods: out, refused };
 }
