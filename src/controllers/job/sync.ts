@@ -193,7 +193,7 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
     const extra = [...active].sort((a, b) => (isReady(a) === isReady(b) ? b.createdAt - a.createdAt : isReady(a) ? 1 : -1)).slice(0, active.length - want);
     for (const p of extra) del(p, `Job ${job.metadata.name} has more active pods than parallelism ${parallelism}`);
   } else if (active.length < want) {
-    const base = o.podFailureBackOffMs ?? DEFAULT_POD_FAILURE_BACKOFF_MS;
+    const backOffMs = o.podFailureBackOffMs ?? DEFAULT_POD_FAILURE_BACKOFF_MS;
     const taken = new Set(pods.map((p) => p.pod.metadata.name));
     if (perIndex) {
       // firstPendingIndexes without the failed ones, each after its own back-off (getRemainingTimePerIndex: the
@@ -204,7 +204,7 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
       for (let i = 0; i < completions! && n > 0; i++) {
         if (busy.has(i)) continue;
         const replaced = lastFailed.get(i);
-        const remaining = replaced ? backOffRemaining(indexAbsoluteFailureCount(replaced) + 1, finishedAt(replaced), ctx.now, base) : 0;
+        const remaining = replaced ? backOffRemaining(indexAbsoluteFailureCount(replaced) + 1, finishedAt(replaced), ctx.now, backOffMs) : 0;
         if (remaining > 0) {
           out.requeueAt = Math.min(out.requeueAt ?? Infinity, ctx.now + remaining);
           continue;
@@ -215,7 +215,7 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
     } else {
       const lastSuccess = Math.max(0, ...succeededPods.map(finishedAt));
       const failures = pods.filter((p) => phaseOf(p) === "Failed" && finishedAt(p) > lastSuccess);
-      const remaining = backOffRemaining(failures.length, Math.max(0, ...failures.map(finishedAt)), ctx.now, base);
+      const remaining = backOffRemaining(failures.length, Math.max(0, ...failures.map(finishedAt)), ctx.now, backOffMs);
       if (remaining > 0) out.requeueAt = ctx.now + remaining;
       else {
         const activeIdx = new Set(active.map(indexOf));
