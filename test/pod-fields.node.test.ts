@@ -91,7 +91,7 @@ describe("activeDeadlineSeconds (kubelet's activeDeadlineHandler)", () => {
     const dead = status();
     dead.sandboxStatuses[0]!.state = api.PodSandboxState.SANDBOX_NOTREADY;
     dead.containerStatuses[0]!.state = "exited";
-    expect(decide(pod, dead, undefined, started + 6_000)).toEqual({ kind: "converged" });
+    expect(decide(pod, dead, undefined, started + 6_000)).toEqual({ kind: "converged", finished: true });
   });
 });
 

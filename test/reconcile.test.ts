@@ -176,6 +176,29 @@ describe("what the loop syncs", () => {
     await loop.stop();
   });
 
+  it("a finished pod (restartPolicy Never, its container exited, its sandbox stopped) is not resynced: kubelet's pod worker stops syncing a terminated pod", async () => {
+    const done = pod({ restartPolicy: "Never", containers: [{ name: "main", image: "localhost/busybox:1", command: ["true"] }] });
+    const running = pod();
+    await want(done, running);
+    const loop = loopWith({ resyncIntervalMs: 60_000 });
+    await loop.tick(); // both started; the fake runtime's `true` exits 0 at once
+    t += 1000;
+    await loop.tick(); // the exit seen: the pod is killed (its sandbox stopped)
+    t += 1000;
+    await loop.tick();
+    synced = [];
+    const start = t;
+    for (const dt of [60_000, 120_000, 180_000]) {
+      t = start + dt;
+      await loop.tick();
+    }
+    // The running pod is resynced each period; the finished one never again.
+    expect(synced.filter((u) => u === done.metadata.uid)).toEqual([]);
+    expect(synced.filter((u) => u === running.metadata.uid).length).toBeGreaterThanOrEqual(2);
+    expect(containersOf(done.metadata.uid)).toHaveLength(1);
+    await loop.stop();
+  });
+
   it("crash-loop back-off holds: the first restart at once, the next only when its 10 s back-off has ended", async () => {
     const p = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["false"] }] });
     await want(p);
@@ -436,6 +459,7 @@ describe("decide (pure)", () => {
     expect(syncReason({ ...rec, lastSyncStart: 950 }, { ...act, backOffExpiredAt: 900 }, false, timing)).toBeUndefined();
     expect(syncReason(rec, act, false, { ...timing, now: 10_200 })).toBe("retry: containers to start");
     expect(syncReason(rec, { kind: "converged" }, false, { ...timing, now: 60_200 })).toBe("resync");
+    expect(syncReason(rec, { kind: "converged", finished: true }, false, { ...timing, now: 60_200 })).toBeUndefined();
   });
 });
 

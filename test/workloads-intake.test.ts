@@ -1,7 +1,7 @@
 // Intake of bodies with workloads: the kinds a node runs, the ones it skips with a warning, the ones it refuses;
 // uid-less pods; cluster exports cleaned with warnings; bad workloads refused naming the field.
 import { describe, expect, it } from "vitest";
-import { bodyFromDocuments } from "../src/pod/bundle.js";
+import { bodyFromDocuments, bodyFromItems, setItems } from "../src/pod/bundle.js";
 import { derivedUid, uuidv5 } from "../src/pod/workloads/uid.js";
 import { InvalidPodError } from "../src/pod/validate.js";
 import { errorsOf } from "./support/pods.js";
@@ -56,6 +56,23 @@ describe("kinds", () => {
     expect(errorsOf(() => bodyFromDocuments([deployment(), { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "tls" } }], node))).toEqual([
       { path: "documents[1].kind", message: expect.stringContaining('cert-manager.io/v1 Certificate "tls" is not a Kubernetes kind podsync knows') },
     ]);
+  });
+  it("a document without kind is refused with 400 naming it, except where its place makes it a Pod (a body that is one pod)", () => {
+    const bare = { metadata: { name: "p" }, spec: { containers: [container] } };
+    // A body that is one pod may leave out apiVersion and kind, as pod bodies always could (docs/pod-fields.md).
+    expect(bodyFromDocuments([bare], node).pods[0]!.pod.metadata.name).toBe("p");
+    // In a YAML stream, a v1.List or the payload's items, kind says what each document is.
+    const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: {} };
+    expect(errorsOf(() => bodyFromDocuments([cm, bare], node))).toEqual([{ path: "documents[1].kind", message: expect.stringContaining('the document "p" at documents[1] has no kind: in a body of several objects each names its kind') }]);
+    expect(errorsOf(() => bodyFromDocuments([{ apiVersion: "v1", kind: "List", items: [bare] }], node))).toEqual([{ path: "items[0].kind", message: expect.stringContaining("has no kind") }]);
+    expect(errorsOf(() => bodyFromItems([{ input: bare, at: "items[0]" }], {}, node))).toEqual([{ path: "items[0].kind", message: expect.stringContaining("has no kind") }]);
+    // The payload's `pod` and `pods` claims name their items Pods.
+    expect(bodyFromItems([{ input: bare, at: "pod", podByPlace: true }], {}, node).pods).toHaveLength(1);
+    expect(bodyFromItems(setItems([bare], "pods"), {}, node).pods).toHaveLength(1);
+    expect(() => bodyFromItems(setItems([bare], "items"), {}, node)).toThrow(InvalidPodError);
+    // Even alone, a kind-less document carrying a workload's spec is not read as a Pod.
+    const { kind: _k, apiVersion: _a, ...kindless } = deployment();
+    expect(errorsOf(() => bodyFromDocuments([kindless], node))).toEqual([{ path: "kind", message: expect.stringContaining('the document "web" has no kind, and its spec.template is a workload\'s field') }]);
   });
 });
 

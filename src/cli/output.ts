@@ -69,3 +69,13 @@ export function notFound(plural: string, name: string, namespace: string, elsewh
 export function printWarnings(body: Record<string, unknown>): void {
   for (const w of (body["warnings"] as string[] | undefined) ?? []) console.error(`Warning: ${w}`);
 }
+
+/** A plan's workload pods (POST /v1/pods/plan's `pods` and `refused`): one line each, as `pod/NAME would be created
+ * by ReplicaSet/web-5c9f (deployment web)`. A name ending in `<random>` is a generateName the node completes. */
+export function plannedPodLines(body: Record<string, unknown>): string[] {
+  type Planned = { namespace: string; name: string; action: string; owner: { kind: string; name: string }; workload: { kind: string; name: string } };
+  const verb: Record<string, string> = { create: "would be created", delete: "would be deleted", keep: "stays" };
+  const pods = ((body["pods"] as Planned[] | undefined) ?? []).map((p) => `  pod/${p.name} (${p.namespace}) ${verb[p.action] ?? p.action} by ${p.owner.kind}/${p.owner.name}${p.owner.name === p.workload.name ? "" : ` (${p.workload.kind.toLowerCase()} ${p.workload.name})`}`);
+  const refused = ((body["refused"] as { kind: string; name: string; message: string }[] | undefined) ?? []).map((r) => `  ${r.kind}/${r.name} could not make a pod: ${r.message}`);
+  return [...pods, ...refused];
+}

@@ -21,6 +21,7 @@ export async function readPod(path: string): Promise<{ pod?: unknown; items?: un
   }
   const kindOf = (d: unknown) => (typeof d === "object" && d !== null ? (d as { kind?: unknown }).kind : undefined);
   const all = docs.flatMap((d) => (kindOf(d) === "List" ? ((d as { items?: unknown[] }).items ?? []) : d === null ? [] : [d]));
+  requireKinds(path, all);
   const pods = all.filter((d) => kindOf(d) === "Pod" || kindOf(d) === undefined);
   if (pods.length > 1) fail(`${path} holds ${pods.length} pods; sync takes one. To make several pods the node's set, use podsync apply -f ${path}`);
   const configMaps = all.filter((d) => kindOf(d) === "ConfigMap");
@@ -28,6 +29,14 @@ export async function readPod(path: string): Promise<{ pod?: unknown; items?: un
   const items = all.filter((d) => !["Pod", "ConfigMap", "Secret", undefined].includes(kindOf(d) as string));
   if (pods.length === 0 && items.length === 0) fail(`${path} holds no Pod and no workload`);
   return { ...(pods.length ? { pod: pods[0] } : {}), ...(items.length ? { items } : {}), ...(configMaps.length ? { configMaps } : {}), ...(secrets.length ? { secrets } : {}) };
+}
+
+/** As the node reads a body: only a file that is one pod may leave out kind; in a file of several objects each
+ * names its kind (src/pod/workloads/intake.ts). Said here, before signing, with the document's place. */
+function requireKinds(path: string, objs: unknown[]): void {
+  if (objs.length < 2) return;
+  const i = objs.findIndex((d) => typeof d === "object" && d !== null && (d as { kind?: unknown }).kind === undefined);
+  if (i >= 0) fail(`${path}: object ${i + 1} of ${objs.length} has no kind: in a file of several objects each names its kind (Pod, Deployment, ConfigMap, ...) and apiVersion; only a file that is one pod may leave them out`);
 }
 
 /** A file's text ("-": stdin); a file that cannot be read is an error naming it. */
@@ -59,7 +68,9 @@ export async function readPods(path: string, text: string, json: boolean): Promi
   const first = docs[0] as { kind?: unknown; items?: unknown } | undefined;
   if (docs.length === 1 && first?.kind === "List") {
     if (!Array.isArray(first.items)) fail(`${path}: a v1.List needs "items"`);
+    requireKinds(path, first.items as unknown[]);
     return first.items as unknown[];
   }
+  requireKinds(path, docs);
   return docs;
 }

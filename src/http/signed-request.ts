@@ -134,7 +134,7 @@ export async function readSignedBody(req: Request, verifier: Verifier, act: Act,
   if ("docs" in r) return { ...bodyFromDocuments(r.docs, o), token: r.token };
   const p = r.payload;
   const items: Item[] = [];
-  if (p["pod"] !== undefined) items.push({ input: p["pod"], at: "pod" });
+  if (p["pod"] !== undefined) items.push({ input: p["pod"], at: "pod", podByPlace: true });
   if (p["items"] !== undefined) {
     if (!Array.isArray(p["items"])) throw new ProblemError("bad-request", 'the signed payload\'s "items" must be an array', { errors: [{ path: "items", message: "must be an array of Kubernetes objects" }] });
     p["items"].forEach((input, i) => items.push({ input, at: `items[${i}]` }));

@@ -9,8 +9,10 @@ import type { PodStatus } from "../container/types.js";
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 
 export type Decision =
-  /** Nothing to do: a sync would change nothing (until `until`, ms: the pod's active deadline). */
-  | { kind: "converged"; until?: number }
+  /** Nothing to do: a sync would change nothing (until `until`, ms: the pod's active deadline). `finished`: the
+   * pod is done (every container ended for good, nothing of it runs): kubelet's pod worker stops syncing a
+   * terminated pod, so it gets no periodic resync either (a Job's finished pods cost nothing while they stay). */
+  | { kind: "converged"; until?: number; finished?: true }
   /** Something to do. `backOffExpiredAt`: a crash-looping container's back-off ended then (it may restart);
    * `dueAt`: the time made it due (the pod's active deadline passed then). */
   | { kind: "act"; why: string; backOffExpiredAt?: number; dueAt?: number }
@@ -24,7 +26,7 @@ function alive(status: PodStatus): boolean {
 
 export function decide(pod: Pod, status: PodStatus, probes: ProbeResults | undefined, now: number): Decision {
   const deadline = activeDeadlineAt(pod, status);
-  if (deadline !== undefined && now >= deadline) return alive(status) ? { kind: "act", why: "active deadline exceeded", dueAt: deadline } : { kind: "converged" };
+  if (deadline !== undefined && now >= deadline) return alive(status) ? { kind: "act", why: "active deadline exceeded", dueAt: deadline } : { kind: "converged", finished: true };
   const d = decideActions(pod, status, probes, now);
   // The decision stands until the active deadline, which changes it.
   if (deadline === undefined) return d;
@@ -37,7 +39,7 @@ function decideActions(pod: Pod, status: PodStatus, probes: ProbeResults | undef
   const a = podActionsAt(pod, status, probes, now);
   if (a.createSandbox) return { kind: "act", why: a.sandboxId ? "sandbox changed" : "no sandbox" };
   if (Object.keys(a.containersToKill).length > 0) return { kind: "act", why: "containers to kill" };
-  if (a.killPod) return alive(status) ? { kind: "act", why: "pod to kill" } : { kind: "converged" };
+  if (a.killPod) return alive(status) ? { kind: "act", why: "pod to kill" } : { kind: "converged", finished: true };
   const starts: Container[] = [...a.initContainersToStart.map((i) => pod.spec.initContainers![i]!), ...a.containersToStart.map((i) => pod.spec.containers[i]!)];
   if (starts.length === 0) return { kind: "converged" };
   // startContainer's back-off check (sync-pod.ts), made here so that a sync that would only report
@@ -85,8 +87,8 @@ export interface Timing {
 /** Why to sync the pod now, or undefined to leave it. `changed`: its fingerprint or its spec changed since the
  * last decision (kubelet's PLEG event or pod update). */
 export function syncReason(rec: PodRecord, d: Decision, changed: boolean, t: Timing): string | undefined {
-  // kubelet's pod workers requeue every pod at the resync interval whatever happened.
-  if (t.now - rec.lastSyncEnd >= t.resyncIntervalMs) return "resync";
+  // kubelet's pod workers requeue every pod at the resync interval whatever happened, but a finished one.
+  if (t.now - rec.lastSyncEnd >= t.resyncIntervalMs && !(d.kind === "converged" && d.finished)) return "resync";
   if (d.kind !== "act") return undefined;
   if (changed) return d.why;
   if (d.backOffExpiredAt !== undefined && d.backOffExpiredAt > rec.lastSyncStart) return d.why;

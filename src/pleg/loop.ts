@@ -459,8 +459,9 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     for (const [uid, rec] of records) {
       // A pod a request holds is the request's to sync (its release makes it due at the resync).
       if (held.has(uid)) continue;
-      due = Math.min(due, rec.lastSyncEnd + resync);
       const d = rec.decided?.decision;
+      // A finished pod is not resynced (decide.ts), so its resync brings no relist either.
+      if (!(d?.kind === "converged" && d.finished)) due = Math.min(due, rec.lastSyncEnd + resync);
       if (d?.kind === "back-off") due = Math.min(due, d.until);
       else if (d?.kind === "act") due = Math.min(due, rec.retryAt);
       // A converged pod's active deadline.

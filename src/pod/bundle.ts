@@ -88,7 +88,8 @@ const NO_NODE: IntakeOptions = { nodeName: "", serviceAccountTokens: "refuse" };
 
 /** The documents of a body as items: one document (a v1.List is unpacked into its items), or the documents of a
  * YAML stream (`---` separated; empty documents are skipped). `name(i)` names document i in error paths. A lone
- * document keeps its own paths (`spec.containers[0]...`), as a pod body always has. */
+ * document keeps its own paths (`spec.containers[0]...`), as a pod body always has, and is a Pod by its place (it may
+ * leave out kind). */
 export function itemsFromDocuments(docs: readonly unknown[], name: (i: number) => string = (i) => `documents[${i}]`): { items: Item[]; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const items: Item[] = [];
@@ -100,7 +101,7 @@ export function itemsFromDocuments(docs: readonly unknown[], name: (i: number) =
       if (!Array.isArray(list)) errors.push({ path: `${at ? `${at}.` : ""}items`, message: "a List needs an items array" });
       else list.forEach((item, i) => visit(item, at ? `${at}.items[${i}]` : `items[${i}]`, true));
       for (const k of Object.keys(doc)) if (!["apiVersion", "kind", "items", "metadata"].includes(k)) errors.push({ path: `${at ? `${at}.` : ""}${k}`, message: `unknown field "${k}" (not supported by podsync; remove it)` });
-    } else items.push({ input: doc, at });
+    } else items.push({ input: doc, at, ...(at === "" ? { podByPlace: true } : {}) });
   };
   const present = docs.filter((d) => d !== null && d !== undefined);
   if (present.length === 1) visit(present[0], "", false);
@@ -181,8 +182,9 @@ export function bundlesFromSet(items: readonly unknown[], prefix: string, payloa
   return bodyFromItems(setItems(items, prefix), payload, o, check).pods;
 }
 
-/** The items of a set, each named `<prefix>[i]`. */
-export const setItems = (items: readonly unknown[], prefix: string): Item[] => items.map((input, i) => ({ input, at: `${prefix}[${i}]` }));
+/** The items of a set, each named `<prefix>[i]`. The signed payload's `pods` claim says its items are Pods (they
+ * may leave out kind); a v1.List's or a YAML stream's items name their kinds. */
+export const setItems = (items: readonly unknown[], prefix: string): Item[] => items.map((input, i) => ({ input, at: `${prefix}[${i}]`, ...(prefix === "pods" ? { podByPlace: true } : {}) }));
 
 /** Validate pods against the objects of their namespace (errors into `errors`). */
 function podsWithObjects(podItems: readonly Item[], cms: { value: ConfigMap; at: string }[], secrets: { value: Secret; at: string }[], check: (pod: Pod, at: string) => void, errors: FieldError[]): SetMember[] {

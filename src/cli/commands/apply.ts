@@ -3,12 +3,14 @@
 // apply (so a new pod the loop started first still reads created).
 //   --generation auto (the default): the node's generation (GET /v1/pods' resourceVersion) + 1. A concurrent
 //   apply that moves the generation first makes this one a 409 (nothing changed): run it again.
-//   --dry-run: the same judgement plus, per pod, what the node would do (POST /v1/pods/plan); nothing changes.
+//   --dry-run: the same judgement plus, per pod, what the node would do (POST /v1/pods/plan), and for the file's
+//   workloads the pods their controllers would make and delete (one plan of them all); nothing changes.
 //   An apply that leaves the node with no pods (while it has some) needs --prune-all.
 import { fail, usage } from "../args.js";
 import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
-import { actionsLine, printWarnings, problemLines, stepLines, type Step } from "../output.js";
+import { actionsLine, plannedPodLines, printWarnings, problemLines, stepLines, type Step } from "../output.js";
+import { controllerOf } from "../../controllers/pods.js";
 import { readBytes, readPods } from "../pod-files.js";
 import { followEvents } from "../event-progress.js";
 import { progress } from "../progress.js";
@@ -164,7 +166,9 @@ async function dryRun(ctx: Ctx, items: unknown[], pods: unknown[], changes: Map<
     items.filter((x) => (x as { kind?: unknown }).kind === kind && [undefined, ns].includes((x as { metadata?: PodMeta }).metadata?.namespace));
   const lines: string[] = [];
   let failed = false;
-  for (const pod of pods) {
+  const kindOf = (x: unknown) => (x as { kind?: unknown }).kind;
+  const workloads = pods.filter((x) => kindOf(x) !== "Pod" && kindOf(x) !== undefined);
+  for (const pod of pods.filter((x) => !workloads.includes(x))) {
     const m = ((pod as { metadata?: PodMeta }).metadata ?? {}) as PodMeta;
     const ns = m.namespace ?? "default";
     const cms = objects("ConfigMap", ns);
@@ -181,7 +185,22 @@ async function dryRun(ctx: Ctx, items: unknown[], pods: unknown[], changes: Map<
     const a = actionsLine((body["actions"] as Record<string, unknown> | undefined) ?? {});
     lines.push(`pod/${m.name} ${change} (dry run)${a ? `: would ${a}` : ""}`);
   }
-  for (const p of current) if (changes.get(p.metadata.uid) === "deleted") lines.push(`pod/${p.metadata.name} deleted (dry run)`);
+  for (const p of current) if (changes.get(p.metadata.uid) === "deleted" && !controllerOf(p.metadata)) lines.push(`pod/${p.metadata.name} deleted (dry run)`);
+  if (workloads.length) {
+    // The workloads in one plan, with the file's ConfigMaps and Secrets: each created, updated or unchanged, and
+    // the pods their controllers would make and delete (named as they would name them).
+    const objs = items.filter((x) => kindOf(x) === "ConfigMap" || kindOf(x) === "Secret");
+    const token = await ctx.sign({ act: "plan", items: [...workloads, ...objs] });
+    const r = await ctx.fetch("/v1/pods/plan", { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+    const body = (await r.json()) as Record<string, unknown>;
+    if (!r.ok) {
+      failed = true;
+      lines.push(`workloads (dry run): refused:`, ...problemLines(r.status, body).map((l) => `  ${l}`));
+    } else {
+      for (const w of (body["workloads"] as { kind: string; name: string; namespace: string; action: string }[] | undefined) ?? []) lines.push(`${w.kind.toLowerCase()}/${w.name} ${w.action === "updated" ? "configured" : w.action} (dry run)`);
+      lines.push(...plannedPodLines(body));
+    }
+  }
   console.log(lines.join("\n"));
   ctx.note(`generation ${generation} would be applied; nothing changed`);
   process.exitCode = failed ? 1 : 0;

@@ -1,7 +1,7 @@
 // podsync sync / plan: sign a pod (or workloads) and POST it to /v1/pods/sync (or /plan).
 import { usage } from "../args.js";
 import type { Command } from "../command.js";
-import { actionsLine, containerLines, printWarnings, stepLines, type Step } from "../output.js";
+import { actionsLine, containerLines, plannedPodLines, printWarnings, stepLines, type Step } from "../output.js";
 import { readPod } from "../pod-files.js";
 import { followEvents } from "../event-progress.js";
 import { progress } from "../progress.js";
@@ -41,6 +41,7 @@ const sync: Command = {
       }
       for (const w of (body["workloads"] as { kind: string; namespace: string; name: string; action: string }[] | undefined) ?? [])
         console.log(`${w.kind.toLowerCase()}.${w.kind === "Job" || w.kind === "CronJob" ? "batch" : "apps"}/${w.name} (${w.namespace}) ${act === "plan" ? `would be ${w.action}` : w.action}`);
+      for (const l of plannedPodLines(body)) console.log(l);
     }
     process.exitCode = body["ok"] === false ? 1 : 0;
   },

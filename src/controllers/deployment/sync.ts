@@ -6,13 +6,15 @@
 // (hash.ts), the hash also a label on the ReplicaSet, its selector and its template; the ReplicaSet controller
 // makes their pods. Counts are this node's: maxSurge and maxUnavailable bound the pods here.
 //
-// Left out, deliberately: proportional scaling of several ReplicaSets mid-rollout when replicas change (sync.go
-// scale): on one node the rollout's own steps reach the new count; and rollback annotations.
+// A scaling event (replicas changed mid-rollout) or a paused Deployment scales its ReplicaSets proportionally
+// (scale.ts, sync.go scale). Left out, deliberately: rollback annotations.
 import type { Deployment, ReplicaSet } from "../../pod/workloads/schema.js";
 import { canonicalJSON } from "../../container/hash.js";
 import { computeHash } from "../hash.js";
 import { replicaSetStatus } from "../replicaset/sync.js";
-import { controllerRef, isTerminal, scaledValue, type ObservedPod } from "../pods.js";
+import { controllerRef, isTerminal, type ObservedPod } from "../pods.js";
+import { maxUnavailable, resolveFenceposts } from "./fenceposts.js";
+import { isScalingEvent, proportionalSizes, replicasAnnotations, type ScaledReplicaSet } from "./scale.js";
 import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
 
 export const POD_TEMPLATE_HASH = "pod-template-hash";
@@ -36,21 +38,6 @@ export interface DeploymentStatus {
   [k: string]: unknown;
 }
 
-/** ResolveFenceposts: maxSurge rounded up, maxUnavailable down; both 0 makes maxUnavailable 1. */
-export function resolveFenceposts(d: Deployment): { surge: number; unavailable: number } {
-  const ru = d.spec.strategy.rollingUpdate;
-  const surge = scaledValue(ru?.maxSurge, d.spec.replicas, true, "25%");
-  let unavailable = scaledValue(ru?.maxUnavailable, d.spec.replicas, false, "25%");
-  if (surge === 0 && unavailable === 0) unavailable = 1;
-  return { surge, unavailable };
-}
-
-/** MaxUnavailable: 0 for Recreate or no replicas; never above replicas. */
-export function maxUnavailable(d: Deployment): number {
-  if (d.spec.strategy.type !== "RollingUpdate" || d.spec.replicas === 0) return 0;
-  return Math.min(resolveFenceposts(d).unavailable, d.spec.replicas);
-}
-
 /** The template without the pod-template-hash label (EqualIgnoreHash compares these). */
 function withoutHash(t: ReplicaSet["spec"]["template"]): unknown {
   const labels = { ...(t.metadata.labels ?? {}) };
@@ -67,13 +54,19 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
   // Working copies: what this step changes, keyed by name.
   const replicas = new Map(views.map((v) => [v.rs.metadata.name, v.rs.spec.replicas]));
   const status = new Map(views.map((v) => [v.rs.metadata.name, replicaSetStatus(v.rs, v.pods, ctx.now)]));
-  const scale = (v: ReplicaSetView, n: number) => {
-    if (replicas.get(v.rs.metadata.name) === n) return false;
+  /** scaleReplicaSet: the size, and the Deployment's replicas and max the ReplicaSet is sized for (annotations),
+   * written when either changed. */
+  const resize = (v: ReplicaSetView, n: number) => {
+    const annotations = { ...(v.rs.metadata.annotations ?? {}), ...replicasAnnotations(d) };
+    const sizeChanged = replicas.get(v.rs.metadata.name) !== n;
+    if (!sizeChanged && canonicalJSON(annotations) === canonicalJSON(v.rs.metadata.annotations ?? {})) return false;
     replicas.set(v.rs.metadata.name, n);
-    const annotations = { ...(v.rs.metadata.annotations ?? {}) };
-    out.putChildren!.push({ ...v.rs, metadata: { ...v.rs.metadata, annotations }, spec: { ...v.rs.spec, replicas: n } });
-    return true;
+    const rs: ReplicaSet = { ...v.rs, metadata: { ...v.rs.metadata, annotations }, spec: { ...v.rs.spec, replicas: n } };
+    out.putChildren = [...out.putChildren!.filter((x) => x.metadata.name !== rs.metadata.name), rs];
+    return sizeChanged;
   };
+  /** scaleReplicaSetAndRecordEvent: nothing when the size is already right. */
+  const scale = (v: ReplicaSetView, n: number) => replicas.get(v.rs.metadata.name) !== n && resize(v, n);
   let collisionCount = prev?.collisionCount;
   const hash = computeHash(d.spec.template, collisionCount);
   let newView = views.find((v) => sameTemplate(v.rs.spec.template, d.spec.template));
@@ -95,7 +88,7 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
     const rs: ReplicaSet = {
       apiVersion: "apps/v1",
       kind: "ReplicaSet",
-      metadata: { name, namespace: d.metadata.namespace, uid: undefined, labels, annotations: { ...(d.metadata.annotations ?? {}), [REVISION_ANNOTATION]: revision } },
+      metadata: { name, namespace: d.metadata.namespace, uid: undefined, labels, annotations: { ...(d.metadata.annotations ?? {}), [REVISION_ANNOTATION]: revision, ...replicasAnnotations(d) } },
       spec: {
         replicas: n,
         minReadySeconds: d.spec.minReadySeconds,
@@ -111,10 +104,18 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
     newRSCreated = true;
   };
 
-  if (!d.spec.paused) {
-    if (d.spec.strategy.type === "Recreate") rolloutRecreate();
-    else rolloutRolling();
-  }
+  // syncDeployment: a paused Deployment, or one whose replicas changed since its active ReplicaSets were sized
+  // (a scaling event), is scaled proportionally (sync); otherwise it rolls out by its strategy.
+  const sized = (v: ReplicaSetView): ScaledReplicaSet => ({ name: v.rs.metadata.name, replicas: replicas.get(v.rs.metadata.name)!, createdAt: v.createdAt, annotations: v.rs.metadata.annotations, availableReplicas: status.get(v.rs.metadata.name)!.availableReplicas });
+  if (d.spec.paused || isScalingEvent(d, newView && sized(newView), olds.map(sized))) {
+    const sizes = proportionalSizes(d, newView && sized(newView), olds.map(sized), prev?.replicas ?? 0);
+    for (const v of views) {
+      const n = sizes.get(v.rs.metadata.name);
+      if (n !== undefined) resize(v, n);
+    }
+    if (d.spec.paused) cleanup();
+  } else if (d.spec.strategy.type === "Recreate") rolloutRecreate();
+  else rolloutRolling();
 
   function rolloutRecreate() {
     let scaledDown = false;

@@ -6,13 +6,14 @@
 // src/pod/workloads/job-labels.ts) and a controller reference. Finished pods stay (as in a cluster) until the Job
 // goes, so the counts are the pods': succeeded, failed (those a podFailurePolicy Ignore rule matches left out).
 //
-// Differences, deliberately: the Complete and Failed conditions are set in the same step as SuccessCriteriaMet and
-// FailureTarget (upstream waits for the terminating pods first); backoffLimitPerIndex and successPolicy are not
-// offered (the schema refuses them).
+// Indexed Jobs also have backoffLimitPerIndex, maxFailedIndexes (FailedIndexes, MaxFailedIndexesExceeded) and
+// successPolicy (indexes.ts). Differences, deliberately: the Complete and Failed conditions are set in the same step
+// as SuccessCriteriaMet and FailureTarget (upstream waits for the terminating pods first).
 import type { Job } from "../../pod/workloads/schema.js";
 import { derivedUid } from "../../pod/workloads/uid.js";
 import { makePod } from "../../pod/workloads/template.js";
 import { JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL } from "../../pod/workloads/job-labels.js";
+import { failedIndexes, formatIndexes, indexAbsoluteFailureCount, indexOf, JOB_INDEX_FAILURE_COUNT_ANNOTATION, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, lastFailedPerIndex, matchSuccessPolicy, newIndexFailureCounts } from "./indexes.js";
 import { controllerRef, generatedName, isActive, isReady, phaseOf, type ObservedPod } from "../pods.js";
 import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
 
@@ -28,6 +29,8 @@ export interface JobStatus {
   startTime?: string;
   completionTime?: string;
   completedIndexes?: string;
+  /** Indexed Jobs with backoffLimitPerIndex: the indexes failed for good ("" when none). */
+  failedIndexes?: string;
   conditions: Condition[];
   [k: string]: unknown;
 }
@@ -38,12 +41,6 @@ export interface JobOptions {
 }
 
 const finishedCondition = (s: JobStatus | undefined) => s?.conditions.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
-
-/** The pod's completion index (Indexed Jobs), from its annotation. */
-export const indexOf = (p: ObservedPod): number | undefined => {
-  const v = p.pod.metadata.annotations?.[JOB_COMPLETION_INDEX_ANNOTATION];
-  return v !== undefined && /^[0-9]+$/.test(v) ? Number(v) : undefined;
-};
 
 /** When the pod's last container finished (ms), for the back-off. */
 function finishedAt(p: ObservedPod): number {
@@ -95,20 +92,6 @@ export function matchPodFailurePolicy(job: Job, p: ObservedPod): { action: Polic
   return undefined;
 }
 
-/** Intervals of indexes as the API's completedIndexes ("1,3-5"). */
-function formatIndexes(xs: number[]): string {
-  const s = [...new Set(xs)].sort((a, b) => a - b);
-  const parts: string[] = [];
-  for (let i = 0; i < s.length; ) {
-    let j = i;
-    while (j + 1 < s.length && s[j + 1] === s[j]! + 1) j++;
-    // orderedIntervals.String: two in a row are written as two ("4,5"), longer runs as a range.
-    parts.push(i === j ? `${s[i]}` : j === i + 1 ? `${s[i]},${s[j]}` : `${s[i]}-${s[j]}`);
-    i = j + 1;
-  }
-  return parts.join(",");
-}
-
 export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus | undefined, ctx: ControllerContext, o: JobOptions = {}): ControllerResult {
   const nowIso = new Date(ctx.now).toISOString();
   const out: ControllerResult = { create: [], delete: [], status: {} };
@@ -127,6 +110,10 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
     if (m?.action === "FailJob" && !failJob) failJob = { reason: "PodFailurePolicy", message: m.message };
   }
   const succeeded = indexed ? succeededIndexes.length : succeededPods.length;
+  // backoffLimitPerIndex: each index has its own back-off limit; an index past it (or matched by a FailIndex rule)
+  // is failed for good and not made again.
+  const perIndex = indexed && job.spec.backoffLimitPerIndex !== undefined;
+  const failedIdx = perIndex ? failedIndexes(job, pods, prev?.failedIndexes, matchPodFailurePolicy) : [];
   let conditions = prev?.conditions ?? [];
   const base: JobStatus = {
     active: active.length,
@@ -136,6 +123,7 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
     conditions,
     ...(prev?.startTime ? { startTime: prev.startTime } : {}),
     ...(indexed && succeededIndexes.length ? { completedIndexes: formatIndexes(succeededIndexes) } : {}),
+    ...(perIndex ? { failedIndexes: formatIndexes(failedIdx) } : {}),
   };
 
   // A finished Job: its remaining pods go, and it goes itself ttlSecondsAfterFinished after it finished.
@@ -169,6 +157,10 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
   if (!failJob && (failed > job.spec.backoffLimit || pastBackoffOnFailure)) failJob = { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
   const deadline = job.spec.activeDeadlineSeconds !== undefined ? start + job.spec.activeDeadlineSeconds * 1000 : undefined;
   if (!failJob && deadline !== undefined && ctx.now >= deadline) failJob = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
+  if (!failJob && perIndex) {
+    if (job.spec.maxFailedIndexes !== undefined && failedIdx.length > job.spec.maxFailedIndexes) failJob = { reason: "MaxFailedIndexesExceeded", message: "Job has exceeded the specified maximal number of failed indexes" };
+    else if (failedIdx.length > 0 && failedIdx.length + succeededIndexes.length >= completions!) failJob = { reason: "FailedIndexes", message: "Job has failed indexes" };
+  }
   if (failJob) {
     for (const p of active) del(p, `Job ${job.metadata.name} failed: ${failJob.reason}`);
     conditions = setCondition(conditions, { type: "FailureTarget", status: "True", reason: failJob.reason, message: failJob.message }, nowIso);
@@ -178,12 +170,15 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
     return out;
   }
 
-  // Success: completions reached (or, without completions, one pod succeeded and none is left running).
-  const complete = completions === undefined ? succeeded > 0 && active.length === 0 : succeeded >= completions;
+  // Success: completions reached (or, without completions, one pod succeeded and none is left running), or an
+  // Indexed Job's successPolicy met (its remaining pods go).
+  const policyMet = indexed ? matchSuccessPolicy(job, succeededIndexes) : undefined;
+  const complete = policyMet !== undefined || (completions === undefined ? succeeded > 0 && active.length === 0 : succeeded >= completions);
   if (complete) {
+    const why = policyMet !== undefined ? { reason: "SuccessPolicy", message: policyMet } : { reason: "CompletionsReached", message: "Reached expected number of succeeded pods" };
     for (const p of active) del(p, `Job ${job.metadata.name} completed`);
-    conditions = setCondition(conditions, { type: "SuccessCriteriaMet", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods" }, nowIso);
-    conditions = setCondition(conditions, { type: "Complete", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods" }, nowIso);
+    conditions = setCondition(conditions, { type: "SuccessCriteriaMet", status: "True", ...why }, nowIso);
+    conditions = setCondition(conditions, { type: "Complete", status: "True", ...why }, nowIso);
     out.status = { ...base, startTime, active: 0, ready: 0, completionTime: nowIso, conditions };
     if (job.spec.ttlSecondsAfterFinished !== undefined) out.requeueAt = ctx.now + job.spec.ttlSecondsAfterFinished * 1000;
     return out;
@@ -198,17 +193,37 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
     const extra = [...active].sort((a, b) => (isReady(a) === isReady(b) ? b.createdAt - a.createdAt : isReady(a) ? 1 : -1)).slice(0, active.length - want);
     for (const p of extra) del(p, `Job ${job.metadata.name} has more active pods than parallelism ${parallelism}`);
   } else if (active.length < want) {
-    const lastSuccess = Math.max(0, ...succeededPods.map(finishedAt));
-    const failures = pods.filter((p) => phaseOf(p) === "Failed" && finishedAt(p) > lastSuccess);
-    const remaining = backOffRemaining(failures.length, Math.max(0, ...failures.map(finishedAt)), ctx.now, o.podFailureBackOffMs ?? DEFAULT_POD_FAILURE_BACKOFF_MS);
-    if (remaining > 0) out.requeueAt = ctx.now + remaining;
-    else {
-      const taken = new Set(pods.map((p) => p.pod.metadata.name));
-      const activeIdx = new Set(active.map(indexOf));
-      const doneIdx = new Set(succeededIndexes);
-      const pending = indexed ? Array.from({ length: completions! }, (_, i) => i).filter((i) => !doneIdx.has(i) && !activeIdx.has(i)) : [];
-      const n = indexed ? Math.min(want - active.length, pending.length) : want - active.length;
-      for (let i = 0; i < n; i++) out.create.push(newPod(job, indexed ? pending[i] : undefined, taken, ctx));
+    const backOffMs = o.podFailureBackOffMs ?? DEFAULT_POD_FAILURE_BACKOFF_MS;
+    const taken = new Set(pods.map((p) => p.pod.metadata.name));
+    if (perIndex) {
+      // firstPendingIndexes without the failed ones, each after its own back-off (getRemainingTimePerIndex: the
+      // failures of the index before its last failed pod, plus that one), each new pod counting its index's failures.
+      const busy = new Set([...active.map(indexOf), ...succeededIndexes, ...failedIdx]);
+      const lastFailed = lastFailedPerIndex(pods, finishedAt);
+      let n = want - active.length;
+      for (let i = 0; i < completions! && n > 0; i++) {
+        if (busy.has(i)) continue;
+        const replaced = lastFailed.get(i);
+        const remaining = replaced ? backOffRemaining(indexAbsoluteFailureCount(replaced) + 1, finishedAt(replaced), ctx.now, backOffMs) : 0;
+        if (remaining > 0) {
+          out.requeueAt = Math.min(out.requeueAt ?? Infinity, ctx.now + remaining);
+          continue;
+        }
+        out.create.push(newPod(job, i, taken, ctx, newIndexFailureCounts(job, replaced, matchPodFailurePolicy)));
+        n--;
+      }
+    } else {
+      const lastSuccess = Math.max(0, ...succeededPods.map(finishedAt));
+      const failures = pods.filter((p) => phaseOf(p) === "Failed" && finishedAt(p) > lastSuccess);
+      const remaining = backOffRemaining(failures.length, Math.max(0, ...failures.map(finishedAt)), ctx.now, backOffMs);
+      if (remaining > 0) out.requeueAt = ctx.now + remaining;
+      else {
+        const activeIdx = new Set(active.map(indexOf));
+        const doneIdx = new Set(succeededIndexes);
+        const pending = indexed ? Array.from({ length: completions! }, (_, i) => i).filter((i) => !doneIdx.has(i) && !activeIdx.has(i)) : [];
+        const n = indexed ? Math.min(want - active.length, pending.length) : want - active.length;
+        for (let i = 0; i < n; i++) out.create.push(newPod(job, indexed ? pending[i] : undefined, taken, ctx));
+      }
     }
   }
   if (deadline !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, deadline);
@@ -217,7 +232,7 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
   return out;
 }
 
-function newPod(job: Job, index: number | undefined, taken: Set<string>, ctx: ControllerContext) {
+function newPod(job: Job, index: number | undefined, taken: Set<string>, ctx: ControllerContext, counts?: { failures: number; ignored: number }) {
   const base = index === undefined ? job.metadata.name : `${job.metadata.name}-${index}`;
   let name: string;
   do name = generatedName(base, ctx.suffix());
@@ -235,7 +250,17 @@ function newPod(job: Job, index: number | undefined, taken: Set<string>, ctx: Co
     name,
     namespace: job.metadata.namespace,
     uid: derivedUid(ctx.nodeName, job.metadata.namespace, name),
-    ...(index !== undefined ? { labels: { [JOB_INDEX_LABEL]: String(index) }, annotations: { [JOB_COMPLETION_INDEX_ANNOTATION]: String(index) } } : {}),
+    ...(index !== undefined
+      ? {
+          labels: { [JOB_INDEX_LABEL]: String(index) },
+          annotations: {
+            [JOB_COMPLETION_INDEX_ANNOTATION]: String(index),
+            // backoffLimitPerIndex: the index's failures so far (addIndexFailureCountAnnotation).
+            ...(counts ? { [JOB_INDEX_FAILURE_COUNT_ANNOTATION]: String(counts.failures) } : {}),
+            ...(counts && counts.ignored > 0 ? { [JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION]: String(counts.ignored) } : {}),
+          },
+        }
+      : {}),
     ownerReferences: [controllerRef(job)],
   });
 }

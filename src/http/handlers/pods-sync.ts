@@ -13,7 +13,7 @@ import { ROUTES } from "../routes.js";
 import { actionsJSON, statusJSON } from "../serialize.js";
 import { readSignedBody } from "../signed-request.js";
 import { jsonWithWarnings } from "../warnings.js";
-import { checkWorkloads, storeWorkloads, workloadOutcomes } from "./sync-workloads.js";
+import { checkWorkloads, planWorkloadPods, storeWorkloads, workloadOutcomes } from "./sync-workloads.js";
 
 export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
   const { runtime: rt, desired, policy, nodeInfo, admitting, prober, maxBodyBytes: maxBody, now, checkProbes } = d;
@@ -22,7 +22,13 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const pod = body.pods[0]?.pod;
     note(c, pod?.metadata.uid ?? "", body.token.payload.jti);
     checkWorkloads(body.workloads, d);
-    const workloads = body.workloads.length ? { workloads: await workloadOutcomes(body.workloads, d.workloads!) } : {};
+    let workloads = {};
+    if (body.workloads.length) {
+      const desiredNow = await desired.list();
+      const mine = pod ? [desiredEntry(pod, body.token, now(), body.pods[0]!.objects)] : [];
+      const plan = await planWorkloadPods(body.workloads, body.token, now(), d.workloads!, [...desiredNow.filter((e) => e.pod.metadata.uid !== pod?.metadata.uid), ...mine], d.intake.nodeName, nodeInfo);
+      workloads = { workloads: await workloadOutcomes(body.workloads, d.workloads!), pods: plan.pods, ...(plan.refused.length ? { refused: plan.refused } : {}) };
+    }
     if (!pod) return jsonWithWarnings({ ok: true, ...workloads }, 200, body.warnings);
     admit(pod, policy);
     await admitOnNode(pod, nodeInfo, desired);

@@ -1,7 +1,8 @@
 // The workloads of a sync or plan body (POST /v1/pods/sync, /v1/pods/plan). A sync stores them beside the node's
 // other workloads (a workload of the same kind, namespace and name is replaced; the others stay) once every
 // template passed the checks a pod gets; the controllers make their pods at the loop's next pass. A plan only
-// checks them and says what a sync would change. Nothing is stored when anything is refused.
+// checks them and says what a sync would change: each workload created, updated or unchanged, and the pods the
+// controllers would make and delete for them (src/controllers/plan.ts). Nothing is stored when anything is refused.
 import type { NodePolicy } from "../../auth/policy.js";
 import type { VerifiedToken } from "../../auth/verify.js";
 import type { PodRuntime } from "../../kuberuntime/runtime.js";
@@ -9,6 +10,9 @@ import type { Pod } from "../../pod/schema.js";
 import type { WorkloadItem } from "../../pod/workloads/intake.js";
 import { canonicalJSON } from "../../container/hash.js";
 import { workloadKey, type WorkloadStore } from "../../controllers/store.js";
+import { planWorkloads, type WorkloadPlan } from "../../controllers/plan.js";
+import type { DesiredPod } from "../../pleg/desired-state.js";
+import type { NodeInfo } from "../../lifecycle/predicates.js";
 import { ProblemError } from "../problems.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
 
@@ -43,6 +47,13 @@ export async function workloadOutcomes(items: readonly WorkloadItem[], store: Wo
     const action = !prev ? "created" : canonicalJSON(prev.workload) === canonicalJSON(w) ? "unchanged" : "updated";
     return { kind: w.kind, namespace: w.metadata.namespace, name: w.metadata.name, uid: w.metadata.uid!, action };
   });
+}
+
+/** What the controllers would do with the body's workloads (src/controllers/plan.ts): the pods they would make and
+ * delete, named as they would name them, on copies of the node's stores. `extra` is the body's own pod, if any. */
+export async function planWorkloadPods(items: readonly WorkloadItem[], token: VerifiedToken, now: number, store: WorkloadStore, desired: readonly DesiredPod[], nodeName: string, node: NodeInfo): Promise<WorkloadPlan> {
+  const stored = await store.list();
+  return planWorkloads({ stored, incoming: workloadEntries(items, token, now, stored), desired, nodeName, node, now });
 }
 
 /** Store the workloads of a sync (all at once), after checkWorkloads. */

@@ -1,7 +1,7 @@
 // The documents of a body, sorted before anything is validated: pods (cleaned of what a cluster export carries,
 // given a uid when they have none), ConfigMaps and Secrets, workloads (parsed and checked here), and the
-// Kubernetes kinds a node has no part in (skipped, each with a warning). A document of no Kubernetes kind is an
-// error naming it. Every error of every document at once (InvalidPodError), and nothing is stored on a refusal:
+// Kubernetes kinds a node has no part in (skipped, each with a warning). A document of no Kubernetes kind, or with
+// no kind where its place does not make it a Pod, is an error naming it. Every error of every document at once (InvalidPodError), and nothing is stored on a refusal:
 // the caller stores only what comes back.
 import type { z } from "zod";
 import { fieldErrors, type FieldError } from "../validate.js";
@@ -26,6 +26,9 @@ export interface Item {
   input: unknown;
   /** Its path in the body (`items[2]`, `documents[0]`, or "" for a lone document). */
   at: string;
+  /** Its place in the body says it is a Pod (the signed payload's `pod` and `pods[i]`, a body that is one lone
+   * document): only there may a Pod leave out `kind`, as pod bodies always could. */
+  podByPlace?: boolean;
 }
 
 export interface Sorted {
@@ -52,7 +55,7 @@ const join = (at: string, f: string) => (at ? `${at}.${f}` : f);
 /** Sort the documents of a body (v1.Lists already unpacked by the caller). */
 export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted {
   const out: Sorted = { pods: [], configMaps: [], secrets: [], workloads: [], warnings: [], errors: [] };
-  for (const { input, at } of items) {
+  for (const { input, at, podByPlace } of items) {
     if (input === null || input === undefined) continue;
     if (!isObject(input)) {
       out.errors.push({ path: at || "(root)", message: "each document must be an object (a Kubernetes object such as a Pod or a Deployment)" });
@@ -61,7 +64,13 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
     const kind = input["kind"];
     const name = isObject(input["metadata"]) && typeof input["metadata"]["name"] === "string" ? input["metadata"]["name"] : undefined;
     const what = `${String(kind)}${name ? ` "${name}"` : ""}`;
-    // A pod body without apiVersion/kind has always been accepted as a pod.
+    if (kind === undefined) {
+      const missing = kindlessError(input, at, podByPlace ?? false);
+      if (missing) {
+        out.errors.push(missing);
+        continue;
+      }
+    }
     if (kind === "Pod" || kind === undefined) {
       const { doc, warnings } = cleanPod(input, at, o.serviceAccountTokens);
       withUid(doc, o.nodeName);
@@ -82,6 +91,24 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
       });
   }
   return out;
+}
+
+/** Fields only a workload's spec has: a kind-less document carrying one is not a Pod. */
+const WORKLOAD_SPEC_FIELDS = ["template", "jobTemplate", "replicas", "selector", "schedule", "volumeClaimTemplates"];
+
+/** Why a document without `kind` cannot be read as a Pod, or undefined when it can. A pod body has always been
+ * accepted without apiVersion/kind (docs/pod-fields.md), so a document whose place says it is a Pod (`podByPlace`)
+ * and whose fields are a pod's still is. Anywhere else in a body of several objects (a YAML stream, a v1.List's
+ * items, the payload's `items`) kind is what says what a document is, and its absence is a 400 naming the
+ * document. */
+function kindlessError(input: Record<string, unknown>, at: string, podByPlace: boolean): FieldError | undefined {
+  const meta = isObject(input["metadata"]) ? input["metadata"] : {};
+  const what = `the document${typeof meta["name"] === "string" ? ` "${meta["name"]}"` : ""}${at ? ` at ${at}` : ""}`;
+  const spec = isObject(input["spec"]) ? input["spec"] : {};
+  const workloadField = WORKLOAD_SPEC_FIELDS.find((f) => f in spec);
+  if (workloadField) return { path: join(at, "kind"), message: `${what} has no kind, and its spec.${workloadField} is a workload's field, not a Pod's: set kind (Deployment, StatefulSet, Job, ...) and apiVersion` };
+  if (!podByPlace) return { path: join(at, "kind"), message: `${what} has no kind: in a body of several objects each names its kind (Pod, Deployment, ConfigMap, ...) and apiVersion; only a body that is one pod may leave them out` };
+  return undefined;
 }
 
 /** A pod without metadata.uid gets the one derived from the node, its namespace and its name. */

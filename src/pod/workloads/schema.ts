@@ -174,8 +174,19 @@ export const JobSpec = z
     parallelism: int("parallelism", 0, MAX_REPLICAS).default(1),
     completions: int("completions", 0).optional(),
     activeDeadlineSeconds: int("activeDeadlineSeconds", 1, Number.MAX_SAFE_INTEGER).optional(),
-    backoffLimit: int("backoffLimit", 0).default(6),
+    // Defaulted below: 6, or (with backoffLimitPerIndex) MaxInt32, as the API server defaults it.
+    backoffLimit: int("backoffLimit", 0).optional(),
+    backoffLimitPerIndex: int("backoffLimitPerIndex", 0).optional(),
+    maxFailedIndexes: int("maxFailedIndexes", 0).optional(),
     podFailurePolicy: z.strictObject({ rules: z.array(PodFailurePolicyRule).max(20) }).optional(),
+    successPolicy: z
+      .strictObject({
+        rules: z
+          .array(z.strictObject({ succeededIndexes: z.string().regex(/^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$/, 'succeededIndexes must be indexes and ranges such as "0,2-4"').optional(), succeededCount: int("succeededCount", 1).optional() }))
+          .min(1, "successPolicy.rules must have at least one rule")
+          .max(20, "successPolicy.rules must have at most 20 rules"),
+      })
+      .optional(),
     selector: LabelSelector.optional(),
     manualSelector: z.boolean().optional(),
     template: PodTemplate,
@@ -190,7 +201,32 @@ export const JobSpec = z
     if (rp !== "Never" && rp !== "OnFailure")
       ctx.addIssue({ code: "custom", path: ["template", "spec", "restartPolicy"], message: 'a Job\'s pods must have restartPolicy "OnFailure" or "Never"' });
     if (s.podFailurePolicy && rp !== "Never") ctx.addIssue({ code: "custom", path: ["podFailurePolicy"], message: 'only allowed with the template\'s restartPolicy "Never"' });
-  });
+    // pkg/apis/batch/validation: the per-index fields of Indexed Jobs.
+    const indexed = s.completionMode === "Indexed";
+    if (s.backoffLimitPerIndex !== undefined && !indexed) ctx.addIssue({ code: "custom", path: ["backoffLimitPerIndex"], message: "requires indexed completion mode" });
+    if (s.maxFailedIndexes !== undefined) {
+      if (s.backoffLimitPerIndex === undefined) ctx.addIssue({ code: "custom", path: ["maxFailedIndexes"], message: "cannot be set when backoffLimitPerIndex is not set" });
+      else if (s.completions !== undefined && s.maxFailedIndexes > s.completions) ctx.addIssue({ code: "custom", path: ["maxFailedIndexes"], message: "must be less than or equal to completions" });
+      if (s.maxFailedIndexes > 100_000) ctx.addIssue({ code: "custom", path: ["maxFailedIndexes"], message: "must be less than or equal to 100000" });
+    }
+    if (s.backoffLimitPerIndex !== undefined && (s.completions ?? 0) > 100_000) ctx.addIssue({ code: "custom", path: ["completions"], message: "must be less than or equal to 100000 when backoffLimitPerIndex is set" });
+    (s.podFailurePolicy?.rules ?? []).forEach((r, i) => {
+      if (r.action === "FailIndex" && s.backoffLimitPerIndex === undefined) ctx.addIssue({ code: "custom", path: ["podFailurePolicy", "rules", i, "action"], message: "FailIndex is only allowed when backoffLimitPerIndex is set" });
+    });
+    if (s.successPolicy) {
+      if (!indexed) ctx.addIssue({ code: "custom", path: ["successPolicy"], message: "requires indexed completion mode" });
+      s.successPolicy.rules.forEach((r, i) => {
+        if (r.succeededIndexes === undefined && r.succeededCount === undefined) ctx.addIssue({ code: "custom", path: ["successPolicy", "rules", i], message: "at least one of succeededCount or succeededIndexes must be specified" });
+        if (r.succeededCount !== undefined && s.completions !== undefined && r.succeededCount > s.completions) ctx.addIssue({ code: "custom", path: ["successPolicy", "rules", i, "succeededCount"], message: `must be less than or equal to ${s.completions} (completions)` });
+        const bad = (r.succeededIndexes ?? "").split(",").filter(Boolean).find((part) => {
+          const [a, b] = part.split("-").map(Number);
+          return (b !== undefined && b < a!) || (s.completions !== undefined && (b ?? a!) >= s.completions);
+        });
+        if (bad !== undefined) ctx.addIssue({ code: "custom", path: ["successPolicy", "rules", i, "succeededIndexes"], message: `"${bad}" is not an ordered range of indexes below completions` });
+      });
+    }
+  })
+  .transform((s) => ({ ...s, backoffLimit: s.backoffLimit ?? (s.backoffLimitPerIndex !== undefined ? 2 ** 31 - 1 : 6) }));
 
 export const Job = z.strictObject({
   apiVersion: z.literal("batch/v1"),
