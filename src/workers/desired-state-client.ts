@@ -7,10 +7,13 @@ import type { PodRef } from "../container/types.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
 import type { PodProbeResults } from "../status/api-status.js";
 import type { DONamespace } from "./durable-object.js";
+import { reportJSON, type KubeReport } from "./node-kube.js";
 import { probeResultsFrom, type ProbeResultsJSON } from "./probe-results-json.js";
 
 export /** The header DurableDesiredState names its node in. */
 const NODE_HEADER = "podsync-node";
+/** The node object's paths for the Kubernetes API (the rest of the path is the API's). */
+export const KUBE_PREFIX = "/kube";
 
 /** The node's desired state, kept by its Durable Object (NodeDesiredState): every isolate serving the node
  * sees one store, and the generation and iat checks run inside the object, atomic with the write. */
@@ -40,6 +43,21 @@ export class DurableDesiredState implements DesiredState {
   tombstone = async (uid: string) => (await this.call<Tombstone | null>("tombstone", { uid })) ?? undefined;
   generation = () => this.call<number>("generation");
   replace = (generation: number, entries: DesiredPod[], opts?: ReplaceOptions) => this.call<{ removed: string[] }>("replace", { generation, entries, iat: opts?.iat ?? null });
+  /** A Kubernetes API request for the node object (the path relative to the node: /api/v1/pods, /version, ...),
+   * passing on its method, headers, query and signal, and the object's answer as it streams. */
+  kube = (req: Request, path: string): Promise<Response> => {
+    const url = new URL(req.url);
+    const headers = new Headers(req.headers);
+    headers.set(NODE_HEADER, this.node);
+    return this.ns.get(this.ns.idFromName(this.node)).fetch(new URL(KUBE_PREFIX + path + url.search, url).toString(), {
+      method: req.method,
+      headers,
+      signal: req.signal,
+      ...(req.method === "GET" || req.method === "HEAD" ? {} : { body: req.body }),
+    });
+  };
+  /** A route's sync or delete, for the Kubernetes API's pods and events. */
+  report = (r: KubeReport) => this.call<null>("kube-report", reportJSON(r));
   /** The node object's probe results for these pods (its alarm runs the probes). */
   probeResults = async (uids: string[]): Promise<Map<string, PodProbeResults>> =>
     new Map(Object.entries(await this.call<Record<string, ProbeResultsJSON>>("probe-results", { uids })).map(([uid, j]) => [uid, probeResultsFrom(j)]));

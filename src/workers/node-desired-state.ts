@@ -7,11 +7,20 @@ import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { startReconcileLoop, type ReconcileLoop } from "../pleg/loop.js";
 import { createProber, type Prober } from "../prober/prober.js";
 import type { DOState } from "./durable-object.js";
-import { NODE_HEADER } from "./desired-state-client.js";
-import { nodeRuntime, sealed } from "./node-runtime.js";
+import { KUBE_PREFIX, NODE_HEADER } from "./desired-state-client.js";
+import { nodeKube, reportFrom, type NodeKube } from "./node-kube.js";
+import { nodeRuntime, nodeVerifier, sealed } from "./node-runtime.js";
 import { probeResultsJSON } from "./probe-results-json.js";
 import { relistInterval, settingsOf, type Env, type WorkerConfig } from "./settings.js";
 import { StorageDesiredState } from "./storage-desired-state.js";
+
+/** The node agent this object runs: its reconcile loop, prober and Kubernetes API, for one configuration. */
+interface Agent {
+  loop: ReconcileLoop;
+  settings: WorkerConfig;
+  prober: Prober;
+  kube: NodeKube;
+}
 
 /** Durable Object: one per node. It keeps the node's desired state (SQLite storage, see StorageDesiredState)
  * and runs the node agent's reconcile on an alarm: every PODSYNC_RELIST_INTERVAL_MS (default 10 s) while it
@@ -28,7 +37,8 @@ import { StorageDesiredState } from "./storage-desired-state.js";
 export class NodeDesiredState {
   private readonly store: StorageDesiredState;
   private node: string | undefined;
-  private loop: { loop: ReconcileLoop; settings: WorkerConfig; prober: Prober } | undefined;
+  private agent: Agent | undefined;
+  private passing: Promise<void> = Promise.resolve();
   constructor(
     private readonly state: DOState,
     private readonly env: Env,
@@ -41,7 +51,9 @@ export class NodeDesiredState {
   }
 
   async fetch(req: Request): Promise<Response> {
-    const op = new URL(req.url).pathname.slice(1);
+    const url = new URL(req.url);
+    if (url.pathname.startsWith(KUBE_PREFIX + "/")) return this.kube(req, url);
+    const op = url.pathname.slice(1);
     const arg = (await req.json()) as Record<string, unknown> | null;
     const d = this.store;
     try {
@@ -71,11 +83,18 @@ export class NodeDesiredState {
           await this.schedule();
           return Response.json(r);
         }
+        case "kube-report": {
+          // A Worker route's sync or delete: the Kubernetes API's pods and events (nothing to do before the node
+          // is known and configured).
+          const agent = this.node ? this.agentFor(this.node, settingsOf(this.env)) : undefined;
+          agent?.kube.report(reportFrom(arg));
+          return Response.json(null);
+        }
         case "probe-results": {
           // What the alarm's prober knows of these pods (readiness, startup, liveness by container id), for the
           // Worker's GET routes, which run outside this object. Nothing before the first pass.
           const uids = (arg!["uids"] as string[]).slice(0, 10_000);
-          const prober = this.loop?.prober;
+          const prober = this.agent?.prober;
           return Response.json(Object.fromEntries(prober ? uids.map((uid) => [uid, probeResultsJSON(prober.results(uid))]) : []));
         }
         default:
@@ -84,6 +103,7 @@ export class NodeDesiredState {
     } catch (e) {
       if (e instanceof StaleGenerationError) return Response.json({ message: e.message, current: e.current }, { status: 409 });
       if (e instanceof UidConflictError) return Response.json({ message: e.message, pod: e.pod, holder: e.holder }, { status: 409 });
+      log({ node: this.node, op, event: "error", error: errorText(e) });
       throw e;
     }
   }
@@ -100,17 +120,34 @@ export class NodeDesiredState {
       if (!node || (await this.store.list()).length === 0) return;
       const s = settingsOf(this.env);
       interval = relistInterval(s);
-      const loop = this.loopFor(node, s);
-      if (!loop) {
+      const agent = this.agentFor(node, s);
+      if (!agent) {
         log({ loop: "reconcile", node, event: "error", error: "the node is not in PODSYNC_NODES: its desired pods are not reconciled" });
         return;
       }
-      await loop.tick();
+      await this.pass(agent.loop);
     } catch (e) {
       log({ loop: "reconcile", node: this.node, event: "error", error: errorText(e) });
     }
     // A set emptied during the pass deleted the alarm: it stays off.
     if ((await this.store.list()).length > 0) await this.state.storage.setAlarm(Math.max(Date.now(), began + interval));
+  }
+
+  /** One reconcile pass; the alarm's and the Kubernetes API's first one never run at once. */
+  private pass(loop: ReconcileLoop): Promise<void> {
+    const next = this.passing.then(() => loop.tick()).then(() => undefined);
+    this.passing = next.catch(() => undefined);
+    return next;
+  }
+
+  /** A Kubernetes API request (the Worker forwards /nodes/{node}/api/..., /apis/..., /version here), with the
+   * request's own signal: a client gone ends its watch or log follow. */
+  private async kube(req: Request, url: URL): Promise<Response> {
+    await this.learnNode(req.headers.get(NODE_HEADER));
+    const agent = this.node ? this.agentFor(this.node, settingsOf(this.env)) : undefined;
+    if (!agent) return Response.json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "the node is not in PODSYNC_NODES", reason: "NotFound", code: 404 }, { status: 404 });
+    const inner = new URL(url.pathname.slice(KUBE_PREFIX.length) + url.search, url);
+    return agent.kube.fetch(new Request(inner, req));
   }
 
   private async learnNode(name: string | null): Promise<void> {
@@ -133,16 +170,29 @@ export class NodeDesiredState {
     await s.setAlarm(Date.now() + interval);
   }
 
-  /** The loop for this node, driven by the alarm (no timers of its own); rebuilt when the settings change. */
-  private loopFor(node: string, s: WorkerConfig): ReconcileLoop | undefined {
-    if (this.loop?.settings === s) return this.loop.loop;
-    void this.loop?.loop.stop();
-    this.loop = undefined;
+  /** The loop for this node, driven by the alarm (no timers of its own), and the node's Kubernetes API it feeds;
+   * rebuilt when the settings change. */
+  private agentFor(node: string, s: WorkerConfig): Agent | undefined {
+    if (this.agent?.settings === s) return this.agent;
+    void this.agent?.loop.stop();
+    this.agent = undefined;
     const engine = nodeRuntime(this.env, s, node);
-    if (!engine) return undefined;
+    const verifier = nodeVerifier(this.env, s, node);
+    if (!engine || !verifier) return undefined;
     const prober = createProber({ cri: engine.cri });
-    const loop = startReconcileLoop({
+    const kube = nodeKube({
+      node,
+      settings: s,
+      verifier,
       runtime: engine.runtime,
+      probes: (uid) => prober.results(uid),
+      pass: () => this.pass(loop),
+      log: (rec) => log({ loop: "kubeapi", node, ...rec }),
+    });
+    const loop: ReconcileLoop = startReconcileLoop({
+      // Its syncs and deletes feed the Kubernetes API's pods and events; so does its relist.
+      runtime: kube.recording(engine.runtime),
+      onRelist: (entries, view) => kube.onRelist(entries, view),
       cri: engine.cri,
       // Opened as the routes read it: the loop syncs pods with their Secrets.
       desired: sealed(this.store, s),
@@ -155,8 +205,8 @@ export class NodeDesiredState {
       resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
       log: (rec) => log({ loop: "reconcile", node, ...rec }),
     });
-    this.loop = { loop, settings: s, prober };
-    return loop;
+    this.agent = { loop, settings: s, prober, kube };
+    return this.agent;
   }
 }
 
