@@ -9,6 +9,7 @@ import { DurableDesiredState } from "./desired-state-client.js";
 import { isKubePath } from "../kubeapi/routes.js";
 import { reportingToNode } from "./node-kube.js";
 import { nodeRuntime, nodeVerifier, sealed } from "./node-runtime.js";
+import { DurableWorkloadStore } from "./workload-store-client.js";
 import { settingsOf, type Env } from "./settings.js";
 
 export function buildWorkerApp(env: Env): Hono {
@@ -32,6 +33,8 @@ export function buildWorkerApp(env: Env): Hono {
       verifier: nodeVerifier(env, s, name)!,
       nodeName: name,
       desired: sealed(desiredOf, s),
+      // The node's workloads: stored in its object, whose alarm runs the controllers.
+      workloads: new DurableWorkloadStore(env.DESIRED, name),
       // The node object's alarm runs the probes; the GET routes read its results from there.
       probeResults: (uids) => desiredOf.probeResults(uids),
       policy: nodePolicy(s),

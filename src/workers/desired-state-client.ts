@@ -15,26 +15,32 @@ const NODE_HEADER = "podsync-node";
 /** The node object's paths for the Kubernetes API (the rest of the path is the API's). */
 export const KUBE_PREFIX = "/kube";
 
+/** One operation of the node's object (NodeDesiredState): its answer, or the store's errors as the object
+ * reported them (409: a stale generation or a uid conflict; anything else: the state is unavailable). */
+export async function callNode<T>(ns: DONamespace, node: string, op: string, arg: unknown = null): Promise<T> {
+  let r: Response;
+  try {
+    // The object learns its node's name from its callers (an id made from a name does not carry it), for
+    // the reconcile alarm.
+    r = await ns.get(ns.idFromName(node)).fetch(`https://desired/${op}`, { method: "POST", headers: { [NODE_HEADER]: node }, body: JSON.stringify(arg) });
+  } catch (e) {
+    throw new StateUnavailableError("the desired state (the node's Durable Object)", e);
+  }
+  if (r.status === 409) {
+    const j = (await r.json()) as { message: string; current?: number; pod?: PodRef; holder?: { name: string; namespace: string } };
+    if (j.pod && j.holder) throw new UidConflictError(j.pod, j.holder);
+    throw new StaleGenerationError(j.message, j.current);
+  }
+  if (!r.ok) throw new StateUnavailableError("the desired state (the node's Durable Object)", new Error(`it answered ${r.status}`));
+  return (await r.json()) as T;
+}
+
 /** The node's desired state, kept by its Durable Object (NodeDesiredState): every isolate serving the node
  * sees one store, and the generation and iat checks run inside the object, atomic with the write. */
 export class DurableDesiredState implements DesiredState {
   constructor(private readonly ns: DONamespace, private readonly node: string) {}
-  private async call<T>(op: string, arg: unknown = null): Promise<T> {
-    let r: Response;
-    try {
-      // The object learns its node's name from its callers (an id made from a name does not carry it), for
-      // the reconcile alarm.
-      r = await this.ns.get(this.ns.idFromName(this.node)).fetch(`https://desired/${op}`, { method: "POST", headers: { [NODE_HEADER]: this.node }, body: JSON.stringify(arg) });
-    } catch (e) {
-      throw new StateUnavailableError("the desired state (the node's Durable Object)", e);
-    }
-    if (r.status === 409) {
-      const j = (await r.json()) as { message: string; current?: number; pod?: PodRef; holder?: { name: string; namespace: string } };
-      if (j.pod && j.holder) throw new UidConflictError(j.pod, j.holder);
-      throw new StaleGenerationError(j.message, j.current);
-    }
-    if (!r.ok) throw new StateUnavailableError("the desired state (the node's Durable Object)", new Error(`it answered ${r.status}`));
-    return (await r.json()) as T;
+  private call<T>(op: string, arg: unknown = null): Promise<T> {
+    return callNode<T>(this.ns, this.node, op, arg);
   }
   list = () => this.call<DesiredPod[]>("list");
   get = async (uid: string) => (await this.call<DesiredPod | null>("get", { uid })) ?? undefined;

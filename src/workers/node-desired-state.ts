@@ -1,6 +1,7 @@
-// Durable Object NodeDesiredState (one per node). Guarantees: it is the node's desired state's only writer
-// (StorageDesiredState, atomic per change); while it holds pods an alarm runs one reconcile pass per interval,
-// and an idle node has no alarm; a failed pass is logged and the next comes at the interval.
+// Durable Object NodeDesiredState (one per node). Guarantees: it is the only writer of the node's desired pods
+// (StorageDesiredState) and workloads (StorageWorkloadStore), atomic per change; while it holds pods or workloads an
+// alarm runs one reconcile pass per interval (the controllers first), and an idle node has no alarm; a failed pass is
+// logged and the next comes at the interval. It also serves the node's Kubernetes API (node-kube.ts).
 import { RELIST_INTERVAL_DEFAULT_MS } from "../settings/common.js";
 import { StaleGenerationError, type DesiredPod } from "../pleg/desired-state.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
@@ -9,7 +10,11 @@ import { createProber, type Prober } from "../prober/prober.js";
 import type { DOState } from "./durable-object.js";
 import { KUBE_PREFIX, NODE_HEADER } from "./desired-state-client.js";
 import { nodeKube, reportFrom, type NodeKube } from "./node-kube.js";
-import { nodeRuntime, nodeVerifier, sealed } from "./node-runtime.js";
+import { nodeRuntime, nodeVerifier, sealed, sealKey } from "./node-runtime.js";
+import { StorageWorkloadStore } from "./storage-workloads.js";
+import { createControllers } from "../controllers/run.js";
+import type { StoredWorkload } from "../controllers/store.js";
+import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";
 import { probeResultsJSON } from "./probe-results-json.js";
 import { relistInterval, settingsOf, type Env, type WorkerConfig } from "./settings.js";
 import { StorageDesiredState } from "./storage-desired-state.js";
@@ -36,6 +41,7 @@ interface Agent {
  * a pod that left meanwhile is not brought back (as on Node). */
 export class NodeDesiredState {
   private readonly store: StorageDesiredState;
+  private readonly workloads: StorageWorkloadStore;
   private node: string | undefined;
   private agent: Agent | undefined;
   private passing: Promise<void> = Promise.resolve();
@@ -48,6 +54,7 @@ export class NodeDesiredState {
       const s = settingsOf(env);
       return s.PODSYNC_MAX_TOKEN_LIFETIME_S + s.PODSYNC_CLOCK_SKEW_S;
     });
+    this.workloads = new StorageWorkloadStore(state.storage, () => sealKey(settingsOf(env)));
   }
 
   async fetch(req: Request): Promise<Response> {
@@ -90,6 +97,31 @@ export class NodeDesiredState {
           agent?.kube.report(reportFrom(arg));
           return Response.json(null);
         }
+        case "workloads/list":
+          return Response.json(await this.workloads.list());
+        case "workloads/putAll":
+          await this.workloads.putAll((arg as { entries: StoredWorkload[] }).entries);
+          await this.schedule(true);
+          return Response.json(null);
+        case "workloads/setStatus": {
+          const { key, uid, status } = arg as { key: string; uid: string; status: Record<string, unknown> };
+          await this.workloads.setStatus(key, uid, status);
+          return Response.json(null);
+        }
+        case "workloads/remove": {
+          const removed = await this.workloads.remove(String(arg!["key"]));
+          await this.schedule(true);
+          return Response.json(removed);
+        }
+        case "workloads/replace": {
+          // A set with no workloads, before or after (a PUT of pods only), leaves the alarm as it is: the request
+          // syncs its pods itself.
+          const entries = (arg as { entries: StoredWorkload[] }).entries;
+          const had = (await this.workloads.list()).length > 0;
+          await this.workloads.replace(entries);
+          await this.schedule(had || entries.length > 0);
+          return Response.json(null);
+        }
         case "probe-results": {
           // What the alarm's prober knows of these pods (readiness, startup, liveness by container id), for the
           // Worker's GET routes, which run outside this object. Nothing before the first pass.
@@ -117,7 +149,7 @@ export class NodeDesiredState {
       const node = this.node ?? (this.node = await this.state.storage.get<string>("node"));
       // Nothing desired (an alarm set before the set emptied): no pass and no next alarm. The loop's memory
       // stays for the next pod stored, which its request has just synced.
-      if (!node || (await this.store.list()).length === 0) return;
+      if (!node || !(await this.busy())) return;
       const s = settingsOf(this.env);
       interval = relistInterval(s);
       const agent = this.agentFor(node, s);
@@ -130,7 +162,12 @@ export class NodeDesiredState {
       log({ loop: "reconcile", node: this.node, event: "error", error: errorText(e) });
     }
     // A set emptied during the pass deleted the alarm: it stays off.
-    if ((await this.store.list()).length > 0) await this.state.storage.setAlarm(Math.max(Date.now(), began + interval));
+    if (await this.busy()) await this.state.storage.setAlarm(Math.max(Date.now(), began + interval));
+  }
+
+  /** Pods desired, or workloads whose controllers must run: the alarm has work. */
+  private async busy(): Promise<boolean> {
+    return (await this.store.list()).length > 0 || (await this.workloads.list()).length > 0;
   }
 
   /** One reconcile pass; the alarm's and the Kubernetes API's first one never run at once. */
@@ -156,11 +193,14 @@ export class NodeDesiredState {
     this.node = name;
   }
 
-  /** After a change: an alarm while pods are desired (one already set stays), none once the set is empty. */
-  private async schedule(): Promise<void> {
+  /** After a change: an alarm while pods or workloads are desired (one already set stays), none once both are
+   * empty. `now`: a change of the workloads runs the controllers at once (Node kicks its loop), not at the interval. */
+  private async schedule(now = false): Promise<void> {
     const s = this.state.storage;
-    if ((await this.store.list()).length === 0) return s.deleteAlarm();
-    if ((await s.getAlarm()) !== null) return;
+    if (!(await this.busy())) return s.deleteAlarm();
+    const at = await s.getAlarm();
+    if (now && (at === null || at > Date.now())) return s.setAlarm(Date.now());
+    if (at !== null) return;
     let interval: number = RELIST_INTERVAL_DEFAULT_MS.workers;
     try {
       interval = relistInterval(settingsOf(this.env));
@@ -180,6 +220,8 @@ export class NodeDesiredState {
     const verifier = nodeVerifier(this.env, s, node);
     if (!engine || !verifier) return undefined;
     const prober = createProber({ cri: engine.cri });
+    // Opened as the routes read it: the loop and the controllers sync and store pods with their Secrets.
+    const desired = sealed(this.store, s);
     const kube = nodeKube({
       node,
       settings: s,
@@ -189,13 +231,23 @@ export class NodeDesiredState {
       pass: () => this.pass(loop),
       log: (rec) => log({ loop: "kubeapi", node, ...rec }),
     });
+    // Its syncs and deletes feed the Kubernetes API's pods and events; so does its relist.
+    const runtime = kube.recording(engine.runtime);
     const loop: ReconcileLoop = startReconcileLoop({
-      // Its syncs and deletes feed the Kubernetes API's pods and events; so does its relist.
-      runtime: kube.recording(engine.runtime),
+      runtime,
       onRelist: (entries, view) => kube.onRelist(entries, view),
       cri: engine.cri,
-      // Opened as the routes read it: the loop syncs pods with their Secrets.
-      desired: sealed(this.store, s),
+      desired,
+      // The node-local controllers (src/controllers), the same pure steps Node's loop runs, at the start of every
+      // pass: the pods they make are synced in the same pass, through the front door and the per-pod lease.
+      controllers: createControllers({
+        workloads: this.workloads,
+        desired,
+        runtime,
+        nodeName: node,
+        node: nodeInfoFrom(withNodeOverrides(s, s.PODSYNC_NODES[node]!), node, {}),
+        log: (rec) => log({ loop: "controllers", node, ...rec }),
+      }),
       // Exec probes only (ExecSync through the proxy, which must allow it); the routes refuse the other
       // handlers. They run in the alarm's passes, so no more often than the relist interval; their state lives in
       // this object's memory and starts over after an eviction.

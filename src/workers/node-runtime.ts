@@ -42,12 +42,14 @@ export function nodeRuntime(env: Env, s: WorkerConfig, name: string): { cri: Cri
 
 /** Secrets are stored sealed, never in clear in the Durable Object; the routes and the node's alarm loop both
  * read the set through this. */
-export const sealed = (inner: DesiredState, s: WorkerConfig) =>
-  new SealedDesiredState(inner, () =>
-    s.PODSYNC_SECRETS_KEY
-      ? importSealKey(s.PODSYNC_SECRETS_KEY)
-      : Promise.reject(new ProblemError("misconfigured", "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod only sealed, so it cannot take pods that bring Secrets")),
-  );
+export const sealed = (inner: DesiredState, s: WorkerConfig) => new SealedDesiredState(inner, () => sealKey(s));
+
+/** The key Secrets are sealed with at rest (PODSYNC_SECRETS_KEY); without it a pod or workload that brings Secrets
+ * is refused. */
+export const sealKey = (s: WorkerConfig): Promise<CryptoKey> =>
+  s.PODSYNC_SECRETS_KEY
+    ? importSealKey(s.PODSYNC_SECRETS_KEY)
+    : Promise.reject(new ProblemError("misconfigured", "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod or workload only sealed, so it cannot take those that bring Secrets"));
 
 /** The downward API's defaults for a missing limit: the node's allocatable where the owner set it. */
 const nodeAllocatable = (info: { allocatable: { milliCPU?: number | undefined; memory?: number | undefined } }) => ({
