@@ -5,11 +5,10 @@ import { createApp } from "../http/app.js";
 import { ProblemError } from "../http/problems.js";
 import { nodePolicy } from "../auth/policy.js";
 import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";
-import { DurableDesiredState } from "./desired-state-client.js";
+import { DurableDesiredState, DurableWorkloadStore } from "./desired-state-client.js";
 import { isKubePath } from "../kubeapi/routes.js";
 import { reportingToNode } from "./node-kube.js";
 import { nodeRuntime, nodeVerifier, sealed } from "./node-runtime.js";
-import { DurableWorkloadStore } from "./workload-store-client.js";
 import { settingsOf, type Env } from "./settings.js";
 
 export function buildWorkerApp(env: Env): Hono {

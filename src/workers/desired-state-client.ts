@@ -1,11 +1,14 @@
-// DurableDesiredState, the Worker's DesiredState over the node's NodeDesiredState object. Guarantees: every
-// isolate serving a node sees one store; generation and iat checks run inside the object, atomic with the write.
+// DurableDesiredState and DurableWorkloadStore, the Worker routes' DesiredState and WorkloadStore over the node's
+// NodeDesiredState object. Guarantees: every isolate serving a node sees one store; generation and iat checks run
+// inside the object, atomic with the write; a change of the workloads kicks the object's alarm (its controllers run
+// at once).
 import { StaleGenerationError, type DesiredPod, type DesiredState, type RemoveOptions, type ReplaceOptions } from "../pleg/desired-state.js";
 import type { Tombstone } from "../pleg/tombstones.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import type { PodRef } from "../container/types.js";
 import { StateUnavailableError } from "../state/state-unavailable.js";
 import type { PodProbeResults } from "../status/api-status.js";
+import type { StoredWorkload, WorkloadStore } from "../controllers/store.js";
 import type { DONamespace } from "./durable-object.js";
 import { reportJSON, type KubeReport } from "./node-kube.js";
 import { probeResultsFrom, type ProbeResultsJSON } from "./probe-results-json.js";
@@ -67,4 +70,18 @@ export class DurableDesiredState implements DesiredState {
   /** The node object's probe results for these pods (its alarm runs the probes). */
   probeResults = async (uids: string[]): Promise<Map<string, PodProbeResults>> =>
     new Map(Object.entries(await this.call<Record<string, ProbeResultsJSON>>("probe-results", { uids })).map(([uid, j]) => [uid, probeResultsFrom(j)]));
+}
+
+/** The node's workloads, kept by its Durable Object (NodeDesiredState), whose alarm runs their controllers. */
+export class DurableWorkloadStore implements WorkloadStore {
+  constructor(private readonly ns: DONamespace, private readonly node: string) {}
+  private call<T>(op: string, arg: unknown = null): Promise<T> {
+    return callNode<T>(this.ns, this.node, `workloads/${op}`, arg);
+  }
+  list = () => this.call<StoredWorkload[]>("list");
+  put = (entry: StoredWorkload) => this.call<void>("putAll", { entries: [entry] });
+  putAll = (entries: StoredWorkload[]) => this.call<void>("putAll", { entries });
+  setStatus = (key: string, uid: string, status: Record<string, unknown>) => this.call<void>("setStatus", { key, uid, status });
+  remove = (key: string) => this.call<boolean>("remove", { key });
+  replace = (entries: StoredWorkload[]) => this.call<void>("replace", { entries });
 }

@@ -27,12 +27,14 @@ interface Agent {
   kube: NodeKube;
 }
 
-/** Durable Object: one per node. It keeps the node's desired state (SQLite storage, see StorageDesiredState)
- * and runs the node agent's reconcile on an alarm: every PODSYNC_RELIST_INTERVAL_MS (default 10 s) while it
- * holds desired pods, and no alarm at all while it holds none (an idle node costs nothing). Each alarm is one
- * pass of the same loop Node runs on a timer (reconcile/loop.ts, driven by tick()): relist through the
- * node's cri-proxy (ListPodSandbox + ListContainers), decide, and sync the pods that need it through the
- * engine's front door, under the same per-pod lease the HTTP routes take (nodeRuntime).
+/** Durable Object: one per node. It keeps the node's desired state and workloads (SQLite storage, see
+ * StorageDesiredState and StorageWorkloadStore) and runs the node agent's reconcile on an alarm: every
+ * PODSYNC_RELIST_INTERVAL_MS (default 10 s) while it holds desired pods or workloads, and no alarm at all while it
+ * holds neither (an idle node costs nothing). Each alarm is one pass of the same loop Node runs on a timer
+ * (pleg/loop.ts, driven by tick()): the workload controllers, then a relist through the node's cri-proxy
+ * (ListPodSandbox + ListContainers), decide, and sync the pods that need it through the engine's front door, under
+ * the same per-pod lease the HTTP routes take (nodeRuntime). The passes feed the node's Kubernetes API
+ * (node-kube.ts), which this object serves.
  *
  * The loop's memory across alarms (the relist's detail caches, each pod's last fingerprint and decision, retry
  * and resync times) lives in this instance. When the runtime evicts the object it is rebuilt from nothing:
