@@ -1,7 +1,8 @@
 // The same Hono app as a Cloudflare Worker. One Worker serves many nodes: `/nodes/{node}/v1/...` is the
 // node-embedded API of that node, reaching its runtime through the node's cri-proxy over gRPC-Web (fetch).
 // Replay protection and per-pod serialisation are Durable Objects, since isolates share no memory; so is each
-// node's desired state, whose object also runs the node agent's reconcile loop on an alarm (NodeDesiredState).
+// node's desired state and workloads, whose object also runs the node agent's reconcile loop and controllers on an
+// alarm and serves the node's Kubernetes API under /nodes/{node}/ (NodeDesiredState; docs/workers.md).
 //
 // Settings (wrangler vars and secrets):
 //   PODSYNC_NODES        JSON {"edge-7": {"url": "https://edge-7.example:9091", "aliases": ["m-123"]}} (optional per node:

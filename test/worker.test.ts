@@ -1,7 +1,7 @@
 // The Worker in the real Workers runtime (workerd, started by wrangler), calling cri-proxy over gRPC-Web:
 // one node backed by the in-process runtime, one by the REAL containerd. Replay protection and per-pod
 // serialisation run in Durable Objects.
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -244,7 +244,8 @@ describe("the node's desired state in its Durable Object", () => {
 });
 
 describe("logs -f through the Worker", () => {
-  it("streams uncompressed to a client that accepts gzip (first line while the follow is open) and polls the node at most once a second", async () => {
+  /** A fake-node pod whose container has a log file (first-line) the proxy serves; `undo` puts things back. */
+  async function podWithLog(): Promise<{ id: string; logPath: string; undo: () => Promise<void> }> {
     const id = uid("wlogs");
     expect((await post("fake-node", "sync", podInput(id))).status).toBe(200);
     const ctr = [...fake.runtime.containers.values()].find((c) => c.config.labels["io.kubernetes.pod.uid"] === id)!;
@@ -258,6 +259,19 @@ describe("logs -f through the Worker", () => {
       const r = orig(req);
       return req.containerId === ctr.id ? { ...r, status: { ...r.status, logPath } } : r;
     };
+    return {
+      id,
+      logPath,
+      undo: async () => {
+        fake.runtime.runtime["ContainerStatus"] = orig;
+        const del = await signer.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 }, { aud: "fake-node" });
+        await fetch(new URL(`/nodes/fake-node/v1/pods/${id}`, base), { method: "DELETE", headers: { authorization: `Bearer ${del}` } });
+      },
+    };
+  }
+
+  it("streams uncompressed to a client that accepts gzip (first line while the follow is open) and polls the node at most once a second", async () => {
+    const { id, undo } = await podWithLog();
     const ac = new AbortController();
     try {
       const t = await signer.sign({ act: "logs", uid: id }, { aud: "fake-node" });
@@ -276,14 +290,36 @@ describe("logs -f through the Worker", () => {
       const perSecond = (proxyLogCalls.length - before) / ((Date.now() - from) / 1000);
       expect(perSecond).toBeGreaterThan(0);
       expect(perSecond).toBeLessThanOrEqual(2.5);
-      // When the client goes, the Worker's request.signal (compatibility flag enable_request_signal) ends the
-      // follow. wrangler's local proxy in front of workerd delivers no client disconnect to the Worker (neither the
-      // signal nor the body's cancel fires), so that part is not observable here.
     } finally {
       ac.abort();
-      fake.runtime.runtime["ContainerStatus"] = orig;
-      const del = await signer.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 }, { aud: "fake-node" });
-      await fetch(new URL(`/nodes/fake-node/v1/pods/${id}`, base), { method: "DELETE", headers: { authorization: `Bearer ${del}` } });
+      await undo();
+    }
+  });
+
+  it("a client gone ends the follow at its next write: the node sees no more log reads", async () => {
+    // An idle follow (nothing new to write) does not learn that its client went in local workerd: neither through
+    // wrangler's proxy nor on a workerd socket of its own (Miniflare unsafeDirectSockets, tried) does request.signal
+    // abort or the body get cancelled. So here the container keeps logging after the client goes; on the edge
+    // request.signal (enable_request_signal) covers the idle case, and PODSYNC_LOG_FOLLOW_MAX_S bounds it.
+    const { id, logPath, undo } = await podWithLog();
+    const ac = new AbortController();
+    let writing: ReturnType<typeof setInterval> | undefined;
+    try {
+      const t = await signer.sign({ act: "logs", uid: id }, { aud: "fake-node" });
+      const res = await fetch(new URL(`/nodes/fake-node/v1/pods/${id}/logs?follow=true`, base), { headers: { authorization: `Bearer ${t}` }, signal: ac.signal });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe("first-line\n");
+      await eventually("the follow to poll the node", () => (proxyLogCalls.some((at) => at > Date.now() - 1500) ? true : undefined));
+      ac.abort();
+      // The container keeps logging: the follow's next write finds the client gone, and the follow ends.
+      writing = setInterval(() => appendFileSync(logPath, `${new Date().toISOString()} stdout F more\n`), 200);
+      // Polling stops: 3 s with no log read through the proxy (the follow looks once a second while it runs).
+      await eventually("the follow to stop polling the node after the client went", () => (Date.now() - (proxyLogCalls[proxyLogCalls.length - 1] ?? 0) > 3000 ? true : undefined), 20_000);
+    } finally {
+      clearInterval(writing);
+      ac.abort();
+      await undo();
     }
   });
 });

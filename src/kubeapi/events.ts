@@ -206,6 +206,16 @@ export function eventsFromSteps(ref: PodRef, pod: Pod | undefined, steps: readon
   return out;
 }
 
+/** The events of one sync through the front door. */
+export function syncEvents(pod: Pod, r: SyncResult): EventSpec[] {
+  // A sandbox made again for a pod that had one: kubelet's SandboxChanged.
+  const sandboxChanged = r.actions.createSandbox && r.status.sandboxStatuses.length > 0;
+  return eventsFromSteps(pod.metadata, pod, r.steps, { sandboxChanged });
+}
+
+/** The events of one delete through the front door. */
+export const deleteEvents = (r: Awaited<ReturnType<PodRuntime["delete"]>>): EventSpec[] => (r.deleted ? eventsFromSteps(r.pod, undefined, r.steps) : []);
+
 /** The engine's front door, recording the events of what each sync, eviction and delete did (for every caller
  * that goes through it: requests and the loop), and telling `after` what they read back (the pod feed). */
 export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?: { synced(pod: Pod, r: SyncResult): void; deleted(uid: string): void }): PodRuntime {
@@ -215,9 +225,7 @@ export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?:
       try {
         const r = await rt.sync(pod, probes, objects, guard);
         after?.synced(pod, r);
-        // A sandbox made again for a pod that had one: kubelet's SandboxChanged.
-        const sandboxChanged = r.actions.createSandbox && r.status.sandboxStatuses.length > 0;
-        for (const e of eventsFromSteps(pod.metadata, pod, r.steps, { sandboxChanged }))
+        for (const e of syncEvents(pod, r))
           if (e.reason !== "Pulling" || !recorder.takeLivePull(pod.metadata.uid, e.message)) recorder.record(pod.metadata, e);
         return r;
       } finally {
@@ -234,7 +242,7 @@ export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?:
     delete: async (uid, grace, guard, spec) => {
       const r = await rt.delete(uid, grace, guard, spec);
       after?.deleted(uid);
-      if (r.deleted) for (const e of eventsFromSteps(r.pod, undefined, r.steps)) recorder.record(r.pod, e);
+      for (const e of deleteEvents(r)) recorder.record(r.pod, e);
       return r;
     },
   };

@@ -10,22 +10,16 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
 import type { Verifier } from "../auth/verify.js";
-import { verifyReadToken, type ReadScope } from "../auth/read-token.js";
+import { verifyReadToken } from "../auth/read-token.js";
+import { checkExec, EXEC_PATH } from "./exec-check.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import type { V1Pod } from "../status/api-status.js";
 import type { RequestLog } from "../http/request-log.js";
-import { badRequest, forbidden, KubeStatusError, notFound, toKubeStatus } from "./status.js";
+import { badRequest, KubeStatusError, notFound, toKubeStatus } from "./status.js";
 import type { WatchHub } from "./watch-hub.js";
 
-export const EXEC_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/;
 const PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 const CLOSE_SIGNAL = 255;
-
-/** Exec is allowed on this node and by this token; else 403 naming what is missing. */
-export function checkExec(scope: ReadScope, allowExec: boolean, name: string): void {
-  if (!allowExec) throw forbidden("pods", name, "exec is off on this node (the node owner enables it with PODSYNC_ALLOW_EXEC=true)");
-  if (!scope.exec) throw forbidden("pods", name, "this read token does not allow exec: make the kubeconfig with podsync kubeconfig --exec");
-}
 
 export interface ExecStreamOptions {
   verifier: Verifier;

@@ -6,10 +6,10 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { verifyReadToken, type ReadScope } from "../auth/read-token.js";
-import { checkExec, EXEC_PATH } from "./exec-stream.js";
+import { checkExec, EXEC_PATH } from "./exec-check.js";
 import type { V1Pod } from "../status/api-status.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
-import { LogQuery } from "../http/handlers/logs-exec.js";
+import { LOG_HEADERS, LogQuery } from "../http/handlers/logs-exec.js";
 import { streamFrom } from "../http/stream.js";
 import { fieldErrors } from "../pod/validate.js";
 import type { RequestLog } from "../http/request-log.js";
@@ -37,7 +37,11 @@ export interface KubeApiOptions {
   arch: string;
   /** The node owner's PODSYNC_ALLOW_EXEC (exec itself is the upgrade handler of exec-stream.ts). */
   allowExec: boolean;
+  /** Where exec's WebSocket cannot be served (Workers): why, answered as a 403 Status to an exec allowed otherwise. */
+  execUnavailable?: string;
   followMaxMs: number;
+  /** How often a followed log looks for more (default 250 ms; Workers: 1 s, each look is two subrequests). */
+  followPollMs?: number;
   now?: () => number;
   log?: (rec: RequestLog) => void;
   onStreamError?: (e: unknown) => void;
@@ -186,6 +190,7 @@ export function createKubeApi(o: KubeApiOptions) {
     const exec = EXEC_PATH.exec(c.req.path);
     if (exec && c.req.method === "POST") {
       checkExec(c.get("scope"), o.allowExec, exec[2]!);
+      if (o.execUnavailable) throw forbidden("pods", exec[2]!, o.execUnavailable);
       throw badRequest("podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY");
     }
     const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
@@ -300,7 +305,9 @@ export function createKubeApi(o: KubeApiOptions) {
       maxMs: Math.min(watchMaxMs, timeoutS !== undefined && timeoutS > 0 ? timeoutS * 1000 : watchMaxMs),
       maxQueueBytes,
     });
-    return new Response(body, { status: 200, headers: { "content-type": "application/json", "cache-control": "no-cache, private" } });
+    // Never compressed on the way (Workers gzip JSON for a client that accepts it, as Go's does, and a gzip layer
+    // holds small events back).
+    return new Response(body, { status: 200, headers: { "content-type": "application/json", "content-encoding": "identity", "cache-control": "no-cache, private, no-transform" } });
   }
 
   async function getOne<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined, name: string): Promise<Response> {
@@ -352,9 +359,15 @@ export function createKubeApi(o: KubeApiOptions) {
     const log = await o.runtime.logs(pod.metadata.uid, { container: q.container, previous: q.previous, defaultContainers: pod.spec?.containers.map((x) => x.name) });
     const sinceMs = q.sinceTime !== undefined ? Date.parse(q.sinceTime) : q.sinceSeconds !== undefined ? now() - q.sinceSeconds * 1000 : undefined;
     const options = { tailLines: q.tailLines, limitBytes: q.limitBytes, sinceMs, timestamps: q.timestamps, follow: q.follow };
-    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal, maxMs: o.followMaxMs } : undefined), o.onStreamError ?? (() => undefined));
-    return c.body(body, 200, { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" });
+    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal, maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) } : undefined), o.onStreamError ?? (() => undefined), c.req.raw.signal);
+    return c.body(body, 200, LOG_HEADERS);
   });
+
+  if (o.execUnavailable)
+    app.get("/api/v1/namespaces/:ns/pods/:name/exec", (c) => {
+      checkExec(c.get("scope"), o.allowExec, c.req.param("name"));
+      throw forbidden("pods", c.req.param("name"), o.execUnavailable!);
+    });
 
   // Any other path under /api or /apis: a resource or group this node does not serve.
   app.get("*", () => {

@@ -1,36 +1,39 @@
-// The Worker's root app: one node-embedded app (src/http/app.ts) per node in PODSYNC_NODES, under /nodes/{node}/.
+// The Worker's root app: one node-embedded app (src/http/app.ts) per node in PODSYNC_NODES, under /nodes/{node}/,
+// and the node's Kubernetes API (served by its Durable Object) under the same prefix.
 import { Hono } from "hono";
-import { createVerifier, type Algorithm } from "../auth/verify.js";
 import { createApp } from "../http/app.js";
 import { ProblemError } from "../http/problems.js";
 import { nodePolicy } from "../auth/policy.js";
 import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";
-import { DurableDesiredState } from "./desired-state-client.js";
-import { nodeRuntime, sealed } from "./node-runtime.js";
-import { DurableReplayStore } from "./replay-store.js";
+import { DurableDesiredState, DurableWorkloadStore } from "./desired-state-client.js";
+import { isKubePath } from "../kubeapi/routes.js";
+import { reportingToNode } from "./node-kube.js";
+import { nodeRuntime, nodeVerifier, sealed } from "./node-runtime.js";
 import { settingsOf, type Env } from "./settings.js";
 
 export function buildWorkerApp(env: Env): Hono {
   const s = settingsOf(env);
-  const keys = s.PODSYNC_JWKS ? { jwks: JSON.parse(s.PODSYNC_JWKS) } : { url: s.PODSYNC_JWKS_URL! };
   const root = new Hono();
   root.get("/healthz", (c) => c.json({ ok: true, nodes: Object.keys(s.PODSYNC_NODES) }));
   for (const [name, cfg] of Object.entries(s.PODSYNC_NODES)) {
-    const { runtime } = nodeRuntime(env, s, name)!;
     const desiredOf = new DurableDesiredState(env.DESIRED, name);
+    // The routes' syncs and deletes are reported to the node object, which serves the Kubernetes API.
+    const runtime = reportingToNode(nodeRuntime(env, s, name)!.runtime, desiredOf.report, (e) => console.log(JSON.stringify({ time: new Date().toISOString(), node: name, error: `not reported to the Kubernetes API: ${String((e as Error)?.message ?? e).slice(0, 200)}` })));
+    const prefix = `/nodes/${encodeURIComponent(name)}`;
+    // The Kubernetes API (/version, /api, /apis under the node) is the node object's: it holds the pods the alarm's
+    // relist feeds, the events and the watches (src/workers/node-kube.ts).
+    root.use(`${prefix}/*`, async (c, next) => {
+      const rest = new URL(c.req.url).pathname.slice(prefix.length);
+      if (!isKubePath(rest)) return next();
+      return desiredOf.kube(c.req.raw, rest);
+    });
     const app = createApp({
       runtime,
-      verifier: createVerifier({
-        keys,
-        issuers: s.PODSYNC_ISSUERS,
-        audience: [name, ...cfg.aliases],
-        algorithms: s.PODSYNC_ALGORITHMS as Algorithm[],
-        maxLifetimeSeconds: s.PODSYNC_MAX_TOKEN_LIFETIME_S,
-        clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
-        replay: new DurableReplayStore(env.REPLAY, name),
-      }),
+      verifier: nodeVerifier(env, s, name)!,
       nodeName: name,
       desired: sealed(desiredOf, s),
+      // The node's workloads: stored in its object, whose alarm runs the controllers.
+      workloads: new DurableWorkloadStore(env.DESIRED, name),
       // The node object's alarm runs the probes; the GET routes read its results from there.
       probeResults: (uids) => desiredOf.probeResults(uids),
       policy: nodePolicy(s),

@@ -11,7 +11,9 @@ import { nodeConfigFrom } from "../settings/common.js";
 import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";
 import { SealedDesiredState } from "../state/sealed-desired-state.js";
 import { importSealKey } from "../state/secret-seal.js";
+import { createVerifier, type Algorithm, type Verifier } from "../auth/verify.js";
 import { DurablePodLock } from "./pod-lock.js";
+import { DurableReplayStore } from "./replay-store.js";
 import type { Env, WorkerConfig } from "./settings.js";
 
 /** One node's engine, as both the node's HTTP routes and its reconcile alarm use it: its cri-proxy over
@@ -40,15 +42,33 @@ export function nodeRuntime(env: Env, s: WorkerConfig, name: string): { cri: Cri
 
 /** Secrets are stored sealed, never in clear in the Durable Object; the routes and the node's alarm loop both
  * read the set through this. */
-export const sealed = (inner: DesiredState, s: WorkerConfig) =>
-  new SealedDesiredState(inner, () =>
-    s.PODSYNC_SECRETS_KEY
-      ? importSealKey(s.PODSYNC_SECRETS_KEY)
-      : Promise.reject(new ProblemError("misconfigured", "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod only sealed, so it cannot take pods that bring Secrets")),
-  );
+export const sealed = (inner: DesiredState, s: WorkerConfig) => new SealedDesiredState(inner, () => sealKey(s));
+
+/** The key Secrets are sealed with at rest (PODSYNC_SECRETS_KEY); without it a pod or workload that brings Secrets
+ * is refused. */
+export const sealKey = (s: WorkerConfig): Promise<CryptoKey> =>
+  s.PODSYNC_SECRETS_KEY
+    ? importSealKey(s.PODSYNC_SECRETS_KEY)
+    : Promise.reject(new ProblemError("misconfigured", "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod or workload only sealed, so it cannot take those that bring Secrets"));
 
 /** The downward API's defaults for a missing limit: the node's allocatable where the owner set it. */
 const nodeAllocatable = (info: { allocatable: { milliCPU?: number | undefined; memory?: number | undefined } }) => ({
   ...(info.allocatable.milliCPU !== undefined ? { cpuCapacity: info.allocatable.milliCPU / 1000 } : {}),
   ...(info.allocatable.memory !== undefined ? { memoryCapacity: info.allocatable.memory } : {}),
 });
+
+/** The node's token verifier: the trusted keys and issuers, the node's name and aliases as audience, replay
+ * protection in the node's ReplayGuard object. Undefined for a node PODSYNC_NODES does not name. */
+export function nodeVerifier(env: Env, s: WorkerConfig, name: string): Verifier | undefined {
+  const cfg = s.PODSYNC_NODES[name];
+  if (!cfg) return undefined;
+  return createVerifier({
+    keys: s.PODSYNC_JWKS ? { jwks: JSON.parse(s.PODSYNC_JWKS) } : { url: s.PODSYNC_JWKS_URL! },
+    issuers: s.PODSYNC_ISSUERS,
+    audience: [name, ...cfg.aliases],
+    algorithms: s.PODSYNC_ALGORITHMS as Algorithm[],
+    maxLifetimeSeconds: s.PODSYNC_MAX_TOKEN_LIFETIME_S,
+    clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
+    replay: new DurableReplayStore(env.REPLAY, name),
+  });
+}

@@ -21,6 +21,8 @@ export interface WorkerdOptions {
   /** Another entry module than wrangler.toml's (the bench's timing subclass). */
   entrypoint?: string;
   logLevel?: "warn" | "log";
+  /** Serve https with this certificate and key (PEM files): kubectl sends credentials only over https. */
+  https?: { certPath: string; keyPath: string };
 }
 
 export async function startWorkerd(o: WorkerdOptions): Promise<{ worker: Workerd; base: URL }> {
@@ -36,7 +38,12 @@ export async function startWorkerd(o: WorkerdOptions): Promise<{ worker: Workerd
     config: "wrangler.toml",
     ...(o.entrypoint ? { entrypoint: o.entrypoint } : {}),
     bindings: Object.fromEntries(Object.entries(vars).map(([k, value]) => [k, { type: "plain_text" as const, value }])),
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: o.logLevel ?? "warn" },
+    dev: {
+      server: { hostname: "127.0.0.1", port: 0, ...(o.https ? { secure: true, httpsCertPath: o.https.certPath, httpsKeyPath: o.https.keyPath } : {}) },
+      inspector: false,
+      persist: false,
+      logLevel: o.logLevel ?? "warn",
+    },
   });
   await worker.ready;
   return { worker, base: await worker.url };

@@ -61,6 +61,10 @@ export interface LogsExecOptions {
   pathUid(raw: string): string;
 }
 
+/** A log's response headers. Streamed as it comes: never compressed on the way (a gzip layer buffers the text;
+ * Workers compress text/plain for a client sending Accept-Encoding: gzip unless told not to). */
+export const LOG_HEADERS = { "content-type": "text/plain; charset=utf-8", "content-encoding": "identity", "cache-control": "no-transform", "x-content-type-options": "nosniff" } as const;
+
 export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec: string }, o: LogsExecOptions): void {
   app.get(paths.logs, async (c) => {
     const uid = o.pathUid(c.req.param("uid")!);
@@ -77,11 +81,8 @@ export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec:
     const options = { tailLines: q.tailLines, limitBytes: q.limitBytes, sinceMs, timestamps: q.timestamps, follow: q.follow };
     // A follow ends when the client goes: the body's cancel (Node), or the request's signal (workerd, where an idle
     // follow writes nothing that could fail and its body is not cancelled: it would poll the node for minutes).
-    const clientGone = c.req.raw.signal;
-    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal: eitherAborted(signal, clientGone), maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) } : undefined), o.onStreamError);
-    // Streamed as it comes: never compressed on the way (a gzip layer buffers the text; Workers compress text/plain
-    // for a client sending Accept-Encoding: gzip unless told not to).
-    return c.body(body, 200, { "content-type": "text/plain; charset=utf-8", "content-encoding": "identity", "cache-control": "no-transform", "x-content-type-options": "nosniff", "podsync-container": log.container });
+    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal, maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) } : undefined), o.onStreamError, c.req.raw.signal);
+    return c.body(body, 200, { ...LOG_HEADERS, "podsync-container": log.container });
   });
 
   app.post(paths.exec, async (c) => {
@@ -110,15 +111,4 @@ export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec:
 async function sha256hex(s: string): Promise<string> {
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));
   return [...d].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** A signal aborted when either is. */
-function eitherAborted(a: AbortSignal, b: AbortSignal | undefined): AbortSignal {
-  if (!b) return a;
-  const ac = new AbortController();
-  const abort = () => ac.abort();
-  if (a.aborted || b.aborted) abort();
-  a.addEventListener("abort", abort, { once: true });
-  b.addEventListener("abort", abort, { once: true });
-  return ac.signal;
 }

@@ -1,0 +1,12 @@
+// The exec checks both exec paths share (Node's WebSocket upgrade in exec-stream.ts, and the Kubernetes API app's
+// refusals in routes.ts), apart from the WebSocket code so the Worker's bundle needs no Node socket library.
+import type { ReadScope } from "../auth/read-token.js";
+import { forbidden } from "./status.js";
+
+export const EXEC_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/;
+
+/** Exec is allowed on this node and by this token; else 403 naming what is missing. */
+export function checkExec(scope: ReadScope, allowExec: boolean, name: string): void {
+  if (!allowExec) throw forbidden("pods", name, "exec is off on this node (the node owner enables it with PODSYNC_ALLOW_EXEC=true)");
+  if (!scope.exec) throw forbidden("pods", name, "this read token does not allow exec: make the kubeconfig with podsync kubeconfig --exec");
+}
