@@ -49,6 +49,11 @@ describe("podsync kubeconfig", async () => {
     expect(text).not.toContain("npx");
   });
 
+  it("a server URL with a path (a node behind a Worker, /nodes/{node}) keeps it", async () => {
+    const text = await output({ server: "https://w.example:8443/nodes/n1/", key: keyFile, node: "n1", ca: join(dir, "ca.pem") });
+    expect((parse(text.replace(/^#.*\n/, "")) as Record<string, any>).clusters[0].cluster.server).toBe("https://w.example:8443/nodes/n1");
+  });
+
   it("an http:// server is refused: kubectl would send no credentials", async () => {
     await expect(output({ server: "http://127.0.0.1:8080", key: keyFile, node: "n1", ca: join(dir, "ca.pem") })).rejects.toThrow(/must be https/);
   });

@@ -7,6 +7,8 @@ import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { NodeDesiredState, PodSerializer, type Env } from "../src/worker.js";
 import { Pod } from "../src/pod/schema.js";
 import type { DesiredPod } from "../src/pleg/desired-state.js";
+import { Deployment } from "../src/pod/workloads/schema.js";
+import type { StoredWorkload } from "../src/controllers/store.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { ISSUER, makeKey } from "./support/http.js";
@@ -173,5 +175,52 @@ describe("NodeDesiredState's reconcile alarm", () => {
     await other.obj.alarm();
     expect(other.storage.alarm).toBeNull();
     expect(lines.map((l) => JSON.parse(l))).toMatchObject([{ loop: "reconcile", node: "unit-node", event: "error", error: expect.stringMatching(/not in PODSYNC_NODES/) }]);
+  });
+});
+
+describe("NodeDesiredState's workloads", () => {
+  const deployment = (replicas: number): StoredWorkload => ({
+    workload: Deployment.parse({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "web", namespace: "unit-wl", uid: "unit-wl-d1" },
+      spec: { replicas, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"], env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }] }] } } },
+    }),
+    objects: { secrets: [{ apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, data: { pw: btoa("unit-s3cret") } }] },
+    audit: { iss: ISSUER, iat: Math.floor(Date.now() / 1000) },
+    storedAt: Date.now(),
+  });
+  const sealedEnv = () => ({ ...env, PODSYNC_SECRETS_KEY: Buffer.alloc(32, 9).toString("base64") });
+
+  it("stored with their Secrets sealed; a change sets the alarm to now; the alarm's controllers make the pods and record the status; an emptied set goes idle", async () => {
+    const { obj, storage, call } = nodeObject(new MemoryStorage(), sealedEnv());
+    const t0 = Date.now();
+    await call("workloads/putAll", { entries: [deployment(2)] });
+    expect(storage.alarm).not.toBeNull();
+    expect(storage.alarm!).toBeLessThanOrEqual(Date.now());
+    expect(storage.alarm!).toBeGreaterThanOrEqual(t0);
+    // At rest the Secret is sealed; the store's readers get it opened.
+    expect(JSON.stringify(storage.data.get("wl:Deployment/unit-wl/web"))).not.toContain(btoa("unit-s3cret"));
+    expect((await call("workloads/list", null))[0].objects.secrets[0].data.pw).toBe(btoa("unit-s3cret"));
+
+    await obj.alarm();
+    const pods = (await call("list", null)) as DesiredPod[];
+    expect(pods.map((p) => p.pod.metadata.name)).toEqual([expect.stringMatching(/^web-[a-z0-9]+-[a-z0-9]{5}$/), expect.stringMatching(/^web-[a-z0-9]+-[a-z0-9]{5}$/)]);
+    for (const p of pods) {
+      const [c] = runningOf(p.pod.metadata.uid);
+      expect(new TextDecoder().decode(c!.config.envs.find((e) => e.key === "PW")!.value)).toBe("unit-s3cret");
+    }
+    await obj.alarm();
+    const d = (await call("workloads/list", null) as StoredWorkload[]).find((w) => w.workload.kind === "Deployment")!;
+    expect(d.status).toMatchObject({ replicas: 2 });
+
+    // The set emptied: the next pass's controllers take the pods out, and the object goes idle.
+    await call("workloads/replace", { entries: [] });
+    await obj.alarm();
+    expect(await call("list", null)).toEqual([]);
+    await vi.waitFor(() => expect(pods.flatMap((p) => runningOf(p.pod.metadata.uid))).toEqual([]));
+    storage.alarm = null;
+    await obj.alarm();
+    expect(storage.alarm).toBeNull();
   });
 });

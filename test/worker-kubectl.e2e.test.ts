@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { loadOrMakeServingCert } from "../src/host/serving-cert.js";
-import { Harness, makeKey } from "./support/http.js";
+import { generateSigningKey } from "../src/auth/keys.js";
+import { Harness, ISSUER, makeKey } from "./support/http.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";
@@ -58,11 +59,14 @@ async function syncPod(name: string, command: string[]) {
   expect(r.status, r.text).toBe(200);
 }
 
-function kubectl(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+/** A command's exit code and both streams; never throws. */
+function run(file: string, args: string[]): Promise<{ code: number; out: string; err: string }> {
   return new Promise((res) =>
-    execFile(KUBECTL, args, { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 }, (e, out, err) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err })),
+    execFile(file, args, { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 120_000 }, (e, out, err) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err })),
   );
 }
+
+const kubectl = (...args: string[]) => run(KUBECTL, args);
 
 /** A long-running kubectl (-w, -f), read until `want` shows in its output, then stopped. */
 async function streamUntil(args: string[], want: (out: string) => boolean, what: string): Promise<string> {
@@ -88,27 +92,24 @@ describe.skipIf(skip)("kubectl against the Worker (workerd), through cri-proxy o
     ca = cert.cert;
     const key = await makeKey("EdDSA", "kw-1");
     signer = new Harness([key], undefined as never);
+    // kubectl's credentials come from podsync's own plugin (podsync kubeconfig), with a key file the Worker trusts too.
+    const reader = await generateSigningKey("EdDSA");
+    writeFileSync(join(dir, "reader-key.json"), JSON.stringify({ ...reader.privateJwk, iss: ISSUER }));
     ({ worker, base } = await startWorkerd({
       nodes: { [NODE]: { url: `http://127.0.0.1:${proxy.grpcWebPort}` } },
       jwk: key.publicJwk,
       proxyToken: TOKEN,
       https: { certPath: join(dir, "tls", "serving.crt"), keyPath: join(dir, "tls", "serving.key") },
       // hostNetwork keeps the pods on loopback (baseline refuses it); a short relist so a restart shows soon.
-      env: { PODSYNC_POLICY: "privileged", PODSYNC_POD_LOGS_DIR: logs, PODSYNC_RELIST_INTERVAL_MS: "1000", PODSYNC_ALLOW_EXEC: "true" },
+      env: { PODSYNC_POLICY: "privileged", PODSYNC_POD_LOGS_DIR: logs, PODSYNC_RELIST_INTERVAL_MS: "1000", PODSYNC_ALLOW_EXEC: "true", PODSYNC_JWKS: JSON.stringify({ keys: [key.publicJwk, ...reader.jwks.keys] }) },
     }));
     expect(base.protocol).toBe("https:");
-    writeFileSync(
-      join(dir, "kubeconfig"),
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        // The node's API is under /nodes/{node} on the Worker: kubectl keeps a server URL's path.
-        clusters: [{ name: NODE, cluster: { server: new URL(`/nodes/${NODE}`, base).toString(), "certificate-authority-data": Buffer.from(ca).toString("base64") } }],
-        users: [{ name: "reader", user: { token: await signer.sign({ act: "read", exec: true }, { aud: NODE }) } }],
-        contexts: [{ name: NODE, context: { cluster: NODE, user: "reader", namespace: NS } }],
-        "current-context": NODE,
-      }),
-    );
+    // The node's API is under /nodes/{node} on the Worker: the kubeconfig keeps the path (kubectl does too), and
+    // its user is podsync's exec credential plugin minting read tokens (with --exec, so exec's refusal is the Worker's).
+    const made = await run(process.execPath, [join(process.cwd(), "bin/podsync.mjs"), "kubeconfig", "--server", new URL(`/nodes/${NODE}`, base).toString(), "--key", join(dir, "reader-key.json"), "--ca", join(dir, "tls", "serving.crt"), "--node", NODE, "--namespace", NS, "--exec"]);
+    expect(made.code, made.err).toBe(0);
+    expect(made.out).toContain(`server: ${new URL(`/nodes/${NODE}`, base).toString()}\n`);
+    writeFileSync(join(dir, "kubeconfig"), made.out);
     await syncPod("web", ["sh", "-c", "echo hello; i=0; while true; do i=$((i+1)); echo line $i; sleep 0.3; done"]);
   }, 180_000);
 

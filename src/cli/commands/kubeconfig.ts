@@ -69,6 +69,9 @@ const kubeconfig: Command = {
       return usage(`--server ${JSON.stringify(server)} is not a URL`, ctx.command);
     }
     if (url.protocol !== "https:") usage("--server must be https:// (kubectl sends credentials only over https; podsync serves both on its port)", ctx.command);
+    // The node's API root: the origin for a node's own podsync, https://<worker>/nodes/<node> through a Worker
+    // (kubectl keeps a server URL's path).
+    const base = new URL(url.pathname.replace(/\/*$/, "/"), url.origin);
     // The key found now (--key, $PODSYNC_KEY, the config dir, the dev key) is the one the plugin will use, by path.
     const keyPath = resolve(ctx.key().path);
     const ca = ctx.o["ca"] !== undefined ? readFileSync(String(ctx.o["ca"]), "utf8") : await serverCert(url).catch((e: Error) => fail(`cannot read ${url.origin}'s certificate: ${e.message}`));
@@ -79,7 +82,7 @@ const kubeconfig: Command = {
     if (!node) {
       const { Agent, request } = await import("node:https");
       node = await new Promise<string>((res, rej) => {
-        const req = request(new URL("/healthz", url), { agent: new Agent({ ca }), timeout: 10_000 }, (r) => {
+        const req = request(new URL("healthz", base), { agent: new Agent({ ca }), timeout: 10_000 }, (r) => {
           let body = "";
           r.on("data", (b: Buffer) => (body += b.toString()));
           r.on("end", () => {
@@ -92,15 +95,15 @@ const kubeconfig: Command = {
         });
         req.on("error", rej);
         req.end();
-      }).catch((e: Error) => fail(`cannot ask ${url.origin}/healthz for the node name (${e.message}); pass --node`));
-      if (!node) fail(`${url.origin}/healthz did not say the node name; pass --node`);
+      }).catch((e: Error) => fail(`cannot ask ${base.href}healthz for the node name (${e.message}); pass --node`));
+      if (!node) fail(`${base.href}healthz did not say the node name; pass --node`);
     }
     const args = [launcher(), "token", "--act", READ_ACT, "--exec-credential", "--ttl", String(READ_TTL_MAX_S), "--key", keyPath, "--aud", node, ...(ctx.iss ? ["--iss", ctx.iss] : []), ...(ctx.o["exec"] ? ["--exec"] : [])];
     const name = `podsync-${node}`;
     const config = {
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name, cluster: { server: url.origin, "certificate-authority-data": Buffer.from(ca).toString("base64") } }],
+      clusters: [{ name, cluster: { server: base.href.replace(/\/$/, ""), "certificate-authority-data": Buffer.from(ca).toString("base64") } }],
       users: [{ name, user: { exec: { apiVersion: "client.authentication.k8s.io/v1", command: process.execPath, args, interactiveMode: "Never", provideClusterInfo: false } } }],
       contexts: [{ name, context: { cluster: name, user: name, namespace: String(ctx.o["namespace"] ?? "default") } }],
       "current-context": name,
