@@ -253,10 +253,13 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect((await kubectl("describe", "pods", "-n", APPS, "-l", "app=site")).out).toMatch(/Controlled By:\s+ReplicaSet\/site-[a-z0-9]+/);
   }, 120_000);
 
-  it("delete is refused, naming the signed way", async () => {
+  it("delete and scale are refused, naming the signed way", async () => {
     const r = await kubectl("delete", "pod", "web");
     expect(r.code).not.toBe(0);
     expect(r.err).toMatch(/Error from server \(Forbidden\): pods "web" is forbidden: .*podsync delete/);
     expect((await kubectl("get", "pod", "web", "-o", "name")).out.trim()).toBe("pod/web");
+    const scale = await kubectl("scale", "deploy", "site", "-n", APPS, "--replicas=2");
+    expect(scale.code).not.toBe(0);
+    expect(scale.err).toMatch(/Error from server \(Forbidden\): deployments\.apps "site" is forbidden: .*podsync apply/);
   }, 60_000);
 });
