@@ -123,6 +123,15 @@ const WORKLOAD_KIND_OF: Record<string, WorkloadKind> = {
 const qualified = (k: { resource: string; group: string }) => (k.group ? `${k.resource}.${k.group}` : k.resource);
 const apiVersionOf = (k: { group: string }) => (k.group ? `${k.group}/v1` : "v1");
 
+/** A change as a watch event in the plain form: the same text for every watcher, so made once per change (the
+ * hub hands each watcher the same Change). */
+const encoded = new WeakMap<object, string>();
+function eventJSON(ch: Change<KubeObject>): string {
+  let text = encoded.get(ch);
+  if (text === undefined) encoded.set(ch, (text = JSON.stringify({ type: ch.type, object: ch.object })));
+  return text;
+}
+
 const truthy = (v: string | undefined) => v === "true" || v === "1";
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
@@ -287,7 +296,8 @@ export function createKubeApi(o: KubeApiOptions) {
     const tableForm = wantsTable(c.req.header("accept"));
     const include = includeObjectOf(q["includeObject"]);
     const encode = (ch: Change<T>, first: boolean) => {
-      const object = tableForm ? table(first ? k.columns : undefined, [ch.object], (x) => k.cells(x, now()), include, { resourceVersion: String(ch.rv) }, k.conditions) : ch.object;
+      if (!tableForm) return eventJSON(ch);
+      const object = table(first ? k.columns : undefined, [ch.object], (x) => k.cells(x, now()), include, { resourceVersion: String(ch.rv) }, k.conditions);
       return JSON.stringify({ type: ch.type, object });
     };
     const body = watchStream({
