@@ -68,7 +68,7 @@ describe("the workload kinds on the read side", async () => {
     expect((await (await get("/apis/batch/v1/jobs?fieldSelector=status.successful%3D1")).json()).items).toHaveLength(1);
     expect(await (await get("/api/v1/namespaces/default/persistentvolumeclaims/data")).json()).toMatchObject({ kind: "PersistentVolumeClaim", status: { phase: "Bound" } });
     const missing = await get("/apis/apps/v1/namespaces/default/deployments/nope");
-    expect(await missing.json()).toMatchObject({ code: 404, message: 'deployments.apps "nope" not found' });
+    expect(await missing.json()).toMatchObject({ code: 404, message: 'deployments.apps "nope" not found', details: { name: "nope", group: "apps", kind: "deployments" } });
   });
 
   it("the Table form with kubectl's columns for each kind, wide ones at priority 1", async () => {

@@ -198,13 +198,14 @@ export function createKubeApi(o: KubeApiOptions) {
       throw badRequest("podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY");
     }
     const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
-    const resource = m?.[3] ? (m[1] ? `${m[3]}.${m[1]}` : m[3]) : "resources";
+    const resource = m?.[3] ?? "resources";
+    const group = m?.[1] ?? "";
     const name = m?.[4] ?? "";
     const how =
       c.req.method === "DELETE"
         ? "delete it with a signed request: podsync delete <uid> (or leave it out of the next podsync apply)"
         : "change the node with a signed spec: podsync apply FILE (the node's whole set) or podsync sync FILE (one pod)";
-    throw forbidden(resource, name, `this node's Kubernetes API is read-only; ${how}`);
+    throw forbidden(resource, name, `this node's Kubernetes API is read-only; ${how}`, group);
   });
 
   app.get("/version", (c) => c.json(versionInfo(o.podsyncVersion, o.arch)));
@@ -316,7 +317,7 @@ export function createKubeApi(o: KubeApiOptions) {
   async function getOne<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined, name: string): Promise<Response> {
     await k.load();
     const obj = k.hub.list().find((x) => x.metadata.name === name && (ns === undefined || x.metadata.namespace === ns));
-    if (!obj) throw notFound(qualified(k), name);
+    if (!obj) throw notFound(k.resource, name, k.group);
     if (wantsTable(c.req.header("accept"))) return json(asTable(c, k, [obj], { resourceVersion: obj.metadata.resourceVersion ?? "" }));
     return json(obj);
   }
