@@ -100,6 +100,11 @@ describe("the workload kinds on the read side", async () => {
     expect((await scale.json()).message).toMatch(/^deployments\.apps "web" is forbidden: .*podsync apply/);
   });
 
+  it("a namespace by name, while something of the node's is in it (kubectl asks after a NotFound)", async () => {
+    expect(await (await get("/api/v1/namespaces/batch")).json()).toMatchObject({ kind: "Namespace", metadata: { name: "batch" }, status: { phase: "Active" } });
+    expect(await (await get("/api/v1/namespaces/nothing-here")).json()).toMatchObject({ code: 404, message: 'namespaces "nothing-here" not found' });
+  });
+
   it("metav1.FormatLabelSelector", () => {
     expect(formatLabelSelector(undefined)).toBe("<none>");
     expect(formatLabelSelector({})).toBe("<none>");

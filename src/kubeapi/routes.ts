@@ -346,6 +346,18 @@ export function createKubeApi(o: KubeApiOptions) {
       }
   }
 
+  // One namespace by name, for kubectl: after a NotFound it asks whether the namespace exists, and says the
+  // namespace is missing if not. A namespace exists here while something of the node's is in it (a pod, a
+  // workload, an event). Not listed in discovery: `kubectl get namespaces` is not served.
+  app.get("/api/v1/namespaces/:name", async (c) => {
+    const name = c.req.param("name");
+    await pods.load();
+    await o.workloads?.load();
+    const objects: KubeObject[][] = [o.pods.list(), o.events.hub.list(), ...Object.values(o.workloads?.hubs ?? {}).map((h) => h.list())];
+    if (!objects.some((xs) => xs.some((x) => x.metadata.namespace === name))) throw notFound("namespaces", name);
+    return json({ kind: "Namespace", apiVersion: "v1", metadata: { name }, spec: { finalizers: ["kubernetes"] }, status: { phase: "Active" } });
+  });
+
   // pods/log with kubectl's PodLogOptions (the logs route's reader and rules).
   app.get("/api/v1/namespaces/:ns/pods/:name/log", async (c) => {
     const ns = c.req.param("ns");
