@@ -1,10 +1,12 @@
 // npm run bench:kubeapi: what the node's Kubernetes API costs (src/kubeapi/). Prints a table and writes
-// bench/results/kubeapi-<time>.json. About a minute and a half.
+// bench/results/kubeapi-<time>.json. About four minutes.
 //   1. 50 concurrent watchers (GET /api/v1/pods?watch=true&allowWatchBookmarks=true from a list's resourceVersion,
 //      as kubectl get -w watches; reading) on a 30-pod node
 //      at the default intervals: the runtime calls per second and the server's CPU (% of one core, from /proc)
-//      over BENCH_WINDOW_S (20 s) without and with them. Watches are fed by the loop's relist and the syncs'
+//      over BENCH_WINDOW_S (60 s) without and with them. Watches are fed by the loop's relist and the syncs'
 //      read-backs: no call of their own.
+//      Then the same two windows with one pod changing each second (a signed sync of a new label), so every
+//      watcher gets a MODIFIED event a second.
 //   2. kubectl's `get pods` as a Table of 100 pods: the server's own time per request (its request log's
 //      durationMs), BENCH_TABLE_GETS (200) requests one after another.
 // The server is what `npm start` runs (dist/node.js, rebuilt when stale) with its default settings (file state,
@@ -18,7 +20,10 @@ import { createInterface } from "node:readline";
 import { importJWK, SignJWT, type JWK } from "jose";
 import { startFakeCri } from "../test/support/fake-cri.js";
 
-const WINDOW_S = Number(process.env["BENCH_WINDOW_S"] ?? 20);
+// 60 s: each window holds one of every pod's 60 s resyncs (with runtime events up, the loop relists when one is
+// due), so the two are alike in what the loop does; shorter windows compare one with resyncs to one without.
+const WINDOW_S = Number(process.env["BENCH_WINDOW_S"] ?? 60);
+const CHURN_WINDOW_S = Number(process.env["BENCH_CHURN_WINDOW_S"] ?? 20);
 const WATCHERS = 50;
 const TABLE_GETS = Number(process.env["BENCH_TABLE_GETS"] ?? 200);
 const r2 = (n: number) => Math.round(n * 100) / 100;
@@ -62,11 +67,12 @@ const sign = async (claims: Record<string, unknown>) =>
 const read = await sign({ act: "read" });
 
 let generation = 0;
+const benchPod = (n: number, i: number, labels: Record<string, string> = {}) => ({
+  metadata: { name: `p${i}`, namespace: "bench", uid: `kubeapi-bench-${n}-${i}`, labels: { app: "bench", ...labels } },
+  spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] },
+});
 async function setPods(n: number) {
-  const pods = Array.from({ length: n }, (_, i) => ({
-    metadata: { name: `p${i}`, namespace: "bench", uid: `kubeapi-bench-${n}-${i}`, labels: { app: "bench" } },
-    spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] },
-  }));
+  const pods = Array.from({ length: n }, (_, i) => benchPod(n, i));
   const r = await fetch(`${started.url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: await sign({ act: "apply", generation: ++generation, pods }) });
   if (r.status !== 200) throw new Error(`PUT /v1/node/pods: ${r.status} ${(await r.text()).slice(0, 2000)}`);
   const end = Date.now() + 180_000;
@@ -80,17 +86,33 @@ async function setPods(n: number) {
   }
 }
 
-async function window(): Promise<{ callsPerS: number; cpuPct: number }> {
+/** A window; with `churn`, one pod changes each second (a signed sync of a new label: a MODIFIED event to every
+ * watcher, and the same converged sync's CRI calls with or without watchers). */
+let rev = 0;
+const byMethod = () => new Map(fake.runtime.calls);
+async function window(churn = false): Promise<{ callsPerS: number; cpuPct: number; calls: Record<string, number> }> {
+  const seconds = churn ? CHURN_WINDOW_S : WINDOW_S;
   const c0 = calls();
+  const m0 = byMethod();
   const p0 = procCpuMs(started.pid);
-  await sleep(WINDOW_S * 1000);
-  return { callsPerS: r2((calls() - c0) / WINDOW_S), cpuPct: r2(((procCpuMs(started.pid) - p0) / (WINDOW_S * 1000)) * 100) };
+  const end = Date.now() + seconds * 1000;
+  if (churn)
+    while (Date.now() < end - 1000) {
+      const r = await fetch(`${started.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod: benchPod(30, 0, { rev: String(++rev) }) }) });
+      if (r.status !== 200) throw new Error(`sync: ${r.status} ${(await r.text()).slice(0, 500)}`);
+      await sleep(1000);
+    }
+  await sleep(Math.max(0, end - Date.now()));
+  const m1 = byMethod();
+  const byName = Object.fromEntries([...m1].map(([k, v]) => [k, v - (m0.get(k) ?? 0)]).filter(([, v]) => (v as number) > 0));
+  return { callsPerS: r2((calls() - c0) / seconds), cpuPct: r2(((procCpuMs(started.pid) - p0) / (seconds * 1000)) * 100), calls: byName };
 }
 
 try {
   await setPods(30);
   await sleep(3000); // converged: the loop's start-up syncs are behind it
   const idle = await window();
+  const idleChurn = await window(true);
   const ac = new AbortController();
   let events = 0;
   // As kubectl get -w and informers watch: from a list's resourceVersion (the list itself is not the watch's cost).
@@ -111,6 +133,7 @@ try {
   );
   await sleep(10_000); // the watches' set-up behind them (and the collection of what it allocated)
   const watched = await window();
+  const watchedChurn = await window(true);
   ac.abort();
   for (const w of watchers) await w.cancel().catch(() => undefined);
 
@@ -127,7 +150,9 @@ try {
     time: new Date().toISOString(),
     machine: { cpus: cpus().length, node: process.version },
     windowS: WINDOW_S,
+    churnWindowS: CHURN_WINDOW_S,
     watchers: { pods: 30, watchers: WATCHERS, idle, watched, extraCallsPerS: r2(watched.callsPerS - idle.callsPerS), extraCpuPct: r2(watched.cpuPct - idle.cpuPct), chunksRead: events },
+    churn: { changesPerS: 1, idle: idleChurn, watched: watchedChurn, extraCallsPerS: r2(watchedChurn.callsPerS - idleChurn.callsPerS), extraCpuPct: r2(watchedChurn.cpuPct - idleChurn.cpuPct) },
     table: { pods: 100, requests: tableMs.length, serverMsP50: pct(tableMs, 50), serverMsP99: pct(tableMs, 99), serverMsMax: Math.max(...tableMs) },
   };
   console.log(`
@@ -136,6 +161,10 @@ kubeapi: 50 watchers on a 30-pod node (dist/node.js, default intervals, ${WINDOW
   no watchers         ${String(idle.callsPerS).padEnd(13)} ${idle.cpuPct}
   50 watchers         ${String(watched.callsPerS).padEnd(13)} ${watched.cpuPct}
   difference          ${String(result.watchers.extraCallsPerS).padEnd(13)} ${result.watchers.extraCpuPct}
+  with one pod changing each second (${CHURN_WINDOW_S} s windows):
+  no watchers         ${String(idleChurn.callsPerS).padEnd(13)} ${idleChurn.cpuPct}
+  50 watchers         ${String(watchedChurn.callsPerS).padEnd(13)} ${watchedChurn.cpuPct}
+  difference          ${String(result.churn.extraCallsPerS).padEnd(13)} ${result.churn.extraCpuPct}
 kubeapi: GET /api/v1/pods as a Table of 100 pods, ${tableMs.length} requests: server time p50 ${result.table.serverMsP50} ms, p99 ${result.table.serverMsP99} ms, max ${result.table.serverMsMax} ms`);
   mkdirSync(resolve("bench/results"), { recursive: true });
   const out = resolve(`bench/results/kubeapi-${result.time.replace(/[:.]/g, "-")}.json`);

@@ -193,17 +193,20 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const recorder = new EventRecorder(clock, s.PODSYNC_NODE_NAME);
   const nodeHub = new WatchHub<V1Node>(clock, { key: (n) => n.metadata.name });
   let runtimeName = "";
-  const feedPods = createPodFeed(podsHub, { nodeName: s.PODSYNC_NODE_NAME, hostIPs, runtimeName: () => runtimeName, recorder });
+  const feedPods = createPodFeed(podsHub, { nodeName: s.PODSYNC_NODE_NAME, hostIPs, runtimeName: () => runtimeName, recorder, eviction: (uid) => engine.eviction(uid) });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   // Every sync's read-back and every delete also updates the Kubernetes API's pods (between relists, which
   // runtime events make minutes apart).
   // The loop's relist takes what a request's sync read back too (it needs not read a new sandbox's status again).
+  // An eviction's verdict shows at once (the loop does not sync an evicted pod, and with runtime events up the next
+  // relist may be minutes away).
   const podsAfter = {
     synced: (pod: Pod, r: SyncResult) => {
       feedPods.synced(pod, r.after, prober.results(pod.metadata.uid));
       loop.learn(r.after);
     },
     deleted: (uid: string) => feedPods.removed(uid),
+    evicted: () => feedPods.again(),
   };
   const runtime = recordingEvents(instrumentRuntime(engine, metrics, "request"), recorder, podsAfter);
   // Probe workers' state persists under the state dir, so a restart keeps their counts; in memory (with a

@@ -68,7 +68,7 @@ describe("the workload kinds on the read side", async () => {
     expect((await (await get("/apis/batch/v1/jobs?fieldSelector=status.successful%3D1")).json()).items).toHaveLength(1);
     expect(await (await get("/api/v1/namespaces/default/persistentvolumeclaims/data")).json()).toMatchObject({ kind: "PersistentVolumeClaim", status: { phase: "Bound" } });
     const missing = await get("/apis/apps/v1/namespaces/default/deployments/nope");
-    expect(await missing.json()).toMatchObject({ code: 404, message: 'deployments.apps "nope" not found' });
+    expect(await missing.json()).toMatchObject({ code: 404, message: 'deployments.apps "nope" not found', details: { name: "nope", group: "apps", kind: "deployments" } });
   });
 
   it("the Table form with kubectl's columns for each kind, wide ones at priority 1", async () => {
@@ -98,6 +98,11 @@ describe("the workload kinds on the read side", async () => {
     const scale = await app.request("/apis/apps/v1/namespaces/default/deployments/web/scale", { method: "PATCH", headers: { authorization: `Bearer ${read}` }, body: "{}" });
     expect(scale.status).toBe(403);
     expect((await scale.json()).message).toMatch(/^deployments\.apps "web" is forbidden: .*podsync apply/);
+  });
+
+  it("a namespace by name, while something of the node's is in it (kubectl asks after a NotFound)", async () => {
+    expect(await (await get("/api/v1/namespaces/batch")).json()).toMatchObject({ kind: "Namespace", metadata: { name: "batch" }, status: { phase: "Active" } });
+    expect(await (await get("/api/v1/namespaces/nothing-here")).json()).toMatchObject({ code: 404, message: 'namespaces "nothing-here" not found' });
   });
 
   it("metav1.FormatLabelSelector", () => {

@@ -342,3 +342,29 @@ describe("the pod feed", () => {
     expect(phase()).toMatchObject({ terminated: {} });
   });
 });
+
+describe("an eviction on the read side", () => {
+  it("the pod feed shows the verdict (Failed, Evicted, DisruptionTarget); the recording runtime records Evicted, then the kill's events, and asks the feed again", async () => {
+    const { recordingEvents } = await import("../src/kubeapi/events.js");
+    const clock = new RvClock(1);
+    const hub = new WatchHub<V1Pod>(clock, { key: (p) => p.metadata.uid });
+    const rec = new EventRecorder(clock, NODE);
+    const verdicts = new Map<string, import("../src/status/api-status.js").PodEviction>();
+    const feed = createPodFeed(hub, { nodeName: NODE, hostIPs: [], runtimeName: () => "containerd", eviction: (uid) => verdicts.get(uid) });
+    const p = pod({}, { name: "big" });
+    feed([{ pod: p, audit: { iss: "i", kid: undefined, jti: "j", iat: 1 }, storedAt: 0 }], undefined, () => undefined);
+    expect(hub.list()[0]!.status.phase).toBe("Pending");
+    const message = "The node was low on resource: ephemeral-storage. ";
+    const inner = {
+      evict: async (q: typeof p, e: import("../src/status/api-status.js").PodEviction) => (verdicts.set(q.metadata.uid, e), { ok: true, criCalls: 1, steps: [{ action: "KillContainer", target: "main", ok: true, message: "stopped c1" }] }),
+    } as unknown as PodRuntime;
+    let asked = 0;
+    const rt = recordingEvents(inner, rec, { synced: () => undefined, deleted: () => undefined, evicted: () => (asked++, feed.again()) });
+    await rt.evict(p, { reason: "Evicted", message, at: Date.parse("2026-01-01T00:00:00Z"), condition: { type: "DisruptionTarget", reason: "TerminationByKubelet", message } });
+    expect(asked).toBe(1);
+    const s = hub.list()[0]!.status;
+    expect(s).toMatchObject({ phase: "Failed", reason: "Evicted", message });
+    expect(s.conditions[0]).toMatchObject({ type: "DisruptionTarget", status: "True", reason: "TerminationByKubelet" });
+    expect(rec.hub.list().map((e) => `${e.type} ${e.reason} ${e.message}`)).toEqual([`Warning Evicted ${message}`, "Normal Killing Stopping container main"]);
+  });
+});

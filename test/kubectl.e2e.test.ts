@@ -181,6 +181,16 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect(rows()[0]).toMatch(/^crash\s+\S+\s+\S+\s+0\s/);
   }, 90_000);
 
+  it("a pod the node's admission refuses is never stored, but its event is there: kubelet's rejectPod", async () => {
+    const id = uid("refused");
+    const pod = { metadata: { name: "refused", namespace: NS, uid: id }, spec: { nodeSelector: { "kubernetes.io/hostname": "elsewhere" }, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] }] } };
+    const r = await fetch(`${running.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod }) });
+    expect(r.status).toBe(403);
+    const ev = await kubectl("get", "events", "--field-selector", "involvedObject.name=refused");
+    expect(ev.out).toMatch(/Warning\s+NodeAffinity\s+pod\/refused\s+Predicate NodeAffinity failed: node\(s\) didn't match Pod's node affinity\/selector/);
+    expect((await kubectl("get", "pod", "refused")).err).toMatch(/NotFound.*pods "refused" not found/);
+  }, 60_000);
+
   it("describe pod shows the pod and kubelet's events; get events lists them", async () => {
     const d = await kubectl("describe", "pod", "web");
     expect(d.code, d.err).toBe(0);
@@ -212,6 +222,7 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect(d.code, d.err).toBe(0);
     expect(d.out).toMatch(/Container Runtime Version:\s+containerd:\/\//);
     expect(d.out).toMatch(/Ready\s+True/);
+    expect(d.out).toMatch(/DiskPressure\s+False\s.*KubeletHasNoDiskPressure\s+kubelet has no disk pressure/);
   }, 60_000);
 
   it("exec -- echo hi, and exec -it from a pseudo-terminal; a token minted without exec is refused", async () => {
@@ -253,10 +264,13 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect((await kubectl("describe", "pods", "-n", APPS, "-l", "app=site")).out).toMatch(/Controlled By:\s+ReplicaSet\/site-[a-z0-9]+/);
   }, 120_000);
 
-  it("delete is refused, naming the signed way", async () => {
+  it("delete and scale are refused, naming the signed way", async () => {
     const r = await kubectl("delete", "pod", "web");
     expect(r.code).not.toBe(0);
     expect(r.err).toMatch(/Error from server \(Forbidden\): pods "web" is forbidden: .*podsync delete/);
     expect((await kubectl("get", "pod", "web", "-o", "name")).out.trim()).toBe("pod/web");
+    const scale = await kubectl("scale", "deploy", "site", "-n", APPS, "--replicas=2");
+    expect(scale.code).not.toBe(0);
+    expect(scale.err).toMatch(/Error from server \(Forbidden\): deployments\.apps "site" is forbidden: .*podsync apply/);
   }, 60_000);
 });

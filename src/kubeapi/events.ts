@@ -218,7 +218,7 @@ export const deleteEvents = (r: Awaited<ReturnType<PodRuntime["delete"]>>): Even
 
 /** The engine's front door, recording the events of what each sync, eviction and delete did (for every caller
  * that goes through it: requests and the loop), and telling `after` what they read back (the pod feed). */
-export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?: { synced(pod: Pod, r: SyncResult): void; deleted(uid: string): void }): PodRuntime {
+export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?: { synced(pod: Pod, r: SyncResult): void; deleted(uid: string): void; evicted?(uid: string): void }): PodRuntime {
   return {
     ...rt,
     sync: async (pod, probes, objects, guard) => {
@@ -236,6 +236,7 @@ export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?:
     evict: async (pod, eviction) => {
       recorder.record(pod.metadata, { type: "Warning", reason: eviction.reason, message: eviction.message });
       const r = await rt.evict(pod, eviction);
+      after?.evicted?.(pod.metadata.uid);
       for (const e of eventsFromSteps(pod.metadata, pod, r.steps)) recorder.record(pod.metadata, e);
       return r;
     },

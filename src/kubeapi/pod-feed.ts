@@ -6,7 +6,7 @@
 // Status from the relist differs from GET /v1/pods/{uid} in one way: termination messages read from files are
 // not included (the relist reads no files).
 import type { DesiredPod } from "../pleg/desired-state.js";
-import { generateAPIPodStatus, toV1Pod, type PodProbeResults, type V1Pod } from "../status/api-status.js";
+import { generateAPIPodStatus, toV1Pod, type PodEviction, type PodProbeResults, type V1Pod } from "../status/api-status.js";
 import { apiTime } from "../status/api-status.js";
 import type { PodStatus } from "../container/types.js";
 import type { WatchHub } from "./watch-hub.js";
@@ -28,6 +28,8 @@ export interface PodFeedOptions {
   now?: () => number;
   /** Where Unhealthy events go when a probe result turns to Failure. */
   recorder?: EventRecorder | undefined;
+  /** The eviction manager's verdict on a pod (the runtime keeps it): Failed, reason Evicted, its condition. */
+  eviction?: ((uid: string) => PodEviction | undefined) | undefined;
 }
 
 const emptyStatus = (uid: string): PodStatus => ({ id: uid, name: "", namespace: "", ips: [], sandboxStatuses: [], containerStatuses: [] });
@@ -81,7 +83,8 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     // The read-back also wins over a relist whose list calls went out before it (a pod synced while the relist
     // ran): that view is older, and with runtime events the next relist is minutes away.
     const current = f && ((pv && f.fingerprint === pv.fingerprint) || (viewAt !== undefined && f.at >= viewAt)) ? { status: f.status, fingerprint: f.fingerprint } : pv;
-    const key = `${current?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}`;
+    const eviction = o.eviction?.(uid);
+    const key = `${current?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}#${eviction ? `${eviction.reason}@${eviction.at}` : ""}`;
     const had = built.get(uid);
     if (had?.key === key) return had.pod;
     // A running container's start time is in the relist only when its probes need it (or a loop sync read
@@ -89,7 +92,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     const listed = current?.status ?? emptyStatus(uid);
     const status = { ...listed, containerStatuses: listed.containerStatuses.map((c) => (c.state === "running" && !c.startedAt ? { ...c, startedAt: c.createdAt } : c)) };
     unhealthy(e, status, pr);
-    const apiStatus = generateAPIPodStatus({ pod: e.pod, status, now: now(), runtimeName: o.runtimeName(), hostIPs: o.hostIPs, probes: pr, reasons: undefined });
+    const apiStatus = generateAPIPodStatus({ pod: e.pod, status, now: now(), runtimeName: o.runtimeName(), hostIPs: o.hostIPs, probes: pr, reasons: undefined, eviction });
     const v1 = toV1Pod(e.pod, e.pod.metadata, apiStatus);
     const pod: V1Pod = {
       ...v1,

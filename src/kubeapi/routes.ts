@@ -127,6 +127,15 @@ const WORKLOAD_KIND_OF: Record<string, WorkloadKind> = {
 const qualified = (k: { resource: string; group: string }) => (k.group ? `${k.resource}.${k.group}` : k.resource);
 const apiVersionOf = (k: { group: string }) => (k.group ? `${k.group}/v1` : "v1");
 
+/** A change as a watch event in the plain form: the same text for every watcher, so made once per change (the
+ * hub hands each watcher the same Change). */
+const encoded = new WeakMap<object, string>();
+function eventJSON(ch: Change<KubeObject>): string {
+  let text = encoded.get(ch);
+  if (text === undefined) encoded.set(ch, (text = JSON.stringify({ type: ch.type, object: ch.object })));
+  return text;
+}
+
 const truthy = (v: string | undefined) => v === "true" || v === "1";
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
@@ -194,13 +203,14 @@ export function createKubeApi(o: KubeApiOptions) {
       throw badRequest("podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY");
     }
     const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
-    const resource = m?.[3] ? (m[1] ? `${m[3]}.${m[1]}` : m[3]) : "resources";
+    const resource = m?.[3] ?? "resources";
+    const group = m?.[1] ?? "";
     const name = m?.[4] ?? "";
     const how =
       c.req.method === "DELETE"
         ? "delete it with a signed request: podsync delete <uid> (or leave it out of the next podsync apply)"
         : "change the node with a signed spec: podsync apply FILE (the node's whole set) or podsync sync FILE (one pod)";
-    throw forbidden(resource, name, `this node's Kubernetes API is read-only; ${how}`);
+    throw forbidden(resource, name, `this node's Kubernetes API is read-only; ${how}`, group);
   });
 
   app.get("/version", (c) => c.json(versionInfo(o.podsyncVersion, o.arch)));
@@ -292,7 +302,8 @@ export function createKubeApi(o: KubeApiOptions) {
     const tableForm = wantsTable(c.req.header("accept"));
     const include = includeObjectOf(q["includeObject"]);
     const encode = (ch: Change<T>, first: boolean) => {
-      const object = tableForm ? table(first ? k.columns : undefined, [ch.object], (x) => k.cells(x, now()), include, { resourceVersion: String(ch.rv) }, k.conditions) : ch.object;
+      if (!tableForm) return eventJSON(ch);
+      const object = table(first ? k.columns : undefined, [ch.object], (x) => k.cells(x, now()), include, { resourceVersion: String(ch.rv) }, k.conditions);
       return JSON.stringify({ type: ch.type, object });
     };
     const body = watchStream({
@@ -313,7 +324,7 @@ export function createKubeApi(o: KubeApiOptions) {
   async function getOne<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined, name: string): Promise<Response> {
     await k.load();
     const obj = k.hub.list().find((x) => x.metadata.name === name && (ns === undefined || x.metadata.namespace === ns));
-    if (!obj) throw notFound(qualified(k), name);
+    if (!obj) throw notFound(k.resource, name, k.group);
     if (wantsTable(c.req.header("accept"))) return json(asTable(c, k, [obj], { resourceVersion: obj.metadata.resourceVersion ?? "" }));
     return json(obj);
   }
@@ -341,6 +352,18 @@ export function createKubeApi(o: KubeApiOptions) {
         app.get(`${base}/namespaces/:ns/${r.name}/:name`, (c) => getOne(c, k, c.req.param("ns"), c.req.param("name")));
       }
   }
+
+  // One namespace by name, for kubectl: after a NotFound it asks whether the namespace exists, and says the
+  // namespace is missing if not. A namespace exists here while something of the node's is in it (a pod, a
+  // workload, an event). Not listed in discovery: `kubectl get namespaces` is not served.
+  app.get("/api/v1/namespaces/:name", async (c) => {
+    const name = c.req.param("name");
+    await pods.load();
+    await o.workloads?.load();
+    const objects: KubeObject[][] = [o.pods.list(), o.events.hub.list(), ...Object.values(o.workloads?.hubs ?? {}).map((h) => h.list())];
+    if (!objects.some((xs) => xs.some((x) => x.metadata.namespace === name))) throw notFound("namespaces", name);
+    return json({ kind: "Namespace", apiVersion: "v1", metadata: { name }, spec: { finalizers: ["kubernetes"] }, status: { phase: "Active" } });
+  });
 
   // pods/log with kubectl's PodLogOptions (the logs route's reader and rules).
   app.get("/api/v1/namespaces/:ns/pods/:name/log", async (c) => {

@@ -54,14 +54,18 @@ export class KubeStatusError extends Error {
   }
 }
 
-/** errors.NewNotFound: `pods "web" not found`. */
-export const notFound = (resource: string, name: string) => new KubeStatusError(404, "NotFound", `${resource} "${name}" not found`, { name, kind: resource });
+/** A resource as the API server names it in messages (`deployments.apps`) and in details (kind, group). */
+const qualifiedName = (resource: string, group: string) => (group ? `${resource}.${group}` : resource);
+const detailsOf = (resource: string, group: string, name: string): StatusDetails => ({ ...(name ? { name } : {}), ...(group ? { group } : {}), kind: resource });
+
+/** errors.NewNotFound: `pods "web" not found`, `deployments.apps "web" not found`. */
+export const notFound = (resource: string, name: string, group = "") => new KubeStatusError(404, "NotFound", `${qualifiedName(resource, group)} "${name}" not found`, detailsOf(resource, group, name));
 /** What the API server answers for a path it serves nothing at (an unknown resource, group or version). */
 export const noSuchResource = () => new KubeStatusError(404, "NotFound", "the server could not find the requested resource", {});
 export const badRequest = (message: string) => new KubeStatusError(400, "BadRequest", message);
 /** errors.NewForbidden: `pods "web" is forbidden: <why>`. */
-export const forbidden = (resource: string, name: string, why: string) =>
-  new KubeStatusError(403, "Forbidden", name ? `${resource} "${name}" is forbidden: ${why}` : `${resource} is forbidden: ${why}`, { ...(name ? { name } : {}), kind: resource });
+export const forbidden = (resource: string, name: string, why: string, group = "") =>
+  new KubeStatusError(403, "Forbidden", name ? `${qualifiedName(resource, group)} "${name}" is forbidden: ${why}` : `${qualifiedName(resource, group)} is forbidden: ${why}`, detailsOf(resource, group, name));
 /** errors.NewResourceExpired: a watch from a resourceVersion the server no longer holds (410). */
 export const expired = (message: string) => new KubeStatusError(410, "Expired", message);
 

@@ -101,7 +101,7 @@ export function podCells(pod: V1Pod, now: number): string[] {
   const st = pod.status;
   const spec = pod.spec;
   const total = spec?.containers.length ?? st.containerStatuses.length;
-  // An evicted (or otherwise failed by the node) pod says why: status.reason (Evicted, DeadlineExceeded).
+  // printPod starts from status.reason (Evicted, DeadlineExceeded); a container's reason below takes its place.
   let reason: string = st.reason || st.phase;
   let restarts = 0;
   let sidecarRestarts = 0;
