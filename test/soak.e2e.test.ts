@@ -1,8 +1,8 @@
 // Soak: the runtime goes away under load. containerd is killed (SIGKILL; its shims and the pods live on) and
 // started again 5 times while 20 pods are synced one by one and PUT as a set in a loop, against `npm start`'s
 // server (dist/node.js, a process of its own, so its RSS is its own). Afterwards every desired pod runs, none
-// twice; no store file is torn; no request outlived its deadline; the server's RSS is back within 10 % of where
-// it was after a warm-up round of the same traffic.
+// twice; no store file is torn; no request outlived its deadline; the server's retained heap (after a full GC)
+// and, once it is quiet, its RSS are back within 10 % of where they were after a warm-up round of the same traffic.
 //
 // It runs on a lab containerd of its own (scripts/containerd-lab.sh with PODSYNC_LAB_DIR), never the shared one:
 // the other e2e files of the same run use the shared runtime at the same time, and killing it would fail them.
@@ -38,17 +38,27 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
   let url = "";
   let cri: CriClient;
   let key: JWK & { iss: string };
+  const heaps: NodeJS.MemoryUsage[] = [];
+  /** The server's memory after a full collection (test/support/heap-probe.mjs). */
+  const heap = async () => {
+    const n = heaps.length;
+    server!.kill("SIGUSR2");
+    return until("the server's heap report", async () => heaps[n], 10_000, 20);
+  };
 
   beforeAll(async () => {
     const r = lab.start();
     if (r.status !== 0) throw new Error(`own lab did not start: ${r.stderr}`);
     cri = connectGrpc({ endpoint: `unix://${sock}`, timeoutMs: 30_000 });
-    server = spawn(process.execPath, ["dist/node.js"], {
+    server = spawn(process.execPath, ["--expose-gc", "--import", "./test/support/heap-probe.mjs", "dist/node.js"], {
       env: { ...process.env, PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: stateDir, PODSYNC_CRI_ENDPOINT: `unix://${sock}`, PODSYNC_CRI_TIMEOUT_MS: "10000", PODSYNC_NODE_NAME: NODE_NAME, PODSYNC_POLICY: "privileged", PODSYNC_POD_LOGS_DIR: join(dir, "logs"), PODSYNC_ROOT_DIR: join(dir, "root") },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let err = "";
-    server.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    server.stderr!.on("data", (d: Buffer) => {
+      err += d.toString();
+      for (const m of d.toString().matchAll(/^HEAP (.*)$/gm)) heaps.push(JSON.parse(m[1]!) as NodeJS.MemoryUsage);
+    });
     url = await until("the server to listen", async () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1], 30_000, 50);
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
   }, 320_000);
@@ -62,7 +72,7 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
     lab.stop();
   }, 120_000);
 
-  it("20 pods synced and PUT in a loop while containerd is killed and restarted 5 times: every desired pod runs once, no torn store file, no request past its deadline (RSS reported)", async () => {
+  it("20 pods synced and PUT in a loop while containerd is killed and restarted 5 times: every desired pod runs once, no torn store file, no request past its deadline; heap and RSS back near their start", async () => {
     const pods = Array.from({ length: PODS }, (_, i) => ({
       metadata: { name: `soak-${i}`, namespace: "soak", uid: uid(`soak-${i}`) },
       spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] },
@@ -109,6 +119,7 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
     await traffic(2000);
     await until("all 20 pods to run after the warm-up", allRunningOnce, 60_000, 250);
     const baseline = rssKiB(server!.pid!);
+    const heap0 = await heap();
 
     for (let round = 0; round < ROUNDS; round++) {
       const containerd = Number(readFileSync(`${lab.dir}/containerd.pid`, "utf8"));
@@ -135,14 +146,23 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
     expect(g.keep).toBeUndefined();
     expect(g.generation).toBeGreaterThanOrEqual(1);
     expect(g.generation).toBeLessThanOrEqual(generation);
-    // Memory: how far the server's RSS is from the baseline once the node is quiet again (the loop relists every
-    // second). Reported, not asserted: with the Kubernetes API's watch history and the runtime event stream in the
-    // server, it stayed about 45 % above the baseline 20 s after the last round in the suite (issue #22 stays open
-    // on this point until it is explained: a leak, or V8 keeping its grown heap).
-    const rss = await until("the server's RSS to settle within 10 % of its start", async () => {
+    // Memory, once the node is quiet again. No leak: measured (issue #22) with this test, the server's heap after a
+    // full collection (test/support/heap-probe.mjs) went 27.3 → 31.2 MiB over the five rounds, about what the
+    // Kubernetes API's bounded histories (1000 pod changes, 1000 events) hold once full, and stayed there; its RSS,
+    // 142 MiB at the baseline, was 146 MiB after the rounds and 92 MiB 30 s later. What made RSS look 45 % up 20 s
+    // after the rounds before is V8's young generation: grown under load (heapTotal 63–69 MiB for 27–31 MiB live),
+    // it is handed back by V8's memory reducer only after some idle time. glibc is not it: with MALLOC_ARENA_MAX=2
+    // the same run went 126 → 147 → 90 MiB. So both are asserted: the retained heap within 10 % of the baseline's
+    // plus those histories' room (8 MiB), and RSS back within 10 % of the baseline once V8 has let go (polled).
+    const mib = (m: NodeJS.MemoryUsage) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / 1048576) * 10) / 10]));
+    const heap1 = await heap();
+    console.log(`soak: after a full GC, baseline ${JSON.stringify(mib(heap0))}, after the rounds ${JSON.stringify(mib(heap1))}`);
+    expect(heap1.heapUsed).toBeLessThanOrEqual(heap0.heapUsed * 1.1 + 8 * 1048576);
+    const rss = await until("the server's RSS back within 10 % of its start", async () => {
       const now = rssKiB(server!.pid!);
       return now <= baseline * 1.1 && now;
-    }, 20_000, 500).catch(() => rssKiB(server!.pid!));
-    console.log(`soak: RSS ${rss} KiB after the rounds, baseline ${baseline} KiB (${Math.round((rss / baseline - 1) * 100)} %)`);
-  }, 240_000);
+    }, 90_000, 1000).catch(() => rssKiB(server!.pid!));
+    console.log(`soak: RSS ${rss} KiB once quiet, baseline ${baseline} KiB (${Math.round((rss / baseline - 1) * 100)} %)`);
+    expect(rss).toBeLessThanOrEqual(baseline * 1.1);
+  }, 330_000);
 });
