@@ -1,7 +1,7 @@
 // Workloads on the REAL containerd, run by the node's controllers in the reconcile loop: a Deployment (replicas, scale
 // up and down, a rolling update), Jobs (completions, back-off, deadline, an Indexed Job's backoffLimitPerIndex), a
-// StatefulSet (order, claim data across a delete and re-add), DaemonSets (admitted, not admitted), a CronJob across a restart (the controllers' clock driven
-// ahead), a uid-less Pod and a cluster export with its warnings. Fails, never skips, without a runtime.
+// StatefulSet (order, claim data across a delete and re-add), DaemonSets (admitted, not admitted), a CronJob across a
+// restart (the controllers' clock driven ahead), a uid-less Pod and a cluster export with its warnings. Fails, never skips, without a runtime.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
