@@ -1,7 +1,7 @@
 // Workloads on the REAL containerd, run by the node's controllers in the reconcile loop: a Deployment (replicas, scale
-// up and down, a rolling update), Jobs (completions, back-off, deadline), a StatefulSet (order, claim data across a
-// delete and re-add), DaemonSets (admitted, not admitted), a CronJob across a restart (the controllers' clock driven
-// ahead), a uid-less Pod and a cluster export with its warnings. Fails, never skips, without a runtime.
+// up and down, a rolling update), Jobs (completions, back-off, deadline, an Indexed Job's backoffLimitPerIndex), a
+// StatefulSet (order, claim data across a delete and re-add), DaemonSets (admitted, not admitted), a CronJob across a
+// restart (the controllers' clock driven ahead), a uid-less Pod and a cluster export with its warnings. Fails, never skips, without a runtime.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -132,9 +132,11 @@ describe.skipIf(skip)("workloads on real containerd", () => {
     await until("web's pods and ReplicaSets to go", async () => (await podsOf("web-")).length === 0 && (await listWorkloads("ReplicaSet")).every((w) => w.metadata.namespace !== ns));
   });
 
-  it("Job: completions; back-off to BackoffLimitExceeded; activeDeadlineSeconds", async () => {
+  it("Job: completions; back-off to BackoffLimitExceeded; activeDeadlineSeconds; an Indexed Job's backoffLimitPerIndex to FailedIndexes", async () => {
     const job = (name: string, command: string[], spec: Record<string, unknown>) => ({ apiVersion: "batch/v1", kind: "Job", metadata: { name, namespace: ns }, spec: { ...spec, template: { spec: podSpec(command, { restartPolicy: "Never" }) } } });
-    await sync([job("twice", ["true"], { completions: 2 }), job("fails", ["false"], { backoffLimit: 1 }), job("slow", ["sleep", "3600"], { activeDeadlineSeconds: 2 })]);
+    // perindex: index 1 fails every time; backoffLimitPerIndex 1 gives it one more try, then it is failed for good.
+    const perIndex = job("perindex", ["sh", "-c", 'test "$JOB_COMPLETION_INDEX" != 1'], { completionMode: "Indexed", completions: 3, parallelism: 3, backoffLimitPerIndex: 1 });
+    await sync([job("twice", ["true"], { completions: 2 }), job("fails", ["false"], { backoffLimit: 1 }), job("slow", ["sleep", "3600"], { activeDeadlineSeconds: 2 }), perIndex]);
     const finished = (name: string) => until(`${name} to finish`, async () => {
       const j = await workload("Job", name);
       return j?.status.conditions?.some((c: any) => (c.type === "Complete" || c.type === "Failed") && c.status === "True") && j;
@@ -154,6 +156,12 @@ describe.skipIf(skip)("workloads on real containerd", () => {
     const slow = await finished("slow");
     expect(slow.status.conditions).toContainEqual(expect.objectContaining({ type: "Failed", status: "True", reason: "DeadlineExceeded" }));
     await until("the deadline's pod to go", async () => (await podsOf("slow-")).length === 0);
+
+    const pi = await finished("perindex");
+    expect(pi.status).toMatchObject({ succeeded: 2, failed: 2, completedIndexes: "0,2", failedIndexes: "1" });
+    expect(pi.status.conditions).toContainEqual(expect.objectContaining({ type: "Failed", status: "True", reason: "FailedIndexes" }));
+    const index1 = (await podsOf("perindex-1-")).map((p) => p.metadata.annotations["batch.kubernetes.io/job-index-failure-count"]).sort();
+    expect(index1).toEqual(["0", "1"]);
   });
 
   it("StatefulSet: ordinals in order; a claim's data survives the StatefulSet's delete and re-add", async () => {
