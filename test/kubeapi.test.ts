@@ -320,6 +320,8 @@ describe("the pod feed", () => {
     feed.synced(p, status, undefined);
     feed([], undefined, () => undefined); // entries read before the sync stored the pod
     expect(hub.list().map((x) => x.metadata.name)).toEqual(["racer"]);
+    feed.again(); // an eviction's rebuild from the same entries removes nothing
+    expect(hub.list().map((x) => x.metadata.name)).toEqual(["racer"]);
     feed([], undefined, () => undefined); // read after it: the pod is not desired
     expect(hub.list()).toEqual([]);
   });

@@ -108,12 +108,13 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
    * pod stored and synced meanwhile is missing from the feed's entries though it is desired: it stays until the
    * next feed decides (a removal is told by removed(), never only by its absence). */
   const syncedSinceFeed = new Set<string>();
-  const feed = (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
-    last = [entries, view, probes];
+  /** `replay`: again() building from the last relist's entries; a pod synced since then keeps its object. */
+  const apply = (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined, replay: boolean): void => {
     const out: V1Pod[] = [];
     const seen = new Set<string>();
     for (const e of entries) {
       const uid = e.pod.metadata.uid;
+      if (replay && syncedSinceFeed.has(uid)) continue;
       seen.add(uid);
       entryOf.set(uid, e);
       const pv = view?.pods.get(uid);
@@ -121,11 +122,16 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     }
     for (const [uid, b] of [...built]) {
       if (seen.has(uid)) continue;
-      if (syncedSinceFeed.has(uid)) out.push(b.pod);
+      // A replay's entries are no newer than the last feed's: it removes nothing (removed() does).
+      if (replay || syncedSinceFeed.has(uid)) out.push(b.pod);
       else forget(uid);
     }
-    syncedSinceFeed.clear();
+    if (!replay) syncedSinceFeed.clear();
     hub.replaceAll(out);
+  };
+  const feed = (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
+    last = [entries, view, probes];
+    apply(entries, view, probes, false);
   };
   const forget = (uid: string) => {
     built.delete(uid);
@@ -134,7 +140,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     entryOf.delete(uid);
   };
   return Object.assign(feed, {
-    again: () => last && feed(...last),
+    again: () => last && apply(...last, true),
     synced(pod: Pod, after: PodStatus, probes: PodProbeResults | undefined) {
       const uid = pod.metadata.uid;
       syncedSinceFeed.add(uid);
