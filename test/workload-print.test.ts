@@ -4,13 +4,19 @@ import { describe, expect, it } from "vitest";
 import { workloadResource } from "../src/cli/print/workload-print.js";
 import { render } from "../src/cli/print/format.js";
 import type { KubeObject } from "../src/cli/resources/resource.js";
+import type { WorkloadKind } from "../src/pod/workloads/schema.js";
 
 const now = Date.parse("2026-01-01T01:00:00Z");
 const created = "2026-01-01T00:55:00Z";
-const workloadTable = (kind: string, objects: unknown[], at: number) =>
-  render(objects as KubeObject[], { kind: "table", wide: false }, { resource: workloadResource(kind), single: false, allNamespaces: false, headers: true, now: at, node: "" });
+const workloadTable = (kind: WorkloadKind, objects: unknown[], at: number, wide = false) =>
+  render(objects as KubeObject[], { kind: "table", wide }, { resource: workloadResource(kind), single: false, allNamespaces: false, headers: true, now: at, node: "" });
 
 describe("kubectl get tables for workloads", () => {
+  it("-o wide adds the printer's priority-1 columns, as the node's Table for kubectl has them", async () => {
+    const d = { metadata: { name: "web", creationTimestamp: created }, spec: { replicas: 1, selector: { matchLabels: { app: "web" } }, template: { spec: { containers: [{ name: "main", image: "nginx:1" }] } } }, status: { readyReplicas: 1, updatedReplicas: 1, availableReplicas: 1 } };
+    expect(await workloadTable("Deployment", [d], now, true)).toBe(["NAME   READY   UP-TO-DATE   AVAILABLE   AGE   CONTAINERS   IMAGES    SELECTOR", "web    1/1     1            1           5m    main         nginx:1   app=web"].join("\n"));
+  });
+
   it("deploy, sts, ds", async () => {
     expect(await workloadTable("Deployment", [{ metadata: { name: "web", creationTimestamp: created }, spec: { replicas: 3 }, status: { readyReplicas: 2, updatedReplicas: 3, availableReplicas: 2 } }], now)).toBe(
       ["NAME   READY   UP-TO-DATE   AVAILABLE   AGE", "web    2/3     3            2           5m"].join("\n"),
@@ -27,7 +33,7 @@ describe("kubectl get tables for workloads", () => {
     );
     expect(await workloadTable("Job", [job({ parallelism: 3 }, { succeeded: 0, startTime: "2026-01-01T00:59:00Z" })], now)).toContain("Running   0/1 of 3      60s");
     expect(await workloadTable("CronJob", [{ metadata: { name: "tick", creationTimestamp: created }, spec: { schedule: "* * * * *", suspend: false }, status: { lastScheduleTime: "2026-01-01T00:59:00Z", active: [{}] } }], now)).toBe(
-      ["NAME   SCHEDULE    TIMEZONE   SUSPEND   ACTIVE   LAST SCHEDULE   AGE", "tick   * * * * *   <none>     false     1        60s             5m"].join("\n"),
+      ["NAME   SCHEDULE    TIMEZONE   SUSPEND   ACTIVE   LAST SCHEDULE   AGE", "tick   * * * * *   <none>     False     1        60s             5m"].join("\n"),
     );
   });
 });

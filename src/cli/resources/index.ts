@@ -1,8 +1,9 @@
 // The types `podsync get` knows: kubectl's names for each (plural, singular, short) → its module.
+import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import type { Resource } from "./resource.js";
 
 /** The workload kinds (GET /v1/workloads), kubectl's names for each, plural first. */
-const WORKLOADS: [kind: string, names: string[]][] = [
+const WORKLOADS: [kind: WorkloadKind, names: string[]][] = [
   ["Deployment", ["deployments", "deployment", "deploy"]],
   ["ReplicaSet", ["replicasets", "replicaset", "rs"]],
   ["StatefulSet", ["statefulsets", "statefulset", "sts"]],
