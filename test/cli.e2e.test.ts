@@ -20,6 +20,7 @@ const dir = mkdtempSync(join(tmpdir(), "podsync-cli-e2e-"));
 const home = join(dir, "home");
 const NS = "cli-e2e";
 const made: string[] = [];
+const children: ReturnType<typeof spawn>[] = [];
 let running: Running;
 
 interface Run {
@@ -67,6 +68,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const c of children) c.kill();
   if (skip || !endpoint) return;
   await running?.close();
   const cri = connectGrpc({ endpoint });
@@ -164,6 +166,7 @@ describe.skipIf(skip)("podsync CLI against a node", () => {
 
     // -w prints the table, then the row again when it changes (the delete below stops the pod)
     const watch = spawn(process.execPath, ["bin/podsync.mjs", "get", "pods", "-n", NS, "-w", "--no-headers"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, PODSYNC_URL: running.url, PODSYNC_KEY: join(dir, "dev-key.json") } });
+    children.push(watch); // stopped in afterAll too, should the test fail before it stops it
     let watched = "";
     watch.stdout.on("data", (b: Buffer) => (watched += b.toString()));
     const firstRow = new Promise<void>((res) => watch.stdout.once("data", () => res()));
@@ -185,5 +188,5 @@ describe.skipIf(skip)("podsync CLI against a node", () => {
     const gone = await cli(["wait", web, "-n", NS, "--for=delete", "--timeout=5s"]);
     expect(gone.code).toBe(0);
     expect((await cli(["get", web, "-n", NS])).code).toBe(1);
-  });
+  }, 90_000); // ~20 s alone: some 30 CLI processes, each a node start
 });
