@@ -420,7 +420,11 @@ export async function startNode(env: Record<string, string | undefined> = proces
           await probeStore.close().catch(() => undefined);
           const closed = () => void replay.close().then(() => dirLock.release()).then(() => res());
           if (dual) void dual.close().then(closed);
-          else server.close(closed);
+          else {
+            server.close(closed);
+            // As the dual listener does: a watch or a log follow never ends by itself, and must not hold the stop.
+            (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+          }
           cri.close();
         });
       }),
