@@ -258,6 +258,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
       disk: nodeDiskUsage,
       node: nodeConfig,
       ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}),
+      ...(s.PODSYNC_VOLUME_STATS_AGG_PERIOD_MS !== undefined ? { volumeStatsAggPeriodMs: s.PODSYNC_VOLUME_STATS_AGG_PERIOD_MS } : {}),
       ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined ? { diskPressure: { threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE), fs: () => nodeFs(nodeConfig.rootDir) } } : {}),
       onDiskPressure: (pressure) => {
         if (pressure === diskPressure?.pressure) return;
