@@ -2,8 +2,8 @@
 // agent's loop runs it: every interval, for the desired pods that declare a local storage limit and are not
 // evicted already, one ListContainerStats for the node and du for each pod's logs and hosts file, with its disk
 // emptyDirs' use from the volume stats cache (measured once per volumeStatsAggPeriodMs, as kubelet's
-// fsResourceAnalyzer: volume-stats.ts); a pod over a limit is evicted through the runtime's front door (killed, Failed, reason Evicted, with
-// kubelet's message). A pod evicted for its own limit under restartPolicy Always is made anew after a back-off,
+// fsResourceAnalyzer: volume-stats.ts); a pod over a limit is evicted through the runtime's front door (killed,
+// Failed, reason Evicted, with kubelet's message). A pod evicted for its own limit under restartPolicy Always is made anew after a back-off,
 // as its controller would (kubelet itself never restarts an evicted pod; here no controller stands behind a
 // node's desired pod): its containers, sandboxes and pod directory go, its claims and desired entry stay.
 // With a hard threshold on the root dir's filesystem (nodefs.available), a node under disk pressure evicts one
