@@ -167,7 +167,12 @@ export async function startNode(env: Record<string, string | undefined> = proces
     replay,
   });
   const hostIPs = await nodeHostIPs();
-  const nodeInfo = nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem(), ephemeralStorageBytes: await rootFsBytes(canonicalRootDir(s.PODSYNC_ROOT_DIR)) });
+  // The node's DiskPressure as the eviction manager last found it (the Node object's condition, and admission's).
+  let diskPressure: { pressure: boolean; since: number } | undefined;
+  const nodeInfo = {
+    ...nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem(), ephemeralStorageBytes: await rootFsBytes(canonicalRootDir(s.PODSYNC_ROOT_DIR)) }),
+    conditions: () => (diskPressure?.pressure ? (["DiskPressure"] as const) : []),
+  };
   // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
   const nodeConfig = { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 };
   const engine = createPodRuntime(cri, {
@@ -237,7 +242,6 @@ export async function startNode(env: Record<string, string | undefined> = proces
   });
   // The eviction manager's DiskPressure, for the Node object (its condition and taint); the node is read again
   // when it changes.
-  let diskPressure: { pressure: boolean; since: number } | undefined;
   let nodeChanged = () => undefined as void;
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
@@ -258,6 +262,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
       disk: nodeDiskUsage,
       node: nodeConfig,
       ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}),
+      ...(s.PODSYNC_VOLUME_STATS_AGG_PERIOD_MS !== undefined ? { volumeStatsAggPeriodMs: s.PODSYNC_VOLUME_STATS_AGG_PERIOD_MS } : {}),
       ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined ? { diskPressure: { threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE), fs: () => nodeFs(nodeConfig.rootDir) } } : {}),
       onDiskPressure: (pressure) => {
         if (pressure === diskPressure?.pressure) return;

@@ -83,6 +83,35 @@ describe("evictionPass", () => {
     expect(rt.eviction("u1")).toBeDefined();
     expect(rt.eviction("u2")).toBeUndefined();
   });
+
+  it("emptyDirs are measured as kubelet's fsResourceAnalyzer does: cached per pod for --volume-stats-agg-period (jittered up to twice), logs and hosts file every pass; a pod made anew after its eviction is measured afresh", async () => {
+    const { rt } = fakeRuntime();
+    const p = pod({ volumes: [{ name: "v", emptyDir: { sizeLimit: "1Mi" } }] }, "Always");
+    const measured: string[] = [];
+    let emptyDirUse = 0;
+    const disk = { usage: async (path: string) => (measured.push(path.includes("empty-dir") ? "emptyDir" : path.includes("etc-hosts") ? "hosts" : "logs"), path.includes("empty-dir") ? emptyDirUse : 0) };
+    const o = { cri: cri([]), disk, node: defaultNodeConfig(), volumeStatsAggPeriodMs: 60_000, recreateAfterMs: 1000 };
+    const pods = [{ pod: p, status: running(p) }];
+    // The first pass measures the pod at once (kubelet's calculator would have nothing for up to a period).
+    expect((await evictionPass(o, rt, pods, 0)).evicted).toEqual([]);
+    expect(measured.sort()).toEqual(["emptyDir", "hosts", "logs"]);
+    // The emptyDir grows past its limit: passes within the period read the cached use, and measure logs and hosts.
+    emptyDirUse = 2 * MiB;
+    measured.length = 0;
+    expect((await evictionPass(o, rt, pods, 10_000)).evicted).toEqual([]);
+    expect((await evictionPass(o, rt, pods, 59_000)).evicted).toEqual([]);
+    expect(measured.sort()).toEqual(["hosts", "hosts", "logs", "logs"]);
+    // At the latest two periods on, it is measured again and the pod is evicted.
+    const r = await evictionPass(o, rt, pods, 120_000);
+    expect(r.evicted.map((e) => e.message)).toEqual(['Usage of EmptyDir volume "v" exceeds the limit "1Mi". ']);
+    await r.killed;
+    // Made anew after the back-off with an empty emptyDir: its old cached use is gone, so it is measured afresh.
+    expect((await evictionPass(o, rt, pods, 121_000)).recreated).toEqual(["u1"]);
+    emptyDirUse = 0;
+    measured.length = 0;
+    expect((await evictionPass(o, rt, pods, 122_000)).evicted).toEqual([]);
+    expect(measured.sort()).toEqual(["emptyDir", "hosts", "logs"]);
+  });
 });
 
 describe("where no eviction manager runs (Workers)", () => {

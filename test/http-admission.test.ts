@@ -17,7 +17,10 @@ const nodeInfo: NodeInfo = {
   labels: { "kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", site: "berlin" },
   taints: [{ key: "dedicated", value: "edge", effect: "NoSchedule" }],
   allocatable: { milliCPU: 2000, memory: 2 ** 30, pods: 110 },
+  conditions: () => (diskPressure ? ["DiskPressure"] : []),
 };
+/** The eviction manager's DiskPressure, as the node's loop would set it. */
+let diskPressure = false;
 const privileged = { level: "privileged" as const, hostPathAllow: [] };
 /** What the app hands on for kubelet's rejectPod events. */
 const events: RefusedPod[] = [];
@@ -107,6 +110,20 @@ describe("403 admission", () => {
 
   it("spec.nodeName of another node: NodeName", async () => {
     expect(await refused(h.post("/v1/pods/plan", podInput({ nodeName: "node-b" })))).toMatchObject({ reason: "NodeName", detail: "Pod was rejected: Predicate NodeName failed: node(s) didn't match the requested node name" });
+  });
+
+  it("under DiskPressure a new pod is refused as kubelet's eviction manager refuses it (reason Evicted); a pod already desired re-syncs", async () => {
+    diskPressure = true;
+    try {
+      const body = await refused(h.post("/v1/pods/sync", podInput()));
+      expect(body).toMatchObject({ reason: "Evicted", detail: "Pod was rejected: The node had condition: [DiskPressure]. ", errors: [{ path: "metadata.name", message: "Evicted: The node had condition: [DiskPressure]. " }] });
+      const self = (await desired.get("other-uid"))!.pod;
+      const again = await h.post("/v1/pods/plan", self);
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+    } finally {
+      diskPressure = false;
+    }
+    expect((await h.post("/v1/pods/plan", podInput())).status).toBe(200);
   });
 
   it("without a desired set (the default), no other pods count", async () => {

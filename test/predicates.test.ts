@@ -384,3 +384,31 @@ describe("a whole desired set, in order (kubelet's HandlePodAdditions)", () => {
     ]);
   });
 });
+
+describe("the eviction manager's Admit under node conditions (eviction_manager.go)", () => {
+  const guaranteed = { containers: [{ name: "c", image: "busybox:1", resources: { requests: { cpu: "1m", memory: "1" }, limits: { cpu: "1m", memory: "1" } } }] };
+  const qosPods = () => [pod(guaranteed), pod(requests("1m", "1")), pod()];
+  const pressed = node({ conditions: () => ["DiskPressure"] });
+
+  it("TestAdmitUnderNodeConditions, the DiskPressure rows: every QoS class admitted without a condition, refused under DiskPressure with reason Evicted and nodeConditionMessageFmt", () => {
+    expect(qosPods().map((p) => admitPod(p, node({ conditions: () => [] }), []).admit)).toEqual([true, true, true]);
+    for (const p of qosPods())
+      expect(admitPod(p, pressed, [])).toEqual({ admit: false, reason: "Evicted", message: "The node had condition: [DiskPressure]. ", failures: [{ reason: "Evicted", message: "The node had condition: [DiskPressure]. ", path: "metadata.name" }] });
+  });
+
+  it("a critical pod (priority at least SystemCriticalPriority) is admitted under pressure (kubelettypes.IsCriticalPod)", () => {
+    expect(admitPod(pod({ priority: 2_000_000_000 }), pressed, []).admit).toBe(true);
+    expect(admitPod(pod({ priority: 1_999_999_999 }), pressed, []).admit).toBe(false);
+  });
+
+  it("the handler runs first and alone: a pod that would also fail a predicate is refused for the pressure only", () => {
+    expect(reasons(admitPod(pod({ nodeName: "machine2" }), pressed, []))).toEqual(["Evicted"]);
+  });
+
+  it("a pod already admitted is not admitted again (HandlePodUpdates): a re-sync, or a PUT set that keeps it, passes; a new pod in the same set is refused", () => {
+    const kept = pod();
+    expect(admitPod(kept, pressed, [kept]).admit).toBe(true);
+    const fresh = pod();
+    expect(admitInOrder([kept, fresh], pressed, new Set([kept.metadata.uid])).map((r) => [r.index, r.result.reason])).toEqual([[1, "Evicted"]]);
+  });
+});

@@ -1,8 +1,9 @@
 // The eviction manager's local storage pass (kubelet's synchronize → localStorageEviction), as the node
 // agent's loop runs it: every interval, for the desired pods that declare a local storage limit and are not
-// evicted already, one ListContainerStats for the node and du for each pod's logs, disk emptyDirs and hosts
-// file; a pod over a limit is evicted through the runtime's front door (killed, Failed, reason Evicted, with
-// kubelet's message). A pod evicted for its own limit under restartPolicy Always is made anew after a back-off,
+// evicted already, one ListContainerStats for the node and du for each pod's logs and hosts file, with its disk
+// emptyDirs' use from the volume stats cache (measured once per volumeStatsAggPeriodMs, as kubelet's
+// fsResourceAnalyzer: volume-stats.ts); a pod over a limit is evicted through the runtime's front door (killed,
+// Failed, reason Evicted, with kubelet's message). A pod evicted for its own limit under restartPolicy Always is made anew after a back-off,
 // as its controller would (kubelet itself never restarts an evicted pod; here no controller stands behind a
 // node's desired pod): its containers, sandboxes and pod directory go, its claims and desired entry stay.
 // With a hard threshold on the root dir's filesystem (nodefs.available), a node under disk pressure evicts one
@@ -18,7 +19,8 @@ import type { NodeConfig } from "../container/node-config.js";
 import type { PodStatus } from "../container/types.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { diskPressureMessage, EVICTED_REASON, hasLocalStorageLimits, localStorageEviction, rankForDiskPressure } from "./local-storage.js";
-import { podStorageUsage, writableLayers, type DiskUsage } from "./stats.js";
+import { podStorageUsage, writableLayers, type DiskUsage, type StatsSources } from "./stats.js";
+import { createVolumeStatsCache, type VolumeStatsCache } from "./volume-stats.js";
 
 /** kubelet's housekeeping/eviction monitoring interval. */
 export const EVICTION_INTERVAL_DEFAULT_MS = 10_000;
@@ -31,6 +33,8 @@ export interface EvictionOptions {
   disk: DiskUsage;
   node: NodeConfig;
   intervalMs?: number;
+  /** kubelet's --volume-stats-agg-period: how often a pod's emptyDirs are measured again (default 1 minute). */
+  volumeStatsAggPeriodMs?: number;
   recreateAfterMs?: number;
   /** kubelet's hard eviction threshold on nodefs.available (the filesystem of the root dir): below it the node
    * is under disk pressure and one pod is evicted per pass, by kubelet's ranking. Unset: not watched. */
@@ -47,6 +51,8 @@ export const TERMINATION_BY_KUBELET = "TerminationByKubelet";
 
 /** Evictions whose kill is still running, per manager (the loop passes the same options every pass). */
 const killing = new WeakMap<EvictionOptions, Map<string, Promise<void>>>();
+/** The volume stats cache, per manager. */
+const volumeCaches = new WeakMap<EvictionOptions, VolumeStatsCache>();
 
 export interface EvictionPassResult {
   /** CRI calls the stats pass made (one ListContainerStats when any pod was measured). */
@@ -65,14 +71,17 @@ export async function evictionPass(o: EvictionOptions, runtime: PodRuntime, pods
   const inFlight = killing.get(o) ?? new Map<string, Promise<void>>();
   killing.set(o, inFlight);
   const kills: Promise<void>[] = [];
+  const volumeStats = volumeCaches.get(o) ?? createVolumeStatsCache(o.volumeStatsAggPeriodMs);
+  volumeCaches.set(o, volumeStats);
   const running = pods.filter(({ pod, status }) => !runtime.eviction(pod.metadata.uid) && status?.containerStatuses.some((c) => c.state === "running"));
-  let rootfs: Map<string, number> | undefined;
-  const layers = async () => {
-    if (!rootfs) {
-      rootfs = await writableLayers(o.cri);
+  volumeStats.keepOnly(new Set(running.map(({ pod }) => pod.metadata.uid)));
+  let sources: StatsSources | undefined;
+  const stats = async () => {
+    if (!sources) {
+      sources = { rootfs: await writableLayers(o.cri), disk: o.disk, volumeStats, node: o.node, now };
       out.statsCalls = 1;
     }
-    return rootfs;
+    return sources;
   };
   const evict = (pod: Pod, message: string, ownLimit: boolean) => {
     const uid = pod.metadata.uid;
@@ -87,7 +96,7 @@ export async function evictionPass(o: EvictionOptions, runtime: PodRuntime, pods
     out.evicted.push({ uid, message });
   };
   for (const { pod, status } of running.filter(({ pod }) => hasLocalStorageLimits(pod))) {
-    const message = localStorageEviction(pod, await podStorageUsage(await layers(), o.disk, pod, status!, o.node));
+    const message = localStorageEviction(pod, await podStorageUsage(await stats(), pod, status!));
     if (message !== undefined) evict(pod, message, true);
   }
   // Node disk pressure: one pod per pass, the first by kubelet's ranking (a hard threshold: at once).
@@ -99,7 +108,7 @@ export async function evictionPass(o: EvictionOptions, runtime: PodRuntime, pods
     // waitForPodsCleanup: the next pod is chosen once the last one evicted is gone.
     if (out.diskPressure && inFlight.size === 0) {
       const candidates = running.filter(({ pod }) => !runtime.eviction(pod.metadata.uid));
-      const measured = await Promise.all(candidates.map(async ({ pod, status }) => ({ pod, usage: await podStorageUsage(await layers(), o.disk, pod, status!, o.node) })));
+      const measured = await Promise.all(candidates.map(async ({ pod, status }) => ({ pod, usage: await podStorageUsage(await stats(), pod, status!) })));
       const first = rankForDiskPressure(measured)[0];
       if (first) evict(first.pod, diskPressureMessage(first.pod, first.usage), false);
     }

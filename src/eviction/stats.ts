@@ -1,7 +1,9 @@
 // The stats pass behind local storage eviction, as kubelet's summary provider feeds its eviction manager:
 // one CRI ListContainerStats for the pod's containers (each running instance's writable layer), and the disk
 // use of its log directory per container, its disk emptyDirs and its hosts file, measured on the node
-// (DiskUsage: src/host/disk-usage.ts). Only pods that declare a limit are measured.
+// (DiskUsage: src/host/disk-usage.ts). Only pods that declare a limit are measured. The emptyDirs' use comes
+// from the volume stats cache (volume-stats.ts: kubelet's fsResourceAnalyzer), measured once per aggregation
+// period; the logs and hosts file are measured on every pass, as kubelet's host stats provider does.
 import type { CriClient } from "../cri/client.js";
 import type { Pod } from "../pod/schema.js";
 import type { NodeConfig } from "../container/node-config.js";
@@ -11,6 +13,7 @@ import { podLogsDirectory } from "../kuberuntime/config.js";
 import { etcHostsFile } from "../kuberuntime/etc-hosts.js";
 import { emptyDirPath } from "../volumemanager/volumes.js";
 import { diskEmptyDirs, type PodStorageUsage } from "./local-storage.js";
+import type { VolumeStatsCache } from "./volume-stats.js";
 
 /** Disk use on the node, in bytes (du's blocks, as kubelet's fsquota/du measure it); 0 for a missing path. */
 export interface DiskUsage {
@@ -23,13 +26,21 @@ export async function writableLayers(cri: CriClient): Promise<Map<string, number
   return new Map(stats.map((s) => [s.attributes?.id ?? "", Number(s.writableLayer?.usedBytes?.value ?? 0n)]));
 }
 
-/** One pod's use: its running containers' writable layers (from `rootfs`), and what du measures. */
-export async function podStorageUsage(rootfs: ReadonlyMap<string, number>, disk: DiskUsage, pod: Pod, status: PodStatus, node: NodeConfig): Promise<PodStorageUsage> {
+/** What one pass measures with: the node's writable layers (`rootfs`), du, and the volume stats cache. */
+export interface StatsSources {
+  rootfs: ReadonlyMap<string, number>;
+  disk: DiskUsage;
+  volumeStats: VolumeStatsCache;
+  node: NodeConfig;
+  now: number;
+}
+
+/** One pod's use: its running containers' writable layers, its emptyDirs (cached), and what du measures. */
+export async function podStorageUsage(src: StatsSources, pod: Pod, status: PodStatus): Promise<PodStorageUsage> {
+  const { rootfs, disk, node } = src;
   const uid = pod.metadata.uid;
-  const [volumes, etcHosts] = await Promise.all([
-    Promise.all(diskEmptyDirs(pod).map(async (name) => [name, await disk.usage(emptyDirPath(node.rootDir, uid, name))] as const)),
-    disk.usage(etcHostsFile(node.rootDir, uid)),
-  ]);
+  const measureVolumes = async () => new Map(await Promise.all(diskEmptyDirs(pod).map(async (name) => [name, await disk.usage(emptyDirPath(node.rootDir, uid, name))] as const)));
+  const [volumes, etcHosts] = await Promise.all([src.volumeStats.get(uid, src.now, measureVolumes), disk.usage(etcHostsFile(node.rootDir, uid))]);
   const logsDir = podLogsDirectory(node, pod);
   const containers = new Map<string, { rootfs: number; logs: number }>();
   await Promise.all(
@@ -38,5 +49,5 @@ export async function podStorageUsage(rootfs: ReadonlyMap<string, number>, disk:
       containers.set(c.name, { rootfs: running ? (rootfs.get(running.id) ?? 0) : 0, logs: await disk.usage(`${logsDir}/${c.name}`) });
     }),
   );
-  return { containers, volumes: new Map(volumes), etcHosts };
+  return { containers, volumes, etcHosts };
 }

@@ -56,8 +56,8 @@ export async function admitOnNode(pod: Pod, node: NodeInfo, desired: DesiredStat
 
 /** A whole node-wide set (PUT /v1/node/pods): each pod against the ones before it, as kubelet admits pods one at a
  * time; any refusal refuses the request, naming each refused pod's fields under `<prefix><index>.`. */
-export function admitSetOnNode(pods: readonly Pod[], node: NodeInfo, prefix = "pods"): void {
-  const refused = admitInOrder(pods, node);
+export function admitSetOnNode(pods: readonly Pod[], node: NodeInfo, prefix = "pods", onNode: ReadonlySet<string> = new Set()): void {
+  const refused = admitInOrder(pods, node, onNode);
   if (refused.length === 0) return;
   const first = refused[0]!;
   throw new AdmissionRefusedError(

@@ -14,6 +14,7 @@
 import { isRestartableInitContainer, type Container, type Pod } from "../pod/schema.js";
 import type { NodeSelectorRequirement, NodeSelectorTerm, TaintEffect, Toleration } from "../pod/scheduling.js";
 import { bytes, milliCPU } from "../pod/quantity.js";
+import { admitUnderPressure, type PressureCondition } from "./pressure-admission.js";
 
 export interface Taint {
   key: string;
@@ -29,6 +30,8 @@ export interface NodeInfo {
   taints: readonly Taint[];
   /** Allocatable resources; an unknown one (undefined) is not checked. */
   allocatable: { milliCPU?: number | undefined; memory?: number | undefined; pods?: number | undefined; ephemeralStorage?: number | undefined };
+  /** The eviction manager's node conditions now (DiskPressure), read at each admission; none when unset. */
+  conditions?: (() => readonly PressureCondition[]) | undefined;
 }
 
 /** One failed predicate: kubelet's reason and message, and the pod field it is about. */
@@ -56,11 +59,15 @@ export const LABEL_ARCH = "kubernetes.io/arch";
 export const NODE_OS = "linux";
 
 /**
- * kubelet's Admit: the OS checks first, then generalFilter (resources, node affinity and selector, node name,
- * host ports, taints). kubelet reports the first failure; every failure is returned here, the first one as
- * the reason, so a caller fixes them all at once.
+ * kubelet's Admit: the eviction manager's handler first (pressure-admission.ts: under DiskPressure a pod not
+ * yet admitted is refused for that alone), then the predicates: the OS checks, then generalFilter (resources,
+ * node affinity and selector, node name, host ports, taints). kubelet reports the first failure; every
+ * predicate failure is returned here, the first one as the reason, so a caller fixes them all at once.
+ * `admitted`: the pod is already on the node (by default, when `others` holds its uid).
  */
-export function admitPod(pod: Pod, node: NodeInfo, others: readonly Pod[]): AdmitResult {
+export function admitPod(pod: Pod, node: NodeInfo, others: readonly Pod[], admitted = others.some((p) => p.metadata.uid === pod.metadata.uid)): AdmitResult {
+  const pressure = admitted ? undefined : admitUnderPressure(pod, node.conditions?.() ?? []);
+  if (pressure) return { admit: false, ...pressure, failures: [{ ...pressure, path: "metadata.name" }] };
   const failures: AdmissionFailure[] = [];
   const os = pod.metadata.labels?.[LABEL_OS];
   if (os !== undefined && os !== NODE_OS) failures.push({ ...OS_SELECTOR, path: `metadata.labels[${LABEL_OS}]` });
@@ -80,12 +87,13 @@ export function admitPod(pod: Pod, node: NodeInfo, others: readonly Pod[]): Admi
 }
 
 /** A whole desired set (PUT /v1/node/pods), as kubelet's HandlePodAdditions admits pods: one at a time, in the
- * given order, each against the pods admitted before it. Returns each refused pod's index and result. */
-export function admitInOrder(pods: readonly Pod[], node: NodeInfo): { index: number; result: Extract<AdmitResult, { admit: false }> }[] {
+ * given order, each against the pods admitted before it; `onNode`: the uids already on the node (the desired
+ * set before), which node pressure does not refuse. Returns each refused pod's index and result. */
+export function admitInOrder(pods: readonly Pod[], node: NodeInfo, onNode: ReadonlySet<string> = new Set()): { index: number; result: Extract<AdmitResult, { admit: false }> }[] {
   const admitted: Pod[] = [];
   const refused: { index: number; result: Extract<AdmitResult, { admit: false }> }[] = [];
   pods.forEach((p, index) => {
-    const r = admitPod(p, node, admitted);
+    const r = admitPod(p, node, admitted, onNode.has(p.metadata.uid));
     if (r.admit) admitted.push(p);
     else refused.push({ index, result: r });
   });

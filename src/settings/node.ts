@@ -45,6 +45,9 @@ export const Settings = z
     /** How often the eviction manager measures the pods that declare local storage limits (ms); kubelet's
      * housekeeping period, 10 s, when unset. */
     PODSYNC_EVICTION_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).optional(),
+    /** kubelet's --volume-stats-agg-period (ms): how often the eviction manager measures a pod's emptyDirs again;
+     * between passes it reads their cached use. 1 minute when unset. */
+    PODSYNC_VOLUME_STATS_AGG_PERIOD_MS: z.coerce.number().int().min(100).max(3_600_000).optional(),
     /** kubelet's hard eviction threshold nodefs.available on the root dir's filesystem: a percentage (`10%`,
      * kubelet's default) or a size (`5Gi`); below it pods are evicted by kubelet's ranking. Unset: not watched. */
     PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE: z

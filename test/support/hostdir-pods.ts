@@ -58,7 +58,7 @@ export async function startHostDirPods(endpoint: string): Promise<HostDirPods> {
   // One engine for the server and the loop, as on a node (the eviction manager's verdicts live in it).
   const engine = createPodRuntime(cri, runtimeOpts);
   const h = await Harness.start(cri, { prober, desired, policy: { level: "privileged", hostPathAllow: [] }, runtime: engine }, {}, runtimeOpts);
-  const loop: ReconcileLoop = startReconcileLoop({ runtime: engine, cri, desired, prober, relistIntervalMs: 200, eviction: { cri, disk: nodeDiskUsage, node, intervalMs: 500, recreateAfterMs: 1000 } });
+  const loop: ReconcileLoop = startReconcileLoop({ runtime: engine, cri, desired, prober, relistIntervalMs: 200, eviction: { cri, disk: nodeDiskUsage, node, intervalMs: 500, volumeStatsAggPeriodMs: 500, recreateAfterMs: 1000 } });
   const made: string[] = [];
   const auth = async (act: string, id: string) => ({ authorization: `Bearer ${await h.sign({ act, uid: id })}` });
   return {

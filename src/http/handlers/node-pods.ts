@@ -145,7 +145,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         const storedWorkloads = d.workloads ? await d.workloads.list() : [];
         const derived = keptDerived(workloads, storedWorkloads, before.values());
         entries = [...derived.pods, ...own];
-        admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix);
+        admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix, new Set(before.keys()));
         idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
         d.note(c as never, { criCalls: idCalls });
         // Inside the store's write: a set signed before a per-pod change it would roll back (409
