@@ -23,6 +23,12 @@ const IDLE_S = Number(process.env["BENCH_IDLE_S"] ?? 20);
 const CRASHES = Number(process.env["BENCH_CRASHES"] ?? 5);
 const PODS = Number(process.env["BENCH_PODS"] ?? 30);
 const PEER = process.env["BENCH_PEER"] === "podman";
+/** node's own flags from `npm start`'s script (V8's heap sizing), as it runs the server; BENCH_NODE_FLAGS overrides
+ * them (space-separated; empty for none) to compare. */
+const NODE_FLAGS =
+  process.env["BENCH_NODE_FLAGS"] !== undefined
+    ? process.env["BENCH_NODE_FLAGS"].split(" ").filter(Boolean)
+    : (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["start"]!.split(" ").filter((a) => /^--[a-z-]+=/.test(a));
 const CONCURRENCY = 8;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -62,11 +68,11 @@ async function main() {
   const cri = connectGrpc({ endpoint, timeoutMs: 60_000 });
   const dir = mkdtempSync(join(tmpdir(), "podsync-ship-"));
   const logFile = join(dir, "requests.log");
-  const server = spawn(process.execPath, ["dist/node.js"], {
+  const server = spawn(process.execPath, [...NODE_FLAGS, "dist/node.js"], {
     env: { ...process.env, PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "ship-node", PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: join(dir, "dev"), PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
     stdio: ["ignore", openSync(logFile, "a"), "pipe"],
   });
-  const results: Record<string, unknown> = { cores: cpus().length, node: process.version, load: [] as number[][] };
+  const results: Record<string, unknown> = { cores: cpus().length, node: process.version, nodeFlags: NODE_FLAGS, load: [] as number[][] };
   const loads = results["load"] as number[][];
   const made: string[] = [];
   try {
@@ -235,7 +241,7 @@ async function main() {
       ["idle RSS", `${r2(rss)} MiB`, "≤ 80 MiB", ""],
     ];
     Object.assign(results, { first, firstCalls, rawFirst, syncCpu, floorCpu, syncWall, convergedCalls, crash, applyMs, rawApplyMs, relistCpu, listCpu, idlePct, rss, peer });
-    console.log(`\npodsync as shipped (dist/node.js: file state, jti log, request log, events on), ${cpus().length} cores, load average ${loads.map((l) => l.map(r2).join("/")).join(" → ")}\n`);
+    console.log(`\npodsync as shipped (node ${NODE_FLAGS.join(" ")} dist/node.js: file state, jti log, request log, events on), ${cpus().length} cores, load average ${loads.map((l) => l.map(r2).join("/")).join(" → ")}\n`);
     console.log("| figure | this run | goal |\n|---|---|---|");
     for (const r of rows) console.log(`| ${r[0]} | ${r[1]} | ${r[2]} |`);
   } finally {

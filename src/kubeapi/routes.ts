@@ -55,8 +55,7 @@ export interface KubeApiOptions {
   workloads?: Pick<WorkloadFeed, "hubs" | "load"> | undefined;
 }
 
-/** The paths this app answers; the entry points send everything else to the podsync app. */
-export const isKubePath = (path: string) => path === "/version" || path === "/api" || path.startsWith("/api/") || path === "/apis" || path.startsWith("/apis/");
+export { isKubePath } from "./paths.js";
 
 type Env = { Variables: { jti?: string; error?: string; scope: ReadScope } };
 

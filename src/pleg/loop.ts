@@ -118,6 +118,13 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   const now = o.now ?? Date.now;
   const interval = o.relistIntervalMs ?? 1000;
   const resync = o.resyncIntervalMs ?? 60_000;
+  /** A resync's relist waits for the next slot of a grid of resync / 6 (10 s at the default 60 s): the pods due
+   * within one slot share one relist, so an idle node with 30 pods relists about 6 times a minute instead of once
+   * per pod. A resync is so up to a sixth late; kubelet's pod workers requeue a synced pod at
+   * wait.Jitter(resyncInterval, 0.5), 1 to 1.5 intervals (pkg/kubelet/pod_workers.go,
+   * workerResyncIntervalJitterFactor). Retries, back-off ends and deadlines keep their own times. */
+  const slot = resync / 6;
+  const resyncSlot = (at: number) => Math.ceil(at / slot) * slot;
   const errorBackOff = o.errorBackOffMs ?? 10_000;
   const eventedInterval = Math.max(interval, o.eventedRelistIntervalMs ?? 300_000);
   const maxSyncs = o.maxConcurrentSyncs ?? 8;
@@ -461,7 +468,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       if (held.has(uid)) continue;
       const d = rec.decided?.decision;
       // A finished pod is not resynced (decide.ts), so its resync brings no relist either.
-      if (!(d?.kind === "converged" && d.finished)) due = Math.min(due, rec.lastSyncEnd + resync);
+      if (!(d?.kind === "converged" && d.finished)) due = Math.min(due, resyncSlot(rec.lastSyncEnd + resync));
       if (d?.kind === "back-off") due = Math.min(due, d.until);
       else if (d?.kind === "act") due = Math.min(due, rec.retryAt);
       // A converged pod's active deadline.
@@ -471,6 +478,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     if (o.eviction && (o.eviction.diskPressure || [...specs.values()].some((e) => hasLocalStorageLimits(e.pod)))) due = Math.min(due, nextEvictionAt);
     return Math.min(eventedInterval, Math.max(interval, due - nextRelistAt));
   }
+
 
   /** Relist now; while one runs (it may have listed before what asked for this), once more right after it. */
   let again = false;

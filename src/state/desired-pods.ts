@@ -78,14 +78,18 @@ export class FileDesiredState implements DesiredState {
   private readonly genFile: string;
   private readonly auditFile: string;
   private auditLines = 0;
+  /** The audit log, open for appending between folds (a fold renames a new, empty log over it and drops this).
+   * Kept open: the state directory's lock makes this store the log's only writer. */
+  private auditFh: nodeFs.FileHandle | undefined;
   /** Audit lines of concurrent puts go out in one write and one datasync. */
   private readonly auditLog = groupCommit(async (chunk, n) => {
-    const fh = await this.fs.open(this.auditFile, "a", 0o600);
     try {
-      await fh.appendFile(chunk, "utf8");
-      await fh.datasync();
-    } finally {
-      await fh.close();
+      this.auditFh ??= await this.fs.open(this.auditFile, "a", 0o600);
+      await this.auditFh.appendFile(chunk, "utf8");
+      await this.auditFh.datasync();
+    } catch (e) {
+      await this.closeAuditLog(); // a bad handle (disk gone): the next batch opens the file at the path again
+      throw e;
     }
     this.auditLines += n;
   });
@@ -340,6 +344,10 @@ export class FileDesiredState implements DesiredState {
 
   /** Apply the audit log's lines to the pods they amend, write those pods' files, then empty the log. */
   private async foldAuditLog(): Promise<void> {
+    // No line in flight (one queued before a reload is written to the log being folded), and the handle dropped:
+    // the log at the path is replaced below, and a line appended to the old file would be lost.
+    await this.auditLog.idle();
+    await this.closeAuditLog();
     let text: string;
     try {
       text = await this.fs.readFile(this.auditFile, "utf8");
@@ -370,6 +378,12 @@ export class FileDesiredState implements DesiredState {
     await writeFileAtomic(this.auditFile, "", this.fs);
     await this.syncDir(this.stateDir);
     this.auditLines = 0;
+  }
+
+  private async closeAuditLog(): Promise<void> {
+    const fh = this.auditFh;
+    this.auditFh = undefined;
+    await fh?.close().catch(() => undefined);
   }
 
   /** Write a file in one step: temp file, fsync, rename, directory fsync (unless the caller does that). */

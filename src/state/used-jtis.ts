@@ -7,7 +7,7 @@
 // ones. Bounded like MemoryReplayStore: when full of live ids it refuses new tokens rather than forget one.
 // Any I/O failure is a StateUnavailableError (503): a token is never granted without its record on disk.
 import { createHash } from "node:crypto";
-import { chmod, mkdir, open, readFile, rename, stat, type FileHandle } from "node:fs/promises";
+import { chmod, mkdir, open, readFile, rename, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { ReplayStore } from "../auth/replay.js";
 import { StateUnavailableError } from "./state-unavailable.js";
@@ -136,10 +136,11 @@ export class FileReplayStore implements ReplayStore {
     await this.open();
   }
 
-  /** The open handle is the file at the log's path (same inode, still linked). */
+  /** The open handle is still linked: one fstat. A log replaced at the path (another process's rewrite renames
+   * its new file over this one) or deleted leaves this one with no link. (A log moved away by hand to another
+   * name keeps its link and is not noticed: only a rewrite or a removal replaces the log in podsync's own use.) */
   private async stillTheLog(fh: FileHandle): Promise<boolean> {
-    const [mine, there] = await Promise.all([fh.stat(), stat(this.file).catch(() => undefined)]);
-    return mine.nlink > 0 && there !== undefined && there.ino === mine.ino && there.dev === mine.dev;
+    return (await fh.stat()).nlink > 0;
   }
 
   private sweep(t: number) {
