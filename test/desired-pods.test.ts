@@ -217,6 +217,7 @@ describe("FileDesiredState: a put that changes only the audit record (a converge
           datasync: () => (n.datasync++, fh.datasync()),
           close: () => fh.close(),
           appendFile: (data: string, enc: BufferEncoding) => fh.appendFile(data, enc),
+          write: (...a: Parameters<typeof fh.write>) => fh.write(...a),
           writeFile: (data: string, enc: BufferEncoding) => fh.writeFile(data, enc),
         });
       }) as StateFs["open"],

@@ -25,6 +25,16 @@ export function mediaType(header: string | undefined): string {
 export async function readBody(req: Request, max: number): Promise<Uint8Array> {
   const declared = Number(req.headers.get("content-length") ?? "NaN");
   if (declared > max) throw tooLarge(max);
+  // A declared length within the limit bounds the body (HTTP framing: the server reads no more than it), so it is
+  // read whole. On Node this is @hono/node-server's direct read of the socket's chunks: no web Request, stream or
+  // AbortSignal is made (they were ~3 % of a converged sync's CPU). A body without a length is read in chunks below.
+  if (declared >= 0) {
+    try {
+      return new Uint8Array(await req.arrayBuffer());
+    } catch {
+      throw unread(new ProblemError("bad-request", "the client closed the request before its body was complete"));
+    }
+  }
   if (!req.body) return new Uint8Array();
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];

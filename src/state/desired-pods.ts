@@ -33,7 +33,7 @@ import { Pod } from "../pod/schema.js";
 import { serialQueue } from "../util/serial.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 import { writeFileAtomic } from "./atomic-file.js";
-import { groupCommit } from "./group-commit.js";
+import { appendDurably, groupCommit } from "./group-commit.js";
 
 /** The few file operations used, so a test can make them fail (disk full, read-only) at a chosen point. */
 export type StateFs = Pick<typeof nodeFs, "mkdir" | "chmod" | "readdir" | "readFile" | "open" | "rename" | "unlink">;
@@ -85,8 +85,7 @@ export class FileDesiredState implements DesiredState {
   private readonly auditLog = groupCommit(async (chunk, n) => {
     try {
       this.auditFh ??= await this.fs.open(this.auditFile, "a", 0o600);
-      await this.auditFh.appendFile(chunk, "utf8");
-      await this.auditFh.datasync();
+      await appendDurably(this.auditFh, chunk, "utf8");
     } catch (e) {
       await this.closeAuditLog(); // a bad handle (disk gone): the next batch opens the file at the path again
       throw e;

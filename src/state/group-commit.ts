@@ -3,6 +3,16 @@
 // is durable (or its batch failed). `write` gets the batch's lines joined; `after` runs between batches (a
 // compaction), with nothing in flight.
 
+import type { FileHandle } from "node:fs/promises";
+
+/** A batch's bytes appended (the handle is open for appending) and made durable: one write and one datasync.
+ * FileHandle.write takes the bytes as they are; appendFile's general path costs twice its CPU per batch. */
+export async function appendDurably(fh: Pick<FileHandle, "write" | "datasync">, chunk: string, encoding: BufferEncoding): Promise<void> {
+  const buf = Buffer.from(chunk, encoding);
+  for (let off = 0; off < buf.length; ) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
+  await fh.datasync();
+}
+
 export interface GroupCommit {
   append(line: string): Promise<void>;
   /** Resolves once nothing is queued or in flight. */
