@@ -50,7 +50,7 @@ function recorder() {
 }
 
 let syncs = 0;
-function start(store: MemoryDesiredState, o: { relistIntervalMs: number; metrics?: NodeMetrics; logs?: Record<string, unknown>[] }) {
+function start(store: MemoryDesiredState, o: { relistIntervalMs: number; resyncIntervalMs?: number; metrics?: NodeMetrics; logs?: Record<string, unknown>[] }) {
   const rt = createPodRuntime(cri);
   syncs = 0;
   return startReconcileLoop({
@@ -59,7 +59,7 @@ function start(store: MemoryDesiredState, o: { relistIntervalMs: number; metrics
     desired: store,
     relistIntervalMs: o.relistIntervalMs,
     eventedRelistIntervalMs: 60_000,
-    resyncIntervalMs: 600_000,
+    resyncIntervalMs: o.resyncIntervalMs ?? 600_000,
     metrics: o.metrics,
     log: (r) => o.logs?.push(r),
     events: (on) => watchContainerEvents({ transport, version: () => cri.version({}), onEvent: on.event, onState: on.state, backOffMs: { initial: 50, max: 200 } }),
@@ -122,6 +122,38 @@ describe("the loop with runtime events", () => {
     fake.runtime.exit(first!.id, 137);
     await until("the relist's restart", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id, 5000);
     expect(rec.events).toBe(0);
+  });
+
+  it("with the stream up, resyncs wait for the next slot of resync/6: pods synced at scattered times share relists on the slot grid", async () => {
+    const store = desired();
+    const starts: number[] = [];
+    const m: NodeMetrics = { ...recorder().m, relist: (seconds, _late, relisted) => void (relisted && starts.push(Date.now() - seconds * 1000)) };
+    // Resync 1.8 s, so slots of 300 ms; a relist floor of 20 ms so that, without the grid, every pod's resync would
+    // have a relist of its own at its own time.
+    const resync = 1800;
+    const slot = resync / 6;
+    loop = start(store, { relistIntervalMs: 20, resyncIntervalMs: resync, metrics: m });
+    const pods = Array.from({ length: 8 }, () => pod());
+    // Each pod stored and first synced 30 ms after the last: their resyncs fall due across a few slots.
+    for (const p of pods) {
+      await store.put({ pod: p, audit: { iss: "t", iat: 0 }, storedAt: 0 });
+      loop.kick();
+      await until("its first sync", async () => running(p.metadata.uid).length === 1, 5000, 10);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    // Two resync rounds.
+    const from = starts.length;
+    await new Promise((r) => setTimeout(r, 2 * resync + slot));
+    const resyncs = starts.slice(from);
+    // Without the grid: one relist per pod per round (16). With it: one per slot the pods fell due in (their
+    // first syncs spanned one to three slots, more on a slow machine), and no second relist after each (a pass
+    // does not wait for its syncs: the pods being synced are not taken as still due).
+    expect(resyncs.length).toBeGreaterThanOrEqual(2);
+    expect(resyncs.length).toBeLessThanOrEqual(8);
+    // Each began on a slot boundary (a timer fires late, never early; the start is read back to the millisecond).
+    for (const t of resyncs) expect(Math.min(t % slot, slot - (t % slot))).toBeLessThan(100);
+    // No resync was skipped: every pod is still running its first container, and was synced again (a resync).
+    for (const p of pods) expect(running(p.metadata.uid)).toHaveLength(1);
   });
 
   it("100 containers of one pod exiting at once: a few syncs of that pod, not 100", async () => {

@@ -154,6 +154,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   let current: Promise<unknown> | undefined;
   let probing: Promise<void> | undefined;
   let nextRelistAt = 0;
+  /** When the last timed relist began (the anchor of the period after it). */
+  let relistStartedAt = 0;
   /** The event stream is up: the relist is only the safety net. */
   let eventsUp = false;
   /** Which pod each sandbox and container id belongs to: the last relist's, plus what syncs made since. */
@@ -254,7 +256,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         }
         release();
       }
-    })().finally(() => inFlight.delete(uid));
+    })().finally(() => {
+      inFlight.delete(uid);
+      afterLoopSync();
+    });
     inFlight.set(uid, job);
     return job;
   }
@@ -445,6 +450,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     clearTimeout(timer);
     nextRelistAt = now() + delay;
     timer = setTimeout(() => {
+      relistStartedAt = nextRelistAt;
       current = relistAndSync()
         .then(() => kickProbes())
         .finally(() => {
@@ -458,14 +464,24 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     (timer as { unref?: () => void }).unref?.();
   }
 
+  /** A loop sync ended after its pass: the relist waiting for the evented period comes sooner if this pod's next
+   * resync, retry or back-off end now falls before it (the pass, which does not wait for its syncs, left it out). */
+  function afterLoopSync() {
+    if (stopped || o.manual || current || !eventsUp) return;
+    const at = relistStartedAt + period(relistStartedAt);
+    if (at < nextRelistAt) scheduleRelist(Math.max(0, at - now()));
+  }
+
   /** The relist period: the interval; while the event stream is up, the evented one, or less when a pod's
    * resync, error retry or back-off end comes sooner (no event announces those), never under the interval. */
-  function period(): number {
+  function period(from = nextRelistAt): number {
     if (!eventsUp || o.controllers?.watching()) return interval;
     let due = Infinity;
     for (const [uid, rec] of records) {
-      // A pod a request holds is the request's to sync (its release makes it due at the resync).
-      if (held.has(uid)) continue;
+      // A pod a request holds is the request's to sync (its release makes it due at the resync). A pod the loop
+      // is syncing has no next time yet: its sync's end asks again (afterLoopSync). Counted now, its last end
+      // would be taken for due and bring a relist one interval later that finds nothing to do.
+      if (held.has(uid) || inFlight.has(uid)) continue;
       const d = rec.decided?.decision;
       // A finished pod is not resynced (decide.ts), so its resync brings no relist either.
       if (!(d?.kind === "converged" && d.finished)) due = Math.min(due, resyncSlot(rec.lastSyncEnd + resync));
@@ -476,7 +492,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     }
     // The eviction manager's next pass, when it has anything to watch.
     if (o.eviction && (o.eviction.diskPressure || [...specs.values()].some((e) => hasLocalStorageLimits(e.pod)))) due = Math.min(due, nextEvictionAt);
-    return Math.min(eventedInterval, Math.max(interval, due - nextRelistAt));
+    return Math.min(eventedInterval, Math.max(interval, due - from));
   }
 
 
