@@ -2,7 +2,7 @@
 // that name the field, env and volume values as kubelet computes them, and secret values kept out of every
 // response and the request log (through the real HTTP function and the in-process CRI runtime).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseYamlStream } from "../src/http/parse-body.js";
+import { parseYamlStream } from "../src/http/parse-yaml.js";
 import { bundleFromDocuments, bundleFromPayload } from "../src/pod/bundle.js";
 import { containerEnv } from "../src/container/expansion.js";
 import { envResolver } from "../src/container/env-sources.js";

@@ -1,9 +1,7 @@
-// JSON and YAML bodies → values, with errors that never echo the body. A pod body can hold pull-secret
-// passwords, and a parser's own message often quotes the offending input (V8's JSON.parse, yaml's pretty
-// errors and warnings), which would carry them into the problem detail and the request log. So a refusal
-// says only where (line and column) and a generic reason. YAML warnings (an unknown tag, whose value would
-// otherwise be dropped or changed) are refusals too, never lines on stderr.
-import { LineCounter, parseAllDocuments, parseDocument, type YAMLError } from "yaml";
+// JSON bodies → values, with errors that never echo the body. A pod body can hold pull-secret passwords, and
+// V8's JSON.parse messages sometimes quote the offending input, which would carry them into the problem detail
+// and the request log. So a refusal says only where (line and column) and a generic reason. YAML bodies:
+// parse-yaml.ts, loaded at the first YAML body.
 import { ProblemError } from "./problems.js";
 
 /** 1-based line and column of a character offset. */
@@ -37,44 +35,4 @@ export function parseJsonBody(text: string): unknown {
     const where = pos ? lineCol(text, Number(pos[1])) : undefined;
     throw new ProblemError("bad-json", `the body is not valid JSON: ${reason}${where ? ` at line ${where.line}, column ${where.col}` : ""}`);
   }
-}
-
-const describe = (e: YAMLError, lc: LineCounter) => {
-  const { line, col } = lc.linePos(e.pos[0]);
-  return `${e.code.toLowerCase().replaceAll("_", " ")} at line ${line}, column ${col}`;
-};
-
-export function parseYamlBody(text: string): unknown {
-  const lc = new LineCounter();
-  // prettyErrors off: the pretty form appends the source line. logLevel "error": nothing goes to stderr.
-  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, logLevel: "error", uniqueKeys: true });
-  const first = doc.errors[0] ?? doc.warnings[0];
-  if (first) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(first, lc)}${doc.errors.length ? "" : " (a warning: podsync refuses rather than guess)"}`);
-  try {
-    return doc.toJS({ maxAliasCount: 100 });
-  } catch {
-    throw new ProblemError("bad-yaml", "the body is not valid YAML: its aliases cannot be resolved within the limits (at most 100)");
-  }
-}
-
-/** A YAML stream of documents (`---` between them), each to a value; empty documents are null (the caller
- * decides). The same refusals as parseYamlBody, with the line and column in the whole stream. */
-export function parseYamlStream(text: string): unknown[] {
-  const lc = new LineCounter();
-  const parsed = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, logLevel: "error", uniqueKeys: true });
-  // An empty stream (only comments or nothing) is an empty array carrying the stream's own errors.
-  const streamErrors = "empty" in parsed ? parsed.errors : [];
-  if (streamErrors[0]) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(streamErrors[0], lc)}`);
-  const docs = [...parsed];
-  for (const doc of docs) {
-    const first = doc.errors[0] ?? doc.warnings[0];
-    if (first) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(first, lc)}${doc.errors.length ? "" : " (a warning: podsync refuses rather than guess)"}`);
-  }
-  return docs.map((doc) => {
-    try {
-      return doc.toJS({ maxAliasCount: 100 });
-    } catch {
-      throw new ProblemError("bad-yaml", "the body is not valid YAML: its aliases cannot be resolved within the limits (at most 100)");
-    }
-  });
 }

@@ -7,7 +7,7 @@ import { MAX_GRACE_PERIOD_SECONDS } from "../pod/schema.js";
 import { bodyFromDocuments, bodyFromItems, type Body } from "../pod/bundle.js";
 import type { IntakeOptions, Item } from "../pod/workloads/intake.js";
 import { ProblemError } from "./problems.js";
-import { parseJsonBody, parseYamlStream } from "./parse-body.js";
+import { parseJsonBody } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 
 export type Act = "sync" | "plan" | "delete" | "status" | "logs" | "exec" | "apply" | "metrics";
@@ -79,7 +79,11 @@ function text(body: Uint8Array): string {
 }
 
 const parseJson = (body: Uint8Array) => parseJsonBody(text(body));
-const parseYaml = (body: Uint8Array) => parseYamlStream(text(body));
+/** A YAML stream's documents; the parser is loaded at the first YAML body (parse-yaml.ts). */
+const parseYaml = async (body: Uint8Array) => {
+  const t = text(body);
+  return (await import("./parse-yaml.js")).parseYamlStream(t);
+};
 
 async function sha256b64url(body: Uint8Array): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", body as Uint8Array<ArrayBuffer>));
@@ -114,7 +118,7 @@ async function readSigned(req: Request, verifier: Verifier, act: Act, maxBody: n
     const digest = await sha256b64url(body);
     const token = await verifier.verify(header, { check: (p) => actCheck(act)(p) ?? bodyCheck(p, digest) });
     // The body: one pod, a v1.List of a pod and its objects, or (YAML) a stream of such documents.
-    return { token, docs: JSON_TYPES.has(type) ? [parseJson(body)] : parseYaml(body) };
+    return { token, docs: JSON_TYPES.has(type) ? [parseJson(body)] : await parseYaml(body) };
   }
   let compact: string;
   if (JOSE_TYPES.has(type)) compact = text(body);
@@ -180,7 +184,7 @@ export async function readSignedList(req: Request, verifier: Verifier, act: Act,
     const digest = await sha256b64url(body);
     const token = await verifier.verify(header, { check: (p) => actCheck(act)(p) ?? bodyCheck(p, digest) ?? check(p) });
     if (JSON_TYPES.has(type)) return { items: listItems(parseJson(body)), prefix: "items", token };
-    const docs = parseYamlStream(text(body));
+    const docs = await parseYaml(body);
     const nonEmpty = docs.filter((d) => d !== null && d !== undefined);
     if (nonEmpty.length === 1 && isList(nonEmpty[0])) return { items: listItems(nonEmpty[0]), prefix: "items", token };
     // An empty document (a stray `---`) is no pod: undefined, skipped by the caller, so that the others keep
