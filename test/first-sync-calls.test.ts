@@ -101,6 +101,20 @@ describe("a first sync's CRI calls", () => {
   });
 });
 
+describe("the runtime's name", () => {
+  it("read once: by the readiness check when it came first (the node entry's start), then no sync asks again", async () => {
+    const rt = createPodRuntime(cri);
+    fake.runtime.resetCalls();
+    expect((await rt.ready()).runtime.name).toBeTruthy();
+    expect(calls()).toEqual({ Version: 1, Status: 1 });
+    fake.runtime.resetCalls();
+    const r = await rt.sync(pod({ hostNetwork: true }));
+    expect(r.ok).toBe(true);
+    expect(calls()["Version"]).toBeUndefined();
+    expect(r.apiStatus.containerStatuses?.[0]?.containerID).toMatch(/^[a-z-]+:\/\/[0-9a-f]+$/);
+  });
+});
+
 describe("the check's list stands for the sync's only while nothing acted on the pod", () => {
   it("checkUids then sync: no list; checkUids, a delete, then sync: the sync lists", async () => {
     const rt = createPodRuntime(cri);

@@ -489,6 +489,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     ready: () =>
       counted(cri, async (c) => {
         const [v, st] = await Promise.all([c.version({}), c.status({})]);
+        // The runtime's name for container ids, as kubelet reads it at start-up: the node entry's first readiness
+        // check (its node object) so spares a pod's first sync the Version call.
+        runtimeName ??= Promise.resolve(v.runtimeName);
         const conditions = Object.fromEntries((st.status?.conditions ?? []).map((k) => [k.type, k.status]));
         // NetworkReady is reported but not required: hostNetwork pods still work without it.
         return { ok: conditions["RuntimeReady"] === true, runtime: { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, conditions } };
