@@ -15,6 +15,7 @@ import { createApp } from "./http/app.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
 import { createCriClient } from "./cri/client.js";
 import { watchContainerEvents } from "./cri/container-events.js";
+import type { VersionResponse } from "./gen/runtime/v1/api_pb.js";
 import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { FileReplayStore } from "./state/used-jtis.js";
 import { FileDesiredState } from "./state/desired-pods.js";
@@ -176,7 +177,18 @@ export async function startNode(env: Record<string, string | undefined> = proces
   };
   // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
   const nodeConfig = { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 };
+  // The runtime's Version, read at start as kubelet reads it: the event stream takes its source from it (and reads
+  // it again when it opens anew), and the engine its name for container ids, so no pod's first sync asks for it.
+  let version: Promise<VersionResponse> | undefined;
+  const readVersion = () => {
+    const p: Promise<VersionResponse> = cri.version({}).catch((e: unknown) => {
+      if (version === p) version = undefined;
+      throw e;
+    });
+    return (version = p);
+  };
   const engine = createPodRuntime(cri, {
+    version: () => version ?? readVersion(),
     terminationFiles: nodeTerminationFiles,
     podDirs: nodePodDirs,
     hostIPs,
@@ -254,7 +266,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     metrics,
     relistIntervalMs: s.PODSYNC_RELIST_INTERVAL_MS ?? RELIST_INTERVAL_DEFAULT_MS.node,
     // Exits restart containers at once; the relist stays as the safety net (and takes over while the stream is down).
-    events: s.PODSYNC_RUNTIME_EVENTS === "on" ? (on) => watchContainerEvents({ transport, version: () => cri.version({}), onEvent: on.event, onState: on.state }) : undefined,
+    events: s.PODSYNC_RUNTIME_EVENTS === "on" ? (on) => watchContainerEvents({ transport, version: readVersion, onEvent: on.event, onState: on.state }) : undefined,
     eventedRelistIntervalMs: s.PODSYNC_EVENTED_RELIST_INTERVAL_MS,
     resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "reconcile", ...rec })),

@@ -11,6 +11,11 @@ import type { CriClient } from "../src/cri/client.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { AbsentPods } from "../src/kuberuntime/absent-pods.js";
+import { startNode } from "../src/node.js";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { importJWK, SignJWT, type JWK } from "jose";
 
 let fake: FakeServer;
 let cri: CriClient;
@@ -112,6 +117,25 @@ describe("the runtime's name", () => {
     expect(r.ok).toBe(true);
     expect(calls()["Version"]).toBeUndefined();
     expect(r.apiStatus.containerStatuses?.[0]?.containerID).toMatch(/^[a-z-]+:\/\/[0-9a-f]+$/);
+  });
+});
+
+describe("the runtime's name on the Node entry", () => {
+  it("read at start with the event stream's Version: the node's very first sync makes 6 calls, none a Version", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podsync-first-"));
+    fake.runtime.resetCalls();
+    const r = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_CRI_ENDPOINT: fake.endpoint, PODSYNC_NODE_NAME: "first-node", PODSYNC_POLICY: "privileged" }, true);
+    try {
+      await expect.poll(() => fake.runtime.calls.get("Version") ?? 0).toBeGreaterThanOrEqual(1);
+      const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
+      const token = await new SignJWT({ act: "sync", pod: podInput() }).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("first-node").setIssuedAt().setExpirationTime("1m").setJti(uid("jti")).sign(await importJWK(key, "EdDSA"));
+      fake.runtime.resetCalls();
+      const res = await fetch(`${r.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+      expect(res.status).toBe(200);
+      expect(calls()).toEqual({ ListPodSandbox: 1, RunPodSandbox: 1, ImageStatus: 1, CreateContainer: 1, StartContainer: 1, ContainerStatus: 1 });
+    } finally {
+      await r.close();
+    }
   });
 });
 

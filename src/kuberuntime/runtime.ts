@@ -10,7 +10,7 @@
 // carries the number of CRI round trips it cost.
 import type { CriClient } from "../cri/client.js";
 import { requestView } from "../cri/request-view.js";
-import { NamespaceMode, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
+import { NamespaceMode, PodSandboxState, type VersionResponse } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
 import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
 import { evictedPodActions, podActionsAt, type ProbeResults } from "./compute-actions.js";
@@ -83,6 +83,10 @@ export interface PodRuntimeOptions {
   /** The node agent's loop runs the eviction manager (src/eviction/) and so holds pods to their
    * ephemeral-storage limits and disk emptyDir sizeLimits; without it (Workers) such pods are refused. */
   localStorageLimits?: boolean;
+  /** The runtime's Version as the caller already reads it (the Node entry reads it at start for the event stream,
+   * as kubelet reads it once at start-up): the runtime's name for container ids is taken from it, so no pod's
+   * sync asks for it. Without it the first sync that needs the name reads it. */
+  version?: () => Promise<Pick<VersionResponse, "runtimeName">>;
 }
 
 /** The runtime holds nothing of this pod (or nothing podsync manages). */
@@ -308,7 +312,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
   const nameOf = (c: CriClient) =>
-    (runtimeName ??= c.version({}).then(
+    (runtimeName ??= (o.version?.() ?? c.version({})).then(
       (v) => v.runtimeName,
       (e) => {
         runtimeName = undefined;
@@ -489,8 +493,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     ready: () =>
       counted(cri, async (c) => {
         const [v, st] = await Promise.all([c.version({}), c.status({})]);
-        // The runtime's name for container ids, as kubelet reads it at start-up: the node entry's first readiness
-        // check (its node object) so spares a pod's first sync the Version call.
+        // The runtime's name for container ids (read once, as kubelet does): a readiness check that came first
+        // spares a pod's first sync the Version call.
         runtimeName ??= Promise.resolve(v.runtimeName);
         const conditions = Object.fromEntries((st.status?.conditions ?? []).map((k) => [k.type, k.status]));
         // NetworkReady is reported but not required: hostNetwork pods still work without it.
