@@ -156,6 +156,38 @@ describe("the loop with runtime events", () => {
     for (const p of pods) expect(running(p.metadata.uid)).toHaveLength(1);
   });
 
+  it("a request's release asks for a relist when the pod is new to the loop; a converged request asks for none", async () => {
+    const store = desired();
+    const p = pod();
+    await store.put({ pod: p, audit: { iss: "t", iat: 0 }, storedAt: 0 });
+    const { m, rec } = recorder();
+    loop = start(store, { relistIntervalMs: 30_000, metrics: m });
+    await until("the start-up sync", async () => running(p.metadata.uid).length === 1);
+    await until("the stream up", async () => rec.streams.at(-1)?.[0] === true);
+    let seen = -1;
+    await until("the relists to settle", async () => (seen === rec.relists ? true : ((seen = rec.relists), false)), 5000, 300);
+    // As the HTTP route does it: hold, store, sync, hand the read-back to the loop, release.
+    const rt = createPodRuntime(cri);
+    const request = async (x: typeof p) => {
+      const release = loop!.hold([x.metadata.uid]);
+      await store.put({ pod: x, audit: { iss: "t", iat: 1 }, storedAt: Date.now() });
+      const r = await rt.sync(x);
+      loop!.learn(r.after);
+      release();
+      return r;
+    };
+    // A converged request on the loop's own pod: no relist.
+    let before = rec.relists;
+    expect((await request(p)).steps).toEqual([]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(rec.relists).toBe(before);
+    // A new pod: one relist, so the loop knows it (its resync, its exits) before the evented period.
+    const q = pod();
+    before = rec.relists;
+    await request(q);
+    await until("the relist after the new pod's release", async () => rec.relists > before, 2000, 10);
+  });
+
   it("100 containers of one pod exiting at once: a few syncs of that pod, not 100", async () => {
     const store = desired();
     const containers = Array.from({ length: 100 }, (_, i) => ({ name: `c${i}`, image: "localhost/busybox:1", command: ["sleep", "3600"] }));

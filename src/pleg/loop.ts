@@ -160,6 +160,24 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   let eventsUp = false;
   /** Which pod each sandbox and container id belongs to: the last relist's, plus what syncs made since. */
   let owners = new Map<string, Owner>();
+  /** Owners a sync (the loop's or a request's) made known, with when: a relist whose lists went out before then
+   * has not seen them, and must not drop them (the exit of a container made meanwhile would have no owner). */
+  const learnt = new Map<string, Owner & { at: number }>();
+  /** Each pod's objects (ids and states) as the loop last saw them, from a relist or a request's read-back: a
+   * request whose read-back differs acted on the pod, and its release asks for a relist (below). */
+  const seen = new Map<string, string>();
+  const acted = new Set<string>();
+  const own = (status: PodStatus) => {
+    const at = now();
+    for (const sb of status.sandboxStatuses) {
+      owners.set(sb.id, { uid: status.id, sandbox: true });
+      learnt.set(sb.id, { uid: status.id, sandbox: true, at });
+    }
+    for (const c of status.containerStatuses) {
+      owners.set(c.id, { uid: status.id, sandbox: false });
+      learnt.set(c.id, { uid: status.id, sandbox: false, at });
+    }
+  };
 
   // A small semaphore: loop syncs beyond maxSyncs wait their turn.
   let running = 0;
@@ -229,8 +247,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         prober?.observe(uid, r.after);
         observed.delete(uid); // the next relist shows it again
         relister.learn(r.after);
-        for (const sb of r.after.sandboxStatuses) owners.set(sb.id, { uid, sandbox: true });
-        for (const c of r.after.containerStatuses) owners.set(c.id, { uid, sandbox: false });
+        own(r.after);
         countRestarts(r);
         // CrashLoopBackOff steps are the back-off holding, not a failure: the loop returns when it ends.
         const failed = r.steps.filter((s) => !s.ok && s.error !== "CrashLoopBackOff");
@@ -297,6 +314,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       if (!seen.has(uid)) {
         specs.delete(uid);
         records.delete(uid);
+        seen.delete(uid);
+        acted.delete(uid);
         errors.delete(`pod:${uid}`);
         prober?.remove(uid);
       }
@@ -339,6 +358,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       report("relist", undefined, undefined);
       last = view;
       owners = view.owners;
+      for (const [id, l] of learnt) {
+        if (l.at <= view.at) learnt.delete(id); // listed after it was learnt: the view has it if it still exists
+        else if (!owners.has(id)) owners.set(id, { uid: l.uid, sandbox: l.sandbox });
+      }
       feed(entries, view);
       report0.relisted = true;
       report0.relistCalls = view.criCalls;
@@ -359,6 +382,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           continue;
         }
         const fp = pv?.fingerprint ?? fingerprintOf(emptyStatus(uid));
+        seen.set(uid, fp);
         const changed = rec.fingerprint !== fp || specChanged.has(uid);
         rec.fingerprint = fp;
         let reason: string | undefined;
@@ -517,7 +541,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     sync: async (uid, reason) => {
       // A sync already running may have read the pod before this exit: this one follows it.
       while (inFlight.has(uid)) await inFlight.get(uid);
-      if (stopped || !specs.has(uid)) return;
+      // A pod a request stored since the last relist is not in `specs` yet: the store says whether it is desired.
+      if (stopped || (!specs.has(uid) && !(await o.desired.get(uid).catch(() => undefined)))) return;
       await sync(uid, reason);
       // A relist after it: what reads the relist (the prober's view, the Kubernetes API's pods and watches) sees
       // the restart now, not a whole evented period later. One for a burst: asked while one runs, it runs after.
@@ -602,6 +627,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         if (done) return;
         done = true;
         const t = now();
+        let relistAfter = false;
         for (const uid of uids) {
           const n = (held.get(uid) ?? 1) - 1;
           if (n > 0) held.set(uid, n);
@@ -610,13 +636,21 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           // and a needed action (the request's sync failed) still runs there.
           const rec = records.get(uid);
           if (rec) Object.assign(rec, { lastSyncStart: t, lastSyncEnd: t, fingerprint: undefined, decided: undefined });
+          // A pod new to the loop, or one the request acted on: a relist now, so the loop knows it (its exits'
+          // syncs, its resync, its probes on the new containers) without waiting for the evented period. A
+          // converged request asks for none. (After the release: no loop pass races the request.)
+          if (!specs.has(uid) || acted.has(uid)) relistAfter = true;
+          acted.delete(uid);
         }
+        if (relistAfter) relistNow();
       };
     },
     learn(status) {
       relister.learn(status);
-      for (const sb of status.sandboxStatuses) owners.set(sb.id, { uid: status.id, sandbox: true });
-      for (const c of status.containerStatuses) owners.set(c.id, { uid: status.id, sandbox: false });
+      own(status);
+      const fp = fingerprintOf(status);
+      if (seen.get(status.id) !== fp) acted.add(status.id);
+      seen.set(status.id, fp);
     },
     async stop() {
       stopped = true;
