@@ -60,6 +60,7 @@ import { createControllers } from "./controllers/run.js";
 import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
+import { startIdleGc } from "./host/idle-gc.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -288,6 +289,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
   metrics?.setSource(loop);
+  // `npm start` runs node with --expose-gc: one collection when the node goes quiet after work (src/host/idle-gc.ts).
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const stopIdleGc = gc ? startIdleGc({ gc }) : () => undefined;
   // The request log (podsync's routes, the Kubernetes API's, exec): one write of the line as built (console.log
   // would format the string again on its way out).
   const requestLog = quiet ? () => undefined : (rec: RequestLog) => void process.stdout.write(JSON.stringify(rec) + "\n");
@@ -405,6 +409,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     srv.once("error", (e: NodeJS.ErrnoException) => rej(listenError(e)));
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
+    stopIdleGc();
     await loop.stop();
     await probeStore.close().catch(() => undefined);
     await replay.close();
@@ -448,6 +453,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     ...(tlsInfo ? { tls: tlsInfo } : {}),
     close: () =>
       new Promise<void>((res) => {
+        stopIdleGc();
         void loop.stop().then(async () => {
           await controllers.settle();
           await probeStore.close().catch(() => undefined);

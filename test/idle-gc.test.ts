@@ -1,0 +1,72 @@
+// The idle collector (src/host/idle-gc.ts): a full GC once the process goes quiet after a burst that left garbage
+// behind; none while it works, none for the small garbage of periodic work, one per burst.
+import { describe, expect, it, vi } from "vitest";
+import { idleGcDecider, startIdleGc } from "../src/host/idle-gc.js";
+
+const MiB = 1024 * 1024;
+
+describe("idleGcDecider", () => {
+  const feed = (samples: [cpuMs: number, heapMiB: number][]) => {
+    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 3 }, 30 * MiB);
+    return samples.map(([ms, heap]) => {
+      const due = d.sample(ms, heap * MiB);
+      if (due) d.collected(30 * MiB);
+      return due;
+    });
+  };
+
+  it("idle from the start: never", () => {
+    expect(feed([[0, 30], [1, 30], [0, 30], [0, 30], [0, 30]]).some(Boolean)).toBe(false);
+  });
+
+  it("a burst that grew the heap by 16 MiB or more, then three quiet samples: once, at the third", () => {
+    expect(feed([[400, 50], [300, 70], [5, 70], [5, 70], [5, 70], [5, 30], [5, 30]])).toEqual([false, false, false, false, true, false, false]);
+  });
+
+  it("never while busy; a busy sample starts the quiet count again", () => {
+    expect(feed([[400, 70], [400, 70], [400, 70], [400, 70]]).some(Boolean)).toBe(false);
+    expect(feed([[400, 70], [5, 70], [5, 70], [60, 72], [5, 72], [5, 72], [5, 72]])).toEqual([false, false, false, false, false, false, true]);
+  });
+
+  it("periodic work that leaves a few MiB (a resync slot every 10 s): never", () => {
+    const samples: [number, number][] = [];
+    for (let i = 0; i < 60; i++) samples.push(i % 10 === 0 ? [80, 30 + (i / 10) * 2] : [2, 30 + Math.floor(i / 10) * 2]);
+    expect(feed(samples).some(Boolean)).toBe(false);
+  });
+
+  it("a collection V8 made itself (the heap in use fell) moves the baseline down", () => {
+    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1 }, 60 * MiB);
+    expect(d.sample(0, 28 * MiB)).toBe(false);
+    expect(d.sample(0, 50 * MiB)).toBe(true);
+  });
+});
+
+describe("startIdleGc", () => {
+  it("samples on its timer, collects twice once quiet after a burst, then not again; stops when told", () => {
+    vi.useFakeTimers();
+    try {
+      let cpu = 0;
+      let heap = 30 * MiB;
+      const gc = vi.fn(() => {
+        cpu += 30_000; // a collection's own 30 ms does not count as work
+        heap = 30 * MiB;
+      });
+      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapUsedBytes: () => heap, sampleMs: 1000 });
+      cpu += 500_000;
+      heap = 80 * MiB;
+      vi.advanceTimersByTime(1000);
+      expect(gc).not.toHaveBeenCalled();
+      vi.advanceTimersByTime(3000);
+      expect(gc).toHaveBeenCalledTimes(2);
+      vi.advanceTimersByTime(10_000);
+      expect(gc).toHaveBeenCalledTimes(2);
+      cpu += 500_000;
+      heap = 80 * MiB;
+      stop();
+      vi.advanceTimersByTime(10_000);
+      expect(gc).toHaveBeenCalledTimes(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
