@@ -180,6 +180,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const nodeConfig = { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 };
   // The runtime's Version, read at start as kubelet reads it: the event stream takes its source from it (and reads
   // it again when it opens anew), and the engine its name for container ids, so no pod's first sync asks for it.
+  // (With the stream off, or its read failed, the engine's first sync reads it, counted in that sync's calls.)
   let version: Promise<VersionResponse> | undefined;
   const readVersion = () => {
     const p: Promise<VersionResponse> = cri.version({}).catch((e: unknown) => {
@@ -189,7 +190,7 @@ export async function startNode(env: Record<string, string | undefined> = proces
     return (version = p);
   };
   const engine = createPodRuntime(cri, {
-    version: () => version ?? readVersion(),
+    version: () => version,
     terminationFiles: nodeTerminationFiles,
     podDirs: nodePodDirs,
     hostIPs,

@@ -121,7 +121,7 @@ describe("the runtime's name", () => {
 });
 
 describe("the runtime's name on the Node entry", () => {
-  it("read at start with the event stream's Version: the node's very first sync makes 6 calls, none a Version", async () => {
+  it("read at start with the event stream's Version: the node's very first sync makes no Version call", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-first-"));
     fake.runtime.resetCalls();
     const r = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_CRI_ENDPOINT: fake.endpoint, PODSYNC_NODE_NAME: "first-node", PODSYNC_POLICY: "privileged" }, true);
@@ -132,7 +132,10 @@ describe("the runtime's name on the Node entry", () => {
       fake.runtime.resetCalls();
       const res = await fetch(`${r.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
       expect(res.status).toBe(200);
-      expect(calls()).toEqual({ ListPodSandbox: 1, RunPodSandbox: 1, ImageStatus: 1, CreateContainer: 1, StartContainer: 1, ContainerStatus: 1 });
+      // The request's own calls (the 6 above); the relist its release asks for (a pod new to the loop) may be under
+      // way beside them. No Version among any.
+      expect(calls()).toMatchObject({ RunPodSandbox: 1, ImageStatus: 1, CreateContainer: 1, StartContainer: 1, ContainerStatus: 1 });
+      expect(calls()["Version"]).toBeUndefined();
     } finally {
       await r.close();
     }

@@ -83,10 +83,10 @@ export interface PodRuntimeOptions {
   /** The node agent's loop runs the eviction manager (src/eviction/) and so holds pods to their
    * ephemeral-storage limits and disk emptyDir sizeLimits; without it (Workers) such pods are refused. */
   localStorageLimits?: boolean;
-  /** The runtime's Version as the caller already reads it (the Node entry reads it at start for the event stream,
-   * as kubelet reads it once at start-up): the runtime's name for container ids is taken from it, so no pod's
-   * sync asks for it. Without it the first sync that needs the name reads it. */
-  version?: () => Promise<Pick<VersionResponse, "runtimeName">>;
+  /** The runtime's Version as the caller has already read it, if it has (the Node entry reads it at start for the
+   * event stream, as kubelet reads it once at start-up): the runtime's name for container ids is taken from it, so
+   * no pod's sync asks for it. Otherwise the first sync that needs the name reads it. */
+  version?: () => Promise<Pick<VersionResponse, "runtimeName">> | undefined;
 }
 
 /** The runtime holds nothing of this pod (or nothing podsync manages). */

@@ -165,7 +165,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   const learnt = new Map<string, Owner & { at: number }>();
   /** Each pod's objects (ids and states) as the loop last saw them, from a relist or a request's read-back: a
    * request whose read-back differs acted on the pod, and its release asks for a relist (below). */
-  const seen = new Map<string, string>();
+  const lastSeen = new Map<string, string>();
   const acted = new Set<string>();
   const own = (status: PodStatus) => {
     const at = now();
@@ -314,7 +314,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       if (!seen.has(uid)) {
         specs.delete(uid);
         records.delete(uid);
-        seen.delete(uid);
+        lastSeen.delete(uid);
         acted.delete(uid);
         errors.delete(`pod:${uid}`);
         prober?.remove(uid);
@@ -382,7 +382,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           continue;
         }
         const fp = pv?.fingerprint ?? fingerprintOf(emptyStatus(uid));
-        seen.set(uid, fp);
+        lastSeen.set(uid, fp);
         const changed = rec.fingerprint !== fp || specChanged.has(uid);
         rec.fingerprint = fp;
         let reason: string | undefined;
@@ -649,8 +649,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       relister.learn(status);
       own(status);
       const fp = fingerprintOf(status);
-      if (seen.get(status.id) !== fp) acted.add(status.id);
-      seen.set(status.id, fp);
+      if (lastSeen.get(status.id) !== fp) acted.add(status.id);
+      lastSeen.set(status.id, fp);
     },
     async stop() {
       stopped = true;
