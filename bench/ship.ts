@@ -234,7 +234,7 @@ async function main() {
     await sampleRss(IDLE_S);
     const idlePct = ((procCpuMs(pid) - i0) / (IDLE_S * 1000)) * 100;
     const rss = rssMiB(pid);
-    // What the RSS holds: V8's heap (committed, live), memory outside it, from the server's own /metrics.
+    // What the RSS holds: V8's heap (committed, in use), memory outside it, from the server's own /metrics.
     const metric = (text: string, name: string) => r2(Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN) / 1048576);
     const prom = await (await fetch(`${url}/metrics`)).text();
     const heap = { committed: metric(prom, "nodejs_heap_size_total_bytes"), used: metric(prom, "nodejs_heap_size_used_bytes"), external: metric(prom, "nodejs_external_memory_bytes") };

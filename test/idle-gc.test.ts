@@ -51,7 +51,7 @@ describe("startIdleGc", () => {
         cpu += 30_000; // a collection's own 30 ms does not count as work
         heap = 30 * MiB;
       });
-      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapUsedBytes: () => heap, sampleMs: 1000 });
+      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapUsedBytes: () => heap });
       cpu += 500_000;
       heap = 80 * MiB;
       vi.advanceTimersByTime(1000);

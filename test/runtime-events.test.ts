@@ -49,6 +49,12 @@ function recorder() {
   return { m, rec };
 }
 
+/** Until no relist has run for 300 ms (those the last change asked for are over). */
+async function relistsSettled(rec: { relists: number }) {
+  let seen = -1;
+  await until("the relists to settle", async () => (seen === rec.relists ? true : ((seen = rec.relists), false)), 5000, 300);
+}
+
 let syncs = 0;
 function start(store: MemoryDesiredState, o: { relistIntervalMs: number; resyncIntervalMs?: number; metrics?: NodeMetrics; logs?: Record<string, unknown>[] }) {
   const rt = createPodRuntime(cri);
@@ -80,8 +86,7 @@ describe("the loop with runtime events", () => {
     const [first] = await until("the start-up sync", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid));
     await until("the stream up", async () => rec.streams.at(-1)?.[0] === true);
     // The relist the stream's opening asked for (and one more if it came during the start-up relist) has run.
-    let seen = -1;
-    await until("the relists to settle", async () => (seen === rec.relists ? true : ((seen = rec.relists), false)), 5000, 300);
+    await relistsSettled(rec);
     const relistsBefore = rec.relists;
     fake.runtime.exit(first!.id, 137);
     await until("the event's restart", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id, 5000, 10);
@@ -92,8 +97,7 @@ describe("the loop with runtime events", () => {
     expect(rec.streams.at(-1)).toEqual([true, "cri"]);
 
     // The stream closes and the runtime refuses a new one: reported down, relisted at once, then every interval.
-    seen = -1;
-    await until("the relists to settle", async () => (seen === rec.relists ? true : ((seen = rec.relists), false)), 5000, 300);
+    await relistsSettled(rec);
     const beforeDown = rec.relists;
     fake.runtime.eventsRefused = GrpcCode.UNAVAILABLE;
     fake.runtime.closeEventStreams();
@@ -164,8 +168,7 @@ describe("the loop with runtime events", () => {
     loop = start(store, { relistIntervalMs: 30_000, metrics: m });
     await until("the start-up sync", async () => running(p.metadata.uid).length === 1);
     await until("the stream up", async () => rec.streams.at(-1)?.[0] === true);
-    let seen = -1;
-    await until("the relists to settle", async () => (seen === rec.relists ? true : ((seen = rec.relists), false)), 5000, 300);
+    await relistsSettled(rec);
     // As the HTTP route does it: hold, store, sync, hand the read-back to the loop, release.
     const rt = createPodRuntime(cri);
     const request = async (x: typeof p) => {

@@ -16,15 +16,12 @@ export interface IdleGcOptions {
   cpuMicros?: () => number;
   /** V8's heap in use, bytes. Default v8.getHeapStatistics().used_heap_size. */
   heapUsedBytes?: () => number;
-  /** How often the CPU is sampled (ms). Default 1000. */
-  sampleMs?: number;
-  /** Growth of the heap in use since the last collection here that makes one worth it. Default 16 MiB. */
-  minGarbageBytes?: number;
-  /** CPU per sample (ms) at or under which the process counts as quiet. Default 10 (1 % of a core). */
-  quietMs?: number;
-  /** Quiet samples in a row before the collection. Default 3. */
-  quietSamples?: number;
 }
+
+/** Once a second: quiet is at most 10 ms of CPU in it (1 % of a core), three quiet seconds in a row after the heap
+ * in use grew by 16 MiB since the last collection here. */
+const SAMPLE_MS = 1000;
+const THRESHOLDS = { minGarbageBytes: 16 * 1024 * 1024, quietMs: 10, quietSamples: 3 };
 
 export interface IdleGcDecider {
   /** One sample: the CPU used since the last one (ms) and the heap in use now; true when a collection is due. */
@@ -58,7 +55,7 @@ export function startIdleGc(o: IdleGcOptions): () => void {
     return u.user + u.system;
   });
   const heap = o.heapUsedBytes ?? (() => getHeapStatistics().used_heap_size);
-  const d = idleGcDecider({ minGarbageBytes: o.minGarbageBytes ?? 16 * 1024 * 1024, quietMs: o.quietMs ?? 10, quietSamples: o.quietSamples ?? 3 }, heap());
+  const d = idleGcDecider(THRESHOLDS, heap());
   let last = cpu();
   const timer = setInterval(() => {
     const now = cpu();
@@ -71,7 +68,7 @@ export function startIdleGc(o: IdleGcOptions): () => void {
     o.gc();
     d.collected(heap());
     last = cpu(); // the collections' own CPU is not work
-  }, o.sampleMs ?? 1000);
+  }, SAMPLE_MS);
   timer.unref();
   return () => clearInterval(timer);
 }
