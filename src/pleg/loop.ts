@@ -637,8 +637,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           const rec = records.get(uid);
           if (rec) Object.assign(rec, { lastSyncStart: t, lastSyncEnd: t, fingerprint: undefined, decided: undefined });
           // A pod new to the loop, or one the request acted on: a relist now, so the loop knows it (its exits'
-          // syncs, its resync, its probes on the new containers) without waiting for the evented period. A
-          // converged request asks for none. (After the release: no loop pass races the request.)
+          // syncs, its resync, its probes on the new containers) without waiting for the evented period, as
+          // kubelet's HandlePodAdditions puts a new pod in its pod manager and prober at once
+          // (pkg/kubelet/kubelet.go). A converged request asks for none. (After the release: no loop pass races
+          // the request.)
           if (!specs.has(uid) || acted.has(uid)) relistAfter = true;
           acted.delete(uid);
         }
