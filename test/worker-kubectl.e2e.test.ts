@@ -34,10 +34,12 @@ let signer: Harness;
 const uids: string[] = [];
 const children: ChildProcess[] = [];
 
-/** A request to the Worker over its https (Node's fetch has no per-request CA). */
+/** A request to the Worker over its https (Node's fetch has no per-request CA). A connection of its own (no agent):
+ * Node 20's global agent keeps sockets alive, and one reused just as wrangler's server closed it for idling (about
+ * 5 s after the last call) failed the next call with "socket hang up". */
 function call(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; text: string }> {
   return new Promise((res, rej) => {
-    const req = request(new URL(path, base), { method, headers, ca }, (r) => {
+    const req = request(new URL(path, base), { method, headers, ca, agent: false }, (r) => {
       let text = "";
       r.setEncoding("utf8");
       r.on("data", (d: string) => (text += d));
