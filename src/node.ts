@@ -26,6 +26,7 @@ import { StateDirInUseError, StateDirLock } from "./state/state-dir-lock.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
 import { createPodRuntime, type SyncResult } from "./kuberuntime/runtime.js";
+import { PodStatusCache } from "./container/cache.js";
 import type { Pod } from "./pod/schema.js";
 import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
@@ -189,8 +190,12 @@ export async function startNode(env: Record<string, string | undefined> = proces
     });
     return (version = p);
   };
+  // With runtime events on, a sync's decision reads the status the stream vouches for (container/cache.ts).
+  const statusCache = s.PODSYNC_RUNTIME_EVENTS === "on" ? new PodStatusCache() : undefined;
+  if (statusCache) metrics?.setStatusCache?.(() => statusCache.stats);
   const engine = createPodRuntime(cri, {
     version: () => version,
+    statusCache,
     terminationFiles: nodeTerminationFiles,
     podDirs: nodePodDirs,
     hostIPs,
@@ -268,7 +273,23 @@ export async function startNode(env: Record<string, string | undefined> = proces
     metrics,
     relistIntervalMs: s.PODSYNC_RELIST_INTERVAL_MS ?? RELIST_INTERVAL_DEFAULT_MS.node,
     // Exits restart containers at once; the relist stays as the safety net (and takes over while the stream is down).
-    events: s.PODSYNC_RUNTIME_EVENTS === "on" ? (on) => watchContainerEvents({ transport, version: readVersion, onEvent: on.event, onState: on.state }) : undefined,
+    // The status cache hears each event before the loop acts on it.
+    events:
+      s.PODSYNC_RUNTIME_EVENTS === "on"
+        ? (on) =>
+            watchContainerEvents({
+              transport,
+              version: readVersion,
+              onEvent: (e) => {
+                statusCache?.event(e);
+                on.event(e);
+              },
+              onState: (st) => {
+                statusCache?.streamUp(st.up);
+                on.state(st);
+              },
+            })
+        : undefined,
     eventedRelistIntervalMs: s.PODSYNC_EVENTED_RELIST_INTERVAL_MS,
     resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "reconcile", ...rec })),

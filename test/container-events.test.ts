@@ -28,10 +28,18 @@ describe("the event source a runtime offers (from CRI Version)", () => {
 
 describe("containerd's envelopes", () => {
   const envelope = (topic: string, event: Parameters<typeof anyPack>[1], schema: Parameters<typeof anyPack>[0]) => create(EnvelopeSchema, { namespace: "k8s.io", topic, event: anyPack(schema, event) });
-  it("an init process's TaskExit is an unsettled exit of that container; an exec's exit and other topics are nothing", () => {
+  it("an init process's TaskExit is an unsettled exit of that container; other task and container events are changes; an exec's events are nothing", () => {
     expect(fromContainerdEnvelope(envelope("/tasks/exit", create(TaskExitSchema, { containerId: "c1", id: "c1", pid: 7, exitStatus: 137 }), TaskExitSchema))).toEqual({ id: "c1", kind: "exited", settled: false });
     expect(fromContainerdEnvelope(envelope("/tasks/exit", create(TaskExitSchema, { containerId: "c1", id: "exec-probe-1" }), TaskExitSchema))).toBeUndefined();
-    expect(fromContainerdEnvelope(envelope("/tasks/oom", create(TaskOOMSchema, { containerId: "c1" }), TaskOOMSchema))).toBeUndefined();
+    expect(fromContainerdEnvelope(envelope("/tasks/oom", create(TaskOOMSchema, { containerId: "c1" }), TaskOOMSchema))).toEqual({ id: "c1", kind: "changed", settled: false });
+    // Every task event (TaskStart, TaskDelete, ...) and container event (ContainerCreate, ContainerDelete, ...) has
+    // the container's id in field 1, as TaskOOM has: read without their schemas.
+    for (const topic of ["/tasks/start", "/tasks/delete", "/tasks/create", "/containers/create", "/containers/delete"])
+      expect(fromContainerdEnvelope(envelope(topic, create(TaskOOMSchema, { containerId: "c9" }), TaskOOMSchema))).toEqual({ id: "c9", kind: "changed", settled: false });
+    // An exec probe's (kubectl exec's) process: nothing of the container changed.
+    for (const topic of ["/tasks/exec-added", "/tasks/exec-started"]) expect(fromContainerdEnvelope(envelope(topic, create(TaskOOMSchema, { containerId: "c1" }), TaskOOMSchema))).toBeUndefined();
+    expect(fromContainerdEnvelope(envelope("/images/create", create(TaskOOMSchema, { containerId: "img" }), TaskOOMSchema))).toBeUndefined();
+    expect(fromContainerdEnvelope(envelope("/tasks/start", create(TaskOOMSchema, {}), TaskOOMSchema))).toBeUndefined();
     // The wire form decodes the same (what the stream's codec hands over).
     expect(toBinary(EnvelopeSchema, envelope("/tasks/exit", create(TaskExitSchema, { containerId: "c2" }), TaskExitSchema)).length).toBeGreaterThan(0);
   });

@@ -3,13 +3,15 @@
 //   - CRI GetContainerEvents (containerd >= 1.7, CRI-O): each event names the container and carries its pod's
 //     sandbox status (so its pod uid), and is sent after the runtime's CRI state changed;
 //   - containerd < 1.7 has no such CRI method; its own event service (containerd.services.events.v1.Events/
-//     Subscribe) publishes TaskExit for every task in the `k8s.io` namespace (container_id: the CRI container
-//     id, or the sandbox id for its pause task). That event comes before the CRI plugin records the exit
-//     (it deletes the task first, pkg/cri/server/events.go handleContainerExit), so such events are marked
-//     `settled: false`: a reader must see the exit in CRI's own status before acting on it.
+//     Subscribe) publishes the task and container events of the `k8s.io` namespace (container_id, or id for a
+//     container's: the CRI container id, or the sandbox id for its pause task). They come before the CRI plugin
+//     records them (a TaskExit before it deletes the task, pkg/cri/server/events.go handleContainerExit), so such
+//     events are marked `settled: false`: a reader must see the change in CRI's own status before acting on it.
+//     Exits sync their pods (pleg/evented.ts); every event voids its pod's cached status (container/cache.ts).
 // A stream that fails or ends is opened again after a back-off (doubling, capped), and every change of state
 // is reported, so the reader can fall back to polling while it is down.
 import { create, fromBinary, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { ContainerEventType, RuntimeService, type ContainerEventResponse, type VersionResponse } from "../gen/runtime/v1/api_pb.js";
 import { Events, type Envelope } from "../gen/containerd/services/events/v1/events_pb.js";
 import { TaskExitSchema } from "../gen/containerd/events/task_pb.js";
@@ -66,9 +68,12 @@ export function eventSourceFor(v: Pick<VersionResponse, "runtimeName" | "runtime
   return major < CRI_EVENTS_SINCE[0] || (major === CRI_EVENTS_SINCE[0] && minor < CRI_EVENTS_SINCE[1]) ? "containerd" : "cri";
 }
 
-/** containerd's topic for a task's exit, and the filter that keeps the stream to the CRI plugin's namespace. */
+/** containerd's topic for a task's exit, and the filters (any of them) that keep the stream to the task and container
+ * events of the CRI plugin's namespace. */
 export const TASK_EXIT_TOPIC = "/tasks/exit";
-export const CONTAINERD_EXIT_FILTER = `topic=="${TASK_EXIT_TOPIC}",namespace=="k8s.io"`;
+export const CONTAINERD_EVENT_FILTERS = ['topic~="^/tasks/",namespace=="k8s.io"', 'topic~="^/containers/",namespace=="k8s.io"'];
+/** An exec's (an exec probe's, kubectl exec's) events change nothing of the container. */
+const EXEC_TOPICS = new Set(["/tasks/exec-added", "/tasks/exec-started"]);
 
 /** A CRI container event → ours. */
 export function fromCriEvent(e: ContainerEventResponse): ContainerEvent {
@@ -80,13 +85,30 @@ export function fromCriEvent(e: ContainerEventResponse): ContainerEvent {
   };
 }
 
-/** A containerd envelope → ours; undefined for anything but an init process's exit (an exec's exit, e.g. an
- * exec probe's, has its own id and changes nothing of the container). */
+/** A containerd envelope → ours: an init process's exit is an exit, another task or container event a change;
+ * undefined for an exec's events (its exit has the exec's own id) and anything else. */
 export function fromContainerdEnvelope(env: Envelope): ContainerEvent | undefined {
-  if (env.topic !== TASK_EXIT_TOPIC || !env.event) return undefined;
-  const e = fromBinary(TaskExitSchema, env.event.value);
-  if (!e.containerId || (e.id !== "" && e.id !== e.containerId)) return undefined;
-  return { id: e.containerId, kind: "exited", settled: false };
+  if (!env.event || EXEC_TOPICS.has(env.topic)) return undefined;
+  if (env.topic === TASK_EXIT_TOPIC) {
+    const e = fromBinary(TaskExitSchema, env.event.value);
+    if (!e.containerId || (e.id !== "" && e.id !== e.containerId)) return undefined;
+    return { id: e.containerId, kind: "exited", settled: false };
+  }
+  if (!env.topic.startsWith("/tasks/") && !env.topic.startsWith("/containers/")) return undefined;
+  const id = firstString(env.event.value);
+  return id ? { id, kind: "changed", settled: false } : undefined;
+}
+
+/** Field 1 of a message, as a string: the container's id in every task event (container_id) and container
+ * event (id) of containerd's api/events, so one reader serves them all without their schemas. */
+function firstString(bytes: Uint8Array): string | undefined {
+  const r = new BinaryReader(bytes);
+  while (r.pos < r.len) {
+    const [field, wire] = r.tag();
+    if (field === 1 && wire === WireType.LengthDelimited) return r.string();
+    r.skip(wire, field);
+  }
+  return undefined;
 }
 
 export interface WatchOptions {
@@ -144,7 +166,7 @@ export function watchContainerEvents(o: WatchOptions): EventWatch {
         ...handlers,
         message: (m) => o.onEvent(fromCriEvent(m)),
       });
-    const input = create(Events.method.subscribe.input, { filters: [CONTAINERD_EXIT_FILTER] });
+    const input = create(Events.method.subscribe.input, { filters: CONTAINERD_EVENT_FILTERS });
     return o.transport.serverStream(Events.method.subscribe, input, {
       ...handlers,
       message: (m) => {

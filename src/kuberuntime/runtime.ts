@@ -36,6 +36,7 @@ import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "../status/api-status.js";
 import { MemoryReasonCache, type ReasonCache } from "../status/reason-cache.js";
 import { readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import type { PodStatusCache } from "../container/cache.js";
 import { podDataPaths, podVolumesDir, removePodData, type PodDirs } from "../volumemanager/pod-dirs.js";
 import { FILE_VOLUME_PLUGINS, type VolumeFiles } from "../volumemanager/object-volumes.js";
 import { VolumeBackOff } from "../volumemanager/volume-backoff.js";
@@ -87,6 +88,9 @@ export interface PodRuntimeOptions {
    * event stream, as kubelet reads it once at start-up): the runtime's name for container ids is taken from it, so
    * no pod's sync asks for it. Otherwise the first sync that needs the name reads it. */
   version?: () => Promise<Pick<VersionResponse, "runtimeName">> | undefined;
+  /** The pods' status as last read, kept while the runtime's event stream vouches for it (container/cache.ts; the
+   * Node entry with events on): a sync's decision reads it instead of the runtime. Without it every sync reads. */
+  statusCache?: PodStatusCache;
 }
 
 /** The runtime holds nothing of this pod (or nothing podsync manages). */
@@ -108,6 +112,9 @@ export interface GuardOptions {
    * closes the gap between the caller's read of the desired state and the lock: what another request stored
    * meanwhile is seen here, and whatever that request does runs after this call, not interleaved with it. */
   current?: () => Promise<boolean>;
+  /** Read the runtime, not the status cache: the loop's syncs (a relist, an event or a resync found the pod due),
+   * so the relist stays the safety net it is under kubelet's Evented PLEG. */
+  fresh?: boolean;
 }
 
 export interface LogsRequest {
@@ -278,6 +285,7 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>, fe
 
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
+  const cache = o.statusCache;
   const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), volumeBackOff: new VolumeBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [], hookNetwork: o.hookNetwork, onPulling: o.onPulling };
   /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
    * subPath without a safe bind; volumes that need the node's filesystem where there is none. */
@@ -328,8 +336,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     // A new pod made whole: a ContainerStatus per container it made (statusOfMade), no list.
     // Otherwise the whole status is read again (3 + containers), and its running containers' details kept.
     const read = unchanged ? completeRunning(c, unchanged, running) : (made ? statusOfMade(c, spec.metadata, made) : getPodStatus(c, spec.metadata, "full")).then((st) => (running.learn(st), st));
-    const [status, name] = await Promise.all([read, nameOf(c)]);
-    await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+    const [readStatus, name] = await Promise.all([read, nameOf(c)]);
+    const status = { ...readStatus, containerStatuses: await readTerminationMessages(readStatus.containerStatuses, o.terminationFiles, o.logFiles) };
     const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid), eviction: evictions.get(spec.metadata.uid) });
     return { status, apiStatus };
   };
@@ -378,11 +386,19 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       return lockedRun(uid, (fence) =>
         counted(cri, async (c) => {
           await checkCurrent(guard, `the sync of pod ${uid}`);
-          const status = known ? emptyStatus(pod.metadata) : await getPodStatus(c, pod.metadata);
+          // Read from the cache when the event stream vouches for it (kubelet's pod workers read the PLEG's cache,
+          // not the runtime); else from the runtime, kept for the next sync if nothing touched the pod meanwhile.
+          const cached = known || guard?.fresh ? undefined : cache?.get(uid);
+          const ticket = known || cached ? undefined : cache?.ticket(uid);
+          const status = known ? emptyStatus(pod.metadata) : (cached ?? (await getPodStatus(c, pod.metadata)));
           // Refused before any write: the status read is the only call made.
           assertOwnUid(pod.metadata, status);
           const actions = evictions.has(pod.metadata.uid) ? evictedPodActions(status) : podActionsAt(pod, status, probes, syncOptions.now());
           const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, actions);
+          // What acted on the pod voids what was kept of it (its events would too, a moment later); a read that
+          // changed nothing is kept (the read-back, which adds termination messages, never is).
+          if (r.steps.length) cache?.invalidate(uid);
+          else if (ticket) cache?.set(uid, status, ticket);
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
           // A failed read-back does not hide the steps: the status the decision was made from stands in.
@@ -400,10 +416,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     apiStatus: async (uid, spec, probes) => {
       const r = await counted(cri, async (c) => {
         // One broken sandbox is this pod's status (reason RuntimeError), not a 502.
-        const status = await getPodStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, "full");
-        if (isEmpty(status)) return { found: undefined };
-        const pod = spec ?? standInPod(refFromStatus(uid, status), status);
-        await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+        const listed = await getPodStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, "full");
+        if (isEmpty(listed)) return { found: undefined };
+        const pod = spec ?? standInPod(refFromStatus(uid, listed), listed);
+        const status = { ...listed, containerStatuses: await readTerminationMessages(listed.containerStatuses, o.terminationFiles, o.logFiles) };
         const apiStatus = generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(uid), eviction: evictions.get(uid) });
         return { found: { pod: spec ? ref(spec.metadata) : refFromStatus(uid, status), status, apiStatus, specKnown: spec !== undefined } };
       });
@@ -418,9 +434,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const l = listed.get(uid) ?? { sandboxes: [], containers: [] };
           // A pod the runtime fails to report in full is listed with what the lists show and the error (reason
           // RuntimeError): one broken sandbox never fails the node's whole list.
-          const status = await podStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
-          const pod = spec ? ref(spec.metadata) : refFromStatus(uid, status);
-          await readTerminationMessages(status.containerStatuses, o.terminationFiles, o.logFiles);
+          const read = await podStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
+          const pod = spec ? ref(spec.metadata) : refFromStatus(uid, read);
+          const status = { ...read, containerStatuses: await readTerminationMessages(read.containerStatuses, o.terminationFiles, o.logFiles) };
           const apiStatus = generateAPIPodStatus({ pod: spec ?? standInPod(pod, status), status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes: probes?.(uid), reasons: reasons.get(uid), eviction: evictions.get(uid) });
           return { pod, ...(spec ? { spec } : {}), status, apiStatus };
         };
@@ -442,6 +458,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       lockedRun(uid, (fence) =>
         counted(cri, async (c) => {
           await checkCurrent(guard, `the delete of pod ${uid}`);
+          cache?.forget(uid);
           // Best effort: a sandbox whose status the runtime cannot report is still stopped and removed by its id
           // from the list (its steps say what could not be; the answer is then 207 with statusError).
           const status = await getPodStatusOrListed(c, { uid, name: "", namespace: "" });
@@ -474,6 +491,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         counted(
           cri,
           async (c) => {
+            cache?.invalidate(pod.metadata.uid);
             const status = await getPodStatus(c, pod.metadata);
             const steps = new Steps();
             // evictPod's gracePeriodOverride 0, through the pod worker (pod_workers.go calculateEffectiveGracePeriod).

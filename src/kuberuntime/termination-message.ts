@@ -56,16 +56,17 @@ async function fromLogs(logs: LogFiles, path: string): Promise<string> {
   return text.decode(all.subarray(Math.max(0, all.length - MAX_TERMINATION_MESSAGE_LOG_BYTES)));
 }
 
-/** convertToKubeContainerStatus's message enrichment for every exited instance, in place. */
-export async function readTerminationMessages(statuses: ContainerStatus[], files: TerminationMessageFiles | undefined, logs: LogFiles | undefined): Promise<void> {
-  await Promise.all(
+/** convertToKubeContainerStatus's message enrichment for every exited instance: copies of the statuses it changes. */
+export async function readTerminationMessages(statuses: readonly ContainerStatus[], files: TerminationMessageFiles | undefined, logs: LogFiles | undefined): Promise<ContainerStatus[]> {
+  return Promise.all(
     statuses.map(async (c) => {
-      if (c.state !== "exited") return;
+      if (c.state !== "exited") return c;
       // A container that could not even start has no logs.
       const fallbackToLogs = c.terminationMessagePolicy === "FallbackToLogsOnError" && c.exitCode !== 0 && c.reason !== "ContainerCannotRun";
       let [msg, checkLogs] = files ? await fromFile(files, c, fallbackToLogs) : ["", fallbackToLogs];
       if (checkLogs && logs && c.logPath) msg = await fromLogs(logs, c.logPath);
-      if (msg) c.message = c.message ? `${c.message}: ${msg}` : msg;
+      // A copy: the status read may be shared (the status cache keeps the decision's read).
+      return msg ? { ...c, message: c.message ? `${c.message}: ${msg}` : msg } : c;
     }),
   );
 }

@@ -6,6 +6,7 @@
 // implements them with prom-client (src/host/metrics.ts) and serves them at GET /metrics. Workers pass none.
 import type { PodPhase } from "../status/api-status.js";
 import { SupersededError, type PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodStatusCacheStats } from "../container/cache.js";
 
 /** What started a sync: an HTTP request, or the node agent's loop. */
 export type SyncTrigger = "request" | "loop";
@@ -34,6 +35,8 @@ export interface NodeMetrics {
   /** One event from the runtime's stream (exited, changed). */
   runtimeEvent?(kind: string): void;
   setSource(source: MetricsSource): void;
+  /** The status cache's counts (container/cache.ts), read when metrics are collected. */
+  setStatusCache?(stats: () => PodStatusCacheStats): void;
 }
 
 /** The runtime's front door with each sync timed and counted under `trigger`. The lock, the fence and

@@ -230,7 +230,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // a newer spec (or removed the pod) after the read above acts itself, after this, and is not undone.
         let r: SyncResult;
         try {
-          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, whileStored(o.desired, entry));
+          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, { ...whileStored(o.desired, entry), fresh: true });
         } catch (e) {
           if (!(e instanceof SupersededError)) throw e;
           outcome = "ok";

@@ -1,0 +1,198 @@
+// The pods' status cache (src/container/cache.ts): what it keeps, what voids it, and a sync's decision read from it
+// on the in-process runtime (no CRI call for a converged pod nothing happened to; a read again after an event).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { MAX_AGE_MS, PodStatusCache, QUIET_MS } from "../src/container/cache.js";
+import type { ContainerState, ContainerStatus, PodStatus } from "../src/container/types.js";
+import { PodSandboxState, PodSandboxStatusSchema } from "../src/gen/runtime/v1/api_pb.js";
+import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import { connectGrpc } from "../src/cri/grpc-transport.js";
+import type { CriClient } from "../src/cri/client.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { pod, uid } from "./support/pods.js";
+
+const container = (id: string, state: ContainerState = "running"): ContainerStatus => ({ id, name: id, state, createdAt: 1, startedAt: 0, finishedAt: 0, exitCode: 0, image: "i", imageRef: "i", hash: "", restartCount: 0, reason: "", message: "", attempt: 0, sandboxId: "sb", gracePeriodSeconds: undefined, backoffStreak: 0 });
+const sandbox = (id: string, state = PodSandboxState.SANDBOX_READY) => create(PodSandboxStatusSchema, { id, state });
+const status = (o: { sandboxes?: ReturnType<typeof sandbox>[]; containers?: ContainerStatus[] } = {}): PodStatus => ({ id: "u", name: "p", namespace: "n", ips: [], sandboxStatuses: o.sandboxes ?? [sandbox("sb")], containerStatuses: o.containers ?? [container("c1")] });
+
+/** A cache on a clock of its own, its stream up, QUIET_MS past its start. */
+function upCache() {
+  let t = 10_000;
+  const cache = new PodStatusCache(() => t);
+  cache.streamUp(true);
+  return { cache, advance: (ms: number) => (t += ms) };
+}
+/** Read "from the runtime" as a sync does: a ticket, then the read, then set. */
+const read = (cache: PodStatusCache, uid: string, st: PodStatus) => cache.set(uid, st, cache.ticket(uid));
+
+describe("the pod status cache", () => {
+  it("keeps a read while the stream is up, and serves it until MAX_AGE_MS; nothing while the stream is down", () => {
+    const down = new PodStatusCache(() => 0);
+    expect(down.ticket("u")).toBeUndefined();
+    down.set("u", status(), { all: 0, pod: 0, at: 0 });
+    expect(down.get("u")).toBeUndefined();
+
+    const { cache, advance } = upCache();
+    const st = status();
+    read(cache, "u", st);
+    expect(cache.get("u")).toBe(st);
+    advance(MAX_AGE_MS);
+    expect(cache.get("u")).toBe(st);
+    advance(1);
+    expect(cache.get("u")).toBeUndefined();
+    expect(cache.stats).toMatchObject({ hits: 2, misses: 1 });
+  });
+
+  it("the stream going down or coming back voids every entry (events may have been missed)", () => {
+    const { cache } = upCache();
+    read(cache, "u", status());
+    cache.streamUp(false);
+    expect(cache.get("u")).toBeUndefined();
+    cache.streamUp(true);
+    expect(cache.get("u")).toBeUndefined();
+    // A read whose ticket came before the stream went down is not kept.
+    const t = cache.ticket("u");
+    cache.streamUp(false);
+    cache.streamUp(true);
+    cache.set("u", status(), t);
+    expect(cache.get("u")).toBeUndefined();
+  });
+
+  it("an event for a container or the sandbox of a kept pod drops that pod only; a read it raced is not kept", () => {
+    const { cache, advance } = upCache();
+    read(cache, "u", status());
+    read(cache, "v", status({ sandboxes: [sandbox("sb2")], containers: [container("c2")] }));
+    cache.event({ id: "c1", kind: "changed", settled: false });
+    expect(cache.get("u")).toBeUndefined();
+    expect(cache.get("v")).toBeDefined();
+    cache.event({ id: "sb2", kind: "changed", settled: false });
+    expect(cache.get("v")).toBeUndefined();
+
+    // A ticket taken before an event of its pod: the read is void.
+    advance(QUIET_MS);
+    read(cache, "u", status());
+    const t = cache.ticket("u");
+    cache.event({ id: "c1", kind: "changed", settled: false });
+    cache.set("u", status(), t);
+    expect(cache.get("u")).toBeUndefined();
+    // A read within QUIET_MS after the event is not kept either (the runtime's own record of it may lag); after it is.
+    advance(QUIET_MS - 1);
+    read(cache, "u", status());
+    expect(cache.get("u")).toBeUndefined();
+    advance(1);
+    read(cache, "u", status());
+    expect(cache.get("u")).toBeDefined();
+  });
+
+  it("an event for an id no entry owns (made since, by anyone) voids every entry, and reads wait out QUIET_MS", () => {
+    const { cache, advance } = upCache();
+    read(cache, "u", status());
+    cache.event({ id: "new-container", kind: "changed", settled: false });
+    expect(cache.get("u")).toBeUndefined();
+    read(cache, "u", status());
+    expect(cache.get("u")).toBeUndefined();
+    advance(QUIET_MS);
+    read(cache, "u", status());
+    expect(cache.get("u")).toBeDefined();
+    // An event that names its pod (CRI's events carry the sandbox's uid) drops that pod even if its ids are unknown.
+    cache.event({ id: "other", podUid: "u", kind: "changed", settled: true });
+    expect(cache.get("u")).toBeUndefined();
+  });
+
+  it("a read still showing running what an exit event named is never kept; one showing the exit is, and clears it", () => {
+    const { cache, advance } = upCache();
+    cache.event({ id: "c1", kind: "exited", settled: false }); // containerd 1.6: before CRI records it
+    advance(10 * QUIET_MS);
+    read(cache, "u", status());
+    expect(cache.get("u")).toBeUndefined();
+    read(cache, "u", status({ containers: [container("c1", "exited"), container("c1b")] }));
+    expect(cache.get("u")).toBeDefined();
+    // The exit was seen: a later read of the same id running (it cannot be, but) no longer waits for it.
+    advance(QUIET_MS);
+    read(cache, "u", status());
+    expect(cache.get("u")?.containerStatuses[0]!.state).toBe("running");
+    // The same for a sandbox: its pause task's exit.
+    cache.event({ id: "sb", kind: "exited", settled: false });
+    advance(10 * QUIET_MS);
+    read(cache, "u", status());
+    expect(cache.get("u")).toBeUndefined();
+  });
+
+  it("keeps no pod being made or changed: a container created or unknown, no sandbox, two, or one not ready", () => {
+    const { cache } = upCache();
+    for (const st of [
+      status({ containers: [container("c1", "created")] }),
+      status({ containers: [container("c1", "unknown")] }),
+      status({ sandboxes: [] }),
+      status({ sandboxes: [sandbox("sb"), sandbox("old", PodSandboxState.SANDBOX_NOTREADY)] }),
+      status({ sandboxes: [sandbox("sb", PodSandboxState.SANDBOX_NOTREADY)] }),
+    ]) {
+      read(cache, "u", st);
+      expect(cache.get("u")).toBeUndefined();
+    }
+  });
+
+  it("invalidate (a sync that acted) and forget (a delete) drop the pod and void a read that raced them", () => {
+    const { cache, advance } = upCache();
+    read(cache, "u", status());
+    cache.invalidate("u");
+    expect(cache.get("u")).toBeUndefined();
+    advance(QUIET_MS);
+    const t = cache.ticket("u");
+    cache.forget("u");
+    cache.set("u", status(), t);
+    expect(cache.get("u")).toBeUndefined();
+    expect(cache.stats.invalidations).toBe(1);
+  });
+});
+
+describe("a sync's decision from the cache (in-process runtime)", () => {
+  let fake: FakeServer;
+  let cri: CriClient;
+  beforeAll(async () => {
+    fake = await startFakeCri();
+    cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
+  });
+  afterAll(async () => {
+    cri.close();
+    await fake.close();
+  });
+
+  it("a converged pod nothing touched is decided with no CRI call, the same answer as a read; an event brings the read back", async () => {
+    const { cache, advance } = upCache();
+    const rt = createPodRuntime(cri, { statusCache: cache });
+    const p = pod({ hostNetwork: true, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] }] }, { uid: uid("cache") });
+    const made = await rt.sync(p);
+    expect(made.ok).toBe(true);
+    // The sync acted: what it made is read again next time (and waits out QUIET_MS, as its own events would).
+    const first = await rt.sync(p);
+    expect(first.steps).toEqual([]);
+    expect(first.criCalls).toBe(3);
+    advance(QUIET_MS);
+    const kept = await rt.sync(p);
+    expect(kept.criCalls).toBe(3);
+    const snapshot = structuredClone(kept.status);
+    const hit = await rt.sync(p);
+    expect(hit.criCalls).toBe(0);
+    expect(hit.steps).toEqual([]);
+    expect(hit.status).toEqual(kept.status);
+    expect(hit.apiStatus).toEqual({ ...kept.apiStatus });
+    // Nothing downstream changed the shared status (the read-back copies what it adds).
+    await rt.sync(p);
+    expect(cache.get(p.metadata.uid)).toEqual(snapshot);
+    // The loop's syncs read the runtime (a relist, an event or a resync found the pod due: the safety net).
+    expect((await rt.sync(p, undefined, undefined, { fresh: true })).criCalls).toBe(3);
+
+    // An event for the container (containerd 1.6's come before CRI records them): the next sync reads the runtime.
+    const id = hit.status.containerStatuses[0]!.id;
+    cache.event({ id, kind: "changed", settled: false });
+    const after = await rt.sync(p);
+    expect(after.criCalls).toBe(3);
+    // A delete forgets the pod.
+    advance(QUIET_MS);
+    await rt.sync(p);
+    expect(cache.get(p.metadata.uid)).toBeDefined();
+    await rt.delete(p.metadata.uid, 0);
+    expect(cache.get(p.metadata.uid)).toBeUndefined();
+  });
+});
