@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { base64url } from "jose";
 import { connect } from "node:net";
-import { appendFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, constants, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startNode } from "../src/node.js";
@@ -407,5 +407,31 @@ describe("a used token never acts twice, not even after a restart", () => {
     const c = new FileReplayStore(dir, { now: () => now });
     for (const k of ["one", "two", "three"]) expect(await c.claim(`iss\u0000${k}`, 90_000)).toBe(false);
     await c.close();
+  });
+
+  it("a claim is durable when granted: the log is open O_DSYNC (each write on disk when it returns), after a rewrite too", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "podsync-jti-")), "jti");
+    let now = 1_000;
+    const store = new FileReplayStore(dir, { now: () => now });
+    /** The flags of this process's open descriptions of the log, from /proc (Linux). */
+    const logFlags = () =>
+      readdirSync("/proc/self/fd").flatMap((fd) => {
+        try {
+          if (readlinkSync(`/proc/self/fd/${fd}`) !== join(dir, "used.log")) return [];
+          return [parseInt(/^flags:\s+(\d+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))![1]!, 8)];
+        } catch {
+          return [];
+        }
+      });
+    expect(await store.claim("iss\u0000a", 20_000)).toBe(true);
+    expect(logFlags().map((f) => (f & constants.O_DSYNC) !== 0)).toEqual([true]);
+    // Compaction renames a new log over it and opens that one the same way.
+    await Promise.all(Array.from({ length: 1100 }, (_, i) => store.claim(`iss\u0000m${i}`, 20_000)));
+    now = 30_000;
+    expect(await store.claim("iss\u0000b", 90_000)).toBe(true);
+    expect(await store.claim("iss\u0000c", 90_000)).toBe(true); // flushed after the rewrite that "b"'s batch began
+    expect(readFileSync(join(dir, "used.log"), "utf8").trim().split("\n").length).toBeLessThan(10);
+    expect(logFlags().map((f) => (f & constants.O_DSYNC) !== 0)).toEqual([true]);
+    await store.close();
   });
 });

@@ -18,9 +18,9 @@
 //                                 of a rewrite of the pod's file: `of` is the storedAt of the file it amends
 //
 // Every write is atomic: written to a hidden temp file, fsync'd, renamed into place, the directory fsync'd.
-// An audit line is appended and datasync'd, concurrent ones sharing one write (group commit): a crash leaves the
-// line whole (the new iat) or absent or torn (skipped: the old iat, with the same spec), so the store holds the
-// old entry or the new one. The iat must survive (a pod's iat orders its syncs and DELETEs across restarts), so it
+// An audit line is appended durably (the log is opened O_DSYNC), concurrent ones sharing one write (group
+// commit): a crash leaves the line whole (the new iat) or absent or torn (skipped: the old iat, with the same
+// spec), so the store holds the old entry or the new one. The iat must survive (a pod's iat orders its syncs and DELETEs across restarts), so it
 // is durable before the put returns, as a rewrite would be. open folds the lines into the pod files (rewritten
 // with the same storedAt, so a crash while folding applies a line twice, to the same result) and empties the log.
 // Writes are serialised; list/get answer from memory (loaded at open), changed only after the disk is.
@@ -33,7 +33,7 @@ import { Pod } from "../pod/schema.js";
 import { serialQueue } from "../util/serial.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 import { writeFileAtomic } from "./atomic-file.js";
-import { appendDurably, groupCommit } from "./group-commit.js";
+import { appendDurably, DURABLE_APPEND, groupCommit } from "./group-commit.js";
 
 /** The few file operations used, so a test can make them fail (disk full, read-only) at a chosen point. */
 export type StateFs = Pick<typeof nodeFs, "mkdir" | "chmod" | "readdir" | "readFile" | "open" | "rename" | "unlink">;
@@ -81,10 +81,10 @@ export class FileDesiredState implements DesiredState {
   /** The audit log, open for appending between folds (a fold renames a new, empty log over it and drops this).
    * Kept open: the state directory's lock makes this store the log's only writer. */
   private auditFh: nodeFs.FileHandle | undefined;
-  /** Audit lines of concurrent puts go out in one write and one datasync. */
+  /** Audit lines of concurrent puts go out in one durable write. */
   private readonly auditLog = groupCommit(async (chunk, n) => {
     try {
-      this.auditFh ??= await this.fs.open(this.auditFile, "a", 0o600);
+      this.auditFh ??= await this.fs.open(this.auditFile, DURABLE_APPEND, 0o600);
       await appendDurably(this.auditFh, chunk, "utf8");
     } catch (e) {
       await this.closeAuditLog(); // a bad handle (disk gone): the next batch opens the file at the path again
@@ -159,7 +159,7 @@ export class FileDesiredState implements DesiredState {
       if (stored && stillStored(stored, entry)) {
         // The same pod and objects: only the audit record changes. The file stays (and its storedAt: the spec
         // was stored then); the newer audit is held from now (a concurrent older token is refused against it)
-        // and made durable outside the write queue, so concurrent converged syncs share one datasync.
+        // and made durable outside the write queue, so concurrent converged syncs share one durable write.
         const next: DesiredPod = { ...stored, audit: entry.audit };
         this.pods.set(uid, next);
         const line: AuditLine = { uid, of: stored.storedAt, audit: entry.audit };

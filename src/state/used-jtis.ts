@@ -1,9 +1,9 @@
 // Used token ids on the node's disk (Node entry): a captured token never acts twice, not even after podsync
 // restarts. A ReplayStore over an append-only log `<stateDir>/jti/used.log`, one line per claim:
 //   <base64url SHA-256 of iss NUL jti> <expiry, ms since epoch>\n
-// so the file holds no raw token ids. A claim is fsync'd before it is granted, so before the request acts;
-// claims arriving together share one write and one fsync. Loaded at open, which also rewrites the file with
-// only the live entries (dropping a line torn by a crash); rewritten again whenever dead lines outnumber live
+// so the file holds no raw token ids. A claim is on disk (an O_DSYNC write) before it is granted, so before the
+// request acts; claims arriving together share one durable write. Loaded at open, which also rewrites the file
+// with only the live entries (dropping a line torn by a crash); rewritten again whenever dead lines outnumber live
 // ones. Bounded like MemoryReplayStore: when full of live ids it refuses new tokens rather than forget one.
 // Any I/O failure is a StateUnavailableError (503): a token is never granted without its record on disk.
 import { createHash } from "node:crypto";
@@ -12,7 +12,7 @@ import { chmod, mkdir, open, readFile, rename, type FileHandle } from "node:fs/p
 import { join } from "node:path";
 import type { ReplayStore } from "../auth/replay.js";
 import { StateUnavailableError } from "./state-unavailable.js";
-import { appendDurably, groupCommit } from "./group-commit.js";
+import { appendDurably, DURABLE_APPEND, groupCommit } from "./group-commit.js";
 
 const LINE = /^([A-Za-z0-9_-]{43}) (\d{1,16})$/;
 /** Rewrite the log once it holds this many lines more than twice the live entries. */
@@ -35,7 +35,7 @@ export class FileReplayStore implements ReplayStore {
   private opening: Promise<void> | undefined;
   private lines = 0;
   private nextSweep = 0;
-  /** Claims arriving together share one write and one datasync; the log is compacted between batches when due. */
+  /** Claims arriving together share one durable (O_DSYNC) write; the log is compacted between batches when due. */
   private readonly log = groupCommit(
     async (chunk, n) => {
       try {
@@ -170,7 +170,7 @@ export class FileReplayStore implements ReplayStore {
     const old = this.fh;
     this.fh = undefined; // until reopened, nothing may be appended to the replaced file
     await old?.close().catch(() => undefined);
-    this.fh = await open(this.file, "a", 0o600);
+    this.fh = await open(this.file, DURABLE_APPEND, 0o600);
     this.lines = this.seen.size;
   }
 }
