@@ -6,11 +6,11 @@ import { idleGcDecider, startIdleGc } from "../src/host/idle-gc.js";
 const MiB = 1024 * 1024;
 
 describe("idleGcDecider", () => {
-  const feed = (samples: [cpuMs: number, heapMiB: number][]) => {
-    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 3 }, 30 * MiB);
-    return samples.map(([ms, heap]) => {
-      const due = d.sample(ms, heap * MiB);
-      if (due) d.collected(30 * MiB);
+  const feed = (samples: [cpuMs: number, heapMiB: number, committedMiB?: number][]) => {
+    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 3 }, { used: 30 * MiB, committed: 32 * MiB });
+    return samples.map(([ms, heap, committed]) => {
+      const due = d.sample(ms, { used: heap * MiB, committed: (committed ?? heap + 2) * MiB });
+      if (due) d.collected({ used: 30 * MiB, committed: 32 * MiB });
       return due;
     });
   };
@@ -35,9 +35,18 @@ describe("idleGcDecider", () => {
   });
 
   it("a collection V8 made itself (the heap in use fell) moves the baseline down", () => {
-    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1 }, 60 * MiB);
-    expect(d.sample(0, 28 * MiB)).toBe(false);
-    expect(d.sample(0, 50 * MiB)).toBe(true);
+    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1 }, { used: 60 * MiB, committed: 62 * MiB });
+    expect(d.sample(0, { used: 28 * MiB, committed: 30 * MiB })).toBe(false);
+    expect(d.sample(0, { used: 50 * MiB, committed: 52 * MiB })).toBe(true);
+  });
+
+  it("a burst whose garbage V8 collected but whose pages it kept (committed far above in use): once, then not again while that stays", () => {
+    // 30 MiB in use of 52 committed after the burst; one collection (which may leave the pages where they are).
+    expect(feed([[400, 45, 52], [300, 30, 52], [5, 30, 52], [5, 30, 52], [5, 30, 52]])).toEqual([false, false, false, false, true]);
+    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1 }, { used: 30 * MiB, committed: 32 * MiB });
+    expect(d.sample(0, { used: 30 * MiB, committed: 52 * MiB })).toBe(true);
+    d.collected({ used: 29 * MiB, committed: 50 * MiB }); // V8 kept them
+    for (let i = 0; i < 10; i++) expect(d.sample(0, { used: 29 * MiB, committed: 50 * MiB })).toBe(false);
   });
 });
 
@@ -51,7 +60,7 @@ describe("startIdleGc", () => {
         cpu += 30_000; // a collection's own 30 ms does not count as work
         heap = 30 * MiB;
       });
-      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapUsedBytes: () => heap });
+      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapBytes: () => ({ used: heap, committed: heap + 2 * MiB }) });
       cpu += 500_000;
       heap = 80 * MiB;
       vi.advanceTimersByTime(1000);

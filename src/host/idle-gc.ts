@@ -5,8 +5,10 @@
 // left (measured: 54 MiB in use of a 59 MiB heap, RSS 119 MiB, 20 s after a 30-pod PUT; about 27 MiB of it live).
 // V8's memory reducer hands it back only once its own sampling finds the allocation rate low, which the loop's
 // periodic work can put off for minutes. Collecting once the work stops returns it (RSS 87 MiB in the same bench).
-// Only after a burst: the heap in use must have grown by `minGarbageBytes` since the last collection here, so the
-// loop's small periodic passes (a resync slot) never bring one. docs/performance.md has the figures.
+// Only after a burst: the heap in use must have grown by `minGarbageBytes` since the last collection here, or the
+// heap V8 holds beyond what is in use (a burst V8's own collections emptied, but whose pages it kept: measured, 52
+// MiB committed for 30 in use, RSS 111 MiB) by as much, so the loop's small periodic passes (a resync slot) never
+// bring one. docs/performance.md has the figures.
 import { getHeapStatistics } from "node:v8";
 
 export interface IdleGcOptions {
@@ -14,35 +16,44 @@ export interface IdleGcOptions {
   gc: () => void;
   /** This process's CPU time so far, in microseconds. Default process.cpuUsage() (user + system). */
   cpuMicros?: () => number;
-  /** V8's heap in use, bytes. Default v8.getHeapStatistics().used_heap_size. */
-  heapUsedBytes?: () => number;
+  /** V8's heap in use and committed, bytes. Default v8.getHeapStatistics()'s used_heap_size and total_heap_size. */
+  heapBytes?: () => HeapSample;
+}
+
+export interface HeapSample {
+  used: number;
+  committed: number;
 }
 
 /** Once a second: quiet is at most 10 ms of CPU in it (1 % of a core), three quiet seconds in a row after the heap
- * in use grew by 16 MiB since the last collection here. */
+ * in use, or the committed heap beyond it, grew by 16 MiB since the last collection here. */
 const SAMPLE_MS = 1000;
 const THRESHOLDS = { minGarbageBytes: 16 * 1024 * 1024, quietMs: 10, quietSamples: 3 };
 
 export interface IdleGcDecider {
-  /** One sample: the CPU used since the last one (ms) and the heap in use now; true when a collection is due. */
-  sample(cpuMs: number, heapBytes: number): boolean;
-  /** The heap in use after a collection (the baseline the next growth is measured from). */
-  collected(heapBytes: number): void;
+  /** One sample: the CPU used since the last one (ms) and the heap now; true when a collection is due. */
+  sample(cpuMs: number, heap: HeapSample): boolean;
+  /** The heap after a collection (the baselines the next growth is measured from). */
+  collected(heap: HeapSample): void;
 }
 
 /** Pure: the decision, fed one sample at a time. */
-export function idleGcDecider(o: { minGarbageBytes: number; quietMs: number; quietSamples: number }, heapAtStart: number): IdleGcDecider {
-  let baseline = heapAtStart;
+export function idleGcDecider(o: { minGarbageBytes: number; quietMs: number; quietSamples: number }, heapAtStart: HeapSample): IdleGcDecider {
+  const slackOf = (h: HeapSample) => Math.max(0, h.committed - h.used);
+  let used = heapAtStart.used;
+  let slack = slackOf(heapAtStart);
   let quiet = 0;
   return {
-    sample(cpuMs, heapBytes) {
+    sample(cpuMs, heap) {
       quiet = cpuMs <= o.quietMs ? quiet + 1 : 0;
-      // A collection V8 made itself lowers the heap in use: measure the next growth from there.
-      baseline = Math.min(baseline, heapBytes);
-      return quiet >= o.quietSamples && heapBytes - baseline >= o.minGarbageBytes;
+      // A collection V8 made itself lowers the heap in use (or hands pages back): measure the next growth from there.
+      used = Math.min(used, heap.used);
+      slack = Math.min(slack, slackOf(heap));
+      return quiet >= o.quietSamples && (heap.used - used >= o.minGarbageBytes || slackOf(heap) - slack >= o.minGarbageBytes);
     },
-    collected(heapBytes) {
-      baseline = heapBytes;
+    collected(heap) {
+      used = heap.used;
+      slack = slackOf(heap);
       quiet = 0;
     },
   };
@@ -54,7 +65,12 @@ export function startIdleGc(o: IdleGcOptions): () => void {
     const u = process.cpuUsage();
     return u.user + u.system;
   });
-  const heap = o.heapUsedBytes ?? (() => getHeapStatistics().used_heap_size);
+  const heap =
+    o.heapBytes ??
+    (() => {
+      const h = getHeapStatistics();
+      return { used: h.used_heap_size, committed: h.total_heap_size };
+    });
   const d = idleGcDecider(THRESHOLDS, heap());
   let last = cpu();
   const timer = setInterval(() => {
