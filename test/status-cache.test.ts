@@ -1,13 +1,11 @@
 // The pods' status cache (src/container/cache.ts): what it keeps, what voids it, and a sync's decision read from it
 // on the in-process runtime (no CRI call for a converged pod nothing happened to; a read again after an event).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { MAX_AGE_MS, PodStatusCache, QUIET_MS } from "../src/container/cache.js";
 import type { ContainerState, ContainerStatus, PodStatus } from "../src/container/types.js";
 import { PodSandboxState, PodSandboxStatusSchema } from "../src/gen/runtime/v1/api_pb.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
-import type { CriClient } from "../src/cri/client.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { pod, uid } from "./support/pods.js";
 
@@ -147,20 +145,11 @@ describe("the pod status cache", () => {
 });
 
 describe("a sync's decision from the cache (in-process runtime)", () => {
-  let fake: FakeServer;
-  let cri: CriClient;
-  beforeAll(async () => {
-    fake = await startFakeCri();
-    cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
-  });
-  afterAll(async () => {
-    cri.close();
-    await fake.close();
-  });
+  const runtime = useFakeCri();
 
   it("a converged pod nothing touched is decided with no CRI call, the same answer as a read; an event brings the read back", async () => {
     const { cache, advance } = upCache();
-    const rt = createPodRuntime(cri, { statusCache: cache });
+    const rt = createPodRuntime(runtime.cri, { statusCache: cache });
     const p = pod({ hostNetwork: true, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] }] }, { uid: uid("cache") });
     const made = await rt.sync(p);
     expect(made.ok).toBe(true);
