@@ -6,6 +6,7 @@ import { MAX_AGE_MS, PodStatusCache, QUIET_MS } from "../src/container/cache.js"
 import type { ContainerState, ContainerStatus, PodStatus } from "../src/container/types.js";
 import { PodSandboxState, PodSandboxStatusSchema } from "../src/gen/runtime/v1/api_pb.js";
 import { useFakeCri } from "./support/fake-cri-suite.js";
+import { createPromMetrics } from "../src/host/metrics.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { pod, uid } from "./support/pods.js";
 
@@ -141,6 +142,24 @@ describe("the pod status cache", () => {
     cache.set("u", status(), t);
     expect(cache.get("u")).toBeUndefined();
     expect(cache.stats.invalidations).toBe(1);
+  });
+});
+
+describe("the status cache in /metrics", () => {
+  it("counts hits, misses and invalidations as the cache does, read at collection", async () => {
+    const pm = createPromMetrics();
+    const { cache } = upCache();
+    pm.setStatusCache!(() => cache.stats);
+    read(cache, "u", status());
+    cache.get("u");
+    cache.get("v");
+    cache.invalidate("u");
+    const text = await pm.render();
+    expect(text).toMatch(/podsync_pod_status_cache_reads_total\{result="hit"\} 1/);
+    expect(text).toMatch(/podsync_pod_status_cache_reads_total\{result="miss"\} 1/);
+    expect(text).toMatch(/podsync_pod_status_cache_invalidations_total 1/);
+    cache.get("u");
+    expect(await pm.render()).toMatch(/podsync_pod_status_cache_reads_total\{result="miss"\} 2/);
   });
 });
 
