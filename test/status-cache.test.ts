@@ -137,10 +137,12 @@ describe("the pod status cache", () => {
     cache.invalidate("u");
     expect(cache.get("u")).toBeUndefined();
     advance(QUIET_MS);
+    read(cache, "v", status({ sandboxes: [sandbox("sb2")], containers: [container("c2")] }));
     const t = cache.ticket("u");
     cache.forget("u");
     cache.set("u", status(), t);
     expect(cache.get("u")).toBeUndefined();
+    expect(cache.get("v")).toBeDefined(); // another pod's entry stands
     expect(cache.stats.invalidations).toBe(1);
   });
 });

@@ -98,10 +98,12 @@ export class PodStatusCache {
     if (this.drop(uid)) this.stats.invalidations++;
   }
 
-  /** The pod is gone (deleted): forget it. */
+  /** The pod is gone (deleted): forget it. Its touch count goes too (uids come and go), so a read in flight for
+   * any pod is voided instead: the entries held stand, only tickets taken before now fail. */
   forget(uid: string): void {
-    this.invalidate(uid);
+    if (this.drop(uid)) this.stats.invalidations++;
     this.touched.delete(uid);
+    this.all++;
   }
 
   /** A runtime event: its pod's entry goes; an id no entry owns voids them all. */
