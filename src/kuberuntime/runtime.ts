@@ -327,6 +327,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         throw e;
       },
     ));
+  /** A status with its exited containers' termination messages (a copy: the read may be the status cache's). */
+  const withMessages = async (st: PodStatus): Promise<PodStatus> => ({ ...st, containerStatuses: await readTerminationMessages(st.containerStatuses, o.terminationFiles, o.logFiles) });
   /** Running containers' start times, mounts and log paths, read once per container. */
   const running = new RunningDetails();
   /** The full status with termination messages, and the v1 status for `spec`. */
@@ -337,7 +339,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     // Otherwise the whole status is read again (3 + containers), and its running containers' details kept.
     const read = unchanged ? completeRunning(c, unchanged, running) : (made ? statusOfMade(c, spec.metadata, made) : getPodStatus(c, spec.metadata, "full")).then((st) => (running.learn(st), st));
     const [readStatus, name] = await Promise.all([read, nameOf(c)]);
-    const status = { ...readStatus, containerStatuses: await readTerminationMessages(readStatus.containerStatuses, o.terminationFiles, o.logFiles) };
+    const status = await withMessages(readStatus);
     const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid), eviction: evictions.get(spec.metadata.uid) });
     return { status, apiStatus };
   };
@@ -419,7 +421,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         const listed = await getPodStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, "full");
         if (isEmpty(listed)) return { found: undefined };
         const pod = spec ?? standInPod(refFromStatus(uid, listed), listed);
-        const status = { ...listed, containerStatuses: await readTerminationMessages(listed.containerStatuses, o.terminationFiles, o.logFiles) };
+        const status = await withMessages(listed);
         const apiStatus = generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(uid), eviction: evictions.get(uid) });
         return { found: { pod: spec ? ref(spec.metadata) : refFromStatus(uid, status), status, apiStatus, specKnown: spec !== undefined } };
       });
@@ -436,7 +438,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           // RuntimeError): one broken sandbox never fails the node's whole list.
           const read = await podStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
           const pod = spec ? ref(spec.metadata) : refFromStatus(uid, read);
-          const status = { ...read, containerStatuses: await readTerminationMessages(read.containerStatuses, o.terminationFiles, o.logFiles) };
+          const status = await withMessages(read);
           const apiStatus = generateAPIPodStatus({ pod: spec ?? standInPod(pod, status), status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes: probes?.(uid), reasons: reasons.get(uid), eviction: evictions.get(uid) });
           return { pod, ...(spec ? { spec } : {}), status, apiStatus };
         };

@@ -20,9 +20,10 @@
 // Every write is atomic: written to a hidden temp file, fsync'd, renamed into place, the directory fsync'd.
 // An audit line is appended durably (the log is opened O_DSYNC), concurrent ones sharing one write (group
 // commit): a crash leaves the line whole (the new iat) or absent or torn (skipped: the old iat, with the same
-// spec), so the store holds the old entry or the new one. The iat must survive (a pod's iat orders its syncs and DELETEs across restarts), so it
-// is durable before the put returns, as a rewrite would be. open folds the lines into the pod files (rewritten
-// with the same storedAt, so a crash while folding applies a line twice, to the same result) and empties the log.
+// spec), so the store holds the old entry or the new one. The iat must survive (a pod's iat orders its syncs and
+// DELETEs across restarts), so it is durable before the put returns, as a rewrite would be. open folds the lines
+// into the pod files (rewritten with the same storedAt, so a crash while folding applies a line twice, to the same
+// result) and empties the log.
 // Writes are serialised; list/get answer from memory (loaded at open), changed only after the disk is.
 // Any I/O failure is a StateUnavailableError (503) and leaves the previous state in force.
 import * as nodeFs from "node:fs/promises";
