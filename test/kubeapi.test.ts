@@ -312,6 +312,28 @@ describe("the pod feed", () => {
     expect(hub.list()).toEqual([]);
   });
 
+  it("a converged sync (the same spec, the same status) rebuilds nothing and changes no resourceVersion; a changed label does", () => {
+    const hub = new WatchHub<V1Pod>(new RvClock(1), { key: (p) => p.metadata.uid });
+    const feed = createPodFeed(hub, { nodeName: NODE, hostIPs: [], runtimeName: () => "containerd" });
+    const p = pod({}, { name: "steady" });
+    const entry = { pod: p, audit: { iss: "i", kid: undefined, jti: "j", iat: 1 }, storedAt: 5 };
+    feed([entry], undefined, () => undefined);
+    const status = { id: p.metadata.uid, name: "steady", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [] };
+    const upserts: V1Pod[] = [];
+    const upsert = hub.upsert.bind(hub);
+    hub.upsert = (o) => (upserts.push(o), upsert(o));
+    feed.synced(structuredClone(p), status, undefined);
+    const [obj, rv] = [hub.list()[0], hub.resourceVersion];
+    // A request's spec is a fresh parse each time: equal content is the same build (the very object handed over).
+    feed.synced(structuredClone(p), { ...status }, undefined);
+    expect(upserts[1]).toBe(upserts[0]);
+    expect(hub.list()[0]).toBe(obj);
+    expect(hub.resourceVersion).toBe(rv);
+    feed.synced({ ...p, metadata: { ...p.metadata, labels: { tier: "web" } } }, status, undefined);
+    expect(hub.list()[0]?.metadata.labels).toEqual({ tier: "web" });
+    expect(hub.resourceVersion).not.toBe(rv);
+  });
+
   it("a pod synced while a relist ran (its entries read before the pod was stored) stays until the next feed decides", () => {
     const hub = new WatchHub<V1Pod>(new RvClock(1), { key: (p) => p.metadata.uid });
     const feed = createPodFeed(hub, { nodeName: NODE, hostIPs: [], runtimeName: () => "containerd" });

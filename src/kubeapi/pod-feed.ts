@@ -103,7 +103,6 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     return pod;
   };
   let last: Parameters<PodFeed> | undefined;
-  let syncs = 0;
   /** Pods synced since the last feed. The loop reads the desired entries before its relist's CRI calls, so a
    * pod stored and synced meanwhile is missing from the feed's entries though it is desired: it stays until the
    * next feed decides (a removal is told by removed(), never only by its absence). */
@@ -146,10 +145,12 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       syncedSinceFeed.add(uid);
       const fingerprint = fingerprintOf(after);
       fresh.set(uid, { fingerprint, status: after, at: now() });
-      // Built afresh with the synced spec (a pod new since the last relist has no stored entry here yet; its
-      // store time stands in as now); the next relist's build from the stored entry makes the same object.
+      // Built with the synced spec (a pod new since the last relist has no stored entry here yet; its store time
+      // stands in as now); the next relist's build from the stored entry makes the same object. The spec's JSON is
+      // in the build's key, so a converged sync of the same spec and status reuses the object built last time
+      // (equal specs parsed alike serialise alike; one that does not only costs a rebuild).
       const known = entryOf.get(uid);
-      const e: DesiredPod = { pod, audit: { iss: "", kid: undefined, jti: `sync#${syncs++}`, iat: 0 }, storedAt: known?.storedAt ?? now() };
+      const e: DesiredPod = { pod, audit: { iss: "", kid: undefined, jti: `sync:${JSON.stringify(pod)}`, iat: 0 }, storedAt: known?.storedAt ?? now() };
       hub.upsert(build(e, { status: after, fingerprint }, probes));
     },
     removed(uid: string) {
