@@ -7,7 +7,7 @@ const MiB = 1024 * 1024;
 
 describe("idleGcDecider", () => {
   const feed = (samples: [cpuMs: number, heapMiB: number, committedMiB?: number][]) => {
-    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 3 }, { used: 30 * MiB, committed: 32 * MiB });
+    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 3, busyMs: 100 }, { used: 30 * MiB, committed: 32 * MiB });
     return samples.map(([ms, heap, committed]) => {
       const due = d.sample(ms, { used: heap * MiB, committed: (committed ?? heap + 2) * MiB });
       if (due) d.collected({ used: 30 * MiB, committed: 32 * MiB });
@@ -35,15 +35,23 @@ describe("idleGcDecider", () => {
   });
 
   it("a collection V8 made itself (the heap in use fell) moves the baseline down", () => {
-    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1 }, { used: 60 * MiB, committed: 62 * MiB });
+    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1, busyMs: 100 }, { used: 60 * MiB, committed: 62 * MiB });
     expect(d.sample(0, { used: 28 * MiB, committed: 30 * MiB })).toBe(false);
+    expect(d.sample(300, { used: 50 * MiB, committed: 52 * MiB })).toBe(false);
     expect(d.sample(0, { used: 50 * MiB, committed: 52 * MiB })).toBe(true);
+  });
+
+  it("garbage the loop's trickle adds up, with no busy second: never (V8's own collections take it)", () => {
+    const samples: [number, number][] = [];
+    for (let i = 0; i < 120; i++) samples.push([i % 10 === 0 ? 40 : 2, 30 + i / 4]); // 30 MiB more over two minutes
+    expect(feed(samples).some(Boolean)).toBe(false);
   });
 
   it("a burst whose garbage V8 collected but whose pages it kept (committed far above in use): once, then not again while that stays", () => {
     // 30 MiB in use of 52 committed after the burst; one collection (which may leave the pages where they are).
     expect(feed([[400, 45, 52], [300, 30, 52], [5, 30, 52], [5, 30, 52], [5, 30, 52]])).toEqual([false, false, false, false, true]);
-    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1 }, { used: 30 * MiB, committed: 32 * MiB });
+    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1, busyMs: 100 }, { used: 30 * MiB, committed: 32 * MiB });
+    expect(d.sample(500, { used: 30 * MiB, committed: 52 * MiB })).toBe(false);
     expect(d.sample(0, { used: 30 * MiB, committed: 52 * MiB })).toBe(true);
     d.collected({ used: 29 * MiB, committed: 50 * MiB }); // V8 kept them
     for (let i = 0; i < 10; i++) expect(d.sample(0, { used: 29 * MiB, committed: 50 * MiB })).toBe(false);

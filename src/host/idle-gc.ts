@@ -7,8 +7,10 @@
 // periodic work can put off for minutes. Collecting once the work stops returns it (RSS 87 MiB in the same bench).
 // Only after a burst: the heap in use must have grown by `minGarbageBytes` since the last collection here, or the
 // heap V8 holds beyond what is in use (a burst V8's own collections emptied, but whose pages it kept: measured, 52
-// MiB committed for 30 in use, RSS 111 MiB) by as much, so the loop's small periodic passes (a resync slot) never
-// bring one. docs/performance.md has the figures.
+// MiB committed for 30 in use, RSS 111 MiB) by as much, and only after a busy second (100 ms of CPU or more): the
+// loop's small periodic passes (a resync slot) never bring one, not even once their garbage adds up to 16 MiB (V8's
+// own collections take that; a full collection here costs 100-250 ms of CPU, which an idle node should not pay at
+// random moments). docs/performance.md has the figures.
 import { getHeapStatistics } from "node:v8";
 
 export interface IdleGcOptions {
@@ -25,10 +27,10 @@ export interface HeapSample {
   committed: number;
 }
 
-/** Once a second: quiet is at most 10 ms of CPU in it (1 % of a core), three quiet seconds in a row after the heap
- * in use, or the committed heap beyond it, grew by 16 MiB since the last collection here. */
+/** Once a second: quiet is at most 10 ms of CPU in it (1 % of a core), three quiet seconds in a row after a busy one
+ * (100 ms), when the heap in use, or the committed heap beyond it, grew by 16 MiB since the last collection here. */
 const SAMPLE_MS = 1000;
-const THRESHOLDS = { minGarbageBytes: 16 * 1024 * 1024, quietMs: 10, quietSamples: 3 };
+const THRESHOLDS = { minGarbageBytes: 16 * 1024 * 1024, quietMs: 10, quietSamples: 3, busyMs: 100 };
 
 export interface IdleGcDecider {
   /** One sample: the CPU used since the last one (ms) and the heap now; true when a collection is due. */
@@ -38,23 +40,27 @@ export interface IdleGcDecider {
 }
 
 /** Pure: the decision, fed one sample at a time. */
-export function idleGcDecider(o: { minGarbageBytes: number; quietMs: number; quietSamples: number }, heapAtStart: HeapSample): IdleGcDecider {
+export function idleGcDecider(o: { minGarbageBytes: number; quietMs: number; quietSamples: number; busyMs: number }, heapAtStart: HeapSample): IdleGcDecider {
   const slackOf = (h: HeapSample) => Math.max(0, h.committed - h.used);
   let used = heapAtStart.used;
   let slack = slackOf(heapAtStart);
   let quiet = 0;
+  /** A busy sample came since the last collection here (a burst of work, not the loop's trickle). */
+  let burst = false;
   return {
     sample(cpuMs, heap) {
       quiet = cpuMs <= o.quietMs ? quiet + 1 : 0;
+      burst ||= cpuMs >= o.busyMs;
       // A collection V8 made itself lowers the heap in use (or hands pages back): measure the next growth from there.
       used = Math.min(used, heap.used);
       slack = Math.min(slack, slackOf(heap));
-      return quiet >= o.quietSamples && (heap.used - used >= o.minGarbageBytes || slackOf(heap) - slack >= o.minGarbageBytes);
+      return burst && quiet >= o.quietSamples && (heap.used - used >= o.minGarbageBytes || slackOf(heap) - slack >= o.minGarbageBytes);
     },
     collected(heap) {
       used = heap.used;
       slack = slackOf(heap);
       quiet = 0;
+      burst = false;
     },
   };
 }
