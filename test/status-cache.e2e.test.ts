@@ -32,6 +32,11 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
   let engine: PodRuntime;
   const cache = new PodStatusCache();
   const events: { e: ContainerEvent; at: number }[] = [];
+  /** This pod's sandbox and container ids. Other test files share this containerd: events for other ids are left out
+   * (an unknown id voids every entry, unit-tested in status-cache.test.ts), so their churn does not void this pod. */
+  const mine = new Set<string>();
+  /** Every event the stream brought, any pod's. */
+  const heard: ContainerEvent[] = [];
   const p = Pod.parse({ metadata: { name: "cache-e2e", namespace: "default", uid: uid("cache-e2e") }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] } });
 
   beforeAll(async () => {
@@ -44,6 +49,8 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
       transport,
       version: () => cri.version({}),
       onEvent: (e) => {
+        heard.push(e);
+        if (!mine.has(e.id)) return;
         events.push({ e, at: Date.now() });
         cache.event(e);
       },
@@ -60,16 +67,25 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
     transport?.close();
   });
 
+  /** A sync, whose ids join this pod's. */
+  const sync = async () => {
+    const r = await engine.sync(p);
+    for (const st of [r.status, r.after]) {
+      for (const sb of st.sandboxStatuses) mine.add(sb.id);
+      for (const c of st.containerStatuses) mine.add(c.id);
+    }
+    return r;
+  };
   /** Sync until one is answered from the cache (the pod's own events have settled and a read was kept). */
-  const converge = async () => until("a sync answered from the cache", async () => (await engine.sync(p)).criCalls === 0, 10_000, QUIET_MS / 4);
+  const converge = async () => until("a sync answered from the cache", async () => (await sync()).criCalls === 0, 10_000, QUIET_MS / 4);
 
   it("a converged pod is synced with no CRI call once its own events are over; an exec's process changes nothing", async () => {
-    const made = await engine.sync(p);
+    const made = await sync();
     expect(made.ok).toBe(true);
     // Its creation's events (the sandbox's and the container's create and start) came: they voided what was kept.
-    await until("the creation's events", async () => events.some((x) => x.e.kind === "changed" && x.e.id === made.after.containerStatuses[0]?.id));
+    await until("the creation's events", async () => heard.some((e) => e.kind === "changed" && e.id === made.after.containerStatuses[0]?.id));
     await converge();
-    const hit = await engine.sync(p);
+    const hit = await sync();
     expect(hit.criCalls).toBe(0);
     expect(hit.steps).toEqual([]);
     expect(hit.status.containerStatuses.map((c) => c.state)).toEqual(["running"]);
@@ -79,12 +95,12 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
     ctr("tasks", "exec", "--exec-id", `probe-${Date.now()}`, hit.status.containerStatuses[0]!.id, "true");
     await sleep(300);
     expect(events.slice(seen).map((x) => x.e)).toEqual([]);
-    expect((await engine.sync(p)).criCalls).toBe(0);
+    expect((await sync()).criCalls).toBe(0);
   });
 
   it("after a SIGKILL the next syncs read the runtime, and one restarts the container once CRI shows the exit", async () => {
     await converge();
-    const before = (await engine.sync(p)).status.containerStatuses[0]!;
+    const before = (await sync()).status.containerStatuses[0]!;
     const t0 = Date.now();
     ctr("tasks", "kill", "-s", "SIGKILL", before.id);
     const exit = await until("the exit's event", async () => events.find((x) => x.e.kind === "exited" && x.e.id === before.id && x.at >= t0), 5_000, 5);
@@ -93,19 +109,20 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
     await until(
       "a sync that restarts it",
       async () => {
-        const r = await engine.sync(p);
+        const r = await sync();
         answers.push({ criCalls: r.criCalls, acted: r.steps.some((s) => s.action === "StartContainer" && s.ok), at: Date.now() });
         return answers.at(-1)!.acted;
       },
-      10_000,
+      20_000,
       20,
     );
     const fromCache = answers.filter((a) => a.at > exit.at && a.criCalls === 0);
     expect(fromCache).toEqual([]);
     const restartedMs = answers.at(-1)!.at - t0;
     console.log(`SIGKILL → a sync restarted it: ${restartedMs} ms (${answers.length} syncs; the exit's event ${exit.at - t0} ms after the kill)`);
-    expect(restartedMs).toBeLessThanOrEqual(2_000);
-    const now = await engine.sync(p);
+    // Not a timing figure (the bench has those): a cache that kept the old read would answer for up to a minute.
+    expect(restartedMs).toBeLessThanOrEqual(10_000);
+    const now = await sync();
     expect(now.status.containerStatuses.find((c) => c.state === "running")?.restartCount).toBe(1);
   });
 });
