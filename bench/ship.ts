@@ -94,11 +94,13 @@ async function main() {
     let jti = 0;
     const sign = (claims: Record<string, unknown>) => new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("ship-node").setIssuedAt().setExpirationTime("4m").setJti(`s-${tag}-${jti++}`).sign(priv);
     const lastLog = () => JSON.parse(readFileSync(logFile, "utf8").trim().split("\n").pop()!) as { criCalls: number; route: string; status: number };
-    const post = async (pod: unknown) => {
-      const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod }) });
+    /** POST /v1/pods/sync with a signed token; anything but 200 ends the bench. */
+    const postToken = async (token: string) => {
+      const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
       await r.arrayBuffer();
       if (r.status !== 200) throw new Error(`sync answered ${r.status}`);
     };
+    const post = async (pod: unknown) => postToken(await sign({ act: "sync", pod }));
     const running = async (uid: string) => (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": uid } } })).containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
     await sleep(1500); // start-up: the event stream opens, the first relist runs
     loads.push(loadavg());
@@ -136,10 +138,7 @@ async function main() {
     // Both sides warmed alike before they are timed: WARMUP converged syncs (which also lets the pod's own creation
     // events settle, so the status cache holds it as it does on a node in use) and as many raw reads.
     const warm = await Promise.all(Array.from({ length: WARMUP }, () => sign({ act: "sync", pod: target })));
-    await pool(warm, 4, async (t) => {
-      const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: t });
-      await r.arrayBuffer();
-    });
+    await pool(warm, 4, postToken);
     const tokens = await Promise.all(Array.from({ length: SYNCS }, () => sign({ act: "sync", pod: target })));
     const cacheReads = async () => {
       const text = await (await fetch(`${url}/metrics`)).text();
@@ -149,11 +148,7 @@ async function main() {
     const reads0 = await cacheReads();
     const cpu0 = procCpuMs(pid);
     const w0 = performance.now();
-    await pool(tokens, 4, async (t) => {
-      const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: t });
-      await r.arrayBuffer();
-      if (r.status !== 200) throw new Error(`converged sync answered ${r.status}`);
-    });
+    await pool(tokens, 4, postToken);
     const syncCpu = (procCpuMs(pid) - cpu0) / SYNCS;
     const syncWall = (performance.now() - w0) / SYNCS;
     const convergedCalls = lastLog().criCalls;
