@@ -31,7 +31,7 @@ const PEER = process.env["BENCH_PEER"] === "podman";
 const NODE_FLAGS =
   process.env["BENCH_NODE_FLAGS"] !== undefined
     ? process.env["BENCH_NODE_FLAGS"].split(" ").filter(Boolean)
-    : (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["start"]!.split(" ").filter((a) => /^--(?!import$)[a-z-]+(=\S+)?$/.test(a));
+    : (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["start"]!.split(" ").filter((a) => /^--(?!import$)[a-z0-9-]+(=\S+)?$/.test(a));
 const CONCURRENCY = 8;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
