@@ -26,7 +26,7 @@ const SETTLE_S = Number(process.env["BENCH_SETTLE_S"] ?? 10);
 const CRASHES = Number(process.env["BENCH_CRASHES"] ?? 5);
 const PODS = Number(process.env["BENCH_PODS"] ?? 30);
 const PEER = process.env["BENCH_PEER"] === "podman";
-/** node's own flags from `npm start`'s script (V8's heap sizing), as it runs the server; BENCH_NODE_FLAGS overrides
+/** node's own flags from `npm start`'s script (V8's heap, GC threads and compiler tiers), as it runs the server; BENCH_NODE_FLAGS overrides
  * them (space-separated; empty for none) to compare. */
 const NODE_FLAGS =
   process.env["BENCH_NODE_FLAGS"] !== undefined

@@ -118,7 +118,7 @@ describe.skipIf(skip)("kubectl against the Worker (workerd), through cri-proxy o
   afterAll(async () => {
     for (const c of children) c.kill();
     // wrangler's dev server answers 503 "Your worker restarted mid-request" now and then once the streams the tests
-    // opened (logs -f, get -w) are cut (1 run in 4 here): sent again, with a new token, so no pod is left on the
+    // opened (logs -f, get -w) are cut (2 runs in 6 here): sent again, with a new token, so no pod is left on the
     // shared containerd.
     for (const id of uids)
       for (let attempt = 0; attempt < 5; attempt++) {
