@@ -121,12 +121,12 @@ describe.skipIf(skip)("kubectl against the Worker (workerd), through cri-proxy o
     // opened (logs -f, get -w) are cut (2 runs in 6 here): sent again, with a new token, so no pod is left on the
     // shared containerd.
     for (const id of uids)
-      for (let attempt = 0; attempt < 5; attempt++) {
-        const r = await call("DELETE", `/nodes/${NODE}/v1/pods/${id}`, { authorization: `Bearer ${await signer.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 }, { aud: NODE })}` }).catch((e: Error) => ({ status: 0, text: e.message }));
-        if (r.status !== 503 && r.status !== 0) break;
-        if (attempt === 4) console.error(`worker-kubectl: pod ${id} left on the lab containerd: ${r.status} ${r.text.slice(0, 200)}`);
-        await new Promise((done) => setTimeout(done, 500));
-      }
+      await until(
+        `the cleanup DELETE of pod ${id} (else it is left on the lab containerd)`,
+        async () => (await call("DELETE", `/nodes/${NODE}/v1/pods/${id}`, { authorization: `Bearer ${await signer.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 }, { aud: NODE })}` })).status !== 503,
+        3_000,
+        500,
+      ).catch((e: Error) => console.error(`worker-kubectl: ${e.message}`));
     await worker?.dispose();
     await proxy?.shutdown(100);
   }, 60_000);
