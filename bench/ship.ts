@@ -233,14 +233,14 @@ async function main() {
     const listCpu = (selfCpuMs() - c0) / 20;
 
     // 6. Idle: the server with the 30 converged pods, nobody calling.
-    //    RSS each second from the end of the load: the series shows the peak and where it settles. The first
+    //    RSS and CPU each second from the end of the load: the series show the peak and where it settles. The first
     //    SETTLE_S seconds let the server make its one collection after the load (src/host/idle-gc.ts); their CPU
     //    is reported apart, and the idle CPU is the IDLE_S seconds after them.
     const rssSeries: number[] = [];
     /** The server's CPU (ms) in each second of the windows: a spike is one piece of work, not a steady cost. */
     const cpuSeries: number[] = [];
     let lastCpu = procCpuMs(pid);
-    const sampleRss = async (seconds: number) => {
+    const sampleWindow = async (seconds: number) => {
       for (const end = Date.now() + seconds * 1000; Date.now() < end; await sleep(Math.min(1000, end - Date.now()))) {
         rssSeries.push(r2(rssMiB(pid)));
         const now = procCpuMs(pid);
@@ -249,10 +249,10 @@ async function main() {
       }
     };
     const s0 = procCpuMs(pid);
-    await sampleRss(SETTLE_S);
+    await sampleWindow(SETTLE_S);
     const i0 = procCpuMs(pid);
     const settleCpuMs = i0 - s0;
-    await sampleRss(IDLE_S);
+    await sampleWindow(IDLE_S);
     const idlePct = ((procCpuMs(pid) - i0) / (IDLE_S * 1000)) * 100;
     const rss = rssMiB(pid);
     // What the RSS holds: V8's heap (committed, in use), memory outside it, from the server's own /metrics.
