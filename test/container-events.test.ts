@@ -29,6 +29,10 @@ describe("the event source a runtime offers (from CRI Version)", () => {
 describe("containerd's envelopes", () => {
   const envelope = (topic: string, event: Parameters<typeof anyPack>[1], schema: Parameters<typeof anyPack>[0]) => create(EnvelopeSchema, { namespace: "k8s.io", topic, event: anyPack(schema, event) });
   it("an init process's TaskExit is an unsettled exit of that container; other task and container events are changes; an exec's events are nothing", () => {
+    // It carries how the process ended (what the CRI plugin records a moment later as exitCode and finishedAt).
+    const exitedAt = { seconds: 1_700_000_000n, nanos: 123_456_789 };
+    expect(fromContainerdEnvelope(envelope("/tasks/exit", create(TaskExitSchema, { containerId: "c1", id: "c1", pid: 7, exitStatus: 137, exitedAt }), TaskExitSchema))).toEqual({ id: "c1", kind: "exited", settled: false, exit: { code: 137, at: 1_700_000_000_123 } });
+    // Without its time it is an exit to wait for in CRI.
     expect(fromContainerdEnvelope(envelope("/tasks/exit", create(TaskExitSchema, { containerId: "c1", id: "c1", pid: 7, exitStatus: 137 }), TaskExitSchema))).toEqual({ id: "c1", kind: "exited", settled: false });
     expect(fromContainerdEnvelope(envelope("/tasks/exit", create(TaskExitSchema, { containerId: "c1", id: "exec-probe-1" }), TaskExitSchema))).toBeUndefined();
     expect(fromContainerdEnvelope(envelope("/tasks/oom", create(TaskOOMSchema, { containerId: "c1" }), TaskOOMSchema))).toEqual({ id: "c1", kind: "changed", settled: false });

@@ -2,9 +2,10 @@
 // shows it; an exit nobody owns asks for a relist.
 import { describe, expect, it } from "vitest";
 import { createEventTrigger, type Owner } from "../src/pleg/evented.js";
+import type { RuntimeExit } from "../src/cri/container-events.js";
 
 function harness(owners: Record<string, Owner>, stoppedAfter = 0) {
-  const syncs: { uid: string; reason: string }[] = [];
+  const syncs: { uid: string; reason: string; exited?: [string, RuntimeExit][] }[] = [];
   const checks = new Map<string, number>();
   let unknown = 0;
   let release: (() => void) | undefined;
@@ -16,8 +17,8 @@ function harness(owners: Record<string, Owner>, stoppedAfter = 0) {
       checks.set(id, n);
       return n > stoppedAfter;
     },
-    sync: async (uid, reason) => {
-      syncs.push({ uid, reason });
+    sync: async (uid, reason, exited) => {
+      syncs.push({ uid, reason, ...(exited && { exited: [...exited] }) });
       if (hold) await new Promise<void>((r) => (release = r));
     },
     unknown: () => unknown++,
@@ -66,6 +67,30 @@ describe("the event trigger", () => {
     await h.t.idle();
     expect(h.checks.get("a")).toBe(4);
     expect(h.syncs).toHaveLength(1);
+  });
+
+  it("a TaskExit that carries its exit syncs at once with it, without waiting for CRI; a sandbox's waits", async () => {
+    const h = harness({ a: { uid: "pod-a", sandbox: false }, b: { uid: "pod-a", sandbox: false }, sb: { uid: "pod-b", sandbox: true } }, 3);
+    h.holdSyncs(true);
+    h.t.handle({ id: "a", kind: "exited", settled: false, exit: { code: 137, at: 5 } });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(h.checks.get("a")).toBeUndefined();
+    expect(h.syncs).toEqual([{ uid: "pod-a", reason: "container exited", exited: [["a", { code: 137, at: 5 }]] }]);
+    // Joined while the first sync runs: one more sync, with its own exit; one without its exit waits for CRI.
+    h.t.handle({ id: "b", kind: "exited", settled: false, exit: { code: 1, at: 6 } });
+    h.t.handle({ id: "sb", kind: "exited", settled: false, exit: { code: 0, at: 7 } });
+    h.holdSyncs(false);
+    h.release();
+    await h.t.idle();
+    expect(h.syncs.slice(1).sort((x, y) => x.uid.localeCompare(y.uid))).toEqual([
+      { uid: "pod-a", reason: "container exited", exited: [["b", { code: 1, at: 6 }]] },
+      { uid: "pod-b", reason: "sandbox exited" },
+    ]);
+    expect(h.checks.get("b")).toBeUndefined();
+    expect(h.checks.get("sb")).toBe(4);
+    // What follows such a sync can wait for CRI to show the exit.
+    await h.t.settle("a", false);
+    expect(h.checks.get("a")).toBe(4);
   });
 
   it("a sync that fails leaves the trigger free for the next exit", async () => {

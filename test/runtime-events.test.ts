@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { GrpcTransport } from "../src/cri/grpc-transport.js";
 import { createCriClient, type CriClient } from "../src/cri/client.js";
-import { watchContainerEvents } from "../src/cri/container-events.js";
+import { watchContainerEvents, type ContainerEvent } from "../src/cri/container-events.js";
 import { GrpcCode } from "../src/cri/errors.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
@@ -112,6 +112,47 @@ describe("the loop with runtime events", () => {
     const [other] = running(q.metadata.uid);
     fake.runtime.exit(other!.id, 137);
     await until("the other pod restarted through its event", async () => running(q.metadata.uid).length === 1 && running(q.metadata.uid)[0]!.id !== other!.id, 5000, 10);
+  });
+
+  it("containerd 1.6's TaskExit, which comes before CRI records the exit, restarts the container from the exit it carries; the relist after it waits for the record", async () => {
+    const store = desired();
+    const p = pod();
+    await store.put({ pod: p, audit: { iss: "t", iat: 0 }, storedAt: 0 });
+    const { m, rec } = recorder();
+    const logs: Record<string, unknown>[] = [];
+    let on: { event(e: ContainerEvent): void } | undefined;
+    loop = startReconcileLoop({
+      runtime: createPodRuntime(cri),
+      cri,
+      desired: store,
+      relistIntervalMs: 30_000,
+      eventedRelistIntervalMs: 60_000,
+      resyncIntervalMs: 600_000,
+      metrics: m,
+      log: (r) => logs.push(r),
+      // containerd's event service, as container-events.ts reads it: unsettled exits, with how they ended.
+      events: (h) => {
+        on = h;
+        setTimeout(() => h.state({ up: true, source: "containerd", reconnects: 0 }), 0);
+        return { close: () => undefined };
+      },
+    });
+    const [first] = await until("the start-up sync", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid));
+    await relistsSettled(rec);
+    const relistsBefore = rec.relists;
+    // The process is dead; CRI still shows it running (the fake has not been told).
+    on!.event({ id: first!.id, kind: "exited", settled: false, exit: { code: 137, at: Date.now() } });
+    const [, second] = await until("the restart from the event's exit", async () => { const r = running(p.metadata.uid); return r.length === 2 && r; }, 5000, 10);
+    expect(second!.config.metadata?.attempt).toBe(1);
+    expect(second!.config.annotations["io.kubernetes.container.restartCount"]).toBe("1");
+    await until("the sync's restart line", async () => logs.some((l) => l["event"] === "restart"));
+    expect(logs).toContainEqual(expect.objectContaining({ event: "restart", container: "main", exitCode: 137, reason: "Error", restartCount: 1 }));
+    // The relist the sync asks for waits until CRI shows the exit: its readers never see the old instance running.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(rec.relists).toBe(relistsBefore);
+    fake.runtime.exit(first!.id, 137);
+    await until("the relist once CRI recorded the exit", async () => rec.relists > relistsBefore);
+    expect(running(p.metadata.uid).map((c) => c.id)).toEqual([second!.id]);
   });
 
   it("while the stream is down the relist at its interval restarts an exited container (the safety net)", async () => {

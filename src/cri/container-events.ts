@@ -6,7 +6,9 @@
 //     Subscribe) publishes the task and container events of the `k8s.io` namespace (container_id, or id for a
 //     container's: the CRI container id, or the sandbox id for its pause task). They come before the CRI plugin
 //     records them (a TaskExit before it deletes the task, pkg/cri/server/events.go handleContainerExit), so such
-//     events are marked `settled: false`: a reader must see the change in CRI's own status before acting on it.
+//     events are marked `settled: false`: a reader must see the change in CRI's own status before acting on it,
+//     or act on the exit the TaskExit itself reports (its status and time: `exit`), which is what the CRI plugin
+//     records a moment later (pleg/evented.ts).
 //     Exits sync their pods (pleg/evented.ts); every event voids its pod's cached status (container/cache.ts).
 // A stream that fails or ends is opened again after a back-off (doubling, capped), and every change of state
 // is reported, so the reader can fall back to polling while it is down.
@@ -45,6 +47,15 @@ export interface ContainerEvent {
   kind: "exited" | "changed";
   /** Whether CRI's status already shows it (false for containerd's task events, see above). */
   settled: boolean;
+  /** How the process ended, from the event itself (containerd's TaskExit). */
+  exit?: RuntimeExit | undefined;
+}
+
+/** A container's exit as the runtime reported it: the code and the time (ms since epoch), which the CRI plugin
+ * records as the container's exitCode and finishedAt. */
+export interface RuntimeExit {
+  code: number;
+  at: number;
 }
 
 export interface EventStreamState {
@@ -92,7 +103,8 @@ export function fromContainerdEnvelope(env: Envelope): ContainerEvent | undefine
   if (env.topic === TASK_EXIT_TOPIC) {
     const e = fromBinary(TaskExitSchema, env.event.value);
     if (!e.containerId || (e.id !== "" && e.id !== e.containerId)) return undefined;
-    return { id: e.containerId, kind: "exited", settled: false };
+    const at = e.exitedAt ? Number(e.exitedAt.seconds) * 1000 + Math.floor(e.exitedAt.nanos / 1e6) : 0;
+    return { id: e.containerId, kind: "exited", settled: false, ...(at > 0 && { exit: { code: e.exitStatus, at } }) };
   }
   if (!env.topic.startsWith("/tasks/") && !env.topic.startsWith("/containers/")) return undefined;
   const id = firstString(env.event.value);

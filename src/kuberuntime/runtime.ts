@@ -18,6 +18,7 @@ import { deletePod, effectiveGracePeriod, killPod } from "./kill.js";
 import type { PodRef } from "../container/types.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
+import { withReportedExits, type ReportedExits } from "./reported-exits.js";
 import { completeRunning, getPodStatus, getPodStatusOrListed, listManagedPods, podStatusOrListed, RunningDetails, statusOfMade } from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
@@ -115,6 +116,9 @@ export interface GuardOptions {
   /** Read the runtime, not the status cache: the loop's syncs (a relist, an event or a resync found the pod due),
    * so the relist stays the safety net it is under kubelet's Evented PLEG. */
   fresh?: boolean;
+  /** Exits the runtime reported that its CRI status may not show yet (reported-exits.ts): applied to the
+   * decision's read and to the read-back. */
+  exited?: ReportedExits | undefined;
 }
 
 export interface LogsRequest {
@@ -332,14 +336,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   /** Running containers' start times, mounts and log paths, read once per container. */
   const running = new RunningDetails();
   /** The full status with termination messages, and the v1 status for `spec`. */
-  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus, made?: Parameters<typeof statusOfMade>[2]) => {
+  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus, made?: Parameters<typeof statusOfMade>[2], exited?: ReportedExits) => {
     // Nothing was done: the decision's reads stand, completed for the running containers from what an earlier
     // read kept (3 CRI calls in all for a converged pod; + 1 per running container never read in full here).
     // A new pod made whole: a ContainerStatus per container it made (statusOfMade), no list.
     // Otherwise the whole status is read again (3 + containers), and its running containers' details kept.
     const read = unchanged ? completeRunning(c, unchanged, running) : (made ? statusOfMade(c, spec.metadata, made) : getPodStatus(c, spec.metadata, "full")).then((st) => (running.learn(st), st));
     const [readStatus, name] = await Promise.all([read, nameOf(c)]);
-    const status = await withMessages(readStatus);
+    const status = await withMessages(withReportedExits(readStatus, exited));
     const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid), eviction: evictions.get(spec.metadata.uid) });
     return { status, apiStatus };
   };
@@ -392,14 +396,16 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           // not the runtime); else from the runtime, kept for the next sync if nothing touched the pod meanwhile.
           const cached = known || guard?.fresh ? undefined : cache?.get(uid);
           const ticket = known || cached ? undefined : cache?.ticket(uid);
-          const status = known ? emptyStatus(pod.metadata) : (cached ?? (await getPodStatus(c, pod.metadata)));
+          const read = known ? emptyStatus(pod.metadata) : (cached ?? (await getPodStatus(c, pod.metadata)));
+          const status = withReportedExits(read, guard?.exited);
           // Refused before any write: the status read is the only call made.
           assertOwnUid(pod.metadata, status);
           const actions = evictions.has(pod.metadata.uid) ? evictedPodActions(status) : podActionsAt(pod, status, probes, syncOptions.now());
           const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, actions);
           // What acted on the pod voids what was kept of it (its events would too, a moment later); a read that
           // changed nothing is kept (the read-back, which adds termination messages, never is).
-          if (r.steps.length) cache?.invalidate(uid);
+          // A status with an exit CRI has not recorded yet is not the runtime's: never kept.
+          if (r.steps.length || status !== read) cache?.invalidate(uid);
           else if (ticket) cache?.set(uid, status, ticket);
           reasons.update(pod.metadata.uid, r.steps);
           // What the steps did, read back (as kubelet's next status generation would see it).
@@ -409,7 +415,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const stand = async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown", hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid), eviction: evictions.get(pod.metadata.uid) }) });
           // A pod that held nothing and whose steps all succeeded holds what the steps made: found without lists.
           const made = isEmpty(status) && r.ok && r.made.sandbox ? { ...r.made, sandbox: r.made.sandbox } : undefined;
-          const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined, made).catch(stand);
+          const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined, made, guard?.exited).catch(stand);
           return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
         }, fence),
       );

@@ -34,7 +34,7 @@ import { ContainerState, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import { createEventTrigger, type Owner } from "./evented.js";
 import { sameEntry, whileStored, type DesiredPod, type DesiredState } from "./desired-state.js";
 import { objectsFromStored } from "../pod/bundle.js";
-import { SupersededError, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
+import { SupersededError, type GuardOptions, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
 import type { Prober } from "../prober/prober.js";
 import type { MetricsSource, NodeMetrics } from "../metrics/metrics.js";
 import { generateAPIPodStatus, type PodPhase, type V1PodStatus } from "../status/api-status.js";
@@ -212,7 +212,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     }
   };
 
-  function sync(uid: string, reason: string): Promise<void> {
+  function sync(uid: string, reason: string, exited?: GuardOptions["exited"]): Promise<void> {
     const rec = records.get(uid);
     const job = (async () => {
       await acquire();
@@ -230,7 +230,7 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // a newer spec (or removed the pod) after the read above acts itself, after this, and is not undone.
         let r: SyncResult;
         try {
-          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, { ...whileStored(o.desired, entry), fresh: true });
+          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, { ...whileStored(o.desired, entry), fresh: true, exited });
         } catch (e) {
           if (!(e instanceof SupersededError)) throw e;
           outcome = "ok";
@@ -538,14 +538,16 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       if (sandbox) return (await o.cri.podSandboxStatus({ podSandboxId: id }).catch(gone))?.status?.state !== PodSandboxState.SANDBOX_READY;
       return (await o.cri.containerStatus({ containerId: id }).catch(gone))?.status?.state !== ContainerState.CONTAINER_RUNNING;
     },
-    sync: async (uid, reason) => {
+    sync: async (uid, reason, exited) => {
       // A sync already running may have read the pod before this exit: this one follows it.
       while (inFlight.has(uid)) await inFlight.get(uid);
       // A pod a request stored since the last relist is not in `specs` yet: the store says whether it is desired.
       if (stopped || (!specs.has(uid) && !(await o.desired.get(uid).catch(() => undefined)))) return;
-      await sync(uid, reason);
+      await sync(uid, reason, exited);
       // A relist after it: what reads the relist (the prober's view, the Kubernetes API's pods and watches) sees
       // the restart now, not a whole evented period later. One for a burst: asked while one runs, it runs after.
+      // Exits the sync took from their events are waited for in CRI first, so the relist reads them recorded.
+      if (exited) await Promise.all([...exited.keys()].map((id) => trigger.settle(id, false)));
       relistNow();
     },
     unknown: relistNow,
