@@ -527,7 +527,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     else again = true;
   };
 
-  // Runtime events: an exit syncs its pod now (once CRI shows it), coalesced per pod.
+  // Runtime events: an exit syncs its pod now (once CRI shows it, or with the exit its event carries), coalesced
+  // per pod.
   const trigger = createEventTrigger({
     ownerOf: (id) => owners.get(id),
     stopped: async (id, sandbox) => {
