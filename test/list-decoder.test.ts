@@ -39,4 +39,23 @@ describe("cachingListDecoder", () => {
     d.decode(answer(container("c4999")));
     expect(d.decoded).toBe(first + 1); // still kept
   });
+
+  it("the bound follows the node's size: a relist's answer stays whole however many small answers came between", () => {
+    const d = cachingListDecoder(ListContainersResponseSchema, ContainerSchema, "containers");
+    const node = Array.from({ length: 100 }, (_, i) => container(`n${i}`));
+    d.decode(answer(...node));
+    expect(d.decoded).toBe(100);
+    // 150 changed objects seen by single-pod lists: fewer than twice the relist's 100 since its turn.
+    for (let i = 0; i < 150; i++) d.decode(answer(container(`n${i % 100}`, ContainerState.CONTAINER_EXITED)));
+    d.decode(answer(...node));
+    expect(d.decoded).toBe(200);
+    // A small node keeps little: 2000 changes through 1-item answers leave at most 2 × 64 items.
+    const small = cachingListDecoder(ListContainersResponseSchema, ContainerSchema, "containers");
+    for (let i = 0; i < 2000; i++) small.decode(answer(container(`s${i}`)));
+    const before = small.decoded;
+    small.decode(answer(container("s1871")));
+    expect(small.decoded).toBe(before + 1);
+    small.decode(answer(container("s1999")));
+    expect(small.decoded).toBe(before + 1);
+  });
 });

@@ -1,7 +1,8 @@
 // The node agent's metrics with prom-client (Node only: prom-client needs Node's process and perf APIs, so it
 // stays out of the Worker bundle, which serves no /metrics). Implements the engine's NodeMetrics port on a
 // registry of its own, plus prom-client's default process metrics (CPU, memory, event-loop lag).
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { createRequire } from "node:module";
+import type * as PromClient from "prom-client";
 import type { MetricsSource, NodeMetrics } from "../metrics/metrics.js";
 import type { PodStatusCacheStats } from "../container/cache.js";
 
@@ -11,11 +12,51 @@ export interface PromMetrics extends NodeMetrics {
   readonly contentType: string;
 }
 
+// prom-client's classes and default metrics from their own files, not from its index. The index also loads the
+// Summary (and tdigest), the Pushgateway, the cluster aggregator and, through its process CPU metric,
+// @opentelemetry/api (for exemplars, which podsync does not use): 65 of its 89 modules and 1 MiB of the 1.5 MiB of
+// heap it costs, on every node that serves /metrics. The version is pinned; test/metrics.test.ts reads the
+// exposition, default metrics included.
+const require = createRequire(import.meta.url);
+const { Registry, Counter, Gauge, Histogram } = {
+  Registry: require("prom-client/lib/registry") as typeof PromClient.Registry,
+  Counter: require("prom-client/lib/counter") as typeof PromClient.Counter,
+  Gauge: require("prom-client/lib/gauge") as typeof PromClient.Gauge,
+  Histogram: require("prom-client/lib/histogram") as typeof PromClient.Histogram,
+};
+type DefaultMetric = (registry: PromClient.Registry, config: PromClient.DefaultMetricsCollectorConfiguration<PromClient.RegistryContentType>) => void;
+/** collectDefaultMetrics's list (lib/defaultMetrics.js) without processCpuTotal, which processCpu below replaces. */
+const DEFAULT_METRICS = ["processStartTime", "osMemoryHeap", "processOpenFileDescriptors", "processMaxFileDescriptors", "eventLoopLag", "processResources", "processHandles", "processRequests", "heapSizeAndUsed", "heapSpacesSizeAndUsed", "version", "gc"];
+
+/** prom-client's processCpuTotal without exemplars: the same three counters, counted from when they were made. */
+function processCpu(registry: PromClient.Registry): void {
+  let last = process.cpuUsage();
+  const registers = [registry];
+  const user = new Counter({
+    name: "process_cpu_user_seconds_total",
+    help: "Total user CPU time spent in seconds.",
+    registers,
+    // One collect sets all three, as prom-client's does.
+    collect() {
+      const now = process.cpuUsage();
+      const u = (now.user - last.user) / 1e6;
+      const s = (now.system - last.system) / 1e6;
+      last = now;
+      user.inc(u);
+      system.inc(s);
+      total.inc(u + s);
+    },
+  });
+  const system = new Counter({ name: "process_cpu_system_seconds_total", help: "Total system CPU time spent in seconds.", registers });
+  const total = new Counter({ name: "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds.", registers });
+}
+
 export function createPromMetrics(): PromMetrics {
   const registry = new Registry();
   // The event-loop lag histogram sampled every 100 ms, not prom-client's 10 ms: at 10 ms its timer alone was about
   // 0.5 % of a core on an idle node (measured: an idle server with 30 pods, 1.1 % → 0.6 %).
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
+  processCpu(registry);
+  for (const name of DEFAULT_METRICS) (require(`prom-client/lib/metrics/${name}`) as DefaultMetric)(registry, { eventLoopMonitoringPrecision: 100 });
   let source: MetricsSource | undefined;
   let cacheStats: (() => PodStatusCacheStats) | undefined;
 
