@@ -6,7 +6,7 @@
 // machine is shared, so the load average is printed with them. `npm run bench:peer` (BENCH_PEER=podman) also
 // times Debian's podman (installed with apt-get when missing; its own --root/--runroot/--tmpdir) for the
 // crash-to-restart and a 30-pod `kube play`. Writes bench/results/ship-<time>.json.
-//   BENCH_SYNCS (400 converged syncs, after BENCH_WARMUP: 200 untimed, and as many untimed raw reads), BENCH_SETTLE_S (10) then BENCH_IDLE_S (20), BENCH_CRASHES (5), BENCH_PODS (30)
+//   BENCH_SYNCS (400 converged syncs, after BENCH_WARMUP: 200 untimed, and as many untimed raw reads), BENCH_SETTLE_S (10) then BENCH_IDLE_S (20), BENCH_CRASHES (5), BENCH_PODS (30), BENCH_RELISTS (100)
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, openSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -25,6 +25,7 @@ const IDLE_S = Number(process.env["BENCH_IDLE_S"] ?? 20);
 const SETTLE_S = Number(process.env["BENCH_SETTLE_S"] ?? 10);
 const CRASHES = Number(process.env["BENCH_CRASHES"] ?? 5);
 const PODS = Number(process.env["BENCH_PODS"] ?? 30);
+const RELISTS = Number(process.env["BENCH_RELISTS"] ?? 100);
 const PEER = process.env["BENCH_PEER"] === "podman";
 /** node's own flags from `npm start`'s script (V8's heap, GC threads and compiler tiers), as it runs the server; BENCH_NODE_FLAGS overrides
  * them (space-separated; empty for none) to compare. */
@@ -221,16 +222,27 @@ async function main() {
     });
     loads.push(loadavg());
 
-    // 5. A relist of the node (30 pods) against its 2 list calls alone, CPU of this process, 20 each.
+    // 5. A relist of the node (30 pods) against its 2 list calls alone, CPU of this process, RELISTS each,
+    //    alternated (a relist, then the lists), so a change of load or a collection falls on both alike; a few
+    //    ms each, so 20 of them moved the ratio by a quarter with one collection.
     const relister = createRelister(cri);
     const interest = { wants: () => true, wantsStartTimes: () => false };
-    await relister.relist(interest, Date.now);
-    let c0 = selfCpuMs();
-    for (let i = 0; i < 20; i++) for (const v of (await relister.relist(interest, Date.now)).pods.values()) void v.status;
-    const relistCpu = (selfCpuMs() - c0) / 20;
-    c0 = selfCpuMs();
-    for (let i = 0; i < 20; i++) await listManagedPods(cri);
-    const listCpu = (selfCpuMs() - c0) / 20;
+    for (let i = 0; i < 5; i++) {
+      await relister.relist(interest, Date.now);
+      await listManagedPods(cri);
+    }
+    let relistSum = 0;
+    let listSum = 0;
+    for (let i = 0; i < RELISTS; i++) {
+      let c0 = selfCpuMs();
+      for (const v of (await relister.relist(interest, Date.now)).pods.values()) void v.status;
+      relistSum += selfCpuMs() - c0;
+      c0 = selfCpuMs();
+      await listManagedPods(cri);
+      listSum += selfCpuMs() - c0;
+    }
+    const relistCpu = relistSum / RELISTS;
+    const listCpu = listSum / RELISTS;
 
     // 6. Idle: the server with the 30 converged pods, nobody calling.
     //    RSS and CPU each second from the end of the load: the series show the peak and where it settles. The first
