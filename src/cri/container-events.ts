@@ -103,6 +103,7 @@ export function fromContainerdEnvelope(env: Envelope): ContainerEvent | undefine
   if (env.topic === TASK_EXIT_TOPIC) {
     const e = fromBinary(TaskExitSchema, env.event.value);
     if (!e.containerId || (e.id !== "" && e.id !== e.containerId)) return undefined;
+    // Truncated to the ms, as the CRI plugin's finishedAt (ns) reads through nsToMs (protobuf-es's timestampMs rounds).
     const at = e.exitedAt ? Number(e.exitedAt.seconds) * 1000 + Math.floor(e.exitedAt.nanos / 1e6) : 0;
     return { id: e.containerId, kind: "exited", settled: false, ...(at > 0 && { exit: { code: e.exitStatus, at } }) };
   }

@@ -18,12 +18,10 @@ export interface PromMetrics extends NodeMetrics {
 // heap it costs, on every node that serves /metrics. The version is pinned; test/metrics.test.ts reads the
 // exposition, default metrics included.
 const require = createRequire(import.meta.url);
-const { Registry, Counter, Gauge, Histogram } = {
-  Registry: require("prom-client/lib/registry") as typeof PromClient.Registry,
-  Counter: require("prom-client/lib/counter") as typeof PromClient.Counter,
-  Gauge: require("prom-client/lib/gauge") as typeof PromClient.Gauge,
-  Histogram: require("prom-client/lib/histogram") as typeof PromClient.Histogram,
-};
+const Registry = require("prom-client/lib/registry") as typeof PromClient.Registry;
+const Counter = require("prom-client/lib/counter") as typeof PromClient.Counter;
+const Gauge = require("prom-client/lib/gauge") as typeof PromClient.Gauge;
+const Histogram = require("prom-client/lib/histogram") as typeof PromClient.Histogram;
 type DefaultMetric = (registry: PromClient.Registry, config: PromClient.DefaultMetricsCollectorConfiguration<PromClient.RegistryContentType>) => void;
 /** collectDefaultMetrics's list (lib/defaultMetrics.js) without processCpuTotal, which processCpu below replaces. */
 const DEFAULT_METRICS = ["processStartTime", "osMemoryHeap", "processOpenFileDescriptors", "processMaxFileDescriptors", "eventLoopLag", "processResources", "processHandles", "processRequests", "heapSizeAndUsed", "heapSpacesSizeAndUsed", "version", "gc"];
