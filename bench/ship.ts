@@ -34,6 +34,10 @@ const NODE_FLAGS =
     ? process.env["BENCH_NODE_FLAGS"].split(" ").filter(Boolean)
     : (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["start"]!.split(" ").filter((a) => /^--(?!import$)[a-z0-9-]+(=\S+)?$/.test(a));
 const CONCURRENCY = 8;
+/** The pause before each timed first sync, raw or podsync's, so neither runs into the other's leftover work. */
+const QUIET_MS = 500;
+/** The same before each side of the 30-pod comparison. */
+const SET_QUIET_MS = 2000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -107,21 +111,29 @@ async function main() {
     loads.push(loadavg());
 
     // 1. First sync of a 1-container pod: wall time and CRI calls; the floor is RunPodSandbox + CreateContainer +
-    //    StartContainer alone, for an equivalent hostNetwork pod.
+    //    StartContainer alone, for an equivalent hostNetwork pod. Each side starts from a quiet runtime (QUIET_MS
+    //    after the last work of either: the raw pod's removal, the server's relist after its sync), and they take
+    //    turns going first; before, podsync's sync always came right after the raw pod's removal, and the raw
+    //    creation right after podsync's sync.
     const first: number[] = [];
     const firstCalls: number[] = [];
     const rawFirst: number[] = [];
-    for (let i = 0; i < CRASHES; i++) {
+    const timePodsync = async () => {
       const p = podInput();
       made.push(p.metadata.uid);
+      const token = await sign({ act: "sync", pod: p });
+      await sleep(QUIET_MS);
       const t0 = performance.now();
-      await post(p);
+      await postToken(token);
       first.push(performance.now() - t0);
       firstCalls.push(lastLog().criCalls);
+    };
+    const timeRaw = async (i: number) => {
       const meta = { name: `raw-${tag}-${i}`, namespace: "bench", uid: `raw-${tag}-${i}`, attempt: 0 };
       const linux = { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } };
       const config = { metadata: meta, logDirectory: join(dir, "raw-logs", meta.uid), linux };
       mkdirSync(config.logDirectory, { recursive: true });
+      await sleep(QUIET_MS);
       const r0 = performance.now();
       const sb = (await cri.runPodSandbox({ config })).podSandboxId;
       const c = (await cri.createContainer({ podSandboxId: sb, config: { metadata: { name: "main", attempt: 0 }, image: { image: "localhost/busybox:1" }, command: ["sleep", "3600"], logPath: "main/0.log" }, sandboxConfig: config })).containerId;
@@ -129,6 +141,15 @@ async function main() {
       rawFirst.push(performance.now() - r0);
       await cri.stopPodSandbox({ podSandboxId: sb });
       await cri.removePodSandbox({ podSandboxId: sb });
+    };
+    for (let i = 0; i < CRASHES; i++) {
+      if (i % 2 === 0) {
+        await timePodsync();
+        await timeRaw(i);
+      } else {
+        await timeRaw(i);
+        await timePodsync();
+      }
     }
 
     // 2. Converged syncs of one pod: the server's CPU per sync against the same three status reads made directly
@@ -168,13 +189,16 @@ async function main() {
     const floorCpu = (selfCpuMs() - f0) / SYNCS;
     loads.push(loadavg());
 
-    // 3. Crash → restart through the running server: SIGKILL (ctr) the first instance of each first-sync pod,
+    // 3. Crash → restart through the running server: SIGKILL (from this process, by pid) the first instance of each first-sync pod,
     //    time to the replacement's startedAt.
     const crash: number[] = [];
     for (const uid of made.slice(0, CRASHES)) {
       const [before] = await running(uid);
+      // The container's init process, killed from here as podman's is below (no `ctr` process started in the timing).
+      const { pid: victim } = JSON.parse((await cri.containerStatus({ containerId: before!.id, verbose: true })).info["info"]!) as { pid: number };
+      await sleep(QUIET_MS);
       const t0 = Date.now();
-      execFileSync("ctr", ["-a", sock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", before!.id]);
+      process.kill(victim, "SIGKILL");
       let after;
       for (const end = Date.now() + 30_000; Date.now() < end; await sleep(20)) {
         const r = await running(uid);
@@ -195,6 +219,7 @@ async function main() {
     };
     let generation = 0;
     await drain();
+    await sleep(SET_QUIET_MS); // the drain's removals finished in containerd, as before the raw creation below
     const set = Array.from({ length: PODS }, () => podInput());
     const a0 = performance.now();
     const put = await fetch(`${url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: await sign({ act: "apply", generation: ++generation, pods: set }) });
@@ -205,6 +230,7 @@ async function main() {
     }
     const applyMs = performance.now() - a0;
     const rawIds: string[] = [];
+    await sleep(SET_QUIET_MS); // the server's relists after the PUT done
     const r0 = performance.now();
     await pool(Array.from({ length: PODS }, (_, i) => i), CONCURRENCY, async (i) => {
       const meta = { name: `rawset-${tag}-${i}`, namespace: "bench-raw", uid: `rawset-${tag}-${i}`, attempt: 0 };
@@ -327,6 +353,7 @@ async function podman(dir: string): Promise<{ crash: number[]; playMs: number }>
     pm("kube", "play", yaml);
     const ctrName = `${name}-main`;
     const pid = Number(pm("inspect", "-f", "{{.State.Pid}}", ctrName));
+    await sleep(QUIET_MS);
     const t0 = Date.now();
     process.kill(pid, "SIGKILL");
     let started = 0;
