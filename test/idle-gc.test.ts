@@ -47,6 +47,20 @@ describe("idleGcDecider", () => {
     expect(feed(samples).some(Boolean)).toBe(false);
   });
 
+  it("a burst that left the committed heap 4 MiB or more above where the last collection left it, with in use and the slack each under the 8: once", () => {
+    // Measured after a 30-pod PUT: V8's own collections took the heap in use back to 22.5 MiB, and it held 33 committed.
+    const o = { minGarbageBytes: 8 * MiB, minCommittedGrowthBytes: 4 * MiB, quietMs: 10, quietSamples: 3, busyMs: 100 };
+    const d = idleGcDecider(o, { used: 22 * MiB, committed: 24 * MiB });
+    const steps: [number, number, number][] = [[400, 40, 45], [300, 22.5, 33], [5, 27, 33], [5, 27, 33], [5, 27, 33], [5, 27, 33]];
+    const due = steps.map(([ms, used, committed]) => d.sample(ms, { used: used * MiB, committed: committed * MiB }));
+    expect(due).toEqual([false, false, false, false, true, true]);
+    d.collected({ used: 22 * MiB, committed: 24 * MiB });
+    // Back where it was: 3 MiB of growth is not a reason, nor is a quiet spell with no burst before it.
+    for (let i = 0; i < 5; i++) expect(d.sample(5, { used: 25 * MiB, committed: 27 * MiB })).toBe(false);
+    expect(d.sample(300, { used: 30 * MiB, committed: 27 * MiB })).toBe(false);
+    for (let i = 0; i < 5; i++) expect(d.sample(5, { used: 25 * MiB, committed: 27 * MiB })).toBe(false);
+  });
+
   it("a burst whose garbage V8 collected but whose pages it kept (committed far above in use): once, then not again while that stays", () => {
     // 30 MiB in use of 52 committed after the burst; one collection (which may leave the pages where they are).
     expect(feed([[400, 45, 52], [300, 30, 52], [5, 30, 52], [5, 30, 52], [5, 30, 52]])).toEqual([false, false, false, false, true]);
