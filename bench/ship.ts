@@ -229,6 +229,15 @@ async function main() {
       if (n === PODS) break;
     }
     const applyMs = performance.now() - a0;
+    // The server's CPU each second from here to the end of the idle window (in the JSON): where its collections
+    // after the load fall, against the phases that follow.
+    const sinceLoad: number[] = [];
+    let prevCpu = procCpuMs(pid);
+    const sinceLoadTimer = setInterval(() => {
+      const now = procCpuMs(pid);
+      sinceLoad.push(now - prevCpu);
+      prevCpu = now;
+    }, 1000);
     const rawIds: string[] = [];
     await sleep(SET_QUIET_MS); // the server's relists after the PUT done
     const r0 = performance.now();
@@ -292,6 +301,7 @@ async function main() {
     const settleCpuMs = i0 - s0;
     await sampleWindow(IDLE_S);
     const idlePct = ((procCpuMs(pid) - i0) / (IDLE_S * 1000)) * 100;
+    clearInterval(sinceLoadTimer);
     const rss = rssMiB(pid);
     // What the RSS holds: V8's heap (committed, in use), memory outside it, from the server's own /metrics.
     const metric = (text: string, name: string) => r2(Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN) / 1048576);
@@ -314,7 +324,7 @@ async function main() {
       ["first sync ÷ raw RunPodSandbox + CreateContainer + StartContainer", `${r2(med(first) / med(rawFirst))}× (${Math.round(med(first))} ms vs ${Math.round(med(rawFirst))} ms)`, "≤ 1.2×", ""],
       ["idle RSS", `${r2(rss)} MiB after ${SETTLE_S + IDLE_S} s idle (${r2(Math.max(...rssSeries))} MiB at most in it); V8 heap ${heap.committed} MiB committed, ${heap.used} MiB in use (live or not yet collected)`, "≤ 80 MiB", ""],
     ];
-    Object.assign(results, { first, firstCalls, rawFirst, syncCpu, floorCpu, syncWall, convergedCalls, cached, warmup: WARMUP, crash, applyMs, rawApplyMs, relistCpu, listCpu, idlePct, settleCpuMs, cpuSeries, rss, rssSeries, heap, peer });
+    Object.assign(results, { first, firstCalls, rawFirst, syncCpu, floorCpu, syncWall, convergedCalls, cached, warmup: WARMUP, crash, applyMs, rawApplyMs, relistCpu, listCpu, idlePct, settleCpuMs, cpuSeries, sinceLoad, rss, rssSeries, heap, peer });
     console.log(`\npodsync as shipped (node ${NODE_FLAGS.join(" ")} dist/node.js: file state, jti log, request log, events on), ${cpus().length} cores, load average ${loads.map((l) => l.map(r2).join("/")).join(" → ")}\n`);
     console.log("| figure | this run | goal |\n|---|---|---|");
     for (const r of rows) console.log(`| ${r[0]} | ${r[1]} | ${r[2]} |`);
