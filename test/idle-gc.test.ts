@@ -82,7 +82,18 @@ describe("startIdleGc", () => {
         cpu += 30_000; // a collection's own 30 ms does not count as work
         heap = 30 * MiB;
       });
-      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapBytes: () => ({ used: heap, committed: heap + 2 * MiB }) });
+      const compacting: boolean[] = [];
+      let compactOn = false;
+      const compactAll = (on: boolean) => {
+        compactOn = on;
+        compacting.push(on);
+      };
+      gc.mockImplementation(() => {
+        compacting.push(compactOn); // what each collection ran with
+        cpu += 30_000;
+        heap = 30 * MiB;
+      });
+      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapBytes: () => ({ used: heap, committed: heap + 2 * MiB }), compactAll });
       cpu += 500_000;
       heap = 80 * MiB;
       vi.advanceTimersByTime(1000);
@@ -91,6 +102,8 @@ describe("startIdleGc", () => {
       expect(gc).not.toHaveBeenCalled();
       vi.advanceTimersByTime(1000);
       expect(gc).toHaveBeenCalledTimes(2);
+      // The first collection compacts every page, the second runs as V8's own do.
+      expect(compacting).toEqual([true, true, false, false]);
       vi.advanceTimersByTime(10_000);
       expect(gc).toHaveBeenCalledTimes(2);
       cpu += 500_000;
