@@ -105,7 +105,7 @@ export function startIdleGc(o: IdleGcOptions): () => void {
     if (!d.sample(ms, heap())) return;
     // Twice: the first frees the garbage, and only the next one hands the pages it emptied back (a bare node
     // holding 100 MiB of garbage: heap 116 MiB; after one gc() 107, after two 63.5). The first also compacts
-    // every page: V8's own full collections move objects only out of pages at least ~2/3 empty, which left 3.5-4.7
+    // every page: V8's own full collections move objects only out of pages about 70 % empty, which left 3.5-4.7
     // MiB of partly used pages committed after a 30-pod PUT (27 MiB committed for 22.5 in use). V8's memory
     // reducer would compact them (it picks pages a fifth empty), but it starts only when the old generation grew by
     // 10 MiB over where its last run left it, which after a burst it often had not. The flag is V8's own, read when
