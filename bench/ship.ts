@@ -189,8 +189,8 @@ async function main() {
     const floorCpu = (selfCpuMs() - f0) / SYNCS;
     loads.push(loadavg());
 
-    // 3. Crash → restart through the running server: SIGKILL (from this process, by pid) the first instance of each first-sync pod,
-    //    time to the replacement's startedAt.
+    // 3. Crash → restart through the running server: SIGKILL (from this process, by pid) the first instance of each
+    //    first-sync pod, time to the replacement's startedAt.
     const crash: number[] = [];
     for (const uid of made.slice(0, CRASHES)) {
       const [before] = await running(uid);

@@ -78,19 +78,15 @@ describe("startIdleGc", () => {
     try {
       let cpu = 0;
       let heap = 30 * MiB;
-      const gc = vi.fn(() => {
-        cpu += 30_000; // a collection's own 30 ms does not count as work
-        heap = 30 * MiB;
-      });
       const compacting: boolean[] = [];
       let compactOn = false;
       const compactAll = (on: boolean) => {
         compactOn = on;
         compacting.push(on);
       };
-      gc.mockImplementation(() => {
+      const gc = vi.fn(() => {
         compacting.push(compactOn); // what each collection ran with
-        cpu += 30_000;
+        cpu += 30_000; // a collection's own 30 ms does not count as work
         heap = 30 * MiB;
       });
       const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapBytes: () => ({ used: heap, committed: heap + 2 * MiB }), compactAll });
@@ -111,6 +107,26 @@ describe("startIdleGc", () => {
       stop();
       vi.advanceTimersByTime(10_000);
       expect(gc).toHaveBeenCalledTimes(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("clears the compaction flag even when the collection throws", () => {
+    vi.useFakeTimers();
+    try {
+      let cpu = 0;
+      let heap = 30 * MiB;
+      const flags: boolean[] = [];
+      const gc = vi.fn(() => {
+        throw new Error("no gc");
+      });
+      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapBytes: () => ({ used: heap, committed: heap + 2 * MiB }), compactAll: (on) => flags.push(on) });
+      cpu += 500_000;
+      heap = 80 * MiB;
+      expect(() => vi.advanceTimersByTime(7000)).toThrow("no gc");
+      expect(flags).toEqual([true, false]);
+      stop();
     } finally {
       vi.useRealTimers();
     }

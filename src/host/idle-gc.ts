@@ -7,10 +7,10 @@
 // periodic work can put off for minutes. Collecting once the work stops returns it (RSS 87 MiB in the same bench).
 // Only after a burst: the heap in use must have grown by `minGarbageBytes` since the last collection here, or the
 // heap V8 holds beyond what is in use (a burst V8's own collections emptied, but whose pages it kept: measured, 52
-// MiB committed for 30 in use, RSS 111 MiB) by as much, or the committed heap by half that, and only after a busy second (100 ms of CPU or more): the
-// loop's small periodic passes (a resync slot) never bring one, not even once their garbage adds up (V8's
-// own collections take that; a full collection here costs 100-250 ms of CPU, which an idle node should not pay at
-// random moments). docs/performance.md has the figures.
+// MiB committed for 30 in use, RSS 111 MiB) by as much, or the committed heap by half that, and only after a busy
+// second (100 ms of CPU or more): the loop's small periodic passes (a resync slot) never bring one, not even once
+// their garbage adds up (V8's own collections take that; a full collection here costs 100-250 ms of CPU, which an
+// idle node should not pay at random moments). docs/performance.md has the figures.
 import { getHeapStatistics, setFlagsFromString } from "node:v8";
 
 export interface IdleGcOptions {
@@ -32,10 +32,11 @@ export interface HeapSample {
 
 /** Once a second: quiet is at most 10 ms of CPU in it (1 % of a core), six quiet seconds in a row after a busy one
  * (100 ms; six, not three, so that V8 finds the allocation rate of its last 5 s low and shrinks the young generation
- * in the same collection, Heap::ReduceNewSpaceSize: 4 MiB committed to 1), when the heap in use, or the committed heap beyond it, grew by 8 MiB since the last collection here
- * (16 MiB left a run at 100 MiB RSS: 42.5 MiB committed for 30.5 in use after a 30-pod PUT), or the committed heap
- * alone by 4 MiB (V8's own collections during a burst can leave both of the others under 8 while it holds more:
- * measured, 33 MiB committed for 27 in use and RSS 87.8 MiB, where a collection here brings it back to 24 and 79). */
+ * in the same collection, Heap::ReduceNewSpaceSize: 4 MiB committed to 1), when the heap in use, or the committed
+ * heap beyond it, grew by 8 MiB since the last collection here (16 MiB left a run at 100 MiB RSS: 42.5 MiB committed
+ * for 30.5 in use after a 30-pod PUT), or the committed heap alone by 4 MiB (V8's own collections during a burst can
+ * leave both of the others under 8 while it holds more: measured, 33 MiB committed for 27 in use and RSS 87.8 MiB,
+ * where a collection here brings it back to 24 and 79). */
 const SAMPLE_MS = 1000;
 const THRESHOLDS = { minGarbageBytes: 8 * 1024 * 1024, minCommittedGrowthBytes: 4 * 1024 * 1024, quietMs: 10, quietSamples: 6, busyMs: 100 };
 
