@@ -36,7 +36,7 @@ const NODE_FLAGS =
 const CONCURRENCY = 8;
 /** The raw floor's pods ask for what podsync's hostNetwork busybox pod gets by default: the runtime's default
  * seccomp profile for the sandbox and the container (kubelet's --seccomp-default, which podsync turns on). Before
- * run Y the floor asked for none: runc then installs no filter, 45 ms a pod less on this VM (measured, 7 pairs). */
+ * run Y the floor asked for none: runc then installs no filter, 45 ms a pod less on this VM (measured, 6 pairs). */
 const SECCOMP = { profileType: SecurityProfile_ProfileType.RuntimeDefault };
 /** The pause before each timed first sync, raw or podsync's, so neither runs into the other's leftover work. */
 const QUIET_MS = 500;
