@@ -1,6 +1,6 @@
 // The idle collector (src/host/idle-gc.ts): a full GC once the process goes quiet after a burst that left garbage
 // behind; none while it works, none for the small garbage of periodic work, one per burst.
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { idleGcDecider, startIdleGc } from "../src/host/idle-gc.js";
 
 const MiB = 1024 * 1024;
@@ -73,62 +73,65 @@ describe("idleGcDecider", () => {
 });
 
 describe("startIdleGc", () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  /** The process as the collector sees it: its CPU (µs) and heap, and a burst of work that grows the heap. */
+  const fakeProcess = () => {
+    const p = {
+      cpu: 0,
+      heap: 30 * MiB,
+      cpuMicros: () => p.cpu,
+      heapBytes: () => ({ used: p.heap, committed: p.heap + 2 * MiB }),
+      burst() {
+        p.cpu += 500_000;
+        p.heap = 80 * MiB;
+      },
+    };
+    return p;
+  };
+
   it("samples on its timer, collects twice once quiet after a burst, then not again; stops when told", () => {
-    vi.useFakeTimers();
-    try {
-      let cpu = 0;
-      let heap = 30 * MiB;
-      const compacting: boolean[] = [];
-      let compactOn = false;
-      const compactAll = (on: boolean) => {
-        compactOn = on;
-        compacting.push(on);
-      };
-      const gc = vi.fn(() => {
-        compacting.push(compactOn); // what each collection ran with
-        cpu += 30_000; // a collection's own 30 ms does not count as work
-        heap = 30 * MiB;
-      });
-      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapBytes: () => ({ used: heap, committed: heap + 2 * MiB }), compactAll });
-      cpu += 500_000;
-      heap = 80 * MiB;
-      vi.advanceTimersByTime(1000);
-      expect(gc).not.toHaveBeenCalled();
-      vi.advanceTimersByTime(5000);
-      expect(gc).not.toHaveBeenCalled();
-      vi.advanceTimersByTime(1000);
-      expect(gc).toHaveBeenCalledTimes(2);
-      // The first collection compacts every page, the second runs as V8's own do.
-      expect(compacting).toEqual([true, true, false, false]);
-      vi.advanceTimersByTime(10_000);
-      expect(gc).toHaveBeenCalledTimes(2);
-      cpu += 500_000;
-      heap = 80 * MiB;
-      stop();
-      vi.advanceTimersByTime(10_000);
-      expect(gc).toHaveBeenCalledTimes(2);
-    } finally {
-      vi.useRealTimers();
-    }
+    const p = fakeProcess();
+    const compacting: boolean[] = [];
+    let compactOn = false;
+    const compactAll = (on: boolean) => {
+      compactOn = on;
+      compacting.push(on);
+    };
+    const gc = vi.fn(() => {
+      compacting.push(compactOn); // what each collection ran with
+      p.cpu += 30_000; // a collection's own 30 ms does not count as work
+      p.heap = 30 * MiB;
+    });
+    const stop = startIdleGc({ gc, cpuMicros: p.cpuMicros, heapBytes: p.heapBytes, compactAll });
+    p.burst();
+    vi.advanceTimersByTime(1000);
+    expect(gc).not.toHaveBeenCalled();
+    vi.advanceTimersByTime(5000);
+    expect(gc).not.toHaveBeenCalled();
+    vi.advanceTimersByTime(1000);
+    expect(gc).toHaveBeenCalledTimes(2);
+    // The first collection compacts every page, the second runs as V8's own do.
+    expect(compacting).toEqual([true, true, false, false]);
+    vi.advanceTimersByTime(10_000);
+    expect(gc).toHaveBeenCalledTimes(2);
+    p.burst();
+    stop();
+    vi.advanceTimersByTime(10_000);
+    expect(gc).toHaveBeenCalledTimes(2);
   });
 
   it("clears the compaction flag even when the collection throws", () => {
-    vi.useFakeTimers();
-    try {
-      let cpu = 0;
-      let heap = 30 * MiB;
-      const flags: boolean[] = [];
-      const gc = vi.fn(() => {
-        throw new Error("no gc");
-      });
-      const stop = startIdleGc({ gc, cpuMicros: () => cpu, heapBytes: () => ({ used: heap, committed: heap + 2 * MiB }), compactAll: (on) => flags.push(on) });
-      cpu += 500_000;
-      heap = 80 * MiB;
-      expect(() => vi.advanceTimersByTime(7000)).toThrow("no gc");
-      expect(flags).toEqual([true, false]);
-      stop();
-    } finally {
-      vi.useRealTimers();
-    }
+    const p = fakeProcess();
+    const flags: boolean[] = [];
+    const gc = vi.fn(() => {
+      throw new Error("no gc");
+    });
+    const stop = startIdleGc({ gc, cpuMicros: p.cpuMicros, heapBytes: p.heapBytes, compactAll: (on) => flags.push(on) });
+    p.burst();
+    expect(() => vi.advanceTimersByTime(7000)).toThrow("no gc");
+    expect(flags).toEqual([true, false]);
+    stop();
   });
 });

@@ -15,6 +15,7 @@
 //     one more sync runs if exits arrived meanwhile. 100 containers of one pod exiting at once make one or two
 //     syncs, not 100 (kubelet's pod workers likewise keep one pending update per pod).
 import type { ContainerEvent, RuntimeExit } from "../cri/container-events.js";
+import type { ReportedExits } from "../kuberuntime/reported-exits.js";
 
 export interface Owner {
   uid: string;
@@ -28,7 +29,7 @@ export interface EventTriggerOptions {
   stopped(id: string, sandbox: boolean): Promise<boolean>;
   /** Sync the pod now (through the loop, so the per-pod lock and its bookkeeping apply). `exited`: the exits
    * the runtime reported that CRI may not show yet, by container id. */
-  sync(uid: string, reason: string, exited: ReadonlyMap<string, RuntimeExit> | undefined): Promise<void>;
+  sync(uid: string, reason: string, exited: ReportedExits | undefined): Promise<void>;
   /** An exit of an id no pod is known to own: relist soon. */
   unknown(): void;
   /** Waits between settle checks (ms); default every 10 ms for 300 ms, then 20, 40, ... up to about 2.8 s. */
