@@ -15,7 +15,15 @@ export default defineConfig({
     // The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
     reporters: ["default", ["json", { outputFile: ".vitest-report.json" }]],
     projects: [
-      { extends: true, test: { name: "podsync", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, ...timed], sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: {
+          name: "podsync",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...timed],
+          sequence: { groupOrder: 0 },
+        },
+      },
       { extends: true, test: { name: "timed", include: timed, sequence: { groupOrder: 1 } } },
     ],
   },

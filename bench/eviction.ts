@@ -28,7 +28,15 @@ const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-eviction-bench";
 const PODS = 30;
 const PASSES = Number(process.env["BENCH_PASSES"] ?? 20);
 
-const lab = (cmd: "start" | "stop") => execFileSync("bash", ["scripts/containerd-lab.sh", cmd], { env: { ...process.env, PODSYNC_LAB_DIR: LAB }, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop() ?? "";
+const lab = (cmd: "start" | "stop") =>
+  execFileSync("bash", ["scripts/containerd-lab.sh", cmd], {
+    env: { ...process.env, PODSYNC_LAB_DIR: LAB },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+    .trim()
+    .split("\n")
+    .pop() ?? "";
 const r2 = (n: number) => Math.round(n * 100) / 100;
 const cpuMs = () => {
   const u = process.cpuUsage();
@@ -48,7 +56,11 @@ const newPod = (i: number) =>
           name: "main",
           image: "localhost/busybox:1",
           imagePullPolicy: "Never",
-          command: ["sh", "-c", "a=0123456789abcdef; i=0; while [ $i -lt 12 ]; do a=$a$a; i=$((i+1)); done; echo \"$a\" > /scratch/f; exec sleep 3600"],
+          command: [
+            "sh",
+            "-c",
+            'a=0123456789abcdef; i=0; while [ $i -lt 12 ]; do a=$a$a; i=$((i+1)); done; echo "$a" > /scratch/f; exec sleep 3600',
+          ],
           volumeMounts: [{ name: "scratch", mountPath: "/scratch" }],
           resources: { limits: { "ephemeral-storage": "256Mi" } },
         },
@@ -60,11 +72,24 @@ async function main() {
   const started = Date.now();
   const sock = lab("start");
   const cri = connectGrpc({ endpoint: `unix://${sock}`, timeoutMs: 60_000 });
-  const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-evbench-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-evbench-root-")) };
-  const runtime = createPodRuntime(cri, { node, podDirs: nodePodDirs, volumeHost: nodeVolumeHost, localStorageLimits: true });
+  const node = {
+    ...defaultNodeConfig(),
+    podLogsDir: mkdtempSync(join(tmpdir(), "podsync-evbench-logs-")),
+    rootDir: mkdtempSync(join(tmpdir(), "podsync-evbench-root-")),
+  };
+  const runtime = createPodRuntime(cri, {
+    node,
+    podDirs: nodePodDirs,
+    volumeHost: nodeVolumeHost,
+    localStorageLimits: true,
+  });
   const desired = new MemoryDesiredState();
   const pods = Array.from({ length: PODS }, (_, i) => newPod(i));
-  const results: Record<string, unknown> = { machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version }, pods: PODS, passes: PASSES };
+  const results: Record<string, unknown> = {
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+    pods: PODS,
+    passes: PASSES,
+  };
   try {
     for (const p of pods) await desired.put({ pod: p, audit: { iss: "bench", iat: 0 }, storedAt: Date.now() });
     const loop = startReconcileLoop({ runtime, cri, desired, manual: true, maxConcurrentSyncs: 8 });
@@ -86,7 +111,11 @@ async function main() {
         wall.push(performance.now() - w0);
         cpu.push(cpuMs() - c0);
       }
-      return { "wall (ms, median)": r2(median(wall)), "podsync CPU (ms, median)": r2(median(cpu)), "CRI calls per pass": (counter.calls - calls0) / PASSES };
+      return {
+        "wall (ms, median)": r2(median(wall)),
+        "podsync CPU (ms, median)": r2(median(cpu)),
+        "CRI calls per pass": (counter.calls - calls0) / PASSES,
+      };
     };
     const wants = { wants: () => true, wantsStartTimes: () => false };
     // A relist as the loop makes it (caches warm: the converged case).
@@ -110,13 +139,19 @@ async function main() {
     results["evictionPassMeasuringVolumes"] = measuring;
     results["listContainerStats"] = statsCall;
   } finally {
-    for (let i = 0; i < pods.length; i += 8) await Promise.all(pods.slice(i, i + 8).map((p) => runtime.delete(p.metadata.uid, 0).catch(() => undefined)));
+    for (let i = 0; i < pods.length; i += 8)
+      await Promise.all(pods.slice(i, i + 8).map((p) => runtime.delete(p.metadata.uid, 0).catch(() => undefined)));
     cri.close();
     lab("stop");
   }
   results["seconds"] = Math.round((Date.now() - started) / 1000);
   console.log(`\n${PODS} pods with local storage limits, ${PASSES} passes each`);
-  console.table({ relist: results["relist"], "eviction pass": results["evictionPass"], "pass measuring emptyDirs": results["evictionPassMeasuringVolumes"], "ListContainerStats alone": results["listContainerStats"] });
+  console.table({
+    relist: results["relist"],
+    "eviction pass": results["evictionPass"],
+    "pass measuring emptyDirs": results["evictionPassMeasuringVolumes"],
+    "ListContainerStats alone": results["listContainerStats"],
+  });
   const dir = resolve("bench/results");
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `eviction-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);

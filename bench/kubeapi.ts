@@ -27,7 +27,8 @@ const CHURN_WINDOW_S = Number(process.env["BENCH_CHURN_WINDOW_S"] ?? 20);
 const WATCHERS = 50;
 const TABLE_GETS = Number(process.env["BENCH_TABLE_GETS"] ?? 200);
 const r2 = (n: number) => Math.round(n * 100) / 100;
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const procCpuMs = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -40,9 +41,21 @@ const fake = await startFakeCri();
 const calls = () => [...fake.runtime.calls.values()].reduce((a, b) => a + b, 0);
 const dir = mkdtempSync(join(tmpdir(), "podsync-kubeapi-bench-"));
 // BENCH_PROFILE_DIR: the server writes a CPU profile there when it stops (node --cpu-prof).
-const profile = process.env["BENCH_PROFILE_DIR"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_PROFILE_DIR"]}`] : [];
+const profile = process.env["BENCH_PROFILE_DIR"]
+  ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_PROFILE_DIR"]}`]
+  : [];
 const child = spawn(process.execPath, [...profile, "dist/node.js"], {
-  env: { ...process.env, PODSYNC_CRI_ENDPOINT: fake.endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "bench-node", PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
+  env: {
+    ...process.env,
+    PODSYNC_CRI_ENDPOINT: fake.endpoint,
+    PODSYNC_PORT: "0",
+    PODSYNC_NODE_NAME: "bench-node",
+    PODSYNC_POLICY: "privileged",
+    PODSYNC_DEV_DIR: dir,
+    PODSYNC_STATE_DIR: join(dir, "state"),
+    PODSYNC_ROOT_DIR: join(dir, "root"),
+    PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
+  },
   stdio: ["ignore", "pipe", "pipe"],
 });
 const tableMs: number[] = [];
@@ -55,7 +68,7 @@ let collecting = false;
 const started = await new Promise<{ url: string; pid: number }>((res, rej) => {
   let text = "";
   createInterface({ input: child.stderr! }).on("line", (l) => {
-    text += l + "\n";
+    text += `${l}\n`;
     const m = /listening on (http:\/\/\S+)/.exec(l);
     if (m) res({ url: m[1]!, pid: child.pid! });
   });
@@ -63,17 +76,34 @@ const started = await new Promise<{ url: string; pid: number }>((res, rej) => {
 });
 const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
 const sign = async (claims: Record<string, unknown>) =>
-  new SignJWT(claims).setProtectedHeader({ alg: key.alg, ...(key.kid ? { kid: key.kid } : {}) }).setIssuer("podsync-dev").setAudience("bench-node").setIssuedAt().setExpirationTime("5m").setJti(crypto.randomUUID()).sign(await importJWK(key, key.alg));
+  new SignJWT(claims)
+    .setProtectedHeader({ alg: key.alg, ...(key.kid ? { kid: key.kid } : {}) })
+    .setIssuer("podsync-dev")
+    .setAudience("bench-node")
+    .setIssuedAt()
+    .setExpirationTime("5m")
+    .setJti(crypto.randomUUID())
+    .sign(await importJWK(key, key.alg));
 const read = await sign({ act: "read" });
 
 let generation = 0;
 const benchPod = (n: number, i: number, labels: Record<string, string> = {}) => ({
   metadata: { name: `p${i}`, namespace: "bench", uid: `kubeapi-bench-${n}-${i}`, labels: { app: "bench", ...labels } },
-  spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] },
+  spec: {
+    hostNetwork: true,
+    terminationGracePeriodSeconds: 1,
+    containers: [
+      { name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] },
+    ],
+  },
 });
 async function setPods(n: number) {
   const pods = Array.from({ length: n }, (_, i) => benchPod(n, i));
-  const r = await fetch(`${started.url}/v1/node/pods`, { method: "PUT", headers: { "content-type": "application/jose" }, body: await sign({ act: "apply", generation: ++generation, pods }) });
+  const r = await fetch(`${started.url}/v1/node/pods`, {
+    method: "PUT",
+    headers: { "content-type": "application/jose" },
+    body: await sign({ act: "apply", generation: ++generation, pods }),
+  });
   if (r.status !== 200) throw new Error(`PUT /v1/node/pods: ${r.status} ${(await r.text()).slice(0, 2000)}`);
   const end = Date.now() + 180_000;
   for (;;) {
@@ -81,7 +111,10 @@ async function setPods(n: number) {
     const list = (await res.json()) as { items?: { status: { phase: string } }[] };
     const phases = (list.items ?? []).map((p) => p.status.phase);
     if (phases.length === n && phases.every((p) => p === "Running")) return;
-    if (Date.now() > end) throw new Error(`the ${n} pods were not all Running in the Kubernetes API after 180 s: HTTP ${res.status}, ${JSON.stringify(phases.length ? phases : list).slice(0, 500)}`);
+    if (Date.now() > end)
+      throw new Error(
+        `the ${n} pods were not all Running in the Kubernetes API after 180 s: HTTP ${res.status}, ${JSON.stringify(phases.length ? phases : list).slice(0, 500)}`,
+      );
     await sleep(200);
   }
 }
@@ -98,14 +131,24 @@ async function window(churn = false): Promise<{ callsPerS: number; cpuPct: numbe
   const end = Date.now() + seconds * 1000;
   if (churn)
     while (Date.now() < end - 1000) {
-      const r = await fetch(`${started.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod: benchPod(30, 0, { rev: String(++rev) }) }) });
+      const r = await fetch(`${started.url}/v1/pods/sync`, {
+        method: "POST",
+        headers: { "content-type": "application/jose" },
+        body: await sign({ act: "sync", pod: benchPod(30, 0, { rev: String(++rev) }) }),
+      });
       if (r.status !== 200) throw new Error(`sync: ${r.status} ${(await r.text()).slice(0, 500)}`);
       await sleep(1000);
     }
   await sleep(Math.max(0, end - Date.now()));
   const m1 = byMethod();
-  const byName = Object.fromEntries([...m1].map(([k, v]) => [k, v - (m0.get(k) ?? 0)]).filter(([, v]) => (v as number) > 0));
-  return { callsPerS: r2((calls() - c0) / seconds), cpuPct: r2(((procCpuMs(started.pid) - p0) / (seconds * 1000)) * 100), calls: byName };
+  const byName = Object.fromEntries(
+    [...m1].map(([k, v]) => [k, v - (m0.get(k) ?? 0)]).filter(([, v]) => (v as number) > 0),
+  );
+  return {
+    callsPerS: r2((calls() - c0) / seconds),
+    cpuPct: r2(((procCpuMs(started.pid) - p0) / (seconds * 1000)) * 100),
+    calls: byName,
+  };
 }
 
 try {
@@ -116,10 +159,17 @@ try {
   const ac = new AbortController();
   let events = 0;
   // As kubectl get -w and informers watch: from a list's resourceVersion (the list itself is not the watch's cost).
-  const rv = ((await (await fetch(`${started.url}/api/v1/pods`, { headers: { authorization: `Bearer ${read}` } })).json()) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  const rv = (
+    (await (await fetch(`${started.url}/api/v1/pods`, { headers: { authorization: `Bearer ${read}` } })).json()) as {
+      metadata: { resourceVersion: string };
+    }
+  ).metadata.resourceVersion;
   const watchers = await Promise.all(
     Array.from({ length: WATCHERS }, async () => {
-      const r = await fetch(`${started.url}/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=${rv}`, { headers: { authorization: `Bearer ${read}` }, signal: ac.signal });
+      const r = await fetch(`${started.url}/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=${rv}`, {
+        headers: { authorization: `Bearer ${read}` },
+        signal: ac.signal,
+      });
       const reader = r.body!.getReader();
       void (async () => {
         for (;;) {
@@ -140,7 +190,12 @@ try {
   await setPods(100);
   collecting = true;
   for (let i = 0; i < TABLE_GETS; i++) {
-    const r = await fetch(`${started.url}/api/v1/pods`, { headers: { authorization: `Bearer ${read}`, accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" } });
+    const r = await fetch(`${started.url}/api/v1/pods`, {
+      headers: {
+        authorization: `Bearer ${read}`,
+        accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+      },
+    });
     if ((await r.json()).rows.length !== 100) throw new Error("the Table did not hold 100 rows");
   }
   await sleep(200);
@@ -151,9 +206,29 @@ try {
     machine: { cpus: cpus().length, node: process.version },
     windowS: WINDOW_S,
     churnWindowS: CHURN_WINDOW_S,
-    watchers: { pods: 30, watchers: WATCHERS, idle, watched, extraCallsPerS: r2(watched.callsPerS - idle.callsPerS), extraCpuPct: r2(watched.cpuPct - idle.cpuPct), chunksRead: events },
-    churn: { changesPerS: 1, idle: idleChurn, watched: watchedChurn, extraCallsPerS: r2(watchedChurn.callsPerS - idleChurn.callsPerS), extraCpuPct: r2(watchedChurn.cpuPct - idleChurn.cpuPct) },
-    table: { pods: 100, requests: tableMs.length, serverMsP50: pct(tableMs, 50), serverMsP99: pct(tableMs, 99), serverMsMax: Math.max(...tableMs) },
+    watchers: {
+      pods: 30,
+      watchers: WATCHERS,
+      idle,
+      watched,
+      extraCallsPerS: r2(watched.callsPerS - idle.callsPerS),
+      extraCpuPct: r2(watched.cpuPct - idle.cpuPct),
+      chunksRead: events,
+    },
+    churn: {
+      changesPerS: 1,
+      idle: idleChurn,
+      watched: watchedChurn,
+      extraCallsPerS: r2(watchedChurn.callsPerS - idleChurn.callsPerS),
+      extraCpuPct: r2(watchedChurn.cpuPct - idleChurn.cpuPct),
+    },
+    table: {
+      pods: 100,
+      requests: tableMs.length,
+      serverMsP50: pct(tableMs, 50),
+      serverMsP99: pct(tableMs, 99),
+      serverMsMax: Math.max(...tableMs),
+    },
   };
   console.log(`
 kubeapi: 50 watchers on a 30-pod node (dist/node.js, default intervals, ${WINDOW_S} s windows)
@@ -168,7 +243,7 @@ kubeapi: 50 watchers on a 30-pod node (dist/node.js, default intervals, ${WINDOW
 kubeapi: GET /api/v1/pods as a Table of 100 pods, ${tableMs.length} requests: server time p50 ${result.table.serverMsP50} ms, p99 ${result.table.serverMsP99} ms, max ${result.table.serverMsMax} ms`);
   mkdirSync(resolve("bench/results"), { recursive: true });
   const out = resolve(`bench/results/kubeapi-${result.time.replace(/[:.]/g, "-")}.json`);
-  writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
+  writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
   console.log(`wrote ${out}`);
 } finally {
   child.kill("SIGTERM");

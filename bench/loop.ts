@@ -25,7 +25,15 @@ const IDLE_S = Number(process.env["BENCH_IDLE_S"] ?? 30);
 const CRASHES = Number(process.env["BENCH_CRASHES"] ?? 20);
 const TICKS = 20;
 
-const lab = (cmd: "start" | "stop") => execFileSync("bash", ["scripts/containerd-lab.sh", cmd], { env: { ...process.env, PODSYNC_LAB_DIR: LAB }, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop() ?? "";
+const lab = (cmd: "start" | "stop") =>
+  execFileSync("bash", ["scripts/containerd-lab.sh", cmd], {
+    env: { ...process.env, PODSYNC_LAB_DIR: LAB },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+    .trim()
+    .split("\n")
+    .pop() ?? "";
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
@@ -47,18 +55,30 @@ let seq = 0;
 const newPod = () =>
   Pod.parse({
     metadata: { name: `lb-${process.pid}-${seq}`, namespace: "bench", uid: `loop-bench-${process.pid}-${seq++}` },
-    spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] },
+    spec: {
+      hostNetwork: true,
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+      ],
+    },
   });
 
 async function main() {
   const started = Date.now();
   const sock = lab("start");
   const cri = connectGrpc({ endpoint: `unix://${sock}`, timeoutMs: 60_000 });
-  const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-loopbench-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-loopbench-root-")) };
+  const node = {
+    ...defaultNodeConfig(),
+    podLogsDir: mkdtempSync(join(tmpdir(), "podsync-loopbench-logs-")),
+    rootDir: mkdtempSync(join(tmpdir(), "podsync-loopbench-root-")),
+  };
   const runtime = createPodRuntime(cri, { node });
   const desired = new MemoryDesiredState();
   const containerdPid = Number(readFileSync(join(LAB, "containerd.pid"), "utf8"));
-  const results: Record<string, unknown> = { machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version } };
+  const results: Record<string, unknown> = {
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+  };
   const made: string[] = [];
   try {
     // 1. Calls and CPU per relist, converged.
@@ -85,7 +105,13 @@ async function main() {
       const cpuPer = (cpuMs() - cpu0) / TICKS;
       const wallPer = (performance.now() - wall0) / TICKS;
       await loop.stop();
-      perRelist.push({ pods: n, "CRI calls per relist": [...new Set(calls)].join(","), "podsync CPU per relist (ms)": r2(cpuPer), "relist wall time (ms)": r2(wallPer), "start-up tick (ms)": settleMs });
+      perRelist.push({
+        pods: n,
+        "CRI calls per relist": [...new Set(calls)].join(","),
+        "podsync CPU per relist (ms)": r2(cpuPer),
+        "relist wall time (ms)": r2(wallPer),
+        "start-up tick (ms)": settleMs,
+      });
     }
     results["perRelist"] = perRelist;
 
@@ -98,12 +124,19 @@ async function main() {
       const w0 = performance.now();
       await sleep(IDLE_S * 1000);
       const wall = performance.now() - w0;
-      results["idle"] = { pods: made.length, relistMs: 1000, seconds: r2(wall / 1000), "podsync CPU % of a core": r2(((cpuMs() - c0) / wall) * 100), "containerd CPU % of a core": r2(((procCpuMs(containerdPid) - d0) / wall) * 100) };
+      results["idle"] = {
+        pods: made.length,
+        relistMs: 1000,
+        seconds: r2(wall / 1000),
+        "podsync CPU % of a core": r2(((cpuMs() - c0) / wall) * 100),
+        "containerd CPU % of a core": r2(((procCpuMs(containerdPid) - d0) / wall) * 100),
+      };
 
       // 3. Crash to restart, first crash of each container (no back-off), kills at random phases of the relist.
       const lat: number[] = [];
       for (const uid of made.slice(0, CRASHES)) {
-        const list = async () => (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": uid } } })).containers;
+        const list = async () =>
+          (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": uid } } })).containers;
         const before = (await list()).find((c) => c.state === ContainerState.CONTAINER_RUNNING)!;
         await sleep(Math.random() * 1000);
         const t = Date.now();
@@ -118,10 +151,17 @@ async function main() {
         lat.push(nsToMs(st.status!.startedAt) - t);
       }
       await loop.stop();
-      results["crashToRestart"] = { samples: lat.length, "p50 (ms)": pct(lat, 50), "p99 (ms)": pct(lat, 99), "min (ms)": Math.min(...lat), "max (ms)": Math.max(...lat) };
+      results["crashToRestart"] = {
+        samples: lat.length,
+        "p50 (ms)": pct(lat, 50),
+        "p99 (ms)": pct(lat, 99),
+        "min (ms)": Math.min(...lat),
+        "max (ms)": Math.max(...lat),
+      };
     }
   } finally {
-    for (let i = 0; i < made.length; i += 8) await Promise.all(made.slice(i, i + 8).map((uid) => runtime.delete(uid, 0).catch(() => undefined)));
+    for (let i = 0; i < made.length; i += 8)
+      await Promise.all(made.slice(i, i + 8).map((uid) => runtime.delete(uid, 0).catch(() => undefined)));
     cri.close();
     lab("stop");
   }

@@ -18,7 +18,11 @@ const ROUNDS = Number(process.env["BENCH_PROBE_ROUNDS"] ?? 20);
 const PERIOD_S = 10;
 
 const fake = await startFakeCri();
-fake.runtime.runtime["ExecSync"] = () => ({ exitCode: 0, stdout: new TextEncoder().encode("ok"), stderr: new Uint8Array() });
+fake.runtime.runtime["ExecSync"] = () => ({
+  exitCode: 0,
+  stdout: new TextEncoder().encode("ok"),
+  stderr: new Uint8Array(),
+});
 const cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 10_000 });
 const rt = createPodRuntime(cri);
 const prober = createProber({ cri });
@@ -26,7 +30,14 @@ const prober = createProber({ cri });
 const mk = (i: number, n = 1) =>
   Pod.parse({
     metadata: { name: `probe-${i}`, uid: `bench-probe-${process.pid}-${i}` },
-    spec: { containers: Array.from({ length: n }, (_, j) => ({ name: `c${j}`, image: "localhost/busybox:1", command: ["sleep", "3600"], livenessProbe: { exec: { command: ["true"] }, periodSeconds: PERIOD_S } })) },
+    spec: {
+      containers: Array.from({ length: n }, (_, j) => ({
+        name: `c${j}`,
+        image: "localhost/busybox:1",
+        command: ["sleep", "3600"],
+        livenessProbe: { exec: { command: ["true"] }, periodSeconds: PERIOD_S },
+      })),
+    },
   });
 const pods = Array.from({ length: PODS }, (_, i) => mk(i));
 for (const p of pods) {
@@ -76,13 +87,30 @@ for (const n of [1, 10]) {
   fake.runtime.resetCalls();
   await rt.sync(p);
   const converged = fake.runtime.totalCalls();
-  readBack.push({ containers: n, firstSync: first, firstSyncReadBack: 3 + n, convergedSync: converged, convergedReadBack: n });
+  readBack.push({
+    containers: n,
+    firstSync: first,
+    firstSyncReadBack: 3 + n,
+    convergedSync: converged,
+    convergedReadBack: n,
+  });
 }
 
-const result = { when: new Date().toISOString(), cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version, pods: PODS, periodSeconds: PERIOD_S, rounds: ROUNDS, tickOnly, loopRound, readBack };
+const result = {
+  when: new Date().toISOString(),
+  cpus: cpus().length,
+  cpuModel: cpus()[0]?.model,
+  node: process.version,
+  pods: PODS,
+  periodSeconds: PERIOD_S,
+  rounds: ROUNDS,
+  tickOnly,
+  loopRound,
+  readBack,
+};
 console.table([tickOnly, loopRound]);
 console.table(readBack);
 mkdirSync("bench/results", { recursive: true });
-writeFileSync(`bench/results/probes-${result.when.replace(/[:.]/g, "-")}.json`, JSON.stringify(result, null, 2) + "\n");
+writeFileSync(`bench/results/probes-${result.when.replace(/[:.]/g, "-")}.json`, `${JSON.stringify(result, null, 2)}\n`);
 cri.close();
 await fake.close();

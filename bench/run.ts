@@ -43,7 +43,12 @@ function podInput(uid: string, n = 1, hostNetwork = true): PodInput {
     spec: {
       hostNetwork,
       terminationGracePeriodSeconds: 2,
-      containers: Array.from({ length: n }, (_, i) => ({ name: `c${i}`, image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent" as const, command: ["sleep", "3600"] })),
+      containers: Array.from({ length: n }, (_, i) => ({
+        name: `c${i}`,
+        image: "localhost/busybox:1",
+        imagePullPolicy: "IfNotPresent" as const,
+        command: ["sleep", "3600"],
+      })),
     },
   };
 }
@@ -51,7 +56,14 @@ function podInput(uid: string, n = 1, hostNetwork = true): PodInput {
 async function signer(key: TestKey) {
   let i = 0;
   return (claims: Record<string, unknown>) =>
-    new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid }).setIssuer("bench").setAudience("bench-node").setIssuedAt().setExpirationTime("50m").setJti(`b-${process.pid}-${i++}`).sign(key.privateKey);
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: key.alg, kid: key.kid })
+      .setIssuer("bench")
+      .setAudience("bench-node")
+      .setIssuedAt()
+      .setExpirationTime("50m")
+      .setJti(`b-${process.pid}-${i++}`)
+      .sign(key.privateKey);
 }
 
 /** The floor: the status read a converged sync needs (3 CRI calls), issued directly, CONNECTIONS in flight. */
@@ -71,7 +83,11 @@ async function floor(cri: CriClient, uid: string, seconds: number) {
 }
 
 async function startServer(endpoint: string, jwks: object): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", resolve("bench/server.ts"), endpoint, JSON.stringify(jwks)], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    process.execPath,
+    ["--expose-gc", "--import", "tsx", resolve("bench/server.ts"), endpoint, JSON.stringify(jwks)],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   const url = await new Promise<string>((res, rej) => {
     child.stdout!.once("data", (d: Buffer) => res((JSON.parse(d.toString().split("\n")[0]!) as { url: string }).url));
     child.once("exit", (c) => rej(new Error(`bench server exited ${c}`)));
@@ -96,7 +112,14 @@ async function load(url: string, tokens: string[], amount: number) {
     requests: [{ setupRequest: (req) => ({ ...req, body: tokens[i++ % tokens.length]! }) }],
   });
   if (i > tokens.length) throw new Error(`ran out of tokens (${tokens.length}); replays would be refused`);
-  return { p50: result.latency.p50, p99: result.latency.p99, rps: Math.round(result.requests.average), total: result.requests.total, non2xx: result.non2xx, errors: result.errors };
+  return {
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    rps: Math.round(result.requests.average),
+    total: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
 }
 
 async function httpVsFloor(label: string, endpoint: string, key: TestKey) {
@@ -108,7 +131,9 @@ async function httpVsFloor(label: string, endpoint: string, key: TestKey) {
   if (!r.ok) throw new Error(`${label}: could not create the bench pod: ${JSON.stringify(r.steps)}`);
   const sign = await signer(key);
   // One token per request (a jti acts once), signed up front so signing is not in the measurement.
-  const tokens = await Promise.all(Array.from({ length: SYNCS + 1000 }, () => sign({ act: "sync", pod: podInput(uid) })));
+  const tokens = await Promise.all(
+    Array.from({ length: SYNCS + 1000 }, () => sign({ act: "sync", pod: podInput(uid) })),
+  );
   const server = await startServer(endpoint, { keys: [key.publicJwk] });
   try {
     await load(server.url, tokens.slice(0, 1000), 1000); // warm-up
@@ -147,9 +172,21 @@ function computeThroughput() {
   for (const n of [1, 10, 100]) {
     const pod = Pod.parse(podInput("cpa", n, false));
     const status = {
-      id: "cpa", name: "bench", namespace: "default", ips: [],
-      sandboxStatuses: [create(api.PodSandboxStatusSchema, { id: "s", state: api.PodSandboxState.SANDBOX_READY, metadata: { attempt: 0 }, network: { ip: "10.0.0.2" } })],
-      containerStatuses: pod.spec.containers.map((c, i) => containerStatus(`id${i}`, c.name, "running", hashContainer(c))),
+      id: "cpa",
+      name: "bench",
+      namespace: "default",
+      ips: [],
+      sandboxStatuses: [
+        create(api.PodSandboxStatusSchema, {
+          id: "s",
+          state: api.PodSandboxState.SANDBOX_READY,
+          metadata: { attempt: 0 },
+          network: { ip: "10.0.0.2" },
+        }),
+      ],
+      containerStatuses: pod.spec.containers.map((c, i) =>
+        containerStatus(`id${i}`, c.name, "running", hashContainer(c)),
+      ),
     };
     for (let i = 0; i < 2000; i++) computePodActions(pod, status); // warm-up
     const end = performance.now() + 1000;
@@ -160,7 +197,12 @@ function computeThroughput() {
       ops += 100;
     }
     const secs = (performance.now() - t0) / 1000;
-    rows.push({ containers: n, opsPerSec: Math.round(ops / secs), usPerCall: r2((secs * 1e6) / ops), nsPerContainer: Math.round((secs * 1e9) / ops / n) });
+    rows.push({
+      containers: n,
+      opsPerSec: Math.round(ops / secs),
+      usPerCall: r2((secs * 1e6) / ops),
+      nsPerContainer: Math.round((secs * 1e9) / ops / n),
+    });
   }
   return rows;
 }
@@ -171,7 +213,13 @@ async function jwsCost() {
     const key = await makeKey(alg, `k-${alg}`);
     const sign = await signer(key);
     const tokens = await Promise.all(Array.from({ length: 3000 }, () => sign({ act: "sync", pod: podInput("jws") })));
-    const v = createVerifier({ keys: { jwks: { keys: [key.publicJwk] } }, issuers: ["bench"], audience: ["bench-node"], replay: new MemoryReplayStore(), maxLifetimeSeconds: 3600 });
+    const v = createVerifier({
+      keys: { jwks: { keys: [key.publicJwk] } },
+      issuers: ["bench"],
+      audience: ["bench-node"],
+      replay: new MemoryReplayStore(),
+      maxLifetimeSeconds: 3600,
+    });
     for (const t of tokens.slice(0, 500)) await v.verify(t);
     const t0 = performance.now();
     for (const t of tokens.slice(500)) await v.verify(t);
@@ -187,7 +235,13 @@ async function main() {
   const fake = await startFakeCri();
   fake.runtime.onStart = () => undefined;
   const results: Record<string, unknown> = {
-    machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), os: `${platform()} ${release()}`, node: process.version },
+    machine: {
+      cpus: cpus().length,
+      cpu: cpus()[0]?.model,
+      memGiB: Math.round(totalmem() / 2 ** 30),
+      os: `${platform()} ${release()}`,
+      node: process.version,
+    },
     settings: { syncsPerRuntime: SYNCS, floorSeconds: FLOOR_SECONDS, connections: CONNECTIONS },
   };
   const side: unknown[] = [await httpVsFloor("in-process CRI", fake.endpoint, key)];
@@ -196,14 +250,23 @@ async function main() {
   let real = process.env["PODSYNC_CRI_ENDPOINT"];
   if (!real) {
     try {
-      const sock = execFileSync("bash", ["scripts/containerd-lab.sh", "start"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop();
+      const sock = execFileSync("bash", ["scripts/containerd-lab.sh", "start"], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "inherit"],
+      })
+        .trim()
+        .split("\n")
+        .pop();
       if (sock) real = `unix://${sock}`;
     } catch {
       // The script said why on stderr.
     }
   }
   if (real) side.push(await httpVsFloor("containerd", real, key));
-  else console.error("bench: no containerd (the lab did not start; or set PODSYNC_CRI_ENDPOINT); the real-runtime column is left out");
+  else
+    console.error(
+      "bench: no containerd (the lab did not start; or set PODSYNC_CRI_ENDPOINT); the real-runtime column is left out",
+    );
   results["convergedSync"] = side;
   results["criCallsPerSync"] = await callsPerSync();
   results["computePodActions"] = computeThroughput();
@@ -214,13 +277,22 @@ async function main() {
   console.table(
     (side as any[]).map((s) => ({
       runtime: s.label,
-      "floor p50 ms": s.floor.p50, "floor p99 ms": s.floor.p99, "floor ops/s": s.floor.rps,
-      "sync p50 ms": s.http.p50, "sync p99 ms": s.http.p99, "sync req/s": s.http.rps,
-      "p50 ratio": s.ratioP50, "non-2xx": s.http.non2xx,
+      "floor p50 ms": s.floor.p50,
+      "floor p99 ms": s.floor.p99,
+      "floor ops/s": s.floor.rps,
+      "sync p50 ms": s.http.p50,
+      "sync p99 ms": s.http.p99,
+      "sync req/s": s.http.rps,
+      "p50 ratio": s.ratioP50,
+      "non-2xx": s.http.non2xx,
     })),
   );
-  console.log(`Server memory (after GC) around ${(side as any[]).map((s) => `${s.syncs} syncs on ${s.label}: heap ${(s.memBefore.heapUsed / 2 ** 20).toFixed(1)} → ${(s.memAfter.heapUsed / 2 ** 20).toFixed(1)} MiB, rss ${(s.memBefore.rss / 2 ** 20).toFixed(0)} → ${(s.memAfter.rss / 2 ** 20).toFixed(0)} MiB`).join("; ")}`);
-  console.log("\nCRI calls per sync (a converged sync needs ListPodSandbox + ListContainers + PodSandboxStatus = 3, whatever the size)");
+  console.log(
+    `Server memory (after GC) around ${(side as any[]).map((s) => `${s.syncs} syncs on ${s.label}: heap ${(s.memBefore.heapUsed / 2 ** 20).toFixed(1)} → ${(s.memAfter.heapUsed / 2 ** 20).toFixed(1)} MiB, rss ${(s.memBefore.rss / 2 ** 20).toFixed(0)} → ${(s.memAfter.rss / 2 ** 20).toFixed(0)} MiB`).join("; ")}`,
+  );
+  console.log(
+    "\nCRI calls per sync (a converged sync needs ListPodSandbox + ListContainers + PodSandboxStatus = 3, whatever the size)",
+  );
   console.table(results["criCallsPerSync"]);
   console.log("\ncomputePodActions (pure, converged pod)");
   console.table(results["computePodActions"]);
@@ -228,7 +300,7 @@ async function main() {
   console.table(results["jwsVerify"]);
   mkdirSync("bench/results", { recursive: true });
   const file = `bench/results/${new Date().toISOString().replace(/[:.]/g, "-")}.json`;
-  writeFileSync(file, JSON.stringify(results, null, 2) + "\n");
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\nwrote ${file} (${results["seconds"]} s)`);
 }
 

@@ -14,7 +14,13 @@ const cri = connectGrpc({ endpoint: endpoint!, timeoutMs: 10_000 });
 const app = createApp({
   runtime: createPodRuntime(cri),
   nodeName: "bench-node",
-  verifier: createVerifier({ keys: { jwks: JSON.parse(jwks!) }, issuers: ["bench"], audience: ["bench-node"], replay: new MemoryReplayStore(), maxLifetimeSeconds: 3600 }),
+  verifier: createVerifier({
+    keys: { jwks: JSON.parse(jwks!) },
+    issuers: ["bench"],
+    audience: ["bench-node"],
+    replay: new MemoryReplayStore(),
+    maxLifetimeSeconds: 3600,
+  }),
   log: () => undefined, // the log line is cheap but its stdout write is not what we measure
 });
 const root = new Hono();

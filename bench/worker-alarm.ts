@@ -12,14 +12,21 @@ import { startProxy } from "../src/proxy/cri-proxy.js";
 import { Harness, makeKey } from "../test/support/http.js";
 import { startWorkerd } from "../test/support/workerd.js";
 
-
 const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-worker-alarm-bench";
 const PASSES = Number(process.env["BENCH_PASSES"] ?? 20);
 const INTERVAL_MS = Number(process.env["BENCH_INTERVAL_MS"] ?? 500);
 const NODE = "bench-node";
 const TOKEN = "bench-proxy-token";
 
-const lab = (cmd: "start" | "stop") => execFileSync("bash", ["scripts/containerd-lab.sh", cmd], { env: { ...process.env, PODSYNC_LAB_DIR: LAB }, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop() ?? "";
+const lab = (cmd: "start" | "stop") =>
+  execFileSync("bash", ["scripts/containerd-lab.sh", cmd], {
+    env: { ...process.env, PODSYNC_LAB_DIR: LAB },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+    .trim()
+    .split("\n")
+    .pop() ?? "";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -27,7 +34,10 @@ const pct = (xs: number[], p: number) => {
 };
 const r2 = (n: number) => Math.round(n * 100) / 100;
 /** "ListPodSandbox×2 ContainerStatus×1 …", in first-seen order. */
-const counted = (xs: string[]) => [...xs.reduce((m, x) => m.set(x, (m.get(x) ?? 0) + 1), new Map<string, number>())].map(([k, v]) => `${k}×${v}`).join(" ");
+const counted = (xs: string[]) =>
+  [...xs.reduce((m, x) => m.set(x, (m.get(x) ?? 0) + 1), new Map<string, number>())]
+    .map(([k, v]) => `${k}×${v}`)
+    .join(" ");
 
 // The alarm passes, as the entry's console.log lines reach wrangler's stdout (kept off the terminal).
 const passes: { ms: number; seen: number }[] = [];
@@ -50,7 +60,11 @@ async function main() {
     grpcWebListen: "127.0.0.1:0",
     token: TOKEN,
     policy: { level: "privileged", hostPathAllow: [] },
-    log: (r) => void (r["front"] === "grpc-web" && calls.push({ method: String(r["method"]).split("/").pop()!, ms: Number(r["durationMs"]) })),
+    log: (r) =>
+      void (
+        r["front"] === "grpc-web" &&
+        calls.push({ method: String(r["method"]).split("/").pop()!, ms: Number(r["durationMs"]) })
+      ),
   });
   const key = await makeKey("EdDSA", "bench-1");
   const signer = new Harness([key], undefined as never);
@@ -65,11 +79,21 @@ async function main() {
   const tag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
   const pod = (i: number) => ({
     metadata: { name: `wab-${tag}-${i}`, namespace: "bench", uid: `wab-${tag}-${i}` },
-    spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] },
+    spec: {
+      hostNetwork: true,
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+      ],
+    },
   });
   let generation = 0;
   const put = async (pods: unknown[]) => {
-    const r = await fetch(new URL(`/nodes/${NODE}/v1/node/pods`, base), { method: "PUT", headers: { "content-type": "application/jose" }, body: await signer.sign({ act: "apply", generation: ++generation, pods }, { aud: NODE }) });
+    const r = await fetch(new URL(`/nodes/${NODE}/v1/node/pods`, base), {
+      method: "PUT",
+      headers: { "content-type": "application/jose" },
+      body: await signer.sign({ act: "apply", generation: ++generation, pods }, { aud: NODE }),
+    });
     if (r.status !== 200) throw new Error(`PUT answered ${r.status}: ${await r.text()}`);
     return (await r.json()) as { pods: { status: { containerStatuses: { containerID: string }[] } }[] };
   };
@@ -83,7 +107,10 @@ async function main() {
       return { ms: p.ms, calls: made.length, methods: made.map((c) => c.method), proxyMs: made.map((c) => c.ms) };
     });
   };
-  const results: Record<string, unknown> = { machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version }, intervalMs: INTERVAL_MS };
+  const results: Record<string, unknown> = {
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+    intervalMs: INTERVAL_MS,
+  };
   try {
     const converged: Record<string, unknown>[] = [];
     for (const n of [1, 10]) {
@@ -96,8 +123,14 @@ async function main() {
         passes: ps.length,
         "CRI calls per pass": [...new Set(ps.map((p) => p.calls))].join(","),
         methods: [...new Set(ps.flatMap((p) => p.methods))].join(","),
-        "pass ms p50": pct(ps.map((p) => p.ms), 50),
-        "pass ms p99": pct(ps.map((p) => p.ms), 99),
+        "pass ms p50": pct(
+          ps.map((p) => p.ms),
+          50,
+        ),
+        "pass ms p99": pct(
+          ps.map((p) => p.ms),
+          99,
+        ),
         "proxy ms per list call p50": r2(pct(list, 50)),
       });
     }
@@ -120,7 +153,13 @@ async function main() {
       }
     if (!repair) throw new Error("no pass restarted the container in 40 intervals");
     const before = j - k0;
-    results["repair"] = { pods: 10, "passes until the repair": before, "CRI calls": repair.methods.length, methods: counted(repair.methods), "pass ms": repair.ms };
+    results["repair"] = {
+      pods: 10,
+      "passes until the repair": before,
+      "CRI calls": repair.methods.length,
+      methods: counted(repair.methods),
+      "pass ms": repair.ms,
+    };
 
     await put([]);
     await sleep(INTERVAL_MS * 2); // a pass that began before the PUT ends
@@ -138,7 +177,7 @@ async function main() {
   console.log(JSON.stringify(results["emptied"]));
   mkdirSync("bench/results", { recursive: true });
   const out = `bench/results/worker-alarm-${new Date().toISOString().replace(/[:.]/g, "-")}.json`;
-  writeFileSync(out, JSON.stringify(results, null, 2) + "\n");
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`written: ${out}`);
 }
 

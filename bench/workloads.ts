@@ -23,17 +23,44 @@ import { Pod } from "../src/pod/schema.js";
 
 const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-workloads-bench";
 const PASSES = 20;
-const lab = (cmd: "start" | "stop") => execFileSync("bash", ["scripts/containerd-lab.sh", cmd], { env: { ...process.env, PODSYNC_LAB_DIR: LAB }, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop() ?? "";
+const lab = (cmd: "start" | "stop") =>
+  execFileSync("bash", ["scripts/containerd-lab.sh", cmd], {
+    env: { ...process.env, PODSYNC_LAB_DIR: LAB },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+    .trim()
+    .split("\n")
+    .pop() ?? "";
 const r2 = (n: number) => Math.round(n * 100) / 100;
 const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
 
-const spec = (command: string[]) => ({ hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never" as const, command }] });
+const spec = (command: string[]) => ({
+  hostNetwork: true,
+  terminationGracePeriodSeconds: 1,
+  containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never" as const, command }],
+});
 const deployment = (name: string, command: string[]) =>
-  Deployment.parse({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name, namespace: "bench" }, spec: { replicas: 3, selector: { matchLabels: { app: name } }, strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } }, template: { metadata: { labels: { app: name } }, spec: spec(command) } } });
-const entry = (w: ReturnType<typeof deployment>, uid: string): StoredWorkload => ({ workload: { ...w, metadata: { ...w.metadata, uid } }, audit: { iss: "bench", iat: 0 }, storedAt: Date.now(), generation: 1 });
+  Deployment.parse({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace: "bench" },
+    spec: {
+      replicas: 3,
+      selector: { matchLabels: { app: name } },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      template: { metadata: { labels: { app: name } }, spec: spec(command) },
+    },
+  });
+const entry = (w: ReturnType<typeof deployment>, uid: string): StoredWorkload => ({
+  workload: { ...w, metadata: { ...w.metadata, uid } },
+  audit: { iss: "bench", iat: 0 },
+  storedAt: Date.now(),
+  generation: 1,
+});
 
 async function main() {
   const started = Date.now();
@@ -41,7 +68,11 @@ async function main() {
   const raw = connectGrpc({ endpoint: `unix://${sock}`, timeoutMs: 60_000 });
   const counted = requestView(raw);
   const cri = counted.client;
-  const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-wlbench-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-wlbench-root-")) };
+  const node = {
+    ...defaultNodeConfig(),
+    podLogsDir: mkdtempSync(join(tmpdir(), "podsync-wlbench-logs-")),
+    rootDir: mkdtempSync(join(tmpdir(), "podsync-wlbench-root-")),
+  };
   const runtime = createPodRuntime(cri, { node });
   const desired = new MemoryDesiredState();
   const workloads = new MemoryWorkloadStore();
@@ -61,9 +92,13 @@ async function main() {
     },
   };
   const loop = startReconcileLoop({ runtime, cri, desired, controllers, manual: true, maxConcurrentSyncs: 8 });
-  const results: Record<string, unknown> = { machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version } };
+  const results: Record<string, unknown> = {
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+  };
   const complete = async (name: string) => {
-    const d = (await workloads.list()).find((w) => w.workload.metadata.name === name && w.workload.kind === "Deployment");
+    const d = (await workloads.list()).find(
+      (w) => w.workload.metadata.name === name && w.workload.kind === "Deployment",
+    );
     const s = d?.status as { updatedReplicas?: number; availableReplicas?: number; replicas?: number } | undefined;
     return s?.updatedReplicas === 3 && s.availableReplicas === 3 && s.replicas === 3;
   };
@@ -106,23 +141,39 @@ async function main() {
     const w0 = (await workloads.list()).find((w) => w.workload.metadata.name === "web0")!;
     const rolled = deployment("web0", ["sleep", "3601"]);
     const r0 = Date.now();
-    await workloads.put({ ...w0, workload: { ...rolled, metadata: { ...rolled.metadata, uid: w0.workload.metadata.uid } }, generation: 2 });
+    await workloads.put({
+      ...w0,
+      workload: { ...rolled, metadata: { ...rolled.metadata, uid: w0.workload.metadata.uid } },
+      generation: 2,
+    });
     await tickUntil("web0 rolled", async () => {
-      const d = (await workloads.list()).find((w) => w.workload.metadata.name === "web0" && w.workload.kind === "Deployment");
-      return (d?.status as { observedGeneration?: number } | undefined)?.observedGeneration === 2 && (await complete("web0"));
+      const d = (await workloads.list()).find(
+        (w) => w.workload.metadata.name === "web0" && w.workload.kind === "Deployment",
+      );
+      return (
+        (d?.status as { observedGeneration?: number } | undefined)?.observedGeneration === 2 && (await complete("web0"))
+      );
     });
     const rollMs = Date.now() - r0;
     const seq0 = Date.now();
     const made: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const p = Pod.parse({ metadata: { name: `seq-${i}`, namespace: "bench", uid: `bench-seq-${process.pid}-${i}` }, spec: spec(["sleep", "3600"]) });
+      const p = Pod.parse({
+        metadata: { name: `seq-${i}`, namespace: "bench", uid: `bench-seq-${process.pid}-${i}` },
+        spec: spec(["sleep", "3600"]),
+      });
       made.push(p.metadata.uid);
       const r = await runtime.sync(p);
       if (r.apiStatus.phase !== "Running") throw new Error(`seq-${i} not running after its sync`);
     }
     const seqMs = Date.now() - seq0;
     for (const uid of made) await runtime.delete(uid, 0);
-    results["rollingUpdate"] = { replicas: 3, "rolling update wall time (ms)": rollMs, "3 sequential create-and-ready (ms)": seqMs, ratio: r2(rollMs / seqMs) };
+    results["rollingUpdate"] = {
+      replicas: 3,
+      "rolling update wall time (ms)": rollMs,
+      "3 sequential create-and-ready (ms)": seqMs,
+      ratio: r2(rollMs / seqMs),
+    };
   } finally {
     await loop.stop();
     await workloads.replace([]);

@@ -38,7 +38,10 @@ export function build() {
     return false;
   }
   // tsc's stdout to our stderr: a bin's stdout is its answer (`podsync sign … > pod.jws`).
-  const r = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json")], { cwd: root, stdio: ["ignore", 2, 2] });
+  const r = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json")], {
+    cwd: root,
+    stdio: ["ignore", 2, 2],
+  });
   if (r.status !== 0) {
     rmSync(stamp, { force: true });
     console.error("podsync: the build failed (dist/ is left as it was); fix the errors above");
@@ -60,4 +63,5 @@ export function buildIfStale() {
 // Run as the program (`node bin/build.mjs`), not imported by a bin or by `npm start`'s preload, whose main module
 // (dist/node.js) may not exist yet: a fresh checkout whose dist/ was never built, which the preload then builds.
 const main = process.argv[1] && existsSync(process.argv[1]) ? realpathSync(process.argv[1]) : undefined;
-if (main === fileURLToPath(import.meta.url)) process.exitCode = (process.argv.includes("--if-stale") ? buildIfStale() : build()) ? 0 : 1;
+if (main === fileURLToPath(import.meta.url))
+  process.exitCode = (process.argv.includes("--if-stale") ? buildIfStale() : build()) ? 0 : 1;

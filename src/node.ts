@@ -77,7 +77,11 @@ async function loadKeys(s: Settings): Promise<Keys> {
   const issuers = s.PODSYNC_ISSUERS ?? [];
   if (s.PODSYNC_JWKS_URL) return { keys: { url: s.PODSYNC_JWKS_URL }, issuers };
   if (s.PODSYNC_JWKS) return { keys: { jwks: parseJwks(s.PODSYNC_JWKS, "PODSYNC_JWKS") }, issuers };
-  if (s.PODSYNC_JWKS_FILE) return { keys: { jwks: parseJwks(readFile(s.PODSYNC_JWKS_FILE, "PODSYNC_JWKS_FILE"), "PODSYNC_JWKS_FILE") }, issuers };
+  if (s.PODSYNC_JWKS_FILE)
+    return {
+      keys: { jwks: parseJwks(readFile(s.PODSYNC_JWKS_FILE, "PODSYNC_JWKS_FILE"), "PODSYNC_JWKS_FILE") },
+      issuers,
+    };
   // Dev mode: a key pair kept in PODSYNC_DEV_DIR, made once.
   const dir = resolve(s.PODSYNC_DEV_DIR);
   const keyFile = join(dir, "dev-key.json");
@@ -85,16 +89,23 @@ async function loadKeys(s: Settings): Promise<Keys> {
   if (!existsSync(keyFile) || !existsSync(jwksFile)) {
     const k = await generateSigningKey("EdDSA");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(keyFile, JSON.stringify({ ...k.privateJwk, iss: DEV_ISSUER }, null, 2) + "\n", { mode: 0o600 });
-    writeFileSync(jwksFile, JSON.stringify(k.jwks, null, 2) + "\n");
+    writeFileSync(keyFile, `${JSON.stringify({ ...k.privateJwk, iss: DEV_ISSUER }, null, 2)}\n`, { mode: 0o600 });
+    writeFileSync(jwksFile, `${JSON.stringify(k.jwks, null, 2)}\n`);
   }
-  return { keys: { jwks: parseJwks(readFileSync(jwksFile, "utf8"), jwksFile) }, issuers: [DEV_ISSUER, ...issuers], dev: { keyFile } };
+  return {
+    keys: { jwks: parseJwks(readFileSync(jwksFile, "utf8"), jwksFile) },
+    issuers: [DEV_ISSUER, ...issuers],
+    dev: { keyFile },
+  };
 }
 
 /** podsync's own version (package.json beside src/ and dist/), for /version. */
 function podsyncVersion(): string {
   try {
-    return String((JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version?: unknown }).version ?? "unknown");
+    return String(
+      (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version?: unknown })
+        .version ?? "unknown",
+    );
   } catch {
     return "unknown";
   }
@@ -111,8 +122,10 @@ function readFile(path: string, setting: string): string {
 function parseJwks(text: string, setting: string): JSONWebKeySet {
   try {
     const j = JSON.parse(text) as JSONWebKeySet;
-    if (!Array.isArray(j.keys) || j.keys.length === 0) throw new Error('expected {"keys": [...]} with at least one key');
-    if (j.keys.some((k) => "d" in k && k.kty !== "oct")) throw new Error("a JWKS for verification must hold public keys only");
+    if (!Array.isArray(j.keys) || j.keys.length === 0)
+      throw new Error('expected {"keys": [...]} with at least one key');
+    if (j.keys.some((k) => "d" in k && k.kty !== "oct"))
+      throw new Error("a JWKS for verification must hold public keys only");
     return j;
   } catch (e) {
     throw new SettingsError(`${setting}: not a usable JWK set: ${(e as Error).message}`);
@@ -128,7 +141,10 @@ export interface Running {
   close(): Promise<void>;
 }
 
-export async function startNode(env: Record<string, string | undefined> = process.env, quiet = false): Promise<Running> {
+export async function startNode(
+  env: Record<string, string | undefined> = process.env,
+  quiet = false,
+): Promise<Running> {
   const s = loadSettings(env);
   const keys = await loadKeys(s);
   // Every CRI call is counted by method and gRPC code for /metrics (prom-client is loaded only if served).
@@ -137,7 +153,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
     endpoint: s.PODSYNC_CRI_ENDPOINT,
     timeoutMs: s.PODSYNC_CRI_TIMEOUT_MS,
     token: s.PODSYNC_CRI_TOKEN,
-    tls: s.PODSYNC_CRI_TLS ? { ca: s.PODSYNC_CRI_TLS_CA, cert: s.PODSYNC_CRI_TLS_CERT, key: s.PODSYNC_CRI_TLS_KEY } : undefined,
+    tls: s.PODSYNC_CRI_TLS
+      ? { ca: s.PODSYNC_CRI_TLS_CA, cert: s.PODSYNC_CRI_TLS_CERT, key: s.PODSYNC_CRI_TLS_KEY }
+      : undefined,
   });
   const cri = createCriClient(transport, metrics?.criCall);
   // Used jtis persist on the node, so a token never acts twice even across restarts. A state directory
@@ -157,8 +175,19 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const replay = new FileReplayStore(join(stateDir, "jti"), { lock: dirLock });
   // The desired pods (pods/, generation.json) beside the used jtis: the node agent's store.
   const skipped: string[] = [];
-  const files = new FileDesiredState(stateDir, { onSkip: (file, why) => skipped.push(`${file}: ${why}`), lock: dirLock });
-  const stateError = lockError ?? (await replay.open().then(() => files.open()).then(() => undefined, (e: StateUnavailableError) => e));
+  const files = new FileDesiredState(stateDir, {
+    onSkip: (file, why) => skipped.push(`${file}: ${why}`),
+    lock: dirLock,
+  });
+  const stateError =
+    lockError ??
+    (await replay
+      .open()
+      .then(() => files.open())
+      .then(
+        () => undefined,
+        (e: StateUnavailableError) => e,
+      ));
   // Secrets signed with a pod are stored sealed under the node's key (<stateDir>/secrets.key), never in clear.
   const desired = new SealedDesiredState(files, () => loadSealKey(stateDir));
   const verifier = createVerifier({
@@ -174,11 +203,21 @@ export async function startNode(env: Record<string, string | undefined> = proces
   // The node's DiskPressure as the eviction manager last found it (the Node object's condition, and admission's).
   let diskPressure: { pressure: boolean; since: number } | undefined;
   const nodeInfo = {
-    ...nodeInfoFrom(s, s.PODSYNC_NODE_NAME, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem(), ephemeralStorageBytes: await rootFsBytes(canonicalRootDir(s.PODSYNC_ROOT_DIR)) }),
+    ...nodeInfoFrom(s, s.PODSYNC_NODE_NAME, {
+      arch: process.arch,
+      cpus: cpus().length,
+      memoryBytes: totalmem(),
+      ephemeralStorageBytes: await rootFsBytes(canonicalRootDir(s.PODSYNC_ROOT_DIR)),
+    }),
     conditions: () => (diskPressure?.pressure ? (["DiskPressure"] as const) : []),
   };
   // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
-  const nodeConfig = { ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }), rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR), nodeName: s.PODSYNC_NODE_NAME, cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000 };
+  const nodeConfig = {
+    ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }),
+    rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR),
+    nodeName: s.PODSYNC_NODE_NAME,
+    cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000,
+  };
   // The runtime's Version, read at start as kubelet reads it: the event stream takes its source from it (and reads
   // it again when it opens anew), and the engine its name for container ids, so no pod's first sync asks for it.
   // (With the stream off, or its read failed, the engine's first sync reads it, counted in that sync's calls.)
@@ -218,7 +257,13 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const recorder = new EventRecorder(clock, s.PODSYNC_NODE_NAME);
   const nodeHub = new WatchHub<V1Node>(clock, { key: (n) => n.metadata.name });
   let runtimeName = "";
-  const feedPods = createPodFeed(podsHub, { nodeName: s.PODSYNC_NODE_NAME, hostIPs, runtimeName: () => runtimeName, recorder, eviction: (uid) => engine.eviction(uid) });
+  const feedPods = createPodFeed(podsHub, {
+    nodeName: s.PODSYNC_NODE_NAME,
+    hostIPs,
+    runtimeName: () => runtimeName,
+    recorder,
+    eviction: (uid) => engine.eviction(uid),
+  });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   // Every sync's read-back and every delete also updates the Kubernetes API's pods (between relists, which
   // runtime events make minutes apart).
@@ -236,14 +281,41 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const runtime = recordingEvents(instrumentRuntime(engine, metrics, "request"), recorder, podsAfter);
   // Probe workers' state persists under the state dir, so a restart keeps their counts; in memory (with a
   // warning) when the directory cannot be used.
-  const probeStore = new FileProbeStateStore(join(stateDir, "probes"), { onError: (e) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "probes", error: `probe state not written: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}` })) });
-  const probeStoreError = lockError ?? (await probeStore.open().then(() => undefined, (e: StateUnavailableError) => e));
+  const probeStore = new FileProbeStateStore(join(stateDir, "probes"), {
+    onError: (e) =>
+      quiet ||
+      console.error(
+        JSON.stringify({
+          time: new Date().toISOString(),
+          loop: "probes",
+          error: `probe state not written: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}`,
+        }),
+      ),
+  });
+  const probeStoreError =
+    lockError ??
+    (await probeStore.open().then(
+      () => undefined,
+      (e: StateUnavailableError) => e,
+    ));
   const probes: ProbeStateStore = probeStoreError ? new MemoryProbeStateStore() : probeStore;
-  const prober = createProber({ cri, network: nodeProbeNetwork, store: probes, ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}) });
+  const prober = createProber({
+    cri,
+    network: nodeProbeNetwork,
+    store: probes,
+    ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}),
+  });
   // The node's workloads (workloads.json beside pods/, Secrets sealed) and the controllers that make their pods;
   // the loop runs them every pass.
-  const workloadFiles = new FileWorkloadStore(stateDir, () => loadSealKey(stateDir), (file, why) => skipped.push(`${file}: ${why}`));
-  const workloadsError = await workloadFiles.open().then(() => undefined, (e: StateUnavailableError) => e);
+  const workloadFiles = new FileWorkloadStore(
+    stateDir,
+    () => loadSealKey(stateDir),
+    (file, why) => skipped.push(`${file}: ${why}`),
+  );
+  const workloadsError = await workloadFiles.open().then(
+    () => undefined,
+    (e: StateUnavailableError) => e,
+  );
   // Every change to them (a request's, a controller's) also feeds the Kubernetes API's workload kinds.
   const workloadFeed = createWorkloadFeed(clock, workloadFiles);
   // A request that changes the workloads kicks the loop: their controllers run at once.
@@ -257,7 +329,8 @@ export async function startNode(env: Record<string, string | undefined> = proces
     runtime: loopRuntime,
     nodeName: s.PODSYNC_NODE_NAME,
     node: nodeInfo,
-    log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
+    log: (rec) =>
+      quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
     onRefused: (pod, reason, message) => recorder.record(pod.metadata, { type: "Warning", reason, message }),
   });
   // The eviction manager's DiskPressure, for the Node object (its condition and taint); the node is read again
@@ -298,15 +371,34 @@ export async function startNode(env: Record<string, string | undefined> = proces
       disk: nodeDiskUsage,
       node: nodeConfig,
       ...(s.PODSYNC_EVICTION_INTERVAL_MS !== undefined ? { intervalMs: s.PODSYNC_EVICTION_INTERVAL_MS } : {}),
-      ...(s.PODSYNC_VOLUME_STATS_AGG_PERIOD_MS !== undefined ? { volumeStatsAggPeriodMs: s.PODSYNC_VOLUME_STATS_AGG_PERIOD_MS } : {}),
-      ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined ? { diskPressure: { threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE), fs: () => nodeFs(nodeConfig.rootDir) } } : {}),
+      ...(s.PODSYNC_VOLUME_STATS_AGG_PERIOD_MS !== undefined
+        ? { volumeStatsAggPeriodMs: s.PODSYNC_VOLUME_STATS_AGG_PERIOD_MS }
+        : {}),
+      ...(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE !== undefined
+        ? {
+            diskPressure: {
+              threshold: evictionThreshold(s.PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE),
+              fs: () => nodeFs(nodeConfig.rootDir),
+            },
+          }
+        : {}),
       onDiskPressure: (pressure) => {
         if (pressure === diskPressure?.pressure) return;
         diskPressure = { pressure, since: Date.now() };
         nodeChanged();
       },
       // The kill runs beside the loop; a failed one is said once, as the loop says its errors.
-      onKilled: (uid, r) => r.ok || quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "eviction", uid, error: `the evicted pod's kill failed: ${r.error ?? "a step failed"}` })),
+      onKilled: (uid, r) =>
+        r.ok ||
+        quiet ||
+        console.error(
+          JSON.stringify({
+            time: new Date().toISOString(),
+            loop: "eviction",
+            uid,
+            error: `the evicted pod's kill failed: ${r.error ?? "a step failed"}`,
+          }),
+        ),
     },
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
@@ -316,7 +408,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const stopIdleGc = gc ? startIdleGc({ gc }) : () => undefined;
   // The request log (podsync's routes, the Kubernetes API's, exec): one write of the line as built (console.log
   // would format the string again on its way out).
-  const requestLog = quiet ? () => undefined : (rec: RequestLog) => void process.stdout.write(JSON.stringify(rec) + "\n");
+  const requestLog = quiet
+    ? () => undefined
+    : (rec: RequestLog) => void process.stdout.write(`${JSON.stringify(rec)}\n`);
   kickLoop = () => loop.kick();
   const app = createApp({
     runtime,
@@ -339,7 +433,9 @@ export async function startNode(env: Record<string, string | undefined> = proces
             render: () => metrics.render(),
             contentType: metrics.contentType,
             // @hono/node-server hands the Node request in the context's env.
-            peerAddress: (c: { env: unknown }) => (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress,
+            peerAddress: (c: { env: unknown }) =>
+              (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket
+                ?.remoteAddress,
           },
         }
       : {}),
@@ -358,33 +454,51 @@ export async function startNode(env: Record<string, string | undefined> = proces
       runtimeName = r.runtime.name;
       feedPods.again();
     }
-    nodeHub.replaceAll([nodeObject({ info: nodeInfo, cpus: cpus().length, memoryBytes: totalmem(), hostIPs, ...machine, startedAt, port: s.PODSYNC_PORT }, r, Date.now(), { disk: diskPressure })]);
+    nodeHub.replaceAll([
+      nodeObject(
+        {
+          info: nodeInfo,
+          cpus: cpus().length,
+          memoryBytes: totalmem(),
+          hostIPs,
+          ...machine,
+          startedAt,
+          port: s.PODSYNC_PORT,
+        },
+        r,
+        Date.now(),
+        { disk: diskPressure },
+      ),
+    ]);
   };
   nodeChanged = () => void refreshNode().catch(() => undefined);
   // The Kubernetes API's routes and kubectl exec's WebSocket server are loaded at their first request: a node that
   // only takes signed syncs never holds their code (idle RSS 97.6 -> 91.8 MiB, docs/performance.md).
   let kube: Promise<{ fetch: (req: Request, env: never) => Response | Promise<Response> }> | undefined;
-  const kubeApi = async () => (await import("./kubeapi/routes.js")).createKubeApi({
-    verifier,
-    pods: podsHub,
-    events: recorder,
-    node: { hub: nodeHub, refresh: refreshNode },
-    // The runtime's name (container ids are <name>://<id>) is learnt at the first Kubernetes API request: a node
-    // nobody asks costs no extra runtime call.
-    prepare: refreshNode,
-    runtime,
-    podsyncVersion: podsyncVersion(),
-    arch: nodeInfo.labels["kubernetes.io/arch"] ?? process.arch,
-    followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
-    allowExec: s.PODSYNC_ALLOW_EXEC,
-    log: requestLog,
-    workloads: workloadFeed,
-  });
+  const kubeApi = async () =>
+    (await import("./kubeapi/routes.js")).createKubeApi({
+      verifier,
+      pods: podsHub,
+      events: recorder,
+      node: { hub: nodeHub, refresh: refreshNode },
+      // The runtime's name (container ids are <name>://<id>) is learnt at the first Kubernetes API request: a node
+      // nobody asks costs no extra runtime call.
+      prepare: refreshNode,
+      runtime,
+      podsyncVersion: podsyncVersion(),
+      arch: nodeInfo.labels["kubernetes.io/arch"] ?? process.arch,
+      followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
+      allowExec: s.PODSYNC_ALLOW_EXEC,
+      log: requestLog,
+      workloads: workloadFeed,
+    });
   // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server. The socket buffers what the client
   // sends while the handler loads (an upgraded socket has no data listener until ws binds one).
   let upgrade: Promise<(req: IncomingMessage, socket: Duplex, head: Buffer) => void> | undefined;
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    upgrade ??= import("./kubeapi/exec-stream.js").then((m) => m.execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: requestLog }));
+    upgrade ??= import("./kubeapi/exec-stream.js").then((m) =>
+      m.execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: requestLog }),
+    );
     // Until ws has the socket, an error on it (the client gone) ends it rather than reach the process unhandled.
     const ended = () => socket.destroy();
     socket.on("error", ended);
@@ -395,25 +509,53 @@ export async function startNode(env: Record<string, string | undefined> = proces
   };
   // The Kubernetes paths (/version, /api, /apis) go to the Kubernetes API, everything else to podsync's own.
   const kubeFetch = async (req: Request, env: unknown) => (await (kube ??= kubeApi())).fetch(req, env as never);
-  const fetch = (req: Request, env: unknown) => (isKubePath(new URL(req.url).pathname) ? kubeFetch(req, env) : app.fetch(req, env as never));
+  const fetch = (req: Request, env: unknown) =>
+    isKubePath(new URL(req.url).pathname) ? kubeFetch(req, env) : app.fetch(req, env as never);
   let tls: { cert: string; key: string; certFile?: string | undefined } | undefined;
   let tlsWarning: string | undefined;
   if (s.PODSYNC_TLS) {
-    if (s.PODSYNC_TLS_CERT_FILE && s.PODSYNC_TLS_KEY_FILE) tls = { cert: readFile(s.PODSYNC_TLS_CERT_FILE, "PODSYNC_TLS_CERT_FILE"), key: readFile(s.PODSYNC_TLS_KEY_FILE, "PODSYNC_TLS_KEY_FILE"), certFile: s.PODSYNC_TLS_CERT_FILE };
+    if (s.PODSYNC_TLS_CERT_FILE && s.PODSYNC_TLS_KEY_FILE)
+      tls = {
+        cert: readFile(s.PODSYNC_TLS_CERT_FILE, "PODSYNC_TLS_CERT_FILE"),
+        key: readFile(s.PODSYNC_TLS_KEY_FILE, "PODSYNC_TLS_KEY_FILE"),
+        certFile: s.PODSYNC_TLS_CERT_FILE,
+      };
     else {
-      const ips = [...new Set(["127.0.0.1", "::1", ...hostIPs, ...(isIP(s.PODSYNC_HOST) && !["0.0.0.0", "::"].includes(s.PODSYNC_HOST) ? [s.PODSYNC_HOST] : [])])];
-      const names = [...new Set(["localhost", s.PODSYNC_NODE_NAME, machine.hostname, ...(isIP(s.PODSYNC_HOST) ? [] : [s.PODSYNC_HOST])])];
+      const ips = [
+        ...new Set([
+          "127.0.0.1",
+          "::1",
+          ...hostIPs,
+          ...(isIP(s.PODSYNC_HOST) && !["0.0.0.0", "::"].includes(s.PODSYNC_HOST) ? [s.PODSYNC_HOST] : []),
+        ]),
+      ];
+      const names = [
+        ...new Set([
+          "localhost",
+          s.PODSYNC_NODE_NAME,
+          machine.hostname,
+          ...(isIP(s.PODSYNC_HOST) ? [] : [s.PODSYNC_HOST]),
+        ]),
+      ];
       const made = loadOrMakeServingCert(join(stateDir, "tls"), `${s.PODSYNC_NODE_NAME}@podsync`, names, ips);
       tls = made;
-      if (!made.persisted) tlsWarning = `${join(stateDir, "tls")} cannot be written: the self-signed serving certificate is kept in memory and changes at every start`;
+      if (!made.persisted)
+        tlsWarning = `${join(stateDir, "tls")} cannot be written: the self-signed serving certificate is kept in memory and changes at every start`;
     }
   }
   // A port in use or a host that is not this machine's: a settings problem, said in one line (no stack).
   const listenError = (e: NodeJS.ErrnoException) => {
     const where = `${s.PODSYNC_HOST}:${s.PODSYNC_PORT}`;
-    if (e.code === "EADDRINUSE") return new SettingsError(`cannot listen on ${where}: the port is in use (another podsync? stop it, or set PODSYNC_PORT to a free port)`);
-    if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND") return new SettingsError(`cannot listen on ${where}: PODSYNC_HOST is not an address of this machine`);
-    if (e.code === "EACCES") return new SettingsError(`cannot listen on ${where}: not allowed (ports below 1024 need privileges; set PODSYNC_PORT)`);
+    if (e.code === "EADDRINUSE")
+      return new SettingsError(
+        `cannot listen on ${where}: the port is in use (another podsync? stop it, or set PODSYNC_PORT to a free port)`,
+      );
+    if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND")
+      return new SettingsError(`cannot listen on ${where}: PODSYNC_HOST is not an address of this machine`);
+    if (e.code === "EACCES")
+      return new SettingsError(
+        `cannot listen on ${where}: not allowed (ports below 1024 need privileges; set PODSYNC_PORT)`,
+      );
     return e;
   };
   let dual: DualListener | undefined;
@@ -443,7 +585,11 @@ export async function startNode(env: Record<string, string | undefined> = proces
   const port = typeof addr === "object" && addr ? addr.port : s.PODSYNC_PORT;
   const host = s.PODSYNC_HOST.includes(":") ? `[${s.PODSYNC_HOST}]` : s.PODSYNC_HOST;
   const url = `http://${host}:${port}`;
-  const tlsInfo = tls && { url: `https://${host}:${port}`, caCert: tls.cert, ...(tls.certFile ? { certFile: tls.certFile } : {}) };
+  const tlsInfo = tls && {
+    url: `https://${host}:${port}`,
+    caCert: tls.cert,
+    ...(tls.certFile ? { certFile: tls.certFile } : {}),
+  };
   if (!quiet) {
     const lines = [
       `podsync listening on ${url}  (node "${s.PODSYNC_NODE_NAME}", CRI ${s.PODSYNC_CRI_ENDPOINT})`,
@@ -451,16 +597,36 @@ export async function startNode(env: Record<string, string | undefined> = proces
         `;  exec: ${s.PODSYNC_ALLOW_EXEC ? "on" : "off (PODSYNC_ALLOW_EXEC=true turns it on)"}`,
       `  health:  curl ${url}/healthz      runtime: curl ${url}/readyz`,
     ];
-    if (tlsInfo) lines.push(`  kubectl: ${tlsInfo.url} (the same port over TLS; certificate ${tlsInfo.certFile ?? "given"}, SHA-256 ${new X509Certificate(tlsInfo.caCert).fingerprint256}; see docs/kubectl.md)`);
-    const sock = s.PODSYNC_CRI_ENDPOINT.startsWith("unix://") ? s.PODSYNC_CRI_ENDPOINT.slice(7) : s.PODSYNC_CRI_ENDPOINT.startsWith("/") ? s.PODSYNC_CRI_ENDPOINT : "";
+    if (tlsInfo)
+      lines.push(
+        `  kubectl: ${tlsInfo.url} (the same port over TLS; certificate ${tlsInfo.certFile ?? "given"}, SHA-256 ${new X509Certificate(tlsInfo.caCert).fingerprint256}; see docs/kubectl.md)`,
+      );
+    const sock = s.PODSYNC_CRI_ENDPOINT.startsWith("unix://")
+      ? s.PODSYNC_CRI_ENDPOINT.slice(7)
+      : s.PODSYNC_CRI_ENDPOINT.startsWith("/")
+        ? s.PODSYNC_CRI_ENDPOINT
+        : "";
     if (sock && !existsSync(sock))
-      lines.push(`  warning: ${sock} does not exist yet; /readyz will say 503 until the runtime runs (or set PODSYNC_CRI_ENDPOINT)`);
-    lines.push(`  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`);
+      lines.push(
+        `  warning: ${sock} does not exist yet; /readyz will say 503 until the runtime runs (or set PODSYNC_CRI_ENDPOINT)`,
+      );
+    lines.push(
+      `  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`,
+    );
     if (tlsWarning) lines.push(`  warning: ${tlsWarning}`);
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
-    if (probeStoreError) lines.push(`  warning: ${join(stateDir, "probes")} cannot be used (${probeStoreError.code ?? String(probeStoreError.cause)}); probe state is kept in memory only`);
-    if (workloadsError) lines.push(`  warning: ${join(stateDir, "workloads.json")} cannot be used (${workloadsError.code ?? String(workloadsError.cause)}); workloads are refused until it can`);
-    if (stateError) lines.push(`  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`);
+    if (probeStoreError)
+      lines.push(
+        `  warning: ${join(stateDir, "probes")} cannot be used (${probeStoreError.code ?? String(probeStoreError.cause)}); probe state is kept in memory only`,
+      );
+    if (workloadsError)
+      lines.push(
+        `  warning: ${join(stateDir, "workloads.json")} cannot be used (${workloadsError.code ?? String(workloadsError.cause)}); workloads are refused until it can`,
+      );
+    if (stateError)
+      lines.push(
+        `  warning: ${stateDir} cannot be used (${stateError.code ?? String(stateError.cause)}); signed requests get 503 until it can`,
+      );
     if (keys.dev)
       lines.push(
         `  dev key: ${keys.dev.keyFile} (issuer "${DEV_ISSUER}"; configure PODSYNC_JWKS_FILE + PODSYNC_ISSUERS for real keys)`,
@@ -479,7 +645,11 @@ export async function startNode(env: Record<string, string | undefined> = proces
         void loop.stop().then(async () => {
           await controllers.settle();
           await probeStore.close().catch(() => undefined);
-          const closed = () => void replay.close().then(() => dirLock.release()).then(() => res());
+          const closed = () =>
+            void replay
+              .close()
+              .then(() => dirLock.release())
+              .then(() => res());
           if (dual) void dual.close().then(closed);
           else {
             server.close(closed);
@@ -507,7 +677,13 @@ export function runNode(): void {
   const started = startNode();
   // The signals are taken before start-up ends (the banner is printed just before): a stop asked for meanwhile
   // waits for the start, then closes cleanly and gives the state directory's lock up.
-  const stop = () => void started.then((r) => r.close()).then(() => process.exit(0), () => process.exit(1));
+  const stop = () =>
+    void started
+      .then((r) => r.close())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
   started.catch((e: unknown) => {

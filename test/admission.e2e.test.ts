@@ -27,7 +27,13 @@ const podInput = (name: string, spec: Record<string, unknown>, metadata: Record<
     apiVersion: "v1",
     kind: "Pod",
     metadata: { name, namespace: "default", uid: id, ...metadata },
-    spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }], ...spec },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] },
+      ],
+      ...spec,
+    },
   };
 };
 
@@ -36,12 +42,17 @@ describe.skipIf(skip)("admission against the node, on real containerd", () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     // The node as node.ts builds it: the machine's arch, cores and memory, plus an owner's label and taint.
-    const settings = z.object(nodeAdmissionSettingsShape).parse({ PODSYNC_NODE_LABELS: "site=lab", PODSYNC_NODE_TAINTS: "dedicated=podsync:NoSchedule" });
+    const settings = z
+      .object(nodeAdmissionSettingsShape)
+      .parse({ PODSYNC_NODE_LABELS: "site=lab", PODSYNC_NODE_TAINTS: "dedicated=podsync:NoSchedule" });
     const nodeInfo = nodeInfoFrom(settings, NODE, { arch: process.arch, cpus: cpus().length, memoryBytes: totalmem() });
     h = await Harness.start(cri, { nodeInfo, desired: new MemoryDesiredState() });
   });
   afterAll(async () => {
-    for (const id of made) await createPodRuntime(cri).delete(id).catch(() => undefined);
+    for (const id of made)
+      await createPodRuntime(cri)
+        .delete(id)
+        .catch(() => undefined);
     await h?.close();
     cri?.close();
   });
@@ -50,33 +61,61 @@ describe.skipIf(skip)("admission against the node, on real containerd", () => {
     const p = podInput(
       "selected",
       {
-        nodeSelector: { "kubernetes.io/os": "linux", "kubernetes.io/arch": process.arch === "x64" ? "amd64" : process.arch, site: "lab" },
+        nodeSelector: {
+          "kubernetes.io/os": "linux",
+          "kubernetes.io/arch": process.arch === "x64" ? "amd64" : process.arch,
+          site: "lab",
+        },
         tolerations: [{ key: "dedicated", operator: "Equal", value: "podsync", effect: "NoSchedule" }],
-        affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, podAffinityTerm: { topologyKey: "kubernetes.io/hostname" } }] } },
+        affinity: {
+          podAntiAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              { weight: 1, podAffinityTerm: { topologyKey: "kubernetes.io/hostname" } },
+            ],
+          },
+        },
         priorityClassName: "high",
         serviceAccountName: "web",
         automountServiceAccountToken: false,
       },
-      { resourceVersion: "42", creationTimestamp: "2024-01-01T00:00:00Z", ownerReferences: [{ kind: "ReplicaSet", name: "web" }] },
+      {
+        resourceVersion: "42",
+        creationTimestamp: "2024-01-01T00:00:00Z",
+        ownerReferences: [{ kind: "ReplicaSet", name: "web" }],
+      },
     );
     const r = await h.post("/v1/pods/sync", { ...p, status: { phase: "Pending" } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.steps.map((s: { action: string }) => s.action)).toEqual(expect.arrayContaining(["CreatePodSandbox", "StartContainer"]));
+    expect(r.body.steps.map((s: { action: string }) => s.action)).toEqual(
+      expect.arrayContaining(["CreatePodSandbox", "StartContainer"]),
+    );
     expect(r.body.status.containerStatuses[0].state.running).toBeDefined();
   });
 
   it("a selector the node does not satisfy: 403 NodeAffinity, and the runtime has no sandbox for the pod", async () => {
-    const p = podInput("elsewhere", { nodeSelector: { "kubernetes.io/os": "windows" }, tolerations: [{ key: "dedicated", operator: "Exists" }] });
+    const p = podInput("elsewhere", {
+      nodeSelector: { "kubernetes.io/os": "windows" },
+      tolerations: [{ key: "dedicated", operator: "Exists" }],
+    });
     const r = await h.post("/v1/pods/sync", p);
     expect(r.status, JSON.stringify(r.body)).toBe(403);
-    expect(r.body).toMatchObject({ type: "urn:podsync:problem:admission", reason: "NodeAffinity", detail: "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" });
-    const sandboxes = await cri.listPodSandbox({ filter: { labelSelector: { "io.kubernetes.pod.uid": p.metadata.uid } } });
+    expect(r.body).toMatchObject({
+      type: "urn:podsync:problem:admission",
+      reason: "NodeAffinity",
+      detail: "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+    });
+    const sandboxes = await cri.listPodSandbox({
+      filter: { labelSelector: { "io.kubernetes.pod.uid": p.metadata.uid } },
+    });
     expect(sandboxes.items).toEqual([]);
   });
 
   it("the owner's NoSchedule taint untolerated: 403 TaintToleration", async () => {
     const r = await h.post("/v1/pods/sync", podInput("intolerant", {}));
     expect(r.status, JSON.stringify(r.body)).toBe(403);
-    expect(r.body).toMatchObject({ reason: "TaintToleration", errors: [{ path: "spec.tolerations", message: expect.stringContaining("{dedicated=podsync:NoSchedule}") }] });
+    expect(r.body).toMatchObject({
+      reason: "TaintToleration",
+      errors: [{ path: "spec.tolerations", message: expect.stringContaining("{dedicated=podsync:NoSchedule}") }],
+    });
   });
 });

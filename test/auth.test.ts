@@ -23,14 +23,26 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 let n = 0;
 const sign = (k: TestKey) =>
-  new SignJWT({ act: "plan" }).setProtectedHeader({ alg: k.alg, kid: k.kid }).setIssuer("iss").setAudience("node").setIssuedAt().setExpirationTime("1m").setJti(`r-${n++}`).sign(k.privateKey);
+  new SignJWT({ act: "plan" })
+    .setProtectedHeader({ alg: k.alg, kid: k.kid })
+    .setIssuer("iss")
+    .setAudience("node")
+    .setIssuedAt()
+    .setExpirationTime("1m")
+    .setJti(`r-${n++}`)
+    .sign(k.privateKey);
 
 describe("remote JWKS", () => {
   it("caches the set, and picks up a rotated-in key by its kid", async () => {
     const a = await makeKey("EdDSA", "key-a");
     const b = await makeKey("ES256", "key-b");
     served = { keys: [a.publicJwk] };
-    const v = createVerifier({ keys: { url, cooldownMs: 0 }, issuers: ["iss"], audience: ["node"], replay: new MemoryReplayStore() });
+    const v = createVerifier({
+      keys: { url, cooldownMs: 0 },
+      issuers: ["iss"],
+      audience: ["node"],
+      replay: new MemoryReplayStore(),
+    });
     await v.verify(await sign(a));
     await v.verify(await sign(a));
     expect(fetches).toBe(1); // cached
@@ -42,7 +54,12 @@ describe("remote JWKS", () => {
 
   it("an unreachable JWKS URL is a 503 (retry), never a crash or a 500", async () => {
     const a = await makeKey("EdDSA", "key-a");
-    const v = createVerifier({ keys: { url: "http://127.0.0.1:1/jwks.json" }, issuers: ["iss"], audience: ["node"], replay: new MemoryReplayStore() });
+    const v = createVerifier({
+      keys: { url: "http://127.0.0.1:1/jwks.json" },
+      issuers: ["iss"],
+      audience: ["node"],
+      replay: new MemoryReplayStore(),
+    });
     await expect(v.verify(await sign(a))).rejects.toMatchObject({ failure: "keys-unavailable", status: 503 });
   });
 });
@@ -63,6 +80,14 @@ describe("replay store", () => {
     expect(s.size).toBe(3);
   });
   it('refuses to be built with algorithm "none"', () => {
-    expect(() => createVerifier({ keys: { jwks: { keys: [] } }, issuers: [], audience: [], replay: new MemoryReplayStore(), algorithms: ["none" as never] })).toThrow(/never allowed/);
+    expect(() =>
+      createVerifier({
+        keys: { jwks: { keys: [] } },
+        issuers: [],
+        audience: [],
+        replay: new MemoryReplayStore(),
+        algorithms: ["none" as never],
+      }),
+    ).toThrow(/never allowed/);
   });
 });

@@ -17,9 +17,29 @@ const dir = mkdtempSync(join(tmpdir(), "podsync-cli-watch-"));
 const pod = (name: string, phase: string, rv: number) => ({
   apiVersion: "v1",
   kind: "Pod",
-  metadata: { name, namespace: "default", uid: `uid-${name}`, resourceVersion: String(rv), creationTimestamp: new Date().toISOString() },
+  metadata: {
+    name,
+    namespace: "default",
+    uid: `uid-${name}`,
+    resourceVersion: String(rv),
+    creationTimestamp: new Date().toISOString(),
+  },
   spec: { containers: [{ name: "main", image: "busybox" }] },
-  status: { phase, conditions: [], containerStatuses: [{ name: "main", ready: phase === "Running", restartCount: 0, lastState: {}, image: "busybox", imageID: "", state: phase === "Running" ? { running: {} } : { waiting: { reason: phase } } }] },
+  status: {
+    phase,
+    conditions: [],
+    containerStatuses: [
+      {
+        name: "main",
+        ready: phase === "Running",
+        restartCount: 0,
+        lastState: {},
+        image: "busybox",
+        imageID: "",
+        state: phase === "Running" ? { running: {} } : { waiting: { reason: phase } },
+      },
+    ],
+  },
 });
 
 interface Stub {
@@ -36,11 +56,38 @@ async function stub(opts: { watch: boolean; list: () => unknown[] }): Promise<St
     s.requests.push(req.url ?? "");
     const u = new URL(req.url ?? "/", "http://x");
     if (u.pathname === "/healthz") return void res.end(JSON.stringify({ node: "stub" }));
-    if (u.pathname === "/v1/pods") return void res.end(JSON.stringify({ items: opts.list(), orphans: [], metadata: { resourceVersion: "1" } }));
+    if (u.pathname === "/v1/pods")
+      return void res.end(JSON.stringify({ items: opts.list(), orphans: [], metadata: { resourceVersion: "1" } }));
     if (req.method === "POST" && u.pathname === "/v1/pods/sync") {
       // the node at work: an event while the request is open, the answer later
-      setTimeout(() => s.events?.write(JSON.stringify({ type: "ADDED", object: { metadata: { name: "web.1", namespace: "default", resourceVersion: "5" }, involvedObject: { kind: "Pod", name: "web", namespace: "default" }, reason: "Pulling", message: 'Pulling image "example.com/big:1"', lastTimestamp: new Date().toISOString() } }) + "\n"), 300);
-      setTimeout(() => res.end(JSON.stringify({ ok: true, pod: { namespace: "default", name: "web", uid: "uid-web" }, actions: {}, steps: [] })), 2500);
+      setTimeout(
+        () =>
+          s.events?.write(
+            `${JSON.stringify({
+              type: "ADDED",
+              object: {
+                metadata: { name: "web.1", namespace: "default", resourceVersion: "5" },
+                involvedObject: { kind: "Pod", name: "web", namespace: "default" },
+                reason: "Pulling",
+                message: 'Pulling image "example.com/big:1"',
+                lastTimestamp: new Date().toISOString(),
+              },
+            })}\n`,
+          ),
+        300,
+      );
+      setTimeout(
+        () =>
+          res.end(
+            JSON.stringify({
+              ok: true,
+              pod: { namespace: "default", name: "web", uid: "uid-web" },
+              actions: {},
+              steps: [],
+            }),
+          ),
+        2500,
+      );
       return;
     }
     if (u.pathname === "/api/v1/namespaces/default/events" && u.searchParams.get("watch") === "1") {
@@ -82,14 +129,18 @@ afterEach(async () => {
 function getW(url: string): { out: () => string; err: () => string } {
   let out = "";
   let err = "";
-  child = spawn(process.execPath, ["bin/podsync.mjs", "get", "pods", "-w", "--no-headers"], { env: { PATH: process.env["PATH"] ?? "", HOME: dir, PODSYNC_URL: url, PODSYNC_KEY: join(dir, "key.json") } });
+  child = spawn(process.execPath, ["bin/podsync.mjs", "get", "pods", "-w", "--no-headers"], {
+    env: { PATH: process.env["PATH"] ?? "", HOME: dir, PODSYNC_URL: url, PODSYNC_KEY: join(dir, "key.json") },
+  });
   child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
   child.stderr!.on("data", (b: Buffer) => (err += b.toString()));
   return { out: () => out, err: () => err };
 }
 
 beforeAll(() => {
-  execFileSync(process.execPath, ["bin/podsync.mjs", "keygen", "--out", dir], { env: { PATH: process.env["PATH"] ?? "", HOME: dir } });
+  execFileSync(process.execPath, ["bin/podsync.mjs", "keygen", "--out", dir], {
+    env: { PATH: process.env["PATH"] ?? "", HOME: dir },
+  });
 });
 
 describe("podsync get -w", () => {
@@ -100,30 +151,42 @@ describe("podsync get -w", () => {
       throw new Error(`${e.message}: ${w.err()} ${running?.requests.join(" ")}`);
     });
     expect(w.out()).toMatch(/^web\s+0\/1\s+Pending\s+0\s+\d+s\n$/);
-    const send = (type: string, obj: unknown) => running!.watch!.write(JSON.stringify({ type, object: obj }) + "\n");
+    const send = (type: string, obj: unknown) => running!.watch!.write(`${JSON.stringify({ type, object: obj })}\n`);
     // the current objects first (as a watch from "now" sends them): the same row is not printed again
     send("ADDED", pod("web", "Pending", 1));
     send("BOOKMARK", { metadata: { resourceVersion: "2" } });
     send("MODIFIED", pod("web", "Running", 3));
     await until("the changed row", async () => /Running/.test(w.out()), 5000);
     send("DELETED", pod("web", "Running", 4));
-    await until("the deleted pod's last row", async () => w.out().split("\n").filter((l) => /Running/.test(l)).length === 2, 5000);
+    await until(
+      "the deleted pod's last row",
+      async () =>
+        w
+          .out()
+          .split("\n")
+          .filter((l) => /Running/.test(l)).length === 2,
+      5000,
+    );
     expect(w.out().split("\n").filter(Boolean)).toHaveLength(3);
     await new Promise((r) => setTimeout(r, 1500));
     expect(running.requests.filter((r) => r.startsWith("/v1/pods"))).toHaveLength(1);
-    expect(running.requests.filter((r) => r.startsWith("/api/v1/pods"))).toEqual(["/api/v1/pods?watch=1&allowWatchBookmarks=true"]);
+    expect(running.requests.filter((r) => r.startsWith("/api/v1/pods"))).toEqual([
+      "/api/v1/pods?watch=1&allowWatchBookmarks=true",
+    ]);
   }, 20_000);
 
   it("resumes from the last resourceVersion when the server ends the stream", async () => {
     running = await stub({ watch: true, list: () => [pod("web", "Pending", 1)] });
     getW(running.url);
     await until("the watch to open", async () => running?.watch !== undefined, 10_000);
-    running.watch!.write(JSON.stringify({ type: "MODIFIED", object: pod("web", "Running", 7) }) + "\n");
+    running.watch!.write(`${JSON.stringify({ type: "MODIFIED", object: pod("web", "Running", 7) })}\n`);
     const first = running.watch!;
     running.watch = undefined;
     first.end();
     await until("the watch to open again", async () => running?.watch !== undefined, 10_000);
-    expect(running.requests.filter((r) => r.startsWith("/api/v1/pods")).at(-1)).toBe("/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=7");
+    expect(running.requests.filter((r) => r.startsWith("/api/v1/pods")).at(-1)).toBe(
+      "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=7",
+    );
   }, 20_000);
 
   it("polls the list where the node serves no watch", async () => {
@@ -142,7 +205,19 @@ describe("podsync delete --wait=false", () => {
     running = await stub({ watch: false, list: () => [pod("web", "Running", 1)] });
     // async: the stub answers from this process
     const out = await new Promise<string>((res, rej) =>
-      execFile(process.execPath, ["bin/podsync.mjs", "delete", "web", "--wait=false"], { env: { PATH: process.env["PATH"] ?? "", HOME: dir, PODSYNC_URL: running!.url, PODSYNC_KEY: join(dir, "key.json") } }, (e, stdout, stderr) => (e ? rej(new Error(stderr)) : res(stdout))),
+      execFile(
+        process.execPath,
+        ["bin/podsync.mjs", "delete", "web", "--wait=false"],
+        {
+          env: {
+            PATH: process.env["PATH"] ?? "",
+            HOME: dir,
+            PODSYNC_URL: running!.url,
+            PODSYNC_KEY: join(dir, "key.json"),
+          },
+        },
+        (e, stdout, stderr) => (e ? rej(new Error(stderr)) : res(stdout)),
+      ),
     );
     expect(out).toBe('pod "web" deleted\n');
     expect(running.requests.filter((r) => r.startsWith("/v1/pods/"))).toEqual(["/v1/pods/uid-web?wait=false"]);
@@ -153,9 +228,24 @@ describe("podsync sync's progress", () => {
   it("shows the node's events for the pod while the sync runs", async () => {
     running = await stub({ watch: false, list: () => [] });
     const file = join(dir, "web.yaml");
-    writeFileSync(file, "apiVersion: v1\nkind: Pod\nmetadata: { name: web }\nspec: { containers: [{ name: main, image: example.com/big:1 }] }\n");
+    writeFileSync(
+      file,
+      "apiVersion: v1\nkind: Pod\nmetadata: { name: web }\nspec: { containers: [{ name: main, image: example.com/big:1 }] }\n",
+    );
     const r = await new Promise<{ stdout: string; stderr: string }>((res, rej) =>
-      execFile(process.execPath, ["bin/podsync.mjs", "sync", file], { env: { PATH: process.env["PATH"] ?? "", HOME: dir, PODSYNC_URL: running!.url, PODSYNC_KEY: join(dir, "key.json") } }, (e, stdout, stderr) => (e ? rej(new Error(stderr)) : res({ stdout, stderr }))),
+      execFile(
+        process.execPath,
+        ["bin/podsync.mjs", "sync", file],
+        {
+          env: {
+            PATH: process.env["PATH"] ?? "",
+            HOME: dir,
+            PODSYNC_URL: running!.url,
+            PODSYNC_KEY: join(dir, "key.json"),
+          },
+        },
+        (e, stdout, stderr) => (e ? rej(new Error(stderr)) : res({ stdout, stderr })),
+      ),
     );
     expect(r.stderr).toContain('syncing: pod/web: Pulling image "example.com/big:1"');
     expect(r.stdout).toBe("pod/web (default, uid uid-web): unchanged (converged)\n");

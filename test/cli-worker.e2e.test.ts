@@ -30,8 +30,11 @@ let url = "";
 
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((res) =>
-    execFile(process.execPath, ["bin/podsync.mjs", ...args], { env: { PATH: process.env["PATH"] ?? "", HOME: dir, PODSYNC_URL: url, PODSYNC_KEY: join(dir, "key.json") } }, (e, stdout, stderr) =>
-      res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ["bin/podsync.mjs", ...args],
+      { env: { PATH: process.env["PATH"] ?? "", HOME: dir, PODSYNC_URL: url, PODSYNC_KEY: join(dir, "key.json") } },
+      (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
 }
@@ -40,12 +43,26 @@ describe.skipIf(skip)("the CLI against a Workers node (workerd, cri-proxy, real 
   beforeAll(async () => {
     if (!endpoint) throw new Error(`no containerd for the CLI-on-Workers e2e: ${setupError}`);
     // The proxy serves the node's pod logs; the Worker tells containerd to write them there.
-    proxy = await startProxy({ upstream: endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, policy: { level: "privileged", hostPathAllow: [] }, podLogsDir: join(dir, "logs") });
+    proxy = await startProxy({
+      upstream: endpoint,
+      grpcWebListen: "127.0.0.1:0",
+      token: TOKEN,
+      policy: { level: "privileged", hostPathAllow: [] },
+      podLogsDir: join(dir, "logs"),
+    });
     const key = await makeKey("EdDSA", "cliw-1");
     // The private key as `podsync keygen` writes it: a JWK with its kid, alg and issuer.
-    writeFileSync(join(dir, "key.json"), JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }));
+    writeFileSync(
+      join(dir, "key.json"),
+      JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }),
+    );
     let base: URL;
-    ({ worker, base } = await startWorkerd({ nodes: { [NODE]: { url: `http://127.0.0.1:${proxy.grpcWebPort}` } }, jwk: key.publicJwk, proxyToken: TOKEN, env: { PODSYNC_POLICY: "privileged", PODSYNC_POD_LOGS_DIR: join(dir, "logs") } }));
+    ({ worker, base } = await startWorkerd({
+      nodes: { [NODE]: { url: `http://127.0.0.1:${proxy.grpcWebPort}` } },
+      jwk: key.publicJwk,
+      proxyToken: TOKEN,
+      env: { PODSYNC_POLICY: "privileged", PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
+    }));
     url = new URL(`/nodes/${NODE}`, base).toString();
   }, 120_000);
 
@@ -53,7 +70,9 @@ describe.skipIf(skip)("the CLI against a Workers node (workerd, cri-proxy, real 
     await worker?.dispose();
     if (endpoint) {
       const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
-      await createPodRuntime(cri).delete(id, 0).catch(() => undefined);
+      await createPodRuntime(cri)
+        .delete(id, 0)
+        .catch(() => undefined);
       cri.close();
     }
     await proxy?.shutdown(100);
@@ -86,7 +105,11 @@ describe.skipIf(skip)("the CLI against a Workers node (workerd, cri-proxy, real 
     expect(get.stdout).toMatch(/^web\s+1\/1\s+Running\s+0\s+\d+s\n$/);
 
     let logs = { code: -1, stdout: "", stderr: "" };
-    await until("the pod's log line", async () => (logs = await cli(["logs", "web", "-n", NS])).stdout === "hello from the worker\n", 20_000).catch((e: Error) => {
+    await until(
+      "the pod's log line",
+      async () => (logs = await cli(["logs", "web", "-n", NS])).stdout === "hello from the worker\n",
+      20_000,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}: ${JSON.stringify(logs)}`);
     });
 

@@ -35,7 +35,15 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
     execFile(
       process.execPath,
       ["bin/podsync.mjs", ...args],
-      { env: { PATH: process.env["PATH"] ?? "", HOME: home, PODSYNC_URL: running?.url ?? "", PODSYNC_KEY: join(dir, "dev-key.json"), ...env } },
+      {
+        env: {
+          PATH: process.env["PATH"] ?? "",
+          HOME: home,
+          PODSYNC_URL: running?.url ?? "",
+          PODSYNC_KEY: join(dir, "dev-key.json"),
+          ...env,
+        },
+      },
       (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
@@ -62,7 +70,15 @@ beforeAll(async () => {
   if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
   const { startNode } = await import("../src/node.js");
   running = await startNode(
-    { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "cli-node", PODSYNC_ALLOW_EXEC: "true", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs"), PODSYNC_ROOT_DIR: join(dir, "root") },
+    {
+      PODSYNC_CRI_ENDPOINT: endpoint,
+      PODSYNC_PORT: "0",
+      PODSYNC_NODE_NAME: "cli-node",
+      PODSYNC_ALLOW_EXEC: "true",
+      PODSYNC_DEV_DIR: dir,
+      PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
+      PODSYNC_ROOT_DIR: join(dir, "root"),
+    },
     true,
   );
 });
@@ -87,7 +103,7 @@ describe.skipIf(skip)("podsync CLI, usage", () => {
     expect(help).toMatchObject({ code: 0, stdout: expect.stringContaining("commands:") });
     const getHelp = await cli(["get", "--help"]);
     expect(getHelp.code).toBe(0);
-    expect(getHelp.stdout).toMatch(/usage: podsync get[\s\S]*examples:\n  podsync get pods/);
+    expect(getHelp.stdout).toMatch(/usage: podsync get[\s\S]*examples:\n {2}podsync get pods/);
     const bad = await cli(["get", "--bogus"]);
     expect(bad).toMatchObject({ code: 1, stdout: "" });
     expect(bad.stderr).toBe("podsync: unknown flag --bogus\nSee 'podsync get --help' for usage.\n");
@@ -106,7 +122,9 @@ describe.skipIf(skip)("podsync CLI, usage", () => {
     expect(none.stderr).toContain(join(home, ".config/podsync/key.json"));
     expect(none.stderr).toContain("PODSYNC_JWKS_FILE=");
     const refused = await cli(["pods", "--url", "http://127.0.0.1:2"]);
-    expect(refused.stderr).toBe("podsync: cannot reach podsync at http://127.0.0.1:2: connection refused: nothing listens there (start the node with `npm start`, or point --url / $PODSYNC_URL at it)\n");
+    expect(refused.stderr).toBe(
+      "podsync: cannot reach podsync at http://127.0.0.1:2: connection refused: nothing listens there (start the node with `npm start`, or point --url / $PODSYNC_URL at it)\n",
+    );
   });
 });
 
@@ -126,14 +144,18 @@ describe.skipIf(skip)("podsync CLI against a node", () => {
 
     const table = await cli(["get", web, "-n", NS]);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(new RegExp(`^NAME\\s+READY\\s+STATUS\\s+RESTARTS\\s+AGE\\n${web}\\s+1/1\\s+Running\\s+0\\s+\\d+s\\n$`));
+    expect(table.stdout).toMatch(
+      new RegExp(`^NAME\\s+READY\\s+STATUS\\s+RESTARTS\\s+AGE\\n${web}\\s+1/1\\s+Running\\s+0\\s+\\d+s\\n$`),
+    );
     const wide = await cli(["get", "pods", "-n", NS, "-o", "wide"]);
     expect(wide.stdout).toMatch(/UID/);
     expect(wide.stdout).toContain(webId);
     expect(wide.stdout).toContain("cli-node");
     expect((await cli(["get", `pod/${web}`, "-n", NS, "-o", "jsonpath={.metadata.uid}"])).stdout).toBe(`${webId}\n`);
     expect((await cli(["get", "pods", "-n", NS, "-o", "name"])).stdout).toBe(`pod/${web}\n`);
-    expect((await cli(["get", "pods", "-A", "-l", "app=cli,tier in (web)", "--no-headers"])).stdout).toMatch(new RegExp(`^${NS}\\s+${web}\\s+1/1\\s+Running`));
+    expect((await cli(["get", "pods", "-A", "-l", "app=cli,tier in (web)", "--no-headers"])).stdout).toMatch(
+      new RegExp(`^${NS}\\s+${web}\\s+1/1\\s+Running`),
+    );
     expect((await cli(["get", "pods", "-A", "-l", "app=cli,tier!=web"])).stdout).toBe(""); // (the node also lists other tests' pods, as orphans)
     const json = JSON.parse((await cli(["get", web, "-n", NS, "-o", "json"])).stdout);
     expect(json).toMatchObject({ kind: "Pod", metadata: { name: web, uid: webId } });
@@ -154,18 +176,31 @@ describe.skipIf(skip)("podsync CLI against a node", () => {
     expect(ex).toMatchObject({ code: 3, stdout: "hi\n", stderr: "err\n" });
     const nope = await cli(["exec", web, "-n", NS, "--", "no-such-binary"]);
     expect(nope).toMatchObject({ code: 127, stdout: "" });
-    expect(nope.stderr).toBe(`podsync: the container cannot run "no-such-binary": executable file not found in $PATH (in pod ${NS}/${web})\n`);
+    expect(nope.stderr).toBe(
+      `podsync: the container cannot run "no-such-binary": executable file not found in $PATH (in pod ${NS}/${web})\n`,
+    );
 
     const tok = await cli(["token", "--act", "logs", "--name", web, "-n", NS]);
     expect(tok.code, tok.stderr).toBe(0);
-    const r = await fetch(`${running.url}/v1/pods/${webId}/logs?tailLines=1`, { headers: { authorization: `Bearer ${tok.stdout.trim()}` } });
+    const r = await fetch(`${running.url}/v1/pods/${webId}/logs?tailLines=1`, {
+      headers: { authorization: `Bearer ${tok.stdout.trim()}` },
+    });
     expect(r.status).toBe(200);
-    const list = await fetch(`${running.url}/v1/pods`, { headers: { authorization: `Bearer ${(await cli(["token", "--act", "status"])).stdout.trim()}` } });
+    const list = await fetch(`${running.url}/v1/pods`, {
+      headers: { authorization: `Bearer ${(await cli(["token", "--act", "status"])).stdout.trim()}` },
+    });
     expect(list.status).toBe(200);
     expect((await cli(["token", "--act", "logs"])).stderr).toContain("--act logs needs --uid or --name");
 
     // -w prints the table, then the row again when it changes (the delete below stops the pod)
-    const watch = spawn(process.execPath, ["bin/podsync.mjs", "get", "pods", "-n", NS, "-w", "--no-headers"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, PODSYNC_URL: running.url, PODSYNC_KEY: join(dir, "dev-key.json") } });
+    const watch = spawn(process.execPath, ["bin/podsync.mjs", "get", "pods", "-n", NS, "-w", "--no-headers"], {
+      env: {
+        PATH: process.env["PATH"] ?? "",
+        HOME: home,
+        PODSYNC_URL: running.url,
+        PODSYNC_KEY: join(dir, "dev-key.json"),
+      },
+    });
     children.push(watch); // stopped in afterAll too, should the test fail before it stops it
     let watched = "";
     watch.stdout.on("data", (b: Buffer) => (watched += b.toString()));
@@ -183,7 +218,11 @@ describe.skipIf(skip)("podsync CLI against a node", () => {
     expect(del, del.stderr).toMatchObject({ code: 0, stdout: `pod "${web}" deleted\n` });
     expect(del.stderr).toContain("grace period 1s");
     // the row again when the pod changed or went away
-    await until("get -w to print the pod again", async () => watched.split("\n").filter((l) => l.startsWith(web)).length >= 2, 10_000);
+    await until(
+      "get -w to print the pod again",
+      async () => watched.split("\n").filter((l) => l.startsWith(web)).length >= 2,
+      10_000,
+    );
     watch.kill();
     const gone = await cli(["wait", web, "-n", NS, "--for=delete", "--timeout=5s"]);
     expect(gone.code).toBe(0);

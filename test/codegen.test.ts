@@ -17,7 +17,8 @@ it("src/gen is current with proto/ (run `npm run generate` if this fails)", () =
     execFileSync("npx", ["buf", "generate", "--output", out], { stdio: "pipe" });
     const fresh = join(out, "src/gen");
     expect(files(fresh).sort()).toEqual(files("src/gen").sort());
-    for (const f of files(fresh)) expect(readFileSync(join(fresh, f), "utf8"), f).toBe(readFileSync(join("src/gen", f), "utf8"));
+    for (const f of files(fresh))
+      expect(readFileSync(join(fresh, f), "utf8"), f).toBe(readFileSync(join("src/gen", f), "utf8"));
   } finally {
     rmSync(out, { recursive: true, force: true });
   }

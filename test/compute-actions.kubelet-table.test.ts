@@ -22,7 +22,8 @@ import { containerStatus, kubeletBasePodStatus } from "./support/status.js";
 
 type Policy = "Always" | "OnFailure" | "Never";
 
-const status = (id: string, name: string, state: ContainerState, c: Container): ContainerStatus => containerStatus(id, name, state, hashContainer(c));
+const status = (id: string, name: string, state: ContainerState, c: Container): ContainerStatus =>
+  containerStatus(id, name, state, hashContainer(c));
 
 /** makeBasePodAndStatus. kubelet leaves RestartPolicy "" when a case does not set it; it behaves as Always there. */
 function makeBasePodAndStatus(policy: Policy = "Always"): { pod: Pod; status: PodStatus } {
@@ -40,7 +41,11 @@ function makeBasePodAndStatus(policy: Policy = "Always"): { pod: Pod; status: Po
   const c = pod.spec.containers;
   return {
     pod,
-    status: kubeletBasePodStatus([status("id1", "foo1", "running", c[0]!), status("id2", "foo2", "running", c[1]!), status("id3", "foo3", "running", c[2]!)]),
+    status: kubeletBasePodStatus([
+      status("id1", "foo1", "running", c[0]!),
+      status("id2", "foo2", "running", c[1]!),
+      status("id3", "foo3", "running", c[2]!),
+    ]),
   };
 }
 
@@ -49,10 +54,21 @@ function makeBasePodAndStatusWithInitContainers(policy: Policy = "Always"): { po
   const base = makeBasePodAndStatus(policy);
   const pod = Pod.parse({
     ...base.pod,
-    spec: { ...base.pod.spec, initContainers: [{ name: "init1", image: "bar-image" }, { name: "init2", image: "bar-image" }, { name: "init3", image: "bar-image" }] },
+    spec: {
+      ...base.pod.spec,
+      initContainers: [
+        { name: "init1", image: "bar-image" },
+        { name: "init2", image: "bar-image" },
+        { name: "init3", image: "bar-image" },
+      ],
+    },
   });
   const i = pod.spec.initContainers!;
-  base.status.containerStatuses = [status("initid1", "init1", "exited", i[0]!), status("initid2", "init2", "exited", i[1]!), status("initid3", "init3", "exited", i[2]!)];
+  base.status.containerStatuses = [
+    status("initid1", "init1", "exited", i[0]!),
+    status("initid2", "init2", "exited", i[1]!),
+    status("initid3", "init3", "exited", i[2]!),
+  ];
   return { pod, status: base.status };
 }
 
@@ -91,7 +107,10 @@ function check(make: typeof makeBasePodAndStatus, kind: "containers" | "initCont
     initContainersToStart: c.want.nextInit === undefined ? [] : [c.want.nextInit],
     containersToStart: c.want.start ?? [],
     containersToKill: Object.fromEntries(
-      (c.want.kill ?? []).map((i) => [baseStatus.containerStatuses[i]!.id, { name: specs[i]!.name, container: specs[i]!, message: expect.any(String), reason: expect.any(String) }]),
+      (c.want.kill ?? []).map((i) => [
+        baseStatus.containerStatuses[i]!.id,
+        { name: specs[i]!.name, container: specs[i]!, message: expect.any(String), reason: expect.any(String) },
+      ]),
     ),
   };
   expect(got).toEqual(want);
@@ -100,11 +119,16 @@ function check(make: typeof makeBasePodAndStatus, kind: "containers" | "initCont
 const notReady = (s: PodStatus) => {
   s.sandboxStatuses[0]!.state = api.PodSandboxState.SANDBOX_NOTREADY;
 };
-const set = (i: number, state: ContainerState, exitCode = 0) => (s: PodStatus) => {
-  s.containerStatuses[i]!.state = state;
-  s.containerStatuses[i]!.exitCode = exitCode;
-};
-const all = (...fns: ((s: PodStatus) => void)[]) => (s: PodStatus) => fns.forEach((f) => f(s));
+const set =
+  (i: number, state: ContainerState, exitCode = 0) =>
+  (s: PodStatus) => {
+    s.containerStatuses[i]!.state = state;
+    s.containerStatuses[i]!.exitCode = exitCode;
+  };
+const all =
+  (...fns: ((s: PodStatus) => void)[]) =>
+  (s: PodStatus) =>
+    fns.forEach((f) => f(s));
 
 const TestComputePodActions: Record<string, Case> = {
   "everything is good; do nothing": { want: noAction },
@@ -140,11 +164,12 @@ const TestComputePodActions: Record<string, Case> = {
     mutateStatus: notReady,
     want: { killPod: true, createSandbox: true, sandboxId: SID, attempt: 1, start: [0, 1, 2] },
   },
-  "Kill pod and recreate all containers (except for the succeeded one) if the pod sandbox is dead, and RestartPolicy == OnFailure": {
-    policy: "OnFailure",
-    mutateStatus: all(notReady, set(1, "exited", 0)),
-    want: { killPod: true, createSandbox: true, sandboxId: SID, attempt: 1, start: [0, 2] },
-  },
+  "Kill pod and recreate all containers (except for the succeeded one) if the pod sandbox is dead, and RestartPolicy == OnFailure":
+    {
+      policy: "OnFailure",
+      mutateStatus: all(notReady, set(1, "exited", 0)),
+      want: { killPod: true, createSandbox: true, sandboxId: SID, attempt: 1, start: [0, 2] },
+    },
   "Kill pod and recreate all containers if the PodSandbox does not have an IP": {
     mutateStatus: (s) => {
       s.sandboxStatuses[0]!.network!.ip = "";
@@ -168,21 +193,40 @@ const TestComputePodActions: Record<string, Case> = {
     probes: { startup: new Map([["id2", "Failure"]]) },
     want: { sandboxId: SID, kill: [1], start: [1] },
   },
-  "Verify we do not create a pod sandbox if no ready sandbox for pod with RestartPolicy=Never and all containers exited": {
-    policy: "Never",
-    mutateStatus: all(notReady, (s) => (s.sandboxStatuses[0]!.metadata!.attempt = 1), set(0, "exited"), set(1, "exited"), set(2, "exited")),
-    want: { sandboxId: SID, attempt: 2, createSandbox: false, killPod: true },
-  },
-  "Verify we do not create a pod sandbox if no ready sandbox for pod with RestartPolicy=OnFailure and all containers succeeded": {
-    policy: "OnFailure",
-    mutateStatus: all(notReady, (s) => (s.sandboxStatuses[0]!.metadata!.attempt = 1), set(0, "exited"), set(1, "exited"), set(2, "exited")),
-    want: { sandboxId: SID, attempt: 2, createSandbox: false, killPod: true },
-  },
-  "Verify we create a pod sandbox if no ready sandbox for pod with RestartPolicy=Never and no containers have ever been created": {
-    policy: "Never",
-    mutateStatus: all(notReady, (s) => (s.sandboxStatuses[0]!.metadata!.attempt = 2), (s) => (s.containerStatuses = [])),
-    want: { sandboxId: SID, attempt: 3, createSandbox: true, killPod: true, start: [0, 1, 2] },
-  },
+  "Verify we do not create a pod sandbox if no ready sandbox for pod with RestartPolicy=Never and all containers exited":
+    {
+      policy: "Never",
+      mutateStatus: all(
+        notReady,
+        (s) => (s.sandboxStatuses[0]!.metadata!.attempt = 1),
+        set(0, "exited"),
+        set(1, "exited"),
+        set(2, "exited"),
+      ),
+      want: { sandboxId: SID, attempt: 2, createSandbox: false, killPod: true },
+    },
+  "Verify we do not create a pod sandbox if no ready sandbox for pod with RestartPolicy=OnFailure and all containers succeeded":
+    {
+      policy: "OnFailure",
+      mutateStatus: all(
+        notReady,
+        (s) => (s.sandboxStatuses[0]!.metadata!.attempt = 1),
+        set(0, "exited"),
+        set(1, "exited"),
+        set(2, "exited"),
+      ),
+      want: { sandboxId: SID, attempt: 2, createSandbox: false, killPod: true },
+    },
+  "Verify we create a pod sandbox if no ready sandbox for pod with RestartPolicy=Never and no containers have ever been created":
+    {
+      policy: "Never",
+      mutateStatus: all(
+        notReady,
+        (s) => (s.sandboxStatuses[0]!.metadata!.attempt = 2),
+        (s) => (s.containerStatuses = []),
+      ),
+      want: { sandboxId: SID, attempt: 3, createSandbox: true, killPod: true, start: [0, 1, 2] },
+    },
   "Kill and recreate the container if the container is in unknown state": {
     policy: "Never",
     mutateStatus: set(1, "unknown"),
@@ -252,11 +296,12 @@ const TestComputePodActionsWithInitContainers: Record<string, Case> = {
     mutateStatus: all(notReady, set(2, "exited", 137)),
     want: { killPod: true, createSandbox: true, sandboxId: SID, attempt: 1, nextInit: 0 },
   },
-  "some of the init container statuses are missing but the last init container is running, don't restart preceding ones": {
-    policy: "Always",
-    mutateStatus: all(set(2, "running"), (s) => (s.containerStatuses = s.containerStatuses.slice(2))),
-    want: { killPod: false, sandboxId: SID },
-  },
+  "some of the init container statuses are missing but the last init container is running, don't restart preceding ones":
+    {
+      policy: "Always",
+      mutateStatus: all(set(2, "running"), (s) => (s.containerStatuses = s.containerStatuses.slice(2))),
+      want: { killPod: false, sandboxId: SID },
+    },
   "an init container is in the created state due to an unknown error when starting container; restart it": {
     policy: "Always",
     mutateStatus: set(2, "created"),
@@ -266,7 +311,8 @@ const TestComputePodActionsWithInitContainers: Record<string, Case> = {
 
 describe("kubelet TestComputePodActions", () => {
   it("has all 17 cases", () => expect(Object.keys(TestComputePodActions)).toHaveLength(17));
-  for (const [desc, c] of Object.entries(TestComputePodActions)) it(desc, () => check(makeBasePodAndStatus, "containers", c));
+  for (const [desc, c] of Object.entries(TestComputePodActions))
+    it(desc, () => check(makeBasePodAndStatus, "containers", c));
 });
 
 describe("kubelet TestComputePodActionsWithInitContainers(WithLegacySidecarContainers)", () => {
@@ -298,12 +344,28 @@ describe("kill messages (what verifyActions leaves out)", () => {
 describe("podSandboxChanged cases the table does not cover", () => {
   it("more than one ready sandbox: recreate", () => {
     const { pod, status } = makeBasePodAndStatus();
-    status.sandboxStatuses.push(create(api.PodSandboxStatusSchema, { id: "old", state: api.PodSandboxState.SANDBOX_READY, metadata: { attempt: 0 } }));
-    expect(computePodActions(pod, status)).toMatchObject({ killPod: true, createSandbox: true, attempt: 1, sandboxId: SID });
+    status.sandboxStatuses.push(
+      create(api.PodSandboxStatusSchema, {
+        id: "old",
+        state: api.PodSandboxState.SANDBOX_READY,
+        metadata: { attempt: 0 },
+      }),
+    );
+    expect(computePodActions(pod, status)).toMatchObject({
+      killPod: true,
+      createSandbox: true,
+      attempt: 1,
+      sandboxId: SID,
+    });
   });
   it("network namespace changed (hostNetwork flipped): recreate, with no sandbox id", () => {
     const { pod, status } = makeBasePodAndStatus();
     const host = Pod.parse({ ...pod, spec: { ...pod.spec, hostNetwork: true } });
-    expect(computePodActions(host, status)).toMatchObject({ killPod: true, createSandbox: true, attempt: 1, sandboxId: "" });
+    expect(computePodActions(host, status)).toMatchObject({
+      killPod: true,
+      createSandbox: true,
+      attempt: 1,
+      sandboxId: "",
+    });
   });
 });

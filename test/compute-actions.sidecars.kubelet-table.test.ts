@@ -29,8 +29,20 @@ function basePodInput(): PodInput {
       ],
       initContainers: [
         { name: "restartable-init-1", image: "bar-image", restartPolicy: "Always" },
-        { name: "restartable-init-2", image: "bar-image", restartPolicy: "Always", livenessProbe: probe, startupProbe: probe },
-        { name: "restartable-init-3", image: "bar-image", restartPolicy: "Always", livenessProbe: probe, startupProbe: probe },
+        {
+          name: "restartable-init-2",
+          image: "bar-image",
+          restartPolicy: "Always",
+          livenessProbe: probe,
+          startupProbe: probe,
+        },
+        {
+          name: "restartable-init-3",
+          image: "bar-image",
+          restartPolicy: "Always",
+          livenessProbe: probe,
+          startupProbe: probe,
+        },
       ],
     },
   };
@@ -39,10 +51,10 @@ function basePodInput(): PodInput {
 function baseStatus(pod: Pod): PodStatus {
   const i = pod.spec.initContainers!;
   return kubeletBasePodStatus([
-      containerStatus("initid1", "restartable-init-1", "running", hashContainer(i[0]!)),
-      containerStatus("initid2", "restartable-init-2", "running", hashContainer(i[1]!)),
-      containerStatus("initid3", "restartable-init-3", "running", hashContainer(i[2]!)),
-    ]);
+    containerStatus("initid1", "restartable-init-1", "running", hashContainer(i[0]!)),
+    containerStatus("initid2", "restartable-init-2", "running", hashContainer(i[1]!)),
+    containerStatus("initid3", "restartable-init-3", "running", hashContainer(i[2]!)),
+  ]);
 }
 
 interface Probes {
@@ -53,22 +65,33 @@ interface Probes {
 interface Row {
   mutatePod?: (p: PodInput) => void;
   mutateStatus?: (s: PodStatus, pod: Pod, probes: Probes) => void;
-  want: { killPod?: boolean; createSandbox?: boolean; attempt?: number; init?: number[]; start?: number[]; kill?: number[] };
+  want: {
+    killPod?: boolean;
+    createSandbox?: boolean;
+    attempt?: number;
+    init?: number[];
+    start?: number[];
+    kill?: number[];
+  };
 }
 
 const policy = (p: Policy) => (pod: PodInput) => {
   pod.spec.restartPolicy = p;
 };
-const set = (i: number, state: ContainerState, exitCode = 0) => (s: PodStatus) => {
-  s.containerStatuses[i]!.state = state;
-  s.containerStatuses[i]!.exitCode = exitCode;
-};
+const set =
+  (i: number, state: ContainerState, exitCode = 0) =>
+  (s: PodStatus) => {
+    s.containerStatuses[i]!.state = state;
+    s.containerStatuses[i]!.exitCode = exitCode;
+  };
 const notReady = (s: PodStatus) => {
   s.sandboxStatuses[0]!.state = api.PodSandboxState.SANDBOX_NOTREADY;
 };
 /** The regular containers, appended to the status (rows that have them running or succeeded). */
 const regular = (state: ContainerState) => (s: PodStatus, pod: Pod) => {
-  pod.spec.containers.forEach((c, i) => s.containerStatuses.push(containerStatus(`id${i + 1}`, c.name, state, hashContainer(c))));
+  pod.spec.containers.forEach((c, i) =>
+    s.containerStatuses.push(containerStatus(`id${i + 1}`, c.name, state, hashContainer(c))),
+  );
 };
 
 const TestComputePodActionsWithRestartableInitContainers: Record<string, Row> = {
@@ -165,16 +188,18 @@ const TestComputePodActionsWithRestartableInitContainers: Record<string, Row> = 
     mutateStatus: (s) => (notReady(s), set(2, "exited", 137)(s)),
     want: { killPod: true, createSandbox: false, attempt: 1 },
   },
-  "Pod sandbox not ready, and RestartPolicy == Never, but no visible restartable init containers;  create a new pod sandbox": {
-    mutatePod: policy("Never"),
-    mutateStatus: (s) => (notReady(s), (s.containerStatuses = [])),
-    want: { killPod: true, createSandbox: true, attempt: 1, init: [0] },
-  },
-  "Pod sandbox not ready, restartable init container failed, and RestartPolicy == OnFailure; create a new pod sandbox": {
-    mutatePod: policy("OnFailure"),
-    mutateStatus: (s) => (notReady(s), set(2, "exited", 137)(s)),
-    want: { killPod: true, createSandbox: true, attempt: 1, init: [0] },
-  },
+  "Pod sandbox not ready, and RestartPolicy == Never, but no visible restartable init containers;  create a new pod sandbox":
+    {
+      mutatePod: policy("Never"),
+      mutateStatus: (s) => (notReady(s), (s.containerStatuses = [])),
+      want: { killPod: true, createSandbox: true, attempt: 1, init: [0] },
+    },
+  "Pod sandbox not ready, restartable init container failed, and RestartPolicy == OnFailure; create a new pod sandbox":
+    {
+      mutatePod: policy("OnFailure"),
+      mutateStatus: (s) => (notReady(s), set(2, "exited", 137)(s)),
+      want: { killPod: true, createSandbox: true, attempt: 1, init: [0] },
+    },
   "Pod sandbox not ready, restartable init container failed, and RestartPolicy == Always; create a new pod sandbox": {
     mutatePod: policy("Always"),
     mutateStatus: (s) => (notReady(s), set(2, "exited", 137)(s)),
@@ -185,11 +210,12 @@ const TestComputePodActionsWithRestartableInitContainers: Record<string, Row> = 
     mutateStatus: set(2, "exited", 137),
     want: { init: [2] },
   },
-  "restartable init container state unknown; kill and recreate the last restartable init container even if pod's RestartPolicy == Never": {
-    mutatePod: policy("Never"),
-    mutateStatus: set(2, "unknown"),
-    want: { init: [2], kill: [2] },
-  },
+  "restartable init container state unknown; kill and recreate the last restartable init container even if pod's RestartPolicy == Never":
+    {
+      mutatePod: policy("Never"),
+      mutateStatus: set(2, "unknown"),
+      want: { init: [2], kill: [2] },
+    },
   "restart restartable init container if regular containers are running even if pod's RestartPolicy == Never": {
     mutatePod: policy("Never"),
     mutateStatus: (s, pod) => (set(2, "exited", 137)(s), regular("running")(s, pod)),
@@ -200,11 +226,12 @@ const TestComputePodActionsWithRestartableInitContainers: Record<string, Row> = 
     mutateStatus: regular("exited"),
     want: { killPod: true },
   },
-  "some of the init container statuses are missing but the last init container is running, restart restartable init and regular containers": {
-    mutatePod: policy("Always"),
-    mutateStatus: (s) => (s.containerStatuses = s.containerStatuses.slice(2)),
-    want: { init: [0, 1], start: [0, 1, 2] },
-  },
+  "some of the init container statuses are missing but the last init container is running, restart restartable init and regular containers":
+    {
+      mutatePod: policy("Always"),
+      mutateStatus: (s) => (s.containerStatuses = s.containerStatuses.slice(2)),
+      want: { init: [0, 1], start: [0, 1, 2] },
+    },
 };
 
 describe("kubelet TestComputePodActionsWithRestartableInitContainers", () => {
@@ -217,8 +244,14 @@ describe("kubelet TestComputePodActionsWithRestartableInitContainers", () => {
       const base = baseStatus(Pod.parse(basePodInput()));
       const status = baseStatus(Pod.parse(basePodInput()));
       const probes: Probes = {
-        liveness: new Map([["initid2", "Success"], ["initid3", "Success"]]),
-        startup: new Map([["initid2", "Success"], ["initid3", "Success"]]),
+        liveness: new Map([
+          ["initid2", "Success"],
+          ["initid3", "Success"],
+        ]),
+        startup: new Map([
+          ["initid2", "Success"],
+          ["initid3", "Success"],
+        ]),
       };
       row.mutateStatus?.(status, pod, probes);
       const got = computePodActions(pod, status, probes satisfies ProbeResults);
@@ -232,7 +265,10 @@ describe("kubelet TestComputePodActionsWithRestartableInitContainers", () => {
         containersToStart: row.want.start ?? [],
         // getKillMapWithInitContainers: the base status's instance of init container i, with the (mutated) spec.
         containersToKill: Object.fromEntries(
-          (row.want.kill ?? []).map((i) => [base.containerStatuses[i]!.id, { name: inits[i]!.name, container: inits[i]!, message: expect.any(String), reason: expect.any(String) }]),
+          (row.want.kill ?? []).map((i) => [
+            base.containerStatuses[i]!.id,
+            { name: inits[i]!.name, container: inits[i]!, message: expect.any(String), reason: expect.any(String) },
+          ]),
         ),
       };
       expect(got).toEqual(want);

@@ -10,25 +10,54 @@ import { podQOS } from "../src/kuberuntime/resources.js";
 import { hashContainer } from "../src/container/hash.js";
 import { parseQuantity } from "../src/pod/quantity.js";
 
-const node: NodeConfig = { ...defaultNodeConfig(), cgroupParent: "/kubepods", hostDNS: { servers: ["192.0.2.53"], searches: ["corp.example"], options: ["ndots:1"] }, memoryCapacity: 8 * 2 ** 30 };
+const node: NodeConfig = {
+  ...defaultNodeConfig(),
+  cgroupParent: "/kubepods",
+  hostDNS: { servers: ["192.0.2.53"], searches: ["corp.example"], options: ["ndots:1"] },
+  memoryCapacity: 8 * 2 ** 30,
+};
 const mk = (spec: Partial<PodInput["spec"]> = {}, meta: Partial<PodInput["metadata"]> = {}) =>
-  Pod.parse({ metadata: { name: "web", namespace: "prod", uid: "uid-1", labels: { app: "web" }, annotations: { note: "x" }, ...meta }, spec: { containers: [{ name: "main", image: "registry.example.com/app:1.2" }], ...spec } });
+  Pod.parse({
+    metadata: {
+      name: "web",
+      namespace: "prod",
+      uid: "uid-1",
+      labels: { app: "web" },
+      annotations: { note: "x" },
+      ...meta,
+    },
+    spec: { containers: [{ name: "main", image: "registry.example.com/app:1.2" }], ...spec },
+  });
 
 describe("generatePodSandboxConfig", () => {
   it("metadata, hostname, labels and annotations, log directory, cgroup parent, namespaces", () => {
     const c = generatePodSandboxConfig(mk(), 3, node);
     expect(c.metadata).toMatchObject({ name: "web", namespace: "prod", uid: "uid-1", attempt: 3 });
     expect(c.hostname).toBe("web");
-    expect(c.labels).toEqual({ app: "web", "io.kubernetes.pod.name": "web", "io.kubernetes.pod.namespace": "prod", "io.kubernetes.pod.uid": "uid-1", "io.kubernetes.managed-by": "podsync" });
+    expect(c.labels).toEqual({
+      app: "web",
+      "io.kubernetes.pod.name": "web",
+      "io.kubernetes.pod.namespace": "prod",
+      "io.kubernetes.pod.uid": "uid-1",
+      "io.kubernetes.managed-by": "podsync",
+    });
     expect(c.annotations).toEqual({ note: "x" });
     expect(c.logDirectory).toBe("/var/log/pods/prod_web_uid-1");
     expect(c.linux?.cgroupParent).toBe("/kubepods");
-    expect(c.linux?.securityContext?.namespaceOptions).toMatchObject({ network: api.NamespaceMode.POD, pid: api.NamespaceMode.CONTAINER, ipc: api.NamespaceMode.POD });
+    expect(c.linux?.securityContext?.namespaceOptions).toMatchObject({
+      network: api.NamespaceMode.POD,
+      pid: api.NamespaceMode.CONTAINER,
+      ipc: api.NamespaceMode.POD,
+    });
   });
 
   it("hostNetwork/PID/IPC use the node's namespaces; a hostNetwork sandbox gets no hostname", () => {
     const c = generatePodSandboxConfig(mk({ hostNetwork: true, hostPID: true, hostIPC: true }), 0, node);
-    expect(c.linux?.securityContext?.namespaceOptions).toMatchObject({ network: api.NamespaceMode.NODE, pid: api.NamespaceMode.NODE, ipc: api.NamespaceMode.NODE });
+    expect(c.linux?.securityContext?.namespaceOptions).toMatchObject({
+      network: api.NamespaceMode.NODE,
+      pid: api.NamespaceMode.NODE,
+      ipc: api.NamespaceMode.NODE,
+    });
     expect(c.hostname).toBe("");
   });
 
@@ -38,19 +67,51 @@ describe("generatePodSandboxConfig", () => {
     expect(generatePodSandboxConfig(mk({}, { name: long }), 0, node).hostname).toBe("a".repeat(62));
   });
 
-  it("hostPort 0 (the API server's \"none\", as kubectl exports it) is no host port", () => {
-    const c = generatePodSandboxConfig(mk({ containers: [{ name: "main", image: "x:1", ports: [{ containerPort: 80, hostPort: 0 }] }] }), 0, node);
+  it('hostPort 0 (the API server\'s "none", as kubectl exports it) is no host port', () => {
+    const c = generatePodSandboxConfig(
+      mk({ containers: [{ name: "main", image: "x:1", ports: [{ containerPort: 80, hostPort: 0 }] }] }),
+      0,
+      node,
+    );
     expect(c.portMappings).toEqual([]);
   });
 
   it("port mappings for ports with a hostPort, with protocol and host IP", () => {
-    const c = generatePodSandboxConfig(mk({ containers: [{ name: "main", image: "x:1", ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 53, hostPort: 5353, protocol: "UDP", hostIP: "127.0.0.1" }, { containerPort: 9000 }] }] }), 0, node);
-    expect(c.portMappings.map((p) => [p.protocol, p.containerPort, p.hostPort, p.hostIp])).toEqual([[api.Protocol.TCP, 80, 8080, ""], [api.Protocol.UDP, 53, 5353, "127.0.0.1"]]);
+    const c = generatePodSandboxConfig(
+      mk({
+        containers: [
+          {
+            name: "main",
+            image: "x:1",
+            ports: [
+              { containerPort: 80, hostPort: 8080 },
+              { containerPort: 53, hostPort: 5353, protocol: "UDP", hostIP: "127.0.0.1" },
+              { containerPort: 9000 },
+            ],
+          },
+        ],
+      }),
+      0,
+      node,
+    );
+    expect(c.portMappings.map((p) => [p.protocol, p.containerPort, p.hostPort, p.hostIp])).toEqual([
+      [api.Protocol.TCP, 80, 8080, ""],
+      [api.Protocol.UDP, 53, 5353, "127.0.0.1"],
+    ]);
   });
 
   it("pod security context: run-as user/group, supplemental groups + fsGroup, sysctls with dots, privileged if any container is", () => {
     const c = generatePodSandboxConfig(
-      mk({ securityContext: { runAsUser: 1000, runAsGroup: 2000, supplementalGroups: [5], fsGroup: 7, sysctls: [{ name: "net/ipv4/ip_forward", value: "1" }] }, containers: [{ name: "main", image: "x:1", securityContext: { privileged: true } }] }),
+      mk({
+        securityContext: {
+          runAsUser: 1000,
+          runAsGroup: 2000,
+          supplementalGroups: [5],
+          fsGroup: 7,
+          sysctls: [{ name: "net/ipv4/ip_forward", value: "1" }],
+        },
+        containers: [{ name: "main", image: "x:1", securityContext: { privileged: true } }],
+      }),
       0,
       node,
     );
@@ -70,24 +131,47 @@ describe("DNS (kubelet GetPodDNS)", () => {
   });
   it("ClusterFirst with cluster DNS: cluster servers, namespace search path, ndots:5", () => {
     const withDns = { ...node, clusterDNS: ["10.96.0.10"] };
-    expect(podDNS(mk(), withDns)).toEqual({ servers: ["10.96.0.10"], searches: ["prod.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"], options: ["ndots:5"] });
+    expect(podDNS(mk(), withDns)).toEqual({
+      servers: ["10.96.0.10"],
+      searches: ["prod.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"],
+      options: ["ndots:5"],
+    });
     // hostNetwork + ClusterFirst means Default; ClusterFirstWithHostNet keeps cluster DNS.
     expect(podDNS(mk({ hostNetwork: true }), withDns).servers).toEqual(["192.0.2.53"]);
-    expect(podDNS(mk({ hostNetwork: true, dnsPolicy: "ClusterFirstWithHostNet" }), withDns).servers).toEqual(["10.96.0.10"]);
+    expect(podDNS(mk({ hostNetwork: true, dnsPolicy: "ClusterFirstWithHostNet" }), withDns).servers).toEqual([
+      "10.96.0.10",
+    ]);
   });
   it("None uses dnsConfig only; dnsConfig merges into the others and overrides options by name", () => {
-    expect(podDNS(mk({ dnsPolicy: "None", dnsConfig: { nameservers: ["1.1.1.1"], searches: ["a.example"], options: [{ name: "ndots", value: "2" }, { name: "edns0" }] } }), node)).toEqual({
+    expect(
+      podDNS(
+        mk({
+          dnsPolicy: "None",
+          dnsConfig: {
+            nameservers: ["1.1.1.1"],
+            searches: ["a.example"],
+            options: [{ name: "ndots", value: "2" }, { name: "edns0" }],
+          },
+        }),
+        node,
+      ),
+    ).toEqual({
       servers: ["1.1.1.1"],
       searches: ["a.example"],
       options: ["ndots:2", "edns0"],
     });
-    expect(podDNS(mk({ dnsPolicy: "Default", dnsConfig: { options: [{ name: "ndots", value: "3" }] } }), node).options).toEqual(["ndots:3"]);
+    expect(
+      podDNS(mk({ dnsPolicy: "Default", dnsConfig: { options: [{ name: "ndots", value: "3" }] } }), node).options,
+    ).toEqual(["ndots:3"]);
   });
 });
 
 describe("generateContainerConfig", () => {
   const pod = mk({
-    volumes: [{ name: "data", hostPath: { path: "/srv/data" } }, { name: "scratch", emptyDir: {} }],
+    volumes: [
+      { name: "data", hostPath: { path: "/srv/data" } },
+      { name: "scratch", emptyDir: {} },
+    ],
     containers: [
       {
         name: "main",
@@ -95,10 +179,21 @@ describe("generateContainerConfig", () => {
         command: ["/bin/app", "--name=$(NAME)"],
         args: ["$(MISSING)", "$$(NAME)"],
         workingDir: "/work",
-        env: [{ name: "NAME", value: "web" }, { name: "GREETING", value: "hi $(NAME)" }],
-        volumeMounts: [{ name: "data", mountPath: "/data", readOnly: true }, { name: "scratch", mountPath: "/tmp/s", subPath: "x" }],
+        env: [
+          { name: "NAME", value: "web" },
+          { name: "GREETING", value: "hi $(NAME)" },
+        ],
+        volumeMounts: [
+          { name: "data", mountPath: "/data", readOnly: true },
+          { name: "scratch", mountPath: "/tmp/s", subPath: "x" },
+        ],
         resources: { requests: { cpu: "250m", memory: "64Mi" }, limits: { cpu: "1", memory: "128Mi" } },
-        securityContext: { capabilities: { add: ["NET_ADMIN"], drop: ["ALL"] }, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, runAsUser: 1001 },
+        securityContext: {
+          capabilities: { add: ["NET_ADMIN"], drop: ["ALL"] },
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          runAsUser: 1001,
+        },
         ports: [{ containerPort: 8080, name: "http" }],
       },
     ],
@@ -115,12 +210,21 @@ describe("generateContainerConfig", () => {
   it("$(VAR) expansion in command, args and env (undefined stays, $$ escapes)", () => {
     expect(c.command).toEqual(["/bin/app", "--name=web"]);
     expect(c.args).toEqual(["$(MISSING)", "$(NAME)"]);
-    expect(c.envs.map((e) => [e.key, new TextDecoder().decode(e.value)])).toEqual([["NAME", "web"], ["GREETING", "hi web"]]);
+    expect(c.envs.map((e) => [e.key, new TextDecoder().decode(e.value)])).toEqual([
+      ["NAME", "web"],
+      ["GREETING", "hi web"],
+    ]);
     expect(expand("a$b$(", new Map())).toBe("a$b$(");
   });
 
   it("labels and annotations as kubelet writes them (hash, restart count, termination message, grace, ports)", () => {
-    expect(c.labels).toEqual({ "io.kubernetes.pod.name": "web", "io.kubernetes.pod.namespace": "prod", "io.kubernetes.pod.uid": "uid-1", "io.kubernetes.container.name": "main", "io.kubernetes.managed-by": "podsync" });
+    expect(c.labels).toEqual({
+      "io.kubernetes.pod.name": "web",
+      "io.kubernetes.pod.namespace": "prod",
+      "io.kubernetes.pod.uid": "uid-1",
+      "io.kubernetes.container.name": "main",
+      "io.kubernetes.managed-by": "podsync",
+    });
     expect(c.annotations).toMatchObject({
       "io.kubernetes.container.hash": hashContainer(pod.spec.containers[0]!),
       "io.kubernetes.container.restartCount": "2",
@@ -128,7 +232,9 @@ describe("generateContainerConfig", () => {
       "io.kubernetes.container.terminationMessagePolicy": "File",
       "io.kubernetes.pod.terminationGracePeriod": "30",
     });
-    expect(JSON.parse(c.annotations["io.kubernetes.container.ports"]!)).toEqual([{ containerPort: 8080, name: "http", protocol: "TCP" }]);
+    expect(JSON.parse(c.annotations["io.kubernetes.container.ports"]!)).toEqual([
+      { containerPort: 8080, name: "http", protocol: "TCP" },
+    ]);
   });
 
   it("mounts: hostPath as is, emptyDir under the pod's volume dir, subPath joined, readOnly kept", () => {
@@ -140,19 +246,31 @@ describe("generateContainerConfig", () => {
 
   it("resources as Linux resources: shares from requests, quota from limits, memory limit, Burstable oom_score_adj", () => {
     expect(podQOS(pod)).toBe("Burstable");
-    expect(c.linux!.resources).toMatchObject({ cpuShares: 256n, cpuQuota: 100000n, cpuPeriod: 100000n, memoryLimitInBytes: 134217728n });
+    expect(c.linux!.resources).toMatchObject({
+      cpuShares: 256n,
+      cpuQuota: 100000n,
+      cpuPeriod: 100000n,
+      memoryLimitInBytes: 134217728n,
+    });
     // 1000 - 1000*64Mi/8Gi = 993
     expect(c.linux!.resources!.oomScoreAdj).toBe(993n);
   });
 
   it("QoS: Guaranteed -997, BestEffort 1000 with the minimum shares", () => {
-    const g = mk({ containers: [{ name: "main", image: "x:1", resources: { limits: { cpu: "500m", memory: "1Gi" } } }] });
+    const g = mk({
+      containers: [{ name: "main", image: "x:1", resources: { limits: { cpu: "500m", memory: "1Gi" } } }],
+    });
     const gc = generateContainerConfig(g, g.spec.containers[0]!, 0, "r", node);
     expect(podQOS(g)).toBe("Guaranteed");
     expect(gc.linux!.resources).toMatchObject({ cpuShares: 512n, cpuQuota: 50000n, oomScoreAdj: -997n });
     const b = mk();
     const bc = generateContainerConfig(b, b.spec.containers[0]!, 0, "r", node);
-    expect(bc.linux!.resources).toMatchObject({ cpuShares: 2n, cpuQuota: 0n, memoryLimitInBytes: 0n, oomScoreAdj: 1000n });
+    expect(bc.linux!.resources).toMatchObject({
+      cpuShares: 2n,
+      cpuQuota: 0n,
+      memoryLimitInBytes: 0n,
+      oomScoreAdj: 1000n,
+    });
   });
 
   it("security context: capabilities, read-only root, no_new_privs, run-as user, default masked/readonly paths", () => {

@@ -62,7 +62,8 @@ const expected: Record<string, Outcome> = {
   "private-reg-pod.yaml": "invalid-pod: spec.imagePullSecrets[0].name",
   // Refused at validation, and meant to stay so: a token needs an API server; lifecycle hooks, scheduling gates,
   // device-plugin resources and disk emptyDir limits are not honoured on this node.
-  "extended-resource-pod.yaml": "invalid-pod: spec.containers[0].resources.limits.example.com/dongle, spec.containers[0].resources.requests.example.com/dongle",
+  "extended-resource-pod.yaml":
+    "invalid-pod: spec.containers[0].resources.limits.example.com/dongle, spec.containers[0].resources.requests.example.com/dongle",
   "lifecycle-events.yaml": "accepted",
   "pod-projected-svc-token.yaml": "invalid-pod: spec.volumes[0].projected.sources[0].serviceAccountToken",
   "pod-with-scheduling-gates.yaml": "invalid-pod: spec.schedulingGates",
@@ -75,7 +76,12 @@ beforeAll(async () => {
   stack = await startStack({ timeoutMs: 1500, maxBodyBytes: 64 * 1024 });
   // The corpus measures what podsync can honour; hostPath and host namespaces are the owner's call (policy).
   // The Node entry's volume host (plan touches no file; a claim needs one to be accepted at all).
-  h = await Harness.start(stack.cri, { nodeInfo: node, policy: { level: "privileged", hostPathAllow: [] } }, {}, { volumeHost: nodeVolumeHost, localStorageLimits: true });
+  h = await Harness.start(
+    stack.cri,
+    { nodeInfo: node, policy: { level: "privileged", hostPathAllow: [] } },
+    {},
+    { volumeHost: nodeVolumeHost, localStorageLimits: true },
+  );
 });
 afterAll(async () => {
   await h.close();
@@ -84,7 +90,9 @@ afterAll(async () => {
 
 describe("corpus of real manifests through validation, admission and plan", () => {
   it("accepts what the node can honour and refuses the rest, each for its stated reason", async () => {
-    const files = readdirSync(DIR).filter((f) => f.endsWith(".yaml")).sort();
+    const files = readdirSync(DIR)
+      .filter((f) => f.endsWith(".yaml"))
+      .sort();
     const got: Record<string, Outcome> = {};
     const detail: string[] = [];
     for (const f of files) {
@@ -97,7 +105,9 @@ describe("corpus of real manifests through validation, admission and plan", () =
         const slug = String(r.body.type).replace("urn:podsync:problem:", "");
         const paths = (r.body.errors ?? []).map((e: { path: string }) => e.path.replace(/^pod\./, "")).join(", ");
         got[f] = `${slug}: ${slug === "admission" ? r.body.reason : paths}` as Outcome;
-        detail.push(`  ${f}: ${r.status} ${slug}: ${(r.body.errors ?? []).map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join("; ") || r.body.detail}`);
+        detail.push(
+          `  ${f}: ${r.status} ${slug}: ${(r.body.errors ?? []).map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join("; ") || r.body.detail}`,
+        );
       }
     }
     const accepted = Object.values(got).filter((o) => o === "accepted").length;

@@ -5,10 +5,20 @@ import { create } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
-  CreateContainerRequestSchema, MountPropagation, NamespaceMode, RunPodSandboxRequestSchema, SecurityProfile_ProfileType,
-  type ContainerConfig, type PodSandboxConfig,
+  CreateContainerRequestSchema,
+  MountPropagation,
+  NamespaceMode,
+  RunPodSandboxRequestSchema,
+  SecurityProfile_ProfileType,
+  type ContainerConfig,
+  type PodSandboxConfig,
 } from "../src/gen/runtime/v1/api_pb.js";
-import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMount, type CriPolicyContext } from "../src/auth/cri-policy.js";
+import {
+  checkCreateContainer,
+  checkRunPodSandbox,
+  podsyncInternalMount,
+  type CriPolicyContext,
+} from "../src/auth/cri-policy.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { POLICY_LEVELS, type NodePolicy, type PolicyLevel, type Violation } from "../src/auth/policy.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
@@ -19,7 +29,10 @@ import { pod as schemaPod } from "./support/pods.js";
 // The node default for seccomp is off here: the CRI side then sees exactly what the pod asked for. With the
 // default on (tested below) the CRI side is looser than the pod side at restricted, never stricter.
 const node = { ...defaultNodeConfig(), seccompDefault: false };
-const ctxFor = (p: Pod): CriPolicyContext => ({ isInternalMount: podsyncInternalMount(node.rootDir, p.metadata.uid), podLogsDir: node.podLogsDir });
+const ctxFor = (p: Pod): CriPolicyContext => ({
+  isInternalMount: podsyncInternalMount(node.rootDir, p.metadata.uid),
+  podLogsDir: node.podLogsDir,
+});
 
 function criVerdict(p: Pod, policy: NodePolicy, n = node): Violation[] {
   const ctx = ctxFor(p);
@@ -27,7 +40,16 @@ function criVerdict(p: Pod, policy: NodePolicy, n = node): Violation[] {
   const sandbox = generatePodSandboxConfig(p, 0, node);
   const out = checkRunPodSandbox(create(RunPodSandboxRequestSchema, { config: sandbox }), policy, ctx);
   for (const c of [...(p.spec.initContainers ?? []), ...p.spec.containers])
-    out.push(...checkCreateContainer(create(CreateContainerRequestSchema, { config: generateContainerConfig(p, c, 0, "sha256:x", node), sandboxConfig: sandbox }), policy, ctx));
+    out.push(
+      ...checkCreateContainer(
+        create(CreateContainerRequestSchema, {
+          config: generateContainerConfig(p, c, 0, "sha256:x", node),
+          sandboxConfig: sandbox,
+        }),
+        policy,
+        ctx,
+      ),
+    );
   return out;
 }
 
@@ -38,7 +60,10 @@ const rules = (v: Violation[]) => [...new Set(v.map((x) => x.rule))].sort();
 
 describe("CRI policy on podsync-generated configs", () => {
   it("a plain pod passes baseline, including its emptyDir mount", () => {
-    const p = schemaPod({ volumes: [{ name: "scratch", emptyDir: {} }], containers: [{ name: "c", image: "busybox", volumeMounts: [{ name: "scratch", mountPath: "/s" }] }] });
+    const p = schemaPod({
+      volumes: [{ name: "scratch", emptyDir: {} }],
+      containers: [{ name: "c", image: "busybox", volumeMounts: [{ name: "scratch", mountPath: "/s" }] }],
+    });
     expect(criVerdict(p, baseline)).toEqual([]);
   });
 
@@ -47,7 +72,15 @@ describe("CRI policy on podsync-generated configs", () => {
       hostPID: true,
       hostNetwork: true,
       volumes: [{ name: "root", hostPath: { path: "/" } }],
-      containers: [{ name: "x", image: "busybox", ports: [{ containerPort: 80, hostPort: 80 }], securityContext: { privileged: true, capabilities: { add: ["ALL"] } }, volumeMounts: [{ name: "root", mountPath: "/host" }] }],
+      containers: [
+        {
+          name: "x",
+          image: "busybox",
+          ports: [{ containerPort: 80, hostPort: 80 }],
+          securityContext: { privileged: true, capabilities: { add: ["ALL"] } },
+          volumeMounts: [{ name: "root", mountPath: "/host" }],
+        },
+      ],
       securityContext: { sysctls: [{ name: "kernel.panic", value: "1" }] },
     });
     const v = criVerdict(p, baseline);
@@ -63,12 +96,25 @@ describe("CRI policy on podsync-generated configs", () => {
       "hostPathVolumes config.mounts[0].hostPath",
       "privileged config.linux.securityContext.privileged",
     ]);
-    expect(v.find((x) => x.rule === "capabilities_baseline")?.message).toBe('non-default capabilities (container "x" must not include "ALL" in securityContext.capabilities.add)');
+    expect(v.find((x) => x.rule === "capabilities_baseline")?.message).toBe(
+      'non-default capabilities (container "x" must not include "ALL" in securityContext.capabilities.add)',
+    );
     expect(criVerdict(p, { level: "privileged", hostPathAllow: [] })).toEqual([]);
   });
 
   it("a persistentVolumeClaim's directory is podsync's own: admitted at every level, as the pod field is", () => {
-    const p = schemaPod({ securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: "RuntimeDefault" } }, volumes: [{ name: "d", persistentVolumeClaim: { claimName: "data" } }], containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } }, volumeMounts: [{ name: "d", mountPath: "/d" }] }] });
+    const p = schemaPod({
+      securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: "RuntimeDefault" } },
+      volumes: [{ name: "d", persistentVolumeClaim: { claimName: "data" } }],
+      containers: [
+        {
+          name: "c",
+          image: "busybox",
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+          volumeMounts: [{ name: "d", mountPath: "/d" }],
+        },
+      ],
+    });
     for (const level of POLICY_LEVELS) {
       expect(evaluatePodSecurity(p, { level, hostPathAllow: [] })).toEqual([]);
       expect(criVerdict(p, { level, hostPathAllow: ["/srv/data"] })).toEqual([]);
@@ -76,9 +122,26 @@ describe("CRI policy on podsync-generated configs", () => {
   });
 
   it("admits allow-listed hostPaths and bounds privileged nodes by the list", () => {
-    const p = schemaPod({ volumes: [{ name: "d", hostPath: { path: "/srv/data/app" } }, { name: "e", hostPath: { path: "/srv/database" } }], containers: [{ name: "c", image: "busybox", volumeMounts: [{ name: "d", mountPath: "/d" }, { name: "e", mountPath: "/e" }] }] });
+    const p = schemaPod({
+      volumes: [
+        { name: "d", hostPath: { path: "/srv/data/app" } },
+        { name: "e", hostPath: { path: "/srv/database" } },
+      ],
+      containers: [
+        {
+          name: "c",
+          image: "busybox",
+          volumeMounts: [
+            { name: "d", mountPath: "/d" },
+            { name: "e", mountPath: "/e" },
+          ],
+        },
+      ],
+    });
     for (const level of POLICY_LEVELS) {
-      const v = criVerdict(p, { level, hostPathAllow: ["/srv/data"] }).filter((x) => x.path.startsWith("config.mounts"));
+      const v = criVerdict(p, { level, hostPathAllow: ["/srv/data"] }).filter((x) =>
+        x.path.startsWith("config.mounts"),
+      );
       expect(v.map((x) => x.path)).toEqual(["config.mounts[1].hostPath"]);
     }
   });
@@ -86,12 +149,26 @@ describe("CRI policy on podsync-generated configs", () => {
   it("restricted: a pod with every restricted field set passes", () => {
     const p = schemaPod({
       securityContext: { runAsNonRoot: true, runAsUser: 1000 },
-      containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } } }],
+      containers: [
+        {
+          name: "c",
+          image: "busybox",
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
+          },
+        },
+      ],
     });
     // Without a seccompProfile: refused on both sides (the pod asked for none; the node default is off here).
-    expect(rules(evaluatePodSecurity(p, { level: "restricted", hostPathAllow: [] }))).toEqual(["seccompProfile_restricted"]);
+    expect(rules(evaluatePodSecurity(p, { level: "restricted", hostPathAllow: [] }))).toEqual([
+      "seccompProfile_restricted",
+    ]);
     expect(rules(criVerdict(p, { level: "restricted", hostPathAllow: [] }))).toEqual(["seccompProfile_restricted"]);
-    const withProfile = schemaPod({ ...p.spec, securityContext: { ...p.spec.securityContext, seccompProfile: { type: "RuntimeDefault" } } });
+    const withProfile = schemaPod({
+      ...p.spec,
+      securityContext: { ...p.spec.securityContext, seccompProfile: { type: "RuntimeDefault" } },
+    });
     expect(evaluatePodSecurity(withProfile, { level: "restricted", hostPathAllow: [] })).toEqual([]);
     expect(criVerdict(withProfile, { level: "restricted", hostPathAllow: [] })).toEqual([]);
   });
@@ -99,21 +176,37 @@ describe("CRI policy on podsync-generated configs", () => {
   it("the node's seccomp default (RuntimeDefault) satisfies the CRI side, while Pod Security still wants the field, as upstream", () => {
     const p = schemaPod({
       securityContext: { runAsNonRoot: true, runAsUser: 1000 },
-      containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } }],
+      containers: [
+        {
+          name: "c",
+          image: "busybox",
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+        },
+      ],
     });
     const restricted: NodePolicy = { level: "restricted", hostPathAllow: [] };
     expect(rules(evaluatePodSecurity(p, restricted))).toEqual(["seccompProfile_restricted"]);
     expect(criVerdict(p, restricted, { ...node, seccompDefault: true })).toEqual([]);
     // An explicit Unconfined is refused on both sides at baseline, whatever the default.
     const unconfined = schemaPod({ securityContext: { seccompProfile: { type: "Unconfined" } } });
-    for (const seccompDefault of [true, false]) expect(rules(criVerdict(unconfined, baseline, { ...node, seccompDefault }))).toEqual(["seccompProfile_baseline"]);
+    for (const seccompDefault of [true, false])
+      expect(rules(criVerdict(unconfined, baseline, { ...node, seccompDefault }))).toEqual(["seccompProfile_baseline"]);
     expect(rules(evaluatePodSecurity(unconfined, baseline))).toEqual(["seccompProfile_baseline"]);
   });
 
   it("capability names: upstream Pod Security compares them exactly (drop: [all] is not drop ALL); the CRI side sees the canonical names config.ts sends", () => {
     const p = schemaPod({
       securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: "RuntimeDefault" } },
-      containers: [{ name: "c", image: "busybox", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["all"], add: ["net_bind_service"] } } }],
+      containers: [
+        {
+          name: "c",
+          image: "busybox",
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ["all"], add: ["net_bind_service"] },
+          },
+        },
+      ],
     });
     const restricted: NodePolicy = { level: "restricted", hostPathAllow: [] };
     expect(evaluatePodSecurity(p, restricted).map((v) => v.message)).toEqual([
@@ -122,12 +215,24 @@ describe("CRI policy on podsync-generated configs", () => {
     ]);
     expect(criVerdict(p, restricted)).toEqual([]);
     // Baseline: "chown" is not upstream's "CHOWN" either.
-    expect(rules(evaluatePodSecurity(schemaPod({ containers: [{ name: "c", image: "busybox", securityContext: { capabilities: { add: ["chown"] } } }] }), baseline))).toEqual(["capabilities_baseline"]);
+    expect(
+      rules(
+        evaluatePodSecurity(
+          schemaPod({
+            containers: [{ name: "c", image: "busybox", securityContext: { capabilities: { add: ["chown"] } } }],
+          }),
+          baseline,
+        ),
+      ),
+    ).toEqual(["capabilities_baseline"]);
   });
 });
 
 describe("CRI policy on raw requests", () => {
-  const p = schemaPod({ volumes: [{ name: "s", emptyDir: {} }], containers: [{ name: "c", image: "busybox", volumeMounts: [{ name: "s", mountPath: "/s" }] }] });
+  const p = schemaPod({
+    volumes: [{ name: "s", emptyDir: {} }],
+    containers: [{ name: "c", image: "busybox", volumeMounts: [{ name: "s", mountPath: "/s" }] }],
+  });
   const ctx = ctxFor(p);
   const good = () => generateContainerConfig(p, p.spec.containers[0]!, 0, "sha256:x", node);
   const violations = (mutate: (c: ContainerConfig) => void, policy = baseline) => {
@@ -137,18 +242,87 @@ describe("CRI policy on raw requests", () => {
   };
 
   it.each<[string, (c: ContainerConfig) => void, string[]]>([
-    ["capability names as containerd reads them", (c) => (c.linux!.securityContext!.capabilities!.addCapabilities = ["cap_sys_admin"]), ["capabilities_baseline config.linux.securityContext.capabilities.addCapabilities"]],
-    ["ambient capabilities", (c) => (c.linux!.securityContext!.capabilities!.addAmbientCapabilities = ["NET_RAW"]), ["capabilities_baseline config.linux.securityContext.capabilities.addCapabilities"]],
-    ["host devices", (c) => c.devices.push({ $typeName: "runtime.v1.Device", containerPath: "/dev/sda", hostPath: "/dev/sda", permissions: "rwm" }), ["devices config.devices[0]"]],
-    ["an emptyDir path escaping with ..", (c) => (c.mounts[0]!.hostPath = `${node.rootDir}/pods/${p.metadata.uid}/volumes/../../../../etc`), ["hostPathVolumes config.mounts[0].hostPath"]],
-    ["another pod's volumes", (c) => (c.mounts[0]!.hostPath = `${node.rootDir}/pods/other-uid/volumes/kubernetes.io~empty-dir/s`), ["hostPathVolumes config.mounts[0].hostPath"]],
-    ["bidirectional propagation", (c) => (c.mounts[0]!.propagation = MountPropagation.PROPAGATION_BIDIRECTIONAL), ["mountPropagation config.mounts[0].propagation"]],
-    ["unmasked /proc", (c) => (c.linux!.securityContext!.maskedPaths = []), ["procMount config.linux.securityContext.maskedPaths"]],
-    ["explicit unconfined seccomp", (c) => (c.linux!.securityContext!.seccomp = { $typeName: "runtime.v1.SecurityProfile", profileType: SecurityProfile_ProfileType.Unconfined, localhostRef: "" }), ["seccompProfile_baseline config.linux.securityContext.seccomp"]],
-    ["legacy unconfined AppArmor", (c) => (c.linux!.securityContext!.apparmorProfile = "unconfined"), ["appArmorProfile config.linux.securityContext.apparmor"]],
-    ["SELinux user", (c) => (c.linux!.securityContext!.selinuxOptions = { $typeName: "runtime.v1.SELinuxOption", user: "system_u", role: "", type: "spc_t", level: "" }), ["seLinuxOptions config.linux.securityContext.selinuxOptions.type", "seLinuxOptions config.linux.securityContext.selinuxOptions.user"]],
-    ["another container's PID namespace", (c) => (c.linux!.securityContext!.namespaceOptions!.targetId = "abc"), ["namespaceTarget config.linux.securityContext.namespaceOptions.targetId"]],
-    ["a log path escaping the pod's directory", (c) => (c.logPath = "../../../etc/cron.d/x"), ["logPath config.logPath"]],
+    [
+      "capability names as containerd reads them",
+      (c) => (c.linux!.securityContext!.capabilities!.addCapabilities = ["cap_sys_admin"]),
+      ["capabilities_baseline config.linux.securityContext.capabilities.addCapabilities"],
+    ],
+    [
+      "ambient capabilities",
+      (c) => (c.linux!.securityContext!.capabilities!.addAmbientCapabilities = ["NET_RAW"]),
+      ["capabilities_baseline config.linux.securityContext.capabilities.addCapabilities"],
+    ],
+    [
+      "host devices",
+      (c) =>
+        c.devices.push({
+          $typeName: "runtime.v1.Device",
+          containerPath: "/dev/sda",
+          hostPath: "/dev/sda",
+          permissions: "rwm",
+        }),
+      ["devices config.devices[0]"],
+    ],
+    [
+      "an emptyDir path escaping with ..",
+      (c) => (c.mounts[0]!.hostPath = `${node.rootDir}/pods/${p.metadata.uid}/volumes/../../../../etc`),
+      ["hostPathVolumes config.mounts[0].hostPath"],
+    ],
+    [
+      "another pod's volumes",
+      (c) => (c.mounts[0]!.hostPath = `${node.rootDir}/pods/other-uid/volumes/kubernetes.io~empty-dir/s`),
+      ["hostPathVolumes config.mounts[0].hostPath"],
+    ],
+    [
+      "bidirectional propagation",
+      (c) => (c.mounts[0]!.propagation = MountPropagation.PROPAGATION_BIDIRECTIONAL),
+      ["mountPropagation config.mounts[0].propagation"],
+    ],
+    [
+      "unmasked /proc",
+      (c) => (c.linux!.securityContext!.maskedPaths = []),
+      ["procMount config.linux.securityContext.maskedPaths"],
+    ],
+    [
+      "explicit unconfined seccomp",
+      (c) =>
+        (c.linux!.securityContext!.seccomp = {
+          $typeName: "runtime.v1.SecurityProfile",
+          profileType: SecurityProfile_ProfileType.Unconfined,
+          localhostRef: "",
+        }),
+      ["seccompProfile_baseline config.linux.securityContext.seccomp"],
+    ],
+    [
+      "legacy unconfined AppArmor",
+      (c) => (c.linux!.securityContext!.apparmorProfile = "unconfined"),
+      ["appArmorProfile config.linux.securityContext.apparmor"],
+    ],
+    [
+      "SELinux user",
+      (c) =>
+        (c.linux!.securityContext!.selinuxOptions = {
+          $typeName: "runtime.v1.SELinuxOption",
+          user: "system_u",
+          role: "",
+          type: "spc_t",
+          level: "",
+        }),
+      [
+        "seLinuxOptions config.linux.securityContext.selinuxOptions.type",
+        "seLinuxOptions config.linux.securityContext.selinuxOptions.user",
+      ],
+    ],
+    [
+      "another container's PID namespace",
+      (c) => (c.linux!.securityContext!.namespaceOptions!.targetId = "abc"),
+      ["namespaceTarget config.linux.securityContext.namespaceOptions.targetId"],
+    ],
+    [
+      "a log path escaping the pod's directory",
+      (c) => (c.logPath = "../../../etc/cron.d/x"),
+      ["logPath config.logPath"],
+    ],
   ])("refuses %s", (_name, mutate, expected) => {
     expect(violations(mutate)).toEqual(expected);
   });
@@ -156,7 +330,15 @@ describe("CRI policy on raw requests", () => {
   it("refuses a sandbox logging outside the pod logs dir and Windows hostProcess", () => {
     const s = generatePodSandboxConfig(p, 0, node);
     s.logDirectory = "/etc";
-    s.windows = { $typeName: "runtime.v1.WindowsPodSandboxConfig", securityContext: { $typeName: "runtime.v1.WindowsSandboxSecurityContext", runAsUsername: "", credentialSpec: "", hostProcess: true } };
+    s.windows = {
+      $typeName: "runtime.v1.WindowsPodSandboxConfig",
+      securityContext: {
+        $typeName: "runtime.v1.WindowsSandboxSecurityContext",
+        runAsUsername: "",
+        credentialSpec: "",
+        hostProcess: true,
+      },
+    };
     s.linux!.securityContext!.namespaceOptions!.ipc = NamespaceMode.NODE;
     expect(checkRunPodSandbox(sandboxReq(s), baseline, ctx).map((v) => `${v.rule} ${v.path}`)).toEqual([
       "hostNamespaces config.linux.securityContext.namespaceOptions.ipc",
@@ -168,11 +350,18 @@ describe("CRI policy on raw requests", () => {
   it("restricted needs an explicit non-zero runAsUser: the runtime cannot check runAsNonRoot", () => {
     const restricted: NodePolicy = { level: "restricted", hostPathAllow: [] };
     expect(violations(() => {}, restricted)).toContain("runAsNonRoot config.linux.securityContext.runAsUser");
-    expect(violations((c) => (c.linux!.securityContext!.runAsUser = { $typeName: "runtime.v1.Int64Value", value: 0n }), restricted)).toContain("runAsUser config.linux.securityContext.runAsUser");
+    expect(
+      violations(
+        (c) => (c.linux!.securityContext!.runAsUser = { $typeName: "runtime.v1.Int64Value", value: 0n }),
+        restricted,
+      ),
+    ).toContain("runAsUser config.linux.securityContext.runAsUser");
   });
 
   it("refuses a request without config", () => {
-    expect(checkCreateContainer(create(CreateContainerRequestSchema, {}), baseline, ctx)).toEqual([{ rule: "config", path: "config", message: "config is required" }]);
+    expect(checkCreateContainer(create(CreateContainerRequestSchema, {}), baseline, ctx)).toEqual([
+      { rule: "config", path: "config", message: "config is required" },
+    ]);
   });
 });
 
@@ -180,7 +369,11 @@ describe("CRI policy on raw requests", () => {
 // kubelet maps only app containers' host ports) and every volume is mounted (an unmounted volume never
 // reaches CRI): in those two cases the pod-level check is stricter, never looser.
 const cap = fc.constantFrom("CHOWN", "NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "ALL", "KILL");
-const profile = fc.constantFrom({ type: "RuntimeDefault" as const }, { type: "Unconfined" as const }, { type: "Localhost" as const, localhostProfile: "p.json" });
+const profile = fc.constantFrom(
+  { type: "RuntimeDefault" as const },
+  { type: "Unconfined" as const },
+  { type: "Localhost" as const, localhostProfile: "p.json" },
+);
 const securityContext = fc.option(
   fc.record(
     {
@@ -188,7 +381,10 @@ const securityContext = fc.option(
       allowPrivilegeEscalation: fc.boolean(),
       runAsUser: fc.constantFrom(0, 1000),
       runAsNonRoot: fc.boolean(),
-      capabilities: fc.record({ add: fc.array(cap, { maxLength: 2 }), drop: fc.array(cap, { maxLength: 2 }) }, { requiredKeys: [] }),
+      capabilities: fc.record(
+        { add: fc.array(cap, { maxLength: 2 }), drop: fc.array(cap, { maxLength: 2 }) },
+        { requiredKeys: [] },
+      ),
       seccompProfile: profile,
       appArmorProfile: profile,
     },
@@ -202,13 +398,31 @@ const arbPod = fc
     hostNetwork: fc.boolean(),
     hostPID: fc.boolean(),
     hostIPC: fc.boolean(),
-    podSc: fc.option(fc.record({ runAsUser: fc.constantFrom(0, 1000), runAsNonRoot: fc.boolean(), seccompProfile: profile, sysctls: fc.array(fc.constantFrom("kernel.shm_rmid_forced", "net/ipv4/tcp_syncookies", "kernel.panic"), { maxLength: 2 }) }, { requiredKeys: [] }), { nil: undefined }),
+    podSc: fc.option(
+      fc.record(
+        {
+          runAsUser: fc.constantFrom(0, 1000),
+          runAsNonRoot: fc.boolean(),
+          seccompProfile: profile,
+          sysctls: fc.array(fc.constantFrom("kernel.shm_rmid_forced", "net/ipv4/tcp_syncookies", "kernel.panic"), {
+            maxLength: 2,
+          }),
+        },
+        { requiredKeys: [] },
+      ),
+      { nil: undefined },
+    ),
     volumes: fc.array(fc.option(hostPath, { nil: undefined }), { maxLength: 3 }),
-    containers: fc.array(fc.record({ sc: securityContext, hostPort: fc.option(fc.constantFrom(8080, 9090), { nil: undefined }) }), { minLength: 1, maxLength: 2 }),
+    containers: fc.array(
+      fc.record({ sc: securityContext, hostPort: fc.option(fc.constantFrom(8080, 9090), { nil: undefined }) }),
+      { minLength: 1, maxLength: 2 },
+    ),
     init: fc.array(securityContext, { maxLength: 1 }),
   })
   .map((g): Pod => {
-    const volumes = g.volumes.map((path, i) => (path === undefined ? { name: `v${i}`, emptyDir: {} } : { name: `v${i}`, hostPath: { path } }));
+    const volumes = g.volumes.map((path, i) =>
+      path === undefined ? { name: `v${i}`, emptyDir: {} } : { name: `v${i}`, hostPath: { path } },
+    );
     const mounts = volumes.map((v, i) => ({ name: v.name, mountPath: `/m${i}` }));
     const sysctls = g.podSc?.sysctls ? [...new Set(g.podSc.sysctls)].map((name) => ({ name, value: "1" })) : undefined;
     const input: PodInput = {
@@ -238,7 +452,15 @@ const arbPod = fc
 const NOT_REPRESENTABLE = new Set(["runAsNonRoot"]);
 
 describe("property: pod-level and CRI-level verdicts agree", () => {
-  it.each(POLICY_LEVELS.flatMap((level) => [[level, []], [level, ["/srv/data", "/var/log"]]] as [PolicyLevel, string[]][]))("level %s, allow-list %j", (level, hostPathAllow) => {
+  it.each(
+    POLICY_LEVELS.flatMap(
+      (level) =>
+        [
+          [level, []],
+          [level, ["/srv/data", "/var/log"]],
+        ] as [PolicyLevel, string[]][],
+    ),
+  )("level %s, allow-list %j", (level, hostPathAllow) => {
     fc.assert(
       fc.property(arbPod, (p) => {
         const policy = { level, hostPathAllow };

@@ -46,7 +46,8 @@ beforeAll(async () => {
   writeFileSync(join(dir, "token"), TOKEN);
   proc = runProxy(["--runtime", fake.endpoint, "--grpc-web-listen", "127.0.0.1:0", "--token-file", join(dir, "token")]);
   proc.stderr!.on("data", (d) => (stderr += String(d)));
-  for (let i = 0; i < 300 && !/gRPC-Web on 127\.0\.0\.1:(\d+)/.test(stderr); i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 300 && !/gRPC-Web on 127\.0\.0\.1:(\d+)/.test(stderr); i++)
+    await new Promise((r) => setTimeout(r, 50));
   port = Number(/gRPC-Web on 127\.0\.0\.1:(\d+)/.exec(stderr)?.[1]);
   expect(port).toBeGreaterThan(0);
 });
@@ -66,7 +67,10 @@ describe("cri-proxy against hostile clients (a real proxy process)", () => {
       () => raw(["GARBAGE\r\n\r\n\x00\xff\xfe"]),
       () => raw([head(5), Buffer.from([0, 0xff, 0xff, 0xff, 0xff])]),
       () => raw([head(9), Buffer.from([0x80, 0, 0, 0, 9, 1, 2, 3, 4])]),
-      () => raw([head("chunked").replace("content-length: chunked", "transfer-encoding: chunked"), "5\r\nabc"], { destroyAfter: true }),
+      () =>
+        raw([head("chunked").replace("content-length: chunked", "transfer-encoding: chunked"), "5\r\nabc"], {
+          destroyAfter: true,
+        }),
     ];
     for (let round = 0; round < 5; round++) await Promise.all(hostile.map((h) => h()));
     expect(proc.exitCode).toBeNull();
@@ -85,8 +89,21 @@ describe("cri-proxy against hostile clients (a real proxy process)", () => {
   });
 
   it("a bad flag is a start-up error naming it", async () => {
-    for (const [flag, value] of [["--max-deadline-ms", "2m"], ["--max-concurrent", "lots"], ["--max-message-bytes", "1.5"], ["--grpc-web-listen", "nowhere"]] as const) {
-      const p = runProxy(["--runtime", fake.endpoint, "--insecure-no-auth", "--grpc-web-listen", "127.0.0.1:0", flag, value]);
+    for (const [flag, value] of [
+      ["--max-deadline-ms", "2m"],
+      ["--max-concurrent", "lots"],
+      ["--max-message-bytes", "1.5"],
+      ["--grpc-web-listen", "nowhere"],
+    ] as const) {
+      const p = runProxy([
+        "--runtime",
+        fake.endpoint,
+        "--insecure-no-auth",
+        "--grpc-web-listen",
+        "127.0.0.1:0",
+        flag,
+        value,
+      ]);
       let err = "";
       p.stderr!.on("data", (d) => (err += String(d)));
       const code = await new Promise<number | null>((r) => p.on("exit", (c) => r(c)));

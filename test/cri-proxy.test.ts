@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { connectGrpcWeb } from "../src/cri/grpc-web-transport.js";
-import { CriError } from "../src/cri/errors.js";
+import type { CriError } from "../src/cri/errors.js";
 import { proxyLogFiles } from "../src/host/proxy-log-files.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
@@ -22,7 +22,14 @@ const logs: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   fake = await startFakeCri();
-  proxy = await startProxy({ upstream: fake.endpoint, grpcListen: "127.0.0.1:0", grpcWebListen: "127.0.0.1:0", token: TOKEN, maxMessageBytes: 64 * 1024, log: (r) => logs.push(r) });
+  proxy = await startProxy({
+    upstream: fake.endpoint,
+    grpcListen: "127.0.0.1:0",
+    grpcWebListen: "127.0.0.1:0",
+    token: TOKEN,
+    maxMessageBytes: 64 * 1024,
+    log: (r) => logs.push(r),
+  });
 });
 afterAll(async () => {
   await proxy.shutdown(1000);
@@ -30,18 +37,31 @@ afterAll(async () => {
 });
 
 const grpcClient = (token?: string) => connectGrpc({ endpoint: `127.0.0.1:${proxy.grpcPort}`, token, timeoutMs: 2000 });
-const webClient = (token?: string, port = proxy.grpcWebPort) => connectGrpcWeb({ baseUrl: `http://127.0.0.1:${port}`, token, timeoutMs: 2000 });
-const err = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as CriError);
+const webClient = (token?: string, port = proxy.grpcWebPort) =>
+  connectGrpcWeb({ baseUrl: `http://127.0.0.1:${port}`, token, timeoutMs: 2000 });
+const err = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e as CriError,
+  );
 
 function rawCall(path: string, token: string): Promise<{ code: number }> {
   const c = new grpc.Client(`127.0.0.1:${proxy.grpcPort}`, grpc.credentials.createInsecure());
   const md = new grpc.Metadata();
   md.set("authorization", `Bearer ${token}`);
   return new Promise((res) =>
-    c.makeUnaryRequest(path, (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), md, { deadline: Date.now() + 2000 }, (e) => {
-      c.close();
-      res({ code: e?.code ?? 0 });
-    }),
+    c.makeUnaryRequest(
+      path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      Buffer.alloc(0),
+      md,
+      { deadline: Date.now() + 2000 },
+      (e) => {
+        c.close();
+        res({ code: e?.code ?? 0 });
+      },
+    ),
   );
 }
 
@@ -79,11 +99,26 @@ describe("cri-proxy", () => {
   });
 
   it("an allowed extra method is forwarded (--allow Exec)", async () => {
-    const p2 = await startProxy({ upstream: fake.endpoint, grpcListen: "127.0.0.1:0", token: TOKEN, allow: ["Exec"], log: () => undefined });
+    const p2 = await startProxy({
+      upstream: fake.endpoint,
+      grpcListen: "127.0.0.1:0",
+      token: TOKEN,
+      allow: ["Exec"],
+      log: () => undefined,
+    });
     const c = new grpc.Client(`127.0.0.1:${p2.grpcPort}`, grpc.credentials.createInsecure());
     const md = new grpc.Metadata();
     md.set("authorization", `Bearer ${TOKEN}`);
-    const code = await new Promise<number>((res) => c.makeUnaryRequest("/runtime.v1.RuntimeService/Exec", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), md, (e) => res(e?.code ?? 0)));
+    const code = await new Promise<number>((res) =>
+      c.makeUnaryRequest(
+        "/runtime.v1.RuntimeService/Exec",
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.alloc(0),
+        md,
+        (e) => res(e?.code ?? 0),
+      ),
+    );
     // It reached the runtime, which (the fake) does not implement Exec.
     expect(code).toBe(grpc.status.UNIMPLEMENTED);
     expect(fake.runtime.calls.get("Exec")).toBe(1);
@@ -92,7 +127,13 @@ describe("cri-proxy", () => {
   });
 
   it("runtime down: a clean UNAVAILABLE on both fronts", async () => {
-    const p2 = await startProxy({ upstream: "unix:///nonexistent/podsync-test.sock", grpcListen: "127.0.0.1:0", grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
+    const p2 = await startProxy({
+      upstream: "unix:///nonexistent/podsync-test.sock",
+      grpcListen: "127.0.0.1:0",
+      grpcWebListen: "127.0.0.1:0",
+      token: TOKEN,
+      log: () => undefined,
+    });
     const a = connectGrpc({ endpoint: `127.0.0.1:${p2.grpcPort}`, token: TOKEN });
     const b = connectGrpcWeb({ baseUrl: `http://127.0.0.1:${p2.grpcWebPort}`, token: TOKEN });
     expect(await err(a.version({}))).toMatchObject({ code: 14 });
@@ -110,7 +151,13 @@ describe("cri-proxy", () => {
   });
 
   it("bounds concurrent calls: over the limit is RESOURCE_EXHAUSTED, not a queue", async () => {
-    const p2 = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, maxConcurrent: 1, log: () => undefined });
+    const p2 = await startProxy({
+      upstream: fake.endpoint,
+      grpcWebListen: "127.0.0.1:0",
+      token: TOKEN,
+      maxConcurrent: 1,
+      log: () => undefined,
+    });
     fake.runtime.fault("Status", { kind: "hang", ms: 300, times: 1 });
     const c = connectGrpcWeb({ baseUrl: `http://127.0.0.1:${p2.grpcWebPort}`, token: TOKEN });
     const slow = c.status({});
@@ -121,16 +168,28 @@ describe("cri-proxy", () => {
   });
 
   it("a proxy started without --pod-logs-dir answers its log endpoint 501 (not a missing file's 404), and the Worker's reader says so", async () => {
-    const p2 = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
+    const p2 = await startProxy({
+      upstream: fake.endpoint,
+      grpcWebListen: "127.0.0.1:0",
+      token: TOKEN,
+      log: () => undefined,
+    });
     const baseUrl = `http://127.0.0.1:${p2.grpcWebPort}`;
     const r = await fetch(`${baseUrl}/podsync/v1/logs/stat?path=x`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(r.status).toBe(501);
-    await expect(proxyLogFiles({ baseUrl, token: TOKEN }).open("/var/log/pods/x/main/0.log")).rejects.toThrow("the node's cri-proxy: this cri-proxy serves no logs (start it with --pod-logs-dir)");
+    await expect(proxyLogFiles({ baseUrl, token: TOKEN }).open("/var/log/pods/x/main/0.log")).rejects.toThrow(
+      "the node's cri-proxy: this cri-proxy serves no logs (start it with --pod-logs-dir)",
+    );
     await p2.shutdown(100);
   });
 
   it("graceful shutdown finishes the call in flight and refuses new ones", async () => {
-    const p2 = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
+    const p2 = await startProxy({
+      upstream: fake.endpoint,
+      grpcWebListen: "127.0.0.1:0",
+      token: TOKEN,
+      log: () => undefined,
+    });
     const c = connectGrpcWeb({ baseUrl: `http://127.0.0.1:${p2.grpcWebPort}`, token: TOKEN });
     fake.runtime.fault("Status", { kind: "hang", ms: 300, times: 1 });
     const inFlight = c.status({});
@@ -144,17 +203,74 @@ describe("cri-proxy", () => {
   it("mutual TLS: no client certificate, no call", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-tls-"));
     const ssl = (...a: string[]) => execFileSync("openssl", a, { cwd: dir, stdio: "pipe" });
-    ssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=podsync-test-ca");
+    ssl(
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.pem",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=podsync-test-ca",
+    );
     writeFileSync(join(dir, "san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
     for (const n of ["server", "client"]) {
-      ssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${n}.key`, "-out", `${n}.csr`, "-subj", `/CN=${n === "server" ? "localhost" : "podsync"}`);
-      ssl("x509", "-req", "-in", `${n}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${n}.pem`, "-days", "2", "-extfile", "san.ext");
+      ssl(
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        `${n}.key`,
+        "-out",
+        `${n}.csr`,
+        "-subj",
+        `/CN=${n === "server" ? "localhost" : "podsync"}`,
+      );
+      ssl(
+        "x509",
+        "-req",
+        "-in",
+        `${n}.csr`,
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        `${n}.pem`,
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+      );
     }
     const read = (f: string) => readFileSync(join(dir, f), "utf8");
-    const p2 = await startProxy({ upstream: fake.endpoint, grpcListen: "127.0.0.1:0", tls: { cert: read("server.pem"), key: read("server.key"), clientCa: read("ca.pem") }, log: () => undefined });
-    const ok = connectGrpc({ endpoint: `127.0.0.1:${p2.grpcPort}`, tls: { ca: join(dir, "ca.pem"), cert: join(dir, "client.pem"), key: join(dir, "client.key") } });
+    const p2 = await startProxy({
+      upstream: fake.endpoint,
+      grpcListen: "127.0.0.1:0",
+      tls: { cert: read("server.pem"), key: read("server.key"), clientCa: read("ca.pem") },
+      log: () => undefined,
+    });
+    const ok = connectGrpc({
+      endpoint: `127.0.0.1:${p2.grpcPort}`,
+      tls: { ca: join(dir, "ca.pem"), cert: join(dir, "client.pem"), key: join(dir, "client.key") },
+    });
     expect((await ok.version({})).runtimeName).toBe("fake");
-    const noCert = connectGrpc({ endpoint: `127.0.0.1:${p2.grpcPort}`, tls: { ca: join(dir, "ca.pem") }, timeoutMs: 2000 });
+    const noCert = connectGrpc({
+      endpoint: `127.0.0.1:${p2.grpcPort}`,
+      tls: { ca: join(dir, "ca.pem") },
+      timeoutMs: 2000,
+    });
     expect(await err(noCert.version({}))).toMatchObject({ code: 14 });
     const plain = connectGrpc({ endpoint: `127.0.0.1:${p2.grpcPort}`, timeoutMs: 2000 });
     expect(await err(plain.version({}))).toMatchObject({ code: 14 });

@@ -24,7 +24,12 @@ beforeAll(async () => {
   fake = await startFakeCri();
   cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
   const node = { ...defaultNodeConfig(), rootDir: join(root, "root"), podLogsDir: join(root, "logs") };
-  h = await Harness.start(cri, { policy: { level: "privileged", hostPathAllow: [] } }, {}, { node, podDirs: nodePodDirs, volumeHost: nodeVolumeHost, volumeFiles: nodeVolumeFiles });
+  h = await Harness.start(
+    cri,
+    { policy: { level: "privileged", hostPathAllow: [] } },
+    {},
+    { node, podDirs: nodePodDirs, volumeHost: nodeVolumeHost, volumeFiles: nodeVolumeFiles },
+  );
 });
 afterAll(async () => {
   await h.close();
@@ -44,7 +49,11 @@ const podInput = (id: string) => ({
     ],
   },
 });
-const del = async (id: string) => h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id })}` } });
+const del = async (id: string) =>
+  h.fetch(`/v1/pods/${id}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id })}` },
+  });
 const podDir = (id: string) => join(root, "root", "pods", id);
 
 /** Sync a pod whose second volume fails: the first (a tmpfs emptyDir) is mounted, no sandbox is made. */
@@ -79,7 +88,18 @@ describe("DELETE of a pod with no sandbox", () => {
       await new Promise((res) => holder.once("spawn", res));
       const r = await del(id);
       expect(r.status, JSON.stringify(r.body)).toBe(207);
-      expect(r.body).toMatchObject({ ok: false, deleted: false, steps: [{ action: "RemovePodDirs", ok: false, error: "RemovePodDirsError", message: expect.stringContaining("could not be unmounted") }] });
+      expect(r.body).toMatchObject({
+        ok: false,
+        deleted: false,
+        steps: [
+          {
+            action: "RemovePodDirs",
+            ok: false,
+            error: "RemovePodDirsError",
+            message: expect.stringContaining("could not be unmounted"),
+          },
+        ],
+      });
       expect(await mountsUnder(secret)).toEqual([secret]);
     } finally {
       holder.kill();

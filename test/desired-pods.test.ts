@@ -6,7 +6,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { FileDesiredState, type StateFs } from "../src/state/desired-pods.js";
-import { MemoryDesiredState, StaleGenerationError, type DesiredPod, type DesiredState } from "../src/pleg/desired-state.js";
+import {
+  MemoryDesiredState,
+  StaleGenerationError,
+  type DesiredPod,
+  type DesiredState,
+} from "../src/pleg/desired-state.js";
 import { StateUnavailableError } from "../src/state/state-unavailable.js";
 import { pod } from "./support/pods.js";
 
@@ -29,10 +34,19 @@ function flakyFs() {
   const fs: StateFs = {
     ...nodeFs,
     open: (async (path: string, flags?: string | number, mode?: number) => {
-      if (flags === "w" || flags === "a" || (typeof flags === "number" && (flags & (constants.O_WRONLY | constants.O_RDWR)) !== 0)) gate();
+      if (
+        flags === "w" ||
+        flags === "a" ||
+        (typeof flags === "number" && (flags & (constants.O_WRONLY | constants.O_RDWR)) !== 0)
+      )
+        gate();
       const fh = await nodeFs.open(path, flags, mode);
       // A directory opened to fsync it, whose fsync fails (after the rename or unlink it was to make durable).
-      if (flags === "r" && state.failDirSync) return Object.assign(Object.create(fh), { sync: async () => Promise.reject(Object.assign(new Error("input/output error"), { code: "EIO" })), close: () => fh.close() });
+      if (flags === "r" && state.failDirSync)
+        return Object.assign(Object.create(fh), {
+          sync: async () => Promise.reject(Object.assign(new Error("input/output error"), { code: "EIO" })),
+          close: () => fh.close(),
+        });
       return fh;
     }) as StateFs["open"],
     rename: async (a, b) => (gate(), nodeFs.rename(a, b)),
@@ -93,7 +107,13 @@ describe("FileDesiredState", () => {
     await s.put(entry("c"));
     expect(readdirSync(join(d, "pods")).sort()).toEqual(["uid-a.json", "uid-b.json", "uid-c.json"]);
     const file = JSON.parse(readFileSync(join(d, "pods", "uid-a.json"), "utf8"));
-    expect(file).toMatchObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "a", uid: "uid-a" }, spec: { containers: [{ name: "main" }] }, podsync: { audit: { iss: "fleet", kid: "k1", iat: 1000 }, storedAt: 5 } });
+    expect(file).toMatchObject({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "a", uid: "uid-a" },
+      spec: { containers: [{ name: "main" }] },
+      podsync: { audit: { iss: "fleet", kid: "k1", iat: 1000 }, storedAt: 5 },
+    });
     expect(JSON.parse(readFileSync(join(d, "generation.json"), "utf8"))).toEqual({ generation: 7 });
     expect(statSync(join(d, "pods")).mode & 0o777).toBe(0o700);
     expect(statSync(d).mode & 0o777).toBe(0o700);
@@ -111,7 +131,10 @@ describe("FileDesiredState", () => {
     const s = new FileDesiredState(d);
     await s.replace(1, [entry("a"), entry("b")]);
     // A crash after the new files were written, before generation.json named the new set.
-    writeFileSync(join(d, "pods", "uid-c.json.next"), readFileSync(join(d, "pods", "uid-a.json"), "utf8").replaceAll("uid-a", "uid-c"));
+    writeFileSync(
+      join(d, "pods", "uid-c.json.next"),
+      readFileSync(join(d, "pods", "uid-a.json"), "utf8").replaceAll("uid-a", "uid-c"),
+    );
     writeFileSync(join(d, "pods", ".uid-d.json.next.tmp"), "{");
     const before = new FileDesiredState(d);
     expect(await before.generation()).toBe(1);
@@ -119,7 +142,10 @@ describe("FileDesiredState", () => {
     expect(readdirSync(join(d, "pods")).sort()).toEqual(["uid-a.json", "uid-b.json"]);
 
     // A crash after the commit: generation.json names the set, a .next is still waiting, a dropped file remains.
-    writeFileSync(join(d, "pods", "uid-c.json.next"), readFileSync(join(d, "pods", "uid-a.json"), "utf8").replaceAll("uid-a", "uid-c"));
+    writeFileSync(
+      join(d, "pods", "uid-c.json.next"),
+      readFileSync(join(d, "pods", "uid-a.json"), "utf8").replaceAll("uid-a", "uid-c"),
+    );
     writeFileSync(join(d, "generation.json"), JSON.stringify({ generation: 2, keep: ["uid-a", "uid-c"] }));
     const after = new FileDesiredState(d);
     expect(await after.generation()).toBe(2);
@@ -134,13 +160,19 @@ describe("FileDesiredState", () => {
     const s = new FileDesiredState(d, { fs });
     await s.replace(1, [entry("a"), entry("b")]);
     // The pod files (a failing disk may also leave a `.next` it could not remove: never acted on, open deletes it).
-    const snapshot = () => readdirSync(join(d, "pods")).filter((f) => f.endsWith(".json")).sort().map((f) => [f, readFileSync(join(d, "pods", f), "utf8")]);
+    const snapshot = () =>
+      readdirSync(join(d, "pods"))
+        .filter((f) => f.endsWith(".json"))
+        .sort()
+        .map((f) => [f, readFileSync(join(d, "pods", f), "utf8")]);
     const files = snapshot();
     // Fail at each write of a replace in turn: 3 pod files (temp + rename each), then the commit.
     for (let n = 0; n < 8; n++) {
       state.writes = 0;
       state.failAfter = n;
-      await expect(s.replace(2, [entry("a", 1001), entry("c"), entry("d")])).rejects.toBeInstanceOf(StateUnavailableError);
+      await expect(s.replace(2, [entry("a", 1001), entry("c"), entry("d")])).rejects.toBeInstanceOf(
+        StateUnavailableError,
+      );
       state.failAfter = Infinity;
       expect(await s.generation()).toBe(1);
       expect(await uids(s)).toEqual(["uid-a", "uid-b"]);
@@ -169,7 +201,10 @@ describe("FileDesiredState", () => {
     state.failDirSync = true;
     // The pods' directory is synced before the commit: let that pass, fail only the state dir's after the rename.
     const realOpen = fs.open;
-    fs.open = (async (path: string, flags?: string, mode?: number) => (flags === "r" && path === join(d, "pods") ? nodeFs.open(path, flags, mode) : realOpen(path, flags, mode))) as StateFs["open"];
+    fs.open = (async (path: string, flags?: string, mode?: number) =>
+      flags === "r" && path === join(d, "pods")
+        ? nodeFs.open(path, flags, mode)
+        : realOpen(path, flags, mode)) as StateFs["open"];
     await expect(s.replace(2, [entry("a", 1001), entry("c")])).rejects.toBeInstanceOf(StateUnavailableError);
     state.failDirSync = false;
     fs.open = realOpen;
@@ -193,12 +228,24 @@ describe("FileDesiredState", () => {
     const d = dir();
     const s = new FileDesiredState(d);
     await s.put(entry("a"));
-    writeFileSync(join(d, "pods", "uid-x.json"), JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "x", uid: "uid-x" }, spec: { containers: [] }, podsync: { audit: { iss: "me", iat: 1 } } }));
+    writeFileSync(
+      join(d, "pods", "uid-x.json"),
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "x", uid: "uid-x" },
+        spec: { containers: [] },
+        podsync: { audit: { iss: "me", iat: 1 } },
+      }),
+    );
     writeFileSync(join(d, "pods", "uid-y.json"), "{");
     const skipped: string[] = [];
     const again = new FileDesiredState(d, { onSkip: (f, why) => skipped.push(`${f.split("/").pop()}: ${why}`) });
     expect(await uids(again)).toEqual(["uid-a"]);
-    expect(skipped.sort()).toEqual([expect.stringMatching(/^uid-x.json: not a valid pod: spec.containers/), "uid-y.json: not valid JSON"]);
+    expect(skipped.sort()).toEqual([
+      expect.stringMatching(/^uid-x.json: not a valid pod: spec.containers/),
+      "uid-y.json: not valid JSON",
+    ]);
   });
 });
 
@@ -251,7 +298,14 @@ describe("FileDesiredState: a put that changes only the audit record (a converge
     expect(JSON.parse(readFileSync(podFile(d), "utf8")).podsync).toMatchObject({ storedAt: 5, audit: { iat: 2000 } });
     await expect(again.remove("uid-a", { iat: 1500 })).rejects.toBeInstanceOf(StaleGenerationError);
     // A changed spec is a rewrite as before.
-    await again.put(entry("a", 3000, { pod: pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "2"] }] }, { name: "a", uid: "uid-a" }) }));
+    await again.put(
+      entry("a", 3000, {
+        pod: pod(
+          { containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "2"] }] },
+          { name: "a", uid: "uid-a" },
+        ),
+      }),
+    );
     expect(readFileSync(podFile(d), "utf8")).not.toBe(file);
   });
 
@@ -272,7 +326,8 @@ describe("FileDesiredState: a put that changes only the audit record (a converge
     const s = new FileDesiredState(d);
     await s.put(entry("a", 1000));
     await s.put(entry("b", 1000));
-    const line = (uid: string, of: number, iat: number) => JSON.stringify({ uid, of, audit: { iss: "fleet", kid: "k1", jti: `j-${iat}`, iat } }) + "\n";
+    const line = (uid: string, of: number, iat: number) =>
+      `${JSON.stringify({ uid, of, audit: { iss: "fleet", kid: "k1", jti: `j-${iat}`, iat } })}\n`;
     // Killed while appending: the last line is cut.
     writeFileSync(auditLog(d), line("uid-a", 5, 2000) + line("uid-b", 5, 2000).slice(0, 30));
     let view = new FileDesiredState(d);
@@ -309,7 +364,11 @@ describe("FileDesiredState: a put that changes only the audit record (a converge
       const e = JSON.parse(process.argv.at(-1));
       for (let iat = 1001; ; iat++) { await s.put({ ...e, audit: { ...e.audit, iat, jti: "j" + iat }, storedAt: Date.now() }); if (iat === 1001) process.stdout.write("go\\n"); }`;
     const { spawn } = await import("node:child_process");
-    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script, JSON.stringify(entry("a", 1000))], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", script, JSON.stringify(entry("a", 1000))],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     await new Promise<void>((res, rej) => {
       child.stdout.once("data", () => res());
       child.once("exit", (code) => rej(new Error(`the writer exited (${code}) before its first put`)));

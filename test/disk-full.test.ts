@@ -48,14 +48,22 @@ afterAll(async () => {
 
 const podInput = (name: string) => ({
   metadata: { name, namespace: "full", uid: uid(name) },
-  spec: { terminationGracePeriodSeconds: 0, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }] },
+  spec: {
+    terminationGracePeriodSeconds: 0,
+    containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }],
+  },
 });
 const call = async (method: string, path: string, token: string, bearer = false) => {
-  const r = await fetch(`${server.url}${path}`, { method, headers: bearer ? { authorization: `Bearer ${token}` } : { "content-type": "application/jose" }, ...(bearer ? {} : { body: token }) });
+  const r = await fetch(`${server.url}${path}`, {
+    method,
+    headers: bearer ? { authorization: `Bearer ${token}` } : { "content-type": "application/jose" },
+    ...(bearer ? {} : { body: token }),
+  });
   return { status: r.status, body: (await r.json()) as any };
 };
 const sync = async (pod: unknown) => call("POST", "/v1/pods/sync", await signer.sign({ act: "sync", pod }));
-const running = (id: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id && c.state === 1);
+const running = (id: string) =>
+  [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id && c.state === 1);
 const sandboxesOf = (id: string) => [...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === id);
 
 /** Write until the filesystem is full. */
@@ -75,15 +83,26 @@ describe("the state directory's disk is full", () => {
   it("503 state-unavailable and nothing acts; the loop keeps the set running; freeing space recovers with no restart", async () => {
     const a = podInput("full-a");
     expect((await sync(a)).status).toBe(200);
-    const [first] = await until("pod a to run", async () => running(a.metadata.uid).length === 1 && running(a.metadata.uid));
+    const [first] = await until(
+      "pod a to run",
+      async () => running(a.metadata.uid).length === 1 && running(a.metadata.uid),
+    );
     fill();
 
     const b = podInput("full-b");
     const refused = await sync(b);
     expect(refused.status, JSON.stringify(refused.body)).toBe(503);
-    expect(refused.body).toMatchObject({ type: "urn:podsync:problem:state-unavailable", detail: expect.stringContaining("ENOSPC") });
+    expect(refused.body).toMatchObject({
+      type: "urn:podsync:problem:state-unavailable",
+      detail: expect.stringContaining("ENOSPC"),
+    });
     expect(sandboxesOf(b.metadata.uid)).toEqual([]);
-    const del = await call("DELETE", `/v1/pods/${a.metadata.uid}`, await signer.sign({ act: "delete", uid: a.metadata.uid, gracePeriodSeconds: 0 }), true);
+    const del = await call(
+      "DELETE",
+      `/v1/pods/${a.metadata.uid}`,
+      await signer.sign({ act: "delete", uid: a.metadata.uid, gracePeriodSeconds: 0 }),
+      true,
+    );
     expect(del.status).toBe(503);
     const put = await call("PUT", "/v1/node/pods", await signer.sign({ act: "apply", generation: 1, pods: [b] }));
     expect(put.status).toBe(503);
@@ -91,7 +110,10 @@ describe("the state directory's disk is full", () => {
 
     // The loop needs no write: a container that dies is brought back while the disk is full.
     fake.runtime.exit(first!.id, 137);
-    await until("the loop to restart pod a's container", async () => running(a.metadata.uid).length === 1 && running(a.metadata.uid)[0]!.id !== first!.id);
+    await until(
+      "the loop to restart pod a's container",
+      async () => running(a.metadata.uid).length === 1 && running(a.metadata.uid)[0]!.id !== first!.id,
+    );
 
     // Space again: the same server takes signed requests.
     rmSync(filler);
@@ -101,8 +123,18 @@ describe("the state directory's disk is full", () => {
     });
     expect(ok.body.ok).toBe(true);
     expect(running(b.metadata.uid)).toHaveLength(1);
-    const gone = await call("DELETE", `/v1/pods/${a.metadata.uid}`, await signer.sign({ act: "delete", uid: a.metadata.uid, gracePeriodSeconds: 0 }), true);
+    const gone = await call(
+      "DELETE",
+      `/v1/pods/${a.metadata.uid}`,
+      await signer.sign({ act: "delete", uid: a.metadata.uid, gracePeriodSeconds: 0 }),
+      true,
+    );
     expect(gone.status).toBe(200);
-    await call("DELETE", `/v1/pods/${b.metadata.uid}`, await signer.sign({ act: "delete", uid: b.metadata.uid, gracePeriodSeconds: 0 }), true);
+    await call(
+      "DELETE",
+      `/v1/pods/${b.metadata.uid}`,
+      await signer.sign({ act: "delete", uid: b.metadata.uid, gracePeriodSeconds: 0 }),
+      true,
+    );
   }, 90_000);
 });

@@ -16,7 +16,13 @@ const skip = inject("skipE2E");
 
 let cri: CriClient;
 const made: Pod[] = [];
-const opts: PodRuntimeOptions = { pullBackOff: new MemoryPullBackOff(), node: { ...(await import("../src/container/node-config.js")).defaultNodeConfig(), podLogsDir: "/tmp/podsync-e2e-logs" } };
+const opts: PodRuntimeOptions = {
+  pullBackOff: new MemoryPullBackOff(),
+  node: {
+    ...(await import("../src/container/node-config.js")).defaultNodeConfig(),
+    podLogsDir: "/tmp/podsync-e2e-logs",
+  },
+};
 
 function track(p: Pod): Pod {
   made.push(p);
@@ -43,7 +49,10 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
   });
   afterAll(async () => {
-    for (const p of made) await createPodRuntime(cri).delete(p.metadata.uid).catch(() => undefined);
+    for (const p of made)
+      await createPodRuntime(cri)
+        .delete(p.metadata.uid)
+        .catch(() => undefined);
     cri?.close();
   });
 
@@ -63,12 +72,19 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     expect(status.ips[0]).toMatch(/^\d{1,3}(\.\d{1,3}){3}$/); // an address on the CNI bridge (the lab's: 10.244.78.0/24)
     expect(status.containerStatuses).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
     // The image as the spec named it (containerd 1.6 lists the id it was created with), and the id as imageRef.
-    for (const st of [status, await getPodStatus(cri, p.metadata)]) expect(st.containerStatuses[0]).toMatchObject({ image: "localhost/busybox:1", imageRef: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    for (const st of [status, await getPodStatus(cri, p.metadata)])
+      expect(st.containerStatuses[0]).toMatchObject({
+        image: "localhost/busybox:1",
+        imageRef: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+      });
 
     const again = await syncOnce(cri, p, opts);
     expect(again.steps).toEqual([]);
 
-    const changed = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "7200"] }] }, { uid: p.metadata.uid, name: p.metadata.name });
+    const changed = pod(
+      { containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "7200"] }] },
+      { uid: p.metadata.uid, name: p.metadata.name },
+    );
     const r2 = await syncOnce(cri, changed, opts);
     expect(r2.steps.map((s) => `${s.action}:${s.ok}`)).toEqual(["KillContainer:true", "StartContainer:true"]);
     const after = await containersOf(changed);
@@ -100,7 +116,12 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
   });
 
   it("a failing command goes into CrashLoopBackOff", async () => {
-    const p = track(pod({ hostNetwork: true, containers: [{ name: "crash", image: "localhost/busybox:1", command: ["sh", "-c", "exit 3"] }] }));
+    const p = track(
+      pod({
+        hostNetwork: true,
+        containers: [{ name: "crash", image: "localhost/busybox:1", command: ["sh", "-c", "exit 3"] }],
+      }),
+    );
     expect((await syncOnce(cri, p, opts)).ok).toBe(true);
     expect((await exited(p, "crash")).exitCode).toBe(3);
     const r1 = await syncOnce(cri, p, opts); // first restart: no back-off yet
@@ -116,7 +137,12 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
   });
 
   it("runs init containers to completion before the app container", async () => {
-    const p = track(pod({ hostNetwork: true, initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["sh", "-c", "echo ready"] }] }));
+    const p = track(
+      pod({
+        hostNetwork: true,
+        initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["sh", "-c", "echo ready"] }],
+      }),
+    );
     const r1 = await syncOnce(cri, p, opts);
     expect(r1.steps.filter((s) => s.action === "InitContainer").map((s) => s.ok)).toEqual([true]);
     const init = await exited(p, "init");
@@ -133,7 +159,9 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     expect((await syncOnce(cri, q, opts)).ok).toBe(true);
     const [c] = await containersOf(q);
     expect(c).toMatchObject({ state: "running" });
-    const info = JSON.parse((await cri.containerStatus({ containerId: c!.id, verbose: true })).info["info"]!) as { runtimeSpec: { process: { user: { uid: number } } } };
+    const info = JSON.parse((await cri.containerStatus({ containerId: c!.id, verbose: true })).info["info"]!) as {
+      runtimeSpec: { process: { user: { uid: number } } };
+    };
     expect(info.runtimeSpec.process.user.uid).toBe(1000);
   });
 
@@ -158,7 +186,14 @@ describe.skipIf(skip)("the function and its CLI on real containerd", () => {
     const { startNode } = await import("../src/node.js");
     const dir = mkdtempSync(join(tmpdir(), "podsync-e2e-"));
     const running = await startNode(
-      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: "e2e-node", PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs") },
+      {
+        PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_PORT: "0",
+        PODSYNC_NODE_NAME: "e2e-node",
+        PODSYNC_POLICY: "privileged",
+        PODSYNC_DEV_DIR: dir,
+        PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
+      },
       true,
     );
     const id = `cli-${Date.now()}`;
@@ -167,7 +202,7 @@ describe.skipIf(skip)("the function and its CLI on real containerd", () => {
     writeFileSync(
       podFile,
       [
-        "metadata: { name: cli-web, uid: " + id + " }",
+        `metadata: { name: cli-web, uid: ${id} }`,
         "spec:",
         "  hostNetwork: true",
         "  terminationGracePeriodSeconds: 2",
@@ -181,8 +216,10 @@ describe.skipIf(skip)("the function and its CLI on real containerd", () => {
     );
     const cli = (...args: string[]) =>
       new Promise<{ code: number; out: string }>((res) =>
-        execFile("node", ["bin/podsync.mjs", ...args, "--url", running.url, "--key", join(dir, "dev-key.json"), "--json"], (err, stdout) =>
-          res({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout }),
+        execFile(
+          "node",
+          ["bin/podsync.mjs", ...args, "--url", running.url, "--key", join(dir, "dev-key.json"), "--json"],
+          (err, stdout) => res({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout }),
         ),
       );
     try {

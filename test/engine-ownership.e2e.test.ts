@@ -28,11 +28,21 @@ const podInput = (name: string, spec: Record<string, unknown> = {}, id = uid(nam
   made.push(id);
   return {
     metadata: { name, namespace: "default", uid: id },
-    spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }], ...spec },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+      ],
+      ...spec,
+    },
   };
 };
 
-const del = async (id: string) => h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 })}` } });
+const del = async (id: string) =>
+  h.fetch(`/v1/pods/${id}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 })}` },
+  });
 
 describe.skipIf(skip)("what podsync owns, on real containerd", () => {
   beforeAll(async () => {
@@ -55,10 +65,21 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
     const filter = { labelSelector: { "io.kubernetes.pod.uid": id } };
     const before = (await cri.listContainers({ filter })).containers.map((c) => c.id);
     expect(before).toHaveLength(1);
-    const intruder = podInput("intruder", { containers: [{ name: "sneak", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] }, id);
+    const intruder = podInput(
+      "intruder",
+      {
+        containers: [
+          { name: "sneak", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+        ],
+      },
+      id,
+    );
     const c = await h.post("/v1/pods/sync", intruder);
     expect(c.status, JSON.stringify(c.body)).toBe(409);
-    expect(c.body).toMatchObject({ type: "urn:podsync:problem:uid-conflict", holder: { name: "owner", namespace: "default" } });
+    expect(c.body).toMatchObject({
+      type: "urn:podsync:problem:uid-conflict",
+      holder: { name: "owner", namespace: "default" },
+    });
     expect((await cri.listContainers({ filter })).containers.map((x) => x.id)).toEqual(before);
     expect((await cri.listPodSandbox({ filter })).items).toHaveLength(1);
   });
@@ -67,15 +88,40 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
     const id = uid("foreign");
     made.push(id);
     // Made with plain CRI calls, as a kubelet or another tool would: the uid label, no podsync label.
-    const labels = { "io.kubernetes.pod.uid": id, "io.kubernetes.pod.name": "theirs", "io.kubernetes.pod.namespace": "default" };
-    const sandboxConfig = { metadata: { name: "theirs", namespace: "default", uid: id, attempt: 0 }, labels, logDirectory: join(scratch, "foreign-logs"), linux: { securityContext: { namespaceOptions: { network: api.NamespaceMode.NODE } } } };
+    const labels = {
+      "io.kubernetes.pod.uid": id,
+      "io.kubernetes.pod.name": "theirs",
+      "io.kubernetes.pod.namespace": "default",
+    };
+    const sandboxConfig = {
+      metadata: { name: "theirs", namespace: "default", uid: id, attempt: 0 },
+      labels,
+      logDirectory: join(scratch, "foreign-logs"),
+      linux: { securityContext: { namespaceOptions: { network: api.NamespaceMode.NODE } } },
+    };
     const sb = (await cri.runPodSandbox({ config: sandboxConfig })).podSandboxId;
     try {
-      const ctr = (await cri.createContainer({ podSandboxId: sb, sandboxConfig, config: { metadata: { name: "app", attempt: 0 }, image: { image: "localhost/busybox:1" }, command: ["sleep", "3600"], logPath: "app.log", labels: { ...labels, "io.kubernetes.container.name": "app" } } })).containerId;
+      const ctr = (
+        await cri.createContainer({
+          podSandboxId: sb,
+          sandboxConfig,
+          config: {
+            metadata: { name: "app", attempt: 0 },
+            image: { image: "localhost/busybox:1" },
+            command: ["sleep", "3600"],
+            logPath: "app.log",
+            labels: { ...labels, "io.kubernetes.container.name": "app" },
+          },
+        })
+      ).containerId;
       await cri.startContainer({ containerId: ctr });
       const alive = async () => {
-        expect((await cri.podSandboxStatus({ podSandboxId: sb })).status?.state).toBe(api.PodSandboxState.SANDBOX_READY);
-        expect((await cri.containerStatus({ containerId: ctr })).status?.state).toBe(api.ContainerState.CONTAINER_RUNNING);
+        expect((await cri.podSandboxStatus({ podSandboxId: sb })).status?.state).toBe(
+          api.PodSandboxState.SANDBOX_READY,
+        );
+        expect((await cri.containerStatus({ containerId: ctr })).status?.state).toBe(
+          api.ContainerState.CONTAINER_RUNNING,
+        );
       };
       const d = await del(id);
       expect(d.status, JSON.stringify(d.body)).toBe(404);
@@ -89,7 +135,9 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
       const d2 = await del(id);
       expect(d2.status, JSON.stringify(d2.body)).toBe(200);
       await alive();
-      const left = (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": id } } })).containers.map((c) => c.id);
+      const left = (
+        await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": id } } })
+      ).containers.map((c) => c.id);
       expect(left).toEqual([ctr]);
     } finally {
       await cri.stopPodSandbox({ podSandboxId: sb }).catch(() => undefined);
@@ -101,7 +149,15 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
     // The init container refuses to run on a non-empty emptyDir, then leaves a mark in it.
     const p = podInput("fresh", {
       volumes: [{ name: "scratch", emptyDir: {} }],
-      initContainers: [{ name: "init", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sh", "-c", 'test -z "$(ls -A /scratch)" && echo made > /scratch/mark'], volumeMounts: [{ name: "scratch", mountPath: "/scratch" }] }],
+      initContainers: [
+        {
+          name: "init",
+          image: "localhost/busybox:1",
+          imagePullPolicy: "Never",
+          command: ["sh", "-c", 'test -z "$(ls -A /scratch)" && echo made > /scratch/mark'],
+          volumeMounts: [{ name: "scratch", mountPath: "/scratch" }],
+        },
+      ],
     });
     const id = p.metadata.uid;
     const podDir = join(node.rootDir, "pods", id);
@@ -109,7 +165,9 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
     const logDir = join(node.podLogsDir, `default_fresh_${id}`);
     const initExit = async () => {
       for (const end = Date.now() + 15_000; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
-        const c = (await getPodStatus(cri, p.metadata, "full")).containerStatuses.find((x) => x.name === "init" && x.state === "exited");
+        const c = (await getPodStatus(cri, p.metadata, "full")).containerStatuses.find(
+          (x) => x.name === "init" && x.state === "exited",
+        );
         if (c) return c.exitCode;
       }
       throw new Error("timed out waiting for the init container to exit");
@@ -133,10 +191,30 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
     const mount = (subPath: string, mountPath: string) => ({ name: "scratch", mountPath, subPath });
     const p = podInput("subpath", {
       volumes: [{ name: "scratch", emptyDir: {} }],
-      initContainers: [{ name: "plant", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sh", "-c", "echo hello from the volume > /scratch/greeting && ln -s / /scratch/escape"], volumeMounts: [{ name: "scratch", mountPath: "/scratch" }] }],
+      initContainers: [
+        {
+          name: "plant",
+          image: "localhost/busybox:1",
+          imagePullPolicy: "Never",
+          command: ["sh", "-c", "echo hello from the volume > /scratch/greeting && ln -s / /scratch/escape"],
+          volumeMounts: [{ name: "scratch", mountPath: "/scratch" }],
+        },
+      ],
       containers: [
-        { name: "reader", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], volumeMounts: [mount("greeting", "/greeting")] },
-        { name: "escaper", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], volumeMounts: [mount("escape", "/host")] },
+        {
+          name: "reader",
+          image: "localhost/busybox:1",
+          imagePullPolicy: "Never",
+          command: ["sleep", "3600"],
+          volumeMounts: [mount("greeting", "/greeting")],
+        },
+        {
+          name: "escaper",
+          image: "localhost/busybox:1",
+          imagePullPolicy: "Never",
+          command: ["sleep", "3600"],
+          volumeMounts: [mount("escape", "/host")],
+        },
       ],
     });
     const id = p.metadata.uid;
@@ -153,7 +231,12 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(207);
     const step = (name: string) => r.body.steps.find((s: any) => s.action === "StartContainer" && s.target === name);
     expect(step("reader")).toMatchObject({ ok: true });
-    expect(step("escaper")).toMatchObject({ ok: false, error: "CreateContainerConfigError", message: 'failed to prepare subPath for volumeMount "scratch" of container "escaper": the subPath resolves outside its volume (a symlink)' });
+    expect(step("escaper")).toMatchObject({
+      ok: false,
+      error: "CreateContainerConfigError",
+      message:
+        'failed to prepare subPath for volumeMount "scratch" of container "escaper": the subPath resolves outside its volume (a symlink)',
+    });
     // The reader sees the file through its bind; the escaper never got a container, and `/` is mounted nowhere.
     const reader = (await getPodStatus(cri, p.metadata, "full")).containerStatuses.find((c) => c.name === "reader")!;
     const out = await cri.execSync({ containerId: reader.id, cmd: ["cat", "/greeting"], timeout: 10n });

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import type { FakeServer } from "./support/fake-cri.js";
-import { Harness, startStack, type Stack } from "./support/http.js";
+import { type Harness, startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
 
 let fake: FakeServer;
@@ -18,13 +18,28 @@ afterAll(() => stack.close());
 
 const podInput = (id: string, name = "web", namespace = "default") => ({
   metadata: { name, namespace, uid: id },
-  spec: { terminationGracePeriodSeconds: 2, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }] },
+  spec: {
+    terminationGracePeriodSeconds: 2,
+    containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }],
+  },
 });
 
 /** Every CRI method that changes the runtime. */
-const WRITES = ["RunPodSandbox", "StopPodSandbox", "RemovePodSandbox", "CreateContainer", "StartContainer", "StopContainer", "RemoveContainer", "PullImage", "ExecSync", "UpdateContainerResources"];
+const WRITES = [
+  "RunPodSandbox",
+  "StopPodSandbox",
+  "RemovePodSandbox",
+  "CreateContainer",
+  "StartContainer",
+  "StopContainer",
+  "RemoveContainer",
+  "PullImage",
+  "ExecSync",
+  "UpdateContainerResources",
+];
 const writes = () => WRITES.reduce((n, m) => n + (fake.runtime.calls.get(m) ?? 0), 0);
-const podContainers = (id: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id);
+const podContainers = (id: string) =>
+  [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id);
 
 describe("one uid is one pod", () => {
   it("a pod signed with a running pod's uid but another name or namespace is 409 uid-conflict, with no runtime write; plan says the same", async () => {
@@ -37,7 +52,11 @@ describe("one uid is one pod", () => {
         const r = await h.post(path, other);
         expect(r.status, JSON.stringify(r.body)).toBe(409);
         expect(r.type).toBe("application/problem+json");
-        expect(r.body).toMatchObject({ type: "urn:podsync:problem:uid-conflict", status: 409, holder: { name: "web", namespace: "default" } });
+        expect(r.body).toMatchObject({
+          type: "urn:podsync:problem:uid-conflict",
+          status: 409,
+          holder: { name: "web", namespace: "default" },
+        });
         expect(r.body.detail).toContain(`already belongs to pod default/web`);
         expect(writes()).toBe(w);
       }
@@ -47,16 +66,36 @@ describe("one uid is one pod", () => {
     const again = await h.post("/v1/pods/sync", podInput(id));
     expect(again.status).toBe(200);
     expect(again.body.steps).toEqual([]);
-    expect((await h.fetch("/openapi.json")).body.paths["/v1/pods/sync"].post.responses["409"].description).toContain("uid-conflict");
+    expect((await h.fetch("/openapi.json")).body.paths["/v1/pods/sync"].post.responses["409"].description).toContain(
+      "uid-conflict",
+    );
   });
 });
 
 describe("podsync touches only what it manages", () => {
   /** A sandbox and a running container made by another manager (plain CRI calls): the uid label, no podsync label. */
   async function foreignPod(id: string) {
-    const labels = { "io.kubernetes.pod.uid": id, "io.kubernetes.pod.name": "theirs", "io.kubernetes.pod.namespace": "default" };
-    const sb = (await stack.cri.runPodSandbox({ config: { metadata: { name: "theirs", namespace: "default", uid: id, attempt: 0 }, labels } })).podSandboxId;
-    const ctr = (await stack.cri.createContainer({ podSandboxId: sb, config: { metadata: { name: "app", attempt: 0 }, image: { image: "localhost/busybox:1" }, command: ["sleep", "1d"], labels: { ...labels, "io.kubernetes.container.name": "app" } } })).containerId;
+    const labels = {
+      "io.kubernetes.pod.uid": id,
+      "io.kubernetes.pod.name": "theirs",
+      "io.kubernetes.pod.namespace": "default",
+    };
+    const sb = (
+      await stack.cri.runPodSandbox({
+        config: { metadata: { name: "theirs", namespace: "default", uid: id, attempt: 0 }, labels },
+      })
+    ).podSandboxId;
+    const ctr = (
+      await stack.cri.createContainer({
+        podSandboxId: sb,
+        config: {
+          metadata: { name: "app", attempt: 0 },
+          image: { image: "localhost/busybox:1" },
+          command: ["sleep", "1d"],
+          labels: { ...labels, "io.kubernetes.container.name": "app" },
+        },
+      })
+    ).containerId;
     await stack.cri.startContainer({ containerId: ctr });
     return { sb, ctr };
   }

@@ -24,7 +24,14 @@ function harness(owners: Record<string, Owner>, stoppedAfter = 0) {
     unknown: () => unknown++,
     sleep: async () => undefined,
   });
-  return { t, syncs, checks, unknown: () => unknown, holdSyncs: (h: boolean) => (hold = h), release: () => release?.() };
+  return {
+    t,
+    syncs,
+    checks,
+    unknown: () => unknown,
+    holdSyncs: (h: boolean) => (hold = h),
+    release: () => release?.(),
+  };
 }
 
 describe("the event trigger", () => {
@@ -70,7 +77,10 @@ describe("the event trigger", () => {
   });
 
   it("a TaskExit that carries its exit syncs at once with it, without waiting for CRI; a sandbox's waits", async () => {
-    const h = harness({ a: { uid: "pod-a", sandbox: false }, b: { uid: "pod-a", sandbox: false }, sb: { uid: "pod-b", sandbox: true } }, 3);
+    const h = harness(
+      { a: { uid: "pod-a", sandbox: false }, b: { uid: "pod-a", sandbox: false }, sb: { uid: "pod-b", sandbox: true } },
+      3,
+    );
     h.holdSyncs(true);
     h.t.handle({ id: "a", kind: "exited", settled: false, exit: { code: 137, at: 5 } });
     await new Promise((r) => setTimeout(r, 5));
@@ -95,7 +105,15 @@ describe("the event trigger", () => {
 
   it("a sync that fails leaves the trigger free for the next exit", async () => {
     let n = 0;
-    const failing = createEventTrigger({ ownerOf: () => ({ uid: "p", sandbox: false }), stopped: async () => true, sync: async () => { n++; throw new Error("runtime down"); }, unknown: () => undefined });
+    const failing = createEventTrigger({
+      ownerOf: () => ({ uid: "p", sandbox: false }),
+      stopped: async () => true,
+      sync: async () => {
+        n++;
+        throw new Error("runtime down");
+      },
+      unknown: () => undefined,
+    });
     failing.handle({ id: "a", kind: "exited", settled: true });
     await failing.idle();
     failing.handle({ id: "a", kind: "exited", settled: true });

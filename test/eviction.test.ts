@@ -3,7 +3,12 @@
 // it is asked to do).
 import { describe, expect, it } from "vitest";
 import { Pod } from "../src/pod/schema.js";
-import { hasLocalStorageLimits, localStorageEviction, formatBytes, type PodStorageUsage } from "../src/eviction/local-storage.js";
+import {
+  hasLocalStorageLimits,
+  localStorageEviction,
+  formatBytes,
+  type PodStorageUsage,
+} from "../src/eviction/local-storage.js";
 import { evictionPass } from "../src/eviction/manager.js";
 import type { PodRuntime } from "../src/kuberuntime/runtime.js";
 import type { PodEviction } from "../src/status/api-status.js";
@@ -13,7 +18,11 @@ import { defaultNodeConfig } from "../src/container/node-config.js";
 import { containerStatus } from "./support/status.js";
 
 const MiB = 1024 * 1024;
-const pod = (spec: Record<string, unknown>, policy = "Never") => Pod.parse({ metadata: { name: "p", uid: "u1" }, spec: { restartPolicy: policy, containers: [{ name: "c", image: "busybox:1" }], ...spec } });
+const pod = (spec: Record<string, unknown>, policy = "Never") =>
+  Pod.parse({
+    metadata: { name: "p", uid: "u1" },
+    spec: { restartPolicy: policy, containers: [{ name: "c", image: "busybox:1" }], ...spec },
+  });
 const usage = (o: Partial<{ c: [number, number]; vols: [string, number][]; hosts: number }>): PodStorageUsage => ({
   containers: new Map([["c", { rootfs: o.c?.[0] ?? 0, logs: o.c?.[1] ?? 0 }]]),
   volumes: new Map(o.vols ?? []),
@@ -21,25 +30,51 @@ const usage = (o: Partial<{ c: [number, number]; vols: [string, number][]; hosts
 });
 
 describe("localStorageEviction", () => {
-  const withDir = pod({ volumes: [{ name: "v", emptyDir: { sizeLimit: "1Mi" } }, { name: "m", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } }] });
+  const withDir = pod({
+    volumes: [
+      { name: "v", emptyDir: { sizeLimit: "1Mi" } },
+      { name: "m", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+    ],
+  });
   it("an emptyDir on disk over its sizeLimit (strictly): emptyDirMessageFmt; a memory one is the tmpfs's business", () => {
     expect(localStorageEviction(withDir, usage({ vols: [["v", MiB]] }))).toBeUndefined();
-    expect(localStorageEviction(withDir, usage({ vols: [["v", MiB + 1]] }))).toBe('Usage of EmptyDir volume "v" exceeds the limit "1Mi". ');
+    expect(localStorageEviction(withDir, usage({ vols: [["v", MiB + 1]] }))).toBe(
+      'Usage of EmptyDir volume "v" exceeds the limit "1Mi". ',
+    );
     expect(localStorageEviction(withDir, usage({ vols: [["m", 5 * MiB]] }))).toBeUndefined();
   });
   it("the pod total (writable layers, logs, disk emptyDirs, hosts file) over the containers' limits: podEphemeralStorageMessageFmt, before the container's", () => {
-    const p = pod({ volumes: [{ name: "v", emptyDir: {} }], containers: [{ name: "c", image: "busybox:1", resources: { limits: { "ephemeral-storage": "2Mi" } } }] });
+    const p = pod({
+      volumes: [{ name: "v", emptyDir: {} }],
+      containers: [{ name: "c", image: "busybox:1", resources: { limits: { "ephemeral-storage": "2Mi" } } }],
+    });
     expect(localStorageEviction(p, usage({ c: [MiB, 0], vols: [["v", MiB]], hosts: 0 }))).toBeUndefined();
-    expect(localStorageEviction(p, usage({ c: [MiB, 0], vols: [["v", MiB]], hosts: 1 }))).toBe("Pod ephemeral local storage usage exceeds the total limit of containers 2Mi. ");
+    expect(localStorageEviction(p, usage({ c: [MiB, 0], vols: [["v", MiB]], hosts: 1 }))).toBe(
+      "Pod ephemeral local storage usage exceeds the total limit of containers 2Mi. ",
+    );
   });
   it("a container's writable layer and logs over its limit: containerEphemeralStorageMessageFmt", () => {
-    const p = pod({ containers: [{ name: "c", image: "busybox:1", resources: { limits: { "ephemeral-storage": "1Mi" } } }, { name: "d", image: "busybox:1", resources: { limits: { "ephemeral-storage": "9Mi" } } }] });
-    const u: PodStorageUsage = { containers: new Map([["c", { rootfs: MiB, logs: 1 }], ["d", { rootfs: 0, logs: 0 }]]), volumes: new Map(), etcHosts: 0 };
+    const p = pod({
+      containers: [
+        { name: "c", image: "busybox:1", resources: { limits: { "ephemeral-storage": "1Mi" } } },
+        { name: "d", image: "busybox:1", resources: { limits: { "ephemeral-storage": "9Mi" } } },
+      ],
+    });
+    const u: PodStorageUsage = {
+      containers: new Map([
+        ["c", { rootfs: MiB, logs: 1 }],
+        ["d", { rootfs: 0, logs: 0 }],
+      ]),
+      volumes: new Map(),
+      etcHosts: 0,
+    };
     expect(localStorageEviction(p, u)).toBe('Container c exceeded its local ephemeral storage limit "1Mi". ');
   });
   it("which pods are measured at all, and quantities printed as Quantity.String()", () => {
     expect(hasLocalStorageLimits(pod({}))).toBe(false);
-    expect(hasLocalStorageLimits(pod({ volumes: [{ name: "m", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } }] }))).toBe(false);
+    expect(
+      hasLocalStorageLimits(pod({ volumes: [{ name: "m", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } }] })),
+    ).toBe(false);
     expect(hasLocalStorageLimits(withDir)).toBe(true);
     expect([formatBytes(2 * MiB), formatBytes(1536), formatBytes(1000)]).toEqual(["2Mi", "1536", "1000"]);
   });
@@ -52,19 +87,45 @@ describe("evictionPass", () => {
     const rt = {
       eviction: (uid: string) => evictions.get(uid),
       forgetEviction: (uid: string) => void evictions.delete(uid),
-      evict: async (p: Pod, e: PodEviction) => (evictions.set(p.metadata.uid, e), calls.push(`evict ${p.metadata.uid}`), { ok: true, steps: [], criCalls: 0 }),
-      delete: async (uid: string) => (calls.push(`delete ${uid}`), evictions.delete(uid), { ok: true, steps: [], criCalls: 0, deleted: true, wasRunning: false, pod: { uid, name: "", namespace: "" } }),
+      evict: async (p: Pod, e: PodEviction) => (
+        evictions.set(p.metadata.uid, e), calls.push(`evict ${p.metadata.uid}`), { ok: true, steps: [], criCalls: 0 }
+      ),
+      delete: async (uid: string) => (
+        calls.push(`delete ${uid}`),
+        evictions.delete(uid),
+        { ok: true, steps: [], criCalls: 0, deleted: true, wasRunning: false, pod: { uid, name: "", namespace: "" } }
+      ),
     } as unknown as PodRuntime;
     return { rt, calls, evictions };
   }
-  const cri = (calls: string[]) => ({ listContainerStats: async () => (calls.push("ListContainerStats"), { stats: [{ attributes: { id: "c1" }, writableLayer: { usedBytes: { value: 0n } } }] }) }) as unknown as CriClient;
-  const running = (p: Pod): PodStatus => ({ id: p.metadata.uid, name: "p", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus("c1", "c", "running", "h")] });
+  const cri = (calls: string[]) =>
+    ({
+      listContainerStats: async () => (
+        calls.push("ListContainerStats"),
+        { stats: [{ attributes: { id: "c1" }, writableLayer: { usedBytes: { value: 0n } } }] }
+      ),
+    }) as unknown as CriClient;
+  const running = (p: Pod): PodStatus => ({
+    id: p.metadata.uid,
+    name: "p",
+    namespace: "default",
+    ips: [],
+    sandboxStatuses: [],
+    containerStatuses: [containerStatus("c1", "c", "running", "h")],
+  });
 
   it("one ListContainerStats for the node; only pods with limits; an Always pod is made anew after the back-off, a Never pod stays evicted", async () => {
     const { rt, calls } = fakeRuntime();
     const never = pod({ volumes: [{ name: "v", emptyDir: { sizeLimit: "1Mi" } }] });
-    const always = Pod.parse({ ...never, metadata: { name: "q", uid: "u2" }, spec: { ...never.spec, restartPolicy: "Always" } });
-    const plain = Pod.parse({ metadata: { name: "r", uid: "u3" }, spec: { containers: [{ name: "c", image: "busybox:1" }] } });
+    const always = Pod.parse({
+      ...never,
+      metadata: { name: "q", uid: "u2" },
+      spec: { ...never.spec, restartPolicy: "Always" },
+    });
+    const plain = Pod.parse({
+      metadata: { name: "r", uid: "u3" },
+      spec: { containers: [{ name: "c", image: "busybox:1" }] },
+    });
     const disk = { usage: async (path: string) => (path.includes("empty-dir") ? 2 * MiB : 0) };
     const o = { cri: cri(calls), disk, node: defaultNodeConfig(), recreateAfterMs: 1000 };
     const pods = [never, always, plain].map((p) => ({ pod: p, status: running(p) }));
@@ -89,7 +150,12 @@ describe("evictionPass", () => {
     const p = pod({ volumes: [{ name: "v", emptyDir: { sizeLimit: "1Mi" } }] }, "Always");
     const measured: string[] = [];
     let emptyDirUse = 0;
-    const disk = { usage: async (path: string) => (measured.push(path.includes("empty-dir") ? "emptyDir" : path.includes("etc-hosts") ? "hosts" : "logs"), path.includes("empty-dir") ? emptyDirUse : 0) };
+    const disk = {
+      usage: async (path: string) => (
+        measured.push(path.includes("empty-dir") ? "emptyDir" : path.includes("etc-hosts") ? "hosts" : "logs"),
+        path.includes("empty-dir") ? emptyDirUse : 0
+      ),
+    };
     const o = { cri: cri([]), disk, node: defaultNodeConfig(), volumeStatsAggPeriodMs: 60_000, recreateAfterMs: 1000 };
     const pods = [{ pod: p, status: running(p) }];
     // The first pass measures the pod at once (kubelet's calculator would have nothing for up to a period).
@@ -119,7 +185,16 @@ describe("where no eviction manager runs (Workers)", () => {
     const { createPodRuntime } = await import("../src/kuberuntime/runtime.js");
     const { InvalidPodError } = await import("../src/pod/validate.js");
     const rt = createPodRuntime({} as CriClient, {});
-    const p = pod({ volumes: [{ name: "v", emptyDir: { sizeLimit: "1Mi" } }], containers: [{ name: "c", image: "busybox:1", resources: { requests: { "ephemeral-storage": "1Mi" }, limits: { "ephemeral-storage": "2Mi" } } }] });
+    const p = pod({
+      volumes: [{ name: "v", emptyDir: { sizeLimit: "1Mi" } }],
+      containers: [
+        {
+          name: "c",
+          image: "busybox:1",
+          resources: { requests: { "ephemeral-storage": "1Mi" }, limits: { "ephemeral-storage": "2Mi" } },
+        },
+      ],
+    });
     let err: unknown;
     try {
       rt.admit(p);
@@ -127,7 +202,10 @@ describe("where no eviction manager runs (Workers)", () => {
       err = e;
     }
     expect(err).toBeInstanceOf(InvalidPodError);
-    expect((err as InstanceType<typeof InvalidPodError>).errors.map((e) => e.path)).toEqual(["spec.volumes[0].emptyDir.sizeLimit", "spec.containers[0].resources.limits.ephemeral-storage"]);
+    expect((err as InstanceType<typeof InvalidPodError>).errors.map((e) => e.path)).toEqual([
+      "spec.volumes[0].emptyDir.sizeLimit",
+      "spec.containers[0].resources.limits.ephemeral-storage",
+    ]);
     expect(() => createPodRuntime({} as CriClient, { localStorageLimits: true }).admit(p)).not.toThrow();
   });
 });
@@ -136,14 +214,33 @@ describe("node disk pressure (a hard threshold on nodefs.available)", () => {
   it("rankDiskPressureFunc: over their requests first, then lower priority, then the larger use beyond requests; kubelet's message", async () => {
     const { rankForDiskPressure, diskPressureMessage } = await import("../src/eviction/local-storage.js");
     const mkp = (uid: string, request: string | undefined, priority?: number) =>
-      Pod.parse({ metadata: { name: uid, uid }, spec: { ...(priority !== undefined ? { priority } : {}), containers: [{ name: "c", image: "busybox:1", ...(request ? { resources: { requests: { "ephemeral-storage": request } } } : {}) }] } });
+      Pod.parse({
+        metadata: { name: uid, uid },
+        spec: {
+          ...(priority !== undefined ? { priority } : {}),
+          containers: [
+            {
+              name: "c",
+              image: "busybox:1",
+              ...(request ? { resources: { requests: { "ephemeral-storage": request } } } : {}),
+            },
+          ],
+        },
+      });
     const u = (n: number) => usage({ c: [n, 0] });
     const within = { pod: mkp("within", "10Mi"), usage: u(MiB) };
     const overLow = { pod: mkp("over-low-prio", "1Mi", -5), usage: u(2 * MiB) };
     const overBig = { pod: mkp("over-big", "1Mi"), usage: u(9 * MiB) };
     const overSmall = { pod: mkp("over-small", undefined), usage: u(3 * MiB) };
-    expect(rankForDiskPressure([within, overSmall, overBig, overLow]).map((x) => x.pod.metadata.uid)).toEqual(["over-low-prio", "over-big", "over-small", "within"]);
-    expect(diskPressureMessage(overBig.pod, overBig.usage)).toBe("The node was low on resource: ephemeral-storage. Container c was using 9Mi, request is 1Mi, has larger consumption of ephemeral-storage. ");
+    expect(rankForDiskPressure([within, overSmall, overBig, overLow]).map((x) => x.pod.metadata.uid)).toEqual([
+      "over-low-prio",
+      "over-big",
+      "over-small",
+      "within",
+    ]);
+    expect(diskPressureMessage(overBig.pod, overBig.usage)).toBe(
+      "The node was low on resource: ephemeral-storage. Container c was using 9Mi, request is 1Mi, has larger consumption of ephemeral-storage. ",
+    );
   });
 
   it("one pod per pass while under the threshold, reported as DiskPressure; such a pod is not made anew", async () => {
@@ -152,19 +249,55 @@ describe("node disk pressure (a hard threshold on nodefs.available)", () => {
     const rt = {
       eviction: (uid: string) => evictions.get(uid),
       forgetEviction: (uid: string) => void evictions.delete(uid),
-      evict: async (p: Pod, e: PodEviction) => (evictions.set(p.metadata.uid, e), calls.push(`evict ${p.metadata.uid}`), { ok: true, steps: [], criCalls: 0 }),
+      evict: async (p: Pod, e: PodEviction) => (
+        evictions.set(p.metadata.uid, e), calls.push(`evict ${p.metadata.uid}`), { ok: true, steps: [], criCalls: 0 }
+      ),
       delete: async (uid: string) => (calls.push(`delete ${uid}`), { ok: true }),
     } as unknown as PodRuntime;
-    const mk = (uid: string) => Pod.parse({ metadata: { name: uid, uid }, spec: { containers: [{ name: "c", image: "busybox:1" }] } });
-    const pods = ["a", "b"].map((uid) => ({ pod: mk(uid), status: { id: uid, name: uid, namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus(`${uid}-c`, "c", "running", "h")] } as PodStatus }));
-    const cri = { listContainerStats: async () => ({ stats: [{ attributes: { id: "a-c" }, writableLayer: { usedBytes: { value: 1n } } }, { attributes: { id: "b-c" }, writableLayer: { usedBytes: { value: 5n } } }] }) } as unknown as CriClient;
+    const mk = (uid: string) =>
+      Pod.parse({ metadata: { name: uid, uid }, spec: { containers: [{ name: "c", image: "busybox:1" }] } });
+    const pods = ["a", "b"].map((uid) => ({
+      pod: mk(uid),
+      status: {
+        id: uid,
+        name: uid,
+        namespace: "default",
+        ips: [],
+        sandboxStatuses: [],
+        containerStatuses: [containerStatus(`${uid}-c`, "c", "running", "h")],
+      } as PodStatus,
+    }));
+    const cri = {
+      listContainerStats: async () => ({
+        stats: [
+          { attributes: { id: "a-c" }, writableLayer: { usedBytes: { value: 1n } } },
+          { attributes: { id: "b-c" }, writableLayer: { usedBytes: { value: 5n } } },
+        ],
+      }),
+    } as unknown as CriClient;
     let available = 5;
-    const o = { cri, disk: { usage: async () => 0 }, node: defaultNodeConfig(), recreateAfterMs: 0, diskPressure: { threshold: { percent: 10 }, fs: async () => ({ capacity: 100, available }) } };
-    const r1 = await evictionPass(o, rt, pods.map((p) => ({ ...p, pod: Pod.parse({ ...p.pod, spec: { ...p.pod.spec, restartPolicy: "Always" } }) })), 1_000);
-    const message = "The node was low on resource: ephemeral-storage. Container c was using 5, request is 0, has larger consumption of ephemeral-storage. ";
+    const o = {
+      cri,
+      disk: { usage: async () => 0 },
+      node: defaultNodeConfig(),
+      recreateAfterMs: 0,
+      diskPressure: { threshold: { percent: 10 }, fs: async () => ({ capacity: 100, available }) },
+    };
+    const r1 = await evictionPass(
+      o,
+      rt,
+      pods.map((p) => ({ ...p, pod: Pod.parse({ ...p.pod, spec: { ...p.pod.spec, restartPolicy: "Always" } }) })),
+      1_000,
+    );
+    const message =
+      "The node was low on resource: ephemeral-storage. Container c was using 5, request is 0, has larger consumption of ephemeral-storage. ";
     expect(r1).toMatchObject({ diskPressure: true, statsCalls: 1, evicted: [{ uid: "b", message }] });
     // synchronize's condition on a node-pressure eviction.
-    expect(evictions.get("b")?.condition).toEqual({ type: "DisruptionTarget", reason: "TerminationByKubelet", message });
+    expect(evictions.get("b")?.condition).toEqual({
+      type: "DisruptionTarget",
+      reason: "TerminationByKubelet",
+      message,
+    });
     await r1.killed;
     available = 50;
     const r2 = await evictionPass(o, rt, pods, 2_000);
@@ -182,13 +315,33 @@ describe("evictions run beside the loop, as kubelet's eviction manager blocks on
     const rt = {
       eviction: (uid: string) => evictions.get(uid),
       forgetEviction: (uid: string) => void evictions.delete(uid),
-      evict: (p: Pod, e: PodEviction) => (evictions.set(p.metadata.uid, e), kill.then(() => ({ ok: true, steps: [], criCalls: 0 }))),
+      evict: (p: Pod, e: PodEviction) => (
+        evictions.set(p.metadata.uid, e), kill.then(() => ({ ok: true, steps: [], criCalls: 0 }))
+      ),
     } as unknown as PodRuntime;
-    const mk = (uid: string) => Pod.parse({ metadata: { name: uid, uid }, spec: { containers: [{ name: "c", image: "busybox:1" }] } });
-    const pods = ["a", "b"].map((uid) => ({ pod: mk(uid), status: { id: uid, name: uid, namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus(`${uid}-c`, "c", "running", "h")] } as PodStatus }));
+    const mk = (uid: string) =>
+      Pod.parse({ metadata: { name: uid, uid }, spec: { containers: [{ name: "c", image: "busybox:1" }] } });
+    const pods = ["a", "b"].map((uid) => ({
+      pod: mk(uid),
+      status: {
+        id: uid,
+        name: uid,
+        namespace: "default",
+        ips: [],
+        sandboxStatuses: [],
+        containerStatuses: [containerStatus(`${uid}-c`, "c", "running", "h")],
+      } as PodStatus,
+    }));
     const cri = { listContainerStats: async () => ({ stats: [] }) } as unknown as CriClient;
     const seen: boolean[] = [];
-    const o = { cri, disk: { usage: async () => 0 }, node: defaultNodeConfig(), diskPressure: { threshold: { bytes: 10 }, fs: async () => ({ capacity: 100, available: 1 }) }, onDiskPressure: (p: boolean) => void seen.push(p), onKilled: (uid: string) => void killed.push(uid) };
+    const o = {
+      cri,
+      disk: { usage: async () => 0 },
+      node: defaultNodeConfig(),
+      diskPressure: { threshold: { bytes: 10 }, fs: async () => ({ capacity: 100, available: 1 }) },
+      onDiskPressure: (p: boolean) => void seen.push(p),
+      onKilled: (uid: string) => void killed.push(uid),
+    };
     const r1 = await evictionPass(o, rt, pods, 1_000);
     expect(r1.evicted).toHaveLength(1);
     expect(killed).toEqual([]);
@@ -234,14 +387,29 @@ describe("the eviction's kill (evictPod → pod worker → killContainer)", () =
     const { Steps } = await import("../src/container/steps.js");
     const calls: string[] = [];
     const cri = {
-      execSync: async (r: { cmd: string[] }, o: { timeoutMs: number }) => (calls.push(`exec ${r.cmd.join(" ")} within ${o.timeoutMs} ms`), { exitCode: 0, stdout: new Uint8Array(), stderr: new Uint8Array() }),
+      execSync: async (r: { cmd: string[] }, o: { timeoutMs: number }) => (
+        calls.push(`exec ${r.cmd.join(" ")} within ${o.timeoutMs} ms`),
+        { exitCode: 0, stdout: new Uint8Array(), stderr: new Uint8Array() }
+      ),
       stopContainer: async (r: { timeout: bigint }) => void calls.push(`stop ${r.timeout}`),
       stopPodSandbox: async () => ({}),
     } as unknown as CriClient;
     const run = async (grace: number) => {
       calls.length = 0;
-      const p = pod({ terminationGracePeriodSeconds: grace, containers: [{ name: "c", image: "busybox:1", lifecycle: { preStop: { exec: { command: ["touch", "/h/prestop"] } } } }] });
-      const status: PodStatus = { id: "u1", name: "p", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus("c1", "c", "running", "h")] };
+      const p = pod({
+        terminationGracePeriodSeconds: grace,
+        containers: [
+          { name: "c", image: "busybox:1", lifecycle: { preStop: { exec: { command: ["touch", "/h/prestop"] } } } },
+        ],
+      });
+      const status: PodStatus = {
+        id: "u1",
+        name: "p",
+        namespace: "default",
+        ips: [],
+        sandboxStatuses: [],
+        containerStatuses: [containerStatus("c1", "c", "running", "h")],
+      };
       const target = { metadata: p.metadata, spec: p.spec };
       await killPod(cri, target, status, new Steps(), undefined, effectiveGracePeriod(target, 0));
       return [...calls];
@@ -254,24 +422,79 @@ describe("the eviction's kill (evictPod → pod worker → killContainer)", () =
   it("generateAPIPodStatus lists the eviction's DisruptionTarget first, from when it was set", async () => {
     const { generateAPIPodStatus } = await import("../src/status/api-status.js");
     const p = pod({});
-    const status: PodStatus = { id: "u1", name: "p", namespace: "default", ips: [], sandboxStatuses: [], containerStatuses: [containerStatus("c1", "c", "exited", "h")] };
+    const status: PodStatus = {
+      id: "u1",
+      name: "p",
+      namespace: "default",
+      ips: [],
+      sandboxStatuses: [],
+      containerStatuses: [containerStatus("c1", "c", "exited", "h")],
+    };
     const at = Date.parse("2026-01-01T00:00:05Z");
-    const s = generateAPIPodStatus({ pod: p, status, now: at, runtimeName: "containerd", eviction: { reason: "Evicted", message: "m", at, condition: { type: "DisruptionTarget", reason: "TerminationByKubelet", message: "m" } } });
+    const s = generateAPIPodStatus({
+      pod: p,
+      status,
+      now: at,
+      runtimeName: "containerd",
+      eviction: {
+        reason: "Evicted",
+        message: "m",
+        at,
+        condition: { type: "DisruptionTarget", reason: "TerminationByKubelet", message: "m" },
+      },
+    });
     expect(s).toMatchObject({ phase: "Failed", reason: "Evicted", message: "m" });
-    expect(s.conditions[0]).toEqual({ type: "DisruptionTarget", status: "True", reason: "TerminationByKubelet", message: "m", lastProbeTime: null, lastTransitionTime: "2026-01-01T00:00:05Z" });
-    expect(s.conditions.map((c) => c.type)).toEqual(["DisruptionTarget", "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]);
+    expect(s.conditions[0]).toEqual({
+      type: "DisruptionTarget",
+      status: "True",
+      reason: "TerminationByKubelet",
+      message: "m",
+      lastProbeTime: null,
+      lastTransitionTime: "2026-01-01T00:00:05Z",
+    });
+    expect(s.conditions.map((c) => c.type)).toEqual([
+      "DisruptionTarget",
+      "PodReadyToStartContainers",
+      "Initialized",
+      "Ready",
+      "ContainersReady",
+      "PodScheduled",
+    ]);
   });
 });
 
 describe("the node under disk pressure (the v1.Node)", () => {
   it("MemoryPressure, DiskPressure, PIDPressure before Ready, with kubelet's reasons; the disk-pressure taint while under it", async () => {
     const { nodeObject } = await import("../src/kubeapi/node-object.js");
-    const facts = { info: { name: "n", labels: {}, taints: [{ key: "dedicated", value: "x", effect: "NoSchedule" as const }], allocatable: {} }, hostIPs: [], startedAt: 0 };
+    const facts = {
+      info: {
+        name: "n",
+        labels: {},
+        taints: [{ key: "dedicated", value: "x", effect: "NoSchedule" as const }],
+        allocatable: {},
+      },
+      hostIPs: [],
+      startedAt: 0,
+    };
     const calm = nodeObject(facts, undefined, 1000);
-    expect(calm.status.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`)).toEqual(["MemoryPressure=False KubeletHasSufficientMemory", "DiskPressure=False KubeletHasNoDiskPressure", "PIDPressure=False KubeletHasSufficientPID", "Ready=Unknown NodeStatusUnknown"]);
+    expect(calm.status.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`)).toEqual([
+      "MemoryPressure=False KubeletHasSufficientMemory",
+      "DiskPressure=False KubeletHasNoDiskPressure",
+      "PIDPressure=False KubeletHasSufficientPID",
+      "Ready=Unknown NodeStatusUnknown",
+    ]);
     expect(calm.spec.taints).toEqual([{ key: "dedicated", value: "x", effect: "NoSchedule" }]);
     const pressed = nodeObject(facts, undefined, 9000, { disk: { pressure: true, since: 5000 } });
-    expect(pressed.status.conditions[1]).toMatchObject({ type: "DiskPressure", status: "True", reason: "KubeletHasDiskPressure", message: "kubelet has disk pressure", lastTransitionTime: "1970-01-01T00:00:05Z" });
-    expect(pressed.spec.taints).toEqual([{ key: "dedicated", value: "x", effect: "NoSchedule" }, { key: "node.kubernetes.io/disk-pressure", effect: "NoSchedule" }]);
+    expect(pressed.status.conditions[1]).toMatchObject({
+      type: "DiskPressure",
+      status: "True",
+      reason: "KubeletHasDiskPressure",
+      message: "kubelet has disk pressure",
+      lastTransitionTime: "1970-01-01T00:00:05Z",
+    });
+    expect(pressed.spec.taints).toEqual([
+      { key: "dedicated", value: "x", effect: "NoSchedule" },
+      { key: "node.kubernetes.io/disk-pressure", effect: "NoSchedule" },
+    ]);
   });
 });

@@ -11,7 +11,7 @@ import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import type { Pod } from "../src/pod/schema.js";
 import type { FakeServer } from "./support/fake-cri.js";
-import { Harness, startStack, type Stack } from "./support/http.js";
+import { type Harness, startStack, type Stack } from "./support/http.js";
 import { pod, uid, syncOnce } from "./support/pods.js";
 
 let fake: FakeServer;
@@ -31,9 +31,15 @@ const opts = () => ({ pullBackOff: new MemoryPullBackOff() });
 /** Converged: computePodActions wants nothing, one ready sandbox, every app container running once. */
 async function expectConverged(client: CriClient, p: Pod) {
   const status = await getPodStatus(client, p.metadata);
-  expect(computePodActions(p, status)).toMatchObject({ killPod: false, createSandbox: false, containersToStart: [], containersToKill: {} });
+  expect(computePodActions(p, status)).toMatchObject({
+    killPod: false,
+    createSandbox: false,
+    containersToStart: [],
+    containersToKill: {},
+  });
   expect(status.sandboxStatuses.filter((s) => s.state === api.PodSandboxState.SANDBOX_READY)).toHaveLength(1);
-  for (const c of p.spec.containers) expect(status.containerStatuses.filter((s) => s.name === c.name && s.state === "running")).toHaveLength(1);
+  for (const c of p.spec.containers)
+    expect(status.containerStatuses.filter((s) => s.name === c.name && s.state === "running")).toHaveLength(1);
 }
 
 /** Sync until converged (bounded), as a fleet controller retrying would. */
@@ -49,9 +55,23 @@ describe("a CRI error in each SyncPod step", () => {
   const twoContainers = () =>
     pod({
       initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["true"] }],
-      containers: [{ name: "a", image: "localhost/busybox:1", command: ["sleep", "1d"] }, { name: "b", image: "registry.example.com/img:1", imagePullPolicy: "Always", command: ["sleep", "1d"] }],
+      containers: [
+        { name: "a", image: "localhost/busybox:1", command: ["sleep", "1d"] },
+        { name: "b", image: "registry.example.com/img:1", imagePullPolicy: "Always", command: ["sleep", "1d"] },
+      ],
     });
-  const methods = ["ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus", "RunPodSandbox", "ImageStatus", "PullImage", "CreateContainer", "StartContainer", "RemoveContainer"];
+  const methods = [
+    "ListPodSandbox",
+    "ListContainers",
+    "PodSandboxStatus",
+    "ContainerStatus",
+    "RunPodSandbox",
+    "ImageStatus",
+    "PullImage",
+    "CreateContainer",
+    "StartContainer",
+    "RemoveContainer",
+  ];
   for (const method of methods) {
     it(`${method} failing: a structured failure, then the next syncs converge`, async () => {
       fake.runtime.pullable.add("registry.example.com/img:1");
@@ -63,7 +83,11 @@ describe("a CRI error in each SyncPod step", () => {
       if (r instanceof Error) {
         expect(r).toMatchObject({ name: "CriError", code: 13, method });
       } else if (!r.ok) {
-        expect(r.steps.find((s: { ok: boolean }) => !s.ok)).toMatchObject({ ok: false, grpcCode: "INTERNAL", message: expect.stringContaining(`injected ${method}`) });
+        expect(r.steps.find((s: { ok: boolean }) => !s.ok)).toMatchObject({
+          ok: false,
+          grpcCode: "INTERNAL",
+          message: expect.stringContaining(`injected ${method}`),
+        });
       }
       fake.runtime.clearFaults();
       await syncUntilConverged(cri, p);
@@ -79,7 +103,9 @@ describe("a CRI error in each SyncPod step", () => {
       fake.runtime.fault(method, { kind: "error", code: 2, message: "stuck", times: 1 });
       const r = await syncOnce(cri, p, opts());
       expect(r.ok).toBe(false);
-      expect(r.steps.find((s) => !s.ok)).toMatchObject({ error: method === "StopContainer" ? "KillContainerError" : "KillPodSandboxError" });
+      expect(r.steps.find((s) => !s.ok)).toMatchObject({
+        error: method === "StopContainer" ? "KillContainerError" : "KillPodSandboxError",
+      });
       expect(r.steps.some((s) => s.action === "CreatePodSandbox")).toBe(false);
       await syncUntilConverged(cri, p);
     });
@@ -107,17 +133,27 @@ describe("the runtime dying, and deadlines", () => {
     const p = pod();
     fake.runtime.fault("StartContainer", { kind: "hang", ms: 3000, times: 1 });
     const r = await syncOnce(cri, p, opts());
-    expect(r.steps.at(-1)).toMatchObject({ action: "StartContainer", ok: false, error: "RunContainerError", grpcCode: "DEADLINE_EXCEEDED" });
+    expect(r.steps.at(-1)).toMatchObject({
+      action: "StartContainer",
+      ok: false,
+      error: "RunContainerError",
+      grpcCode: "DEADLINE_EXCEEDED",
+    });
     fake.runtime.clearFaults();
     await syncUntilConverged(cri, p);
-    const all = [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === p.metadata.uid);
+    const all = [...fake.runtime.containers.values()].filter(
+      (c) => c.config.labels["io.kubernetes.pod.uid"] === p.metadata.uid,
+    );
     expect(all).toHaveLength(1); // the stuck created instance was garbage-collected
   });
 });
 
 const podBody = (id: string) => ({
   metadata: { name: "load", uid: id },
-  spec: { terminationGracePeriodSeconds: 2, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }] },
+  spec: {
+    terminationGracePeriodSeconds: 2,
+    containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }],
+  },
 });
 
 describe("load", () => {
@@ -126,7 +162,9 @@ describe("load", () => {
     const rs = await Promise.all(Array.from({ length: 50 }, () => h.post("/v1/pods/sync", podBody(id))));
     expect(new Set(rs.map((r) => r.status))).toEqual(new Set([200]));
     expect([...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === id)).toHaveLength(1);
-    expect([...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id)).toHaveLength(1);
+    expect(
+      [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id),
+    ).toHaveLength(1);
   });
 
   it("200 concurrent syncs of different pods all succeed", async () => {
@@ -153,13 +191,18 @@ describe("hostile bodies never reach the runtime and never give 500", () => {
   }
 
   it("random bytes", async () => {
-    await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 2048 }), fc.constantFrom(...types), (b, t) => hostile(b, t)), { numRuns: 60 });
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 2048 }), fc.constantFrom(...types), (b, t) => hostile(b, t)),
+      { numRuns: 60 },
+    );
   });
 
   it("fuzzed JSON, bare and as a detached-signature body", async () => {
     const sig = await h.sign({ act: "sync", body_sha256: "x" });
     await fc.assert(
-      fc.asyncProperty(fc.jsonValue({ maxDepth: 4 }), fc.boolean(), (v, withSig) => hostile(JSON.stringify(v), "application/json", withSig ? sig : undefined)),
+      fc.asyncProperty(fc.jsonValue({ maxDepth: 4 }), fc.boolean(), (v, withSig) =>
+        hostile(JSON.stringify(v), "application/json", withSig ? sig : undefined),
+      ),
       { numRuns: 80 },
     );
   });
@@ -167,7 +210,20 @@ describe("hostile bodies never reach the runtime and never give 500", () => {
   it("validly signed but fuzzed pods: 400 with field errors (never 500, never the runtime)", async () => {
     const arb = fc.record({
       metadata: fc.record({ name: fc.string(), uid: fc.oneof(fc.string(), fc.integer()) }, { requiredKeys: [] }),
-      spec: fc.record({ containers: fc.array(fc.record({ name: fc.string(), image: fc.string(), ports: fc.array(fc.record({ containerPort: fc.integer() })) }), { maxLength: 3 }), restartPolicy: fc.string() }, { requiredKeys: [] }),
+      spec: fc.record(
+        {
+          containers: fc.array(
+            fc.record({
+              name: fc.string(),
+              image: fc.string(),
+              ports: fc.array(fc.record({ containerPort: fc.integer() })),
+            }),
+            { maxLength: 3 },
+          ),
+          restartPolicy: fc.string(),
+        },
+        { requiredKeys: [] },
+      ),
     });
     await fc.assert(
       fc.asyncProperty(arb, async (p) => {

@@ -24,7 +24,10 @@ let h: Harness;
 beforeAll(async () => {
   fake = await startFakeCri();
   cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
-  h = await Harness.start(cri, { desired: new MemoryDesiredState(), policy: { level: "privileged", hostPathAllow: [] } });
+  h = await Harness.start(cri, {
+    desired: new MemoryDesiredState(),
+    policy: { level: "privileged", hostPathAllow: [] },
+  });
   // The runtime's name (one Version, kept for the process's life).
   expect((await h.post("/v1/pods/sync", podInput())).status).toBe(200);
 });
@@ -39,7 +42,18 @@ const podInput = (o: { hostNetwork?: boolean; imagePullPolicy?: string; image?: 
   const id = uid("first");
   return {
     metadata: { name: id, namespace: "calls", uid: id },
-    spec: { hostNetwork: o.hostNetwork ?? true, terminationGracePeriodSeconds: 0, containers: [{ name: "main", image: o.image ?? "localhost/busybox:1", imagePullPolicy: o.imagePullPolicy ?? "IfNotPresent", command: ["sleep", "1d"] }] },
+    spec: {
+      hostNetwork: o.hostNetwork ?? true,
+      terminationGracePeriodSeconds: 0,
+      containers: [
+        {
+          name: "main",
+          image: o.image ?? "localhost/busybox:1",
+          imagePullPolicy: o.imagePullPolicy ?? "IfNotPresent",
+          command: ["sleep", "1d"],
+        },
+      ],
+    },
   };
 };
 const calls = () => Object.fromEntries([...fake.runtime.calls].filter(([, n]) => n > 0));
@@ -49,7 +63,14 @@ describe("a first sync's CRI calls", () => {
     const p = podInput();
     const r = await h.post("/v1/pods/sync", p);
     expect(r.status).toBe(200);
-    expect(calls()).toEqual({ ListPodSandbox: 1, RunPodSandbox: 1, ImageStatus: 1, CreateContainer: 1, StartContainer: 1, ContainerStatus: 1 });
+    expect(calls()).toEqual({
+      ListPodSandbox: 1,
+      RunPodSandbox: 1,
+      ImageStatus: 1,
+      CreateContainer: 1,
+      StartContainer: 1,
+      ContainerStatus: 1,
+    });
     expect(h.logs.at(-1)).toMatchObject({ route: "/v1/pods/sync", criCalls: 6 });
     // The same pod read in full (lists, PodSandboxStatus, ContainerStatus): the same containers, the same sandbox
     // (its creation time is the one the sync sent the call at: within the call's duration of the runtime's).
@@ -58,19 +79,33 @@ describe("a first sync's CRI calls", () => {
     expect(full.status).toBe(200);
     const [mine, theirs] = [r.body.runtime, full.body.status];
     expect(mine.containers).toEqual(theirs.containers);
-    expect(mine.sandboxes.map((s: object) => ({ ...s, createdAt: undefined }))).toEqual(theirs.sandboxes.map((s: object) => ({ ...s, createdAt: undefined })));
-    expect(Math.abs(Date.parse(mine.sandboxes[0].createdAt) - Date.parse(theirs.sandboxes[0].createdAt))).toBeLessThan(1000);
+    expect(mine.sandboxes.map((s: object) => ({ ...s, createdAt: undefined }))).toEqual(
+      theirs.sandboxes.map((s: object) => ({ ...s, createdAt: undefined })),
+    );
+    expect(Math.abs(Date.parse(mine.sandboxes[0].createdAt) - Date.parse(theirs.sandboxes[0].createdAt))).toBeLessThan(
+      1000,
+    );
     expect(mine.ips).toEqual(theirs.ips);
     const v1 = await h.fetch(`/v1/pods/${p.metadata.uid}`, { headers: await bearer() });
     expect(r.body.status.containerStatuses).toEqual(v1.body.status.containerStatuses);
-    expect(r.body.status.conditions.map((c: { type: string; status: string }) => [c.type, c.status])).toEqual(v1.body.status.conditions.map((c: { type: string; status: string }) => [c.type, c.status]));
+    expect(r.body.status.conditions.map((c: { type: string; status: string }) => [c.type, c.status])).toEqual(
+      v1.body.status.conditions.map((c: { type: string; status: string }) => [c.type, c.status]),
+    );
     expect(r.body.status.phase).toBe("Running");
   });
 
   it("a pod on the pod network: 7, the PodSandboxStatus after RunPodSandbox (the pod IP, as kubelet reads it) serving the read-back too", async () => {
     const r = await h.post("/v1/pods/sync", podInput({ hostNetwork: false }));
     expect(r.status).toBe(200);
-    expect(calls()).toEqual({ ListPodSandbox: 1, RunPodSandbox: 1, PodSandboxStatus: 1, ImageStatus: 1, CreateContainer: 1, StartContainer: 1, ContainerStatus: 1 });
+    expect(calls()).toEqual({
+      ListPodSandbox: 1,
+      RunPodSandbox: 1,
+      PodSandboxStatus: 1,
+      ImageStatus: 1,
+      CreateContainer: 1,
+      StartContainer: 1,
+      ContainerStatus: 1,
+    });
     expect(r.body.status.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
   });
 
@@ -79,7 +114,14 @@ describe("a first sync's CRI calls", () => {
     try {
       const r = await h.post("/v1/pods/sync", podInput({ imagePullPolicy: "Always" }));
       expect(r.status).toBe(200);
-      expect(calls()).toEqual({ ListPodSandbox: 1, RunPodSandbox: 1, PullImage: 1, CreateContainer: 1, StartContainer: 1, ContainerStatus: 1 });
+      expect(calls()).toEqual({
+        ListPodSandbox: 1,
+        RunPodSandbox: 1,
+        PullImage: 1,
+        CreateContainer: 1,
+        StartContainer: 1,
+        ContainerStatus: 1,
+      });
     } finally {
       fake.runtime.pullable.delete("localhost/busybox:1");
     }
@@ -88,18 +130,39 @@ describe("a first sync's CRI calls", () => {
   it("a failed step: the read-back lists the pod again (what a failed call left is not known)", async () => {
     const r = await h.post("/v1/pods/sync", podInput({ image: "localhost/absent:1", imagePullPolicy: "Never" }));
     expect(r.status).toBe(207);
-    expect(calls()).toMatchObject({ ListPodSandbox: 2, ListContainers: 1, RunPodSandbox: 1, ImageStatus: 1, PodSandboxStatus: 1 });
+    expect(calls()).toMatchObject({
+      ListPodSandbox: 2,
+      ListContainers: 1,
+      RunPodSandbox: 1,
+      ImageStatus: 1,
+      PodSandboxStatus: 1,
+    });
     expect(r.body.runtime.sandboxes).toHaveLength(1);
   });
 
   it("PUT /v1/node/pods of 3 new pods on an empty node: one node-wide ListPodSandbox, then 5 calls per pod", async () => {
-    const node = await Harness.start(cri, { desired: new MemoryDesiredState(), policy: { level: "privileged", hostPathAllow: [] } });
+    const node = await Harness.start(cri, {
+      desired: new MemoryDesiredState(),
+      policy: { level: "privileged", hostPathAllow: [] },
+    });
     try {
       const set = [podInput(), podInput(), podInput()];
-      const r = await node.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/jose" }, body: await node.sign({ act: "apply", generation: 1, pods: set }) });
+      const r = await node.fetch("/v1/node/pods", {
+        method: "PUT",
+        headers: { "content-type": "application/jose" },
+        body: await node.sign({ act: "apply", generation: 1, pods: set }),
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       // (Version: this runtime's first status.)
-      expect(calls()).toEqual({ ListPodSandbox: 1, RunPodSandbox: 3, ImageStatus: 3, CreateContainer: 3, StartContainer: 3, ContainerStatus: 3, Version: 1 });
+      expect(calls()).toEqual({
+        ListPodSandbox: 1,
+        RunPodSandbox: 3,
+        ImageStatus: 3,
+        CreateContainer: 3,
+        StartContainer: 3,
+        ContainerStatus: 3,
+        Version: 1,
+      });
     } finally {
       await node.close();
     }
@@ -124,17 +187,45 @@ describe("the runtime's name on the Node entry", () => {
   it("read at start with the event stream's Version: the node's very first sync makes no Version call", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-first-"));
     fake.runtime.resetCalls();
-    const r = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_CRI_ENDPOINT: fake.endpoint, PODSYNC_NODE_NAME: "first-node", PODSYNC_POLICY: "privileged" }, true);
+    const r = await startNode(
+      {
+        PODSYNC_PORT: "0",
+        PODSYNC_DEV_DIR: dir,
+        PODSYNC_STATE_DIR: join(dir, "state"),
+        PODSYNC_ROOT_DIR: join(dir, "root"),
+        PODSYNC_CRI_ENDPOINT: fake.endpoint,
+        PODSYNC_NODE_NAME: "first-node",
+        PODSYNC_POLICY: "privileged",
+      },
+      true,
+    );
     try {
       await expect.poll(() => fake.runtime.calls.get("Version") ?? 0).toBeGreaterThanOrEqual(1);
       const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
-      const token = await new SignJWT({ act: "sync", pod: podInput() }).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("first-node").setIssuedAt().setExpirationTime("1m").setJti(uid("jti")).sign(await importJWK(key, "EdDSA"));
+      const token = await new SignJWT({ act: "sync", pod: podInput() })
+        .setProtectedHeader({ alg: "EdDSA", kid: key.kid! })
+        .setIssuer(key.iss)
+        .setAudience("first-node")
+        .setIssuedAt()
+        .setExpirationTime("1m")
+        .setJti(uid("jti"))
+        .sign(await importJWK(key, "EdDSA"));
       fake.runtime.resetCalls();
-      const res = await fetch(`${r.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+      const res = await fetch(`${r.url}/v1/pods/sync`, {
+        method: "POST",
+        headers: { "content-type": "application/jose" },
+        body: token,
+      });
       expect(res.status).toBe(200);
       // The request's own calls (the 6 above); the relist its release asks for (a pod new to the loop) may be under
       // way beside them. No Version among any.
-      expect(calls()).toMatchObject({ RunPodSandbox: 1, ImageStatus: 1, CreateContainer: 1, StartContainer: 1, ContainerStatus: 1 });
+      expect(calls()).toMatchObject({
+        RunPodSandbox: 1,
+        ImageStatus: 1,
+        CreateContainer: 1,
+        StartContainer: 1,
+        ContainerStatus: 1,
+      });
       expect(calls()["Version"]).toBeUndefined();
     } finally {
       await r.close();

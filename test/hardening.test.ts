@@ -4,7 +4,16 @@ import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { base64url } from "jose";
 import { connect } from "node:net";
-import { appendFileSync, constants, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  constants,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startNode } from "../src/node.js";
@@ -14,7 +23,7 @@ import { expandedLength } from "../src/pod/env-size.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { POD_TERMINATION_GRACE_PERIOD_ANNOTATION } from "../src/container/labels.js";
 import type { FakeServer } from "./support/fake-cri.js";
-import { Harness, ISSUER, NODE, startStack, type Stack } from "./support/http.js";
+import { type Harness, ISSUER, NODE, startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
 
 let fake: FakeServer;
@@ -30,7 +39,11 @@ beforeEach(() => fake.runtime.clearFaults());
 
 const podInput = (id = uid(), spec: Record<string, unknown> = {}, container: Record<string, unknown> = {}) => ({
   metadata: { name: "web", namespace: "default", uid: id },
-  spec: { terminationGracePeriodSeconds: 2, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"], ...container }], ...spec },
+  spec: {
+    terminationGracePeriodSeconds: 2,
+    containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"], ...container }],
+    ...spec,
+  },
 });
 
 /** Refused with this status and problem type, and the runtime saw no call at all. */
@@ -51,13 +64,21 @@ async function stillServes() {
 }
 
 const del = async (id: string, claims: Record<string, unknown> = {}) =>
-  h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id, ...claims })}` } });
-const podContainers = (id: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id);
+  h.fetch(`/v1/pods/${id}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id, ...claims })}` },
+  });
+const podContainers = (id: string) =>
+  [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === id);
 
 describe("bounds on numbers that become deadlines or sizes", () => {
   it("a spec grace period past podsync's limit, or not an integer, is 400 invalid-pod naming the field", async () => {
     for (const g of [400000000000, 86401, 2.5, -1]) {
-      const body = await refused(h.post("/v1/pods/sync", podInput(uid(), { terminationGracePeriodSeconds: g })), 400, "invalid-pod");
+      const body = await refused(
+        h.post("/v1/pods/sync", podInput(uid(), { terminationGracePeriodSeconds: g })),
+        400,
+        "invalid-pod",
+      );
       expect(body.errors.map((e: any) => e.path)).toEqual(["pod.spec.terminationGracePeriodSeconds"]);
     }
     expect((await h.post("/v1/pods/plan", podInput(uid(), { terminationGracePeriodSeconds: 86400 }))).status).toBe(200);
@@ -65,8 +86,15 @@ describe("bounds on numbers that become deadlines or sizes", () => {
   });
 
   it("resource quantities that do not fit the runtime's int64 fields are 400 invalid-pod", async () => {
-    const body = await refused(h.post("/v1/pods/sync", podInput(uid(), {}, { resources: { limits: { memory: "1e300", cpu: "1e300" } } })), 400, "invalid-pod");
-    expect(body.errors.map((e: any) => e.path).sort()).toEqual(["pod.spec.containers[0].resources.limits.cpu", "pod.spec.containers[0].resources.limits.memory"]);
+    const body = await refused(
+      h.post("/v1/pods/sync", podInput(uid(), {}, { resources: { limits: { memory: "1e300", cpu: "1e300" } } })),
+      400,
+      "invalid-pod",
+    );
+    expect(body.errors.map((e: any) => e.path).sort()).toEqual([
+      "pod.spec.containers[0].resources.limits.cpu",
+      "pod.spec.containers[0].resources.limits.memory",
+    ]);
   });
 
   it("DELETE with a huge or fractional gracePeriodSeconds is 400 before any runtime call; the pod stays; the server still serves", async () => {
@@ -75,7 +103,9 @@ describe("bounds on numbers that become deadlines or sizes", () => {
     const id = pod.metadata.uid;
     for (const g of [1e300, 400000000000, 2.5, -1, "30"]) {
       const body = await refused(del(id, { gracePeriodSeconds: g }), 400, "bad-request");
-      expect(body.errors).toEqual([{ path: "gracePeriodSeconds", message: expect.stringContaining("whole number of seconds") }]);
+      expect(body.errors).toEqual([
+        { path: "gracePeriodSeconds", message: expect.stringContaining("whole number of seconds") },
+      ]);
     }
     expect(podContainers(id)).toHaveLength(1);
     await stillServes();
@@ -85,7 +115,8 @@ describe("bounds on numbers that become deadlines or sizes", () => {
   it("a container whose grace annotation is huge (made outside podsync) is killed with a bounded deadline, and the server still serves", async () => {
     const pod = podInput();
     expect((await h.post("/v1/pods/sync", pod)).status).toBe(200);
-    for (const c of podContainers(pod.metadata.uid)) c.config.annotations[POD_TERMINATION_GRACE_PERIOD_ANNOTATION] = "400000000000000000000";
+    for (const c of podContainers(pod.metadata.uid))
+      c.config.annotations[POD_TERMINATION_GRACE_PERIOD_ANNOTATION] = "400000000000000000000";
     const r = await del(pod.metadata.uid);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(podContainers(pod.metadata.uid)).toHaveLength(0);
@@ -95,7 +126,8 @@ describe("bounds on numbers that become deadlines or sizes", () => {
   it("the CRI client keeps any deadline finite and in range (absurd, infinite or NaN timeouts never crash)", async () => {
     const cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 1000 });
     try {
-      for (const timeoutMs of [1e300, 4e14, Infinity, Number.NaN]) expect((await cri.version({}, { timeoutMs })).runtimeName).toBe("fake");
+      for (const timeoutMs of [1e300, 4e14, Infinity, Number.NaN])
+        expect((await cri.version({}, { timeoutMs })).runtimeName).toBe("fake");
     } finally {
       cri.close();
     }
@@ -104,7 +136,10 @@ describe("bounds on numbers that become deadlines or sizes", () => {
 
 describe("$(VAR) expansion is bounded before any runtime call", () => {
   /** V0 = 8 bytes, Vi = "$(Vi-1)$(Vi-1)": under 1 KB of spec that expands to gigabytes. */
-  const doubling = (n: number) => [{ name: "V0", value: "xxxxxxxx" }, ...Array.from({ length: n }, (_, i) => ({ name: `V${i + 1}`, value: `$(V${i})$(V${i})` }))];
+  const doubling = (n: number) => [
+    { name: "V0", value: "xxxxxxxx" },
+    ...Array.from({ length: n }, (_, i) => ({ name: `V${i + 1}`, value: `$(V${i})$(V${i})` })),
+  ];
 
   it("the doubling pod is 400 invalid-pod naming the env value, with zero runtime calls", async () => {
     const pod = podInput(uid(), {}, { env: doubling(21) });
@@ -112,7 +147,10 @@ describe("$(VAR) expansion is bounded before any runtime call", () => {
     const body = await refused(h.post("/v1/pods/sync", pod), 400, "invalid-pod");
     // V14 is the first over 128 KiB (8 * 2^14 = 131072 is not over; 8 * 2^15 is).
     expect(body.errors).toEqual([
-      { path: "pod.spec.containers[0].env[15].value", message: expect.stringMatching(/expands .* to 262144 bytes; at most 128 KiB per value/) },
+      {
+        path: "pod.spec.containers[0].env[15].value",
+        message: expect.stringMatching(/expands .* to 262144 bytes; at most 128 KiB per value/),
+      },
       { path: "pod.spec.containers[0].env", message: expect.stringMatching(/at most 1024 KiB per container/) },
     ]);
     // A chain long enough to be astronomically large is refused the same way (nothing is expanded).
@@ -126,7 +164,9 @@ describe("$(VAR) expansion is bounded before any runtime call", () => {
   });
 
   it("the size scan agrees with the expansion itself, byte for byte", () => {
-    const text = fc.array(fc.constantFrom("$", "(", ")", "A", "B", "x", "é", "😀", "\ud800"), { maxLength: 24 }).map((a) => a.join(""));
+    const text = fc
+      .array(fc.constantFrom("$", "(", ")", "A", "B", "x", "é", "😀", "\ud800"), { maxLength: 24 })
+      .map((a) => a.join(""));
     fc.assert(
       fc.property(text, fc.dictionary(fc.constantFrom("A", "B", "x", "é"), text), (input, defs) => {
         const vars = new Map(Object.entries(defs));
@@ -140,9 +180,15 @@ describe("$(VAR) expansion is bounded before any runtime call", () => {
 
 /** POST a pod body (JSON or YAML text) signed by digest in Podsync-Signature. */
 async function postDetached(body: string, type: string, o: { act?: string; jti?: string; signedBody?: string } = {}) {
-  const digest = base64url.encode(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(o.signedBody ?? body))));
+  const digest = base64url.encode(
+    new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(o.signedBody ?? body))),
+  );
   const sig = await h.sign({ act: o.act ?? "sync", body_sha256: digest }, o.jti ? { jti: o.jti } : {});
-  return h.fetch(`/v1/pods/${o.act ?? "sync"}`, { method: "POST", headers: { "content-type": type, "podsync-signature": sig }, body });
+  return h.fetch(`/v1/pods/${o.act ?? "sync"}`, {
+    method: "POST",
+    headers: { "content-type": type, "podsync-signature": sig },
+    body,
+  });
 }
 
 /** Run fn with everything written to stderr (and process warnings, console.warn/error) captured. */
@@ -150,7 +196,9 @@ async function capturingStderr<T>(fn: () => Promise<T>): Promise<{ result: T; st
   const out: string[] = [];
   const spies = [
     vi.spyOn(process.stderr, "write").mockImplementation(((c: unknown) => (out.push(String(c)), true)) as never),
-    vi.spyOn(process, "emitWarning").mockImplementation(((w: unknown) => void out.push(String((w as Error)?.message ?? w))) as never),
+    vi
+      .spyOn(process, "emitWarning")
+      .mockImplementation(((w: unknown) => void out.push(String((w as Error)?.message ?? w))) as never),
     vi.spyOn(console, "warn").mockImplementation((...a: unknown[]) => void out.push(a.join(" "))),
     vi.spyOn(console, "error").mockImplementation((...a: unknown[]) => void out.push(a.join(" "))),
   ];
@@ -188,14 +236,29 @@ describe("parser errors never echo the body (secrets stay out of responses, logs
   }
 
   it("a YAML syntax error next to a password: 400 bad-yaml with line and column only", async () => {
-    const r = await expectNoLeak(yamlPod('password: "hunter2-yaml-secret" trailing'), "application/yaml", "hunter2-yaml-secret", "bad-yaml");
+    const r = await expectNoLeak(
+      yamlPod('password: "hunter2-yaml-secret" trailing'),
+      "application/yaml",
+      "hunter2-yaml-secret",
+      "bad-yaml",
+    );
     expect(r.detail).toMatch(/^the body is not valid YAML: [a-z ]+ at line 7, column \d+$/);
-    const nested = await expectNoLeak(yamlPod("password: hunter2-nested-secret: x"), "application/yaml", "hunter2-nested-secret", "bad-yaml");
+    const nested = await expectNoLeak(
+      yamlPod("password: hunter2-nested-secret: x"),
+      "application/yaml",
+      "hunter2-nested-secret",
+      "bad-yaml",
+    );
     expect(nested.detail).toMatch(/at line 7, column \d+$/);
   });
 
   it("an unknown YAML tag is a 400 refusal, not a warning on stderr and a silently changed value", async () => {
-    const r = await expectNoLeak(yamlPod("password: !vault hunter2-tag-secret"), "application/yaml", "hunter2-tag-secret", "bad-yaml");
+    const r = await expectNoLeak(
+      yamlPod("password: !vault hunter2-tag-secret"),
+      "application/yaml",
+      "hunter2-tag-secret",
+      "bad-yaml",
+    );
     expect(r.detail).toMatch(/tag resolve failed at line 7, column \d+/);
   });
 
@@ -229,7 +292,8 @@ function rawSocket() {
   return {
     sock,
     write: (s: string) => new Promise<void>((r) => sock.write(s, () => r())),
-    waitFor: (what: string, until: (data: string, closed: boolean) => boolean) => eventually(what, () => (until(data, closed) ? { data, closed } : undefined)),
+    waitFor: (what: string, until: (data: string, closed: boolean) => boolean) =>
+      eventually(what, () => (until(data, closed) ? { data, closed } : undefined)),
   };
 }
 
@@ -241,7 +305,9 @@ function responses(raw: string): { status: number; headers: Record<string, strin
     const end = rest.indexOf("\r\n\r\n");
     if (!rest.startsWith("HTTP/1.1 ") || end < 0) return out;
     const [statusLine, ...lines] = rest.slice(0, end).split("\r\n");
-    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+    const headers = Object.fromEntries(
+      lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]),
+    );
     const len = Number(headers["content-length"] ?? 0);
     if (rest.length < end + 4 + len) return out;
     out.push({ status: Number(statusLine!.split(" ")[1]), headers, body: rest.slice(end + 4, end + 4 + len) });
@@ -253,10 +319,14 @@ describe("HTTP hygiene", () => {
   it("a client that aborts mid-body is logged as a closed request, not a 500 with a stack", async () => {
     const n = h.logs.length;
     const c = rawSocket();
-    await c.write("POST /v1/pods/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/jose\r\nContent-Length: 5000\r\n\r\neyJhbGciOi");
+    await c.write(
+      "POST /v1/pods/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/jose\r\nContent-Length: 5000\r\n\r\neyJhbGciOi",
+    );
     await eventually("the server to start reading", () => (fake.runtime.totalCalls() >= 0 ? true : undefined));
     c.sock.destroy();
-    const line = await eventually("the request's log line", () => h.logs.slice(n).find((l) => l.route === "/v1/pods/sync"));
+    const line = await eventually("the request's log line", () =>
+      h.logs.slice(n).find((l) => l.route === "/v1/pods/sync"),
+    );
     expect(line.status).toBe(400);
     expect(line.error).toMatch(/client closed the request/);
     expect(line.error).not.toMatch(/\bat .*:\d+/);
@@ -265,7 +335,8 @@ describe("HTTP hygiene", () => {
 
   it("a 413 on a chunked body closes the connection properly: the next request on that socket is never lost", async () => {
     const c = rawSocket();
-    let req = "POST /v1/pods/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/jose\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let req =
+      "POST /v1/pods/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/jose\r\nTransfer-Encoding: chunked\r\n\r\n";
     for (let i = 0; i < 70; i++) req += `400\r\n${"y".repeat(1024)}\r\n`;
     // The client is still sending (no last chunk yet) when the 413 comes back.
     await c.write(req);
@@ -279,8 +350,13 @@ describe("HTTP hygiene", () => {
       // A slow client: the rest of its upload comes later than the server's drain allowance (500 ms in
       // @hono/node-server), and then its next request on the kept-alive socket.
       await new Promise((r) => setTimeout(r, 800));
-      await c.write(`${"z".repeat(1024)}\r\n`.replace(/^/, "400\r\n") + "0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-      const second = await c.waitFor("the second answer, or a close", (d, closed) => closed || responses(d).length >= 2);
+      await c.write(
+        `${`${"z".repeat(1024)}\r\n`.replace(/^/, "400\r\n")}0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`,
+      );
+      const second = await c.waitFor(
+        "the second answer, or a close",
+        (d, closed) => closed || responses(d).length >= 2,
+      );
       expect(responses(second.data).map((r) => r.status)).toEqual([413, 200]);
     }
     c.sock.destroy();
@@ -288,12 +364,28 @@ describe("HTTP hygiene", () => {
 
   it("an unsigned JSON pod is 401 missing, like an unsigned YAML pod", async () => {
     const pod = JSON.stringify(podInput());
-    const json = await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: pod }), 401, "unauthorized");
+    const json = await refused(
+      h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: pod }),
+      401,
+      "unauthorized",
+    );
     expect(json.reason).toBe("missing");
-    const yaml = await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/yaml" }, body: pod }), 401, "unauthorized");
+    const yaml = await refused(
+      h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/yaml" }, body: pod }),
+      401,
+      "unauthorized",
+    );
     expect(yaml.reason).toBe("missing");
     // A wrapper that is there but malformed is still a bad request.
-    await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jws: 5 }) }), 400, "bad-request");
+    await refused(
+      h.fetch("/v1/pods/sync", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jws: 5 }),
+      }),
+      400,
+      "bad-request",
+    );
   });
 
   it("the status route reports the image as the spec named it, and the image id as imageRef (containerd 1.6 shapes)", async () => {
@@ -302,8 +394,12 @@ describe("HTTP hygiene", () => {
     const pod = podInput(uid(), {}, { image: "localhost/alias:1" });
     expect((await h.post("/v1/pods/sync", pod)).status).toBe(200);
     const id = pod.metadata.uid;
-    const st = await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` } });
-    expect(st.body.status.containers).toMatchObject([{ name: "main", image: "localhost/alias:1", imageRef: "sha256:busybox1" }]);
+    const st = await h.fetch(`/v1/pods/${id}/status`, {
+      headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` },
+    });
+    expect(st.body.status.containers).toMatchObject([
+      { name: "main", image: "localhost/alias:1", imageRef: "sha256:busybox1" },
+    ]);
     // The sync's own read-back (the CRI view in `runtime`, the v1 status in `status`) says the same.
     const again = await h.post("/v1/pods/sync", pod);
     expect(again.body.runtime.containers).toMatchObject([{ image: "localhost/alias:1", imageRef: "sha256:busybox1" }]);
@@ -334,7 +430,11 @@ describe("a used token never acts twice, not even after a restart", () => {
     }
   };
   const postTo = async (url: string, token: string) => {
-    const r = await fetch(`${url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+    const r = await fetch(`${url}/v1/pods/sync`, {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: token,
+    });
     return { status: r.status, type: r.headers.get("content-type") ?? "", body: (await r.json()) as any };
   };
 
@@ -370,7 +470,11 @@ describe("a used token never acts twice, not even after a restart", () => {
     writeFileSync(file, "");
     const node = await startNode(nodeEnv(join(file, "state")), true);
     try {
-      const body = await refused(postTo(node.url, await h.sign({ act: "sync", pod: podInput() })), 503, "state-unavailable");
+      const body = await refused(
+        postTo(node.url, await h.sign({ act: "sync", pod: podInput() })),
+        503,
+        "state-unavailable",
+      );
       expect(body.detail).toMatch(/ENOTDIR/);
       expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
     } finally {
@@ -381,7 +485,11 @@ describe("a used token never acts twice, not even after a restart", () => {
   it("detached signature: a wrong body does not spend the jti, so the genuine body with that token still acts", async () => {
     const genuine = JSON.stringify(podInput());
     const jti = `detached-${uid()}`;
-    const wrong = await refused(postDetached(genuine.replace("sleep", "sleeq"), "application/json", { jti, signedBody: genuine }), 401, "unauthorized");
+    const wrong = await refused(
+      postDetached(genuine.replace("sleep", "sleeq"), "application/json", { jti, signedBody: genuine }),
+      401,
+      "unauthorized",
+    );
     expect(wrong.reason).toBe("bad-signature");
     expect((await postDetached(genuine, "application/json", { jti })).status).toBe(200);
     await refused(postDetached(genuine, "application/json", { jti }), 409, "replayed");

@@ -14,7 +14,12 @@ let h: Harness;
 const desired = new MemoryDesiredState();
 const nodeInfo: NodeInfo = {
   name: "node-a",
-  labels: { "kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", site: "berlin" },
+  labels: {
+    "kubernetes.io/hostname": "node-a",
+    "kubernetes.io/os": "linux",
+    "kubernetes.io/arch": "amd64",
+    site: "berlin",
+  },
   taints: [{ key: "dedicated", value: "edge", effect: "NoSchedule" }],
   allocatable: { milliCPU: 2000, memory: 2 ** 30, pods: 110 },
   conditions: () => (diskPressure ? ["DiskPressure"] : []),
@@ -26,7 +31,10 @@ const privileged = { level: "privileged" as const, hostPathAllow: [] };
 const events: RefusedPod[] = [];
 const tolerant = [{ key: "dedicated", operator: "Exists" as const }];
 
-const podInput = (extra: Record<string, unknown> = {}, containers: unknown[] = [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }]) => ({
+const podInput = (
+  extra: Record<string, unknown> = {},
+  containers: unknown[] = [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }],
+) => ({
   metadata: { name: "web", namespace: "default", uid: uid("adm") },
   spec: { terminationGracePeriodSeconds: 2, tolerations: tolerant, containers, ...extra },
 });
@@ -36,7 +44,11 @@ async function refused(p: Promise<{ status: number; type: string; body: any }>) 
   const r = await p;
   expect(r.status, JSON.stringify(r.body)).toBe(403);
   expect(r.type).toBe("application/problem+json");
-  expect(r.body).toMatchObject({ type: "urn:podsync:problem:admission", title: "Refused by the node's admission", status: 403 });
+  expect(r.body).toMatchObject({
+    type: "urn:podsync:problem:admission",
+    title: "Refused by the node's admission",
+    status: 403,
+  });
   expect(stack.fake.runtime.totalCalls()).toBe(before);
   return r.body;
 }
@@ -44,10 +56,28 @@ async function refused(p: Promise<{ status: number; type: string; body: any }>) 
 beforeAll(async () => {
   stack = await startStack({ timeoutMs: 1500, maxBodyBytes: 64 * 1024 });
   // hostPort is outside the default baseline policy; the owner allows it here so admission is what decides.
-  h = await Harness.start(stack.cri, { nodeInfo, desired, policy: privileged, onAdmissionRefused: (r) => void events.push(...r) });
+  h = await Harness.start(stack.cri, {
+    nodeInfo,
+    desired,
+    policy: privileged,
+    onAdmissionRefused: (r) => void events.push(...r),
+  });
   // Another pod the node already has: 1.5 cpu, 512Mi, host port 8080.
   await desired.put({
-    pod: validPod({ tolerations: tolerant, containers: [{ name: "main", image: "localhost/busybox:1", ports: [{ containerPort: 80, hostPort: 8080 }], resources: { requests: { cpu: "1500m", memory: "512Mi" } } }] }, { name: "other", namespace: "apps", uid: "other-uid" }),
+    pod: validPod(
+      {
+        tolerations: tolerant,
+        containers: [
+          {
+            name: "main",
+            image: "localhost/busybox:1",
+            ports: [{ containerPort: 80, hostPort: 8080 }],
+            resources: { requests: { cpu: "1500m", memory: "512Mi" } },
+          },
+        ],
+      },
+      { name: "other", namespace: "apps", uid: "other-uid" },
+    ),
     audit: { iss: "test", iat: 0 },
     storedAt: 0,
   });
@@ -64,7 +94,12 @@ describe("403 admission", () => {
     expect(body).toMatchObject({
       detail: "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
       reason: "NodeAffinity",
-      errors: [{ path: "spec.nodeSelector", message: "NodeAffinity: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" }],
+      errors: [
+        {
+          path: "spec.nodeSelector",
+          message: "NodeAffinity: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+        },
+      ],
     });
     await refused(h.post("/v1/pods/plan", pod));
   });
@@ -75,48 +110,93 @@ describe("403 admission", () => {
     await refused(h.post("/v1/pods/plan", pod));
     expect(events).toEqual([]);
     await refused(h.post("/v1/pods/sync", pod));
-    expect(events).toEqual([{ pod: { uid: pod.metadata.uid, name: "web", namespace: "default" }, reason: "NodeAffinity", message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" }]);
+    expect(events).toEqual([
+      {
+        pod: { uid: pod.metadata.uid, name: "web", namespace: "default" },
+        reason: "NodeAffinity",
+        message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+      },
+    ]);
   });
 
   it("kubelet's default labels and the owner's are there to select on", async () => {
-    const r = await h.post("/v1/pods/plan", podInput({ nodeSelector: { "kubernetes.io/os": "linux", "kubernetes.io/hostname": "node-a", site: "berlin" } }));
+    const r = await h.post(
+      "/v1/pods/plan",
+      podInput({ nodeSelector: { "kubernetes.io/os": "linux", "kubernetes.io/hostname": "node-a", site: "berlin" } }),
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
   });
 
   it("an untolerated NoSchedule taint of the owner's: TaintToleration naming it", async () => {
     const body = await refused(h.post("/v1/pods/plan", podInput({ tolerations: [] })));
-    expect(body).toMatchObject({ reason: "TaintToleration", errors: [{ path: "spec.tolerations", message: expect.stringContaining("{dedicated=edge:NoSchedule}") }] });
+    expect(body).toMatchObject({
+      reason: "TaintToleration",
+      errors: [{ path: "spec.tolerations", message: expect.stringContaining("{dedicated=edge:NoSchedule}") }],
+    });
   });
 
   it("requests over what the other desired pods leave: OutOfcpu and OutOfmemory, kubelet's numbers", async () => {
-    const body = await refused(h.post("/v1/pods/sync", podInput({}, [{ name: "main", image: "localhost/busybox:1", resources: { requests: { cpu: "600m", memory: "600Mi" } } }])));
+    const body = await refused(
+      h.post(
+        "/v1/pods/sync",
+        podInput({}, [
+          { name: "main", image: "localhost/busybox:1", resources: { requests: { cpu: "600m", memory: "600Mi" } } },
+        ]),
+      ),
+    );
     expect(body).toMatchObject({
       reason: "OutOfcpu",
       detail: "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000",
       errors: [
-        { path: "spec.containers[0].resources.requests.cpu", message: "OutOfcpu: Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000" },
-        { path: "spec.containers[0].resources.requests.memory", message: `OutOfmemory: Node didn't have enough resource: memory, requested: ${600 * 2 ** 20}, used: ${512 * 2 ** 20}, capacity: ${2 ** 30}` },
+        {
+          path: "spec.containers[0].resources.requests.cpu",
+          message: "OutOfcpu: Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000",
+        },
+        {
+          path: "spec.containers[0].resources.requests.memory",
+          message: `OutOfmemory: Node didn't have enough resource: memory, requested: ${600 * 2 ** 20}, used: ${512 * 2 ** 20}, capacity: ${2 ** 30}`,
+        },
       ],
     });
   });
 
   it("a host port another desired pod holds: NodePorts naming that pod; the holder itself may re-sync", async () => {
-    const body = await refused(h.post("/v1/pods/plan", podInput({}, [{ name: "main", image: "localhost/busybox:1", ports: [{ containerPort: 80, hostPort: 8080 }] }])));
-    expect(body).toMatchObject({ reason: "NodePorts", errors: [{ path: "spec.containers[0].ports[0].hostPort", message: expect.stringContaining("used by pod apps/other (other-uid)") }] });
+    const body = await refused(
+      h.post(
+        "/v1/pods/plan",
+        podInput({}, [{ name: "main", image: "localhost/busybox:1", ports: [{ containerPort: 80, hostPort: 8080 }] }]),
+      ),
+    );
+    expect(body).toMatchObject({
+      reason: "NodePorts",
+      errors: [
+        {
+          path: "spec.containers[0].ports[0].hostPort",
+          message: expect.stringContaining("used by pod apps/other (other-uid)"),
+        },
+      ],
+    });
     const self = (await desired.get("other-uid"))!.pod;
     const again = await h.post("/v1/pods/plan", self);
     expect(again.status, JSON.stringify(again.body)).toBe(200);
   });
 
   it("spec.nodeName of another node: NodeName", async () => {
-    expect(await refused(h.post("/v1/pods/plan", podInput({ nodeName: "node-b" })))).toMatchObject({ reason: "NodeName", detail: "Pod was rejected: Predicate NodeName failed: node(s) didn't match the requested node name" });
+    expect(await refused(h.post("/v1/pods/plan", podInput({ nodeName: "node-b" })))).toMatchObject({
+      reason: "NodeName",
+      detail: "Pod was rejected: Predicate NodeName failed: node(s) didn't match the requested node name",
+    });
   });
 
   it("under DiskPressure a new pod is refused as kubelet's eviction manager refuses it (reason Evicted); a pod already desired re-syncs", async () => {
     diskPressure = true;
     try {
       const body = await refused(h.post("/v1/pods/sync", podInput()));
-      expect(body).toMatchObject({ reason: "Evicted", detail: "Pod was rejected: The node had condition: [DiskPressure]. ", errors: [{ path: "metadata.name", message: "Evicted: The node had condition: [DiskPressure]. " }] });
+      expect(body).toMatchObject({
+        reason: "Evicted",
+        detail: "Pod was rejected: The node had condition: [DiskPressure]. ",
+        errors: [{ path: "metadata.name", message: "Evicted: The node had condition: [DiskPressure]. " }],
+      });
       const self = (await desired.get("other-uid"))!.pod;
       const again = await h.post("/v1/pods/plan", self);
       expect(again.status, JSON.stringify(again.body)).toBe(200);
@@ -129,7 +209,17 @@ describe("403 admission", () => {
   it("without a desired set (the default), no other pods count", async () => {
     const alone = await Harness.start(stack.cri, { nodeInfo, policy: privileged });
     try {
-      const r = await alone.post("/v1/pods/plan", podInput({}, [{ name: "main", image: "localhost/busybox:1", ports: [{ containerPort: 80, hostPort: 8080 }], resources: { requests: { cpu: "2" } } }]));
+      const r = await alone.post(
+        "/v1/pods/plan",
+        podInput({}, [
+          {
+            name: "main",
+            image: "localhost/busybox:1",
+            ports: [{ containerPort: 80, hostPort: 8080 }],
+            resources: { requests: { cpu: "2" } },
+          },
+        ]),
+      );
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     } finally {
       await alone.close();
@@ -147,7 +237,11 @@ describe("403 admission", () => {
 
 describe("a node-wide set (for PUT /v1/node/pods)", () => {
   it("is refused as a whole, each refused pod's fields named under pods[i]", () => {
-    const p = (cpu: string) => validPod({ tolerations: tolerant, containers: [{ name: "main", image: "localhost/busybox:1", resources: { requests: { cpu } } }] });
+    const p = (cpu: string) =>
+      validPod({
+        tolerations: tolerant,
+        containers: [{ name: "main", image: "localhost/busybox:1", resources: { requests: { cpu } } }],
+      });
     expect(() => admitSetOnNode([p("1"), p("1")], nodeInfo)).not.toThrow();
     let err: unknown;
     try {
@@ -162,8 +256,14 @@ describe("a node-wide set (for PUT /v1/node/pods)", () => {
       status: 403,
       reason: "OutOfcpu",
       errors: [
-        { path: "pods[1].spec.containers[0].resources.requests.cpu", message: "OutOfcpu: Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000" },
-        { path: "pods[2].spec.nodeName", message: "NodeName: Predicate NodeName failed: node(s) didn't match the requested node name" },
+        {
+          path: "pods[1].spec.containers[0].resources.requests.cpu",
+          message: "OutOfcpu: Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000",
+        },
+        {
+          path: "pods[2].spec.nodeName",
+          message: "NodeName: Predicate NodeName failed: node(s) didn't match the requested node name",
+        },
       ],
     });
   });

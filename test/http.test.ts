@@ -13,7 +13,11 @@ let stack: Stack;
 
 const podInput = (id = uid(), extra: Record<string, unknown> = {}) => ({
   metadata: { name: "web", namespace: "default", uid: id },
-  spec: { terminationGracePeriodSeconds: 2, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }], ...extra },
+  spec: {
+    terminationGracePeriodSeconds: 2,
+    containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }],
+    ...extra,
+  },
 });
 
 beforeAll(async () => {
@@ -40,10 +44,16 @@ describe("routes", () => {
     expect((await h.fetch("/healthz")).body).toEqual({ ok: true, node: NODE });
     const ready = await h.fetch("/readyz");
     expect(ready.status).toBe(200);
-    expect(ready.body.runtime).toMatchObject({ name: "fake", apiVersion: "v1", conditions: { RuntimeReady: true, NetworkReady: true } });
+    expect(ready.body.runtime).toMatchObject({
+      name: "fake",
+      apiVersion: "v1",
+      conditions: { RuntimeReady: true, NetworkReady: true },
+    });
     const doc = (await h.fetch("/openapi.json")).body;
     expect(doc.openapi).toBe("3.1.0");
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/pods/sync", "/v1/pods/plan", "/v1/pods/{uid}/status", "/v1/pods/{uid}"]));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/v1/pods/sync", "/v1/pods/plan", "/v1/pods/{uid}/status", "/v1/pods/{uid}"]),
+    );
     expect(doc.components.schemas.Pod.properties.spec.properties.containers).toBeDefined();
     // Error responses come from the problem catalogue: each names the problem types it can carry.
     const syncErrors = doc.paths["/v1/pods/sync"].post.responses;
@@ -57,31 +67,70 @@ describe("routes", () => {
     const pod = podInput();
     const r = await h.post("/v1/pods/sync", pod);
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ ok: true, pod: { namespace: "default", name: "web", uid: pod.metadata.uid }, actions: { createSandbox: true, containersToStart: ["main"] } });
+    expect(r.body).toMatchObject({
+      ok: true,
+      pod: { namespace: "default", name: "web", uid: pod.metadata.uid },
+      actions: { createSandbox: true, containersToStart: ["main"] },
+    });
     expect(r.body.steps.map((s: any) => s.action)).toEqual(["CreatePodSandbox", "StartContainer"]);
-    for (const s of r.body.steps) expect(s).toMatchObject({ ok: true, durationMs: expect.any(Number), target: expect.any(String) });
+    for (const s of r.body.steps)
+      expect(s).toMatchObject({ ok: true, durationMs: expect.any(Number), target: expect.any(String) });
     const again = await h.post("/v1/pods/sync", pod);
     expect(again.body.steps).toEqual([]);
     expect(again.body.runtime.containers).toMatchObject([{ name: "main", state: "running", restartCount: 0 }]);
-    expect(again.body.status).toMatchObject({ phase: "Running", containerStatuses: [{ name: "main", ready: true, started: true, restartCount: 0, state: { running: {} } }] });
+    expect(again.body.status).toMatchObject({
+      phase: "Running",
+      containerStatuses: [{ name: "main", ready: true, started: true, restartCount: 0, state: { running: {} } }],
+    });
     const line = h.logs.at(-1)!;
-    expect(line).toMatchObject({ method: "POST", route: "/v1/pods/sync", status: 200, podUid: pod.metadata.uid, criCalls: 3 }); // 3 to decide; the read-back reuses them (the start time was kept from the first sync's read)
+    expect(line).toMatchObject({
+      method: "POST",
+      route: "/v1/pods/sync",
+      status: 200,
+      podUid: pod.metadata.uid,
+      criCalls: 3,
+    }); // 3 to decide; the read-back reuses them (the start time was kept from the first sync's read)
   });
 
   it("the pod can come as a JSON wrapper, or as a JSON/YAML body signed by digest in Podsync-Signature", async () => {
     const a = podInput();
     const t = await h.sign({ act: "sync", pod: a });
-    expect((await h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jws: t }) })).status).toBe(200);
+    expect(
+      (
+        await h.fetch("/v1/pods/sync", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jws: t }),
+        })
+      ).status,
+    ).toBe(200);
 
-    for (const [type, encode] of [["application/json", JSON.stringify], ["application/yaml", toYaml]] as const) {
+    for (const [type, encode] of [
+      ["application/json", JSON.stringify],
+      ["application/yaml", toYaml],
+    ] as const) {
       const body = encode(podInput());
-      const digest = base64url.encode(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))));
+      const digest = base64url.encode(
+        new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))),
+      );
       const sig = await h.sign({ act: "sync", body_sha256: digest });
-      const r = await h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": type, "podsync-signature": sig }, body });
+      const r = await h.fetch("/v1/pods/sync", {
+        method: "POST",
+        headers: { "content-type": type, "podsync-signature": sig },
+        body,
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       // One changed byte after signing is refused.
       const sig2 = await h.sign({ act: "sync", body_sha256: digest });
-      await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": type, "podsync-signature": sig2 }, body: body.replace("sleep", "sleeq") }), 401, "unauthorized");
+      await refused(
+        h.fetch("/v1/pods/sync", {
+          method: "POST",
+          headers: { "content-type": type, "podsync-signature": sig2 },
+          body: body.replace("sleep", "sleeq"),
+        }),
+        401,
+        "unauthorized",
+      );
     }
   });
 
@@ -90,7 +139,12 @@ describe("routes", () => {
     fake.runtime.resetCalls();
     const r = await h.post("/v1/pods/plan", pod);
     expect(r.status).toBe(200);
-    expect(r.body.actions).toMatchObject({ killPod: true, createSandbox: true, containersToStart: ["main"], containersToKill: [] });
+    expect(r.body.actions).toMatchObject({
+      killPod: true,
+      createSandbox: true,
+      containersToStart: ["main"],
+      containersToKill: [],
+    });
     expect([...fake.runtime.calls.keys()].sort()).toEqual(["ListContainers", "ListPodSandbox"]);
   });
 
@@ -98,42 +152,88 @@ describe("routes", () => {
     const pod = podInput();
     await h.post("/v1/pods/sync", pod);
     const id = pod.metadata.uid;
-    const st = await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` } });
+    const st = await h.fetch(`/v1/pods/${id}/status`, {
+      headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` },
+    });
     expect(st.status).toBe(200);
-    expect(st.body).toMatchObject({ pod: { uid: id, name: "web", namespace: "default" }, status: { containers: [{ name: "main", state: "running" }], sandboxes: [{ state: "SANDBOX_READY" }] } });
+    expect(st.body).toMatchObject({
+      pod: { uid: id, name: "web", namespace: "default" },
+      status: { containers: [{ name: "main", state: "running" }], sandboxes: [{ state: "SANDBOX_READY" }] },
+    });
     // A node-wide read token (no uid) may be reused; a token for another pod may not read this one.
     const nodeWide = await h.sign({ act: "status" });
-    expect((await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${nodeWide}` } })).status).toBe(200);
-    expect((await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${nodeWide}` } })).status).toBe(200);
-    await refused(h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: "other" })}` } }), 401, "unauthorized");
-    await refused(h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` } }), 401, "unauthorized");
+    expect((await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${nodeWide}` } })).status).toBe(
+      200,
+    );
+    expect((await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${nodeWide}` } })).status).toBe(
+      200,
+    );
+    await refused(
+      h.fetch(`/v1/pods/${id}/status`, {
+        headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: "other" })}` },
+      }),
+      401,
+      "unauthorized",
+    );
+    await refused(
+      h.fetch(`/v1/pods/${id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${await h.sign({ act: "status", uid: id })}` },
+      }),
+      401,
+      "unauthorized",
+    );
 
-    const del = await h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id })}` } });
+    const del = await h.fetch(`/v1/pods/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id })}` },
+    });
     expect(del.status).toBe(200);
     expect(del.body).toMatchObject({ ok: true, deleted: true });
-    expect(del.body.steps.map((s: any) => s.action)).toEqual(["KillContainer", "KillPodSandbox", "KillPod", "RemoveContainer", "RemovePodSandbox"]);
+    expect(del.body.steps.map((s: any) => s.action)).toEqual([
+      "KillContainer",
+      "KillPodSandbox",
+      "KillPod",
+      "RemoveContainer",
+      "RemovePodSandbox",
+    ]);
     const gone = await h.fetch(`/v1/pods/${id}/status`, { headers: { authorization: `Bearer ${nodeWide}` } });
     expect(gone.status).toBe(404);
   });
 
   it("a failed step gives 207 with ok:false and the kubelet reason", async () => {
-    const r = await h.post("/v1/pods/sync", podInput(uid(), { containers: [{ name: "main", image: "registry.example.com/nope:1" }] }));
+    const r = await h.post(
+      "/v1/pods/sync",
+      podInput(uid(), { containers: [{ name: "main", image: "registry.example.com/nope:1" }] }),
+    );
     expect(r.status).toBe(207);
     expect(r.body.ok).toBe(false);
-    expect(r.body.steps.at(-1)).toMatchObject({ action: "StartContainer", ok: false, error: "ErrImagePull", grpcCode: "UNKNOWN" });
+    expect(r.body.steps.at(-1)).toMatchObject({
+      action: "StartContainer",
+      ok: false,
+      error: "ErrImagePull",
+      grpcCode: "UNKNOWN",
+    });
   });
 
   it("unknown routes are problem+json 404", async () => {
-    expect(await h.fetch("/v2/nope")).toMatchObject({ status: 404, type: "application/problem+json", body: { type: "urn:podsync:problem:not-found" } });
+    expect(await h.fetch("/v2/nope")).toMatchObject({
+      status: 404,
+      type: "application/problem+json",
+      body: { type: "urn:podsync:problem:not-found" },
+    });
   });
 
   it("a known path with another method is problem+json 405 with Allow", async () => {
-    const r = await fetch(h.url + "/v1/pods/sync", { method: "GET" });
+    const r = await fetch(`${h.url}/v1/pods/sync`, { method: "GET" });
     expect(r.status).toBe(405);
     expect(r.headers.get("content-type")).toBe("application/problem+json");
     expect(r.headers.get("allow")).toBe("POST");
     expect(await r.json()).toMatchObject({ type: "urn:podsync:problem:method-not-allowed", status: 405 });
-    expect((await h.fetch("/v1/pods/abc", { method: "PUT" })).body).toMatchObject({ status: 405, detail: expect.stringContaining("DELETE") });
+    expect((await h.fetch("/v1/pods/abc", { method: "PUT" })).body).toMatchObject({
+      status: 405,
+      detail: expect.stringContaining("DELETE"),
+    });
   });
 });
 
@@ -141,8 +241,20 @@ describe("refused before the runtime is touched", () => {
   const jose = (body: string) => ({ method: "POST", headers: { "content-type": "application/jose" }, body });
 
   it("400 malformed JSON / not the wrapper shape", async () => {
-    await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" }), 400, "bad-json");
-    await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jws: "x", token: "x" }) }), 400, "bad-request");
+    await refused(
+      h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" }),
+      400,
+      "bad-json",
+    );
+    await refused(
+      h.fetch("/v1/pods/sync", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jws: "x", token: "x" }),
+      }),
+      400,
+      "bad-request",
+    );
   });
 
   it("400 invalid pod spec, naming every failing field; unknown fields are rejected", async () => {
@@ -168,12 +280,20 @@ describe("refused before the runtime is touched", () => {
         "pod.spec.ephemeralContainers",
       ]),
     );
-    expect(body.errors.find((e: any) => e.path === "pod.spec.ephemeralContainers").message).toMatch(/unknown field "ephemeralContainers"/);
+    expect(body.errors.find((e: any) => e.path === "pod.spec.ephemeralContainers").message).toMatch(
+      /unknown field "ephemeralContainers"/,
+    );
   });
 
   it("400 duplicate container names across init and app containers (whole-pod rules)", async () => {
-    const body = await refused(h.post("/v1/pods/sync", podInput(uid(), { initContainers: [{ name: "main", image: "localhost/busybox:1" }] })), 400, "invalid-pod");
-    expect(body.errors).toEqual([{ path: "pod.spec.containers[0].name", message: expect.stringMatching(/duplicate container name "main"/) }]);
+    const body = await refused(
+      h.post("/v1/pods/sync", podInput(uid(), { initContainers: [{ name: "main", image: "localhost/busybox:1" }] })),
+      400,
+      "invalid-pod",
+    );
+    expect(body.errors).toEqual([
+      { path: "pod.spec.containers[0].name", message: expect.stringMatching(/duplicate container name "main"/) },
+    ]);
   });
 
   it("401 missing, malformed, tampered, expired, not yet valid, wrong issuer, unknown kid, too long-lived, wrong act", async () => {
@@ -182,18 +302,46 @@ describe("refused before the runtime is touched", () => {
     await refused(h.fetch("/v1/pods/sync", jose("not.a-token")), 401, "unauthorized");
     const good = await h.sign({ act: "sync", pod });
     const [hd, , sg] = good.split(".");
-    const forged = base64url.encode(JSON.stringify({ act: "sync", pod: { ...pod, spec: { ...pod.spec, hostPID: true } }, iss: ISSUER, aud: NODE, iat: 1, exp: 2e9, jti: "x" }));
-    expect((await refused(h.fetch("/v1/pods/sync", jose(`${hd}.${forged}.${sg}`)), 401, "unauthorized")).reason).toBe("bad-signature");
-    expect((await refused(h.post("/v1/pods/sync", pod, { iat: -600, exp: -300 }), 401, "unauthorized")).reason).toBe("expired");
-    expect((await refused(h.post("/v1/pods/sync", pod, { nbf: 120 }), 401, "unauthorized")).reason).toBe("not-yet-valid");
-    expect((await refused(h.post("/v1/pods/sync", pod, { iat: 120, exp: 180 }), 401, "unauthorized")).reason).toBe("not-yet-valid");
-    expect((await refused(h.post("/v1/pods/sync", pod, { iss: "someone-else" }), 401, "unauthorized")).reason).toBe("wrong-issuer");
-    expect((await refused(h.post("/v1/pods/sync", pod, { kid: "nobody" }), 401, "unauthorized")).reason).toBe("unknown-key");
+    const forged = base64url.encode(
+      JSON.stringify({
+        act: "sync",
+        pod: { ...pod, spec: { ...pod.spec, hostPID: true } },
+        iss: ISSUER,
+        aud: NODE,
+        iat: 1,
+        exp: 2e9,
+        jti: "x",
+      }),
+    );
+    expect((await refused(h.fetch("/v1/pods/sync", jose(`${hd}.${forged}.${sg}`)), 401, "unauthorized")).reason).toBe(
+      "bad-signature",
+    );
+    expect((await refused(h.post("/v1/pods/sync", pod, { iat: -600, exp: -300 }), 401, "unauthorized")).reason).toBe(
+      "expired",
+    );
+    expect((await refused(h.post("/v1/pods/sync", pod, { nbf: 120 }), 401, "unauthorized")).reason).toBe(
+      "not-yet-valid",
+    );
+    expect((await refused(h.post("/v1/pods/sync", pod, { iat: 120, exp: 180 }), 401, "unauthorized")).reason).toBe(
+      "not-yet-valid",
+    );
+    expect((await refused(h.post("/v1/pods/sync", pod, { iss: "someone-else" }), 401, "unauthorized")).reason).toBe(
+      "wrong-issuer",
+    );
+    expect((await refused(h.post("/v1/pods/sync", pod, { kid: "nobody" }), 401, "unauthorized")).reason).toBe(
+      "unknown-key",
+    );
     const stranger = await makeKey("EdDSA", "ed-1"); // same kid, different key
-    expect((await refused(h.post("/v1/pods/sync", pod, { key: stranger }), 401, "unauthorized")).reason).toBe("bad-signature");
-    expect((await refused(h.post("/v1/pods/sync", pod, { exp: 3600 }), 401, "unauthorized")).reason).toBe("too-long-lived");
+    expect((await refused(h.post("/v1/pods/sync", pod, { key: stranger }), 401, "unauthorized")).reason).toBe(
+      "bad-signature",
+    );
+    expect((await refused(h.post("/v1/pods/sync", pod, { exp: 3600 }), 401, "unauthorized")).reason).toBe(
+      "too-long-lived",
+    );
     expect((await refused(h.post("/v1/pods/sync", pod, { jti: null }), 401, "unauthorized")).reason).toBe("bad-claims");
-    expect((await refused(h.post("/v1/pods/sync", pod, { act: "plan" }), 401, "unauthorized")).reason).toBe("bad-claims");
+    expect((await refused(h.post("/v1/pods/sync", pod, { act: "plan" }), 401, "unauthorized")).reason).toBe(
+      "bad-claims",
+    );
   });
 
   it("401 algorithm confusion: alg none, and HS256 keyed with the public key", async () => {
@@ -203,7 +351,9 @@ describe("refused before the runtime is touched", () => {
     const none = `${base64url.encode(JSON.stringify({ alg: "none", kid: "ed-1" }))}.${base64url.encode(JSON.stringify(claims))}.`;
     await refused(h.fetch("/v1/pods/sync", jose(none)), 401, "unauthorized");
     const secret = new TextEncoder().encode(JSON.stringify(h.keys[0]!.publicJwk));
-    const hs = await new SignJWT({ ...claims, jti: "alg-hs" }).setProtectedHeader({ alg: "HS256", kid: "ed-1" }).sign(secret);
+    const hs = await new SignJWT({ ...claims, jti: "alg-hs" })
+      .setProtectedHeader({ alg: "HS256", kid: "ed-1" })
+      .sign(secret);
     await refused(h.fetch("/v1/pods/sync", jose(hs)), 401, "unauthorized");
   });
 
@@ -222,7 +372,14 @@ describe("refused before the runtime is touched", () => {
     const pod = podInput(uid(), {
       hostNetwork: true,
       volumes: [{ name: "root", hostPath: { path: "/" } }],
-      containers: [{ name: "main", image: "localhost/busybox:1", securityContext: { privileged: true, capabilities: { add: ["SYS_ADMIN"] } }, volumeMounts: [{ name: "root", mountPath: "/host" }] }],
+      containers: [
+        {
+          name: "main",
+          image: "localhost/busybox:1",
+          securityContext: { privileged: true, capabilities: { add: ["SYS_ADMIN"] } },
+          volumeMounts: [{ name: "root", mountPath: "/host" }],
+        },
+      ],
     });
     const body = await refused(h.post("/v1/pods/sync", pod), 403, "policy");
     expect(body.level).toBe("baseline");
@@ -231,7 +388,10 @@ describe("refused before the runtime is touched", () => {
       expect.arrayContaining([
         { path: "spec.hostNetwork", message: expect.stringMatching(/^hostNamespaces: host namespaces/) },
         { path: "spec.containers[0].securityContext.privileged", message: expect.stringMatching(/^privileged: /) },
-        { path: "spec.containers[0].securityContext.capabilities.add", message: expect.stringMatching(/^capabilities_baseline: .*SYS_ADMIN/) },
+        {
+          path: "spec.containers[0].securityContext.capabilities.add",
+          message: expect.stringMatching(/^capabilities_baseline: .*SYS_ADMIN/),
+        },
         { path: "spec.volumes[0].hostPath", message: expect.stringMatching(/^hostPathVolumes: /) },
       ]),
     );
@@ -262,16 +422,33 @@ describe("refused before the runtime is touched", () => {
         c.close();
       },
     });
-    await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/jose" }, body: stream, duplex: "half" } as RequestInit), 413, "body-too-large");
+    await refused(
+      h.fetch("/v1/pods/sync", {
+        method: "POST",
+        headers: { "content-type": "application/jose" },
+        body: stream,
+        duplex: "half",
+      } as RequestInit),
+      413,
+      "body-too-large",
+    );
   });
 
   it("415 wrong content type", async () => {
-    await refused(h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "text/plain" }, body: "hi" }), 415, "unsupported-media-type");
+    await refused(
+      h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "text/plain" }, body: "hi" }),
+      415,
+      "unsupported-media-type",
+    );
     await refused(h.fetch("/v1/pods/sync", { method: "POST", body: "hi" }), 415, "unsupported-media-type");
   });
 
   it("400 a bad uid in the path", async () => {
-    await refused(h.fetch(`/v1/pods/${encodeURIComponent("../etc")}/status`, { headers: { authorization: "Bearer x" } }), 400, "bad-request");
+    await refused(
+      h.fetch(`/v1/pods/${encodeURIComponent("../etc")}/status`, { headers: { authorization: "Bearer x" } }),
+      400,
+      "bad-request",
+    );
   });
 });
 
@@ -279,13 +456,23 @@ describe("runtime errors reach the caller as problems with their gRPC code", () 
   it("503 when the runtime is unreachable, 504 on a deadline, 502 otherwise", async () => {
     fake.runtime.fault("ListPodSandbox", { kind: "error", code: 14, message: "connection refused", times: 1 });
     const a = await h.post("/v1/pods/sync", podInput());
-    expect(a).toMatchObject({ status: 503, type: "application/problem+json", body: { type: "urn:podsync:problem:runtime-unavailable", grpcCode: "UNAVAILABLE" } });
+    expect(a).toMatchObject({
+      status: 503,
+      type: "application/problem+json",
+      body: { type: "urn:podsync:problem:runtime-unavailable", grpcCode: "UNAVAILABLE" },
+    });
     // (A new pod's only list is its uid check's ListPodSandbox: its sync decides from that.)
     fake.runtime.fault("ListPodSandbox", { kind: "hang", ms: 3000, times: 1 });
     const b = await h.post("/v1/pods/sync", podInput());
-    expect(b).toMatchObject({ status: 504, body: { type: "urn:podsync:problem:runtime-timeout", grpcCode: "DEADLINE_EXCEEDED" } });
+    expect(b).toMatchObject({
+      status: 504,
+      body: { type: "urn:podsync:problem:runtime-timeout", grpcCode: "DEADLINE_EXCEEDED" },
+    });
     fake.runtime.fault("ListPodSandbox", { kind: "error", code: 13, message: "boom", times: 1 });
-    expect(await h.post("/v1/pods/sync", podInput())).toMatchObject({ status: 502, body: { grpcCode: "INTERNAL", detail: "ListPodSandbox: boom" } });
+    expect(await h.post("/v1/pods/sync", podInput())).toMatchObject({
+      status: 502,
+      body: { grpcCode: "INTERNAL", detail: "ListPodSandbox: boom" },
+    });
     fake.runtime.fault("Version", { kind: "error", code: 14, times: 1 });
     expect((await h.fetch("/readyz")).status).toBe(503);
   });
@@ -314,7 +501,10 @@ describe("per-pod serialisation", () => {
 describe("logs", () => {
   it("one JSON line per request, with no secrets (pull-secret credentials never appear)", async () => {
     const n = h.logs.length;
-    const pod = podInput(uid(), { imagePullSecrets: [{ auths: { "registry.example.com": { username: "bob", password: "hunter2-secret" } } }], containers: [{ name: "main", image: "registry.example.com/app:1" }] });
+    const pod = podInput(uid(), {
+      imagePullSecrets: [{ auths: { "registry.example.com": { username: "bob", password: "hunter2-secret" } } }],
+      containers: [{ name: "main", image: "registry.example.com/app:1" }],
+    });
     await h.post("/v1/pods/sync", pod);
     expect(h.logs.length).toBe(n + 1);
     expect(JSON.stringify(h.logs.slice(n))).not.toContain("hunter2-secret");

@@ -7,7 +7,10 @@ const MiB = 1024 * 1024;
 
 describe("idleGcDecider", () => {
   const feed = (samples: [cpuMs: number, heapMiB: number, committedMiB?: number][]) => {
-    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 3, busyMs: 100 }, { used: 30 * MiB, committed: 32 * MiB });
+    const d = idleGcDecider(
+      { minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 3, busyMs: 100 },
+      { used: 30 * MiB, committed: 32 * MiB },
+    );
     return samples.map(([ms, heap, committed]) => {
       const due = d.sample(ms, { used: heap * MiB, committed: (committed ?? heap + 2) * MiB });
       if (due) d.collected({ used: 30 * MiB, committed: 32 * MiB });
@@ -16,26 +19,65 @@ describe("idleGcDecider", () => {
   };
 
   it("idle from the start: never", () => {
-    expect(feed([[0, 30], [1, 30], [0, 30], [0, 30], [0, 30]]).some(Boolean)).toBe(false);
+    expect(
+      feed([
+        [0, 30],
+        [1, 30],
+        [0, 30],
+        [0, 30],
+        [0, 30],
+      ]).some(Boolean),
+    ).toBe(false);
   });
 
   it("a burst that grew the heap by 16 MiB or more, then three quiet samples: once, at the third", () => {
-    expect(feed([[400, 50], [300, 70], [5, 70], [5, 70], [5, 70], [5, 30], [5, 30]])).toEqual([false, false, false, false, true, false, false]);
+    expect(
+      feed([
+        [400, 50],
+        [300, 70],
+        [5, 70],
+        [5, 70],
+        [5, 70],
+        [5, 30],
+        [5, 30],
+      ]),
+    ).toEqual([false, false, false, false, true, false, false]);
   });
 
   it("never while busy; a busy sample starts the quiet count again", () => {
-    expect(feed([[400, 70], [400, 70], [400, 70], [400, 70]]).some(Boolean)).toBe(false);
-    expect(feed([[400, 70], [5, 70], [5, 70], [60, 72], [5, 72], [5, 72], [5, 72]])).toEqual([false, false, false, false, false, false, true]);
+    expect(
+      feed([
+        [400, 70],
+        [400, 70],
+        [400, 70],
+        [400, 70],
+      ]).some(Boolean),
+    ).toBe(false);
+    expect(
+      feed([
+        [400, 70],
+        [5, 70],
+        [5, 70],
+        [60, 72],
+        [5, 72],
+        [5, 72],
+        [5, 72],
+      ]),
+    ).toEqual([false, false, false, false, false, false, true]);
   });
 
   it("periodic work that leaves a few MiB (a resync slot every 10 s): never", () => {
     const samples: [number, number][] = [];
-    for (let i = 0; i < 60; i++) samples.push(i % 10 === 0 ? [80, 30 + (i / 10) * 2] : [2, 30 + Math.floor(i / 10) * 2]);
+    for (let i = 0; i < 60; i++)
+      samples.push(i % 10 === 0 ? [80, 30 + (i / 10) * 2] : [2, 30 + Math.floor(i / 10) * 2]);
     expect(feed(samples).some(Boolean)).toBe(false);
   });
 
   it("a collection V8 made itself (the heap in use fell) moves the baseline down", () => {
-    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1, busyMs: 100 }, { used: 60 * MiB, committed: 62 * MiB });
+    const d = idleGcDecider(
+      { minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1, busyMs: 100 },
+      { used: 60 * MiB, committed: 62 * MiB },
+    );
     expect(d.sample(0, { used: 28 * MiB, committed: 30 * MiB })).toBe(false);
     expect(d.sample(300, { used: 50 * MiB, committed: 52 * MiB })).toBe(false);
     expect(d.sample(0, { used: 50 * MiB, committed: 52 * MiB })).toBe(true);
@@ -51,7 +93,14 @@ describe("idleGcDecider", () => {
     // Measured after a 30-pod PUT: V8's own collections took the heap in use back to 22.5 MiB, and it held 33 committed.
     const o = { minGarbageBytes: 8 * MiB, minCommittedGrowthBytes: 4 * MiB, quietMs: 10, quietSamples: 3, busyMs: 100 };
     const d = idleGcDecider(o, { used: 22 * MiB, committed: 24 * MiB });
-    const steps: [number, number, number][] = [[400, 40, 45], [300, 22.5, 33], [5, 27, 33], [5, 27, 33], [5, 27, 33], [5, 27, 33]];
+    const steps: [number, number, number][] = [
+      [400, 40, 45],
+      [300, 22.5, 33],
+      [5, 27, 33],
+      [5, 27, 33],
+      [5, 27, 33],
+      [5, 27, 33],
+    ];
     const due = steps.map(([ms, used, committed]) => d.sample(ms, { used: used * MiB, committed: committed * MiB }));
     expect(due).toEqual([false, false, false, false, true, true]);
     d.collected({ used: 22 * MiB, committed: 24 * MiB });
@@ -63,8 +112,19 @@ describe("idleGcDecider", () => {
 
   it("a burst whose garbage V8 collected but whose pages it kept (committed far above in use): once, then not again while that stays", () => {
     // 30 MiB in use of 52 committed after the burst; one collection (which may leave the pages where they are).
-    expect(feed([[400, 45, 52], [300, 30, 52], [5, 30, 52], [5, 30, 52], [5, 30, 52]])).toEqual([false, false, false, false, true]);
-    const d = idleGcDecider({ minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1, busyMs: 100 }, { used: 30 * MiB, committed: 32 * MiB });
+    expect(
+      feed([
+        [400, 45, 52],
+        [300, 30, 52],
+        [5, 30, 52],
+        [5, 30, 52],
+        [5, 30, 52],
+      ]),
+    ).toEqual([false, false, false, false, true]);
+    const d = idleGcDecider(
+      { minGarbageBytes: 16 * MiB, quietMs: 10, quietSamples: 1, busyMs: 100 },
+      { used: 30 * MiB, committed: 32 * MiB },
+    );
     expect(d.sample(500, { used: 30 * MiB, committed: 52 * MiB })).toBe(false);
     expect(d.sample(0, { used: 30 * MiB, committed: 52 * MiB })).toBe(true);
     d.collected({ used: 29 * MiB, committed: 50 * MiB }); // V8 kept them
@@ -128,7 +188,12 @@ describe("startIdleGc", () => {
     const gc = vi.fn(() => {
       throw new Error("no gc");
     });
-    const stop = startIdleGc({ gc, cpuMicros: p.cpuMicros, heapBytes: p.heapBytes, compactAll: (on) => flags.push(on) });
+    const stop = startIdleGc({
+      gc,
+      cpuMicros: p.cpuMicros,
+      heapBytes: p.heapBytes,
+      compactAll: (on) => flags.push(on),
+    });
     p.burst();
     expect(() => vi.advanceTimersByTime(7000)).toThrow("no gc");
     expect(flags).toEqual([true, false]);

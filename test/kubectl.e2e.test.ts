@@ -18,7 +18,9 @@ const skip = inject("skipE2E");
 
 const KUBECTL = process.env["PODSYNC_KUBECTL"] ?? "/usr/bin/kubectl";
 const NODE = "kube-e2e";
-const NS = `kube-e2e-${uid("").replace(/[^a-z0-9]/g, "").slice(-8)}`;
+const NS = `kube-e2e-${uid("")
+  .replace(/[^a-z0-9]/g, "")
+  .slice(-8)}`;
 /** The Deployment's namespace (apart, so the pod counts above stay the suite's two). */
 const APPS = `${NS}-apps`;
 const SITE_UID = uid("site");
@@ -44,29 +46,58 @@ async function syncPod(name: string, command: string[], labels: Record<string, s
   uids.push(id);
   const pod = {
     metadata: { name, namespace: NS, uid: id, labels },
-    spec: { terminationGracePeriodSeconds: 1, volumes: [{ name: "data", emptyDir: {} }], containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command, volumeMounts: [{ name: "data", mountPath: "/data" }] }] },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      volumes: [{ name: "data", emptyDir: {} }],
+      containers: [
+        {
+          name: "main",
+          image: "localhost/busybox:1",
+          imagePullPolicy: "IfNotPresent",
+          command,
+          volumeMounts: [{ name: "data", mountPath: "/data" }],
+        },
+      ],
+    },
   };
-  const r = await fetch(`${running.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod }) });
+  const r = await fetch(`${running.url}/v1/pods/sync`, {
+    method: "POST",
+    headers: { "content-type": "application/jose" },
+    body: await sign({ act: "sync", pod }),
+  });
   expect(r.status, await r.clone().text()).toBe(200);
 }
 
 /** kubectl with the suite's kubeconfig; never throws: the exit code and both streams. */
 function kubectl(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   return new Promise((res) =>
-    execFile(KUBECTL, args, { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 }, (e, out, err) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err })),
+    execFile(
+      KUBECTL,
+      args,
+      { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 },
+      (e, out, err) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err }),
+    ),
   );
 }
 
 /** The node's workloads: a Deployment, signed as any sync. */
 async function syncItems(items: unknown[]) {
-  const r = await fetch(`${running.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", items }) });
+  const r = await fetch(`${running.url}/v1/pods/sync`, {
+    method: "POST",
+    headers: { "content-type": "application/jose" },
+    body: await sign({ act: "sync", items }),
+  });
   expect(r.status, await r.clone().text()).toBe(200);
 }
 
 /** This podsync's CLI, as a user runs it. */
 function podsync(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   const bin = fileURLToPath(new URL("../bin/podsync.mjs", import.meta.url));
-  return new Promise((res) => execFile(process.execPath, [bin, ...args], { timeout: 120_000 }, (e, out, err) => res({ code: e ? 1 : 0, out, err })));
+  return new Promise((res) =>
+    execFile(process.execPath, [bin, ...args], { timeout: 120_000 }, (e, out, err) =>
+      res({ code: e ? 1 : 0, out, err }),
+    ),
+  );
 }
 
 /** A long-running kubectl (-w, -f), started now: its output so far. */
@@ -95,10 +126,22 @@ let eventWatch: ReturnType<typeof background>;
 describe.skipIf(skip)("kubectl against the node", () => {
   beforeAll(async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
-    if (!existsSync(KUBECTL)) throw new Error(`kubectl is missing at ${KUBECTL}: this suite runs the real kubectl (install it, or set PODSYNC_KUBECTL to one)`);
+    if (!existsSync(KUBECTL))
+      throw new Error(
+        `kubectl is missing at ${KUBECTL}: this suite runs the real kubectl (install it, or set PODSYNC_KUBECTL to one)`,
+      );
     const { startNode } = await import("../src/node.js");
     running = await startNode(
-      { PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_PORT: "0", PODSYNC_NODE_NAME: NODE, PODSYNC_POLICY: "privileged", PODSYNC_DEV_DIR: dir, PODSYNC_POD_LOGS_DIR: join(dir, "logs"), PODSYNC_RELIST_INTERVAL_MS: "300", PODSYNC_ALLOW_EXEC: "true" },
+      {
+        PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_PORT: "0",
+        PODSYNC_NODE_NAME: NODE,
+        PODSYNC_POLICY: "privileged",
+        PODSYNC_DEV_DIR: dir,
+        PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
+        PODSYNC_RELIST_INTERVAL_MS: "300",
+        PODSYNC_ALLOW_EXEC: "true",
+      },
       true,
     );
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
@@ -108,20 +151,47 @@ describe.skipIf(skip)("kubectl against the node", () => {
       JSON.stringify({
         apiVersion: "v1",
         kind: "Config",
-        clusters: [{ name: NODE, cluster: { server: running.tls.url, "certificate-authority-data": Buffer.from(running.tls.caCert).toString("base64") } }],
+        clusters: [
+          {
+            name: NODE,
+            cluster: {
+              server: running.tls.url,
+              "certificate-authority-data": Buffer.from(running.tls.caCert).toString("base64"),
+            },
+          },
+        ],
         users: [{ name: "reader", user: { token: await sign({ act: "read", exec: true }) } }],
         contexts: [{ name: NODE, context: { cluster: NODE, user: "reader", namespace: NS } }],
         "current-context": NODE,
       }),
     );
-    await syncPod("web", ["sh", "-c", "echo hello; i=0; while true; do i=$((i+1)); echo line $i; sleep 0.2; done"], { app: "web" });
+    await syncPod("web", ["sh", "-c", "echo hello; i=0; while true; do i=$((i+1)); echo line $i; sleep 0.2; done"], {
+      app: "web",
+    });
     // One replica, converging while the other tests run.
     await syncItems([
       {
         apiVersion: "apps/v1",
         kind: "Deployment",
         metadata: { name: "site", namespace: APPS, uid: SITE_UID },
-        spec: { replicas: 1, selector: { matchLabels: { app: "site" } }, template: { metadata: { labels: { app: "site" } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] } } },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: "site" } },
+          template: {
+            metadata: { labels: { app: "site" } },
+            spec: {
+              terminationGracePeriodSeconds: 1,
+              containers: [
+                {
+                  name: "main",
+                  image: "localhost/busybox:1",
+                  imagePullPolicy: "IfNotPresent",
+                  command: ["sleep", "3600"],
+                },
+              ],
+            },
+          },
+        },
       },
     ]);
     // Watched from before its first start, so the watch sees it run and then restart.
@@ -129,7 +199,15 @@ describe.skipIf(skip)("kubectl against the node", () => {
     eventWatch = background(["get", "events", "-w", "--field-selector", "involvedObject.name=crash"]);
     // Its first instance exits after 2 s; the one that replaces it (the pod's emptyDir remembers) keeps running,
     // so --previous has the first one's log (kubelet keeps one dead instance per container).
-    await syncPod("crash", ["sh", "-c", "echo run-$(date +%s); if [ -f /data/ran ]; then exec sleep 3600; fi; echo x > /data/ran; sleep 2; exit 3"], { app: "crash" });
+    await syncPod(
+      "crash",
+      [
+        "sh",
+        "-c",
+        "echo run-$(date +%s); if [ -f /data/ran ]; then exec sleep 3600; fi; echo x > /data/ran; sleep 2; exit 3",
+      ],
+      { app: "crash" },
+    );
     await until("both pods running in kubectl's view", async () => {
       const r = await kubectl("get", "pods", "--no-headers");
       return (r.out.match(/Running/g) ?? []).length === 2;
@@ -139,10 +217,21 @@ describe.skipIf(skip)("kubectl against the node", () => {
   afterAll(async () => {
     for (const c of children) c.kill();
     // The Deployment goes, and its pods with it (deleted here, not left to the controllers' next pass).
-    await fetch(`${running.url}/v1/workloads/${SITE_UID}`, { method: "DELETE", headers: { authorization: `Bearer ${await sign({ act: "delete", uid: SITE_UID })}` } }).catch(() => undefined);
-    const left = (await fetch(`${running.url}/v1/pods`, { headers: { authorization: `Bearer ${await sign({ act: "status" })}` } }).then((r) => r.json()).catch(() => ({ items: [] }))) as { items?: { metadata: { namespace: string; uid: string } }[] };
+    await fetch(`${running.url}/v1/workloads/${SITE_UID}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await sign({ act: "delete", uid: SITE_UID })}` },
+    }).catch(() => undefined);
+    const left = (await fetch(`${running.url}/v1/pods`, {
+      headers: { authorization: `Bearer ${await sign({ act: "status" })}` },
+    })
+      .then((r) => r.json())
+      .catch(() => ({ items: [] }))) as { items?: { metadata: { namespace: string; uid: string } }[] };
     for (const p of left.items ?? []) if (p.metadata.namespace === APPS) uids.push(p.metadata.uid);
-    for (const id of uids) await fetch(`${running.url}/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await sign({ act: "delete", uid: id })}` } }).catch(() => undefined);
+    for (const id of uids)
+      await fetch(`${running.url}/v1/pods/${id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${await sign({ act: "delete", uid: id })}` },
+      }).catch(() => undefined);
     await running?.close();
   }, 60_000);
 
@@ -157,23 +246,54 @@ describe.skipIf(skip)("kubectl against the node", () => {
     const wide = await kubectl("get", "pods", "-o", "wide");
     expect(wide.out).toMatch(/NOMINATED NODE\s+READINESS GATES/);
     expect(wide.out).toMatch(new RegExp(`\\nweb\\s+1/1\\s+Running.*\\s${NODE}\\s+<none>\\s+<none>`));
-    const json = JSON.parse((await kubectl("get", "pods", "-o", "json")).out) as { items: { metadata: { name: string }; spec: { nodeName: string } }[] };
+    const json = JSON.parse((await kubectl("get", "pods", "-o", "json")).out) as {
+      items: { metadata: { name: string }; spec: { nodeName: string } }[];
+    };
     expect(json.items.map((p) => p.metadata.name).sort()).toEqual(["crash", "web"]);
     expect(json.items[0]!.spec.nodeName).toBe(NODE);
-    expect((await kubectl("get", "pod", "web", "-o", "yaml")).out).toMatch(/kind: Pod[\s\S]*name: web[\s\S]*phase: Running/);
-    expect((await kubectl("get", "pods", "-o", "name")).out.trim().split("\n").sort()).toEqual(["pod/crash", "pod/web"]);
+    expect((await kubectl("get", "pod", "web", "-o", "yaml")).out).toMatch(
+      /kind: Pod[\s\S]*name: web[\s\S]*phase: Running/,
+    );
+    expect((await kubectl("get", "pods", "-o", "name")).out.trim().split("\n").sort()).toEqual([
+      "pod/crash",
+      "pod/web",
+    ]);
     expect((await kubectl("get", "pods", "-l", "app=web", "-o", "name")).out.trim()).toBe("pod/web");
-    expect((await kubectl("get", "pods", "-A", "--field-selector", `metadata.name=crash,metadata.namespace=${NS}`, "-o", "name")).out.trim()).toBe("pod/crash");
-    expect((await kubectl("get", "pods", "--field-selector", `spec.nodeName=${NODE},status.phase=Running`, "-o", "name")).out.trim().split("\n")).toHaveLength(2);
+    expect(
+      (
+        await kubectl(
+          "get",
+          "pods",
+          "-A",
+          "--field-selector",
+          `metadata.name=crash,metadata.namespace=${NS}`,
+          "-o",
+          "name",
+        )
+      ).out.trim(),
+    ).toBe("pod/crash");
+    expect(
+      (await kubectl("get", "pods", "--field-selector", `spec.nodeName=${NODE},status.phase=Running`, "-o", "name")).out
+        .trim()
+        .split("\n"),
+    ).toHaveLength(2);
     const bad = await kubectl("get", "pods", "-l", "app in (x");
     expect(bad.code).not.toBe(0);
     expect(bad.err).toMatch(/unable to parse requirement/);
   }, 120_000);
 
   it("get pods -w sees the crashing pod restart", async () => {
-    const rows = () => crashWatch.out().split("\n").filter((l) => l.startsWith("crash "));
+    const rows = () =>
+      crashWatch
+        .out()
+        .split("\n")
+        .filter((l) => l.startsWith("crash "));
     const t0 = Date.now();
-    await until("kubectl get pods -w to show the crashing pod restarted", async () => rows().some((l) => /^crash\s+\S+\s+\S+\s+[1-9]/.test(l)), 60_000);
+    await until(
+      "kubectl get pods -w to show the crashing pod restarted",
+      async () => rows().some((l) => /^crash\s+\S+\s+\S+\s+[1-9]/.test(l)),
+      60_000,
+    );
     console.log(`kubectl get pods -w saw the restart ${Date.now() - t0} ms into the test:\n${crashWatch.out()}`);
     crashWatch.stop();
     expect(crashWatch.out()).toMatch(/NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n/);
@@ -183,11 +303,25 @@ describe.skipIf(skip)("kubectl against the node", () => {
 
   it("a pod the node's admission refuses is never stored, but its event is there: kubelet's rejectPod", async () => {
     const id = uid("refused");
-    const pod = { metadata: { name: "refused", namespace: NS, uid: id }, spec: { nodeSelector: { "kubernetes.io/hostname": "elsewhere" }, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] }] } };
-    const r = await fetch(`${running.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await sign({ act: "sync", pod }) });
+    const pod = {
+      metadata: { name: "refused", namespace: NS, uid: id },
+      spec: {
+        nodeSelector: { "kubernetes.io/hostname": "elsewhere" },
+        containers: [
+          { name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] },
+        ],
+      },
+    };
+    const r = await fetch(`${running.url}/v1/pods/sync`, {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: await sign({ act: "sync", pod }),
+    });
     expect(r.status).toBe(403);
     const ev = await kubectl("get", "events", "--field-selector", "involvedObject.name=refused");
-    expect(ev.out).toMatch(/Warning\s+NodeAffinity\s+pod\/refused\s+Predicate NodeAffinity failed: node\(s\) didn't match Pod's node affinity\/selector/);
+    expect(ev.out).toMatch(
+      /Warning\s+NodeAffinity\s+pod\/refused\s+Predicate NodeAffinity failed: node\(s\) didn't match Pod's node affinity\/selector/,
+    );
     expect((await kubectl("get", "pod", "refused")).err).toMatch(/NotFound.*pods "refused" not found/);
   }, 60_000);
 
@@ -198,7 +332,9 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect(d.out).toMatch(/Events:[\s\S]*Normal\s+Created\s+\S+\s+kubelet\s+Created container: main/);
     expect(d.out).toMatch(/Normal\s+Started\s+\S+\s+kubelet\s+Started container main/);
     // Watched from before the crashing pod was synced: its events came as the stream's.
-    await until("kubectl get events -w to stream the crashing pod's Started", async () => /Normal\s+Started\s+pod\/crash\s+Started container main/.test(eventWatch.out()));
+    await until("kubectl get events -w to stream the crashing pod's Started", async () =>
+      /Normal\s+Started\s+pod\/crash\s+Started container main/.test(eventWatch.out()),
+    );
     eventWatch.stop();
     const ev = await kubectl("get", "events");
     expect(ev.out).toMatch(/LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
@@ -207,8 +343,24 @@ describe.skipIf(skip)("kubectl against the node", () => {
 
   it("logs, logs -f and logs --previous", async () => {
     expect((await kubectl("logs", "web", "--tail", "-1")).out).toMatch(/^hello\nline 1\n/);
-    await streamUntil(["logs", "-f", "web", "--tail", "1"], (o) => (o.match(/line \d+/g) ?? []).length >= 3, "kubectl logs -f to follow three lines");
-    await until("the crashing pod's second instance to run", async () => (await kubectl("get", "pod", "crash", "-o", "jsonpath={.status.containerStatuses[0].restartCount} {.status.phase} {.status.containerStatuses[0].ready}")).out.trim() === "1 Running true");
+    await streamUntil(
+      ["logs", "-f", "web", "--tail", "1"],
+      (o) => (o.match(/line \d+/g) ?? []).length >= 3,
+      "kubectl logs -f to follow three lines",
+    );
+    await until(
+      "the crashing pod's second instance to run",
+      async () =>
+        (
+          await kubectl(
+            "get",
+            "pod",
+            "crash",
+            "-o",
+            "jsonpath={.status.containerStatuses[0].restartCount} {.status.phase} {.status.containerStatuses[0].ready}",
+          )
+        ).out.trim() === "1 Running true",
+    );
     const prev = await kubectl("logs", "crash", "--previous");
     expect(prev.code, prev.err).toBe(0);
     expect(prev.out).toMatch(/^run-\d+\n$/);
@@ -234,7 +386,12 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect(failing.err).toMatch(/exit code 7/);
     // util-linux script gives kubectl a pseudo-terminal, so -it negotiates a TTY end to end.
     const tty = await new Promise<{ code: number; out: string }>((res) =>
-      execFile("script", ["-qec", `${KUBECTL} exec -it web -- sh -c 'tty; echo tty-ok'`, "/dev/null"], { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 }, (e, out) => res({ code: e ? 1 : 0, out })),
+      execFile(
+        "script",
+        ["-qec", `${KUBECTL} exec -it web -- sh -c 'tty; echo tty-ok'`, "/dev/null"],
+        { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 },
+        (e, out) => res({ code: e ? 1 : 0, out }),
+      ),
     );
     expect(tty.out).toMatch(/\/dev\/pts\/\d+\r?\n/);
     expect(tty.out).toContain("tty-ok");
@@ -245,23 +402,43 @@ describe.skipIf(skip)("kubectl against the node", () => {
 
   it("deployments through the kubeconfig podsync makes (its plugin runs podsync token): get deploy,rs,pods, -o wide, describe deploy", async () => {
     writeFileSync(join(dir, "ca.pem"), running.tls!.caCert);
-    const made = await podsync("kubeconfig", "--server", running.tls!.url, "--key", join(dir, "dev-key.json"), "--node", NODE, "--ca", join(dir, "ca.pem"), "--namespace", APPS);
+    const made = await podsync(
+      "kubeconfig",
+      "--server",
+      running.tls!.url,
+      "--key",
+      join(dir, "dev-key.json"),
+      "--node",
+      NODE,
+      "--ca",
+      join(dir, "ca.pem"),
+      "--namespace",
+      APPS,
+    );
     expect(made.code, made.err).toBe(0);
     writeFileSync(join(dir, "plugin.kubeconfig"), made.out);
-    await until("the Deployment's replica to be ready", async () => (await kubectl("get", "deploy", "site", "-n", APPS, "-o", "jsonpath={.status.readyReplicas}")).out === "1");
+    await until(
+      "the Deployment's replica to be ready",
+      async () =>
+        (await kubectl("get", "deploy", "site", "-n", APPS, "-o", "jsonpath={.status.readyReplicas}")).out === "1",
+    );
     const all = await kubectl("--kubeconfig", join(dir, "plugin.kubeconfig"), "get", "deploy,rs,pods");
     expect(all.code, all.err).toBe(0);
     expect(all.out).toMatch(/^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\ndeployment\.apps\/site\s+1\/1\s+1\s+1\s/);
     expect(all.out).toMatch(/\nNAME\s+DESIRED\s+CURRENT\s+READY\s+AGE\nreplicaset\.apps\/site-[a-z0-9]+\s+1\s+1\s+1\s/);
     expect(all.out).toMatch(/\npod\/site-[a-z0-9]+-[a-z0-9]{5}\s+1\/1\s+Running\s/);
     const wide = await kubectl("get", "deploy", "-n", APPS, "-o", "wide");
-    expect(wide.out).toMatch(/^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\s+CONTAINERS\s+IMAGES\s+SELECTOR\nsite\s+1\/1\s+1\s+1\s+\S+\s+main\s+localhost\/busybox:1\s+app=site\n$/);
+    expect(wide.out).toMatch(
+      /^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\s+CONTAINERS\s+IMAGES\s+SELECTOR\nsite\s+1\/1\s+1\s+1\s+\S+\s+main\s+localhost\/busybox:1\s+app=site\n$/,
+    );
     const d = await kubectl("describe", "deploy", "site", "-n", APPS);
     expect(d.code, d.err).toBe(0);
     expect(d.out).toMatch(/Replicas:\s+1 desired \| 1 updated \| 1 total \| 1 available \| 0 unavailable/);
     expect(d.out).toMatch(/NewReplicaSet:\s+site-[a-z0-9]+ \(1\/1 replicas created\)/);
     // The pod names its owner: kubectl describe pod shows "Controlled By".
-    expect((await kubectl("describe", "pods", "-n", APPS, "-l", "app=site")).out).toMatch(/Controlled By:\s+ReplicaSet\/site-[a-z0-9]+/);
+    expect((await kubectl("describe", "pods", "-n", APPS, "-l", "app=site")).out).toMatch(
+      /Controlled By:\s+ReplicaSet\/site-[a-z0-9]+/,
+    );
   }, 120_000);
 
   it("delete and scale are refused, naming the signed way", async () => {
@@ -271,6 +448,8 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect((await kubectl("get", "pod", "web", "-o", "name")).out.trim()).toBe("pod/web");
     const scale = await kubectl("scale", "deploy", "site", "-n", APPS, "--replicas=2");
     expect(scale.code).not.toBe(0);
-    expect(scale.err).toMatch(/Error from server \(Forbidden\): deployments\.apps "site" is forbidden: .*podsync apply/);
+    expect(scale.err).toMatch(
+      /Error from server \(Forbidden\): deployments\.apps "site" is forbidden: .*podsync apply/,
+    );
   }, 60_000);
 });

@@ -6,10 +6,19 @@ import { runHandler, resolvePort, LIFECYCLE_USER_AGENT, type HookNetwork } from 
 import { LifecycleHandler } from "../src/pod/schema.js";
 
 const enc = new TextEncoder();
-const target = { pod: "p_ns(u1)", container: { name: "c", ports: [{ name: "http", containerPort: 8080, protocol: "TCP" as const }] }, containerId: "cid", podIP: "10.0.0.7" };
+const target = {
+  pod: "p_ns(u1)",
+  container: { name: "c", ports: [{ name: "http", containerPort: 8080, protocol: "TCP" as const }] },
+  containerId: "cid",
+  podIP: "10.0.0.7",
+};
 function cri(exitCode: number, stdout = "", stderr = ""): { client: CriClient; calls: unknown[] } {
   const calls: unknown[] = [];
-  const client = { execSync: async (req: unknown) => (calls.push(req), { exitCode, stdout: enc.encode(stdout), stderr: enc.encode(stderr) }) } as unknown as CriClient;
+  const client = {
+    execSync: async (req: unknown) => (
+      calls.push(req), { exitCode, stdout: enc.encode(stdout), stderr: enc.encode(stderr) }
+    ),
+  } as unknown as CriClient;
   return { client, calls };
 }
 const h = (x: unknown) => LifecycleHandler.parse(x);
@@ -17,37 +26,68 @@ const h = (x: unknown) => LifecycleHandler.parse(x);
 describe("exec hooks", () => {
   it("run the command as given through ExecSync with no timeout of their own", async () => {
     const c = cri(0);
-    expect(await runHandler({ cri: c.client }, target, h({ exec: { command: ["sh", "-c", "echo $(HOME)"] } }))).toBeUndefined();
+    expect(
+      await runHandler({ cri: c.client }, target, h({ exec: { command: ["sh", "-c", "echo $(HOME)"] } })),
+    ).toBeUndefined();
     expect(c.calls).toEqual([{ containerId: "cid", cmd: ["sh", "-c", "echo $(HOME)"], timeout: 0n }]);
   });
   it("a non-zero exit fails, in kubelet's words", async () => {
-    const msg = await runHandler({ cri: cri(3, "out", "bad").client }, target, h({ exec: { command: ["sh", "-c", "exit 3"] } }));
-    expect(msg).toBe(`Exec lifecycle hook ([sh -c exit 3]) for Container "c" in Pod "p_ns(u1)" failed - error: command 'sh -c exit 3' exited with 3: bad, message: "outbad"`);
+    const msg = await runHandler(
+      { cri: cri(3, "out", "bad").client },
+      target,
+      h({ exec: { command: ["sh", "-c", "exit 3"] } }),
+    );
+    expect(msg).toBe(
+      `Exec lifecycle hook ([sh -c exit 3]) for Container "c" in Pod "p_ns(u1)" failed - error: command 'sh -c exit 3' exited with 3: bad, message: "outbad"`,
+    );
   });
 });
 
 describe("httpGet hooks", () => {
-  const net = (result: "Success" | "Failure", output = ""): HookNetwork & { reqs: { url: string; headers: [string, string][] }[] } => {
+  const net = (
+    result: "Success" | "Failure",
+    output = "",
+  ): HookNetwork & { reqs: { url: string; headers: [string, string][] }[] } => {
     const reqs: { url: string; headers: [string, string][] }[] = [];
     return { reqs, http: async (r) => (reqs.push(r), { result, output }) };
   };
   it("go to the pod IP on the named port, with kubelet's User-Agent", async () => {
     const n = net("Success");
-    expect(await runHandler({ cri: cri(0).client, network: n }, target, h({ httpGet: { port: "http", path: "stop" } }))).toBeUndefined();
+    expect(
+      await runHandler({ cri: cri(0).client, network: n }, target, h({ httpGet: { port: "http", path: "stop" } })),
+    ).toBeUndefined();
     expect(n.reqs[0]!.url).toBe("http://10.0.0.7:8080/stop");
     expect(n.reqs[0]!.headers).toContainEqual(["User-Agent", LIFECYCLE_USER_AGENT]);
   });
   it("any response is an answer; no response is a failure", async () => {
-    expect(await runHandler({ cri: cri(0).client, network: net("Failure", "HTTP probe failed with statuscode: 500") }, target, h({ httpGet: { port: 80 } }))).toBeUndefined();
-    expect(await runHandler({ cri: cri(0).client, network: net("Failure", 'Get "http://10.0.0.7:80/": connect ECONNREFUSED') }, target, h({ httpGet: { port: 80 } }))).toBe(
+    expect(
+      await runHandler(
+        { cri: cri(0).client, network: net("Failure", "HTTP probe failed with statuscode: 500") },
+        target,
+        h({ httpGet: { port: 80 } }),
+      ),
+    ).toBeUndefined();
+    expect(
+      await runHandler(
+        { cri: cri(0).client, network: net("Failure", 'Get "http://10.0.0.7:80/": connect ECONNREFUSED') },
+        target,
+        h({ httpGet: { port: 80 } }),
+      ),
+    ).toBe(
       `HTTP lifecycle hook (/) for Container "c" in Pod "p_ns(u1)" failed - error: Get "http://10.0.0.7:80/": connect ECONNREFUSED`,
     );
   });
   it("fail where no network reaches pods", async () => {
-    expect(await runHandler({ cri: cri(0).client }, target, h({ httpGet: { port: 80 } }))).toMatch(/cannot open connections to pods/);
+    expect(await runHandler({ cri: cri(0).client }, target, h({ httpGet: { port: 80 } }))).toMatch(
+      /cannot open connections to pods/,
+    );
   });
   it("resolvePort takes numbers, numeric strings and the container's port names", () => {
-    expect([resolvePort(1, target.container), resolvePort("2", target.container), resolvePort("http", target.container)]).toEqual([1, 2, 8080]);
+    expect([
+      resolvePort(1, target.container),
+      resolvePort("2", target.container),
+      resolvePort("http", target.container),
+    ]).toEqual([1, 2, 8080]);
     expect(() => resolvePort("nope", target.container)).toThrow(/couldn't find port: nope/);
   });
 });

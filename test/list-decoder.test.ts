@@ -1,12 +1,27 @@
 // List answers decoded item by item, reusing what an earlier answer already decoded (src/cri/list-decoder.ts).
 import { describe, expect, it } from "vitest";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { ContainerSchema, ContainerState, ListContainersResponseSchema, ListPodSandboxResponseSchema, PodSandboxSchema } from "../src/gen/runtime/v1/api_pb.js";
+import {
+  ContainerSchema,
+  ContainerState,
+  ListContainersResponseSchema,
+  ListPodSandboxResponseSchema,
+  PodSandboxSchema,
+} from "../src/gen/runtime/v1/api_pb.js";
 import { cachingListDecoder } from "../src/cri/list-decoder.js";
 
 const container = (id: string, state = ContainerState.CONTAINER_RUNNING) =>
-  create(ContainerSchema, { id, podSandboxId: "sb", metadata: { name: id, attempt: 0 }, state, createdAt: 1_700_000_000_000_000_000n, labels: { "io.kubernetes.pod.uid": "u", app: "x".repeat(300) }, annotations: { "io.kubernetes.container.hash": "abc" } });
-const answer = (...cs: ReturnType<typeof container>[]) => toBinary(ListContainersResponseSchema, create(ListContainersResponseSchema, { containers: cs }));
+  create(ContainerSchema, {
+    id,
+    podSandboxId: "sb",
+    metadata: { name: id, attempt: 0 },
+    state,
+    createdAt: 1_700_000_000_000_000_000n,
+    labels: { "io.kubernetes.pod.uid": "u", app: "x".repeat(300) },
+    annotations: { "io.kubernetes.container.hash": "abc" },
+  });
+const answer = (...cs: ReturnType<typeof container>[]) =>
+  toBinary(ListContainersResponseSchema, create(ListContainersResponseSchema, { containers: cs }));
 
 describe("cachingListDecoder", () => {
   it("decodes what protobuf-es decodes, and only the items whose bytes changed", () => {
@@ -25,7 +40,10 @@ describe("cachingListDecoder", () => {
 
   it("a sandbox list the same way; bytes of another shape are decoded whole (and fail as protobuf-es fails)", () => {
     const d = cachingListDecoder(ListPodSandboxResponseSchema, PodSandboxSchema, "items");
-    const bytes = toBinary(ListPodSandboxResponseSchema, create(ListPodSandboxResponseSchema, { items: [create(PodSandboxSchema, { id: "s1", labels: { a: "b" } })] }));
+    const bytes = toBinary(
+      ListPodSandboxResponseSchema,
+      create(ListPodSandboxResponseSchema, { items: [create(PodSandboxSchema, { id: "s1", labels: { a: "b" } })] }),
+    );
     expect(d.decode(bytes).items[0]!.id).toBe("s1");
     expect(() => d.decode(new Uint8Array([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]))).toThrow();
   });

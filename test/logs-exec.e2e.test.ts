@@ -27,7 +27,14 @@ const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "p
 const podInput = (name: string, command: string[], restartPolicy = "Always") => {
   const id = uid(name);
   made.push(id);
-  return { metadata: { name, namespace: "default", uid: id }, spec: { restartPolicy, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command }] } };
+  return {
+    metadata: { name, namespace: "default", uid: id },
+    spec: {
+      restartPolicy,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command }],
+    },
+  };
 };
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
@@ -42,12 +49,18 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
 
 async function logs(id: string, query = "", harness = h) {
   const token = await harness.sign({ act: "logs", uid: id });
-  return harness.fetch(`/v1/pods/${id}/logs${query ? `?${query}` : ""}`, { headers: { authorization: `Bearer ${token}` } });
+  return harness.fetch(`/v1/pods/${id}/logs${query ? `?${query}` : ""}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
 }
 
 async function exec(id: string, claims: Record<string, unknown>, harness = h) {
   const token = await harness.sign({ act: "exec", uid: id, ...claims });
-  return harness.fetch(`/v1/pods/${id}/exec`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+  return harness.fetch(`/v1/pods/${id}/exec`, {
+    method: "POST",
+    headers: { "content-type": "application/jose" },
+    body: token,
+  });
 }
 
 async function sync(p: unknown) {
@@ -72,7 +85,11 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
   });
 
   it("whole, tailLines, timestamps, sinceTime, limitBytes; stdout and stderr both; text/plain", async () => {
-    const p = podInput("talker", ["sh", "-c", "echo out1; echo err1 >&2; sleep 0.3; echo out2; sleep 0.5; echo out3; exec sleep 3600"]);
+    const p = podInput("talker", [
+      "sh",
+      "-c",
+      "echo out1; echo err1 >&2; sleep 0.3; echo out2; sleep 0.5; echo out3; exec sleep 3600",
+    ]);
     await sync(p);
     const id = p.metadata.uid;
     const all = await until("out3 in the log", async () => {
@@ -82,7 +99,9 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
     expect(all.type).toBe("text/plain; charset=utf-8");
     expect(String(all.body).split("\n").sort()).toEqual(["", "err1", "out1", "out2", "out3"]);
     expect((await logs(id, "tailLines=1")).body).toBe("out3\n");
-    expect(String((await logs(id, "tailLines=2&timestamps=true")).body)).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}(Z|[+-]\d\d:\d\d) out2\n\S+ out3\n$/);
+    expect(String((await logs(id, "tailLines=2&timestamps=true")).body)).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}(Z|[+-]\d\d:\d\d) out2\n\S+ out3\n$/,
+    );
     expect((await logs(id, `sinceTime=${new Date(Date.now() + 3_600_000).toISOString()}`)).body).toBe("");
     expect((await logs(id, "limitBytes=3&tailLines=1")).body).toBe("out");
     expect((await logs(id, "container=main&tailLines=1")).body).toBe("out3\n");
@@ -93,11 +112,23 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
     await sync(p);
     const id = p.metadata.uid;
     const unknown = await logs(id, "container=nope");
-    expect(unknown).toMatchObject({ status: 404, type: "application/problem+json", body: { type: "urn:podsync:problem:container-not-found", containers: ["main"] } });
+    expect(unknown).toMatchObject({
+      status: 404,
+      type: "application/problem+json",
+      body: { type: "urn:podsync:problem:container-not-found", containers: ["main"] },
+    });
     const prev = await logs(id, "previous=true");
     expect(prev.status).toBe(400);
     expect(prev.body.detail).toBe(`previous terminated container "main" in pod "quiet" not found`);
-    for (const q of ["tailLines=-1", "tailLines=1e99", "limitBytes=0", "sinceSeconds=0", "sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z", "follow=maybe", "extra=1"]) {
+    for (const q of [
+      "tailLines=-1",
+      "tailLines=1e99",
+      "limitBytes=0",
+      "sinceSeconds=0",
+      "sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z",
+      "follow=maybe",
+      "extra=1",
+    ]) {
       const r = await logs(id, q);
       expect(r.status, q).toBe(400);
       expect(r.body.errors.length, q).toBeGreaterThan(0);
@@ -114,24 +145,32 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
       return r.status === 200 && /run-\S+/.test(String(r.body)) && String(r.body).trim();
     });
     // Restart it once (no back-off on the first restart), then wait for the second run's line.
-    await until("the first instance to exit", async () => (await createPodRuntime(cri).status(id))?.status.containerStatuses.some((c) => c.state === "exited"));
+    await until("the first instance to exit", async () =>
+      (await createPodRuntime(cri).status(id))?.status.containerStatuses.some((c) => c.state === "exited"),
+    );
     await sync(p);
     const second = await until("the second run's line", async () => {
       const r = await logs(id);
       const t = String(r.body).trim();
       return r.status === 200 && /run-\S+/.test(t) && t !== first && t;
     });
-    expect((await logs(id, "previous=true")).body).toBe(first + "\n");
+    expect((await logs(id, "previous=true")).body).toBe(`${first}\n`);
     expect(second).not.toBe(first);
   });
 
   it("follow streams lines as they are written and ends when the container exits", async () => {
-    const p = podInput("ticker", ["sh", "-c", "sleep 0.5; for i in 1 2 3 4 5; do echo tick $i; sleep 0.2; done"], "Never");
+    const p = podInput(
+      "ticker",
+      ["sh", "-c", "sleep 0.5; for i in 1 2 3 4 5; do echo tick $i; sleep 0.2; done"],
+      "Never",
+    );
     await sync(p);
     const id = p.metadata.uid;
     const token = await h.sign({ act: "logs", uid: id });
     const r = await until("the container's log file", async () => {
-      const res = await fetch(`${h.url}/v1/pods/${id}/logs?follow=true`, { headers: { authorization: `Bearer ${token}` } });
+      const res = await fetch(`${h.url}/v1/pods/${id}/logs?follow=true`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
       if (res.status === 200) return res;
       await res.body?.cancel();
       return undefined;
@@ -156,22 +195,58 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
     const id = p.metadata.uid;
     const r = await exec(id, { command: ["sh", "-c", "echo hello; echo oops >&2; exit 3"] });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ container: "main", exitCode: 3, stdout: { data: "hello\n", encoding: "utf-8", truncated: false }, stderr: { data: "oops\n", truncated: false } });
-    const big = await exec(id, { command: ["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo 0123456789; i=$((i+1)); done"] });
+    expect(r.body).toMatchObject({
+      container: "main",
+      exitCode: 3,
+      stdout: { data: "hello\n", encoding: "utf-8", truncated: false },
+      stderr: { data: "oops\n", truncated: false },
+    });
+    const big = await exec(id, {
+      command: ["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo 0123456789; i=$((i+1)); done"],
+    });
     expect(big.body.stdout).toMatchObject({ truncated: true, bytes: 3300, encoding: "utf-8" });
     expect(big.body.stdout.data).toHaveLength(1024);
     const bin = await exec(id, { command: ["sh", "-c", "echo -ne '\\xff\\xfe\\x00'"] });
-    expect(bin.body.stdout).toEqual({ data: Buffer.from([0xff, 0xfe, 0]).toString("base64"), encoding: "base64", truncated: false, bytes: 3 });
+    expect(bin.body.stdout).toEqual({
+      data: Buffer.from([0xff, 0xfe, 0]).toString("base64"),
+      encoding: "base64",
+      truncated: false,
+      bytes: 3,
+    });
     // The token is the whole request: nothing beside it can change the command.
     const lsToken = await h.sign({ act: "exec", uid: id, command: ["ls"] });
-    const smuggled = await h.fetch(`/v1/pods/${id}/exec`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jws: lsToken, command: ["sh"] }) });
+    const smuggled = await h.fetch(`/v1/pods/${id}/exec`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jws: lsToken, command: ["sh"] }),
+    });
     expect(smuggled.status).toBe(400);
     const [hdr, , sig] = lsToken.split(".");
     const forged = `${hdr}.${Buffer.from(JSON.stringify({ act: "exec", uid: id, command: ["sh"] })).toString("base64url")}.${sig}`;
-    expect((await h.fetch(`/v1/pods/${id}/exec`, { method: "POST", headers: { "content-type": "application/jose" }, body: forged })).status).toBe(401);
-    const once = await h.fetch(`/v1/pods/${id}/exec`, { method: "POST", headers: { "content-type": "application/jose" }, body: lsToken });
+    expect(
+      (
+        await h.fetch(`/v1/pods/${id}/exec`, {
+          method: "POST",
+          headers: { "content-type": "application/jose" },
+          body: forged,
+        })
+      ).status,
+    ).toBe(401);
+    const once = await h.fetch(`/v1/pods/${id}/exec`, {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: lsToken,
+    });
     expect(once.status).toBe(200);
-    expect((await h.fetch(`/v1/pods/${id}/exec`, { method: "POST", headers: { "content-type": "application/jose" }, body: lsToken })).body).toMatchObject({ status: 409, type: "urn:podsync:problem:replayed" });
+    expect(
+      (
+        await h.fetch(`/v1/pods/${id}/exec`, {
+          method: "POST",
+          headers: { "content-type": "application/jose" },
+          body: lsToken,
+        })
+      ).body,
+    ).toMatchObject({ status: 409, type: "urn:podsync:problem:replayed" });
     // The log line names who ran what as a hash, never the argv or the output.
     const line = h.logs.filter((l) => l.route === "/v1/pods/:uid/exec" && l.status === 200).at(-1)!;
     expect(line).toMatchObject({ iss: "fleet-controller", commandSha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
@@ -180,7 +255,10 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
     expect((await exec(id, { command: [] })).status).toBe(400);
     expect((await exec(id, { command: ["ls"], timeoutSeconds: 1e9 })).status).toBe(400);
     expect((await exec(id, { command: ["ls"], container: "nope" })).status).toBe(404);
-    expect(await exec(id, { command: ["ls"] }, noExec)).toMatchObject({ status: 403, body: { type: "urn:podsync:problem:exec-disabled" } });
+    expect(await exec(id, { command: ["ls"] }, noExec)).toMatchObject({
+      status: 403,
+      body: { type: "urn:podsync:problem:exec-disabled" },
+    });
   });
 
   it("the CLI: podsync logs (tail) and podsync exec (output, and its exit code as the CLI's)", async () => {
@@ -190,13 +268,24 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
     await until("the log", async () => String((await logs(id)).body).includes("last"));
     const key = h.keys[0]!;
     const keyFile = join(mkdtempSync(join(tmpdir(), "podsync-cli-key-")), "key.json");
-    writeFileSync(keyFile, JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }));
+    writeFileSync(
+      keyFile,
+      JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }),
+    );
     const cli = (...args: string[]) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
-        execFile(process.execPath, ["bin/podsync.mjs", "--url", h.url, "--key", keyFile, ...args], (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+        execFile(
+          process.execPath,
+          ["bin/podsync.mjs", "--url", h.url, "--key", keyFile, ...args],
+          (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        ),
       );
     expect(await cli("logs", id, "--tail", "1")).toMatchObject({ code: 0, stdout: "last\n" });
-    expect(await cli("exec", id, "--", "sh", "-c", "echo hi; echo err >&2; exit 4")).toMatchObject({ code: 4, stdout: "hi\n", stderr: "err\n" });
+    expect(await cli("exec", id, "--", "sh", "-c", "echo hi; echo err >&2; exit 4")).toMatchObject({
+      code: 4,
+      stdout: "hi\n",
+      stderr: "err\n",
+    });
     expect((await cli("logs", id, "-c", "nope")).code).toBe(1);
   });
 });

@@ -42,7 +42,7 @@ async function read(files: LogFiles, o: LogOptions = {}) {
   return dec.decode(Buffer.concat(out));
 }
 
-const LOG = [
+const LOG = `${[
   `${T(1)} stdout F one`,
   `${T(2)} stderr F two (stderr)`,
   `${T(3)} stdout P thr`,
@@ -50,12 +50,19 @@ const LOG = [
   `${T(4)} stdout F e joined`,
   `${T(5)} stdout F `,
   `${T(6)} stdout F six`,
-].join("\n") + "\n";
+].join("\n")}\n`;
 
 describe("CRI log format (kubelet parseCRILog)", () => {
   it("parses time, stream, tag and content; refuses other formats", () => {
-    expect(parseCRILogRecord(enc.encode(`${T(1)} stderr P:x part`))).toMatchObject({ stream: "stderr", partial: true, content: enc.encode("part") });
-    expect(parseCRILogRecord(enc.encode(`${T(1)} stdout F`))).toMatchObject({ partial: false, content: new Uint8Array() });
+    expect(parseCRILogRecord(enc.encode(`${T(1)} stderr P:x part`))).toMatchObject({
+      stream: "stderr",
+      partial: true,
+      content: enc.encode("part"),
+    });
+    expect(parseCRILogRecord(enc.encode(`${T(1)} stdout F`))).toMatchObject({
+      partial: false,
+      content: new Uint8Array(),
+    });
     expect(parseCRILogRecord(enc.encode(`not a log line`))).toBeUndefined();
     expect(parseCRILogRecord(enc.encode(`${T(1)} stdin F x`))).toBeUndefined();
     expect(fixedNanoTime("2026-12-02T10:00:01.5Z")).toBe("2026-12-02T10:00:01.500000000Z");
@@ -83,7 +90,7 @@ describe("readLogs", () => {
   });
 
   it("a torn last record is not printed and does not break the reader", async () => {
-    const { files } = memFile(LOG + `${T(7)} stdout F sev`);
+    const { files } = memFile(`${LOG}${T(7)} stdout F sev`);
     expect(await read(files)).toBe("one\ntwo (stderr)\nthree joined\n\nsix\n");
     expect(await read(files, { tailLines: 1 })).toBe("six\n");
   });
@@ -120,8 +127,13 @@ describe("readLogs", () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-logs-"));
     const file = join(dir, "0.log");
     const lines: string[] = [];
-    for (let i = 0; i < 5000; i++) lines.push(i % 7 === 0 ? `${T(1)} stdout P part-${i}-\n${T(1)} stdout F end-${i}` : `${T(1)} ${i % 2 ? "stderr" : "stdout"} F line-${i} ${"y".repeat(i % 50)}`);
-    writeFileSync(file, lines.join("\n") + "\n");
+    for (let i = 0; i < 5000; i++)
+      lines.push(
+        i % 7 === 0
+          ? `${T(1)} stdout P part-${i}-\n${T(1)} stdout F end-${i}`
+          : `${T(1)} ${i % 2 ? "stderr" : "stdout"} F line-${i} ${"y".repeat(i % 50)}`,
+      );
+    writeFileSync(file, `${lines.join("\n")}\n`);
     const all: Uint8Array[] = [];
     await readLogs(nodeLogFiles, file, {}, async (b) => void all.push(b));
     const allLines = dec.decode(Buffer.concat(all)).split("\n").slice(0, -1);
@@ -140,7 +152,12 @@ describe("readLogs", () => {
     writeFileSync(file, `${T(1)} stdout F first\n${T(2)} stdout F sec`);
     let running = true;
     const got: string[] = [];
-    const done = readLogs(nodeLogFiles, file, { follow: true }, async (b) => void got.push(dec.decode(b)), { running: async () => running, maxMs: 20_000, pollMs: 20, checkMs: 20 });
+    const done = readLogs(nodeLogFiles, file, { follow: true }, async (b) => void got.push(dec.decode(b)), {
+      running: async () => running,
+      maxMs: 20_000,
+      pollMs: 20,
+      checkMs: 20,
+    });
     const until = async (want: string) => {
       for (let i = 0; i < 500 && !got.join("").includes(want); i++) await new Promise((r) => setTimeout(r, 10));
       expect(got.join("")).toContain(want);
@@ -149,7 +166,7 @@ describe("readLogs", () => {
     appendFileSync(file, `ond\n`);
     await until("second\n");
     appendFileSync(file, `${T(3)} stdout F before rotation\n`);
-    renameSync(file, file + ".20261202-100000");
+    renameSync(file, `${file}.20261202-100000`);
     writeFileSync(file, `${T(4)} stdout F after rotation\n`);
     await until("after rotation\n");
     appendFileSync(file, `${T(5)} stdout F last words\n`);
@@ -161,10 +178,18 @@ describe("readLogs", () => {
   it("follow ends at its maximum duration and when the caller goes away", async () => {
     const { files } = memFile(LOG);
     const t0 = Date.now();
-    await readLogs(files, "/x.log", { follow: true, tailLines: 0 }, async () => undefined, { running: async () => true, maxMs: 100, pollMs: 10 });
+    await readLogs(files, "/x.log", { follow: true, tailLines: 0 }, async () => undefined, {
+      running: async () => true,
+      maxMs: 100,
+      pollMs: 10,
+    });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(100);
     const ac = new AbortController();
-    const p = readLogs(files, "/x.log", { follow: true }, async () => undefined, { running: async () => true, maxMs: 60_000, signal: ac.signal });
+    const p = readLogs(files, "/x.log", { follow: true }, async () => undefined, {
+      running: async () => true,
+      maxMs: 60_000,
+      signal: ac.signal,
+    });
     ac.abort();
     await p;
   });

@@ -24,17 +24,33 @@ afterAll(async () => {
 
 async function node(extra: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), "podsync-metrics-"));
-  const env = { PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: fake.endpoint, PODSYNC_NODE_NAME: "metrics-node", PODSYNC_RELIST_INTERVAL_MS: "100", PODSYNC_RUNTIME_EVENTS: "off", ...extra };
+  const env = {
+    PODSYNC_PORT: "0",
+    PODSYNC_DEV_DIR: dir,
+    PODSYNC_STATE_DIR: join(dir, "state"),
+    PODSYNC_CRI_ENDPOINT: fake.endpoint,
+    PODSYNC_NODE_NAME: "metrics-node",
+    PODSYNC_RELIST_INTERVAL_MS: "100",
+    PODSYNC_RUNTIME_EVENTS: "off",
+    ...extra,
+  };
   const r = await startNode(env, true);
   const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
   const sign = async (claims: Record<string, unknown>) =>
-    new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("metrics-node").setIssuedAt().setExpirationTime("1m").setJti(`m-${Math.random()}`).sign(await importJWK(key, "EdDSA"));
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: "EdDSA", kid: key.kid! })
+      .setIssuer(key.iss)
+      .setAudience("metrics-node")
+      .setIssuedAt()
+      .setExpirationTime("1m")
+      .setJti(`m-${Math.random()}`)
+      .sign(await importJWK(key, "EdDSA"));
   return { r, sign };
 }
 
 /** The value of one series, e.g. `podsync_syncs_total{trigger="request",result="ok"}`. */
 const value = (text: string, series: string) => {
-  const line = text.split("\n").find((l) => l.startsWith(series + " "));
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 };
 
@@ -50,7 +66,11 @@ describe("GET /metrics on the Node server", () => {
   it("serves loopback without a token: syncs by trigger, CRI calls by method and code, relists, pods, generation", async () => {
     const p = pod();
     const token = await n.sign({ act: "sync", pod: p });
-    const s = await fetch(`${n.r.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+    const s = await fetch(`${n.r.url}/v1/pods/sync`, {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: token,
+    });
     expect(s.status).toBe(200);
     // A relist has run since (every 100 ms here: the event stream is off, so the relist keeps its interval).
     await new Promise((r) => setTimeout(r, 300));
@@ -74,10 +94,20 @@ describe("GET /metrics on the Node server", () => {
     // A failing call is counted under its gRPC code; the relist it broke, as a failure.
     fake.runtime.fault("ListContainers", { kind: "error", code: 14, times: 1 });
     await expect
-      .poll(async () => value(await (await fetch(`${n.r.url}/metrics`)).text(), 'podsync_cri_calls_total{method="listContainers",code="UNAVAILABLE"}'), { timeout: 3000 })
+      .poll(
+        async () =>
+          value(
+            await (await fetch(`${n.r.url}/metrics`)).text(),
+            'podsync_cri_calls_total{method="listContainers",code="UNAVAILABLE"}',
+          ),
+        { timeout: 3000 },
+      )
       .toBe(1);
     expect(value(await (await fetch(`${n.r.url}/metrics`)).text(), "podsync_relist_failures_total")).toBe(1);
-    const del = await fetch(`${n.r.url}/v1/pods/${p.metadata.uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await n.sign({ act: "delete", uid: p.metadata.uid })}` } });
+    const del = await fetch(`${n.r.url}/v1/pods/${p.metadata.uid}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await n.sign({ act: "delete", uid: p.metadata.uid })}` },
+    });
     expect(del.status).toBe(200);
   });
 });
@@ -89,10 +119,13 @@ describe("who may read /metrics", () => {
       const none = await fetch(`${n.r.url}/metrics`);
       expect(none.status).toBe(401);
       expect(none.headers.get("content-type")).toBe("application/problem+json");
-      const wrong = await fetch(`${n.r.url}/metrics`, { headers: { authorization: `Bearer ${await n.sign({ act: "status" })}` } });
+      const wrong = await fetch(`${n.r.url}/metrics`, {
+        headers: { authorization: `Bearer ${await n.sign({ act: "status" })}` },
+      });
       expect(wrong.status).toBe(401);
       const token = await n.sign({ act: "metrics" });
-      for (let i = 0; i < 2; i++) expect((await fetch(`${n.r.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      for (let i = 0; i < 2; i++)
+        expect((await fetch(`${n.r.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
     } finally {
       await n.r.close();
     }
@@ -112,11 +145,26 @@ describe("who may read /metrics", () => {
   it("loopback mode: a peer that is not loopback needs the token", async () => {
     const cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
     let peer = "10.1.2.3";
-    const h = await Harness.start(cri, { metrics: { mode: "loopback", render: async () => "up 1\n", contentType: "text/plain; version=0.0.4", peerAddress: () => peer } });
+    const h = await Harness.start(cri, {
+      metrics: {
+        mode: "loopback",
+        render: async () => "up 1\n",
+        contentType: "text/plain; version=0.0.4",
+        peerAddress: () => peer,
+      },
+    });
     try {
       expect((await h.fetch("/metrics")).status).toBe(401);
-      expect((await h.fetch("/metrics", { headers: { authorization: `Bearer ${await h.sign({ act: "metrics" })}` } })).body).toBe("up 1\n");
-      expect((await h.fetch("/metrics", { headers: { authorization: `Bearer ${await h.sign({ act: "metrics", uid: "x" })}` } })).status).toBe(401);
+      expect(
+        (await h.fetch("/metrics", { headers: { authorization: `Bearer ${await h.sign({ act: "metrics" })}` } })).body,
+      ).toBe("up 1\n");
+      expect(
+        (
+          await h.fetch("/metrics", {
+            headers: { authorization: `Bearer ${await h.sign({ act: "metrics", uid: "x" })}` },
+          })
+        ).status,
+      ).toBe(401);
       peer = "::ffff:127.0.0.1";
       expect((await h.fetch("/metrics")).status).toBe(200);
     } finally {
@@ -127,6 +175,7 @@ describe("who may read /metrics", () => {
 
   it("isLoopbackAddress", () => {
     for (const a of ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"]) expect(isLoopbackAddress(a)).toBe(true);
-    for (const a of [undefined, "", "10.0.0.1", "::ffff:10.0.0.1", "fe80::1", "128.0.0.1", "1270.0.0.1"]) expect(isLoopbackAddress(a)).toBe(false);
+    for (const a of [undefined, "", "10.0.0.1", "::ffff:10.0.0.1", "fe80::1", "128.0.0.1", "1270.0.0.1"])
+      expect(isLoopbackAddress(a)).toBe(false);
   });
 });

@@ -21,14 +21,22 @@ let cri: CriClient;
 const harnesses: Harness[] = [];
 const made: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), "podsync-agent-e2e-"));
-const suffix = uid("").slice(1).replace(/[^a-z0-9]/g, "").slice(-10);
+const suffix = uid("")
+  .slice(1)
+  .replace(/[^a-z0-9]/g, "")
+  .slice(-10);
 
 const podInput = (name: string) => {
   const id = uid(`agent-${name}`);
   made.push(id);
   return {
     metadata: { name: `agent-${name}-${suffix}`, namespace: "podsync-agent", uid: id },
-    spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] },
+      ],
+    },
   };
 };
 
@@ -38,8 +46,13 @@ async function node() {
   return h;
 }
 const put = async (h: Harness, pods: unknown[], generation: number, o: { iat?: number } = {}) =>
-  h.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/jose" }, body: await h.sign({ act: "apply", generation, pods }, o) });
-const list = async (h: Harness) => (await h.fetch("/v1/pods", { headers: { authorization: `Bearer ${await h.sign({ act: "status" })}` } })).body;
+  h.fetch("/v1/node/pods", {
+    method: "PUT",
+    headers: { "content-type": "application/jose" },
+    body: await h.sign({ act: "apply", generation, pods }, o),
+  });
+const list = async (h: Harness) =>
+  (await h.fetch("/v1/pods", { headers: { authorization: `Bearer ${await h.sign({ act: "status" })}` } })).body;
 const running = async (p: { metadata: { uid: string; name: string; namespace: string } }) =>
   (await getPodStatus(cri, p.metadata, "full")).containerStatuses.filter((c) => c.state === "running").map((c) => c.id);
 
@@ -50,7 +63,10 @@ describe.skipIf(skip)("the node's desired set on real containerd", () => {
   });
   afterAll(async () => {
     for (const h of harnesses) await h.close();
-    for (const id of made) await createPodRuntime(cri).delete(id, 0).catch(() => undefined);
+    for (const id of made)
+      await createPodRuntime(cri)
+        .delete(id, 0)
+        .catch(() => undefined);
     cri?.close();
   });
 
@@ -71,16 +87,28 @@ describe.skipIf(skip)("the node's desired set on real containerd", () => {
     expect((await getPodStatus(cri, c.metadata)).sandboxStatuses).toEqual([]);
 
     // A captured older set, or an older token for one pod: refused, nothing touched.
-    expect((await put(h, [a, b, c], 1)).body).toMatchObject({ status: 409, type: "urn:podsync:problem:stale-generation" });
-    const changed = { ...a, spec: { ...a.spec, containers: [{ ...a.spec.containers[0]!, command: ["sleep", "7200"] }] } };
-    const older = await h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/jose" }, body: await h.sign({ act: "sync", pod: changed }, { iat: -30 }) });
+    expect((await put(h, [a, b, c], 1)).body).toMatchObject({
+      status: 409,
+      type: "urn:podsync:problem:stale-generation",
+    });
+    const changed = {
+      ...a,
+      spec: { ...a.spec, containers: [{ ...a.spec.containers[0]!, command: ["sleep", "7200"] }] },
+    };
+    const older = await h.fetch("/v1/pods/sync", {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: await h.sign({ act: "sync", pod: changed }, { iat: -30 }),
+    });
     expect(older.body).toMatchObject({ status: 409, type: "urn:podsync:problem:stale-generation" });
     expect(await Promise.all([a, b].map(running))).toEqual(ids);
     expect((await getPodStatus(cri, c.metadata)).sandboxStatuses).toEqual([]);
 
     const l = await list(h);
     expect(l.metadata.resourceVersion).toBe("2");
-    expect(l.items.map((p: any) => [p.metadata.uid, p.status.phase, p.status.containerStatuses[0].containerID])).toEqual([
+    expect(
+      l.items.map((p: any) => [p.metadata.uid, p.status.phase, p.status.containerStatuses[0].containerID]),
+    ).toEqual([
       [a.metadata.uid, "Running", `containerd://${ids[0]![0]}`],
       [b.metadata.uid, "Running", `containerd://${ids[1]![0]}`],
     ]);

@@ -46,16 +46,25 @@ const podInput = (name: string, id = uid(name)) => ({
   apiVersion: "v1",
   kind: "Pod",
   metadata: { name, namespace: "agent", uid: id },
-  spec: { terminationGracePeriodSeconds: 2, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }] },
+  spec: {
+    terminationGracePeriodSeconds: 2,
+    containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }],
+  },
 });
 
-const digest = async (body: string) => base64url.encode(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))));
+const digest = async (body: string) =>
+  base64url.encode(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))));
 
 async function put(h: Harness, pods: unknown[], generation: unknown, o: { iat?: number } = {}) {
   const token = await h.sign({ act: "apply", generation, pods }, o);
   return h.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/jose" }, body: token });
 }
-async function putDetached(h: Harness, body: string, type: "application/yaml" | "application/json", generation: number) {
+async function putDetached(
+  h: Harness,
+  body: string,
+  type: "application/yaml" | "application/json",
+  generation: number,
+) {
   const sig = await h.sign({ act: "apply", generation, body_sha256: await digest(body) });
   return h.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": type, "podsync-signature": sig }, body });
 }
@@ -64,13 +73,22 @@ async function list(h: Harness) {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body;
 }
-const containerIds = (id: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === id).map((c) => c.id).sort();
+const containerIds = (id: string) =>
+  [...fake.runtime.containers.values()]
+    .filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === id)
+    .map((c) => c.id)
+    .sort();
 const sandboxesOf = (id: string) => [...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === id);
 
 /** Refused with this status and problem type; the runtime saw no call (but the uid check's ListPodSandbox, a
  * read, made before a store that then fails), the store did not change. */
 const callsButUidCheck = () => fake.runtime.totalCalls() - (fake.runtime.calls.get("ListPodSandbox") ?? 0);
-async function refused(n: { h: Harness; desired: DesiredState }, p: Promise<{ status: number; type: string; body: any }>, status: number, slug: string) {
+async function refused(
+  n: { h: Harness; desired: DesiredState },
+  p: Promise<{ status: number; type: string; body: any }>,
+  status: number,
+  slug: string,
+) {
   const before = { calls: callsButUidCheck(), gen: await n.desired.generation(), pods: await n.desired.list() };
   const r = await p;
   expect(r.status, JSON.stringify(r.body)).toBe(status);
@@ -93,19 +111,28 @@ describe("PUT /v1/node/pods", () => {
     const r1 = await put(n.h, [a, b, c], 1);
     expect(r1.status, JSON.stringify(r1.body)).toBe(200);
     expect(r1.body).toMatchObject({ ok: true, generation: 1, removed: [] });
-    expect(r1.body.pods.map((p: any) => [p.pod.name, p.ok, p.steps.map((s: any) => s.action)])).toEqual(["a", "b", "c"].map((x) => [x, true, ["CreatePodSandbox", "StartContainer"]]));
+    expect(r1.body.pods.map((p: any) => [p.pod.name, p.ok, p.steps.map((s: any) => s.action)])).toEqual(
+      ["a", "b", "c"].map((x) => [x, true, ["CreatePodSandbox", "StartContainer"]]),
+    );
     expect(r1.body.pods[0].status).toMatchObject({ phase: "Running" });
     const ids = [a, b].map((p) => containerIds(p.metadata.uid));
 
     const r2 = await put(n.h, [a, b], 2);
     expect(r2.status, JSON.stringify(r2.body)).toBe(200);
     expect(r2.body.pods.map((p: any) => p.steps)).toEqual([[], []]);
-    expect(r2.body.removed).toMatchObject([{ ok: true, deleted: true, pod: { namespace: "agent", name: "c", uid: c.metadata.uid } }]);
+    expect(r2.body.removed).toMatchObject([
+      { ok: true, deleted: true, pod: { namespace: "agent", name: "c", uid: c.metadata.uid } },
+    ]);
     expect([a, b].map((p) => containerIds(p.metadata.uid))).toEqual(ids);
     expect(sandboxesOf(c.metadata.uid)).toEqual([]);
     expect((await n.desired.list()).map((e) => e.pod.metadata.name).sort()).toEqual(["a", "b"]);
     // The audit record is the token's.
-    expect((await n.desired.get(a.metadata.uid))!.audit).toMatchObject({ iss: "fleet-controller", kid: "ed-1", jti: expect.any(String), iat: expect.any(Number) });
+    expect((await n.desired.get(a.metadata.uid))!.audit).toMatchObject({
+      iss: "fleet-controller",
+      kid: "ed-1",
+      jti: expect.any(String),
+      iat: expect.any(Number),
+    });
 
     // An empty set drains the node (of the store's pods).
     const r3 = await put(n.h, [], 3);
@@ -126,7 +153,8 @@ describe("PUT /v1/node/pods", () => {
       const read = await list();
       if (!sync) {
         sync = h.post("/v1/pods/sync", x);
-        for (let i = 0; i < 25 && !(await desired.get(x.metadata.uid)); i++) await new Promise((r) => setTimeout(r, 20));
+        for (let i = 0; i < 25 && !(await desired.get(x.metadata.uid)); i++)
+          await new Promise((r) => setTimeout(r, 20));
       }
       return read;
     };
@@ -134,7 +162,8 @@ describe("PUT /v1/node/pods", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     await sync;
     // Either x was stored before the commit (dropped by it, and named), or after it (kept): never a nameless removal.
-    for (const p of r.body.removed) expect(p.pod).toEqual({ namespace: "agent", name: "just-before", uid: x.metadata.uid });
+    for (const p of r.body.removed)
+      expect(p.pod).toEqual({ namespace: "agent", name: "just-before", uid: x.metadata.uid });
     await createPodRuntime(cri).delete(x.metadata.uid, 0);
   });
 
@@ -147,13 +176,21 @@ describe("PUT /v1/node/pods", () => {
     // The PUT syncs one pod at a time; a's start hangs, and meanwhile a newer sync of b is stored and runs.
     fake.runtime.fault("StartContainer", { kind: "hang", ms: 1000, times: 1 });
     const pending = put(h, [a, b], 1);
-    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StartContainer") && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StartContainer") && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 20));
     const s = await h.post("/v1/pods/sync", v3);
     expect(s.status, JSON.stringify(s.body)).toBe(200);
     const r = await pending;
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.pods[1]).toMatchObject({ ok: true, pod: { name: "sup-b" }, steps: [], superseded: expect.stringContaining("later request") });
-    const commands = [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === b.metadata.uid).map((c) => c.config.command.join(" "));
+    expect(r.body.pods[1]).toMatchObject({
+      ok: true,
+      pod: { name: "sup-b" },
+      steps: [],
+      superseded: expect.stringContaining("later request"),
+    });
+    const commands = [...fake.runtime.containers.values()]
+      .filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === b.metadata.uid)
+      .map((c) => c.config.command.join(" "));
     expect(commands).toEqual(["sleep 3d"]);
     expect((await desired.get(b.metadata.uid))!.pod.spec.containers[0]!.command).toEqual(["sleep", "3d"]);
     expect((await put(h, [], 2)).status).toBe(200);
@@ -169,7 +206,8 @@ describe("PUT /v1/node/pods", () => {
     // The PUT drops both, one at a time; y's stop hangs, and meanwhile a newer sync puts x back.
     fake.runtime.fault("StopContainer", { kind: "hang", ms: 1000, times: 1 });
     const pending = put(h, [], 2);
-    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StopContainer") && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StopContainer") && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 20));
     const s = await h.post("/v1/pods/sync", x);
     expect(s.status, JSON.stringify(s.body)).toBe(200);
     const r = await pending;
@@ -195,7 +233,16 @@ describe("PUT /v1/node/pods", () => {
     expect(r2.body.removed.map((p: any) => p.pod.name)).toEqual(["ya"]);
     // The body must be the signed one.
     const sig = await n.h.sign({ act: "apply", generation: 3, body_sha256: await digest(json) });
-    await refused(n, n.h.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/json", "podsync-signature": sig }, body: json.replace("yb", "yc") }), 401, "unauthorized");
+    await refused(
+      n,
+      n.h.fetch("/v1/node/pods", {
+        method: "PUT",
+        headers: { "content-type": "application/json", "podsync-signature": sig },
+        body: json.replace("yb", "yc"),
+      }),
+      401,
+      "unauthorized",
+    );
     await put(n.h, [], 9);
   });
 
@@ -216,7 +263,16 @@ describe("PUT /v1/node/pods", () => {
       const b = await refused(n, put(n.h, [], g), 400, "bad-request");
       expect(b.errors).toEqual([{ path: "generation", message: expect.stringContaining("whole number") }]);
     }
-    await refused(n, n.h.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/jose" }, body: await n.h.sign({ act: "sync", generation: 7, pods: [] }) }), 401, "unauthorized");
+    await refused(
+      n,
+      n.h.fetch("/v1/node/pods", {
+        method: "PUT",
+        headers: { "content-type": "application/jose" },
+        body: await n.h.sign({ act: "sync", generation: 7, pods: [] }),
+      }),
+      401,
+      "unauthorized",
+    );
   });
 
   it("a malformed item fails the whole PUT naming the item and field; the node is left unchanged", async () => {
@@ -244,9 +300,17 @@ describe("PUT /v1/node/pods", () => {
   it("two pods with one uid, or one namespace/name, in a set are refused", async () => {
     const n = await node();
     const a = podInput("d");
-    const body = await refused(n, put(n.h, [a, { ...podInput("other"), metadata: { ...a.metadata, name: "other" } }, { ...podInput("d") }], 1), 400, "invalid-pod");
+    const body = await refused(
+      n,
+      put(n.h, [a, { ...podInput("other"), metadata: { ...a.metadata, name: "other" } }, { ...podInput("d") }], 1),
+      400,
+      "invalid-pod",
+    );
     expect(body.errors).toEqual([
-      { path: "pods[1].metadata.uid", message: `duplicate uid "${a.metadata.uid}" (also pods[0]): a set holds each pod once` },
+      {
+        path: "pods[1].metadata.uid",
+        message: `duplicate uid "${a.metadata.uid}" (also pods[0]): a set holds each pod once`,
+      },
       { path: "pods[2].metadata.name", message: "duplicate pod agent/d (also pods[0]): a set holds each pod once" },
     ]);
   });
@@ -271,7 +335,15 @@ describe("PUT /v1/node/pods", () => {
     failing = true;
     await refused(n, put(n.h, [a], 2), 503, "state-unavailable");
     await refused(n, n.h.post("/v1/pods/sync", podInput("f3")), 503, "state-unavailable");
-    await refused(n, n.h.fetch(`/v1/pods/${a.metadata.uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: a.metadata.uid })}` } }), 503, "state-unavailable");
+    await refused(
+      n,
+      n.h.fetch(`/v1/pods/${a.metadata.uid}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: a.metadata.uid })}` },
+      }),
+      503,
+      "state-unavailable",
+    );
     expect([a, b].map((p) => containerIds(p.metadata.uid).length)).toEqual([1, 1]);
     failing = false;
     expect((await put(n.h, [], 2)).status).toBe(200);
@@ -288,13 +360,19 @@ describe("the store kept by sync and DELETE", () => {
     const changed = { ...p, spec: { ...p.spec, containers: [{ ...p.spec.containers[0], command: ["sleep", "2d"] }] } };
     const body = await refused(n, n.h.post("/v1/pods/sync", changed, { iat: -10 }), 409, "stale-generation");
     expect(body.detail).toContain("older");
-    const del = n.h.fetch(`/v1/pods/${p.metadata.uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: p.metadata.uid }, { iat: -10 })}` } });
+    const del = n.h.fetch(`/v1/pods/${p.metadata.uid}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: p.metadata.uid }, { iat: -10 })}` },
+    });
     await refused(n, del, 409, "stale-generation");
     expect((await n.desired.get(p.metadata.uid))!.pod.spec.containers[0]!.command).toEqual(["sleep", "1d"]);
     // A newer token goes through.
     expect((await n.h.post("/v1/pods/sync", changed, { iat: 1 })).status).toBe(200);
     expect((await n.desired.get(p.metadata.uid))!.pod.spec.containers[0]!.command).toEqual(["sleep", "2d"]);
-    const ok = await n.h.fetch(`/v1/pods/${p.metadata.uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: p.metadata.uid }, { iat: 2 })}` } });
+    const ok = await n.h.fetch(`/v1/pods/${p.metadata.uid}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: p.metadata.uid }, { iat: 2 })}` },
+    });
     expect(ok.body).toMatchObject({ ok: true, deleted: true, desired: true });
     expect(await n.desired.get(p.metadata.uid)).toBeUndefined();
   });
@@ -304,10 +382,14 @@ describe("the store kept by sync and DELETE", () => {
     const x = podInput("overtaken");
     fake.runtime.fault("StartContainer", { kind: "hang", ms: 1500, times: 1 });
     const sync = n.h.post("/v1/pods/sync", x);
-    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StartContainer") && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    for (const end = Date.now() + 10_000; !fake.runtime.inFlight.get("StartContainer") && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 20));
     const [s, p] = await Promise.all([sync, put(n.h, [], 1)]);
     expect(s.status, JSON.stringify(s.body)).toBe(409);
-    expect(s.body).toMatchObject({ type: "urn:podsync:problem:stale-generation", detail: expect.stringContaining("left the desired state") });
+    expect(s.body).toMatchObject({
+      type: "urn:podsync:problem:stale-generation",
+      detail: expect.stringContaining("left the desired state"),
+    });
     expect(p.body.removed).toMatchObject([{ ok: true, pod: { uid: x.metadata.uid } }]);
     expect(sandboxesOf(x.metadata.uid)).toEqual([]);
     expect(containerIds(x.metadata.uid)).toEqual([]);
@@ -320,7 +402,10 @@ describe("the store kept by sync and DELETE", () => {
     const p = podInput("del-race");
     expect((await h.post("/v1/pods/sync", p, { iat: -20 })).status).toBe(200);
     // A newer sync is stored right after the DELETE's route read the store (between its read and its removal).
-    const newer = { ...(await desired.get(p.metadata.uid))!, audit: { iss: ISSUER, iat: Math.floor(Date.now() / 1000) + 100 } };
+    const newer = {
+      ...(await desired.get(p.metadata.uid))!,
+      audit: { iss: ISSUER, iat: Math.floor(Date.now() / 1000) + 100 },
+    };
     const get = desired.get.bind(desired);
     let armed = true;
     desired.get = async (id) => {
@@ -331,7 +416,10 @@ describe("the store kept by sync and DELETE", () => {
       }
       return r;
     };
-    const r = await h.fetch(`/v1/pods/${p.metadata.uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: p.metadata.uid }, { iat: -10 })}` } });
+    const r = await h.fetch(`/v1/pods/${p.metadata.uid}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: p.metadata.uid }, { iat: -10 })}` },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(409);
     expect(r.body).toMatchObject({ type: "urn:podsync:problem:stale-generation" });
     expect((await desired.get(p.metadata.uid))!.audit.iat).toBe(newer.audit.iat);
@@ -344,11 +432,15 @@ describe("the store kept by sync and DELETE", () => {
     const h = await Harness.start(cri, { desired });
     harnesses.push(h);
     const p = podInput("lock-wait");
-    const v = (cmd: string) => ({ ...p, spec: { ...p.spec, containers: [{ ...p.spec.containers[0]!, command: ["sleep", cmd] }] } });
+    const v = (cmd: string) => ({
+      ...p,
+      spec: { ...p.spec, containers: [{ ...p.spec.containers[0]!, command: ["sleep", cmd] }] },
+    });
     expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
     const command = async () => (await desired.get(p.metadata.uid))?.pod.spec.containers[0]!.command?.join(" ");
     const until = async (f: () => Promise<boolean> | boolean) => {
-      for (const end = Date.now() + 10_000; !(await f()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+      for (const end = Date.now() + 10_000; !(await f()) && Date.now() < end; )
+        await new Promise((r) => setTimeout(r, 20));
     };
     // A resync holds the pod's lock (its status read hangs); v2 is stored and waits for the lock; then v3.
     fake.runtime.fault("ListContainers", { kind: "hang", ms: 1000, times: 1 });
@@ -361,9 +453,14 @@ describe("the store kept by sync and DELETE", () => {
     const [r0, r2, r3] = await Promise.all([holder, v2, v3]);
     expect(r0.status, JSON.stringify(r0.body)).toBe(200); // it held the lock, its spec current when it took it
     expect(r2.status, JSON.stringify(r2.body)).toBe(409);
-    expect(r2.body).toMatchObject({ type: "urn:podsync:problem:stale-generation", detail: expect.stringContaining("later request") });
+    expect(r2.body).toMatchObject({
+      type: "urn:podsync:problem:stale-generation",
+      detail: expect.stringContaining("later request"),
+    });
     expect(r3.status, JSON.stringify(r3.body)).toBe(200);
-    const commands = [...fake.runtime.containers.values()].filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === p.metadata.uid).map((c) => c.config.command.join(" "));
+    const commands = [...fake.runtime.containers.values()]
+      .filter((c) => c.config.labels?.["io.kubernetes.pod.uid"] === p.metadata.uid)
+      .map((c) => c.config.command.join(" "));
     expect(commands).toEqual(["sleep 1d", "sleep 3d"]); // v2 never ran
     await createPodRuntime(cri).delete(p.metadata.uid, 0);
   });
@@ -378,7 +475,10 @@ describe("the store kept by sync and DELETE", () => {
     expect((await list(n.h)).items.map((p: any) => p.metadata.name)).toEqual(["id-a"]);
     // In a set: the item is named, the generation is not used up.
     const set = await refused(n, put(n.h, [podInput("id-c"), impostor], 2), 409, "uid-conflict");
-    expect(set).toMatchObject({ holder: { name: "id-a" }, errors: [{ path: "pods[1].metadata.uid", message: expect.stringContaining("already belongs to pod agent/id-a") }] });
+    expect(set).toMatchObject({
+      holder: { name: "id-a" },
+      errors: [{ path: "pods[1].metadata.uid", message: expect.stringContaining("already belongs to pod agent/id-a") }],
+    });
     expect(sandboxesOf(a.metadata.uid).map((s) => s.config.metadata?.name)).toEqual(["id-a"]);
     expect((await put(n.h, [], 2)).status).toBe(200);
   });
@@ -388,8 +488,17 @@ describe("the store kept by sync and DELETE", () => {
     const p = podInput("only-store");
     await n.h.post("/v1/pods/sync", p);
     await createPodRuntime(cri).delete(p.metadata.uid, 0); // gone from the runtime behind podsync's back
-    const del = async (id: string) => n.h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: id })}` } });
-    expect((await del(p.metadata.uid)).body).toMatchObject({ ok: true, deleted: false, desired: true, pod: { name: "only-store", namespace: "agent" } });
+    const del = async (id: string) =>
+      n.h.fetch(`/v1/pods/${id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: id })}` },
+      });
+    expect((await del(p.metadata.uid)).body).toMatchObject({
+      ok: true,
+      deleted: false,
+      desired: true,
+      pod: { name: "only-store", namespace: "agent" },
+    });
     expect(await n.desired.get(p.metadata.uid)).toBeUndefined();
 
     const orphan = Pod.parse(podInput("orphan"));
@@ -403,10 +512,19 @@ describe("the store kept by sync and DELETE", () => {
     const n = await node();
     const p = podInput("nowait");
     await n.h.post("/v1/pods/sync", p);
-    const del = async (id: string) => n.h.fetch(`/v1/pods/${id}?wait=false`, { method: "DELETE", headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: id })}` } });
+    const del = async (id: string) =>
+      n.h.fetch(`/v1/pods/${id}?wait=false`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${await n.h.sign({ act: "delete", uid: id })}` },
+      });
     const r = await del(p.metadata.uid);
     expect(r.status).toBe(202);
-    expect(r.body).toEqual({ ok: true, accepted: true, desired: true, pod: { namespace: "agent", name: "nowait", uid: p.metadata.uid } });
+    expect(r.body).toEqual({
+      ok: true,
+      accepted: true,
+      desired: true,
+      pod: { namespace: "agent", name: "nowait", uid: p.metadata.uid },
+    });
     expect(await n.desired.get(p.metadata.uid)).toBeUndefined();
     await until("the kill after the answer", async () => sandboxesOf(p.metadata.uid).length === 0, 5000);
 
@@ -430,12 +548,27 @@ describe("GET /v1/pods", () => {
     const orphan = Pod.parse(podInput("lorphan"));
     await createPodRuntime(cri).sync(orphan);
     // A pod some other tool made (no podsync label) is none of podsync's business: not listed at all.
-    const foreign = await cri.runPodSandbox({ config: { metadata: { name: "foreign", namespace: "agent", uid: uid("foreign"), attempt: 0 }, labels: { "io.kubernetes.pod.uid": "foreign-uid" } } });
+    const foreign = await cri.runPodSandbox({
+      config: {
+        metadata: { name: "foreign", namespace: "agent", uid: uid("foreign"), attempt: 0 },
+        labels: { "io.kubernetes.pod.uid": "foreign-uid" },
+      },
+    });
 
     const body = await list(n.h);
     expect(body).toMatchObject({ apiVersion: "v1", kind: "PodList", metadata: { resourceVersion: "4" } });
-    expect(body.items.map((p: any) => [p.metadata.name, p.status.phase])).toEqual([["la", "Running"], ["lb", "Running"], ["lc", "Pending"]]);
-    expect(body.items[0]).toMatchObject({ apiVersion: "v1", kind: "Pod", metadata: { namespace: "agent", uid: a.metadata.uid }, spec: { containers: [{ name: "main" }] }, status: { containerStatuses: [{ name: "main", ready: true, state: { running: {} } }] } });
+    expect(body.items.map((p: any) => [p.metadata.name, p.status.phase])).toEqual([
+      ["la", "Running"],
+      ["lb", "Running"],
+      ["lc", "Pending"],
+    ]);
+    expect(body.items[0]).toMatchObject({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { namespace: "agent", uid: a.metadata.uid },
+      spec: { containers: [{ name: "main" }] },
+      status: { containerStatuses: [{ name: "main", ready: true, state: { running: {} } }] },
+    });
     const orphans = body.orphans.filter((o: any) => o.metadata.uid === orphan.metadata.uid);
     expect(orphans).toMatchObject([{ kind: "Pod", metadata: { name: "lorphan" }, status: { phase: "Running" } }]);
     expect(orphans[0].spec).toBeUndefined();
@@ -465,7 +598,9 @@ describe("GET /v1/pods", () => {
     const again = await node(n.dir);
     const after = await list(again.h);
     expect(after.metadata.resourceVersion).toBe("11");
-    expect(after.items.map((p: any) => [p.metadata.name, p.spec])).toEqual(before.items.map((p: any) => [p.metadata.name, p.spec]));
+    expect(after.items.map((p: any) => [p.metadata.name, p.spec])).toEqual(
+      before.items.map((p: any) => [p.metadata.name, p.spec]),
+    );
     // The same specs: a sync from the restarted node changes nothing.
     const r = await put(again.h, [a, b], 12);
     expect(r.body.pods.map((p: any) => p.steps)).toEqual([[], []]);
@@ -476,8 +611,12 @@ describe("GET /v1/pods", () => {
     const n = await node();
     const doc = (await n.h.fetch("/openapi.json")).body;
     expect(doc.paths["/v1/pods"].get.responses["200"].description).toContain("orphans");
-    expect(doc.paths["/v1/node/pods"].put.responses["409"].description).toContain("urn:podsync:problem:stale-generation");
-    expect(doc.paths["/v1/pods/sync"].post.responses["409"].description).toContain("urn:podsync:problem:stale-generation");
+    expect(doc.paths["/v1/node/pods"].put.responses["409"].description).toContain(
+      "urn:podsync:problem:stale-generation",
+    );
+    expect(doc.paths["/v1/pods/sync"].post.responses["409"].description).toContain(
+      "urn:podsync:problem:stale-generation",
+    );
   });
 });
 
@@ -487,16 +626,27 @@ describe("the CLI: podsync apply and podsync pods", () => {
     const key = n.h.keys[0]!;
     const tmp = mkdtempSync(join(tmpdir(), "podsync-cli-apply-"));
     const keyFile = join(tmp, "key.json");
-    writeFileSync(keyFile, JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }));
+    writeFileSync(
+      keyFile,
+      JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: key.alg, iss: ISSUER }),
+    );
     const cli = (...args: string[]) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
-        execFile(process.execPath, ["bin/podsync.mjs", "--url", n.h.url, "--key", keyFile, "--aud", NODE, ...args], (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+        execFile(
+          process.execPath,
+          ["bin/podsync.mjs", "--url", n.h.url, "--key", keyFile, "--aud", NODE, ...args],
+          (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        ),
       );
     const [a, b] = [podInput("cli-a"), podInput("cli-b")];
     const file = join(tmp, "node.yaml");
     writeFileSync(file, `${toYaml(a)}---\n${toYaml(b)}`);
     const plan = await cli("apply", "-f", file, "--dry-run");
-    expect(plan, plan.stderr).toMatchObject({ code: 0, stdout: "pod/cli-a created (dry run): would create sandbox (attempt 0); start main\npod/cli-b created (dry run): would create sandbox (attempt 0); start main\n" });
+    expect(plan, plan.stderr).toMatchObject({
+      code: 0,
+      stdout:
+        "pod/cli-a created (dry run): would create sandbox (attempt 0); start main\npod/cli-b created (dry run): would create sandbox (attempt 0); start main\n",
+    });
     expect(plan.stderr).toContain("generation 1 would be applied; nothing changed");
     expect((await cli("pods")).stderr).toContain("generation 0");
 
@@ -511,7 +661,9 @@ describe("the CLI: podsync apply and podsync pods", () => {
     const stale = await cli("apply", "-f", file, "--generation", "2");
     expect(stale).toMatchObject({ code: 1, stdout: "" });
     expect(stale.stderr).toContain("409 Older than the node's desired state");
-    expect((await cli("apply", "-f", file, "--generation", "x")).stderr).toContain('--generation must be auto or a whole number from 1, not "x"');
+    expect((await cli("apply", "-f", file, "--generation", "x")).stderr).toContain(
+      '--generation must be auto or a whole number from 1, not "x"',
+    );
 
     const table = await cli("pods");
     expect(table.code, table.stderr).toBe(0);
@@ -532,6 +684,8 @@ describe("the CLI: podsync apply and podsync pods", () => {
     const two = await cli("sync", file.replace("node.yaml", "two.yaml"));
     expect(two.stderr).toContain("cannot read");
     writeFileSync(join(tmp, "two.yaml"), `${toYaml(a)}---\n${toYaml(b)}`);
-    expect((await cli("sync", join(tmp, "two.yaml"))).stderr).toContain(`holds 2 pods; sync takes one. To make several pods the node's set, use podsync apply -f ${join(tmp, "two.yaml")}`);
+    expect((await cli("sync", join(tmp, "two.yaml"))).stderr).toContain(
+      `holds 2 pods; sync takes one. To make several pods the node's set, use podsync apply -f ${join(tmp, "two.yaml")}`,
+    );
   }, 60_000);
 });

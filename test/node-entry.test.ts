@@ -7,7 +7,10 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, ["dist/node.js"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["dist/node.js"], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let err = "";
   child.stderr.on("data", (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number>((r) => child.once("exit", (c) => r(c ?? -1)));
@@ -17,13 +20,20 @@ function start(env: Record<string, string>) {
 describe("dist/node.js (npm start)", () => {
   it("serves on localhost, makes a dev key on first run and says how to use it; stops on SIGTERM", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-start-"));
-    const p = start({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock" });
+    const p = start({
+      PODSYNC_PORT: "0",
+      PODSYNC_DEV_DIR: dir,
+      PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock",
+    });
     const deadline = Date.now() + 20_000;
-    while (!/listening on (http:\/\/127\.0\.0\.1:\d+)/.test(p.stderr()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!/listening on (http:\/\/127\.0\.0\.1:\d+)/.test(p.stderr()) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(p.stderr())![1]!;
     expect(p.stderr()).toContain(`dev key: ${join(dir, "dev-key.json")}`);
     expect(p.stderr()).toContain(`npx podsync sync examples/pod.yaml --url ${url} --key ${join(dir, "dev-key.json")}`);
-    expect(p.stderr()).toContain("policy:  baseline (PODSYNC_POLICY: pods beyond the baseline Pod Security Standard are refused");
+    expect(p.stderr()).toContain(
+      "policy:  baseline (PODSYNC_POLICY: pods beyond the baseline Pod Security Standard are refused",
+    );
     expect(p.stderr()).toContain("exec: off (PODSYNC_ALLOW_EXEC=true turns it on)");
     expect(p.stderr()).toMatch(/warning: \/nonexistent\/podsync\.sock does not exist/);
     expect(await (await fetch(`${url}/healthz`)).json()).toMatchObject({ ok: true });
@@ -38,9 +48,15 @@ describe("dist/node.js (npm start)", () => {
     await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
     const port = (taken.address() as { port: number }).port;
     try {
-      const p = start({ PODSYNC_PORT: String(port), PODSYNC_DEV_DIR: mkdtempSync(join(tmpdir(), "podsync-start-")), PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock" });
+      const p = start({
+        PODSYNC_PORT: String(port),
+        PODSYNC_DEV_DIR: mkdtempSync(join(tmpdir(), "podsync-start-")),
+        PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock",
+      });
       expect(await p.exited).toBe(1);
-      expect(p.stderr()).toBe(`podsync: cannot listen on 127.0.0.1:${port}: the port is in use (another podsync? stop it, or set PODSYNC_PORT to a free port)\n`);
+      expect(p.stderr()).toBe(
+        `podsync: cannot listen on 127.0.0.1:${port}: the port is in use (another podsync? stop it, or set PODSYNC_PORT to a free port)\n`,
+      );
     } finally {
       taken.close();
     }

@@ -22,7 +22,12 @@ const skip = inject("skipE2E");
 
 const SECRET = `pw-${process.pid}-${Date.now().toString(36)}`;
 const HOST_IP = "192.0.2.77";
-const node = { ...defaultNodeConfig(), rootDir: mkdtempSync(join(tmpdir(), "podsync-objects-e2e-")), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-objects-logs-")), nodeName: "edge-e2e" };
+const node = {
+  ...defaultNodeConfig(),
+  rootDir: mkdtempSync(join(tmpdir(), "podsync-objects-e2e-")),
+  podLogsDir: mkdtempSync(join(tmpdir(), "podsync-objects-logs-")),
+  nodeName: "edge-e2e",
+};
 const id = uid("objects");
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 
@@ -30,8 +35,19 @@ let cri: CriClient;
 let h: Harness;
 let rt: PodRuntime;
 
-const configMap = (conf: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "app-config" }, data: { "app.conf": conf, mode: "fast" } });
-const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "app-secret" }, type: "Opaque", data: { password: b64(SECRET) } };
+const configMap = (conf: string) => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name: "app-config" },
+  data: { "app.conf": conf, mode: "fast" },
+});
+const secret = {
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name: "app-secret" },
+  type: "Opaque",
+  data: { password: b64(SECRET) },
+};
 const pod = {
   apiVersion: "v1",
   kind: "Pod",
@@ -63,16 +79,38 @@ const pod = {
       },
     ],
     volumes: [
-      { name: "cfg", configMap: { name: "app-config", defaultMode: 0o600, items: [{ key: "app.conf", path: "conf/app.conf", mode: 0o640 }, { key: "mode", path: "mode" }] } },
+      {
+        name: "cfg",
+        configMap: {
+          name: "app-config",
+          defaultMode: 0o600,
+          items: [
+            { key: "app.conf", path: "conf/app.conf", mode: 0o640 },
+            { key: "mode", path: "mode" },
+          ],
+        },
+      },
       { name: "creds", secret: { secretName: "app-secret", defaultMode: 0o400 } },
-      { name: "info", downwardAPI: { items: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }, { path: "name", fieldRef: { fieldPath: "metadata.name" } }] } },
+      {
+        name: "info",
+        downwardAPI: {
+          items: [
+            { path: "labels", fieldRef: { fieldPath: "metadata.labels" } },
+            { path: "name", fieldRef: { fieldPath: "metadata.name" } },
+          ],
+        },
+      },
     ],
   },
 };
 
 async function sync(conf: string, p: typeof pod = pod) {
   const token = await h.sign({ act: "sync", pod: p, configMaps: [configMap(conf)], secrets: [secret] });
-  const r = await h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+  const r = await h.fetch("/v1/pods/sync", {
+    method: "POST",
+    headers: { "content-type": "application/jose" },
+    body: token,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   expect(JSON.stringify(r.body)).not.toContain(SECRET);
   return r.body as { steps: { action: string }[] };
@@ -84,7 +122,10 @@ async function sh(script: string): Promise<{ code: number; out: string }> {
 }
 
 const secretDir = `${node.rootDir}/pods/${id}/volumes/kubernetes.io~secret/creds`;
-const tmpfsAt = (dir: string) => readFileSync("/proc/mounts", "utf8").split("\n").some((l) => l.split(" ")[1] === dir && l.split(" ")[2] === "tmpfs");
+const tmpfsAt = (dir: string) =>
+  readFileSync("/proc/mounts", "utf8")
+    .split("\n")
+    .some((l) => l.split(" ")[1] === dir && l.split(" ")[2] === "tmpfs");
 
 describe.skipIf(skip)("ConfigMaps, Secrets and the downward API on real containerd", () => {
   beforeAll(async () => {
@@ -104,16 +145,33 @@ describe.skipIf(skip)("ConfigMaps, Secrets and the downward API on real containe
     const first = await sync("port=8080\n");
     expect(first.steps.map((s) => s.action)).toEqual(["MountVolumes", "CreatePodSandbox", "StartContainer"]);
 
-    expect(await sh("cat /etc/cfg/conf/app.conf; cat /etc/cfg/mode; cat /etc/mode-file")).toEqual({ code: 0, out: "port=8080\nfastfast" });
+    expect(await sh("cat /etc/cfg/conf/app.conf; cat /etc/cfg/mode; cat /etc/mode-file")).toEqual({
+      code: 0,
+      out: "port=8080\nfastfast",
+    });
     const modes = await sh("ls -lnL /etc/cfg/conf/app.conf /etc/cfg/mode /etc/creds/password /etc/info/labels");
-    const mode = (path: string) => modes.out.split("\n").find((l) => l.endsWith(path))?.split(/\s+/)[0];
-    expect([mode("/etc/cfg/conf/app.conf"), mode("/etc/cfg/mode"), mode("/etc/creds/password"), mode("/etc/info/labels")]).toEqual(["-rw-r-----", "-rw-------", "-r--------", "-rw-r--r--"]);
+    const mode = (path: string) =>
+      modes.out
+        .split("\n")
+        .find((l) => l.endsWith(path))
+        ?.split(/\s+/)[0];
+    expect([
+      mode("/etc/cfg/conf/app.conf"),
+      mode("/etc/cfg/mode"),
+      mode("/etc/creds/password"),
+      mode("/etc/info/labels"),
+    ]).toEqual(["-rw-r-----", "-rw-------", "-r--------", "-rw-r--r--"]);
     expect(await sh("cat /etc/creds/password")).toEqual({ code: 0, out: SECRET });
     expect(await sh("cat /etc/info/labels")).toEqual({ code: 0, out: 'app="objects-e2e"\ntier="edge"' });
 
     const podIP = (await getPodStatus(cri, { uid: id, name: "objects-e2e", namespace: "default" })).ips[0];
     expect(podIP).toMatch(/^10\.244\.78\.\d+$/);
-    const env = Object.fromEntries((await sh("env")).out.split("\n").filter(Boolean).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const env = Object.fromEntries(
+      (await sh("env")).out
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    );
     expect(env).toMatchObject({ PW: SECRET, POD_IP: podIP, HOST_IP, NODE: "edge-e2e", MEM_MI: "64", CFG_mode: "fast" });
 
     expect(tmpfsAt(secretDir)).toBe(true);
@@ -132,7 +190,14 @@ describe.skipIf(skip)("ConfigMaps, Secrets and the downward API on real containe
 
   it("a volume dropped from the spec goes when the container restarts without it: its tmpfs is unmounted", async () => {
     const c = pod.spec.containers[0]!;
-    const without = { ...pod, spec: { ...pod.spec, volumes: pod.spec.volumes.filter((v) => v.name !== "creds"), containers: [{ ...c, volumeMounts: c.volumeMounts.filter((m) => m.name !== "creds") }] } };
+    const without = {
+      ...pod,
+      spec: {
+        ...pod.spec,
+        volumes: pod.spec.volumes.filter((v) => v.name !== "creds"),
+        containers: [{ ...c, volumeMounts: c.volumeMounts.filter((m) => m.name !== "creds") }],
+      },
+    };
     const r = await sync("port=9090\n", without);
     expect(r.steps.map((s) => s.action)).toEqual(["KillContainer", "MountVolumes", "StartContainer"]);
     expect(tmpfsAt(secretDir)).toBe(false);
@@ -142,7 +207,11 @@ describe.skipIf(skip)("ConfigMaps, Secrets and the downward API on real containe
 
   it("DELETE unmounts the secret's tmpfs and removes the volumes", async () => {
     // The secret volume back, so that DELETE has a tmpfs to unmount.
-    expect((await sync("port=9090\n")).steps.map((s) => s.action)).toEqual(["KillContainer", "MountVolumes", "StartContainer"]);
+    expect((await sync("port=9090\n")).steps.map((s) => s.action)).toEqual([
+      "KillContainer",
+      "MountVolumes",
+      "StartContainer",
+    ]);
     expect(tmpfsAt(secretDir)).toBe(true);
     const token = await h.sign({ act: "delete", uid: id });
     const r = await h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });

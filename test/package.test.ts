@@ -9,7 +9,12 @@ import { describe, expect, it } from "vitest";
 
 const run = (cmd: string, args: string[], o: { cwd?: string; env?: Record<string, string> } = {}) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
-    execFile(cmd, args, { cwd: o.cwd ?? process.cwd(), env: { ...process.env, ...o.env }, maxBuffer: 16 * 1024 * 1024 }, (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+    execFile(
+      cmd,
+      args,
+      { cwd: o.cwd ?? process.cwd(), env: { ...process.env, ...o.env }, maxBuffer: 16 * 1024 * 1024 },
+      (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
   );
 
 describe("the npm package", () => {
@@ -24,10 +29,28 @@ describe("the npm package", () => {
     expect(files).toContain("dist/node.js");
     expect(files).toContain("bin/podsync.mjs");
     expect(files).toContain("README.md");
-    expect(files.filter((f) => /^(src|test|bench|scripts|proto|\.podsync)\//.test(f) || f.endsWith(".ts") || f.includes(".tsbuildinfo"))).toEqual([]);
+    expect(
+      files.filter(
+        (f) => /^(src|test|bench|scripts|proto|\.podsync)\//.test(f) || f.endsWith(".ts") || f.includes(".tsbuildinfo"),
+      ),
+    ).toEqual([]);
 
     const prefix = join(tmp, "prefix");
-    const install = await run("npm", ["install", "-g", "--prefix", prefix, "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", join(tmp, info!.filename)], { cwd: tmp });
+    const install = await run(
+      "npm",
+      [
+        "install",
+        "-g",
+        "--prefix",
+        prefix,
+        "--prefer-offline",
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        join(tmp, info!.filename),
+      ],
+      { cwd: tmp },
+    );
     expect(install.code, install.stderr).toBe(0);
     const bin = join(prefix, "bin", "podsync");
     const empty = join(tmp, "empty");
@@ -47,7 +70,10 @@ describe("the npm package", () => {
     expect((await run(bin, ["keygen"], { cwd: empty, env })).stderr).toContain("already exists; keeping it");
 
     // The server from the installed package: it starts, prints its banner, and stops on SIGTERM.
-    const serve = spawn(bin, ["serve"], { cwd: empty, env: { ...process.env, ...env, PODSYNC_PORT: "0", PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock" } });
+    const serve = spawn(bin, ["serve"], {
+      cwd: empty,
+      env: { ...process.env, ...env, PODSYNC_PORT: "0", PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock" },
+    });
     let err = "";
     serve.stderr.on("data", (b: Buffer) => (err += b.toString()));
     const exited = new Promise<number>((r) => serve.once("exit", (c) => r(c ?? -1)));

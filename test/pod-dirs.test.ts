@@ -58,7 +58,7 @@ describe("nodePodDirs.removeTree", () => {
       "os.close(os.open('f', os.O_WRONLY | os.O_CREAT, dir_fd=fd)); os.symlink(sys.argv[2], 'out', dir_fd=fd)",
     ].join("\n");
     execFileSync("python3", ["-c", nest, vol, outside]);
-    writeFileSync(Buffer.concat([Buffer.from(vol + "/"), Buffer.from([0x66, 0xff, 0xfe])]), "odd name");
+    writeFileSync(Buffer.concat([Buffer.from(`${vol}/`), Buffer.from([0x66, 0xff, 0xfe])]), "odd name");
     await nodePodDirs.removeTree(pod);
     expect(existsSync(pod)).toBe(false);
     expect(readFileSync(join(outside, "precious"), "utf8")).toBe("keep me");
@@ -94,7 +94,9 @@ describe("nodePodDirs.removeTree", () => {
     const holder = spawn("sleep", ["30"], { cwd: target, stdio: "ignore" });
     try {
       await new Promise((r) => holder.once("spawn", r));
-      await expect(nodePodDirs.removeTree(pod)).rejects.toThrow(/is mounted and could not be unmounted.*nothing under .* was removed/);
+      await expect(nodePodDirs.removeTree(pod)).rejects.toThrow(
+        /is mounted and could not be unmounted.*nothing under .* was removed/,
+      );
       expect(readFileSync(join(vol, "data"), "utf8")).toBe("pod data");
       expect(readFileSync(join(outside, "precious"), "utf8")).toBe("keep me");
     } finally {
@@ -132,15 +134,32 @@ describe("DELETE removes the pod's node data through the engine's PodDirs", () =
     cri.close();
     await fake.close();
   });
-  const podInput = (id: string) => ({ metadata: { name: "web", namespace: "prod", uid: id }, spec: { terminationGracePeriodSeconds: 2, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }] } });
-  const del = async (id: string) => h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id })}` } });
+  const podInput = (id: string) => ({
+    metadata: { name: "web", namespace: "prod", uid: id },
+    spec: {
+      terminationGracePeriodSeconds: 2,
+      containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"] }],
+    },
+  });
+  const del = async (id: string) =>
+    h.fetch(`/v1/pods/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id })}` },
+    });
 
   it("after the containers and before the sandboxes: the pod dir and <podLogsDir>/<ns>_<name>_<uid>", async () => {
     const id = uid();
     expect((await h.post("/v1/pods/sync", podInput(id))).status).toBe(200);
     const r = await del(id);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.steps.map((s: any) => s.action)).toEqual(["KillContainer", "KillPodSandbox", "KillPod", "RemoveContainer", "RemovePodDirs", "RemovePodSandbox"]);
+    expect(r.body.steps.map((s: any) => s.action)).toEqual([
+      "KillContainer",
+      "KillPodSandbox",
+      "KillPod",
+      "RemoveContainer",
+      "RemovePodDirs",
+      "RemovePodSandbox",
+    ]);
     expect(removed).toEqual([`/srv/ps-root/pods/${id}`, `/srv/ps-logs/prod_web_${id}`]);
   });
 
@@ -151,11 +170,21 @@ describe("DELETE removes the pod's node data through the engine's PodDirs", () =
     failNext = true;
     const r = await del(id);
     expect(r.status, JSON.stringify(r.body)).toBe(207);
-    expect(r.body.steps.at(-1)).toMatchObject({ action: "RemovePodDirs", ok: false, error: "RemovePodDirsError", message: expect.stringContaining("could not be unmounted") });
+    expect(r.body.steps.at(-1)).toMatchObject({
+      action: "RemovePodDirs",
+      ok: false,
+      error: "RemovePodDirsError",
+      message: expect.stringContaining("could not be unmounted"),
+    });
     expect([...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === id)).toHaveLength(1);
     const again = await del(id);
     expect(again.status, JSON.stringify(again.body)).toBe(200);
-    expect(again.body.steps.map((s: any) => s.action)).toEqual(["KillPodSandbox", "KillPod", "RemovePodDirs", "RemovePodSandbox"]);
+    expect(again.body.steps.map((s: any) => s.action)).toEqual([
+      "KillPodSandbox",
+      "KillPod",
+      "RemovePodDirs",
+      "RemovePodSandbox",
+    ]);
     expect(removed).toEqual([`/srv/ps-root/pods/${id}`, `/srv/ps-logs/prod_web_${id}`]);
   });
 });

@@ -22,15 +22,25 @@ describe.skipIf(skip)("pod fields on real containerd", () => {
       hostAliases: [{ ip: "10.1.2.3", hostnames: ["foo.local", "bar"] }],
       containers: [
         c("a", "exec sleep 3600"),
-        c("b", "echo hi > /sub/file; while true; do ps > /h/ps; cat /proc/sys/kernel/hostname > /h/hostname; cat /etc/hosts > /h/hosts; sleep 1; done", {
-          env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
-          volumeMounts: [{ name: "h", mountPath: "/h" }, { name: "h", mountPath: "/sub", subPathExpr: "out/$(POD_NAME)" }],
-        }),
+        c(
+          "b",
+          "echo hi > /sub/file; while true; do ps > /h/ps; cat /proc/sys/kernel/hostname > /h/hostname; cat /etc/hosts > /h/hosts; sleep 1; done",
+          {
+            env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+            volumeMounts: [
+              { name: "h", mountPath: "/h" },
+              { name: "h", mountPath: "/sub", subPathExpr: "out/$(POD_NAME)" },
+            ],
+          },
+        ),
       ],
     });
     await sync(p);
     // b writes ps, hostname, hosts in turn each second: wait for a round in which it saw a.
-    const ps = await until("b to see a's sleep", async () => (read(dir, "ps") ?? "").includes("sleep 3600") && read(dir, "hosts") && read(dir, "ps"));
+    const ps = await until(
+      "b to see a's sleep",
+      async () => (read(dir, "ps") ?? "").includes("sleep 3600") && read(dir, "hosts") && read(dir, "ps"),
+    );
     expect(ps).toMatch(/sleep 3600/);
     expect(read(dir, "hostname")).toBe("web.sub.default.svc.cluster.local\n");
     const podIP = (await get(p.metadata.uid)).status.podIP;
@@ -43,13 +53,20 @@ describe.skipIf(skip)("pod fields on real containerd", () => {
 
   it("activeDeadlineSeconds: the pod is killed once active that long, Failed with reason DeadlineExceeded, and not restarted", async () => {
     const dir = hostDir();
-    const p = podInput("deadline", dir, { terminationGracePeriodSeconds: 2, activeDeadlineSeconds: 2, containers: [c("main", "trap 'exit 0' TERM; while true; do sleep 1; done")] });
+    const p = podInput("deadline", dir, {
+      terminationGracePeriodSeconds: 2,
+      activeDeadlineSeconds: 2,
+      containers: [c("main", "trap 'exit 0' TERM; while true; do sleep 1; done")],
+    });
     await sync(p);
     const s = await until("the deadline to pass", async () => {
       const st = (await get(p.metadata.uid)).status;
       return st.phase === "Failed" && st.containerStatuses[0]!.state.terminated ? st : undefined;
     });
-    expect(s).toMatchObject({ reason: "DeadlineExceeded", message: "Pod was active on the node longer than the specified deadline" });
+    expect(s).toMatchObject({
+      reason: "DeadlineExceeded",
+      message: "Pod was active on the node longer than the specified deadline",
+    });
     expect(s.containerStatuses[0]!.restartCount).toBe(0);
     // The loop keeps it down: a further relist does not start it again.
     await new Promise((r) => setTimeout(r, 1000));
@@ -63,10 +80,25 @@ describe.skipIf(skip)("pod fields on real containerd", () => {
     const p = podInput("evict", dir, {
       restartPolicy: "Never",
       terminationGracePeriodSeconds: 2,
-      volumes: [{ name: "h", hostPath: { path: dir } }, { name: "scratch", emptyDir: { sizeLimit: "1Mi" } }],
+      volumes: [
+        { name: "h", hostPath: { path: dir } },
+        { name: "scratch", emptyDir: { sizeLimit: "1Mi" } },
+      ],
       // 2 MiB into the emptyDir, then wait.
       // Its preStop hook runs on the eviction as on any kill (evictPod's override 0 is the pod's own grace).
-      containers: [c("main", "a=0123456789abcdef; i=0; while [ $i -lt 17 ]; do a=$a$a; i=$((i+1)); done; echo \"$a\" > /scratch/f; echo done > /h/wrote; trap 'exit 0' TERM; while true; do sleep 1; done", { volumeMounts: [{ name: "h", mountPath: "/h" }, { name: "scratch", mountPath: "/scratch" }], lifecycle: { preStop: { exec: { command: ["sh", "-c", "echo evicted > /h/prestop"] } } } })],
+      containers: [
+        c(
+          "main",
+          "a=0123456789abcdef; i=0; while [ $i -lt 17 ]; do a=$a$a; i=$((i+1)); done; echo \"$a\" > /scratch/f; echo done > /h/wrote; trap 'exit 0' TERM; while true; do sleep 1; done",
+          {
+            volumeMounts: [
+              { name: "h", mountPath: "/h" },
+              { name: "scratch", mountPath: "/scratch" },
+            ],
+            lifecycle: { preStop: { exec: { command: ["sh", "-c", "echo evicted > /h/prestop"] } } },
+          },
+        ),
+      ],
     });
     await sync(p);
     const s = await until("the eviction", async () => {
@@ -75,7 +107,11 @@ describe.skipIf(skip)("pod fields on real containerd", () => {
     });
     expect(read(dir, "wrote")).toBe("done\n");
     expect(read(dir, "prestop")).toBe("evicted\n");
-    expect(s).toMatchObject({ phase: "Failed", reason: "Evicted", message: 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ' });
+    expect(s).toMatchObject({
+      phase: "Failed",
+      reason: "Evicted",
+      message: 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ',
+    });
     expect(s.containerStatuses[0]!.restartCount).toBe(0);
   });
 });

@@ -17,18 +17,37 @@ import { containerStatus } from "./support/status.js";
 import { errorsOf } from "./support/pods.js";
 
 const node = defaultNodeConfig();
-const mk = (spec: Record<string, unknown> = {}, name = "web") => Pod.parse({ metadata: { name, namespace: "ns1", uid: "u1" }, spec: { containers: [{ name: "c", image: "busybox:1" }], ...spec } });
+const mk = (spec: Record<string, unknown> = {}, name = "web") =>
+  Pod.parse({
+    metadata: { name, namespace: "ns1", uid: "u1" },
+    spec: { containers: [{ name: "c", image: "busybox:1" }], ...spec },
+  });
 
 describe("shareProcessNamespace", () => {
   it("puts the containers in the pod's PID namespace (PidNamespaceForPod)", () => {
     const pod = mk({ shareProcessNamespace: true });
-    expect(generateContainerConfig(pod, pod.spec.containers[0]!, 0, "img", node).linux!.securityContext!.namespaceOptions!.pid).toBe(api.NamespaceMode.POD);
-    expect(generatePodSandboxConfig(pod, 0, node).linux!.securityContext!.namespaceOptions!.pid).toBe(api.NamespaceMode.POD);
+    expect(
+      generateContainerConfig(pod, pod.spec.containers[0]!, 0, "img", node).linux!.securityContext!.namespaceOptions!
+        .pid,
+    ).toBe(api.NamespaceMode.POD);
+    expect(generatePodSandboxConfig(pod, 0, node).linux!.securityContext!.namespaceOptions!.pid).toBe(
+      api.NamespaceMode.POD,
+    );
     const own = mk();
-    expect(generateContainerConfig(own, own.spec.containers[0]!, 0, "img", node).linux!.securityContext!.namespaceOptions!.pid).toBe(api.NamespaceMode.CONTAINER);
+    expect(
+      generateContainerConfig(own, own.spec.containers[0]!, 0, "img", node).linux!.securityContext!.namespaceOptions!
+        .pid,
+    ).toBe(api.NamespaceMode.CONTAINER);
   });
   it("with hostPID: the API server's error", () => {
-    expect(errorsOf(() => validatePod({ metadata: { name: "w", uid: "u" }, spec: { hostPID: true, shareProcessNamespace: true, containers: [{ name: "c", image: "busybox:1" }] } }))).toEqual([
+    expect(
+      errorsOf(() =>
+        validatePod({
+          metadata: { name: "w", uid: "u" },
+          spec: { hostPID: true, shareProcessNamespace: true, containers: [{ name: "c", image: "busybox:1" }] },
+        }),
+      ),
+    ).toEqual([
       { path: "spec.shareProcessNamespace", message: "ShareProcessNamespace and HostPID cannot both be enabled" },
     ]);
   });
@@ -36,27 +55,56 @@ describe("shareProcessNamespace", () => {
 
 describe("setHostnameAsFQDN", () => {
   it("the sandbox's hostname is the FQDN when the pod has a subdomain, else the hostname (GetNodenameForKernel)", () => {
-    expect(generatePodSandboxConfig(mk({ hostname: "h", subdomain: "s", setHostnameAsFQDN: true }), 0, node).hostname).toBe("h.s.ns1.svc.cluster.local");
+    expect(
+      generatePodSandboxConfig(mk({ hostname: "h", subdomain: "s", setHostnameAsFQDN: true }), 0, node).hostname,
+    ).toBe("h.s.ns1.svc.cluster.local");
     expect(generatePodSandboxConfig(mk({ hostname: "h", subdomain: "s" }), 0, node).hostname).toBe("h");
     expect(generatePodSandboxConfig(mk({ hostname: "h", setHostnameAsFQDN: true }), 0, node).hostname).toBe("h");
   });
   it("an FQDN past 64 characters fails the sandbox with kubelet's message", () => {
-    expect(() => generatePodSandboxConfig(mk({ hostname: "h".repeat(40), subdomain: "s".repeat(20), setHostnameAsFQDN: true }), 0, node)).toThrow(/FQDN .* is too long \(64 characters is the max, 83 characters requested\)/);
+    expect(() =>
+      generatePodSandboxConfig(
+        mk({ hostname: "h".repeat(40), subdomain: "s".repeat(20), setHostnameAsFQDN: true }),
+        0,
+        node,
+      ),
+    ).toThrow(/FQDN .* is too long \(64 characters is the max, 83 characters requested\)/);
   });
 });
 
 describe("subPathExpr", () => {
-  const vars = new Map([["POD", "web-0"], ["EMPTY", ""]]);
-  it("expands $(VAR) from the container's env", () => expect(expandSubPathExpr("logs/$(POD)", vars)).toBe("logs/web-0"));
+  const vars = new Map([
+    ["POD", "web-0"],
+    ["EMPTY", ""],
+  ]);
+  it("expands $(VAR) from the container's env", () =>
+    expect(expandSubPathExpr("logs/$(POD)", vars)).toBe("logs/web-0"));
   it("refuses missing or empty variables, absolute results and '..', in kubelet's words", () => {
     expect(() => expandSubPathExpr("$(NOPE)/$(EMPTY)", vars)).toThrow("missing value for EMPTY, NOPE");
-    expect(() => expandSubPathExpr("$(X)", new Map([["X", "/etc"]]))).toThrow("error SubPath `/etc` must not be an absolute path");
-    expect(() => expandSubPathExpr("a/$(X)", new Map([["X", "../.."]]))).toThrow("unable to provision SubPath `a/../..`: must not contain '..'");
+    expect(() => expandSubPathExpr("$(X)", new Map([["X", "/etc"]]))).toThrow(
+      "error SubPath `/etc` must not be an absolute path",
+    );
+    expect(() => expandSubPathExpr("a/$(X)", new Map([["X", "../.."]]))).toThrow(
+      "unable to provision SubPath `a/../..`: must not contain '..'",
+    );
   });
   it("validation: exclusive with subPath, and relative", () => {
-    const spec = (m: Record<string, unknown>) => ({ metadata: { name: "w", uid: "u" }, spec: { volumes: [{ name: "v", emptyDir: {} }], containers: [{ name: "c", image: "busybox:1", volumeMounts: [{ name: "v", mountPath: "/v", ...m }] }] } });
-    expect(errorsOf(() => validatePod(spec({ subPath: "a", subPathExpr: "$(B)" })))).toEqual([{ path: "spec.containers[0].volumeMounts[0].subPathExpr", message: "subPathExpr and subPath are mutually exclusive" }]);
-    expect(errorsOf(() => validatePod(spec({ subPathExpr: "/$(B)" })))[0]!.path).toBe("spec.containers[0].volumeMounts[0].subPathExpr");
+    const spec = (m: Record<string, unknown>) => ({
+      metadata: { name: "w", uid: "u" },
+      spec: {
+        volumes: [{ name: "v", emptyDir: {} }],
+        containers: [{ name: "c", image: "busybox:1", volumeMounts: [{ name: "v", mountPath: "/v", ...m }] }],
+      },
+    });
+    expect(errorsOf(() => validatePod(spec({ subPath: "a", subPathExpr: "$(B)" })))).toEqual([
+      {
+        path: "spec.containers[0].volumeMounts[0].subPathExpr",
+        message: "subPathExpr and subPath are mutually exclusive",
+      },
+    ]);
+    expect(errorsOf(() => validatePod(spec({ subPathExpr: "/$(B)" })))[0]!.path).toBe(
+      "spec.containers[0].volumeMounts[0].subPathExpr",
+    );
   });
 });
 
@@ -68,8 +116,21 @@ describe("activeDeadlineSeconds (kubelet's activeDeadlineHandler)", () => {
     name: "web",
     namespace: "ns1",
     ips: ["10.0.0.2"],
-    sandboxStatuses: [create(api.PodSandboxStatusSchema, { id: "sb", state: api.PodSandboxState.SANDBOX_READY, createdAt: BigInt(started) * 1_000_000n, metadata: { attempt: 0 }, network: { ip: "10.0.0.2" } })],
-    containerStatuses: [containerStatus("c1", "c", "running", hashContainer(pod.spec.containers[0]!), { createdAt: started + 100, startedAt: started + 200 })],
+    sandboxStatuses: [
+      create(api.PodSandboxStatusSchema, {
+        id: "sb",
+        state: api.PodSandboxState.SANDBOX_READY,
+        createdAt: BigInt(started) * 1_000_000n,
+        metadata: { attempt: 0 },
+        network: { ip: "10.0.0.2" },
+      }),
+    ],
+    containerStatuses: [
+      containerStatus("c1", "c", "running", hashContainer(pod.spec.containers[0]!), {
+        createdAt: started + 100,
+        startedAt: started + 200,
+      }),
+    ],
   });
 
   it("before the deadline: the usual actions, and a converged decision that holds only until the deadline", () => {
@@ -81,12 +142,28 @@ describe("activeDeadlineSeconds (kubelet's activeDeadlineHandler)", () => {
   });
 
   it("past it: kill the pod, no new sandbox, nothing started; the loop syncs at once; Failed, DeadlineExceeded", () => {
-    expect(podActionsAt(pod, status(), undefined, started + 5_000)).toMatchObject({ killPod: true, createSandbox: false, initContainersToStart: [], containersToStart: [] });
+    expect(podActionsAt(pod, status(), undefined, started + 5_000)).toMatchObject({
+      killPod: true,
+      createSandbox: false,
+      initContainersToStart: [],
+      containersToStart: [],
+    });
     const d = decide(pod, status(), undefined, started + 5_000);
     expect(d).toEqual({ kind: "act", why: "active deadline exceeded", dueAt: started + 5_000 });
-    expect(syncReason({ fingerprint: "x", lastSyncStart: started + 100, lastSyncEnd: started + 200, retryAt: started + 60_000 }, d, false, { now: started + 5_000, resyncIntervalMs: 60_000 })).toBe("active deadline exceeded");
+    expect(
+      syncReason(
+        { fingerprint: "x", lastSyncStart: started + 100, lastSyncEnd: started + 200, retryAt: started + 60_000 },
+        d,
+        false,
+        { now: started + 5_000, resyncIntervalMs: 60_000 },
+      ),
+    ).toBe("active deadline exceeded");
     const s = generateAPIPodStatus({ pod, status: status(), now: started + 5_000, runtimeName: "containerd" });
-    expect(s).toMatchObject({ phase: "Failed", reason: "DeadlineExceeded", message: "Pod was active on the node longer than the specified deadline" });
+    expect(s).toMatchObject({
+      phase: "Failed",
+      reason: "DeadlineExceeded",
+      message: "Pod was active on the node longer than the specified deadline",
+    });
     // Killed: nothing of it runs any more, and a decision says so.
     const dead = status();
     dead.sandboxStatuses[0]!.state = api.PodSandboxState.SANDBOX_NOTREADY;
@@ -102,11 +179,25 @@ describe("hostAliases and the kubelet-managed /etc/hosts", () => {
     expect(managedHostsFileContent(["10.0.0.5"], "web", "", undefined)).toBe(
       "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n10.0.0.5\tweb\n",
     );
-    expect(managedHostsFileContent(["10.0.0.5"], "web", "s.ns.svc.cluster.local", aliases).endsWith("10.0.0.5\tweb.s.ns.svc.cluster.local\tweb\n\n# Entries added by HostAliases.\n10.1.2.3\ta\n10.1.2.3\tb\n")).toBe(true);
-    expect(nodeHostsFileContent("127.0.0.1 localhost\n", aliases)).toBe("# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n\n# Entries added by HostAliases.\n10.1.2.3\ta\n10.1.2.3\tb\n");
+    expect(
+      managedHostsFileContent(["10.0.0.5"], "web", "s.ns.svc.cluster.local", aliases).endsWith(
+        "10.0.0.5\tweb.s.ns.svc.cluster.local\tweb\n\n# Entries added by HostAliases.\n10.1.2.3\ta\n10.1.2.3\tb\n",
+      ),
+    ).toBe(true);
+    expect(nodeHostsFileContent("127.0.0.1 localhost\n", aliases)).toBe(
+      "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n\n# Entries added by HostAliases.\n10.1.2.3\ta\n10.1.2.3\tb\n",
+    );
   });
   it("validation: an IP and DNS subdomain hostnames", () => {
-    const e = errorsOf(() => validatePod({ metadata: { name: "w", uid: "u" }, spec: { hostAliases: [{ ip: "nope", hostnames: ["Bad_Name"] }], containers: [{ name: "c", image: "busybox:1" }] } }));
+    const e = errorsOf(() =>
+      validatePod({
+        metadata: { name: "w", uid: "u" },
+        spec: {
+          hostAliases: [{ ip: "nope", hostnames: ["Bad_Name"] }],
+          containers: [{ name: "c", image: "busybox:1" }],
+        },
+      }),
+    );
     expect(e.map((x) => x.path)).toEqual(["spec.hostAliases[0].ip", "spec.hostAliases[0].hostnames[0]"]);
   });
 });

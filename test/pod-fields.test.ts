@@ -21,14 +21,38 @@ function errors(input: unknown): FieldError[] {
 
 describe("scheduler-only fields: accepted, kept, and inert", () => {
   it("preferred node affinity, pod (anti-)affinity, topology spread, priority, schedulerName, preemptionPolicy, enableServiceLinks", () => {
-    const term = { labelSelector: { matchLabels: { app: "web" }, matchExpressions: [{ key: "tier", operator: "In", values: ["fe"] }] }, topologyKey: "kubernetes.io/hostname" };
+    const term = {
+      labelSelector: {
+        matchLabels: { app: "web" },
+        matchExpressions: [{ key: "tier", operator: "In", values: ["fe"] }],
+      },
+      topologyKey: "kubernetes.io/hostname",
+    };
     const spec = {
       affinity: {
-        nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 10, preference: { matchExpressions: [{ key: "zone", operator: "In", values: ["a"] }] } }] },
+        nodeAffinity: {
+          preferredDuringSchedulingIgnoredDuringExecution: [
+            { weight: 10, preference: { matchExpressions: [{ key: "zone", operator: "In", values: ["a"] }] } },
+          ],
+        },
         podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term] },
-        podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { ...term, namespaces: ["web"], matchLabelKeys: ["pod-template-hash"] } }] },
+        podAntiAffinity: {
+          preferredDuringSchedulingIgnoredDuringExecution: [
+            { weight: 100, podAffinityTerm: { ...term, namespaces: ["web"], matchLabelKeys: ["pod-template-hash"] } },
+          ],
+        },
       },
-      topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { app: "web" } }, minDomains: 2, nodeAffinityPolicy: "Honor", nodeTaintsPolicy: "Ignore" }],
+      topologySpreadConstraints: [
+        {
+          maxSkew: 1,
+          topologyKey: "topology.kubernetes.io/zone",
+          whenUnsatisfiable: "ScheduleAnyway",
+          labelSelector: { matchLabels: { app: "web" } },
+          minDomains: 2,
+          nodeAffinityPolicy: "Honor",
+          nodeTaintsPolicy: "Ignore",
+        },
+      ],
       priorityClassName: "system-node-critical",
       priority: 2000001000,
       schedulerName: "my-scheduler",
@@ -40,15 +64,32 @@ describe("scheduler-only fields: accepted, kept, and inert", () => {
   });
 
   it("their shapes are still checked, and unknown fields are still errors", () => {
-    expect(errors(base({ topologySpreadConstraints: [{ maxSkew: 0, topologyKey: "zone", whenUnsatisfiable: "Maybe" }] })).map((e) => e.path)).toEqual([
-      "spec.topologySpreadConstraints[0].maxSkew",
-      "spec.topologySpreadConstraints[0].whenUnsatisfiable",
-    ]);
-    expect(errors(base({ affinity: { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: "zone", weight: 3 }] } } }))).toEqual([
-      { path: "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].weight", message: 'unknown field "weight" (not supported by podsync; remove it)' },
+    expect(
+      errors(
+        base({ topologySpreadConstraints: [{ maxSkew: 0, topologyKey: "zone", whenUnsatisfiable: "Maybe" }] }),
+      ).map((e) => e.path),
+    ).toEqual(["spec.topologySpreadConstraints[0].maxSkew", "spec.topologySpreadConstraints[0].whenUnsatisfiable"]);
+    expect(
+      errors(
+        base({
+          affinity: {
+            podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: "zone", weight: 3 }] },
+          },
+        }),
+      ),
+    ).toEqual([
+      {
+        path: "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].weight",
+        message: 'unknown field "weight" (not supported by podsync; remove it)',
+      },
     ]);
     expect(errors(base({ preemptionPolicy: "Always" }))[0]!.message).toMatch(/PreemptLowerPriority or Never/);
-    expect(errors(base({ schedulingGates: [{ name: "x" }] }))).toEqual([{ path: "spec.schedulingGates", message: 'unknown field "schedulingGates" (not supported by podsync; remove it)' }]);
+    expect(errors(base({ schedulingGates: [{ name: "x" }] }))).toEqual([
+      {
+        path: "spec.schedulingGates",
+        message: 'unknown field "schedulingGates" (not supported by podsync; remove it)',
+      },
+    ]);
   });
 });
 
@@ -64,17 +105,45 @@ describe("read-only fields are no intent (kubectl get pod -o yaml)", () => {
       generateName: "web-7d4b9c8f5-",
       generation: 1,
       labels: { app: "web", "pod-template-hash": "7d4b9c8f5" },
-      managedFields: [{ apiVersion: "v1", fieldsType: "FieldsV1", fieldsV1: { "f:metadata": {} }, manager: "kube-controller-manager", operation: "Update", time: "2024-05-01T10:00:05Z" }],
+      managedFields: [
+        {
+          apiVersion: "v1",
+          fieldsType: "FieldsV1",
+          fieldsV1: { "f:metadata": {} },
+          manager: "kube-controller-manager",
+          operation: "Update",
+          time: "2024-05-01T10:00:05Z",
+        },
+      ],
       name: "web-7d4b9c8f5-x2x9q",
       namespace: "default",
-      ownerReferences: [{ apiVersion: "apps/v1", blockOwnerDeletion: true, controller: true, kind: "ReplicaSet", name: "web-7d4b9c8f5", uid: "0c3b1b7e-5f3a-4a54-9c43-7e1f0b6a1d11" }],
+      ownerReferences: [
+        {
+          apiVersion: "apps/v1",
+          blockOwnerDeletion: true,
+          controller: true,
+          kind: "ReplicaSet",
+          name: "web-7d4b9c8f5",
+          uid: "0c3b1b7e-5f3a-4a54-9c43-7e1f0b6a1d11",
+        },
+      ],
       resourceVersion: "123456",
       selfLink: "/api/v1/namespaces/default/pods/web-7d4b9c8f5-x2x9q",
       finalizers: ["example.com/keep"],
       uid: "5b1c8e2a-9d3f-4c3e-8a55-0f6e2d1c7b90",
     },
     spec: {
-      containers: [{ image: "nginx:1.25", imagePullPolicy: "IfNotPresent", name: "nginx", ports: [{ containerPort: 80, protocol: "TCP" }], resources: {}, terminationMessagePath: "/dev/termination-log", terminationMessagePolicy: "File" }],
+      containers: [
+        {
+          image: "nginx:1.25",
+          imagePullPolicy: "IfNotPresent",
+          name: "nginx",
+          ports: [{ containerPort: 80, protocol: "TCP" }],
+          resources: {},
+          terminationMessagePath: "/dev/termination-log",
+          terminationMessagePolicy: "File",
+        },
+      ],
       dnsPolicy: "ClusterFirst",
       enableServiceLinks: true,
       preemptionPolicy: "PreemptLowerPriority",
@@ -90,7 +159,9 @@ describe("read-only fields are no intent (kubectl get pod -o yaml)", () => {
     },
     status: {
       conditions: [{ lastProbeTime: null, lastTransitionTime: "2024-05-01T10:00:05Z", status: "True", type: "Ready" }],
-      containerStatuses: [{ name: "nginx", ready: true, restartCount: 0, state: { running: { startedAt: "2024-05-01T10:00:06Z" } } }],
+      containerStatuses: [
+        { name: "nginx", ready: true, restartCount: 0, state: { running: { startedAt: "2024-05-01T10:00:06Z" } } },
+      ],
       hostIP: "10.0.0.7",
       phase: "Running",
       podIP: "10.244.1.5",
@@ -116,30 +187,51 @@ describe("read-only fields are no intent (kubectl get pod -o yaml)", () => {
   });
 
   it("deletionTimestamp and deletionGracePeriodSeconds are read-only too; other unknown metadata is an error", () => {
-    expect(errors({ ...exported, metadata: { ...exported.metadata, deletionTimestamp: "2024-05-01T11:00:00Z", deletionGracePeriodSeconds: 30 } })).toEqual([]);
-    expect(errors({ ...exported, metadata: { ...exported.metadata, clusterName: "x" } })).toEqual([{ path: "metadata.clusterName", message: 'unknown field "clusterName" (not supported by podsync; remove it)' }]);
-    expect(errors({ ...exported, extra: 1 })).toEqual([{ path: "extra", message: 'unknown field "extra" (not supported by podsync; remove it)' }]);
+    expect(
+      errors({
+        ...exported,
+        metadata: { ...exported.metadata, deletionTimestamp: "2024-05-01T11:00:00Z", deletionGracePeriodSeconds: 30 },
+      }),
+    ).toEqual([]);
+    expect(errors({ ...exported, metadata: { ...exported.metadata, clusterName: "x" } })).toEqual([
+      { path: "metadata.clusterName", message: 'unknown field "clusterName" (not supported by podsync; remove it)' },
+    ]);
+    expect(errors({ ...exported, extra: 1 })).toEqual([
+      { path: "extra", message: 'unknown field "extra" (not supported by podsync; remove it)' },
+    ]);
   });
 });
 
 describe("service accounts: a name only without a token", () => {
   it("a name with automount left on is refused, naming the field and why", () => {
     expect(errors(base({ serviceAccountName: "builder" }))).toEqual([
-      { path: "spec.serviceAccountName", message: `serviceAccountName "builder" ${NEEDS_API_SERVER_TOKEN}; set automountServiceAccountToken: false to run the pod without one` },
+      {
+        path: "spec.serviceAccountName",
+        message: `serviceAccountName "builder" ${NEEDS_API_SERVER_TOKEN}; set automountServiceAccountToken: false to run the pod without one`,
+      },
     ]);
     expect(errors(base({ serviceAccount: "builder", automountServiceAccountToken: true }))).toEqual([
-      { path: "spec.serviceAccount", message: `serviceAccount "builder" ${NEEDS_API_SERVER_TOKEN}; set automountServiceAccountToken: false to run the pod without one` },
+      {
+        path: "spec.serviceAccount",
+        message: `serviceAccount "builder" ${NEEDS_API_SERVER_TOKEN}; set automountServiceAccountToken: false to run the pod without one`,
+      },
     ]);
     expect(NEEDS_API_SERVER_TOKEN).toBe("needs a Kubernetes API server to issue a service account token");
   });
 
   it("with automountServiceAccountToken: false the name is accepted (the deprecated alias fills serviceAccountName)", () => {
-    expect(validatePod(base({ serviceAccountName: "builder", automountServiceAccountToken: false })).spec.serviceAccountName).toBe("builder");
-    expect(validatePod(base({ serviceAccount: "builder", automountServiceAccountToken: false })).spec.serviceAccountName).toBe("builder");
+    expect(
+      validatePod(base({ serviceAccountName: "builder", automountServiceAccountToken: false })).spec.serviceAccountName,
+    ).toBe("builder");
+    expect(
+      validatePod(base({ serviceAccount: "builder", automountServiceAccountToken: false })).spec.serviceAccountName,
+    ).toBe("builder");
     expect(validatePod(base({ automountServiceAccountToken: true })).spec.serviceAccountName).toBeUndefined();
   });
 
   it("the name is a DNS-1123 subdomain", () => {
-    expect(errors(base({ serviceAccountName: "Bad_Name", automountServiceAccountToken: false }))[0]!.path).toBe("spec.serviceAccountName");
+    expect(errors(base({ serviceAccountName: "Bad_Name", automountServiceAccountToken: false }))[0]!.path).toBe(
+      "spec.serviceAccountName",
+    );
   });
 });

@@ -31,7 +31,10 @@ describe("PolicySettings", () => {
   });
 
   it("parses a level and a normalised comma list", () => {
-    const s = PolicySettings.parse({ PODSYNC_POLICY: "restricted", PODSYNC_POLICY_HOSTPATH_ALLOW: " /srv/data/ , /var//log,/srv/data" });
+    const s = PolicySettings.parse({
+      PODSYNC_POLICY: "restricted",
+      PODSYNC_POLICY_HOSTPATH_ALLOW: " /srv/data/ , /var//log,/srv/data",
+    });
     expect(nodePolicy(s)).toEqual({ level: "restricted", hostPathAllow: ["/srv/data", "/var/log"] });
   });
 

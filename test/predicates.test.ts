@@ -3,9 +3,14 @@
 // then the node selector operators, tolerations, host-port addresses and resource sums one rule at a time.
 import { describe, expect, it } from "vitest";
 import { admitInOrder, admitPod, type NodeInfo, type Taint } from "../src/lifecycle/predicates.js";
-import { NodeOverrides, nodeAdmissionSettingsShape, nodeInfoFrom, withNodeOverrides } from "../src/settings/node-info.js";
+import {
+  NodeOverrides,
+  nodeAdmissionSettingsShape,
+  nodeInfoFrom,
+  withNodeOverrides,
+} from "../src/settings/node-info.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
-import { validatePod, InvalidPodError } from "../src/pod/validate.js";
+import { validatePod, type InvalidPodError } from "../src/pod/validate.js";
 import { z } from "zod";
 
 let n = 0;
@@ -16,8 +21,12 @@ function pod(spec: Partial<PodInput["spec"]> = {}, meta: Partial<PodInput["metad
     spec: { containers: [{ name: "c", image: "busybox:1" }], ...spec },
   });
 }
-const requests = (cpu: string, memory: string) => ({ containers: [{ name: "c", image: "busybox:1", resources: { requests: { cpu, memory } } }] });
-const withPort = (...hostPorts: number[]) => ({ containers: [{ name: "c", image: "busybox:1", ports: hostPorts.map((p) => ({ containerPort: 8080, hostPort: p })) }] });
+const requests = (cpu: string, memory: string) => ({
+  containers: [{ name: "c", image: "busybox:1", resources: { requests: { cpu, memory } } }],
+});
+const withPort = (...hostPorts: number[]) => ({
+  containers: [{ name: "c", image: "busybox:1", ports: hostPorts.map((p) => ({ containerPort: 8080, hostPort: p })) }],
+});
 
 /** kubelet's test node: machine1, allocatable 10 millicores, 20 bytes, 32 pods. */
 const node = (o: Partial<NodeInfo> = {}): NodeInfo => ({
@@ -28,7 +37,13 @@ const node = (o: Partial<NodeInfo> = {}): NodeInfo => ({
   ...o,
 });
 const reasons = (r: ReturnType<typeof admitPod>) => (r.admit ? [] : r.failures.map((f) => f.reason));
-const affinityExists = (key: string) => ({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key, operator: "Exists" as const }] }] } } });
+const affinityExists = (key: string) => ({
+  nodeAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchExpressions: [{ key, operator: "Exists" as const }] }],
+    },
+  },
+});
 
 describe("kubelet's TestGeneralPredicates", () => {
   it("no resources/port/host requested always fits", () => {
@@ -42,22 +57,41 @@ describe("kubelet's TestGeneralPredicates", () => {
       reason: "OutOfcpu",
       message: "Node didn't have enough resource: cpu, requested: 8, used: 5, capacity: 10",
       failures: [
-        { reason: "OutOfcpu", message: "Node didn't have enough resource: cpu, requested: 8, used: 5, capacity: 10", path: "spec.containers[0].resources.requests.cpu" },
-        { reason: "OutOfmemory", message: "Node didn't have enough resource: memory, requested: 10, used: 19, capacity: 20", path: "spec.containers[0].resources.requests.memory" },
+        {
+          reason: "OutOfcpu",
+          message: "Node didn't have enough resource: cpu, requested: 8, used: 5, capacity: 10",
+          path: "spec.containers[0].resources.requests.cpu",
+        },
+        {
+          reason: "OutOfmemory",
+          message: "Node didn't have enough resource: memory, requested: 10, used: 19, capacity: 20",
+          path: "spec.containers[0].resources.requests.memory",
+        },
       ],
     });
   });
 
   it("host not match: NodeName", () => {
     const r = admitPod(pod({ nodeName: "machine2" }), node(), []);
-    expect(r).toMatchObject({ admit: false, reason: "NodeName", message: "Predicate NodeName failed: node(s) didn't match the requested node name", failures: [{ path: "spec.nodeName" }] });
+    expect(r).toMatchObject({
+      admit: false,
+      reason: "NodeName",
+      message: "Predicate NodeName failed: node(s) didn't match the requested node name",
+      failures: [{ path: "spec.nodeName" }],
+    });
   });
 
   it("hostport conflict: NodePorts", () => {
     const other = pod(withPort(123), { name: "other", namespace: "web" });
     const r = admitPod(pod(withPort(123)), node(), [other]);
-    expect(r).toMatchObject({ admit: false, reason: "NodePorts", failures: [{ path: "spec.containers[0].ports[0].hostPort" }] });
-    expect(r.admit || r.message).toBe(`Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports: TCP 0.0.0.0:123 is used by pod web/other (${other.metadata.uid})`);
+    expect(r).toMatchObject({
+      admit: false,
+      reason: "NodePorts",
+      failures: [{ path: "spec.containers[0].ports[0].hostPort" }],
+    });
+    expect(r.admit || r.message).toBe(
+      `Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports: TCP 0.0.0.0:123 is used by pod web/other (${other.metadata.uid})`,
+    );
   });
 
   const fooBar: Taint[] = [
@@ -66,20 +100,31 @@ describe("kubelet's TestGeneralPredicates", () => {
   ];
 
   it("taint/toleration match", () => {
-    expect(admitPod(pod({ tolerations: [{ key: "foo" }, { key: "bar" }] }), node({ taints: fooBar }), [])).toEqual({ admit: true });
+    expect(admitPod(pod({ tolerations: [{ key: "foo" }, { key: "bar" }] }), node({ taints: fooBar }), [])).toEqual({
+      admit: true,
+    });
   });
 
   it("NoSchedule taint/toleration not match: refused here (kubelet admits it: its scheduler already kept the pod off; podsync has none)", () => {
     const r = admitPod(pod(), node({ taints: [{ key: "foo", effect: "NoSchedule" }] }), []);
-    expect(r).toMatchObject({ admit: false, reason: "TaintToleration", message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate: {foo:NoSchedule}", failures: [{ path: "spec.tolerations" }] });
+    expect(r).toMatchObject({
+      admit: false,
+      reason: "TaintToleration",
+      message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate: {foo:NoSchedule}",
+      failures: [{ path: "spec.tolerations" }],
+    });
   });
 
   it("NoExecute taint/toleration not match: TaintToleration", () => {
-    expect(reasons(admitPod(pod(), node({ taints: [{ key: "bar", effect: "NoExecute" }] }), []))).toEqual(["TaintToleration"]);
+    expect(reasons(admitPod(pod(), node({ taints: [{ key: "bar", effect: "NoExecute" }] }), []))).toEqual([
+      "TaintToleration",
+    ]);
   });
 
   it("PreferNoSchedule taint/toleration not match: admitted (a preference only ranks nodes)", () => {
-    expect(admitPod(pod(), node({ taints: [{ key: "baz", effect: "PreferNoSchedule" }] }), [])).toEqual({ admit: true });
+    expect(admitPod(pod(), node({ taints: [{ key: "baz", effect: "PreferNoSchedule" }] }), [])).toEqual({
+      admit: true,
+    });
   });
 
   it("node affinity failure: NodeAffinity", () => {
@@ -93,11 +138,15 @@ describe("kubelet's TestGeneralPredicates", () => {
   });
 
   it("node affinity failure and node name doesn't match: both reasons, affinity first", () => {
-    expect(reasons(admitPod(pod({ nodeName: "some-node-name", affinity: affinityExists("foo") }), node(), []))).toEqual(["NodeAffinity", "NodeName"]);
+    expect(reasons(admitPod(pod({ nodeName: "some-node-name", affinity: affinityExists("foo") }), node(), []))).toEqual(
+      ["NodeAffinity", "NodeName"],
+    );
   });
 
   it("node affinity matches a node that has the label", () => {
-    expect(admitPod(pod({ affinity: affinityExists("foo") }), node({ labels: { foo: "bar" } }), [])).toEqual({ admit: true });
+    expect(admitPod(pod({ affinity: affinityExists("foo") }), node({ labels: { foo: "bar" } }), [])).toEqual({
+      admit: true,
+    });
   });
 });
 
@@ -105,12 +154,24 @@ describe("kubelet's OS checks (run before the others, and alone)", () => {
   it("TestRejectPodAdmissionBasedOnOSSelector: the pod's kubernetes.io/os label must be the node's OS", () => {
     expect(admitPod(pod({}, { labels: { "kubernetes.io/os": "linux" } }), node(), [])).toEqual({ admit: true });
     // kubelet resets a node label that disagrees with runtime.GOOS: the node's OS is what counts.
-    expect(admitPod(pod({}, { labels: { "kubernetes.io/os": "linux" } }), node({ labels: { "kubernetes.io/os": "dummyOS" } }), [])).toEqual({ admit: true });
+    expect(
+      admitPod(
+        pod({}, { labels: { "kubernetes.io/os": "linux" } }),
+        node({ labels: { "kubernetes.io/os": "dummyOS" } }),
+        [],
+      ),
+    ).toEqual({ admit: true });
     expect(admitPod(pod({}, { labels: { "kubernetes.io/os": "dummyOS" } }), node(), [])).toEqual({
       admit: false,
       reason: "PodOSSelectorNodeLabelDoesNotMatch",
       message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
-      failures: [{ reason: "PodOSSelectorNodeLabelDoesNotMatch", message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label", path: "metadata.labels[kubernetes.io/os]" }],
+      failures: [
+        {
+          reason: "PodOSSelectorNodeLabelDoesNotMatch",
+          message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+          path: "metadata.labels[kubernetes.io/os]",
+        },
+      ],
     });
     expect(admitPod(pod(), node({ labels: { "kubernetes.io/os": "dummyOS" } }), [])).toEqual({ admit: true });
   });
@@ -128,8 +189,16 @@ describe("kubelet's OS checks (run before the others, and alone)", () => {
 
 describe("nodeSelector and required node affinity (component-helpers nodeaffinity)", () => {
   const labelled = node({ labels: { "kubernetes.io/os": "linux", zone: "a", gen: "5", empty: "" } });
-  const term = (key: string, operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt", values?: string[]) => ({
-    nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key, operator, ...(values ? { values } : {}) }] }] } },
+  const term = (
+    key: string,
+    operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt",
+    values?: string[],
+  ) => ({
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [{ matchExpressions: [{ key, operator, ...(values ? { values } : {}) }] }],
+      },
+    },
   });
   const admits = (spec: Partial<PodInput["spec"]>, n: NodeInfo = labelled) => admitPod(pod(spec), n, []).admit;
 
@@ -164,16 +233,38 @@ describe("nodeSelector and required node affinity (component-helpers nodeaffinit
   });
 
   it("terms are ORed, a term's expressions and fields ANDed, an empty term selects nothing", () => {
-    const terms = (...t: object[]) => ({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: t } } });
-    expect(admits({ affinity: terms({ matchExpressions: [{ key: "zone", operator: "In", values: ["b"] }] }, { matchExpressions: [{ key: "gen", operator: "Exists" }] }) })).toBe(true);
-    expect(admits({ affinity: terms({ matchExpressions: [{ key: "zone", operator: "Exists" }, { key: "missing", operator: "Exists" }] }) })).toBe(false);
+    const terms = (...t: object[]) => ({
+      nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: t } },
+    });
+    expect(
+      admits({
+        affinity: terms(
+          { matchExpressions: [{ key: "zone", operator: "In", values: ["b"] }] },
+          { matchExpressions: [{ key: "gen", operator: "Exists" }] },
+        ),
+      }),
+    ).toBe(true);
+    expect(
+      admits({
+        affinity: terms({
+          matchExpressions: [
+            { key: "zone", operator: "Exists" },
+            { key: "missing", operator: "Exists" },
+          ],
+        }),
+      }),
+    ).toBe(false);
     expect(admits({ affinity: terms({}) })).toBe(false);
     expect(admits({ affinity: terms({}, { matchExpressions: [{ key: "zone", operator: "Exists" }] }) })).toBe(true);
   });
 
   it("matchFields metadata.name, In and NotIn", () => {
     const field = (operator: "In" | "NotIn", name: string) => ({
-      nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name" as const, operator, values: [name] }] }] } },
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name" as const, operator, values: [name] }] }],
+        },
+      },
     });
     expect(admits({ affinity: field("In", "machine1") })).toBe(true);
     expect(admits({ affinity: field("In", "machine2") })).toBe(false);
@@ -183,34 +274,74 @@ describe("nodeSelector and required node affinity (component-helpers nodeaffinit
 
   it("nodeSelector and affinity must both match; preferred affinity is inert", () => {
     expect(admits({ nodeSelector: { zone: "a" }, affinity: term("zone", "In", ["b"]) })).toBe(false);
-    expect(admits({ affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [{ key: "missing", operator: "Exists" }] } }] } } })).toBe(true);
+    expect(
+      admits({
+        affinity: {
+          nodeAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              { weight: 1, preference: { matchExpressions: [{ key: "missing", operator: "Exists" }] } },
+            ],
+          },
+        },
+      }),
+    ).toBe(true);
   });
 
   it("the API server's validation of requirements", () => {
     const errs = (affinity: unknown) => {
       try {
-        validatePod({ metadata: { name: "p", uid: "u" }, spec: { containers: [{ name: "c", image: "i:1" }], affinity } });
+        validatePod({
+          metadata: { name: "p", uid: "u" },
+          spec: { containers: [{ name: "c", image: "i:1" }], affinity },
+        });
         return [];
       } catch (e) {
         return (e as InvalidPodError).errors.map((x) => x.message);
       }
     };
-    const req = (r: object) => ({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [r] }] } } });
+    const req = (r: object) => ({
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [r] }] },
+      },
+    });
     expect(errs(req({ key: "a", operator: "In" }))).toEqual(["must be specified when `operator` is 'In' or 'NotIn'"]);
-    expect(errs(req({ key: "a", operator: "Exists", values: ["x"] }))).toEqual(["may not be specified when `operator` is 'Exists' or 'DoesNotExist'"]);
-    expect(errs(req({ key: "a", operator: "Gt", values: ["1", "2"] }))).toEqual(["must be specified single value when `operator` is 'Lt' or 'Gt'"]);
-    expect(errs(req({ key: "a", operator: "Lt", values: ["x"] }))).toEqual(["must be an integer when `operator` is 'Lt' or 'Gt'"]);
-    expect(errs(req({ key: "a/b/c", operator: "Exists" }))[0]).toMatch(/invalid key/);
-    expect(errs({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } } })).toEqual(["must have at least one node selector term"]);
-    expect(errs({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: "metadata.labels", operator: "In", values: ["x"] }] }] } } })[0]).toMatch(/metadata\.name/);
-    expect(errs({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: ["x", "y"] }] }] } } })).toEqual([
-      "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+    expect(errs(req({ key: "a", operator: "Exists", values: ["x"] }))).toEqual([
+      "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
     ]);
+    expect(errs(req({ key: "a", operator: "Gt", values: ["1", "2"] }))).toEqual([
+      "must be specified single value when `operator` is 'Lt' or 'Gt'",
+    ]);
+    expect(errs(req({ key: "a", operator: "Lt", values: ["x"] }))).toEqual([
+      "must be an integer when `operator` is 'Lt' or 'Gt'",
+    ]);
+    expect(errs(req({ key: "a/b/c", operator: "Exists" }))[0]).toMatch(/invalid key/);
+    expect(
+      errs({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } } }),
+    ).toEqual(["must have at least one node selector term"]);
+    expect(
+      errs({
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchFields: [{ key: "metadata.labels", operator: "In", values: ["x"] }] }],
+          },
+        },
+      })[0],
+    ).toMatch(/metadata\.name/);
+    expect(
+      errs({
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: ["x", "y"] }] }],
+          },
+        },
+      }),
+    ).toEqual(["must be only one value when `operator` is 'In' or 'NotIn' for node field selector"]);
   });
 });
 
 describe("taints and tolerations (v1.Toleration.ToleratesTaint)", () => {
-  const admits = (tolerations: PodInput["spec"]["tolerations"], taints: Taint[]) => admitPod(pod({ tolerations }), node({ taints }), []).admit;
+  const admits = (tolerations: PodInput["spec"]["tolerations"], taints: Taint[]) =>
+    admitPod(pod({ tolerations }), node({ taints }), []).admit;
   const dedicated: Taint[] = [{ key: "dedicated", value: "edge", effect: "NoSchedule" }];
 
   it("Equal (the default) needs the same value; Exists any value; an empty key with Exists tolerates everything", () => {
@@ -224,34 +355,55 @@ describe("taints and tolerations (v1.Toleration.ToleratesTaint)", () => {
   it("an effect must match unless empty; tolerationSeconds still tolerates a NoExecute taint at admission", () => {
     expect(admits([{ key: "dedicated", operator: "Exists", effect: "NoExecute" }], dedicated)).toBe(false);
     expect(admits([{ key: "dedicated", operator: "Exists", effect: "NoSchedule" }], dedicated)).toBe(true);
-    expect(admits([{ key: "gone", operator: "Exists", effect: "NoExecute", tolerationSeconds: 30 }], [{ key: "gone", effect: "NoExecute" }])).toBe(true);
+    expect(
+      admits(
+        [{ key: "gone", operator: "Exists", effect: "NoExecute", tolerationSeconds: 30 }],
+        [{ key: "gone", effect: "NoExecute" }],
+      ),
+    ).toBe(true);
   });
 
   it("every NoSchedule and NoExecute taint must be tolerated; the first untolerated one is named", () => {
     const taints: Taint[] = [...dedicated, { key: "gpu", value: "true", effect: "NoExecute" }];
     const r = admitPod(pod({ tolerations: [{ key: "dedicated", operator: "Exists" }] }), node({ taints }), []);
-    expect(r.admit || r.message).toBe("Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate: {gpu=true:NoExecute}");
+    expect(r.admit || r.message).toBe(
+      "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate: {gpu=true:NoExecute}",
+    );
   });
 
   it("the API server's validation of tolerations", () => {
     const errs = (tolerations: unknown) => {
       try {
-        validatePod({ metadata: { name: "p", uid: "u" }, spec: { containers: [{ name: "c", image: "i:1" }], tolerations } });
+        validatePod({
+          metadata: { name: "p", uid: "u" },
+          spec: { containers: [{ name: "c", image: "i:1" }], tolerations },
+        });
         return [];
       } catch (e) {
         return (e as InvalidPodError).errors.map((x) => `${x.path}: ${x.message}`);
       }
     };
-    expect(errs([{ value: "x" }])).toEqual(['spec.tolerations[0].operator: operator must be Exists when `key` is empty, which means "match all values and all keys"']);
-    expect(errs([{ key: "a", operator: "Exists", value: "x" }])).toEqual(["spec.tolerations[0].value: value must be empty when `operator` is 'Exists'"]);
-    expect(errs([{ key: "a", effect: "NoSchedule", tolerationSeconds: 5 }])).toEqual(["spec.tolerations[0].effect: effect must be 'NoExecute' when `tolerationSeconds` is set"]);
-    expect(errs([{ key: "a", effect: "Sometimes" }])[0]).toMatch(/effect must be NoSchedule, PreferNoSchedule or NoExecute/);
+    expect(errs([{ value: "x" }])).toEqual([
+      'spec.tolerations[0].operator: operator must be Exists when `key` is empty, which means "match all values and all keys"',
+    ]);
+    expect(errs([{ key: "a", operator: "Exists", value: "x" }])).toEqual([
+      "spec.tolerations[0].value: value must be empty when `operator` is 'Exists'",
+    ]);
+    expect(errs([{ key: "a", effect: "NoSchedule", tolerationSeconds: 5 }])).toEqual([
+      "spec.tolerations[0].effect: effect must be 'NoExecute' when `tolerationSeconds` is set",
+    ]);
+    expect(errs([{ key: "a", effect: "Sometimes" }])[0]).toMatch(
+      /effect must be NoSchedule, PreferNoSchedule or NoExecute/,
+    );
   });
 });
 
 describe("host ports against the other desired pods (nodeports, HostPortInfo.CheckConflict)", () => {
-  const port = (hostPort: number, extra: object = {}) => ({ containers: [{ name: "c", image: "busybox:1", ports: [{ containerPort: 80, hostPort, ...extra }] }] });
-  const admits = (a: Partial<PodInput["spec"]>, b: Partial<PodInput["spec"]>) => admitPod(pod(a), node(), [pod(b)]).admit;
+  const port = (hostPort: number, extra: object = {}) => ({
+    containers: [{ name: "c", image: "busybox:1", ports: [{ containerPort: 80, hostPort, ...extra }] }],
+  });
+  const admits = (a: Partial<PodInput["spec"]>, b: Partial<PodInput["spec"]>) =>
+    admitPod(pod(a), node(), [pod(b)]).admit;
 
   it("0.0.0.0 (or no hostIP) clashes with any address on the same port and protocol; two distinct addresses do not", () => {
     expect(admits(port(8080), port(8080, { hostIP: "127.0.0.1" }))).toBe(false);
@@ -266,10 +418,15 @@ describe("host ports against the other desired pods (nodeports, HostPortInfo.Che
   });
 
   it("with hostNetwork every container port is a host port (the API server defaults hostPort to it)", () => {
-    const hostNet = { hostNetwork: true, containers: [{ name: "c", image: "busybox:1", ports: [{ containerPort: 9090 }] }] };
+    const hostNet = {
+      hostNetwork: true,
+      containers: [{ name: "c", image: "busybox:1", ports: [{ containerPort: 9090 }] }],
+    };
     expect(admits(hostNet, port(9090))).toBe(false);
     expect(admits(port(9090), hostNet)).toBe(false);
-    expect(admits({ containers: [{ name: "c", image: "busybox:1", ports: [{ containerPort: 9090 }] }] }, hostNet)).toBe(true);
+    expect(admits({ containers: [{ name: "c", image: "busybox:1", ports: [{ containerPort: 9090 }] }] }, hostNet)).toBe(
+      true,
+    );
   });
 
   it("the pod itself (same uid, a re-sync) is not another pod", () => {
@@ -289,26 +446,40 @@ describe("resources against allocatable, summed over the desired set (noderesour
   it("app containers add up; the largest init container counts when it is more", () => {
     expect(admitPod(pod({ containers: [c("a", "1"), c("b", "1")] }), big, []).admit).toBe(true);
     const r = admitPod(pod({ containers: [c("a", "1"), c("b", "1001m")] }), big, []);
-    expect(r.admit || r.message).toBe("Node didn't have enough resource: cpu, requested: 2001, used: 0, capacity: 2000");
+    expect(r.admit || r.message).toBe(
+      "Node didn't have enough resource: cpu, requested: 2001, used: 0, capacity: 2000",
+    );
     const init = admitPod(pod({ initContainers: [c("i", "2500m")], containers: [c("a", "100m")] }), big, []);
-    expect(init).toMatchObject({ reason: "OutOfcpu", failures: [{ path: "spec.initContainers[0].resources.requests.cpu" }] });
+    expect(init).toMatchObject({
+      reason: "OutOfcpu",
+      failures: [{ path: "spec.initContainers[0].resources.requests.cpu" }],
+    });
   });
 
   it("requests default to limits (API-server defaulting)", () => {
     const r = admitPod(pod({ containers: [c("a", undefined, "2Gi", "limits")] }), big, []);
-    expect(r).toMatchObject({ reason: "OutOfmemory", message: `Node didn't have enough resource: memory, requested: ${2 * 2 ** 30}, used: 0, capacity: ${2 ** 30}` });
+    expect(r).toMatchObject({
+      reason: "OutOfmemory",
+      message: `Node didn't have enough resource: memory, requested: ${2 * 2 ** 30}, used: 0, capacity: ${2 ** 30}`,
+    });
   });
 
   it("the other pods' requests are used; a pod that requests nothing always fits the resources", () => {
     const others = [pod({ containers: [c("a", "1500m", "512Mi")] })];
-    expect(reasons(admitPod(pod({ containers: [c("a", "600m", "600Mi")] }), big, others))).toEqual(["OutOfcpu", "OutOfmemory"]);
+    expect(reasons(admitPod(pod({ containers: [c("a", "600m", "600Mi")] }), big, others))).toEqual([
+      "OutOfcpu",
+      "OutOfmemory",
+    ]);
     expect(admitPod(pod({ containers: [c("a", "500m", "512Mi")] }), big, others).admit).toBe(true);
     expect(admitPod(pod(), node({ allocatable: { milliCPU: 0, memory: 0 } }), others).admit).toBe(true);
   });
 
   it("OutOfpods: at most max-pods pods", () => {
     const r = admitPod(pod(), big, [pod(), pod(), pod()]);
-    expect(r).toMatchObject({ reason: "OutOfpods", message: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3" });
+    expect(r).toMatchObject({
+      reason: "OutOfpods",
+      message: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3",
+    });
   });
 
   it("a resource with no known allocatable is not checked (a Worker that was not told)", () => {
@@ -331,15 +502,31 @@ describe("the node from settings (kubelet's default labels, --node-labels, --reg
     });
     expect(nodeInfoFrom(s.data!, "edge-7", { arch: "arm64" }).labels["kubernetes.io/arch"]).toBe("arm64");
     // A Worker knows nothing of the machine: no arch label, cpu and memory unchecked.
-    expect(nodeInfoFrom(s.data!, "edge-7", {})).toMatchObject({ labels: { "kubernetes.io/hostname": "edge-7", "kubernetes.io/os": "linux" }, allocatable: { milliCPU: undefined, memory: undefined } });
+    expect(nodeInfoFrom(s.data!, "edge-7", {})).toMatchObject({
+      labels: { "kubernetes.io/hostname": "edge-7", "kubernetes.io/os": "linux" },
+      allocatable: { milliCPU: undefined, memory: undefined },
+    });
   });
 
   it("labels, taints, cpu, max pods and arch from the owner", () => {
-    const s = parse({ PODSYNC_NODE_LABELS: "site=berlin, node-role.kubernetes.io/edge=", PODSYNC_NODE_TAINTS: "dedicated=edge:NoSchedule,maintenance:NoExecute", PODSYNC_NODE_CPU: "3500m", PODSYNC_NODE_MAX_PODS: "20", PODSYNC_NODE_ARCH: "arm64", PODSYNC_NODE_MEMORY_BYTES: "1000" });
+    const s = parse({
+      PODSYNC_NODE_LABELS: "site=berlin, node-role.kubernetes.io/edge=",
+      PODSYNC_NODE_TAINTS: "dedicated=edge:NoSchedule,maintenance:NoExecute",
+      PODSYNC_NODE_CPU: "3500m",
+      PODSYNC_NODE_MAX_PODS: "20",
+      PODSYNC_NODE_ARCH: "arm64",
+      PODSYNC_NODE_MEMORY_BYTES: "1000",
+    });
     expect(s.success, JSON.stringify(s.error?.issues)).toBe(true);
     expect(nodeInfoFrom(s.data!, "n", { arch: "x64", cpus: 8, memoryBytes: 5 })).toEqual({
       name: "n",
-      labels: { "kubernetes.io/hostname": "n", "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64", site: "berlin", "node-role.kubernetes.io/edge": "" },
+      labels: {
+        "kubernetes.io/hostname": "n",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64",
+        site: "berlin",
+        "node-role.kubernetes.io/edge": "",
+      },
       taints: [
         { key: "dedicated", value: "edge", effect: "NoSchedule" },
         { key: "maintenance", effect: "NoExecute" },
@@ -353,7 +540,12 @@ describe("the node from settings (kubelet's default labels, --node-labels, --reg
     const o = NodeOverrides.parse({ labels: "site=edge", cpu: "2", memoryBytes: 1024, arch: "arm64" });
     expect(nodeInfoFrom(withNodeOverrides(s.data!, o), "edge-7", {})).toEqual({
       name: "edge-7",
-      labels: { "kubernetes.io/hostname": "edge-7", "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64", site: "edge" },
+      labels: {
+        "kubernetes.io/hostname": "edge-7",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64",
+        site: "edge",
+      },
       taints: [{ key: "shared", effect: "NoSchedule" }],
       allocatable: { milliCPU: 2000, memory: 1024, pods: 110 },
     });
@@ -362,12 +554,17 @@ describe("the node from settings (kubelet's default labels, --node-labels, --reg
   });
 
   it("bad values are refused naming the item", () => {
-    const msgs = (env: Record<string, string>) => parse(env).error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`) ?? [];
+    const msgs = (env: Record<string, string>) =>
+      parse(env).error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`) ?? [];
     expect(msgs({ PODSYNC_NODE_LABELS: "novalue" })).toEqual(['PODSYNC_NODE_LABELS: "novalue": must be key=value']);
     expect(msgs({ PODSYNC_NODE_LABELS: "kubernetes.io/os=windows" })[0]).toMatch(/kubernetes.io\/os is the node's own/);
     expect(msgs({ PODSYNC_NODE_LABELS: "a=b c" })[0]).toMatch(/the value must be/);
-    expect(msgs({ PODSYNC_NODE_TAINTS: "a=b" })).toEqual(['PODSYNC_NODE_TAINTS: "a=b": must be key=value:Effect or key:Effect']);
-    expect(msgs({ PODSYNC_NODE_TAINTS: "a=b:Never" })[0]).toMatch(/the effect must be one of NoSchedule, PreferNoSchedule, NoExecute/);
+    expect(msgs({ PODSYNC_NODE_TAINTS: "a=b" })).toEqual([
+      'PODSYNC_NODE_TAINTS: "a=b": must be key=value:Effect or key:Effect',
+    ]);
+    expect(msgs({ PODSYNC_NODE_TAINTS: "a=b:Never" })[0]).toMatch(
+      /the effect must be one of NoSchedule, PreferNoSchedule, NoExecute/,
+    );
     expect(msgs({ PODSYNC_NODE_CPU: "lots" })[0]).toMatch(/positive cpu quantity/);
     expect(msgs({ PODSYNC_NODE_ARCH: "x64" })[0]).toMatch(/must be one of amd64/);
   });
@@ -376,7 +573,16 @@ describe("the node from settings (kubelet's default labels, --node-labels, --reg
 describe("a whole desired set, in order (kubelet's HandlePodAdditions)", () => {
   it("each pod against the ones admitted before it; a refused pod takes nothing from the ones after it", () => {
     const n = node({ allocatable: { milliCPU: 1000, memory: 2 ** 30, pods: 10 } });
-    const cpu = (c: string, hostPort?: number) => ({ containers: [{ name: "c", image: "busybox:1", resources: { requests: { cpu: c } }, ...(hostPort ? { ports: [{ containerPort: 80, hostPort }] } : {}) }] });
+    const cpu = (c: string, hostPort?: number) => ({
+      containers: [
+        {
+          name: "c",
+          image: "busybox:1",
+          resources: { requests: { cpu: c } },
+          ...(hostPort ? { ports: [{ containerPort: 80, hostPort }] } : {}),
+        },
+      ],
+    });
     const refused = admitInOrder([pod(cpu("600m", 80)), pod(cpu("600m")), pod(cpu("400m", 80)), pod(cpu("400m"))], n);
     expect(refused.map((r) => [r.index, r.result.reason])).toEqual([
       [1, "OutOfcpu"],
@@ -386,14 +592,27 @@ describe("a whole desired set, in order (kubelet's HandlePodAdditions)", () => {
 });
 
 describe("the eviction manager's Admit under node conditions (eviction_manager.go)", () => {
-  const guaranteed = { containers: [{ name: "c", image: "busybox:1", resources: { requests: { cpu: "1m", memory: "1" }, limits: { cpu: "1m", memory: "1" } } }] };
+  const guaranteed = {
+    containers: [
+      {
+        name: "c",
+        image: "busybox:1",
+        resources: { requests: { cpu: "1m", memory: "1" }, limits: { cpu: "1m", memory: "1" } },
+      },
+    ],
+  };
   const qosPods = () => [pod(guaranteed), pod(requests("1m", "1")), pod()];
   const pressed = node({ conditions: () => ["DiskPressure"] });
 
   it("TestAdmitUnderNodeConditions, the DiskPressure rows: every QoS class admitted without a condition, refused under DiskPressure with reason Evicted and nodeConditionMessageFmt", () => {
     expect(qosPods().map((p) => admitPod(p, node({ conditions: () => [] }), []).admit)).toEqual([true, true, true]);
     for (const p of qosPods())
-      expect(admitPod(p, pressed, [])).toEqual({ admit: false, reason: "Evicted", message: "The node had condition: [DiskPressure]. ", failures: [{ reason: "Evicted", message: "The node had condition: [DiskPressure]. ", path: "metadata.name" }] });
+      expect(admitPod(p, pressed, [])).toEqual({
+        admit: false,
+        reason: "Evicted",
+        message: "The node had condition: [DiskPressure]. ",
+        failures: [{ reason: "Evicted", message: "The node had condition: [DiskPressure]. ", path: "metadata.name" }],
+      });
   });
 
   it("a critical pod (priority at least SystemCriticalPriority) is admitted under pressure (kubelettypes.IsCriticalPod)", () => {
@@ -409,6 +628,8 @@ describe("the eviction manager's Admit under node conditions (eviction_manager.g
     const kept = pod();
     expect(admitPod(kept, pressed, [kept]).admit).toBe(true);
     const fresh = pod();
-    expect(admitInOrder([kept, fresh], pressed, new Set([kept.metadata.uid])).map((r) => [r.index, r.result.reason])).toEqual([[1, "Evicted"]]);
+    expect(
+      admitInOrder([kept, fresh], pressed, new Set([kept.metadata.uid])).map((r) => [r.index, r.result.reason]),
+    ).toEqual([[1, "Evicted"]]);
   });
 });

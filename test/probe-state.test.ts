@@ -14,7 +14,16 @@ import { StateUnavailableError } from "../src/state/state-unavailable.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { pod } from "./support/pods.js";
 
-const worker = (over: Partial<PodProbeState[string]> = {}): PodProbeState[string] => ({ containerId: "c1", result: "Success", changedAt: 5, lastResult: "Failure", resultRun: 2, onHold: false, nextAt: 1234, ...over });
+const worker = (over: Partial<PodProbeState[string]> = {}): PodProbeState[string] => ({
+  containerId: "c1",
+  result: "Success",
+  changedAt: 5,
+  lastResult: "Failure",
+  resultRun: 2,
+  onHold: false,
+  nextAt: 1234,
+  ...over,
+});
 
 describe("FileProbeStateStore", () => {
   it("keeps each pod's state in its own 0600 file under a 0700 dir, read back by a new store", async () => {
@@ -74,7 +83,11 @@ describe("probe thresholds survive a restart of podsync", () => {
   beforeAll(async () => {
     fake = await startFakeCri();
     // Every exec probe fails.
-    fake.runtime.runtime["ExecSync"] = () => ({ exitCode: 1, stdout: new TextEncoder().encode("unhealthy"), stderr: new Uint8Array() });
+    fake.runtime.runtime["ExecSync"] = () => ({
+      exitCode: 1,
+      stdout: new TextEncoder().encode("unhealthy"),
+      stderr: new Uint8Array(),
+    });
     cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
   });
   afterAll(async () => {
@@ -84,7 +97,16 @@ describe("probe thresholds survive a restart of podsync", () => {
 
   it("two failures before the restart and one after reach failureThreshold 3; a fresh store would need three", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-probes-"));
-    const p = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "3600"], livenessProbe: { exec: { command: ["check"] }, periodSeconds: 1, failureThreshold: 3 } }] });
+    const p = pod({
+      containers: [
+        {
+          name: "main",
+          image: "localhost/busybox:1",
+          command: ["sleep", "3600"],
+          livenessProbe: { exec: { command: ["check"] }, periodSeconds: 1, failureThreshold: 3 },
+        },
+      ],
+    });
     const uid = p.metadata.uid;
     const rt = createPodRuntime(cri);
     const status = (await rt.sync(p)).after;

@@ -31,7 +31,15 @@ function quickstartScript(readme: string): string {
     const cmd = line.replace(/\s+#.*$/, "").trim();
     if (!cmd || cmd.startsWith("#")) continue;
     const parts = cmd.split(/\s*&&\s*/).filter((p) => p !== "npm test");
-    const out = parts.map((p) => (p === "npm ci" ? 'ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare' : /(^|\s)npm start$/.test(p) ? `start_node ${p.replace(/\s*npm start$/, "")}` : /\blogs\b.* (-f|--follow)( |$)/.test(p) || /\bget\b.* (-w|--watch)( |$)/.test(p) ? `follow ${p}` : p));
+    const out = parts.map((p) =>
+      p === "npm ci"
+        ? 'ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare'
+        : /(^|\s)npm start$/.test(p)
+          ? `start_node ${p.replace(/\s*npm start$/, "")}`
+          : /\blogs\b.* (-f|--follow)( |$)/.test(p) || /\bget\b.* (-w|--watch)( |$)/.test(p)
+            ? `follow ${p}`
+            : p,
+    );
     if (out.length) lines.push(out.join(" && "));
   }
   return [
@@ -61,27 +69,41 @@ afterAll(async () => {
   if (skip || !endpoint) return;
   // The quickstart deletes its pod; if it failed half way, the pod goes here.
   const cri = connectGrpc({ endpoint });
-  await createPodRuntime(cri, {}).delete("6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60", 0).catch(() => undefined);
+  await createPodRuntime(cri, {})
+    .delete("6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60", 0)
+    .catch(() => undefined);
   cri.close();
 });
 
 describe.skipIf(skip)("README.md", () => {
   it("the script keeps every command but npm test, with the node in the background", () => {
-    const s = quickstartScript("```sh\nnpm ci && npm start     # x\nnpm test   # y\n```\ntext\n```sh\nA=1 B=2 npm start\nnpx podsync logs x -f   # z\nnpx podsync apply -f f.yaml\n```\n");
+    const s = quickstartScript(
+      "```sh\nnpm ci && npm start     # x\nnpm test   # y\n```\ntext\n```sh\nA=1 B=2 npm start\nnpx podsync logs x -f   # z\nnpx podsync apply -f f.yaml\n```\n",
+    );
     const real = quickstartScript(readFileSync(join(root, "README.md"), "utf8")).split("\n");
     expect(real).toContain("follow npx podsync logs hello -f");
     expect(real).toContain("follow kubectl get pods -w");
     expect(real).toContain("follow kubectl logs -f hello");
     expect(real).toContain("npx podsync apply -f examples/pod.yaml --dry-run");
     expect(real.filter((l) => /(^|&& )start_node( |$)/.test(l))).toHaveLength(2);
-    expect(s.split("\n").slice(-4)).toEqual(['ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare && start_node ', "start_node A=1 B=2", "follow npx podsync logs x -f", "npx podsync apply -f f.yaml"]);
+    expect(s.split("\n").slice(-4)).toEqual([
+      'ln -sfn "$NODE_MODULES" node_modules && npm run -s prepare && start_node ',
+      "start_node A=1 B=2",
+      "follow npx podsync logs x -f",
+      "npx podsync apply -f f.yaml",
+    ]);
   });
 
   it("its quickstart works as written, in a fresh copy, on the lab containerd", async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     const dir = mkdtempSync(join(tmpdir(), "podsync-readme-"));
     const copy = join(dir, "podsync");
-    const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: root, encoding: "utf8" }).split("\0").filter(Boolean);
+    const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+      cwd: root,
+      encoding: "utf8",
+    })
+      .split("\0")
+      .filter(Boolean);
     for (const f of files) {
       mkdirSync(dirname(join(copy, f)), { recursive: true });
       try {
@@ -112,11 +134,20 @@ describe.skipIf(skip)("README.md", () => {
     child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
     child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
     const code = await new Promise<number>((r) => child.once("exit", (c) => r(c ?? -1)));
-    const log = () => `stdout:\n${stdout}\nstderr:\n${stderr}\nnode:\n${(() => { try { return readFileSync(join(copy, "node.log"), "utf8"); } catch { return ""; } })()}`;
+    const log = () =>
+      `stdout:\n${stdout}\nstderr:\n${stderr}\nnode:\n${(() => {
+        try {
+          return readFileSync(join(copy, "node.log"), "utf8");
+        } catch {
+          return "";
+        }
+      })()}`;
     expect(code, log()).toBe(0);
     expect(stdout).toMatch(/^pod\/hello \(default, uid 6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60\): create sandbox/m);
     expect(stdout).toContain("pod/hello condition met");
-    expect(stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+UID\nhello\s+1\/1\s+Running\s+0\s+\d+s\s+[\d.]+\s+\S+\s+6f1c2a3e-/m);
+    expect(stdout).toMatch(
+      /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+UID\nhello\s+1\/1\s+Running\s+0\s+\d+s\s+[\d.]+\s+\S+\s+6f1c2a3e-/m,
+    );
     expect(stdout).toMatch(/^hello from hello\nhello is up \(1\)\n/m);
     // kubectl, with the kubeconfig the README makes: the pod in its table, then its log
     expect(stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nhello\s+1\/1\s+Running\s+0\s+\d+s\n/m);

@@ -33,7 +33,10 @@ beforeEach(async () => {
   const rt = createPodRuntime(cri, { pullBackOff: new MemoryPullBackOff(), now: () => t });
   synced = [];
   // The loop's syncs, as the engine sees them.
-  runtime = { ...rt, sync: (p, probes, objects, guard) => (synced.push(p.metadata.uid), rt.sync(p, probes, objects, guard)) };
+  runtime = {
+    ...rt,
+    sync: (p, probes, objects, guard) => (synced.push(p.metadata.uid), rt.sync(p, probes, objects, guard)),
+  };
   desired = new MemoryDesiredState();
   logs = [];
 });
@@ -45,10 +48,16 @@ afterEach(async () => {
 const want = async (...pods: Pod[]) => {
   for (const p of pods) await desired.put({ pod: p, audit: { iss: "test", iat: 0 }, storedAt: 0 });
 };
-const loopWith = (o: Partial<ReconcileLoopOptions> = {}) => startReconcileLoop({ runtime, cri, desired, manual: true, now: () => t, log: (r) => logs.push(r), ...o });
-const containersOf = (uid: string, name = "main") => [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === uid && c.config.metadata?.name === name);
-const runningOf = (uid: string, name = "main") => containersOf(uid, name).filter((c) => c.state === api.ContainerState.CONTAINER_RUNNING);
-const sandboxesOf = (uid: string) => [...fake.runtime.sandboxes.values()].filter((s) => s.config.labels["io.kubernetes.pod.uid"] === uid);
+const loopWith = (o: Partial<ReconcileLoopOptions> = {}) =>
+  startReconcileLoop({ runtime, cri, desired, manual: true, now: () => t, log: (r) => logs.push(r), ...o });
+const containersOf = (uid: string, name = "main") =>
+  [...fake.runtime.containers.values()].filter(
+    (c) => c.config.labels["io.kubernetes.pod.uid"] === uid && c.config.metadata?.name === name,
+  );
+const runningOf = (uid: string, name = "main") =>
+  containersOf(uid, name).filter((c) => c.state === api.ContainerState.CONTAINER_RUNNING);
+const sandboxesOf = (uid: string) =>
+  [...fake.runtime.sandboxes.values()].filter((s) => s.config.labels["io.kubernetes.pod.uid"] === uid);
 const pods = (n: number) => Array.from({ length: n }, () => pod());
 
 describe("relist cost on a converged node", () => {
@@ -146,10 +155,21 @@ describe("what the loop syncs", () => {
     const now = runningOf(victim)[0]!;
     expect(now.id).not.toBe(before.get(victim));
     expect(now.config.annotations["io.kubernetes.container.restartCount"]).toBe("1");
-    for (const p of ps) if (p.metadata.uid !== victim) expect(runningOf(p.metadata.uid)[0]!.id).toBe(before.get(p.metadata.uid));
+    for (const p of ps)
+      if (p.metadata.uid !== victim) expect(runningOf(p.metadata.uid)[0]!.id).toBe(before.get(p.metadata.uid));
     // one log line for the restart: the pod, the container, and how its last instance ended
     const v = ps[3]!.metadata;
-    expect(logs.filter((l) => l["event"] === "restart")).toEqual([{ event: "restart", pod: `${v.namespace}/${v.name}`, podUid: victim, container: ps[3]!.spec.containers[0]!.name, exitCode: 137, reason: "Error", restartCount: 1 }]);
+    expect(logs.filter((l) => l["event"] === "restart")).toEqual([
+      {
+        event: "restart",
+        pod: `${v.namespace}/${v.name}`,
+        podUid: victim,
+        container: ps[3]!.spec.containers[0]!.name,
+        exitCode: 137,
+        reason: "Error",
+        restartCount: 1,
+      },
+    ]);
     await loop.stop();
   });
 
@@ -177,7 +197,10 @@ describe("what the loop syncs", () => {
   });
 
   it("a finished pod (restartPolicy Never, its container exited, its sandbox stopped) is not resynced: kubelet's pod worker stops syncing a terminated pod", async () => {
-    const done = pod({ restartPolicy: "Never", containers: [{ name: "main", image: "localhost/busybox:1", command: ["true"] }] });
+    const done = pod({
+      restartPolicy: "Never",
+      containers: [{ name: "main", image: "localhost/busybox:1", command: ["true"] }],
+    });
     const running = pod();
     await want(done, running);
     const loop = loopWith({ resyncIntervalMs: 60_000 });
@@ -228,8 +251,22 @@ describe("what the loop syncs", () => {
     await want(mine);
     await createPodRuntime(cri).sync(orphan); // podsync made it, but the store does not hold it
     // Another tool's pod, made with plain CRI calls and none of podsync's labels.
-    const sb = await cri.runPodSandbox({ config: { metadata: { name: "foreign", namespace: "other", uid: "foreign-uid", attempt: 0 }, labels: { app: "foreign" } } });
-    const fc = await cri.createContainer({ podSandboxId: sb.podSandboxId, config: { metadata: { name: "x", attempt: 0 }, image: { image: "localhost/busybox:1" }, command: ["sleep", "1"], labels: { app: "foreign" } }, sandboxConfig: { metadata: { name: "foreign", namespace: "other", uid: "foreign-uid", attempt: 0 } } });
+    const sb = await cri.runPodSandbox({
+      config: {
+        metadata: { name: "foreign", namespace: "other", uid: "foreign-uid", attempt: 0 },
+        labels: { app: "foreign" },
+      },
+    });
+    const fc = await cri.createContainer({
+      podSandboxId: sb.podSandboxId,
+      config: {
+        metadata: { name: "x", attempt: 0 },
+        image: { image: "localhost/busybox:1" },
+        command: ["sleep", "1"],
+        labels: { app: "foreign" },
+      },
+      sandboxConfig: { metadata: { name: "foreign", namespace: "other", uid: "foreign-uid", attempt: 0 } },
+    });
     await cri.startContainer({ containerId: fc.containerId });
     const loop = loopWith();
     await loop.tick();
@@ -336,10 +373,18 @@ describe("the spec a loop sync acts on", () => {
     const gate = new Promise<void>((r) => (release = r));
     const rt = runtime;
     // The start-up sync reads the store, then waits (as if for the pod's lock) while a request stores v2.
-    const loop = loopWith({ runtime: { ...rt, sync: async (p, probes, objects, guard) => (entered(), await gate, rt.sync(p, probes, objects, guard)) } });
+    const loop = loopWith({
+      runtime: {
+        ...rt,
+        sync: async (p, probes, objects, guard) => (entered(), await gate, rt.sync(p, probes, objects, guard)),
+      },
+    });
     const first = loop.tick();
     await waiting;
-    const v2: Pod = { ...v1, spec: { ...v1.spec, containers: [{ ...v1.spec.containers[0]!, command: ["sleep", "2d"] }] } };
+    const v2: Pod = {
+      ...v1,
+      spec: { ...v1.spec, containers: [{ ...v1.spec.containers[0]!, command: ["sleep", "2d"] }] },
+    };
     await desired.put({ pod: v2, audit: { iss: "test", iat: 1 }, storedAt: 1 });
     release();
     await first;
@@ -353,7 +398,11 @@ describe("the spec a loop sync acts on", () => {
 
 describe("failures", () => {
   it("a pod whose sync fails does not stop the others; its error is logged once, retried after 10 s", async () => {
-    const bad = pod({ containers: [{ name: "main", image: "localhost/missing:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1"] }] });
+    const bad = pod({
+      containers: [
+        { name: "main", image: "localhost/missing:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1"] },
+      ],
+    });
     const good = pod();
     await want(bad, good);
     const loop = loopWith();
@@ -388,7 +437,10 @@ describe("failures", () => {
     const inSync = new Promise<void>((r) => (entered = r));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const failing: PodRuntime = { ...runtime, sync: async () => (entered(), await gate, Promise.reject(new Error("boom"))) };
+    const failing: PodRuntime = {
+      ...runtime,
+      sync: async () => (entered(), await gate, Promise.reject(new Error("boom"))),
+    };
     const loop = loopWith({ runtime: failing });
     const first = loop.tick(); // the start-up sync, held in the engine
     await inSync;
@@ -397,7 +449,8 @@ describe("failures", () => {
     await loop.tick(); // the loop forgets the dropped pod
     release();
     await first;
-    const errs = () => logs.filter((l) => l["event"] === "error" && l["podUid"] === p.metadata.uid && l["desired"] !== false);
+    const errs = () =>
+      logs.filter((l) => l["event"] === "error" && l["podUid"] === p.metadata.uid && l["desired"] !== false);
     expect(errs()).toEqual([]);
     // Back in the desired set and failing the same way: logged (not taken for the dropped pod's error).
     await want(p);
@@ -418,7 +471,9 @@ describe("failures", () => {
       const r = await loop.tick();
       expect(r.relisted).toBe(false);
     }
-    expect(logs.filter((l) => l["what"] === "relist")).toEqual([expect.objectContaining({ event: "error", what: "relist" })]);
+    expect(logs.filter((l) => l["what"] === "relist")).toEqual([
+      expect.objectContaining({ event: "error", what: "relist" }),
+    ]);
     await fake.restart();
     t += 1000;
     await expect.poll(async () => (await loop.tick()).relisted, { timeout: 10_000 }).toBe(true);
@@ -429,23 +484,56 @@ describe("failures", () => {
 
 describe("decide (pure)", () => {
   const p = pod();
-  const sandbox = { id: "sb", state: api.PodSandboxState.SANDBOX_READY, metadata: { attempt: 0 }, network: { ip: "10.0.0.2" }, linux: { namespaces: { options: { network: api.NamespaceMode.POD } } } } as unknown as api.PodSandboxStatus;
-  const status = (containers: ReturnType<typeof containerStatus>[]) => ({ id: p.metadata.uid, name: p.metadata.name, namespace: "default", ips: ["10.0.0.2"], sandboxStatuses: [sandbox], containerStatuses: containers });
+  const sandbox = {
+    id: "sb",
+    state: api.PodSandboxState.SANDBOX_READY,
+    metadata: { attempt: 0 },
+    network: { ip: "10.0.0.2" },
+    linux: { namespaces: { options: { network: api.NamespaceMode.POD } } },
+  } as unknown as api.PodSandboxStatus;
+  const status = (containers: ReturnType<typeof containerStatus>[]) => ({
+    id: p.metadata.uid,
+    name: p.metadata.name,
+    namespace: "default",
+    ips: ["10.0.0.2"],
+    sandboxStatuses: [sandbox],
+    containerStatuses: containers,
+  });
   const now = 1_000_000;
 
   it("no sandbox: act; converged: nothing", async () => {
-    expect(decide(p, { ...status([]), sandboxStatuses: [] }, undefined, now)).toEqual({ kind: "act", why: "no sandbox" });
+    expect(decide(p, { ...status([]), sandboxStatuses: [] }, undefined, now)).toEqual({
+      kind: "act",
+      why: "no sandbox",
+    });
     const { specHash, hashContainer } = await import("../src/container/hash.js");
     const c = p.spec.containers[0]!;
-    expect(decide(p, status([containerStatus("c1", "main", "running", hashContainer(c), { specHash: specHash(c) })]), undefined, now)).toEqual({ kind: "converged" });
+    expect(
+      decide(
+        p,
+        status([containerStatus("c1", "main", "running", hashContainer(c), { specHash: specHash(c) })]),
+        undefined,
+        now,
+      ),
+    ).toEqual({ kind: "converged" });
   });
 
   it("an exited container in back-off waits until it ends; then act, saying when it ended", async () => {
     const { specHash, hashContainer } = await import("../src/container/hash.js");
     const c = p.spec.containers[0]!;
-    const exited = containerStatus("c1", "main", "exited", hashContainer(c), { specHash: specHash(c), exitCode: 1, finishedAt: now - 4000, startedAt: now - 5000, backoffStreak: 1 });
+    const exited = containerStatus("c1", "main", "exited", hashContainer(c), {
+      specHash: specHash(c),
+      exitCode: 1,
+      finishedAt: now - 4000,
+      startedAt: now - 5000,
+      backoffStreak: 1,
+    });
     expect(decide(p, status([exited]), undefined, now)).toEqual({ kind: "back-off", until: now - 4000 + 10_000 });
-    expect(decide(p, status([exited]), undefined, now + 6000)).toEqual({ kind: "act", why: "back-off expired", backOffExpiredAt: now + 6000 });
+    expect(decide(p, status([exited]), undefined, now + 6000)).toEqual({
+      kind: "act",
+      why: "back-off expired",
+      backOffExpiredAt: now + 6000,
+    });
   });
 
   it("syncReason: a change that needs action, an expired back-off once, a retry when due, the resync", () => {
@@ -456,7 +544,9 @@ describe("decide (pure)", () => {
     expect(syncReason(rec, act, false, timing)).toBeUndefined();
     expect(syncReason(rec, { kind: "converged" }, true, timing)).toBeUndefined();
     expect(syncReason(rec, { ...act, backOffExpiredAt: 900 }, false, timing)).toBe("containers to start");
-    expect(syncReason({ ...rec, lastSyncStart: 950 }, { ...act, backOffExpiredAt: 900 }, false, timing)).toBeUndefined();
+    expect(
+      syncReason({ ...rec, lastSyncStart: 950 }, { ...act, backOffExpiredAt: 900 }, false, timing),
+    ).toBeUndefined();
     expect(syncReason(rec, act, false, { ...timing, now: 10_200 })).toBe("retry: containers to start");
     expect(syncReason(rec, { kind: "converged" }, false, { ...timing, now: 60_200 })).toBe("resync");
     expect(syncReason(rec, { kind: "converged", finished: true }, false, { ...timing, now: 60_200 })).toBeUndefined();
@@ -471,10 +561,17 @@ describe("loop settings", () => {
     expect(s.PODSYNC_RELIST_INTERVAL_MS).toBeUndefined();
     expect(RELIST_INTERVAL_DEFAULT_MS).toEqual({ node: 1000, workers: 10_000 });
     expect(s).toMatchObject({ PODSYNC_RESYNC_INTERVAL_MS: 60_000, PODSYNC_METRICS: "loopback" });
-    expect(loadSettings({ PODSYNC_RELIST_INTERVAL_MS: "250", PODSYNC_METRICS: "off" })).toMatchObject({ PODSYNC_RELIST_INTERVAL_MS: 250, PODSYNC_METRICS: "off" });
+    expect(loadSettings({ PODSYNC_RELIST_INTERVAL_MS: "250", PODSYNC_METRICS: "off" })).toMatchObject({
+      PODSYNC_RELIST_INTERVAL_MS: 250,
+      PODSYNC_METRICS: "off",
+    });
     const bad = (() => {
       try {
-        loadSettings({ PODSYNC_RELIST_INTERVAL_MS: "10", PODSYNC_RESYNC_INTERVAL_MS: "soon", PODSYNC_METRICS: "public" });
+        loadSettings({
+          PODSYNC_RELIST_INTERVAL_MS: "10",
+          PODSYNC_RESYNC_INTERVAL_MS: "soon",
+          PODSYNC_METRICS: "public",
+        });
       } catch (e) {
         return (e as Error).message;
       }

@@ -20,11 +20,26 @@ const setupError = inject("criError");
 const skip = inject("skipE2E");
 
 const NODE_NAME = "reliability-node";
-const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-rel-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-rel-root-")) };
+const node = {
+  ...defaultNodeConfig(),
+  podLogsDir: mkdtempSync(join(tmpdir(), "podsync-rel-logs-")),
+  rootDir: mkdtempSync(join(tmpdir(), "podsync-rel-root-")),
+};
 
 const podOf = (name: string, container: Record<string, unknown> = {}, id = uid(name), namespace = "default") => ({
   metadata: { name, namespace, uid: id },
-  spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], ...container }] },
+  spec: {
+    terminationGracePeriodSeconds: 1,
+    containers: [
+      {
+        name: "main",
+        image: "localhost/busybox:1",
+        imagePullPolicy: "Never",
+        command: ["sleep", "3600"],
+        ...container,
+      },
+    ],
+  },
 });
 
 describe.skipIf(skip)("reliability on the shared lab containerd", () => {
@@ -44,7 +59,11 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
       .setJti(uid("jti"))
       .sign(await importJWK(key, "EdDSA"));
   const call = async (method: string, path: string, token: string, bearer = false) => {
-    const r = await fetch(`${server.url}${path}`, { method, headers: bearer ? { authorization: `Bearer ${token}` } : { "content-type": "application/jose" }, ...(bearer ? {} : { body: token }) });
+    const r = await fetch(`${server.url}${path}`, {
+      method,
+      headers: bearer ? { authorization: `Bearer ${token}` } : { "content-type": "application/jose" },
+      ...(bearer ? {} : { body: token }),
+    });
     return { status: r.status, body: (await r.json()) as any };
   };
   const sync = async (pod: { metadata: { uid: string } }, iat = 0) => {
@@ -52,13 +71,26 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
     return call("POST", "/v1/pods/sync", await sign({ act: "sync", pod }, iat));
   };
   const get = async (id: string) => call("GET", `/v1/pods/${id}`, await sign({ act: "status", uid: id }), true);
-  const sandboxes = async (id: string) => (await cri.listPodSandbox({ filter: { labelSelector: { "io.kubernetes.pod.uid": id } } })).items;
+  const sandboxes = async (id: string) =>
+    (await cri.listPodSandbox({ filter: { labelSelector: { "io.kubernetes.pod.uid": id } } })).items;
 
   beforeAll(async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     dir = mkdtempSync(join(tmpdir(), "podsync-rel-"));
-    server = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_CRI_ENDPOINT: endpoint, PODSYNC_NODE_NAME: NODE_NAME, PODSYNC_ALLOW_EXEC: "true", PODSYNC_POD_LOGS_DIR: node.podLogsDir, PODSYNC_ROOT_DIR: node.rootDir }, true);
+    server = await startNode(
+      {
+        PODSYNC_PORT: "0",
+        PODSYNC_DEV_DIR: dir,
+        PODSYNC_STATE_DIR: join(dir, "state"),
+        PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_NODE_NAME: NODE_NAME,
+        PODSYNC_ALLOW_EXEC: "true",
+        PODSYNC_POD_LOGS_DIR: node.podLogsDir,
+        PODSYNC_ROOT_DIR: node.rootDir,
+      },
+      true,
+    );
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
   });
   afterAll(async () => {
@@ -80,14 +112,22 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
     expect(st).toMatchObject({ started: true, ready: true, restartCount: 0 });
     // Still the first container a few seconds later (the loop relists every second meanwhile).
     await until("a few relists", async () => Date.now() - Date.parse(st.state.running.startedAt) > 5000);
-    expect((await get(p.metadata.uid)).body.status.containerStatuses[0]).toMatchObject({ restartCount: 0, containerID: st.containerID });
+    expect((await get(p.metadata.uid)).body.status.containerStatuses[0]).toMatchObject({
+      restartCount: 0,
+      containerID: st.containerID,
+    });
   });
 
   it("a sync token signed 20 s before a DELETE is refused afterwards (409): the deleted pod does not come back", async () => {
     const p = podOf("late-token");
     const late = await sign({ act: "sync", pod: p }, -20);
     expect((await sync(p, -30)).status).toBe(200);
-    const d = await call("DELETE", `/v1/pods/${p.metadata.uid}`, await sign({ act: "delete", uid: p.metadata.uid, gracePeriodSeconds: 0 }), true);
+    const d = await call(
+      "DELETE",
+      `/v1/pods/${p.metadata.uid}`,
+      await sign({ act: "delete", uid: p.metadata.uid, gracePeriodSeconds: 0 }),
+      true,
+    );
     expect(d.status, JSON.stringify(d.body)).toBe(200);
     const r = await call("POST", "/v1/pods/sync", late);
     expect(r.body).toMatchObject({ status: 409, type: "urn:podsync:problem:stale-generation" });
@@ -100,21 +140,38 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
     const victim = podOf("victim-a", {}, id, "default");
     const pending = sync(victim);
     // As soon as the victim is stored (its sandbox is still being made), the intruder comes.
-    await until("the victim to be stored", async () => readFileSafe(join(dir, "state", "pods", `${id}.json`)), 10_000, 5);
+    await until(
+      "the victim to be stored",
+      async () => readFileSafe(join(dir, "state", "pods", `${id}.json`)),
+      10_000,
+      5,
+    );
     const intruder = await sync(podOf("intruder-b", {}, id, "other"));
     expect(intruder.body).toMatchObject({ status: 409, type: "urn:podsync:problem:uid-conflict" });
     expect((await pending).status).toBe(200);
-    expect(JSON.parse(readFileSync(join(dir, "state", "pods", `${id}.json`), "utf8")).metadata).toMatchObject({ name: "victim-a", namespace: "default" });
+    expect(JSON.parse(readFileSync(join(dir, "state", "pods", `${id}.json`), "utf8")).metadata).toMatchObject({
+      name: "victim-a",
+      namespace: "default",
+    });
     expect((await get(id)).body.metadata).toMatchObject({ name: "victim-a", namespace: "default" });
   });
   it("exec whose output is over the runtime's 16 MiB message limit: 502 exec-output-too-large naming the limit (not a bare RESOURCE_EXHAUSTED); output under it is cut at 1 MiB with truncated", async () => {
     const p = podOf("exec-big");
     expect((await sync(p)).status).toBe(200);
-    const exec = async (script: string) => call("POST", `/v1/pods/${p.metadata.uid}/exec`, await sign({ act: "exec", uid: p.metadata.uid, command: ["sh", "-c", script], timeoutSeconds: 60 }));
+    const exec = async (script: string) =>
+      call(
+        "POST",
+        `/v1/pods/${p.metadata.uid}/exec`,
+        await sign({ act: "exec", uid: p.metadata.uid, command: ["sh", "-c", script], timeoutSeconds: 60 }),
+      );
     // 2^23 bytes, written three times: about 25 MB of stdout.
     const big = await exec("s=x; i=0; while [ $i -lt 23 ]; do s=$s$s; i=$((i+1)); done; echo $s; echo $s; echo $s");
     expect(big.status, JSON.stringify(big.body).slice(0, 300)).toBe(502);
-    expect(big.body).toMatchObject({ type: "urn:podsync:problem:exec-output-too-large", limitBytes: 16777216, detail: expect.stringContaining("message limit of 16777216 bytes") });
+    expect(big.body).toMatchObject({
+      type: "urn:podsync:problem:exec-output-too-large",
+      limitBytes: 16777216,
+      detail: expect.stringContaining("message limit of 16777216 bytes"),
+    });
     const cut = await exec("s=x; i=0; while [ $i -lt 21 ]; do s=$s$s; i=$((i+1)); done; echo $s");
     expect(cut.status).toBe(200);
     expect(cut.body.stdout).toMatchObject({ truncated: true, bytes: 2 ** 21 + 1 });
@@ -123,10 +180,25 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
   it("a configMap item path the node cannot write (a component over 255 bytes) is 400 invalid-pod naming the field; nothing is made on the node", async () => {
     const p = {
       ...podOf("bad-item"),
-      spec: { ...podOf("bad-item").spec, volumes: [{ name: "cfg", configMap: { name: "cfg", items: [{ key: "a", path: "x".repeat(256) }] } }] },
+      spec: {
+        ...podOf("bad-item").spec,
+        volumes: [{ name: "cfg", configMap: { name: "cfg", items: [{ key: "a", path: "x".repeat(256) }] } }],
+      },
     };
-    const r = await call("POST", "/v1/pods/sync", await sign({ act: "sync", pod: p, configMaps: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { a: "1" } }] }));
-    expect(r.body).toMatchObject({ status: 400, type: "urn:podsync:problem:invalid-pod", errors: [{ path: "pod.spec.volumes[0].configMap.items[0].path", message: expect.stringContaining("255 bytes") }] });
+    const r = await call(
+      "POST",
+      "/v1/pods/sync",
+      await sign({
+        act: "sync",
+        pod: p,
+        configMaps: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { a: "1" } }],
+      }),
+    );
+    expect(r.body).toMatchObject({
+      status: 400,
+      type: "urn:podsync:problem:invalid-pod",
+      errors: [{ path: "pod.spec.volumes[0].configMap.items[0].path", message: expect.stringContaining("255 bytes") }],
+    });
     expect(await sandboxes(p.metadata.uid)).toEqual([]);
     expect(existsSync(join(node.rootDir, "pods", p.metadata.uid))).toBe(false);
     expect(existsSync(join(dir, "state", "pods", `${p.metadata.uid}.json`))).toBe(false);

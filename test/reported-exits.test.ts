@@ -12,7 +12,13 @@ describe("withReportedExits", () => {
   ]);
 
   it("a running container reported exited is exited, with the code and time of the report and CRI's default reason", () => {
-    const out = withReportedExits(status, new Map([["c-run", { code: 137, at: 1234 }], ["c-side", { code: 0, at: 1240 }]]));
+    const out = withReportedExits(
+      status,
+      new Map([
+        ["c-run", { code: 137, at: 1234 }],
+        ["c-side", { code: 0, at: 1240 }],
+      ]),
+    );
     expect(out.containerStatuses.map((c) => [c.id, c.state, c.exitCode, c.finishedAt, c.reason])).toEqual([
       ["c-run", "exited", 137, 1234, "Error"],
       ["c-side", "exited", 0, 1240, "Completed"],

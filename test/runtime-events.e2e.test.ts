@@ -23,9 +23,17 @@ const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
 const skip = inject("skipE2E");
 
-const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-ev-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-ev-root-")) };
+const node = {
+  ...defaultNodeConfig(),
+  podLogsDir: mkdtempSync(join(tmpdir(), "podsync-ev-logs-")),
+  rootDir: mkdtempSync(join(tmpdir(), "podsync-ev-root-")),
+};
 const runtimeOpts: PodRuntimeOptions = { node };
-const ctr = (...args: string[]) => execFileSync("ctr", ["-a", endpoint.replace(/^unix:\/\//, ""), "--connect-timeout", "3s", "-n", "k8s.io", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const ctr = (...args: string[]) =>
+  execFileSync("ctr", ["-a", endpoint.replace(/^unix:\/\//, ""), "--connect-timeout", "3s", "-n", "k8s.io", ...args], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 
 describe.skipIf(skip)("restarts through runtime events on real containerd", () => {
   let transport: GrpcTransport;
@@ -50,7 +58,16 @@ describe.skipIf(skip)("restarts through runtime events on real containerd", () =
   });
 
   it("a SIGKILLed container is started again within 1 s, with the relist interval at 60 s", async () => {
-    const p = Pod.parse({ metadata: { name: "ev-kill", namespace: "default", uid: uid("ev-kill") }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] } });
+    const p = Pod.parse({
+      metadata: { name: "ev-kill", namespace: "default", uid: uid("ev-kill") },
+      spec: {
+        hostNetwork: true,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          { name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+        ],
+      },
+    });
     made.push(p.metadata.uid);
     await desired.put({ pod: p, audit: { iss: "test", iat: 0 }, storedAt: Date.now() });
     loop = startReconcileLoop({
@@ -58,9 +75,18 @@ describe.skipIf(skip)("restarts through runtime events on real containerd", () =
       cri,
       desired,
       relistIntervalMs: 60_000,
-      events: (on) => watchContainerEvents({ transport, version: () => cri.version({}), onEvent: on.event, onState: (s) => (states.push(s), on.state(s)) }),
+      events: (on) =>
+        watchContainerEvents({
+          transport,
+          version: () => cri.version({}),
+          onEvent: on.event,
+          onState: (s) => (states.push(s), on.state(s)),
+        }),
     });
-    const list = async () => (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": p.metadata.uid } } })).containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
+    const list = async () =>
+      (
+        await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": p.metadata.uid } } })
+      ).containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
     // The start-up relist makes it.
     const [before] = await until("the start-up sync", async () => (await list()).length === 1 && list());
     await until("the event stream", async () => states.at(-1)?.up === true);
@@ -68,7 +94,15 @@ describe.skipIf(skip)("restarts through runtime events on real containerd", () =
 
     const t0 = Date.now();
     ctr("tasks", "kill", "-s", "SIGKILL", before!.id);
-    const [after] = await until("the restart", async () => { const r = await list(); return r.length === 1 && r[0]!.id !== before!.id && r; }, 10_000, 20);
+    const [after] = await until(
+      "the restart",
+      async () => {
+        const r = await list();
+        return r.length === 1 && r[0]!.id !== before!.id && r;
+      },
+      10_000,
+      20,
+    );
     const st = (await cri.containerStatus({ containerId: after!.id })).status!;
     const restartMs = nsToMs(st.startedAt) - t0;
     console.log(`crash → restart through the event: ${restartMs} ms (the kill sent at t0 by ctr)`);
@@ -79,7 +113,16 @@ describe.skipIf(skip)("restarts through runtime events on real containerd", () =
   it("a pod a request has just synced, which no relist has seen, is started again through its event too", async () => {
     // As the HTTP route does it: the pod held from the loop, stored, synced by the request, its read-back handed to
     // the loop, released. The loop's last relist was before it; the next one is minutes away (events are up).
-    const q = Pod.parse({ metadata: { name: "ev-req", namespace: "default", uid: uid("ev-req") }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] } });
+    const q = Pod.parse({
+      metadata: { name: "ev-req", namespace: "default", uid: uid("ev-req") },
+      spec: {
+        hostNetwork: true,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          { name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+        ],
+      },
+    });
     made.push(q.metadata.uid);
     // The relist the last test's restart asked for is over (the next one is the evented period away).
     await new Promise((r) => setTimeout(r, 1500));
@@ -92,8 +135,19 @@ describe.skipIf(skip)("restarts through runtime events on real containerd", () =
     const [before] = r.after.containerStatuses;
     const t0 = Date.now();
     ctr("tasks", "kill", "-s", "SIGKILL", before!.id);
-    const list = async () => (await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": q.metadata.uid } } })).containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
-    const [after] = await until("the restart", async () => { const l = await list(); return l.length === 1 && l[0]!.id !== before!.id && l; }, 10_000, 20);
+    const list = async () =>
+      (
+        await cri.listContainers({ filter: { labelSelector: { "io.kubernetes.pod.uid": q.metadata.uid } } })
+      ).containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
+    const [after] = await until(
+      "the restart",
+      async () => {
+        const l = await list();
+        return l.length === 1 && l[0]!.id !== before!.id && l;
+      },
+      10_000,
+      20,
+    );
     const restartMs = nsToMs((await cri.containerStatus({ containerId: after!.id })).status!.startedAt) - t0;
     console.log(`crash → restart of a request's pod through the event: ${restartMs} ms`);
     expect(restartMs).toBeLessThanOrEqual(1000);

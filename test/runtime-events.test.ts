@@ -52,11 +52,19 @@ function recorder() {
 /** Until no relist has run for 300 ms (those the last change asked for are over). */
 async function relistsSettled(rec: { relists: number }) {
   let seen = -1;
-  await until("the relists to settle", async () => (seen === rec.relists ? true : ((seen = rec.relists), false)), 5000, 300);
+  await until(
+    "the relists to settle",
+    async () => (seen === rec.relists ? true : ((seen = rec.relists), false)),
+    5000,
+    300,
+  );
 }
 
 let syncs = 0;
-function start(store: MemoryDesiredState, o: { relistIntervalMs: number; resyncIntervalMs?: number; metrics?: NodeMetrics; logs?: Record<string, unknown>[] }) {
+function start(
+  store: MemoryDesiredState,
+  o: { relistIntervalMs: number; resyncIntervalMs?: number; metrics?: NodeMetrics; logs?: Record<string, unknown>[] },
+) {
   const rt = createPodRuntime(cri);
   syncs = 0;
   return startReconcileLoop({
@@ -68,11 +76,21 @@ function start(store: MemoryDesiredState, o: { relistIntervalMs: number; resyncI
     resyncIntervalMs: o.resyncIntervalMs ?? 600_000,
     metrics: o.metrics,
     log: (r) => o.logs?.push(r),
-    events: (on) => watchContainerEvents({ transport, version: () => cri.version({}), onEvent: on.event, onState: on.state, backOffMs: { initial: 50, max: 200 } }),
+    events: (on) =>
+      watchContainerEvents({
+        transport,
+        version: () => cri.version({}),
+        onEvent: on.event,
+        onState: on.state,
+        backOffMs: { initial: 50, max: 200 },
+      }),
   });
 }
 
-const running = (uid: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === uid && c.state === api.ContainerState.CONTAINER_RUNNING);
+const running = (uid: string) =>
+  [...fake.runtime.containers.values()].filter(
+    (c) => c.config.labels["io.kubernetes.pod.uid"] === uid && c.state === api.ContainerState.CONTAINER_RUNNING,
+  );
 
 describe("the loop with runtime events", () => {
   it("an exit restarts the container through its event while the relist waits its evented period; a lost stream falls back to the relist at once", async () => {
@@ -83,13 +101,21 @@ describe("the loop with runtime events", () => {
     const logs: Record<string, unknown>[] = [];
     // A relist interval far longer than the test: only events (or the fallback's immediate relist) can restart.
     loop = start(store, { relistIntervalMs: 30_000, metrics: m, logs });
-    const [first] = await until("the start-up sync", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid));
+    const [first] = await until(
+      "the start-up sync",
+      async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid),
+    );
     await until("the stream up", async () => rec.streams.at(-1)?.[0] === true);
     // The relist the stream's opening asked for (and one more if it came during the start-up relist) has run.
     await relistsSettled(rec);
     const relistsBefore = rec.relists;
     fake.runtime.exit(first!.id, 137);
-    await until("the event's restart", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id, 5000, 10);
+    await until(
+      "the event's restart",
+      async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id,
+      5000,
+      10,
+    );
     expect(rec.events).toBeGreaterThanOrEqual(1);
     // (Only the event could: the relist interval is 30 s and the evented period 60 s. The event's sync asks for a
     // relist after it, so the relist's readers see the restart too.)
@@ -103,7 +129,13 @@ describe("the loop with runtime events", () => {
     fake.runtime.closeEventStreams();
     await until("reported down", async () => rec.streams.at(-1)?.[0] === false);
     await until("the fallback relist", async () => rec.relists > beforeDown);
-    expect(logs).toContainEqual(expect.objectContaining({ event: "error", what: "events", error: expect.stringMatching(/runtime event stream down \(relisting every 30000 ms\)/) }));
+    expect(logs).toContainEqual(
+      expect.objectContaining({
+        event: "error",
+        what: "events",
+        error: expect.stringMatching(/runtime event stream down \(relisting every 30000 ms\)/),
+      }),
+    );
     // Back up: logged as recovered.
     fake.runtime.eventsRefused = undefined;
     await until("up again", async () => rec.streams.at(-1)?.[0] === true, 5000, 20);
@@ -111,7 +143,12 @@ describe("the loop with runtime events", () => {
     // (Another pod: a second crash of the first container would wait out its 10 s back-off.)
     const [other] = running(q.metadata.uid);
     fake.runtime.exit(other!.id, 137);
-    await until("the other pod restarted through its event", async () => running(q.metadata.uid).length === 1 && running(q.metadata.uid)[0]!.id !== other!.id, 5000, 10);
+    await until(
+      "the other pod restarted through its event",
+      async () => running(q.metadata.uid).length === 1 && running(q.metadata.uid)[0]!.id !== other!.id,
+      5000,
+      10,
+    );
   });
 
   it("containerd 1.6's TaskExit, which comes before CRI records the exit, restarts the container from the exit it carries; the relist after it waits for the record", async () => {
@@ -137,16 +174,29 @@ describe("the loop with runtime events", () => {
         return { close: () => undefined };
       },
     });
-    const [first] = await until("the start-up sync", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid));
+    const [first] = await until(
+      "the start-up sync",
+      async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid),
+    );
     await relistsSettled(rec);
     const relistsBefore = rec.relists;
     // The process is dead; CRI still shows it running (the fake has not been told).
     on!.event({ id: first!.id, kind: "exited", settled: false, exit: { code: 137, at: Date.now() } });
-    const [, second] = await until("the restart from the event's exit", async () => { const r = running(p.metadata.uid); return r.length === 2 && r; }, 5000, 10);
+    const [, second] = await until(
+      "the restart from the event's exit",
+      async () => {
+        const r = running(p.metadata.uid);
+        return r.length === 2 && r;
+      },
+      5000,
+      10,
+    );
     expect(second!.config.metadata?.attempt).toBe(1);
     expect(second!.config.annotations["io.kubernetes.container.restartCount"]).toBe("1");
     await until("the sync's restart line", async () => logs.some((l) => l["event"] === "restart"));
-    expect(logs).toContainEqual(expect.objectContaining({ event: "restart", container: "main", exitCode: 137, reason: "Error", restartCount: 1 }));
+    expect(logs).toContainEqual(
+      expect.objectContaining({ event: "restart", container: "main", exitCode: 137, reason: "Error", restartCount: 1 }),
+    );
     // The relist the sync asks for waits until CRI shows the exit: its readers never see the old instance running.
     await new Promise((r) => setTimeout(r, 200));
     expect(rec.relists).toBe(relistsBefore);
@@ -162,17 +212,27 @@ describe("the loop with runtime events", () => {
     await store.put({ pod: p, audit: { iss: "t", iat: 0 }, storedAt: 0 });
     const { m, rec } = recorder();
     loop = start(store, { relistIntervalMs: 200, metrics: m });
-    const [first] = await until("the start-up sync", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid));
+    const [first] = await until(
+      "the start-up sync",
+      async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid),
+    );
     expect(rec.streams.every(([up]) => !up)).toBe(true);
     fake.runtime.exit(first!.id, 137);
-    await until("the relist's restart", async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id, 5000);
+    await until(
+      "the relist's restart",
+      async () => running(p.metadata.uid).length === 1 && running(p.metadata.uid)[0]!.id !== first!.id,
+      5000,
+    );
     expect(rec.events).toBe(0);
   });
 
   it("with the stream up, resyncs wait for the next slot of resync/6: pods synced at scattered times share relists on the slot grid", async () => {
     const store = desired();
     const starts: number[] = [];
-    const m: NodeMetrics = { ...recorder().m, relist: (seconds, _late, relisted) => void (relisted && starts.push(Date.now() - seconds * 1000)) };
+    const m: NodeMetrics = {
+      ...recorder().m,
+      relist: (seconds, _late, relisted) => void (relisted && starts.push(Date.now() - seconds * 1000)),
+    };
     // Resync 1.8 s, so slots of 300 ms; a relist floor of 20 ms so that, without the grid, every pod's resync would
     // have a relist of its own at its own time.
     const resync = 1800;
@@ -234,7 +294,11 @@ describe("the loop with runtime events", () => {
 
   it("100 containers of one pod exiting at once: a few syncs of that pod, not 100", async () => {
     const store = desired();
-    const containers = Array.from({ length: 100 }, (_, i) => ({ name: `c${i}`, image: "localhost/busybox:1", command: ["sleep", "3600"] }));
+    const containers = Array.from({ length: 100 }, (_, i) => ({
+      name: `c${i}`,
+      image: "localhost/busybox:1",
+      command: ["sleep", "3600"],
+    }));
     const p = pod({ containers });
     await store.put({ pod: p, audit: { iss: "t", iat: 0 }, storedAt: 0 });
     const { m, rec } = recorder();
@@ -245,7 +309,11 @@ describe("the loop with runtime events", () => {
     syncs = 0;
     const ids = running(p.metadata.uid).map((c) => c.id);
     for (const id of ids) fake.runtime.exit(id, 137);
-    await until("all 100 restarted", async () => running(p.metadata.uid).length === 100 && running(p.metadata.uid).every((c) => !ids.includes(c.id)), 20_000);
+    await until(
+      "all 100 restarted",
+      async () => running(p.metadata.uid).length === 100 && running(p.metadata.uid).every((c) => !ids.includes(c.id)),
+      20_000,
+    );
     await until("every event", async () => rec.events === 100);
     await new Promise((r) => setTimeout(r, 300));
     // The first exit's sync, then one per wave of exits that arrived while the previous sync ran (the exact
@@ -276,12 +344,48 @@ describe("the loop with runtime events and workloads", () => {
     const rt = createPodRuntime(cri);
     const controllers = createControllers({ workloads, desired: store, runtime: rt, nodeName: "node-a" });
     const { m, rec } = recorder();
-    loop = startReconcileLoop({ runtime: rt, cri, desired: store, controllers, relistIntervalMs: 100, eventedRelistIntervalMs: 60_000, metrics: m, events: (on) => watchContainerEvents({ transport, version: () => cri.version({}), onEvent: on.event, onState: on.state, backOffMs: { initial: 50, max: 200 } }) });
+    loop = startReconcileLoop({
+      runtime: rt,
+      cri,
+      desired: store,
+      controllers,
+      relistIntervalMs: 100,
+      eventedRelistIntervalMs: 60_000,
+      metrics: m,
+      events: (on) =>
+        watchContainerEvents({
+          transport,
+          version: () => cri.version({}),
+          onEvent: on.event,
+          onState: on.state,
+          backOffMs: { initial: 50, max: 200 },
+        }),
+    });
     await until("the event stream", async () => rec.streams.some(([up]) => up));
-    const d = Deployment.parse({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "web", uid: "d1" }, spec: { replicas: 2, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent" }] } } } });
+    const d = Deployment.parse({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "web", uid: "d1" },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: "web" } },
+        template: {
+          metadata: { labels: { app: "web" } },
+          spec: { containers: [{ name: "c", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent" }] },
+        },
+      },
+    });
     await workloads.put({ workload: d, audit: { iss: "t", iat: 0 }, storedAt: Date.now(), generation: 1 });
     loop.kick();
-    await until("two ready pods, by relists at the interval", async () => ((await workloads.list()).find((w) => w.workload.kind === "Deployment")?.status as { availableReplicas?: number } | undefined)?.availableReplicas === 2);
+    await until(
+      "two ready pods, by relists at the interval",
+      async () =>
+        (
+          (await workloads.list()).find((w) => w.workload.kind === "Deployment")?.status as
+            | { availableReplicas?: number }
+            | undefined
+        )?.availableReplicas === 2,
+    );
     expect(controllers.watching()).toBe(true);
     const before = rec.relists;
     await until("relists keep coming at the interval", async () => rec.relists >= before + 3);

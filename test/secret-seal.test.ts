@@ -23,20 +23,38 @@ describe("sealing Secrets for the desired-state store", () => {
     const text = JSON.stringify(stored);
     expect(text).not.toContain(SECRET);
     expect(text).not.toContain(Buffer.from(SECRET).toString("base64"));
-    expect(stored).toEqual({ configMaps: [cm], secrets: [{ kind: "SealedSecret", name: "creds", sealed: expect.stringMatching(/^v1\.[\w-]+\.[\w-]+$/) }] });
+    expect(stored).toEqual({
+      configMaps: [cm],
+      secrets: [{ kind: "SealedSecret", name: "creds", sealed: expect.stringMatching(/^v1\.[\w-]+\.[\w-]+$/) }],
+    });
     // Sealing twice keeps the sealed form; opening gives the signed object back, which validates again.
     expect(await sealPodObjects(stored, key, "uid-1")).toEqual(stored);
     const opened = await unsealPodObjects(stored, key, "uid-1");
     expect(opened).toEqual({ configMaps: [cm], secrets: [secret] });
-    const pod = { metadata: { name: "p", uid: "uid-1" }, spec: { containers: [{ name: "c", image: "i:1", env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }] }] } };
+    const pod = {
+      metadata: { name: "p", uid: "uid-1" },
+      spec: {
+        containers: [
+          {
+            name: "c",
+            image: "i:1",
+            env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }],
+          },
+        ],
+      },
+    };
     expect(bundleFromPayload({ pod, ...opened }).objects.secrets[0]!.metadata.name).toBe("creds");
   });
 
   it("does not open under another pod, another key, or after tampering", async () => {
     const key = await importSealKey(newSealKeyBytes());
     const stored = await sealPodObjects({ secrets: [secret] }, key, "uid-1");
-    await expect(unsealPodObjects(stored, key, "uid-2")).rejects.toThrow('stored Secret "creds" of pod uid-2 cannot be opened');
-    await expect(unsealPodObjects(stored, await importSealKey(newSealKeyBytes()), "uid-1")).rejects.toThrow("cannot be opened");
+    await expect(unsealPodObjects(stored, key, "uid-2")).rejects.toThrow(
+      'stored Secret "creds" of pod uid-2 cannot be opened',
+    );
+    await expect(unsealPodObjects(stored, await importSealKey(newSealKeyBytes()), "uid-1")).rejects.toThrow(
+      "cannot be opened",
+    );
     const s = stored!.secrets![0] as { sealed: string };
     const tampered = { secrets: [{ ...s, sealed: s.sealed.slice(0, -2) + (s.sealed.endsWith("A") ? "BB" : "AA") }] };
     await expect(unsealPodObjects(tampered, key, "uid-1")).rejects.toThrow("cannot be opened");
@@ -56,7 +74,18 @@ describe("sealing Secrets for the desired-state store", () => {
 });
 
 describe("the sealed desired-state store", () => {
-  const pod = { metadata: { name: "p", uid: "uid-s" }, spec: { containers: [{ name: "c", image: "i:1", env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }] }] } };
+  const pod = {
+    metadata: { name: "p", uid: "uid-s" },
+    spec: {
+      containers: [
+        {
+          name: "c",
+          image: "i:1",
+          env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }],
+        },
+      ],
+    },
+  };
 
   it("the inner store holds the Secret sealed; reads give back objects that validate again with the pod, same bytes", async () => {
     const b = bundleFromPayload({ pod, configMaps: [cm], secrets: [secret] });
@@ -72,7 +101,9 @@ describe("the sealed desired-state store", () => {
     expect(new TextDecoder().decode(again.objects.secrets[0]!.data["password"])).toBe(SECRET);
     expect((await store.list())[0]!.objects).toEqual(back.objects);
     // replace seals the same way.
-    await store.replace(1, [{ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 2 }, storedAt: 0 }]);
+    await store.replace(1, [
+      { pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 2 }, storedAt: 0 },
+    ]);
     expect(JSON.stringify(await inner.list())).not.toContain(SECRET);
   });
 
@@ -86,8 +117,17 @@ describe("the sealed desired-state store", () => {
     await store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 2 }, storedAt: 1 });
     expect((await inner.get("uid-s"))!.objects).toBe(sealed);
     expect((await inner.get("uid-s"))!.audit.iat).toBe(2);
-    const changed = bundleFromPayload({ pod, configMaps: [cm], secrets: [{ ...secret, stringData: { password: "other" } }] });
-    await store.put({ pod: changed.pod, objects: storedObjects(changed.objects), audit: { iss: "i", iat: 3 }, storedAt: 2 });
+    const changed = bundleFromPayload({
+      pod,
+      configMaps: [cm],
+      secrets: [{ ...secret, stringData: { password: "other" } }],
+    });
+    await store.put({
+      pod: changed.pod,
+      objects: storedObjects(changed.objects),
+      audit: { iss: "i", iat: 3 },
+      storedAt: 2,
+    });
     expect((await inner.get("uid-s"))!.objects).not.toEqual(sealed);
     expect(JSON.stringify(await inner.list())).not.toContain("other");
   });
@@ -96,8 +136,19 @@ describe("the sealed desired-state store", () => {
     // Before: the ciphertext was spread into String.fromCharCode's arguments, a RangeError past ~125 KB
     // (a 500 on PUT).
     const bytes = new Uint8Array(500 * 1000).map((_, i) => (i * 31 + 7) & 0xff);
-    const bigSecret = { apiVersion: "v1", kind: "Secret", metadata: { name: "big" }, data: { blob: Buffer.from(bytes).toString("base64") } };
-    const volPod = { metadata: { name: "p", uid: "uid-big" }, spec: { volumes: [{ name: "s", secret: { secretName: "big" } }], containers: [{ name: "c", image: "i:1", volumeMounts: [{ name: "s", mountPath: "/s" }] }] } };
+    const bigSecret = {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "big" },
+      data: { blob: Buffer.from(bytes).toString("base64") },
+    };
+    const volPod = {
+      metadata: { name: "p", uid: "uid-big" },
+      spec: {
+        volumes: [{ name: "s", secret: { secretName: "big" } }],
+        containers: [{ name: "c", image: "i:1", volumeMounts: [{ name: "s", mountPath: "/s" }] }],
+      },
+    };
     const b = bundleFromPayload({ pod: volPod, secrets: [bigSecret] });
     const inner = new MemoryDesiredState();
     const key = await importSealKey(newSealKeyBytes());
@@ -112,10 +163,15 @@ describe("the sealed desired-state store", () => {
   it("a key that cannot be loaded is state-unavailable, and nothing is stored", async () => {
     const inner = new MemoryDesiredState();
     const store = new SealedDesiredState(inner, async () => {
-      throw new StateUnavailableError("the key that seals stored Secrets", Object.assign(new Error("EACCES"), { code: "EACCES" }));
+      throw new StateUnavailableError(
+        "the key that seals stored Secrets",
+        Object.assign(new Error("EACCES"), { code: "EACCES" }),
+      );
     });
     const b = bundleFromPayload({ pod, secrets: [secret] });
-    await expect(store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 })).rejects.toBeInstanceOf(StateUnavailableError);
+    await expect(
+      store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 }),
+    ).rejects.toBeInstanceOf(StateUnavailableError);
     expect(await inner.list()).toEqual([]);
     // A pod without Secrets needs no key.
     await store.put({ pod: b.pod, audit: { iss: "i", iat: 1 }, storedAt: 0 });
@@ -125,12 +181,24 @@ describe("the sealed desired-state store", () => {
   it("a key that no longer opens a pod's Secrets (lost or replaced): that pod comes back without its objects, the others and the set stay usable", async () => {
     const inner = new MemoryDesiredState();
     const b = bundleFromPayload({ pod, secrets: [secret] });
-    await new SealedDesiredState(inner, async () => importSealKey(newSealKeyBytes())).put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 1 }, storedAt: 0 });
-    await inner.put({ pod: { ...b.pod, metadata: { ...b.pod.metadata, uid: "uid-plain" } }, audit: { iss: "i", iat: 1 }, storedAt: 0 });
+    await new SealedDesiredState(inner, async () => importSealKey(newSealKeyBytes())).put({
+      pod: b.pod,
+      objects: storedObjects(b.objects),
+      audit: { iss: "i", iat: 1 },
+      storedAt: 0,
+    });
+    await inner.put({
+      pod: { ...b.pod, metadata: { ...b.pod.metadata, uid: "uid-plain" } },
+      audit: { iss: "i", iat: 1 },
+      storedAt: 0,
+    });
     // Another key: what the first sealed does not open.
     const store = new SealedDesiredState(inner, async () => importSealKey(newSealKeyBytes()));
     const all = await store.list();
-    expect(all.map((e) => [e.pod.metadata.uid, e.objects])).toEqual([["uid-s", undefined], ["uid-plain", undefined]]);
+    expect(all.map((e) => [e.pod.metadata.uid, e.objects])).toEqual([
+      ["uid-s", undefined],
+      ["uid-plain", undefined],
+    ]);
     expect((await store.get("uid-s"))!.audit.iat).toBe(1);
     // Sending the pod again with its Secrets repairs it.
     await store.put({ pod: b.pod, objects: storedObjects(b.objects), audit: { iss: "i", iat: 2 }, storedAt: 0 });

@@ -7,7 +7,8 @@ import { until } from "./support/wait.js";
 
 const skip = inject("skipE2E");
 /** A process that appends its name to /h/order when it is sent SIGTERM, then exits 0. */
-const stoppable = (name: string, extra: Record<string, unknown> = {}) => c(name, `trap 'echo ${name} >> /h/order; exit 0' TERM; while true; do sleep 1; done`, extra);
+const stoppable = (name: string, extra: Record<string, unknown> = {}) =>
+  c(name, `trap 'echo ${name} >> /h/order; exit 0' TERM; while true; do sleep 1; done`, extra);
 
 describe.skipIf(skip)("sidecars and lifecycle hooks on real containerd", () => {
   const { podInput, sync, get, del } = hostDirSuite();
@@ -19,7 +20,10 @@ describe.skipIf(skip)("sidecars and lifecycle hooks on real containerd", () => {
       // sh as PID 1 ignores SIGTERM: the sidecar is killed when the grace ends.
       terminationGracePeriodSeconds: 2,
       initContainers: [
-        c("proxy", "echo up > /h/proxy; while true; do sleep 1; done", { restartPolicy: "Always", startupProbe: { exec: { command: ["cat", "/h/proxy"] }, periodSeconds: 1 } }),
+        c("proxy", "echo up > /h/proxy; while true; do sleep 1; done", {
+          restartPolicy: "Always",
+          startupProbe: { exec: { command: ["cat", "/h/proxy"] }, periodSeconds: 1 },
+        }),
         // Fails (and so fails the pod: Never) unless the sidecar had started before it.
         c("init", "cat /h/proxy > /h/init-saw"),
       ],
@@ -48,9 +52,17 @@ describe.skipIf(skip)("sidecars and lifecycle hooks on real containerd", () => {
       initContainers: [
         stoppable("sc1", { restartPolicy: "Always" }),
         // Exits 3 the first time it runs, then stays up.
-        c("sc2", `trap 'echo sc2 >> /h/order; exit 0' TERM; if [ ! -f /h/sc2-ran ]; then echo > /h/sc2-ran; exit 3; fi; while true; do sleep 1; done`, { restartPolicy: "Always", readinessProbe: { exec: { command: ["true"] }, periodSeconds: 1 } }),
+        c(
+          "sc2",
+          `trap 'echo sc2 >> /h/order; exit 0' TERM; if [ ! -f /h/sc2-ran ]; then echo > /h/sc2-ran; exit 3; fi; while true; do sleep 1; done`,
+          { restartPolicy: "Always", readinessProbe: { exec: { command: ["true"] }, periodSeconds: 1 } },
+        ),
       ],
-      containers: [stoppable("main", { lifecycle: { preStop: { exec: { command: ["sh", "-c", "echo main-prestop >> /h/order"] } } } })],
+      containers: [
+        stoppable("main", {
+          lifecycle: { preStop: { exec: { command: ["sh", "-c", "echo main-prestop >> /h/order"] } } },
+        }),
+      ],
     });
     await sync(p);
     const s = await until("the sidecar to be restarted and ready", async () => {
@@ -73,8 +85,14 @@ describe.skipIf(skip)("sidecars and lifecycle hooks on real containerd", () => {
     const dir = hostDir();
     const p = podInput("hooks", dir, {
       containers: [
-        stoppable("a", { lifecycle: { postStart: { exec: { command: ["sh", "-c", "sleep 1; echo a-poststart > /h/poststart"] } } } }),
-        c("b", "cat /h/poststart > /h/b-saw; trap 'busybox date +%s > /h/b-term; exit 0' TERM; while true; do sleep 1; done", { lifecycle: { preStop: { sleep: { seconds: 2 } } } }),
+        stoppable("a", {
+          lifecycle: { postStart: { exec: { command: ["sh", "-c", "sleep 1; echo a-poststart > /h/poststart"] } } },
+        }),
+        c(
+          "b",
+          "cat /h/poststart > /h/b-saw; trap 'busybox date +%s > /h/b-term; exit 0' TERM; while true; do sleep 1; done",
+          { lifecycle: { preStop: { sleep: { seconds: 2 } } } },
+        ),
       ],
     });
     const r = await sync(p);
@@ -89,16 +107,28 @@ describe.skipIf(skip)("sidecars and lifecycle hooks on real containerd", () => {
     const d = await del(p.metadata.uid);
     // The sleep hook ran first: b got SIGTERM at least 2 s after the DELETE began (the issue asks for the sleep).
     expect(Number(read(dir, "b-term"))).toBeGreaterThanOrEqual(before + 2);
-    expect(d.steps.find((s) => s.action === "KillContainer" && s.target === "b")!.message).toMatch(/preStop hook completed/);
+    expect(d.steps.find((s) => s.action === "KillContainer" && s.target === "b")!.message).toMatch(
+      /preStop hook completed/,
+    );
   });
 
   it("a failing postStart kills the container: PostStartHookError, and it is not restarted under restartPolicy Never", async () => {
     const dir = hostDir();
-    const p = podInput("badhook", dir, { restartPolicy: "Never", terminationGracePeriodSeconds: 2, containers: [c("main", "while true; do sleep 1; done", { lifecycle: { postStart: { exec: { command: ["sh", "-c", "exit 7"] } } } })] });
+    const p = podInput("badhook", dir, {
+      restartPolicy: "Never",
+      terminationGracePeriodSeconds: 2,
+      containers: [
+        c("main", "while true; do sleep 1; done", {
+          lifecycle: { postStart: { exec: { command: ["sh", "-c", "exit 7"] } } },
+        }),
+      ],
+    });
     const r = await sync(p);
     const step = r.steps.find((s) => s.action === "StartContainer")!;
     expect(step).toMatchObject({ ok: false, error: "PostStartHookError" });
-    expect(step.message).toMatch(/^Exec lifecycle hook \(\[sh -c exit 7\]\) for Container "main" in Pod "badhook_default\(.*\)" failed - error: command 'sh -c exit 7' exited with 7/);
+    expect(step.message).toMatch(
+      /^Exec lifecycle hook \(\[sh -c exit 7\]\) for Container "main" in Pod "badhook_default\(.*\)" failed - error: command 'sh -c exit 7' exited with 7/,
+    );
     const s = await until("the pod to fail", async () => {
       const st = (await get(p.metadata.uid)).status;
       return st.phase === "Failed" ? st : undefined;

@@ -32,7 +32,9 @@ describe("sidecar containers", () => {
   });
 
   it("restartPolicy on an app container: Forbidden, with upstream's words", () => {
-    expect(errs({ containers: [{ name: "c", image: "busybox:1", restartPolicy: "Always" }] })).toEqual([{ path: "spec.containers[0].restartPolicy", message: "may not be set for non-init containers" }]);
+    expect(errs({ containers: [{ name: "c", image: "busybox:1", restartPolicy: "Always" }] })).toEqual([
+      { path: "spec.containers[0].restartPolicy", message: "may not be set for non-init containers" },
+    ]);
   });
 
   it("an init container's restartPolicy other than Always: Unsupported value", () => {
@@ -43,41 +45,87 @@ describe("sidecar containers", () => {
   });
 
   it("probes and hooks on a plain init container are still refused", () => {
-    expect(errs({ initContainers: [{ name: "i", image: "busybox:1", readinessProbe: { exec: { command: ["true"] } } }] })).toEqual([
-      { path: "spec.initContainers[0].readinessProbe", message: "may not be set for init containers without restartPolicy=Always" },
+    expect(
+      errs({ initContainers: [{ name: "i", image: "busybox:1", readinessProbe: { exec: { command: ["true"] } } }] }),
+    ).toEqual([
+      {
+        path: "spec.initContainers[0].readinessProbe",
+        message: "may not be set for init containers without restartPolicy=Always",
+      },
     ]);
-    expect(errs({ initContainers: [{ name: "i", image: "busybox:1", lifecycle: { preStop: { exec: { command: ["true"] } } } }] })).toEqual([
-      { path: "spec.initContainers[0].lifecycle", message: "may not be set for init containers without restartPolicy=Always" },
+    expect(
+      errs({
+        initContainers: [{ name: "i", image: "busybox:1", lifecycle: { preStop: { exec: { command: ["true"] } } } }],
+      }),
+    ).toEqual([
+      {
+        path: "spec.initContainers[0].lifecycle",
+        message: "may not be set for init containers without restartPolicy=Always",
+      },
     ]);
   });
 });
 
 describe("lifecycle hooks", () => {
-  const hook = (h: unknown) => ({ containers: [{ name: "c", image: "busybox:1", ports: [{ name: "http", containerPort: 80 }], lifecycle: { preStop: h } }] });
+  const hook = (h: unknown) => ({
+    containers: [
+      { name: "c", image: "busybox:1", ports: [{ name: "http", containerPort: 80 }], lifecycle: { preStop: h } },
+    ],
+  });
 
   it("exec, httpGet (defaults applied) and sleep are accepted", () => {
-    for (const h of [{ exec: { command: ["sh", "-c", "echo bye"] } }, { httpGet: { port: "http" } }, { sleep: { seconds: 0 } }, { sleep: { seconds: 10 } }]) validatePod(base(hook(h)));
-    expect(validatePod(base(hook({ httpGet: { port: 80 } }))).spec.containers[0]!.lifecycle!.preStop!.httpGet).toEqual({ port: 80, path: "/", scheme: "HTTP" });
+    for (const h of [
+      { exec: { command: ["sh", "-c", "echo bye"] } },
+      { httpGet: { port: "http" } },
+      { sleep: { seconds: 0 } },
+      { sleep: { seconds: 10 } },
+    ])
+      validatePod(base(hook(h)));
+    expect(validatePod(base(hook({ httpGet: { port: 80 } }))).spec.containers[0]!.lifecycle!.preStop!.httpGet).toEqual({
+      port: 80,
+      path: "/",
+      scheme: "HTTP",
+    });
   });
 
   it("a hook with no handler, or two: upstream's messages", () => {
-    expect(errs(hook({}))).toEqual([{ path: "spec.containers[0].lifecycle.preStop", message: "must specify a handler type" }]);
-    expect(errs(hook({ exec: { command: ["true"] }, sleep: { seconds: 1 } }))).toEqual([{ path: "spec.containers[0].lifecycle.preStop.sleep", message: "may not specify more than 1 handler type" }]);
+    expect(errs(hook({}))).toEqual([
+      { path: "spec.containers[0].lifecycle.preStop", message: "must specify a handler type" },
+    ]);
+    expect(errs(hook({ exec: { command: ["true"] }, sleep: { seconds: 1 } }))).toEqual([
+      { path: "spec.containers[0].lifecycle.preStop.sleep", message: "may not specify more than 1 handler type" },
+    ]);
   });
 
   it("a sleep longer than the grace period, or negative: validateSleepAction", () => {
-    expect(errs(hook({ sleep: { seconds: 11 } }))).toEqual([{ path: "spec.containers[0].lifecycle.preStop.sleep.seconds", message: "must be non-negative and less than terminationGracePeriodSeconds (10)" }]);
+    expect(errs(hook({ sleep: { seconds: 11 } }))).toEqual([
+      {
+        path: "spec.containers[0].lifecycle.preStop.sleep.seconds",
+        message: "must be non-negative and less than terminationGracePeriodSeconds (10)",
+      },
+    ]);
     expect(errs(hook({ sleep: { seconds: -1 } }))[0]!.path).toBe("spec.containers[0].lifecycle.preStop.sleep.seconds");
   });
 
   it("tcpSocket handlers and stopSignal are refused with the reason", () => {
-    expect(errs(hook({ tcpSocket: { port: 80 } }))[0]).toMatchObject({ path: "spec.containers[0].lifecycle.preStop.tcpSocket", message: expect.stringContaining("not supported as a lifecycle handler") });
+    expect(errs(hook({ tcpSocket: { port: 80 } }))[0]).toMatchObject({
+      path: "spec.containers[0].lifecycle.preStop.tcpSocket",
+      message: expect.stringContaining("not supported as a lifecycle handler"),
+    });
     const e = errs({ containers: [{ name: "c", image: "busybox:1", lifecycle: { stopSignal: "SIGUSR1" } }] });
-    expect(e[0]).toMatchObject({ path: "spec.containers[0].lifecycle.stopSignal", message: expect.stringContaining("containerd 1.6 ignores it") });
+    expect(e[0]).toMatchObject({
+      path: "spec.containers[0].lifecycle.stopSignal",
+      message: expect.stringContaining("containerd 1.6 ignores it"),
+    });
   });
 
   it("a named httpGet port must be one of the container's ports", () => {
-    expect(errs(hook({ httpGet: { port: "admin" } }))).toEqual([{ path: "spec.containers[0].lifecycle.preStop.httpGet.port", message: 'port name "admin" is not one of the container\'s ports' }]);
+    expect(errs(hook({ httpGet: { port: "admin" } }))).toEqual([
+      {
+        path: "spec.containers[0].lifecycle.preStop.httpGet.port",
+        message: 'port name "admin" is not one of the container\'s ports',
+      },
+    ]);
   });
 });
 
@@ -86,10 +134,21 @@ describe("where the node cannot reach pods (Workers)", () => {
     const { probeHandlerErrors } = await import("../src/pod/probes.js");
     const pod = validatePod(
       base({
-        initContainers: [{ name: "s", image: "busybox:1", restartPolicy: "Always", readinessProbe: { httpGet: { port: 80 } } }],
-        containers: [{ name: "c", image: "busybox:1", lifecycle: { postStart: { httpGet: { port: 80 } }, preStop: { sleep: { seconds: 1 } } } }],
+        initContainers: [
+          { name: "s", image: "busybox:1", restartPolicy: "Always", readinessProbe: { httpGet: { port: 80 } } },
+        ],
+        containers: [
+          {
+            name: "c",
+            image: "busybox:1",
+            lifecycle: { postStart: { httpGet: { port: 80 } }, preStop: { sleep: { seconds: 1 } } },
+          },
+        ],
       }),
     );
-    expect(probeHandlerErrors(pod, ["exec"], "why").map((e) => e.path)).toEqual(["spec.initContainers[0].readinessProbe.httpGet", "spec.containers[0].lifecycle.postStart.httpGet"]);
+    expect(probeHandlerErrors(pod, ["exec"], "why").map((e) => e.path)).toEqual([
+      "spec.initContainers[0].readinessProbe.httpGet",
+      "spec.containers[0].lifecycle.postStart.httpGet",
+    ]);
   });
 });

@@ -51,7 +51,18 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
     if (r.status !== 0) throw new Error(`own lab did not start: ${r.stderr}`);
     cri = connectGrpc({ endpoint: `unix://${sock}`, timeoutMs: 30_000 });
     server = spawn(process.execPath, ["--expose-gc", "--import", "./test/support/heap-probe.mjs", "dist/node.js"], {
-      env: { ...process.env, PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: stateDir, PODSYNC_CRI_ENDPOINT: `unix://${sock}`, PODSYNC_CRI_TIMEOUT_MS: "10000", PODSYNC_NODE_NAME: NODE_NAME, PODSYNC_POLICY: "privileged", PODSYNC_POD_LOGS_DIR: join(dir, "logs"), PODSYNC_ROOT_DIR: join(dir, "root") },
+      env: {
+        ...process.env,
+        PODSYNC_PORT: "0",
+        PODSYNC_DEV_DIR: dir,
+        PODSYNC_STATE_DIR: stateDir,
+        PODSYNC_CRI_ENDPOINT: `unix://${sock}`,
+        PODSYNC_CRI_TIMEOUT_MS: "10000",
+        PODSYNC_NODE_NAME: NODE_NAME,
+        PODSYNC_POLICY: "privileged",
+        PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
+        PODSYNC_ROOT_DIR: join(dir, "root"),
+      },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let err = "";
@@ -59,7 +70,12 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
       err += d.toString();
       for (const m of d.toString().matchAll(/^HEAP (.*)$/gm)) heaps.push(JSON.parse(m[1]!) as NodeJS.MemoryUsage);
     });
-    url = await until("the server to listen", async () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1], 30_000, 50);
+    url = await until(
+      "the server to listen",
+      async () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1],
+      30_000,
+      50,
+    );
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
   }, 320_000);
   afterAll(async () => {
@@ -67,7 +83,8 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
     await new Promise((r) => (server?.exitCode !== null ? r(undefined) : server.once("exit", r)));
     const rt = createPodRuntime(cri);
     const listed = await cri.listPodSandbox({}).catch(() => ({ items: [] }));
-    for (const id of new Set(listed.items.map((s) => s.labels["io.kubernetes.pod.uid"]!))) await rt.delete(id, 0).catch(() => undefined);
+    for (const id of new Set(listed.items.map((s) => s.labels["io.kubernetes.pod.uid"]!)))
+      await rt.delete(id, 0).catch(() => undefined);
     cri?.close();
     lab.stop();
   }, 120_000);
@@ -75,17 +92,35 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
   it("20 pods synced and PUT in a loop while containerd is killed and restarted 5 times: every desired pod runs once, no torn store file, no request past its deadline; heap and RSS back near their start", async () => {
     const pods = Array.from({ length: PODS }, (_, i) => ({
       metadata: { name: `soak-${i}`, namespace: "soak", uid: uid(`soak-${i}`) },
-      spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] },
+      spec: {
+        hostNetwork: true,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          { name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+        ],
+      },
     }));
     const sign = async (claims: Record<string, unknown>) =>
-      new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience(NODE_NAME).setIssuedAt().setExpirationTime("2m").setJti(uid("jti")).sign(await importJWK(key, "EdDSA"));
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: "EdDSA", kid: key.kid! })
+        .setIssuer(key.iss)
+        .setAudience(NODE_NAME)
+        .setIssuedAt()
+        .setExpirationTime("2m")
+        .setJti(uid("jti"))
+        .sign(await importJWK(key, "EdDSA"));
     const overdue: string[] = [];
     const statuses = new Map<number, number>();
     /** A request with the client's deadline; one that outlives it is recorded, not awaited forever. */
     const request = async (what: string, method: string, path: string, body: string) => {
       const t0 = Date.now();
       try {
-        const r = await fetch(`${url}${path}`, { method, headers: { "content-type": "application/jose" }, body, signal: AbortSignal.timeout(DEADLINE_MS) });
+        const r = await fetch(`${url}${path}`, {
+          method,
+          headers: { "content-type": "application/jose" },
+          body,
+          signal: AbortSignal.timeout(DEADLINE_MS),
+        });
         await r.arrayBuffer();
         statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
       } catch (e) {
@@ -101,7 +136,14 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
         const p = pods[i++ % PODS]!;
         await Promise.all([
           request(`sync ${p.metadata.name}`, "POST", "/v1/pods/sync", await sign({ act: "sync", pod: p })),
-          i % 5 === 0 ? request(`PUT ${generation + 1}`, "PUT", "/v1/node/pods", await sign({ act: "apply", generation: ++generation, pods })) : undefined,
+          i % 5 === 0
+            ? request(
+                `PUT ${generation + 1}`,
+                "PUT",
+                "/v1/node/pods",
+                await sign({ act: "apply", generation: ++generation, pods }),
+              )
+            : undefined,
         ]);
       }
     };
@@ -109,7 +151,13 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
       const [sbs, ctrs] = await Promise.all([cri.listPodSandbox({}), cri.listContainers({})]);
       return pods.every((p) => {
         const id = p.metadata.uid;
-        return sbs.items.filter((s) => s.labels["io.kubernetes.pod.uid"] === id && s.state === PodSandboxState.SANDBOX_READY).length === 1 && ctrs.containers.filter((c) => c.labels["io.kubernetes.pod.uid"] === id && c.state === ContainerState.CONTAINER_RUNNING).length === 1;
+        return (
+          sbs.items.filter((s) => s.labels["io.kubernetes.pod.uid"] === id && s.state === PodSandboxState.SANDBOX_READY)
+            .length === 1 &&
+          ctrs.containers.filter(
+            (c) => c.labels["io.kubernetes.pod.uid"] === id && c.state === ContainerState.CONTAINER_RUNNING,
+          ).length === 1
+        );
       });
     };
 
@@ -142,7 +190,10 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
     }
     expect(readdirSync(join(stateDir, "pods"))).toHaveLength(PODS);
     // Committed and completed (no set half put in place); a PUT refused while the runtime was down used up no generation.
-    const g = JSON.parse(readFileSync(join(stateDir, "generation.json"), "utf8")) as { generation: number; keep?: unknown };
+    const g = JSON.parse(readFileSync(join(stateDir, "generation.json"), "utf8")) as {
+      generation: number;
+      keep?: unknown;
+    };
     expect(g.keep).toBeUndefined();
     expect(g.generation).toBeGreaterThanOrEqual(1);
     expect(g.generation).toBeLessThanOrEqual(generation);
@@ -154,15 +205,25 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
     // it is handed back by V8's memory reducer only after some idle time. glibc is not it: with MALLOC_ARENA_MAX=2
     // the same run went 126 → 147 → 90 MiB. So both are asserted: the retained heap within 10 % of the baseline's
     // plus those histories' room (8 MiB), and RSS back within 10 % of the baseline once V8 has let go (polled).
-    const mib = (m: NodeJS.MemoryUsage) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / 1048576) * 10) / 10]));
+    const mib = (m: NodeJS.MemoryUsage) =>
+      Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / 1048576) * 10) / 10]));
     const heap1 = await heap();
-    console.log(`soak: after a full GC, baseline ${JSON.stringify(mib(heap0))}, after the rounds ${JSON.stringify(mib(heap1))}`);
+    console.log(
+      `soak: after a full GC, baseline ${JSON.stringify(mib(heap0))}, after the rounds ${JSON.stringify(mib(heap1))}`,
+    );
     expect(heap1.heapUsed).toBeLessThanOrEqual(heap0.heapUsed * 1.1 + 8 * 1048576);
-    const rss = await until("the server's RSS back within 10 % of its start", async () => {
-      const now = rssKiB(server!.pid!);
-      return now <= baseline * 1.1 && now;
-    }, 90_000, 1000).catch(() => rssKiB(server!.pid!));
-    console.log(`soak: RSS ${rss} KiB once quiet, baseline ${baseline} KiB (${Math.round((rss / baseline - 1) * 100)} %)`);
+    const rss = await until(
+      "the server's RSS back within 10 % of its start",
+      async () => {
+        const now = rssKiB(server!.pid!);
+        return now <= baseline * 1.1 && now;
+      },
+      90_000,
+      1000,
+    ).catch(() => rssKiB(server!.pid!));
+    console.log(
+      `soak: RSS ${rss} KiB once quiet, baseline ${baseline} KiB (${Math.round((rss / baseline - 1) * 100)} %)`,
+    );
     expect(rss).toBeLessThanOrEqual(baseline * 1.1);
   }, 330_000);
 });

@@ -11,13 +11,17 @@ import { LOCK_FILE, StateDirInUseError, StateDirLock } from "../src/state/state-
 import { until } from "./support/wait.js";
 
 function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, ["dist/node.js"], { env: { ...process.env, PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock", PODSYNC_PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["dist/node.js"], {
+    env: { ...process.env, PODSYNC_CRI_ENDPOINT: "unix:///nonexistent/podsync.sock", PODSYNC_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let err = "";
   child.stderr.on("data", (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | string>((r) => child.once("exit", (c, sig) => r(c ?? sig ?? -1)));
   return { child, exited, stderr: () => err };
 }
-const listening = (p: ReturnType<typeof start>) => until("the server to listen", async () => /listening on http/.test(p.stderr()));
+const listening = (p: ReturnType<typeof start>) =>
+  until("the server to listen", async () => /listening on http/.test(p.stderr()));
 
 describe("one process per state directory", () => {
   it("a second npm start on the same directory refuses before loading anything, naming the directory and the holder's pid; after kill -9 the next start takes the lock over", async () => {
@@ -31,7 +35,9 @@ describe("one process per state directory", () => {
       const before = statSync(log);
       const second = start({ PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: state });
       expect(await second.exited).toBe(1);
-      expect(second.stderr()).toContain(`podsync: the state directory ${state} is in use by another podsync process (pid ${first.child.pid})`);
+      expect(second.stderr()).toContain(
+        `podsync: the state directory ${state} is in use by another podsync process (pid ${first.child.pid})`,
+      );
       // It did not load (and so did not compact: rename a new log over) the used-jti log.
       const after = statSync(log);
       expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
@@ -57,7 +63,11 @@ describe("one process per state directory", () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-lock-"));
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 4242, start: 1 }));
-    const reused = new StateDirLock(dir, { pid: 7, alive: () => true, startOf: async (pid) => (pid === 4242 ? 99 : 5) });
+    const reused = new StateDirLock(dir, {
+      pid: 7,
+      alive: () => true,
+      startOf: async (pid) => (pid === 4242 ? 99 : 5),
+    });
     await reused.acquire();
     expect(JSON.parse(readFileSync(join(dir, LOCK_FILE), "utf8"))).toEqual({ pid: 7, start: 5 });
     const other = new StateDirLock(dir, { pid: 8, alive: () => true, startOf: async (pid) => (pid === 7 ? 5 : 6) });

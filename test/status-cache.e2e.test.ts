@@ -21,8 +21,16 @@ const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
 const skip = inject("skipE2E");
 
-const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-cache-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-cache-root-")) };
-const ctr = (...args: string[]) => execFileSync("ctr", ["-a", endpoint.replace(/^unix:\/\//, ""), "--connect-timeout", "3s", "-n", "k8s.io", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const node = {
+  ...defaultNodeConfig(),
+  podLogsDir: mkdtempSync(join(tmpdir(), "podsync-cache-logs-")),
+  rootDir: mkdtempSync(join(tmpdir(), "podsync-cache-root-")),
+};
+const ctr = (...args: string[]) =>
+  execFileSync("ctr", ["-a", endpoint.replace(/^unix:\/\//, ""), "--connect-timeout", "3s", "-n", "k8s.io", ...args], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(skip)("the status cache on real containerd", () => {
@@ -37,7 +45,16 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
   const mine = new Set<string>();
   /** Every event the stream brought, any pod's. */
   const heard: ContainerEvent[] = [];
-  const p = Pod.parse({ metadata: { name: "cache-e2e", namespace: "default", uid: uid("cache-e2e") }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] } });
+  const p = Pod.parse({
+    metadata: { name: "cache-e2e", namespace: "default", uid: uid("cache-e2e") },
+    spec: {
+      hostNetwork: true,
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+      ],
+    },
+  });
 
   beforeAll(async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
@@ -77,13 +94,16 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
     return r;
   };
   /** Sync until one is answered from the cache (the pod's own events have settled and a read was kept). */
-  const converge = async () => until("a sync answered from the cache", async () => (await sync()).criCalls === 0, 10_000, QUIET_MS / 4);
+  const converge = async () =>
+    until("a sync answered from the cache", async () => (await sync()).criCalls === 0, 10_000, QUIET_MS / 4);
 
   it("a converged pod is synced with no CRI call once its own events are over; an exec's process changes nothing", async () => {
     const made = await sync();
     expect(made.ok).toBe(true);
     // Its creation's events (the sandbox's and the container's create and start) came: they voided what was kept.
-    await until("the creation's events", async () => heard.some((e) => e.kind === "changed" && e.id === made.after.containerStatuses[0]?.id));
+    await until("the creation's events", async () =>
+      heard.some((e) => e.kind === "changed" && e.id === made.after.containerStatuses[0]?.id),
+    );
     await converge();
     const hit = await sync();
     expect(hit.criCalls).toBe(0);
@@ -103,14 +123,23 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
     const before = (await sync()).status.containerStatuses[0]!;
     const t0 = Date.now();
     ctr("tasks", "kill", "-s", "SIGKILL", before.id);
-    const exit = await until("the exit's event", async () => events.find((x) => x.e.kind === "exited" && x.e.id === before.id && x.at >= t0), 5_000, 5);
+    const exit = await until(
+      "the exit's event",
+      async () => events.find((x) => x.e.kind === "exited" && x.e.id === before.id && x.at >= t0),
+      5_000,
+      5,
+    );
     // From the event on, no sync is answered from the cache until one has restarted the container.
     const answers: { criCalls: number; acted: boolean; at: number }[] = [];
     await until(
       "a sync that restarts it",
       async () => {
         const r = await sync();
-        answers.push({ criCalls: r.criCalls, acted: r.steps.some((s) => s.action === "StartContainer" && s.ok), at: Date.now() });
+        answers.push({
+          criCalls: r.criCalls,
+          acted: r.steps.some((s) => s.action === "StartContainer" && s.ok),
+          at: Date.now(),
+        });
         return answers.at(-1)!.acted;
       },
       20_000,
@@ -119,7 +148,9 @@ describe.skipIf(skip)("the status cache on real containerd", () => {
     const fromCache = answers.filter((a) => a.at > exit.at && a.criCalls === 0);
     expect(fromCache).toEqual([]);
     const restartedMs = answers.at(-1)!.at - t0;
-    console.log(`SIGKILL → a sync restarted it: ${restartedMs} ms (${answers.length} syncs; the exit's event ${exit.at - t0} ms after the kill)`);
+    console.log(
+      `SIGKILL → a sync restarted it: ${restartedMs} ms (${answers.length} syncs; the exit's event ${exit.at - t0} ms after the kill)`,
+    );
     // Not a timing figure (the bench has those): a cache that kept the old read would answer for up to a minute.
     expect(restartedMs).toBeLessThanOrEqual(10_000);
     const now = await sync();

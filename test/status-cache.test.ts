@@ -16,9 +16,34 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { pod, uid } from "./support/pods.js";
 
-const container = (id: string, state: ContainerState = "running"): ContainerStatus => ({ id, name: id, state, createdAt: 1, startedAt: 0, finishedAt: 0, exitCode: 0, image: "i", imageRef: "i", hash: "", restartCount: 0, reason: "", message: "", attempt: 0, sandboxId: "sb", gracePeriodSeconds: undefined, backoffStreak: 0 });
+const container = (id: string, state: ContainerState = "running"): ContainerStatus => ({
+  id,
+  name: id,
+  state,
+  createdAt: 1,
+  startedAt: 0,
+  finishedAt: 0,
+  exitCode: 0,
+  image: "i",
+  imageRef: "i",
+  hash: "",
+  restartCount: 0,
+  reason: "",
+  message: "",
+  attempt: 0,
+  sandboxId: "sb",
+  gracePeriodSeconds: undefined,
+  backoffStreak: 0,
+});
 const sandbox = (id: string, state = PodSandboxState.SANDBOX_READY) => create(PodSandboxStatusSchema, { id, state });
-const status = (o: { sandboxes?: ReturnType<typeof sandbox>[]; containers?: ContainerStatus[] } = {}): PodStatus => ({ id: "u", name: "p", namespace: "n", ips: [], sandboxStatuses: o.sandboxes ?? [sandbox("sb")], containerStatuses: o.containers ?? [container("c1")] });
+const status = (o: { sandboxes?: ReturnType<typeof sandbox>[]; containers?: ContainerStatus[] } = {}): PodStatus => ({
+  id: "u",
+  name: "p",
+  namespace: "n",
+  ips: [],
+  sandboxStatuses: o.sandboxes ?? [sandbox("sb")],
+  containerStatuses: o.containers ?? [container("c1")],
+});
 
 /** A cache on a clock of its own, its stream up, QUIET_MS past its start. */
 function upCache() {
@@ -177,7 +202,15 @@ describe("a sync's decision from the cache (in-process runtime)", () => {
   it("a converged pod nothing touched is decided with no CRI call, the same answer as a read; an event brings the read back", async () => {
     const { cache, advance } = upCache();
     const rt = createPodRuntime(runtime.cri, { statusCache: cache });
-    const p = pod({ hostNetwork: true, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] }] }, { uid: uid("cache") });
+    const p = pod(
+      {
+        hostNetwork: true,
+        containers: [
+          { name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] },
+        ],
+      },
+      { uid: uid("cache") },
+    );
     const made = await rt.sync(p);
     expect(made.ok).toBe(true);
     // The sync acted: what it made is read again next time (and waits out QUIET_MS, as its own events would).
@@ -218,37 +251,89 @@ describe("the status cache through the Node entry (in-process runtime, its CRI e
 
   it("a converged request is answered from the cache once the pod's own sync has settled; after the container's exit the next one reads the runtime", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-cache-node-"));
-    const node = await startNode({ PODSYNC_PORT: "0", PODSYNC_DEV_DIR: dir, PODSYNC_STATE_DIR: join(dir, "state"), PODSYNC_ROOT_DIR: join(dir, "root"), PODSYNC_CRI_ENDPOINT: runtime.fake.endpoint, PODSYNC_NODE_NAME: "cache-node", PODSYNC_POLICY: "privileged" }, true);
+    const node = await startNode(
+      {
+        PODSYNC_PORT: "0",
+        PODSYNC_DEV_DIR: dir,
+        PODSYNC_STATE_DIR: join(dir, "state"),
+        PODSYNC_ROOT_DIR: join(dir, "root"),
+        PODSYNC_CRI_ENDPOINT: runtime.fake.endpoint,
+        PODSYNC_NODE_NAME: "cache-node",
+        PODSYNC_POLICY: "privileged",
+      },
+      true,
+    );
     try {
       const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
       const priv = await importJWK(key, "EdDSA");
       const id = uid("cache-node");
-      const input = { metadata: { name: id, namespace: "cache", uid: id }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 0, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] }] } };
+      const input = {
+        metadata: { name: id, namespace: "cache", uid: id },
+        spec: {
+          hostNetwork: true,
+          terminationGracePeriodSeconds: 0,
+          containers: [
+            { name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "1d"] },
+          ],
+        },
+      };
       const sync = async () => {
-        const token = await new SignJWT({ act: "sync", pod: input }).setProtectedHeader({ alg: "EdDSA", kid: key.kid! }).setIssuer(key.iss).setAudience("cache-node").setIssuedAt().setExpirationTime("1m").setJti(uid("jti")).sign(priv);
-        const res = await fetch(`${node.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+        const token = await new SignJWT({ act: "sync", pod: input })
+          .setProtectedHeader({ alg: "EdDSA", kid: key.kid! })
+          .setIssuer(key.iss)
+          .setAudience("cache-node")
+          .setIssuedAt()
+          .setExpirationTime("1m")
+          .setJti(uid("jti"))
+          .sign(priv);
+        const res = await fetch(`${node.url}/v1/pods/sync`, {
+          method: "POST",
+          headers: { "content-type": "application/jose" },
+          body: token,
+        });
         expect(res.status).toBe(200);
         return (await res.json()) as { runtime: { containers: { id: string; state: string; restartCount: number }[] } };
       };
-      const hits = async () => Number(/^podsync_pod_status_cache_reads_total\{result="hit"\} (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1] ?? 0);
+      const hits = async () =>
+        Number(
+          /^podsync_pod_status_cache_reads_total\{result="hit"\} (\d+)$/m.exec(
+            await (await fetch(`${node.url}/metrics`)).text(),
+          )?.[1] ?? 0,
+        );
       const made = await sync();
       const first = made.runtime.containers[0]!;
       // Its own steps voided it; QUIET_MS on, a read is kept and the next request decides from it.
-      await until("a request answered from the cache", async () => {
-        const before = await hits();
-        await sync();
-        return (await hits()) === before + 1;
-      }, 10_000, QUIET_MS / 4);
+      await until(
+        "a request answered from the cache",
+        async () => {
+          const before = await hits();
+          await sync();
+          return (await hits()) === before + 1;
+        },
+        10_000,
+        QUIET_MS / 4,
+      );
 
       runtime.fake.runtime.exit(first.id, 137);
       // Once the node has heard the exit (an answer in the moment between the exit and its event would still be the
       // cache's, as CRI's own answer lags the process's death).
-      await until("the exit's event heard", async () => /^podsync_runtime_events_total\{kind="exited"\} 1$/m.test(await (await fetch(`${node.url}/metrics`)).text()), 5000, 10);
+      await until(
+        "the exit's event heard",
+        async () =>
+          /^podsync_runtime_events_total\{kind="exited"\} 1$/m.test(await (await fetch(`${node.url}/metrics`)).text()),
+        5000,
+        10,
+      );
       const before = await hits();
-      const after = await until("the restart seen by a request", async () => {
-        const r = await sync();
-        return r.runtime.containers.some((c) => c.state === "running" && c.restartCount === 1) && r;
-      }, 10_000, 50);
+      const after = await until(
+        "the restart seen by a request",
+        async () => {
+          const r = await sync();
+          return r.runtime.containers.some((c) => c.state === "running" && c.restartCount === 1) && r;
+        },
+        10_000,
+        50,
+      );
       // No request after the exit was decided from what was kept before it.
       expect(await hits()).toBe(before);
       expect(after.runtime.containers.find((c) => c.id === first.id)?.state).toBe("exited");

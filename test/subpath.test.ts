@@ -1,6 +1,16 @@
 // subPath cannot leave its volume (issue 8.4, CVE-2017-1002101): the node-side bind on the real filesystem,
 // and the refusal where there is no node filesystem (Workers), through the real HTTP app.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, chmodSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  chmodSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -26,7 +36,12 @@ function volume() {
   const outside = join(root, `outside${n}`);
   mkdirSync(outside);
   writeFileSync(join(outside, "secret"), "host data");
-  const bind = (subPath: string, index = 0): SubPathBind => ({ volumePath: vol, subPath, target: join(pod, "volume-subpaths", "scratch", "main", String(index)), createVolume: true });
+  const bind = (subPath: string, index = 0): SubPathBind => ({
+    volumePath: vol,
+    subPath,
+    target: join(pod, "volume-subpaths", "scratch", "main", String(index)),
+    createVolume: true,
+  });
   return { pod, vol, outside, bind };
 }
 
@@ -37,7 +52,10 @@ describe("PodDirs.bindSubPath on the node filesystem", () => {
     symlinkSync(v.outside, join(v.vol, "out"));
     symlinkSync(join(v.outside, "secret"), join(v.vol, "secret-link"));
     for (const sp of ["escape", "out", "out/secret", "secret-link", "dir/../escape"]) {
-      const err = await nodePodDirs.bindSubPath(v.bind(sp)).then(() => undefined, (e) => e);
+      const err = await nodePodDirs.bindSubPath(v.bind(sp)).then(
+        () => undefined,
+        (e) => e,
+      );
       expect(err, sp).toBeInstanceOf(SubPathError);
       expect((err as SubPathError).reason).toMatch(/outside its volume|contains '\.\.'/);
     }
@@ -47,7 +65,9 @@ describe("PodDirs.bindSubPath on the node filesystem", () => {
   it("a dangling symlink (its target could appear later, anywhere) is refused, not created through", async () => {
     const v = volume();
     symlinkSync(join(v.outside, "not-yet"), join(v.vol, "later"));
-    await expect(nodePodDirs.bindSubPath(v.bind("later/x"))).rejects.toMatchObject({ reason: expect.stringContaining("symlink") });
+    await expect(nodePodDirs.bindSubPath(v.bind("later/x"))).rejects.toMatchObject({
+      reason: expect.stringContaining("symlink"),
+    });
     expect(existsSync(join(v.outside, "not-yet"))).toBe(false);
     expect(await mountsUnder(v.pod)).toEqual([]);
   });
@@ -91,20 +111,52 @@ describe("a deployment without the node filesystem refuses subPath", () => {
         metadata: { name: "web", namespace: "default", uid: uid() },
         spec: {
           volumes: [{ name: "scratch", emptyDir: {} }],
-          initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["true"], volumeMounts: [{ name: "scratch", mountPath: "/s" }] }],
-          containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"], volumeMounts: [{ name: "scratch", mountPath: "/s" }, { name: "scratch", mountPath: "/t", subPath: "t" }] }],
+          initContainers: [
+            {
+              name: "init",
+              image: "localhost/busybox:1",
+              command: ["true"],
+              volumeMounts: [{ name: "scratch", mountPath: "/s" }],
+            },
+          ],
+          containers: [
+            {
+              name: "main",
+              image: "localhost/busybox:1",
+              command: ["sleep", "1d"],
+              volumeMounts: [
+                { name: "scratch", mountPath: "/s" },
+                { name: "scratch", mountPath: "/t", subPath: "t" },
+              ],
+            },
+          ],
         },
       };
       for (const path of ["/v1/pods/sync", "/v1/pods/plan"] as const) {
         const before = stack.fake.runtime.totalCalls();
         const r = await stack.h.post(path, pod);
         expect(r.status, JSON.stringify(r.body)).toBe(400);
-        expect(r.body).toMatchObject({ type: "urn:podsync:problem:invalid-pod", errors: [{ path: "spec.containers[0].volumeMounts[1].subPath", message: expect.stringContaining("subPath cannot be used on this deployment") }] });
+        expect(r.body).toMatchObject({
+          type: "urn:podsync:problem:invalid-pod",
+          errors: [
+            {
+              path: "spec.containers[0].volumeMounts[1].subPath",
+              message: expect.stringContaining("subPath cannot be used on this deployment"),
+            },
+          ],
+        });
         expect(stack.fake.runtime.totalCalls()).toBe(before);
       }
       // '..' and absolute subPaths are refused at validation everywhere.
       for (const subPath of ["../x", "a/../../x", "/etc"]) {
-        const bad = { ...pod, spec: { ...pod.spec, initContainers: [], containers: [{ ...pod.spec.containers[0]!, volumeMounts: [{ name: "scratch", mountPath: "/t", subPath }] }] } };
+        const bad = {
+          ...pod,
+          spec: {
+            ...pod.spec,
+            initContainers: [],
+            containers: [{ ...pod.spec.containers[0]!, volumeMounts: [{ name: "scratch", mountPath: "/t", subPath }] }],
+          },
+        };
         const r = await stack.h.post("/v1/pods/plan", bad);
         expect(r.status).toBe(400);
         expect(r.body.errors[0]).toMatchObject({ message: "subPath must be relative and must not contain '..'" });

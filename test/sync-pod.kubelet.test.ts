@@ -38,14 +38,20 @@ beforeEach(() => {
   clock = 0;
 });
 
-const containersOf = (uid: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === uid);
+const containersOf = (uid: string) =>
+  [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === uid);
 const sandboxesOf = (uid: string) => [...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === uid);
 /** verifyContainerStatuses' cRecord: name, attempt, state, sorted by name then attempt. */
 const records = (uid: string) =>
   containersOf(uid)
-    .map((c) => ({ name: c.config.metadata!.name, attempt: c.config.metadata!.attempt, state: api.ContainerState[c.state] }))
+    .map((c) => ({
+      name: c.config.metadata!.name,
+      attempt: c.config.metadata!.attempt,
+      state: api.ContainerState[c.state],
+    }))
     .sort((a, b) => (a.name !== b.name ? (a.name < b.name ? -1 : 1) : a.attempt - b.attempt));
-const crash = (uid: string, code = 1) => fake.runtime.exit(containersOf(uid).find((c) => c.state === api.ContainerState.CONTAINER_RUNNING)!.id, code);
+const crash = (uid: string, code = 1) =>
+  fake.runtime.exit(containersOf(uid).find((c) => c.state === api.ContainerState.CONTAINER_RUNNING)!.id, code);
 const twoContainers = () => pod({ containers: [sleeper("foo1"), sleeper("foo2")] }, { name: "foo", namespace: "new" });
 
 describe("kuberuntime_manager_test.go", () => {
@@ -63,7 +69,9 @@ describe("kuberuntime_manager_test.go", () => {
     fake.runtime.fault("StopContainer", { kind: "error", code: NOT_FOUND, message: "No such container", times: 2 });
     const status = await getPodStatus(cri, p.metadata);
     const steps = new Steps();
-    expect(await killPod(cri, { metadata: p.metadata, spec: { terminationGracePeriodSeconds: 1 } }, status, steps)).toBe(true);
+    expect(
+      await killPod(cri, { metadata: p.metadata, spec: { terminationGracePeriodSeconds: 1 } }, status, steps),
+    ).toBe(true);
     expect(steps.steps.every((s) => s.ok)).toBe(true);
   });
 
@@ -78,7 +86,10 @@ describe("kuberuntime_manager_test.go", () => {
   });
 
   it("TestSyncPodWithInitContainers: the states and attempts after each of its four syncs", async () => {
-    const p = pod({ initContainers: [sleeper("init1")], containers: [sleeper("foo1"), sleeper("foo2")] }, { name: "foo", namespace: "new" });
+    const p = pod(
+      { initContainers: [sleeper("init1")], containers: [sleeper("foo1"), sleeper("foo2")] },
+      { name: "foo", namespace: "new" },
+    );
     const uid = p.metadata.uid;
     // 1. should only create the init container.
     expect((await syncOnce(cri, p, opts())).ok).toBe(true);
@@ -107,7 +118,10 @@ describe("kuberuntime_manager_test.go", () => {
   });
 
   it("TestPruneInitContainers: only the newest exited-or-unknown instance per init container is kept (pruneInitContainersBeforeStart, podsync's GC step)", async () => {
-    const p = pod({ initContainers: [sleeper("init1"), sleeper("init2")], containers: [sleeper("main")] }, { name: "foo", namespace: "new" });
+    const p = pod(
+      { initContainers: [sleeper("init1"), sleeper("init2")], containers: [sleeper("main")] },
+      { name: "foo", namespace: "new" },
+    );
     const node = defaultNodeConfig();
     const { podSandboxId } = fake.runtime.runtime.RunPodSandbox!({ config: generatePodSandboxConfig(p, 0, node) });
     const [init1, init2] = p.spec.initContainers!;
@@ -165,7 +179,9 @@ describe("crash-loop back-off per spec, in kubelet's words", () => {
     crash(p.metadata.uid);
     const r = await syncOnce(cri, p, opts());
     expect(r.steps[0]).toMatchObject({ action: "StartContainer", ok: false, error: "CrashLoopBackOff" });
-    expect(r.steps[0]!.message).toBe(`back-off 1m20s restarting failed container=main pod=${p.metadata.name}_default(${p.metadata.uid})`);
+    expect(r.steps[0]!.message).toBe(
+      `back-off 1m20s restarting failed container=main pod=${p.metadata.name}_default(${p.metadata.uid})`,
+    );
   });
 
   it("getStableKey includes the container hash: a crash-looping container given a new spec starts at once", async () => {
@@ -175,7 +191,10 @@ describe("crash-loop back-off per spec, in kubelet's words", () => {
     await syncOnce(cri, p, opts()); // first restart: no back-off
     crash(p.metadata.uid);
     expect((await syncOnce(cri, p, opts())).steps[0]!.error).toBe("CrashLoopBackOff");
-    const fixed: Pod = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "7200"] }] }, { uid: p.metadata.uid, name: p.metadata.name });
+    const fixed: Pod = pod(
+      { containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "7200"] }] },
+      { uid: p.metadata.uid, name: p.metadata.name },
+    );
     const r = await syncOnce(cri, fixed, opts());
     expect(r.steps[0]).toMatchObject({ action: "StartContainer", ok: true });
     const started = containersOf(p.metadata.uid).find((c) => c.state === api.ContainerState.CONTAINER_RUNNING)!;

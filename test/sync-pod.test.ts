@@ -36,11 +36,18 @@ beforeEach(() => {
 });
 
 const running = (uid: string) =>
-  [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === uid && c.state === api.ContainerState.CONTAINER_RUNNING);
+  [...fake.runtime.containers.values()].filter(
+    (c) => c.config.labels["io.kubernetes.pod.uid"] === uid && c.state === api.ContainerState.CONTAINER_RUNNING,
+  );
 
 describe("SyncPod on the in-process runtime", () => {
   it("creates the sandbox and starts the containers, then converges to no actions", async () => {
-    const p = pod({ containers: [{ name: "a", image: "localhost/busybox:1", command: ["sleep", "1d"] }, { name: "b", image: "localhost/busybox:1", command: ["sleep", "1d"] }] });
+    const p = pod({
+      containers: [
+        { name: "a", image: "localhost/busybox:1", command: ["sleep", "1d"] },
+        { name: "b", image: "localhost/busybox:1", command: ["sleep", "1d"] },
+      ],
+    });
     const first = await syncOnce(cri, p, opts());
     expect(first.ok).toBe(true);
     expect(actionsOf(first)).toEqual([
@@ -50,23 +57,41 @@ describe("SyncPod on the in-process runtime", () => {
     ]);
     expect(running(p.metadata.uid)).toHaveLength(2);
     const [sb] = [...fake.runtime.sandboxes.values()].filter((s) => s.config.metadata?.uid === p.metadata.uid);
-    expect(sb!.config.labels).toMatchObject({ "io.kubernetes.pod.uid": p.metadata.uid, "io.kubernetes.pod.name": p.metadata.name, "io.kubernetes.pod.namespace": "default" });
+    expect(sb!.config.labels).toMatchObject({
+      "io.kubernetes.pod.uid": p.metadata.uid,
+      "io.kubernetes.pod.name": p.metadata.name,
+      "io.kubernetes.pod.namespace": "default",
+    });
     expect(sb!.config.logDirectory).toBe(`/var/log/pods/default_${p.metadata.name}_${p.metadata.uid}`);
 
     fake.runtime.resetCalls();
     const second = await syncOnce(cri, p, opts());
     expect(second.steps).toEqual([]);
-    expect(second.actions).toMatchObject({ killPod: false, createSandbox: false, containersToStart: [], containersToKill: {} });
+    expect(second.actions).toMatchObject({
+      killPod: false,
+      createSandbox: false,
+      containersToStart: [],
+      containersToKill: {},
+    });
     // The minimum status read for a converged pod: two lists and the newest sandbox's status; then the
     // read-back for the v1 status completes the running containers (ContainerStatus each), and a fresh
     // runtime asks Version once for the runtime's name.
-    expect(Object.fromEntries(fake.runtime.calls)).toEqual({ ListPodSandbox: 1, ListContainers: 1, PodSandboxStatus: 1, ContainerStatus: 2, Version: 1 });
+    expect(Object.fromEntries(fake.runtime.calls)).toEqual({
+      ListPodSandbox: 1,
+      ListContainers: 1,
+      PodSandboxStatus: 1,
+      ContainerStatus: 2,
+      Version: 1,
+    });
   });
 
   it("restarts a container whose spec changed, with restartCount+1 and its hash annotation", async () => {
     const p = pod();
     await syncOnce(cri, p, opts());
-    const changed = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "7200"] }] }, { uid: p.metadata.uid, name: p.metadata.name });
+    const changed = pod(
+      { containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "7200"] }] },
+      { uid: p.metadata.uid, name: p.metadata.name },
+    );
     const r = await syncOnce(cri, changed, opts());
     expect(actionsOf(r)).toEqual(["KillContainer:main:ok", "StartContainer:main:ok"]);
     expect(r.steps[0]!.message).toBe("Container main definition changed, will be restarted");
@@ -138,7 +163,10 @@ describe("SyncPod on the in-process runtime", () => {
     await syncOnce(cri, p, opts());
     const r = await syncOnce(cri, p, opts());
     expect(actionsOf(r)).toEqual(["InitContainer:init:ok"]); // first restart has no back-off
-    const q = pod({ restartPolicy: "Never", initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["false"] }] });
+    const q = pod({
+      restartPolicy: "Never",
+      initContainers: [{ name: "init", image: "localhost/busybox:1", command: ["false"] }],
+    });
     await syncOnce(cri, q, opts());
     const r2 = await syncOnce(cri, q, opts());
     expect(r2.actions.killPod).toBe(true);
@@ -166,11 +194,22 @@ describe("SyncPod on the in-process runtime", () => {
     fake.runtime.pullable.add("registry.example.com/slow:1");
     fake.runtime.fault("PullImage", { kind: "hang", ms: 400, times: 1 });
     const recorder = new EventRecorder(new RvClock(1), "n1");
-    const rt = recordingEvents(createPodRuntime(cri, { ...opts(), onPulling: (p, c, i) => recorder.pulling(p, c, i) }), recorder);
-    const p = Pod.parse(pod({ containers: [{ name: "main", image: "registry.example.com/slow:1", imagePullPolicy: "Always", command: ["sleep", "1d"] }] }));
+    const rt = recordingEvents(
+      createPodRuntime(cri, { ...opts(), onPulling: (p, c, i) => recorder.pulling(p, c, i) }),
+      recorder,
+    );
+    const p = Pod.parse(
+      pod({
+        containers: [
+          { name: "main", image: "registry.example.com/slow:1", imagePullPolicy: "Always", command: ["sleep", "1d"] },
+        ],
+      }),
+    );
     const done = rt.sync(p);
     await new Promise((r) => setTimeout(r, 200));
-    expect(recorder.hub.list().map((e) => `${e.reason} ${e.involvedObject.fieldPath}: ${e.message}`)).toEqual(['Pulling spec.containers{main}: Pulling image "registry.example.com/slow:1"']);
+    expect(recorder.hub.list().map((e) => `${e.reason} ${e.involvedObject.fieldPath}: ${e.message}`)).toEqual([
+      'Pulling spec.containers{main}: Pulling image "registry.example.com/slow:1"',
+    ]);
     expect((await done).ok).toBe(true);
     const after = recorder.hub.list().map((e) => `${e.reason} x${e.count}`);
     expect(after).toEqual(["Pulling x1", "Pulled x1", "Created x1", "Started x1"]);
@@ -181,7 +220,14 @@ describe("SyncPod on the in-process runtime", () => {
     fake.runtime.pullable.add("registry.example.com/app:2");
     const p = pod({
       containers: [{ name: "main", image: "registry.example.com/app:2", imagePullPolicy: "Always" }],
-      imagePullSecrets: [{ auths: { "other.example.com": { username: "x", password: "y" }, "https://registry.example.com": { auth: btoa("alice:s3cret") } } }],
+      imagePullSecrets: [
+        {
+          auths: {
+            "other.example.com": { username: "x", password: "y" },
+            "https://registry.example.com": { auth: btoa("alice:s3cret") },
+          },
+        },
+      ],
     });
     const r = await syncOnce(cri, p, opts());
     expect(r.ok).toBe(true);
@@ -190,9 +236,17 @@ describe("SyncPod on the in-process runtime", () => {
   });
 
   it("runAsNonRoot: refused for an image that runs as root (CreateContainerConfigError), allowed with a non-root runAsUser", async () => {
-    const nonRoot = (sc: Record<string, unknown>) => pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"], securityContext: sc }] });
+    const nonRoot = (sc: Record<string, unknown>) =>
+      pod({
+        containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "1d"], securityContext: sc }],
+      });
     const r = await syncOnce(cri, nonRoot({ runAsNonRoot: true }), opts());
-    expect(r.steps.at(-1)).toMatchObject({ action: "StartContainer", ok: false, error: "CreateContainerConfigError", message: expect.stringMatching(/^container has runAsNonRoot and image will run as root/) });
+    expect(r.steps.at(-1)).toMatchObject({
+      action: "StartContainer",
+      ok: false,
+      error: "CreateContainerConfigError",
+      message: expect.stringMatching(/^container has runAsNonRoot and image will run as root/),
+    });
     const r0 = await syncOnce(cri, nonRoot({ runAsNonRoot: true, runAsUser: 0 }), opts());
     expect(r0.steps.at(-1)!.message).toMatch(/^container's runAsUser breaks non-root policy/);
     const ok = await syncOnce(cri, nonRoot({ runAsNonRoot: true, runAsUser: 1000 }), opts());
@@ -212,12 +266,27 @@ describe("SyncPod on the in-process runtime", () => {
 
   it("expands $(VAR) in env, command and args like kubelet", async () => {
     const p = pod({
-      containers: [{ name: "main", image: "localhost/busybox:1", command: ["echo", "$(GREETING)", "$$(GREETING)", "$(NOPE)"], env: [{ name: "WHO", value: "node" }, { name: "GREETING", value: "hello $(WHO)" }] }],
+      containers: [
+        {
+          name: "main",
+          image: "localhost/busybox:1",
+          command: ["echo", "$(GREETING)", "$$(GREETING)", "$(NOPE)"],
+          env: [
+            { name: "WHO", value: "node" },
+            { name: "GREETING", value: "hello $(WHO)" },
+          ],
+        },
+      ],
     });
     await syncOnce(cri, p, opts());
-    const c = [...fake.runtime.containers.values()].find((c) => c.config.labels["io.kubernetes.pod.uid"] === p.metadata.uid)!;
+    const c = [...fake.runtime.containers.values()].find(
+      (c) => c.config.labels["io.kubernetes.pod.uid"] === p.metadata.uid,
+    )!;
     expect(c.config.command).toEqual(["echo", "hello node", "$(GREETING)", "$(NOPE)"]);
-    expect(c.config.envs.map((e) => [e.key, new TextDecoder().decode(e.value)])).toEqual([["WHO", "node"], ["GREETING", "hello node"]]);
+    expect(c.config.envs.map((e) => [e.key, new TextDecoder().decode(e.value)])).toEqual([
+      ["WHO", "node"],
+      ["GREETING", "hello node"],
+    ]);
   });
 
   it("a new sandbox runs initialization again: old init instances are purged (kubelet purgeInitContainers)", async () => {
@@ -258,18 +327,33 @@ describe("SyncPod under runtime faults", () => {
     const p = pod();
     const r = await syncOnce(cri, p, opts());
     expect(r.ok).toBe(false);
-    expect(r.steps.at(-1)).toMatchObject({ action: "CreatePodSandbox", ok: false, error: "CreatePodSandboxError", grpcCode: "UNAVAILABLE", message: "cni down" });
+    expect(r.steps.at(-1)).toMatchObject({
+      action: "CreatePodSandbox",
+      ok: false,
+      error: "CreatePodSandboxError",
+      grpcCode: "UNAVAILABLE",
+      message: "cni down",
+    });
     expect(r.steps.some((s) => s.action === "StartContainer")).toBe(false);
     expect((await syncOnce(cri, p, opts())).ok).toBe(true);
   });
 
   it("one container failing CreateContainer does not stop the others (step 6 goes on)", async () => {
     fake.runtime.fault("CreateContainer", { kind: "error", code: 2, message: "disk full", times: 1 });
-    const p = pod({ containers: [{ name: "a", image: "localhost/busybox:1", command: ["sleep", "1d"] }, { name: "b", image: "localhost/busybox:1", command: ["sleep", "1d"] }] });
+    const p = pod({
+      containers: [
+        { name: "a", image: "localhost/busybox:1", command: ["sleep", "1d"] },
+        { name: "b", image: "localhost/busybox:1", command: ["sleep", "1d"] },
+      ],
+    });
     const r = await syncOnce(cri, p, opts());
     const starts = r.steps.filter((s) => s.action === "StartContainer");
     expect(starts.map((s) => s.ok).sort()).toEqual([false, true]);
-    expect(starts.find((s) => !s.ok)).toMatchObject({ error: "CreateContainerError", grpcCode: "UNKNOWN", message: "disk full" });
+    expect(starts.find((s) => !s.ok)).toMatchObject({
+      error: "CreateContainerError",
+      grpcCode: "UNKNOWN",
+      message: "disk full",
+    });
     expect(running(p.metadata.uid)).toHaveLength(1);
     expect((await syncOnce(cri, p, opts())).ok).toBe(true);
     expect(running(p.metadata.uid)).toHaveLength(2);
@@ -282,14 +366,19 @@ describe("SyncPod under runtime faults", () => {
     expect(r.steps.at(-1)).toMatchObject({ action: "StartContainer", ok: false, error: "RunContainerError" });
     const r2 = await syncOnce(cri, p, opts());
     expect(actionsOf(r2)).toEqual(["StartContainer:main:ok", "RemoveContainer:main:ok"]);
-    expect([...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === p.metadata.uid)).toHaveLength(1);
+    expect(
+      [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === p.metadata.uid),
+    ).toHaveLength(1);
   });
 
   it("KillContainer failing stops the sync before anything is started", async () => {
     const p = pod();
     await syncOnce(cri, p, opts());
     fake.runtime.fault("StopContainer", { kind: "error", code: 13, message: "shim died", times: 1 });
-    const changed = pod({ containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "99"] }] }, { uid: p.metadata.uid, name: p.metadata.name });
+    const changed = pod(
+      { containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "99"] }] },
+      { uid: p.metadata.uid, name: p.metadata.name },
+    );
     const r = await syncOnce(cri, changed, opts());
     expect(actionsOf(r)).toEqual(["KillContainer:main:KillContainerError"]);
     expect(r.steps[0]!.grpcCode).toBe("INTERNAL");

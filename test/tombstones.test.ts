@@ -39,9 +39,17 @@ async function node(desired: DesiredState = new FileDesiredState(mkdtempSync(joi
   const h = await Harness.start(cri, { desired });
   harnesses.push(h);
   const sync = (pod: unknown, iat = 0) => h.post("/v1/pods/sync", pod, { iat });
-  const del = async (id: string, iat = 0) => h.fetch(`/v1/pods/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 }, { iat })}` } });
+  const del = async (id: string, iat = 0) =>
+    h.fetch(`/v1/pods/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await h.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 }, { iat })}` },
+    });
   const put = async (pods: unknown[], generation: number, iat = 0) =>
-    h.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/jose" }, body: await h.sign({ act: "apply", generation, pods }, { iat }) });
+    h.fetch("/v1/node/pods", {
+      method: "PUT",
+      headers: { "content-type": "application/jose" },
+      body: await h.sign({ act: "apply", generation, pods }, { iat }),
+    });
   return { h, desired, sync, del, put };
 }
 
@@ -60,9 +68,18 @@ describe("tombstones: a token signed before a pod's removal cannot bring it back
       const d = await n.del(id);
       expect(d.status, JSON.stringify(d.body)).toBe(200);
       const calls = fake.runtime.totalCalls();
-      const r = await n.h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/jose" }, body: late });
+      const r = await n.h.fetch("/v1/pods/sync", {
+        method: "POST",
+        headers: { "content-type": "application/jose" },
+        body: late,
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(409);
-      expect(r.body).toMatchObject({ type: "urn:podsync:problem:stale-generation", detail: expect.stringMatching(/was removed \(DELETE\) by a token issued at \d+; this token was issued at \d+ \(older\)/) });
+      expect(r.body).toMatchObject({
+        type: "urn:podsync:problem:stale-generation",
+        detail: expect.stringMatching(
+          /was removed \(DELETE\) by a token issued at \d+; this token was issued at \d+ \(older\)/,
+        ),
+      });
       expect(await n.desired.get(id)).toBeUndefined();
       expect(sandboxesOf(id)).toEqual([]);
       expect(fake.runtime.totalCalls()).toBe(calls); // refused before any runtime call
@@ -111,7 +128,10 @@ describe("tombstones: a token signed before a pod's removal cannot bring it back
     const before = await n.desired.get(a.metadata.uid);
     const r = await n.put([a], 2, -30);
     expect(r.status, JSON.stringify(r.body)).toBe(409);
-    expect(r.body).toMatchObject({ type: "urn:podsync:problem:stale-generation", detail: expect.stringContaining(`${a.metadata.uid} (synced at iat`) });
+    expect(r.body).toMatchObject({
+      type: "urn:podsync:problem:stale-generation",
+      detail: expect.stringContaining(`${a.metadata.uid} (synced at iat`),
+    });
     expect(await n.desired.generation()).toBe(1);
     expect(await n.desired.get(a.metadata.uid)).toEqual(before);
     // Dropping it is the same rollback; a DELETE after the PUT was signed too (the set would bring it back).
@@ -119,7 +139,9 @@ describe("tombstones: a token signed before a pod's removal cannot bring it back
     const other = podInput("set-b");
     expect((await n.sync(other, -50)).status).toBe(200);
     expect((await n.del(other.metadata.uid, -5)).status).toBe(200);
-    expect((await n.put([changed, other], 2, -7)).body.detail).toMatch(new RegExp(`${other.metadata.uid} \\(deleted at iat`));
+    expect((await n.put([changed, other], 2, -7)).body.detail).toMatch(
+      new RegExp(`${other.metadata.uid} \\(deleted at iat`),
+    );
     // A set signed after those requests is newer than all of them.
     const ok = await n.put([changed], 2, 0);
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
@@ -134,17 +156,27 @@ describe("409 uid-conflict leaves the desired state exactly as it was", () => {
     const n = await node();
     const victim = Pod.parse(podInput("victim-a", uid("victim"), "team-a"));
     // Stored by its request, which has not made the sandbox yet (the runtime shows nothing under the uid).
-    await n.desired.put({ pod: victim, audit: { iss: "fleet-controller", iat: Math.floor(Date.now() / 1000) - 5 }, storedAt: Date.now() });
+    await n.desired.put({
+      pod: victim,
+      audit: { iss: "fleet-controller", iat: Math.floor(Date.now() / 1000) - 5 },
+      storedAt: Date.now(),
+    });
     const before = await n.desired.get(victim.metadata.uid);
     const r = await n.sync(podInput("intruder-b", victim.metadata.uid, "team-b"));
     expect(r.status, JSON.stringify(r.body)).toBe(409);
-    expect(r.body).toMatchObject({ type: "urn:podsync:problem:uid-conflict", holder: { namespace: "team-a", name: "victim-a" } });
+    expect(r.body).toMatchObject({
+      type: "urn:podsync:problem:uid-conflict",
+      holder: { namespace: "team-a", name: "victim-a" },
+    });
     expect(await n.desired.get(victim.metadata.uid)).toEqual(before);
     expect(sandboxesOf(victim.metadata.uid)).toEqual([]);
     // A set naming the uid for another pod: 409 uid-conflict naming the item; nothing changed.
     const p = await n.put([podInput("ok"), podInput("intruder-b", victim.metadata.uid, "team-b")], 1);
     expect(p.status, JSON.stringify(p.body)).toBe(409);
-    expect(p.body).toMatchObject({ type: "urn:podsync:problem:uid-conflict", errors: [{ path: "pods[1].metadata.uid" }] });
+    expect(p.body).toMatchObject({
+      type: "urn:podsync:problem:uid-conflict",
+      errors: [{ path: "pods[1].metadata.uid" }],
+    });
     expect(await n.desired.generation()).toBe(0);
     expect(await n.desired.get(victim.metadata.uid)).toEqual(before);
   });

@@ -1,7 +1,18 @@
 // nodeVolumeHost on this machine's filesystem: what a pod sharing a volume can put in it never redirects
 // podsync's own writes outside it (fsGroup ownership, tmpfs mounts, claim removal).
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -23,7 +34,9 @@ describe("setOwnership (fsGroup)", () => {
     chmodSync(join(vol, "old"), 0o600);
     await nodeVolumeHost.setOwnership(vol, 4331, false, true);
     // The root mismatched: everything changed.
-    expect([statSync(vol).gid, statSync(join(vol, "old")).gid, statSync(join(vol, "old")).mode & 0o060]).toEqual([4331, 4331, 0o060]);
+    expect([statSync(vol).gid, statSync(join(vol, "old")).gid, statSync(join(vol, "old")).mode & 0o060]).toEqual([
+      4331, 4331, 0o060,
+    ]);
     writeFileSync(join(vol, "new"), "made since");
     chmodSync(join(vol, "new"), 0o600);
     await nodeVolumeHost.setOwnership(vol, 4331, false, true);
@@ -46,15 +59,25 @@ describe("setOwnership (fsGroup)", () => {
     writeFileSync(join(vol, "sub", "mine"), "pod file");
     symlinkSync(join(outside, "secret"), join(vol, "f"));
     symlinkSync(join(outside, "dir"), join(vol, "sub", "d"));
-    const before = [statSync(join(outside, "secret")), statSync(join(outside, "dir")), statSync(join(outside, "dir", "inner"))].map((s) => [s.uid, s.gid, s.mode]);
+    const before = [
+      statSync(join(outside, "secret")),
+      statSync(join(outside, "dir")),
+      statSync(join(outside, "dir", "inner")),
+    ].map((s) => [s.uid, s.gid, s.mode]);
 
     await nodeVolumeHost.setOwnership(vol, 4321, false);
 
-    const after = [statSync(join(outside, "secret")), statSync(join(outside, "dir")), statSync(join(outside, "dir", "inner"))].map((s) => [s.uid, s.gid, s.mode]);
+    const after = [
+      statSync(join(outside, "secret")),
+      statSync(join(outside, "dir")),
+      statSync(join(outside, "dir", "inner")),
+    ].map((s) => [s.uid, s.gid, s.mode]);
     expect(after).toEqual(before);
     expect([lstatSync(join(vol, "f")).gid, lstatSync(join(vol, "sub", "d")).gid]).toEqual([4321, 4321]);
     expect([statSync(join(vol, "sub")).gid, statSync(join(vol, "sub")).mode & 0o2070]).toEqual([4321, 0o2070]);
-    expect([statSync(join(vol, "sub", "mine")).gid, statSync(join(vol, "sub", "mine")).mode & 0o060]).toEqual([4321, 0o060]);
+    expect([statSync(join(vol, "sub", "mine")).gid, statSync(join(vol, "sub", "mine")).mode & 0o060]).toEqual([
+      4321, 0o060,
+    ]);
   });
 
   it("a mount inside the volume is not crossed (neither the mount point nor what it holds changes)", async () => {
@@ -88,7 +111,11 @@ describe("setOwnership (fsGroup)", () => {
       writeFileSync(join(outside, `f${i}`), "host file");
       chmodSync(join(outside, `f${i}`), 0o600);
     }
-    const snapshot = () => ["", ...Array.from({ length: 20 }, (_, i) => `f${i}`)].map((n) => { const s = statSync(join(outside, n)); return [n, s.gid, s.mode]; });
+    const snapshot = () =>
+      ["", ...Array.from({ length: 20 }, (_, i) => `f${i}`)].map((n) => {
+        const s = statSync(join(outside, n));
+        return [n, s.gid, s.mode];
+      });
     const before = snapshot();
     // The other pod: a directory and a file in the volume, each flipped with a symlink to the outside (rename(2)
     // is atomic, so the walk sees one or the other at any moment).
@@ -120,7 +147,10 @@ describe("setOwnership (fsGroup)", () => {
     symlinkSync(join(base, "outside"), join(base, "vol"));
     const before = statSync(join(base, "outside"));
     await expect(nodeVolumeHost.setOwnership(join(base, "vol"), 4323, false)).rejects.toThrow();
-    expect([statSync(join(base, "outside")).gid, statSync(join(base, "outside")).mode]).toEqual([before.gid, before.mode]);
+    expect([statSync(join(base, "outside")).gid, statSync(join(base, "outside")).mode]).toEqual([
+      before.gid,
+      before.mode,
+    ]);
   });
 });
 

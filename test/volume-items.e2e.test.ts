@@ -18,13 +18,22 @@ const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
 const skip = inject("skipE2E");
 
-const node = { ...defaultNodeConfig(), rootDir: mkdtempSync(join(tmpdir(), "podsync-items-e2e-")), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-items-logs-")) };
+const node = {
+  ...defaultNodeConfig(),
+  rootDir: mkdtempSync(join(tmpdir(), "podsync-items-e2e-")),
+  podLogsDir: mkdtempSync(join(tmpdir(), "podsync-items-logs-")),
+};
 const id = uid("items");
 let cri: CriClient;
 let h: Harness;
 let rt: PodRuntime;
 
-const configMap = (conf: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "items-config" }, data: { "app.conf": conf, extra: "e" } });
+const configMap = (conf: string) => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name: "items-config" },
+  data: { "app.conf": conf, extra: "e" },
+});
 const pod = (items: { key: string; path: string }[]) => ({
   metadata: { name: "items-e2e", namespace: "default", uid: id },
   spec: {
@@ -47,7 +56,11 @@ const pod = (items: { key: string; path: string }[]) => ({
 
 async function sync(conf: string, items: { key: string; path: string }[]) {
   const token = await h.sign({ act: "sync", pod: pod(items), configMaps: [configMap(conf)] });
-  const r = await h.fetch("/v1/pods/sync", { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+  const r = await h.fetch("/v1/pods/sync", {
+    method: "POST",
+    headers: { "content-type": "application/jose" },
+    body: token,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body as { steps: { action: string; ok: boolean }[] };
 }
@@ -72,10 +85,20 @@ describe.skipIf(skip)("configMap item paths and a missing subPath on real contai
   });
 
   it("./app.conf is app.conf; the subPath directory stays; a changed ConfigMap with a dropped key is swapped in", async () => {
-    const items = [{ key: "app.conf", path: "./app.conf" }, { key: "extra", path: "extra/" }];
+    const items = [
+      { key: "app.conf", path: "./app.conf" },
+      { key: "extra", path: "extra/" },
+    ];
     const first = await sync("port=1\n", items);
-    expect(first.steps.map((s) => [s.action, s.ok])).toEqual([["MountVolumes", true], ["CreatePodSandbox", true], ["StartContainer", true]]);
-    expect(await sh("cat /etc/cfg/app.conf; cat /etc/cfg/extra; ls -A /etc/typo; ls /etc/cfg")).toEqual({ code: 0, out: "port=1\neapp.conf\nextra\ntypo\n" });
+    expect(first.steps.map((s) => [s.action, s.ok])).toEqual([
+      ["MountVolumes", true],
+      ["CreatePodSandbox", true],
+      ["StartContainer", true],
+    ]);
+    expect(await sh("cat /etc/cfg/app.conf; cat /etc/cfg/extra; ls -A /etc/typo; ls /etc/cfg")).toEqual({
+      code: 0,
+      out: "port=1\neapp.conf\nextra\ntypo\n",
+    });
     // Before: the rewrite unlinked the subPath's directory (EISDIR), a failed MountVolumes on every sync.
     const again = await sync("port=2\n", [items[0]!]);
     expect(again.steps.map((s) => [s.action, s.ok])).toEqual([["MountVolumes", true]]);

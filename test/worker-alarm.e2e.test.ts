@@ -12,7 +12,6 @@ import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";
 
-
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
 const skip = inject("skipE2E");
@@ -41,7 +40,14 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
       policy: { level: "privileged", hostPathAllow: [] },
       // Exec probes run through ExecSync, which a proxy serves only when its owner allows it.
       allow: ["ExecSync"],
-      log: (r) => r["front"] === "grpc-web" && calls.push({ method: String(r["method"]), code: String(r["code"]), ms: Number(r["durationMs"]), at: Date.now() }),
+      log: (r) =>
+        r["front"] === "grpc-web" &&
+        calls.push({
+          method: String(r["method"]),
+          code: String(r["code"]),
+          ms: Number(r["durationMs"]),
+          at: Date.now(),
+        }),
     });
     const key = await makeKey("EdDSA", "wa-1");
     signer = new Harness([key], undefined as never);
@@ -58,14 +64,21 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     await worker?.dispose();
     if (endpoint) {
       const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
-      for (const id of made) await createPodRuntime(cri).delete(id, 0).catch(() => undefined);
+      for (const id of made)
+        await createPodRuntime(cri)
+          .delete(id, 0)
+          .catch(() => undefined);
       cri.close();
     }
     await proxy?.shutdown(100);
   });
 
   const put = async (pods: unknown[], generation: number) => {
-    const r = await fetch(new URL(`/nodes/${NODE}/v1/node/pods`, base), { method: "PUT", headers: { "content-type": "application/jose" }, body: await signer.sign({ act: "apply", generation, pods }, { aud: NODE }) });
+    const r = await fetch(new URL(`/nodes/${NODE}/v1/node/pods`, base), {
+      method: "PUT",
+      headers: { "content-type": "application/jose" },
+      body: await signer.sign({ act: "apply", generation, pods }, { aud: NODE }),
+    });
     return { status: r.status, body: (await r.json()) as any };
   };
   const getPod = async (id: string) => {
@@ -79,7 +92,14 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     made.push(id);
     const pod = {
       metadata: { name: `walarm-${id.slice(-8)}`, namespace: "podsync-alarm", uid: id },
-      spec: { hostNetwork: true, restartPolicy: "Always", terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] }] },
+      spec: {
+        hostNetwork: true,
+        restartPolicy: "Always",
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          { name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"] },
+        ],
+      },
     };
     const r1 = await put([pod], 1);
     expect(r1.status, JSON.stringify(r1.body)).toBe(200);
@@ -92,7 +112,23 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     const before = relists();
     await until("the alarm's relists", async () => relists() >= before + 2);
 
-    execFileSync("ctr", ["-a", endpoint.replace(/^unix:\/\//, ""), "--connect-timeout", "3s", "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", containerId], { stdio: "ignore" });
+    execFileSync(
+      "ctr",
+      [
+        "-a",
+        endpoint.replace(/^unix:\/\//, ""),
+        "--connect-timeout",
+        "3s",
+        "-n",
+        "k8s.io",
+        "tasks",
+        "kill",
+        "-s",
+        "SIGKILL",
+        containerId,
+      ],
+      { stdio: "ignore" },
+    );
     const killedAt = Date.now();
     // Only GETs from here on: they read, never sync; the restart is the alarm's.
     const after = await until("the alarm to restart the killed container", async () => {
@@ -116,17 +152,37 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
   it("an exec liveness probe that starts failing: the alarm's prober restarts the container (through ExecSync on the proxy)", async () => {
     const id = uid("wprobe");
     made.push(id);
-    const probe = { exec: { command: ["sh", "-c", "[ ! -e /tmp/fail ]"] }, periodSeconds: 1, failureThreshold: 1, timeoutSeconds: 2 };
+    const probe = {
+      exec: { command: ["sh", "-c", "[ ! -e /tmp/fail ]"] },
+      periodSeconds: 1,
+      failureThreshold: 1,
+      timeoutSeconds: 2,
+    };
     const pod = {
       metadata: { name: `wprobe-${id.slice(-8)}`, namespace: "podsync-alarm", uid: id },
-      spec: { hostNetwork: true, restartPolicy: "Always", terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], livenessProbe: probe }] },
+      spec: {
+        hostNetwork: true,
+        restartPolicy: "Always",
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: "main",
+            image: "localhost/busybox:1",
+            imagePullPolicy: "Never",
+            command: ["sleep", "3600"],
+            livenessProbe: probe,
+          },
+        ],
+      },
     };
     const r1 = await put([pod], 3);
     expect(r1.status, JSON.stringify(r1.body)).toBe(200);
     const first = (await getPod(id)).status.containerStatuses[0];
     const containerId = String(first.containerID).replace("containerd://", "");
     // Passing probes run in the alarm's passes and change nothing.
-    await until("a passing probe through the proxy", async () => calls.some((c) => c.method.endsWith("/ExecSync") && c.code === "OK"));
+    await until("a passing probe through the proxy", async () =>
+      calls.some((c) => c.method.endsWith("/ExecSync") && c.code === "OK"),
+    );
     expect((await getPod(id)).status.containerStatuses[0].restartCount).toBe(0);
 
     // The probe starts failing (a file appears, behind podsync's back): the alarm kills and restarts the container
@@ -137,10 +193,14 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     } finally {
       cri.close();
     }
-    const after = await until("the alarm to restart the container whose liveness probe failed", async () => {
-      const c = (await getPod(id)).status.containerStatuses[0];
-      return c?.restartCount >= 1 && c.containerID !== first.containerID && c;
-    }, 30_000);
+    const after = await until(
+      "the alarm to restart the container whose liveness probe failed",
+      async () => {
+        const c = (await getPod(id)).status.containerStatuses[0];
+        return c?.restartCount >= 1 && c.containerID !== first.containerID && c;
+      },
+      30_000,
+    );
     expect(after).toMatchObject({ name: "main", lastState: { terminated: {} } });
     const r2 = await put([], 4);
     expect(r2.body.removed).toMatchObject([{ ok: true, pod: { uid: id } }]);
@@ -151,7 +211,23 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     made.push(id);
     const pod = {
       metadata: { name: `wready-${id.slice(-8)}`, namespace: "podsync-alarm", uid: id },
-      spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "Never", command: ["sleep", "3600"], readinessProbe: { exec: { command: ["sh", "-c", "[ -e /tmp/ready ]"] }, periodSeconds: 1, failureThreshold: 1 } }] },
+      spec: {
+        hostNetwork: true,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: "main",
+            image: "localhost/busybox:1",
+            imagePullPolicy: "Never",
+            command: ["sleep", "3600"],
+            readinessProbe: {
+              exec: { command: ["sh", "-c", "[ -e /tmp/ready ]"] },
+              periodSeconds: 1,
+              failureThreshold: 1,
+            },
+          },
+        ],
+      },
     };
     const r1 = await put([pod], 5);
     expect(r1.status, JSON.stringify(r1.body)).toBe(200);
@@ -171,7 +247,9 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     });
     expect(up.status.containerStatuses[0]).toMatchObject({ ready: true, restartCount: 0 });
     const t = await signer.sign({ act: "status" }, { aud: NODE });
-    const list = (await (await fetch(new URL(`/nodes/${NODE}/v1/pods`, base), { headers: { authorization: `Bearer ${t}` } })).json()) as any;
+    const list = (await (
+      await fetch(new URL(`/nodes/${NODE}/v1/pods`, base), { headers: { authorization: `Bearer ${t}` } })
+    ).json()) as any;
     expect(list.items.find((p: any) => p.metadata.uid === id).status.containerStatuses[0].ready).toBe(true);
     const r2 = await put([], 6);
     expect(r2.body.removed).toMatchObject([{ ok: true, pod: { uid: id } }]);

@@ -26,7 +26,8 @@ class MemoryStorage {
     return structuredClone(this.data.get(key)) as T | undefined;
   }
   async put(key: string | Record<string, unknown>, value?: unknown) {
-    for (const [k, v] of typeof key === "string" ? [[key, value] as const] : Object.entries(key)) this.data.set(k, structuredClone(v));
+    for (const [k, v] of typeof key === "string" ? [[key, value] as const] : Object.entries(key))
+      this.data.set(k, structuredClone(v));
   }
   async delete(keys: string | string[]): Promise<never> {
     let n = 0;
@@ -35,7 +36,9 @@ class MemoryStorage {
   }
   async list<T>(o: { prefix?: string } = {}) {
     this.reads++;
-    return new Map([...this.data].filter(([k]) => k.startsWith(o.prefix ?? "")).map(([k, v]) => [k, structuredClone(v) as T]));
+    return new Map(
+      [...this.data].filter(([k]) => k.startsWith(o.prefix ?? "")).map(([k, v]) => [k, structuredClone(v) as T]),
+    );
   }
   async getAlarm() {
     return this.alarm;
@@ -54,7 +57,12 @@ let env: Env;
 
 beforeAll(async () => {
   fake = await startFakeCri();
-  proxy = await startProxy({ upstream: fake.endpoint, grpcWebListen: "127.0.0.1:0", token: TOKEN, log: () => undefined });
+  proxy = await startProxy({
+    upstream: fake.endpoint,
+    grpcWebListen: "127.0.0.1:0",
+    token: TOKEN,
+    log: () => undefined,
+  });
   const key = await makeKey("EdDSA", "au-1");
   const ns = (make: () => { fetch(r: Request): Promise<Response> }) => {
     const objs = new Map<string, { fetch(r: Request): Promise<Response> }>();
@@ -87,18 +95,33 @@ beforeEach(() => vi.restoreAllMocks());
 function nodeObject(storage = new MemoryStorage(), e: Env = env) {
   const obj = new NodeDesiredState({ storage } as never, e);
   const call = async (op: string, arg: unknown, node = "unit-node") => {
-    const r = await obj.fetch(new Request(`https://desired/${op}`, { method: "POST", headers: { "podsync-node": node }, body: JSON.stringify(arg) }));
+    const r = await obj.fetch(
+      new Request(`https://desired/${op}`, {
+        method: "POST",
+        headers: { "podsync-node": node },
+        body: JSON.stringify(arg),
+      }),
+    );
     return r.json() as Promise<any>;
   };
   return { obj, storage, call };
 }
 const entry = (name: string): DesiredPod => ({
-  pod: Pod.parse({ metadata: { name, namespace: "unit", uid: uid(name) }, spec: { containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] }] } }),
+  pod: Pod.parse({
+    metadata: { name, namespace: "unit", uid: uid(name) },
+    spec: {
+      containers: [
+        { name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] },
+      ],
+    },
+  }),
   audit: { iss: ISSUER, iat: Math.floor(Date.now() / 1000) },
   storedAt: Date.now(),
 });
-const containersOf = (podUid: string) => [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === podUid);
-const runningOf = (podUid: string) => containersOf(podUid).filter((c) => c.state === api.ContainerState.CONTAINER_RUNNING);
+const containersOf = (podUid: string) =>
+  [...fake.runtime.containers.values()].filter((c) => c.config.labels["io.kubernetes.pod.uid"] === podUid);
+const runningOf = (podUid: string) =>
+  containersOf(podUid).filter((c) => c.state === api.ContainerState.CONTAINER_RUNNING);
 
 describe("NodeDesiredState's reconcile alarm", () => {
   it("no alarm while empty; one once a pod is stored; a pass restarts a container that exited; converged passes cost 2 CRI calls and no storage read", async () => {
@@ -169,12 +192,17 @@ describe("NodeDesiredState's reconcile alarm", () => {
 
     const lines: string[] = [];
     vi.spyOn(console, "log").mockImplementation((s: string) => void lines.push(s));
-    const other = nodeObject(new MemoryStorage(), { ...env, PODSYNC_NODES: JSON.stringify({ "another-node": { url: "http://127.0.0.1:9" } }) });
+    const other = nodeObject(new MemoryStorage(), {
+      ...env,
+      PODSYNC_NODES: JSON.stringify({ "another-node": { url: "http://127.0.0.1:9" } }),
+    });
     await other.call("put", entry("alarm-e"));
     other.storage.alarm = null;
     await other.obj.alarm();
     expect(other.storage.alarm).toBeNull();
-    expect(lines.map((l) => JSON.parse(l))).toMatchObject([{ loop: "reconcile", node: "unit-node", event: "error", error: expect.stringMatching(/not in PODSYNC_NODES/) }]);
+    expect(lines.map((l) => JSON.parse(l))).toMatchObject([
+      { loop: "reconcile", node: "unit-node", event: "error", error: expect.stringMatching(/not in PODSYNC_NODES/) },
+    ]);
   });
 });
 
@@ -184,9 +212,28 @@ describe("NodeDesiredState's workloads", () => {
       apiVersion: "apps/v1",
       kind: "Deployment",
       metadata: { name: "web", namespace: "unit-wl", uid: "unit-wl-d1" },
-      spec: { replicas, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"], env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }] }] } } },
+      spec: {
+        replicas,
+        selector: { matchLabels: { app: "web" } },
+        template: {
+          metadata: { labels: { app: "web" } },
+          spec: {
+            containers: [
+              {
+                name: "main",
+                image: "localhost/busybox:1",
+                imagePullPolicy: "IfNotPresent",
+                command: ["sleep", "3600"],
+                env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }],
+              },
+            ],
+          },
+        },
+      },
     }),
-    objects: { secrets: [{ apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, data: { pw: btoa("unit-s3cret") } }] },
+    objects: {
+      secrets: [{ apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, data: { pw: btoa("unit-s3cret") } }],
+    },
     audit: { iss: ISSUER, iat: Math.floor(Date.now() / 1000) },
     storedAt: Date.now(),
   });
@@ -205,13 +252,16 @@ describe("NodeDesiredState's workloads", () => {
 
     await obj.alarm();
     const pods = (await call("list", null)) as DesiredPod[];
-    expect(pods.map((p) => p.pod.metadata.name)).toEqual([expect.stringMatching(/^web-[a-z0-9]+-[a-z0-9]{5}$/), expect.stringMatching(/^web-[a-z0-9]+-[a-z0-9]{5}$/)]);
+    expect(pods.map((p) => p.pod.metadata.name)).toEqual([
+      expect.stringMatching(/^web-[a-z0-9]+-[a-z0-9]{5}$/),
+      expect.stringMatching(/^web-[a-z0-9]+-[a-z0-9]{5}$/),
+    ]);
     for (const p of pods) {
       const [c] = runningOf(p.pod.metadata.uid);
       expect(new TextDecoder().decode(c!.config.envs.find((e) => e.key === "PW")!.value)).toBe("unit-s3cret");
     }
     await obj.alarm();
-    const d = (await call("workloads/list", null) as StoredWorkload[]).find((w) => w.workload.kind === "Deployment")!;
+    const d = ((await call("workloads/list", null)) as StoredWorkload[]).find((w) => w.workload.kind === "Deployment")!;
     expect(d.status).toMatchObject({ replicas: 2 });
 
     // The set emptied: the next pass's controllers take the pods out, and the object goes idle.

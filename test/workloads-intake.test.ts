@@ -13,7 +13,12 @@ const deployment = (spec: Record<string, unknown> = {}, meta: Record<string, unk
   apiVersion: "apps/v1",
   kind: "Deployment",
   metadata: { name: "web", ...meta },
-  spec: { replicas: 2, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [container] } }, ...spec },
+  spec: {
+    replicas: 2,
+    selector: { matchLabels: { app: "web" } },
+    template: { metadata: { labels: { app: "web" } }, spec: { containers: [container] } },
+    ...spec,
+  },
 });
 
 describe("uids", () => {
@@ -41,20 +46,50 @@ describe("kinds", () => {
       { apiVersion: "autoscaling/v2", kind: "HorizontalPodAutoscaler", metadata: { name: "web" } },
       { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "web" } },
     ];
-    const claim = { apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: { name: "data" }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } };
-    const job = { apiVersion: "batch/v1", kind: "Job", metadata: { name: "once" }, spec: { template: { spec: { containers: [container], restartPolicy: "Never" } } } };
+    const claim = {
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      metadata: { name: "data" },
+      spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+    };
+    const job = {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "once" },
+      spec: { template: { spec: { containers: [container], restartPolicy: "Never" } } },
+    };
     const b = bodyFromDocuments([deployment(), ...skipped, claim, job], node);
     expect(b.workloads.map((w) => w.workload.kind)).toEqual(["Deployment", "PersistentVolumeClaim", "Job"]);
     expect(b.warnings).toHaveLength(7);
-    expect(b.warnings[0]).toBe('documents[1]: v1 Service "web" skipped: a node has no part in a Service (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)');
+    expect(b.warnings[0]).toBe(
+      'documents[1]: v1 Service "web" skipped: a node has no part in a Service (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)',
+    );
     // A Job gets the API server's selector and labels (generateSelector).
-    const j = b.workloads[2]!.workload as { metadata: { uid: string }; spec: { selector: unknown; template: { metadata: { labels: unknown } } } };
+    const j = b.workloads[2]!.workload as {
+      metadata: { uid: string };
+      spec: { selector: unknown; template: { metadata: { labels: unknown } } };
+    };
     expect(j.spec.selector).toEqual({ matchLabels: { "batch.kubernetes.io/controller-uid": j.metadata.uid } });
-    expect(j.spec.template.metadata.labels).toEqual({ "job-name": "once", "batch.kubernetes.io/job-name": "once", "controller-uid": j.metadata.uid, "batch.kubernetes.io/controller-uid": j.metadata.uid });
+    expect(j.spec.template.metadata.labels).toEqual({
+      "job-name": "once",
+      "batch.kubernetes.io/job-name": "once",
+      "controller-uid": j.metadata.uid,
+      "batch.kubernetes.io/controller-uid": j.metadata.uid,
+    });
   });
   it("a document of no Kubernetes kind is refused, naming it", () => {
-    expect(errorsOf(() => bodyFromDocuments([deployment(), { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "tls" } }], node))).toEqual([
-      { path: "documents[1].kind", message: expect.stringContaining('cert-manager.io/v1 Certificate "tls" is not a Kubernetes kind podsync knows') },
+    expect(
+      errorsOf(() =>
+        bodyFromDocuments(
+          [deployment(), { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "tls" } }],
+          node,
+        ),
+      ),
+    ).toEqual([
+      {
+        path: "documents[1].kind",
+        message: expect.stringContaining('cert-manager.io/v1 Certificate "tls" is not a Kubernetes kind podsync knows'),
+      },
     ]);
   });
   it("a document without kind is refused with 400 naming it, except where its place makes it a Pod (a body that is one pod)", () => {
@@ -63,43 +98,107 @@ describe("kinds", () => {
     expect(bodyFromDocuments([bare], node).pods[0]!.pod.metadata.name).toBe("p");
     // In a YAML stream, a v1.List or the payload's items, kind says what each document is.
     const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: {} };
-    expect(errorsOf(() => bodyFromDocuments([cm, bare], node))).toEqual([{ path: "documents[1].kind", message: expect.stringContaining('the document "p" at documents[1] has no kind: in a body of several objects each names its kind') }]);
-    expect(errorsOf(() => bodyFromDocuments([{ apiVersion: "v1", kind: "List", items: [bare] }], node))).toEqual([{ path: "items[0].kind", message: expect.stringContaining("has no kind") }]);
-    expect(errorsOf(() => bodyFromItems([{ input: bare, at: "items[0]" }], {}, node))).toEqual([{ path: "items[0].kind", message: expect.stringContaining("has no kind") }]);
+    expect(errorsOf(() => bodyFromDocuments([cm, bare], node))).toEqual([
+      {
+        path: "documents[1].kind",
+        message: expect.stringContaining(
+          'the document "p" at documents[1] has no kind: in a body of several objects each names its kind',
+        ),
+      },
+    ]);
+    expect(errorsOf(() => bodyFromDocuments([{ apiVersion: "v1", kind: "List", items: [bare] }], node))).toEqual([
+      { path: "items[0].kind", message: expect.stringContaining("has no kind") },
+    ]);
+    expect(errorsOf(() => bodyFromItems([{ input: bare, at: "items[0]" }], {}, node))).toEqual([
+      { path: "items[0].kind", message: expect.stringContaining("has no kind") },
+    ]);
     // The payload's `pod` and `pods` claims name their items Pods.
     expect(bodyFromItems([{ input: bare, at: "pod", podByPlace: true }], {}, node).pods).toHaveLength(1);
     expect(bodyFromItems(setItems([bare], "pods"), {}, node).pods).toHaveLength(1);
     expect(() => bodyFromItems(setItems([bare], "items"), {}, node)).toThrow(InvalidPodError);
     // Even alone, a kind-less document carrying a workload's spec is not read as a Pod.
     const { kind: _k, apiVersion: _a, ...kindless } = deployment();
-    expect(errorsOf(() => bodyFromDocuments([kindless], node))).toEqual([{ path: "kind", message: expect.stringContaining('the document "web" has no kind, and its spec.template is a workload\'s field') }]);
+    expect(errorsOf(() => bodyFromDocuments([kindless], node))).toEqual([
+      {
+        path: "kind",
+        message: expect.stringContaining(
+          'the document "web" has no kind, and its spec.template is a workload\'s field',
+        ),
+      },
+    ]);
   });
 });
 
 describe("bad workloads are refused naming the field, nothing partial", () => {
   it("a template refused as a pod is refused under its workload path", () => {
-    const bad = deployment({ template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "" }] } } });
-    expect(errorsOf(() => bodyFromDocuments([bad], node))).toEqual([{ path: "spec.template.spec.containers[0].image", message: "image is required" }]);
+    const bad = deployment({
+      template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "" }] } },
+    });
+    expect(errorsOf(() => bodyFromDocuments([bad], node))).toEqual([
+      { path: "spec.template.spec.containers[0].image", message: "image is required" },
+    ]);
   });
   it("replicas 0-1000; a selector that does not match the template; a duplicate name; an unparseable schedule", () => {
-    expect(errorsOf(() => bodyFromDocuments([deployment({ replicas: 1001 })], node))).toEqual([{ path: "spec.replicas", message: "replicas must be between 0 and 1000 (podsync's bound for one node)" }]);
-    expect(errorsOf(() => bodyFromDocuments([deployment({ selector: { matchLabels: { app: "other" } } })], node))).toEqual([{ path: "spec.selector", message: "`selector` does not match template `labels`" }]);
-    expect(errorsOf(() => bodyFromDocuments([deployment(), deployment()], node))).toEqual([{ path: "documents[1].metadata.name", message: "duplicate Deployment default/web (also documents[0]): a body holds each object once" }]);
-    const cron = { apiVersion: "batch/v1", kind: "CronJob", metadata: { name: "tick" }, spec: { schedule: "61 * * * *", jobTemplate: { spec: { template: { spec: { containers: [container], restartPolicy: "Never" } } } } } };
-    expect(errorsOf(() => bodyFromDocuments([cron], node))).toEqual([{ path: "spec.schedule", message: 'minute: "61" is outside 0-59' }]);
+    expect(errorsOf(() => bodyFromDocuments([deployment({ replicas: 1001 })], node))).toEqual([
+      { path: "spec.replicas", message: "replicas must be between 0 and 1000 (podsync's bound for one node)" },
+    ]);
+    expect(
+      errorsOf(() => bodyFromDocuments([deployment({ selector: { matchLabels: { app: "other" } } })], node)),
+    ).toEqual([{ path: "spec.selector", message: "`selector` does not match template `labels`" }]);
+    expect(errorsOf(() => bodyFromDocuments([deployment(), deployment()], node))).toEqual([
+      {
+        path: "documents[1].metadata.name",
+        message: "duplicate Deployment default/web (also documents[0]): a body holds each object once",
+      },
+    ]);
+    const cron = {
+      apiVersion: "batch/v1",
+      kind: "CronJob",
+      metadata: { name: "tick" },
+      spec: {
+        schedule: "61 * * * *",
+        jobTemplate: { spec: { template: { spec: { containers: [container], restartPolicy: "Never" } } } },
+      },
+    };
+    expect(errorsOf(() => bodyFromDocuments([cron], node))).toEqual([
+      { path: "spec.schedule", message: 'minute: "61" is outside 0-59' },
+    ]);
   });
   it("a Deployment's pods must restart Always; a Job's must not", () => {
-    const d = deployment({ template: { metadata: { labels: { app: "web" } }, spec: { containers: [container], restartPolicy: "Never" } } });
-    expect(errorsOf(() => bodyFromDocuments([d], node))).toEqual([{ path: "spec.template.spec.restartPolicy", message: 'a Deployment\'s pods must have restartPolicy "Always"' }]);
-    const j = { apiVersion: "batch/v1", kind: "Job", metadata: { name: "j" }, spec: { template: { spec: { containers: [container] } } } };
-    expect(errorsOf(() => bodyFromDocuments([j], node))).toEqual([{ path: "spec.template.spec.restartPolicy", message: 'a Job\'s pods must have restartPolicy "OnFailure" or "Never"' }]);
+    const d = deployment({
+      template: { metadata: { labels: { app: "web" } }, spec: { containers: [container], restartPolicy: "Never" } },
+    });
+    expect(errorsOf(() => bodyFromDocuments([d], node))).toEqual([
+      { path: "spec.template.spec.restartPolicy", message: 'a Deployment\'s pods must have restartPolicy "Always"' },
+    ]);
+    const j = {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "j" },
+      spec: { template: { spec: { containers: [container] } } },
+    };
+    expect(errorsOf(() => bodyFromDocuments([j], node))).toEqual([
+      {
+        path: "spec.template.spec.restartPolicy",
+        message: 'a Job\'s pods must have restartPolicy "OnFailure" or "Never"',
+      },
+    ]);
   });
   it("every error at once, across documents", () => {
     try {
-      bodyFromDocuments([deployment({ replicas: -1 }), { apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [] } }], node);
+      bodyFromDocuments(
+        [
+          deployment({ replicas: -1 }),
+          { apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [] } },
+        ],
+        node,
+      );
       expect.unreachable();
     } catch (e) {
-      expect((e as InvalidPodError).errors.map((x) => x.path).sort()).toEqual(["documents[0].spec.replicas", "documents[1].spec.containers"]);
+      expect((e as InvalidPodError).errors.map((x) => x.path).sort()).toEqual([
+        "documents[0].spec.replicas",
+        "documents[1].spec.containers",
+      ]);
     }
   });
 });
@@ -108,13 +207,48 @@ describe("cluster exports (kubectl get -o yaml)", () => {
   const exported = {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name: "web-7d4b9c8f5-x2x9q", namespace: "default", uid: "5b1c8e2a-9d3f-4c3e-8a55-0f6e2d1c7b90", resourceVersion: "1", ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "web-7d4b9c8f5", uid: "x", controller: true }] },
+    metadata: {
+      name: "web-7d4b9c8f5-x2x9q",
+      namespace: "default",
+      uid: "5b1c8e2a-9d3f-4c3e-8a55-0f6e2d1c7b90",
+      resourceVersion: "1",
+      ownerReferences: [
+        { apiVersion: "apps/v1", kind: "ReplicaSet", name: "web-7d4b9c8f5", uid: "x", controller: true },
+      ],
+    },
     spec: {
-      containers: [{ ...container, volumeMounts: [{ name: "kube-api-access-7xk2p", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true }] }],
+      containers: [
+        {
+          ...container,
+          volumeMounts: [
+            {
+              name: "kube-api-access-7xk2p",
+              mountPath: "/var/run/secrets/kubernetes.io/serviceaccount",
+              readOnly: true,
+            },
+          ],
+        },
+      ],
       nodeName: "node-a",
       serviceAccount: "default",
       serviceAccountName: "default",
-      volumes: [{ name: "kube-api-access-7xk2p", projected: { defaultMode: 420, sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: "token" } }, { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } }, { downwardAPI: { items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }] } }] } }],
+      volumes: [
+        {
+          name: "kube-api-access-7xk2p",
+          projected: {
+            defaultMode: 420,
+            sources: [
+              { serviceAccountToken: { expirationSeconds: 3607, path: "token" } },
+              { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+              {
+                downwardAPI: {
+                  items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }],
+                },
+              },
+            ],
+          },
+        },
+      ],
     },
     status: { phase: "Running" },
   };
@@ -137,8 +271,12 @@ describe("cluster exports (kubectl get -o yaml)", () => {
     const named = { ...exported, spec: { ...exported.spec, serviceAccount: "builder", serviceAccountName: "builder" } };
     const b = bodyFromDocuments([named], node);
     expect(b.pods[0]!.pod.spec.automountServiceAccountToken).toBe(false);
-    expect(b.warnings).toContainEqual(expect.stringContaining('spec.serviceAccountName: "builder" runs without a service account token'));
-    expect(errorsOf(() => bodyFromDocuments([named], { ...node, serviceAccountTokens: "refuse" })).map((e) => e.path)).toEqual(["spec.serviceAccountName"]);
+    expect(b.warnings).toContainEqual(
+      expect.stringContaining('spec.serviceAccountName: "builder" runs without a service account token'),
+    );
+    expect(
+      errorsOf(() => bodyFromDocuments([named], { ...node, serviceAccountTokens: "refuse" })).map((e) => e.path),
+    ).toEqual(["spec.serviceAccountName"]);
   });
 });
 
@@ -159,7 +297,9 @@ describe("CronJob schedules (robfig/cron's ParseStandard)", () => {
   });
   it("timeZone: the wall clock of the zone, across a DST change", () => {
     expect(next("0 9 * * *", "2026-03-28T12:00:00Z", "Europe/Berlin")).toBe("2026-03-29T07:00:00.000Z"); // CEST begins on the 29th
-    expect(parseSchedule("0 9 * * *", "Mars/Olympus")).toBe('unknown time zone "Mars/Olympus": give an IANA name such as "Europe/Berlin"');
+    expect(parseSchedule("0 9 * * *", "Mars/Olympus")).toBe(
+      'unknown time zone "Mars/Olympus": give an IANA name such as "Europe/Berlin"',
+    );
     expect(parseSchedule("TZ=UTC 0 9 * * *")).toContain("use spec.timeZone");
   });
 });

@@ -16,9 +16,18 @@
 // - the node's seccomp default (RuntimeDefault for pods that set none) satisfies seccompProfile_restricted here;
 //   at pod level upstream still asks for the field.
 import {
-  MountPropagation, NamespaceMode, SecurityProfile_ProfileType,
-  type ContainerConfig, type CreateContainerRequest, type LinuxContainerSecurityContext, type LinuxSandboxSecurityContext,
-  type NamespaceOption, type PodSandboxConfig, type RunPodSandboxRequest, type SecurityProfile, type SELinuxOption,
+  MountPropagation,
+  NamespaceMode,
+  SecurityProfile_ProfileType,
+  type ContainerConfig,
+  type CreateContainerRequest,
+  type LinuxContainerSecurityContext,
+  type LinuxSandboxSecurityContext,
+  type NamespaceOption,
+  type PodSandboxConfig,
+  type RunPodSandboxRequest,
+  type SecurityProfile,
+  type SELinuxOption,
 } from "../gen/runtime/v1/api_pb.js";
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "../kuberuntime/security.js";
 import { claimsDir } from "../volumemanager/volumes.js";
@@ -27,8 +36,15 @@ import { checksFor } from "./pod-security.js";
 import type { CheckResult } from "./pod-security-checks.js";
 import type { NodePolicy, PolicyLevel, Violation } from "./policy.js";
 import {
-  BASELINE_CAPABILITIES, CAPABILITY_ALL, CAPABILITY_NET_BIND_SERVICE, SELINUX_ALLOWED_TYPES, containersPhrase, joinQuote, pluralize,
-  sortedSet, sysctlAllowed,
+  BASELINE_CAPABILITIES,
+  CAPABILITY_ALL,
+  CAPABILITY_NET_BIND_SERVICE,
+  SELINUX_ALLOWED_TYPES,
+  containersPhrase,
+  joinQuote,
+  pluralize,
+  sortedSet,
+  sysctlAllowed,
 } from "./pss-rules.js";
 
 export interface CriPolicyContext {
@@ -90,7 +106,11 @@ const unconfined = (p: SecurityProfile | undefined, path: string): boolean =>
 function hostNamespaces(ns: NamespaceOption | undefined, sandbox?: NamespaceOption): CheckResult | undefined {
   const data: string[] = [];
   const paths: string[] = [];
-  for (const [field, name] of [["network", "hostNetwork"], ["pid", "hostPID"], ["ipc", "hostIPC"]] as const)
+  for (const [field, name] of [
+    ["network", "hostNetwork"],
+    ["pid", "hostPID"],
+    ["ipc", "hostIPC"],
+  ] as const)
     if (ns?.[field] === NamespaceMode.NODE) {
       data.push(`${name}=true`);
       paths.push(`${SC}.namespaceOptions.${field}`);
@@ -109,24 +129,41 @@ function seLinux(o: SELinuxOption | undefined, setter: string): CheckResult | un
     data.push(`type ${joinQuote([o.type])}`);
     paths.push(`${SC}.selinuxOptions.type`);
   }
-  if (o.user) (data.push("user may not be set"), paths.push(`${SC}.selinuxOptions.user`));
-  if (o.role) (data.push("role may not be set"), paths.push(`${SC}.selinuxOptions.role`));
-  return data.length ? fail("seLinuxOptions", `${setter} set forbidden securityContext.seLinuxOptions: ${data.join("; ")}`, paths) : undefined;
+  if (o.user) data.push("user may not be set"), paths.push(`${SC}.selinuxOptions.user`);
+  if (o.role) data.push("role may not be set"), paths.push(`${SC}.selinuxOptions.role`);
+  return data.length
+    ? fail("seLinuxOptions", `${setter} set forbidden securityContext.seLinuxOptions: ${data.join("; ")}`, paths)
+    : undefined;
 }
 
-function appArmor(sc: LinuxContainerSecurityContext | LinuxSandboxSecurityContext | undefined, setter: string): CheckResult | undefined {
+function appArmor(
+  sc: LinuxContainerSecurityContext | LinuxSandboxSecurityContext | undefined,
+  setter: string,
+): CheckResult | undefined {
   const legacy = sc && "apparmorProfile" in sc ? sc.apparmorProfile : "";
   if (!unconfined(sc?.apparmor, legacy)) return undefined;
-  return fail("forbidden AppArmor profile", `${setter} must not set AppArmor profile type to "Unconfined"`, [`${SC}.apparmor`]);
+  return fail("forbidden AppArmor profile", `${setter} must not set AppArmor profile type to "Unconfined"`, [
+    `${SC}.apparmor`,
+  ]);
 }
 
-function seccompBaseline(sc: LinuxContainerSecurityContext | LinuxSandboxSecurityContext | undefined, setter: string): CheckResult | undefined {
+function seccompBaseline(
+  sc: LinuxContainerSecurityContext | LinuxSandboxSecurityContext | undefined,
+  setter: string,
+): CheckResult | undefined {
   if (!unconfined(sc?.seccomp, sc?.seccompProfilePath ?? "")) return undefined;
-  return fail("seccompProfile", `${setter} must not set securityContext.seccompProfile.type to "Unconfined"`, [`${SC}.seccomp`]);
+  return fail("seccompProfile", `${setter} must not set securityContext.seccompProfile.type to "Unconfined"`, [
+    `${SC}.seccomp`,
+  ]);
 }
 
-const runAsRoot = (sc: { runAsUser?: { value: bigint } | undefined } | undefined, setter: string): CheckResult | undefined =>
-  sc?.runAsUser?.value === 0n ? fail("runAsUser=0", `${setter} must not set runAsUser=0`, [`${SC}.runAsUser`]) : undefined;
+const runAsRoot = (
+  sc: { runAsUser?: { value: bigint } | undefined } | undefined,
+  setter: string,
+): CheckResult | undefined =>
+  sc?.runAsUser?.value === 0n
+    ? fail("runAsUser=0", `${setter} must not set runAsUser=0`, [`${SC}.runAsUser`])
+    : undefined;
 
 /** Mounts outside podsync's own directories and, when `allowList`, outside the node allow-list. */
 function foreignMounts(c: ContainerConfig, policy: NodePolicy, ctx: CriPolicyContext, allowList: boolean) {
@@ -150,7 +187,13 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
     check: (c, policy, ctx) => {
       if (!policy.hostPathAllow.length) return undefined;
       const { bad, paths } = foreignMounts(c, policy, ctx, true);
-      return bad.length ? fail("hostPath outside the node allow-list", `${nameOf(c)} must not mount ${joinQuote(bad)}: use a path under ${joinQuote([...policy.hostPathAllow])}`, paths) : undefined;
+      return bad.length
+        ? fail(
+            "hostPath outside the node allow-list",
+            `${nameOf(c)} must not mount ${joinQuote(bad)}: use a path under ${joinQuote([...policy.hostPathAllow])}`,
+            paths,
+          )
+        : undefined;
     },
   },
   { id: "appArmorProfile", level: "baseline", check: (c) => appArmor(c.linux?.securityContext, nameOf(c)) },
@@ -159,24 +202,47 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
     level: "baseline",
     check: (c) => {
       const caps = c.linux?.securityContext?.capabilities;
-      const bad = sortedSet([...(caps?.addCapabilities ?? []), ...(caps?.addAmbientCapabilities ?? [])].map(capName).filter((x) => !BASELINE_CAPABILITIES.has(x)));
-      return bad.length ? fail("non-default capabilities", `${nameOf(c)} must not include ${joinQuote(bad)} in securityContext.capabilities.add`, [`${SC}.capabilities.addCapabilities`]) : undefined;
+      const bad = sortedSet(
+        [...(caps?.addCapabilities ?? []), ...(caps?.addAmbientCapabilities ?? [])]
+          .map(capName)
+          .filter((x) => !BASELINE_CAPABILITIES.has(x)),
+      );
+      return bad.length
+        ? fail(
+            "non-default capabilities",
+            `${nameOf(c)} must not include ${joinQuote(bad)} in securityContext.capabilities.add`,
+            [`${SC}.capabilities.addCapabilities`],
+          )
+        : undefined;
     },
   },
-  { id: "hostNamespaces", level: "baseline", check: (c, _policy, ctx) => hostNamespaces(c.linux?.securityContext?.namespaceOptions, ctx.sandboxNamespaces) },
+  {
+    id: "hostNamespaces",
+    level: "baseline",
+    check: (c, _policy, ctx) => hostNamespaces(c.linux?.securityContext?.namespaceOptions, ctx.sandboxNamespaces),
+  },
   {
     id: "hostPathVolumes",
     level: "baseline",
     overrides: ["hostPathAllowList"],
     check: (c, policy, ctx) => {
       const { bad, paths } = foreignMounts(c, policy, ctx, true);
-      return bad.length ? fail("hostPath volumes", `${nameOf(c)} must not mount ${pluralize("hostPath", "hostPaths", bad.length)} ${joinQuote(bad)}`, paths) : undefined;
+      return bad.length
+        ? fail(
+            "hostPath volumes",
+            `${nameOf(c)} must not mount ${pluralize("hostPath", "hostPaths", bad.length)} ${joinQuote(bad)}`,
+            paths,
+          )
+        : undefined;
     },
   },
   {
     id: "privileged",
     level: "baseline",
-    check: (c) => (c.linux?.securityContext?.privileged ? fail("privileged", `${nameOf(c)} must not set securityContext.privileged=true`, [`${SC}.privileged`]) : undefined),
+    check: (c) =>
+      c.linux?.securityContext?.privileged
+        ? fail("privileged", `${nameOf(c)} must not set securityContext.privileged=true`, [`${SC}.privileged`])
+        : undefined,
   },
   {
     // The kubelet sends the default masked and read-only /proc paths unless procMount is Unmasked (or privileged).
@@ -191,21 +257,39 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
         ...(DEFAULT_MASKED_PATHS.every((p) => masked.has(p)) ? [] : [`${SC}.maskedPaths`]),
         ...(DEFAULT_READONLY_PATHS.every((p) => ro.has(p)) ? [] : [`${SC}.readonlyPaths`]),
       ];
-      return paths.length ? fail("procMount", `${nameOf(c)} must not set securityContext.procMount to "Unmasked"`, paths) : undefined;
+      return paths.length
+        ? fail("procMount", `${nameOf(c)} must not set securityContext.procMount to "Unmasked"`, paths)
+        : undefined;
     },
   },
-  { id: "seLinuxOptions", level: "baseline", check: (c) => seLinux(c.linux?.securityContext?.selinuxOptions, nameOf(c)) },
-  { id: "seccompProfile_baseline", level: "baseline", check: (c) => seccompBaseline(c.linux?.securityContext, nameOf(c)) },
+  {
+    id: "seLinuxOptions",
+    level: "baseline",
+    check: (c) => seLinux(c.linux?.securityContext?.selinuxOptions, nameOf(c)),
+  },
+  {
+    id: "seccompProfile_baseline",
+    level: "baseline",
+    check: (c) => seccompBaseline(c.linux?.securityContext, nameOf(c)),
+  },
   {
     id: "windowsHostProcess",
     level: "baseline",
-    check: (c) => (c.windows?.securityContext?.hostProcess ? fail("hostProcess", `${nameOf(c)} must not set securityContext.windowsOptions.hostProcess=true`, ["config.windows.securityContext.hostProcess"]) : undefined),
+    check: (c) =>
+      c.windows?.securityContext?.hostProcess
+        ? fail("hostProcess", `${nameOf(c)} must not set securityContext.windowsOptions.hostProcess=true`, [
+            "config.windows.securityContext.hostProcess",
+          ])
+        : undefined,
   },
   {
     id: "devices",
     level: "baseline",
     check: (c) => {
-      const paths = [...c.devices.map((_, i) => `config.devices[${i}]`), ...c.CDIDevices.map((_, i) => `config.CDIDevices[${i}]`)];
+      const paths = [
+        ...c.devices.map((_, i) => `config.devices[${i}]`),
+        ...c.CDIDevices.map((_, i) => `config.CDIDevices[${i}]`),
+      ];
       return paths.length ? fail("host devices", `${nameOf(c)} must not add host devices`, paths) : undefined;
     },
   },
@@ -213,8 +297,16 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
     id: "mountPropagation",
     level: "baseline",
     check: (c) => {
-      const paths = c.mounts.flatMap((m, i) => (m.propagation === MountPropagation.PROPAGATION_BIDIRECTIONAL ? [`config.mounts[${i}].propagation`] : []));
-      return paths.length ? fail("mount propagation", `${nameOf(c)} must not use Bidirectional mount propagation (privileged containers only)`, paths) : undefined;
+      const paths = c.mounts.flatMap((m, i) =>
+        m.propagation === MountPropagation.PROPAGATION_BIDIRECTIONAL ? [`config.mounts[${i}].propagation`] : [],
+      );
+      return paths.length
+        ? fail(
+            "mount propagation",
+            `${nameOf(c)} must not use Bidirectional mount propagation (privileged containers only)`,
+            paths,
+          )
+        : undefined;
     },
   },
   {
@@ -222,18 +314,32 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
     level: "baseline",
     check: (c) => {
       const ns = c.linux?.securityContext?.namespaceOptions;
-      return ns && (ns.pid === NamespaceMode.TARGET || ns.targetId) ? fail("namespace target", `${nameOf(c)} must not join another container's PID namespace`, [`${SC}.namespaceOptions.targetId`]) : undefined;
+      return ns && (ns.pid === NamespaceMode.TARGET || ns.targetId)
+        ? fail("namespace target", `${nameOf(c)} must not join another container's PID namespace`, [
+            `${SC}.namespaceOptions.targetId`,
+          ])
+        : undefined;
     },
   },
   {
     id: "logPath",
     level: "baseline",
-    check: (c) => (c.logPath.split("/").includes("..") ? fail("log path", `${nameOf(c)} must not log outside the pod's log directory`, ["config.logPath"]) : undefined),
+    check: (c) =>
+      c.logPath.split("/").includes("..")
+        ? fail("log path", `${nameOf(c)} must not log outside the pod's log directory`, ["config.logPath"])
+        : undefined,
   },
   {
     id: "allowPrivilegeEscalation",
     level: "restricted",
-    check: (c) => (c.linux?.securityContext?.noNewPrivs ? undefined : fail("allowPrivilegeEscalation != false", `${nameOf(c)} must set securityContext.allowPrivilegeEscalation=false`, [`${SC}.noNewPrivs`])),
+    check: (c) =>
+      c.linux?.securityContext?.noNewPrivs
+        ? undefined
+        : fail(
+            "allowPrivilegeEscalation != false",
+            `${nameOf(c)} must set securityContext.allowPrivilegeEscalation=false`,
+            [`${SC}.noNewPrivs`],
+          ),
   },
   {
     id: "capabilities_restricted",
@@ -247,7 +353,11 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
         details.push(`${nameOf(c)} must set securityContext.capabilities.drop=["ALL"]`);
         paths.push(`${SC}.capabilities.dropCapabilities`);
       }
-      const added = sortedSet([...(caps?.addCapabilities ?? []), ...(caps?.addAmbientCapabilities ?? [])].map(capName).filter((x) => x !== CAPABILITY_NET_BIND_SERVICE));
+      const added = sortedSet(
+        [...(caps?.addCapabilities ?? []), ...(caps?.addAmbientCapabilities ?? [])]
+          .map(capName)
+          .filter((x) => x !== CAPABILITY_NET_BIND_SERVICE),
+      );
       if (added.length) {
         details.push(`${nameOf(c)} must not include ${joinQuote(added)} in securityContext.capabilities.add`);
         paths.push(`${SC}.capabilities.addCapabilities`);
@@ -261,7 +371,13 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
     overrides: ["hostPathVolumes", "hostPathAllowList"],
     check: (c, policy, ctx) => {
       const { bad, paths } = foreignMounts(c, policy, ctx, true);
-      return bad.length ? fail("restricted volume types", `${nameOf(c)} must not mount ${pluralize("hostPath", "hostPaths", bad.length)} ${joinQuote(bad)}`, paths) : undefined;
+      return bad.length
+        ? fail(
+            "restricted volume types",
+            `${nameOf(c)} must not mount ${pluralize("hostPath", "hostPaths", bad.length)} ${joinQuote(bad)}`,
+            paths,
+          )
+        : undefined;
     },
   },
   {
@@ -270,7 +386,11 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
     check: (c) =>
       c.linux?.securityContext?.runAsUser
         ? undefined
-        : fail("runAsNonRoot != true", `${nameOf(c)} must set a non-zero runAsUser (the runtime cannot check runAsNonRoot against the image)`, [`${SC}.runAsUser`]),
+        : fail(
+            "runAsNonRoot != true",
+            `${nameOf(c)} must set a non-zero runAsUser (the runtime cannot check runAsNonRoot against the image)`,
+            [`${SC}.runAsUser`],
+          ),
   },
   { id: "runAsUser", level: "restricted", check: (c) => runAsRoot(c.linux?.securityContext, nameOf(c)) },
   {
@@ -280,12 +400,20 @@ export const CONTAINER_CHECKS: readonly CriCheck<ContainerConfig>[] = [
     check: (c) => {
       const sc = c.linux?.securityContext;
       const legacy = sc?.seccompProfilePath ?? "";
-      const confined = sc?.seccomp ? sc.seccomp.profileType !== SecurityProfile_ProfileType.Unconfined : legacy !== "" && legacy !== "unconfined";
+      const confined = sc?.seccomp
+        ? sc.seccomp.profileType !== SecurityProfile_ProfileType.Unconfined
+        : legacy !== "" && legacy !== "unconfined";
       if (confined) return undefined;
       const explicit = sc?.seccomp || legacy === "unconfined";
       return explicit
-        ? fail("seccompProfile", `${nameOf(c)} must not set securityContext.seccompProfile.type to "Unconfined"`, [`${SC}.seccomp`])
-        : fail("seccompProfile", `pod or ${nameOf(c)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`, [`${SC}.seccomp`]);
+        ? fail("seccompProfile", `${nameOf(c)} must not set securityContext.seccompProfile.type to "Unconfined"`, [
+            `${SC}.seccomp`,
+          ])
+        : fail(
+            "seccompProfile",
+            `pod or ${nameOf(c)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`,
+            [`${SC}.seccomp`],
+          );
     },
   },
 ];
@@ -306,32 +434,53 @@ export const SANDBOX_CHECKS: readonly CriCheck<PodSandboxConfig>[] = [
         paths.push(`config.portMappings[${i}].hostPort`);
       });
       const list = sortedSet(ports);
-      return paths.length ? fail("hostPort", `pod uses ${pluralize("hostPort", "hostPorts", list.length)} ${list.join(", ")}`, paths) : undefined;
+      return paths.length
+        ? fail("hostPort", `pod uses ${pluralize("hostPort", "hostPorts", list.length)} ${list.join(", ")}`, paths)
+        : undefined;
     },
   },
   {
     // podsync (like the kubelet) marks the sandbox privileged when any container is.
     id: "privileged",
     level: "baseline",
-    check: (s) => (s.linux?.securityContext?.privileged ? fail("privileged", "pod sandbox must not set privileged=true", [`${SB}.privileged`]) : undefined),
+    check: (s) =>
+      s.linux?.securityContext?.privileged
+        ? fail("privileged", "pod sandbox must not set privileged=true", [`${SB}.privileged`])
+        : undefined,
   },
   { id: "seLinuxOptions", level: "baseline", check: (s) => seLinux(s.linux?.securityContext?.selinuxOptions, "pod") },
   { id: "seccompProfile_baseline", level: "baseline", check: (s) => seccompBaseline(s.linux?.securityContext, "pod") },
   // At restricted the pod's own Unconfined is refused under the restricted rule's id, as at pod level; a
   // sandbox without a profile is not (each container is checked for one).
-  { id: "seccompProfile_restricted", level: "restricted", overrides: ["seccompProfile_baseline"], check: (s) => seccompBaseline(s.linux?.securityContext, "pod") },
+  {
+    id: "seccompProfile_restricted",
+    level: "restricted",
+    overrides: ["seccompProfile_baseline"],
+    check: (s) => seccompBaseline(s.linux?.securityContext, "pod"),
+  },
   {
     id: "sysctls",
     level: "baseline",
     check: (s) => {
       const bad = Object.keys(s.linux?.sysctls ?? {}).filter((k) => !sysctlAllowed(k));
-      return bad.length ? fail("forbidden sysctls", bad.join(", "), bad.map((k) => `config.linux.sysctls[${k}]`)) : undefined;
+      return bad.length
+        ? fail(
+            "forbidden sysctls",
+            bad.join(", "),
+            bad.map((k) => `config.linux.sysctls[${k}]`),
+          )
+        : undefined;
     },
   },
   {
     id: "windowsHostProcess",
     level: "baseline",
-    check: (s) => (s.windows?.securityContext?.hostProcess ? fail("hostProcess", "pod must not set securityContext.windowsOptions.hostProcess=true", ["config.windows.securityContext.hostProcess"]) : undefined),
+    check: (s) =>
+      s.windows?.securityContext?.hostProcess
+        ? fail("hostProcess", "pod must not set securityContext.windowsOptions.hostProcess=true", [
+            "config.windows.securityContext.hostProcess",
+          ])
+        : undefined,
   },
   {
     id: "logPath",
@@ -344,7 +493,12 @@ export const SANDBOX_CHECKS: readonly CriCheck<PodSandboxConfig>[] = [
   { id: "runAsUser", level: "restricted", check: (s) => runAsRoot(s.linux?.securityContext, "pod") },
 ];
 
-function run<T>(checks: readonly CriCheck<T>[], config: T | undefined, policy: NodePolicy, ctx: CriPolicyContext): Violation[] {
+function run<T>(
+  checks: readonly CriCheck<T>[],
+  config: T | undefined,
+  policy: NodePolicy,
+  ctx: CriPolicyContext,
+): Violation[] {
   if (config === undefined) return [{ rule: "config", path: "config", message: "config is required" }];
   return checksFor(checks, policy.level).flatMap((def) => {
     const r = def.check(config, policy, ctx);
@@ -360,6 +514,10 @@ export function checkRunPodSandbox(req: RunPodSandboxRequest, policy: NodePolicy
 /** Violations of the node policy by a CreateContainer request's config. Its sandboxConfig is a copy the caller
  * sends, and containerd reads parts of it (privileged, cgroup parent): hold it to checkRunPodSandbox as well
  * (cri-proxy's policy-gate.ts does). */
-export function checkCreateContainer(req: CreateContainerRequest, policy: NodePolicy, ctx: CriPolicyContext): Violation[] {
+export function checkCreateContainer(
+  req: CreateContainerRequest,
+  policy: NodePolicy,
+  ctx: CriPolicyContext,
+): Violation[] {
   return run(CONTAINER_CHECKS, req.config, policy, ctx);
 }

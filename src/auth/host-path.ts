@@ -11,7 +11,7 @@ export function normalizeHostPath(path: string): string {
     if (part === "..") out.pop();
     else out.push(part);
   }
-  return "/" + out.join("/");
+  return `/${out.join("/")}`;
 }
 
 /** Whether `path` is `prefix` or inside it, component-wise, after normalising both. */
@@ -19,7 +19,7 @@ export function isUnderPrefix(path: string, prefix: string): boolean {
   if (!path.startsWith("/")) return false;
   const p = normalizeHostPath(path);
   const pre = normalizeHostPath(prefix);
-  return pre === "/" || p === pre || p.startsWith(pre + "/");
+  return pre === "/" || p === pre || p.startsWith(`${pre}/`);
 }
 
 export function isUnderAny(path: string, prefixes: readonly string[]): boolean {

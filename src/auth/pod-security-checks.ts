@@ -6,8 +6,18 @@
 // field podsync's schema does not (yet) accept simply never violates, and a field added later (seccomp,
 // AppArmor, SELinux, probes, more volume types) is checked as soon as it reaches the pod.
 import {
-  APPARMOR_ANNOTATION_PREFIX, BASELINE_CAPABILITIES, CAPABILITY_ALL, CAPABILITY_NET_BIND_SERVICE, CONFINED_PROFILE_TYPES,
-  SELINUX_ALLOWED_TYPES, appArmorAnnotationAllowed, containersPhrase, joinQuote, pluralize, sortedSet, sysctlAllowed,
+  APPARMOR_ANNOTATION_PREFIX,
+  BASELINE_CAPABILITIES,
+  CAPABILITY_ALL,
+  CAPABILITY_NET_BIND_SERVICE,
+  CONFINED_PROFILE_TYPES,
+  SELINUX_ALLOWED_TYPES,
+  appArmorAnnotationAllowed,
+  containersPhrase,
+  joinQuote,
+  pluralize,
+  sortedSet,
+  sysctlAllowed,
 } from "./pss-rules.js";
 
 type Maybe<T> = T | null | undefined;
@@ -37,7 +47,11 @@ export interface ContainerLike {
   lifecycle?: Maybe<{ postStart?: Handler; preStop?: Handler }>;
 }
 
-export type VolumeLike = { name?: Maybe<string>; hostPath?: Maybe<{ path?: Maybe<string> }>; [source: string]: unknown };
+export type VolumeLike = {
+  name?: Maybe<string>;
+  hostPath?: Maybe<{ path?: Maybe<string> }>;
+  [source: string]: unknown;
+};
 
 export interface PodLike {
   metadata?: Maybe<{ annotations?: Maybe<Record<string, string>> }>;
@@ -98,7 +112,9 @@ export const privileged: CheckFn = (pod) => {
       paths.push(`${p}.securityContext.privileged`);
     }
   });
-  return bad.length ? fail("privileged", `${containersPhrase(bad)} must not set securityContext.privileged=true`, paths) : undefined;
+  return bad.length
+    ? fail("privileged", `${containersPhrase(bad)} must not set securityContext.privileged=true`, paths)
+    : undefined;
 };
 
 /** check_capabilities_baseline.go */
@@ -114,7 +130,11 @@ export const capabilitiesBaseline: CheckFn = (pod) => {
     paths.push(`${p}.securityContext.capabilities.add`);
   });
   if (!bad.length) return undefined;
-  return fail("non-default capabilities", `${containersPhrase(bad)} must not include ${joinQuote(sortedSet(caps))} in securityContext.capabilities.add`, paths);
+  return fail(
+    "non-default capabilities",
+    `${containersPhrase(bad)} must not include ${joinQuote(sortedSet(caps))} in securityContext.capabilities.add`,
+    paths,
+  );
 };
 
 /** check_hostPathVolumes.go, except volumes the node allow-list admits. */
@@ -126,7 +146,9 @@ export const hostPathVolumes: CheckFn = (pod, ctx) => {
     bad.push(v.name ?? "");
     paths.push(`spec.volumes[${i}].hostPath`);
   });
-  return bad.length ? fail("hostPath volumes", `${pluralize("volume", "volumes", bad.length)} ${joinQuote(bad)}`, paths) : undefined;
+  return bad.length
+    ? fail("hostPath volumes", `${pluralize("volume", "volumes", bad.length)} ${joinQuote(bad)}`, paths)
+    : undefined;
 };
 
 /** podsync's own rule at every level: with an allow-list set, no hostPath outside it (even when privileged). */
@@ -140,7 +162,11 @@ export const hostPathAllowList: CheckFn = (pod, ctx) => {
     paths.push(`spec.volumes[${i}].hostPath.path`);
   });
   if (!bad.length) return undefined;
-  return fail("hostPath outside the node allow-list", `${pluralize("volume", "volumes", bad.length)} ${joinQuote(bad)} must use a path under ${joinQuote([...ctx.hostPathAllow])}`, paths);
+  return fail(
+    "hostPath outside the node allow-list",
+    `${pluralize("volume", "volumes", bad.length)} ${joinQuote(bad)} must use a path under ${joinQuote([...ctx.hostPathAllow])}`,
+    paths,
+  );
 };
 
 /** check_hostPorts.go */
@@ -160,7 +186,11 @@ export const hostPorts: CheckFn = (pod) => {
   });
   if (!bad.length) return undefined;
   const list = sortedSet(ports);
-  return fail("hostPort", `${containersPhrase(bad)} ${pluralize("uses", "use", bad.length)} ${pluralize("hostPort", "hostPorts", list.length)} ${list.join(", ")}`, paths);
+  return fail(
+    "hostPort",
+    `${containersPhrase(bad)} ${pluralize("uses", "use", bad.length)} ${pluralize("hostPort", "hostPorts", list.length)} ${list.join(", ")}`,
+    paths,
+  );
 };
 
 /** check_appArmorProfile.go (fields and the deprecated annotations). */
@@ -184,7 +214,11 @@ export const appArmorProfile: CheckFn = (pod) => {
   });
   if (bad.length) setters.push(containersPhrase(bad));
   const annotations = pod.metadata?.annotations ?? {};
-  const badKeys = sortedSet(Object.keys(annotations).filter((k) => k.startsWith(APPARMOR_ANNOTATION_PREFIX) && !appArmorAnnotationAllowed(annotations[k]!)));
+  const badKeys = sortedSet(
+    Object.keys(annotations).filter(
+      (k) => k.startsWith(APPARMOR_ANNOTATION_PREFIX) && !appArmorAnnotationAllowed(annotations[k]!),
+    ),
+  );
   const valueList = sortedSet(values);
   if (badKeys.length) {
     valueList.push(...badKeys.map((k) => `${k}=${JSON.stringify(annotations[k])}`));
@@ -239,7 +273,11 @@ export const seLinuxOptions: CheckFn = (pod) => {
   if (typeList.length) data.push(`${pluralize("type", "types", typeList.length)} ${joinQuote(typeList)}`);
   if (setUser) data.push("user may not be set");
   if (setRole) data.push("role may not be set");
-  return fail("seLinuxOptions", `${setters.join(" and ")} set forbidden securityContext.seLinuxOptions: ${data.join("; ")}`, paths);
+  return fail(
+    "seLinuxOptions",
+    `${setters.join(" and ")} set forbidden securityContext.seLinuxOptions: ${data.join("; ")}`,
+    paths,
+  );
 };
 
 /** check_procMount.go (newest: procMount_1_35; no user-namespace relaxation, which is off by default). */
@@ -254,7 +292,13 @@ export const procMount: CheckFn = (pod) => {
     types.push(pm);
     paths.push(`${p}.securityContext.procMount`);
   });
-  return bad.length ? fail("procMount", `${containersPhrase(bad)} must not set securityContext.procMount to ${joinQuote(sortedSet(types))}`, paths) : undefined;
+  return bad.length
+    ? fail(
+        "procMount",
+        `${containersPhrase(bad)} must not set securityContext.procMount to ${joinQuote(sortedSet(types))}`,
+        paths,
+      )
+    : undefined;
 };
 
 /** Pod and containers that explicitly set seccompProfile.type outside RuntimeDefault/Localhost. */
@@ -289,7 +333,11 @@ function badSeccompSetters(pod: PodLike) {
 }
 
 const seccompExplicit = (s: ReturnType<typeof badSeccompSetters>): CheckResult =>
-  fail("seccompProfile", `${s.setters.join(" and ")} must not set securityContext.seccompProfile.type to ${joinQuote(sortedSet(s.values))}`, s.paths);
+  fail(
+    "seccompProfile",
+    `${s.setters.join(" and ")} must not set securityContext.seccompProfile.type to ${joinQuote(sortedSet(s.values))}`,
+    s.paths,
+  );
 
 /** check_seccompProfile_baseline.go (1.19+: the fields; unset is allowed). */
 export const seccompProfileBaseline: CheckFn = (pod) => {
@@ -302,7 +350,11 @@ export const seccompProfileRestricted: CheckFn = (pod) => {
   const s = badSeccompSetters(pod);
   if (s.setters.length) return seccompExplicit(s);
   if (!s.implicit.length) return undefined;
-  return fail("seccompProfile", `pod or ${containersPhrase(s.implicit)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`, s.implicitPaths);
+  return fail(
+    "seccompProfile",
+    `pod or ${containersPhrase(s.implicit)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`,
+    s.implicitPaths,
+  );
 };
 
 /** check_sysctls.go */
@@ -334,7 +386,13 @@ export const windowsHostProcess: CheckFn = (pod) => {
   }
   if (bad.length) setters.push(containersPhrase(bad));
   paths.push(...containerPaths);
-  return setters.length ? fail("hostProcess", `${setters.join(" and ")} must not set securityContext.windowsOptions.hostProcess=true`, paths) : undefined;
+  return setters.length
+    ? fail(
+        "hostProcess",
+        `${setters.join(" and ")} must not set securityContext.windowsOptions.hostProcess=true`,
+        paths,
+      )
+    : undefined;
 };
 
 /** check_hostProbesAndhostLifecycle.go (1.34+) */
@@ -370,10 +428,38 @@ export const hostProbesAndHostLifecycle: CheckFn = (pod) => {
 };
 
 /** check_restrictedVolumes.go (volume types in upstream's order), except hostPaths the allow-list admits. */
-const ALLOWED_VOLUME_SOURCES = ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"];
+const ALLOWED_VOLUME_SOURCES = [
+  "configMap",
+  "csi",
+  "downwardAPI",
+  "emptyDir",
+  "ephemeral",
+  "persistentVolumeClaim",
+  "projected",
+  "secret",
+];
 const RESTRICTED_VOLUME_TYPES = [
-  "hostPath", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "nfs", "iscsi", "glusterfs", "rbd", "flexVolume", "cinder",
-  "cephfs", "flocker", "fc", "azureFile", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "portworxVolume", "scaleIO", "storageos",
+  "hostPath",
+  "gcePersistentDisk",
+  "awsElasticBlockStore",
+  "gitRepo",
+  "nfs",
+  "iscsi",
+  "glusterfs",
+  "rbd",
+  "flexVolume",
+  "cinder",
+  "cephfs",
+  "flocker",
+  "fc",
+  "azureFile",
+  "vsphereVolume",
+  "quobyte",
+  "azureDisk",
+  "photonPersistentDisk",
+  "portworxVolume",
+  "scaleIO",
+  "storageos",
 ];
 export const restrictedVolumes: CheckFn = (pod, ctx) => {
   const bad: string[] = [];
@@ -406,7 +492,13 @@ export const allowPrivilegeEscalation: CheckFn = (pod) => {
     bad.push(name);
     paths.push(`${p}.securityContext.allowPrivilegeEscalation`);
   });
-  return bad.length ? fail("allowPrivilegeEscalation != false", `${containersPhrase(bad)} must set securityContext.allowPrivilegeEscalation=false`, paths) : undefined;
+  return bad.length
+    ? fail(
+        "allowPrivilegeEscalation != false",
+        `${containersPhrase(bad)} must set securityContext.allowPrivilegeEscalation=false`,
+        paths,
+      )
+    : undefined;
 };
 
 /** check_runAsNonRoot.go */
@@ -433,9 +525,18 @@ export const runAsNonRoot: CheckFn = (pod) => {
     }
   });
   if (explicit.length) setters.push(containersPhrase(explicit));
-  if (setters.length) return fail("runAsNonRoot != true", `${setters.join(" and ")} must not set securityContext.runAsNonRoot=false`, paths);
+  if (setters.length)
+    return fail(
+      "runAsNonRoot != true",
+      `${setters.join(" and ")} must not set securityContext.runAsNonRoot=false`,
+      paths,
+    );
   if (!implicit.length) return undefined;
-  return fail("runAsNonRoot != true", `pod or ${containersPhrase(implicit)} must set securityContext.runAsNonRoot=true`, implicitPaths);
+  return fail(
+    "runAsNonRoot != true",
+    `pod or ${containersPhrase(implicit)} must set securityContext.runAsNonRoot=true`,
+    implicitPaths,
+  );
 };
 
 /** check_runAsUser.go */
@@ -476,7 +577,11 @@ export const capabilitiesRestricted: CheckFn = (pod) => {
     }
   });
   const details: string[] = [];
-  if (missingDrop.length) details.push(`${containersPhrase(missingDrop)} must set securityContext.capabilities.drop=["ALL"]`);
-  if (adding.length) details.push(`${containersPhrase(adding)} must not include ${joinQuote(sortedSet(caps))} in securityContext.capabilities.add`);
+  if (missingDrop.length)
+    details.push(`${containersPhrase(missingDrop)} must set securityContext.capabilities.drop=["ALL"]`);
+  if (adding.length)
+    details.push(
+      `${containersPhrase(adding)} must not include ${joinQuote(sortedSet(caps))} in securityContext.capabilities.add`,
+    );
   return details.length ? fail("unrestricted capabilities", details.join("; "), paths) : undefined;
 };

@@ -31,17 +31,35 @@ export const POD_CHECKS: readonly CheckDef[] = [
   { id: "sysctls", level: "baseline", check: C.sysctls },
   { id: "windowsHostProcess", level: "baseline", check: C.windowsHostProcess },
   { id: "allowPrivilegeEscalation", level: "restricted", check: C.allowPrivilegeEscalation },
-  { id: "capabilities_restricted", level: "restricted", overrides: ["capabilities_baseline"], check: C.capabilitiesRestricted },
-  { id: "restrictedVolumes", level: "restricted", overrides: ["hostPathVolumes", "hostPathAllowList"], check: C.restrictedVolumes },
+  {
+    id: "capabilities_restricted",
+    level: "restricted",
+    overrides: ["capabilities_baseline"],
+    check: C.capabilitiesRestricted,
+  },
+  {
+    id: "restrictedVolumes",
+    level: "restricted",
+    overrides: ["hostPathVolumes", "hostPathAllowList"],
+    check: C.restrictedVolumes,
+  },
   { id: "runAsNonRoot", level: "restricted", check: C.runAsNonRoot },
   { id: "runAsUser", level: "restricted", check: C.runAsUser },
-  { id: "seccompProfile_restricted", level: "restricted", overrides: ["seccompProfile_baseline"], check: C.seccompProfileRestricted },
+  {
+    id: "seccompProfile_restricted",
+    level: "restricted",
+    overrides: ["seccompProfile_baseline"],
+    check: C.seccompProfileRestricted,
+  },
 ];
 
 const RANK: Record<PolicyLevel, number> = { privileged: 0, baseline: 1, restricted: 2 };
 
 /** The checks a level runs, in order, without those a stricter applicable check overrides. */
-export function checksFor<T extends Pick<CheckDef, "id" | "level" | "overrides">>(checks: readonly T[], level: PolicyLevel): T[] {
+export function checksFor<T extends Pick<CheckDef, "id" | "level" | "overrides">>(
+  checks: readonly T[],
+  level: PolicyLevel,
+): T[] {
   const active = checks.filter((c) => RANK[c.level] <= RANK[level]);
   const overridden = new Set(active.flatMap((c) => c.overrides ?? []));
   return active.filter((c) => !overridden.has(c.id));

@@ -35,7 +35,12 @@ export const policySettingsShape = {
   /** Comma separated (or a JSON array in the config file, which loadSettings joins with commas). */
   PODSYNC_POLICY_HOSTPATH_ALLOW: z
     .string()
-    .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(hostPathPrefix))
     .default([]),
 };

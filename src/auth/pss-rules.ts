@@ -5,8 +5,19 @@
 
 /** check_capabilities_baseline.go: the container runtime's default set. */
 export const BASELINE_CAPABILITIES: ReadonlySet<string> = new Set([
-  "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
-  "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+  "AUDIT_WRITE",
+  "CHOWN",
+  "DAC_OVERRIDE",
+  "FOWNER",
+  "FSETID",
+  "KILL",
+  "MKNOD",
+  "NET_BIND_SERVICE",
+  "SETFCAP",
+  "SETGID",
+  "SETPCAP",
+  "SETUID",
+  "SYS_CHROOT",
 ]);
 
 /** check_capabilities_restricted.go */
@@ -34,14 +45,21 @@ export const SAFE_SYSCTLS: ReadonlySet<string> = new Set([
 export const sysctlAllowed = (name: string): boolean => SAFE_SYSCTLS.has(name.replaceAll("/", "."));
 
 /** check_seLinuxOptions.go (1.31+ adds container_engine_t). */
-export const SELINUX_ALLOWED_TYPES: ReadonlySet<string> = new Set(["", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"]);
+export const SELINUX_ALLOWED_TYPES: ReadonlySet<string> = new Set([
+  "",
+  "container_t",
+  "container_init_t",
+  "container_kvm_t",
+  "container_engine_t",
+]);
 
 /** check_seccompProfile_baseline.go validSeccomp, check_appArmorProfile.go allowedProfileType. */
 export const CONFINED_PROFILE_TYPES: ReadonlySet<string> = new Set(["RuntimeDefault", "Localhost"]);
 
 /** check_appArmorProfile.go: the deprecated per-container annotation and its allowed values. */
 export const APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/";
-export const appArmorAnnotationAllowed = (v: string): boolean => v === "" || v === "runtime/default" || v.startsWith("localhost/");
+export const appArmorAnnotationAllowed = (v: string): boolean =>
+  v === "" || v === "runtime/default" || v.startsWith("localhost/");
 
 /** helpers.go */
 export function joinQuote(items: readonly string[]): string {
@@ -57,4 +75,5 @@ export function sortedSet(items: Iterable<string>): string[] {
 }
 
 /** `containers "a", "b"` */
-export const containersPhrase = (names: readonly string[]): string => `${pluralize("container", "containers", names.length)} ${joinQuote(names)}`;
+export const containersPhrase = (names: readonly string[]): string =>
+  `${pluralize("container", "containers", names.length)} ${joinQuote(names)}`;

@@ -14,16 +14,26 @@ export interface ReadScope {
 }
 
 function readCheck(p: Record<string, unknown>): AuthError | undefined {
-  if (p["act"] !== READ_ACT) return new AuthError("bad-claims", `token "act" claim must be "${READ_ACT}" for the Kubernetes API (got ${JSON.stringify(p["act"] ?? null)}); kubectl gets one from the plugin podsync kubeconfig sets up`);
-  if (p["exec"] !== undefined && typeof p["exec"] !== "boolean") return new AuthError("bad-claims", 'token "exec" claim must be true or false');
-  if (p["uid"] !== undefined) return new AuthError("bad-claims", 'a read token must not carry "uid" (it reads the whole node)');
+  if (p["act"] !== READ_ACT)
+    return new AuthError(
+      "bad-claims",
+      `token "act" claim must be "${READ_ACT}" for the Kubernetes API (got ${JSON.stringify(p["act"] ?? null)}); kubectl gets one from the plugin podsync kubeconfig sets up`,
+    );
+  if (p["exec"] !== undefined && typeof p["exec"] !== "boolean")
+    return new AuthError("bad-claims", 'token "exec" claim must be true or false');
+  if (p["uid"] !== undefined)
+    return new AuthError("bad-claims", 'a read token must not carry "uid" (it reads the whole node)');
   return undefined;
 }
 
 /** `Authorization: Bearer <compact JWS>` with the read scope; nothing is answered without one. */
 export async function verifyReadToken(verifier: Verifier, authorization: string | undefined): Promise<ReadScope> {
   const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? "");
-  if (!m) throw new AuthError("missing", "send Authorization: Bearer <read token> (kubectl sends it only over https; see docs/kubectl.md)");
+  if (!m)
+    throw new AuthError(
+      "missing",
+      "send Authorization: Bearer <read token> (kubectl sends it only over https; see docs/kubectl.md)",
+    );
   const token = await verifier.verify(m[1]!, { consume: false, check: readCheck });
   return { token, exec: token.payload["exec"] === true };
 }

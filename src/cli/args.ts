@@ -52,7 +52,8 @@ export function commandName(argv: readonly string[]): { name: string | undefined
     if (a === "--") break;
     if (a.startsWith("-")) {
       const long = a.startsWith("--") ? a.slice(2) : undefined;
-      const spec = long !== undefined ? globalOptions[long] : Object.values(globalOptions).find((s) => s.short === a.slice(1));
+      const spec =
+        long !== undefined ? globalOptions[long] : Object.values(globalOptions).find((s) => s.short === a.slice(1));
       if (spec?.type === "string") i++;
       continue;
     }
@@ -62,11 +63,25 @@ export function commandName(argv: readonly string[]): { name: string | undefined
 }
 
 /** Parses a command's arguments (global flags and its own); a bad flag is a UsageError naming it. */
-export function parseCommandArgs(argv: string[], options: Record<string, OptionSpec>, command: string): { o: Opts; positionals: string[] } {
+export function parseCommandArgs(
+  argv: string[],
+  options: Record<string, OptionSpec>,
+  command: string,
+): { o: Opts; positionals: string[] } {
   const all = { ...globalOptions, ...options };
   try {
     const { args, falses } = booleanValues(argv, all, command);
-    const { values, positionals } = parseArgs({ args, allowPositionals: true, strict: true, options: Object.fromEntries(Object.entries(all).map(([k, s]) => [k, { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) }])) });
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: Object.fromEntries(
+        Object.entries(all).map(([k, s]) => [
+          k,
+          { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) },
+        ]),
+      ),
+    });
     for (const f of falses) (values as Opts)[f] = false;
     return { o: values as Opts, positionals };
   } catch (e) {
@@ -77,7 +92,11 @@ export function parseCommandArgs(argv: string[], options: Record<string, OptionS
 /** kubectl's `--flag=true|false` for boolean flags (`--wait=false`, `--no-headers=true`): parseArgs takes no
  * value for a boolean, so `=true` becomes the bare flag and `=false` is set to false after parsing. Nothing
  * after `--` is touched. */
-function booleanValues(argv: string[], all: Record<string, OptionSpec>, command: string): { args: string[]; falses: string[] } {
+function booleanValues(
+  argv: string[],
+  all: Record<string, OptionSpec>,
+  command: string,
+): { args: string[]; falses: string[] } {
   const end = argv.indexOf("--");
   const head = end < 0 ? argv : argv.slice(0, end);
   const falses: string[] = [];
@@ -99,7 +118,9 @@ function usageMessage(e: Error & { code?: string }): string {
     case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
       return `unknown flag ${quoted}`;
     case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
-      return e.message.includes("does not take an argument") ? `flag ${long} takes no value` : `flag ${long} needs a value (to give one that starts with "-", write ${long}=VALUE)`;
+      return e.message.includes("does not take an argument")
+        ? `flag ${long} takes no value`
+        : `flag ${long} needs a value (to give one that starts with "-", write ${long}=VALUE)`;
     default:
       return e.message.split("\n")[0] ?? e.message;
   }

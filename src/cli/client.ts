@@ -80,12 +80,17 @@ export function createCtx(command: string, args: string[], o: Opts, env: NodeJS.
       try {
         body = JSON.parse(text) as Record<string, unknown>;
       } catch {
-        throw new ServerError(r.status, { title: `HTTP ${r.status}`, detail: `the answer is not JSON: ${text.slice(0, 200)}` });
+        throw new ServerError(r.status, {
+          title: `HTTP ${r.status}`,
+          detail: `the answer is not JSON: ${text.slice(0, 200)}`,
+        });
       }
-      if (r.status >= 400 && (r.status !== 207 || body["type"])) throw new ServerError(r.status, body, authHint(ctx, body));
+      if (r.status >= 400 && (r.status !== 207 || body["type"]))
+        throw new ServerError(r.status, body, authHint(ctx, body));
       return body as T;
     },
-    call: async (method, path, claims) => ctx.json(await ctx.fetch(path, { method, headers: { authorization: `Bearer ${await ctx.sign(claims)}` } })),
+    call: async (method, path, claims) =>
+      ctx.json(await ctx.fetch(path, { method, headers: { authorization: `Bearer ${await ctx.sign(claims)}` } })),
     note: (line) => {
       if (!ctx.quiet) process.stderr.write(`${line}\n`);
     },

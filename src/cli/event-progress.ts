@@ -22,7 +22,9 @@ export interface EventProgress {
 export function followEvents(ctx: Ctx, since: number, pod?: { namespace: string; name: string }): EventProgress {
   let latest = "";
   const abort = new AbortController();
-  const path = pod ? `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${pod.name}`)}` : "/api/v1/events";
+  const path = pod
+    ? `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${pod.name}`)}`
+    : "/api/v1/events";
   // Events carry seconds: one from the second the command started counts (an older one is the last run's).
   const from = Math.floor(since / 1000) * 1000;
   watchEvents(

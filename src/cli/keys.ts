@@ -33,7 +33,8 @@ export interface FoundKey {
 /** The key to sign with, in the lookup order above; an error names every place looked at. */
 export function findKey(explicit: string | undefined, env: NodeJS.ProcessEnv = process.env): FoundKey {
   if (explicit !== undefined) return { path: explicit, source: "--key", key: readKey(explicit, "--key") };
-  if (env["PODSYNC_KEY"]) return { path: env["PODSYNC_KEY"], source: "$PODSYNC_KEY", key: readKey(env["PODSYNC_KEY"], "$PODSYNC_KEY") };
+  if (env["PODSYNC_KEY"])
+    return { path: env["PODSYNC_KEY"], source: "$PODSYNC_KEY", key: readKey(env["PODSYNC_KEY"], "$PODSYNC_KEY") };
   const user = join(configDir(env), "key.json");
   if (existsSync(user)) return { path: user, source: "the config dir", key: readKey(user, "the config dir") };
   const dev = join(env["PODSYNC_DEV_DIR"] || ".podsync", "dev-key.json");
@@ -56,13 +57,22 @@ function readKey(path: string, source: string): PrivateKey {
     key = JSON.parse(readFileSync(path, "utf8")) as PrivateKey;
   } catch (e) {
     const why = (e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message;
-    return fail(`cannot read the signing key ${path} (from ${source}): ${why}. Make one with \`podsync keygen\`; ${trustHint("DIR/jwks.json", DEV_ISSUER)}.`);
+    return fail(
+      `cannot read the signing key ${path} (from ${source}): ${why}. Make one with \`podsync keygen\`; ${trustHint("DIR/jwks.json", DEV_ISSUER)}.`,
+    );
   }
-  if (typeof key !== "object" || key === null || !key.alg || !key.d) fail(`${path} (from ${source}) is not a private JWK with "alg" (podsync keygen writes one)`);
+  if (typeof key !== "object" || key === null || !key.alg || !key.d)
+    fail(`${path} (from ${source}) is not a private JWK with "alg" (podsync keygen writes one)`);
   return key;
 }
 
-export async function signToken(key: PrivateKey, claims: Record<string, unknown>, aud: string, ttlSeconds: number, iss: string | undefined): Promise<string> {
+export async function signToken(
+  key: PrivateKey,
+  claims: Record<string, unknown>,
+  aud: string,
+  ttlSeconds: number,
+  iss: string | undefined,
+): Promise<string> {
   const { importJWK, SignJWT } = await import("jose");
   const k = await importJWK(key, key.alg);
   return new SignJWT(claims)

@@ -25,7 +25,10 @@ function usage(): string {
 }
 
 function flagLines(options: Record<string, { type: string; short?: string; help?: string }>): string[] {
-  const names = Object.entries(options).map(([k, s]) => [`${s.short ? `-${s.short}, ` : "    "}--${k}${s.type === "string" ? " VALUE" : ""}`, s.help ?? ""] as const);
+  const names = Object.entries(options).map(
+    ([k, s]) =>
+      [`${s.short ? `-${s.short}, ` : "    "}--${k}${s.type === "string" ? " VALUE" : ""}`, s.help ?? ""] as const,
+  );
   const width = Math.max(...names.map(([n]) => n.length));
   return names.map(([n, h]) => `  ${n.padEnd(width + 2)}${h}`.trimEnd());
 }
@@ -38,7 +41,9 @@ function commandHelp(c: Command): string {
     ...(Object.keys(c.options).length ? ["", "flags:", ...flagLines(c.options)] : []),
     ...(c.examples?.length ? ["", "examples:", ...c.examples.map((e) => `  ${e}`)] : []),
     "",
-    `global flags (see podsync --help): ${Object.entries(globalOptions).map(([k, s]) => (s.short ? `-${s.short}/--${k}` : `--${k}`)).join(" ")}`,
+    `global flags (see podsync --help): ${Object.entries(globalOptions)
+      .map(([k, s]) => (s.short ? `-${s.short}/--${k}` : `--${k}`))
+      .join(" ")}`,
   ].join("\n");
 }
 
@@ -59,7 +64,9 @@ async function main(argv: string[]) {
   const entry = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!entry) {
     const near = Object.keys(commands).find((c) => c.startsWith(name.slice(0, 3)));
-    throw new UsageError(`unknown command "${name}"${near ? ` (did you mean "${near}"?)` : ""}; podsync --help lists the commands`);
+    throw new UsageError(
+      `unknown command "${name}"${near ? ` (did you mean "${near}"?)` : ""}; podsync --help lists the commands`,
+    );
   }
   const command = (await entry.load()).default;
   const flags = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest;

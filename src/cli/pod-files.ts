@@ -5,7 +5,9 @@ import { fail } from "./args.js";
 /** The pod file as the signed payload's claims: `pod` (at most one), the ConfigMaps and Secrets that came with it,
  * and every other object as `items` (workloads, claims; kinds the node skips it says so) — a YAML stream or a v1
  * List, as `podman kube play` reads them. The node validates it all. */
-export async function readPod(path: string): Promise<{ pod?: unknown; items?: unknown[]; configMaps?: unknown[]; secrets?: unknown[] }> {
+export async function readPod(
+  path: string,
+): Promise<{ pod?: unknown; items?: unknown[]; configMaps?: unknown[]; secrets?: unknown[] }> {
   const text = readText(path);
   const yaml = path.endsWith(".json") ? undefined : await import("yaml");
   let docs: unknown[];
@@ -20,15 +22,25 @@ export async function readPod(path: string): Promise<{ pod?: unknown; items?: un
     return fail(`${path}: ${(e as Error).message}`);
   }
   const kindOf = (d: unknown) => (typeof d === "object" && d !== null ? (d as { kind?: unknown }).kind : undefined);
-  const all = docs.flatMap((d) => (kindOf(d) === "List" ? ((d as { items?: unknown[] }).items ?? []) : d === null ? [] : [d]));
+  const all = docs.flatMap((d) =>
+    kindOf(d) === "List" ? ((d as { items?: unknown[] }).items ?? []) : d === null ? [] : [d],
+  );
   requireKinds(path, all);
   const pods = all.filter((d) => kindOf(d) === "Pod" || kindOf(d) === undefined);
-  if (pods.length > 1) fail(`${path} holds ${pods.length} pods; sync takes one. To make several pods the node's set, use podsync apply -f ${path}`);
+  if (pods.length > 1)
+    fail(
+      `${path} holds ${pods.length} pods; sync takes one. To make several pods the node's set, use podsync apply -f ${path}`,
+    );
   const configMaps = all.filter((d) => kindOf(d) === "ConfigMap");
   const secrets = all.filter((d) => kindOf(d) === "Secret");
   const items = all.filter((d) => !["Pod", "ConfigMap", "Secret", undefined].includes(kindOf(d) as string));
   if (pods.length === 0 && items.length === 0) fail(`${path} holds no Pod and no workload`);
-  return { ...(pods.length ? { pod: pods[0] } : {}), ...(items.length ? { items } : {}), ...(configMaps.length ? { configMaps } : {}), ...(secrets.length ? { secrets } : {}) };
+  return {
+    ...(pods.length ? { pod: pods[0] } : {}),
+    ...(items.length ? { items } : {}),
+    ...(configMaps.length ? { configMaps } : {}),
+    ...(secrets.length ? { secrets } : {}),
+  };
 }
 
 /** As the node reads a body: only a file that is one pod may leave out kind; in a file of several objects each
@@ -36,7 +48,10 @@ export async function readPod(path: string): Promise<{ pod?: unknown; items?: un
 function requireKinds(path: string, objs: unknown[]): void {
   if (objs.length < 2) return;
   const i = objs.findIndex((d) => typeof d === "object" && d !== null && (d as { kind?: unknown }).kind === undefined);
-  if (i >= 0) fail(`${path}: object ${i + 1} of ${objs.length} has no kind: in a file of several objects each names its kind (Pod, Deployment, ConfigMap, ...) and apiVersion; only a file that is one pod may leave them out`);
+  if (i >= 0)
+    fail(
+      `${path}: object ${i + 1} of ${objs.length} has no kind: in a file of several objects each names its kind (Pod, Deployment, ConfigMap, ...) and apiVersion; only a file that is one pod may leave them out`,
+    );
 }
 
 /** A file's text ("-": stdin); a file that cannot be read is an error naming it. */
@@ -49,7 +64,9 @@ export function readBytes(path: string): Buffer<ArrayBuffer> {
     return (path === "-" ? readFileSync(0) : readFileSync(path)) as Buffer<ArrayBuffer>;
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    return fail(`cannot read ${path}: ${err.code === "ENOENT" ? "no such file" : err.code === "EISDIR" ? "it is a directory" : err.message}`);
+    return fail(
+      `cannot read ${path}: ${err.code === "ENOENT" ? "no such file" : err.code === "EISDIR" ? "it is a directory" : err.message}`,
+    );
   }
 }
 
@@ -57,10 +74,12 @@ export function readBytes(path: string): Buffer<ArrayBuffer> {
 export async function readPods(path: string, text: string, json: boolean): Promise<unknown[]> {
   let docs: unknown[];
   try {
-    docs = json ? [JSON.parse(text)] : (await import("yaml")).parseAllDocuments(text).map((d) => {
-      if (d.errors[0]) throw d.errors[0];
-      return d.toJS();
-    });
+    docs = json
+      ? [JSON.parse(text)]
+      : (await import("yaml")).parseAllDocuments(text).map((d) => {
+          if (d.errors[0]) throw d.errors[0];
+          return d.toJS();
+        });
   } catch (e) {
     return fail(`${path}: ${(e as Error).message}`);
   }

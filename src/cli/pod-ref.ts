@@ -23,7 +23,16 @@ export async function resolvePod(ctx: Ctx, arg: string): Promise<PodRef> {
   const name = podName(arg);
   const l = await listPods(ctx);
   const all = [...l.items, ...l.orphans];
-  const p = all.find((p) => p.metadata.namespace === ctx.namespace && p.metadata.name === name) ?? all.find((p) => p.metadata.uid === name);
+  const p =
+    all.find((p) => p.metadata.namespace === ctx.namespace && p.metadata.name === name) ??
+    all.find((p) => p.metadata.uid === name);
   if (p) return { uid: p.metadata.uid, namespace: p.metadata.namespace, name: p.metadata.name, pod: p };
-  return fail(notFound("pods", name, ctx.namespace, all.filter((p) => p.metadata.name === name).map((p) => p.metadata.namespace)));
+  return fail(
+    notFound(
+      "pods",
+      name,
+      ctx.namespace,
+      all.filter((p) => p.metadata.name === name).map((p) => p.metadata.namespace),
+    ),
+  );
 }

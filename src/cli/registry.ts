@@ -11,17 +11,38 @@ export const commands: Record<string, Entry> = {
   serve: { summary: "start podsync on this node (what npm start runs)", load: () => import("./commands/serve.js") },
   keygen: { summary: "write a signing key pair", load: () => import("./commands/keygen.js") },
   sign: { summary: "print a compact JWS carrying a pod", load: () => import("./commands/sign.js") },
-  sync: { summary: "sign one pod and send it to the node, which runs it and keeps it running", load: () => import("./commands/sync.js") },
+  sync: {
+    summary: "sign one pod and send it to the node, which runs it and keeps it running",
+    load: () => import("./commands/sync.js"),
+  },
   plan: { summary: "what the node would do for a pod, doing nothing", load: () => import("./commands/sync.js") },
   apply: { summary: "make a file's pods the node's whole desired set", load: () => import("./commands/apply.js") },
-  pods: { summary: "the node's pods in every namespace, like kubectl get pods -A", load: () => import("./commands/pods.js") },
-  get: { summary: "pods, like kubectl get (by name, -l, -o wide|name|json|yaml|jsonpath, -w)", load: () => import("./commands/get.js") },
-  wait: { summary: "wait for a pod's condition (Ready) or its deletion, like kubectl wait", load: () => import("./commands/wait.js") },
-  status: { summary: "a pod's sandbox and containers as the runtime reports them", load: () => import("./commands/status.js") },
+  pods: {
+    summary: "the node's pods in every namespace, like kubectl get pods -A",
+    load: () => import("./commands/pods.js"),
+  },
+  get: {
+    summary: "pods, like kubectl get (by name, -l, -o wide|name|json|yaml|jsonpath, -w)",
+    load: () => import("./commands/get.js"),
+  },
+  wait: {
+    summary: "wait for a pod's condition (Ready) or its deletion, like kubectl wait",
+    load: () => import("./commands/wait.js"),
+  },
+  status: {
+    summary: "a pod's sandbox and containers as the runtime reports them",
+    load: () => import("./commands/status.js"),
+  },
   delete: { summary: "stop, remove and forget pods, like kubectl delete", load: () => import("./commands/delete.js") },
   logs: { summary: "a container's log, like kubectl logs", load: () => import("./commands/logs.js") },
   exec: { summary: "run a command in a container", load: () => import("./commands/exec.js") },
-  token: { summary: "print a Bearer token for curl (status, logs, delete, metrics)", load: () => import("./commands/token.js") },
-  kubeconfig: { summary: "a kubeconfig for kubectl against the node (its plugin mints read tokens)", load: () => import("./commands/kubeconfig.js") },
+  token: {
+    summary: "print a Bearer token for curl (status, logs, delete, metrics)",
+    load: () => import("./commands/token.js"),
+  },
+  kubeconfig: {
+    summary: "a kubeconfig for kubectl against the node (its plugin mints read tokens)",
+    load: () => import("./commands/kubeconfig.js"),
+  },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
 };

@@ -26,8 +26,10 @@ export function parseSelector(text: string): Selector {
     if (!p) fail(`-l "${text}": an empty requirement`);
     let m: RegExpExecArray | null;
     if ((m = /^!\s*([\w./-]+)$/.exec(p))) reqs.push({ key: m[1]!, op: "!", values: [] });
-    else if ((m = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(p))) reqs.push({ key: m[1]!, op: m[2] === "!=" ? "!=" : "=", values: [m[3]!] });
-    else if ((m = /^([\w./-]+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(p))) reqs.push({ key: m[1]!, op: m[2] as "in", values: m[3]!.split(",").map((v) => v.trim()) });
+    else if ((m = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(p)))
+      reqs.push({ key: m[1]!, op: m[2] === "!=" ? "!=" : "=", values: [m[3]!] });
+    else if ((m = /^([\w./-]+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(p)))
+      reqs.push({ key: m[1]!, op: m[2] as "in", values: m[3]!.split(",").map((v) => v.trim()) });
     else if ((m = /^([\w./-]+)$/.exec(p))) reqs.push({ key: m[1]!, op: "exists", values: [] });
     else fail(`-l "${text}": cannot parse "${p}" (use k=v, k!=v, k in (a,b), k notin (a,b), k or !k)`);
   }

@@ -16,7 +16,12 @@ export interface WatchEvent {
 export class WatchUnavailable extends Error {}
 
 /** Calls `on` for each event until `signal` aborts. Throws WatchUnavailable when the first request is refused. */
-export async function watchEvents(ctx: Ctx, path: string, on: (e: WatchEvent) => void | Promise<void>, signal?: AbortSignal): Promise<void> {
+export async function watchEvents(
+  ctx: Ctx,
+  path: string,
+  on: (e: WatchEvent) => void | Promise<void>,
+  signal?: AbortSignal,
+): Promise<void> {
   let rv = "";
   let first = true;
   while (!signal?.aborted) {
@@ -25,7 +30,10 @@ export async function watchEvents(ctx: Ctx, path: string, on: (e: WatchEvent) =>
     const q = `watch=1&allowWatchBookmarks=true${rv ? `&resourceVersion=${encodeURIComponent(rv)}` : ""}`;
     let r: Response;
     try {
-      r = await ctx.fetch(`${path}${path.includes("?") ? "&" : "?"}${q}`, { headers: { authorization: `Bearer ${token}`, accept: "application/json" }, ...(signal ? { signal } : {}) });
+      r = await ctx.fetch(`${path}${path.includes("?") ? "&" : "?"}${q}`, {
+        headers: { authorization: `Bearer ${token}`, accept: "application/json" },
+        ...(signal ? { signal } : {}),
+      });
     } catch (e) {
       if (signal?.aborted) return;
       throw e;
@@ -62,7 +70,9 @@ export async function watchEvents(ctx: Ctx, path: string, on: (e: WatchEvent) =>
               rv = "";
               break;
             }
-            throw new Error(String((e.object as unknown as { message?: string }).message ?? "the watch ended with an error"));
+            throw new Error(
+              String((e.object as unknown as { message?: string }).message ?? "the watch ended with an error"),
+            );
           }
           rv = e.object.metadata.resourceVersion ?? rv;
           if (e.type !== "BOOKMARK") await on(e);

@@ -11,7 +11,6 @@ export interface PullBackOffStore {
   delete(key: string): void;
 }
 
-
 /** kubelet's container restart back-off (pkg/kubelet/kubelet.go: backOffPeriod 10 s, MaxContainerBackOff 300 s). */
 export const BACKOFF_INITIAL_MS = 10_000;
 export const BACKOFF_MAX_MS = 300_000;
@@ -44,7 +43,11 @@ function backOffExpired(s: ContainerStatus): boolean {
 /** doBackOff, stateless: [in back-off, delay] from the newest exited instance of this container. kubelet keys its
  * back-off by getStableKey, which includes the container hash, so a changed container starts at once with a fresh
  * streak; podsync does the same for any spec change (its spec hash), not only name and image. */
-export function crashLoopBackOff(container: Container, status: PodStatus, now: number): { inBackOff: boolean; delayMs: number; streak: number } {
+export function crashLoopBackOff(
+  container: Container,
+  status: PodStatus,
+  now: number,
+): { inBackOff: boolean; delayMs: number; streak: number } {
   const last = status.containerStatuses.find((c) => c.name === container.name && c.state === "exited");
   if (!last || containerChanged(container, last)) return { inBackOff: false, delayMs: 0, streak: 0 };
   if (backOffExpired(last)) return { inBackOff: false, delayMs: 0, streak: 1 };

@@ -76,8 +76,10 @@ export class PodStatusCache {
   set(uid: string, status: PodStatus, t: Ticket | undefined): void {
     if (!t || !this.up || t.all !== this.all) return;
     const touched = this.touched.get(uid);
-    if ((touched?.n ?? 0) !== t.pod || (touched && t.at - touched.at < QUIET_MS) || t.at - this.unknownAt < QUIET_MS) return;
-    if (status.sandboxStatuses.length !== 1 || status.sandboxStatuses[0]!.state !== PodSandboxState.SANDBOX_READY) return;
+    if ((touched?.n ?? 0) !== t.pod || (touched && t.at - touched.at < QUIET_MS) || t.at - this.unknownAt < QUIET_MS)
+      return;
+    if (status.sandboxStatuses.length !== 1 || status.sandboxStatuses[0]!.state !== PodSandboxState.SANDBOX_READY)
+      return;
     const sandbox = status.sandboxStatuses[0]!.id;
     if (this.exits.has(sandbox)) return;
     for (const c of status.containerStatuses) {

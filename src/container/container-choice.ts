@@ -22,12 +22,26 @@ export function containerNames(status: PodStatus): string[] {
  * The container asked for, or the pod's only one. `candidates` are the names a default may be chosen from
  * (the spec's app containers when known, else every name the runtime has).
  */
-export function pickContainer(status: PodStatus, podName: string, asked: string | undefined, candidates = containerNames(status)): string {
+export function pickContainer(
+  status: PodStatus,
+  podName: string,
+  asked: string | undefined,
+  candidates = containerNames(status),
+): string {
   const names = containerNames(status);
   if (asked !== undefined) {
-    if (!names.includes(asked)) throw new ContainerChoiceError("not-found", `container ${JSON.stringify(asked)} is not valid for pod ${JSON.stringify(podName)}; choose one of: ${names.join(", ")}`, names);
+    if (!names.includes(asked))
+      throw new ContainerChoiceError(
+        "not-found",
+        `container ${JSON.stringify(asked)} is not valid for pod ${JSON.stringify(podName)}; choose one of: ${names.join(", ")}`,
+        names,
+      );
     return asked;
   }
   if (candidates.length === 1) return candidates[0]!;
-  throw new ContainerChoiceError("bad-request", `a container name must be specified for pod ${JSON.stringify(podName)}, choose one of: [${names.join(" ")}]`, names);
+  throw new ContainerChoiceError(
+    "bad-request",
+    `a container name must be specified for pod ${JSON.stringify(podName)}, choose one of: [${names.join(" ")}]`,
+    names,
+  );
 }

@@ -80,7 +80,9 @@ export function fieldRefValue(pod: Pod, fieldPath: string, info: DownwardInfo): 
  * allocatable (podsync reserves nothing: allocatable is the capacity); a request not set is its limit when
  * one is set (API-server defaulting), else 0. Divided by the divisor and rounded up. */
 export function resourceFieldValue(ref: ResourceFieldSelector, pod: Pod, self: Container, node: NodeConfig): string {
-  const c = ref.containerName ? [...(pod.spec.initContainers ?? []), ...pod.spec.containers].find((x) => x.name === ref.containerName) : self;
+  const c = ref.containerName
+    ? [...(pod.spec.initContainers ?? []), ...pod.spec.containers].find((x) => x.name === ref.containerName)
+    : self;
   if (!c) return "";
   const [kind, res] = ref.resource.split(".") as ["limits" | "requests", "cpu" | "memory"];
   const lim = c.resources?.limits?.[res];
@@ -88,9 +90,11 @@ export function resourceFieldValue(ref: ResourceFieldSelector, pod: Pod, self: C
   const divisor = ref.divisor !== undefined ? (parseQuantity(ref.divisor) ?? 1) : 1;
   if (res === "cpu") {
     const capacity = Math.round((node.cpuCapacity ?? 1) * 1000);
-    const milli = kind === "limits" ? (lim !== undefined ? milliCPU(lim) : capacity) : req !== undefined ? milliCPU(req) : 0;
+    const milli =
+      kind === "limits" ? (lim !== undefined ? milliCPU(lim) : capacity) : req !== undefined ? milliCPU(req) : 0;
     return String(Math.ceil(milli / Math.round(divisor * 1000)));
   }
-  const b = kind === "limits" ? (lim !== undefined ? bytes(lim) : node.memoryCapacity) : req !== undefined ? bytes(req) : 0;
+  const b =
+    kind === "limits" ? (lim !== undefined ? bytes(lim) : node.memoryCapacity) : req !== undefined ? bytes(req) : 0;
   return String(Math.ceil(b / divisor));
 }

@@ -11,10 +11,12 @@ import { fieldRefValue, resourceFieldValue, type DownwardInfo } from "./downward
 const text = new TextDecoder();
 
 /** Whether a container takes env from outside its spec (and so needs a resolver). */
-export const usesEnvSources = (c: Container) => (c.envFrom?.length ?? 0) > 0 || (c.env ?? []).some((e) => e.valueFrom !== undefined);
+export const usesEnvSources = (c: Container) =>
+  (c.envFrom?.length ?? 0) > 0 || (c.env ?? []).some((e) => e.valueFrom !== undefined);
 
 /** Whether a container's env needs the pod's IPs (status.podIP(s)), which a new sandbox reports only in its status. */
-export const needsPodIPs = (c: Container) => (c.env ?? []).some((e) => e.valueFrom?.fieldRef?.fieldPath.startsWith("status.podIP") === true);
+export const needsPodIPs = (c: Container) =>
+  (c.env ?? []).some((e) => e.valueFrom?.fieldRef?.fieldPath.startsWith("status.podIP") === true);
 
 export function envResolver(pod: Pod, container: Container, objects: PodObjects, info: DownwardInfo): EnvResolver {
   const cms = new Map(objects.configMaps.map((c) => [c.metadata.name, c]));
@@ -45,13 +47,19 @@ export function envResolver(pod: Pod, container: Container, objects: PodObjects,
         const cm = cms.get(name);
         // kubelet reads data only here (binaryData is not env); a key only in binaryData is a missing key.
         if (cm?.data && Object.hasOwn(cm.data, key)) return cm.data[key];
-        return required(optional, cm ? `couldn't find key ${key} in ConfigMap ${ns}/${name}` : `configmap "${name}" not found`);
+        return required(
+          optional,
+          cm ? `couldn't find key ${key} in ConfigMap ${ns}/${name}` : `configmap "${name}" not found`,
+        );
       }
       if (src.secretKeyRef) {
         const { name, key, optional } = src.secretKeyRef;
         const s = secrets.get(name);
         if (s && Object.hasOwn(s.data, key)) return text.decode(s.data[key]);
-        return required(optional, s ? `couldn't find key ${key} in Secret ${ns}/${name}` : `secret "${name}" not found`);
+        return required(
+          optional,
+          s ? `couldn't find key ${key} in Secret ${ns}/${name}` : `secret "${name}" not found`,
+        );
       }
       return undefined;
     },

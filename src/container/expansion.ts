@@ -16,7 +16,10 @@ export function expand(input: string, vars: ReadonlyMap<string, string>, limit =
   if (!input.includes("$")) return input;
   let out = "";
   const check = () => {
-    if (out.length > limit) throw new ExpansionTooLargeError(`a $(VAR) reference expands past ${limit / 1024} KiB (Linux's MAX_ARG_STRLEN); refused before it is built`);
+    if (out.length > limit)
+      throw new ExpansionTooLargeError(
+        `a $(VAR) reference expands past ${limit / 1024} KiB (Linux's MAX_ARG_STRLEN); refused before it is built`,
+      );
   };
   for (let i = 0; i < input.length; i++) {
     const ch = input[i]!;
@@ -74,16 +77,18 @@ const utf8 = new TextEncoder();
 export const toKeyValues = (vars: Map<string, string>): MessageInitShape<typeof KeyValueSchema>[] =>
   [...vars].map(([key, value]) => ({ key, value: utf8.encode(value) }));
 
-
 /** kubecontainer.ExpandContainerVolumeMounts plus makeMounts' checks: a volumeMount's subPathExpr expanded from
  * the container's environment; every variable it names must have a value, and the result must be a relative
  * path without "..". Throws kubelet's message (the container then fails with CreateContainerConfigError). */
 export function expandSubPathExpr(expr: string, vars: ReadonlyMap<string, string>): string {
   const missing = new Set<string>();
-  const recording = { get: (k: string) => (vars.get(k) ? vars.get(k) : (missing.add(k), "")) } as unknown as ReadonlyMap<string, string>;
+  const recording = {
+    get: (k: string) => (vars.get(k) ? vars.get(k) : (missing.add(k), "")),
+  } as unknown as ReadonlyMap<string, string>;
   const subPath = expand(expr, recording);
   if (missing.size) throw new Error(`missing value for ${[...missing].sort().join(", ")}`);
   if (subPath.startsWith("/")) throw new Error(`error SubPath \`${subPath}\` must not be an absolute path`);
-  if (subPath.split("/").includes("..")) throw new Error(`unable to provision SubPath \`${subPath}\`: must not contain '..'`);
+  if (subPath.split("/").includes(".."))
+    throw new Error(`unable to provision SubPath \`${subPath}\`: must not contain '..'`);
   return subPath;
 }

@@ -27,7 +27,10 @@ export const CONTAINER_IMAGE_ANNOTATION = "io.podsync.container.image";
 export const MANAGED_BY = "podsync";
 
 /** The CRI label selector for a pod's objects that podsync made (kubelet selects by uid alone). */
-export const managedSelector = (uid: string): Record<string, string> => ({ [POD_UID_LABEL]: uid, [KUBERNETES_MANAGED_LABEL]: MANAGED_BY });
+export const managedSelector = (uid: string): Record<string, string> => ({
+  [POD_UID_LABEL]: uid,
+  [KUBERNETES_MANAGED_LABEL]: MANAGED_BY,
+});
 
 /** podsync's own: the persistentVolumeClaims a container mounts (comma separated), so a claim in use by a pod
  * the runtime still holds is not removed (GET/DELETE /v1/node/volumes). */

@@ -38,4 +38,3 @@ export const defaultNodeConfig = (): NodeConfig => ({
   seccompDefault: true,
   allowedUnsafeSysctls: [],
 });
-

@@ -7,7 +7,12 @@ export const elapsedMs = (t0: number) => Math.round((performance.now() - t0) * 1
 
 export class Steps {
   readonly steps: SyncStep[] = [];
-  async run(action: SyncAction, target: string, fn: () => Promise<string | void>, errorReason: StepErrorReason): Promise<boolean> {
+  async run(
+    action: SyncAction,
+    target: string,
+    fn: () => Promise<string | void>,
+    errorReason: StepErrorReason,
+  ): Promise<boolean> {
     const t0 = performance.now();
     const step: SyncStep = { action, target, ok: true, durationMs: 0 };
     this.steps.push(step);

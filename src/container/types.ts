@@ -91,7 +91,18 @@ export interface PodActions {
 /** `MountVolumes` and `RemovePodDirs` are podsync's own: setting up the pod's volumes before the sandbox
  * (kubelet's volume manager does it before SyncPod) and DELETE removing the pod's directories (kubelet does it
  * in its housekeeping). */
-export const SYNC_ACTIONS = ["KillPod", "KillContainer", "KillPodSandbox", "MountVolumes", "CreatePodSandbox", "InitContainer", "StartContainer", "RemoveContainer", "RemovePodSandbox", "RemovePodDirs"] as const;
+export const SYNC_ACTIONS = [
+  "KillPod",
+  "KillContainer",
+  "KillPodSandbox",
+  "MountVolumes",
+  "CreatePodSandbox",
+  "InitContainer",
+  "StartContainer",
+  "RemoveContainer",
+  "RemovePodSandbox",
+  "RemovePodDirs",
+] as const;
 export type SyncAction = (typeof SYNC_ACTIONS)[number];
 
 /** Why a step failed, in kubelet's words: the waiting reasons of pkg/kubelet/images and kuberuntime

@@ -64,7 +64,10 @@ const READY: V1PodStatus = {
 export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
   const workloads = new MemoryWorkloadStore();
   const incomingKeys = new Set(input.incoming.map((w) => workloadKey(w.workload)));
-  await workloads.putAll([...input.stored.filter((w) => !incomingKeys.has(workloadKey(w.workload))).map((w) => structuredClone(w)), ...input.incoming.map((w) => structuredClone(w))]);
+  await workloads.putAll([
+    ...input.stored.filter((w) => !incomingKeys.has(workloadKey(w.workload))).map((w) => structuredClone(w)),
+    ...input.incoming.map((w) => structuredClone(w)),
+  ]);
   const desired = new MemoryDesiredState();
   for (const e of input.desired) await desired.put(structuredClone(e));
   const before = new Map(input.desired.map((e) => [e.pod.metadata.uid, e.pod]));
@@ -73,7 +76,11 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
   let seq = 0;
   const suffix = () => {
     // Distinct suffixes in generateName's alphabet (a counter's base-27 digits), so every made name is unique.
-    const digits = (seq++).toString(27).padStart(5, "0").split("").map((d) => parseInt(d, 27));
+    const digits = (seq++)
+      .toString(27)
+      .padStart(5, "0")
+      .split("")
+      .map((d) => parseInt(d, 27));
     const s = randomSuffix(5, () => (digits.shift()! + 0.5) / 27);
     generated.add(s);
     return s;
@@ -81,12 +88,36 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
   /** A controller's error on a workload (it would be logged on the node): said in the plan too. */
   const failed = new Map<string, string>();
   const log = (rec: Record<string, unknown>) => {
-    if (rec["event"] === "error" && rec["what"] === "controller") failed.set(String(rec["workload"]), String(rec["error"]));
+    if (rec["event"] === "error" && rec["what"] === "controller")
+      failed.set(String(rec["workload"]), String(rec["error"]));
   };
-  const controllers = createControllers({ workloads, desired, runtime: { delete: async (uid) => ({ ok: true, pod: { namespace: "", name: "", uid }, steps: [], deleted: false, wasRunning: false, criCalls: 0 }) }, nodeName: input.nodeName, ...(input.node ? { node: input.node } : {}), suffix, log });
+  const controllers = createControllers({
+    workloads,
+    desired,
+    runtime: {
+      delete: async (uid) => ({
+        ok: true,
+        pod: { namespace: "", name: "", uid },
+        steps: [],
+        deleted: false,
+        wasRunning: false,
+        criCalls: 0,
+      }),
+    },
+    nodeName: input.nodeName,
+    ...(input.node ? { node: input.node } : {}),
+    suffix,
+    log,
+  });
   const made = new Map<string, DesiredPod["pod"]>();
   const gone = new Map<string, DesiredPod["pod"]>();
-  const maxPasses = 20 + 4 * input.incoming.reduce((n, w) => n + Math.max(1, Number((w.workload as { spec?: { replicas?: number } }).spec?.replicas ?? 1)), 0);
+  const maxPasses =
+    20 +
+    4 *
+      input.incoming.reduce(
+        (n, w) => n + Math.max(1, Number((w.workload as { spec?: { replicas?: number } }).spec?.replicas ?? 1)),
+        0,
+      );
   for (let i = 0, quiet = 0; i < maxPasses && quiet < 2; i++) {
     const pods = new Map((await desired.list()).map((e) => [e.pod.metadata.uid, e.pod]));
     const r = await controllers.pass(input.now, () => READY);
@@ -135,10 +166,24 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
   const refused: WorkloadPlan["refused"] = [];
   for (const w of all) {
     const top = root(w.workload.metadata.uid);
-    const f = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find((c) => c.type === "ReplicaFailure" && c.status === "True");
-    if (top && f) refused.push({ kind: w.workload.kind, namespace: w.workload.metadata.namespace, name: w.workload.metadata.name, message: f.message ?? f.reason ?? "refused" });
+    const f = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find(
+      (c) => c.type === "ReplicaFailure" && c.status === "True",
+    );
+    if (top && f)
+      refused.push({
+        kind: w.workload.kind,
+        namespace: w.workload.metadata.namespace,
+        name: w.workload.metadata.name,
+        message: f.message ?? f.reason ?? "refused",
+      });
     const error = failed.get(workloadKey(w.workload));
-    if (top && error) refused.push({ kind: w.workload.kind, namespace: w.workload.metadata.namespace, name: w.workload.metadata.name, message: `its controller failed: ${error}` });
+    if (top && error)
+      refused.push({
+        kind: w.workload.kind,
+        namespace: w.workload.metadata.namespace,
+        name: w.workload.metadata.name,
+        message: `its controller failed: ${error}`,
+      });
   }
   return { pods: out, refused };
 }

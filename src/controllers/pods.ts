@@ -21,7 +21,8 @@ export const isTerminal = (p: ObservedPod) => phaseOf(p) === "Succeeded" || phas
 export const isActive = (p: ObservedPod) => !isTerminal(p) && !p.terminating;
 
 /** IsPodReady: the Ready condition is True. */
-export const isReady = (p: ObservedPod) => p.status?.conditions.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+export const isReady = (p: ObservedPod) =>
+  p.status?.conditions.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 
 /** IsPodAvailable: ready for at least minReadySeconds (the Ready condition's lastTransitionTime). */
 export function isAvailable(p: ObservedPod, minReadySeconds: number, now: number): boolean {
@@ -41,12 +42,24 @@ export function availableAt(p: ObservedPod, minReadySeconds: number): number | u
 }
 
 /** metav1.NewControllerRef. */
-export function controllerRef(owner: { apiVersion: string; kind: string; metadata: { name: string; uid?: string | undefined } }): OwnerReference {
-  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? "", controller: true, blockOwnerDeletion: true };
+export function controllerRef(owner: {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; uid?: string | undefined };
+}): OwnerReference {
+  return {
+    apiVersion: owner.apiVersion,
+    kind: owner.kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** metav1.GetControllerOf: the owner reference with controller: true. */
-export const controllerOf = (meta: { ownerReferences?: OwnerReference[] | undefined }) => meta.ownerReferences?.find((r) => r.controller === true);
+export const controllerOf = (meta: { ownerReferences?: OwnerReference[] | undefined }) =>
+  meta.ownerReferences?.find((r) => r.controller === true);
 
 const ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789";
 
@@ -65,10 +78,15 @@ export function safeEncodeString(s: string): string {
 }
 
 /** The pod name a generateName of `base-` gets (names.SimpleNameGenerator: the base cut to 58 characters). */
-export const generatedName = (base: string, suffix: string) => `${(base + "-").slice(0, 58)}${suffix}`;
+export const generatedName = (base: string, suffix: string) => `${(`${base}-`).slice(0, 58)}${suffix}`;
 
 /** A count or a percentage of `total` (intstr.GetScaledValueFromIntOrPercent). */
-export function scaledValue(v: number | string | undefined, total: number, roundUp: boolean, dflt: number | string): number {
+export function scaledValue(
+  v: number | string | undefined,
+  total: number,
+  roundUp: boolean,
+  dflt: number | string,
+): number {
   const x = v ?? dflt;
   if (typeof x === "number") return x;
   const pct = Number(x.slice(0, -1));

@@ -13,7 +13,16 @@ import { whileAbsent, type DesiredPod, type DesiredState } from "../pleg/desired
 import type { V1PodStatus } from "../status/api-status.js";
 import { canonicalJSON } from "../container/hash.js";
 import type { Pod } from "../pod/schema.js";
-import type { CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload, WorkloadKind } from "../pod/workloads/schema.js";
+import type {
+  CronJob,
+  DaemonSet,
+  Deployment,
+  Job,
+  ReplicaSet,
+  StatefulSet,
+  Workload,
+  WorkloadKind,
+} from "../pod/workloads/schema.js";
 import { derivedUid } from "../pod/workloads/uid.js";
 import { controllerOf, controllerRef, randomSuffix, type ObservedPod } from "./pods.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "./store.js";
@@ -62,7 +71,15 @@ export interface Controllers {
 }
 
 const OBSERVES_GENERATION = new Set<WorkloadKind>(["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"]);
-const ORDER: WorkloadKind[] = ["CronJob", "Job", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "PersistentVolumeClaim"];
+const ORDER: WorkloadKind[] = [
+  "CronJob",
+  "Job",
+  "Deployment",
+  "ReplicaSet",
+  "StatefulSet",
+  "DaemonSet",
+  "PersistentVolumeClaim",
+];
 
 export function createControllers(o: ControllersOptions): Controllers {
   const log = o.log ?? (() => undefined);
@@ -89,10 +106,21 @@ export function createControllers(o: ControllersOptions): Controllers {
     const done = (async () => {
       try {
         if (!(await o.desired.remove(uid))) return;
-        log({ event: "delete", what: "controller", podUid: uid, pod: `${entry.pod.metadata.namespace}/${entry.pod.metadata.name}`, reason });
+        log({
+          event: "delete",
+          what: "controller",
+          podUid: uid,
+          pod: `${entry.pod.metadata.namespace}/${entry.pod.metadata.name}`,
+          reason,
+        });
         await o.runtime.delete(uid, undefined, whileAbsent(o.desired, uid));
       } catch (e) {
-        log({ event: "error", what: "controller delete", podUid: uid, error: String((e as Error)?.message ?? e).slice(0, 300) });
+        log({
+          event: "error",
+          what: "controller delete",
+          podUid: uid,
+          error: String((e as Error)?.message ?? e).slice(0, 300),
+        });
       } finally {
         terminating.delete(uid);
       }
@@ -139,7 +167,8 @@ export function createControllers(o: ControllersOptions): Controllers {
         for (const child of [...stored.values()].filter((c) => c.owner?.uid === uid)) await removeTree(child, reason);
         stored.delete(workloadKey(w.workload));
         await o.workloads.remove(workloadKey(w.workload));
-        for (const p of podsOf(w.workload)) if (!p.terminating) void deletePod(p.pod.metadata.uid, p, reason, out.deleted);
+        for (const p of podsOf(w.workload))
+          if (!p.terminating) void deletePod(p.pod.metadata.uid, p, reason, out.deleted);
       };
 
       const apply = async (w: StoredWorkload, r: ControllerResult) => {
@@ -155,7 +184,12 @@ export function createControllers(o: ControllersOptions): Controllers {
             continue;
           }
           admitted.push(pod);
-          const entry: DesiredPod = { pod, audit: w.audit, storedAt: now, ...(w.objects ? { objects: w.objects } : {}) };
+          const entry: DesiredPod = {
+            pod,
+            audit: w.audit,
+            storedAt: now,
+            ...(w.objects ? { objects: w.objects } : {}),
+          };
           await o.desired.put(entry);
           out.created.push(pod.metadata.uid);
           add(w.workload.metadata.uid!, { pod, status: undefined, createdAt: now });
@@ -168,26 +202,59 @@ export function createControllers(o: ControllersOptions): Controllers {
           }
         }
         for (const child of r.putChildren ?? []) {
-          child.metadata.uid ??= derivedUid(o.nodeName, child.metadata.namespace, `${child.kind}/${child.metadata.name}`);
+          child.metadata.uid ??= derivedUid(
+            o.nodeName,
+            child.metadata.namespace,
+            `${child.kind}/${child.metadata.name}`,
+          );
           const key = workloadKey(child);
           const prev = stored.get(key);
-          const generation = !prev ? 1 : canonicalJSON((prev.workload as { spec?: unknown }).spec) === canonicalJSON((child as { spec?: unknown }).spec) ? (prev.generation ?? 1) : (prev.generation ?? 1) + 1;
-          const entry: StoredWorkload = { workload: child, audit: w.audit, storedAt: prev?.storedAt ?? now, generation, owner: controllerRef(w.workload), ...(w.objects ? { objects: w.objects } : {}), ...(prev?.status ? { status: prev.status } : {}) };
+          const generation = !prev
+            ? 1
+            : canonicalJSON((prev.workload as { spec?: unknown }).spec) ===
+                canonicalJSON((child as { spec?: unknown }).spec)
+              ? (prev.generation ?? 1)
+              : (prev.generation ?? 1) + 1;
+          const entry: StoredWorkload = {
+            workload: child,
+            audit: w.audit,
+            storedAt: prev?.storedAt ?? now,
+            generation,
+            owner: controllerRef(w.workload),
+            ...(w.objects ? { objects: w.objects } : {}),
+            ...(prev?.status ? { status: prev.status } : {}),
+          };
           await o.workloads.put(entry);
           stored.set(key, entry);
         }
         for (const child of r.removeChildren ?? []) {
           const c = stored.get(workloadKey(child));
-          if (c) await removeTree(c, `${w.workload.kind} ${w.workload.metadata.name} retired ${child.kind} ${child.metadata.name}`);
+          if (c)
+            await removeTree(
+              c,
+              `${w.workload.kind} ${w.workload.metadata.name} retired ${child.kind} ${child.metadata.name}`,
+            );
         }
         if (r.removeSelf) {
           await removeTree(w, `${w.workload.kind} ${w.workload.metadata.name} removed by its controller`);
           return;
         }
-        const prevFailure = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find((c) => c.type === "ReplicaFailure");
-        const conditions = ((r.status["conditions"] as Condition[] | undefined) ?? []).filter((c) => c.type !== "ReplicaFailure");
+        const prevFailure = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find(
+          (c) => c.type === "ReplicaFailure",
+        );
+        const conditions = ((r.status["conditions"] as Condition[] | undefined) ?? []).filter(
+          (c) => c.type !== "ReplicaFailure",
+        );
         if (first && prevFailure?.message !== refused) o.onRefused?.(first.pod, first.reason, first.message);
-        if (refused) conditions.push({ type: "ReplicaFailure", status: "True", reason: "FailedCreate", message: refused, lastTransitionTime: prevFailure?.message === refused ? prevFailure.lastTransitionTime : new Date(now).toISOString() });
+        if (refused)
+          conditions.push({
+            type: "ReplicaFailure",
+            status: "True",
+            reason: "FailedCreate",
+            message: refused,
+            lastTransitionTime:
+              prevFailure?.message === refused ? prevFailure.lastTransitionTime : new Date(now).toISOString(),
+          });
         if (refused || r.status["conditions"]) r.status = { ...r.status, conditions };
         // The apps kinds say which generation of the spec their status is for (observedGeneration).
         if (OBSERVES_GENERATION.has(w.workload.kind)) r.status = { observedGeneration: w.generation ?? 1, ...r.status };
@@ -201,7 +268,9 @@ export function createControllers(o: ControllersOptions): Controllers {
 
       // Workloads whose controller is gone go with it (a Deployment dropped from the set takes its ReplicaSets).
       const uids = () => new Set([...stored.values()].map((w) => w.workload.metadata.uid));
-      for (const w of [...stored.values()]) if (w.owner && !uids().has(w.owner.uid) && stored.has(workloadKey(w.workload))) await removeTree(w, `its ${w.owner.kind} ${w.owner.name} is gone`);
+      for (const w of [...stored.values()])
+        if (w.owner && !uids().has(w.owner.uid) && stored.has(workloadKey(w.workload)))
+          await removeTree(w, `its ${w.owner.kind} ${w.owner.name} is gone`);
 
       for (const kind of ORDER) {
         for (const w of [...stored.values()].filter((x) => x.workload.kind === kind)) {
@@ -222,7 +291,13 @@ export function createControllers(o: ControllersOptions): Controllers {
       const live = uids();
       for (const e of derived) {
         const ref = controllerOf(e.pod.metadata)!;
-        if (!live.has(ref.uid)) void deletePod(e.pod.metadata.uid, { pod: e.pod, createdAt: e.storedAt }, `its ${ref.kind} ${ref.name} is gone`, out.deleted);
+        if (!live.has(ref.uid))
+          void deletePod(
+            e.pod.metadata.uid,
+            { pod: e.pod, createdAt: e.storedAt },
+            `its ${ref.kind} ${ref.name} is gone`,
+            out.deleted,
+          );
       }
       return out;
     },
@@ -230,7 +305,13 @@ export function createControllers(o: ControllersOptions): Controllers {
 }
 
 /** One workload's pure step, or undefined for a kind with nothing to run (a claim). */
-function step(w: StoredWorkload, stored: Map<string, StoredWorkload>, podsOf: (w: Workload) => ObservedPod[], ctx: ControllerContext, o: ControllersOptions): ControllerResult | undefined {
+function step(
+  w: StoredWorkload,
+  stored: Map<string, StoredWorkload>,
+  podsOf: (w: Workload) => ObservedPod[],
+  ctx: ControllerContext,
+  o: ControllersOptions,
+): ControllerResult | undefined {
   const wl = w.workload;
   switch (wl.kind) {
     case "ReplicaSet":
@@ -252,7 +333,13 @@ function step(w: StoredWorkload, stored: Map<string, StoredWorkload>, podsOf: (w
     case "Job":
       return syncJob(wl as Job, podsOf(wl), w.status as JobStatus | undefined, ctx, o.job);
     case "DaemonSet":
-      return syncDaemonSet(wl as DaemonSet, podsOf(wl), w.status as DaemonSetStatus | undefined, ctx, o.node ? { node: o.node } : undefined);
+      return syncDaemonSet(
+        wl as DaemonSet,
+        podsOf(wl),
+        w.status as DaemonSetStatus | undefined,
+        ctx,
+        o.node ? { node: o.node } : undefined,
+      );
     default:
       return undefined;
   }

@@ -24,7 +24,8 @@ export interface StoredWorkload {
   status?: Record<string, unknown> | undefined;
 }
 
-export const workloadKey = (w: { kind: string; metadata: { namespace: string; name: string } }) => `${w.kind}/${w.metadata.namespace}/${w.metadata.name}`;
+export const workloadKey = (w: { kind: string; metadata: { namespace: string; name: string } }) =>
+  `${w.kind}/${w.metadata.namespace}/${w.metadata.name}`;
 
 export interface WorkloadStore {
   list(): Promise<StoredWorkload[]>;

@@ -41,9 +41,16 @@ export interface Condition {
 
 /** Set a condition, keeping lastTransitionTime when the status did not change (SetDeploymentCondition,
  * the Job controller's ensureJobConditionStatus). */
-export function setCondition(list: Condition[], c: Omit<Condition, "lastTransitionTime"> & { lastTransitionTime?: string }, nowIso: string): Condition[] {
+export function setCondition(
+  list: Condition[],
+  c: Omit<Condition, "lastTransitionTime"> & { lastTransitionTime?: string },
+  nowIso: string,
+): Condition[] {
   const prev = list.find((x) => x.type === c.type);
   if (prev && prev.status === c.status && prev.reason === c.reason && prev.message === c.message) return list;
-  const next: Condition = { ...c, lastTransitionTime: prev && prev.status === c.status ? prev.lastTransitionTime : (c.lastTransitionTime ?? nowIso) } as Condition;
+  const next: Condition = {
+    ...c,
+    lastTransitionTime: prev && prev.status === c.status ? prev.lastTransitionTime : (c.lastTransitionTime ?? nowIso),
+  } as Condition;
   return [...list.filter((x) => x.type !== c.type), next];
 }

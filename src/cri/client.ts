@@ -3,7 +3,13 @@
 //
 // The CRI client the engine talks to: the RuntimeService/ImageService methods it uses, typed from the
 // generated protobuf-es descriptors, over any transport that can carry one unary call.
-import { create, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { ImageService, RuntimeService } from "../gen/runtime/v1/api_pb.js";
 import { CriError, grpcCodeName } from "./errors.js";
 
@@ -54,7 +60,10 @@ export const OPTIONAL_RUNTIME_METHODS = ["execSync", "exec", "listContainerStats
 /** Every method a CriClient has: what wrappers (counting, fencing) must cover. */
 export const CLIENT_METHODS = [...RUNTIME_METHODS, ...OPTIONAL_RUNTIME_METHODS, ...IMAGE_METHODS] as const;
 
-export type RuntimeClient = Methods<typeof RuntimeService, (typeof RUNTIME_METHODS)[number] | (typeof OPTIONAL_RUNTIME_METHODS)[number]>;
+export type RuntimeClient = Methods<
+  typeof RuntimeService,
+  (typeof RUNTIME_METHODS)[number] | (typeof OPTIONAL_RUNTIME_METHODS)[number]
+>;
 export type ImageClient = Methods<typeof ImageService, (typeof IMAGE_METHODS)[number]>;
 
 export interface CriClient extends RuntimeClient, ImageClient {
@@ -82,12 +91,17 @@ export function createCriClient(transport: UnaryTransport, observe?: CallObserve
             return transport.unary(method, create(method.input, request), options).then(
               (r) => (observe(name, "OK", (performance.now() - t0) / 1000), r),
               (e: unknown) => {
-                observe(name, e instanceof CriError ? grpcCodeName(e.code) : "UNKNOWN", (performance.now() - t0) / 1000);
+                observe(
+                  name,
+                  e instanceof CriError ? grpcCodeName(e.code) : "UNKNOWN",
+                  (performance.now() - t0) / 1000,
+                );
                 throw e;
               },
             );
           }
-        : (request: MessageInitShape<DescMessage>, options?: CallOptions) => transport.unary(method, create(method.input, request), options);
+        : (request: MessageInitShape<DescMessage>, options?: CallOptions) =>
+            transport.unary(method, create(method.input, request), options);
     }
   };
   bind(RuntimeService, [...RUNTIME_METHODS, ...OPTIONAL_RUNTIME_METHODS]);

@@ -14,7 +14,12 @@
 // is reported, so the reader can fall back to polling while it is down.
 import { create, fromBinary, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
-import { ContainerEventType, RuntimeService, type ContainerEventResponse, type VersionResponse } from "../gen/runtime/v1/api_pb.js";
+import {
+  ContainerEventType,
+  RuntimeService,
+  type ContainerEventResponse,
+  type VersionResponse,
+} from "../gen/runtime/v1/api_pb.js";
 import { Events, type Envelope } from "../gen/containerd/services/events/v1/events_pb.js";
 import { TaskExitSchema } from "../gen/containerd/events/task_pb.js";
 import { errorMessage, type CriError } from "./errors.js";
@@ -76,13 +81,18 @@ export function eventSourceFor(v: Pick<VersionResponse, "runtimeName" | "runtime
   const m = /^v?(\d+)\.(\d+)/.exec(v.runtimeVersion);
   if (!m) return "cri";
   const [major, minor] = [Number(m[1]), Number(m[2])];
-  return major < CRI_EVENTS_SINCE[0] || (major === CRI_EVENTS_SINCE[0] && minor < CRI_EVENTS_SINCE[1]) ? "containerd" : "cri";
+  return major < CRI_EVENTS_SINCE[0] || (major === CRI_EVENTS_SINCE[0] && minor < CRI_EVENTS_SINCE[1])
+    ? "containerd"
+    : "cri";
 }
 
 /** containerd's topic for a task's exit, and the filters (any of them) that keep the stream to the task and container
  * events of the CRI plugin's namespace. */
 export const TASK_EXIT_TOPIC = "/tasks/exit";
-export const CONTAINERD_EVENT_FILTERS = ['topic~="^/tasks/",namespace=="k8s.io"', 'topic~="^/containers/",namespace=="k8s.io"'];
+export const CONTAINERD_EVENT_FILTERS = [
+  'topic~="^/tasks/",namespace=="k8s.io"',
+  'topic~="^/containers/",namespace=="k8s.io"',
+];
 /** An exec's (an exec probe's, kubectl exec's) events change nothing of the container. */
 const EXEC_TOPICS = new Set(["/tasks/exec-added", "/tasks/exec-started"]);
 
@@ -175,10 +185,14 @@ export function watchContainerEvents(o: WatchOptions): EventWatch {
       end: (e: CriError) => retry(`${e.method}: ${e.codeName}: ${e.details}`),
     };
     if (source === "cri")
-      return o.transport.serverStream(RuntimeService.method.getContainerEvents, create(RuntimeService.method.getContainerEvents.input), {
-        ...handlers,
-        message: (m) => o.onEvent(fromCriEvent(m)),
-      });
+      return o.transport.serverStream(
+        RuntimeService.method.getContainerEvents,
+        create(RuntimeService.method.getContainerEvents.input),
+        {
+          ...handlers,
+          message: (m) => o.onEvent(fromCriEvent(m)),
+        },
+      );
     const input = create(Events.method.subscribe.input, { filters: CONTAINERD_EVENT_FILTERS });
     return o.transport.serverStream(Events.method.subscribe, input, {
       ...handlers,

@@ -8,7 +8,13 @@ import { clampTimeoutMs } from "./deadline.js";
 import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
 import type { StreamHandlers, StreamTransport } from "./container-events.js";
 import { cachingListDecoder } from "./list-decoder.js";
-import { ContainerSchema, ListContainersResponseSchema, ListPodSandboxResponseSchema, PodSandboxSchema, RuntimeService } from "../gen/runtime/v1/api_pb.js";
+import {
+  ContainerSchema,
+  ListContainersResponseSchema,
+  ListPodSandboxResponseSchema,
+  PodSandboxSchema,
+  RuntimeService,
+} from "../gen/runtime/v1/api_pb.js";
 import { channelOptionsFor, normaliseEndpoint } from "./channel.js";
 
 export interface GrpcTransportOptions {
@@ -24,7 +30,6 @@ export interface GrpcTransportOptions {
   maxMessageBytes?: number;
 }
 
-
 export class GrpcTransport implements UnaryTransport, StreamTransport {
   private readonly client: grpc.Client;
   private readonly timeoutMs: number;
@@ -32,8 +37,14 @@ export class GrpcTransport implements UnaryTransport, StreamTransport {
   private readonly paths = new Map<DescMethod, string>();
   /** The list answers decode only the items that changed since an earlier answer (list-decoder.ts). */
   private readonly decoders = new Map<DescMethod, (buf: Uint8Array) => unknown>([
-    [RuntimeService.method.listContainers, cachingListDecoder(ListContainersResponseSchema, ContainerSchema, "containers").decode],
-    [RuntimeService.method.listPodSandbox, cachingListDecoder(ListPodSandboxResponseSchema, PodSandboxSchema, "items").decode],
+    [
+      RuntimeService.method.listContainers,
+      cachingListDecoder(ListContainersResponseSchema, ContainerSchema, "containers").decode,
+    ],
+    [
+      RuntimeService.method.listPodSandbox,
+      cachingListDecoder(ListPodSandboxResponseSchema, PodSandboxSchema, "items").decode,
+    ],
   ]);
 
   constructor(options: GrpcTransportOptions) {
@@ -66,7 +77,9 @@ export class GrpcTransport implements UnaryTransport, StreamTransport {
   ): Promise<MessageShape<O>> {
     const deadline = Date.now() + clampTimeoutMs(options?.timeoutMs, this.timeoutMs);
     const signal = options?.signal;
-    const decode = (this.decoders.get(method) as ((buf: Uint8Array) => MessageShape<O>) | undefined) ?? ((buf: Uint8Array) => fromBinary(method.output, buf));
+    const decode =
+      (this.decoders.get(method) as ((buf: Uint8Array) => MessageShape<O>) | undefined) ??
+      ((buf: Uint8Array) => fromBinary(method.output, buf));
     return new Promise((resolve, reject) => {
       // The listener goes when the call ends: one signal (a pod's lock) spans many calls.
       const onAbort = () => call.cancel();
@@ -116,10 +129,13 @@ export class GrpcTransport implements UnaryTransport, StreamTransport {
     call.on("data", (m: MessageShape<O>) => {
       if (!ended) on.message(m);
     });
-    call.on("error", (err: grpc.ServiceError) => end(new CriError(err.code ?? GrpcCode.UNKNOWN, err.details || err.message, method.name)));
+    call.on("error", (err: grpc.ServiceError) =>
+      end(new CriError(err.code ?? GrpcCode.UNKNOWN, err.details || err.message, method.name)),
+    );
     // A server that closes the stream with OK still ended it: the caller sees that as a lost stream too.
     call.on("status", (st: grpc.StatusObject) => {
-      if (st.code === grpc.status.OK) end(new CriError(GrpcCode.UNAVAILABLE, "the runtime closed the event stream", method.name));
+      if (st.code === grpc.status.OK)
+        end(new CriError(GrpcCode.UNAVAILABLE, "the runtime closed the event stream", method.name));
     });
     this.client.waitForReady(Date.now() + this.timeoutMs, (err) => {
       if (ended) return;

@@ -40,4 +40,3 @@ export function parseTrailers(text: string): Map<string, string> {
   }
   return m;
 }
-

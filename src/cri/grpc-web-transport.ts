@@ -44,7 +44,11 @@ export class GrpcWebTransport implements UnaryTransport {
     this.timeoutMs = o.timeoutMs ?? 10_000;
     this.fetchFn = o.fetch ?? ((...a) => fetch(...a));
     this.max = o.maxMessageBytes ?? 16 * 1024 * 1024;
-    this.headers = { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", accept: "application/grpc-web+proto" };
+    this.headers = {
+      "content-type": "application/grpc-web+proto",
+      "x-grpc-web": "1",
+      accept: "application/grpc-web+proto",
+    };
     if (o.token) this.headers["authorization"] = `Bearer ${o.token}`;
   }
 
@@ -54,7 +58,9 @@ export class GrpcWebTransport implements UnaryTransport {
     options?: CallOptions,
   ): Promise<MessageShape<O>> {
     const timeout = clampTimeoutMs(options?.timeoutMs, this.timeoutMs);
-    const signal = options?.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout);
+    const signal = options?.signal
+      ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)])
+      : AbortSignal.timeout(timeout);
     let res: Response;
     try {
       res = await this.fetchFn(`${this.base}/${method.parent.typeName}/${method.name}`, {
@@ -65,7 +71,8 @@ export class GrpcWebTransport implements UnaryTransport {
       });
     } catch (e) {
       const name = (e as Error)?.name;
-      if (name === "TimeoutError") throw new CriError(GrpcCode.DEADLINE_EXCEEDED, `no answer within ${timeout} ms`, method.name);
+      if (name === "TimeoutError")
+        throw new CriError(GrpcCode.DEADLINE_EXCEEDED, `no answer within ${timeout} ms`, method.name);
       if (name === "AbortError") throw new CriError(GrpcCode.CANCELLED, "call cancelled", method.name);
       throw new CriError(GrpcCode.UNAVAILABLE, `cannot reach ${this.base}: ${(e as Error)?.message ?? e}`, method.name);
     }
@@ -76,7 +83,8 @@ export class GrpcWebTransport implements UnaryTransport {
     try {
       body = new Uint8Array(await res.arrayBuffer());
     } catch (e) {
-      if ((e as Error)?.name === "TimeoutError") throw new CriError(GrpcCode.DEADLINE_EXCEEDED, `no answer within ${timeout} ms`, method.name);
+      if ((e as Error)?.name === "TimeoutError")
+        throw new CriError(GrpcCode.DEADLINE_EXCEEDED, `no answer within ${timeout} ms`, method.name);
       throw new CriError(GrpcCode.UNAVAILABLE, `reading the reply failed: ${(e as Error)?.message ?? e}`, method.name);
     }
     let frames: Frame[];

@@ -21,7 +21,11 @@ export interface ListDecoder<O> {
 
 /** `list` is the answer's schema, whose field `field` (a repeated message of `item`'s schema, field number 1) is
  * the only field it has. Any other shape is decoded whole, as usual. */
-export function cachingListDecoder<L extends DescMessage, I extends DescMessage>(list: L, item: I, field: string): ListDecoder<MessageShape<L>> {
+export function cachingListDecoder<L extends DescMessage, I extends DescMessage>(
+  list: L,
+  item: I,
+  field: string,
+): ListDecoder<MessageShape<L>> {
   const TAG = (1 << 3) | 2; // field 1, length-delimited
   let cur = new Map<string, MessageShape<I>>();
   let prev = new Map<string, MessageShape<I>>();

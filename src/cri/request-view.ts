@@ -6,7 +6,17 @@
 import { CLIENT_METHODS, type CallOptions, type CriClient } from "./client.js";
 import { CriError, GrpcCode } from "./errors.js";
 
-const WRITES = new Set<string>(["runPodSandbox", "stopPodSandbox", "removePodSandbox", "createContainer", "startContainer", "stopContainer", "removeContainer", "pullImage", "execSync"]);
+const WRITES = new Set<string>([
+  "runPodSandbox",
+  "stopPodSandbox",
+  "removePodSandbox",
+  "createContainer",
+  "startContainer",
+  "stopContainer",
+  "removeContainer",
+  "pullImage",
+  "execSync",
+]);
 
 export interface RequestView {
   client: CriClient;
@@ -26,7 +36,9 @@ export function requestView(cri: CriClient, fence?: AbortSignal): RequestView {
       if (fence.aborted) {
         if (!write) return fn(req, o); // a read sent after the fence fired passes (an aborted signal would cancel it)
         const why = (fence.reason as Error)?.message ?? "the lock was lost";
-        return Promise.reject(new CriError(GrpcCode.ABORTED, `not sent: ${why}`, name[0]!.toUpperCase() + name.slice(1)));
+        return Promise.reject(
+          new CriError(GrpcCode.ABORTED, `not sent: ${why}`, name[0]!.toUpperCase() + name.slice(1)),
+        );
       }
       return fn(req, { ...o, signal: o?.signal ? AbortSignal.any([o.signal, fence]) : fence });
     };

@@ -29,17 +29,30 @@ export interface PodStorageUsage {
 /** Whether a pod has anything the eviction manager holds it to (so pods without limits cost no stats pass). */
 export function hasLocalStorageLimits(pod: Pod): boolean {
   return (
-    (pod.spec.volumes ?? []).some((v) => "emptyDir" in v && v.emptyDir.medium !== "Memory" && v.emptyDir.sizeLimit !== undefined) ||
-    [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => c.resources?.limits?.["ephemeral-storage"] !== undefined)
+    (pod.spec.volumes ?? []).some(
+      (v) => "emptyDir" in v && v.emptyDir.medium !== "Memory" && v.emptyDir.sizeLimit !== undefined,
+    ) ||
+    [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some(
+      (c) => c.resources?.limits?.["ephemeral-storage"] !== undefined,
+    )
   );
 }
 
 /** The disk emptyDirs a stats pass measures. */
-export const diskEmptyDirs = (pod: Pod) => (pod.spec.volumes ?? []).filter((v) => "emptyDir" in v && v.emptyDir.medium !== "Memory").map((v) => v.name);
+export const diskEmptyDirs = (pod: Pod) =>
+  (pod.spec.volumes ?? []).filter((v) => "emptyDir" in v && v.emptyDir.medium !== "Memory").map((v) => v.name);
 
 /** resource.Quantity's String() for a byte count kubelet summed: binary suffix when exact, else the number. */
 export function formatBytes(n: number): string {
-  for (const [suffix, size] of [["Ei", 2 ** 60], ["Pi", 2 ** 50], ["Ti", 2 ** 40], ["Gi", 2 ** 30], ["Mi", 2 ** 20], ["Ki", 2 ** 10]] as const) if (n >= size && n % size === 0) return `${n / size}${suffix}`;
+  for (const [suffix, size] of [
+    ["Ei", 2 ** 60],
+    ["Pi", 2 ** 50],
+    ["Ti", 2 ** 40],
+    ["Gi", 2 ** 30],
+    ["Mi", 2 ** 20],
+    ["Ki", 2 ** 10],
+  ] as const)
+    if (n >= size && n % size === 0) return `${n / size}${suffix}`;
   return String(n);
 }
 
@@ -68,20 +81,23 @@ export function localStorageEviction(pod: Pod, usage: PodStorageUsage): string |
   for (const v of pod.spec.volumes ?? []) {
     if (!("emptyDir" in v) || v.emptyDir.medium === "Memory" || v.emptyDir.sizeLimit === undefined) continue;
     const used = usage.volumes.get(v.name);
-    if (used !== undefined && used > bytes(v.emptyDir.sizeLimit)) return `Usage of EmptyDir volume ${JSON.stringify(v.name)} exceeds the limit ${JSON.stringify(String(v.emptyDir.sizeLimit))}. `;
+    if (used !== undefined && used > bytes(v.emptyDir.sizeLimit))
+      return `Usage of EmptyDir volume ${JSON.stringify(v.name)} exceeds the limit ${JSON.stringify(String(v.emptyDir.sizeLimit))}. `;
   }
   const podLimit = podEphemeralStorageLimit(pod);
   if (podLimit !== undefined) {
     let total = usage.etcHosts;
     for (const c of usage.containers.values()) total += c.rootfs + c.logs;
     for (const name of diskEmptyDirs(pod)) total += usage.volumes.get(name) ?? 0;
-    if (total > podLimit) return `Pod ephemeral local storage usage exceeds the total limit of containers ${formatBytes(podLimit)}. `;
+    if (total > podLimit)
+      return `Pod ephemeral local storage usage exceeds the total limit of containers ${formatBytes(podLimit)}. `;
   }
   for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
     const limit = c.resources?.limits?.["ephemeral-storage"];
     const used = usage.containers.get(c.name);
     if (limit === undefined || !used) continue;
-    if (used.rootfs + used.logs > bytes(limit)) return `Container ${c.name} exceeded its local ephemeral storage limit ${JSON.stringify(String(limit))}. `;
+    if (used.rootfs + used.logs > bytes(limit))
+      return `Container ${c.name} exceeded its local ephemeral storage limit ${JSON.stringify(String(limit))}. `;
   }
   return undefined;
 }
@@ -122,7 +138,12 @@ export function podDiskUsage(pod: Pod, usage: PodStorageUsage): number {
 export function rankForDiskPressure<T extends { pod: Pod; usage: PodStorageUsage }>(pods: readonly T[]): T[] {
   const over = (x: T) => podDiskUsage(x.pod, x.usage) > podEphemeralStorageRequest(x.pod);
   const beyond = (x: T) => podDiskUsage(x.pod, x.usage) - podEphemeralStorageRequest(x.pod);
-  return [...pods].sort((a, b) => Number(over(b)) - Number(over(a)) || (a.pod.spec.priority ?? 0) - (b.pod.spec.priority ?? 0) || beyond(b) - beyond(a));
+  return [...pods].sort(
+    (a, b) =>
+      Number(over(b)) - Number(over(a)) ||
+      (a.pod.spec.priority ?? 0) - (b.pod.spec.priority ?? 0) ||
+      beyond(b) - beyond(a),
+  );
 }
 
 /** evictionMessage for DiskPressure: the resource, then each container that uses more than it requests. */
@@ -132,7 +153,8 @@ export function diskPressureMessage(pod: Pod, usage: PodStorageUsage): string {
     const u = usage.containers.get(c.name);
     const q = c.resources?.requests?.["ephemeral-storage"];
     const request = q !== undefined ? bytes(q) : 0;
-    if (u && u.rootfs + u.logs > request) msg += `Container ${c.name} was using ${formatBytes(u.rootfs + u.logs)}, request is ${q !== undefined ? String(q) : "0"}, has larger consumption of ephemeral-storage. `;
+    if (u && u.rootfs + u.logs > request)
+      msg += `Container ${c.name} was using ${formatBytes(u.rootfs + u.logs)}, request is ${q !== undefined ? String(q) : "0"}, has larger consumption of ephemeral-storage. `;
   }
   return msg;
 }

@@ -18,7 +18,13 @@ import type { Pod } from "../pod/schema.js";
 import type { NodeConfig } from "../container/node-config.js";
 import type { PodStatus } from "../container/types.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
-import { diskPressureMessage, EVICTED_REASON, hasLocalStorageLimits, localStorageEviction, rankForDiskPressure } from "./local-storage.js";
+import {
+  diskPressureMessage,
+  EVICTED_REASON,
+  hasLocalStorageLimits,
+  localStorageEviction,
+  rankForDiskPressure,
+} from "./local-storage.js";
 import { podStorageUsage, writableLayers, type DiskUsage, type StatsSources } from "./stats.js";
 import { createVolumeStatsCache, type VolumeStatsCache } from "./volume-stats.js";
 
@@ -38,7 +44,9 @@ export interface EvictionOptions {
   recreateAfterMs?: number;
   /** kubelet's hard eviction threshold on nodefs.available (the filesystem of the root dir): below it the node
    * is under disk pressure and one pod is evicted per pass, by kubelet's ranking. Unset: not watched. */
-  diskPressure?: { threshold: { percent: number } | { bytes: number }; fs: () => Promise<{ capacity: number; available: number }> } | undefined;
+  diskPressure?:
+    | { threshold: { percent: number } | { bytes: number }; fs: () => Promise<{ capacity: number; available: number }> }
+    | undefined;
   /** The node's DiskPressure as each pass finds it (the Node object's condition); only when watched. */
   onDiskPressure?: ((underPressure: boolean) => void) | undefined;
   /** An eviction's kill ended (its steps), or failed. */
@@ -66,14 +74,22 @@ export interface EvictionPassResult {
 }
 
 /** One pass over the desired pods with their relisted status (undefined: nothing of it on the node). */
-export async function evictionPass(o: EvictionOptions, runtime: PodRuntime, pods: readonly { pod: Pod; status: PodStatus | undefined }[], now: number): Promise<EvictionPassResult> {
+export async function evictionPass(
+  o: EvictionOptions,
+  runtime: PodRuntime,
+  pods: readonly { pod: Pod; status: PodStatus | undefined }[],
+  now: number,
+): Promise<EvictionPassResult> {
   const out: EvictionPassResult = { statsCalls: 0, evicted: [], recreated: [], killed: Promise.resolve() };
   const inFlight = killing.get(o) ?? new Map<string, Promise<void>>();
   killing.set(o, inFlight);
   const kills: Promise<void>[] = [];
   const volumeStats = volumeCaches.get(o) ?? createVolumeStatsCache(o.volumeStatsAggPeriodMs);
   volumeCaches.set(o, volumeStats);
-  const running = pods.filter(({ pod, status }) => !runtime.eviction(pod.metadata.uid) && status?.containerStatuses.some((c) => c.state === "running"));
+  const running = pods.filter(
+    ({ pod, status }) =>
+      !runtime.eviction(pod.metadata.uid) && status?.containerStatuses.some((c) => c.state === "running"),
+  );
   volumeStats.keepOnly(new Set(running.map(({ pod }) => pod.metadata.uid)));
   let sources: StatsSources | undefined;
   const stats = async () => {
@@ -85,11 +101,15 @@ export async function evictionPass(o: EvictionOptions, runtime: PodRuntime, pods
   };
   const evict = (pod: Pod, message: string, ownLimit: boolean) => {
     const uid = pod.metadata.uid;
-    const condition = ownLimit ? undefined : { type: DISRUPTION_TARGET, reason: TERMINATION_BY_KUBELET, message } as const;
-    const done = runtime.evict(pod, { reason: EVICTED_REASON, message, at: now, ownLimit, ...(condition ? { condition } : {}) }).then(
-      (r) => o.onKilled?.(uid, { ok: r.ok }),
-      (e: unknown) => o.onKilled?.(uid, { ok: false, error: String((e as Error)?.message ?? e) }),
-    );
+    const condition = ownLimit
+      ? undefined
+      : ({ type: DISRUPTION_TARGET, reason: TERMINATION_BY_KUBELET, message } as const);
+    const done = runtime
+      .evict(pod, { reason: EVICTED_REASON, message, at: now, ownLimit, ...(condition ? { condition } : {}) })
+      .then(
+        (r) => o.onKilled?.(uid, { ok: r.ok }),
+        (e: unknown) => o.onKilled?.(uid, { ok: false, error: String((e as Error)?.message ?? e) }),
+      );
     const tracked = done.finally(() => inFlight.delete(uid));
     inFlight.set(uid, tracked);
     kills.push(tracked);
@@ -108,14 +128,24 @@ export async function evictionPass(o: EvictionOptions, runtime: PodRuntime, pods
     // waitForPodsCleanup: the next pod is chosen once the last one evicted is gone.
     if (out.diskPressure && inFlight.size === 0) {
       const candidates = running.filter(({ pod }) => !runtime.eviction(pod.metadata.uid));
-      const measured = await Promise.all(candidates.map(async ({ pod, status }) => ({ pod, usage: await podStorageUsage(await stats(), pod, status!) })));
+      const measured = await Promise.all(
+        candidates.map(async ({ pod, status }) => ({ pod, usage: await podStorageUsage(await stats(), pod, status!) })),
+      );
       const first = rankForDiskPressure(measured)[0];
       if (first) evict(first.pod, diskPressureMessage(first.pod, first.usage), false);
     }
   }
   for (const { pod } of pods) {
     const e = runtime.eviction(pod.metadata.uid);
-    if (!e || e.reason !== EVICTED_REASON || !e.ownLimit || pod.spec.restartPolicy !== "Always" || now < e.at + (o.recreateAfterMs ?? EVICTED_RECREATE_AFTER_MS) || inFlight.has(pod.metadata.uid)) continue;
+    if (
+      !e ||
+      e.reason !== EVICTED_REASON ||
+      !e.ownLimit ||
+      pod.spec.restartPolicy !== "Always" ||
+      now < e.at + (o.recreateAfterMs ?? EVICTED_RECREATE_AFTER_MS) ||
+      inFlight.has(pod.metadata.uid)
+    )
+      continue;
     await runtime.delete(pod.metadata.uid, 0, undefined, pod);
     runtime.forgetEviction(pod.metadata.uid);
     out.recreated.push(pod.metadata.uid);

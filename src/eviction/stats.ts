@@ -22,7 +22,9 @@ export interface DiskUsage {
 
 /** Every managed container's writable layer use, by container id: one ListContainerStats for the node. */
 export async function writableLayers(cri: CriClient): Promise<Map<string, number>> {
-  const { stats } = await cri.listContainerStats({ filter: { labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY } } });
+  const { stats } = await cri.listContainerStats({
+    filter: { labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY } },
+  });
   return new Map(stats.map((s) => [s.attributes?.id ?? "", Number(s.writableLayer?.usedBytes?.value ?? 0n)]));
 }
 
@@ -39,14 +41,27 @@ export interface StatsSources {
 export async function podStorageUsage(src: StatsSources, pod: Pod, status: PodStatus): Promise<PodStorageUsage> {
   const { rootfs, disk, node } = src;
   const uid = pod.metadata.uid;
-  const measureVolumes = async () => new Map(await Promise.all(diskEmptyDirs(pod).map(async (name) => [name, await disk.usage(emptyDirPath(node.rootDir, uid, name))] as const)));
-  const [volumes, etcHosts] = await Promise.all([src.volumeStats.get(uid, src.now, measureVolumes), disk.usage(etcHostsFile(node.rootDir, uid))]);
+  const measureVolumes = async () =>
+    new Map(
+      await Promise.all(
+        diskEmptyDirs(pod).map(
+          async (name) => [name, await disk.usage(emptyDirPath(node.rootDir, uid, name))] as const,
+        ),
+      ),
+    );
+  const [volumes, etcHosts] = await Promise.all([
+    src.volumeStats.get(uid, src.now, measureVolumes),
+    disk.usage(etcHostsFile(node.rootDir, uid)),
+  ]);
   const logsDir = podLogsDirectory(node, pod);
   const containers = new Map<string, { rootfs: number; logs: number }>();
   await Promise.all(
     [...(pod.spec.initContainers ?? []), ...pod.spec.containers].map(async (c) => {
       const running = status.containerStatuses.find((s) => s.name === c.name && s.state === "running");
-      containers.set(c.name, { rootfs: running ? (rootfs.get(running.id) ?? 0) : 0, logs: await disk.usage(`${logsDir}/${c.name}`) });
+      containers.set(c.name, {
+        rootfs: running ? (rootfs.get(running.id) ?? 0) : 0,
+        logs: await disk.usage(`${logsDir}/${c.name}`),
+      });
     }),
   );
   return { containers, volumes, etcHosts };

@@ -12,13 +12,20 @@ export const VOLUME_STATS_AGG_PERIOD_DEFAULT_MS = 60_000;
 
 export interface VolumeStatsCache {
   /** The pod's cached volume use, measured again (by `measure`) when it has none or its period has run out. */
-  get(uid: string, now: number, measure: () => Promise<ReadonlyMap<string, number>>): Promise<ReadonlyMap<string, number>>;
+  get(
+    uid: string,
+    now: number,
+    measure: () => Promise<ReadonlyMap<string, number>>,
+  ): Promise<ReadonlyMap<string, number>>;
   /** Drops every entry but these pods' (updateCachedPodVolumeStats stops the calculators of deleted pods; here
    * also of evicted ones, so a pod made anew after its eviction is measured afresh). */
   keepOnly(uids: ReadonlySet<string>): void;
 }
 
-export function createVolumeStatsCache(periodMs = VOLUME_STATS_AGG_PERIOD_DEFAULT_MS, random: () => number = Math.random): VolumeStatsCache {
+export function createVolumeStatsCache(
+  periodMs = VOLUME_STATS_AGG_PERIOD_DEFAULT_MS,
+  random: () => number = Math.random,
+): VolumeStatsCache {
   const entries = new Map<string, { volumes: ReadonlyMap<string, number>; nextAt: number }>();
   return {
     async get(uid, now, measure) {

@@ -12,5 +12,7 @@ export const NOFOLLOW = O_PATH | constants.O_NOFOLLOW;
 export function at(fd: number, name: string): string;
 export function at(fd: number, name: Buffer): Buffer;
 export function at(fd: number, name: string | Buffer): string | Buffer {
-  return typeof name === "string" ? `/proc/self/fd/${fd}/${name}` : Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), name]);
+  return typeof name === "string"
+    ? `/proc/self/fd/${fd}/${name}`
+    : Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), name]);
 }

@@ -22,9 +22,25 @@ const Registry = require("prom-client/lib/registry") as typeof PromClient.Regist
 const Counter = require("prom-client/lib/counter") as typeof PromClient.Counter;
 const Gauge = require("prom-client/lib/gauge") as typeof PromClient.Gauge;
 const Histogram = require("prom-client/lib/histogram") as typeof PromClient.Histogram;
-type DefaultMetric = (registry: PromClient.Registry, config: PromClient.DefaultMetricsCollectorConfiguration<PromClient.RegistryContentType>) => void;
+type DefaultMetric = (
+  registry: PromClient.Registry,
+  config: PromClient.DefaultMetricsCollectorConfiguration<PromClient.RegistryContentType>,
+) => void;
 /** collectDefaultMetrics's list (lib/defaultMetrics.js) without processCpuTotal, which processCpu below replaces. */
-const DEFAULT_METRICS = ["processStartTime", "osMemoryHeap", "processOpenFileDescriptors", "processMaxFileDescriptors", "eventLoopLag", "processResources", "processHandles", "processRequests", "heapSizeAndUsed", "heapSpacesSizeAndUsed", "version", "gc"];
+const DEFAULT_METRICS = [
+  "processStartTime",
+  "osMemoryHeap",
+  "processOpenFileDescriptors",
+  "processMaxFileDescriptors",
+  "eventLoopLag",
+  "processResources",
+  "processHandles",
+  "processRequests",
+  "heapSizeAndUsed",
+  "heapSpacesSizeAndUsed",
+  "version",
+  "gc",
+];
 
 /** prom-client's processCpuTotal without exemplars: the same three counters, counted from when they were made. */
 function processCpu(registry: PromClient.Registry): void {
@@ -45,8 +61,16 @@ function processCpu(registry: PromClient.Registry): void {
       total.inc(u + s);
     },
   });
-  const system = new Counter({ name: "process_cpu_system_seconds_total", help: "Total system CPU time spent in seconds.", registers });
-  const total = new Counter({ name: "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds.", registers });
+  const system = new Counter({
+    name: "process_cpu_system_seconds_total",
+    help: "Total system CPU time spent in seconds.",
+    registers,
+  });
+  const total = new Counter({
+    name: "process_cpu_seconds_total",
+    help: "Total user and system CPU time spent in seconds.",
+    registers,
+  });
 }
 
 export function createPromMetrics(): PromMetrics {
@@ -54,22 +78,75 @@ export function createPromMetrics(): PromMetrics {
   // The event-loop lag histogram sampled every 100 ms, not prom-client's 10 ms: at 10 ms its timer alone was about
   // 0.5 % of a core on an idle node (measured: an idle server with 30 pods, 1.1 % → 0.6 %).
   processCpu(registry);
-  for (const name of DEFAULT_METRICS) (require(`prom-client/lib/metrics/${name}`) as DefaultMetric)(registry, { eventLoopMonitoringPrecision: 100 });
+  for (const name of DEFAULT_METRICS)
+    (require(`prom-client/lib/metrics/${name}`) as DefaultMetric)(registry, { eventLoopMonitoringPrecision: 100 });
   let source: MetricsSource | undefined;
   let cacheStats: (() => PodStatusCacheStats) | undefined;
 
-  const syncs = new Counter({ name: "podsync_syncs_total", help: "Pod syncs by what started them (request, loop) and how they ended (ok, failed: a step failed, error: the sync threw).", labelNames: ["trigger", "result"] as const, registers: [registry] });
-  const syncSeconds = new Histogram({ name: "podsync_sync_duration_seconds", help: "Pod sync latency (status read, steps, read-back), by trigger.", labelNames: ["trigger"] as const, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry] });
-  const criCalls = new Counter({ name: "podsync_cri_calls_total", help: "CRI calls by method and gRPC code (OK on success).", labelNames: ["method", "code"] as const, registers: [registry] });
-  const relistSeconds = new Histogram({ name: "podsync_relist_duration_seconds", help: "How long one relist of the node took (list calls, detail reads, decisions).", buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry] });
-  const relistLag = new Histogram({ name: "podsync_relist_lag_seconds", help: "How late a relist started against its schedule (a busy event loop or a slow previous relist).", buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10], registers: [registry] });
-  const relistFailures = new Counter({ name: "podsync_relist_failures_total", help: "Relists that failed (the runtime unreachable, or a list call failed).", registers: [registry] });
-  const relistLast = new Gauge({ name: "podsync_relist_last_success_timestamp_seconds", help: "When the last relist succeeded (alert on time() minus this).", registers: [registry] });
-  const eventsUp = new Gauge({ name: "podsync_runtime_events_up", help: "1 while the runtime's event stream is open (exits restart containers at once, the relist is the safety net); 0 while the loop falls back to relisting at its interval. By source: cri (GetContainerEvents) or containerd (its event service).", labelNames: ["source"] as const, registers: [registry] });
-  const eventStreamDowns = new Counter({ name: "podsync_runtime_event_stream_failures_total", help: "Times the runtime's event stream could not be opened or was lost (it is opened again with a back-off).", registers: [registry] });
-  const events = new Counter({ name: "podsync_runtime_events_total", help: "Events received from the runtime's stream, by kind (exited, changed).", labelNames: ["kind"] as const, registers: [registry] });
+  const syncs = new Counter({
+    name: "podsync_syncs_total",
+    help: "Pod syncs by what started them (request, loop) and how they ended (ok, failed: a step failed, error: the sync threw).",
+    labelNames: ["trigger", "result"] as const,
+    registers: [registry],
+  });
+  const syncSeconds = new Histogram({
+    name: "podsync_sync_duration_seconds",
+    help: "Pod sync latency (status read, steps, read-back), by trigger.",
+    labelNames: ["trigger"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const criCalls = new Counter({
+    name: "podsync_cri_calls_total",
+    help: "CRI calls by method and gRPC code (OK on success).",
+    labelNames: ["method", "code"] as const,
+    registers: [registry],
+  });
+  const relistSeconds = new Histogram({
+    name: "podsync_relist_duration_seconds",
+    help: "How long one relist of the node took (list calls, detail reads, decisions).",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const relistLag = new Histogram({
+    name: "podsync_relist_lag_seconds",
+    help: "How late a relist started against its schedule (a busy event loop or a slow previous relist).",
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+    registers: [registry],
+  });
+  const relistFailures = new Counter({
+    name: "podsync_relist_failures_total",
+    help: "Relists that failed (the runtime unreachable, or a list call failed).",
+    registers: [registry],
+  });
+  const relistLast = new Gauge({
+    name: "podsync_relist_last_success_timestamp_seconds",
+    help: "When the last relist succeeded (alert on time() minus this).",
+    registers: [registry],
+  });
+  const eventsUp = new Gauge({
+    name: "podsync_runtime_events_up",
+    help: "1 while the runtime's event stream is open (exits restart containers at once, the relist is the safety net); 0 while the loop falls back to relisting at its interval. By source: cri (GetContainerEvents) or containerd (its event service).",
+    labelNames: ["source"] as const,
+    registers: [registry],
+  });
+  const eventStreamDowns = new Counter({
+    name: "podsync_runtime_event_stream_failures_total",
+    help: "Times the runtime's event stream could not be opened or was lost (it is opened again with a back-off).",
+    registers: [registry],
+  });
+  const events = new Counter({
+    name: "podsync_runtime_events_total",
+    help: "Events received from the runtime's stream, by kind (exited, changed).",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+  });
   let eventSource = "";
-  const restarts = new Counter({ name: "podsync_loop_container_restarts_total", help: "Containers the reconcile loop started again after they had run (restarts, not first starts).", registers: [registry] });
+  const restarts = new Counter({
+    name: "podsync_loop_container_restarts_total",
+    help: "Containers the reconcile loop started again after they had run (restarts, not first starts).",
+    registers: [registry],
+  });
   new Gauge({
     name: "podsync_pods",
     help: "Desired pods by phase of their last relisted status.",

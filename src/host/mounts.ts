@@ -21,7 +21,7 @@ export async function mountTable(): Promise<{ point: string; fstype: string }[]>
 
 /** Mount points at or under `dir` (canonical), deepest first; a stacked mount is listed once per layer. */
 export async function mountsUnder(dir: string): Promise<string[]> {
-  const out = (await mountTable()).map((m) => m.point).filter((p) => p === dir || p.startsWith(dir + "/"));
+  const out = (await mountTable()).map((m) => m.point).filter((p) => p === dir || p.startsWith(`${dir}/`));
   return out.sort((a, b) => b.split("/").length - a.split("/").length);
 }
 

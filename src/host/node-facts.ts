@@ -11,7 +11,19 @@ const read = (path: string) => {
   }
 };
 
-export function machineFacts(): { hostname: string; kernelVersion: string; osImage: string; machineID: string; bootID: string } {
+export function machineFacts(): {
+  hostname: string;
+  kernelVersion: string;
+  osImage: string;
+  machineID: string;
+  bootID: string;
+} {
   const pretty = /^PRETTY_NAME=(.*)$/m.exec(read("/etc/os-release"))?.[1]?.replace(/^"(.*)"$/, "$1") ?? "";
-  return { hostname: hostname(), kernelVersion: release(), osImage: pretty || "Linux", machineID: read("/etc/machine-id"), bootID: read("/proc/sys/kernel/random/boot_id") };
+  return {
+    hostname: hostname(),
+    kernelVersion: release(),
+    osImage: pretty || "Linux",
+    machineID: read("/etc/machine-id"),
+    bootID: read("/proc/sys/kernel/random/boot_id"),
+  };
 }

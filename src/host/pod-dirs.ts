@@ -6,7 +6,19 @@
 // relative to open directories, so however deep a pod nested its directories they can be removed.
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
-import { chmod, lstat, mkdir, open, readdir, readFile, realpath, rmdir, unlink, writeFile, type FileHandle } from "node:fs/promises";
+import {
+  chmod,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rmdir,
+  unlink,
+  writeFile,
+  type FileHandle,
+} from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import type { PodDirs } from "../volumemanager/pod-dirs.js";
@@ -83,7 +95,9 @@ export async function unmountAllUnder(given: string): Promise<void> {
       // --no-canonicalize: umount(8) does not resolve the path itself; the kernel takes it as mountinfo gave it.
       await run("umount", ["--no-canonicalize", mp]);
     } catch (e) {
-      throw new Error(`${mp} is mounted and could not be unmounted (${((e as { stderr?: string }).stderr || (e as Error).message).trim()}): nothing under ${dir} was removed`);
+      throw new Error(
+        `${mp} is mounted and could not be unmounted (${((e as { stderr?: string }).stderr || (e as Error).message).trim()}): nothing under ${dir} was removed`,
+      );
     }
   }
   const left = await mountsUnder(dir);

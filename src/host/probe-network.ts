@@ -27,25 +27,37 @@ function httpProbe(url: string, headers: [string, string][], timeoutMs: number):
         resolve(o);
       }
     };
-    const req = mod.request(u, { method: "GET", headers: hdrs, agent: false, rejectUnauthorized: false, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on("data", (b: Buffer) => {
-        if (size < MAX_PROBE_OUTPUT) chunks.push(b.subarray(0, MAX_PROBE_OUTPUT - size));
-        size += b.length;
-      });
-      res.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8");
-        const code = res.statusCode ?? 0;
-        if (code >= 200 && code < 400) finish(code >= 300 ? { result: "Warning", output: `Probe terminated redirects, Response body: ${body}` } : { result: "Success", output: body });
-        else finish({ result: "Failure", output: `HTTP probe failed with statuscode: ${code}` });
-      });
-      res.on("error", (e) => finish({ result: "Failure", output: e.message }));
-    });
+    const req = mod.request(
+      u,
+      { method: "GET", headers: hdrs, agent: false, rejectUnauthorized: false, timeout: timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (b: Buffer) => {
+          if (size < MAX_PROBE_OUTPUT) chunks.push(b.subarray(0, MAX_PROBE_OUTPUT - size));
+          size += b.length;
+        });
+        res.on("end", () => {
+          const body = Buffer.concat(chunks).toString("utf8");
+          const code = res.statusCode ?? 0;
+          if (code >= 200 && code < 400)
+            finish(
+              code >= 300
+                ? { result: "Warning", output: `Probe terminated redirects, Response body: ${body}` }
+                : { result: "Success", output: body },
+            );
+          else finish({ result: "Failure", output: `HTTP probe failed with statuscode: ${code}` });
+        });
+        res.on("error", (e) => finish({ result: "Failure", output: e.message }));
+      },
+    );
     // The whole probe, not just idle time, is bounded by the timeout (Go's http.Client.Timeout).
     const t = setTimeout(() => {
       req.destroy();
-      finish({ result: "Failure", output: `Get "${url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)` });
+      finish({
+        result: "Failure",
+        output: `Get "${url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`,
+      });
     }, timeoutMs);
     req.on("close", () => clearTimeout(t));
     req.on("timeout", () => req.destroy(new Error("timeout")));
@@ -115,7 +127,9 @@ export function decodeHealthStatus(b: Buffer): number {
 
 function grpcProbe(host: string, port: number, service: string, timeoutMs: number): Promise<ProbeOutcome> {
   const addr = `${host.includes(":") ? `[${host}]` : host}:${port}`;
-  const client = new grpc.Client(addr, grpc.credentials.createInsecure(), { "grpc.primary_user_agent": "kube-probe/1.33" });
+  const client = new grpc.Client(addr, grpc.credentials.createInsecure(), {
+    "grpc.primary_user_agent": "kube-probe/1.33",
+  });
   const timeout = `${timeoutMs / 1000}s`;
   return new Promise<ProbeOutcome>((resolve) => {
     client.makeUnaryRequest(
@@ -127,12 +141,25 @@ function grpcProbe(host: string, port: number, service: string, timeoutMs: numbe
       { deadline: Date.now() + timeoutMs },
       (err, status) => {
         if (err) {
-          if (err.code === grpc.status.UNIMPLEMENTED) return resolve({ result: "Failure", output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${err.details}` });
-          if (err.code === grpc.status.DEADLINE_EXCEEDED) return resolve({ result: "Failure", output: `timeout: health rpc did not complete within ${timeout}` });
-          if (err.code === grpc.status.UNAVAILABLE) return resolve({ result: "Failure", output: `error: failed to connect service at "${addr}": ${err.details}` });
+          if (err.code === grpc.status.UNIMPLEMENTED)
+            return resolve({
+              result: "Failure",
+              output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${err.details}`,
+            });
+          if (err.code === grpc.status.DEADLINE_EXCEEDED)
+            return resolve({ result: "Failure", output: `timeout: health rpc did not complete within ${timeout}` });
+          if (err.code === grpc.status.UNAVAILABLE)
+            return resolve({
+              result: "Failure",
+              output: `error: failed to connect service at "${addr}": ${err.details}`,
+            });
           return resolve({ result: "Failure", output: `error: health rpc probe failed: ${err.message}` });
         }
-        if (status !== 1) return resolve({ result: "Failure", output: `service unhealthy (responded with "${SERVING_STATUS[status ?? 0] ?? status}")` });
+        if (status !== 1)
+          return resolve({
+            result: "Failure",
+            output: `service unhealthy (responded with "${SERVING_STATUS[status ?? 0] ?? status}")`,
+          });
         resolve({ result: "Success", output: "service is healthy" });
       },
     );
@@ -142,7 +169,10 @@ function grpcProbe(host: string, port: number, service: string, timeoutMs: numbe
 /** A probe with no address to go to: the pod has no IP yet (its sandbox has none, or is not ready) and the probe
  * names no host. Node's net.connect and Go's dialer both take an empty host for the local system, so it would
  * probe the node's own loopback; it fails instead, with no connection made. */
-const NO_POD_IP: ProbeOutcome = { result: "Failure", output: "no pod IP: the pod has no address to probe (and the probe names no host)" };
+const NO_POD_IP: ProbeOutcome = {
+  result: "Failure",
+  output: "no pod IP: the pod has no address to probe (and the probe names no host)",
+};
 
 /** The host part of a probe URL ("" for http://:8080/). */
 const urlHost = (url: string) => /^[a-z][a-z0-9+.-]*:\/\/(\[[^\]]*\]|[^:/?#]*)/i.exec(url)?.[1] ?? "";
@@ -156,6 +186,11 @@ export const nodeProbeNetwork: ProbeNetwork = {
 /** The node's addresses for status.hostIPs: the first non-internal IPv4 and IPv6 (kubelet's node IPs). */
 export async function nodeHostIPs(): Promise<string[]> {
   const { networkInterfaces } = await import("node:os");
-  const all = Object.values(networkInterfaces()).flatMap((l) => l ?? []).filter((a) => !a.internal);
-  return [all.find((a) => a.family === "IPv4")?.address, all.find((a) => a.family === "IPv6" && !a.address.startsWith("fe80"))?.address].filter((x): x is string => !!x);
+  const all = Object.values(networkInterfaces())
+    .flatMap((l) => l ?? [])
+    .filter((a) => !a.internal);
+  return [
+    all.find((a) => a.family === "IPv4")?.address,
+    all.find((a) => a.family === "IPv6" && !a.address.startsWith("fe80"))?.address,
+  ].filter((x): x is string => !!x);
 }

@@ -18,11 +18,17 @@ export function proxyLogFiles(o: ProxyLogOptions): LogFiles {
   const f = o.fetch ?? fetch;
   const headers: Record<string, string> = o.token ? { authorization: `Bearer ${o.token}` } : {};
   const call = (op: "stat" | "read", params: Record<string, string>) =>
-    f(`${o.baseUrl.replace(/\/$/, "")}${PREFIX}${op}?${new URLSearchParams(params)}`, { headers, signal: AbortSignal.timeout(o.timeoutMs ?? 10_000) });
+    f(`${o.baseUrl.replace(/\/$/, "")}${PREFIX}${op}?${new URLSearchParams(params)}`, {
+      headers,
+      signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
+    });
   const statOf = async (path: string): Promise<{ id: string; size: number } | undefined> => {
     const r = await call("stat", { path });
     if (r.status === 404) return undefined;
-    if (r.status === 501) throw new Error(`the node's cri-proxy: ${String(((await r.json().catch(() => ({}))) as { error?: unknown }).error ?? "cri-proxy serves no logs")}`);
+    if (r.status === 501)
+      throw new Error(
+        `the node's cri-proxy: ${String(((await r.json().catch(() => ({}))) as { error?: unknown }).error ?? "cri-proxy serves no logs")}`,
+      );
     if (!r.ok) throw new Error(`cri-proxy log stat answered ${r.status}`);
     return (await r.json()) as { id: string; size: number };
   };
@@ -38,7 +44,12 @@ export function proxyLogFiles(o: ProxyLogOptions): LogFiles {
           return s && s.id === first.id ? s.size : first.size;
         },
         async read(offset, length) {
-          const r = await call("read", { path, id: first.id, offset: String(offset), length: String(Math.min(length, 256 * 1024)) });
+          const r = await call("read", {
+            path,
+            id: first.id,
+            offset: String(offset),
+            length: String(Math.min(length, 256 * 1024)),
+          });
           if (r.status === 409 || r.status === 404) return new Uint8Array();
           if (!r.ok) throw new Error(`cri-proxy log read answered ${r.status}`);
           return new Uint8Array(await r.arrayBuffer());

@@ -5,12 +5,27 @@
 // It is its own CA (basicConstraints CA:TRUE): `podsync kubeconfig` embeds it as certificate-authority-data.
 // SANs: the node name, the host name, localhost, 127.0.0.1, ::1 and the node's addresses. Valid one year;
 // made again when missing, unreadable, expired, or when it does not name a SAN it should.
-import { createHash, createPrivateKey, generateKeyPairSync, randomBytes, sign, X509Certificate, type KeyObject } from "node:crypto";
+import {
+  createHash,
+  createPrivateKey,
+  generateKeyPairSync,
+  randomBytes,
+  sign,
+  X509Certificate,
+  type KeyObject,
+} from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync, renameSync } from "node:fs";
 import { isIPv4, isIPv6 } from "node:net";
 import { join } from "node:path";
 
-const len = (n: number): number[] => (n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : n < 0x10000 ? [0x82, n >> 8, n & 0xff] : [0x83, n >> 16, (n >> 8) & 0xff, n & 0xff]);
+const len = (n: number): number[] =>
+  n < 0x80
+    ? [n]
+    : n < 0x100
+      ? [0x81, n]
+      : n < 0x10000
+        ? [0x82, n >> 8, n & 0xff]
+        : [0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
 const tlv = (tag: number, body: Uint8Array | number[]): Buffer => Buffer.from([tag, ...len(body.length), ...body]);
 const seq = (...items: Buffer[]) => tlv(0x30, Buffer.concat(items));
 const set = (...items: Buffer[]) => tlv(0x31, Buffer.concat(items));
@@ -40,7 +55,7 @@ function oid(dotted: string): Buffer {
 
 /** UTCTime through 2049, GeneralizedTime after (RFC 5280 4.1.2.5). */
 function time(d: Date): Buffer {
-  const iso = d.toISOString().replace(/[-:T]/g, "").slice(0, 14) + "Z";
+  const iso = `${d.toISOString().replace(/[-:T]/g, "").slice(0, 14)}Z`;
   return d.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(iso.slice(2))) : tlv(0x18, Buffer.from(iso));
 }
 
@@ -54,7 +69,8 @@ function ipBytes(ip: string): Buffer {
   return Buffer.from(all.flatMap((g) => [parseInt(g, 16) >> 8, parseInt(g, 16) & 0xff]));
 }
 
-const ext = (id: string, critical: boolean, value: Buffer) => seq(oid(id), ...(critical ? [bool(true)] : []), octets(value));
+const ext = (id: string, critical: boolean, value: Buffer) =>
+  seq(oid(id), ...(critical ? [bool(true)] : []), octets(value));
 
 export interface ServingCert {
   cert: string;
@@ -62,16 +78,27 @@ export interface ServingCert {
 }
 
 /** A self-signed P-256 serving certificate for these names and addresses. */
-export function selfSignedCert(commonName: string, dnsNames: readonly string[], ips: readonly string[], now = new Date(), days = 365): ServingCert {
+export function selfSignedCert(
+  commonName: string,
+  dnsNames: readonly string[],
+  ips: readonly string[],
+  now = new Date(),
+  days = 365,
+): ServingCert {
   const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
   const spki = publicKey.export({ type: "spki", format: "der" });
   const name = seq(set(seq(oid("2.5.4.3"), utf8(commonName))));
   const ecdsaSha256 = seq(oid("1.2.840.10045.4.3.2"));
   const serial = randomBytes(16);
   serial[0]! &= 0x7f;
-  const san = seq(...dnsNames.map((d) => tlv(0x82, Buffer.from(d, "ascii"))), ...ips.filter((i) => isIPv4(i) || isIPv6(i)).map((i) => tlv(0x87, ipBytes(i))));
+  const san = seq(
+    ...dnsNames.map((d) => tlv(0x82, Buffer.from(d, "ascii"))),
+    ...ips.filter((i) => isIPv4(i) || isIPv6(i)).map((i) => tlv(0x87, ipBytes(i))),
+  );
   // The SPKI's BIT STRING content (after its unused-bits byte) is the public key the key id hashes.
-  const keyId = createHash("sha1").update(spki.subarray(spki.length - 65)).digest();
+  const keyId = createHash("sha1")
+    .update(spki.subarray(spki.length - 65))
+    .digest();
   const tbs = seq(
     explicit(0, integer(Buffer.from([2]))),
     integer(serial),
@@ -93,7 +120,8 @@ export function selfSignedCert(commonName: string, dnsNames: readonly string[], 
   );
   const signature = sign("sha256", tbs, privateKey);
   const der = seq(tbs, ecdsaSha256, bits(signature));
-  const pem = (label: string, b: Buffer) => `-----BEGIN ${label}-----\n${b.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n?$/, "\n")}-----END ${label}-----\n`;
+  const pem = (label: string, b: Buffer) =>
+    `-----BEGIN ${label}-----\n${b.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n?$/, "\n")}-----END ${label}-----\n`;
   return { cert: pem("CERTIFICATE", der), key: privateKey.export({ type: "pkcs8", format: "pem" }) as string };
 }
 
@@ -114,7 +142,13 @@ function stillGood(c: ServingCert, dnsNames: readonly string[], ips: readonly st
 /** The state dir's serving.crt/serving.key, made (again) when needed. Files 0600 (the key) and 0644. A
  * directory that cannot be written does not stop the server: the certificate is then kept in memory only
  * (`persisted: false`) and a new one is made at the next start. */
-export function loadOrMakeServingCert(dir: string, commonName: string, dnsNames: readonly string[], ips: readonly string[], now = new Date()): ServingCert & { made: boolean; certFile?: string; persisted: boolean } {
+export function loadOrMakeServingCert(
+  dir: string,
+  commonName: string,
+  dnsNames: readonly string[],
+  ips: readonly string[],
+  now = new Date(),
+): ServingCert & { made: boolean; certFile?: string; persisted: boolean } {
   const certFile = join(dir, "serving.crt");
   const keyFile = join(dir, "serving.key");
   try {
@@ -126,10 +160,10 @@ export function loadOrMakeServingCert(dir: string, commonName: string, dnsNames:
   const c = selfSignedCert(commonName, dnsNames, ips, now);
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(keyFile + ".tmp", c.key, { mode: 0o600 });
-    writeFileSync(certFile + ".tmp", c.cert, { mode: 0o644 });
-    renameSync(keyFile + ".tmp", keyFile);
-    renameSync(certFile + ".tmp", certFile);
+    writeFileSync(`${keyFile}.tmp`, c.key, { mode: 0o600 });
+    writeFileSync(`${certFile}.tmp`, c.cert, { mode: 0o644 });
+    renameSync(`${keyFile}.tmp`, keyFile);
+    renameSync(`${certFile}.tmp`, certFile);
   } catch {
     return { ...c, made: true, persisted: false };
   }

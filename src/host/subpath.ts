@@ -17,14 +17,15 @@ import { mountsUnder } from "./mounts.js";
 
 const run = promisify(execFile);
 
-const within = (p: string, base: string) => p === base || p.startsWith(base === "/" ? "/" : base + "/");
+const within = (p: string, base: string) => p === base || p.startsWith(base === "/" ? "/" : `${base}/`);
 const isENOENT = (e: unknown) => (e as NodeJS.ErrnoException).code === "ENOENT";
 
 /** The subPath with the symlinks that stay inside the volume resolved (kubelet allows those), relative to the
  * resolved volume; an error when it resolves outside. Missing: the subPath as written (made below). */
 async function resolveInside(base: string, subPath: string): Promise<string[]> {
   const segs = subPath.split("/").filter((s) => s !== "" && s !== ".");
-  if (segs.some((s) => s === "..")) throw new SubPathError("the subPath contains '..'", `subPath ${JSON.stringify(subPath)} must not contain '..'`);
+  if (segs.some((s) => s === ".."))
+    throw new SubPathError("the subPath contains '..'", `subPath ${JSON.stringify(subPath)} must not contain '..'`);
   let real: string;
   try {
     real = await realpath(`${base}/${segs.join("/")}`);
@@ -32,7 +33,11 @@ async function resolveInside(base: string, subPath: string): Promise<string[]> {
     if (isENOENT(e)) return segs;
     throw e;
   }
-  if (!within(real, base)) throw new SubPathError("the subPath resolves outside its volume (a symlink)", `subpath ${JSON.stringify(`${base}/${segs.join("/")}`)} not within volume path ${JSON.stringify(base)}`);
+  if (!within(real, base))
+    throw new SubPathError(
+      "the subPath resolves outside its volume (a symlink)",
+      `subpath ${JSON.stringify(`${base}/${segs.join("/")}`)} not within volume path ${JSON.stringify(base)}`,
+    );
   return real === base ? [] : real.slice(base.length + 1).split("/");
 }
 
@@ -48,7 +53,11 @@ async function safeOpen(base: string, segs: string[], mode: number): Promise<Fil
       try {
         child = await open(rel, NOFOLLOW);
       } catch (e) {
-        if (!isENOENT(e)) throw new SubPathError(`cannot open a component of the subPath (${(e as NodeJS.ErrnoException).code ?? "error"})`, `cannot open ${where}: ${(e as Error).message}`);
+        if (!isENOENT(e))
+          throw new SubPathError(
+            `cannot open a component of the subPath (${(e as NodeJS.ErrnoException).code ?? "error"})`,
+            `cannot open ${where}: ${(e as Error).message}`,
+          );
         // mkdir does not follow a symlink in the last component (EEXIST), and the open below refuses one put there since.
         await mkdir(rel).catch((err) => {
           if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
@@ -59,11 +68,19 @@ async function safeOpen(base: string, segs: string[], mode: number): Promise<Fil
       const st = await child.stat();
       await fh.close();
       fh = child;
-      if (st.isSymbolicLink()) throw new SubPathError("the subPath contains a symlink that does not resolve inside its volume", `unexpected symlink found ${where}`);
+      if (st.isSymbolicLink())
+        throw new SubPathError(
+          "the subPath contains a symlink that does not resolve inside its volume",
+          `unexpected symlink found ${where}`,
+        );
     }
     // What the kernel says the fd is: it must lie inside the volume (base is already resolved).
     const real = await readlink(`/proc/${process.pid}/fd/${fh.fd}`);
-    if (!within(real, base)) throw new SubPathError("the subPath resolves outside its volume", `subpath ${JSON.stringify(real)} not within volume path ${JSON.stringify(base)}`);
+    if (!within(real, base))
+      throw new SubPathError(
+        "the subPath resolves outside its volume",
+        `subpath ${JSON.stringify(real)} not within volume path ${JSON.stringify(base)}`,
+      );
     return fh;
   } catch (e) {
     await fh.close().catch(() => undefined);
@@ -87,7 +104,10 @@ async function prepareTarget(target: string, fd: FileHandle): Promise<boolean> {
     // A file is a mount point for any non-directory (file, device, socket, ...).
     else await writeFile(canonical, "", { mode: 0o640 });
   } else if (existing.isDirectory() !== src.isDirectory() || existing.isSymbolicLink()) {
-    throw new SubPathError("the bind target exists as another kind of file", `subPath target ${canonical} exists as another kind of file`);
+    throw new SubPathError(
+      "the bind target exists as another kind of file",
+      `subPath target ${canonical} exists as another kind of file`,
+    );
   }
   return false;
 }
@@ -95,7 +115,10 @@ async function prepareTarget(target: string, fd: FileHandle): Promise<boolean> {
 export async function bindSubPath(b: SubPathBind): Promise<void> {
   if (b.createVolume) await mkdir(b.volumePath, { recursive: true, mode: 0o755 });
   const base = await realpath(b.volumePath).catch((e) => {
-    throw new SubPathError(`the volume's directory cannot be resolved (${(e as NodeJS.ErrnoException).code ?? "error"})`, `error resolving symlinks in ${JSON.stringify(b.volumePath)}: ${(e as Error).message}`);
+    throw new SubPathError(
+      `the volume's directory cannot be resolved (${(e as NodeJS.ErrnoException).code ?? "error"})`,
+      `error resolving symlinks in ${JSON.stringify(b.volumePath)}: ${(e as Error).message}`,
+    );
   });
   const mode = (await stat(base)).mode & 0o7777;
   const fh = await safeOpen(base, await resolveInside(base, b.subPath), mode);
@@ -105,7 +128,10 @@ export async function bindSubPath(b: SubPathBind): Promise<void> {
       // The source is the fd itself: nothing in the volume can redirect it between the checks and the mount.
       await run("mount", ["--no-canonicalize", "--bind", `/proc/${process.pid}/fd/${fh.fd}`, b.target]);
     } catch (e) {
-      throw new SubPathError("the bind mount failed", `error mounting ${b.volumePath}/${b.subPath}: ${((e as { stderr?: string }).stderr || (e as Error).message).trim()}`);
+      throw new SubPathError(
+        "the bind mount failed",
+        `error mounting ${b.volumePath}/${b.subPath}: ${((e as { stderr?: string }).stderr || (e as Error).message).trim()}`,
+      );
     }
   } finally {
     await fh.close();

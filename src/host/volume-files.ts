@@ -10,7 +10,21 @@
 // leaves them: a rewrite never fails on them.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import type { VolumeFiles, VolumePayload } from "../volumemanager/object-volumes.js";
@@ -56,7 +70,8 @@ async function unchanged(dir: string, old: string, p: VolumePayload): Promise<bo
     const visible = new Set(await readdir(dir));
     const wanted = new Set([...p.files.keys()].map((k) => k.split("/")[0]!));
     // The same names as the old payload, each still visible; other names in dir are not the payload's.
-    if (before.length !== wanted.size || before.some((n) => !wanted.has(n)) || [...wanted].some((n) => !visible.has(n))) return false;
+    if (before.length !== wanted.size || before.some((n) => !wanted.has(n)) || [...wanted].some((n) => !visible.has(n)))
+      return false;
     for (const [path, f] of p.files) {
       const full = `${dir}/${old}/${path}`;
       const [st, data] = await Promise.all([stat(full), readFile(full)]);
@@ -123,7 +138,8 @@ async function atomicWrite(p: VolumePayload): Promise<boolean> {
 function digest(p: VolumePayload): string {
   const h = createHash("sha256");
   h.update(`${p.tmpfs}\u0000${p.fsGroup ?? ""}\u0000`);
-  for (const [path, f] of [...p.files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) h.update(`${path}\u0000${f.mode}\u0000${f.data.byteLength}\u0000`).update(f.data);
+  for (const [path, f] of [...p.files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    h.update(`${path}\u0000${f.mode}\u0000${f.data.byteLength}\u0000`).update(f.data);
   return h.digest("base64url");
 }
 

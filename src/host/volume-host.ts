@@ -17,9 +17,13 @@ import { HostPathTypeError, type HostPathType, type VolumeHost } from "../volume
 
 const run = promisify(execFile);
 
-const statOrUndefined = (path: string) => stat(path).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
+const statOrUndefined = (path: string) =>
+  stat(path).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
 
-const CHECKS: Record<Exclude<HostPathType, "" | "DirectoryOrCreate" | "FileOrCreate">, [(s: Awaited<ReturnType<typeof stat>>) => boolean, string]> = {
+const CHECKS: Record<
+  Exclude<HostPathType, "" | "DirectoryOrCreate" | "FileOrCreate">,
+  [(s: Awaited<ReturnType<typeof stat>>) => boolean, string]
+> = {
   Directory: [(s) => s.isDirectory(), "a directory"],
   File: [(s) => s.isFile(), "a file"],
   Socket: [(s) => s.isSocket(), "a socket file"],
@@ -27,7 +31,8 @@ const CHECKS: Record<Exclude<HostPathType, "" | "DirectoryOrCreate" | "FileOrCre
   BlockDevice: [(s) => s.isBlockDevice(), "a block device"],
 };
 
-const fail = (path: string, what: string) => new HostPathTypeError(`hostPath type check failed: ${path} is not ${what}`);
+const fail = (path: string, what: string) =>
+  new HostPathTypeError(`hostPath type check failed: ${path} is not ${what}`);
 
 export const nodeVolumeHost: VolumeHost = {
   async checkHostPath(path, type) {
@@ -61,17 +66,24 @@ export const nodeVolumeHost: VolumeHost = {
     // trailing slash or `//` gone), or a fresh tmpfs would be stacked over the volume on every container start.
     const canonical = `${await realpath(dirname(path))}/${basename(path)}`;
     if ((await mountTable()).some((m) => m.point === canonical && m.fstype === "tmpfs")) return;
-    await run("mount", ["-t", "tmpfs", "-o", `size=${Math.floor(sizeBytes)}`, "tmpfs", path]).catch((e: { stderr?: string; message: string }) => {
-      throw new Error(`mount tmpfs at ${path}: ${(e.stderr || e.message).trim()}`);
-    });
+    await run("mount", ["-t", "tmpfs", "-o", `size=${Math.floor(sizeBytes)}`, "tmpfs", path]).catch(
+      (e: { stderr?: string; message: string }) => {
+        throw new Error(`mount tmpfs at ${path}: ${(e.stderr || e.message).trim()}`);
+      },
+    );
   },
 
   // Relative to open directories, never following a symlink nor crossing a mount (volume-ownership.ts).
   setOwnership: setVolumeOwnership,
 
   async listDirs(dir) {
-    const entries = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? [] : Promise.reject(e)));
-    return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+    const entries = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) =>
+      e.code === "ENOENT" ? [] : Promise.reject(e),
+    );
+    return entries
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort();
   },
 
   // A claim's data is its pods' to shape: removed like a pod dir, never through a symlink or a mount point.

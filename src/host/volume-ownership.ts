@@ -26,11 +26,15 @@ async function change(fd: number, mode: number, isDir: boolean, gid: number, mas
 async function walk(dir: FileHandle, dev: number, mnt: string | undefined, gid: number, mask: number): Promise<void> {
   for (const name of await readdir(self(dir.fd), { encoding: "buffer" })) {
     const entry = at(dir.fd, name);
-    const st = await lstat(entry).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
+    const st = await lstat(entry).catch((e: NodeJS.ErrnoException) =>
+      e.code === "ENOENT" ? undefined : Promise.reject(e),
+    );
     if (!st || st.dev !== dev) continue;
     if (st.isSymbolicLink()) {
       // lchown never follows the last component, and the directory part is the open directory.
-      await lchown(entry, -1, gid).catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
+      await lchown(entry, -1, gid).catch((e: NodeJS.ErrnoException) =>
+        e.code === "ENOENT" ? undefined : Promise.reject(e),
+      );
       continue;
     }
     let child: FileHandle;
@@ -54,7 +58,11 @@ async function walk(dir: FileHandle, dev: number, mnt: string | undefined, gid: 
 
 /** requiresPermissionChange (volume_linux.go): the root is not of group `gid`, or lacks the group bits
  * (rw, or r when read-only, and x) or setgid. */
-function requiresPermissionChange(st: { gid: number; mode: number; isDirectory(): boolean }, gid: number, mask: number): boolean {
+function requiresPermissionChange(
+  st: { gid: number; mode: number; isDirectory(): boolean },
+  gid: number,
+  mask: number,
+): boolean {
   if (st.gid !== gid || !st.isDirectory()) return true;
   const want = mask | 0o110;
   return (st.mode & want) !== want || (st.mode & 0o2000) === 0;
@@ -62,7 +70,12 @@ function requiresPermissionChange(st: { gid: number; mode: number; isDirectory()
 
 /** SetVolumeOwnership of the volume directory `dir` (itself a directory, not a symlink); with `onRootMismatch`
  * skipped when its root already has the ownership (skipPermissionChange). */
-export async function setVolumeOwnership(dir: string, gid: number, readOnly: boolean, onRootMismatch = false): Promise<void> {
+export async function setVolumeOwnership(
+  dir: string,
+  gid: number,
+  readOnly: boolean,
+  onRootMismatch = false,
+): Promise<void> {
   const mask = readOnly ? 0o440 : 0o660;
   const top = await open(dir, NOFOLLOW | constants.O_DIRECTORY);
   try {

@@ -30,7 +30,11 @@ export class AdmissionRefusedError extends ProblemError {
   }
 }
 
-const refOf = (pod: Pod): PodRef => ({ uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace });
+const refOf = (pod: Pod): PodRef => ({
+  uid: pod.metadata.uid,
+  name: pod.metadata.name,
+  namespace: pod.metadata.namespace,
+});
 
 export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {
   const violations = evaluatePodSecurity(pod, policy);
@@ -43,26 +47,44 @@ export function admit(pod: Pod, policy: NodePolicy, prefix = ""): void {
 
 /** kubelet's admission against the node itself (name, labels, taints, allocatable, host ports of the other
  * desired pods): a refusal carries kubelet's reason and its "Pod was rejected: ..." message (kubelet.rejectPod). */
-export async function admitOnNode(pod: Pod, node: NodeInfo, desired: DesiredState | undefined, prefix = ""): Promise<void> {
+export async function admitOnNode(
+  pod: Pod,
+  node: NodeInfo,
+  desired: DesiredState | undefined,
+  prefix = "",
+): Promise<void> {
   const others = desired ? (await desired.list()).map((e) => e.pod) : [];
   const r = admitPod(pod, node, others);
   if (r.admit) return;
   throw new AdmissionRefusedError(
     `Pod was rejected: ${r.message}`,
-    { reason: r.reason, errors: r.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })) },
+    {
+      reason: r.reason,
+      errors: r.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })),
+    },
     [{ pod: refOf(pod), reason: r.reason, message: r.message }],
   );
 }
 
 /** A whole node-wide set (PUT /v1/node/pods): each pod against the ones before it, as kubelet admits pods one at a
  * time; any refusal refuses the request, naming each refused pod's fields under `<prefix><index>.`. */
-export function admitSetOnNode(pods: readonly Pod[], node: NodeInfo, prefix = "pods", onNode: ReadonlySet<string> = new Set()): void {
+export function admitSetOnNode(
+  pods: readonly Pod[],
+  node: NodeInfo,
+  prefix = "pods",
+  onNode: ReadonlySet<string> = new Set(),
+): void {
   const refused = admitInOrder(pods, node, onNode);
   if (refused.length === 0) return;
   const first = refused[0]!;
   throw new AdmissionRefusedError(
     `Pod was rejected: ${first.result.message}`,
-    { reason: first.result.reason, errors: refused.flatMap(({ index, result }) => result.failures.map((f) => ({ path: `${prefix}[${index}].${f.path}`, message: `${f.reason}: ${f.message}` }))) },
+    {
+      reason: first.result.reason,
+      errors: refused.flatMap(({ index, result }) =>
+        result.failures.map((f) => ({ path: `${prefix}[${index}].${f.path}`, message: `${f.reason}: ${f.message}` })),
+      ),
+    },
     refused.map(({ index, result }) => ({ pod: refOf(pods[index]!), reason: result.reason, message: result.message })),
   );
 }
@@ -79,7 +101,10 @@ export function admitOnRuntime(rt: Pick<PodRuntime, "admit">, pod: Pod, prefix =
       const first = e.failures[0]!;
       throw new AdmissionRefusedError(
         `Pod was rejected: ${e.message}`,
-        { reason: first.reason, errors: e.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })) },
+        {
+          reason: first.reason,
+          errors: e.failures.map((f) => ({ path: prefix + f.path, message: `${f.reason}: ${f.message}` })),
+        },
         template ? [] : [{ pod: refOf(pod), reason: first.reason, message: first.message }],
       );
     }
@@ -92,7 +117,11 @@ export function admitOnRuntime(rt: Pick<PodRuntime, "admit">, pod: Pod, prefix =
  * a refusal (409 uid-conflict, naming the item when there is a path) leaves the node as it was. A pod the store
  * already holds under its uid with the same namespace/name passed this check when it was stored: no call for
  * it (a converged re-sync costs nothing more); sync checks again under the pod's lock. Returns the CRI calls. */
-export async function checkUidsOnRuntime(rt: Pick<PodRuntime, "checkUids">, items: readonly { pod: Pod; at?: string }[], stored: (uid: string) => Promise<DesiredPod | undefined> | DesiredPod | undefined): Promise<number> {
+export async function checkUidsOnRuntime(
+  rt: Pick<PodRuntime, "checkUids">,
+  items: readonly { pod: Pod; at?: string }[],
+  stored: (uid: string) => Promise<DesiredPod | undefined> | DesiredPod | undefined,
+): Promise<number> {
   const unchecked: { pod: Pod; at?: string }[] = [];
   for (const it of items) {
     const m = (await stored(it.pod.metadata.uid))?.pod.metadata;
@@ -113,5 +142,8 @@ export function uidConflictAt(e: unknown, items: readonly { pod: Pod; at?: strin
   const at = items.find((it) => it.pod.metadata.uid === e.pod.uid)?.at;
   if (at === undefined) return e;
   const path = `${at}.metadata.uid`;
-  return new ProblemError("uid-conflict", `${path}: ${e.message}`, { holder: e.holder, errors: [{ path, message: e.message }] });
+  return new ProblemError("uid-conflict", `${path}: ${e.message}`, {
+    holder: e.holder,
+    errors: [{ path, message: e.message }],
+  });
 }

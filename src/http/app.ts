@@ -87,27 +87,41 @@ export function createApp(o: AppOptions) {
   const now = o.now ?? Date.now;
   const rt = o.runtime;
   const policy = o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] };
-  const nodeInfo: NodeInfo = o.nodeInfo ?? { name: o.nodeName, labels: { "kubernetes.io/hostname": o.nodeName, "kubernetes.io/os": "linux" }, taints: [], allocatable: {} };
+  const nodeInfo: NodeInfo = o.nodeInfo ?? {
+    name: o.nodeName,
+    labels: { "kubernetes.io/hostname": o.nodeName, "kubernetes.io/os": "linux" },
+    taints: [],
+    allocatable: {},
+  };
   const desired = o.desired ?? new MemoryDesiredState();
   const admitting = serialQueue();
   const prober = o.prober;
   const handlers = o.probeHandlers ?? { allowed: ALL_PROBE_HANDLERS, why: "" };
   /** A probe this deployment cannot run is refused like any invalid field, before any runtime call. */
   const checkProbes = (pod: Pod, prefix = "") => {
-    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why).map((e) => ({ ...e, path: prefix + e.path }));
+    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why).map((e) => ({
+      ...e,
+      path: prefix + e.path,
+    }));
     if (errors.length) throw new InvalidPodError(errors);
   };
 
   app.use(requestLog(log, now));
 
   app.onError((e, c) => {
-    if (e instanceof AdmissionRefusedError && c.req.path !== ROUTES.plan && e.refused.length) o.onAdmissionRefused?.(e.refused);
+    if (e instanceof AdmissionRefusedError && c.req.path !== ROUTES.plan && e.refused.length)
+      o.onAdmissionRefused?.(e.refused);
     const p = toProblemError(e);
     // Only the log sees an unexpected error's stack; the caller gets the bare problem.
-    c.set("error", p.slug === "internal" && !(e instanceof ProblemError) ? String((e as Error)?.stack ?? e) : p.message);
+    c.set(
+      "error",
+      p.slug === "internal" && !(e instanceof ProblemError) ? String((e as Error)?.stack ?? e) : p.message,
+    );
     return p.toResponse(c.req.path);
   });
-  app.notFound((c) => new ProblemError("not-found", `no route for ${c.req.method} ${c.req.path}`).toResponse(c.req.path));
+  app.notFound((c) =>
+    new ProblemError("not-found", `no route for ${c.req.method} ${c.req.path}`).toResponse(c.req.path),
+  );
 
   app.get(ROUTES.healthz, (c) => c.json({ ok: true, node: o.nodeName }));
 
@@ -116,66 +130,108 @@ export function createApp(o: AppOptions) {
     c.set("criCalls", r.criCalls);
     const body = { ok: r.ok, node: o.nodeName, runtime: r.runtime };
     if (r.ok) return c.json(body);
-    return new ProblemError("runtime-not-ready", "the runtime reports RuntimeReady=false", { runtime: r.runtime }).toResponse(c.req.path);
+    return new ProblemError("runtime-not-ready", "the runtime reports RuntimeReady=false", {
+      runtime: r.runtime,
+    }).toResponse(c.req.path);
   });
 
   app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
 
   const intake = { nodeName: nodeInfo.name, serviceAccountTokens: o.serviceAccountTokens ?? "drop" } as const;
-  const deps: PodRouteDeps = { runtime: rt, verifier: o.verifier, desired, policy, nodeInfo, admitting, prober, probeResults: o.probeResults, maxBodyBytes: maxBody, now, checkProbes, workloads: o.workloads, intake, holdLoop: o.holdLoop ?? (() => () => undefined) };
+  const deps: PodRouteDeps = {
+    runtime: rt,
+    verifier: o.verifier,
+    desired,
+    policy,
+    nodeInfo,
+    admitting,
+    prober,
+    probeResults: o.probeResults,
+    maxBodyBytes: maxBody,
+    now,
+    checkProbes,
+    workloads: o.workloads,
+    intake,
+    holdLoop: o.holdLoop ?? (() => () => undefined),
+  };
   registerPodSync(app, deps);
   registerPodReads(app, deps);
   registerPodDelete(app, deps);
 
-  registerNodePods(app, { nodePods: ROUTES.nodePods, pods: ROUTES.pods }, {
-    ...deps,
-    concurrency: o.applyConcurrency ?? 8,
-    note: (c, f) => {
-      const ctx = c as unknown as Context<AppEnv>;
-      if (f.jti) ctx.set("jti", f.jti);
-      if (f.criCalls !== undefined) ctx.set("criCalls", f.criCalls);
+  registerNodePods(
+    app,
+    { nodePods: ROUTES.nodePods, pods: ROUTES.pods },
+    {
+      ...deps,
+      concurrency: o.applyConcurrency ?? 8,
+      note: (c, f) => {
+        const ctx = c as unknown as Context<AppEnv>;
+        if (f.jti) ctx.set("jti", f.jti);
+        if (f.criCalls !== undefined) ctx.set("criCalls", f.criCalls);
+      },
     },
-  });
+  );
 
   if (o.workloads)
-    registerWorkloads(app, { list: ROUTES.workloads, one: ROUTES.workload }, {
-      workloads: o.workloads,
+    registerWorkloads(
+      app,
+      { list: ROUTES.workloads, one: ROUTES.workload },
+      {
+        workloads: o.workloads,
+        verifier: o.verifier,
+        note: (c, f) => f.jti && (c as unknown as Context<AppEnv>).set("jti", f.jti),
+      },
+    );
+
+  registerLogsAndExec(
+    app,
+    { logs: ROUTES.logs, exec: ROUTES.exec },
+    {
+      runtime: rt,
       verifier: o.verifier,
-      note: (c, f) => f.jti && (c as unknown as Context<AppEnv>).set("jti", f.jti),
-    });
-
-  registerLogsAndExec(app, { logs: ROUTES.logs, exec: ROUTES.exec }, {
-    runtime: rt,
-    verifier: o.verifier,
-    maxBodyBytes: maxBody,
-    allowExec: o.allowExec ?? false,
-    execMaxOutputBytes: o.execMaxOutputBytes ?? 1024 * 1024,
-    followMaxMs: o.logFollowMaxMs ?? 1_800_000,
-    followPollMs: o.logFollowPollMs,
-    now,
-    note: (c, f) => {
-      c.set("podUid", f.uid);
-      if (f.jti) c.set("jti", f.jti);
-      if (f.iss) c.set("iss", f.iss);
-      if (f.commandSha256) c.set("commandSha256", f.commandSha256);
-      if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+      maxBodyBytes: maxBody,
+      allowExec: o.allowExec ?? false,
+      execMaxOutputBytes: o.execMaxOutputBytes ?? 1024 * 1024,
+      followMaxMs: o.logFollowMaxMs ?? 1_800_000,
+      followPollMs: o.logFollowPollMs,
+      now,
+      note: (c, f) => {
+        c.set("podUid", f.uid);
+        if (f.jti) c.set("jti", f.jti);
+        if (f.iss) c.set("iss", f.iss);
+        if (f.commandSha256) c.set("commandSha256", f.commandSha256);
+        if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+      },
+      // Only the server log hears of a stream that broke after its first byte; never its content.
+      onStreamError: (e) =>
+        log({
+          time: new Date(now()).toISOString(),
+          method: "GET",
+          route: ROUTES.logs,
+          status: 200,
+          durationMs: 0,
+          criCalls: 0,
+          error: `log stream ended early: ${(e as Error)?.message ?? e}`,
+        }),
+      pathUid,
     },
-    // Only the server log hears of a stream that broke after its first byte; never its content.
-    onStreamError: (e) => log({ time: new Date(now()).toISOString(), method: "GET", route: ROUTES.logs, status: 200, durationMs: 0, criCalls: 0, error: `log stream ended early: ${(e as Error)?.message ?? e}` }),
-    pathUid,
-  });
+  );
 
-  registerVolumes(app, { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume }, {
-    runtime: rt,
-    verifier: o.verifier,
-    admitting,
-    // A desired pod's claims are in use even while it has no container.
-    ...(o.desired ? { desired: async () => (await o.desired!.list()).map((e) => e.pod) } : {}),
-    note: (c, f) => {
-      if (f.jti) c.set("jti", f.jti);
-      if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+  registerVolumes(
+    app,
+    { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume },
+    {
+      runtime: rt,
+      verifier: o.verifier,
+      admitting,
+      // A desired pod's claims are in use even while it has no container.
+      ...(o.desired ? { desired: async () => (await o.desired!.list()).map((e) => e.pod) } : {}),
+      note: (c, f) => {
+        if (f.jti) c.set("jti", f.jti);
+        if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+      },
     },
-  });
+  );
 
   if (o.metrics) registerMetrics(app, ROUTES.metrics, o.verifier, o.metrics, (c, jti) => jti && c.set("jti", jti));
 
@@ -183,7 +239,12 @@ export function createApp(o: AppOptions) {
   const allowed = new Map<string, string[]>();
   for (const r of app.routes) if (r.method !== "ALL") allowed.set(r.path, [...(allowed.get(r.path) ?? []), r.method]);
   for (const [path, methods] of allowed)
-    app.all(path, (c) => new ProblemError("method-not-allowed", `${c.req.method} is not served at ${path}; use ${methods.join(", ")}`).toResponse(c.req.path, { allow: methods.join(", ") }));
+    app.all(path, (c) =>
+      new ProblemError(
+        "method-not-allowed",
+        `${c.req.method} is not served at ${path}; use ${methods.join(", ")}`,
+      ).toResponse(c.req.path, { allow: methods.join(", ") }),
+    );
 
   return app;
 }

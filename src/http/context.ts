@@ -13,7 +13,9 @@ import type { Serial } from "../util/serial.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { IntakeOptions } from "../pod/workloads/intake.js";
 
-export type AppEnv = { Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string } };
+export type AppEnv = {
+  Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string };
+};
 
 /** Record who acted, for the request log. */
 export const note = (c: Context<AppEnv>, uid: string, jti: string | undefined) => {

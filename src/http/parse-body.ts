@@ -33,6 +33,9 @@ export function parseJsonBody(text: string): unknown {
     const reason = JSON_REASONS.find(([re]) => re.test(msg))?.[1] ?? "syntax error";
     const pos = /at position (\d+)/.exec(msg);
     const where = pos ? lineCol(text, Number(pos[1])) : undefined;
-    throw new ProblemError("bad-json", `the body is not valid JSON: ${reason}${where ? ` at line ${where.line}, column ${where.col}` : ""}`);
+    throw new ProblemError(
+      "bad-json",
+      `the body is not valid JSON: ${reason}${where ? ` at line ${where.line}, column ${where.col}` : ""}`,
+    );
   }
 }

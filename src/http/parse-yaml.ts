@@ -18,17 +18,25 @@ export function parseYamlStream(text: string): unknown[] {
   const parsed = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, logLevel: "error", uniqueKeys: true });
   // An empty stream (only comments or nothing) is an empty array carrying the stream's own errors.
   const streamErrors = "empty" in parsed ? parsed.errors : [];
-  if (streamErrors[0]) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(streamErrors[0], lc)}`);
+  if (streamErrors[0])
+    throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(streamErrors[0], lc)}`);
   const docs = [...parsed];
   for (const doc of docs) {
     const first = doc.errors[0] ?? doc.warnings[0];
-    if (first) throw new ProblemError("bad-yaml", `the body is not valid YAML: ${describe(first, lc)}${doc.errors.length ? "" : " (a warning: podsync refuses rather than guess)"}`);
+    if (first)
+      throw new ProblemError(
+        "bad-yaml",
+        `the body is not valid YAML: ${describe(first, lc)}${doc.errors.length ? "" : " (a warning: podsync refuses rather than guess)"}`,
+      );
   }
   return docs.map((doc) => {
     try {
       return doc.toJS({ maxAliasCount: 100 });
     } catch {
-      throw new ProblemError("bad-yaml", "the body is not valid YAML: its aliases cannot be resolved within the limits (at most 100)");
+      throw new ProblemError(
+        "bad-yaml",
+        "the body is not valid YAML: its aliases cannot be resolved within the limits (at most 100)",
+      );
     }
   });
 }

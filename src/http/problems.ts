@@ -81,16 +81,31 @@ export class ProblemError extends Error {
     this.title = PROBLEMS[slug].title;
   }
   toProblem(instance?: string): Problem {
-    return { type: PROBLEM_BASE + this.slug, title: this.title, status: this.status, detail: this.message, ...(instance ? { instance } : {}), ...this.extra };
+    return {
+      type: PROBLEM_BASE + this.slug,
+      title: this.title,
+      status: this.status,
+      detail: this.message,
+      ...(instance ? { instance } : {}),
+      ...this.extra,
+    };
   }
   /** The problem as a response, with the content type every error carries. */
   toResponse(instance?: string, headers: Record<string, string> = {}): Response {
     const close: Record<string, string> = this.closeConnection ? { connection: "close" } : {};
-    return new Response(JSON.stringify(this.toProblem(instance)), { status: this.status, headers: { ...headers, ...close, "content-type": "application/problem+json" } });
+    return new Response(JSON.stringify(this.toProblem(instance)), {
+      status: this.status,
+      headers: { ...headers, ...close, "content-type": "application/problem+json" },
+    });
   }
 }
 
-const AUTH_SLUGS: Record<AuthError["status"], ProblemSlug> = { 401: "unauthorized", 403: "wrong-node", 409: "replayed", 503: "keys-unavailable" };
+const AUTH_SLUGS: Record<AuthError["status"], ProblemSlug> = {
+  401: "unauthorized",
+  403: "wrong-node",
+  409: "replayed",
+  503: "keys-unavailable",
+};
 
 /** Any error → a problem. Unknown errors become a bare 500 with no internals. */
 export function toProblemError(e: unknown): ProblemError {
@@ -102,20 +117,37 @@ export function toProblemError(e: unknown): ProblemError {
   if (e instanceof PodNotFoundError) return new ProblemError("pod-not-found", e.message);
   if (e instanceof UnsupportedError) return new ProblemError("unsupported", e.message);
   if (e instanceof ContainerChoiceError)
-    return new ProblemError(e.kind === "not-found" ? "container-not-found" : "bad-request", e.message, e.containers.length ? { containers: e.containers } : {});
+    return new ProblemError(
+      e.kind === "not-found" ? "container-not-found" : "bad-request",
+      e.message,
+      e.containers.length ? { containers: e.containers } : {},
+    );
   if (e instanceof SupersededError) return new ProblemError("stale-generation", e.message);
-  if (e instanceof StaleGenerationError) return new ProblemError("stale-generation", e.message, e.current === undefined ? {} : { current: e.current });
+  if (e instanceof StaleGenerationError)
+    return new ProblemError("stale-generation", e.message, e.current === undefined ? {} : { current: e.current });
   if (e instanceof StateUnavailableError) return new ProblemError("state-unavailable", e.message);
   // kubelet's admit handlers (rejectPod's "Pod was rejected: ..."): the reason is theirs (SysctlForbidden,
   // AppArmor), one entry per field.
   if (e instanceof PodAdmissionError)
-    return new ProblemError("admission", `Pod was rejected: ${e.message}`, { reason: e.failures[0]!.reason, errors: e.failures.map((f) => ({ path: f.path, message: `${f.reason}: ${f.message}` })) });
+    return new ProblemError("admission", `Pod was rejected: ${e.message}`, {
+      reason: e.failures[0]!.reason,
+      errors: e.failures.map((f) => ({ path: f.path, message: `${f.reason}: ${f.message}` })),
+    });
   if (e instanceof ExecCommandNotFoundError) return new ProblemError("command-not-found", e.message);
   if (e instanceof ClaimInUseError) return new ProblemError("volume-in-use", e.message, { usedBy: e.usedBy });
   if (e instanceof ClaimNotFoundError) return new ProblemError("volume-not-found", e.message);
-  if (e instanceof ExecOutputTooLargeError) return new ProblemError("exec-output-too-large", e.message, { limitBytes: e.limitBytes, ...(e.sizeBytes ? { sizeBytes: e.sizeBytes } : {}) });
+  if (e instanceof ExecOutputTooLargeError)
+    return new ProblemError("exec-output-too-large", e.message, {
+      limitBytes: e.limitBytes,
+      ...(e.sizeBytes ? { sizeBytes: e.sizeBytes } : {}),
+    });
   if (e instanceof CriError) {
-    const slug = e.code === GrpcCode.UNAVAILABLE ? "runtime-unavailable" : e.code === GrpcCode.DEADLINE_EXCEEDED ? "runtime-timeout" : "runtime-error";
+    const slug =
+      e.code === GrpcCode.UNAVAILABLE
+        ? "runtime-unavailable"
+        : e.code === GrpcCode.DEADLINE_EXCEEDED
+          ? "runtime-timeout"
+          : "runtime-error";
     return new ProblemError(slug, `${e.method}: ${e.details}`, { grpcCode: e.codeName });
   }
   return new ProblemError("internal", "the request failed inside podsync; see the server log");

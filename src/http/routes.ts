@@ -32,6 +32,11 @@ const UID_PATH = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** A pod uid taken from a path, checked before it reaches the runtime or the store. */
 export function pathUid(uid: string): string {
-  if (!UID_PATH.test(uid)) throw new ProblemError("bad-request", "the pod uid in the path must be alphanumerics, '-', '_' or '.', at most 128 characters", { errors: [{ path: "uid", message: "invalid pod uid" }] });
+  if (!UID_PATH.test(uid))
+    throw new ProblemError(
+      "bad-request",
+      "the pod uid in the path must be alphanumerics, '-', '_' or '.', at most 128 characters",
+      { errors: [{ path: "uid", message: "invalid pod uid" }] },
+    );
   return uid;
 }

@@ -14,7 +14,12 @@ export function actionsJSON(pod: Pod, a: PodActions) {
     attempt: a.attempt,
     initContainersToStart: a.initContainersToStart.map((i) => pod.spec.initContainers![i]!.name),
     containersToStart: a.containersToStart.map((i) => pod.spec.containers[i]!.name),
-    containersToKill: Object.entries(a.containersToKill).map(([containerId, k]) => ({ containerId, name: k.name, message: k.message, reason: k.reason })),
+    containersToKill: Object.entries(a.containersToKill).map(([containerId, k]) => ({
+      containerId,
+      name: k.name,
+      message: k.message,
+      reason: k.reason,
+    })),
   };
 }
 

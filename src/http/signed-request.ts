@@ -67,7 +67,8 @@ export async function readBody(req: Request, max: number): Promise<Uint8Array> {
 }
 
 const unread = (p: ProblemError) => Object.assign(p, { closeConnection: true });
-const tooLarge = (max: number) => unread(new ProblemError("body-too-large", `the body is larger than the limit of ${max} bytes`));
+const tooLarge = (max: number) =>
+  unread(new ProblemError("body-too-large", `the body is larger than the limit of ${max} bytes`));
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 function text(body: Uint8Array): string {
@@ -93,26 +94,43 @@ async function sha256b64url(body: Uint8Array): Promise<string> {
 }
 
 const actCheck = (act: Act) => (payload: Record<string, unknown>) =>
-  payload["act"] === act ? undefined : new AuthError("bad-claims", `token "act" claim must be "${act}" for this route (got ${JSON.stringify(payload["act"] ?? null)})`);
+  payload["act"] === act
+    ? undefined
+    : new AuthError(
+        "bad-claims",
+        `token "act" claim must be "${act}" for this route (got ${JSON.stringify(payload["act"] ?? null)})`,
+      );
 
 function bodyCheck(payload: Record<string, unknown>, digest: string): AuthError | undefined {
   const want = payload["body_sha256"];
-  if (typeof want !== "string") return new AuthError("bad-claims", 'a detached signature must carry the "body_sha256" claim');
+  if (typeof want !== "string")
+    return new AuthError("bad-claims", 'a detached signature must carry the "body_sha256" claim');
   return want === digest ? undefined : new AuthError("bad-signature", "the body does not match the signed body_sha256");
 }
 
-
 /** A signed request whose body is one or more documents: the verified token and either the documents of the
  * body (a detached signature) or the token's payload (the token is the body). */
-async function readSigned(req: Request, verifier: Verifier, act: Act, maxBody: number): Promise<{ token: VerifiedToken; docs: unknown[] } | { token: VerifiedToken; payload: Record<string, unknown> }> {
+async function readSigned(
+  req: Request,
+  verifier: Verifier,
+  act: Act,
+  maxBody: number,
+): Promise<{ token: VerifiedToken; docs: unknown[] } | { token: VerifiedToken; payload: Record<string, unknown> }> {
   const type = mediaType(req.headers.get("content-type") ?? undefined);
   const header = req.headers.get(SIGNATURE_HEADER);
   if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type) && !YAML_TYPES.has(type))
-    throw new ProblemError("unsupported-media-type", `send application/jose (a compact JWS), application/json or application/yaml, not "${type || "none"}"`);
+    throw new ProblemError(
+      "unsupported-media-type",
+      `send application/jose (a compact JWS), application/json or application/yaml, not "${type || "none"}"`,
+    );
   const body = await readBody(req, maxBody);
 
   if (header !== null) {
-    if (JOSE_TYPES.has(type)) throw new ProblemError("bad-request", `with a ${SIGNATURE_HEADER} header the body must be the pod (JSON or YAML), not a token`);
+    if (JOSE_TYPES.has(type))
+      throw new ProblemError(
+        "bad-request",
+        `with a ${SIGNATURE_HEADER} header the body must be the pod (JSON or YAML), not a token`,
+      );
     // The body is compared inside the check, before the jti is spent: a wrong body must not burn the
     // token that the genuine request carries.
     const digest = await sha256b64url(body);
@@ -127,9 +145,15 @@ async function readSigned(req: Request, verifier: Verifier, act: Act, maxBody: n
     // No wrapper at all is an unsigned body (a bare pod), refused like an unsigned YAML pod; a wrapper
     // that is there but malformed is a bad request.
     if (typeof j !== "object" || j === null || Array.isArray(j) || !("jws" in j))
-      throw new AuthError("missing", `a JSON pod needs its signature in the ${SIGNATURE_HEADER} header (or send {"jws": "<compact JWS>"})`);
+      throw new AuthError(
+        "missing",
+        `a JSON pod needs its signature in the ${SIGNATURE_HEADER} header (or send {"jws": "<compact JWS>"})`,
+      );
     if (typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
-      throw new ProblemError("bad-request", `a JSON body must be {"jws": "<compact JWS>"}, or the pod itself with a ${SIGNATURE_HEADER} header`);
+      throw new ProblemError(
+        "bad-request",
+        `a JSON body must be {"jws": "<compact JWS>"}, or the pod itself with a ${SIGNATURE_HEADER} header`,
+      );
     compact = (j as { jws: string }).jws;
   } else throw new AuthError("missing", `a YAML body needs its signature in the ${SIGNATURE_HEADER} header`);
   const token = await verifier.verify(compact, { check: actCheck(act) });
@@ -143,20 +167,34 @@ export interface SignedBody extends Body {
 
 /** A sync or plan body: the documents of a detached body, or a token payload's `pod` and `items` (workloads, objects) beside or
  * instead of `pod`. */
-export async function readSignedBody(req: Request, verifier: Verifier, act: Act, maxBody: number, o: IntakeOptions): Promise<SignedBody> {
+export async function readSignedBody(
+  req: Request,
+  verifier: Verifier,
+  act: Act,
+  maxBody: number,
+  o: IntakeOptions,
+): Promise<SignedBody> {
   const r = await readSigned(req, verifier, act, maxBody);
   if ("docs" in r) return { ...bodyFromDocuments(r.docs, o), token: r.token };
   const p = r.payload;
   const items: Item[] = [];
   if (p["pod"] !== undefined) items.push({ input: p["pod"], at: "pod", podByPlace: true });
   if (p["items"] !== undefined) {
-    if (!Array.isArray(p["items"])) throw new ProblemError("bad-request", 'the signed payload\'s "items" must be an array', { errors: [{ path: "items", message: "must be an array of Kubernetes objects" }] });
+    if (!Array.isArray(p["items"]))
+      throw new ProblemError("bad-request", 'the signed payload\'s "items" must be an array', {
+        errors: [{ path: "items", message: "must be an array of Kubernetes objects" }],
+      });
     p["items"].forEach((input, i) => items.push({ input, at: `items[${i}]` }));
   }
-  if (items.length === 0) throw new ProblemError("bad-request", 'the signed payload has no "pod" object and no "items"');
+  if (items.length === 0)
+    throw new ProblemError("bad-request", 'the signed payload has no "pod" object and no "items"');
   const body = bodyFromItems(items, p, o);
-  if (body.pods.length > 1) throw new ProblemError("bad-request", "send one pod per request (PUT /v1/node/pods takes a set)", { errors: [{ path: body.pods[1]!.at, message: "a second Pod" }] });
-  if (body.pods.length === 0 && body.workloads.length === 0) throw new ProblemError("bad-request", "the signed payload holds no Pod and no workload");
+  if (body.pods.length > 1)
+    throw new ProblemError("bad-request", "send one pod per request (PUT /v1/node/pods takes a set)", {
+      errors: [{ path: body.pods[1]!.at, message: "a second Pod" }],
+    });
+  if (body.pods.length === 0 && body.workloads.length === 0)
+    throw new ProblemError("bad-request", "the signed payload holds no Pod and no workload");
   return { ...body, token: r.token };
 }
 
@@ -173,14 +211,27 @@ export interface SignedList {
  * a detached signature (body_sha256) over a JSON v1.List (`{"apiVersion": "v1", "kind": "List", "items": [...]}`)
  * or a YAML stream of pods (one per document; a single document may also be a v1.List). `check` vets the
  * route's own claims before the jti is spent. Items are validated by the caller, each named by its index. */
-export async function readSignedList(req: Request, verifier: Verifier, act: Act, maxBody: number, check: (p: Record<string, unknown>) => Error | undefined): Promise<SignedList> {
+export async function readSignedList(
+  req: Request,
+  verifier: Verifier,
+  act: Act,
+  maxBody: number,
+  check: (p: Record<string, unknown>) => Error | undefined,
+): Promise<SignedList> {
   const type = mediaType(req.headers.get("content-type") ?? undefined);
   const header = req.headers.get(SIGNATURE_HEADER);
   if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type) && !YAML_TYPES.has(type))
-    throw new ProblemError("unsupported-media-type", `send application/jose (a compact JWS), application/json (a v1.List) or application/yaml (a stream of pods), not "${type || "none"}"`);
+    throw new ProblemError(
+      "unsupported-media-type",
+      `send application/jose (a compact JWS), application/json (a v1.List) or application/yaml (a stream of pods), not "${type || "none"}"`,
+    );
   const body = await readBody(req, maxBody);
   if (header !== null) {
-    if (JOSE_TYPES.has(type)) throw new ProblemError("bad-request", `with a ${SIGNATURE_HEADER} header the body must be the pods (a JSON v1.List or a YAML stream), not a token`);
+    if (JOSE_TYPES.has(type))
+      throw new ProblemError(
+        "bad-request",
+        `with a ${SIGNATURE_HEADER} header the body must be the pods (a JSON v1.List or a YAML stream), not a token`,
+      );
     const digest = await sha256b64url(body);
     const token = await verifier.verify(header, { check: (p) => actCheck(act)(p) ?? bodyCheck(p, digest) ?? check(p) });
     if (JSON_TYPES.has(type)) return { items: listItems(parseJson(body)), prefix: "items", token };
@@ -196,24 +247,37 @@ export async function readSignedList(req: Request, verifier: Verifier, act: Act,
   else if (JSON_TYPES.has(type)) {
     const j = parseJson(body);
     if (typeof j !== "object" || j === null || Array.isArray(j) || !("jws" in j))
-      throw new AuthError("missing", `a JSON list needs its signature in the ${SIGNATURE_HEADER} header (or send {"jws": "<compact JWS>"})`);
+      throw new AuthError(
+        "missing",
+        `a JSON list needs its signature in the ${SIGNATURE_HEADER} header (or send {"jws": "<compact JWS>"})`,
+      );
     if (typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
-      throw new ProblemError("bad-request", `a JSON body must be {"jws": "<compact JWS>"}, or a v1.List with a ${SIGNATURE_HEADER} header`);
+      throw new ProblemError(
+        "bad-request",
+        `a JSON body must be {"jws": "<compact JWS>"}, or a v1.List with a ${SIGNATURE_HEADER} header`,
+      );
     compact = (j as { jws: string }).jws;
   } else throw new AuthError("missing", `a YAML body needs its signature in the ${SIGNATURE_HEADER} header`);
   const token = await verifier.verify(compact, { check: (p) => actCheck(act)(p) ?? check(p) });
   const pods = token.payload["pods"];
-  if (!Array.isArray(pods)) throw new ProblemError("bad-request", 'the signed payload has no "pods" array', { errors: [{ path: "pods", message: "must be an array of pods" }] });
+  if (!Array.isArray(pods))
+    throw new ProblemError("bad-request", 'the signed payload has no "pods" array', {
+      errors: [{ path: "pods", message: "must be an array of pods" }],
+    });
   return { items: pods, prefix: "pods", token };
 }
 
-const isList = (v: unknown): boolean => typeof v === "object" && v !== null && (v as { kind?: unknown }).kind === "List";
+const isList = (v: unknown): boolean =>
+  typeof v === "object" && v !== null && (v as { kind?: unknown }).kind === "List";
 
 function listItems(v: unknown): unknown[] {
-  const bad = (message: string, path = "(root)") => new ProblemError("bad-request", `the body must be a v1.List of pods: ${message}`, { errors: [{ path, message }] });
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad('must be an object {"apiVersion": "v1", "kind": "List", "items": [...]}');
+  const bad = (message: string, path = "(root)") =>
+    new ProblemError("bad-request", `the body must be a v1.List of pods: ${message}`, { errors: [{ path, message }] });
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw bad('must be an object {"apiVersion": "v1", "kind": "List", "items": [...]}');
   const l = v as Record<string, unknown>;
-  for (const k of Object.keys(l)) if (!["apiVersion", "kind", "metadata", "items"].includes(k)) throw bad(`unknown field "${k}"`, k);
+  for (const k of Object.keys(l))
+    if (!["apiVersion", "kind", "metadata", "items"].includes(k)) throw bad(`unknown field "${k}"`, k);
   if (l["kind"] !== "List") throw bad('must be "List"', "kind");
   if (l["apiVersion"] !== undefined && l["apiVersion"] !== "v1") throw bad('must be "v1"', "apiVersion");
   if (!Array.isArray(l["items"])) throw bad("must be an array of pods", "items");
@@ -222,7 +286,14 @@ function listItems(v: unknown): unknown[] {
 
 /** DELETE and GET status: `Authorization: Bearer <compact JWS>` with `act` and the pod `uid` (a status
  * token may leave `uid` out to read any pod on the node; a metrics token names none). `check` vets the route's own claims. */
-export async function readBearer(req: Request, verifier: Verifier, act: Act, uid: string, consume: boolean, check?: (p: Record<string, unknown>) => Error | undefined): Promise<VerifiedToken> {
+export async function readBearer(
+  req: Request,
+  verifier: Verifier,
+  act: Act,
+  uid: string,
+  consume: boolean,
+  check?: (p: Record<string, unknown>) => Error | undefined,
+): Promise<VerifiedToken> {
   const auth = req.headers.get("authorization") ?? "";
   const m = /^Bearer\s+(\S+)$/i.exec(auth);
   if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
@@ -246,7 +317,10 @@ export async function readNodeWideBearer(req: Request, verifier: Verifier, what:
     consume: false,
     check: (p) =>
       p["act"] !== "status"
-        ? new AuthError("bad-claims", `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`)
+        ? new AuthError(
+            "bad-claims",
+            `token "act" claim must be "status" for this route (got ${JSON.stringify(p["act"] ?? null)})`,
+          )
         : p["uid"] !== undefined
           ? new AuthError("bad-claims", `a token for the node's ${what} must not carry "uid" (it is scoped to one pod)`)
           : undefined,
@@ -255,15 +329,28 @@ export async function readNodeWideBearer(req: Request, verifier: Verifier, what:
 
 /** A body that is only a token (`application/jose`, or JSON `{"jws": "..."}`): exec, where the signed payload
  * is the whole request. `check` vets the payload before the jti is spent. */
-export async function readSignedToken(req: Request, verifier: Verifier, act: Act, maxBody: number, check: (payload: Record<string, unknown>) => void): Promise<VerifiedToken> {
+export async function readSignedToken(
+  req: Request,
+  verifier: Verifier,
+  act: Act,
+  maxBody: number,
+  check: (payload: Record<string, unknown>) => void,
+): Promise<VerifiedToken> {
   const type = mediaType(req.headers.get("content-type") ?? undefined);
-  if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type)) throw new ProblemError("unsupported-media-type", `send application/jose (a compact JWS), not "${type || "none"}"`);
+  if (!JOSE_TYPES.has(type) && !JSON_TYPES.has(type))
+    throw new ProblemError("unsupported-media-type", `send application/jose (a compact JWS), not "${type || "none"}"`);
   const body = await readBody(req, maxBody);
   let compact: string;
   if (JOSE_TYPES.has(type)) compact = text(body).trim();
   else {
     const j = parseJson(body);
-    if (typeof j !== "object" || j === null || Array.isArray(j) || typeof (j as { jws?: unknown }).jws !== "string" || Object.keys(j).length !== 1)
+    if (
+      typeof j !== "object" ||
+      j === null ||
+      Array.isArray(j) ||
+      typeof (j as { jws?: unknown }).jws !== "string" ||
+      Object.keys(j).length !== 1
+    )
       throw new ProblemError("bad-request", 'a JSON body must be {"jws": "<compact JWS>"}');
     compact = (j as { jws: string }).jws;
   }
@@ -281,7 +368,10 @@ export async function readSignedToken(req: Request, verifier: Verifier, act: Act
  * terminationGracePeriodSeconds (a fraction or a huge number is refused, never rounded or left to crash). */
 export function checkGraceClaim(p: Record<string, unknown>): ProblemError | undefined {
   const g = p["gracePeriodSeconds"];
-  if (g === undefined || (Number.isInteger(g) && (g as number) >= 0 && (g as number) <= MAX_GRACE_PERIOD_SECONDS)) return undefined;
+  if (g === undefined || (Number.isInteger(g) && (g as number) >= 0 && (g as number) <= MAX_GRACE_PERIOD_SECONDS))
+    return undefined;
   const message = `must be a whole number of seconds from 0 to ${MAX_GRACE_PERIOD_SECONDS}`;
-  return new ProblemError("bad-request", `the token's gracePeriodSeconds ${message}`, { errors: [{ path: "gracePeriodSeconds", message }] });
+  return new ProblemError("bad-request", `the token's gracePeriodSeconds ${message}`, {
+    errors: [{ path: "gracePeriodSeconds", message }],
+  });
 }

@@ -2,7 +2,11 @@
 // and cancellation (a client that goes away aborts the producer: the body's cancel on Node; on workerd, where an
 // idle stream writes nothing that could fail and its body is not cancelled, the request's signal, `clientGone`).
 // An error after the first byte can only end the stream: the status line is already sent.
-export function streamFrom(produce: (write: (bytes: Uint8Array) => Promise<void>, signal: AbortSignal) => Promise<void>, onError: (e: unknown) => void, clientGone?: AbortSignal): ReadableStream<Uint8Array> {
+export function streamFrom(
+  produce: (write: (bytes: Uint8Array) => Promise<void>, signal: AbortSignal) => Promise<void>,
+  onError: (e: unknown) => void,
+  clientGone?: AbortSignal,
+): ReadableStream<Uint8Array> {
   const ac = new AbortController();
   let wake: (() => void) | undefined;
   const gone = () => {

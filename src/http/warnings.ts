@@ -8,14 +8,18 @@ const MAX_HEADERS = 32;
 const MAX_TEXT = 512;
 
 export function warningHeader(text: string): string {
-  const t = text.replace(/[\r\n\t]+/g, " ").replace(/[^\x20-\x7e]/g, "?").slice(0, MAX_TEXT);
+  const t = text
+    .replace(/[\r\n\t]+/g, " ")
+    .replace(/[^\x20-\x7e]/g, "?")
+    .slice(0, MAX_TEXT);
   return `299 - "${t.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 }
 
 /** Append the Warning headers of `warnings` to `headers`. */
 export function addWarnings(headers: Headers, warnings: readonly string[]): void {
   for (const w of warnings.slice(0, MAX_HEADERS)) headers.append("warning", warningHeader(w));
-  if (warnings.length > MAX_HEADERS) headers.append("warning", warningHeader(`${warnings.length - MAX_HEADERS} more warning(s) in the body`));
+  if (warnings.length > MAX_HEADERS)
+    headers.append("warning", warningHeader(`${warnings.length - MAX_HEADERS} more warning(s) in the body`));
 }
 
 /** A JSON response carrying `warnings` in its body (when there are any) and as Warning headers. */

@@ -43,12 +43,28 @@ interface GroupVersion {
 }
 
 const READ = ["get", "list", "watch"];
-const workload = (name: string, kind: string, shortNames?: string[], all = true): Resource => ({ name, singularName: kind.toLowerCase(), namespaced: true, kind, verbs: READ, ...(shortNames ? { shortNames } : {}), ...(all ? { categories: ["all"] } : {}) });
+const workload = (name: string, kind: string, shortNames?: string[], all = true): Resource => ({
+  name,
+  singularName: kind.toLowerCase(),
+  namespaced: true,
+  kind,
+  verbs: READ,
+  ...(shortNames ? { shortNames } : {}),
+  ...(all ? { categories: ["all"] } : {}),
+});
 
 const CORE: Resource[] = [
   { name: "events", singularName: "event", namespaced: true, kind: "Event", verbs: READ, shortNames: ["ev"] },
   { name: "nodes", singularName: "node", namespaced: false, kind: "Node", verbs: READ, shortNames: ["no"] },
-  { name: "pods", singularName: "pod", namespaced: true, kind: "Pod", verbs: READ, shortNames: ["po"], categories: ["all"] },
+  {
+    name: "pods",
+    singularName: "pod",
+    namespaced: true,
+    kind: "Pod",
+    verbs: READ,
+    shortNames: ["po"],
+    categories: ["all"],
+  },
   { name: "pods/exec", singularName: "", namespaced: true, kind: "PodExecOptions", verbs: ["create", "get"] },
   { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] },
 ];
@@ -56,13 +72,25 @@ const CLAIMS = workload("persistentvolumeclaims", "PersistentVolumeClaim", ["pvc
 
 /** The workload kinds' groups (served when the node runs workloads: src/controllers/). */
 const WORKLOAD_GROUPS: GroupVersion[] = [
-  { group: "apps", version: "v1", resources: [workload("daemonsets", "DaemonSet", ["ds"]), workload("deployments", "Deployment", ["deploy"]), workload("replicasets", "ReplicaSet", ["rs"]), workload("statefulsets", "StatefulSet", ["sts"])] },
+  {
+    group: "apps",
+    version: "v1",
+    resources: [
+      workload("daemonsets", "DaemonSet", ["ds"]),
+      workload("deployments", "Deployment", ["deploy"]),
+      workload("replicasets", "ReplicaSet", ["rs"]),
+      workload("statefulsets", "StatefulSet", ["sts"]),
+    ],
+  },
   { group: "batch", version: "v1", resources: [workload("cronjobs", "CronJob", ["cj"]), workload("jobs", "Job")] },
 ];
 
 /** What a node serves: the core group (with claims when it runs workloads), and the workloads' groups. */
 export function served(workloads: boolean): { core: GroupVersion; groups: GroupVersion[] } {
-  return { core: { group: "", version: "v1", resources: workloads ? [...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2)] : CORE }, groups: workloads ? WORKLOAD_GROUPS : [] };
+  return {
+    core: { group: "", version: "v1", resources: workloads ? [...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2)] : CORE },
+    groups: workloads ? WORKLOAD_GROUPS : [],
+  };
 }
 
 export const apiVersions = (serverAddress: string) => ({
@@ -93,7 +121,11 @@ const groupEntry = (gv: GroupVersion) => {
 };
 
 /** /apis: the APIGroupList; /apis/<group>: one APIGroup. */
-export const apiGroupList = (groups: readonly GroupVersion[]) => ({ kind: "APIGroupList", apiVersion: "v1", groups: groups.map(groupEntry) });
+export const apiGroupList = (groups: readonly GroupVersion[]) => ({
+  kind: "APIGroupList",
+  apiVersion: "v1",
+  groups: groups.map(groupEntry),
+});
 export const apiGroup = (gv: GroupVersion) => ({ kind: "APIGroup", apiVersion: "v1", ...groupEntry(gv) });
 
 export const AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -102,7 +134,9 @@ export const AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=A
 export function wantsAggregated(accept: string | undefined): boolean {
   return (accept ?? "").split(",").some((part) => {
     const params = part.split(";").map((p) => p.trim());
-    return params.includes("g=apidiscovery.k8s.io") && params.includes("v=v2") && params.includes("as=APIGroupDiscoveryList");
+    return (
+      params.includes("g=apidiscovery.k8s.io") && params.includes("v=v2") && params.includes("as=APIGroupDiscoveryList")
+    );
   });
 }
 
@@ -124,7 +158,15 @@ function discoveryEntry(gv: GroupVersion) {
             verbs: r.verbs,
             ...(r.shortNames ? { shortNames: r.shortNames } : {}),
             ...(r.categories ? { categories: r.categories } : {}),
-            ...(subs.length ? { subresources: subs.map((s) => ({ subresource: s.name.slice(r.name.length + 1), responseKind: { group: gv.group, version: gv.version, kind: s.kind }, verbs: s.verbs })) } : {}),
+            ...(subs.length
+              ? {
+                  subresources: subs.map((s) => ({
+                    subresource: s.name.slice(r.name.length + 1),
+                    responseKind: { group: gv.group, version: gv.version, kind: s.kind },
+                    verbs: s.verbs,
+                  })),
+                }
+              : {}),
           };
         }),
         freshness: "Current",
@@ -135,5 +177,10 @@ function discoveryEntry(gv: GroupVersion) {
 
 /** /api in the aggregated form: the core group (no name) with its one version; /apis: the other groups. */
 export function aggregatedDiscovery(gvs: readonly GroupVersion[]) {
-  return { kind: "APIGroupDiscoveryList", apiVersion: "apidiscovery.k8s.io/v2", metadata: {}, items: gvs.map(discoveryEntry) };
+  return {
+    kind: "APIGroupDiscoveryList",
+    apiVersion: "apidiscovery.k8s.io/v2",
+    metadata: {},
+    items: gvs.map(discoveryEntry),
+  };
 }

@@ -10,7 +10,7 @@ import { apiTime } from "../status/api-status.js";
 import type { Pod } from "../pod/schema.js";
 import type { SyncStep } from "../container/types.js";
 import type { PodRuntime, SyncResult } from "../kuberuntime/runtime.js";
-import { RvClock, WatchHub } from "./watch-hub.js";
+import { type RvClock, WatchHub } from "./watch-hub.js";
 
 export interface ObjectReference {
   kind: "Pod" | "Node";
@@ -24,7 +24,13 @@ export interface ObjectReference {
 export interface V1Event {
   apiVersion: "v1";
   kind: "Event";
-  metadata: { name: string; namespace: string; uid: string; resourceVersion?: string; creationTimestamp: string | null };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    resourceVersion?: string;
+    creationTimestamp: string | null;
+  };
   involvedObject: ObjectReference;
   reason: string;
   message: string;
@@ -63,7 +69,10 @@ export class EventRecorder {
     private readonly capacity = 1000,
     private readonly now: () => number = Date.now,
   ) {
-    this.hub = new WatchHub<V1Event>(clock, { key: (e) => `${e.metadata.namespace}/${e.metadata.name}`, history: capacity });
+    this.hub = new WatchHub<V1Event>(clock, {
+      key: (e) => `${e.metadata.namespace}/${e.metadata.name}`,
+      history: capacity,
+    });
     this.hub.replaceAll([]);
   }
 
@@ -92,12 +101,26 @@ export class EventRecorder {
   /** Record against a pod, or (podRef undefined) against this node. */
   record(obj: PodRef | undefined, e: EventSpec): void {
     const involved: ObjectReference = obj
-      ? { kind: "Pod", namespace: obj.namespace, name: obj.name, uid: obj.uid, apiVersion: "v1", ...(e.fieldPath ? { fieldPath: e.fieldPath } : {}) }
+      ? {
+          kind: "Pod",
+          namespace: obj.namespace,
+          name: obj.name,
+          uid: obj.uid,
+          apiVersion: "v1",
+          ...(e.fieldPath ? { fieldPath: e.fieldPath } : {}),
+        }
       : { kind: "Node", name: this.nodeName, uid: this.nodeName, apiVersion: "v1" };
     const at = apiTime(this.now());
     const same = this.hub
       .list()
-      .find((x) => x.involvedObject.uid === involved.uid && x.involvedObject.fieldPath === involved.fieldPath && x.reason === e.reason && x.message === e.message && x.type === e.type);
+      .find(
+        (x) =>
+          x.involvedObject.uid === involved.uid &&
+          x.involvedObject.fieldPath === involved.fieldPath &&
+          x.reason === e.reason &&
+          x.message === e.message &&
+          x.type === e.type,
+      );
     if (same) {
       this.hub.upsert({ ...same, count: same.count + 1, lastTimestamp: at });
       return;
@@ -123,7 +146,9 @@ export class EventRecorder {
     });
     const all = this.hub.list();
     if (all.length > this.capacity) {
-      const oldest = all.reduce((a, b) => (Date.parse(a.lastTimestamp ?? "") <= Date.parse(b.lastTimestamp ?? "") ? a : b));
+      const oldest = all.reduce((a, b) =>
+        Date.parse(a.lastTimestamp ?? "") <= Date.parse(b.lastTimestamp ?? "") ? a : b,
+      );
       this.hub.remove(`${oldest.metadata.namespace}/${oldest.metadata.name}`);
     }
   }
@@ -140,20 +165,37 @@ function fieldPath(pod: Pod | undefined, container: string): string | undefined 
 }
 
 /** The events kubelet would have recorded for these SyncPod (or KillPod) steps. */
-export function eventsFromSteps(ref: PodRef, pod: Pod | undefined, steps: readonly SyncStep[], o: { sandboxChanged?: boolean } = {}): EventSpec[] {
+export function eventsFromSteps(
+  ref: PodRef,
+  pod: Pod | undefined,
+  steps: readonly SyncStep[],
+  o: { sandboxChanged?: boolean } = {},
+): EventSpec[] {
   const out: EventSpec[] = [];
-  if (o.sandboxChanged) out.push({ type: "Normal", reason: "SandboxChanged", message: "Pod sandbox changed, it will be killed and re-created." });
+  if (o.sandboxChanged)
+    out.push({
+      type: "Normal",
+      reason: "SandboxChanged",
+      message: "Pod sandbox changed, it will be killed and re-created.",
+    });
   for (const s of steps) {
-    const fp = s.action === "StartContainer" || s.action === "InitContainer" || s.action === "KillContainer" ? fieldPath(pod, s.target) : undefined;
+    const fp =
+      s.action === "StartContainer" || s.action === "InitContainer" || s.action === "KillContainer"
+        ? fieldPath(pod, s.target)
+        : undefined;
     const at = fp ? { fieldPath: fp } : {};
-    const image = pod && fp ? [...(pod.spec.initContainers ?? []), ...pod.spec.containers].find((c) => c.name === s.target)?.image : undefined;
+    const image =
+      pod && fp
+        ? [...(pod.spec.initContainers ?? []), ...pod.spec.containers].find((c) => c.name === s.target)?.image
+        : undefined;
     switch (s.action) {
       case "StartContainer":
       case "InitContainer":
         if (s.ok) {
           // The step's message: "<the image manager's event>; started <id> (restartCount n)".
           const pulled = (s.message ?? "").split("; started ")[0] ?? "";
-          if (pulled.startsWith("Successfully pulled image") && image) out.push({ type: "Normal", reason: "Pulling", message: `Pulling image "${image}"`, ...at });
+          if (pulled.startsWith("Successfully pulled image") && image)
+            out.push({ type: "Normal", reason: "Pulling", message: `Pulling image "${image}"`, ...at });
           if (pulled) out.push({ type: "Normal", reason: "Pulled", message: pulled, ...at });
           out.push({ type: "Normal", reason: "Created", message: `Created container: ${s.target}`, ...at });
           out.push({ type: "Normal", reason: "Started", message: `Started container ${s.target}`, ...at });
@@ -161,7 +203,12 @@ export function eventsFromSteps(ref: PodRef, pod: Pod | undefined, steps: readon
         }
         switch (s.error) {
           case "CrashLoopBackOff":
-            out.push({ type: "Warning", reason: "BackOff", message: `Back-off restarting failed container ${s.target} in pod ${formatPod(ref)}`, ...at });
+            out.push({
+              type: "Warning",
+              reason: "BackOff",
+              message: `Back-off restarting failed container ${s.target} in pod ${formatPod(ref)}`,
+              ...at,
+            });
             break;
           case "ErrImagePull":
             if (image) out.push({ type: "Normal", reason: "Pulling", message: `Pulling image "${image}"`, ...at });
@@ -169,7 +216,12 @@ export function eventsFromSteps(ref: PodRef, pod: Pod | undefined, steps: readon
             out.push({ type: "Warning", reason: "Failed", message: "Error: ErrImagePull", ...at });
             break;
           case "ImagePullBackOff":
-            out.push({ type: "Normal", reason: "BackOff", message: s.message ?? `Back-off pulling image "${image ?? ""}"`, ...at });
+            out.push({
+              type: "Normal",
+              reason: "BackOff",
+              message: s.message ?? `Back-off pulling image "${image ?? ""}"`,
+              ...at,
+            });
             out.push({ type: "Warning", reason: "Failed", message: "Error: ImagePullBackOff", ...at });
             break;
           case "ErrImageNeverPull":
@@ -180,24 +232,50 @@ export function eventsFromSteps(ref: PodRef, pod: Pod | undefined, steps: readon
             out.push({ type: "Warning", reason: "InspectFailed", message: s.message ?? "", ...at });
             break;
           default:
-            out.push({ type: "Warning", reason: "Failed", message: `Error: ${s.message ?? s.error ?? "failed"}`, ...at });
+            out.push({
+              type: "Warning",
+              reason: "Failed",
+              message: `Error: ${s.message ?? s.error ?? "failed"}`,
+              ...at,
+            });
         }
         break;
       case "KillContainer":
         // killContainer's message: the reason it was given ("Container main failed liveness probe, will be
         // restarted"), else "Stopping container <name>" (a DELETE's kill step says only which id it stopped).
-        if (s.ok) out.push({ type: "Normal", reason: "Killing", message: s.message && !s.message.startsWith("stopped ") ? s.message : `Stopping container ${s.target}`, ...at });
-        else out.push({ type: "Warning", reason: "FailedKillPod", message: `error killing pod: ${s.message ?? "failed"}` });
+        if (s.ok)
+          out.push({
+            type: "Normal",
+            reason: "Killing",
+            message: s.message && !s.message.startsWith("stopped ") ? s.message : `Stopping container ${s.target}`,
+            ...at,
+          });
+        else
+          out.push({
+            type: "Warning",
+            reason: "FailedKillPod",
+            message: `error killing pod: ${s.message ?? "failed"}`,
+          });
         break;
       case "MountVolumes":
         if (!s.ok) out.push({ type: "Warning", reason: "FailedMount", message: s.message ?? "" });
         break;
       case "CreatePodSandbox":
-        if (!s.ok) out.push({ type: "Warning", reason: "FailedCreatePodSandBox", message: `Failed to create pod sandbox: ${s.message ?? ""}` });
+        if (!s.ok)
+          out.push({
+            type: "Warning",
+            reason: "FailedCreatePodSandBox",
+            message: `Failed to create pod sandbox: ${s.message ?? ""}`,
+          });
         break;
       case "KillPod":
       case "KillPodSandbox":
-        if (!s.ok) out.push({ type: "Warning", reason: "FailedKillPod", message: `error killing pod: ${s.message ?? "failed"}` });
+        if (!s.ok)
+          out.push({
+            type: "Warning",
+            reason: "FailedKillPod",
+            message: `error killing pod: ${s.message ?? "failed"}`,
+          });
         break;
       default:
         break;
@@ -214,11 +292,16 @@ export function syncEvents(pod: Pod, r: SyncResult): EventSpec[] {
 }
 
 /** The events of one delete through the front door. */
-export const deleteEvents = (r: Awaited<ReturnType<PodRuntime["delete"]>>): EventSpec[] => (r.deleted ? eventsFromSteps(r.pod, undefined, r.steps) : []);
+export const deleteEvents = (r: Awaited<ReturnType<PodRuntime["delete"]>>): EventSpec[] =>
+  r.deleted ? eventsFromSteps(r.pod, undefined, r.steps) : [];
 
 /** The engine's front door, recording the events of what each sync, eviction and delete did (for every caller
  * that goes through it: requests and the loop), and telling `after` what they read back (the pod feed). */
-export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?: { synced(pod: Pod, r: SyncResult): void; deleted(uid: string): void; evicted?(uid: string): void }): PodRuntime {
+export function recordingEvents(
+  rt: PodRuntime,
+  recorder: EventRecorder,
+  after?: { synced(pod: Pod, r: SyncResult): void; deleted(uid: string): void; evicted?(uid: string): void },
+): PodRuntime {
   return {
     ...rt,
     sync: async (pod, probes, objects, guard) => {
@@ -226,7 +309,8 @@ export function recordingEvents(rt: PodRuntime, recorder: EventRecorder, after?:
         const r = await rt.sync(pod, probes, objects, guard);
         after?.synced(pod, r);
         for (const e of syncEvents(pod, r))
-          if (e.reason !== "Pulling" || !recorder.takeLivePull(pod.metadata.uid, e.message)) recorder.record(pod.metadata, e);
+          if (e.reason !== "Pulling" || !recorder.takeLivePull(pod.metadata.uid, e.message))
+            recorder.record(pod.metadata, e);
         return r;
       } finally {
         recorder.forgetLivePulls(pod.metadata.uid);

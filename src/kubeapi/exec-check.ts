@@ -7,6 +7,12 @@ export const EXEC_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/
 
 /** Exec is allowed on this node and by this token; else 403 naming what is missing. */
 export function checkExec(scope: ReadScope, allowExec: boolean, name: string): void {
-  if (!allowExec) throw forbidden("pods", name, "exec is off on this node (the node owner enables it with PODSYNC_ALLOW_EXEC=true)");
-  if (!scope.exec) throw forbidden("pods", name, "this read token does not allow exec: make the kubeconfig with podsync kubeconfig --exec");
+  if (!allowExec)
+    throw forbidden("pods", name, "exec is off on this node (the node owner enables it with PODSYNC_ALLOW_EXEC=true)");
+  if (!scope.exec)
+    throw forbidden(
+      "pods",
+      name,
+      "this read token does not allow exec: make the kubeconfig with podsync kubeconfig --exec",
+    );
 }

@@ -40,17 +40,35 @@ async function sha256hex(s: string): Promise<string> {
 /** An upgrade that is not served: the Status as a plain HTTP answer on the socket. */
 function refuse(socket: Duplex, s: KubeStatusError): void {
   const body = JSON.stringify(s.toStatus());
-  socket.end(`HTTP/1.1 ${s.code} ${s.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${s.code} ${s.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** The upgrade handler for the server(s): exec paths are served, any other upgrade is refused (404). */
 export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   const now = o.now ?? Date.now;
-  const wss = new WebSocketServer({ noServer: true, handleProtocols: (offered) => PROTOCOLS.find((p) => offered.has(p)) ?? false });
+  const wss = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (offered) => PROTOCOLS.find((p) => offered.has(p)) ?? false,
+  });
   return (req, socket, head) => {
     const t0 = performance.now();
-    const rec: RequestLog = { time: new Date(now()).toISOString(), method: "GET", route: "/api/v1/namespaces/:ns/pods/:name/exec", status: 101, durationMs: 0, criCalls: 0 };
-    const done = (status: number, error?: string) => o.log?.({ ...rec, status, durationMs: Math.round((performance.now() - t0) * 100) / 100, ...(error ? { error } : {}) });
+    const rec: RequestLog = {
+      time: new Date(now()).toISOString(),
+      method: "GET",
+      route: "/api/v1/namespaces/:ns/pods/:name/exec",
+      status: 101,
+      durationMs: 0,
+      criCalls: 0,
+    };
+    const done = (status: number, error?: string) =>
+      o.log?.({
+        ...rec,
+        status,
+        durationMs: Math.round((performance.now() - t0) * 100) / 100,
+        ...(error ? { error } : {}),
+      });
     void (async () => {
       const url = new URL(req.url ?? "/", "http://node");
       const m = EXEC_PATH.exec(url.pathname);
@@ -60,8 +78,13 @@ export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket
       rec.jti = scope.token.payload.jti;
       rec.iss = scope.token.payload.iss;
       checkExec(scope, o.allowExec, name);
-      const offered = String(req.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim());
-      if (!PROTOCOLS.some((p) => offered.includes(p))) throw badRequest(`exec needs one of the WebSocket subprotocols ${PROTOCOLS.join(", ")} (kubectl 1.30 or later)`);
+      const offered = String(req.headers["sec-websocket-protocol"] ?? "")
+        .split(",")
+        .map((p) => p.trim());
+      if (!PROTOCOLS.some((p) => offered.includes(p)))
+        throw badRequest(
+          `exec needs one of the WebSocket subprotocols ${PROTOCOLS.join(", ")} (kubectl 1.30 or later)`,
+        );
       const command = url.searchParams.getAll("command");
       if (command.length === 0) throw badRequest("you must specify at least 1 command");
       const pod = o.pods.list().find((p) => p.metadata.namespace === ns && p.metadata.name === name);
@@ -81,7 +104,9 @@ export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket
       const upstream = new WebSocket(r.url.replace(/^http(s?):/, "ws$1:"), ["v4.channel.k8s.io"]);
       await new Promise<void>((res, rej) => {
         upstream.once("open", () => res());
-        upstream.once("error", (e) => rej(new KubeStatusError(502, "InternalError", `the runtime's streaming server: ${e.message}`)));
+        upstream.once("error", (e) =>
+          rej(new KubeStatusError(502, "InternalError", `the runtime's streaming server: ${e.message}`)),
+        );
       });
       wss.handleUpgrade(req, socket, head, (down) => {
         done(101);

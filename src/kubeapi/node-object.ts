@@ -27,7 +27,14 @@ export interface NodeCondition {
 export interface V1Node {
   apiVersion: "v1";
   kind: "Node";
-  metadata: { name: string; uid: string; labels: Record<string, string>; annotations: Record<string, string>; creationTimestamp: string | null; resourceVersion?: string };
+  metadata: {
+    name: string;
+    uid: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    creationTimestamp: string | null;
+    resourceVersion?: string;
+  };
   spec: { taints?: { key: string; value?: string; effect: string }[]; unschedulable?: boolean };
   status: {
     capacity: Record<string, string>;
@@ -80,18 +87,54 @@ export const DISK_PRESSURE_TAINT = { key: "node.kubernetes.io/disk-pressure", ef
 
 /** setters.go's pressure conditions, MemoryPressure, DiskPressure, PIDPressure, in that order. */
 function pressureConditions(p: NodePressure, startedAt: number, heartbeat: string | null): NodeCondition[] {
-  const cond = (type: string, on: boolean, since: number, yes: [string, string], no: [string, string]): NodeCondition => {
+  const cond = (
+    type: string,
+    on: boolean,
+    since: number,
+    yes: [string, string],
+    no: [string, string],
+  ): NodeCondition => {
     const [reason, message] = on ? yes : no;
-    return { type, status: on ? "True" : "False", lastHeartbeatTime: heartbeat, lastTransitionTime: apiTime(since), reason, message };
+    return {
+      type,
+      status: on ? "True" : "False",
+      lastHeartbeatTime: heartbeat,
+      lastTransitionTime: apiTime(since),
+      reason,
+      message,
+    };
   };
   return [
-    cond("MemoryPressure", false, startedAt, ["KubeletHasInsufficientMemory", "kubelet has insufficient memory available"], ["KubeletHasSufficientMemory", "kubelet has sufficient memory available"]),
-    cond("DiskPressure", p.disk?.pressure ?? false, p.disk?.since ?? startedAt, ["KubeletHasDiskPressure", "kubelet has disk pressure"], ["KubeletHasNoDiskPressure", "kubelet has no disk pressure"]),
-    cond("PIDPressure", false, startedAt, ["KubeletHasInsufficientPID", "kubelet has insufficient PID available"], ["KubeletHasSufficientPID", "kubelet has sufficient PID available"]),
+    cond(
+      "MemoryPressure",
+      false,
+      startedAt,
+      ["KubeletHasInsufficientMemory", "kubelet has insufficient memory available"],
+      ["KubeletHasSufficientMemory", "kubelet has sufficient memory available"],
+    ),
+    cond(
+      "DiskPressure",
+      p.disk?.pressure ?? false,
+      p.disk?.since ?? startedAt,
+      ["KubeletHasDiskPressure", "kubelet has disk pressure"],
+      ["KubeletHasNoDiskPressure", "kubelet has no disk pressure"],
+    ),
+    cond(
+      "PIDPressure",
+      false,
+      startedAt,
+      ["KubeletHasInsufficientPID", "kubelet has insufficient PID available"],
+      ["KubeletHasSufficientPID", "kubelet has sufficient PID available"],
+    ),
   ];
 }
 
-export function nodeObject(f: NodeFacts, runtime: RuntimeReadiness | undefined, now: number, pressure: NodePressure = {}): V1Node {
+export function nodeObject(
+  f: NodeFacts,
+  runtime: RuntimeReadiness | undefined,
+  now: number,
+  pressure: NodePressure = {},
+): V1Node {
   const info = f.info;
   const capacity: Record<string, string> = {};
   const allocatable: Record<string, string> = {};
@@ -110,13 +153,39 @@ export function nodeObject(f: NodeFacts, runtime: RuntimeReadiness | undefined, 
     .filter(([type, ok]) => !ok && (type === "RuntimeReady" || type === "NetworkReady"))
     .map(([type]) => type);
   const ready: NodeCondition = !runtime
-    ? { type: "Ready", status: "Unknown", lastHeartbeatTime: t, lastTransitionTime: t, reason: "NodeStatusUnknown", message: "the container runtime did not answer" }
+    ? {
+        type: "Ready",
+        status: "Unknown",
+        lastHeartbeatTime: t,
+        lastTransitionTime: t,
+        reason: "NodeStatusUnknown",
+        message: "the container runtime did not answer",
+      }
     : !runtime.ok || notReady.length
-      ? { type: "Ready", status: "False", lastHeartbeatTime: t, lastTransitionTime: t, reason: "KubeletNotReady", message: `container runtime status check may not have completed yet: ${notReady.map((c) => `${c}=false`).join(", ") || "runtime not ready"}` }
-      : { type: "Ready", status: "True", lastHeartbeatTime: t, lastTransitionTime: apiTime(f.startedAt), reason: "KubeletReady", message: "kubelet is posting ready status" };
+      ? {
+          type: "Ready",
+          status: "False",
+          lastHeartbeatTime: t,
+          lastTransitionTime: t,
+          reason: "KubeletNotReady",
+          message: `container runtime status check may not have completed yet: ${notReady.map((c) => `${c}=false`).join(", ") || "runtime not ready"}`,
+        }
+      : {
+          type: "Ready",
+          status: "True",
+          lastHeartbeatTime: t,
+          lastTransitionTime: apiTime(f.startedAt),
+          reason: "KubeletReady",
+          message: "kubelet is posting ready status",
+        };
   const rt = runtime?.runtime;
-  const taints: { key: string; value?: string; effect: string }[] = info.taints.map((x) => ({ key: x.key, ...(x.value ? { value: x.value } : {}), effect: x.effect }));
-  if (pressure.disk?.pressure && !taints.some((x) => x.key === DISK_PRESSURE_TAINT.key)) taints.push({ ...DISK_PRESSURE_TAINT });
+  const taints: { key: string; value?: string; effect: string }[] = info.taints.map((x) => ({
+    key: x.key,
+    ...(x.value ? { value: x.value } : {}),
+    effect: x.effect,
+  }));
+  if (pressure.disk?.pressure && !taints.some((x) => x.key === DISK_PRESSURE_TAINT.key))
+    taints.push({ ...DISK_PRESSURE_TAINT });
   return {
     apiVersion: "v1",
     kind: "Node",
@@ -132,7 +201,10 @@ export function nodeObject(f: NodeFacts, runtime: RuntimeReadiness | undefined, 
       capacity,
       allocatable,
       conditions: [...pressureConditions(pressure, f.startedAt, t), ready],
-      addresses: [...f.hostIPs.map((address) => ({ type: "InternalIP" as const, address })), { type: "Hostname" as const, address: f.hostname ?? info.name }],
+      addresses: [
+        ...f.hostIPs.map((address) => ({ type: "InternalIP" as const, address })),
+        { type: "Hostname" as const, address: f.hostname ?? info.name },
+      ],
       daemonEndpoints: { kubeletEndpoint: { Port: f.port ?? 0 } },
       nodeInfo: {
         machineID: f.machineID ?? "",

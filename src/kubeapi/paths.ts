@@ -2,4 +2,5 @@
 // app. Apart from routes.ts so an entry can route without loading the Kubernetes API until its first request.
 
 /** The paths this app answers; the entry points send everything else to the podsync app. */
-export const isKubePath = (path: string) => path === "/version" || path === "/api" || path.startsWith("/api/") || path === "/apis" || path.startsWith("/apis/");
+export const isKubePath = (path: string) =>
+  path === "/version" || path === "/api" || path.startsWith("/api/") || path === "/apis" || path.startsWith("/apis/");

@@ -6,7 +6,13 @@
 // Status from the relist differs from GET /v1/pods/{uid} in one way: termination messages read from files are
 // not included (the relist reads no files).
 import type { DesiredPod } from "../pleg/desired-state.js";
-import { generateAPIPodStatus, toV1Pod, type PodEviction, type PodProbeResults, type V1Pod } from "../status/api-status.js";
+import {
+  generateAPIPodStatus,
+  toV1Pod,
+  type PodEviction,
+  type PodProbeResults,
+  type V1Pod,
+} from "../status/api-status.js";
 import { apiTime } from "../status/api-status.js";
 import type { PodStatus } from "../container/types.js";
 import type { WatchHub } from "./watch-hub.js";
@@ -32,17 +38,29 @@ export interface PodFeedOptions {
   eviction?: ((uid: string) => PodEviction | undefined) | undefined;
 }
 
-const emptyStatus = (uid: string): PodStatus => ({ id: uid, name: "", namespace: "", ips: [], sandboxStatuses: [], containerStatuses: [] });
+const emptyStatus = (uid: string): PodStatus => ({
+  id: uid,
+  name: "",
+  namespace: "",
+  ips: [],
+  sandboxStatuses: [],
+  containerStatuses: [],
+});
 
 function probesKey(p: PodProbeResults | undefined): string {
   if (!p) return "";
-  const m = (x: ReadonlyMap<string, unknown> | undefined) => (x ? [...x].map(([k, v]) => `${k}=${String(v)}`).join(",") : "");
+  const m = (x: ReadonlyMap<string, unknown> | undefined) =>
+    x ? [...x].map(([k, v]) => `${k}=${String(v)}`).join(",") : "";
   return `${m(p.liveness)}|${m(p.readiness)}|${m(p.startup)}|${m(p.changedAt)}`;
 }
 
 export interface PodFeed {
   /** Call with every relist's desired entries and view. */
-  (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void;
+  (
+    entries: readonly DesiredPod[],
+    view: RelistView | undefined,
+    probes: (uid: string) => PodProbeResults | undefined,
+  ): void;
   /** Build again from the last relist (after runtimeName became known). */
   again(): void;
   /** A sync through the front door (a request's or the loop's) read the pod back: its status now, in full. With
@@ -64,12 +82,22 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     const uid = e.pod.metadata.uid;
     const prev = lastResults.get(uid) ?? new Map<string, string>();
     const next = new Map<string, string>();
-    for (const [kind, results] of [["Liveness", pr?.liveness], ["Readiness", pr?.readiness], ["Startup", pr?.startup]] as const)
+    for (const [kind, results] of [
+      ["Liveness", pr?.liveness],
+      ["Readiness", pr?.readiness],
+      ["Startup", pr?.startup],
+    ] as const)
       for (const [id, r] of results ?? []) {
         next.set(`${kind}/${id}`, r);
         if (r !== "Failure" || prev.get(`${kind}/${id}`) === "Failure") continue;
         const name = status.containerStatuses.find((c) => c.id === id)?.name;
-        if (name) o.recorder.record(e.pod.metadata, { type: "Warning", reason: "Unhealthy", message: `${kind} probe failed`, fieldPath: `spec.containers{${name}}` });
+        if (name)
+          o.recorder.record(e.pod.metadata, {
+            type: "Warning",
+            reason: "Unhealthy",
+            message: `${kind} probe failed`,
+            fieldPath: `spec.containers{${name}}`,
+          });
       }
     lastResults.set(uid, next);
   };
@@ -77,12 +105,20 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
    * relist still shows the same objects (fingerprint). */
   const fresh = new Map<string, { fingerprint: string; status: PodStatus; at: number }>();
   const entryOf = new Map<string, DesiredPod>();
-  const build = (e: DesiredPod, pv: { readonly status: PodStatus; fingerprint: string } | undefined, pr: PodProbeResults | undefined, viewAt?: number): V1Pod => {
+  const build = (
+    e: DesiredPod,
+    pv: { readonly status: PodStatus; fingerprint: string } | undefined,
+    pr: PodProbeResults | undefined,
+    viewAt?: number,
+  ): V1Pod => {
     const uid = e.pod.metadata.uid;
     const f = fresh.get(uid);
     // The read-back also wins over a relist whose list calls went out before it (a pod synced while the relist
     // ran): that view is older, and with runtime events the next relist is minutes away.
-    const current = f && ((pv && f.fingerprint === pv.fingerprint) || (viewAt !== undefined && f.at >= viewAt)) ? { status: f.status, fingerprint: f.fingerprint } : pv;
+    const current =
+      f && ((pv && f.fingerprint === pv.fingerprint) || (viewAt !== undefined && f.at >= viewAt))
+        ? { status: f.status, fingerprint: f.fingerprint }
+        : pv;
     const eviction = o.eviction?.(uid);
     const key = `${current?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}#${eviction ? `${eviction.reason}@${eviction.at}` : ""}`;
     const had = built.get(uid);
@@ -90,9 +126,23 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     // A running container's start time is in the relist only when its probes need it (or a loop sync read
     // it): otherwise its creation time stands in (CreateContainer and StartContainer are one step apart).
     const listed = current?.status ?? emptyStatus(uid);
-    const status = { ...listed, containerStatuses: listed.containerStatuses.map((c) => (c.state === "running" && !c.startedAt ? { ...c, startedAt: c.createdAt } : c)) };
+    const status = {
+      ...listed,
+      containerStatuses: listed.containerStatuses.map((c) =>
+        c.state === "running" && !c.startedAt ? { ...c, startedAt: c.createdAt } : c,
+      ),
+    };
     unhealthy(e, status, pr);
-    const apiStatus = generateAPIPodStatus({ pod: e.pod, status, now: now(), runtimeName: o.runtimeName(), hostIPs: o.hostIPs, probes: pr, reasons: undefined, eviction });
+    const apiStatus = generateAPIPodStatus({
+      pod: e.pod,
+      status,
+      now: now(),
+      runtimeName: o.runtimeName(),
+      hostIPs: o.hostIPs,
+      probes: pr,
+      reasons: undefined,
+      eviction,
+    });
     const v1 = toV1Pod(e.pod, e.pod.metadata, apiStatus);
     const pod: V1Pod = {
       ...v1,
@@ -108,7 +158,12 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
    * next feed decides (a removal is told by removed(), never only by its absence). */
   const syncedSinceFeed = new Set<string>();
   /** `replay`: again() building from the last relist's entries; a pod synced since then keeps its object. */
-  const apply = (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined, replay: boolean): void => {
+  const apply = (
+    entries: readonly DesiredPod[],
+    view: RelistView | undefined,
+    probes: (uid: string) => PodProbeResults | undefined,
+    replay: boolean,
+  ): void => {
     const out: V1Pod[] = [];
     const seen = new Set<string>();
     for (const e of entries) {
@@ -128,7 +183,11 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     if (!replay) syncedSinceFeed.clear();
     hub.replaceAll(out);
   };
-  const feed = (entries: readonly DesiredPod[], view: RelistView | undefined, probes: (uid: string) => PodProbeResults | undefined): void => {
+  const feed = (
+    entries: readonly DesiredPod[],
+    view: RelistView | undefined,
+    probes: (uid: string) => PodProbeResults | undefined,
+  ): void => {
     last = [entries, view, probes];
     apply(entries, view, probes, false);
   };
@@ -150,7 +209,11 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       // in the build's key, so a converged sync of the same spec and status reuses the object built last time
       // (equal specs parsed alike serialise alike; one that does not only costs a rebuild).
       const known = entryOf.get(uid);
-      const e: DesiredPod = { pod, audit: { iss: "", kid: undefined, jti: `sync:${JSON.stringify(pod)}`, iat: 0 }, storedAt: known?.storedAt ?? now() };
+      const e: DesiredPod = {
+        pod,
+        audit: { iss: "", kid: undefined, jti: `sync:${JSON.stringify(pod)}`, iat: 0 },
+        storedAt: known?.storedAt ?? now(),
+      };
       hub.upsert(build(e, { status: after, fingerprint }, probes));
     },
     removed(uid: string) {

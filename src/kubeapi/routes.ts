@@ -13,10 +13,33 @@ import { LOG_HEADERS, LogQuery } from "../http/handlers/logs-exec.js";
 import { streamFrom } from "../http/stream.js";
 import { fieldErrors } from "../pod/validate.js";
 import type { RequestLog } from "../http/request-log.js";
-import { aggregatedDiscovery, AGGREGATED_TYPE, apiGroup, apiGroupList, apiResourceList, apiVersions, served, versionInfo, wantsAggregated } from "./discovery.js";
+import {
+  aggregatedDiscovery,
+  AGGREGATED_TYPE,
+  apiGroup,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  served,
+  versionInfo,
+  wantsAggregated,
+} from "./discovery.js";
 import { badRequest, forbidden, KubeStatusError, noSuchResource, notFound, toKubeStatus } from "./status.js";
 import { parseFieldSelector, parseLabelSelector, SelectorError } from "./selectors.js";
-import { EVENT_COLUMNS, eventCells, NODE_COLUMNS, nodeCells, POD_COLUMNS, podCells, podRowConditions, table, wantsTable, type IncludeObject, type TableColumn, type TableRow } from "./table.js";
+import {
+  EVENT_COLUMNS,
+  eventCells,
+  NODE_COLUMNS,
+  nodeCells,
+  POD_COLUMNS,
+  podCells,
+  podRowConditions,
+  table,
+  wantsTable,
+  type IncludeObject,
+  type TableColumn,
+  type TableRow,
+} from "./table.js";
 import type { Change, KubeObject, WatchHub } from "./watch-hub.js";
 import { watchStream } from "./watch-stream.js";
 import type { EventRecorder, V1Event } from "./events.js";
@@ -136,7 +159,8 @@ function eventJSON(ch: Change<KubeObject>): string {
 }
 
 const truthy = (v: string | undefined) => v === "true" || v === "1";
-const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+const json = (body: unknown, status = 200) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
 /** The watch's starting point: unset or "0" is "now, with the current objects first". */
 function sinceOf(rv: string | undefined): number | undefined {
@@ -148,7 +172,9 @@ function sinceOf(rv: string | undefined): number | undefined {
 function includeObjectOf(v: string | undefined): IncludeObject {
   if (v === undefined || v === "") return "Metadata";
   if (v === "None" || v === "Metadata" || v === "Object") return v;
-  throw badRequest(`includeObject: Unsupported value: ${JSON.stringify(v)}: supported values: "Metadata", "None", "Object"`);
+  throw badRequest(
+    `includeObject: Unsupported value: ${JSON.stringify(v)}: supported values: "Metadata", "None", "Object"`,
+  );
 }
 
 const b64 = (s: string) => btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -199,7 +225,9 @@ export function createKubeApi(o: KubeApiOptions) {
     if (exec && c.req.method === "POST") {
       checkExec(c.get("scope"), o.allowExec, exec[2]!);
       if (o.execUnavailable) throw forbidden("pods", exec[2]!, o.execUnavailable);
-      throw badRequest("podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY");
+      throw badRequest(
+        "podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY",
+      );
     }
     const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
     const resource = m?.[3] ?? "resources";
@@ -214,9 +242,14 @@ export function createKubeApi(o: KubeApiOptions) {
 
   app.get("/version", (c) => c.json(versionInfo(o.podsyncVersion, o.arch)));
   const api = served(o.workloads !== undefined);
-  const aggregated = (c: Context<Env>, gvs: Parameters<typeof aggregatedDiscovery>[0]) => c.body(JSON.stringify(aggregatedDiscovery(gvs)), 200, { "content-type": AGGREGATED_TYPE });
-  app.get("/api", (c) => (wantsAggregated(c.req.header("accept")) ? aggregated(c, [api.core]) : c.json(apiVersions(new URL(c.req.url).host))));
-  app.get("/apis", (c) => (wantsAggregated(c.req.header("accept")) ? aggregated(c, api.groups) : c.json(apiGroupList(api.groups))));
+  const aggregated = (c: Context<Env>, gvs: Parameters<typeof aggregatedDiscovery>[0]) =>
+    c.body(JSON.stringify(aggregatedDiscovery(gvs)), 200, { "content-type": AGGREGATED_TYPE });
+  app.get("/api", (c) =>
+    wantsAggregated(c.req.header("accept")) ? aggregated(c, [api.core]) : c.json(apiVersions(new URL(c.req.url).host)),
+  );
+  app.get("/apis", (c) =>
+    wantsAggregated(c.req.header("accept")) ? aggregated(c, api.groups) : c.json(apiGroupList(api.groups)),
+  );
   app.get("/api/v1", (c) => c.json(apiResourceList(api.core)));
   for (const gv of api.groups) {
     app.get(`/apis/${gv.group}`, (c) => c.json(apiGroup(gv)));
@@ -237,14 +270,35 @@ export function createKubeApi(o: KubeApiOptions) {
       await o.pods.ready(firstFeedWaitMs);
     },
   };
-  const events: Kind<V1Event> = { resource: "events", group: "", kind: "Event", hub: o.events.hub, fields: EVENT_FIELDS, columns: EVENT_COLUMNS, cells: eventCells, load: async () => undefined };
-  const nodes: Kind<V1Node> = { resource: "nodes", group: "", kind: "Node", hub: o.node.hub, fields: NODE_FIELDS, columns: NODE_COLUMNS, cells: nodeCells, load: o.node.refresh };
+  const events: Kind<V1Event> = {
+    resource: "events",
+    group: "",
+    kind: "Event",
+    hub: o.events.hub,
+    fields: EVENT_FIELDS,
+    columns: EVENT_COLUMNS,
+    cells: eventCells,
+    load: async () => undefined,
+  };
+  const nodes: Kind<V1Node> = {
+    resource: "nodes",
+    group: "",
+    kind: "Node",
+    hub: o.node.hub,
+    fields: NODE_FIELDS,
+    columns: NODE_COLUMNS,
+    cells: nodeCells,
+    load: o.node.refresh,
+  };
 
   function selectors<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined) {
     try {
       const label = parseLabelSelector(c.req.query("labelSelector"));
       const field = parseFieldSelector(c.req.query("fieldSelector"), k.fields, qualified(k));
-      return (obj: T) => (ns === undefined || obj.metadata.namespace === ns) && label.matches((obj.metadata as { labels?: Record<string, string> }).labels) && field.matches(obj);
+      return (obj: T) =>
+        (ns === undefined || obj.metadata.namespace === ns) &&
+        label.matches((obj.metadata as { labels?: Record<string, string> }).labels) &&
+        field.matches(obj);
     } catch (e) {
       if (e instanceof SelectorError) throw badRequest(e.message);
       throw e;
@@ -253,9 +307,22 @@ export function createKubeApi(o: KubeApiOptions) {
 
   const keyOf = (obj: KubeObject) => `${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
 
-  function asTable<T extends KubeObject>(c: Context<Env>, k: Kind<T>, items: readonly T[], meta: { resourceVersion?: string; continue?: string }, headers = true) {
+  function asTable<T extends KubeObject>(
+    c: Context<Env>,
+    k: Kind<T>,
+    items: readonly T[],
+    meta: { resourceVersion?: string; continue?: string },
+    headers = true,
+  ) {
     const t = now();
-    return table(headers ? k.columns : undefined, items, (x) => k.cells(x, t), includeObjectOf(c.req.query("includeObject")), meta, k.conditions);
+    return table(
+      headers ? k.columns : undefined,
+      items,
+      (x) => k.cells(x, t),
+      includeObjectOf(c.req.query("includeObject")),
+      meta,
+      k.conditions,
+    );
   }
 
   async function list<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined): Promise<Response> {
@@ -268,7 +335,8 @@ export function createKubeApi(o: KubeApiOptions) {
       .filter(filter)
       .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
     const limit = q["limit"] ? Number(q["limit"]) : 0;
-    if (!Number.isSafeInteger(limit) || limit < 0) throw badRequest(`limit: Invalid value: ${JSON.stringify(q["limit"])}: must be a non-negative integer`);
+    if (!Number.isSafeInteger(limit) || limit < 0)
+      throw badRequest(`limit: Invalid value: ${JSON.stringify(q["limit"])}: must be a non-negative integer`);
     let start = 0;
     if (q["continue"]) {
       let after: string;
@@ -283,7 +351,9 @@ export function createKubeApi(o: KubeApiOptions) {
     }
     const page = limit > 0 ? items.slice(start, start + limit) : items.slice(start);
     const rest = items.length - start - page.length;
-    const meta: { resourceVersion: string; continue?: string; remainingItemCount?: number } = { resourceVersion: String(k.hub.resourceVersion) };
+    const meta: { resourceVersion: string; continue?: string; remainingItemCount?: number } = {
+      resourceVersion: String(k.hub.resourceVersion),
+    };
     if (rest > 0) {
       meta.continue = b64(JSON.stringify({ after: keyOf(page[page.length - 1]!) }));
       meta.remainingItemCount = rest;
@@ -297,12 +367,20 @@ export function createKubeApi(o: KubeApiOptions) {
     const initial = truthy(q["sendInitialEvents"]);
     const since = initial ? undefined : sinceOf(q["resourceVersion"]);
     const timeoutS = q["timeoutSeconds"] ? Number(q["timeoutSeconds"]) : undefined;
-    if (timeoutS !== undefined && (!Number.isSafeInteger(timeoutS) || timeoutS < 0)) throw badRequest(`timeoutSeconds: Invalid value: ${JSON.stringify(q["timeoutSeconds"])}`);
+    if (timeoutS !== undefined && (!Number.isSafeInteger(timeoutS) || timeoutS < 0))
+      throw badRequest(`timeoutSeconds: Invalid value: ${JSON.stringify(q["timeoutSeconds"])}`);
     const tableForm = wantsTable(c.req.header("accept"));
     const include = includeObjectOf(q["includeObject"]);
     const encode = (ch: Change<T>, first: boolean) => {
       if (!tableForm) return eventJSON(ch);
-      const object = table(first ? k.columns : undefined, [ch.object], (x) => k.cells(x, now()), include, { resourceVersion: String(ch.rv) }, k.conditions);
+      const object = table(
+        first ? k.columns : undefined,
+        [ch.object],
+        (x) => k.cells(x, now()),
+        include,
+        { resourceVersion: String(ch.rv) },
+        k.conditions,
+      );
       return JSON.stringify({ type: ch.type, object });
     };
     const body = watchStream({
@@ -310,21 +388,41 @@ export function createKubeApi(o: KubeApiOptions) {
       since,
       filter,
       encode,
-      bookmark: truthy(q["allowWatchBookmarks"]) || initial ? { everyMs: bookmarkEveryMs, kind: tableForm ? "Table" : k.kind, apiVersion: tableForm ? "meta.k8s.io/v1" : apiVersionOf(k) } : undefined,
+      bookmark:
+        truthy(q["allowWatchBookmarks"]) || initial
+          ? {
+              everyMs: bookmarkEveryMs,
+              kind: tableForm ? "Table" : k.kind,
+              apiVersion: tableForm ? "meta.k8s.io/v1" : apiVersionOf(k),
+            }
+          : undefined,
       initialEventsEnd: initial,
       maxMs: Math.min(watchMaxMs, timeoutS !== undefined && timeoutS > 0 ? timeoutS * 1000 : watchMaxMs),
       maxQueueBytes,
     });
     // Never compressed on the way (Workers gzip JSON for a client that accepts it, as Go's does, and a gzip layer
     // holds small events back).
-    return new Response(body, { status: 200, headers: { "content-type": "application/json", "content-encoding": "identity", "cache-control": "no-cache, private, no-transform" } });
+    return new Response(body, {
+      status: 200,
+      headers: {
+        "content-type": "application/json",
+        "content-encoding": "identity",
+        "cache-control": "no-cache, private, no-transform",
+      },
+    });
   }
 
-  async function getOne<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined, name: string): Promise<Response> {
+  async function getOne<T extends KubeObject>(
+    c: Context<Env>,
+    k: Kind<T>,
+    ns: string | undefined,
+    name: string,
+  ): Promise<Response> {
     await k.load();
     const obj = k.hub.list().find((x) => x.metadata.name === name && (ns === undefined || x.metadata.namespace === ns));
     if (!obj) throw notFound(k.resource, name, k.group);
-    if (wantsTable(c.req.header("accept"))) return json(asTable(c, k, [obj], { resourceVersion: obj.metadata.resourceVersion ?? "" }));
+    if (wantsTable(c.req.header("accept")))
+      return json(asTable(c, k, [obj], { resourceVersion: obj.metadata.resourceVersion ?? "" }));
     return json(obj);
   }
 
@@ -344,7 +442,16 @@ export function createKubeApi(o: KubeApiOptions) {
       for (const r of gv.resources) {
         const kind = WORKLOAD_KIND_OF[r.name];
         if (!kind) continue;
-        const k: Kind<V1Workload> = { resource: r.name, group: gv.group, kind, hub: w.hubs[kind], fields: WORKLOAD_FIELDS[kind] ?? META_FIELDS, columns: WORKLOAD_COLUMNS[kind], cells: workloadCells, load: w.load };
+        const k: Kind<V1Workload> = {
+          resource: r.name,
+          group: gv.group,
+          kind,
+          hub: w.hubs[kind],
+          fields: WORKLOAD_FIELDS[kind] ?? META_FIELDS,
+          columns: WORKLOAD_COLUMNS[kind],
+          cells: workloadCells,
+          load: w.load,
+        };
         const base = gv.group ? `/apis/${gv.group}/${gv.version}` : "/api/v1";
         app.get(`${base}/${r.name}`, (c) => list(c, k, undefined));
         app.get(`${base}/namespaces/:ns/${r.name}`, (c) => list(c, k, c.req.param("ns")));
@@ -359,9 +466,19 @@ export function createKubeApi(o: KubeApiOptions) {
     const name = c.req.param("name");
     await pods.load();
     await o.workloads?.load();
-    const objects: KubeObject[][] = [o.pods.list(), o.events.hub.list(), ...Object.values(o.workloads?.hubs ?? {}).map((h) => h.list())];
+    const objects: KubeObject[][] = [
+      o.pods.list(),
+      o.events.hub.list(),
+      ...Object.values(o.workloads?.hubs ?? {}).map((h) => h.list()),
+    ];
     if (!objects.some((xs) => xs.some((x) => x.metadata.namespace === name))) throw notFound("namespaces", name);
-    return json({ kind: "Namespace", apiVersion: "v1", metadata: { name }, spec: { finalizers: ["kubernetes"] }, status: { phase: "Active" } });
+    return json({
+      kind: "Namespace",
+      apiVersion: "v1",
+      metadata: { name },
+      spec: { finalizers: ["kubernetes"] },
+      status: { phase: "Active" },
+    });
   });
 
   // pods/log with kubectl's PodLogOptions (the logs route's reader and rules).
@@ -375,13 +492,41 @@ export function createKubeApi(o: KubeApiOptions) {
     const parsed = LogQuery.safeParse(query);
     if (!parsed.success) {
       const errors = fieldErrors(parsed.error, "query");
-      throw new KubeStatusError(400, "BadRequest", errors.map((e) => `${e.path}: ${e.message}`).join("; "), { causes: errors.map((e) => ({ field: e.path, message: e.message })) });
+      throw new KubeStatusError(400, "BadRequest", errors.map((e) => `${e.path}: ${e.message}`).join("; "), {
+        causes: errors.map((e) => ({ field: e.path, message: e.message })),
+      });
     }
     const q = parsed.data;
-    const log = await o.runtime.logs(pod.metadata.uid, { container: q.container, previous: q.previous, defaultContainers: pod.spec?.containers.map((x) => x.name) });
-    const sinceMs = q.sinceTime !== undefined ? Date.parse(q.sinceTime) : q.sinceSeconds !== undefined ? now() - q.sinceSeconds * 1000 : undefined;
-    const options = { tailLines: q.tailLines, limitBytes: q.limitBytes, sinceMs, timestamps: q.timestamps, follow: q.follow };
-    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal, maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) } : undefined), o.onStreamError ?? (() => undefined), c.req.raw.signal);
+    const log = await o.runtime.logs(pod.metadata.uid, {
+      container: q.container,
+      previous: q.previous,
+      defaultContainers: pod.spec?.containers.map((x) => x.name),
+    });
+    const sinceMs =
+      q.sinceTime !== undefined
+        ? Date.parse(q.sinceTime)
+        : q.sinceSeconds !== undefined
+          ? now() - q.sinceSeconds * 1000
+          : undefined;
+    const options = {
+      tailLines: q.tailLines,
+      limitBytes: q.limitBytes,
+      sinceMs,
+      timestamps: q.timestamps,
+      follow: q.follow,
+    };
+    const body = streamFrom(
+      (write, signal) =>
+        log.read(
+          options,
+          write,
+          q.follow
+            ? { signal, maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) }
+            : undefined,
+        ),
+      o.onStreamError ?? (() => undefined),
+      c.req.raw.signal,
+    );
     return c.body(body, 200, LOG_HEADERS);
   });
 

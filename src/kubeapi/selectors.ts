@@ -25,14 +25,20 @@ function checkKey(key: string): void {
   const slash = key.lastIndexOf("/");
   const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
   if (prefix !== undefined && (!prefix || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
-    throw new SelectorError(`unable to parse requirement: key ${JSON.stringify(key)}: prefix part must be a DNS subdomain (lower case alphanumerics, '-' and '.')`);
+    throw new SelectorError(
+      `unable to parse requirement: key ${JSON.stringify(key)}: prefix part must be a DNS subdomain (lower case alphanumerics, '-' and '.')`,
+    );
   if (!name || name.length > 63 || !NAME.test(name))
-    throw new SelectorError(`unable to parse requirement: key ${JSON.stringify(key)}: name part must be 1-63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`);
+    throw new SelectorError(
+      `unable to parse requirement: key ${JSON.stringify(key)}: name part must be 1-63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`,
+    );
 }
 
 function checkValue(key: string, v: string): void {
   if (v !== "" && (v.length > 63 || !NAME.test(v)))
-    throw new SelectorError(`unable to parse requirement: values[0][${key}]: Invalid value: ${JSON.stringify(v)}: a valid label value must be empty or 1-63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`);
+    throw new SelectorError(
+      `unable to parse requirement: values[0][${key}]: Invalid value: ${JSON.stringify(v)}: a valid label value must be empty or 1-63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`,
+    );
 }
 
 type Token = { kind: "id" | "op" | "(" | ")" | "," | "!" | "end"; text: string };
@@ -79,13 +85,16 @@ function lex(s: string): Token[] {
 
 export function parseLabelSelector(s: string | undefined): LabelSelector {
   const reqs: Requirement[] = [];
-  if (s && s.trim()) {
+  if (s?.trim()) {
     const t = lex(s);
     let p = 0;
     const next = () => t[p++]!;
     const peek = () => t[p]!;
     const expect = (what: string, ok: boolean, tok: Token) => {
-      if (!ok) throw new SelectorError(`unable to parse requirement: found ${JSON.stringify(tok.text || "end of string")}, expected: ${what}`);
+      if (!ok)
+        throw new SelectorError(
+          `unable to parse requirement: found ${JSON.stringify(tok.text || "end of string")}, expected: ${what}`,
+        );
     };
     for (;;) {
       let tok = next();
@@ -104,7 +113,10 @@ export function parseLabelSelector(s: string | undefined): LabelSelector {
           next();
           const v = peek().kind === "id" ? next().text : "";
           if (op.text === ">" || op.text === "<") {
-            if (!/^-?\d+$/.test(v)) throw new SelectorError(`unable to parse requirement: for 'gt', 'lt' operators, the value must be an integer (got ${JSON.stringify(v)})`);
+            if (!/^-?\d+$/.test(v))
+              throw new SelectorError(
+                `unable to parse requirement: for 'gt', 'lt' operators, the value must be an integer (got ${JSON.stringify(v)})`,
+              );
             reqs.push({ key, op: op.text === ">" ? "gt" : "lt", values: [v] });
           } else {
             checkValue(key, v);
@@ -169,14 +181,21 @@ export interface FieldSelector<T> {
 }
 
 /** fields.ParseSelector over the fields a resource indexes (`fields`: the field → its value in an object). */
-export function parseFieldSelector<T>(s: string | undefined, fields: Readonly<Record<string, (obj: T) => string>>, resource: string): FieldSelector<T> {
+export function parseFieldSelector<T>(
+  s: string | undefined,
+  fields: Readonly<Record<string, (obj: T) => string>>,
+  resource: string,
+): FieldSelector<T> {
   const terms: { field: string; neg: boolean; value: string }[] = [];
-  if (s && s.trim())
+  if (s?.trim())
     for (const part of splitTerms(s)) {
       const m = /^([^=!]+?)\s*(==|!=|=)\s*(.*)$/.exec(part.trim());
       if (!m) throw new SelectorError(`invalid selector: '${s}'; can't understand '${part}'`);
       const field = m[1]!.trim();
-      if (!Object.hasOwn(fields, field)) throw new SelectorError(`field label not supported: ${field} (${resource} can be selected by ${Object.keys(fields).join(", ")})`);
+      if (!Object.hasOwn(fields, field))
+        throw new SelectorError(
+          `field label not supported: ${field} (${resource} can be selected by ${Object.keys(fields).join(", ")})`,
+        );
       terms.push({ field, neg: m[2] === "!=", value: unescape(m[3]!) });
     }
   return {

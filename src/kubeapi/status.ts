@@ -1,7 +1,7 @@
 // Errors on the Kubernetes paths are metav1.Status objects (apimachinery/pkg/apis/meta/v1/types.go), so kubectl
 // prints `Error from server (<Reason>): <message>`. Reasons and messages follow apimachinery/pkg/api/errors.
 import { AuthError } from "../auth/verify.js";
-import { ProblemError, toProblemError } from "../http/problems.js";
+import { type ProblemError, toProblemError } from "../http/problems.js";
 
 export type StatusReason =
   | "BadRequest"
@@ -47,25 +47,55 @@ export class KubeStatusError extends Error {
     super(message);
   }
   toStatus(): KubeStatus {
-    return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: this.message, reason: this.reason, ...(this.details ? { details: this.details } : {}), code: this.code };
+    return {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: this.message,
+      reason: this.reason,
+      ...(this.details ? { details: this.details } : {}),
+      code: this.code,
+    };
   }
   toResponse(): Response {
-    return new Response(JSON.stringify(this.toStatus()), { status: this.code, headers: { "content-type": "application/json" } });
+    return new Response(JSON.stringify(this.toStatus()), {
+      status: this.code,
+      headers: { "content-type": "application/json" },
+    });
   }
 }
 
 /** A resource as the API server names it in messages (`deployments.apps`) and in details (kind, group). */
 const qualifiedName = (resource: string, group: string) => (group ? `${resource}.${group}` : resource);
-const detailsOf = (resource: string, group: string, name: string): StatusDetails => ({ ...(name ? { name } : {}), ...(group ? { group } : {}), kind: resource });
+const detailsOf = (resource: string, group: string, name: string): StatusDetails => ({
+  ...(name ? { name } : {}),
+  ...(group ? { group } : {}),
+  kind: resource,
+});
 
 /** errors.NewNotFound: `pods "web" not found`, `deployments.apps "web" not found`. */
-export const notFound = (resource: string, name: string, group = "") => new KubeStatusError(404, "NotFound", `${qualifiedName(resource, group)} "${name}" not found`, detailsOf(resource, group, name));
+export const notFound = (resource: string, name: string, group = "") =>
+  new KubeStatusError(
+    404,
+    "NotFound",
+    `${qualifiedName(resource, group)} "${name}" not found`,
+    detailsOf(resource, group, name),
+  );
 /** What the API server answers for a path it serves nothing at (an unknown resource, group or version). */
-export const noSuchResource = () => new KubeStatusError(404, "NotFound", "the server could not find the requested resource", {});
+export const noSuchResource = () =>
+  new KubeStatusError(404, "NotFound", "the server could not find the requested resource", {});
 export const badRequest = (message: string) => new KubeStatusError(400, "BadRequest", message);
 /** errors.NewForbidden: `pods "web" is forbidden: <why>`. */
 export const forbidden = (resource: string, name: string, why: string, group = "") =>
-  new KubeStatusError(403, "Forbidden", name ? `${qualifiedName(resource, group)} "${name}" is forbidden: ${why}` : `${qualifiedName(resource, group)} is forbidden: ${why}`, detailsOf(resource, group, name));
+  new KubeStatusError(
+    403,
+    "Forbidden",
+    name
+      ? `${qualifiedName(resource, group)} "${name}" is forbidden: ${why}`
+      : `${qualifiedName(resource, group)} is forbidden: ${why}`,
+    detailsOf(resource, group, name),
+  );
 /** errors.NewResourceExpired: a watch from a resourceVersion the server no longer holds (410). */
 export const expired = (message: string) => new KubeStatusError(410, "Expired", message);
 
@@ -88,9 +118,15 @@ const REASONS: Record<number, StatusReason> = {
 export function toKubeStatus(e: unknown): KubeStatusError {
   if (e instanceof KubeStatusError) return e;
   // 401 as the API server words it, with podsync's reason after it.
-  if (e instanceof AuthError && e.status === 401) return new KubeStatusError(401, "Unauthorized", `Unauthorized: ${e.message} (${e.failure})`);
+  if (e instanceof AuthError && e.status === 401)
+    return new KubeStatusError(401, "Unauthorized", `Unauthorized: ${e.message} (${e.failure})`);
   const p: ProblemError = toProblemError(e);
   const reason = REASONS[p.status] ?? (p.status >= 500 ? "InternalError" : "BadRequest");
   const fields = Array.isArray(p.extra.errors) ? p.extra.errors : undefined;
-  return new KubeStatusError(p.status, reason, p.message, fields ? { causes: fields.map((f) => ({ field: f.path, message: f.message })) } : undefined);
+  return new KubeStatusError(
+    p.status,
+    reason,
+    p.message,
+    fields ? { causes: fields.map((f) => ({ field: f.path, message: f.message })) } : undefined,
+  );
 }

@@ -43,7 +43,8 @@ export function humanDuration(ms: number): string {
   const hours = Math.floor(minutes / 60);
   if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
   if (hours < 48) return `${hours}h`;
-  if (hours < 24 * 8) return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 8)
+    return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
   if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
   if (hours < 24 * 365 * 8) {
     const dy = Math.floor(hours / 24) % 365;
@@ -52,15 +53,27 @@ export function humanDuration(ms: number): string {
   return `${Math.floor(hours / 24 / 365)}y`;
 }
 
-const col = (name: string, description: string, priority = 0, format = ""): TableColumn => ({ name, type: "string", format, description, priority });
+const col = (name: string, description: string, priority = 0, format = ""): TableColumn => ({
+  name,
+  type: "string",
+  format,
+  description,
+  priority,
+});
 const NAME_COL = col("Name", "Name must be unique within a namespace.", 0, "name");
-const AGE_COL = col("Age", "CreationTimestamp is a timestamp representing the server time when this object was created.");
+const AGE_COL = col(
+  "Age",
+  "CreationTimestamp is a timestamp representing the server time when this object was created.",
+);
 
 export const POD_COLUMNS: TableColumn[] = [
   NAME_COL,
   col("Ready", "The aggregate readiness state of this pod for accepting traffic."),
   col("Status", "The aggregate status of the containers in this pod."),
-  col("Restarts", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+  col(
+    "Restarts",
+    "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+  ),
   AGE_COL,
   col("IP", "podIP address allocated to the pod.", 1),
   col("Node", "NodeName indicates in which node this pod is scheduled.", 1),
@@ -78,13 +91,20 @@ export const NODE_COLUMNS: TableColumn[] = [
   col("External-IP", "List of addresses reachable to the node. Queried from cloud provider, if available.", 1),
   col("OS-Image", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1),
   col("Kernel-Version", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1),
-  col("Container-Runtime", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1),
+  col(
+    "Container-Runtime",
+    "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
+    1,
+  ),
 ];
 
 export const EVENT_COLUMNS: TableColumn[] = [
   col("Last Seen", "The last time this event was recorded."),
   col("Type", "Type of this event (Normal, Warning), new types could be added in the future."),
-  col("Reason", "This should be a short, machine understandable string that gives the reason for this event being generated."),
+  col(
+    "Reason",
+    "This should be a short, machine understandable string that gives the reason for this event being generated.",
+  ),
   col("Object", "The object that this event is about."),
   col("Message", "A human-readable description of the status of this operation."),
   col("Subobject", "The field of the object this event is about.", 1),
@@ -108,8 +128,13 @@ export function podCells(pod: V1Pod, now: number): string[] {
   let ready = 0;
   let lastRestart = 0;
   let lastSidecarRestart = 0;
-  const finished = (c: { lastState: { terminated?: { finishedAt?: string | null } } }) => Date.parse(c.lastState.terminated?.finishedAt ?? "") || 0;
-  const sidecars = new Set((spec?.initContainers ?? []).filter((c) => (c as { restartPolicy?: string }).restartPolicy === "Always").map((c) => c.name));
+  const finished = (c: { lastState: { terminated?: { finishedAt?: string | null } } }) =>
+    Date.parse(c.lastState.terminated?.finishedAt ?? "") || 0;
+  const sidecars = new Set(
+    (spec?.initContainers ?? [])
+      .filter((c) => (c as { restartPolicy?: string }).restartPolicy === "Always")
+      .map((c) => c.name),
+  );
   let initializing = false;
   const inits = st.initContainerStatuses ?? [];
   for (let i = 0; i < inits.length; i++) {
@@ -127,7 +152,8 @@ export function podCells(pod: V1Pod, now: number): string[] {
       continue;
     }
     if (t) reason = t.reason ? `Init:${t.reason}` : `Init:ExitCode:${t.exitCode}`;
-    else if (c.state.waiting?.reason && c.state.waiting.reason !== "PodInitializing") reason = `Init:${c.state.waiting.reason}`;
+    else if (c.state.waiting?.reason && c.state.waiting.reason !== "PodInitializing")
+      reason = `Init:${c.state.waiting.reason}`;
     else reason = `Init:${i}/${spec?.initContainers?.length ?? inits.length}`;
     initializing = true;
     break;
@@ -161,13 +187,17 @@ export function podCells(pod: V1Pod, now: number): string[] {
     st.podIPs?.[0]?.ip || "<none>",
     spec?.nodeName || "<none>",
     "<none>",
-    gates.length ? `${gates.filter((g) => st.conditions.some((c) => c.type === g.conditionType && c.status === "True")).length}/${gates.length}` : "<none>",
+    gates.length
+      ? `${gates.filter((g) => st.conditions.some((c) => c.type === g.conditionType && c.status === "True")).length}/${gates.length}`
+      : "<none>",
   ];
 }
 
 export function podRowConditions(pod: V1Pod): TableRow["conditions"] {
-  if (pod.status.phase === "Succeeded") return [{ type: "Completed", status: "True", reason: "Succeeded", message: "The pod has completed successfully." }];
-  if (pod.status.phase === "Failed") return [{ type: "Completed", status: "True", reason: "Failed", message: "The pod failed." }];
+  if (pod.status.phase === "Succeeded")
+    return [{ type: "Completed", status: "True", reason: "Succeeded", message: "The pod has completed successfully." }];
+  if (pod.status.phase === "Failed")
+    return [{ type: "Completed", status: "True", reason: "Failed", message: "The pod failed." }];
   return undefined;
 }
 
@@ -176,7 +206,13 @@ export function nodeCells(node: V1Node, now: number): string[] {
   const ready = node.status.conditions.find((c) => c.type === "Ready");
   const status = ready?.status === "True" ? "Ready" : ready?.status === "False" ? "NotReady" : "Unknown";
   const roles = Object.keys(node.metadata.labels)
-    .flatMap((k) => (k.startsWith("node-role.kubernetes.io/") ? [k.slice("node-role.kubernetes.io/".length)] : k === "kubernetes.io/role" ? [node.metadata.labels[k]!] : []))
+    .flatMap((k) =>
+      k.startsWith("node-role.kubernetes.io/")
+        ? [k.slice("node-role.kubernetes.io/".length)]
+        : k === "kubernetes.io/role"
+          ? [node.metadata.labels[k]!]
+          : [],
+    )
     .filter(Boolean)
     .sort();
   const address = (t: string) => node.status.addresses.find((a) => a.type === t)?.address ?? "<none>";
@@ -244,6 +280,10 @@ export function table<T extends { metadata: unknown }>(
 export function wantsTable(accept: string | undefined): boolean {
   return (accept ?? "").split(",").some((part) => {
     const params = part.split(";").map((p) => p.trim());
-    return params.includes("as=Table") && params.includes("g=meta.k8s.io") && (params.includes("v=v1") || params.includes("v=v1beta1"));
+    return (
+      params.includes("as=Table") &&
+      params.includes("g=meta.k8s.io") &&
+      (params.includes("v=v1") || params.includes("v=v1beta1"))
+    );
   });
 }

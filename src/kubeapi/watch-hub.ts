@@ -113,7 +113,11 @@ export class WatchHub<T extends KubeObject> {
     if (!had) return;
     this.objects.delete(key);
     const rv = this.clock.next();
-    this.emit({ type: "DELETED", object: { ...had.obj, metadata: { ...had.obj.metadata, resourceVersion: String(rv) } }, rv });
+    this.emit({
+      type: "DELETED",
+      object: { ...had.obj, metadata: { ...had.obj.metadata, resourceVersion: String(rv) } },
+      rv,
+    });
   }
 
   /** The whole set: what is not in it is deleted. */
@@ -133,7 +137,8 @@ export class WatchHub<T extends KubeObject> {
     if (w.since !== undefined && w.since < this.compactedRv)
       throw expired(`too old resource version: ${w.since} (${this.compactedRv + 1})`);
     if (w.since === undefined) {
-      for (const { obj } of this.objects.values()) if (w.filter(obj)) w.send({ type: "ADDED", object: obj, rv: Number(obj.metadata.resourceVersion) });
+      for (const { obj } of this.objects.values())
+        if (w.filter(obj)) w.send({ type: "ADDED", object: obj, rv: Number(obj.metadata.resourceVersion) });
     } else for (const c of this.history) if (c.rv > w.since && w.filter(c.object)) w.send(c);
     this.watchers.add(w);
     return () => this.watchers.delete(w);

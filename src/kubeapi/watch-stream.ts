@@ -46,7 +46,7 @@ export function watchStream<T extends KubeObject>(o: WatchStreamOptions<T>): Rea
   };
   const push = (text: string) => {
     if (done) return;
-    controller.enqueue(enc.encode(text + "\n"));
+    controller.enqueue(enc.encode(`${text}\n`));
     if ((controller.desiredSize ?? 0) < -o.maxQueueBytes) end(true);
   };
   const stream = new ReadableStream<Uint8Array>(
@@ -64,7 +64,16 @@ export function watchStream<T extends KubeObject>(o: WatchStreamOptions<T>): Rea
   );
   const bookmark = (annotations?: Record<string, string>) =>
     o.bookmark &&
-    push(JSON.stringify({ type: "BOOKMARK", object: { kind: o.bookmark.kind, apiVersion: o.bookmark.apiVersion, metadata: { resourceVersion: String(lastRv), ...(annotations ? { annotations } : {}) } } }));
+    push(
+      JSON.stringify({
+        type: "BOOKMARK",
+        object: {
+          kind: o.bookmark.kind,
+          apiVersion: o.bookmark.apiVersion,
+          metadata: { resourceVersion: String(lastRv), ...(annotations ? { annotations } : {}) },
+        },
+      }),
+    );
   try {
     stop = o.hub.watch({
       since: o.since,

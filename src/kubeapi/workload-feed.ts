@@ -9,15 +9,34 @@ import { notifying, type StoredWorkload, type WorkloadStore } from "../controlle
 import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { WatchHub, type KubeObject, type RvClock } from "./watch-hub.js";
 
-export type V1Workload = KubeObject & { apiVersion: string; kind: WorkloadKind; metadata: KubeObject["metadata"] & { labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp?: string }; spec: Record<string, any>; status: Record<string, any> };
+export type V1Workload = KubeObject & {
+  apiVersion: string;
+  kind: WorkloadKind;
+  metadata: KubeObject["metadata"] & {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    creationTimestamp?: string;
+  };
+  spec: Record<string, any>;
+  status: Record<string, any>;
+};
 
-export const WORKLOAD_KINDS: readonly WorkloadKind[] = ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "PersistentVolumeClaim"];
+export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
+  "Deployment",
+  "ReplicaSet",
+  "StatefulSet",
+  "DaemonSet",
+  "Job",
+  "CronJob",
+  "PersistentVolumeClaim",
+];
 
 /** The object a stored workload is on the read side. A claim is the node's own directory from the moment it
  * is stored (no provisioner, no PersistentVolume: src/volumemanager/claims.ts), so it shows as Bound. */
 export function v1Workload(s: StoredWorkload): V1Workload {
   const o = toV1Workload(s) as unknown as V1Workload;
-  if (o.kind === "PersistentVolumeClaim" && !o.status["phase"]) return { ...o, status: { ...o.status, phase: "Bound" } };
+  if (o.kind === "PersistentVolumeClaim" && !o.status["phase"])
+    return { ...o, status: { ...o.status, phase: "Bound" } };
   return o;
 }
 
@@ -29,8 +48,17 @@ export interface WorkloadFeed {
   store: WorkloadStore;
 }
 
-export function createWorkloadFeed(clock: RvClock, inner: WorkloadStore, onError: (e: unknown) => void = () => undefined): WorkloadFeed {
-  const hubs = Object.fromEntries(WORKLOAD_KINDS.map((k) => [k, new WatchHub<V1Workload>(clock, { key: (w) => w.metadata.uid ?? `${w.metadata.namespace}/${w.metadata.name}` })])) as Record<WorkloadKind, WatchHub<V1Workload>>;
+export function createWorkloadFeed(
+  clock: RvClock,
+  inner: WorkloadStore,
+  onError: (e: unknown) => void = () => undefined,
+): WorkloadFeed {
+  const hubs = Object.fromEntries(
+    WORKLOAD_KINDS.map((k) => [
+      k,
+      new WatchHub<V1Workload>(clock, { key: (w) => w.metadata.uid ?? `${w.metadata.namespace}/${w.metadata.name}` }),
+    ]),
+  ) as Record<WorkloadKind, WatchHub<V1Workload>>;
   const feed = (stored: readonly StoredWorkload[]) => {
     const byKind = new Map<WorkloadKind, V1Workload[]>(WORKLOAD_KINDS.map((k) => [k, []]));
     for (const s of stored) byKind.get(s.workload.kind)?.push(v1Workload(s));

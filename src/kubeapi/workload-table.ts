@@ -6,7 +6,11 @@ import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { humanDuration, type TableColumn } from "./table.js";
 import type { V1Workload } from "./workload-feed.js";
 
-const col = (name: string, description: string, o: { priority?: number; type?: string; format?: string } = {}): TableColumn => ({ name, type: o.type ?? "string", format: o.format ?? "", description, priority: o.priority ?? 0 });
+const col = (
+  name: string,
+  description: string,
+  o: { priority?: number; type?: string; format?: string } = {},
+): TableColumn => ({ name, type: o.type ?? "string", format: o.format ?? "", description, priority: o.priority ?? 0 });
 const NAME = col("Name", "Name must be unique within a namespace.", { format: "name" });
 const AGE = col("Age", "CreationTimestamp is a timestamp representing the server time when this object was created.");
 const CONTAINERS = col("Containers", "Names of each container in the template.", { priority: 1 });
@@ -15,28 +19,80 @@ const SELECTOR = col("Selector", "Label selector for pods.", { priority: 1 });
 const int = (name: string, description: string) => col(name, description, { type: "integer" });
 
 export const WORKLOAD_COLUMNS: Record<WorkloadKind, TableColumn[]> = {
-  Deployment: [NAME, col("Ready", "Number of the pod with ready state"), col("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."), col("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."), AGE, CONTAINERS, IMAGES, SELECTOR],
-  ReplicaSet: [NAME, int("Desired", "Replicas is the number of desired pods."), int("Current", "Replicas is the most recently observed number of non-terminating pods."), int("Ready", "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition."), AGE, CONTAINERS, IMAGES, SELECTOR],
+  Deployment: [
+    NAME,
+    col("Ready", "Number of the pod with ready state"),
+    col(
+      "Up-to-date",
+      "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+    ),
+    col(
+      "Available",
+      "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+    ),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+  ],
+  ReplicaSet: [
+    NAME,
+    int("Desired", "Replicas is the number of desired pods."),
+    int("Current", "Replicas is the most recently observed number of non-terminating pods."),
+    int("Ready", "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+  ],
   StatefulSet: [NAME, col("Ready", "Number of the pod with ready state"), AGE, CONTAINERS, IMAGES],
   DaemonSet: [
     NAME,
-    int("Desired", "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod)."),
-    int("Current", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod."),
-    int("Ready", "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition."),
+    int(
+      "Desired",
+      "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod).",
+    ),
+    int(
+      "Current",
+      "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod.",
+    ),
+    int(
+      "Ready",
+      "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.",
+    ),
     int("Up-to-date", "The total number of nodes that are running updated daemon pod"),
-    int("Available", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)"),
+    int(
+      "Available",
+      "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
+    ),
     col("Node Selector", "NodeSelector is a selector which must be true for the pod to fit on a node."),
     AGE,
     CONTAINERS,
     IMAGES,
     SELECTOR,
   ],
-  Job: [NAME, col("Status", "Status of the job."), col("Completions", "The number of pods which reached phase Succeeded."), col("Duration", "Time required to complete the job."), AGE, CONTAINERS, IMAGES, SELECTOR],
+  Job: [
+    NAME,
+    col("Status", "Status of the job."),
+    col("Completions", "The number of pods which reached phase Succeeded."),
+    col("Duration", "Time required to complete the job."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+  ],
   CronJob: [
     NAME,
     col("Schedule", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
-    col("Timezone", "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones."),
-    col("Suspend", "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.", { type: "boolean" }),
+    col(
+      "Timezone",
+      "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones.",
+    ),
+    col(
+      "Suspend",
+      "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.",
+      { type: "boolean" },
+    ),
     int("Active", "A list of pointers to currently running jobs."),
     col("Last Schedule", "Information when was the last time the job was successfully scheduled."),
     AGE,
@@ -57,7 +113,9 @@ export const WORKLOAD_COLUMNS: Record<WorkloadKind, TableColumn[]> = {
   ],
 };
 
-type LabelSelector = { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } | undefined;
+type LabelSelector =
+  | { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }
+  | undefined;
 
 /** metav1.FormatLabelSelector: the selector's string form, "<none>" when empty. */
 export function formatLabelSelector(s: LabelSelector): string {
@@ -90,14 +148,18 @@ const formatLabels = (m: Record<string, string> | undefined) => {
 };
 
 /** layoutContainerCells: the template's container names and images, comma separated. */
-function containerCells(template: { spec?: { containers?: { name: string; image?: string }[] } } | undefined): [string, string] {
+function containerCells(
+  template: { spec?: { containers?: { name: string; image?: string }[] } } | undefined,
+): [string, string] {
   const cs = template?.spec?.containers ?? [];
   return [cs.map((c) => c.name).join(","), cs.map((c) => c.image ?? "").join(",")];
 }
 
 const since = (t: string | null | undefined, now: number) => (t ? humanDuration(now - Date.parse(t)) : "<unknown>");
 const n = (v: unknown) => (typeof v === "number" ? v : 0);
-const hasCondition = (o: V1Workload, type: string) => ((o.status["conditions"] as { type: string; status: string }[] | undefined) ?? []).find((c) => c.type === type)?.status === "True";
+const hasCondition = (o: V1Workload, type: string) =>
+  ((o.status["conditions"] as { type: string; status: string }[] | undefined) ?? []).find((c) => c.type === type)
+    ?.status === "True";
 /** GetAccessModesAsString: RWO, ROX, RWX, RWOP in that order. */
 const accessModes = (modes: string[] | undefined) =>
   (
@@ -118,11 +180,32 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
   const age = since(o.metadata.creationTimestamp, now);
   switch (o.kind) {
     case "Deployment":
-      return [o.metadata.name, `${n(status["readyReplicas"])}/${n(spec["replicas"])}`, n(status["updatedReplicas"]), n(status["availableReplicas"]), age, ...containerCells(spec["template"]), formatLabelSelector(spec["selector"])];
+      return [
+        o.metadata.name,
+        `${n(status["readyReplicas"])}/${n(spec["replicas"])}`,
+        n(status["updatedReplicas"]),
+        n(status["availableReplicas"]),
+        age,
+        ...containerCells(spec["template"]),
+        formatLabelSelector(spec["selector"]),
+      ];
     case "ReplicaSet":
-      return [o.metadata.name, n(spec["replicas"]), n(status["replicas"]), n(status["readyReplicas"]), age, ...containerCells(spec["template"]), formatLabelSelector(spec["selector"])];
+      return [
+        o.metadata.name,
+        n(spec["replicas"]),
+        n(status["replicas"]),
+        n(status["readyReplicas"]),
+        age,
+        ...containerCells(spec["template"]),
+        formatLabelSelector(spec["selector"]),
+      ];
     case "StatefulSet":
-      return [o.metadata.name, `${n(status["readyReplicas"])}/${n(spec["replicas"])}`, age, ...containerCells(spec["template"])];
+      return [
+        o.metadata.name,
+        `${n(status["readyReplicas"])}/${n(spec["replicas"])}`,
+        age,
+        ...containerCells(spec["template"]),
+      ];
     case "DaemonSet":
       return [
         o.metadata.name,
@@ -138,12 +221,37 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
       ];
     case "Job": {
       const succeeded = n(status["succeeded"]);
-      const completions = spec["completions"] !== undefined && spec["completions"] !== null ? `${succeeded}/${spec["completions"]}` : n(spec["parallelism"]) > 1 ? `${succeeded}/1 of ${spec["parallelism"]}` : `${succeeded}/1`;
+      const completions =
+        spec["completions"] !== undefined && spec["completions"] !== null
+          ? `${succeeded}/${spec["completions"]}`
+          : n(spec["parallelism"]) > 1
+            ? `${succeeded}/1 of ${spec["parallelism"]}`
+            : `${succeeded}/1`;
       const start = status["startTime"] as string | undefined;
       const end = status["completionTime"] as string | undefined;
-      const duration = !start ? "" : !end ? humanDuration(now - Date.parse(start)) : humanDuration(Date.parse(end) - Date.parse(start));
-      const state = hasCondition(o, "Complete") ? "Complete" : hasCondition(o, "Failed") ? "Failed" : hasCondition(o, "Suspended") ? "Suspended" : hasCondition(o, "FailureTarget") ? "FailureTarget" : "Running";
-      return [o.metadata.name, state, completions, duration, age, ...containerCells(spec["template"]), formatLabelSelector(spec["selector"])];
+      const duration = !start
+        ? ""
+        : !end
+          ? humanDuration(now - Date.parse(start))
+          : humanDuration(Date.parse(end) - Date.parse(start));
+      const state = hasCondition(o, "Complete")
+        ? "Complete"
+        : hasCondition(o, "Failed")
+          ? "Failed"
+          : hasCondition(o, "Suspended")
+            ? "Suspended"
+            : hasCondition(o, "FailureTarget")
+              ? "FailureTarget"
+              : "Running";
+      return [
+        o.metadata.name,
+        state,
+        completions,
+        duration,
+        age,
+        ...containerCells(spec["template"]),
+        formatLabelSelector(spec["selector"]),
+      ];
     }
     case "CronJob": {
       const template = spec["jobTemplate"]?.spec;
@@ -162,7 +270,8 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
     }
     case "PersistentVolumeClaim": {
       const bound = Boolean(spec["volumeName"]);
-      const storageClass = spec["storageClassName"] ?? o.metadata.annotations?.["volume.beta.kubernetes.io/storage-class"] ?? "";
+      const storageClass =
+        spec["storageClassName"] ?? o.metadata.annotations?.["volume.beta.kubernetes.io/storage-class"] ?? "";
       return [
         o.metadata.name,
         status["phase"] ?? "",

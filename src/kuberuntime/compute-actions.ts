@@ -82,7 +82,12 @@ export function hasAnyRegularContainerCreated(pod: Pod, status: PodStatus): bool
  * changed; kills an unknown-state init container before restarting it; kills the pod when a regular init
  * container failed under restartPolicy Never. A restartable init container's liveness does not hold up the next
  * one. In-place resize is not in podsync (no computePodResizeAction). */
-export function computeInitContainerActions(pod: Pod, status: PodStatus, changes: PodActions, probes?: ProbeResults): boolean {
+export function computeInitContainerActions(
+  pod: Pod,
+  status: PodStatus,
+  changes: PodActions,
+  probes?: ProbeResults,
+): boolean {
   const inits = pod.spec.initContainers ?? [];
   if (inits.length === 0) return true;
   // A regular container created or running means initialization ran, even if its init records were removed
@@ -233,7 +238,7 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
   let keepCount = 0;
   pod.spec.containers.forEach((container, idx) => {
     const s = findContainerStatusByName(status, container.name);
-    if (!s || s.state !== "running") {
+    if (s?.state !== "running") {
       if (shouldContainerBeRestarted(container, pod, status)) {
         changes.containersToStart.push(idx);
         // Unknown state: it may still run; kill it first so two instances never run at once.
@@ -283,7 +288,15 @@ export function computePodActions(pod: Pod, status: PodStatus, probes?: ProbeRes
 /** What a sync does for a pod an internal module evicted (kubelet's PodSyncHandlers: the active deadline):
  * kill it and start nothing, not even a new sandbox. */
 export function evictedPodActions(status: PodStatus): PodActions {
-  return { killPod: true, createSandbox: false, sandboxId: status.sandboxStatuses[0]?.id ?? "", attempt: status.sandboxStatuses[0]?.metadata?.attempt ?? 0, initContainersToStart: [], containersToStart: [], containersToKill: {} };
+  return {
+    killPod: true,
+    createSandbox: false,
+    sandboxId: status.sandboxStatuses[0]?.id ?? "",
+    attempt: status.sandboxStatuses[0]?.metadata?.attempt ?? 0,
+    initContainersToStart: [],
+    containersToStart: [],
+    containersToKill: {},
+  };
 }
 
 /** computePodActions, unless the pod's active deadline has passed (then evictedPodActions). */

@@ -21,11 +21,16 @@ import { containerEnv, expand, toKeyValues, type EnvResolver } from "../containe
 import { filePlugin } from "../volumemanager/object-volumes.js";
 import { usesEnvSources } from "../container/env-sources.js";
 import { linuxResources } from "./resources.js";
-import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, appArmorProfile, seccompProfile, seLinuxOptions } from "./security.js";
+import {
+  DEFAULT_MASKED_PATHS,
+  DEFAULT_READONLY_PATHS,
+  appArmorProfile,
+  seccompProfile,
+  seLinuxOptions,
+} from "./security.js";
 import { canonicalCapability } from "../pod/capabilities.js";
 import { volumeHostPath } from "../volumemanager/volumes.js";
 import { sysctlDots } from "../lifecycle/node-admission.js";
-
 
 /** BuildPodLogsDirectory */
 export function podLogsDirectory(node: NodeConfig, pod: Pod): string {
@@ -66,9 +71,16 @@ export function containerAnnotations(container: Container, pod: Pod, restartCoun
     [L.CONTAINER_IMAGE_ANNOTATION]: container.image,
   };
   if (container.ports?.length) a[L.CONTAINER_PORTS_ANNOTATION] = JSON.stringify(container.ports);
-  if (container.lifecycle?.preStop) a[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION] = JSON.stringify(container.lifecycle.preStop);
+  if (container.lifecycle?.preStop)
+    a[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION] = JSON.stringify(container.lifecycle.preStop);
   const mounted = new Set((container.volumeMounts ?? []).map((m) => m.name));
-  const claims = [...new Set((pod.spec.volumes ?? []).flatMap((v) => ("persistentVolumeClaim" in v && mounted.has(v.name) ? [v.persistentVolumeClaim.claimName] : [])))];
+  const claims = [
+    ...new Set(
+      (pod.spec.volumes ?? []).flatMap((v) =>
+        "persistentVolumeClaim" in v && mounted.has(v.name) ? [v.persistentVolumeClaim.claimName] : [],
+      ),
+    ),
+  ];
   if (claims.length) a[L.CONTAINER_CLAIMS_ANNOTATION] = claims.join(",");
   return a;
 }
@@ -78,7 +90,10 @@ export function containerAnnotations(container: Container, pod: Pod, restartCoun
 export function podHostnameAndDomain(pod: Pod, node: Pick<NodeConfig, "clusterDomain">): [string, string] {
   const name = pod.spec.hostname ?? pod.metadata.name;
   const hostname = name.length <= 63 ? name : name.slice(0, 63).replace(/[-.]+$/, "");
-  return [hostname, pod.spec.subdomain ? `${pod.spec.subdomain}.${pod.metadata.namespace}.svc.${node.clusterDomain}` : ""];
+  return [
+    hostname,
+    pod.spec.subdomain ? `${pod.spec.subdomain}.${pod.metadata.namespace}.svc.${node.clusterDomain}` : "",
+  ];
 }
 
 /** GetNodenameForKernel: the hostname, or with setHostnameAsFQDN and a domain the FQDN, which must fit the
@@ -87,7 +102,10 @@ export function podHostname(pod: Pod, node: Pick<NodeConfig, "clusterDomain">): 
   const [hostname, domain] = podHostnameAndDomain(pod, node);
   if (!domain || !pod.spec.setHostnameAsFQDN) return hostname;
   const fqdn = `${hostname}.${domain}`;
-  if (fqdn.length > 64) throw new Error(`failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (64 characters is the max, ${fqdn.length} characters requested)`);
+  if (fqdn.length > 64)
+    throw new Error(
+      `failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (64 characters is the max, ${fqdn.length} characters requested)`,
+    );
   return fqdn;
 }
 
@@ -97,7 +115,11 @@ function namespaceOptions(pod: Pod) {
   return {
     network: pod.spec.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
     // PidNamespaceForPod: the node's, the pod's (shareProcessNamespace), or each container's own.
-    pid: pod.spec.hostPID ? NamespaceMode.NODE : pod.spec.shareProcessNamespace ? NamespaceMode.POD : NamespaceMode.CONTAINER,
+    pid: pod.spec.hostPID
+      ? NamespaceMode.NODE
+      : pod.spec.shareProcessNamespace
+        ? NamespaceMode.POD
+        : NamespaceMode.CONTAINER,
     ipc: pod.spec.hostIPC ? NamespaceMode.NODE : NamespaceMode.POD,
   };
 }
@@ -105,7 +127,9 @@ function namespaceOptions(pod: Pod) {
 export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeConfig): PodSandboxConfig {
   const sc = pod.spec.securityContext;
   const dns = podDNS(pod, node);
-  const anyPrivileged = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => c.securityContext?.privileged);
+  const anyPrivileged = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some(
+    (c) => c.securityContext?.privileged,
+  );
   return create(PodSandboxConfigSchema, {
     metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid, attempt },
     // A hostNetwork sandbox gets no hostname: runc cannot set one without a private UTS namespace.
@@ -115,7 +139,12 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
     portMappings: pod.spec.containers.flatMap((c) =>
       (c.ports ?? [])
         .filter((p) => p.hostPort !== undefined)
-        .map((p) => ({ protocol: PROTOCOL[p.protocol]!, containerPort: p.containerPort, hostPort: p.hostPort!, hostIp: p.hostIP ?? "" })),
+        .map((p) => ({
+          protocol: PROTOCOL[p.protocol]!,
+          containerPort: p.containerPort,
+          hostPort: p.hostPort!,
+          hostIp: p.hostIP ?? "",
+        })),
     ),
     labels: podLabels(pod),
     annotations: { ...pod.metadata.annotations },
@@ -126,7 +155,9 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
         privileged: anyPrivileged,
         runAsUser: sc?.runAsUser !== undefined ? { value: BigInt(sc.runAsUser) } : undefined,
         runAsGroup: sc?.runAsGroup !== undefined ? { value: BigInt(sc.runAsGroup) } : undefined,
-        supplementalGroups: [...(sc?.supplementalGroups ?? []), ...(sc?.fsGroup !== undefined ? [sc.fsGroup] : [])].map(BigInt),
+        supplementalGroups: [...(sc?.supplementalGroups ?? []), ...(sc?.fsGroup !== undefined ? [sc.fsGroup] : [])].map(
+          BigInt,
+        ),
         // generatePodSandboxLinuxConfig: the pod-level profile (or the node default) for the sandbox.
         seccomp: seccompProfile(pod, undefined, node),
         selinuxOptions: seLinuxOptions(sc?.seLinuxOptions),
@@ -137,22 +168,36 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, node: NodeCo
 }
 
 /** translateMountPropagation */
-const PROPAGATION = { None: MountPropagation.PROPAGATION_PRIVATE, HostToContainer: MountPropagation.PROPAGATION_HOST_TO_CONTAINER, Bidirectional: MountPropagation.PROPAGATION_BIDIRECTIONAL } as const;
-
+const PROPAGATION = {
+  None: MountPropagation.PROPAGATION_PRIVATE,
+  HostToContainer: MountPropagation.PROPAGATION_HOST_TO_CONTAINER,
+  Bidirectional: MountPropagation.PROPAGATION_BIDIRECTIONAL,
+} as const;
 
 /** makeMounts for the volume kinds podsync supports (hostPath, emptyDir, persistentVolumeClaim, and the file
  * volumes: configMap, secret, downwardAPI, projected). A claim's readOnly makes every mount of it read-only, as
  * the PVC volume plugin does; the file volumes are always read-only (their plugins' ReadOnly attribute). A
  * subPath mount's hostPath here is the plain join; SyncPod replaces it with the safe bind (subpath.ts) before
  * the runtime sees it. */
-export function containerMounts(pod: Pod, container: Container, node: NodeConfig): MessageInitShape<typeof MountSchema>[] {
+export function containerMounts(
+  pod: Pod,
+  container: Container,
+  node: NodeConfig,
+): MessageInitShape<typeof MountSchema>[] {
   const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v] as const));
   return (container.volumeMounts ?? []).map((m) => {
     const v = volumes.get(m.name)!;
     const base = volumeHostPath(pod, v, node);
     const hostPath = m.subPath ? `${base.replace(/\/$/, "")}/${m.subPath}` : base;
-    const readonly = m.readOnly || ("persistentVolumeClaim" in v && v.persistentVolumeClaim.readOnly) || filePlugin(v) !== undefined;
-    return { containerPath: m.mountPath, hostPath, readonly, selinuxRelabel: false, propagation: PROPAGATION[m.mountPropagation ?? "None"] } satisfies Partial<Mount>;
+    const readonly =
+      m.readOnly || ("persistentVolumeClaim" in v && v.persistentVolumeClaim.readOnly) || filePlugin(v) !== undefined;
+    return {
+      containerPath: m.mountPath,
+      hostPath,
+      readonly,
+      selinuxRelabel: false,
+      propagation: PROPAGATION[m.mountPropagation ?? "None"],
+    } satisfies Partial<Mount>;
   });
 }
 
@@ -165,7 +210,10 @@ export function generateContainerConfig(
   /** Env from the pod's objects and the downward API; required when the container uses them. */
   env?: EnvResolver,
 ): ContainerConfig {
-  if (!env && usesEnvSources(container)) throw new Error(`container ${container.name} takes env from valueFrom/envFrom, and no ConfigMaps, Secrets or downward API values were given`);
+  if (!env && usesEnvSources(container))
+    throw new Error(
+      `container ${container.name} takes env from valueFrom/envFrom, and no ConfigMaps, Secrets or downward API values were given`,
+    );
   const vars = containerEnv(container, env);
   const csc = container.securityContext;
   const psc = pod.spec.securityContext;
@@ -190,13 +238,19 @@ export function generateContainerConfig(
       resources: linuxResources(pod, container, node),
       securityContext: {
         // kubelet passes the names through; podsync sends the form containerd reads (capabilities.ts).
-        capabilities: { addCapabilities: (csc?.capabilities?.add ?? []).map(canonicalCapability), dropCapabilities: (csc?.capabilities?.drop ?? []).map(canonicalCapability) },
+        capabilities: {
+          addCapabilities: (csc?.capabilities?.add ?? []).map(canonicalCapability),
+          dropCapabilities: (csc?.capabilities?.drop ?? []).map(canonicalCapability),
+        },
         privileged,
         namespaceOptions: namespaceOptions(pod),
         runAsUser: runAsUser !== undefined ? { value: BigInt(runAsUser) } : undefined,
         runAsGroup: runAsGroup !== undefined ? { value: BigInt(runAsGroup) } : undefined,
         readonlyRootfs: csc?.readOnlyRootFilesystem ?? false,
-        supplementalGroups: [...(psc?.supplementalGroups ?? []), ...(psc?.fsGroup !== undefined ? [psc.fsGroup] : [])].map(BigInt),
+        supplementalGroups: [
+          ...(psc?.supplementalGroups ?? []),
+          ...(psc?.fsGroup !== undefined ? [psc.fsGroup] : []),
+        ].map(BigInt),
         noNewPrivs: csc?.allowPrivilegeEscalation === false,
         // procMount is Default (Unmasked is refused by the schema): the default paths unless privileged.
         maskedPaths: privileged ? [] : DEFAULT_MASKED_PATHS,
@@ -209,4 +263,3 @@ export function generateContainerConfig(
     },
   });
 }
-

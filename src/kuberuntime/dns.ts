@@ -18,11 +18,19 @@ export function podDNS(pod: Pod, node: NodeConfig): { servers: string[]; searche
     case "ClusterFirst": {
       const ns = pod.metadata.namespace;
       const d = node.clusterDomain;
-      dns = { servers: [...node.clusterDNS], searches: [`${ns}.svc.${d}`, `svc.${d}`, d, ...node.hostDNS.searches], options: ["ndots:5"] };
+      dns = {
+        servers: [...node.clusterDNS],
+        searches: [`${ns}.svc.${d}`, `svc.${d}`, d, ...node.hostDNS.searches],
+        options: ["ndots:5"],
+      };
       break;
     }
     default:
-      dns = { servers: [...node.hostDNS.servers], searches: [...node.hostDNS.searches], options: [...node.hostDNS.options] };
+      dns = {
+        servers: [...node.hostDNS.servers],
+        searches: [...node.hostDNS.searches],
+        options: [...node.hostDNS.options],
+      };
   }
   const cfg = pod.spec.dnsConfig;
   if (cfg) {
@@ -35,4 +43,3 @@ export function podDNS(pod: Pod, node: NodeConfig): { servers: string[]; searche
   dns.searches = dns.searches.slice(0, MAX_DNS_SEARCHES);
   return dns;
 }
-

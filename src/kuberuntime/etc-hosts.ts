@@ -18,7 +18,8 @@ export const etcHostsFile = (rootDir: string, uid: string) => `${podDir(rootDir,
 
 /** Whether kubelet mounts its hosts file into this container: the pod has an IP and the container does not
  * mount /etc/hosts itself. */
-export const mountsEtcHosts = (container: Container, podIPs: readonly string[]) => podIPs.length > 0 && !(container.volumeMounts ?? []).some((m) => m.mountPath === ETC_HOSTS_PATH);
+export const mountsEtcHosts = (container: Container, podIPs: readonly string[]) =>
+  podIPs.length > 0 && !(container.volumeMounts ?? []).some((m) => m.mountPath === ETC_HOSTS_PATH);
 
 function hostsEntriesFromHostAliases(aliases: Pod["spec"]["hostAliases"]): string {
   if (!aliases?.length) return "";
@@ -26,7 +27,12 @@ function hostsEntriesFromHostAliases(aliases: Pod["spec"]["hostAliases"]): strin
 }
 
 /** managedHostsFileContent */
-export function managedHostsFileContent(podIPs: readonly string[], hostname: string, domain: string, aliases: Pod["spec"]["hostAliases"]): string {
+export function managedHostsFileContent(
+  podIPs: readonly string[],
+  hostname: string,
+  domain: string,
+  aliases: Pod["spec"]["hostAliases"],
+): string {
   let out = MANAGED_HOSTS_HEADER;
   out += "127.0.0.1\tlocalhost\n";
   out += "::1\tlocalhost ip6-localhost ip6-loopback\n";
@@ -39,9 +45,12 @@ export function managedHostsFileContent(podIPs: readonly string[], hostname: str
 }
 
 /** nodeHostsFileContent: the node's own file, for a hostNetwork pod. */
-export const nodeHostsFileContent = (nodeHosts: string, aliases: Pod["spec"]["hostAliases"]) => MANAGED_HOSTS_HEADER_WITH_HOST_NETWORK + nodeHosts + hostsEntriesFromHostAliases(aliases);
+export const nodeHostsFileContent = (nodeHosts: string, aliases: Pod["spec"]["hostAliases"]) =>
+  MANAGED_HOSTS_HEADER_WITH_HOST_NETWORK + nodeHosts + hostsEntriesFromHostAliases(aliases);
 
 /** hostAliases where the hosts file cannot be written (no node filesystem). */
 export function hostAliasesUnsupported(pod: Pod, why: string): FieldError[] {
-  return pod.spec.hostAliases?.length ? [{ path: "spec.hostAliases", message: `hostAliases cannot be used on this deployment: ${why}` }] : [];
+  return pod.spec.hostAliases?.length
+    ? [{ path: "spec.hostAliases", message: `hostAliases cannot be used on this deployment: ${why}` }]
+    : [];
 }

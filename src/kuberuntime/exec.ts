@@ -46,7 +46,11 @@ function trimPartialUtf8(b: Uint8Array): Uint8Array {
 /** The running instance of a container known to be the pod's. */
 export function runningInstance(status: PodStatus, podName: string, container: string): string {
   const c = status.containerStatuses.find((s) => s.name === container && s.state === "running");
-  if (!c) throw new ContainerChoiceError("bad-request", `container ${JSON.stringify(container)} in pod ${JSON.stringify(podName)} is not running`);
+  if (!c)
+    throw new ContainerChoiceError(
+      "bad-request",
+      `container ${JSON.stringify(container)} in pod ${JSON.stringify(podName)} is not running`,
+    );
   return c.id;
 }
 
@@ -72,21 +76,38 @@ export class ExecCommandNotFoundError extends Error {}
 
 /** runc's words for a command it could not start (containerd's ExecSync error wraps them: "OCI runtime exec
  * failed: exec failed: unable to start container process: exec: "x": executable file not found in $PATH"). */
-const NOT_STARTED = /exec: "([^"]*)": (executable file not found in \$PATH|stat [^:]*: no such file or directory|permission denied)/;
+const NOT_STARTED =
+  /exec: "([^"]*)": (executable file not found in \$PATH|stat [^:]*: no such file or directory|permission denied)/;
 
-export async function execSync(cri: CriClient, containerId: string, command: string[], timeoutSeconds: number, maxBytes: number): Promise<ExecResult> {
+export async function execSync(
+  cri: CriClient,
+  containerId: string,
+  command: string[],
+  timeoutSeconds: number,
+  maxBytes: number,
+): Promise<ExecResult> {
   // The call lasts up to the command's timeout; its deadline gets room beyond it. ExecSync carries the whole
   // output in one reply: at most the runtime's message limit is held here, and output above it is refused.
-  const r = await cri.execSync({ containerId, cmd: command, timeout: BigInt(timeoutSeconds) }, { timeoutMs: (timeoutSeconds + 10) * 1000 }).catch((e: unknown) => {
-    if (isCriError(e, GrpcCode.RESOURCE_EXHAUSTED)) {
-      // containerd: "grpc: trying to send message larger than max (17000042 vs. 16777216)"; grpc-js: "Received
-      // message larger than max (17000042 vs 16777216)".
-      const m = /larger than max \((\d+) vs\.? (\d+)\)/.exec(e.details);
-      throw new ExecOutputTooLargeError(m ? Number(m[2]) : RUNTIME_MESSAGE_LIMIT_BYTES, m ? Number(m[1]) : undefined);
-    }
-    const m = e instanceof CriError ? NOT_STARTED.exec(e.details) : null;
-    if (m) throw new ExecCommandNotFoundError(`the container cannot run ${JSON.stringify(m[1])}: ${m[2]}`);
-    throw e;
-  });
-  return { containerId, exitCode: r.exitCode, stdout: boundedOutput(r.stdout, maxBytes), stderr: boundedOutput(r.stderr, maxBytes) };
+  const r = await cri
+    .execSync(
+      { containerId, cmd: command, timeout: BigInt(timeoutSeconds) },
+      { timeoutMs: (timeoutSeconds + 10) * 1000 },
+    )
+    .catch((e: unknown) => {
+      if (isCriError(e, GrpcCode.RESOURCE_EXHAUSTED)) {
+        // containerd: "grpc: trying to send message larger than max (17000042 vs. 16777216)"; grpc-js: "Received
+        // message larger than max (17000042 vs 16777216)".
+        const m = /larger than max \((\d+) vs\.? (\d+)\)/.exec(e.details);
+        throw new ExecOutputTooLargeError(m ? Number(m[2]) : RUNTIME_MESSAGE_LIMIT_BYTES, m ? Number(m[1]) : undefined);
+      }
+      const m = e instanceof CriError ? NOT_STARTED.exec(e.details) : null;
+      if (m) throw new ExecCommandNotFoundError(`the container cannot run ${JSON.stringify(m[1])}: ${m[2]}`);
+      throw e;
+    });
+  return {
+    containerId,
+    exitCode: r.exitCode,
+    stdout: boundedOutput(r.stdout, maxBytes),
+    stderr: boundedOutput(r.stderr, maxBytes),
+  };
 }

@@ -10,7 +10,10 @@ import type { Steps } from "../container/steps.js";
 import type { ContainerStatus, PodStatus } from "../container/types.js";
 
 /** What kubelet's container and sandbox GC would remove, given the status read before this sync. */
-export function garbage(status: PodStatus, startedNames: ReadonlySet<string>): { containers: ContainerStatus[]; sandboxes: string[] } {
+export function garbage(
+  status: PodStatus,
+  startedNames: ReadonlySet<string>,
+): { containers: ContainerStatus[]; sandboxes: string[] } {
   const deadKept = new Set<string>();
   const containers: ContainerStatus[] = [];
   for (const c of status.containerStatuses) {
@@ -32,8 +35,17 @@ export function garbage(status: PodStatus, startedNames: ReadonlySet<string>): {
   return { containers, sandboxes };
 }
 
-export async function collectGarbage(cri: CriClient, status: PodStatus, startedNames: ReadonlySet<string>, removed: ReadonlySet<string>, steps: Steps): Promise<void> {
-  const g = garbage({ ...status, containerStatuses: status.containerStatuses.filter((c) => !removed.has(c.id)) }, startedNames);
+export async function collectGarbage(
+  cri: CriClient,
+  status: PodStatus,
+  startedNames: ReadonlySet<string>,
+  removed: ReadonlySet<string>,
+  steps: Steps,
+): Promise<void> {
+  const g = garbage(
+    { ...status, containerStatuses: status.containerStatuses.filter((c) => !removed.has(c.id)) },
+    startedNames,
+  );
   await Promise.all(
     g.containers.map((c) =>
       steps.run(
@@ -51,7 +63,13 @@ export async function collectGarbage(cri: CriClient, status: PodStatus, startedN
     ),
   );
   await Promise.all(
-    g.sandboxes.map((id) => steps.run("RemovePodSandbox", id, () => cri.removePodSandbox({ podSandboxId: id }).then(() => `removed ${id}`), "RemovePodSandboxError")),
+    g.sandboxes.map((id) =>
+      steps.run(
+        "RemovePodSandbox",
+        id,
+        () => cri.removePodSandbox({ podSandboxId: id }).then(() => `removed ${id}`),
+        "RemovePodSandboxError",
+      ),
+    ),
   );
 }
-

@@ -22,7 +22,10 @@ function normaliseRegistryKey(key: string): string {
 }
 
 /** credentialprovider keyring lookup over the inline pull secrets: every credential for the image's registry, in order. */
-export function pullCredentials(image: string, secrets: readonly PullSecret[] | undefined): MessageInitShape<typeof AuthConfigSchema>[] {
+export function pullCredentials(
+  image: string,
+  secrets: readonly PullSecret[] | undefined,
+): MessageInitShape<typeof AuthConfigSchema>[] {
   const registry = imageRegistry(image);
   const out: MessageInitShape<typeof AuthConfigSchema>[] = [];
   for (const s of secrets ?? []) {
@@ -38,7 +41,12 @@ export function pullCredentials(image: string, secrets: readonly PullSecret[] | 
       // only): containerd parses it as a URL and keeps the credentials only when its host is the registry's,
       // so a bare "host:port" fails the pull ("first path segment in URL cannot contain colon") and a bare
       // "host" silently pulls without credentials (both seen on containerd 1.6).
-      out.push({ username: username ?? "", password: password ?? "", identityToken: a.identitytoken ?? "", registryToken: a.registrytoken ?? "" });
+      out.push({
+        username: username ?? "",
+        password: password ?? "",
+        identityToken: a.identitytoken ?? "",
+        registryToken: a.registrytoken ?? "",
+      });
     }
   }
   return out;
@@ -85,7 +93,6 @@ export function redact(text: string, secrets: readonly string[]): string {
   return t;
 }
 
-
 /** What image handling needs from the sync in progress. */
 export interface ImageContext {
   cri: CriClient;
@@ -126,13 +133,24 @@ export async function ensureImage(ctx: ImageContext, container: Container): Prom
 export async function inspect(ctx: ImageContext, image: string): Promise<EnsuredImage | undefined> {
   try {
     const r = await ctx.cri.imageStatus({ image: { image } });
-    return r.image?.id ? { ref: r.image.id, user: { uid: r.image.uid?.value, username: r.image.username }, event: `Container image "${image}" already present on machine` } : undefined;
+    return r.image?.id
+      ? {
+          ref: r.image.id,
+          user: { uid: r.image.uid?.value, username: r.image.username },
+          event: `Container image "${image}" already present on machine`,
+        }
+      : undefined;
   } catch (e) {
     throw new StepError("ImageInspectError", `Failed to inspect image "${image}": ${errorMessage(e)}`, e);
   }
 }
 
-async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" | "IfNotPresent" | "Never", container: string): Promise<EnsuredImage> {
+async function pullOrInspect(
+  ctx: ImageContext,
+  image: string,
+  policy: "Always" | "IfNotPresent" | "Never",
+  container: string,
+): Promise<EnsuredImage> {
   if (policy !== "Always") {
     const present = await inspect(ctx, image);
     if (present) return present;
@@ -141,8 +159,7 @@ async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" 
   }
   const backOffKey = `${ctx.pod.metadata.uid}\u0000${image}`;
   const bo = ctx.pullBackOff.get(backOffKey);
-  if (bo && ctx.now < bo.until)
-    throw new StepError("ImagePullBackOff", `Back-off pulling image "${image}"`);
+  if (bo && ctx.now < bo.until) throw new StepError("ImagePullBackOff", `Back-off pulling image "${image}"`);
   const creds = pullCredentials(image, ctx.pullSecrets ?? ctx.pod.spec.imagePullSecrets);
   let lastErr: unknown;
   // kubelet's image manager records Pulling before it pulls (pkg/kubelet/images/image_manager.go).
@@ -150,9 +167,16 @@ async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" 
   const t0 = performance.now();
   for (const auth of creds.length ? creds : [undefined]) {
     try {
-      const r = await ctx.cri.pullImage({ image: { image }, auth, sandboxConfig: ctx.sandboxConfig }, { timeoutMs: ctx.pullTimeoutMs });
+      const r = await ctx.cri.pullImage(
+        { image: { image }, auth, sandboxConfig: ctx.sandboxConfig },
+        { timeoutMs: ctx.pullTimeoutMs },
+      );
       ctx.pullBackOff.delete(backOffKey);
-      return { ref: r.imageRef, user: undefined, event: `Successfully pulled image "${image}" in ${formatGoDuration(performance.now() - t0)}` };
+      return {
+        ref: r.imageRef,
+        user: undefined,
+        event: `Successfully pulled image "${image}" in ${formatGoDuration(performance.now() - t0)}`,
+      };
     } catch (e) {
       lastErr = e;
     }
@@ -161,4 +185,3 @@ async function pullOrInspect(ctx: ImageContext, image: string, policy: "Always" 
   ctx.pullBackOff.set(backOffKey, { until: ctx.now + delayMs, delayMs });
   throw new StepError("ErrImagePull", `Failed to pull image "${image}": ${errorMessage(lastErr)}`, lastErr);
 }
-

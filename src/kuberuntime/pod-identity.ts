@@ -13,7 +13,9 @@ export class UidConflictError extends Error {
     readonly pod: PodRef,
     readonly holder: { name: string; namespace: string },
   ) {
-    super(`pod uid ${pod.uid} already belongs to pod ${holder.namespace}/${holder.name} on this node; refusing ${pod.namespace}/${pod.name} (one uid is one pod: delete the other pod first, or use a new uid)`);
+    super(
+      `pod uid ${pod.uid} already belongs to pod ${holder.namespace}/${holder.name} on this node; refusing ${pod.namespace}/${pod.name} (one uid is one pod: delete the other pod first, or use a new uid)`,
+    );
   }
 }
 
@@ -21,17 +23,22 @@ export class UidConflictError extends Error {
 export function assertOwnUid(pod: PodRef, status: PodStatus): void {
   for (const s of status.sandboxStatuses) {
     const m = s.metadata;
-    if (m && (m.name !== pod.name || m.namespace !== pod.namespace)) throw new UidConflictError(pod, { name: m.name, namespace: m.namespace });
+    if (m && (m.name !== pod.name || m.namespace !== pod.namespace))
+      throw new UidConflictError(pod, { name: m.name, namespace: m.namespace });
   }
 }
 
 /** The same rule over listed sandboxes (ListPodSandbox items carry their metadata), for pods not stored yet:
  * throws UidConflictError for the first of `pods` that a sandbox labelled with its uid names otherwise. */
-export function assertOwnUids(pods: readonly PodRef[], sandboxes: readonly { labels: Record<string, string>; metadata?: { name: string; namespace: string } | undefined }[]): void {
+export function assertOwnUids(
+  pods: readonly PodRef[],
+  sandboxes: readonly { labels: Record<string, string>; metadata?: { name: string; namespace: string } | undefined }[],
+): void {
   const byUid = new Map(pods.map((p) => [p.uid, p]));
   for (const s of sandboxes) {
     const pod = byUid.get(s.labels[POD_UID_LABEL] ?? "");
     const m = s.metadata;
-    if (pod && m && (m.name !== pod.name || m.namespace !== pod.namespace)) throw new UidConflictError(pod, { name: m.name, namespace: m.namespace });
+    if (pod && m && (m.name !== pod.name || m.namespace !== pod.namespace))
+      throw new UidConflictError(pod, { name: m.name, namespace: m.namespace });
   }
 }

@@ -36,10 +36,17 @@ export class MemoryPodLock implements PodLock {
 
 function waitAtMost(p: Promise<unknown>, ms: number, uid: string): Promise<void> {
   // Timers past 2^31-1 ms fire at once; treat such a bound as "wait as long as it takes".
-  if (!(ms < 2 ** 31)) return p.then(() => undefined, () => undefined);
+  if (!(ms < 2 ** 31))
+    return p.then(
+      () => undefined,
+      () => undefined,
+    );
   let timer: ReturnType<typeof setTimeout> | undefined;
   return Promise.race([
-    p.then(() => undefined, () => undefined),
+    p.then(
+      () => undefined,
+      () => undefined,
+    ),
     new Promise<never>((_, rej) => {
       timer = setTimeout(() => rej(new PodBusyError(uid, ms)), ms);
     }),

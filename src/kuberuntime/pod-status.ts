@@ -81,15 +81,26 @@ export function fromList(c: CriContainer): ContainerStatus {
     image: c.annotations[CONTAINER_IMAGE_ANNOTATION] || c.image?.userSpecifiedImage || c.image?.image || "",
     imageRef: c.imageRef,
     hash: c.annotations[CONTAINER_HASH_ANNOTATION] ?? "",
-    ...(c.annotations[CONTAINER_SPEC_HASH_ANNOTATION] !== undefined && { specHash: c.annotations[CONTAINER_SPEC_HASH_ANNOTATION] }),
-    ...(c.annotations[CONTAINER_PRESTOP_HANDLER_ANNOTATION] !== undefined && { preStopHandler: c.annotations[CONTAINER_PRESTOP_HANDLER_ANNOTATION] }),
+    ...(c.annotations[CONTAINER_SPEC_HASH_ANNOTATION] !== undefined && {
+      specHash: c.annotations[CONTAINER_SPEC_HASH_ANNOTATION],
+    }),
+    ...(c.annotations[CONTAINER_PRESTOP_HANDLER_ANNOTATION] !== undefined && {
+      preStopHandler: c.annotations[CONTAINER_PRESTOP_HANDLER_ANNOTATION],
+    }),
     restartCount: count(c.annotations, CONTAINER_RESTART_COUNT_ANNOTATION, 0),
     reason: "",
     message: "",
     attempt: c.metadata?.attempt ?? 0,
     sandboxId: c.podSandboxId,
-    gracePeriodSeconds: c.annotations[POD_TERMINATION_GRACE_PERIOD_ANNOTATION] !== undefined ? count(c.annotations, POD_TERMINATION_GRACE_PERIOD_ANNOTATION, 30) : undefined,
-    backoffStreak: count(c.annotations, CONTAINER_BACKOFF_STREAK_ANNOTATION, count(c.annotations, CONTAINER_RESTART_COUNT_ANNOTATION, 0)),
+    gracePeriodSeconds:
+      c.annotations[POD_TERMINATION_GRACE_PERIOD_ANNOTATION] !== undefined
+        ? count(c.annotations, POD_TERMINATION_GRACE_PERIOD_ANNOTATION, 30)
+        : undefined,
+    backoffStreak: count(
+      c.annotations,
+      CONTAINER_BACKOFF_STREAK_ANNOTATION,
+      count(c.annotations, CONTAINER_RESTART_COUNT_ANNOTATION, 0),
+    ),
   };
 }
 
@@ -161,7 +172,10 @@ export interface PodListing {
  * one ListContainers: what a node-wide read costs before any per-pod status call. */
 export async function listManagedPods(cri: CriClient): Promise<Map<string, PodListing>> {
   const filter = { labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY } };
-  const [sandboxList, containerList] = await Promise.all([cri.listPodSandbox({ filter }), cri.listContainers({ filter })]);
+  const [sandboxList, containerList] = await Promise.all([
+    cri.listPodSandbox({ filter }),
+    cri.listContainers({ filter }),
+  ]);
   const pods = new Map<string, PodListing>();
   const of = (uid: string) => pods.get(uid) ?? (pods.set(uid, { sandboxes: [], containers: [] }), pods.get(uid)!);
   for (const s of sandboxList.items) {
@@ -187,7 +201,12 @@ export async function podStatusFromLists(
 
   const newest = sandboxes[0];
   const [newestStatus, containerStatuses] = await Promise.all([
-    newest ? cri.podSandboxStatus({ podSandboxId: newest.id }).then((r) => r.status ?? sandboxFromList(newest), (e) => notFoundToUndefined(e)) : undefined,
+    newest
+      ? cri.podSandboxStatus({ podSandboxId: newest.id }).then(
+          (r) => r.status ?? sandboxFromList(newest),
+          (e) => notFoundToUndefined(e),
+        )
+      : undefined,
     Promise.all(
       containers.map((c) =>
         detail === "decide" && c.state === CriContainerState.CONTAINER_RUNNING
@@ -232,7 +251,11 @@ export interface MadeObjects {
  * it has no IP of its own and CRI's RunPodSandbox leaves a sandbox ready when it succeeds, so its status is the
  * config the sync sent, SANDBOX_READY, created when the call was sent (a difference of the call's duration, well
  * under v1's one-second timestamps; the loop's relist takes createdAt from its list). */
-export async function statusOfMade(cri: CriClient, pod: { uid: string; name: string; namespace: string }, made: MadeObjects & { sandbox: NonNullable<MadeObjects["sandbox"]> }): Promise<PodStatus> {
+export async function statusOfMade(
+  cri: CriClient,
+  pod: { uid: string; name: string; namespace: string },
+  made: MadeObjects & { sandbox: NonNullable<MadeObjects["sandbox"]> },
+): Promise<PodStatus> {
   const sb = made.sandbox;
   const hostNetwork = sb.config.linux?.securityContext?.namespaceOptions?.network === NamespaceMode.NODE;
   const sandbox = async (): Promise<PodSandboxStatus | undefined> => {
@@ -253,7 +276,17 @@ export async function statusOfMade(cri: CriClient, pod: { uid: string; name: str
     cri.containerStatus({ containerId: id }).then((r) => {
       const s = r.status;
       if (!s) return undefined;
-      const listed = create(ContainerSchema, { id: s.id, podSandboxId: sb.id, metadata: s.metadata, image: s.image, imageRef: s.imageRef, state: s.state, createdAt: s.createdAt, labels: s.labels, annotations: s.annotations });
+      const listed = create(ContainerSchema, {
+        id: s.id,
+        podSandboxId: sb.id,
+        metadata: s.metadata,
+        image: s.image,
+        imageRef: s.imageRef,
+        state: s.state,
+        createdAt: s.createdAt,
+        labels: s.labels,
+        annotations: s.annotations,
+      });
       return fromStatus(s, listed);
     }, notFoundToUndefined);
   const [newest, containers] = await Promise.all([sandbox(), Promise.all(made.containers.map(container))]);
@@ -273,7 +306,12 @@ export async function statusOfMade(cri: CriClient, pod: { uid: string; name: str
  * the lists alone give, with the error in statusError. kubelet's PLEG does the same per pod (generic.go: the
  * pod's inspection error is logged and retried at the next relist; the other pods go on). Other errors (not the
  * runtime's answer) are thrown. */
-export async function podStatusOrListed(cri: CriClient, pod: { uid: string; name: string; namespace: string }, listed: PodListing, detail: StatusDetail = "decide"): Promise<PodStatus> {
+export async function podStatusOrListed(
+  cri: CriClient,
+  pod: { uid: string; name: string; namespace: string },
+  listed: PodListing,
+  detail: StatusDetail = "decide",
+): Promise<PodStatus> {
   try {
     return await podStatusFromLists(cri, pod, listed, detail);
   } catch (e) {
@@ -284,14 +322,25 @@ export async function podStatusOrListed(cri: CriClient, pod: { uid: string; name
 
 /** getPodStatus with podStatusOrListed's fallback (the list calls themselves still fail the call: they are the
  * runtime's, not the pod's). */
-export async function getPodStatusOrListed(cri: CriClient, pod: { uid: string; name: string; namespace: string }, detail: StatusDetail = "decide"): Promise<PodStatus> {
+export async function getPodStatusOrListed(
+  cri: CriClient,
+  pod: { uid: string; name: string; namespace: string },
+  detail: StatusDetail = "decide",
+): Promise<PodStatus> {
   const filter = { labelSelector: managedSelector(pod.uid) };
-  const [sandboxList, containerList] = await Promise.all([cri.listPodSandbox({ filter }), cri.listContainers({ filter })]);
+  const [sandboxList, containerList] = await Promise.all([
+    cri.listPodSandbox({ filter }),
+    cri.listContainers({ filter }),
+  ]);
   return podStatusOrListed(cri, pod, { sandboxes: sandboxList.items, containers: containerList.containers }, detail);
 }
 
 /** What the lists alone say of a pod: every sandbox and container as listed. */
-export function listedStatus(pod: { uid: string; name: string; namespace: string }, listed: PodListing, statusError: string): PodStatus {
+export function listedStatus(
+  pod: { uid: string; name: string; namespace: string },
+  listed: PodListing,
+  statusError: string,
+): PodStatus {
   return {
     id: pod.uid,
     name: pod.name,
@@ -357,7 +406,20 @@ export async function completeRunning(cri: CriClient, status: PodStatus, known?:
       if (k) return { ...c, ...k };
       read = true;
       return cri.containerStatus({ containerId: c.id }).then(
-            (r) => (r.status ? { ...c, state: toState(r.status.state), startedAt: nsToMs(r.status.startedAt), finishedAt: nsToMs(r.status.finishedAt), exitCode: r.status.exitCode, reason: r.status.reason, message: r.status.message, mounts: r.status.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })), logPath: r.status.logPath } : c),
+        (r) =>
+          r.status
+            ? {
+                ...c,
+                state: toState(r.status.state),
+                startedAt: nsToMs(r.status.startedAt),
+                finishedAt: nsToMs(r.status.finishedAt),
+                exitCode: r.status.exitCode,
+                reason: r.status.reason,
+                message: r.status.message,
+                mounts: r.status.mounts.map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath })),
+                logPath: r.status.logPath,
+              }
+            : c,
         (e) => notFoundToUndefined(e),
       );
     }),

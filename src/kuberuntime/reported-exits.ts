@@ -23,7 +23,13 @@ export function withReportedExits(status: PodStatus, exits: ReportedExits | unde
     containerStatuses: status.containerStatuses.map((c) => {
       const e = exits.get(c.id);
       if (!e || c.state === "exited") return c;
-      return { ...c, state: "exited", exitCode: e.code, finishedAt: e.at, reason: e.code === 0 ? "Completed" : "Error" };
+      return {
+        ...c,
+        state: "exited",
+        exitCode: e.code,
+        finishedAt: e.at,
+        reason: e.code === 0 ? "Completed" : "Error",
+      };
     }),
   };
 }

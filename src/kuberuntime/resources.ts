@@ -42,7 +42,11 @@ export function oomScoreAdj(pod: Pod, container: Container, node: NodeConfig): n
   return Math.min(999, Math.max(2, adj));
 }
 
-export function linuxResources(pod: Pod, container: Container, node: NodeConfig): MessageInitShape<typeof LinuxContainerResourcesSchema> {
+export function linuxResources(
+  pod: Pod,
+  container: Container,
+  node: NodeConfig,
+): MessageInitShape<typeof LinuxContainerResourcesSchema> {
   const lim = container.resources?.limits ?? {};
   const req = { ...lim, ...container.resources?.requests };
   const cpuReq = req.cpu !== undefined ? milliCPU(req.cpu) : 0;
@@ -57,4 +61,3 @@ export function linuxResources(pod: Pod, container: Container, node: NodeConfig)
     oomScoreAdj: BigInt(oomScoreAdj(pod, container, node)),
   };
 }
-

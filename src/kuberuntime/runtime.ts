@@ -19,7 +19,15 @@ import type { PodRef } from "../container/types.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { withReportedExits, type ReportedExits } from "./reported-exits.js";
-import { completeRunning, getPodStatus, getPodStatusOrListed, listManagedPods, podStatusOrListed, RunningDetails, statusOfMade } from "./pod-status.js";
+import {
+  completeRunning,
+  getPodStatus,
+  getPodStatusOrListed,
+  listManagedPods,
+  podStatusOrListed,
+  RunningDetails,
+  statusOfMade,
+} from "./pod-status.js";
 import { syncPod } from "./sync-pod.js";
 import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
 import { AbsentPods } from "./absent-pods.js";
@@ -134,7 +142,11 @@ export interface ContainerLog {
   container: string;
   containerId: string;
   /** Stream it: resolves when done (see readLogs). */
-  read(options: LogOptions, write: (bytes: Uint8Array) => Promise<void>, follow?: { signal?: AbortSignal; maxMs: number }): Promise<void>;
+  read(
+    options: LogOptions,
+    write: (bytes: Uint8Array) => Promise<void>,
+    follow?: { signal?: AbortSignal; maxMs: number },
+  ): Promise<void>;
 }
 
 export interface ExecRequest {
@@ -228,7 +240,12 @@ export interface PodRuntime {
   plan(pod: Pod, probes?: ProbeResults): Promise<PlanResult>;
   /** Read the pod's status, decide and act (kubelet's SyncPod), under the pod's lock. `objects`: the
    * ConfigMaps and Secrets signed with the pod (validated against it: see src/pod/bundle.ts). */
-  sync(pod: Pod, probes?: ProbeResults & PodProbeResults, objects?: PodObjects, guard?: GuardOptions): Promise<SyncResult>;
+  sync(
+    pod: Pod,
+    probes?: ProbeResults & PodProbeResults,
+    objects?: PodObjects,
+    guard?: GuardOptions,
+  ): Promise<SyncResult>;
   /** The pod's v1.PodStatus: the runtime's full status (with termination messages) through
    * generateAPIPodStatus, for the spec given (or a stand-in) and the prober's results. */
   apiStatus(uid: string, spec?: Pod, probes?: PodProbeResults): Promise<ApiStatusResult | undefined>;
@@ -255,7 +272,10 @@ export interface PodRuntime {
   logs(uid: string, req: LogsRequest): Promise<ContainerLog>;
   /** CRI Exec (streaming) in the pod's running container: the runtime's streaming-server URL for it (kubectl
    * exec's WebSocket is joined to it by src/kubeapi/exec-stream.ts). */
-  execStream(uid: string, req: ExecStreamRequest): Promise<Counted & { pod: PodRef; container: string; containerId: string; url: string }>;
+  execStream(
+    uid: string,
+    req: ExecStreamRequest,
+  ): Promise<Counted & { pod: PodRef; container: string; containerId: string; url: string }>;
   /** ExecSync in the pod's running container, output bounded. */
   exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
   /** What this node cannot honour, with no runtime call (kubelet's sysctl and AppArmor admission; subPath and
@@ -274,14 +294,21 @@ export interface PodRuntime {
 }
 
 async function checkCurrent(guard: GuardOptions | undefined, what: string): Promise<void> {
-  if (guard?.current && !(await guard.current())) throw new SupersededError(`${what} was superseded: a later request changed the pod in the desired state while this one waited for the pod's lock; nothing was done`);
+  if (guard?.current && !(await guard.current()))
+    throw new SupersededError(
+      `${what} was superseded: a later request changed the pod in the desired state while this one waited for the pod's lock; nothing was done`,
+    );
 }
 
 const ref = (m: PodRef): PodRef => ({ namespace: m.namespace, name: m.name, uid: m.uid });
 
 /** Run fn against a view of the client that counts its round trips (and with a fence, stops its writes once
  * the fence fires), and report the count. */
-async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>, fence?: AbortSignal): Promise<T & Counted> {
+async function counted<T>(
+  cri: CriClient,
+  fn: (cri: CriClient) => Promise<T>,
+  fence?: AbortSignal,
+): Promise<T & Counted> {
   const c = requestView(cri, fence);
   const r = await fn(c.client);
   return { ...r, criCalls: c.calls };
@@ -290,7 +317,20 @@ async function counted<T>(cri: CriClient, fn: (cri: CriClient) => Promise<T>, fe
 export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): PodRuntime {
   const lock = o.lock ?? new MemoryPodLock();
   const cache = o.statusCache;
-  const syncOptions = { node: o.node ?? defaultNodeConfig(), now: o.now ?? Date.now, pullTimeoutMs: o.pullTimeoutMs ?? 120_000, pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(), volumeBackOff: new VolumeBackOff(), terminationFiles: o.terminationFiles, podDirs: o.podDirs, volumeHost: o.volumeHost, volumeFiles: o.volumeFiles, hostIPs: o.hostIPs ?? [], hookNetwork: o.hookNetwork, onPulling: o.onPulling };
+  const syncOptions = {
+    node: o.node ?? defaultNodeConfig(),
+    now: o.now ?? Date.now,
+    pullTimeoutMs: o.pullTimeoutMs ?? 120_000,
+    pullBackOff: o.pullBackOff ?? new MemoryPullBackOff(),
+    volumeBackOff: new VolumeBackOff(),
+    terminationFiles: o.terminationFiles,
+    podDirs: o.podDirs,
+    volumeHost: o.volumeHost,
+    volumeFiles: o.volumeFiles,
+    hostIPs: o.hostIPs ?? [],
+    hookNetwork: o.hookNetwork,
+    onPulling: o.onPulling,
+  };
   /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
    * subPath without a safe bind; volumes that need the node's filesystem where there is none. */
   const admit = (pod: Pod) => {
@@ -298,10 +338,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     if (failures.length) throw new PodAdmissionError(failures);
     const errors = [
       ...(o.podDirs ? [] : subPathUnsupported(pod, "it cannot bind a subPath on the node safely (no node filesystem)")),
-      ...(o.podDirs?.writeHostsFile ? [] : hostAliasesUnsupported(pod, "it cannot write the pod's hosts file on the node (no node filesystem)")),
+      ...(o.podDirs?.writeHostsFile
+        ? []
+        : hostAliasesUnsupported(pod, "it cannot write the pod's hosts file on the node (no node filesystem)")),
       ...(o.localStorageLimits ? [] : localStorageLimitsUnsupported(pod)),
       ...(o.volumeHost ? [] : volumeHostErrors(pod)),
-      ...(o.volumeFiles ? [] : fileVolumeErrors(pod, "this deployment cannot write files on the node (use env: valueFrom or envFrom)")),
+      ...(o.volumeFiles
+        ? []
+        : fileVolumeErrors(pod, "this deployment cannot write files on the node (use env: valueFrom or envFrom)")),
     ];
     if (errors.length) throw new InvalidPodError(errors);
   };
@@ -332,19 +376,42 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       },
     ));
   /** A status with its exited containers' termination messages (a copy: the read may be the status cache's). */
-  const withMessages = async (st: PodStatus): Promise<PodStatus> => ({ ...st, containerStatuses: await readTerminationMessages(st.containerStatuses, o.terminationFiles, o.logFiles) });
+  const withMessages = async (st: PodStatus): Promise<PodStatus> => ({
+    ...st,
+    containerStatuses: await readTerminationMessages(st.containerStatuses, o.terminationFiles, o.logFiles),
+  });
   /** Running containers' start times, mounts and log paths, read once per container. */
   const running = new RunningDetails();
   /** The full status with termination messages, and the v1 status for `spec`. */
-  const readApiStatus = async (c: CriClient, spec: Pod, probes: PodProbeResults | undefined, unchanged?: PodStatus, made?: Parameters<typeof statusOfMade>[2], exited?: ReportedExits) => {
+  const readApiStatus = async (
+    c: CriClient,
+    spec: Pod,
+    probes: PodProbeResults | undefined,
+    unchanged?: PodStatus,
+    made?: Parameters<typeof statusOfMade>[2],
+    exited?: ReportedExits,
+  ) => {
     // Nothing was done: the decision's reads stand, completed for the running containers from what an earlier
     // read kept (3 CRI calls in all for a converged pod; + 1 per running container never read in full here).
     // A new pod made whole: a ContainerStatus per container it made (statusOfMade), no list.
     // Otherwise the whole status is read again (3 + containers), and its running containers' details kept.
-    const read = unchanged ? completeRunning(c, unchanged, running) : (made ? statusOfMade(c, spec.metadata, made) : getPodStatus(c, spec.metadata, "full")).then((st) => (running.learn(st), st));
+    const read = unchanged
+      ? completeRunning(c, unchanged, running)
+      : (made ? statusOfMade(c, spec.metadata, made) : getPodStatus(c, spec.metadata, "full")).then(
+          (st) => (running.learn(st), st),
+        );
     const [readStatus, name] = await Promise.all([read, nameOf(c)]);
     const status = await withMessages(withReportedExits(readStatus, exited));
-    const apiStatus = generateAPIPodStatus({ pod: spec, status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(spec.metadata.uid), eviction: evictions.get(spec.metadata.uid) });
+    const apiStatus = generateAPIPodStatus({
+      pod: spec,
+      status,
+      now: syncOptions.now(),
+      runtimeName: name,
+      hostIPs: o.hostIPs ?? [],
+      probes,
+      reasons: reasons.get(spec.metadata.uid),
+      eviction: evictions.get(spec.metadata.uid),
+    });
     return { status, apiStatus };
   };
 
@@ -354,7 +421,9 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     (o.volumeFiles || o.podDirs) &&
     (async (uid: string, paths: string[]) => {
       syncOptions.volumeBackOff.forget(`${podVolumesDir(syncOptions.node.rootDir, uid)}/`);
-      if (o.volumeFiles) for (const plugin of FILE_VOLUME_PLUGINS) await o.volumeFiles.removeAll(`${podVolumesDir(syncOptions.node.rootDir, uid)}/${plugin}`);
+      if (o.volumeFiles)
+        for (const plugin of FILE_VOLUME_PLUGINS)
+          await o.volumeFiles.removeAll(`${podVolumesDir(syncOptions.node.rootDir, uid)}/${plugin}`);
       return o.podDirs ? removePodData(o.podDirs, paths) : "removed the pod's file volumes";
     });
 
@@ -370,13 +439,17 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     checkUids: (pods) =>
       counted(cri, async (c) => {
         if (pods.length === 0) return {};
-        const labelSelector = pods.length === 1 ? managedSelector(pods[0]!.metadata.uid) : { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY };
+        const labelSelector =
+          pods.length === 1 ? managedSelector(pods[0]!.metadata.uid) : { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY };
         const uids = pods.map((p) => p.metadata.uid);
         // The pods the list finds nothing of are remembered as absent for their next sync (absent-pods.ts).
         const watch = absent?.watch(uids);
         try {
           const { items } = await c.listPodSandbox({ filter: { labelSelector } });
-          assertOwnUids(pods.map((p) => ref(p.metadata)), items);
+          assertOwnUids(
+            pods.map((p) => ref(p.metadata)),
+            items,
+          );
           watch?.listed(new Set(items.map((s) => s.labels[POD_UID_LABEL] ?? "")), syncOptions.now());
         } finally {
           watch?.end();
@@ -390,34 +463,69 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       // Known absent: a uid check just listed nothing of the pod and nothing has acted on it since.
       const known = absent?.take(uid, syncOptions.now()) === true;
       return lockedRun(uid, (fence) =>
-        counted(cri, async (c) => {
-          await checkCurrent(guard, `the sync of pod ${uid}`);
-          // Read from the cache when the event stream vouches for it (kubelet's pod workers read the PLEG's cache,
-          // not the runtime); else from the runtime, kept for the next sync if nothing touched the pod meanwhile.
-          const cached = known || guard?.fresh ? undefined : cache?.get(uid);
-          const ticket = known || cached ? undefined : cache?.ticket(uid);
-          const read = known ? emptyStatus(pod.metadata) : (cached ?? (await getPodStatus(c, pod.metadata)));
-          const status = withReportedExits(read, guard?.exited);
-          // Refused before any write: the status read is the only call made.
-          assertOwnUid(pod.metadata, status);
-          const actions = evictions.has(pod.metadata.uid) ? evictedPodActions(status) : podActionsAt(pod, status, probes, syncOptions.now());
-          const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, actions);
-          // What acted on the pod voids what was kept of it (its events would too, a moment later); a read that
-          // changed nothing is kept (the read-back, which adds termination messages, never is).
-          // A status with an exit CRI has not recorded yet is not the runtime's: never kept.
-          if (r.steps.length || status !== read) cache?.invalidate(uid);
-          else if (ticket) cache?.set(uid, status, ticket);
-          reasons.update(pod.metadata.uid, r.steps);
-          // What the steps did, read back (as kubelet's next status generation would see it).
-          // A failed read-back does not hide the steps: the status the decision was made from stands in.
-          // A step that lost the runtime (its connection gone or cancelled) says a read-back would fail too.
-          const lost = r.steps.some((st) => st.grpcCode === "UNAVAILABLE" || st.grpcCode === "CANCELLED");
-          const stand = async () => ({ status, apiStatus: generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown", hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(pod.metadata.uid), eviction: evictions.get(pod.metadata.uid) }) });
-          // A pod that held nothing and whose steps all succeeded holds what the steps made: found without lists.
-          const made = isEmpty(status) && r.ok && r.made.sandbox ? { ...r.made, sandbox: r.made.sandbox } : undefined;
-          const after = lost ? await stand() : await readApiStatus(c, pod, probes, r.steps.length === 0 ? status : undefined, made, guard?.exited).catch(stand);
-          return { ok: r.ok, pod: ref(pod.metadata), actions: r.actions, steps: r.steps, status, after: after.status, apiStatus: after.apiStatus };
-        }, fence),
+        counted(
+          cri,
+          async (c) => {
+            await checkCurrent(guard, `the sync of pod ${uid}`);
+            // Read from the cache when the event stream vouches for it (kubelet's pod workers read the PLEG's cache,
+            // not the runtime); else from the runtime, kept for the next sync if nothing touched the pod meanwhile.
+            const cached = known || guard?.fresh ? undefined : cache?.get(uid);
+            const ticket = known || cached ? undefined : cache?.ticket(uid);
+            const read = known ? emptyStatus(pod.metadata) : (cached ?? (await getPodStatus(c, pod.metadata)));
+            const status = withReportedExits(read, guard?.exited);
+            // Refused before any write: the status read is the only call made.
+            assertOwnUid(pod.metadata, status);
+            const actions = evictions.has(pod.metadata.uid)
+              ? evictedPodActions(status)
+              : podActionsAt(pod, status, probes, syncOptions.now());
+            const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, actions);
+            // What acted on the pod voids what was kept of it (its events would too, a moment later); a read that
+            // changed nothing is kept (the read-back, which adds termination messages, never is).
+            // A status with an exit CRI has not recorded yet is not the runtime's: never kept.
+            if (r.steps.length || status !== read) cache?.invalidate(uid);
+            else if (ticket) cache?.set(uid, status, ticket);
+            reasons.update(pod.metadata.uid, r.steps);
+            // What the steps did, read back (as kubelet's next status generation would see it).
+            // A failed read-back does not hide the steps: the status the decision was made from stands in.
+            // A step that lost the runtime (its connection gone or cancelled) says a read-back would fail too.
+            const lost = r.steps.some((st) => st.grpcCode === "UNAVAILABLE" || st.grpcCode === "CANCELLED");
+            const stand = async () => ({
+              status,
+              apiStatus: generateAPIPodStatus({
+                pod,
+                status,
+                now: syncOptions.now(),
+                runtimeName: runtimeName ? await runtimeName.catch(() => "unknown") : "unknown",
+                hostIPs: o.hostIPs ?? [],
+                probes,
+                reasons: reasons.get(pod.metadata.uid),
+                eviction: evictions.get(pod.metadata.uid),
+              }),
+            });
+            // A pod that held nothing and whose steps all succeeded holds what the steps made: found without lists.
+            const made = isEmpty(status) && r.ok && r.made.sandbox ? { ...r.made, sandbox: r.made.sandbox } : undefined;
+            const after = lost
+              ? await stand()
+              : await readApiStatus(
+                  c,
+                  pod,
+                  probes,
+                  r.steps.length === 0 ? status : undefined,
+                  made,
+                  guard?.exited,
+                ).catch(stand);
+            return {
+              ok: r.ok,
+              pod: ref(pod.metadata),
+              actions: r.actions,
+              steps: r.steps,
+              status,
+              after: after.status,
+              apiStatus: after.apiStatus,
+            };
+          },
+          fence,
+        ),
       );
     },
 
@@ -428,8 +536,24 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         if (isEmpty(listed)) return { found: undefined };
         const pod = spec ?? standInPod(refFromStatus(uid, listed), listed);
         const status = await withMessages(listed);
-        const apiStatus = generateAPIPodStatus({ pod, status, now: syncOptions.now(), runtimeName: await nameOf(c), hostIPs: o.hostIPs ?? [], probes, reasons: reasons.get(uid), eviction: evictions.get(uid) });
-        return { found: { pod: spec ? ref(spec.metadata) : refFromStatus(uid, status), status, apiStatus, specKnown: spec !== undefined } };
+        const apiStatus = generateAPIPodStatus({
+          pod,
+          status,
+          now: syncOptions.now(),
+          runtimeName: await nameOf(c),
+          hostIPs: o.hostIPs ?? [],
+          probes,
+          reasons: reasons.get(uid),
+          eviction: evictions.get(uid),
+        });
+        return {
+          found: {
+            pod: spec ? ref(spec.metadata) : refFromStatus(uid, status),
+            status,
+            apiStatus,
+            specKnown: spec !== undefined,
+          },
+        };
       });
       return r.found && { ...r.found, criCalls: r.criCalls };
     },
@@ -445,51 +569,101 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           const read = await podStatusOrListed(c, spec?.metadata ?? { uid, name: "", namespace: "" }, l, "full");
           const pod = spec ? ref(spec.metadata) : refFromStatus(uid, read);
           const status = await withMessages(read);
-          const apiStatus = generateAPIPodStatus({ pod: spec ?? standInPod(pod, status), status, now: syncOptions.now(), runtimeName: name, hostIPs: o.hostIPs ?? [], probes: probes?.(uid), reasons: reasons.get(uid), eviction: evictions.get(uid) });
+          const apiStatus = generateAPIPodStatus({
+            pod: spec ?? standInPod(pod, status),
+            status,
+            now: syncOptions.now(),
+            runtimeName: name,
+            hostIPs: o.hostIPs ?? [],
+            probes: probes?.(uid),
+            reasons: reasons.get(uid),
+            eviction: evictions.get(uid),
+          });
           return { pod, ...(spec ? { spec } : {}), status, apiStatus };
         };
         const desired = new Set(specs.map((p) => p.metadata.uid));
         const [pods, orphans] = await Promise.all([
           Promise.all(specs.map((p) => one(p.metadata.uid, p))),
-          Promise.all([...listed.keys()].filter((uid) => !desired.has(uid)).sort().map((uid) => one(uid, undefined))),
+          Promise.all(
+            [...listed.keys()]
+              .filter((uid) => !desired.has(uid))
+              .sort()
+              .map((uid) => one(uid, undefined)),
+          ),
         ]);
         return { pods, orphans };
       }),
 
     status: async (uid) => {
-      const r = await counted(cri, async (c) => ({ status: await getPodStatusOrListed(c, { uid, name: "", namespace: "" }, "full") }));
+      const r = await counted(cri, async (c) => ({
+        status: await getPodStatusOrListed(c, { uid, name: "", namespace: "" }, "full"),
+      }));
       if (isEmpty(r.status)) return undefined;
       return { pod: refFromStatus(uid, r.status), status: r.status, criCalls: r.criCalls };
     },
 
     delete: (uid, gracePeriodSeconds, guard, spec) =>
       lockedRun(uid, (fence) =>
-        counted(cri, async (c) => {
-          await checkCurrent(guard, `the delete of pod ${uid}`);
-          cache?.forget(uid);
-          // Best effort: a sandbox whose status the runtime cannot report is still stopped and removed by its id
-          // from the list (its steps say what could not be; the answer is then 207 with statusError).
-          const status = await getPodStatusOrListed(c, { uid, name: "", namespace: "" });
-          const pod = refFromStatus(uid, status);
-          if (isEmpty(status)) {
-            // No sandbox, yet its volumes may have been set up (a tmpfs emptyDir mounted before a later volume
-            // failed, or a sandbox removed by hand): its node data goes as on the normal path, as kubelet's
-            // cleanupOrphanedPodDirs removes a pod dir no pod owns (kubelet_pods.go).
-            const steps = new Steps();
-            if (removeNodeData) await steps.run("RemovePodDirs", uid, () => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)), "RemovePodDirsError");
-            return { ok: steps.steps.every((st) => st.ok), pod, steps: steps.steps, deleted: false, wasRunning: false };
-          }
-          const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-          // The file volumes, the pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go
-          // with it, before its sandboxes (a failure keeps them, so the next DELETE finds the pod and retries).
-          const removeDirs = removeNodeData && (() => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)));
-          const known = spec?.metadata.uid === uid ? spec.spec : undefined;
-          const target = { metadata: pod, spec: { terminationGracePeriodSeconds: gracePeriodSeconds, initContainers: known?.initContainers, containers: known?.containers, hostNetwork: known?.hostNetwork ?? status.sandboxStatuses[0]?.linux?.namespaces?.options?.network === NamespaceMode.NODE } };
-          const r = await deletePod(c, target, status, removeDirs, { network: o.hookNetwork, hostIPs: o.hostIPs });
-          reasons.delete(uid);
-          evictions.delete(uid);
-          return { ok: r.ok, pod, steps: r.steps, deleted: true, wasRunning, ...(status.statusError ? { statusError: status.statusError } : {}) };
-        }, fence),
+        counted(
+          cri,
+          async (c) => {
+            await checkCurrent(guard, `the delete of pod ${uid}`);
+            cache?.forget(uid);
+            // Best effort: a sandbox whose status the runtime cannot report is still stopped and removed by its id
+            // from the list (its steps say what could not be; the answer is then 207 with statusError).
+            const status = await getPodStatusOrListed(c, { uid, name: "", namespace: "" });
+            const pod = refFromStatus(uid, status);
+            if (isEmpty(status)) {
+              // No sandbox, yet its volumes may have been set up (a tmpfs emptyDir mounted before a later volume
+              // failed, or a sandbox removed by hand): its node data goes as on the normal path, as kubelet's
+              // cleanupOrphanedPodDirs removes a pod dir no pod owns (kubelet_pods.go).
+              const steps = new Steps();
+              if (removeNodeData)
+                await steps.run(
+                  "RemovePodDirs",
+                  uid,
+                  () => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)),
+                  "RemovePodDirsError",
+                );
+              return {
+                ok: steps.steps.every((st) => st.ok),
+                pod,
+                steps: steps.steps,
+                deleted: false,
+                wasRunning: false,
+              };
+            }
+            const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
+            // The file volumes, the pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go
+            // with it, before its sandboxes (a failure keeps them, so the next DELETE finds the pod and retries).
+            const removeDirs =
+              removeNodeData && (() => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)));
+            const known = spec?.metadata.uid === uid ? spec.spec : undefined;
+            const target = {
+              metadata: pod,
+              spec: {
+                terminationGracePeriodSeconds: gracePeriodSeconds,
+                initContainers: known?.initContainers,
+                containers: known?.containers,
+                hostNetwork:
+                  known?.hostNetwork ??
+                  status.sandboxStatuses[0]?.linux?.namespaces?.options?.network === NamespaceMode.NODE,
+              },
+            };
+            const r = await deletePod(c, target, status, removeDirs, { network: o.hookNetwork, hostIPs: o.hostIPs });
+            reasons.delete(uid);
+            evictions.delete(uid);
+            return {
+              ok: r.ok,
+              pod,
+              steps: r.steps,
+              deleted: true,
+              wasRunning,
+              ...(status.statusError ? { statusError: status.statusError } : {}),
+            };
+          },
+          fence,
+        ),
       ),
 
     evict: (pod, eviction) => {
@@ -504,7 +678,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
             const steps = new Steps();
             // evictPod's gracePeriodOverride 0, through the pod worker (pod_workers.go calculateEffectiveGracePeriod).
             const target = { metadata: pod.metadata, spec: pod.spec };
-            await killPod(c, target, status, steps, { network: o.hookNetwork, hostIPs: o.hostIPs }, effectiveGracePeriod(target, 0));
+            await killPod(
+              c,
+              target,
+              status,
+              steps,
+              { network: o.hookNetwork, hostIPs: o.hostIPs },
+              effectiveGracePeriod(target, 0),
+            );
             return { ok: steps.steps.every((s) => s.ok), steps: steps.steps };
           },
           fence,
@@ -524,7 +705,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         runtimeName ??= Promise.resolve(v.runtimeName);
         const conditions = Object.fromEntries((st.status?.conditions ?? []).map((k) => [k.type, k.status]));
         // NetworkReady is reported but not required: hostNetwork pods still work without it.
-        return { ok: conditions["RuntimeReady"] === true, runtime: { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, conditions } };
+        return {
+          ok: conditions["RuntimeReady"] === true,
+          runtime: { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, conditions },
+        };
       }),
 
     async logs(uid, req) {
@@ -537,8 +721,14 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       const instance = pickInstance(status, pod.name, container, req.previous === true);
       const path = (await cri.containerStatus({ containerId: instance.id })).status?.logPath ?? "";
       // The runtime reports where it writes; read only inside this node's pod log directory.
-      if (!insideDir(path, syncOptions.node.podLogsDir)) throw new ContainerChoiceError("bad-request", `container ${JSON.stringify(container)} in pod ${JSON.stringify(pod.name)} has no log file under the node's pod log directory`);
-      const running = async () => (await cri.containerStatus({ containerId: instance.id }).catch(() => undefined))?.status?.state === ContainerState.CONTAINER_RUNNING;
+      if (!insideDir(path, syncOptions.node.podLogsDir))
+        throw new ContainerChoiceError(
+          "bad-request",
+          `container ${JSON.stringify(container)} in pod ${JSON.stringify(pod.name)} has no log file under the node's pod log directory`,
+        );
+      const running = async () =>
+        (await cri.containerStatus({ containerId: instance.id }).catch(() => undefined))?.status?.state ===
+        ContainerState.CONTAINER_RUNNING;
       return {
         pod,
         container,
@@ -549,14 +739,23 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
 
     admit,
 
-    claims: (desired = []) => counted(cri, async (c) => ({ claims: await listClaims(c, volumeHost(), syncOptions.node.rootDir, desired) })),
+    claims: (desired = []) =>
+      counted(cri, async (c) => ({ claims: await listClaims(c, volumeHost(), syncOptions.node.rootDir, desired) })),
 
-    removeClaim: (name, desired = []) => counted(cri, async (c) => removeClaim(c, volumeHost(), syncOptions.node.rootDir, name, desired).then(() => ({}))),
+    removeClaim: (name, desired = []) =>
+      counted(cri, async (c) => removeClaim(c, volumeHost(), syncOptions.node.rootDir, name, desired).then(() => ({}))),
 
     execStream: (uid, req) =>
       counted(cri, async (c) => {
         const t = await execTarget(c, uid, req.container);
-        const r = await c.exec({ containerId: t.containerId, cmd: req.command, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr && !req.tty });
+        const r = await c.exec({
+          containerId: t.containerId,
+          cmd: req.command,
+          tty: req.tty,
+          stdin: req.stdin,
+          stdout: req.stdout,
+          stderr: req.stderr && !req.tty,
+        });
         return { ...t, url: r.url };
       }),
 
@@ -570,7 +769,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
 }
 
 /** The pod's running instance of a container (kubelet's rules for a missing name), for exec. */
-async function execTarget(c: CriClient, uid: string, name: string | undefined): Promise<{ pod: PodRef; container: string; containerId: string }> {
+async function execTarget(
+  c: CriClient,
+  uid: string,
+  name: string | undefined,
+): Promise<{ pod: PodRef; container: string; containerId: string }> {
   const status = await getPodStatus(c, { uid, name: "", namespace: "" });
   if (isEmpty(status)) throw new PodNotFoundError(uid);
   const pod = refFromStatus(uid, status);
@@ -587,17 +790,24 @@ function insideDir(path: string, dir: string): boolean {
       if (part === "..") out.pop();
       else out.push(part);
     }
-    return "/" + out.join("/");
+    return `/${out.join("/")}`;
   };
   if (!path.startsWith("/")) return false;
   const d = norm(dir);
-  return norm(path).startsWith(d === "/" ? "/" : d + "/");
+  return norm(path).startsWith(d === "/" ? "/" : `${d}/`);
 }
 
 const isEmpty = (s: PodStatus) => s.sandboxStatuses.length === 0 && s.containerStatuses.length === 0;
 
 /** getPodStatus's answer for a pod the runtime holds nothing of. */
-const emptyStatus = (m: PodRef): PodStatus => ({ id: m.uid, name: m.name, namespace: m.namespace, ips: [], sandboxStatuses: [], containerStatuses: [] });
+const emptyStatus = (m: PodRef): PodStatus => ({
+  id: m.uid,
+  name: m.name,
+  namespace: m.namespace,
+  ips: [],
+  sandboxStatuses: [],
+  containerStatuses: [],
+});
 
 /** Without the spec (DELETE, status), the pod's name and namespace come from its newest sandbox's metadata. */
 function refFromStatus(uid: string, s: PodStatus): PodRef {
@@ -607,14 +817,23 @@ function refFromStatus(uid: string, s: PodStatus): PodRef {
 
 /** Local storage limits where no eviction manager holds pods to them (kubelet enforces them only by evicting). */
 function localStorageLimitsUnsupported(pod: Pod): { path: string; message: string }[] {
-  const why = "is held only by kubelet's eviction manager, which this deployment does not run (it cannot measure the node's disk)";
+  const why =
+    "is held only by kubelet's eviction manager, which this deployment does not run (it cannot measure the node's disk)";
   const out: { path: string; message: string }[] = [];
   (pod.spec.volumes ?? []).forEach((v, i) => {
-    if ("emptyDir" in v && v.emptyDir.medium !== "Memory" && v.emptyDir.sizeLimit !== undefined) out.push({ path: `spec.volumes[${i}].emptyDir.sizeLimit`, message: `a sizeLimit on a disk emptyDir ${why} (medium: Memory makes a tmpfs of that size)` });
+    if ("emptyDir" in v && v.emptyDir.medium !== "Memory" && v.emptyDir.sizeLimit !== undefined)
+      out.push({
+        path: `spec.volumes[${i}].emptyDir.sizeLimit`,
+        message: `a sizeLimit on a disk emptyDir ${why} (medium: Memory makes a tmpfs of that size)`,
+      });
   });
   for (const kind of ["initContainers", "containers"] as const)
     (pod.spec[kind] ?? []).forEach((c, i) => {
-      if (c.resources?.limits?.["ephemeral-storage"] !== undefined) out.push({ path: `spec.${kind}[${i}].resources.limits.ephemeral-storage`, message: `an ephemeral-storage limit ${why}` });
+      if (c.resources?.limits?.["ephemeral-storage"] !== undefined)
+        out.push({
+          path: `spec.${kind}[${i}].resources.limits.ephemeral-storage`,
+          message: `an ephemeral-storage limit ${why}`,
+        });
     });
   return out;
 }

@@ -33,7 +33,13 @@ import { ensureImage, inspect, redact, secretStrings, type ImageContext } from "
 import { formatPod, gracePeriodSeconds, killContainer, killPod, type KillHooks } from "./kill.js";
 import { runHandler, type HookNetwork } from "../lifecycle/handlers.js";
 import { containerEnv, expandSubPathExpr } from "../container/expansion.js";
-import { ETC_HOSTS_PATH, etcHostsFile, managedHostsFileContent, mountsEtcHosts, nodeHostsFileContent } from "./etc-hosts.js";
+import {
+  ETC_HOSTS_PATH,
+  etcHostsFile,
+  managedHostsFileContent,
+  mountsEtcHosts,
+  nodeHostsFileContent,
+} from "./etc-hosts.js";
 import { isRestartableInitContainer } from "../pod/schema.js";
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "../container/steps.js";
@@ -44,7 +50,12 @@ import { podContainerDir, type TerminationMessageFiles } from "./termination-mes
 import type { ContainerToKill } from "../container/types.js";
 import { NO_OBJECTS, secretValues, type PodObjects } from "../pod/objects.js";
 import { resolvePullSecrets } from "../pod/references.js";
-import { FILE_VOLUME_PLUGINS, hasFileVolumes, volumePayloads, type VolumeFiles } from "../volumemanager/object-volumes.js";
+import {
+  FILE_VOLUME_PLUGINS,
+  hasFileVolumes,
+  volumePayloads,
+  type VolumeFiles,
+} from "../volumemanager/object-volumes.js";
 import { envResolver, needsPodIPs, usesEnvSources } from "../container/env-sources.js";
 import type { DownwardInfo } from "../container/downward.js";
 import { sortPodIPs } from "./pod-status.js";
@@ -55,7 +66,12 @@ import { VolumeBackOff } from "../volumemanager/volume-backoff.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
-  const probe = info.reason === "LivenessProbe" ? info.container.livenessProbe : info.reason === "StartupProbe" ? info.container.startupProbe : undefined;
+  const probe =
+    info.reason === "LivenessProbe"
+      ? info.container.livenessProbe
+      : info.reason === "StartupProbe"
+        ? info.container.startupProbe
+        : undefined;
   const g = probe?.terminationGracePeriodSeconds;
   return g !== undefined ? gracePeriodSeconds({ spec: { terminationGracePeriodSeconds: g } }) : gracePeriodSeconds(pod);
 }
@@ -116,9 +132,17 @@ async function runPostStart(ctx: StartContext, container: Container, id: string)
   const hook = container.lifecycle?.postStart;
   if (!hook) return;
   const podIPs = (await ctx.downward()).podIPs;
-  const msg = await runHandler({ cri: ctx.cri, network: ctx.hooks.network }, { pod: formatPod(ctx.pod), container, containerId: id, podIP: podIPs[0] ?? "" }, hook, { deadlineMs: POST_START_DEADLINE_MS });
+  const msg = await runHandler(
+    { cri: ctx.cri, network: ctx.hooks.network },
+    { pod: formatPod(ctx.pod), container, containerId: id, podIP: podIPs[0] ?? "" },
+    hook,
+    { deadlineMs: POST_START_DEADLINE_MS },
+  );
   if (msg === undefined) return;
-  await killContainer(ctx.cri, ctx.pod, { id, name: container.name }, gracePeriodSeconds(ctx.pod), { hooks: ctx.hooks, podIPs }).catch(() => undefined);
+  await killContainer(ctx.cri, ctx.pod, { id, name: container.name }, gracePeriodSeconds(ctx.pod), {
+    hooks: ctx.hooks,
+    podIPs,
+  }).catch(() => undefined);
   throw new StepError("PostStartHookError", msg);
 }
 
@@ -126,7 +150,10 @@ async function runPostStart(ctx: StartContext, container: Container, id: string)
 async function startContainer(ctx: StartContext, container: Container): Promise<string> {
   const bo = crashLoopBackOff(container, ctx.status, ctx.now);
   if (bo.inBackOff)
-    throw new StepError("CrashLoopBackOff", `back-off ${formatGoDuration(bo.delayMs)} restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`);
+    throw new StepError(
+      "CrashLoopBackOff",
+      `back-off ${formatGoDuration(bo.delayMs)} restarting failed container=${container.name} pod=${formatPod(ctx.pod)}`,
+    );
   const image = await ensureImage(ctx, container);
   if (needsImageUser(ctx.pod, container) && !image.user) image.user = (await inspect(ctx, image.ref))?.user;
   const nonRoot = verifyRunAsNonRoot(ctx.pod, container, image.user);
@@ -135,7 +162,9 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   const restartCount = prev ? prev.restartCount + 1 : 0;
   let config;
   try {
-    const env = usesEnvSources(container) ? envResolver(ctx.pod, container, ctx.objects, await ctx.downward()) : undefined;
+    const env = usesEnvSources(container)
+      ? envResolver(ctx.pod, container, ctx.objects, await ctx.downward())
+      : undefined;
     config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node, env);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
     // makeMounts: a subPathExpr is expanded from the container's env; a subPath is bound safely onto a target
@@ -143,20 +172,27 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
     const expanded = new Map<number, string>();
     if (container.volumeMounts?.some((m) => m.subPathExpr)) {
       const vars = containerEnv(container, env);
-      for (const [i, m] of container.volumeMounts.entries()) if (m.subPathExpr) expanded.set(i, expandSubPathExpr(m.subPathExpr, vars));
+      for (const [i, m] of container.volumeMounts.entries())
+        if (m.subPathExpr) expanded.set(i, expandSubPathExpr(m.subPathExpr, vars));
     }
     for (const [i, bind] of subPathBinds(ctx.pod, container, ctx.node, expanded)) {
       if (!ctx.podDirs) throw new Error("subPath needs the node filesystem, which this deployment does not have");
       try {
         await ctx.podDirs.bindSubPath(bind);
       } catch (e) {
-        throw new StepError("CreateContainerConfigError", subPathStepMessage(container.volumeMounts![i]!.name, container.name, e), e);
+        throw new StepError(
+          "CreateContainerConfigError",
+          subPathStepMessage(container.volumeMounts![i]!.name, container.name, e),
+          e,
+        );
       }
       config.mounts[i]!.hostPath = bind.target;
     }
     // makeMounts: the termination-message file, one per instance, bind-mounted at terminationMessagePath.
     if (ctx.terminationFiles && container.terminationMessagePath) {
-      const hostPath = await ctx.terminationFiles.create(podContainerDir(ctx.node.rootDir, ctx.pod.metadata.uid, container.name));
+      const hostPath = await ctx.terminationFiles.create(
+        podContainerDir(ctx.node.rootDir, ctx.pod.metadata.uid, container.name),
+      );
       config.mounts.push(create(MountSchema, { containerPath: container.terminationMessagePath, hostPath }));
     }
     // makeMounts: the kubelet-managed /etc/hosts, once the pod has an IP.
@@ -165,7 +201,9 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
       if (mountsEtcHosts(container, podIPs)) {
         const aliases = ctx.pod.spec.hostAliases;
         const [hostname, domain] = podHostnameAndDomain(ctx.pod, ctx.node);
-        const content = ctx.pod.spec.hostNetwork ? nodeHostsFileContent((await ctx.podDirs.readNodeHosts?.()) ?? "", aliases) : managedHostsFileContent(podIPs, hostname, domain, aliases);
+        const content = ctx.pod.spec.hostNetwork
+          ? nodeHostsFileContent((await ctx.podDirs.readNodeHosts?.()) ?? "", aliases)
+          : managedHostsFileContent(podIPs, hostname, domain, aliases);
         const file = etcHostsFile(ctx.node.rootDir, ctx.pod.metadata.uid);
         await ctx.podDirs.writeHostsFile(file, content);
         config.mounts.push(create(MountSchema, { containerPath: ETC_HOSTS_PATH, hostPath: file }));
@@ -177,7 +215,8 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   }
   let id: string;
   try {
-    id = (await ctx.cri.createContainer({ podSandboxId: ctx.sandboxId, config, sandboxConfig: ctx.sandboxConfig })).containerId;
+    id = (await ctx.cri.createContainer({ podSandboxId: ctx.sandboxId, config, sandboxConfig: ctx.sandboxConfig }))
+      .containerId;
   } catch (e) {
     throw new StepError("CreateContainerError", errorMessage(e), e);
   }
@@ -190,7 +229,6 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
   await runPostStart(ctx, container, id);
   return `${image.event}; started ${id} (restartCount ${restartCount})`;
 }
-
 
 export async function syncPod(
   cri: CriClient,
@@ -221,23 +259,49 @@ export async function syncPod(
     if (actions.createSandbox) {
       const initNames = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
       const purge = status.containerStatuses.filter((c) => initNames.has(c.name));
-      await Promise.all(purge.map((c) => steps.run("RemoveContainer", c.name, () => cri.removeContainer({ containerId: c.id }).then(() => `purged init container ${c.id}`), "RemoveContainerError")));
+      await Promise.all(
+        purge.map((c) =>
+          steps.run(
+            "RemoveContainer",
+            c.name,
+            () => cri.removeContainer({ containerId: c.id }).then(() => `purged init container ${c.id}`),
+            "RemoveContainerError",
+          ),
+        ),
+      );
       for (const c of purge) removed.add(c.id);
     }
   } else {
     for (const [id, info] of Object.entries(actions.containersToKill)) {
       const c = status.containerStatuses.find((s) => s.id === id) ?? { id, name: info.name };
-      const ok = await steps.run("KillContainer", info.name, () => killContainer(cri, pod, c, killGraceSeconds(pod, info), { hooks, podIPs: status.ips }).then((hook) => [info.message, hook].filter(Boolean).join("; ")), "KillContainerError");
+      const ok = await steps.run(
+        "KillContainer",
+        info.name,
+        () =>
+          killContainer(cri, pod, c, killGraceSeconds(pod, info), { hooks, podIPs: status.ips }).then((hook) =>
+            [info.message, hook].filter(Boolean).join("; "),
+          ),
+        "KillContainerError",
+      );
       if (!ok) return done();
     }
   }
 
   // kubelet's volume manager mounts the pod's volumes before SyncPod runs (WaitForAttachAndMount): podsync
   // does it here, whenever something is to be started, and starts nothing if a volume fails.
-  const starting = actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0;
+  const starting =
+    actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0;
   if (starting && options.volumeHost && needsSetUp(pod)) {
     const host = options.volumeHost;
-    if (!(await steps.run("MountVolumes", formatPod(pod), () => setUpVolumes(host, pod, node, actions.createSandbox), "FailedMount"))) return done();
+    if (
+      !(await steps.run(
+        "MountVolumes",
+        formatPod(pod),
+        () => setUpVolumes(host, pod, node, actions.createSandbox),
+        "FailedMount",
+      ))
+    )
+      return done();
   }
   // The file volumes (configMap, secret, downwardAPI, projected) are written at every sync, so a changed
   // ConfigMap reaches running containers (kubelet's volume manager refreshes them on its own period). When
@@ -286,9 +350,18 @@ export async function syncPod(
       ...(options.onPulling ? { onPulling: options.onPulling } : {}),
       ...(pullSecrets ? { pullSecrets } : {}),
       objects,
-      downward: downwardInfo(cri, pod, status, actions.createSandbox ? sandboxId : undefined, node, options.hostIPs ?? [], options.podDirs?.writeHostsFile !== undefined, (s) => {
-        if (made.sandbox) made.sandbox.status = s;
-      }),
+      downward: downwardInfo(
+        cri,
+        pod,
+        status,
+        actions.createSandbox ? sandboxId : undefined,
+        node,
+        options.hostIPs ?? [],
+        options.podDirs?.writeHostsFile !== undefined,
+        (s) => {
+          if (made.sandbox) made.sandbox.status = s;
+        },
+      ),
       hooks,
       created: made.containers,
     };
@@ -297,7 +370,10 @@ export async function syncPod(
     for (const idx of actions.initContainersToStart) {
       const init = pod.spec.initContainers![idx]!;
       startedNames.add(init.name);
-      if (!(await steps.run("InitContainer", init.name, () => startContainer(ctx, init), "RunInitContainerError")) && !isRestartableInitContainer(init)) {
+      if (
+        !(await steps.run("InitContainer", init.name, () => startContainer(ctx, init), "RunInitContainerError")) &&
+        !isRestartableInitContainer(init)
+      ) {
         await collectGarbage(cri, status, startedNames, removed, steps);
         return done();
       }
@@ -324,13 +400,28 @@ export async function syncPod(
  * sandbox, and only when a container to start takes status.podIP(s) (kubelet reads it after every
  * RunPodSandbox). A hostNetwork pod's IPs are the node's, as in its status. The status read is handed to
  * `onRead` (the sync's read-back reuses it). */
-function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId: string | undefined, node: NodeConfig, hostIPs: readonly string[], hostsFile: boolean, onRead: (s: PodSandboxStatus) => void): () => Promise<DownwardInfo> {
+function downwardInfo(
+  cri: CriClient,
+  pod: Pod,
+  status: PodStatus,
+  newSandboxId: string | undefined,
+  node: NodeConfig,
+  hostIPs: readonly string[],
+  hostsFile: boolean,
+  onRead: (s: PodSandboxStatus) => void,
+): () => Promise<DownwardInfo> {
   let info: Promise<DownwardInfo> | undefined;
   const read = async (): Promise<DownwardInfo> => {
     if (pod.spec.hostNetwork) return { node, hostIPs, podIPs: hostIPs.slice(0, 2) };
     // The kubelet-managed /etc/hosts, the downward API's status.podIP(s), or a postStart httpGet hook aimed at
     // the pod's IP.
-    const wanted = hostsFile || [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => needsPodIPs(c) || (c.lifecycle?.postStart?.httpGet !== undefined && c.lifecycle.postStart.httpGet.host === undefined));
+    const wanted =
+      hostsFile ||
+      [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some(
+        (c) =>
+          needsPodIPs(c) ||
+          (c.lifecycle?.postStart?.httpGet !== undefined && c.lifecycle.postStart.httpGet.host === undefined),
+      );
     if (!newSandboxId || !wanted) return { node, hostIPs, podIPs: status.ips };
     const s = (await cri.podSandboxStatus({ podSandboxId: newSandboxId })).status;
     if (s) onRead(s);
@@ -341,7 +432,14 @@ function downwardInfo(cri: CriClient, pod: Pod, status: PodStatus, newSandboxId:
 }
 
 /** Write the pod's file volumes; a step only when a file changed or the write failed (FailedMount). */
-async function mountVolumes(pod: Pod, objects: PodObjects, node: NodeConfig, options: SyncOptions, steps: Steps, prune: boolean): Promise<boolean> {
+async function mountVolumes(
+  pod: Pod,
+  objects: PodObjects,
+  node: NodeConfig,
+  options: SyncOptions,
+  steps: Steps,
+  prune: boolean,
+): Promise<boolean> {
   const files = options.volumeFiles;
   const t0 = performance.now();
   let changed = 0;
@@ -383,8 +481,22 @@ async function mountVolumes(pod: Pod, objects: PodObjects, node: NodeConfig, opt
     }
   }
   if (error === undefined && changed === 0 && removed === 0) return true;
-  const step = { action: "MountVolumes" as const, target: formatPod(pod), ok: error === undefined, durationMs: Math.round((performance.now() - t0) * 100) / 100 };
-  const did = [changed ? `wrote ${changed} volume(s)` : "", removed ? `removed ${removed} volume(s) no longer in the spec` : ""].filter(Boolean).join("; ");
-  steps.steps.push(error === undefined ? { ...step, message: did } : { ...step, error: "FailedMount", message: `MountVolume.SetUp failed: ${error}` });
+  const step = {
+    action: "MountVolumes" as const,
+    target: formatPod(pod),
+    ok: error === undefined,
+    durationMs: Math.round((performance.now() - t0) * 100) / 100,
+  };
+  const did = [
+    changed ? `wrote ${changed} volume(s)` : "",
+    removed ? `removed ${removed} volume(s) no longer in the spec` : "",
+  ]
+    .filter(Boolean)
+    .join("; ");
+  steps.steps.push(
+    error === undefined
+      ? { ...step, message: did }
+      : { ...step, error: "FailedMount", message: `MountVolume.SetUp failed: ${error}` },
+  );
   return error === undefined;
 }

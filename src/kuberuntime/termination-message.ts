@@ -25,12 +25,17 @@ export interface TerminationMessageFiles {
 }
 
 /** kubelet's getPodContainerDir */
-export const podContainerDir = (rootDir: string, uid: string, name: string) => `${podDir(rootDir, uid)}/containers/${name}`;
+export const podContainerDir = (rootDir: string, uid: string, name: string) =>
+  `${podDir(rootDir, uid)}/containers/${name}`;
 
 const text = new TextDecoder();
 
 /** getTerminationMessage: [message, check the logs]. */
-async function fromFile(files: TerminationMessageFiles, c: ContainerStatus, fallbackToLogs: boolean): Promise<[string, boolean]> {
+async function fromFile(
+  files: TerminationMessageFiles,
+  c: ContainerStatus,
+  fallbackToLogs: boolean,
+): Promise<[string, boolean]> {
   const path = c.terminationMessagePath;
   if (!path) return ["", fallbackToLogs];
   const mount = c.mounts?.find((m) => m.containerPath === path);
@@ -57,12 +62,17 @@ async function fromLogs(logs: LogFiles, path: string): Promise<string> {
 }
 
 /** convertToKubeContainerStatus's message enrichment for every exited instance: copies of the statuses it changes. */
-export async function readTerminationMessages(statuses: readonly ContainerStatus[], files: TerminationMessageFiles | undefined, logs: LogFiles | undefined): Promise<ContainerStatus[]> {
+export async function readTerminationMessages(
+  statuses: readonly ContainerStatus[],
+  files: TerminationMessageFiles | undefined,
+  logs: LogFiles | undefined,
+): Promise<ContainerStatus[]> {
   return Promise.all(
     statuses.map(async (c) => {
       if (c.state !== "exited") return c;
       // A container that could not even start has no logs.
-      const fallbackToLogs = c.terminationMessagePolicy === "FallbackToLogsOnError" && c.exitCode !== 0 && c.reason !== "ContainerCannotRun";
+      const fallbackToLogs =
+        c.terminationMessagePolicy === "FallbackToLogsOnError" && c.exitCode !== 0 && c.reason !== "ContainerCannotRun";
       let [msg, checkLogs] = files ? await fromFile(files, c, fallbackToLogs) : ["", fallbackToLogs];
       if (checkLogs && logs && c.logPath) msg = await fromLogs(logs, c.logPath);
       // A copy: the status read may be shared (the status cache keeps the decision's read).

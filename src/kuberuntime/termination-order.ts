@@ -23,7 +23,10 @@ export interface TerminationOrdering {
 }
 
 /** newTerminationOrdering, or undefined for a pod without sidecars (kubelet orders only those). */
-export function newTerminationOrdering(spec: { initContainers?: readonly Container[] | undefined; containers?: readonly Container[] | undefined }, runningNames: readonly string[]): TerminationOrdering | undefined {
+export function newTerminationOrdering(
+  spec: { initContainers?: readonly Container[] | undefined; containers?: readonly Container[] | undefined },
+  runningNames: readonly string[],
+): TerminationOrdering | undefined {
   const inits = spec.initContainers ?? [];
   if (!inits.some(isRestartableInitContainer)) return undefined;
   const running = new Set(runningNames);

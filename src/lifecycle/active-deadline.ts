@@ -11,7 +11,10 @@ export const DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than
 
 /** When the pod started on the node (ms; 0 when nothing of it exists yet). */
 export function podStartMs(status: PodStatus): number {
-  const times = [...status.sandboxStatuses.map((s) => Number(s.createdAt / 1_000_000n)), ...status.containerStatuses.map((c) => c.createdAt)].filter((t) => t > 0);
+  const times = [
+    ...status.sandboxStatuses.map((s) => Number(s.createdAt / 1_000_000n)),
+    ...status.containerStatuses.map((c) => c.createdAt),
+  ].filter((t) => t > 0);
   return times.length ? Math.min(...times) : 0;
 }
 

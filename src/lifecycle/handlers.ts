@@ -17,7 +17,11 @@ export const LIFECYCLE_USER_AGENT = "kube-lifecycle/1.33";
 
 /** The one connection a hook makes from the node: the probes' HTTP client (src/host/probe-network.ts) fits. */
 export interface HookNetwork {
-  http(req: { url: string; headers: [string, string][]; timeoutMs: number }): Promise<{ result: "Success" | "Warning" | "Failure" | "Unknown"; output: string }>;
+  http(req: {
+    url: string;
+    headers: [string, string][];
+    timeoutMs: number;
+  }): Promise<{ result: "Success" | "Warning" | "Failure" | "Unknown"; output: string }>;
 }
 
 export interface HookTarget {
@@ -52,7 +56,12 @@ const dec = new TextDecoder();
 
 /** handlerRunner.Run: undefined when the hook succeeded, else kubelet's message for its FailedPostStartHook /
  * FailedPreStopHook event. `signal` ends a sleep early; `deadlineMs` bounds an exec or HTTP call. */
-export async function runHandler(deps: HookDeps, target: HookTarget, handler: LifecycleHandler, limits: { deadlineMs?: number; signal?: AbortSignal } = {}): Promise<string | undefined> {
+export async function runHandler(
+  deps: HookDeps,
+  target: HookTarget,
+  handler: LifecycleHandler,
+  limits: { deadlineMs?: number; signal?: AbortSignal } = {},
+): Promise<string | undefined> {
   const deadlineMs = Math.max(1, limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
   const who = `for Container ${JSON.stringify(target.container.name)} in Pod ${JSON.stringify(target.pod)}`;
   if (handler.exec) {
@@ -60,13 +69,18 @@ export async function runHandler(deps: HookDeps, target: HookTarget, handler: Li
     let output = "";
     let err: string | undefined;
     try {
-      const r = await deps.cri.execSync({ containerId: target.containerId, cmd, timeout: 0n }, { timeoutMs: deadlineMs });
+      const r = await deps.cri.execSync(
+        { containerId: target.containerId, cmd, timeout: 0n },
+        { timeoutMs: deadlineMs },
+      );
       output = dec.decode(r.stdout) + dec.decode(r.stderr);
       if (r.exitCode !== 0) err = `command '${cmd.join(" ")}' exited with ${r.exitCode}: ${dec.decode(r.stderr)}`;
     } catch (e) {
       err = errorMessage(e);
     }
-    return err === undefined ? undefined : `Exec lifecycle hook (${goList(cmd)}) ${who} failed - error: ${err}, message: ${JSON.stringify(output)}`;
+    return err === undefined
+      ? undefined
+      : `Exec lifecycle hook (${goList(cmd)}) ${who} failed - error: ${err}, message: ${JSON.stringify(output)}`;
   }
   if (handler.httpGet) {
     const g = handler.httpGet;
@@ -86,10 +100,19 @@ export async function runHandler(deps: HookDeps, target: HookTarget, handler: Li
     if (!has("accept")) headers.push(["Accept", "*/*"]);
     const h = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
     const path = g.path.startsWith("/") ? g.path : `/${g.path}`;
-    const out = await deps.network.http({ url: `${g.scheme.toLowerCase()}://${h}:${port}${path}`, headers, timeoutMs: deadlineMs });
+    const out = await deps.network.http({
+      url: `${g.scheme.toLowerCase()}://${h}:${port}${path}`,
+      headers,
+      timeoutMs: deadlineMs,
+    });
     // The probe client reports a response it did not like as "HTTP probe failed with statuscode: N"; for a
     // hook any response is an answer (kubelet only looks at the transport error).
-    if (out.result === "Success" || out.result === "Warning" || out.output.startsWith("HTTP probe failed with statuscode")) return undefined;
+    if (
+      out.result === "Success" ||
+      out.result === "Warning" ||
+      out.output.startsWith("HTTP probe failed with statuscode")
+    )
+      return undefined;
     return fail(out.output);
   }
   if (handler.sleep) {
@@ -99,7 +122,9 @@ export async function runHandler(deps: HookDeps, target: HookTarget, handler: Li
       const t = setTimeout(() => resolve(true), ms);
       limits.signal?.addEventListener("abort", () => (clearTimeout(t), resolve(false)), { once: true });
     });
-    return ended ? undefined : `Sleep lifecycle hook (${handler.sleep.seconds}) ${who} failed - error: container terminated before sleep hook finished`;
+    return ended
+      ? undefined
+      : `Sleep lifecycle hook (${handler.sleep.seconds}) ${who} failed - error: container terminated before sleep hook finished`;
   }
   return `Cannot run handler: invalid handler: ${JSON.stringify(handler)}`;
 }

@@ -18,24 +18,47 @@ export interface AdmitFailure {
 /** safe_sysctls.go (every kernel condition holds on the kernels podsync supports). The Pod Security
  * Standards keep the same list (src/auth/pss-rules.ts), from their own source file. */
 export const KUBELET_SAFE_SYSCTLS: ReadonlySet<string> = new Set([
-  "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range",
-  "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ip_local_reserved_ports", "net.ipv4.tcp_keepalive_time",
-  "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+  "kernel.shm_rmid_forced",
+  "net.ipv4.ip_local_port_range",
+  "net.ipv4.tcp_syncookies",
+  "net.ipv4.ping_group_range",
+  "net.ipv4.ip_unprivileged_port_start",
+  "net.ipv4.ip_local_reserved_ports",
+  "net.ipv4.tcp_keepalive_time",
+  "net.ipv4.tcp_fin_timeout",
+  "net.ipv4.tcp_keepalive_intvl",
+  "net.ipv4.tcp_keepalive_probes",
+  "net.ipv4.tcp_rmem",
+  "net.ipv4.tcp_wmem",
 ]);
 
 type Namespace = "ipc" | "net";
 /** namespace.go: sysctls known to be namespaced, by name and by prefix. */
 const NAMESPACED: Record<string, Namespace> = {
-  "kernel.sem": "ipc", "kernel.shmall": "ipc", "kernel.shmmax": "ipc", "kernel.shmmni": "ipc",
-  "kernel.msgmax": "ipc", "kernel.msgmnb": "ipc", "kernel.msgmni": "ipc", "kernel.shm_rmid_forced": "ipc",
+  "kernel.sem": "ipc",
+  "kernel.shmall": "ipc",
+  "kernel.shmmax": "ipc",
+  "kernel.shmmni": "ipc",
+  "kernel.msgmax": "ipc",
+  "kernel.msgmnb": "ipc",
+  "kernel.msgmni": "ipc",
+  "kernel.shm_rmid_forced": "ipc",
 };
-const NAMESPACED_PREFIXES: [string, Namespace][] = [["kernel.shm", "ipc"], ["kernel.msg", "ipc"], ["fs.mqueue.", "ipc"], ["net.", "net"]];
+const NAMESPACED_PREFIXES: [string, Namespace][] = [
+  ["kernel.shm", "ipc"],
+  ["kernel.msg", "ipc"],
+  ["fs.mqueue.", "ipc"],
+  ["net.", "net"],
+];
 
 /** ConvertSysctlVariableToDotsSeparator: `/` separates, and a `.` inside a segment becomes `/`. */
 export const sysctlDots = (name: string): string => {
   const sep = name.search(/[./]/);
   if (sep < 0 || name[sep] === ".") return name;
-  return name.split("/").map((seg) => seg.replaceAll(".", "/")).join(".");
+  return name
+    .split("/")
+    .map((seg) => seg.replaceAll(".", "/"))
+    .join(".");
 };
 
 export function namespacedBy(name: string): Namespace | undefined {
@@ -48,10 +71,12 @@ const SYSCTL_PATTERN = new RegExp(`^(${SEGMENT}[./])*(${SEGMENT}\\*?|\\*)$`);
 
 /** NewAllowlist's checks on one --allowed-unsafe-sysctls entry: an error message, or undefined when usable. */
 export function unsafeSysctlPatternError(pattern: string): string | undefined {
-  if (pattern.length > 253 || !SYSCTL_PATTERN.test(pattern)) return `sysctl ${JSON.stringify(pattern)} must have at most 253 characters and be a sysctl name or prefix* pattern`;
+  if (pattern.length > 253 || !SYSCTL_PATTERN.test(pattern))
+    return `sysctl ${JSON.stringify(pattern)} must have at most 253 characters and be a sysctl name or prefix* pattern`;
   const s = sysctlDots(pattern);
   const name = s.endsWith("*") ? s.slice(0, -1) : s;
-  if (!namespacedBy(name)) return `the sysctl ${JSON.stringify(s)} is not known to be namespaced (kubelet allows only namespaced sysctls: net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*)`;
+  if (!namespacedBy(name))
+    return `the sysctl ${JSON.stringify(s)} is not known to be namespaced (kubelet allows only namespaced sysctls: net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*)`;
   return undefined;
 }
 
@@ -84,14 +109,23 @@ function appArmorPaths(pod: Pod): string[] {
 }
 
 /** Every admission failure, in kubelet's words; empty when the pod is admitted. */
-export function admitOnNode(pod: Pod, node: Pick<NodeConfig, "allowedUnsafeSysctls" | "appArmorEnabled">): AdmitFailure[] {
+export function admitOnNode(
+  pod: Pod,
+  node: Pick<NodeConfig, "allowedUnsafeSysctls" | "appArmorEnabled">,
+): AdmitFailure[] {
   const out: AdmitFailure[] = [];
   (pod.spec.securityContext?.sysctls ?? []).forEach((s, i) => {
     const err = validateSysctl(s.name, pod, node.allowedUnsafeSysctls);
-    if (err) out.push({ reason: "SysctlForbidden", message: `forbidden sysctl: ${err}`, path: `spec.securityContext.sysctls[${i}].name` });
+    if (err)
+      out.push({
+        reason: "SysctlForbidden",
+        message: `forbidden sysctl: ${err}`,
+        path: `spec.securityContext.sysctls[${i}].name`,
+      });
   });
   if (node.appArmorEnabled === false)
-    for (const path of appArmorPaths(pod)) out.push({ reason: "AppArmor", message: "Cannot enforce AppArmor: AppArmor is not enabled on the host", path });
+    for (const path of appArmorPaths(pod))
+      out.push({ reason: "AppArmor", message: "Cannot enforce AppArmor: AppArmor is not enabled on the host", path });
   return out;
 }
 

@@ -29,7 +29,12 @@ export interface NodeInfo {
   labels: Readonly<Record<string, string>>;
   taints: readonly Taint[];
   /** Allocatable resources; an unknown one (undefined) is not checked. */
-  allocatable: { milliCPU?: number | undefined; memory?: number | undefined; pods?: number | undefined; ephemeralStorage?: number | undefined };
+  allocatable: {
+    milliCPU?: number | undefined;
+    memory?: number | undefined;
+    pods?: number | undefined;
+    ephemeralStorage?: number | undefined;
+  };
   /** The eviction manager's node conditions now (DiskPressure), read at each admission; none when unset. */
   conditions?: (() => readonly PressureCondition[]) | undefined;
 }
@@ -41,7 +46,9 @@ export interface AdmissionFailure {
   path: string;
 }
 
-export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string; failures: AdmissionFailure[] };
+export type AdmitResult =
+  | { admit: true }
+  | { admit: false; reason: string; message: string; failures: AdmissionFailure[] };
 
 // The scheduler plugins' names and reasons, as kubelet reports them (PredicateFailureError.Error()).
 const predicate = (name: string, desc: string) => ({ reason: name, message: `Predicate ${name} failed: ${desc}` });
@@ -49,8 +56,14 @@ export const NODE_AFFINITY = predicate("NodeAffinity", "node(s) didn't match Pod
 export const NODE_NAME = predicate("NodeName", "node(s) didn't match the requested node name");
 export const NODE_PORTS = predicate("NodePorts", "node(s) didn't have free ports for the requested pod ports");
 export const TAINT_TOLERATION = predicate("TaintToleration", "node(s) had taints that the pod didn't tolerate");
-export const OS_SELECTOR = { reason: "PodOSSelectorNodeLabelDoesNotMatch", message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label" };
-export const OS_NOT_SUPPORTED = { reason: "PodOSNotSupported", message: "Failed to admit pod as the OS field doesn't match node OS" };
+export const OS_SELECTOR = {
+  reason: "PodOSSelectorNodeLabelDoesNotMatch",
+  message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+};
+export const OS_NOT_SUPPORTED = {
+  reason: "PodOSNotSupported",
+  message: "Failed to admit pod as the OS field doesn't match node OS",
+};
 
 export const LABEL_HOSTNAME = "kubernetes.io/hostname";
 export const LABEL_OS = "kubernetes.io/os";
@@ -65,7 +78,12 @@ export const NODE_OS = "linux";
  * predicate failure is returned here, the first one as the reason, so a caller fixes them all at once.
  * `admitted`: the pod is already on the node (by default, when `others` holds its uid).
  */
-export function admitPod(pod: Pod, node: NodeInfo, others: readonly Pod[], admitted = others.some((p) => p.metadata.uid === pod.metadata.uid)): AdmitResult {
+export function admitPod(
+  pod: Pod,
+  node: NodeInfo,
+  others: readonly Pod[],
+  admitted = others.some((p) => p.metadata.uid === pod.metadata.uid),
+): AdmitResult {
   const pressure = admitted ? undefined : admitUnderPressure(pod, node.conditions?.() ?? []);
   if (pressure) return { admit: false, ...pressure, failures: [{ ...pressure, path: "metadata.name" }] };
   const failures: AdmissionFailure[] = [];
@@ -77,10 +95,16 @@ export function admitPod(pod: Pod, node: NodeInfo, others: readonly Pod[], admit
     const rest = others.filter((p) => p.metadata.uid !== pod.metadata.uid);
     failures.push(...insufficientResources(pod, node, rest));
     if (!matchesNodeSelectorAndAffinity(pod, node)) failures.push({ ...NODE_AFFINITY, path: affinityPath(pod, node) });
-    if (pod.spec.nodeName !== undefined && pod.spec.nodeName !== node.name) failures.push({ ...NODE_NAME, path: "spec.nodeName" });
+    if (pod.spec.nodeName !== undefined && pod.spec.nodeName !== node.name)
+      failures.push({ ...NODE_NAME, path: "spec.nodeName" });
     failures.push(...portConflicts(pod, rest));
     const taint = untoleratedTaint(node.taints, pod.spec.tolerations ?? []);
-    if (taint) failures.push({ ...TAINT_TOLERATION, message: `${TAINT_TOLERATION.message}: {${taint.key}${taint.value ? `=${taint.value}` : ""}:${taint.effect}}`, path: "spec.tolerations" });
+    if (taint)
+      failures.push({
+        ...TAINT_TOLERATION,
+        message: `${TAINT_TOLERATION.message}: {${taint.key}${taint.value ? `=${taint.value}` : ""}:${taint.effect}}`,
+        path: "spec.tolerations",
+      });
   }
   if (failures.length === 0) return { admit: true };
   return { admit: false, reason: failures[0]!.reason, message: failures[0]!.message, failures };
@@ -89,7 +113,11 @@ export function admitPod(pod: Pod, node: NodeInfo, others: readonly Pod[], admit
 /** A whole desired set (PUT /v1/node/pods), as kubelet's HandlePodAdditions admits pods: one at a time, in the
  * given order, each against the pods admitted before it; `onNode`: the uids already on the node (the desired
  * set before), which node pressure does not refuse. Returns each refused pod's index and result. */
-export function admitInOrder(pods: readonly Pod[], node: NodeInfo, onNode: ReadonlySet<string> = new Set()): { index: number; result: Extract<AdmitResult, { admit: false }> }[] {
+export function admitInOrder(
+  pods: readonly Pod[],
+  node: NodeInfo,
+  onNode: ReadonlySet<string> = new Set(),
+): { index: number; result: Extract<AdmitResult, { admit: false }> }[] {
   const admitted: Pod[] = [];
   const refused: { index: number; result: Extract<AdmitResult, { admit: false }> }[] = [];
   pods.forEach((p, index) => {
@@ -109,11 +137,23 @@ const NONE: Requests = { milliCPU: 0, memory: 0, ephemeralStorage: 0 };
 function containerRequests(c: Container): Requests {
   const r = { ...c.resources?.limits, ...c.resources?.requests };
   const es = r["ephemeral-storage"];
-  return { milliCPU: r.cpu !== undefined ? milliCPU(r.cpu) : 0, memory: r.memory !== undefined ? bytes(r.memory) : 0, ephemeralStorage: es !== undefined ? bytes(es) : 0 };
+  return {
+    milliCPU: r.cpu !== undefined ? milliCPU(r.cpu) : 0,
+    memory: r.memory !== undefined ? bytes(r.memory) : 0,
+    ephemeralStorage: es !== undefined ? bytes(es) : 0,
+  };
 }
 
-const add = (a: Requests, b: Requests): Requests => ({ milliCPU: a.milliCPU + b.milliCPU, memory: a.memory + b.memory, ephemeralStorage: a.ephemeralStorage + b.ephemeralStorage });
-const max = (a: Requests, b: Requests): Requests => ({ milliCPU: Math.max(a.milliCPU, b.milliCPU), memory: Math.max(a.memory, b.memory), ephemeralStorage: Math.max(a.ephemeralStorage, b.ephemeralStorage) });
+const add = (a: Requests, b: Requests): Requests => ({
+  milliCPU: a.milliCPU + b.milliCPU,
+  memory: a.memory + b.memory,
+  ephemeralStorage: a.ephemeralStorage + b.ephemeralStorage,
+});
+const max = (a: Requests, b: Requests): Requests => ({
+  milliCPU: Math.max(a.milliCPU, b.milliCPU),
+  memory: Math.max(a.memory, b.memory),
+  ephemeralStorage: Math.max(a.ephemeralStorage, b.ephemeralStorage),
+});
 
 /** computePodResourceRequest (resourcehelper.PodRequests, with sidecars): the app containers' sum plus the
  * sidecars' (they run beside them), or, if more, the largest of what runs during initialization: each init
@@ -134,7 +174,13 @@ export function podRequests(pod: Pod): Requests {
   return max(reqs, init);
 }
 
-const insufficient = (resource: string, requested: number, used: number, capacity: number, path: string): AdmissionFailure => ({
+const insufficient = (
+  resource: string,
+  requested: number,
+  used: number,
+  capacity: number,
+  path: string,
+): AdmissionFailure => ({
   // kubelet: OutOfcpu, OutOfmemory, OutOfpods; InsufficientResourceError.Error() for the message.
   reason: `OutOf${resource}`,
   message: `Node didn't have enough resource: ${resource}, requested: ${requested}, used: ${used}, capacity: ${capacity}`,
@@ -144,7 +190,8 @@ const insufficient = (resource: string, requested: number, used: number, capacit
 function insufficientResources(pod: Pod, node: NodeInfo, others: readonly Pod[]): AdmissionFailure[] {
   const out: AdmissionFailure[] = [];
   const { pods, milliCPU: cpu, memory, ephemeralStorage } = node.allocatable;
-  if (pods !== undefined && others.length + 1 > pods) out.push(insufficient("pods", 1, others.length, pods, "metadata.uid"));
+  if (pods !== undefined && others.length + 1 > pods)
+    out.push(insufficient("pods", 1, others.length, pods, "metadata.uid"));
   const want = podRequests(pod);
   if (want.milliCPU === 0 && want.memory === 0 && want.ephemeralStorage === 0) return out;
   const used = others.reduce((u, p) => add(u, podRequests(p)), NONE);
@@ -152,8 +199,20 @@ function insufficientResources(pod: Pod, node: NodeInfo, others: readonly Pod[])
     out.push(insufficient("cpu", want.milliCPU, used.milliCPU, cpu, requestPath(pod, "cpu")));
   if (memory !== undefined && want.memory > 0 && want.memory > memory - used.memory)
     out.push(insufficient("memory", want.memory, used.memory, memory, requestPath(pod, "memory")));
-  if (ephemeralStorage !== undefined && want.ephemeralStorage > 0 && want.ephemeralStorage > ephemeralStorage - used.ephemeralStorage)
-    out.push(insufficient("ephemeral-storage", want.ephemeralStorage, used.ephemeralStorage, ephemeralStorage, requestPath(pod, "ephemeral-storage")));
+  if (
+    ephemeralStorage !== undefined &&
+    want.ephemeralStorage > 0 &&
+    want.ephemeralStorage > ephemeralStorage - used.ephemeralStorage
+  )
+    out.push(
+      insufficient(
+        "ephemeral-storage",
+        want.ephemeralStorage,
+        used.ephemeralStorage,
+        ephemeralStorage,
+        requestPath(pod, "ephemeral-storage"),
+      ),
+    );
   return out;
 }
 
@@ -193,7 +252,10 @@ export function matchesTerm(term: NodeSelectorTerm, node: NodeInfo): boolean {
   const exprs = term.matchExpressions ?? [];
   const fields = term.matchFields ?? [];
   if (exprs.length === 0 && fields.length === 0) return false;
-  return exprs.every((r) => matchesRequirement(r, node.labels)) && fields.every((f) => (f.operator === "In") === (f.values ?? []).includes(node.name));
+  return (
+    exprs.every((r) => matchesRequirement(r, node.labels)) &&
+    fields.every((f) => (f.operator === "In") === (f.values ?? []).includes(node.name))
+  );
 }
 
 /** labels.Requirement.Matches for the node selector operators. */
@@ -238,14 +300,21 @@ export function hostPorts(pod: Pod): HostPort[] {
   pod.spec.containers.forEach((c, i) =>
     (c.ports ?? []).forEach((p, j) => {
       const port = p.hostPort ?? (pod.spec.hostNetwork ? p.containerPort : undefined);
-      if (port !== undefined) out.push({ ip: p.hostIP || ANY_IP, protocol: p.protocol, port, path: `spec.containers[${i}].ports[${j}].hostPort` });
+      if (port !== undefined)
+        out.push({
+          ip: p.hostIP || ANY_IP,
+          protocol: p.protocol,
+          port,
+          path: `spec.containers[${i}].ports[${j}].hostPort`,
+        });
     }),
   );
   return out;
 }
 
 /** 0.0.0.0 conflicts with every address on the same protocol and port; any other address with itself and 0.0.0.0. */
-const conflicts = (a: HostPort, b: HostPort) => a.protocol === b.protocol && a.port === b.port && (a.ip === ANY_IP || b.ip === ANY_IP || a.ip === b.ip);
+const conflicts = (a: HostPort, b: HostPort) =>
+  a.protocol === b.protocol && a.port === b.port && (a.ip === ANY_IP || b.ip === ANY_IP || a.ip === b.ip);
 
 function portConflicts(pod: Pod, others: readonly Pod[]): AdmissionFailure[] {
   const used = others.flatMap((p) => hostPorts(p).map((hp) => ({ ...hp, owner: p.metadata })));
@@ -273,5 +342,9 @@ export function toleratesTaint(t: Toleration, taint: Taint): boolean {
 
 /** The first NoSchedule or NoExecute taint no toleration tolerates (see the header for why NoSchedule too). */
 export function untoleratedTaint(taints: readonly Taint[], tolerations: readonly Toleration[]): Taint | undefined {
-  return taints.find((taint) => (taint.effect === "NoSchedule" || taint.effect === "NoExecute") && !tolerations.some((t) => toleratesTaint(t, taint)));
+  return taints.find(
+    (taint) =>
+      (taint.effect === "NoSchedule" || taint.effect === "NoExecute") &&
+      !tolerations.some((t) => toleratesTaint(t, taint)),
+  );
 }

@@ -21,7 +21,10 @@ export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
 const EVICTED = "Evicted";
 
 /** Admit for a pod not yet admitted: kubelet's refusal, or undefined when the pod may be admitted. */
-export function admitUnderPressure(pod: Pod, conditions: readonly PressureCondition[]): { reason: string; message: string } | undefined {
+export function admitUnderPressure(
+  pod: Pod,
+  conditions: readonly PressureCondition[],
+): { reason: string; message: string } | undefined {
   if (conditions.length === 0) return undefined;
   if ((pod.spec.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY) return undefined;
   return { reason: EVICTED, message: `The node had condition: [${conditions.join(" ")}]. ` };

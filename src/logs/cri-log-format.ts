@@ -63,7 +63,12 @@ export class LineJoiner {
     if (!parts) return { ms: r.ms, time: r.time, stream: r.stream, content: r.content };
     this.pending.delete(r.stream);
     const first = parts[0]!;
-    return { ms: first.ms, time: first.time, stream: r.stream, content: concat([...parts.map((p) => p.content), r.content]) };
+    return {
+      ms: first.ms,
+      time: first.time,
+      stream: r.stream,
+      content: concat([...parts.map((p) => p.content), r.content]),
+    };
   }
 }
 

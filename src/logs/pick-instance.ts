@@ -10,13 +10,22 @@ export function pickInstance(status: PodStatus, podName: string, name: string, p
   const ran = instances.filter((c) => c.state === "running" || c.state === "exited");
   const current = instances.find((c) => c.state === "running") ?? ran[0];
   if (previous) {
-    const prev = ran.find((c) => c !== current && c.state === "exited" && (!current || c.createdAt < current.createdAt));
-    if (!prev) throw new ContainerChoiceError("bad-request", `previous terminated container ${JSON.stringify(name)} in pod ${JSON.stringify(podName)} not found`);
+    const prev = ran.find(
+      (c) => c !== current && c.state === "exited" && (!current || c.createdAt < current.createdAt),
+    );
+    if (!prev)
+      throw new ContainerChoiceError(
+        "bad-request",
+        `previous terminated container ${JSON.stringify(name)} in pod ${JSON.stringify(podName)} not found`,
+      );
     return prev;
   }
   if (!current) {
     const waiting = instances[0]?.reason || "ContainerCreating";
-    throw new ContainerChoiceError("bad-request", `container ${JSON.stringify(name)} in pod ${JSON.stringify(podName)} is waiting to start: ${waiting}`);
+    throw new ContainerChoiceError(
+      "bad-request",
+      `container ${JSON.stringify(name)} in pod ${JSON.stringify(podName)} is waiting to start: ${waiting}`,
+    );
   }
   return current;
 }

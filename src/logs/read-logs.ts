@@ -73,7 +73,7 @@ export async function tailStart(h: LogHandle, lines: number): Promise<number> {
     const start = nl + 1;
     const rec = parseCRILogRecord(buf.subarray(start, recEnd - 1));
     // An F record closes a line; so does an unparsable one (it prints as nothing, as in kubelet).
-    if (!rec || !rec.partial) {
+    if (!rec?.partial) {
       if (complete === lines) return bufStart + recEnd;
       complete++;
     }
@@ -96,7 +96,11 @@ class LineWriter {
   }
   async line(l: LogLine): Promise<void> {
     if (this.o.sinceMs !== undefined && l.ms < this.o.sinceMs) return;
-    let out = concat(this.o.timestamps ? [enc.encode(fixedNanoTime(l.time) + " "), l.content, enc.encode("\n")] : [l.content, enc.encode("\n")]);
+    let out = concat(
+      this.o.timestamps
+        ? [enc.encode(`${fixedNanoTime(l.time)} `), l.content, enc.encode("\n")]
+        : [l.content, enc.encode("\n")],
+    );
     if (out.length > this.remain) out = out.subarray(0, this.remain);
     this.remain -= out.length;
     await this.write(out);
@@ -104,7 +108,13 @@ class LineWriter {
 }
 
 /** Reads the log at `path` into `write`. Returns when done (see the header). */
-export async function readLogs(files: LogFiles, path: string, o: LogOptions, write: (bytes: Uint8Array) => Promise<void>, follow?: FollowControl): Promise<void> {
+export async function readLogs(
+  files: LogFiles,
+  path: string,
+  o: LogOptions,
+  write: (bytes: Uint8Array) => Promise<void>,
+  follow?: FollowControl,
+): Promise<void> {
   let h = await files.open(path);
   if (!h) return;
   const out = new LineWriter(o, write);

@@ -41,7 +41,11 @@ export interface NodeMetrics {
 
 /** The runtime's front door with each sync timed and counted under `trigger`. The lock, the fence and
  * everything else stay the wrapped runtime's, so a request and the loop still share one per-pod lock. */
-export function instrumentRuntime(runtime: PodRuntime, metrics: NodeMetrics | undefined, trigger: SyncTrigger): PodRuntime {
+export function instrumentRuntime(
+  runtime: PodRuntime,
+  metrics: NodeMetrics | undefined,
+  trigger: SyncTrigger,
+): PodRuntime {
   if (!metrics) return runtime;
   return {
     ...runtime,

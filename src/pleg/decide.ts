@@ -21,12 +21,18 @@ export type Decision =
 
 /** Whether anything of the pod still runs or holds a ready sandbox (a kill then has work to do). */
 function alive(status: PodStatus): boolean {
-  return status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY) || status.containerStatuses.some((c) => c.state !== "exited");
+  return (
+    status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY) ||
+    status.containerStatuses.some((c) => c.state !== "exited")
+  );
 }
 
 export function decide(pod: Pod, status: PodStatus, probes: ProbeResults | undefined, now: number): Decision {
   const deadline = activeDeadlineAt(pod, status);
-  if (deadline !== undefined && now >= deadline) return alive(status) ? { kind: "act", why: "active deadline exceeded", dueAt: deadline } : { kind: "converged", finished: true };
+  if (deadline !== undefined && now >= deadline)
+    return alive(status)
+      ? { kind: "act", why: "active deadline exceeded", dueAt: deadline }
+      : { kind: "converged", finished: true };
   const d = decideActions(pod, status, probes, now);
   // The decision stands until the active deadline, which changes it.
   if (deadline === undefined) return d;
@@ -40,7 +46,10 @@ function decideActions(pod: Pod, status: PodStatus, probes: ProbeResults | undef
   if (a.createSandbox) return { kind: "act", why: a.sandboxId ? "sandbox changed" : "no sandbox" };
   if (Object.keys(a.containersToKill).length > 0) return { kind: "act", why: "containers to kill" };
   if (a.killPod) return alive(status) ? { kind: "act", why: "pod to kill" } : { kind: "converged", finished: true };
-  const starts: Container[] = [...a.initContainersToStart.map((i) => pod.spec.initContainers![i]!), ...a.containersToStart.map((i) => pod.spec.containers[i]!)];
+  const starts: Container[] = [
+    ...a.initContainersToStart.map((i) => pod.spec.initContainers![i]!),
+    ...a.containersToStart.map((i) => pod.spec.containers[i]!),
+  ];
   if (starts.length === 0) return { kind: "converged" };
   // startContainer's back-off check (sync-pod.ts), made here so that a sync that would only report
   // CrashLoopBackOff is not made at all; the loop comes back when the first back-off ends.
@@ -57,7 +66,9 @@ function decideActions(pod: Pod, status: PodStatus, probes: ProbeResults | undef
     }
   }
   if (!free) return { kind: "back-off", until };
-  return expiredAt > 0 ? { kind: "act", why: "back-off expired", backOffExpiredAt: expiredAt } : { kind: "act", why: "containers to start" };
+  return expiredAt > 0
+    ? { kind: "act", why: "back-off expired", backOffExpiredAt: expiredAt }
+    : { kind: "act", why: "containers to start" };
 }
 
 /** The loop's memory of one desired pod (kubelet's pod worker state). Times in ms. */
@@ -76,7 +87,9 @@ export interface PodRecord {
 /** Whether a decision made from the same runtime state and spec still holds at `now` (the pure decision only
  * moves with time when a back-off ends). */
 export function decisionHolds(d: Decision, now: number): boolean {
-  return (d.kind === "converged" && (d.until === undefined || now < d.until)) || (d.kind === "back-off" && now < d.until);
+  return (
+    (d.kind === "converged" && (d.until === undefined || now < d.until)) || (d.kind === "back-off" && now < d.until)
+  );
 }
 
 export interface Timing {
@@ -100,6 +113,11 @@ export function syncReason(rec: PodRecord, d: Decision, changed: boolean, t: Tim
 /** kubelet's pod workers after a sync: an error requeues after backOffPeriod (10 s); success at the resync
  * interval. A sync whose only failures are CrashLoopBackOff steps is a success here: the loop comes back
  * when the back-off ends, not sooner. */
-export function retryAfter(outcome: "ok" | "failed" | "error", end: number, errorBackOffMs: number, resyncIntervalMs: number): number {
+export function retryAfter(
+  outcome: "ok" | "failed" | "error",
+  end: number,
+  errorBackOffMs: number,
+  resyncIntervalMs: number,
+): number {
   return outcome === "ok" ? end + resyncIntervalMs : end + errorBackOffMs;
 }

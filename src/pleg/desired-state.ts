@@ -8,7 +8,15 @@
 // The entry and the rollback error live below this port and the tombstones that check entries against it.
 export { StaleGenerationError, type DesiredAudit, type DesiredPod } from "./desired-pod.js";
 import { StaleGenerationError, type DesiredPod } from "./desired-pod.js";
-import { checkPut, checkSet, DEFAULT_TOMBSTONE_SECONDS, pruneTombstones, setTombstones, tombstone, type Tombstone } from "./tombstones.js";
+import {
+  checkPut,
+  checkSet,
+  DEFAULT_TOMBSTONE_SECONDS,
+  pruneTombstones,
+  setTombstones,
+  tombstone,
+  type Tombstone,
+} from "./tombstones.js";
 
 export interface RemoveOptions {
   /** The removing token's iat (seconds): the store keeps a tombstone with it (src/pleg/tombstones.ts). */
@@ -47,13 +55,25 @@ export interface DesiredState {
 /** The same stored entry: the same object, or one stored at the same time by the same token (a store may
  * hand out fresh copies on every read). */
 export function sameEntry(a: DesiredPod | undefined, b: DesiredPod): boolean {
-  return a === b || (a !== undefined && a.storedAt === b.storedAt && a.audit.iat === b.audit.iat && a.audit.jti === b.audit.jti && a.pod.metadata.uid === b.pod.metadata.uid);
+  return (
+    a === b ||
+    (a !== undefined &&
+      a.storedAt === b.storedAt &&
+      a.audit.iat === b.audit.iat &&
+      a.audit.jti === b.audit.jti &&
+      a.pod.metadata.uid === b.pod.metadata.uid)
+  );
 }
 
 /** Whether acting on `mine` still acts on what is stored: `stored` is that entry, or one with the same pod
  * and objects (a later request that sent the same spec; acting on it rolls nothing back). */
 export function stillStored(stored: DesiredPod | undefined, mine: DesiredPod): boolean {
-  return sameEntry(stored, mine) || (stored !== undefined && canonical(stored.pod) === canonical(mine.pod) && canonical(stored.objects ?? null) === canonical(mine.objects ?? null));
+  return (
+    sameEntry(stored, mine) ||
+    (stored !== undefined &&
+      canonical(stored.pod) === canonical(mine.pod) &&
+      canonical(stored.objects ?? null) === canonical(mine.objects ?? null))
+  );
 }
 
 /** The guard for a sync of `mine` (runtime.sync's `current`, run under the pod's lock): it acts only while the
@@ -70,7 +90,11 @@ export const whileAbsent = (desired: DesiredState, uid: string) => ({
 
 /** JSON with object keys sorted (a store may hand back its entries with keys in another order). */
 function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : x,
+  );
 }
 
 /** The checks every store makes inside its write (shared so Node, Workers and memory refuse alike; put's and a
@@ -78,10 +102,17 @@ function canonical(v: unknown): string {
 export function checkRemove(stored: DesiredPod | undefined, uid: string, opts: RemoveOptions | undefined): void {
   const iat = opts?.iat;
   if (stored && iat !== undefined && iat < stored.audit.iat)
-    throw new StaleGenerationError(`pod ${uid} was last changed by a token issued at ${stored.audit.iat}; this delete token was issued at ${iat} (older): refused, nothing changed`, stored.audit.iat);
+    throw new StaleGenerationError(
+      `pod ${uid} was last changed by a token issued at ${stored.audit.iat}; this delete token was issued at ${iat} (older): refused, nothing changed`,
+      stored.audit.iat,
+    );
 }
 export function checkReplace(current: number, generation: number): void {
-  if (!(generation > current)) throw new StaleGenerationError(`generation ${generation} is not above the node's current generation ${current}: refused, nothing changed`, current);
+  if (!(generation > current))
+    throw new StaleGenerationError(
+      `generation ${generation} is not above the node's current generation ${current}: refused, nothing changed`,
+      current,
+    );
 }
 
 /** In memory: tests, and deployments that choose not to keep state. */
@@ -116,7 +147,8 @@ export class MemoryDesiredState implements DesiredState {
     const stored = this.pods.get(uid);
     checkRemove(stored, uid, opts);
     const t = this.tombs.get(uid);
-    if (opts?.iat !== undefined && !(t && t.iat >= opts.iat)) this.tombs.set(uid, tombstone(opts.iat, this.window, stored));
+    if (opts?.iat !== undefined && !(t && t.iat >= opts.iat))
+      this.tombs.set(uid, tombstone(opts.iat, this.window, stored));
     return this.pods.delete(uid);
   }
   async generation() {
@@ -128,7 +160,14 @@ export class MemoryDesiredState implements DesiredState {
     if (opts?.iat !== undefined) checkSet(this.pods, this.tombs, entries, opts.iat);
     const keep = new Set(entries.map((e) => e.pod.metadata.uid));
     const removed = [...this.pods.keys()].filter((uid) => !keep.has(uid));
-    if (opts?.iat !== undefined) setTombstones(this.tombs, removed.map((uid) => this.pods.get(uid)!), opts.iat, generation, this.window);
+    if (opts?.iat !== undefined)
+      setTombstones(
+        this.tombs,
+        removed.map((uid) => this.pods.get(uid)!),
+        opts.iat,
+        generation,
+        this.window,
+      );
     for (const uid of keep) this.tombs.delete(uid);
     this.pods.clear();
     for (const e of entries) this.pods.set(e.pod.metadata.uid, e);

@@ -79,8 +79,14 @@ export function createEventTrigger(o: EventTriggerOptions): EventTrigger {
         exits.clear();
         const reported = new Map<string, RuntimeExit>();
         for (const [id, x] of batch) if (!x.settled && !x.sandbox && x.exit) reported.set(id, x.exit);
-        await Promise.all(batch.filter(([id, x]) => !x.settled && !reported.has(id)).map(([id, x]) => settle(id, x.sandbox)));
-        await o.sync(uid, batch.some(([, x]) => x.sandbox) ? "sandbox exited" : "container exited", reported.size ? reported : undefined);
+        await Promise.all(
+          batch.filter(([id, x]) => !x.settled && !reported.has(id)).map(([id, x]) => settle(id, x.sandbox)),
+        );
+        await o.sync(
+          uid,
+          batch.some(([, x]) => x.sandbox) ? "sandbox exited" : "container exited",
+          reported.size ? reported : undefined,
+        );
       }
     } finally {
       pods.delete(uid);

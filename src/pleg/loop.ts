@@ -69,7 +69,9 @@ export interface ReconcileLoopOptions {
   /** No timers: the caller drives the loop with tick() (the Workers node object's alarm, tests, bench). */
   manual?: boolean;
   /** Subscribe to the runtime's events (Node: watchContainerEvents over the CRI socket); returns the unsubscribe. */
-  events?: ((on: { event(e: ContainerEvent): void; state(s: EventStreamState): void }) => { close(): void }) | undefined;
+  events?:
+    | ((on: { event(e: ContainerEvent): void; state(s: EventStreamState): void }) => { close(): void })
+    | undefined;
   /** The relist period while the event stream is up. Default 300000 (kubelet's eventedPlegRelistPeriod). */
   eventedRelistIntervalMs?: number;
   /** The eviction manager's local storage pass (eviction/manager.ts); without it no pod is held to its
@@ -82,7 +84,10 @@ export interface ReconcileLoopOptions {
 
 /** What the loop needs of the workload controllers (the port; src/controllers/run.ts implements it). */
 export interface LoopControllers {
-  pass(now: number, observe: (uid: string) => V1PodStatus | undefined): Promise<{ created: string[]; deleted: string[] }>;
+  pass(
+    now: number,
+    observe: (uid: string) => V1PodStatus | undefined,
+  ): Promise<{ created: string[]; deleted: string[] }>;
   /** Whether workloads were stored at the last pass: the controllers watch their pods through the relist, so the
    * loop relists at its interval then, runtime events or not (no event says a pod became ready or a back-off or
    * schedule came due). */
@@ -111,7 +116,14 @@ export interface ReconcileLoop extends MetricsSource {
   stop(): Promise<void>;
 }
 
-const emptyStatus = (uid: string): PodStatus => ({ id: uid, name: "", namespace: "", ips: [], sandboxStatuses: [], containerStatuses: [] });
+const emptyStatus = (uid: string): PodStatus => ({
+  id: uid,
+  name: "",
+  namespace: "",
+  ips: [],
+  sandboxStatuses: [],
+  containerStatuses: [],
+});
 const PHASES: PodPhase[] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
 
 export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
@@ -182,7 +194,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   // A small semaphore: loop syncs beyond maxSyncs wait their turn.
   let running = 0;
   const waiting: (() => void)[] = [];
-  const acquire = () => (running < maxSyncs ? (running++, Promise.resolve()) : new Promise<void>((r) => waiting.push(() => (running++, r()))));
+  const acquire = () =>
+    running < maxSyncs
+      ? (running++, Promise.resolve())
+      : new Promise<void>((r) => waiting.push(() => (running++, r())));
   const release = () => {
     running--;
     waiting.shift()?.();
@@ -190,7 +205,12 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
 
   /** Log an error for `key` only when its identity (`same`: what failed, not the wording, which can carry
    * addresses or times) differs from the last one logged; log its recovery once. */
-  const report = (key: string, uid: string | undefined, error: { same: string; text: string } | undefined, extra: Record<string, unknown> = {}) => {
+  const report = (
+    key: string,
+    uid: string | undefined,
+    error: { same: string; text: string } | undefined,
+    extra: Record<string, unknown> = {},
+  ) => {
     const prev = errors.get(key);
     if (error?.same === prev) return;
     const what = key.startsWith("pod:") ? "sync" : key;
@@ -202,7 +222,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     errors.set(key, error.same);
     log({ event: "error", ...(uid ? { podUid: uid } : {}), what, error: error.text.slice(0, 300), ...extra });
   };
-  const failure = (e: unknown) => ({ same: isCriError(e) ? e.codeName : errorMessage(e), text: isCriError(e) ? e.message : errorMessage(e) });
+  const failure = (e: unknown) => ({
+    same: isCriError(e) ? e.codeName : errorMessage(e),
+    text: isCriError(e) ? e.message : errorMessage(e),
+  });
 
   const feed = (entries: readonly DesiredPod[], view: Relist | undefined) => {
     try {
@@ -230,7 +253,12 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // a newer spec (or removed the pod) after the read above acts itself, after this, and is not undone.
         let r: SyncResult;
         try {
-          r = await o.runtime.sync(entry.pod, prober?.results(uid), entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined, { ...whileStored(o.desired, entry), fresh: true, exited });
+          r = await o.runtime.sync(
+            entry.pod,
+            prober?.results(uid),
+            entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined,
+            { ...whileStored(o.desired, entry), fresh: true, exited },
+          );
         } catch (e) {
           if (!(e instanceof SupersededError)) throw e;
           outcome = "ok";
@@ -258,13 +286,26 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         if (rec && outcome === "failed") rec.fingerprint = fingerprintOf(r.after);
         const f = failed[0];
         const same = f && `${f.action} ${f.target}: ${f.error ?? "failed"}${f.grpcCode ? ` (${f.grpcCode})` : ""}`;
-        report(`pod:${uid}`, uid, f ? { same: same!, text: `${same}${f.message ? `: ${f.message}` : ""}` } : undefined, { reason });
+        report(
+          `pod:${uid}`,
+          uid,
+          f ? { same: same!, text: `${same}${f.message ? `: ${f.message}` : ""}` } : undefined,
+          { reason },
+        );
       } catch (e) {
         // A pod dropped from the desired set while this sync ran is not reported into `errors`: updateDesired
         // already forgot it, and nothing would remove its key again (a leak, and its next error, should it
         // come back, would be taken for this one and not logged). Its failure is logged once all the same.
         if (specs.has(uid)) report(`pod:${uid}`, uid, failure(e), { reason });
-        else log({ event: "error", podUid: uid, what: "sync", error: failure(e).text.slice(0, 300), reason, desired: false });
+        else
+          log({
+            event: "error",
+            podUid: uid,
+            what: "sync",
+            error: failure(e).text.slice(0, 300),
+            reason,
+            desired: false,
+          });
       } finally {
         const end = now();
         if (rec) {
@@ -286,10 +327,20 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   function countRestarts(r: SyncResult) {
     for (const st of r.steps) {
       if (!st.ok || (st.action !== "StartContainer" && st.action !== "InitContainer")) continue;
-      const before = r.status.containerStatuses.filter((c) => c.name === st.target).sort((a, b) => b.createdAt - a.createdAt)[0];
+      const before = r.status.containerStatuses
+        .filter((c) => c.name === st.target)
+        .sort((a, b) => b.createdAt - a.createdAt)[0];
       if (!before) continue;
       o.metrics?.loopRestart();
-      log({ event: "restart", pod: `${r.pod.namespace}/${r.pod.name}`, podUid: r.pod.uid, container: st.target, exitCode: before.exitCode, reason: before.reason || before.state, restartCount: before.restartCount + 1 });
+      log({
+        event: "restart",
+        pod: `${r.pod.namespace}/${r.pod.name}`,
+        podUid: r.pod.uid,
+        container: st.target,
+        exitCode: before.exitCode,
+        reason: before.reason || before.state,
+        restartCount: before.restartCount + 1,
+      });
     }
   }
 
@@ -308,7 +359,12 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       if (!records.has(uid))
         // A pod new to the loop after start-up was just synced by the request that stored it: as if the loop
         // had synced it now (a needed action still runs: it counts as changed).
-        records.set(uid, { fingerprint: undefined, lastSyncStart: started ? now() : 0, lastSyncEnd: started ? now() : -Infinity, retryAt: 0 });
+        records.set(uid, {
+          fingerprint: undefined,
+          lastSyncStart: started ? now() : 0,
+          lastSyncEnd: started ? now() : -Infinity,
+          retryAt: 0,
+        });
     }
     for (const uid of [...specs.keys()])
       if (!seen.has(uid)) {
@@ -323,7 +379,12 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   }
 
   async function relistAndSync(): Promise<TickReport & { syncs: Promise<void>[] }> {
-    const report0 = { relisted: false, relistCalls: 0, synced: [] as { uid: string; reason: string }[], syncs: [] as Promise<void>[] };
+    const report0 = {
+      relisted: false,
+      relistCalls: 0,
+      synced: [] as { uid: string; reason: string }[],
+      syncs: [] as Promise<void>[],
+    };
     const scheduled = nextRelistAt;
     const t0 = now();
     let view: Relist;
@@ -333,11 +394,14 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       let specChanged = updateDesired(entries);
       if (o.controllers) {
         // The controllers see the pods as the last relist showed them; what they create is synced in this pass.
-        const c = await o.controllers.pass(t0, apiStatusOf).catch((e) => (report("controllers", undefined, failure(e)), { created: [], deleted: [] }));
+        const c = await o.controllers
+          .pass(t0, apiStatusOf)
+          .catch((e) => (report("controllers", undefined, failure(e)), { created: [], deleted: [] }));
         if (c.created.length || c.deleted.length) {
           entries = await o.desired.list();
           specChanged = new Set([...specChanged, ...updateDesired(entries)]);
-          for (const uid of c.created) Object.assign(records.get(uid) ?? {}, { lastSyncStart: 0, lastSyncEnd: -Infinity });
+          for (const uid of c.created)
+            Object.assign(records.get(uid) ?? {}, { lastSyncStart: 0, lastSyncEnd: -Infinity });
         }
       }
       // Nothing desired and no probe to run: no relist could lead to anything, so none is made (an idle node
@@ -359,7 +423,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       last = view;
       owners = view.owners;
       for (const [id, l] of learnt) {
-        if (l.at <= view.at) learnt.delete(id); // listed after it was learnt: the view has it if it still exists
+        if (l.at <= view.at)
+          learnt.delete(id); // listed after it was learnt: the view has it if it still exists
         else if (!owners.has(id)) owners.set(id, { uid: l.uid, sandbox: l.sandbox });
       }
       feed(entries, view);
@@ -378,7 +443,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         // missing sandbox would read as "make a new one"); the relist reads it again with back-off, and the
         // other pods go on. Logged once, and its recovery once.
         if (pv?.error) {
-          report(`pod:${uid}`, uid, { same: `status: ${pv.error.replace(/:.*\(/, " (")}`, text: `the runtime failed to report the pod's status: ${pv.error}` });
+          report(`pod:${uid}`, uid, {
+            same: `status: ${pv.error.replace(/:.*\(/, " (")}`,
+            text: `the runtime failed to report the pod's status: ${pv.error}`,
+          });
           continue;
         }
         const fp = pv?.fingerprint ?? fingerprintOf(emptyStatus(uid));
@@ -393,7 +461,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           // A converged pod whose objects and spec are as last time needs no new decision (nor its status).
           let d: Decision;
           const prev = rec.decided;
-          if (prev && prev.fingerprint === fp && prev.spec === specs.get(uid) && decisionHolds(prev.decision, t)) d = prev.decision;
+          if (prev && prev.fingerprint === fp && prev.spec === specs.get(uid) && decisionHolds(prev.decision, t))
+            d = prev.decision;
           else {
             try {
               d = decide(e.pod, pv?.status ?? emptyStatus(uid), prober?.results(uid), t);
@@ -422,12 +491,16 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       // The eviction manager's local storage pass, on its own interval, from this relist's statuses.
       if (o.eviction && t >= nextEvictionAt) {
         nextEvictionAt = t + (o.eviction.intervalMs ?? EVICTION_INTERVAL_DEFAULT_MS);
-        const pods = entries.filter((e) => !inFlight.has(e.pod.metadata.uid)).map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
+        const pods = entries
+          .filter((e) => !inFlight.has(e.pod.metadata.uid))
+          .map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
         try {
           const r = await evictionPass(o.eviction, o.runtime, pods, t);
           for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
-          for (const uid of r.recreated) o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
-          if (r.diskPressure !== undefined && r.diskPressure !== diskPressure) o.log?.({ loop: "eviction", condition: "DiskPressure", status: r.diskPressure ? "True" : "False" });
+          for (const uid of r.recreated)
+            o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
+          if (r.diskPressure !== undefined && r.diskPressure !== diskPressure)
+            o.log?.({ loop: "eviction", condition: "DiskPressure", status: r.diskPressure ? "True" : "False" });
           diskPressure = r.diskPressure;
           report("eviction", undefined, undefined);
         } catch (e) {
@@ -515,10 +588,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       else if (d?.kind === "converged" && d.until !== undefined) due = Math.min(due, d.until);
     }
     // The eviction manager's next pass, when it has anything to watch.
-    if (o.eviction && (o.eviction.diskPressure || [...specs.values()].some((e) => hasLocalStorageLimits(e.pod)))) due = Math.min(due, nextEvictionAt);
+    if (o.eviction && (o.eviction.diskPressure || [...specs.values()].some((e) => hasLocalStorageLimits(e.pod))))
+      due = Math.min(due, nextEvictionAt);
     return Math.min(eventedInterval, Math.max(interval, due - from));
   }
-
 
   /** Relist now; while one runs (it may have listed before what asked for this), once more right after it. */
   let again = false;
@@ -536,8 +609,15 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         if (isCriError(e, GrpcCode.NOT_FOUND)) return undefined;
         throw e;
       };
-      if (sandbox) return (await o.cri.podSandboxStatus({ podSandboxId: id }).catch(gone))?.status?.state !== PodSandboxState.SANDBOX_READY;
-      return (await o.cri.containerStatus({ containerId: id }).catch(gone))?.status?.state !== ContainerState.CONTAINER_RUNNING;
+      if (sandbox)
+        return (
+          (await o.cri.podSandboxStatus({ podSandboxId: id }).catch(gone))?.status?.state !==
+          PodSandboxState.SANDBOX_READY
+        );
+      return (
+        (await o.cri.containerStatus({ containerId: id }).catch(gone))?.status?.state !==
+        ContainerState.CONTAINER_RUNNING
+      );
     },
     sync: async (uid, reason, exited) => {
       // A sync already running may have read the pod before this exit: this one follows it.
@@ -566,12 +646,21 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           o.metrics?.eventStream?.(st.up, st.source ?? "");
           if (st.up) {
             report("events", undefined, undefined);
-            log({ event: "runtime events", up: true, source: st.source, reconnects: st.reconnects, relistIntervalMs: eventedInterval });
+            log({
+              event: "runtime events",
+              up: true,
+              source: st.source,
+              reconnects: st.reconnects,
+              relistIntervalMs: eventedInterval,
+            });
             // Whatever happened while the stream was not open is seen by a relist now.
             relistNow();
             return;
           }
-          report("events", undefined, { same: st.error ?? "down", text: `runtime event stream down (relisting every ${interval} ms): ${st.error ?? "down"}` });
+          report("events", undefined, {
+            same: st.error ?? "down",
+            text: `runtime event stream down (relisting every ${interval} ms): ${st.error ?? "down"}`,
+          });
           // Back to the relist at its interval, starting now.
           if (was) relistNow();
         },
@@ -589,7 +678,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     probeTimer = setTimeout(() => {
       probeTimer = undefined;
       probing = probe()
-        .then(() => undefined, (e) => report("probes", undefined, failure(e)))
+        .then(
+          () => undefined,
+          (e) => report("probes", undefined, failure(e)),
+        )
         .finally(() => {
           probing = undefined;
           kickProbes();
@@ -604,7 +696,15 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     const pv = last?.pods.get(uid);
     if (!e || !pv) return undefined;
     try {
-      return generateAPIPodStatus({ pod: e.pod, status: pv.status, now: now(), runtimeName: "", hostIPs: [], probes: prober?.results(uid), reasons: undefined });
+      return generateAPIPodStatus({
+        pod: e.pod,
+        status: pv.status,
+        now: now(),
+        runtimeName: "",
+        hostIPs: [],
+        probes: prober?.results(uid),
+        reasons: undefined,
+      });
     } catch {
       return undefined;
     }
@@ -673,7 +773,17 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       for (const [uid, e] of specs) {
         const status = last?.pods.get(uid)?.status ?? emptyStatus(uid);
         try {
-          counts[generateAPIPodStatus({ pod: e.pod, status, now: t, runtimeName: "", hostIPs: [], probes: prober?.results(uid), reasons: undefined }).phase]++;
+          counts[
+            generateAPIPodStatus({
+              pod: e.pod,
+              status,
+              now: t,
+              runtimeName: "",
+              hostIPs: [],
+              probes: prober?.results(uid),
+              reasons: undefined,
+            }).phase
+          ]++;
         } catch {
           counts.Unknown++;
         }
@@ -690,7 +800,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   };
 }
 
-
 function hasProbes(pod: Pod | undefined): boolean {
-  return [...(pod?.spec.initContainers ?? []), ...(pod?.spec.containers ?? [])].some((c) => c.livenessProbe || c.readinessProbe || c.startupProbe);
+  return [...(pod?.spec.initContainers ?? []), ...(pod?.spec.containers ?? [])].some(
+    (c) => c.livenessProbe || c.readinessProbe || c.startupProbe,
+  );
 }

@@ -17,7 +17,16 @@ import { ContainerState as CriContainerState, PodSandboxState } from "../gen/run
 import type { CriClient } from "../cri/client.js";
 import { GrpcCode, isCriError } from "../cri/errors.js";
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from "../container/labels.js";
-import { byCreatedDesc, fromList, listManagedPods, fromStatus, nsToMs, sandboxFromList, sandboxIPs, toState } from "../kuberuntime/pod-status.js";
+import {
+  byCreatedDesc,
+  fromList,
+  listManagedPods,
+  fromStatus,
+  nsToMs,
+  sandboxFromList,
+  sandboxIPs,
+  toState,
+} from "../kuberuntime/pod-status.js";
 import type { Owner } from "./evented.js";
 import type { ContainerStatus, PodStatus } from "../container/types.js";
 
@@ -124,7 +133,10 @@ export function createRelister(cri: CriClient): Relister {
       const starts = interest.wantsStartTimes(uid);
       for (const c of g.containers) {
         const exited = c.state === CriContainerState.CONTAINER_EXITED;
-        if ((exited && !exitedCache.has(c.id)) || (starts && c.state === CriContainerState.CONTAINER_RUNNING && !startedCache.has(c.id)))
+        if (
+          (exited && !exitedCache.has(c.id)) ||
+          (starts && c.state === CriContainerState.CONTAINER_RUNNING && !startedCache.has(c.id))
+        )
           reads.push(() =>
             detail(uid, c.id, async () => {
               const r = await cri.containerStatus({ containerId: c.id }).catch(notFound);
@@ -143,7 +155,10 @@ export function createRelister(cri: CriClient): Relister {
     for (const [uid, g] of byPod) {
       if (!interest.wants(uid)) continue;
       let status: PodStatus | undefined;
-      const fingerprint = fingerprintOf({ sandboxStatuses: g.sandboxes, containerStatuses: g.containers.map((c) => ({ id: c.id, state: toState(c.state) })) });
+      const fingerprint = fingerprintOf({
+        sandboxStatuses: g.sandboxes,
+        containerStatuses: g.containers.map((c) => ({ id: c.id, state: toState(c.state) })),
+      });
       pods.set(uid, {
         fingerprint,
         error: errors.get(uid),
@@ -209,7 +224,10 @@ export function createRelister(cri: CriClient): Relister {
 
 /** The ids and states of a pod's sandboxes and containers: equal for a relist and for a sync's read-back that
  * saw the same objects, so the loop can tell its own sync's doing from a later event. */
-export function fingerprintOf(status: { sandboxStatuses: readonly { id: string; state: number }[]; containerStatuses: readonly { id: string; state: string }[] }): string {
+export function fingerprintOf(status: {
+  sandboxStatuses: readonly { id: string; state: number }[];
+  containerStatuses: readonly { id: string; state: string }[];
+}): string {
   const sb = status.sandboxStatuses.map((s) => `${s.id}:${s.state}`).sort();
   const cs = status.containerStatuses.map((c) => `${c.id}:${c.state}`).sort();
   return `${sb.join(",")}|${cs.join(",")}`;

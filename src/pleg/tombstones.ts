@@ -32,7 +32,12 @@ export interface Tombstone {
 export const DEFAULT_TOMBSTONE_SECONDS = 330;
 
 export function tombstone(iat: number, windowSeconds: number, removed?: DesiredPod, generation?: number): Tombstone {
-  return { iat, until: (iat + windowSeconds) * 1000, ...(generation !== undefined ? { generation } : {}), ...(removed ? { removed: removed.storedAt } : {}) };
+  return {
+    iat,
+    until: (iat + windowSeconds) * 1000,
+    ...(generation !== undefined ? { generation } : {}),
+    ...(removed ? { removed: removed.storedAt } : {}),
+  };
 }
 
 /** Drop the tombstones no valid token can be older than any more; true when any went. */
@@ -50,9 +55,16 @@ export function pruneTombstones(t: Map<string, Tombstone>, now: number): boolean
 export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod, tomb?: Tombstone): void {
   const m = entry.pod.metadata;
   const s = stored?.pod.metadata;
-  if (s && (s.namespace !== m.namespace || s.name !== m.name)) throw new UidConflictError({ uid: m.uid, namespace: m.namespace, name: m.name }, { namespace: s.namespace, name: s.name });
+  if (s && (s.namespace !== m.namespace || s.name !== m.name))
+    throw new UidConflictError(
+      { uid: m.uid, namespace: m.namespace, name: m.name },
+      { namespace: s.namespace, name: s.name },
+    );
   if (stored && entry.audit.iat < stored.audit.iat)
-    throw new StaleGenerationError(`pod ${m.uid} was last changed by a token issued at ${stored.audit.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`, stored.audit.iat);
+    throw new StaleGenerationError(
+      `pod ${m.uid} was last changed by a token issued at ${stored.audit.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`,
+      stored.audit.iat,
+    );
   if (!stored && tomb && entry.audit.iat < tomb.iat)
     throw new StaleGenerationError(
       `pod ${m.uid} was removed (${tomb.generation !== undefined ? `dropped by PUT /v1/node/pods at generation ${tomb.generation}` : "DELETE"}) by a token issued at ${tomb.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`,
@@ -62,17 +74,28 @@ export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod, tomb
 
 /** A PUT's set at `iat`: refused if it would overwrite, drop or bring back a pod a per-pod request changed with
  * a newer token, or if an item's uid is stored under another namespace/name. */
-export function checkSet(pods: ReadonlyMap<string, DesiredPod>, tombs: ReadonlyMap<string, Tombstone>, entries: readonly DesiredPod[], iat: number): void {
+export function checkSet(
+  pods: ReadonlyMap<string, DesiredPod>,
+  tombs: ReadonlyMap<string, Tombstone>,
+  entries: readonly DesiredPod[],
+  iat: number,
+): void {
   for (const e of entries) {
     const s = pods.get(e.pod.metadata.uid)?.pod.metadata;
     const m = e.pod.metadata;
-    if (s && (s.namespace !== m.namespace || s.name !== m.name)) throw new UidConflictError({ uid: m.uid, namespace: m.namespace, name: m.name }, { namespace: s.namespace, name: s.name });
+    if (s && (s.namespace !== m.namespace || s.name !== m.name))
+      throw new UidConflictError(
+        { uid: m.uid, namespace: m.namespace, name: m.name },
+        { namespace: s.namespace, name: s.name },
+      );
   }
   const newer: string[] = [];
-  for (const [uid, p] of pods) if (p.audit.generation === undefined && p.audit.iat > iat) newer.push(`${uid} (synced at iat ${p.audit.iat})`);
+  for (const [uid, p] of pods)
+    if (p.audit.generation === undefined && p.audit.iat > iat) newer.push(`${uid} (synced at iat ${p.audit.iat})`);
   for (const e of entries) {
     const t = tombs.get(e.pod.metadata.uid);
-    if (!pods.has(e.pod.metadata.uid) && t && t.generation === undefined && t.iat > iat) newer.push(`${e.pod.metadata.uid} (deleted at iat ${t.iat})`);
+    if (!pods.has(e.pod.metadata.uid) && t && t.generation === undefined && t.iat > iat)
+      newer.push(`${e.pod.metadata.uid} (deleted at iat ${t.iat})`);
   }
   if (newer.length)
     throw new StaleGenerationError(
@@ -81,6 +104,12 @@ export function checkSet(pods: ReadonlyMap<string, DesiredPod>, tombs: ReadonlyM
 }
 
 /** The tombstones a PUT leaves: one per dropped pod, at the PUT's iat and generation. */
-export function setTombstones(t: Map<string, Tombstone>, dropped: readonly DesiredPod[], iat: number, generation: number, windowSeconds: number): void {
+export function setTombstones(
+  t: Map<string, Tombstone>,
+  dropped: readonly DesiredPod[],
+  iat: number,
+  generation: number,
+  windowSeconds: number,
+): void {
   for (const p of dropped) t.set(p.pod.metadata.uid, tombstone(iat, windowSeconds, p, generation));
 }

@@ -4,14 +4,20 @@
 // payload) `pod` and `items` with `configMaps: [...]` and `secrets: [...]`. Everything is validated together: each
 // pod, object and workload, and every reference to an object, and all failing fields are reported at once
 // (InvalidPodError), before any runtime call.
-import { z } from "zod";
+import type { z } from "zod";
 import type { Pod } from "./schema.js";
 import { fieldErrors, InvalidPodError, validatePod, type FieldError } from "./validate.js";
 import { ConfigMap, Secret, type PodObjects } from "./objects.js";
 // (ConfigMap and Secret are both the schemas and, below, their output types.)
 import { objectErrors, referenceErrors } from "./references.js";
 import { objectExpansionErrors } from "./env-objects-size.js";
-import { sortDocuments, validateWorkloads, type IntakeOptions, type Item, type WorkloadItem } from "./workloads/intake.js";
+import {
+  sortDocuments,
+  validateWorkloads,
+  type IntakeOptions,
+  type Item,
+  type WorkloadItem,
+} from "./workloads/intake.js";
 
 export interface PodBundle {
   pod: Pod;
@@ -35,7 +41,12 @@ function tryPod(input: unknown, prefix: string): Parsed<Pod> {
 }
 
 /** Validate the pod and its objects together; the pod's field paths start with `podPrefix`. */
-function assemble(podInput: unknown, podPrefix: string, cms: { input: unknown; at: string }[], secrets: { input: unknown; at: string }[]): PodBundle {
+function assemble(
+  podInput: unknown,
+  podPrefix: string,
+  cms: { input: unknown; at: string }[],
+  secrets: { input: unknown; at: string }[],
+): PodBundle {
   const errors: FieldError[] = [];
   const pod = tryPod(podInput, podPrefix);
   if (!pod.ok) errors.push(...pod.errors);
@@ -71,7 +82,10 @@ export function bundleFromPayload(payload: Record<string, unknown>): PodBundle {
     const v = payload[field];
     if (v === undefined) return [];
     if (!Array.isArray(v)) {
-      errors.push({ path: field, message: `must be an array of v1.${field === "configMaps" ? "ConfigMap" : "Secret"} objects` });
+      errors.push({
+        path: field,
+        message: `must be an array of v1.${field === "configMaps" ? "ConfigMap" : "Secret"} objects`,
+      });
       return [];
     }
     return v.map((input, i) => ({ input, at: `${field}[${i}]` }));
@@ -90,17 +104,27 @@ const NO_NODE: IntakeOptions = { nodeName: "", serviceAccountTokens: "refuse" };
  * YAML stream (`---` separated; empty documents are skipped). `name(i)` names document i in error paths. A lone
  * document keeps its own paths (`spec.containers[0]...`), as a pod body always has, and is a Pod by its place (it may
  * leave out kind). */
-export function itemsFromDocuments(docs: readonly unknown[], name: (i: number) => string = (i) => `documents[${i}]`): { items: Item[]; errors: FieldError[] } {
+export function itemsFromDocuments(
+  docs: readonly unknown[],
+  name: (i: number) => string = (i) => `documents[${i}]`,
+): { items: Item[]; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const items: Item[] = [];
   const visit = (doc: unknown, at: string, inList: boolean) => {
     if (doc === null || doc === undefined) return;
     if (isObject(doc) && doc["kind"] === "List" && !inList) {
-      if (doc["apiVersion"] !== "v1") errors.push({ path: `${at ? `${at}.` : ""}apiVersion`, message: 'a List must be apiVersion "v1"' });
+      if (doc["apiVersion"] !== "v1")
+        errors.push({ path: `${at ? `${at}.` : ""}apiVersion`, message: 'a List must be apiVersion "v1"' });
       const list = doc["items"];
-      if (!Array.isArray(list)) errors.push({ path: `${at ? `${at}.` : ""}items`, message: "a List needs an items array" });
+      if (!Array.isArray(list))
+        errors.push({ path: `${at ? `${at}.` : ""}items`, message: "a List needs an items array" });
       else list.forEach((item, i) => visit(item, at ? `${at}.items[${i}]` : `items[${i}]`, true));
-      for (const k of Object.keys(doc)) if (!["apiVersion", "kind", "items", "metadata"].includes(k)) errors.push({ path: `${at ? `${at}.` : ""}${k}`, message: `unknown field "${k}" (not supported by podsync; remove it)` });
+      for (const k of Object.keys(doc))
+        if (!["apiVersion", "kind", "items", "metadata"].includes(k))
+          errors.push({
+            path: `${at ? `${at}.` : ""}${k}`,
+            message: `unknown field "${k}" (not supported by podsync; remove it)`,
+          });
     } else items.push({ input: doc, at, ...(at === "" ? { podByPlace: true } : {}) });
   };
   const present = docs.filter((d) => d !== null && d !== undefined);
@@ -119,7 +143,13 @@ export interface Body {
 
 /** Validate the items of a body (and the payload's `configMaps`/`secrets` claims): every error at once
  * (InvalidPodError), nothing partial. `check` adds a deployment's own rules per pod. */
-export function bodyFromItems(items: readonly Item[], payload: Record<string, unknown>, o: IntakeOptions, check: (pod: Pod, at: string) => void = () => undefined, extraErrors: FieldError[] = []): Body {
+export function bodyFromItems(
+  items: readonly Item[],
+  payload: Record<string, unknown>,
+  o: IntakeOptions,
+  check: (pod: Pod, at: string) => void = () => undefined,
+  extraErrors: FieldError[] = [],
+): Body {
   const sorted = sortDocuments(items, o);
   const errors: FieldError[] = [...extraErrors, ...sorted.errors];
   const cms: { value: ConfigMap; at: string }[] = [];
@@ -135,7 +165,11 @@ export function bodyFromItems(items: readonly Item[], payload: Record<string, un
   for (const field of ["configMaps", "secrets"] as const) {
     const v = payload[field];
     if (v === undefined) continue;
-    if (!Array.isArray(v)) errors.push({ path: field, message: `must be an array of v1.${field === "configMaps" ? "ConfigMap" : "Secret"} objects` });
+    if (!Array.isArray(v))
+      errors.push({
+        path: field,
+        message: `must be an array of v1.${field === "configMaps" ? "ConfigMap" : "Secret"} objects`,
+      });
     else v.forEach((input, i) => addObject(field === "configMaps" ? "ConfigMap" : "Secret", input, `${field}[${i}]`));
   }
   const pods = podsWithObjects(sorted.pods, cms, secrets, check, errors);
@@ -148,10 +182,15 @@ export function bodyFromItems(items: readonly Item[], payload: Record<string, un
 /** Errors in the order of the items they name (stable within an item; errors naming no item last). */
 function inBodyOrder(errors: FieldError[], items: readonly Item[]): FieldError[] {
   const index = (path: string) => {
-    const i = items.findIndex((it) => it.at !== "" && (path === it.at || path.startsWith(`${it.at}.`) || path.startsWith(`${it.at}[`)));
+    const i = items.findIndex(
+      (it) => it.at !== "" && (path === it.at || path.startsWith(`${it.at}.`) || path.startsWith(`${it.at}[`)),
+    );
     return i < 0 ? items.length : i;
   };
-  return errors.map((e, n) => ({ e, n, i: index(e.path) })).sort((a, b) => a.i - b.i || a.n - b.n).map((x) => x.e);
+  return errors
+    .map((e, n) => ({ e, n, i: index(e.path) }))
+    .sort((a, b) => a.i - b.i || a.n - b.n)
+    .map((x) => x.e);
 }
 
 /** A body for the per-pod routes (sync, plan): at most one Pod, and any number of workloads; at least one of
@@ -159,15 +198,27 @@ function inBodyOrder(errors: FieldError[], items: readonly Item[]): FieldError[]
 export function bodyFromDocuments(docs: readonly unknown[], o: IntakeOptions, name?: (i: number) => string): Body {
   const { items, errors } = itemsFromDocuments(docs, name);
   const body = bodyFromItems(items, {}, o, undefined, errors);
-  if (body.pods.length > 1) throw new InvalidPodError([{ path: body.pods[1]!.at || "(root)", message: `the body holds ${body.pods.length} Pods; send one pod per request (PUT /v1/node/pods takes a set)` }]);
-  if (body.pods.length === 0 && body.workloads.length === 0) throw new InvalidPodError([{ path: "(root)", message: "the body holds no Pod and no workload" }]);
+  if (body.pods.length > 1)
+    throw new InvalidPodError([
+      {
+        path: body.pods[1]!.at || "(root)",
+        message: `the body holds ${body.pods.length} Pods; send one pod per request (PUT /v1/node/pods takes a set)`,
+      },
+    ]);
+  if (body.pods.length === 0 && body.workloads.length === 0)
+    throw new InvalidPodError([{ path: "(root)", message: "the body holds no Pod and no workload" }]);
   return body;
 }
 
 /** One pod (and its objects) from the documents of a body: exactly one Pod, no workload. */
-export function bundleFromDocuments(docs: readonly unknown[], name: (i: number) => string = (i) => `documents[${i}]`, o: IntakeOptions = NO_NODE): PodBundle & { warnings: string[] } {
+export function bundleFromDocuments(
+  docs: readonly unknown[],
+  name: (i: number) => string = (i) => `documents[${i}]`,
+  o: IntakeOptions = NO_NODE,
+): PodBundle & { warnings: string[] } {
   const body = bodyFromDocuments(docs, o, name);
-  if (body.pods.length !== 1) throw new InvalidPodError([{ path: body.workloads[0]?.at || "(root)", message: "the body holds no Pod" }]);
+  if (body.pods.length !== 1)
+    throw new InvalidPodError([{ path: body.workloads[0]?.at || "(root)", message: "the body holds no Pod" }]);
   return { pod: body.pods[0]!.pod, objects: body.pods[0]!.objects, warnings: body.warnings };
 }
 
@@ -178,16 +229,29 @@ export interface SetMember extends PodBundle {
 }
 
 /** The pods of a node-wide set's items (PUT /v1/node/pods takes workloads too: bodyFromItems). */
-export function bundlesFromSet(items: readonly unknown[], prefix: string, payload: Record<string, unknown>, check: (pod: Pod, at: string) => void = () => undefined, o: IntakeOptions = NO_NODE): SetMember[] {
+export function bundlesFromSet(
+  items: readonly unknown[],
+  prefix: string,
+  payload: Record<string, unknown>,
+  check: (pod: Pod, at: string) => void = () => undefined,
+  o: IntakeOptions = NO_NODE,
+): SetMember[] {
   return bodyFromItems(setItems(items, prefix), payload, o, check).pods;
 }
 
 /** The items of a set, each named `<prefix>[i]`. The signed payload's `pods` claim says its items are Pods (they
  * may leave out kind); a v1.List's or a YAML stream's items name their kinds. */
-export const setItems = (items: readonly unknown[], prefix: string): Item[] => items.map((input, i) => ({ input, at: `${prefix}[${i}]`, ...(prefix === "pods" ? { podByPlace: true } : {}) }));
+export const setItems = (items: readonly unknown[], prefix: string): Item[] =>
+  items.map((input, i) => ({ input, at: `${prefix}[${i}]`, ...(prefix === "pods" ? { podByPlace: true } : {}) }));
 
 /** Validate pods against the objects of their namespace (errors into `errors`). */
-function podsWithObjects(podItems: readonly Item[], cms: { value: ConfigMap; at: string }[], secrets: { value: Secret; at: string }[], check: (pod: Pod, at: string) => void, errors: FieldError[]): SetMember[] {
+function podsWithObjects(
+  podItems: readonly Item[],
+  cms: { value: ConfigMap; at: string }[],
+  secrets: { value: Secret; at: string }[],
+  check: (pod: Pod, at: string) => void,
+  errors: FieldError[],
+): SetMember[] {
   const members: SetMember[] = [];
   const seen = new Set<string>();
   const report = (e: FieldError) => {
@@ -208,11 +272,13 @@ function podsWithObjects(podItems: readonly Item[], cms: { value: ConfigMap; at:
       errors.push(...e.errors.map((f) => (!at || f.path.startsWith(at) ? f : { ...f, path: `${at}.${f.path}` })));
     }
     const ns = pod.value.metadata.namespace;
-    const mine = <T extends { metadata: { namespace?: string | undefined } }>(list: { value: T; at: string }[]) => list.filter((o) => (o.value.metadata.namespace ?? ns) === ns);
+    const mine = <T extends { metadata: { namespace?: string | undefined } }>(list: { value: T; at: string }[]) =>
+      list.filter((o) => (o.value.metadata.namespace ?? ns) === ns);
     const myCms = mine(cms);
     const mySecrets = mine(secrets);
     const objects: PodObjects = { configMaps: myCms.map((o) => o.value), secrets: mySecrets.map((o) => o.value) };
-    for (const e of objectErrors(objects, ns, { configMaps: (i) => myCms[i]!.at, secrets: (i) => mySecrets[i]!.at })) report(e);
+    for (const e of objectErrors(objects, ns, { configMaps: (i) => myCms[i]!.at, secrets: (i) => mySecrets[i]!.at }))
+      report(e);
     const refs = referenceErrors(pod.value, objects, at);
     for (const e of refs) report(e);
     if (refs.length === 0) for (const e of objectExpansionErrors(pod.value, objects, at)) report(e);
@@ -223,7 +289,10 @@ function podsWithObjects(podItems: readonly Item[], cms: { value: ConfigMap; at:
 
 /** A stored pod's objects (DesiredPod.objects, as v1 objects) validated again against the (already validated)
  * pod, for a sync from the desired state: the store is trusted, yet nothing is acted on unvalidated. */
-export function objectsFromStored(pod: Pod, stored: { configMaps?: unknown[]; secrets?: unknown[] } | undefined): PodObjects {
+export function objectsFromStored(
+  pod: Pod,
+  stored: { configMaps?: unknown[]; secrets?: unknown[] } | undefined,
+): PodObjects {
   const errors: FieldError[] = [];
   const objects: PodObjects = { configMaps: [], secrets: [] };
   (stored?.configMaps ?? []).forEach((input, i) => {
@@ -237,7 +306,12 @@ export function objectsFromStored(pod: Pod, stored: { configMaps?: unknown[]; se
     else errors.push(...r.errors);
   });
   if (errors.length === 0) {
-    errors.push(...objectErrors(objects, pod.metadata.namespace, { configMaps: (i) => `objects.configMaps[${i}]`, secrets: (i) => `objects.secrets[${i}]` }));
+    errors.push(
+      ...objectErrors(objects, pod.metadata.namespace, {
+        configMaps: (i) => `objects.configMaps[${i}]`,
+        secrets: (i) => `objects.secrets[${i}]`,
+      }),
+    );
     errors.push(...referenceErrors(pod, objects));
     if (errors.length === 0) errors.push(...objectExpansionErrors(pod, objects));
   }

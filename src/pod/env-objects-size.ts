@@ -26,18 +26,23 @@ export function objectEnvLengths(pod: Pod, objects: PodObjects): EnvSourceLength
   return {
     from(f) {
       const prefix = f.prefix ?? "";
-      if (f.configMapRef) return Object.entries(cms.get(f.configMapRef.name)?.data ?? {}).map(([k, v]) => [prefix + k, utf8Length(v)]);
+      if (f.configMapRef)
+        return Object.entries(cms.get(f.configMapRef.name)?.data ?? {}).map(([k, v]) => [prefix + k, utf8Length(v)]);
       const s = f.secretRef ? secrets.get(f.secretRef.name) : undefined;
       return Object.entries(s?.data ?? {}).map(([k, v]) => [prefix + k, secretLength(v)]);
     },
     value(src) {
       if (src.configMapKeyRef) {
         const data = cms.get(src.configMapKeyRef.name)?.data;
-        return data && Object.hasOwn(data, src.configMapKeyRef.key) ? utf8Length(data[src.configMapKeyRef.key]!) : undefined;
+        return data && Object.hasOwn(data, src.configMapKeyRef.key)
+          ? utf8Length(data[src.configMapKeyRef.key]!)
+          : undefined;
       }
       if (src.secretKeyRef) {
         const data = secrets.get(src.secretKeyRef.name)?.data;
-        return data && Object.hasOwn(data, src.secretKeyRef.key) ? secretLength(data[src.secretKeyRef.key]!) : undefined;
+        return data && Object.hasOwn(data, src.secretKeyRef.key)
+          ? secretLength(data[src.secretKeyRef.key]!)
+          : undefined;
       }
       if (src.fieldRef) {
         const path = src.fieldRef.fieldPath;
@@ -54,7 +59,8 @@ export function objectEnvLengths(pod: Pod, objects: PodObjects): EnvSourceLength
   };
 }
 
-const usesSources = (c: Container) => (c.envFrom?.length ?? 0) > 0 || (c.env ?? []).some((e) => e.valueFrom !== undefined);
+const usesSources = (c: Container) =>
+  (c.envFrom?.length ?? 0) > 0 || (c.env ?? []).some((e) => e.valueFrom !== undefined);
 
 /** Every container whose env, with the objects' values, expands past the bound; paths start with `prefix`. */
 export function objectExpansionErrors(pod: Pod, objects: PodObjects, prefix = ""): FieldError[] {
@@ -64,7 +70,10 @@ export function objectExpansionErrors(pod: Pod, objects: PodObjects, prefix = ""
     (pod.spec[kind] ?? []).forEach((c, i) => {
       if (!usesSources(c)) return; // the spec alone was bounded by the schema
       for (const issue of expansionIssues(c, lengths)) {
-        const path = ["spec", kind, i, ...issue.path].reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), prefix);
+        const path = ["spec", kind, i, ...issue.path].reduce<string>(
+          (acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k),
+          prefix,
+        );
         out.push({ path, message: issue.message });
       }
     });

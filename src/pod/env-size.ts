@@ -91,7 +91,10 @@ export function expansionIssues(container: ExpandingContainer, sources?: EnvSour
     if (bytes <= MAX_EXPANDED_VALUE_BYTES || valueReported) return;
     valueReported = true;
     const shown = Number.isFinite(bytes) && bytes < 2 ** 53 ? `${bytes} bytes` : "an unbounded size";
-    issues.push({ path, message: `${what} ${shown}; at most ${kib(MAX_EXPANDED_VALUE_BYTES)} per value (Linux's MAX_ARG_STRLEN)` });
+    issues.push({
+      path,
+      message: `${what} ${shown}; at most ${kib(MAX_EXPANDED_VALUE_BYTES)} per value (Linux's MAX_ARG_STRLEN)`,
+    });
   };
   if (sources)
     (container.envFrom ?? []).forEach((f, k) => {
@@ -120,6 +123,9 @@ export function expansionIssues(container: ExpandingContainer, sources?: EnvSour
       tooLong([field, j], len);
     });
   if (total > MAX_EXPANDED_CONTAINER_BYTES)
-    issues.push({ path: ["env"], message: `env, command and args expand to more than ${kib(MAX_EXPANDED_CONTAINER_BYTES)} in all; at most ${kib(MAX_EXPANDED_CONTAINER_BYTES)} per container` });
+    issues.push({
+      path: ["env"],
+      message: `env, command and args expand to more than ${kib(MAX_EXPANDED_CONTAINER_BYTES)} in all; at most ${kib(MAX_EXPANDED_CONTAINER_BYTES)} per container`,
+    });
   return issues;
 }

@@ -2,7 +2,18 @@
 // names the unknown field; podsync also names the nearest known one, as a typo usually is).
 import type { z } from "zod";
 
-type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; in?: z.ZodType; getter?: () => z.ZodType; options?: z.ZodType[]; element?: z.ZodType; valueType?: z.ZodType; left?: z.ZodType; right?: z.ZodType };
+type Def = {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  getter?: () => z.ZodType;
+  options?: z.ZodType[];
+  element?: z.ZodType;
+  valueType?: z.ZodType;
+  left?: z.ZodType;
+  right?: z.ZodType;
+};
 const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
 
 /** The object schemas a value at this schema can be (wrappers and unions opened). */
@@ -14,7 +25,8 @@ function objects(s: z.ZodType, depth = 0): Def[] {
   if (d.type === "pipe" && d.in) return objects(d.in, depth + 1);
   if (d.type === "lazy" && d.getter) return objects(d.getter(), depth + 1);
   if (d.type === "union" && d.options) return d.options.flatMap((o) => objects(o, depth + 1));
-  if (d.type === "intersection" && d.left && d.right) return [...objects(d.left, depth + 1), ...objects(d.right, depth + 1)];
+  if (d.type === "intersection" && d.left && d.right)
+    return [...objects(d.left, depth + 1), ...objects(d.right, depth + 1)];
   return [];
 }
 
@@ -27,7 +39,8 @@ function at(schema: z.ZodType, path: readonly PropertyKey[]): z.ZodType[] {
       if (typeof k === "number") {
         const d = unwrapArray(s);
         if (d) next.push(d);
-      } else for (const o of objects(s)) if (o.shape && Object.hasOwn(o.shape, String(k))) next.push(o.shape[String(k)]!);
+      } else
+        for (const o of objects(s)) if (o.shape && Object.hasOwn(o.shape, String(k))) next.push(o.shape[String(k)]!);
     }
     cur = next;
   }
@@ -71,7 +84,8 @@ function distance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
     prev = cur;
   }
   return prev[b.length]!;

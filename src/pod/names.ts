@@ -11,13 +11,19 @@ export const dns1123Label = (what: string) =>
   z
     .string()
     .max(63, `${what} must be no more than 63 characters`)
-    .regex(DNS1123_LABEL, `${what} must be a DNS-1123 label: lower case alphanumerics or '-', starting and ending with an alphanumeric`);
+    .regex(
+      DNS1123_LABEL,
+      `${what} must be a DNS-1123 label: lower case alphanumerics or '-', starting and ending with an alphanumeric`,
+    );
 
 export const dns1123Subdomain = (what: string) =>
   z
     .string()
     .max(253, `${what} must be no more than 253 characters`)
-    .regex(DNS1123_SUBDOMAIN, `${what} must be a DNS-1123 subdomain: lower case alphanumerics, '-' or '.', starting and ending with an alphanumeric`);
+    .regex(
+      DNS1123_SUBDOMAIN,
+      `${what} must be a DNS-1123 subdomain: lower case alphanumerics, '-' or '.', starting and ending with an alphanumeric`,
+    );
 
 /** Why `key` is not a qualified name (`[prefix/]name`), or undefined when it is. */
 export function validQualifiedKey(key: string): string | undefined {
@@ -31,7 +37,8 @@ export function validQualifiedKey(key: string): string | undefined {
   return undefined;
 }
 
-export const LABEL_VALUE_RULE = "63 characters or less, alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric";
+export const LABEL_VALUE_RULE =
+  "63 characters or less, alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric";
 export const validLabelValue = (v: string) => v.length <= 63 && LABEL_VALUE.test(v);
 
 /** A label or annotation key, or another field that takes a qualified name (a node selector's key). */
@@ -45,6 +52,7 @@ export const labels = z.record(z.string(), z.string()).superRefine((rec, ctx) =>
   for (const [k, v] of Object.entries(rec)) {
     const bad = validQualifiedKey(k);
     if (bad) ctx.addIssue({ code: "custom", path: [k], message: `invalid label key: ${bad}` });
-    if (!validLabelValue(v)) ctx.addIssue({ code: "custom", path: [k], message: `invalid label value: ${LABEL_VALUE_RULE}` });
+    if (!validLabelValue(v))
+      ctx.addIssue({ code: "custom", path: [k], message: `invalid label value: ${LABEL_VALUE_RULE}` });
   }
 });

@@ -29,7 +29,10 @@ const dataKeys = <T extends z.ZodType>(value: T) =>
   });
 
 const ObjectMeta = z.strictObject({
-  name: z.string().max(253, "metadata.name must be no more than 253 characters").regex(DNS1123_SUBDOMAIN, "metadata.name must be a DNS-1123 subdomain"),
+  name: z
+    .string()
+    .max(253, "metadata.name must be no more than 253 characters")
+    .regex(DNS1123_SUBDOMAIN, "metadata.name must be a DNS-1123 subdomain"),
   namespace: z.string().max(63).regex(DNS1123_LABEL, "metadata.namespace must be a DNS-1123 label").optional(),
   labels: z.record(z.string(), z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),
@@ -61,10 +64,16 @@ export const ConfigMap = z
     let size = 0;
     for (const [k, v] of Object.entries(cm.data ?? {})) {
       size += k.length + v.length;
-      if (cm.binaryData && k in cm.binaryData) ctx.addIssue({ code: "custom", path: ["binaryData", k], message: `key "${k}" is also in data; a key may be in one of them only` });
+      if (cm.binaryData && k in cm.binaryData)
+        ctx.addIssue({
+          code: "custom",
+          path: ["binaryData", k],
+          message: `key "${k}" is also in data; a key may be in one of them only`,
+        });
     }
     for (const [k, v] of Object.entries(cm.binaryData ?? {})) size += k.length + (v.length * 3) / 4;
-    if (size > MAX_OBJECT_DATA_BYTES) ctx.addIssue({ code: "custom", path: ["data"], message: "a ConfigMap must hold at most 1 MiB of data" });
+    if (size > MAX_OBJECT_DATA_BYTES)
+      ctx.addIssue({ code: "custom", path: ["data"], message: "a ConfigMap must hold at most 1 MiB of data" });
   });
 
 export const SECRET_TYPES = {
@@ -93,7 +102,8 @@ export const Secret = SecretInput.transform((s, ctx) => {
   for (const [k, v] of Object.entries(s.data ?? {})) data[k] = decodeB64(v);
   for (const [k, v] of Object.entries(s.stringData ?? {})) data[k] = utf8.encode(v);
   const size = Object.entries(data).reduce((n, [k, v]) => n + k.length + v.byteLength, 0);
-  if (size > MAX_OBJECT_DATA_BYTES) ctx.addIssue({ code: "custom", path: ["data"], message: "a Secret must hold at most 1 MiB of data" });
+  if (size > MAX_OBJECT_DATA_BYTES)
+    ctx.addIssue({ code: "custom", path: ["data"], message: "a Secret must hold at most 1 MiB of data" });
   // ValidateSecret's per-type rules for the types a node can use.
   if (s.type === SECRET_TYPES.dockerConfigJson || s.type === SECRET_TYPES.dockerCfg) {
     const key = s.type === SECRET_TYPES.dockerConfigJson ? ".dockerconfigjson" : ".dockercfg";
@@ -108,7 +118,12 @@ export const Secret = SecretInput.transform((s, ctx) => {
         ok = false;
       }
       // The reason only: a JSON parser's message could quote the credentials.
-      if (!ok) ctx.addIssue({ code: "custom", path: ["data", key], message: "must be a JSON object (the registry credentials file)" });
+      if (!ok)
+        ctx.addIssue({
+          code: "custom",
+          path: ["data", key],
+          message: "must be a JSON object (the registry credentials file)",
+        });
     }
   }
   return { apiVersion: s.apiVersion, kind: s.kind, metadata: s.metadata, type: s.type, data, immutable: s.immutable };
@@ -133,7 +148,10 @@ export function configMapValue(cm: ConfigMap, key: string): Uint8Array | undefin
 }
 
 /** Every key of a ConfigMap (data, then binaryData). */
-export const configMapKeys = (cm: ConfigMap): string[] => [...Object.keys(cm.data ?? {}), ...Object.keys(cm.binaryData ?? {})];
+export const configMapKeys = (cm: ConfigMap): string[] => [
+  ...Object.keys(cm.data ?? {}),
+  ...Object.keys(cm.binaryData ?? {}),
+];
 
 /** Every secret value as text, for redacting runtime messages (values shorter than 4 characters are too
  * common to redact without mangling the message). */
@@ -161,7 +179,16 @@ export function storedObjects(objects: PodObjects): { configMaps?: unknown[]; se
   return {
     ...(objects.configMaps.length ? { configMaps: objects.configMaps } : {}),
     ...(objects.secrets.length
-      ? { secrets: objects.secrets.map((s) => ({ apiVersion: "v1", kind: "Secret", metadata: s.metadata, type: s.type, data: Object.fromEntries(Object.entries(s.data).map(([k, v]) => [k, b64(v)])), ...(s.immutable !== undefined ? { immutable: s.immutable } : {}) })) }
+      ? {
+          secrets: objects.secrets.map((s) => ({
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: s.metadata,
+            type: s.type,
+            data: Object.fromEntries(Object.entries(s.data).map(([k, v]) => [k, b64(v)])),
+            ...(s.immutable !== undefined ? { immutable: s.immutable } : {}),
+          })),
+        }
       : {}),
   };
 }

@@ -13,11 +13,17 @@ export function probeHandlerErrors(pod: Pod, allowed: readonly ProbeHandler[], w
       for (const k of PROBE_KINDS)
         for (const h of PROBE_HANDLERS)
           if (c[k]?.[h] !== undefined && !allowed.includes(h))
-            out.push({ path: `spec.${kind}[${i}].${k}.${h}`, message: `${h} probes cannot run on this deployment: ${why}; use an exec probe` });
+            out.push({
+              path: `spec.${kind}[${i}].${k}.${h}`,
+              message: `${h} probes cannot run on this deployment: ${why}; use an exec probe`,
+            });
       // Lifecycle hooks make the same connections (sleep needs none).
       for (const hook of ["postStart", "preStop"] as const)
         if (c.lifecycle?.[hook]?.httpGet !== undefined && !allowed.includes("httpGet"))
-          out.push({ path: `spec.${kind}[${i}].lifecycle.${hook}.httpGet`, message: `httpGet hooks cannot run on this deployment: ${why}; use an exec or sleep hook` });
+          out.push({
+            path: `spec.${kind}[${i}].lifecycle.${hook}.httpGet`,
+            message: `httpGet hooks cannot run on this deployment: ${why}; use an exec or sleep hook`,
+          });
     });
   return out;
 }

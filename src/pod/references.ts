@@ -20,14 +20,26 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
   const err = (path: Path, message: string) => out.push({ path: fmt(prefix, path), message });
   // Env reads a ConfigMap's data only (kubelet's makeEnvironmentVariables); a volume its binaryData too.
   const hasKey = (o: ConfigMap | Secret, key: string, env: boolean) =>
-    "type" in o ? Object.hasOwn(o.data, key) : env ? o.data !== undefined && Object.hasOwn(o.data, key) : configMapKeys(o).includes(key);
+    "type" in o
+      ? Object.hasOwn(o.data, key)
+      : env
+        ? o.data !== undefined && Object.hasOwn(o.data, key)
+        : configMapKeys(o).includes(key);
   const missingObject = (kind: "ConfigMap" | "Secret", name: string) =>
     `${kind} "${name}" is not in the signed body (send it with the pod, or set optional: true)`;
   const missingKey = (kind: "ConfigMap" | "Secret", name: string, key: string) =>
     `${kind} "${name}" has no key "${key}" (add it, or set optional: true)`;
 
   /** A ConfigMap/Secret reference: the object must be there unless optional, and so must each key. */
-  const check = (kind: "ConfigMap" | "Secret", name: string, optional: boolean | undefined, at: Path, nameField: string, keys: { key: string; at: Path }[] = [], env = false) => {
+  const check = (
+    kind: "ConfigMap" | "Secret",
+    name: string,
+    optional: boolean | undefined,
+    at: Path,
+    nameField: string,
+    keys: { key: string; at: Path }[] = [],
+    env = false,
+  ) => {
     const o = kind === "ConfigMap" ? cms.get(name) : secrets.get(name);
     if (!o) {
       if (!optional) err([...at, nameField], missingObject(kind, name));
@@ -35,7 +47,8 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
     }
     for (const k of keys) if (!hasKey(o, k.key, env) && !optional) err(k.at, missingKey(kind, name, k.key));
   };
-  const itemKeys = (items: KeyToPath[] | undefined, at: Path) => (items ?? []).map((it, k) => ({ key: it.key, at: [...at, "items", k, "key"] }));
+  const itemKeys = (items: KeyToPath[] | undefined, at: Path) =>
+    (items ?? []).map((it, k) => ({ key: it.key, at: [...at, "items", k, "key"] }));
 
   for (const kind of ["initContainers", "containers"] as const)
     (pod.spec[kind] ?? []).forEach((c, i) => {
@@ -43,50 +56,110 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
       (c.env ?? []).forEach((e, j) => {
         const at: Path = [...base, "env", j, "valueFrom"];
         const cm = e.valueFrom?.configMapKeyRef;
-        if (cm) check("ConfigMap", cm.name, cm.optional, [...at, "configMapKeyRef"], "name", [{ key: cm.key, at: [...at, "configMapKeyRef", "key"] }], true);
+        if (cm)
+          check(
+            "ConfigMap",
+            cm.name,
+            cm.optional,
+            [...at, "configMapKeyRef"],
+            "name",
+            [{ key: cm.key, at: [...at, "configMapKeyRef", "key"] }],
+            true,
+          );
         const s = e.valueFrom?.secretKeyRef;
-        if (s) check("Secret", s.name, s.optional, [...at, "secretKeyRef"], "name", [{ key: s.key, at: [...at, "secretKeyRef", "key"] }]);
+        if (s)
+          check("Secret", s.name, s.optional, [...at, "secretKeyRef"], "name", [
+            { key: s.key, at: [...at, "secretKeyRef", "key"] },
+          ]);
       });
       (c.envFrom ?? []).forEach((f, j) => {
         const at: Path = [...base, "envFrom", j];
-        if (f.configMapRef) check("ConfigMap", f.configMapRef.name, f.configMapRef.optional, [...at, "configMapRef"], "name");
+        if (f.configMapRef)
+          check("ConfigMap", f.configMapRef.name, f.configMapRef.optional, [...at, "configMapRef"], "name");
         if (f.secretRef) check("Secret", f.secretRef.name, f.secretRef.optional, [...at, "secretRef"], "name");
       });
     });
 
   (pod.spec.volumes ?? []).forEach((v, i) => {
     const at: Path = ["spec", "volumes", i];
-    if ("configMap" in v) check("ConfigMap", v.configMap.name, v.configMap.optional, [...at, "configMap"], "name", itemKeys(v.configMap.items, [...at, "configMap"]));
-    if ("secret" in v) check("Secret", v.secret.secretName, v.secret.optional, [...at, "secret"], "secretName", itemKeys(v.secret.items, [...at, "secret"]));
+    if ("configMap" in v)
+      check(
+        "ConfigMap",
+        v.configMap.name,
+        v.configMap.optional,
+        [...at, "configMap"],
+        "name",
+        itemKeys(v.configMap.items, [...at, "configMap"]),
+      );
+    if ("secret" in v)
+      check(
+        "Secret",
+        v.secret.secretName,
+        v.secret.optional,
+        [...at, "secret"],
+        "secretName",
+        itemKeys(v.secret.items, [...at, "secret"]),
+      );
     if ("projected" in v)
       v.projected.sources.forEach((s, k) => {
         const sat: Path = [...at, "projected", "sources", k];
-        if (s.configMap) check("ConfigMap", s.configMap.name, s.configMap.optional, [...sat, "configMap"], "name", itemKeys(s.configMap.items, [...sat, "configMap"]));
-        if (s.secret) check("Secret", s.secret.name, s.secret.optional, [...sat, "secret"], "name", itemKeys(s.secret.items, [...sat, "secret"]));
+        if (s.configMap)
+          check(
+            "ConfigMap",
+            s.configMap.name,
+            s.configMap.optional,
+            [...sat, "configMap"],
+            "name",
+            itemKeys(s.configMap.items, [...sat, "configMap"]),
+          );
+        if (s.secret)
+          check(
+            "Secret",
+            s.secret.name,
+            s.secret.optional,
+            [...sat, "secret"],
+            "name",
+            itemKeys(s.secret.items, [...sat, "secret"]),
+          );
       });
   });
 
   (pod.spec.imagePullSecrets ?? []).forEach((ps, i) => {
     if (ps.auths || !ps.name) return;
     const s = secrets.get(ps.name);
-    if (!s) err(["spec", "imagePullSecrets", i, "name"], `Secret "${ps.name}" is not in the signed body (send it with the pod, or give the credentials inline)`);
+    if (!s)
+      err(
+        ["spec", "imagePullSecrets", i, "name"],
+        `Secret "${ps.name}" is not in the signed body (send it with the pod, or give the credentials inline)`,
+      );
     else if (s.type !== SECRET_TYPES.dockerConfigJson && s.type !== SECRET_TYPES.dockerCfg)
-      err(["spec", "imagePullSecrets", i, "name"], `Secret "${ps.name}" is of type "${s.type}"; a pull secret must be of type ${SECRET_TYPES.dockerConfigJson}`);
+      err(
+        ["spec", "imagePullSecrets", i, "name"],
+        `Secret "${ps.name}" is of type "${s.type}"; a pull secret must be of type ${SECRET_TYPES.dockerConfigJson}`,
+      );
   });
   return out;
 }
 
 /** The objects' own consistency: unique names, and the pod's namespace (a pod sees only its namespace's objects). */
-export function objectErrors(objects: PodObjects, namespace: string, where: { configMaps: (i: number) => string; secrets: (i: number) => string }): FieldError[] {
+export function objectErrors(
+  objects: PodObjects,
+  namespace: string,
+  where: { configMaps: (i: number) => string; secrets: (i: number) => string },
+): FieldError[] {
   const out: FieldError[] = [];
   for (const kind of ["configMaps", "secrets"] as const) {
     const seen = new Set<string>();
     objects[kind].forEach((o, i) => {
       const what = kind === "configMaps" ? "ConfigMap" : "Secret";
-      if (seen.has(o.metadata.name)) out.push({ path: `${where[kind](i)}.metadata.name`, message: `duplicate ${what} name "${o.metadata.name}"` });
+      if (seen.has(o.metadata.name))
+        out.push({ path: `${where[kind](i)}.metadata.name`, message: `duplicate ${what} name "${o.metadata.name}"` });
       seen.add(o.metadata.name);
       if (o.metadata.namespace !== undefined && o.metadata.namespace !== namespace)
-        out.push({ path: `${where[kind](i)}.metadata.namespace`, message: `the ${what} is in namespace "${o.metadata.namespace}", the pod in "${namespace}"; a pod can use objects of its own namespace only` });
+        out.push({
+          path: `${where[kind](i)}.metadata.namespace`,
+          message: `the ${what} is in namespace "${o.metadata.namespace}", the pod in "${namespace}"; a pod can use objects of its own namespace only`,
+        });
     });
   }
   return out;
@@ -96,7 +169,10 @@ const text = new TextDecoder();
 
 /** imagePullSecrets with named ones replaced by their Secret's credentials (kubelet's getPullSecretsForPod +
  * credentialprovider's secret parsing: `.dockerconfigjson` is {auths: {...}}, legacy `.dockercfg` the map itself). */
-export function resolvePullSecrets(secrets: readonly PullSecret[] | undefined, objects: PodObjects): readonly PullSecret[] | undefined {
+export function resolvePullSecrets(
+  secrets: readonly PullSecret[] | undefined,
+  objects: PodObjects,
+): readonly PullSecret[] | undefined {
   if (!secrets?.some((s) => !s.auths)) return secrets;
   const byName = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
   return secrets.map((ps) => {
@@ -122,7 +198,8 @@ export function fileVolumeErrors(pod: Pod, why: string): FieldError[] {
   const out: FieldError[] = [];
   (pod.spec.volumes ?? []).forEach((v, i) => {
     const kind = FILE_VOLUME_KINDS.find((k) => k in v);
-    if (kind) out.push({ path: `spec.volumes[${i}].${kind}`, message: `${kind} volumes are not available here: ${why}` });
+    if (kind)
+      out.push({ path: `spec.volumes[${i}].${kind}`, message: `${kind} volumes are not available here: ${why}` });
   });
   return out;
 }
@@ -137,7 +214,8 @@ function credentialFields(auths: unknown): NonNullable<PullSecret["auths"]> {
     if (typeof entry !== "object" || entry === null || registry === "") continue;
     const e = entry as Record<string, unknown>;
     const kept: Record<string, string> = {};
-    for (const k of ["username", "password", "auth", "identitytoken", "registrytoken"] as const) if (typeof e[k] === "string") kept[k] = e[k];
+    for (const k of ["username", "password", "auth", "identitytoken", "registrytoken"] as const)
+      if (typeof e[k] === "string") kept[k] = e[k];
     out[registry] = kept;
   }
   return out;

@@ -12,7 +12,11 @@ import { dns1123Subdomain, labels, qualifiedName } from "./names.js";
 import { LabelSelector } from "./workloads/selector.js";
 
 const int32 = (what: string, min: number, max = 2 ** 31 - 1) =>
-  z.number().int(`${what} must be an integer`).min(min, `${what} must be at least ${min}`).max(max, `${what} must be at most ${max}`);
+  z
+    .number()
+    .int(`${what} must be an integer`)
+    .min(min, `${what} must be at least ${min}`)
+    .max(max, `${what} must be at most ${max}`);
 
 const INTEGER = /^[+-]?[0-9]+$/;
 
@@ -20,14 +24,18 @@ const INTEGER = /^[+-]?[0-9]+$/;
 export const NodeSelectorRequirement = z
   .strictObject({
     key: qualifiedName("key"),
-    operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"], { error: "operator must be In, NotIn, Exists, DoesNotExist, Gt or Lt" }),
+    operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"], {
+      error: "operator must be In, NotIn, Exists, DoesNotExist, Gt or Lt",
+    }),
     values: z.array(z.string()).optional(),
   })
   .superRefine((r, ctx) => {
     const n = r.values?.length ?? 0;
     const issue = (message: string) => ctx.addIssue({ code: "custom", path: ["values"], message });
-    if ((r.operator === "In" || r.operator === "NotIn") && n === 0) issue("must be specified when `operator` is 'In' or 'NotIn'");
-    if ((r.operator === "Exists" || r.operator === "DoesNotExist") && n > 0) issue("may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+    if ((r.operator === "In" || r.operator === "NotIn") && n === 0)
+      issue("must be specified when `operator` is 'In' or 'NotIn'");
+    if ((r.operator === "Exists" || r.operator === "DoesNotExist") && n > 0)
+      issue("may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
     if (r.operator === "Gt" || r.operator === "Lt") {
       if (n !== 1) issue("must be specified single value when `operator` is 'Lt' or 'Gt'");
       // The API server leaves this to the matcher, which then never matches; podsync refuses it up front.
@@ -38,12 +46,19 @@ export const NodeSelectorRequirement = z
 /** v1.NodeSelectorRequirement under matchFields: only metadata.name, In or NotIn, one value. */
 export const NodeFieldSelectorRequirement = z
   .strictObject({
-    key: z.literal("metadata.name", { error: 'matchFields key must be "metadata.name" (the only node field a selector can name)' }),
+    key: z.literal("metadata.name", {
+      error: 'matchFields key must be "metadata.name" (the only node field a selector can name)',
+    }),
     operator: z.enum(["In", "NotIn"], { error: "operator must be In or NotIn for a node field selector" }),
     values: z.array(z.string()).optional(),
   })
   .superRefine((r, ctx) => {
-    if (r.values?.length !== 1) ctx.addIssue({ code: "custom", path: ["values"], message: "must be only one value when `operator` is 'In' or 'NotIn' for node field selector" });
+    if (r.values?.length !== 1)
+      ctx.addIssue({
+        code: "custom",
+        path: ["values"],
+        message: "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+      });
   });
 
 export const NodeSelectorTerm = z.strictObject({
@@ -60,7 +75,9 @@ const weight = int32("weight", 1, 100);
 export const NodeAffinity = z.strictObject({
   requiredDuringSchedulingIgnoredDuringExecution: NodeSelector.optional(),
   /** Inert: a preference ranks nodes, and this is the only one. */
-  preferredDuringSchedulingIgnoredDuringExecution: z.array(z.strictObject({ weight, preference: NodeSelectorTerm })).optional(),
+  preferredDuringSchedulingIgnoredDuringExecution: z
+    .array(z.strictObject({ weight, preference: NodeSelectorTerm }))
+    .optional(),
 });
 
 const PodAffinityTerm = z.strictObject({
@@ -75,7 +92,9 @@ const PodAffinityTerm = z.strictObject({
 /** Inert: pod (anti-)affinity relates pods across a cluster's topology, which needs the scheduler's view. */
 const PodAffinity = z.strictObject({
   requiredDuringSchedulingIgnoredDuringExecution: z.array(PodAffinityTerm).optional(),
-  preferredDuringSchedulingIgnoredDuringExecution: z.array(z.strictObject({ weight, podAffinityTerm: PodAffinityTerm })).optional(),
+  preferredDuringSchedulingIgnoredDuringExecution: z
+    .array(z.strictObject({ weight, podAffinityTerm: PodAffinityTerm }))
+    .optional(),
 });
 
 export const Affinity = z.strictObject({
@@ -98,17 +117,28 @@ export const Toleration = z
   })
   .superRefine((t, ctx) => {
     if (!t.key && t.operator !== "Exists")
-      ctx.addIssue({ code: "custom", path: ["operator"], message: 'operator must be Exists when `key` is empty, which means "match all values and all keys"' });
+      ctx.addIssue({
+        code: "custom",
+        path: ["operator"],
+        message: 'operator must be Exists when `key` is empty, which means "match all values and all keys"',
+      });
     if (t.tolerationSeconds !== undefined && t.effect !== "NoExecute")
-      ctx.addIssue({ code: "custom", path: ["effect"], message: "effect must be 'NoExecute' when `tolerationSeconds` is set" });
-    if (t.operator === "Exists" && t.value) ctx.addIssue({ code: "custom", path: ["value"], message: "value must be empty when `operator` is 'Exists'" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["effect"],
+        message: "effect must be 'NoExecute' when `tolerationSeconds` is set",
+      });
+    if (t.operator === "Exists" && t.value)
+      ctx.addIssue({ code: "custom", path: ["value"], message: "value must be empty when `operator` is 'Exists'" });
   });
 
 /** Inert: spreading needs other nodes. */
 export const TopologySpreadConstraint = z.strictObject({
   maxSkew: int32("maxSkew", 1),
   topologyKey: qualifiedName("topologyKey"),
-  whenUnsatisfiable: z.enum(["DoNotSchedule", "ScheduleAnyway"], { error: "whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway" }),
+  whenUnsatisfiable: z.enum(["DoNotSchedule", "ScheduleAnyway"], {
+    error: "whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway",
+  }),
   labelSelector: LabelSelector.optional(),
   minDomains: int32("minDomains", 1).optional(),
   nodeAffinityPolicy: z.enum(["Honor", "Ignore"]).optional(),
@@ -124,12 +154,16 @@ export const schedulingFields = {
   affinity: Affinity.optional(),
   tolerations: z.array(Toleration).optional(),
   /** Checked: a pod for another OS is refused (kubelet's PodOSNotSupported). */
-  os: z.strictObject({ name: z.enum(["linux", "windows"], { error: 'os.name must be "linux" or "windows"' }) }).optional(),
+  os: z
+    .strictObject({ name: z.enum(["linux", "windows"], { error: 'os.name must be "linux" or "windows"' }) })
+    .optional(),
   topologySpreadConstraints: z.array(TopologySpreadConstraint).optional(),
   schedulerName: z.string().min(1).optional(),
   priorityClassName: dns1123Subdomain("priorityClassName").optional(),
   priority: z.number().int("priority must be an integer").optional(),
-  preemptionPolicy: z.enum(["PreemptLowerPriority", "Never"], { error: "preemptionPolicy must be PreemptLowerPriority or Never" }).optional(),
+  preemptionPolicy: z
+    .enum(["PreemptLowerPriority", "Never"], { error: "preemptionPolicy must be PreemptLowerPriority or Never" })
+    .optional(),
 };
 
 export type NodeSelectorRequirement = z.output<typeof NodeSelectorRequirement>;

@@ -10,9 +10,18 @@ import { parseQuantity } from "./quantity.js";
 export const NEEDS_API_SERVER_TOKEN = "needs a Kubernetes API server to issue a service account token";
 
 const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
-const key = z.string().min(1, "key is required").max(253).regex(CONFIG_KEY, "key must consist of alphanumerics, '-', '_' or '.'");
+const key = z
+  .string()
+  .min(1, "key is required")
+  .max(253)
+  .regex(CONFIG_KEY, "key must consist of alphanumerics, '-', '_' or '.'");
 const objectName = z.string().min(1, "name is required").max(253);
-const fileMode = (what: string) => z.number().int(`${what} must be an integer`).min(0, `${what} must be between 0 and 0777 (octal)`).max(0o777, `${what} must be between 0 and 0777 (octal)`);
+const fileMode = (what: string) =>
+  z
+    .number()
+    .int(`${what} must be an integer`)
+    .min(0, `${what} must be between 0 and 0777 (octal)`)
+    .max(0o777, `${what} must be between 0 and 0777 (octal)`);
 
 /** Linux's NAME_MAX: the longest file name (one path component), in bytes. */
 export const NAME_MAX = 255;
@@ -41,8 +50,14 @@ export const localPath = z
   // What the node's filesystem cannot hold: the writer would fail on every sync. podsync's rule, not the API
   // server's (which leaves these to kubelet's write to fail).
   .refine((p) => !p.includes("\u0000"), "must not contain a NUL byte")
-  .refine((p) => p.split("/").every((c) => utf8Bytes(c) <= NAME_MAX), `each path component must be at most ${NAME_MAX} bytes (the node's file name limit)`)
-  .refine((p) => utf8Bytes(p) <= ITEM_PATH_MAX, `must be at most ${ITEM_PATH_MAX} bytes (written under the pod's volume directory, within the node's path limit of 4096 bytes)`);
+  .refine(
+    (p) => p.split("/").every((c) => utf8Bytes(c) <= NAME_MAX),
+    `each path component must be at most ${NAME_MAX} bytes (the node's file name limit)`,
+  )
+  .refine(
+    (p) => utf8Bytes(p) <= ITEM_PATH_MAX,
+    `must be at most ${ITEM_PATH_MAX} bytes (written under the pod's volume directory, within the node's path limit of 4096 bytes)`,
+  );
 
 export const KeyToPath = z.strictObject({ key, path: localPath, mode: fileMode("mode").optional() });
 
@@ -69,7 +84,11 @@ export const EnvVarSource = z
   })
   .superRefine((s, ctx) => {
     const n = [s.fieldRef, s.resourceFieldRef, s.configMapKeyRef, s.secretKeyRef].filter((x) => x !== undefined).length;
-    if (n !== 1) ctx.addIssue({ code: "custom", message: "must specify exactly one of fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef" });
+    if (n !== 1)
+      ctx.addIssue({
+        code: "custom",
+        message: "must specify exactly one of fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef",
+      });
   });
 
 export const EnvFromSource = z
@@ -79,7 +98,8 @@ export const EnvFromSource = z
     secretRef: z.strictObject({ name: objectName, optional: z.boolean().optional() }).optional(),
   })
   .superRefine((s, ctx) => {
-    if ((s.configMapRef === undefined) === (s.secretRef === undefined)) ctx.addIssue({ code: "custom", message: "must specify exactly one of configMapRef or secretRef" });
+    if ((s.configMapRef === undefined) === (s.secretRef === undefined))
+      ctx.addIssue({ code: "custom", message: "must specify exactly one of configMapRef or secretRef" });
   });
 
 export const ConfigMapVolumeSource = z.strictObject({
@@ -105,7 +125,8 @@ export const DownwardAPIVolumeFile = z
     mode: fileMode("mode").optional(),
   })
   .superRefine((f, ctx) => {
-    if ((f.fieldRef === undefined) === (f.resourceFieldRef === undefined)) ctx.addIssue({ code: "custom", message: "must specify exactly one of fieldRef or resourceFieldRef" });
+    if ((f.fieldRef === undefined) === (f.resourceFieldRef === undefined))
+      ctx.addIssue({ code: "custom", message: "must specify exactly one of fieldRef or resourceFieldRef" });
   });
 
 export const DownwardAPIVolumeSource = z.strictObject({
@@ -121,12 +142,23 @@ export const VolumeProjection = z
     secret: z.strictObject({ name: objectName, ...ProjectionItems, optional: z.boolean().optional() }).optional(),
     downwardAPI: z.strictObject({ items: z.array(DownwardAPIVolumeFile).optional() }).optional(),
     // Accepted by the schema so that the refusal can say why (below), not "unknown field".
-    serviceAccountToken: z.strictObject({ audience: z.string().optional(), expirationSeconds: z.number().int().optional(), path: z.string() }).optional(),
+    serviceAccountToken: z
+      .strictObject({
+        audience: z.string().optional(),
+        expirationSeconds: z.number().int().optional(),
+        path: z.string(),
+      })
+      .optional(),
   })
   .superRefine((p, ctx) => {
     const n = [p.configMap, p.secret, p.downwardAPI, p.serviceAccountToken].filter((x) => x !== undefined).length;
-    if (n !== 1) ctx.addIssue({ code: "custom", message: "must specify exactly one of configMap, secret, downwardAPI or serviceAccountToken" });
-    if (p.serviceAccountToken) ctx.addIssue({ code: "custom", path: ["serviceAccountToken"], message: NEEDS_API_SERVER_TOKEN });
+    if (n !== 1)
+      ctx.addIssue({
+        code: "custom",
+        message: "must specify exactly one of configMap, secret, downwardAPI or serviceAccountToken",
+      });
+    if (p.serviceAccountToken)
+      ctx.addIssue({ code: "custom", path: ["serviceAccountToken"], message: NEEDS_API_SERVER_TOKEN });
   });
 
 export const ProjectedVolumeSource = z.strictObject({
@@ -155,7 +187,13 @@ export const ENV_FIELD_PATHS = new Set([
   "status.podIP",
   "status.podIPs",
 ]);
-export const VOLUME_FIELD_PATHS = new Set(["metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations"]);
+export const VOLUME_FIELD_PATHS = new Set([
+  "metadata.name",
+  "metadata.namespace",
+  "metadata.uid",
+  "metadata.labels",
+  "metadata.annotations",
+]);
 
 /** fieldpath.SplitMaybeSubscriptedPath: `metadata.labels['k']` → ["metadata.labels", "k"]. */
 export function splitSubscript(fieldPath: string): [string, string] | undefined {
@@ -168,7 +206,8 @@ export function splitSubscript(fieldPath: string): [string, string] | undefined 
 function fieldPathIssue(fieldPath: string, allowed: Set<string>): string | undefined {
   const sub = splitSubscript(fieldPath);
   if (sub) {
-    if (sub[0] !== "metadata.labels" && sub[0] !== "metadata.annotations") return `field label does not support subscript: ${sub[0]}`;
+    if (sub[0] !== "metadata.labels" && sub[0] !== "metadata.annotations")
+      return `field label does not support subscript: ${sub[0]}`;
     if (sub[1].length === 0) return "the subscript (a label or annotation key) must not be empty";
     return undefined;
   }
@@ -181,7 +220,9 @@ function fieldPathIssue(fieldPath: string, allowed: Set<string>): string | undef
 export const RESOURCE_FIELDS = new Set(["limits.cpu", "limits.memory", "requests.cpu", "requests.memory"]);
 // validateContainerResourceDivisor
 const CPU_DIVISORS = new Set([1, 0.001]);
-const MEMORY_DIVISORS = new Set(["1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"].map((d) => parseQuantity(d)!));
+const MEMORY_DIVISORS = new Set(
+  ["1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"].map((d) => parseQuantity(d)!),
+);
 
 type Path = (string | number)[];
 interface Issue {
@@ -191,17 +232,27 @@ interface Issue {
 
 function resourceIssues(ref: ResourceFieldSelector, containers: Set<string>, needName: boolean, at: Path): Issue[] {
   const out: Issue[] = [];
-  if (needName && !ref.containerName) out.push({ path: [...at, "containerName"], message: "containerName is required in a downwardAPI volume" });
-  if (ref.containerName && !containers.has(ref.containerName)) out.push({ path: [...at, "containerName"], message: `container "${ref.containerName}" is not in this pod` });
+  if (needName && !ref.containerName)
+    out.push({ path: [...at, "containerName"], message: "containerName is required in a downwardAPI volume" });
+  if (ref.containerName && !containers.has(ref.containerName))
+    out.push({ path: [...at, "containerName"], message: `container "${ref.containerName}" is not in this pod` });
   if (!RESOURCE_FIELDS.has(ref.resource)) {
-    out.push({ path: [...at, "resource"], message: `unsupported resource "${ref.resource}"; supported: ${[...RESOURCE_FIELDS].join(", ")}` });
+    out.push({
+      path: [...at, "resource"],
+      message: `unsupported resource "${ref.resource}"; supported: ${[...RESOURCE_FIELDS].join(", ")}`,
+    });
     return out;
   }
   if (ref.divisor !== undefined) {
     const d = parseQuantity(ref.divisor);
     const cpu = ref.resource.endsWith(".cpu");
     if (d === undefined || !(cpu ? CPU_DIVISORS : MEMORY_DIVISORS).has(d))
-      out.push({ path: [...at, "divisor"], message: cpu ? "cpu divisor must be 1m or 1" : "memory divisor must be one of 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei" });
+      out.push({
+        path: [...at, "divisor"],
+        message: cpu
+          ? "cpu divisor must be 1m or 1"
+          : "memory divisor must be one of 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei",
+      });
   }
   return out;
 }
@@ -213,7 +264,8 @@ function downwardFileIssues(files: DownwardAPIVolumeFile[] | undefined, containe
       const bad = fieldPathIssue(f.fieldRef.fieldPath, VOLUME_FIELD_PATHS);
       if (bad) out.push({ path: [...at, k, "fieldRef", "fieldPath"], message: bad });
     }
-    if (f.resourceFieldRef) out.push(...resourceIssues(f.resourceFieldRef, containers, true, [...at, k, "resourceFieldRef"]));
+    if (f.resourceFieldRef)
+      out.push(...resourceIssues(f.resourceFieldRef, containers, true, [...at, k, "resourceFieldRef"]));
   });
   return out;
 }
@@ -232,7 +284,11 @@ interface SourcesPod {
   spec: {
     initContainers?: SourcesContainer[] | undefined;
     containers: SourcesContainer[];
-    volumes?: ({ name: string } & Partial<Record<"downwardAPI", { items?: DownwardAPIVolumeFile[] | undefined }>> & Partial<Record<"projected", { sources: VolumeProjection[] }>> & Partial<Record<"configMap" | "secret", { items?: KeyToPath[] | undefined }>>)[] | undefined;
+    volumes?:
+      | ({ name: string } & Partial<Record<"downwardAPI", { items?: DownwardAPIVolumeFile[] | undefined }>> &
+          Partial<Record<"projected", { sources: VolumeProjection[] }>> &
+          Partial<Record<"configMap" | "secret", { items?: KeyToPath[] | undefined }>>)[]
+      | undefined;
   };
 }
 
@@ -244,25 +300,35 @@ export function sourceIssues(pod: SourcesPod): Issue[] {
     (pod.spec[kind] ?? []).forEach((c, i) => {
       (c.envFrom ?? []).forEach((f, j) => {
         if (f.prefix && !ENV_VAR_NAME.test(f.prefix))
-          out.push({ path: ["spec", kind, i, "envFrom", j, "prefix"], message: "must be a valid environment variable name prefix: alphabetic characters, digits, '_', '-' or '.', not starting with a digit" });
+          out.push({
+            path: ["spec", kind, i, "envFrom", j, "prefix"],
+            message:
+              "must be a valid environment variable name prefix: alphabetic characters, digits, '_', '-' or '.', not starting with a digit",
+          });
       });
       (c.env ?? []).forEach((e, j) => {
         const at: Path = ["spec", kind, i, "env", j];
         if (e.valueFrom === undefined) return;
-        if (e.value !== "") out.push({ path: [...at, "valueFrom"], message: "may not be specified when `value` is not empty" });
+        if (e.value !== "")
+          out.push({ path: [...at, "valueFrom"], message: "may not be specified when `value` is not empty" });
         const f = e.valueFrom;
         if (f.fieldRef) {
           const bad = fieldPathIssue(f.fieldRef.fieldPath, ENV_FIELD_PATHS);
           if (bad) out.push({ path: [...at, "valueFrom", "fieldRef", "fieldPath"], message: bad });
           else if (f.fieldRef.fieldPath === "metadata.labels" || f.fieldRef.fieldPath === "metadata.annotations")
-            out.push({ path: [...at, "valueFrom", "fieldRef", "fieldPath"], message: "env takes one label or annotation: metadata.labels['<KEY>']" });
+            out.push({
+              path: [...at, "valueFrom", "fieldRef", "fieldPath"],
+              message: "env takes one label or annotation: metadata.labels['<KEY>']",
+            });
         }
-        if (f.resourceFieldRef) out.push(...resourceIssues(f.resourceFieldRef, containers, false, [...at, "valueFrom", "resourceFieldRef"]));
+        if (f.resourceFieldRef)
+          out.push(...resourceIssues(f.resourceFieldRef, containers, false, [...at, "valueFrom", "resourceFieldRef"]));
       });
     });
   (pod.spec.volumes ?? []).forEach((v, i) => {
     const files = volumeFiles(out, ["spec", "volumes", i]);
-    if (v.downwardAPI) out.push(...downwardFileIssues(v.downwardAPI.items, containers, ["spec", "volumes", i, "downwardAPI", "items"]));
+    if (v.downwardAPI)
+      out.push(...downwardFileIssues(v.downwardAPI.items, containers, ["spec", "volumes", i, "downwardAPI", "items"]));
     if (v.downwardAPI) files(v.downwardAPI.items, ["downwardAPI"]);
     if (v.configMap) files(v.configMap.items, ["configMap"]);
     if (v.secret) files(v.secret.items, ["secret"]);
@@ -270,7 +336,17 @@ export function sourceIssues(pod: SourcesPod): Issue[] {
       // validateProjectedVolumeSource: no two sources may write the same path.
       v.projected.sources.forEach((s, k) => {
         const at: Path = ["projected", "sources", k];
-        if (s.downwardAPI) out.push(...downwardFileIssues(s.downwardAPI.items, containers, ["spec", "volumes", i, ...at, "downwardAPI", "items"]));
+        if (s.downwardAPI)
+          out.push(
+            ...downwardFileIssues(s.downwardAPI.items, containers, [
+              "spec",
+              "volumes",
+              i,
+              ...at,
+              "downwardAPI",
+              "items",
+            ]),
+          );
         if (s.configMap) files(s.configMap.items, [...at, "configMap"]);
         if (s.secret) files(s.secret.items, [...at, "secret"]);
         if (s.downwardAPI) files(s.downwardAPI.items, [...at, "downwardAPI"]);
@@ -279,7 +355,8 @@ export function sourceIssues(pod: SourcesPod): Issue[] {
   return out;
 }
 
-const fmtPath = (path: Path) => path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), "");
+const fmtPath = (path: Path) =>
+  path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), "");
 
 /** One volume's item paths, cleaned as the writer cleans them: two items may not name the same file, and no
  * file may also be a directory of another ("a" and "a/b"). kubelet lets a later item overwrite an earlier one
@@ -295,11 +372,13 @@ function volumeFiles(out: Issue[], volume: Path) {
       const parents = parts.slice(0, -1).map((_, n) => parts.slice(0, n + 1).join("/"));
       const clash = files.get(path) ?? dirs.get(path) ?? parents.map((d) => files.get(d)).find((x) => x !== undefined);
       if (clash !== undefined) {
-        out.push({ path: [...volume, ...at, "items", k, "path"], message: `path "${path}" conflicts with ${clash} (the same file once cleaned, or a file where the other needs a directory)` });
+        out.push({
+          path: [...volume, ...at, "items", k, "path"],
+          message: `path "${path}" conflicts with ${clash} (the same file once cleaned, or a file where the other needs a directory)`,
+        });
         return;
       }
       files.set(path, field);
       for (const d of parents) if (!dirs.has(d)) dirs.set(d, field);
     });
 }
-

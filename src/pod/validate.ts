@@ -25,7 +25,10 @@ type Issue = z.core.$ZodIssue;
 export function fieldErrors(error: { issues: Issue[] }, prefix = "", schema?: z.ZodType): FieldError[] {
   const out: FieldError[] = [];
   const fmt = (path: PropertyKey[]) =>
-    path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), prefix);
+    path.reduce<string>(
+      (acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)),
+      prefix,
+    );
   const unknown = (path: PropertyKey[], key: string) => {
     const known = schema ? knownFields(schema, path) : { fields: [], branches: [] };
     const near = nearest(key, known.fields);
@@ -44,7 +47,8 @@ export function fieldErrors(error: { issues: Issue[] }, prefix = "", schema?: z.
       } else if (issue.code === "invalid_union" && issue.errors.length > 0) {
         // A key every branch refuses at the union's own level is the error: the other branch errors (a
         // missing hostPath) are noise.
-        const refused = (branch: Issue[]) => new Set(branch.flatMap((i) => (i.code === "unrecognized_keys" && i.path.length === 0 ? i.keys : [])));
+        const refused = (branch: Issue[]) =>
+          new Set(branch.flatMap((i) => (i.code === "unrecognized_keys" && i.path.length === 0 ? i.keys : [])));
         const everywhere = [...refused(issue.errors[0]!)].filter((k) => issue.errors.every((b) => refused(b).has(k)));
         if (everywhere.length) {
           for (const key of everywhere) unknown(path, key);

@@ -57,7 +57,14 @@ function formatURL(scheme: string, host: string, port: number, path: string): st
 const dec = new TextDecoder();
 
 /** runProbe for one handler. `podIP` is the pod's IP (or the node's, for hostNetwork). */
-export async function runProbe(cri: CriClient, net: ProbeNetwork | undefined, p: Probe, container: Container, containerId: string, podIP: string): Promise<ProbeOutcome> {
+export async function runProbe(
+  cri: CriClient,
+  net: ProbeNetwork | undefined,
+  p: Probe,
+  container: Container,
+  containerId: string,
+  podIP: string,
+): Promise<ProbeOutcome> {
   const timeoutMs = p.timeoutSeconds * 1000;
   if (p.exec) {
     // ExpandContainerCommandOnlyStatic: $(VAR) from the container's own env.
@@ -66,12 +73,16 @@ export async function runProbe(cri: CriClient, net: ProbeNetwork | undefined, p:
     try {
       // The runtime enforces the timeout; the call's deadline is the same, as kubelet's remote client sets it,
       // plus a little for the round trip.
-      const r = await cri.execSync({ containerId, cmd, timeout: BigInt(p.timeoutSeconds) }, { timeoutMs: timeoutMs + 2000 });
+      const r = await cri.execSync(
+        { containerId, cmd, timeout: BigInt(p.timeoutSeconds) },
+        { timeoutMs: timeoutMs + 2000 },
+      );
       const out = dec.decode(concatBounded(r.stdout, r.stderr));
       return { result: r.exitCode === 0 ? "Success" : "Failure", output: out };
     } catch (e) {
       // ExecProbeTimeout: a command that outlives its timeout is a failure, not an error.
-      if (isCriError(e, GrpcCode.DEADLINE_EXCEEDED) || /timeout .* exceeded|deadline exceeded/i.test(errorMessage(e))) return { result: "Failure", output: `command timed out after ${p.timeoutSeconds}s` };
+      if (isCriError(e, GrpcCode.DEADLINE_EXCEEDED) || /timeout .* exceeded|deadline exceeded/i.test(errorMessage(e)))
+        return { result: "Failure", output: `command timed out after ${p.timeoutSeconds}s` };
       throw new ProbeError(`exec probe: ${errorMessage(e)}`);
     }
   }

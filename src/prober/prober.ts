@@ -122,7 +122,10 @@ export interface Prober {
 
 const keyOf = (container: string, type: ProbeType) => `${container}/${type}`;
 /** The containers kubelet probes: sidecars (restartable init containers) and the app containers. */
-const probed = (pod: Pod): Container[] => [...(pod.spec.initContainers ?? []).filter(isRestartableInitContainer), ...pod.spec.containers];
+const probed = (pod: Pod): Container[] => [
+  ...(pod.spec.initContainers ?? []).filter(isRestartableInitContainer),
+  ...pod.spec.containers,
+];
 const TYPES: ProbeType[] = ["startup", "liveness", "readiness"];
 
 export function createProber(o: ProberOptions): Prober {
@@ -131,7 +134,8 @@ export function createProber(o: ProberOptions): Prober {
   const statuses = new Map<string, PodStatus>();
   const inFlight = new Set<string>();
 
-  const probesOf = (pod: Pod) => probed(pod).flatMap((c) => TYPES.filter((t) => c[PROBE_FIELD[t]] !== undefined).map((t) => ({ c, t })));
+  const probesOf = (pod: Pod) =>
+    probed(pod).flatMap((c) => TYPES.filter((t) => c[PROBE_FIELD[t]] !== undefined).map((t) => ({ c, t })));
 
   function upsert(pod: Pod) {
     const uid = pod.metadata.uid;
@@ -144,7 +148,16 @@ export function createProber(o: ProberOptions): Prober {
     const prev = store.get(uid) ?? {};
     const next: PodProbeState = {};
     // A new worker's ticker fires at once (kubelet adds jitter only in the first period after it starts).
-    for (const { c, t } of want) next[keyOf(c.name, t)] = prev[keyOf(c.name, t)] ?? { containerId: "", result: INITIAL[t], changedAt: 0, lastResult: undefined, resultRun: 0, onHold: false, nextAt: 0 };
+    for (const { c, t } of want)
+      next[keyOf(c.name, t)] = prev[keyOf(c.name, t)] ?? {
+        containerId: "",
+        result: INITIAL[t],
+        changedAt: 0,
+        lastResult: undefined,
+        resultRun: 0,
+        onHold: false,
+        nextAt: 0,
+      };
     store.set(uid, next);
   }
 
@@ -154,7 +167,8 @@ export function createProber(o: ProberOptions): Prober {
     store.delete(uid);
   }
 
-  const newest = (status: PodStatus | undefined, name: string): ContainerStatus | undefined => status?.containerStatuses.find((c) => c.name === name);
+  const newest = (status: PodStatus | undefined, name: string): ContainerStatus | undefined =>
+    status?.containerStatuses.find((c) => c.name === name);
 
   function setResult(w: WorkerState, r: ProbeResult, now: number): boolean {
     if (w.result === r) return false;
@@ -171,7 +185,14 @@ export function createProber(o: ProberOptions): Prober {
   }
 
   /** worker.doProbe. Returns whether the published result changed. */
-  async function doProbe(uid: string, pod: Pod, c: Container, t: ProbeType, state: PodProbeState, now: number): Promise<{ changed: boolean; ran: boolean; started?: boolean }> {
+  async function doProbe(
+    uid: string,
+    pod: Pod,
+    c: Container,
+    t: ProbeType,
+    state: PodProbeState,
+    now: number,
+  ): Promise<{ changed: boolean; ran: boolean; started?: boolean }> {
     const w = state[keyOf(c.name, t)]!;
     const status = statuses.get(uid);
     const inst = newest(status, c.name);
@@ -189,7 +210,10 @@ export function createProber(o: ProberOptions): Prober {
     // CreateContainer and StartContainer (kubelet's status, generated after its SyncPod, practically never does),
     // and a Failure published then would stand for that same container once it runs, so the loop would kill a
     // healthy container before its first probe (a startup probe with failureThreshold 60 restarted it at once).
-    if (inst.state !== "running") return inst.state === "exited" ? { changed: setResult(w, "Failure", now) || changed, ran: false } : { changed, ran: false };
+    if (inst.state !== "running")
+      return inst.state === "exited"
+        ? { changed: setResult(w, "Failure", now) || changed, ran: false }
+        : { changed, ran: false };
     const probe = c[PROBE_FIELD[t]]!;
     if (inst.startedAt > 0 && now - inst.startedAt < probe.initialDelaySeconds * 1000) return { changed, ran: false };
     // Startup probes stop once the container has started; the others wait for it.
@@ -213,7 +237,12 @@ export function createProber(o: ProberOptions): Prober {
       w.resultRun = 1;
     }
     let published = false;
-    if (!((result === "Failure" && w.resultRun < probe.failureThreshold) || (result === "Success" && w.resultRun < probe.successThreshold))) {
+    if (
+      !(
+        (result === "Failure" && w.resultRun < probe.failureThreshold) ||
+        (result === "Success" && w.resultRun < probe.successThreshold)
+      )
+    ) {
       published = setResult(w, result, now);
       changed = published || changed;
       // A liveness or startup failure means a restart: stop probing until the new instance shows up.
@@ -222,8 +251,20 @@ export function createProber(o: ProberOptions): Prober {
         w.resultRun = 0;
       }
     }
-    o.onProbe?.({ uid, container: c.name, type: t, containerId: inst.id, result, output: outcome.output, changed: published });
-    return { changed, ran: true, started: published && t === "startup" && result === "Success" && isRestartableInitContainer(c) };
+    o.onProbe?.({
+      uid,
+      container: c.name,
+      type: t,
+      containerId: inst.id,
+      result,
+      output: outcome.output,
+      changed: published,
+    });
+    return {
+      changed,
+      ran: true,
+      started: published && t === "startup" && result === "Success" && isRestartableInitContainer(c),
+    };
   }
 
   function needsSync(uid: string): boolean {
@@ -261,7 +302,8 @@ export function createProber(o: ProberOptions): Prober {
     },
     nextDue() {
       let min: number | undefined;
-      for (const uid of pods.keys()) for (const w of Object.values(store.get(uid) ?? {})) if (min === undefined || w.nextAt < min) min = w.nextAt;
+      for (const uid of pods.keys())
+        for (const w of Object.values(store.get(uid) ?? {})) if (min === undefined || w.nextAt < min) min = w.nextAt;
       return min;
     },
     async tick(now) {
@@ -296,7 +338,11 @@ export function createProber(o: ProberOptions): Prober {
           }
       }
       await Promise.all(runs);
-      return { ran, changed: [...changed], needsSync: [...pods.keys()].filter((uid) => needsSync(uid) || sidecarStarted.has(uid)) };
+      return {
+        ran,
+        changed: [...changed],
+        needsSync: [...pods.keys()].filter((uid) => needsSync(uid) || sidecarStarted.has(uid)),
+      };
     },
     results(uid) {
       const liveness = new Map<string, "Success" | "Failure">();
@@ -311,11 +357,11 @@ export function createProber(o: ProberOptions): Prober {
           readiness.set(w.containerId, w.result);
           if (w.changedAt) changedAt.set(w.containerId, Math.max(changedAt.get(w.containerId) ?? 0, w.changedAt));
         } else if (w.result !== "Unknown") (t === "liveness" ? liveness : startup).set(w.containerId, w.result);
-        if (t === "startup" && w.changedAt) changedAt.set(w.containerId, Math.max(changedAt.get(w.containerId) ?? 0, w.changedAt));
+        if (t === "startup" && w.changedAt)
+          changedAt.set(w.containerId, Math.max(changedAt.get(w.containerId) ?? 0, w.changedAt));
       }
       return { liveness, startup, readiness, changedAt };
     },
     needsSync,
   };
 }
-

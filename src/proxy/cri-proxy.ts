@@ -4,7 +4,12 @@
 // the runtime's socket as opaque bytes, except RunPodSandbox and CreateContainer, which are held against the
 // node policy first (policy-gate.ts). It speaks gRPC (HTTP/2) and gRPC-Web (HTTP/1.1, binary) so fetch-only
 // callers such as Workers can use it.
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
@@ -16,7 +21,6 @@ import { decodeFrames, encodeFrame } from "../cri/grpc-web-protocol.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { LOGS_PREFIX, serveLogFiles } from "./log-files-endpoint.js";
 import { createPolicyGate } from "./policy-gate.js";
-
 
 export interface ProxyOptions {
   /** The runtime's socket (`unix:///run/containerd/containerd.sock`). */
@@ -93,16 +97,32 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
   const maxDeadline = o.maxDeadlineMs ?? 120_000;
   const maxMsg = o.maxMessageBytes ?? 16 * 1024 * 1024;
   const log = o.log ?? ((r) => console.log(JSON.stringify(r)));
-  const upstream = new grpc.Client(normaliseEndpoint(o.upstream), grpc.credentials.createInsecure(), channelOptionsFor(maxMsg));
+  const upstream = new grpc.Client(
+    normaliseEndpoint(o.upstream),
+    grpc.credentials.createInsecure(),
+    channelOptionsFor(maxMsg),
+  );
   const call = (path: string, body: Buffer, deadline: number) =>
     new Promise<Outcome>((res) => {
-      upstream.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, body, new grpc.Metadata(), { deadline }, (err, value) => {
-        if (err) res({ code: err.code ?? GrpcCode.UNKNOWN, details: err.details || err.message });
-        else res({ code: GrpcCode.OK, details: "", body: value ?? Buffer.alloc(0) });
-      });
+      upstream.makeUnaryRequest<Buffer, Buffer>(
+        path,
+        identity,
+        identity,
+        body,
+        new grpc.Metadata(),
+        { deadline },
+        (err, value) => {
+          if (err) res({ code: err.code ?? GrpcCode.UNKNOWN, details: err.details || err.message });
+          else res({ code: GrpcCode.OK, details: "", body: value ?? Buffer.alloc(0) });
+        },
+      );
     });
   const gate = createPolicyGate(
-    { policy: o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] }, rootDir: o.rootDir ?? "/var/lib/podsync", podLogsDir: o.policyLogsDir ?? o.podLogsDir },
+    {
+      policy: o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] },
+      rootDir: o.rootDir ?? "/var/lib/podsync",
+      podLogsDir: o.policyLogsDir ?? o.podLogsDir,
+    },
     call,
   );
   let inFlight = 0;
@@ -110,15 +130,31 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
   let drained: (() => void) | undefined;
 
   /** Gatekeeping and forwarding shared by both front ends. */
-  async function forward(front: string, path: string, auth: string | undefined, deadlineMs: number | undefined, body: Buffer, peer: string): Promise<Outcome> {
+  async function forward(
+    front: string,
+    path: string,
+    auth: string | undefined,
+    deadlineMs: number | undefined,
+    body: Buffer,
+    peer: string,
+  ): Promise<Outcome> {
     const t0 = performance.now();
     let out: Outcome;
     let refused: string[] | undefined;
     if (draining) out = { code: GrpcCode.UNAVAILABLE, details: "cri-proxy is shutting down" };
-    else if (!tokenOk(o.token, auth)) out = { code: GrpcCode.UNAUTHENTICATED, details: "missing or wrong bearer token" };
+    else if (!tokenOk(o.token, auth))
+      out = { code: GrpcCode.UNAUTHENTICATED, details: "missing or wrong bearer token" };
     else if (!allowed.has(path)) out = { code: GrpcCode.UNIMPLEMENTED, details: `unknown or streaming method ${path}` };
-    else if (!allowed.get(path)) out = { code: GrpcCode.PERMISSION_DENIED, details: `${path} is not allowed by cri-proxy (enable it with --allow)` };
-    else if (inFlight >= maxConcurrent) out = { code: GrpcCode.RESOURCE_EXHAUSTED, details: `cri-proxy is at its limit of ${maxConcurrent} concurrent calls` };
+    else if (!allowed.get(path))
+      out = {
+        code: GrpcCode.PERMISSION_DENIED,
+        details: `${path} is not allowed by cri-proxy (enable it with --allow)`,
+      };
+    else if (inFlight >= maxConcurrent)
+      out = {
+        code: GrpcCode.RESOURCE_EXHAUSTED,
+        details: `cri-proxy is at its limit of ${maxConcurrent} concurrent calls`,
+      };
     else {
       inFlight++;
       try {
@@ -134,7 +170,17 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
         if (draining && inFlight === 0) drained?.();
       }
     }
-    log({ time: new Date().toISOString(), front, method: path, peer, code: grpcCodeName(out.code), durationMs: Math.round((performance.now() - t0) * 100) / 100, bytesIn: body.length, bytesOut: out.body?.length ?? 0, ...(refused ? { policy: refused } : {}) });
+    log({
+      time: new Date().toISOString(),
+      front,
+      method: path,
+      peer,
+      code: grpcCodeName(out.code),
+      durationMs: Math.round((performance.now() - t0) * 100) / 100,
+      bytesIn: body.length,
+      bytesOut: out.body?.length ?? 0,
+      ...(refused ? { policy: refused } : {}),
+    });
     return out;
   }
 
@@ -149,22 +195,42 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
       for (const meth of s.methods) {
         if (meth.methodKind !== "unary") continue;
         const path = `/${s.typeName}/${meth.name}`;
-        def[meth.name] = { path, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity };
+        def[meth.name] = {
+          path,
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: identity,
+          requestDeserialize: identity,
+          responseSerialize: identity,
+          responseDeserialize: identity,
+        };
         impl[meth.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
           const dl = call.getDeadline();
-          const ms = dl instanceof Date ? dl.getTime() - Date.now() : Number.isFinite(dl) ? Number(dl) - Date.now() : undefined;
+          const ms =
+            dl instanceof Date ? dl.getTime() - Date.now() : Number.isFinite(dl) ? Number(dl) - Date.now() : undefined;
           const auth = call.metadata.get("authorization")[0];
-          void forward("grpc", path, typeof auth === "string" ? auth : undefined, ms, call.request, call.getPeer()).then((r) =>
-            r.code === GrpcCode.OK ? cb(null, r.body!) : cb({ code: r.code, details: r.details }),
-          );
+          void forward(
+            "grpc",
+            path,
+            typeof auth === "string" ? auth : undefined,
+            ms,
+            call.request,
+            call.getPeer(),
+          ).then((r) => (r.code === GrpcCode.OK ? cb(null, r.body!) : cb({ code: r.code, details: r.details })));
         };
       }
       grpcServer.addService(def as grpc.ServiceDefinition, impl);
     }
     const creds = o.tls
-      ? grpc.ServerCredentials.createSsl(o.tls.clientCa ? Buffer.from(o.tls.clientCa) : null, [{ cert_chain: Buffer.from(o.tls.cert), private_key: Buffer.from(o.tls.key) }], Boolean(o.tls.clientCa))
+      ? grpc.ServerCredentials.createSsl(
+          o.tls.clientCa ? Buffer.from(o.tls.clientCa) : null,
+          [{ cert_chain: Buffer.from(o.tls.cert), private_key: Buffer.from(o.tls.key) }],
+          Boolean(o.tls.clientCa),
+        )
       : grpc.ServerCredentials.createInsecure();
-    grpcPort = await new Promise<number>((res, rej) => grpcServer!.bindAsync(o.grpcListen!, creds, (e, port) => (e ? rej(e) : res(port))));
+    grpcPort = await new Promise<number>((res, rej) =>
+      grpcServer!.bindAsync(o.grpcListen!, creds, (e, port) => (e ? rej(e) : res(port))),
+    );
   }
 
   // gRPC-Web front end.
@@ -175,12 +241,25 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
     // process as an unhandled rejection.
     const handler = (req: IncomingMessage, res: ServerResponse) =>
       void serveGrpcWeb(req, res).catch((e: unknown) => {
-        log({ time: new Date().toISOString(), front: "grpc-web", method: (req.url ?? "").split("?")[0], code: "CANCELLED", error: `client stream: ${(e as Error)?.message ?? e}` });
+        log({
+          time: new Date().toISOString(),
+          front: "grpc-web",
+          method: (req.url ?? "").split("?")[0],
+          code: "CANCELLED",
+          error: `client stream: ${(e as Error)?.message ?? e}`,
+        });
         if (!res.headersSent && !res.destroyed) trailersOnly(res, GrpcCode.CANCELLED, "the request stream failed");
         else res.destroy();
       });
     web = o.tls
-      ? createHttpsServer({ cert: o.tls.cert, key: o.tls.key, ...(o.tls.clientCa ? { ca: o.tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}) }, handler)
+      ? createHttpsServer(
+          {
+            cert: o.tls.cert,
+            key: o.tls.key,
+            ...(o.tls.clientCa ? { ca: o.tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+          },
+          handler,
+        )
       : createHttpServer(handler);
     // Bounds on what a connection may hold: headers and body must arrive in time, and connections are capped.
     web.headersTimeout = 10_000;
@@ -197,7 +276,11 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
   }
 
   function trailersOnly(res: ServerResponse, code: number, details: string) {
-    res.writeHead(200, { "content-type": "application/grpc-web+proto", "grpc-status": String(code), "grpc-message": encodeURIComponent(details) });
+    res.writeHead(200, {
+      "content-type": "application/grpc-web+proto",
+      "grpc-status": String(code),
+      "grpc-message": encodeURIComponent(details),
+    });
     res.end();
   }
 
@@ -205,35 +288,75 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
     const path = (req.url ?? "").split("?")[0]!;
     if (path.startsWith(LOGS_PREFIX)) {
       // The same gate as a CRI call (the TLS layer already checked a client certificate), before anything is read.
-      if (draining) return void res.writeHead(503, { "content-type": "application/json" }).end('{"error":"cri-proxy is shutting down"}');
-      if (!tokenOk(o.token, req.headers.authorization)) return void res.writeHead(401, { "content-type": "application/json" }).end('{"error":"missing or wrong bearer token"}');
+      if (draining)
+        return void res
+          .writeHead(503, { "content-type": "application/json" })
+          .end('{"error":"cri-proxy is shutting down"}');
+      if (!tokenOk(o.token, req.headers.authorization))
+        return void res
+          .writeHead(401, { "content-type": "application/json" })
+          .end('{"error":"missing or wrong bearer token"}');
       // 501, not 404: a missing file is 404, and the Worker must not take "no logs served" for "no log yet".
-      if (!o.podLogsDir) return void res.writeHead(501, { "content-type": "application/json" }).end('{"error":"this cri-proxy serves no logs (start it with --pod-logs-dir)"}');
+      if (!o.podLogsDir)
+        return void res
+          .writeHead(501, { "content-type": "application/json" })
+          .end('{"error":"this cri-proxy serves no logs (start it with --pod-logs-dir)"}');
       const t0 = performance.now();
       await serveLogFiles(req, res, o.podLogsDir).catch(() => {
-        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end('{"error":"log read failed"}');
+        if (!res.headersSent)
+          res.writeHead(500, { "content-type": "application/json" }).end('{"error":"log read failed"}');
       });
-      log({ time: new Date().toISOString(), front: "logs", method: path, peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`, status: res.statusCode, durationMs: Math.round((performance.now() - t0) * 100) / 100 });
+      log({
+        time: new Date().toISOString(),
+        front: "logs",
+        method: path,
+        peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+        status: res.statusCode,
+        durationMs: Math.round((performance.now() - t0) * 100) / 100,
+      });
       return;
     }
-    if (req.method !== "POST" || !/^application\/grpc-web(\+proto)?$/.test((req.headers["content-type"] ?? "").split(";")[0]!.trim())) {
-      res.writeHead(415, { "content-type": "text/plain" }).end("cri-proxy serves gRPC-Web: POST application/grpc-web+proto\n");
+    if (
+      req.method !== "POST" ||
+      !/^application\/grpc-web(\+proto)?$/.test((req.headers["content-type"] ?? "").split(";")[0]!.trim())
+    ) {
+      res
+        .writeHead(415, { "content-type": "text/plain" })
+        .end("cri-proxy serves gRPC-Web: POST application/grpc-web+proto\n");
       return;
     }
     // Auth, limits and the method check come from the headers, before one byte of body is read or buffered.
     const refuse = (code: number, details: string) => {
       res.setHeader("connection", "close");
       trailersOnly(res, code, details);
-      log({ time: new Date().toISOString(), front: "grpc-web", method: path, peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`, code: grpcCodeName(code), durationMs: 0, bytesIn: 0, bytesOut: 0 });
+      log({
+        time: new Date().toISOString(),
+        front: "grpc-web",
+        method: path,
+        peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+        code: grpcCodeName(code),
+        durationMs: 0,
+        bytesIn: 0,
+        bytesOut: 0,
+      });
     };
-    if (!tokenOk(o.token, req.headers.authorization)) return refuse(GrpcCode.UNAUTHENTICATED, "missing or wrong bearer token");
-    if (Number(req.headers["content-length"] ?? 0) > maxMsg + 5) return refuse(GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
-    if (!allowed.get(path)) return refuse(allowed.has(path) ? GrpcCode.PERMISSION_DENIED : GrpcCode.UNIMPLEMENTED, allowed.has(path) ? `${path} is not allowed by cri-proxy (enable it with --allow)` : `unknown or streaming method ${path}`);
+    if (!tokenOk(o.token, req.headers.authorization))
+      return refuse(GrpcCode.UNAUTHENTICATED, "missing or wrong bearer token");
+    if (Number(req.headers["content-length"] ?? 0) > maxMsg + 5)
+      return refuse(GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
+    if (!allowed.get(path))
+      return refuse(
+        allowed.has(path) ? GrpcCode.PERMISSION_DENIED : GrpcCode.UNIMPLEMENTED,
+        allowed.has(path)
+          ? `${path} is not allowed by cri-proxy (enable it with --allow)`
+          : `unknown or streaming method ${path}`,
+      );
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req) {
       size += (chunk as Buffer).length;
-      if (size > maxMsg + 5) return trailersOnly(res, GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
+      if (size > maxMsg + 5)
+        return trailersOnly(res, GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
       chunks.push(chunk as Buffer);
     }
     let frames;
@@ -243,8 +366,16 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
       return trailersOnly(res, GrpcCode.INTERNAL, `malformed gRPC-Web request: ${(e as Error).message}`);
     }
     const data = frames.find((f) => f.flag === 0);
-    if (!data || frames.length !== 1) return trailersOnly(res, GrpcCode.INTERNAL, "a unary gRPC-Web request carries exactly one message frame");
-    const r = await forward("grpc-web", path, req.headers.authorization, parseGrpcTimeout(req.headers["grpc-timeout"] as string | undefined), Buffer.from(data.payload), `${req.socket.remoteAddress}:${req.socket.remotePort}`);
+    if (!data || frames.length !== 1)
+      return trailersOnly(res, GrpcCode.INTERNAL, "a unary gRPC-Web request carries exactly one message frame");
+    const r = await forward(
+      "grpc-web",
+      path,
+      req.headers.authorization,
+      parseGrpcTimeout(req.headers["grpc-timeout"] as string | undefined),
+      Buffer.from(data.payload),
+      `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+    );
     if (r.code !== GrpcCode.OK) return trailersOnly(res, r.code, r.details);
     const trailer = Buffer.from(`grpc-status:0\r\ngrpc-message:\r\n`);
     res.writeHead(200, { "content-type": "application/grpc-web+proto" });
@@ -260,7 +391,12 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
       await Promise.race([idle, new Promise((r) => setTimeout(r, graceMs))]);
       await Promise.all([
         grpcServer ? new Promise<void>((r) => grpcServer!.tryShutdown(() => r())) : undefined,
-        web ? new Promise<void>((r) => { web!.close(() => r()); web!.closeAllConnections(); }) : undefined,
+        web
+          ? new Promise<void>((r) => {
+              web!.close(() => r());
+              web!.closeAllConnections();
+            })
+          : undefined,
       ]);
       upstream.close();
     },

@@ -17,7 +17,7 @@ async function resolveInside(path: string, dir: string): Promise<string | undefi
   if (!path.startsWith("/")) return undefined;
   try {
     const [real, root] = await Promise.all([realpath(path), realpath(dir)]);
-    if (!real.startsWith(root.endsWith("/") ? root : root + "/")) return undefined;
+    if (!real.startsWith(root.endsWith("/") ? root : `${root}/`)) return undefined;
     return (await stat(real)).isFile() ? real : undefined;
   } catch {
     return undefined;
@@ -33,11 +33,11 @@ export async function serveLogFiles(req: IncomingMessage, res: ServerResponse, p
   if (req.method !== "GET") return json(res, 405, { error: "GET only" });
   const path = await resolveInside(url.searchParams.get("path") ?? "", podLogsDir);
   if (!path) return json(res, 404, { error: "no such log file under the pod log directory" });
-  if (url.pathname === LOGS_PREFIX + "stat") {
+  if (url.pathname === `${LOGS_PREFIX}stat`) {
     const s = await stat(path);
     return json(res, 200, { id: idOf(s), size: s.size });
   }
-  if (url.pathname !== LOGS_PREFIX + "read") return json(res, 404, { error: "unknown log endpoint" });
+  if (url.pathname !== `${LOGS_PREFIX}read`) return json(res, 404, { error: "unknown log endpoint" });
   const offset = Number(url.searchParams.get("offset"));
   const length = Number(url.searchParams.get("length"));
   if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0 || length > MAX_READ)
@@ -45,10 +45,13 @@ export async function serveLogFiles(req: IncomingMessage, res: ServerResponse, p
   const fh = await open(path, "r");
   try {
     // The caller reads the file it opened: after a rotation another file sits at the path.
-    if (idOf(await fh.stat()) !== url.searchParams.get("id")) return json(res, 409, { error: "the file at this path has changed (rotated)" });
+    if (idOf(await fh.stat()) !== url.searchParams.get("id"))
+      return json(res, 409, { error: "the file at this path has changed (rotated)" });
     const buf = Buffer.alloc(length);
     const { bytesRead } = await fh.read(buf, 0, length, offset);
-    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(bytesRead) }).end(buf.subarray(0, bytesRead));
+    res
+      .writeHead(200, { "content-type": "application/octet-stream", "content-length": String(bytesRead) })
+      .end(buf.subarray(0, bytesRead));
   } finally {
     await fh.close();
   }

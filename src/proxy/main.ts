@@ -26,7 +26,10 @@ const isLoopback = (addr: string) => /^(127\.|\[?::1\]?$|localhost$)/.test(split
 async function main() {
   const { values: v } = parseArgs({
     options: {
-      runtime: { type: "string", default: process.env["CRI_PROXY_RUNTIME"] ?? "unix:///run/containerd/containerd.sock" },
+      runtime: {
+        type: "string",
+        default: process.env["CRI_PROXY_RUNTIME"] ?? "unix:///run/containerd/containerd.sock",
+      },
       listen: { type: "string" },
       "grpc-web-listen": { type: "string" },
       "token-file": { type: "string" },
@@ -52,29 +55,54 @@ async function main() {
     process.exit(2);
   };
   if (!v.listen && !v["grpc-web-listen"]) fail("give --listen and/or --grpc-web-listen");
-  for (const flag of ["listen", "grpc-web-listen"] as const) if (v[flag] !== undefined && !/^\[?[^\]]*\]?:\d{1,5}$/.test(v[flag]!)) fail(`--${flag}: must be host:port (got ${JSON.stringify(v[flag])})`);
+  for (const flag of ["listen", "grpc-web-listen"] as const)
+    if (v[flag] !== undefined && !/^\[?[^\]]*\]?:\d{1,5}$/.test(v[flag]!))
+      fail(`--${flag}: must be host:port (got ${JSON.stringify(v[flag])})`);
   const token = v["token-file"] ? readFileSync(v["token-file"], "utf8").trim() : process.env["CRI_PROXY_TOKEN"];
   if (Boolean(v["tls-cert"]) !== Boolean(v["tls-key"])) fail("--tls-cert and --tls-key go together");
-  const tls = v["tls-cert"] ? { cert: readFileSync(v["tls-cert"], "utf8"), key: readFileSync(v["tls-key"]!, "utf8"), clientCa: v["client-ca"] ? readFileSync(v["client-ca"], "utf8") : undefined } : undefined;
+  const tls = v["tls-cert"]
+    ? {
+        cert: readFileSync(v["tls-cert"], "utf8"),
+        key: readFileSync(v["tls-key"]!, "utf8"),
+        clientCa: v["client-ca"] ? readFileSync(v["client-ca"], "utf8") : undefined,
+      }
+    : undefined;
   const open = [v.listen, v["grpc-web-listen"]].filter((a): a is string => Boolean(a));
   if (!token && !tls?.clientCa && !(v["insecure-no-auth"] && open.every(isLoopback)))
-    fail("refusing to serve CRI without authentication: set a token (--token-file or CRI_PROXY_TOKEN) or mutual TLS (--client-ca); --insecure-no-auth works on loopback only");
+    fail(
+      "refusing to serve CRI without authentication: set a token (--token-file or CRI_PROXY_TOKEN) or mutual TLS (--client-ca); --insecure-no-auth works on loopback only",
+    );
   // A limit that does not parse is a start-up error naming the flag, never a limit that is silently off.
   const num = (flag: string, min: number, max: number): number | undefined => {
     const s = v[flag as keyof typeof v] as string | undefined;
     if (s === undefined) return undefined;
     const n = /^\d+$/.test(s) ? Number(s) : NaN;
-    if (!(Number.isSafeInteger(n) && n >= min && n <= max)) fail(`--${flag}: must be an integer from ${min} to ${max} (got ${JSON.stringify(s)})`);
+    if (!(Number.isSafeInteger(n) && n >= min && n <= max))
+      fail(`--${flag}: must be an integer from ${min} to ${max} (got ${JSON.stringify(s)})`);
     return n;
   };
   // The node policy and layout: the same settings, names, defaults and checks as Node and Workers
   // (src/settings/common.ts); a flag wins over the environment, and a bad value names where it came from.
   const env = process.env;
-  const from = (flag: string, name: string) => (v[flag as keyof typeof v] !== undefined ? { value: v[flag as keyof typeof v] as string, source: `--${flag}` } : env[name] !== undefined ? { value: env[name]!, source: name } : undefined);
-  const sources = { PODSYNC_POLICY: from("policy", "PODSYNC_POLICY"), PODSYNC_POLICY_HOSTPATH_ALLOW: from("policy-hostpath-allow", "PODSYNC_POLICY_HOSTPATH_ALLOW"), PODSYNC_ROOT_DIR: from("root-dir", "PODSYNC_ROOT_DIR"), PODSYNC_POD_LOGS_DIR: from("pod-logs-dir", "PODSYNC_POD_LOGS_DIR") };
-  const parsed = z.object({ ...policySettingsShape, PODSYNC_ROOT_DIR: commonSettings.PODSYNC_ROOT_DIR, PODSYNC_POD_LOGS_DIR: commonSettings.PODSYNC_POD_LOGS_DIR }).safeParse(
-    Object.fromEntries(Object.entries(sources).flatMap(([k, s]) => (s ? [[k, s.value]] : []))),
-  );
+  const from = (flag: string, name: string) =>
+    v[flag as keyof typeof v] !== undefined
+      ? { value: v[flag as keyof typeof v] as string, source: `--${flag}` }
+      : env[name] !== undefined
+        ? { value: env[name]!, source: name }
+        : undefined;
+  const sources = {
+    PODSYNC_POLICY: from("policy", "PODSYNC_POLICY"),
+    PODSYNC_POLICY_HOSTPATH_ALLOW: from("policy-hostpath-allow", "PODSYNC_POLICY_HOSTPATH_ALLOW"),
+    PODSYNC_ROOT_DIR: from("root-dir", "PODSYNC_ROOT_DIR"),
+    PODSYNC_POD_LOGS_DIR: from("pod-logs-dir", "PODSYNC_POD_LOGS_DIR"),
+  };
+  const parsed = z
+    .object({
+      ...policySettingsShape,
+      PODSYNC_ROOT_DIR: commonSettings.PODSYNC_ROOT_DIR,
+      PODSYNC_POD_LOGS_DIR: commonSettings.PODSYNC_POD_LOGS_DIR,
+    })
+    .safeParse(Object.fromEntries(Object.entries(sources).flatMap(([k, s]) => (s ? [[k, s.value]] : []))));
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
     const key = String(i.path[0]) as keyof typeof sources;
@@ -99,13 +127,27 @@ async function main() {
     // Sandboxes log under the node's pod logs dir, whether or not this proxy serves those logs.
     policyLogsDir: settings.PODSYNC_POD_LOGS_DIR,
   });
-  console.error(`cri-proxy: forwarding to ${v.runtime}` + (p.grpcPort ? `; gRPC on ${v.listen!.replace(/:\d+$/, `:${p.grpcPort}`)}` : "") + (p.grpcWebPort ? `; gRPC-Web on ${v["grpc-web-listen"]!.replace(/:\d+$/, `:${p.grpcWebPort}`)}` : "") + (tls ? (tls.clientCa ? " (mutual TLS)" : " (TLS)") : "") + (token ? " (bearer token)" : "") + `; node policy ${settings.PODSYNC_POLICY}` + (settings.PODSYNC_POLICY_HOSTPATH_ALLOW.length ? ` (hostPath allowed under ${settings.PODSYNC_POLICY_HOSTPATH_ALLOW.join(", ")})` : ""));
+  console.error(
+    `cri-proxy: forwarding to ${v.runtime}` +
+      (p.grpcPort ? `; gRPC on ${v.listen!.replace(/:\d+$/, `:${p.grpcPort}`)}` : "") +
+      (p.grpcWebPort ? `; gRPC-Web on ${v["grpc-web-listen"]!.replace(/:\d+$/, `:${p.grpcWebPort}`)}` : "") +
+      (tls ? (tls.clientCa ? " (mutual TLS)" : " (TLS)") : "") +
+      (token ? " (bearer token)" : "") +
+      `; node policy ${settings.PODSYNC_POLICY}` +
+      (settings.PODSYNC_POLICY_HOSTPATH_ALLOW.length
+        ? ` (hostPath allowed under ${settings.PODSYNC_POLICY_HOSTPATH_ALLOW.join(", ")})`
+        : ""),
+  );
   const stop = () => {
     console.error("cri-proxy: draining in-flight calls");
     void p.shutdown().then(() => process.exit(0));
   };
   // Last line of defence: an error in one request's handling is logged (no body, no token) and the proxy serves on.
-  process.on("unhandledRejection", (e) => console.error(JSON.stringify({ time: new Date().toISOString(), error: `unhandled: ${(e as Error)?.message ?? String(e)}` })));
+  process.on("unhandledRejection", (e) =>
+    console.error(
+      JSON.stringify({ time: new Date().toISOString(), error: `unhandled: ${(e as Error)?.message ?? String(e)}` }),
+    ),
+  );
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
 }

@@ -10,10 +10,18 @@
 // read from the runtime with PodSandboxStatus and cached by sandbox id (a sandbox's config never changes).
 import { create, fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import {
-  CreateContainerRequestSchema, PodSandboxStatusRequestSchema, PodSandboxStatusResponseSchema, RunPodSandboxRequestSchema,
+  CreateContainerRequestSchema,
+  PodSandboxStatusRequestSchema,
+  PodSandboxStatusResponseSchema,
+  RunPodSandboxRequestSchema,
   type NamespaceOption,
 } from "../gen/runtime/v1/api_pb.js";
-import { checkCreateContainer, checkRunPodSandbox, podsyncInternalMount, type CriPolicyContext } from "../auth/cri-policy.js";
+import {
+  checkCreateContainer,
+  checkRunPodSandbox,
+  podsyncInternalMount,
+  type CriPolicyContext,
+} from "../auth/cri-policy.js";
 import { formatViolations, type NodePolicy, type Violation } from "../auth/policy.js";
 import { GrpcCode } from "../cri/errors.js";
 
@@ -32,7 +40,11 @@ export interface PolicyGateOptions {
 }
 
 /** One unary call on the upstream runtime: the reply's bytes, or its gRPC error. */
-export type UpstreamCall = (path: string, body: Buffer, deadline: number) => Promise<{ code: number; details: string; body?: Buffer }>;
+export type UpstreamCall = (
+  path: string,
+  body: Buffer,
+  deadline: number,
+) => Promise<{ code: number; details: string; body?: Buffer }>;
 
 export type GateResult = { ok: true; body: Buffer } | { ok: false; code: number; details: string; rules?: string[] };
 
@@ -63,19 +75,38 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
   async function sandboxFacts(id: string, deadline: number): Promise<SandboxFacts | { code: number; details: string }> {
     const hit = sandboxes.get(id);
     if (hit) return hit;
-    const req = toBinary(PodSandboxStatusRequestSchema, { $typeName: "runtime.v1.PodSandboxStatusRequest", podSandboxId: id, verbose: false });
+    const req = toBinary(PodSandboxStatusRequestSchema, {
+      $typeName: "runtime.v1.PodSandboxStatusRequest",
+      podSandboxId: id,
+      verbose: false,
+    });
     const r = await upstream(POD_SANDBOX_STATUS, Buffer.from(req), deadline);
-    if (r.code !== GrpcCode.OK) return { code: r.code, details: `cri-proxy could not read sandbox ${JSON.stringify(id)} to check the container against the node policy: ${r.details}` };
+    if (r.code !== GrpcCode.OK)
+      return {
+        code: r.code,
+        details: `cri-proxy could not read sandbox ${JSON.stringify(id)} to check the container against the node policy: ${r.details}`,
+      };
     let status;
     try {
       status = fromBinary(PodSandboxStatusResponseSchema, r.body ?? Buffer.alloc(0)).status;
     } catch (e) {
-      return { code: GrpcCode.INTERNAL, details: `cri-proxy could not decode the runtime's PodSandboxStatus: ${(e as Error).message}` };
+      return {
+        code: GrpcCode.INTERNAL,
+        details: `cri-proxy could not decode the runtime's PodSandboxStatus: ${(e as Error).message}`,
+      };
     }
     // A sandbox the runtime answers for without a status cannot be judged: refuse rather than check the
     // container without its sandbox's namespaces.
-    if (!status?.id) return { code: GrpcCode.NOT_FOUND, details: `cri-proxy found no status for sandbox ${JSON.stringify(id)} to check the container against the node policy` };
-    const facts: SandboxFacts = { id: status.id, uid: status.metadata?.uid ?? "", namespaces: status.linux?.namespaces?.options };
+    if (!status?.id)
+      return {
+        code: GrpcCode.NOT_FOUND,
+        details: `cri-proxy found no status for sandbox ${JSON.stringify(id)} to check the container against the node policy`,
+      };
+    const facts: SandboxFacts = {
+      id: status.id,
+      uid: status.metadata?.uid ?? "",
+      namespaces: status.linux?.namespaces?.options,
+    };
     // Only a sandbox the runtime knows is cached; ids are the runtime's, so a hit is the same sandbox.
     if (status.id === id) {
       if (sandboxes.size >= cacheSize) sandboxes.delete(sandboxes.keys().next().value!);
@@ -99,11 +130,22 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
       try {
         req = fromBinary(schema as DescMessage, body);
       } catch (e) {
-        return { ok: false, code: GrpcCode.INVALID_ARGUMENT, details: `cri-proxy could not decode the ${method} request: ${(e as Error).message}` };
+        return {
+          ok: false,
+          code: GrpcCode.INVALID_ARGUMENT,
+          details: `cri-proxy could not decode the ${method} request: ${(e as Error).message}`,
+        };
       }
       const unknown = unknownFields(req, "");
       if (unknown.length)
-        return { ok: false, code: GrpcCode.PERMISSION_DENIED, details: cap(`cri-proxy cannot check ${method} against the node policy: unknown field ${unknown.join(", ")} (not in its CRI schema)`), rules: ["unknownField"] };
+        return {
+          ok: false,
+          code: GrpcCode.PERMISSION_DENIED,
+          details: cap(
+            `cri-proxy cannot check ${method} against the node policy: unknown field ${unknown.join(", ")} (not in its CRI schema)`,
+          ),
+          rules: ["unknownField"],
+        };
       let violations: Violation[];
       if (path === RUN_POD_SANDBOX) {
         const r = req as MessageShape<typeof RunPodSandboxRequestSchema>;
@@ -111,7 +153,11 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
         // podsync never picks a runtime handler; another handler (kata, gVisor, one with annotations enabled)
         // would be judged by rules written for runc's.
         if (r.runtimeHandler !== "" && policy.level !== "privileged")
-          violations.push({ path: "runtimeHandler", rule: "runtimeHandler", message: `runtime handler ${JSON.stringify(r.runtimeHandler)} is not allowed (podsync uses the runtime's default)` });
+          violations.push({
+            path: "runtimeHandler",
+            rule: "runtimeHandler",
+            message: `runtime handler ${JSON.stringify(r.runtimeHandler)} is not allowed (podsync uses the runtime's default)`,
+          });
       } else {
         const r = req as MessageShape<typeof CreateContainerRequestSchema>;
         const facts = await sandboxFacts(r.podSandboxId, deadline);
@@ -120,11 +166,23 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
         // The request's own copy of the sandbox config is not only informational: containerd reads parts of it
         // (privileged, cgroup parent) at CreateContainer, so it must pass as a RunPodSandbox would.
         if (r.sandboxConfig)
-          violations.push(...checkRunPodSandbox(create(RunPodSandboxRequestSchema, { config: r.sandboxConfig }), policy, context(facts.uid)).map((v) => ({ ...v, path: v.path.replace(/^config/, "sandboxConfig") })));
+          violations.push(
+            ...checkRunPodSandbox(
+              create(RunPodSandboxRequestSchema, { config: r.sandboxConfig }),
+              policy,
+              context(facts.uid),
+            ).map((v) => ({ ...v, path: v.path.replace(/^config/, "sandboxConfig") })),
+          );
         // The container goes into the sandbox that was checked, never one a prefix would resolve to later.
         r.podSandboxId = facts.id;
       }
-      if (violations.length) return { ok: false, code: GrpcCode.PERMISSION_DENIED, details: refusal(policy, violations), rules: [...new Set(violations.map((v) => v.rule))] };
+      if (violations.length)
+        return {
+          ok: false,
+          code: GrpcCode.PERMISSION_DENIED,
+          details: refusal(policy, violations),
+          rules: [...new Set(violations.map((v) => v.rule))],
+        };
       return { ok: true, body: Buffer.from(toBinary(schema as DescMessage, req)) };
     },
   };
@@ -132,7 +190,9 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
 
 /** The HTTP 403 `policy` detail (formatViolations), then each field with its rule, as the 403's errors list them. */
 export function refusal(policy: NodePolicy, violations: readonly Violation[]): string {
-  return cap(`${formatViolations(policy.level, violations)}; refused fields: ${violations.map((v) => `${v.path} (${v.rule})`).join(", ")}`);
+  return cap(
+    `${formatViolations(policy.level, violations)}; refused fields: ${violations.map((v) => `${v.path} (${v.rule})`).join(", ")}`,
+  );
 }
 
 const cap = (s: string): string => (s.length <= MAX_DETAILS ? s : `${s.slice(0, MAX_DETAILS - 1)}…`);
@@ -145,6 +205,7 @@ function unknownFields(m: unknown, path: string): string[] {
   const out: string[] = [];
   const own = (m as { $unknown?: { no: number }[] }).$unknown;
   if (own?.length) out.push(...own.map((u) => `${path || "(request)"}#${u.no}`));
-  for (const [k, v] of Object.entries(m)) if (k !== "$unknown" && k !== "$typeName") out.push(...unknownFields(v, path ? `${path}.${k}` : k));
+  for (const [k, v] of Object.entries(m))
+    if (k !== "$unknown" && k !== "$typeName") out.push(...unknownFields(v, path ? `${path}.${k}` : k));
   return out;
 }

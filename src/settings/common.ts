@@ -13,8 +13,14 @@ import { unsafeSysctlPatternError } from "../lifecycle/node-admission.js";
 import { nodeAdmissionSettingsShape } from "./node-info.js";
 import { SERVICE_ACCOUNT_TOKEN_MODES } from "../pod/workloads/export.js";
 
-export const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
-export const int = (min: number, max: number) => z.coerce.number().int(`must be an integer`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+export const list = z.string().transform((s) =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
+export const int = (min: number, max: number) =>
+  z.coerce.number().int(`must be an integer`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 export const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 const absolute = z.string().startsWith("/", "must be an absolute path");
 
@@ -26,7 +32,9 @@ export const commonSettings = {
   PODSYNC_JWKS: z.string().optional(),
   PODSYNC_JWKS_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
   PODSYNC_ISSUERS: list.optional(),
-  PODSYNC_ALGORITHMS: list.pipe(z.array(z.enum(ALGORITHMS, { error: `allowed: ${ALGORITHMS.join(", ")} (never none)` }))).default(DEFAULT_ALGORITHMS),
+  PODSYNC_ALGORITHMS: list
+    .pipe(z.array(z.enum(ALGORITHMS, { error: `allowed: ${ALGORITHMS.join(", ")} (never none)` })))
+    .default(DEFAULT_ALGORITHMS),
   PODSYNC_MAX_TOKEN_LIFETIME_S: int(1, 86_400).default(300),
   PODSYNC_CLOCK_SKEW_S: int(0, 600).default(30),
   PODSYNC_MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
@@ -50,10 +58,14 @@ export const commonSettings = {
   PODSYNC_SECCOMP_DEFAULT: bool.default(true),
   /** kubelet's --allowed-unsafe-sysctls: names or prefix* patterns, namespaced ones only. */
   PODSYNC_ALLOWED_UNSAFE_SYSCTLS: list
-    .pipe(z.array(z.string().superRefine((p, ctx) => {
-      const err = unsafeSysctlPatternError(p);
-      if (err) ctx.addIssue({ code: "custom", message: err });
-    })))
+    .pipe(
+      z.array(
+        z.string().superRefine((p, ctx) => {
+          const err = unsafeSysctlPatternError(p);
+          if (err) ctx.addIssue({ code: "custom", message: err });
+        }),
+      ),
+    )
     .default([]),
   /** Node memory capacity (bytes) for Burstable oom_score_adj; Node reads the machine's when unset. */
   PODSYNC_NODE_MEMORY_BYTES: int(1, Number.MAX_SAFE_INTEGER).optional(),
@@ -64,7 +76,9 @@ export const commonSettings = {
   /** A pod (or template) naming a service account whose token would be mounted: `drop` runs it without the token
    * (automountServiceAccountToken: false) with a warning; `refuse` refuses it (400 naming the field). There is no
    * API server on a node to issue the token either way. */
-  PODSYNC_SERVICE_ACCOUNT_TOKENS: z.enum(SERVICE_ACCOUNT_TOKEN_MODES, { error: 'must be "drop" or "refuse"' }).default("drop"),
+  PODSYNC_SERVICE_ACCOUNT_TOKENS: z
+    .enum(SERVICE_ACCOUNT_TOKEN_MODES, { error: 'must be "drop" or "refuse"' })
+    .default("drop"),
   /** Every desired pod gets a full sync at least this often, changed or not (kubelet's syncFrequency, 1 min). */
   PODSYNC_RESYNC_INTERVAL_MS: int(1000, 86_400_000).default(60_000),
 };
@@ -77,11 +91,18 @@ type Common = z.output<z.ZodObject<typeof commonSettings>>;
 /** Checks across settings that both entry points share. */
 export function checkCommon(s: Common, ctx: z.RefinementCtx, localKeys: boolean): void {
   if (s.PODSYNC_ALGORITHMS.includes("HS256") && !localKeys)
-    ctx.addIssue({ code: "custom", path: ["PODSYNC_ALGORITHMS"], message: "HS256 needs a local JWKS holding the shared secret (never from a URL)" });
+    ctx.addIssue({
+      code: "custom",
+      path: ["PODSYNC_ALGORITHMS"],
+      message: "HS256 needs a local JWKS holding the shared secret (never from a URL)",
+    });
 }
 
 /** The engine's view of the node, from the shared settings. */
-export function nodeConfigFrom(s: Common, host: { dns: NodeConfig["hostDNS"]; memoryBytes: number; appArmorEnabled?: boolean }): NodeConfig {
+export function nodeConfigFrom(
+  s: Common,
+  host: { dns: NodeConfig["hostDNS"]; memoryBytes: number; appArmorEnabled?: boolean },
+): NodeConfig {
   return {
     podLogsDir: s.PODSYNC_POD_LOGS_DIR,
     rootDir: s.PODSYNC_ROOT_DIR,
@@ -97,4 +118,5 @@ export function nodeConfigFrom(s: Common, host: { dns: NodeConfig["hostDNS"]; me
 }
 
 /** "PODSYNC_X: reason" lines, one per bad setting. */
-export const formatIssues = (e: z.ZodError) => e.issues.map((i) => `  ${i.path.join(".") || "(settings)"}: ${i.message}`).join("\n");
+export const formatIssues = (e: z.ZodError) =>
+  e.issues.map((i) => `  ${i.path.join(".") || "(settings)"}: ${i.message}`).join("\n");

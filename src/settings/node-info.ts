@@ -6,7 +6,12 @@ import { LABEL_VALUE_RULE, validLabelValue, validQualifiedKey } from "../pod/nam
 import { TAINT_EFFECTS, type TaintEffect } from "../pod/scheduling.js";
 import { milliCPU, parseQuantity } from "../pod/quantity.js";
 
-const items = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
+const items = z.string().transform((s) =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
 
 /** `k=v,k2=v2`, as kubelet's --node-labels. kubernetes.io/os and /arch are facts about the node, not settings. */
 const nodeLabels = items.transform((list, ctx) => {
@@ -14,9 +19,16 @@ const nodeLabels = items.transform((list, ctx) => {
   for (const item of list) {
     const eq = item.indexOf("=");
     const [k, v] = eq < 0 ? [item, ""] : [item.slice(0, eq), item.slice(eq + 1)];
-    const bad = eq < 0 ? "must be key=value" : validQualifiedKey(k) ?? (validLabelValue(v) ? undefined : `the value must be ${LABEL_VALUE_RULE}`);
+    const bad =
+      eq < 0
+        ? "must be key=value"
+        : (validQualifiedKey(k) ?? (validLabelValue(v) ? undefined : `the value must be ${LABEL_VALUE_RULE}`));
     if (bad) ctx.addIssue({ code: "custom", message: `"${item}": ${bad}` });
-    else if (k === LABEL_OS || k === LABEL_ARCH) ctx.addIssue({ code: "custom", message: `"${item}": ${k} is the node's own (${LABEL_OS} is always ${NODE_OS}; set PODSYNC_NODE_ARCH for the arch)` });
+    else if (k === LABEL_OS || k === LABEL_ARCH)
+      ctx.addIssue({
+        code: "custom",
+        message: `"${item}": ${k} is the node's own (${LABEL_OS} is always ${NODE_OS}; set PODSYNC_NODE_ARCH for the arch)`,
+      });
     else out[k] = v;
   }
   return out;
@@ -29,8 +41,11 @@ const nodeTaints = items.transform((list, ctx) => {
     const m = /^([^=:]+)(?:=([^:]*))?:([A-Za-z]+)$/.exec(item);
     const bad = !m
       ? "must be key=value:Effect or key:Effect"
-      : validQualifiedKey(m[1]!) ?? (m[2] && !validLabelValue(m[2]) ? `the value must be ${LABEL_VALUE_RULE}` : undefined) ??
-        ((TAINT_EFFECTS as readonly string[]).includes(m[3]!) ? undefined : `the effect must be one of ${TAINT_EFFECTS.join(", ")}`);
+      : (validQualifiedKey(m[1]!) ??
+        (m[2] && !validLabelValue(m[2]) ? `the value must be ${LABEL_VALUE_RULE}` : undefined) ??
+        ((TAINT_EFFECTS as readonly string[]).includes(m[3]!)
+          ? undefined
+          : `the effect must be one of ${TAINT_EFFECTS.join(", ")}`));
     if (bad) ctx.addIssue({ code: "custom", message: `"${item}": ${bad}` });
     else out.push({ key: m![1]!, ...(m![2] ? { value: m![2] } : {}), effect: m![3] as TaintEffect });
   }
@@ -38,7 +53,18 @@ const nodeTaints = items.transform((list, ctx) => {
 });
 
 /** Go's GOARCH names, which kubelet puts in kubernetes.io/arch. */
-export const GO_ARCH: Readonly<Record<string, string>> = { x64: "amd64", arm64: "arm64", arm: "arm", ia32: "386", ppc64: "ppc64le", s390x: "s390x", riscv64: "riscv64", loong64: "loong64", mips: "mips", mipsel: "mipsle" };
+export const GO_ARCH: Readonly<Record<string, string>> = {
+  x64: "amd64",
+  arm64: "arm64",
+  arm: "arm",
+  ia32: "386",
+  ppc64: "ppc64le",
+  s390x: "s390x",
+  riscv64: "riscv64",
+  loong64: "loong64",
+  mips: "mips",
+  mipsel: "mipsle",
+};
 
 export const nodeAdmissionSettingsShape = {
   /** Labels beyond kubelet's defaults (kubernetes.io/hostname = the node name, /os = linux, /arch). */
@@ -48,16 +74,33 @@ export const nodeAdmissionSettingsShape = {
   /** Allocatable cpu (a quantity: 4, 3500m); Node reads the machine's cores when unset, Workers do not check cpu. */
   PODSYNC_NODE_CPU: z
     .string()
-    .refine((q) => parseQuantity(q) !== undefined && parseQuantity(q)! > 0, "must be a positive cpu quantity such as 4 or 3500m")
+    .refine(
+      (q) => parseQuantity(q) !== undefined && parseQuantity(q)! > 0,
+      "must be a positive cpu quantity such as 4 or 3500m",
+    )
     .transform((q) => milliCPU(q))
     .optional(),
   /** kubelet's --max-pods. */
-  PODSYNC_NODE_MAX_PODS: z.coerce.number().int("must be an integer").min(1, "must be at least 1").max(100_000, "must be at most 100000").default(110),
+  PODSYNC_NODE_MAX_PODS: z.coerce
+    .number()
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(100_000, "must be at most 100000")
+    .default(110),
   /** The node's ephemeral-storage allocatable (bytes) for admission; Node: the root dir's filesystem size when
    * unset; Workers: unchecked when unset. */
-  PODSYNC_NODE_EPHEMERAL_STORAGE_BYTES: z.coerce.number().int("must be an integer").min(1, "must be at least 1").max(Number.MAX_SAFE_INTEGER).optional(),
+  PODSYNC_NODE_EPHEMERAL_STORAGE_BYTES: z.coerce
+    .number()
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional(),
   /** kubernetes.io/arch (Go's names): Node reads its own; a Worker cannot see the node's, so it sets no arch label without this. */
-  PODSYNC_NODE_ARCH: z.enum([...new Set(Object.values(GO_ARCH))] as [string, ...string[]], { error: `must be one of ${[...new Set(Object.values(GO_ARCH))].join(", ")}` }).optional(),
+  PODSYNC_NODE_ARCH: z
+    .enum([...new Set(Object.values(GO_ARCH))] as [string, ...string[]], {
+      error: `must be one of ${[...new Set(Object.values(GO_ARCH))].join(", ")}`,
+    })
+    .optional(),
 };
 
 /** Per-node values where one deployment fronts several nodes (a Worker's PODSYNC_NODES entries): the same forms
@@ -85,15 +128,26 @@ export function withNodeOverrides<S extends NodeAdmissionSettings>(s: S, o: Node
   };
 }
 
-type NodeAdmissionSettings = z.output<z.ZodObject<typeof nodeAdmissionSettingsShape>> & { PODSYNC_NODE_MEMORY_BYTES?: number | undefined };
+type NodeAdmissionSettings = z.output<z.ZodObject<typeof nodeAdmissionSettingsShape>> & {
+  PODSYNC_NODE_MEMORY_BYTES?: number | undefined;
+};
 
 /** The node as admission sees it. `host` is what the entry point knows of the machine (Workers: nothing). */
-export function nodeInfoFrom(s: NodeAdmissionSettings, name: string, host: { arch?: string; cpus?: number; memoryBytes?: number; ephemeralStorageBytes?: number }): NodeInfo {
-  const arch = s.PODSYNC_NODE_ARCH ?? (host.arch !== undefined ? GO_ARCH[host.arch] ?? host.arch : undefined);
+export function nodeInfoFrom(
+  s: NodeAdmissionSettings,
+  name: string,
+  host: { arch?: string; cpus?: number; memoryBytes?: number; ephemeralStorageBytes?: number },
+): NodeInfo {
+  const arch = s.PODSYNC_NODE_ARCH ?? (host.arch !== undefined ? (GO_ARCH[host.arch] ?? host.arch) : undefined);
   return {
     name,
     // kubelet's initialNode: its defaults, then --node-labels over them.
-    labels: { [LABEL_HOSTNAME]: name, [LABEL_OS]: NODE_OS, ...(arch ? { [LABEL_ARCH]: arch } : {}), ...s.PODSYNC_NODE_LABELS },
+    labels: {
+      [LABEL_HOSTNAME]: name,
+      [LABEL_OS]: NODE_OS,
+      ...(arch ? { [LABEL_ARCH]: arch } : {}),
+      ...s.PODSYNC_NODE_LABELS,
+    },
     taints: s.PODSYNC_NODE_TAINTS,
     allocatable: {
       milliCPU: s.PODSYNC_NODE_CPU ?? (host.cpus !== undefined ? host.cpus * 1000 : undefined),

@@ -35,7 +35,9 @@ export const Settings = z
      * a self-signed one made in PODSYNC_STATE_DIR/tls/. */
     PODSYNC_TLS_CERT_FILE: z.string().optional(),
     PODSYNC_TLS_KEY_FILE: z.string().optional(),
-    PODSYNC_METRICS: z.enum(["loopback", "token", "off"], { error: "allowed: loopback, token, off" }).default("loopback"),
+    PODSYNC_METRICS: z
+      .enum(["loopback", "token", "off"], { error: "allowed: loopback, token, off" })
+      .default("loopback"),
     /** The runtime's event stream (CRI GetContainerEvents, or containerd's event service on containerd < 1.7):
      * exits restart containers at once and the relist becomes the safety net (on), or the relist alone (off). */
     PODSYNC_RUNTIME_EVENTS: z.enum(["on", "off"], { error: "allowed: on, off" }).default("on"),
@@ -52,15 +54,33 @@ export const Settings = z
      * kubelet's default) or a size (`5Gi`); below it pods are evicted by kubelet's ranking. Unset: not watched. */
     PODSYNC_EVICTION_HARD_NODEFS_AVAILABLE: z
       .string()
-      .regex(/^(100|[1-9]?[0-9])(\.[0-9]+)?%$|^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$/, "a percentage such as 10% or a size such as 5Gi")
+      .regex(
+        /^(100|[1-9]?[0-9])(\.[0-9]+)?%$|^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$/,
+        "a percentage such as 10% or a size such as 5Gi",
+      )
       .optional(),
   })
   .superRefine((s, ctx) => {
     const sources = [s.PODSYNC_JWKS_FILE, s.PODSYNC_JWKS, s.PODSYNC_JWKS_URL].filter(Boolean).length;
-    if (sources > 1) ctx.addIssue({ code: "custom", path: ["PODSYNC_JWKS_FILE"], message: "set only one of PODSYNC_JWKS_FILE, PODSYNC_JWKS, PODSYNC_JWKS_URL" });
-    if (sources === 1 && !s.PODSYNC_ISSUERS?.length) ctx.addIssue({ code: "custom", path: ["PODSYNC_ISSUERS"], message: "required with configured keys: the issuers (iss) to trust, comma separated" });
+    if (sources > 1)
+      ctx.addIssue({
+        code: "custom",
+        path: ["PODSYNC_JWKS_FILE"],
+        message: "set only one of PODSYNC_JWKS_FILE, PODSYNC_JWKS, PODSYNC_JWKS_URL",
+      });
+    if (sources === 1 && !s.PODSYNC_ISSUERS?.length)
+      ctx.addIssue({
+        code: "custom",
+        path: ["PODSYNC_ISSUERS"],
+        message: "required with configured keys: the issuers (iss) to trust, comma separated",
+      });
     if (Boolean(s.PODSYNC_TLS_CERT_FILE) !== Boolean(s.PODSYNC_TLS_KEY_FILE))
-      ctx.addIssue({ code: "custom", path: [s.PODSYNC_TLS_CERT_FILE ? "PODSYNC_TLS_KEY_FILE" : "PODSYNC_TLS_CERT_FILE"], message: "set both PODSYNC_TLS_CERT_FILE and PODSYNC_TLS_KEY_FILE, or neither (a self-signed certificate is made)" });
+      ctx.addIssue({
+        code: "custom",
+        path: [s.PODSYNC_TLS_CERT_FILE ? "PODSYNC_TLS_KEY_FILE" : "PODSYNC_TLS_CERT_FILE"],
+        message:
+          "set both PODSYNC_TLS_CERT_FILE and PODSYNC_TLS_KEY_FILE, or neither (a self-signed certificate is made)",
+      });
     checkCommon(s, ctx, Boolean(s.PODSYNC_JWKS_FILE || s.PODSYNC_JWKS));
   });
 export type Settings = z.output<typeof Settings>;
@@ -80,15 +100,20 @@ export function loadSettings(env: Record<string, string | undefined> = process.e
   }
   const merged: Record<string, unknown> = { ...file };
   for (const [k, v] of Object.entries(env)) if (k.startsWith("PODSYNC_") && v !== undefined && v !== "") merged[k] = v;
-  for (const [k, v] of Object.entries(merged)) if (typeof v === "number" || typeof v === "boolean") merged[k] = String(v);
+  for (const [k, v] of Object.entries(merged))
+    if (typeof v === "number" || typeof v === "boolean") merged[k] = String(v);
   for (const [k, v] of Object.entries(merged)) if (Array.isArray(v)) merged[k] = v.join(",");
   const r = Settings.safeParse(merged);
   if (r.success) return r.data;
-  throw new SettingsError("invalid settings:\n" + formatIssues(r.error));
+  throw new SettingsError(`invalid settings:\n${formatIssues(r.error)}`);
 }
 
 /** The node's resolv.conf, for dnsPolicy Default. */
-export function hostResolvConf(path = "/etc/resolv.conf"): { servers: string[]; searches: string[]; options: string[] } {
+export function hostResolvConf(path = "/etc/resolv.conf"): {
+  servers: string[];
+  searches: string[];
+  options: string[];
+} {
   const out = { servers: [] as string[], searches: [] as string[], options: [] as string[] };
   let text = "";
   try {
@@ -97,7 +122,10 @@ export function hostResolvConf(path = "/etc/resolv.conf"): { servers: string[]; 
     return out;
   }
   for (const line of text.split("\n")) {
-    const [key, ...rest] = line.replace(/[#;].*$/, "").trim().split(/\s+/);
+    const [key, ...rest] = line
+      .replace(/[#;].*$/, "")
+      .trim()
+      .split(/\s+/);
     if (key === "nameserver" && rest[0]) out.servers.push(rest[0]);
     else if (key === "search") out.searches = rest;
     else if (key === "options") out.options.push(...rest);

@@ -28,8 +28,24 @@
 // Any I/O failure is a StateUnavailableError (503) and leaves the previous state in force.
 import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
-import { checkRemove, checkReplace, stillStored, type DesiredPod, type DesiredState, type RemoveOptions, type ReplaceOptions } from "../pleg/desired-state.js";
-import { checkPut, checkSet, DEFAULT_TOMBSTONE_SECONDS, pruneTombstones, setTombstones, tombstone, type Tombstone } from "../pleg/tombstones.js";
+import {
+  checkRemove,
+  checkReplace,
+  stillStored,
+  type DesiredPod,
+  type DesiredState,
+  type RemoveOptions,
+  type ReplaceOptions,
+} from "../pleg/desired-state.js";
+import {
+  checkPut,
+  checkSet,
+  DEFAULT_TOMBSTONE_SECONDS,
+  pruneTombstones,
+  setTombstones,
+  tombstone,
+  type Tombstone,
+} from "../pleg/tombstones.js";
 import { Pod } from "../pod/schema.js";
 import { serialQueue } from "../util/serial.js";
 import { StateUnavailableError } from "./state-unavailable.js";
@@ -164,7 +180,7 @@ export class FileDesiredState implements DesiredState {
         const next: DesiredPod = { ...stored, audit: entry.audit };
         this.pods.set(uid, next);
         const line: AuditLine = { uid, of: stored.storedAt, audit: entry.audit };
-        return { uid, stored, next, done: this.auditLog.append(JSON.stringify(line) + "\n") };
+        return { uid, stored, next, done: this.auditLog.append(`${JSON.stringify(line)}\n`) };
       }
       await this.io("storing a desired pod", () => this.writeAtomic(this.podsDir, `${uid}.json`, encode(entry)));
       this.pods.set(uid, entry);
@@ -240,24 +256,44 @@ export class FileDesiredState implements DesiredState {
       const removed = [...this.pods.keys()].filter((uid) => !keepSet.has(uid));
       const tombs = new Map(this.tombs);
       for (const uid of keep) tombs.delete(uid);
-      if (opts?.iat !== undefined) setTombstones(tombs, removed.map((uid) => this.pods.get(uid)!), opts.iat, generation, this.window);
+      if (opts?.iat !== undefined)
+        setTombstones(
+          tombs,
+          removed.map((uid) => this.pods.get(uid)!),
+          opts.iat,
+          generation,
+          this.window,
+        );
       // Written with the commit only when the set changes them (pods dropped, or removed pods back in the set).
-      const tombstones = tombs.size === this.tombs.size && [...tombs.keys()].every((uid) => this.tombs.has(uid)) ? undefined : Object.fromEntries(tombs);
+      const tombstones =
+        tombs.size === this.tombs.size && [...tombs.keys()].every((uid) => this.tombs.has(uid))
+          ? undefined
+          : Object.fromEntries(tombs);
       await this.io("storing the node's desired set", async () => {
         try {
           // Written (and fsync'd) 16 at a time: the fsyncs overlap, the order does not matter before the commit.
           // All of a batch settle before a failure is thrown, so no write of this replace lands after it returned.
           for (let i = 0; i < entries.length; i += 16) {
-            const done = await Promise.allSettled(entries.slice(i, i + 16).map((e) => this.writeAtomic(this.podsDir, `${e.pod.metadata.uid}.json.next`, encode(e), false)));
+            const done = await Promise.allSettled(
+              entries
+                .slice(i, i + 16)
+                .map((e) => this.writeAtomic(this.podsDir, `${e.pod.metadata.uid}.json.next`, encode(e), false)),
+            );
             const failed = done.find((d) => d.status === "rejected");
             if (failed) throw failed.reason;
           }
           await this.syncDir(this.podsDir);
-          await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation, keep, ...(tombstones ? { tombstones } : {}) } satisfies GenerationFile) + "\n");
+          await this.writeAtomic(
+            this.stateDir,
+            GENERATION,
+            `${JSON.stringify({ generation, keep, ...(tombstones ? { tombstones } : {}) } satisfies GenerationFile)}\n`,
+          );
         } catch (err) {
           // Once generation.json was renamed, the set is committed on disk: its `.next` files must stay for open to
           // finish it. Before that, they go and the old state stands.
-          if (!(err instanceof AfterChange)) for (const e of entries) await this.fs.unlink(join(this.podsDir, `${e.pod.metadata.uid}.json.next`)).catch(() => undefined);
+          if (!(err instanceof AfterChange))
+            for (const e of entries)
+              await this.fs.unlink(join(this.podsDir, `${e.pod.metadata.uid}.json.next`)).catch(() => undefined);
           throw err;
         }
       });
@@ -273,11 +309,16 @@ export class FileDesiredState implements DesiredState {
   }
 
   /** Steps 3 and 4 of replace (also run by open after a crash); the set's tombstones are written before step 4. */
-  private async complete(generation: number, keep: Set<string>, tombstones: Record<string, Tombstone> | undefined): Promise<void> {
+  private async complete(
+    generation: number,
+    keep: Set<string>,
+    tombstones: Record<string, Tombstone> | undefined,
+  ): Promise<void> {
     const names = await this.fs.readdir(this.podsDir);
     for (const name of names) {
       const next = NEXT_FILE.exec(name);
-      if (next && keep.has(next[1]!)) await this.fs.rename(join(this.podsDir, name), join(this.podsDir, `${next[1]}.json`));
+      if (next && keep.has(next[1]!))
+        await this.fs.rename(join(this.podsDir, name), join(this.podsDir, `${next[1]}.json`));
       else if (next) await this.fs.unlink(join(this.podsDir, name));
     }
     for (const name of names) {
@@ -285,13 +326,13 @@ export class FileDesiredState implements DesiredState {
       if (m && !keep.has(m[1]!)) await this.fs.unlink(join(this.podsDir, name)).catch(ignore("ENOENT"));
     }
     await this.syncDir(this.podsDir);
-    if (tombstones) await this.writeAtomic(this.stateDir, TOMBSTONES, JSON.stringify(tombstones) + "\n");
-    await this.writeAtomic(this.stateDir, GENERATION, JSON.stringify({ generation } satisfies GenerationFile) + "\n");
+    if (tombstones) await this.writeAtomic(this.stateDir, TOMBSTONES, `${JSON.stringify(tombstones)}\n`);
+    await this.writeAtomic(this.stateDir, GENERATION, `${JSON.stringify({ generation } satisfies GenerationFile)}\n`);
   }
 
   private async writeTombstones(): Promise<void> {
     pruneTombstones(this.tombs, this.now());
-    await this.writeAtomic(this.stateDir, TOMBSTONES, JSON.stringify(Object.fromEntries(this.tombs)) + "\n");
+    await this.writeAtomic(this.stateDir, TOMBSTONES, `${JSON.stringify(Object.fromEntries(this.tombs))}\n`);
   }
 
   private async load(): Promise<void> {
@@ -303,7 +344,8 @@ export class FileDesiredState implements DesiredState {
     let g: GenerationFile = { generation: 0 };
     try {
       g = JSON.parse(await this.fs.readFile(this.genFile, "utf8")) as GenerationFile;
-      if (!Number.isSafeInteger(g.generation) || g.generation < 0) throw new Error(`${this.genFile}: "generation" is not a whole number`);
+      if (!Number.isSafeInteger(g.generation) || g.generation < 0)
+        throw new Error(`${this.genFile}: "generation" is not a whole number`);
     } catch (e) {
       if ((e as { code?: string }).code !== "ENOENT") throw e;
     }
@@ -311,9 +353,13 @@ export class FileDesiredState implements DesiredState {
     this.gen = g.generation;
     this.tombs.clear();
     try {
-      const t = JSON.parse(await this.fs.readFile(join(this.stateDir, TOMBSTONES), "utf8")) as Record<string, Tombstone>;
+      const t = JSON.parse(await this.fs.readFile(join(this.stateDir, TOMBSTONES), "utf8")) as Record<
+        string,
+        Tombstone
+      >;
       if (typeof t !== "object" || t === null) throw new Error(`${TOMBSTONES}: not a JSON object`);
-      for (const [uid, x] of Object.entries(t)) if (typeof x?.iat === "number" && typeof x.until === "number") this.tombs.set(uid, x);
+      for (const [uid, x] of Object.entries(t))
+        if (typeof x?.iat === "number" && typeof x.until === "number") this.tombs.set(uid, x);
     } catch (e) {
       if ((e as { code?: string }).code !== "ENOENT") throw e;
     }
@@ -372,7 +418,8 @@ export class FileDesiredState implements DesiredState {
       this.pods.set(line.uid, { ...e, audit: line.audit });
       amended.add(line.uid);
     }
-    for (const uid of amended) await writeFileAtomic(join(this.podsDir, `${uid}.json`), encode(this.pods.get(uid)!), this.fs);
+    for (const uid of amended)
+      await writeFileAtomic(join(this.podsDir, `${uid}.json`), encode(this.pods.get(uid)!), this.fs);
     if (amended.size) await this.syncDir(this.podsDir);
     // Emptied only once every amended file is durable: a crash before this folds the same lines again.
     await writeFileAtomic(this.auditFile, "", this.fs);
@@ -428,7 +475,7 @@ const ignore = (code: string) => (e: unknown) => {
 function encode(e: DesiredPod): string {
   const { apiVersion: _a, kind: _k, ...pod } = e.pod;
   const podsync = { audit: e.audit, storedAt: e.storedAt, ...(e.objects ? { objects: e.objects } : {}) };
-  return JSON.stringify({ apiVersion: "v1", kind: "Pod", ...pod, podsync }, null, 2) + "\n";
+  return `${JSON.stringify({ apiVersion: "v1", kind: "Pod", ...pod, podsync }, null, 2)}\n`;
 }
 
 /** The entry, or why the file cannot be used. The pod goes through the schema again: a file changed by
@@ -441,12 +488,21 @@ function decode(text: string): DesiredPod | string {
     return "not valid JSON";
   }
   if (typeof j !== "object" || j === null) return "not a JSON object";
-  const { podsync, ...rest } = j as { podsync?: { audit?: DesiredPod["audit"]; storedAt?: number; objects?: DesiredPod["objects"] } };
+  const { podsync, ...rest } = j as {
+    podsync?: { audit?: DesiredPod["audit"]; storedAt?: number; objects?: DesiredPod["objects"] };
+  };
   const audit = podsync?.audit;
-  if (!audit || typeof audit.iss !== "string" || typeof audit.iat !== "number") return 'no "podsync.audit" record (iss, iat)';
+  if (!audit || typeof audit.iss !== "string" || typeof audit.iat !== "number")
+    return 'no "podsync.audit" record (iss, iat)';
   const r = Pod.safeParse(rest);
-  if (!r.success) return `not a valid pod: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`;
+  if (!r.success)
+    return `not a valid pod: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`;
   // The file says apiVersion and kind for its readers; the pod as stored had them or not, and they change nothing.
   const { apiVersion: _a, kind: _k, ...pod } = r.data;
-  return { pod: pod as Pod, audit, storedAt: typeof podsync.storedAt === "number" ? podsync.storedAt : 0, ...(podsync.objects ? { objects: podsync.objects } : {}) };
+  return {
+    pod: pod as Pod,
+    audit,
+    storedAt: typeof podsync.storedAt === "number" ? podsync.storedAt : 0,
+    ...(podsync.objects ? { objects: podsync.objects } : {}),
+  };
 }

@@ -12,11 +12,16 @@ const HAS_DSYNC = constants.O_DSYNC !== undefined;
 /** How a log is opened for durable appends: O_DSYNC makes each write return once its bytes (and the size that
  * reaches them) are on disk, what a write and an fdatasync give, in one call and one thread-pool round trip
  * (measured here: 0.10 against 0.19 ms of CPU per append). Created with the mode the caller passes. */
-export const DURABLE_APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (HAS_DSYNC ? constants.O_DSYNC : 0);
+export const DURABLE_APPEND =
+  constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (HAS_DSYNC ? constants.O_DSYNC : 0);
 
 /** A batch's bytes appended and made durable by its writes: `fh` was opened with DURABLE_APPEND. FileHandle.write
  * takes the bytes as they are; appendFile's general path costs twice its CPU per batch. */
-export async function appendDurably(fh: Pick<FileHandle, "write" | "datasync">, chunk: string, encoding: BufferEncoding): Promise<void> {
+export async function appendDurably(
+  fh: Pick<FileHandle, "write" | "datasync">,
+  chunk: string,
+  encoding: BufferEncoding,
+): Promise<void> {
   const buf = Buffer.from(chunk, encoding);
   for (let off = 0; off < buf.length; ) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
   if (!HAS_DSYNC) await fh.datasync();
@@ -28,7 +33,10 @@ export interface GroupCommit {
   idle(): Promise<void>;
 }
 
-export function groupCommit(write: (chunk: string, lines: number) => Promise<void>, after?: () => Promise<void>): GroupCommit {
+export function groupCommit(
+  write: (chunk: string, lines: number) => Promise<void>,
+  after?: () => Promise<void>,
+): GroupCommit {
   let pending: { line: string; done: (e?: unknown) => void }[] = [];
   let flushing: Promise<void> | undefined;
 

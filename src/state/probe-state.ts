@@ -119,6 +119,11 @@ export class FileProbeStateStore implements ProbeStateStore {
 function isState(v: unknown): v is PodProbeState {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
   return Object.values(v).every(
-    (w) => typeof w === "object" && w !== null && typeof (w as { containerId?: unknown }).containerId === "string" && typeof (w as { nextAt?: unknown }).nextAt === "number" && typeof (w as { resultRun?: unknown }).resultRun === "number",
+    (w) =>
+      typeof w === "object" &&
+      w !== null &&
+      typeof (w as { containerId?: unknown }).containerId === "string" &&
+      typeof (w as { nextAt?: unknown }).nextAt === "number" &&
+      typeof (w as { resultRun?: unknown }).resultRun === "number",
   );
 }

@@ -3,7 +3,13 @@
 // opening them when read, so the store itself never holds a Secret's data in clear. ConfigMaps pass as they are.
 // A Secret that does not open (the node key lost or replaced) is a StateUnavailableError: the store is then not
 // usable for that pod until it is put again.
-import { stillStored, type DesiredPod, type DesiredState, type RemoveOptions, type ReplaceOptions } from "../pleg/desired-state.js";
+import {
+  stillStored,
+  type DesiredPod,
+  type DesiredState,
+  type RemoveOptions,
+  type ReplaceOptions,
+} from "../pleg/desired-state.js";
 import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";
 import { StateUnavailableError } from "./state-unavailable.js";
 
@@ -42,7 +48,9 @@ export class SealedDesiredState implements DesiredState {
       this.opened.set(e.objects, objects);
       return { ...e, objects };
     } catch (err) {
-      throw err instanceof StateUnavailableError ? err : new StateUnavailableError(`the Secrets stored with pod ${e.pod.metadata.uid}`, err);
+      throw err instanceof StateUnavailableError
+        ? err
+        : new StateUnavailableError(`the Secrets stored with pod ${e.pod.metadata.uid}`, err);
     }
   }
 

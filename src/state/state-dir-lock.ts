@@ -100,13 +100,14 @@ export class StateDirLock {
     this.mine = undefined;
     this.acquiring = undefined;
     if (mine === undefined) return;
-    if ((await nodeFs.readFile(this.file, "utf8").catch(() => "")) === mine) await nodeFs.unlink(this.file).catch(() => undefined);
+    if ((await nodeFs.readFile(this.file, "utf8").catch(() => "")) === mine)
+      await nodeFs.unlink(this.file).catch(() => undefined);
   }
 
   private async take(): Promise<void> {
     await nodeFs.mkdir(this.dir, { recursive: true, mode: 0o700 });
     const me: Holder = { pid: this.pid, start: await this.startOf(this.pid) };
-    const text = JSON.stringify(me) + "\n";
+    const text = `${JSON.stringify(me)}\n`;
     const tmp = join(this.dir, `.${LOCK_FILE}.${this.pid}.tmp`);
     await nodeFs.writeFile(tmp, text, { mode: 0o600 });
     try {
@@ -134,7 +135,11 @@ export class StateDirLock {
         await nodeFs.rmdir(guard).catch(() => undefined);
         return this.takeOver(tmp, false);
       }
-      throw new StateDirInUseError(this.dir, undefined, `the state directory ${this.dir} is being taken over by another starting podsync process (${guard} exists); one process per state directory. Nothing was loaded.`);
+      throw new StateDirInUseError(
+        this.dir,
+        undefined,
+        `the state directory ${this.dir} is being taken over by another starting podsync process (${guard} exists); one process per state directory. Nothing was loaded.`,
+      );
     }
     try {
       const holder = parseHolder(await nodeFs.readFile(this.file, "utf8").catch(() => ""));
@@ -157,7 +162,9 @@ export class StateDirLock {
 function parseHolder(text: string): Holder | undefined {
   try {
     const j = JSON.parse(text) as Holder;
-    return Number.isSafeInteger(j.pid) && j.pid > 0 ? { pid: j.pid, start: typeof j.start === "number" ? j.start : undefined } : undefined;
+    return Number.isSafeInteger(j.pid) && j.pid > 0
+      ? { pid: j.pid, start: typeof j.start === "number" ? j.start : undefined }
+      : undefined;
   } catch {
     return undefined;
   }

@@ -5,7 +5,10 @@ export class StateUnavailableError extends Error {
   readonly code: string | undefined;
   constructor(what: string, cause: unknown) {
     const code = (cause as { code?: string })?.code;
-    super(`the node's state directory cannot be used for ${what}${code ? ` (${code})` : ""}; the request did not act, retry once the node is fixed`, { cause });
+    super(
+      `the node's state directory cannot be used for ${what}${code ? ` (${code})` : ""}; the request did not act, retry once the node is fixed`,
+      { cause },
+    );
     this.code = code;
   }
 }

@@ -157,7 +157,7 @@ export class FileReplayStore implements ReplayStore {
       let chunk = "";
       for (const [k, until] of this.seen) {
         chunk += `${k} ${Math.ceil(until)}\n`;
-        if (chunk.length > 1 << 20) (await out.appendFile(chunk, "latin1"), (chunk = ""));
+        if (chunk.length > 1 << 20) await out.appendFile(chunk, "latin1"), (chunk = "");
       }
       await out.appendFile(chunk, "latin1");
       await out.sync();

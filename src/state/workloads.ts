@@ -86,8 +86,13 @@ export class FileWorkloadStore implements WorkloadStore {
       fn(next);
       try {
         const key = [...next.values()].some((e) => e.objects?.secrets?.length) ? await this.getKey() : undefined;
-        const records = await Promise.all([...next.values()].map(async (e) => ({ ...e, ...(e.objects && key ? { objects: await sealPodObjects(e.objects, key, e.workload.metadata.uid!) } : {}) })));
-        await writeFileAtomic(join(this.stateDir, FILE), JSON.stringify({ workloads: records }, null, 1) + "\n");
+        const records = await Promise.all(
+          [...next.values()].map(async (e) => ({
+            ...e,
+            ...(e.objects && key ? { objects: await sealPodObjects(e.objects, key, e.workload.metadata.uid!) } : {}),
+          })),
+        );
+        await writeFileAtomic(join(this.stateDir, FILE), `${JSON.stringify({ workloads: records }, null, 1)}\n`);
         const d = await nodeFs.open(this.stateDir, "r");
         await d.sync().finally(() => d.close());
       } catch (e) {
@@ -117,7 +122,10 @@ export class FileWorkloadStore implements WorkloadStore {
       }
       const r = (WORKLOAD_SCHEMAS[kind] as z.ZodType<Workload>).safeParse(rec.workload);
       if (!r.success || !r.data.metadata.uid) {
-        this.onSkip(FILE, `${kind} ${JSON.stringify(rec.workload?.metadata?.name)} is not valid: ${r.success ? "no uid" : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+        this.onSkip(
+          FILE,
+          `${kind} ${JSON.stringify(rec.workload?.metadata?.name)} is not valid: ${r.success ? "no uid" : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+        );
         continue;
       }
       let objects = rec.objects;

@@ -30,7 +30,12 @@ import { formatPod } from "../kuberuntime/kill.js";
 import { nsToMs, sortPodIPs } from "../kuberuntime/pod-status.js";
 import { podQOS, type QOSClass } from "../kuberuntime/resources.js";
 import type { ContainerStatus, PodStatus } from "../container/types.js";
-import { DEADLINE_EXCEEDED_MESSAGE, DEADLINE_EXCEEDED_REASON, pastActiveDeadline, podStartMs } from "../lifecycle/active-deadline.js";
+import {
+  DEADLINE_EXCEEDED_MESSAGE,
+  DEADLINE_EXCEEDED_REASON,
+  pastActiveDeadline,
+  podStartMs,
+} from "../lifecycle/active-deadline.js";
 
 export type PodPhase = "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
 export type ConditionStatus = "True" | "False" | "Unknown";
@@ -143,7 +148,8 @@ export interface PodEviction {
 }
 
 /** Kubernetes' wire form of metav1.Time: RFC 3339 in seconds; the zero time is null. */
-export const apiTime = (ms: number): string | null => (ms > 0 ? new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z") : null);
+export const apiTime = (ms: number): string | null =>
+  ms > 0 ? new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z") : null;
 
 const PodInitializing = "PodInitializing";
 const ContainerCreating = "ContainerCreating";
@@ -156,7 +162,12 @@ const statusOf = (info: readonly V1ContainerStatus[], name: string) => info.find
  * `info` holds init and app container statuses together, as in kubelet. `podHasInitialized`: a regular
  * container of the current sandbox has started (kubecontainer.HasAnyActiveRegularContainerStarted), so sidecars
  * restarting do not send the pod back to Pending. A terminated sidecar does not count toward the phase. */
-export function getPhase(pod: { spec: Pick<Pod["spec"], "initContainers" | "containers" | "restartPolicy"> }, info: readonly V1ContainerStatus[], podIsTerminal = false, podHasInitialized = false): PodPhase {
+export function getPhase(
+  pod: { spec: Pick<Pod["spec"], "initContainers" | "containers" | "restartPolicy"> },
+  info: readonly V1ContainerStatus[],
+  podIsTerminal = false,
+  podHasInitialized = false,
+): PodPhase {
   const spec = pod.spec;
   let pendingRegularInit = 0;
   let pendingRestartableInit = 0;
@@ -236,7 +247,11 @@ export function getPhase(pod: { spec: Pick<Pod["spec"], "initContainers" | "cont
 
 /** Every regular container has exited and none will be started again (the pod's sidecars are then stopped). */
 function regularContainersDone(pod: Pod, status: PodStatus): boolean {
-  return pod.spec.containers.every((c) => status.containerStatuses.find((s) => s.name === c.name)?.state === "exited" && !shouldContainerBeRestarted(c, pod, status));
+  return pod.spec.containers.every(
+    (c) =>
+      status.containerStatuses.find((s) => s.name === c.name)?.state === "exited" &&
+      !shouldContainerBeRestarted(c, pod, status),
+  );
 }
 
 /** kubecontainer.HasAnyActiveRegularContainerStarted: a regular container of the newest sandbox has started
@@ -245,7 +260,9 @@ function anyActiveRegularContainerStarted(pod: Pod, status: PodStatus): boolean 
   const sandbox = status.sandboxStatuses[0]?.id;
   if (!sandbox) return false;
   const names = new Set(pod.spec.containers.map((c) => c.name));
-  return status.containerStatuses.some((c) => names.has(c.name) && c.sandboxId === sandbox && (c.state === "running" || c.state === "exited"));
+  return status.containerStatuses.some(
+    (c) => names.has(c.name) && c.sandboxId === sandbox && (c.state === "running" || c.state === "exited"),
+  );
 }
 
 // ---- container statuses --------------------------------------------------------------------------------
@@ -253,10 +270,26 @@ function anyActiveRegularContainerStarted(pod: Pod, status: PodStatus): boolean 
 /** convertContainerStatus (no previous status: an unknown state is waiting, as kubelet's default branch). */
 function convertContainerStatus(cs: ContainerStatus, runtimeName: string): V1ContainerStatus {
   const containerID = `${runtimeName}://${cs.id}`;
-  const out: V1ContainerStatus = { name: cs.name, state: {}, lastState: {}, ready: false, restartCount: cs.restartCount, image: cs.image, imageID: cs.imageRef, containerID };
+  const out: V1ContainerStatus = {
+    name: cs.name,
+    state: {},
+    lastState: {},
+    ready: false,
+    restartCount: cs.restartCount,
+    image: cs.image,
+    imageID: cs.imageRef,
+    containerID,
+  };
   if (cs.state === "running") out.state.running = { startedAt: apiTime(cs.startedAt) };
   else if (cs.state === "exited")
-    out.state.terminated = { exitCode: cs.exitCode, ...nonEmpty("reason", cs.reason), ...nonEmpty("message", cs.message), startedAt: apiTime(cs.startedAt), finishedAt: apiTime(cs.finishedAt), containerID };
+    out.state.terminated = {
+      exitCode: cs.exitCode,
+      ...nonEmpty("reason", cs.reason),
+      ...nonEmpty("message", cs.message),
+      startedAt: apiTime(cs.startedAt),
+      finishedAt: apiTime(cs.finishedAt),
+      containerID,
+    };
   else out.state.waiting = {};
   return out;
 }
@@ -271,7 +304,11 @@ function waitingReason(input: ApiStatusInput, c: Container): StartFailure | unde
   const cached = input.reasons?.get(c.name);
   if (cached) return cached;
   const bo = crashLoopBackOff(c, input.status, input.now);
-  if (bo.inBackOff) return { reason: "CrashLoopBackOff", message: `back-off ${bo.delayMs / 1000}s restarting failed container=${c.name} pod=${formatPod(input.pod)}` };
+  if (bo.inBackOff)
+    return {
+      reason: "CrashLoopBackOff",
+      message: `back-off ${bo.delayMs / 1000}s restarting failed container=${c.name} pod=${formatPod(input.pod)}`,
+    };
   return undefined;
 }
 
@@ -282,12 +319,24 @@ function anyRegularContainerCreated(pod: Pod, status: PodStatus): boolean {
 }
 
 /** convertToAPIContainerStatuses */
-export function convertToAPIContainerStatuses(input: ApiStatusInput, containers: readonly Container[], isInit: boolean): V1ContainerStatus[] {
+export function convertToAPIContainerStatuses(
+  input: ApiStatusInput,
+  containers: readonly Container[],
+  isInit: boolean,
+): V1ContainerStatus[] {
   const { pod, status } = input;
   const hasInit = (pod.spec.initContainers ?? []).length > 0;
   const statuses = new Map<string, V1ContainerStatus>();
   for (const c of containers)
-    statuses.set(c.name, { name: c.name, state: { waiting: { reason: hasInit ? PodInitializing : ContainerCreating } }, lastState: {}, ready: false, restartCount: 0, image: c.image, imageID: "" });
+    statuses.set(c.name, {
+      name: c.name,
+      state: { waiting: { reason: hasInit ? PodInitializing : ContainerCreating } },
+      lastState: {},
+      ready: false,
+      restartCount: 0,
+      image: c.image,
+      imageID: "",
+    });
 
   // Newest first; the newest instance is the state, the one before it the last state.
   const seen = new Map<string, number>();
@@ -310,12 +359,24 @@ export function convertToAPIContainerStatuses(input: ApiStatusInput, containers:
       if (s?.state === "exited" && s.exitCode === 0) continue;
       const cur = statuses.get(c.name)!;
       if (!s && anyRegularContainerCreated(pod, status) && cur.state.waiting) {
-        cur.state = { terminated: { exitCode: 0, reason: "Completed", message: "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally", startedAt: null, finishedAt: null } };
+        cur.state = {
+          terminated: {
+            exitCode: 0,
+            reason: "Completed",
+            message:
+              "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally",
+            startedAt: null,
+            finishedAt: null,
+          },
+        };
         continue;
       }
     }
     // A sidecar restarts whatever the pod's restartPolicy, until the regular containers are done for good.
-    if (isRestartableInitContainer(c) ? regularContainersDone(pod, status) : !shouldContainerBeRestarted(c, pod, status)) continue;
+    if (
+      isRestartableInitContainer(c) ? regularContainersDone(pod, status) : !shouldContainerBeRestarted(c, pod, status)
+    )
+      continue;
     const why = waitingReason(input, c);
     if (!why) continue;
     const cur = statuses.get(c.name)!;
@@ -331,7 +392,9 @@ export function convertToAPIContainerStatuses(input: ApiStatusInput, containers:
     const started = cur.state.running !== undefined && (c.startupProbe ? probes?.startup?.get(id) === "Success" : true);
     cur.started = started;
     if (isInit && !isRestartableInitContainer(c)) cur.ready = cur.state.terminated?.exitCode === 0;
-    else if (started) cur.ready = cur.state.running !== undefined && (c.readinessProbe ? probes?.readiness?.get(id) === "Success" : true);
+    else if (started)
+      cur.ready =
+        cur.state.running !== undefined && (c.readinessProbe ? probes?.readiness?.get(id) === "Success" : true);
   }
 
   const list = containers.map((c) => statuses.get(c.name)!);
@@ -344,7 +407,11 @@ export function convertToAPIContainerStatuses(input: ApiStatusInput, containers:
 const fmtList = (names: string[]) => `[${names.join(" ")}]`;
 
 /** GenerateContainersReadyCondition */
-export function containersReadyCondition(pod: Pod, statuses: readonly V1ContainerStatus[] | undefined, phase: PodPhase): Omit<V1PodCondition, "lastProbeTime" | "lastTransitionTime"> {
+export function containersReadyCondition(
+  pod: Pod,
+  statuses: readonly V1ContainerStatus[] | undefined,
+  phase: PodPhase,
+): Omit<V1PodCondition, "lastProbeTime" | "lastTransitionTime"> {
   if (statuses === undefined) return { type: "ContainersReady", status: "False", reason: "UnknownContainerStatuses" };
   const unknown: string[] = [];
   const unready: string[] = [];
@@ -354,25 +421,36 @@ export function containersReadyCondition(pod: Pod, statuses: readonly V1Containe
     if (!s) unknown.push(c.name);
     else if (!s.ready) unready.push(c.name);
   }
-  if (phase === "Succeeded" && unknown.length === 0) return { type: "ContainersReady", status: "False", reason: "PodCompleted" };
+  if (phase === "Succeeded" && unknown.length === 0)
+    return { type: "ContainersReady", status: "False", reason: "PodCompleted" };
   if (phase === "Failed") return { type: "ContainersReady", status: "False", reason: "PodFailed" };
   const msgs: string[] = [];
   if (unknown.length) msgs.push(`containers with unknown status: ${fmtList(unknown)}`);
   if (unready.length) msgs.push(`containers with unready status: ${fmtList(unready)}`);
-  if (msgs.length) return { type: "ContainersReady", status: "False", reason: "ContainersNotReady", message: msgs.join(", ") };
+  if (msgs.length)
+    return { type: "ContainersReady", status: "False", reason: "ContainersNotReady", message: msgs.join(", ") };
   return { type: "ContainersReady", status: "True" };
 }
 
 /** GeneratePodReadyCondition (podsync has no readiness gates). */
-export function podReadyCondition(pod: Pod, statuses: readonly V1ContainerStatus[] | undefined, phase: PodPhase): Omit<V1PodCondition, "lastProbeTime" | "lastTransitionTime"> {
+export function podReadyCondition(
+  pod: Pod,
+  statuses: readonly V1ContainerStatus[] | undefined,
+  phase: PodPhase,
+): Omit<V1PodCondition, "lastProbeTime" | "lastTransitionTime"> {
   const cr = containersReadyCondition(pod, statuses, phase);
   return { ...cr, type: "Ready" };
 }
 
 /** GeneratePodInitializedCondition */
-export function podInitializedCondition(pod: Pod, statuses: readonly V1ContainerStatus[] | undefined, phase: PodPhase): Omit<V1PodCondition, "lastProbeTime" | "lastTransitionTime"> {
+export function podInitializedCondition(
+  pod: Pod,
+  statuses: readonly V1ContainerStatus[] | undefined,
+  phase: PodPhase,
+): Omit<V1PodCondition, "lastProbeTime" | "lastTransitionTime"> {
   const inits = pod.spec.initContainers ?? [];
-  if (statuses === undefined && inits.length > 0) return { type: "Initialized", status: "False", reason: "UnknownContainerStatuses" };
+  if (statuses === undefined && inits.length > 0)
+    return { type: "Initialized", status: "False", reason: "UnknownContainerStatuses" };
   const unknown: string[] = [];
   const incomplete: string[] = [];
   for (const c of inits) {
@@ -381,19 +459,32 @@ export function podInitializedCondition(pod: Pod, statuses: readonly V1Container
     // A sidecar is done initializing once it has started.
     else if (isRestartableInitContainer(c) ? !s.started : !s.ready) incomplete.push(c.name);
   }
-  if (phase === "Succeeded" && unknown.length === 0) return { type: "Initialized", status: "True", reason: "PodCompleted" };
+  if (phase === "Succeeded" && unknown.length === 0)
+    return { type: "Initialized", status: "True", reason: "PodCompleted" };
   // HasAnyRegularContainerStarted: an app container that has run means initialization happened.
-  if (pod.spec.containers.some((c) => { const s = statusOf(statuses ?? [], c.name); return s !== undefined && (s.state.running !== undefined || s.state.terminated !== undefined || s.lastState.terminated !== undefined); }))
+  if (
+    pod.spec.containers.some((c) => {
+      const s = statusOf(statuses ?? [], c.name);
+      return (
+        s !== undefined &&
+        (s.state.running !== undefined || s.state.terminated !== undefined || s.lastState.terminated !== undefined)
+      );
+    })
+  )
     return { type: "Initialized", status: "True" };
   const msgs: string[] = [];
   if (unknown.length) msgs.push(`containers with unknown status: ${fmtList(unknown)}`);
   if (incomplete.length) msgs.push(`containers with incomplete status: ${fmtList(incomplete)}`);
-  if (msgs.length) return { type: "Initialized", status: "False", reason: "ContainersNotInitialized", message: msgs.join(", ") };
+  if (msgs.length)
+    return { type: "Initialized", status: "False", reason: "ContainersNotInitialized", message: msgs.join(", ") };
   return { type: "Initialized", status: "True" };
 }
 
 /** GeneratePodReadyToStartContainersCondition */
-export function podReadyToStartContainersCondition(pod: Pod, status: PodStatus): Omit<V1PodCondition, "lastProbeTime" | "lastTransitionTime"> {
+export function podReadyToStartContainersCondition(
+  pod: Pod,
+  status: PodStatus,
+): Omit<V1PodCondition, "lastProbeTime" | "lastTransitionTime"> {
   const [newSandboxNeeded] = podSandboxChanged(pod, status);
   return { type: "PodReadyToStartContainers", status: newSandboxNeeded ? "False" : "True" };
 }
@@ -411,7 +502,12 @@ const max = (xs: number[]) => xs.reduce((a, b) => Math.max(a, b), 0);
  * - ContainersReady / Ready: True since the last app container started or its readiness last changed,
  *   whichever is later; False since the last app container finished or a readiness result last changed
  *   (else the newest sandbox's creation). */
-function conditionTime(type: Exclude<V1PodCondition["type"], "DisruptionTarget">, value: ConditionStatus, input: ApiStatusInput, startMs: number): number {
+function conditionTime(
+  type: Exclude<V1PodCondition["type"], "DisruptionTarget">,
+  value: ConditionStatus,
+  input: ApiStatusInput,
+  startMs: number,
+): number {
   const { pod, status } = input;
   const sandboxCreated = status.sandboxStatuses[0] ? nsToMs(status.sandboxStatuses[0].createdAt) : 0;
   const appNames = new Set(pod.spec.containers.map((c) => c.name));
@@ -419,7 +515,9 @@ function conditionTime(type: Exclude<V1PodCondition["type"], "DisruptionTarget">
   const newest = new Map<string, ContainerStatus>();
   for (const c of status.containerStatuses) if (!newest.has(c.name)) newest.set(c.name, c);
   const apps = [...newest.values()].filter((c) => appNames.has(c.name));
-  const probeChange = max([...(input.probes?.changedAt?.entries() ?? [])].filter(([id]) => apps.some((c) => c.id === id)).map(([, t]) => t));
+  const probeChange = max(
+    [...(input.probes?.changedAt?.entries() ?? [])].filter(([id]) => apps.some((c) => c.id === id)).map(([, t]) => t),
+  );
   switch (type) {
     case "PodScheduled":
       return startMs;
@@ -429,7 +527,10 @@ function conditionTime(type: Exclude<V1PodCondition["type"], "DisruptionTarget">
       return max(status.containerStatuses.filter((c) => c.sandboxId === sb).map((c) => c.finishedAt)) || sandboxCreated;
     }
     case "Initialized":
-      if (value === "True") return initNames.size === 0 ? startMs : max([...newest.values()].filter((c) => initNames.has(c.name)).map((c) => c.finishedAt)) || startMs;
+      if (value === "True")
+        return initNames.size === 0
+          ? startMs
+          : max([...newest.values()].filter((c) => initNames.has(c.name)).map((c) => c.finishedAt)) || startMs;
       return sandboxCreated;
     case "ContainersReady":
     case "Ready":
@@ -438,13 +539,16 @@ function conditionTime(type: Exclude<V1PodCondition["type"], "DisruptionTarget">
   }
 }
 
-
 // ---- generateAPIPodStatus ------------------------------------------------------------------------------
 
 export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   const { pod, status } = input;
   // An internal module's eviction (kubelet's PodSyncHandlers: the active deadline) makes the pod Failed.
-  const evicted = input.eviction ? { reason: input.eviction.reason, message: input.eviction.message } : pastActiveDeadline(pod, status, input.now) ? { reason: DEADLINE_EXCEEDED_REASON, message: DEADLINE_EXCEEDED_MESSAGE } : undefined;
+  const evicted = input.eviction
+    ? { reason: input.eviction.reason, message: input.eviction.message }
+    : pastActiveDeadline(pod, status, input.now)
+      ? { reason: DEADLINE_EXCEEDED_REASON, message: DEADLINE_EXCEEDED_MESSAGE }
+      : undefined;
   if (evicted) input = { ...input, evicted: true };
   const containerStatuses = convertToAPIContainerStatuses(input, pod.spec.containers, false);
   const inits = pod.spec.initContainers ?? [];
@@ -460,11 +564,23 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
     containersReadyCondition(pod, all, phase),
     { type: "PodScheduled" as const, status: "True" as const },
   ];
-  const conditions: V1PodCondition[] = made.map((c) => ({ ...c, lastProbeTime: null, lastTransitionTime: apiTime(conditionTime(c.type as Exclude<V1PodCondition["type"], "DisruptionTarget">, c.status, input, startMs)) }));
+  const conditions: V1PodCondition[] = made.map((c) => ({
+    ...c,
+    lastProbeTime: null,
+    lastTransitionTime: apiTime(
+      conditionTime(c.type as Exclude<V1PodCondition["type"], "DisruptionTarget">, c.status, input, startMs),
+    ),
+  }));
   // The eviction's disruption condition, kept from when it was set and listed before the kubelet-owned ones
   // (generateAPIPodStatus copies DisruptionTarget over from the old status first).
   const disruption = input.eviction?.condition;
-  if (disruption) conditions.unshift({ ...disruption, status: "True", lastProbeTime: null, lastTransitionTime: apiTime(input.eviction!.at) });
+  if (disruption)
+    conditions.unshift({
+      ...disruption,
+      status: "True",
+      lastProbeTime: null,
+      lastTransitionTime: apiTime(input.eviction!.at),
+    });
 
   const out: V1PodStatus = { phase, ...evicted, conditions, containerStatuses, qosClass: podQOS(pod) };
   const hostIPs = input.hostIPs ?? [];
@@ -474,7 +590,13 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
   }
   let podIPs = sortPodIPs(status.ips);
   // HostNetwork pods inherit the node's IPs.
-  if (podIPs.length === 0 && pod.spec.hostNetwork && hostIPs.length && status.sandboxStatuses[0]?.state === PodSandboxState.SANDBOX_READY) podIPs = hostIPs.slice(0, 2);
+  if (
+    podIPs.length === 0 &&
+    pod.spec.hostNetwork &&
+    hostIPs.length &&
+    status.sandboxStatuses[0]?.state === PodSandboxState.SANDBOX_READY
+  )
+    podIPs = hostIPs.slice(0, 2);
   if (podIPs.length) {
     out.podIP = podIPs[0]!;
     out.podIPs = podIPs.map((ip) => ({ ip }));
@@ -494,14 +616,26 @@ export function generateAPIPodStatus(input: ApiStatusInput): V1PodStatus {
 export interface V1Pod {
   apiVersion: "v1";
   kind: "Pod";
-  metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: Pod["metadata"]["ownerReferences"]; creationTimestamp: string | null };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Pod["metadata"]["ownerReferences"];
+    creationTimestamp: string | null;
+  };
   spec?: Pod["spec"];
   status: V1PodStatus;
 }
 
 /** The v1.Pod object: the spec as it was last given (undefined when only the runtime knows the pod), the
  * status as generated. For the status route and the node agent's list route. */
-export function toV1Pod(spec: Pod | undefined, ref: { uid: string; name: string; namespace: string }, status: V1PodStatus): V1Pod {
+export function toV1Pod(
+  spec: Pod | undefined,
+  ref: { uid: string; name: string; namespace: string },
+  status: V1PodStatus,
+): V1Pod {
   const meta = spec?.metadata;
   return {
     apiVersion: "v1",
@@ -517,7 +651,13 @@ export function toV1Pod(spec: Pod | undefined, ref: { uid: string; name: string;
       creationTimestamp: status.startTime ?? null,
     },
     // The spec as given, but inline pull-secret credentials never leave the node in a response.
-    ...(spec ? { spec: spec.spec.imagePullSecrets ? { ...spec.spec, imagePullSecrets: withoutCredentials(spec.spec.imagePullSecrets) } : spec.spec } : {}),
+    ...(spec
+      ? {
+          spec: spec.spec.imagePullSecrets
+            ? { ...spec.spec, imagePullSecrets: withoutCredentials(spec.spec.imagePullSecrets) }
+            : spec.spec,
+        }
+      : {}),
     status,
   };
 }
@@ -534,7 +674,15 @@ export function standInPod(ref: { uid: string; name: string; namespace: string }
   return {
     metadata: { uid: ref.uid, name: ref.name, namespace: ref.namespace },
     spec: {
-      containers: names.sort().map((name) => ({ name, image: images.get(name)!, terminationMessagePath: "/dev/termination-log", terminationMessagePolicy: "File", stdin: false, stdinOnce: false, tty: false })),
+      containers: names.sort().map((name) => ({
+        name,
+        image: images.get(name)!,
+        terminationMessagePath: "/dev/termination-log",
+        terminationMessagePolicy: "File",
+        stdin: false,
+        stdinOnce: false,
+        tty: false,
+      })),
       restartPolicy: "Always",
       terminationGracePeriodSeconds: 30,
       hostNetwork: false,

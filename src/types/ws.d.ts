@@ -21,7 +21,15 @@ declare module "ws" {
   }
 
   export class WebSocketServer {
-    constructor(options: { noServer: true; handleProtocols?: (protocols: Set<string>, request: IncomingMessage) => string | false });
-    handleUpgrade(request: IncomingMessage, socket: Duplex, upgradeHead: Buffer, callback: (ws: WebSocket, request: IncomingMessage) => void): void;
+    constructor(options: {
+      noServer: true;
+      handleProtocols?: (protocols: Set<string>, request: IncomingMessage) => string | false;
+    });
+    handleUpgrade(
+      request: IncomingMessage,
+      socket: Duplex,
+      upgradeHead: Buffer,
+      callback: (ws: WebSocket, request: IncomingMessage) => void,
+    ): void;
   }
 }

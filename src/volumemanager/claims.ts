@@ -5,7 +5,14 @@
 // while a desired pod names it.
 import type { CriClient } from "../cri/client.js";
 import type { Pod } from "../pod/schema.js";
-import { CONTAINER_CLAIMS_ANNOTATION, KUBERNETES_MANAGED_LABEL, MANAGED_BY, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL } from "../container/labels.js";
+import {
+  CONTAINER_CLAIMS_ANNOTATION,
+  KUBERNETES_MANAGED_LABEL,
+  MANAGED_BY,
+  POD_NAME_LABEL,
+  POD_NAMESPACE_LABEL,
+  POD_UID_LABEL,
+} from "../container/labels.js";
 import type { PodRef } from "../container/types.js";
 import { claimPath, claimsDir, podClaims, type VolumeHost } from "./volumes.js";
 
@@ -23,31 +30,55 @@ async function users(cri: CriClient, desired: readonly Pod[]): Promise<Map<strin
     if (!out.has(claim)) out.set(claim, new Map());
     out.get(claim)!.set(ref.uid, ref);
   };
-  const { containers } = await cri.listContainers({ filter: { labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY } } });
+  const { containers } = await cri.listContainers({
+    filter: { labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY } },
+  });
   for (const c of containers) {
     const claims = c.annotations[CONTAINER_CLAIMS_ANNOTATION];
     if (!claims) continue;
-    const ref = { uid: c.labels[POD_UID_LABEL] ?? "", name: c.labels[POD_NAME_LABEL] ?? "", namespace: c.labels[POD_NAMESPACE_LABEL] ?? "" };
+    const ref = {
+      uid: c.labels[POD_UID_LABEL] ?? "",
+      name: c.labels[POD_NAME_LABEL] ?? "",
+      namespace: c.labels[POD_NAMESPACE_LABEL] ?? "",
+    };
     for (const claim of claims.split(",")) add(claim, ref);
   }
-  for (const p of desired) for (const claim of podClaims(p)) add(claim, { uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace });
+  for (const p of desired)
+    for (const claim of podClaims(p))
+      add(claim, { uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace });
   return new Map([...out].map(([k, v]) => [k, [...v.values()]]));
 }
 
-export async function listClaims(cri: CriClient, host: VolumeHost, rootDir: string, desired: readonly Pod[] = []): Promise<ClaimInfo[]> {
+export async function listClaims(
+  cri: CriClient,
+  host: VolumeHost,
+  rootDir: string,
+  desired: readonly Pod[] = [],
+): Promise<ClaimInfo[]> {
   const [names, used] = await Promise.all([host.listDirs(claimsDir(rootDir)), users(cri, desired)]);
   return names.map((name) => ({ name, path: claimPath(rootDir, name), usedBy: used.get(name) ?? [] }));
 }
 
 export class ClaimNotFoundError extends Error {}
 export class ClaimInUseError extends Error {
-  constructor(readonly claim: string, readonly usedBy: PodRef[]) {
-    super(`volume ${JSON.stringify(claim)} is used by ${usedBy.map((p) => `pod ${p.namespace}/${p.name} (${p.uid})`).join(", ")}: delete those pods first`);
+  constructor(
+    readonly claim: string,
+    readonly usedBy: PodRef[],
+  ) {
+    super(
+      `volume ${JSON.stringify(claim)} is used by ${usedBy.map((p) => `pod ${p.namespace}/${p.name} (${p.uid})`).join(", ")}: delete those pods first`,
+    );
   }
 }
 
 /** Remove a claim's directory and its data; refused while a pod uses it. */
-export async function removeClaim(cri: CriClient, host: VolumeHost, rootDir: string, name: string, desired: readonly Pod[] = []): Promise<void> {
+export async function removeClaim(
+  cri: CriClient,
+  host: VolumeHost,
+  rootDir: string,
+  name: string,
+  desired: readonly Pod[] = [],
+): Promise<void> {
   const claims = await listClaims(cri, host, rootDir, desired);
   const claim = claims.find((c) => c.name === name);
   if (!claim) throw new ClaimNotFoundError(`no volume ${JSON.stringify(name)} on this node`);

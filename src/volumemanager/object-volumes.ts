@@ -9,7 +9,11 @@ import { cleanItemPath, type DownwardAPIVolumeFile, type KeyToPath } from "../po
 import { podVolumesDir } from "./pod-dirs.js";
 import { fieldRefValue, resourceFieldValue, type DownwardInfo } from "../container/downward.js";
 
-export type VolumePlugin = "kubernetes.io~configmap" | "kubernetes.io~secret" | "kubernetes.io~downward-api" | "kubernetes.io~projected";
+export type VolumePlugin =
+  | "kubernetes.io~configmap"
+  | "kubernetes.io~secret"
+  | "kubernetes.io~downward-api"
+  | "kubernetes.io~projected";
 
 export interface VolumeFile {
   data: Uint8Array;
@@ -57,7 +61,8 @@ export function filePlugin(v: Volume): VolumePlugin | undefined {
   return undefined;
 }
 
-export const volumeDir = (rootDir: string, uid: string, v: Volume) => `${podVolumesDir(rootDir, uid)}/${filePlugin(v)}/${v.name}`;
+export const volumeDir = (rootDir: string, uid: string, v: Volume) =>
+  `${podVolumesDir(rootDir, uid)}/${filePlugin(v)}/${v.name}`;
 
 /** Whether the pod has volumes whose files podsync writes. */
 export const hasFileVolumes = (pod: Pod) => (pod.spec.volumes ?? []).some((v) => filePlugin(v) !== undefined);
@@ -66,7 +71,13 @@ const utf8 = new TextEncoder();
 
 /** configmap.MakePayload / secret.MakePayload: every key under its own name, or only the listed items
  * (a missing key of an optional object is skipped; a required one was refused at validation). */
-function keyPayload(out: Map<string, VolumeFile>, get: (key: string) => Uint8Array | undefined, keys: string[], items: KeyToPath[] | undefined, defaultMode: number): void {
+function keyPayload(
+  out: Map<string, VolumeFile>,
+  get: (key: string) => Uint8Array | undefined,
+  keys: string[],
+  items: KeyToPath[] | undefined,
+  defaultMode: number,
+): void {
   if (!items?.length) {
     for (const k of keys) out.set(k, { data: get(k)!, mode: defaultMode });
     return;
@@ -79,12 +90,19 @@ function keyPayload(out: Map<string, VolumeFile>, get: (key: string) => Uint8Arr
 }
 
 /** downwardapi.CollectData */
-function downwardPayload(out: Map<string, VolumeFile>, items: DownwardAPIVolumeFile[] | undefined, defaultMode: number, pod: Pod, info: DownwardInfo): void {
+function downwardPayload(
+  out: Map<string, VolumeFile>,
+  items: DownwardAPIVolumeFile[] | undefined,
+  defaultMode: number,
+  pod: Pod,
+  info: DownwardInfo,
+): void {
   for (const it of items ?? []) {
     let value = "";
     if (it.fieldRef) value = fieldRefValue(pod, it.fieldRef.fieldPath, info);
     // A volume's resourceFieldRef names its container (validated), so the `self` argument is never used.
-    else if (it.resourceFieldRef) value = resourceFieldValue(it.resourceFieldRef, pod, pod.spec.containers[0] as Container, info.node);
+    else if (it.resourceFieldRef)
+      value = resourceFieldValue(it.resourceFieldRef, pod, pod.spec.containers[0] as Container, info.node);
     out.set(cleanItemPath(it.path), { data: utf8.encode(value), mode: it.mode ?? defaultMode });
   }
 }
@@ -99,7 +117,9 @@ export function volumePayloads(pod: Pod, objects: PodObjects, info: DownwardInfo
   };
   const secretSource = (name: string) => {
     const s = secrets.get(name);
-    return s ? { keys: Object.keys(s.data), get: (k: string) => (Object.hasOwn(s.data, k) ? s.data[k] : undefined) } : undefined;
+    return s
+      ? { keys: Object.keys(s.data), get: (k: string) => (Object.hasOwn(s.data, k) ? s.data[k] : undefined) }
+      : undefined;
   };
   const out: VolumePayload[] = [];
   const fsGroup = pod.spec.securityContext?.fsGroup;
@@ -122,7 +142,12 @@ export function volumePayloads(pod: Pod, objects: PodObjects, info: DownwardInfo
         if (s.downwardAPI) downwardPayload(files, s.downwardAPI.items, mode, pod, info);
       }
     }
-    out.push({ dir: volumeDir(info.node.rootDir, pod.metadata.uid, v), tmpfs: plugin === "kubernetes.io~secret" || plugin === "kubernetes.io~projected", files, fsGroup });
+    out.push({
+      dir: volumeDir(info.node.rootDir, pod.metadata.uid, v),
+      tmpfs: plugin === "kubernetes.io~secret" || plugin === "kubernetes.io~projected",
+      files,
+      fsGroup,
+    });
   }
   return out;
 }

@@ -36,14 +36,24 @@ export const subPathTarget = (rootDir: string, uid: string, volume: string, cont
 
 /** The binds a container's mounts need, by index into its volumeMounts: a subPath, or a subPathExpr as
  * `expanded` (by index) gives it. */
-export function subPathBinds(pod: Pod, container: Container, node: NodeConfig, expanded: ReadonlyMap<number, string> = new Map()): Map<number, SubPathBind> {
+export function subPathBinds(
+  pod: Pod,
+  container: Container,
+  node: NodeConfig,
+  expanded: ReadonlyMap<number, string> = new Map(),
+): Map<number, SubPathBind> {
   const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v] as const));
   const out = new Map<number, SubPathBind>();
   (container.volumeMounts ?? []).forEach((m, i) => {
     const subPath = m.subPath || expanded.get(i);
     if (!subPath) return;
     const v = volumes.get(m.name)!;
-    out.set(i, { volumePath: volumeHostPath(pod, v, node), subPath, target: subPathTarget(node.rootDir, pod.metadata.uid, v.name, container.name, i), createVolume: !("hostPath" in v) });
+    out.set(i, {
+      volumePath: volumeHostPath(pod, v, node),
+      subPath,
+      target: subPathTarget(node.rootDir, pod.metadata.uid, v.name, container.name, i),
+      createVolume: !("hostPath" in v),
+    });
   });
   return out;
 }
@@ -51,11 +61,22 @@ export function subPathBinds(pod: Pod, container: Container, node: NodeConfig, e
 /** Every subPath in the pod, named, for a deployment that cannot bind them safely. */
 export function subPathUnsupported(pod: Pod, why: string): FieldError[] {
   const out: FieldError[] = [];
-  for (const [kind, list] of [["initContainers", pod.spec.initContainers ?? []], ["containers", pod.spec.containers]] as const)
+  for (const [kind, list] of [
+    ["initContainers", pod.spec.initContainers ?? []],
+    ["containers", pod.spec.containers],
+  ] as const)
     list.forEach((c, i) =>
       (c.volumeMounts ?? []).forEach((m, j) => {
-        if (m.subPath) out.push({ path: `spec.${kind}[${i}].volumeMounts[${j}].subPath`, message: `subPath cannot be used on this deployment: ${why}` });
-        if (m.subPathExpr) out.push({ path: `spec.${kind}[${i}].volumeMounts[${j}].subPathExpr`, message: `subPathExpr cannot be used on this deployment: ${why}` });
+        if (m.subPath)
+          out.push({
+            path: `spec.${kind}[${i}].volumeMounts[${j}].subPath`,
+            message: `subPath cannot be used on this deployment: ${why}`,
+          });
+        if (m.subPathExpr)
+          out.push({
+            path: `spec.${kind}[${i}].volumeMounts[${j}].subPathExpr`,
+            message: `subPathExpr cannot be used on this deployment: ${why}`,
+          });
       }),
     );
   return out;

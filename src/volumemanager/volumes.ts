@@ -41,7 +41,8 @@ export interface VolumeHost {
 export class HostPathTypeError extends Error {}
 
 /** kubelet's getPodVolumeDir for a plugin: <rootDir>/pods/<uid>/volumes/<plugin> */
-export const emptyDirPath = (rootDir: string, uid: string, name: string) => `${podVolumesDir(rootDir, uid)}/kubernetes.io~empty-dir/${name}`;
+export const emptyDirPath = (rootDir: string, uid: string, name: string) =>
+  `${podVolumesDir(rootDir, uid)}/kubernetes.io~empty-dir/${name}`;
 /** podsync's own: one directory per claim name, shared by every pod that names the claim. */
 export const claimsDir = (rootDir: string) => `${rootDir}/volumes/pvc`;
 export const claimPath = (rootDir: string, claimName: string) => `${claimsDir(rootDir)}/${claimName}`;
@@ -55,7 +56,11 @@ export function volumeHostPath(pod: Pod, v: Volume, node: NodeConfig): string {
 }
 
 /** The claims a pod uses. */
-export const podClaims = (pod: Pod): string[] => [...new Set((pod.spec.volumes ?? []).flatMap((v) => ("persistentVolumeClaim" in v ? [v.persistentVolumeClaim.claimName] : [])))];
+export const podClaims = (pod: Pod): string[] => [
+  ...new Set(
+    (pod.spec.volumes ?? []).flatMap((v) => ("persistentVolumeClaim" in v ? [v.persistentVolumeClaim.claimName] : [])),
+  ),
+];
 
 /** Whether a volume needs node I/O beyond what the runtime does by itself (containerd creates a missing
  * bind-mount source directory, which is all an untyped hostPath, DirectoryOrCreate or a disk emptyDir needs). */
@@ -82,7 +87,8 @@ export function volumeHostErrors(pod: Pod): FieldError[] {
   if (pod.spec.securityContext?.fsGroup !== undefined && (pod.spec.volumes ?? []).some((v) => "emptyDir" in v))
     out.push({
       path: "spec.securityContext.fsGroup",
-      message: "gives emptyDir volumes the group's ownership on the node's filesystem, which this deployment cannot reach (it reaches the node only through the container runtime)",
+      message:
+        "gives emptyDir volumes the group's ownership on the node's filesystem, which this deployment cannot reach (it reaches the node only through the container runtime)",
     });
   return out;
 }
@@ -96,7 +102,12 @@ export function tmpfsSize(pod: Pod, sizeLimit: string | number | undefined, node
   if (limits.every((l) => l !== undefined)) {
     // The pod's effective limit: the larger of the app containers' sum and the largest init container's.
     const sum = limits.reduce<number>((a, l) => a + bytes(l!), 0);
-    const init = Math.max(0, ...(pod.spec.initContainers ?? []).map((c) => (c.resources?.limits?.memory !== undefined ? bytes(c.resources.limits.memory) : Infinity)));
+    const init = Math.max(
+      0,
+      ...(pod.spec.initContainers ?? []).map((c) =>
+        c.resources?.limits?.memory !== undefined ? bytes(c.resources.limits.memory) : Infinity,
+      ),
+    );
     const podLimit = Math.max(sum, init);
     if (all.length && Number.isFinite(podLimit) && podLimit > 0) size = Math.min(size, podLimit);
   }
@@ -105,13 +116,19 @@ export function tmpfsSize(pod: Pod, sizeLimit: string | number | undefined, node
 }
 
 /** Whether the pod has a volume setUpVolumes acts on (anything but an untyped hostPath). */
-export const needsSetUp = (pod: Pod): boolean => (pod.spec.volumes ?? []).some((v) => !("hostPath" in v) || v.hostPath.type !== "");
+export const needsSetUp = (pod: Pod): boolean =>
+  (pod.spec.volumes ?? []).some((v) => !("hostPath" in v) || v.hostPath.type !== "");
 
 /** Set up every volume of the pod (kubelet mounts all of a pod's volumes, mounted by a container or not).
  * Idempotent: a sync that finds them in place changes nothing. Throws with kubelet's FailedMount wording.
  * With `podStart` (a new sandbox) and a pod fsGroup, emptyDirs and claims get kubelet's volume ownership (its
  * fsGroupChangePolicy, applied when the pod starts rather than on every container start). */
-export async function setUpVolumes(host: VolumeHost, pod: Pod, node: NodeConfig, podStart = true): Promise<string | undefined> {
+export async function setUpVolumes(
+  host: VolumeHost,
+  pod: Pod,
+  node: NodeConfig,
+  podStart = true,
+): Promise<string | undefined> {
   const done: string[] = [];
   const fsGroup = podStart ? pod.spec.securityContext?.fsGroup : undefined;
   const onRootMismatch = pod.spec.securityContext?.fsGroupChangePolicy === "OnRootMismatch";
@@ -129,11 +146,16 @@ export async function setUpVolumes(host: VolumeHost, pod: Pod, node: NodeConfig,
       } else if ("persistentVolumeClaim" in v) {
         const path = claimPath(node.rootDir, v.persistentVolumeClaim.claimName);
         await host.ensureDir(path, 0o777);
-        if (fsGroup !== undefined) await host.setOwnership(path, fsGroup, v.persistentVolumeClaim.readOnly, onRootMismatch);
+        if (fsGroup !== undefined)
+          await host.setOwnership(path, fsGroup, v.persistentVolumeClaim.readOnly, onRootMismatch);
       } else continue;
       done.push(v.name);
     } catch (e) {
-      throw new StepError("FailedMount", `MountVolume.SetUp failed for volume "${v.name}" : ${(e as Error).message}`, e);
+      throw new StepError(
+        "FailedMount",
+        `MountVolume.SetUp failed for volume "${v.name}" : ${(e as Error).message}`,
+        e,
+      );
     }
   }
   return done.length ? `volumes ready: ${done.join(", ")}` : undefined;

@@ -18,7 +18,15 @@ export function buildWorkerApp(env: Env): Hono {
   for (const [name, cfg] of Object.entries(s.PODSYNC_NODES)) {
     const desiredOf = new DurableDesiredState(env.DESIRED, name);
     // The routes' syncs and deletes are reported to the node object, which serves the Kubernetes API.
-    const runtime = reportingToNode(nodeRuntime(env, s, name)!.runtime, desiredOf.report, (e) => console.log(JSON.stringify({ time: new Date().toISOString(), node: name, error: `not reported to the Kubernetes API: ${String((e as Error)?.message ?? e).slice(0, 200)}` })));
+    const runtime = reportingToNode(nodeRuntime(env, s, name)!.runtime, desiredOf.report, (e) =>
+      console.log(
+        JSON.stringify({
+          time: new Date().toISOString(),
+          node: name,
+          error: `not reported to the Kubernetes API: ${String((e as Error)?.message ?? e).slice(0, 200)}`,
+        }),
+      ),
+    );
     const prefix = `/nodes/${encodeURIComponent(name)}`;
     // The Kubernetes API (/version, /api, /apis under the node) is the node object's: it holds the pods the alarm's
     // relist feeds, the events and the watches (src/workers/node-kube.ts).
@@ -47,11 +55,19 @@ export function buildWorkerApp(env: Env): Hono {
       // most one look a second.
       logFollowPollMs: 1000,
       // exec probes go through the proxy (ExecSync); a Worker cannot open a connection to a pod.
-      probeHandlers: { allowed: ["exec"], why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod" },
+      probeHandlers: {
+        allowed: ["exec"],
+        why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod",
+      },
       serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }
-  root.notFound((c) => new ProblemError("not-found", `no route for ${c.req.method} ${c.req.path}; node APIs live under /nodes/{node}/`).toResponse(c.req.path));
+  root.notFound((c) =>
+    new ProblemError(
+      "not-found",
+      `no route for ${c.req.method} ${c.req.path}; node APIs live under /nodes/{node}/`,
+    ).toResponse(c.req.path),
+  );
   return root;
 }

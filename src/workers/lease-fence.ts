@@ -14,7 +14,10 @@ export class LeaseFence {
   renewed(sentAt: number): void {
     if (this.stopped || this.ac.signal.aborted) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.lose("the pod's lease could not be renewed in time"), sentAt + this.leaseMs * 0.9 - Date.now());
+    this.timer = setTimeout(
+      () => this.lose("the pod's lease could not be renewed in time"),
+      sentAt + this.leaseMs * 0.9 - Date.now(),
+    );
   }
   lose(reason: string): void {
     clearTimeout(this.timer);

@@ -61,7 +61,7 @@ export class NodeDesiredState {
 
   async fetch(req: Request): Promise<Response> {
     const url = new URL(req.url);
-    if (url.pathname.startsWith(KUBE_PREFIX + "/")) return this.kube(req, url);
+    if (url.pathname.startsWith(`${KUBE_PREFIX}/`)) return this.kube(req, url);
     const op = url.pathname.slice(1);
     const arg = (await req.json()) as Record<string, unknown> | null;
     const d = this.store;
@@ -129,14 +129,18 @@ export class NodeDesiredState {
           // Worker's GET routes, which run outside this object. Nothing before the first pass.
           const uids = (arg!["uids"] as string[]).slice(0, 10_000);
           const prober = this.agent?.prober;
-          return Response.json(Object.fromEntries(prober ? uids.map((uid) => [uid, probeResultsJSON(prober.results(uid))]) : []));
+          return Response.json(
+            Object.fromEntries(prober ? uids.map((uid) => [uid, probeResultsJSON(prober.results(uid))]) : []),
+          );
         }
         default:
           return Response.json({ message: `no operation ${op}` }, { status: 404 });
       }
     } catch (e) {
-      if (e instanceof StaleGenerationError) return Response.json({ message: e.message, current: e.current }, { status: 409 });
-      if (e instanceof UidConflictError) return Response.json({ message: e.message, pod: e.pod, holder: e.holder }, { status: 409 });
+      if (e instanceof StaleGenerationError)
+        return Response.json({ message: e.message, current: e.current }, { status: 409 });
+      if (e instanceof UidConflictError)
+        return Response.json({ message: e.message, pod: e.pod, holder: e.holder }, { status: 409 });
       log({ node: this.node, op, event: "error", error: errorText(e) });
       throw e;
     }
@@ -156,7 +160,12 @@ export class NodeDesiredState {
       interval = relistInterval(s);
       const agent = this.agentFor(node, s);
       if (!agent) {
-        log({ loop: "reconcile", node, event: "error", error: "the node is not in PODSYNC_NODES: its desired pods are not reconciled" });
+        log({
+          loop: "reconcile",
+          node,
+          event: "error",
+          error: "the node is not in PODSYNC_NODES: its desired pods are not reconciled",
+        });
         return;
       }
       await this.pass(agent.loop);
@@ -184,7 +193,19 @@ export class NodeDesiredState {
   private async kube(req: Request, url: URL): Promise<Response> {
     await this.learnNode(req.headers.get(NODE_HEADER));
     const agent = this.node ? this.agentFor(this.node, settingsOf(this.env)) : undefined;
-    if (!agent) return Response.json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "the node is not in PODSYNC_NODES", reason: "NotFound", code: 404 }, { status: 404 });
+    if (!agent)
+      return Response.json(
+        {
+          kind: "Status",
+          apiVersion: "v1",
+          metadata: {},
+          status: "Failure",
+          message: "the node is not in PODSYNC_NODES",
+          reason: "NotFound",
+          code: 404,
+        },
+        { status: 404 },
+      );
     const inner = new URL(url.pathname.slice(KUBE_PREFIX.length) + url.search, url);
     return agent.kube.fetch(new Request(inner, req));
   }

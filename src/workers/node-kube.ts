@@ -10,7 +10,14 @@
 import pkg from "../../package.json" with { type: "json" };
 import type { PodStatus } from "../container/types.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
-import { deleteEvents, EventRecorder, recordingEvents, syncEvents, type EventSpec, type PodRef } from "../kubeapi/events.js";
+import {
+  deleteEvents,
+  EventRecorder,
+  recordingEvents,
+  syncEvents,
+  type EventSpec,
+  type PodRef,
+} from "../kubeapi/events.js";
 import { nodeObject, type V1Node } from "../kubeapi/node-object.js";
 import { createPodFeed, type RelistView } from "../kubeapi/pod-feed.js";
 import { createKubeApi } from "../kubeapi/routes.js";
@@ -23,15 +30,25 @@ import type { Verifier } from "../auth/verify.js";
 import type { WorkerConfig } from "./settings.js";
 
 /** What a Worker route's sync or delete tells the node object: the pod as read back, and kubelet's events. */
-export type KubeReport = { synced: { pod: Pod; after: PodStatus }; events: EventSpec[] } | { deleted: { uid: string; pod: PodRef }; events: EventSpec[] };
+export type KubeReport =
+  | { synced: { pod: Pod; after: PodStatus }; events: EventSpec[] }
+  | { deleted: { uid: string; pod: PodRef }; events: EventSpec[] };
 
 // A report crosses to the object as JSON; the runtime's sandbox statuses carry bigint times (nanoseconds).
 const BIG = "$bigint";
 /** The report as JSON-able data (bigints tagged). */
-export const reportJSON = (r: KubeReport): unknown => JSON.parse(JSON.stringify(r, (_k, v: unknown) => (typeof v === "bigint" ? { [BIG]: v.toString() } : v)));
+export const reportJSON = (r: KubeReport): unknown =>
+  JSON.parse(JSON.stringify(r, (_k, v: unknown) => (typeof v === "bigint" ? { [BIG]: v.toString() } : v)));
 /** The report again from reportJSON's data. */
 export const reportFrom = (j: unknown): KubeReport =>
-  JSON.parse(JSON.stringify(j), (_k, v: unknown) => (v !== null && typeof v === "object" && typeof (v as Record<string, unknown>)[BIG] === "string" && Object.keys(v).length === 1 ? BigInt((v as Record<string, string>)[BIG]!) : v)) as KubeReport;
+  JSON.parse(JSON.stringify(j), (_k, v: unknown) =>
+    v !== null &&
+    typeof v === "object" &&
+    typeof (v as Record<string, unknown>)[BIG] === "string" &&
+    Object.keys(v).length === 1
+      ? BigInt((v as Record<string, string>)[BIG]!)
+      : v,
+  ) as KubeReport;
 
 /** Why `kubectl exec` is refused through the Worker (a 403 Status, to a token and node that allow exec). */
 export const WORKERS_EXEC =
@@ -79,7 +96,19 @@ export function nodeKube(o: NodeKubeOptions): NodeKube {
       feed.again();
     }
     const milli = info.allocatable.milliCPU;
-    nodeHub.replaceAll([nodeObject({ info, cpus: milli !== undefined ? milli / 1000 : undefined, memoryBytes: info.allocatable.memory, hostIPs: [], startedAt }, r, Date.now())]);
+    nodeHub.replaceAll([
+      nodeObject(
+        {
+          info,
+          cpus: milli !== undefined ? milli / 1000 : undefined,
+          memoryBytes: info.allocatable.memory,
+          hostIPs: [],
+          startedAt,
+        },
+        r,
+        Date.now(),
+      ),
+    ]);
   };
   const kube = createKubeApi({
     verifier: o.verifier,
@@ -89,7 +118,13 @@ export function nodeKube(o: NodeKubeOptions): NodeKube {
     // Before the first answer about pods: the runtime's name, and a pass (an object just started has not relisted).
     prepare: async () => {
       await refreshNode();
-      await o.pass().catch((e: unknown) => o.log({ event: "error", what: "first relist for the Kubernetes API", error: String((e as Error)?.message ?? e).slice(0, 300) }));
+      await o.pass().catch((e: unknown) =>
+        o.log({
+          event: "error",
+          what: "first relist for the Kubernetes API",
+          error: String((e as Error)?.message ?? e).slice(0, 300),
+        }),
+      );
     },
     firstFeedWaitMs: 0,
     runtime: o.runtime,
@@ -105,7 +140,8 @@ export function nodeKube(o: NodeKubeOptions): NodeKube {
   const synced = (pod: Pod, after: PodStatus) => feed.synced(pod, after, o.probes(pod.metadata.uid));
   return {
     fetch: async (req) => kube.fetch(req),
-    recording: (rt) => recordingEvents(rt, recorder, { synced: (pod, r) => synced(pod, r.after), deleted: (uid) => feed.removed(uid) }),
+    recording: (rt) =>
+      recordingEvents(rt, recorder, { synced: (pod, r) => synced(pod, r.after), deleted: (uid) => feed.removed(uid) }),
     onRelist: (entries, view) => feed(entries, view, o.probes),
     report(r) {
       if ("synced" in r) {
@@ -122,7 +158,11 @@ export function nodeKube(o: NodeKubeOptions): NodeKube {
 /** A Worker route's front door: each sync and delete is reported to the node object (report()), so the Kubernetes
  * API sees it at once, as on Node. A report that fails costs the API its freshness until the next relist, never the
  * sync. */
-export function reportingToNode(rt: PodRuntime, send: (r: KubeReport) => Promise<unknown>, log: (e: unknown) => void): PodRuntime {
+export function reportingToNode(
+  rt: PodRuntime,
+  send: (r: KubeReport) => Promise<unknown>,
+  log: (e: unknown) => void,
+): PodRuntime {
   return {
     ...rt,
     sync: async (pod, probes, objects, guard) => {

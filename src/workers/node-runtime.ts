@@ -19,7 +19,11 @@ import type { Env, WorkerConfig } from "./settings.js";
 /** One node's engine, as both the node's HTTP routes and its reconcile alarm use it: its cri-proxy over
  * gRPC-Web, the per-pod lease (a Durable Object per node/pod, so a request and the alarm never act on one pod
  * at once), and this isolate's pull back-off. Undefined for a node PODSYNC_NODES does not name. */
-export function nodeRuntime(env: Env, s: WorkerConfig, name: string): { cri: CriClient; runtime: PodRuntime } | undefined {
+export function nodeRuntime(
+  env: Env,
+  s: WorkerConfig,
+  name: string,
+): { cri: CriClient; runtime: PodRuntime } | undefined {
   const cfg = s.PODSYNC_NODES[name];
   if (!cfg) return undefined;
   const tokens = s.PODSYNC_PROXY_TOKENS ? (JSON.parse(s.PODSYNC_PROXY_TOKENS) as Record<string, string>) : {};
@@ -49,7 +53,12 @@ export const sealed = (inner: DesiredState, s: WorkerConfig) => new SealedDesire
 export const sealKey = (s: WorkerConfig): Promise<CryptoKey> =>
   s.PODSYNC_SECRETS_KEY
     ? importSealKey(s.PODSYNC_SECRETS_KEY)
-    : Promise.reject(new ProblemError("misconfigured", "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod or workload only sealed, so it cannot take those that bring Secrets"));
+    : Promise.reject(
+        new ProblemError(
+          "misconfigured",
+          "PODSYNC_SECRETS_KEY is not set: this Worker stores the Secrets signed with a pod or workload only sealed, so it cannot take those that bring Secrets",
+        ),
+      );
 
 /** The downward API's defaults for a missing limit: the node's allocatable where the owner set it. */
 const nodeAllocatable = (info: { allocatable: { milliCPU?: number | undefined; memory?: number | undefined } }) => ({

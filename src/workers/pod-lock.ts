@@ -11,7 +11,11 @@ import { LeaseFence } from "./lease-fence.js";
  * starts a write after its lease may have expired, so two holders never act on the pod at once; a write
  * already received by the runtime when the lease is lost may still complete. */
 export class DurablePodLock implements PodLock {
-  constructor(private readonly ns: DONamespace, private readonly node: string, private readonly maxWaitMs: number) {}
+  constructor(
+    private readonly ns: DONamespace,
+    private readonly node: string,
+    private readonly maxWaitMs: number,
+  ) {}
   async run<T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T> {
     const stub = this.ns.get(this.ns.idFromName(`${this.node}/${uid}`));
     const leaseMs = Math.max(1000, this.maxWaitMs * 2);

@@ -5,7 +5,10 @@ import type { DONamespace } from "./durable-object.js";
 
 /** Replay store backed by a Durable Object (one per node): claim is atomic inside the object. */
 export class DurableReplayStore implements ReplayStore {
-  constructor(private readonly ns: DONamespace, private readonly node: string) {}
+  constructor(
+    private readonly ns: DONamespace,
+    private readonly node: string,
+  ) {}
   async claim(key: string, expiresAtMs: number): Promise<boolean> {
     const stub = this.ns.get(this.ns.idFromName(this.node));
     const r = await stub.fetch("https://replay/claim", { method: "POST", body: JSON.stringify({ key, expiresAtMs }) });

@@ -16,7 +16,10 @@ export interface Env extends Partial<Record<`PODSYNC_${string}`, string>> {
 
 // Each node may carry its own admission values (labels, taints, cpu, memoryBytes, maxPods, arch), over the shared
 // PODSYNC_NODE_* settings: a Worker fronts several nodes, which are not all alike.
-const NodeMap = z.record(z.string().min(1), z.strictObject({ url: z.url(), aliases: z.array(z.string()).default([]), ...NodeOverrides.shape }));
+const NodeMap = z.record(
+  z.string().min(1),
+  z.strictObject({ url: z.url(), aliases: z.array(z.string()).default([]), ...NodeOverrides.shape }),
+);
 export const WorkerSettings = z
   .object({
     ...commonSettings,
@@ -24,11 +27,16 @@ export const WorkerSettings = z
       try {
         return NodeMap.parse(JSON.parse(s));
       } catch (e) {
-        ctx.addIssue({ code: "custom", message: `must be JSON {"node": {"url": "https://…"}}: ${(e as Error).message}` });
+        ctx.addIssue({
+          code: "custom",
+          message: `must be JSON {"node": {"url": "https://…"}}: ${(e as Error).message}`,
+        });
         return z.NEVER;
       }
     }),
-    PODSYNC_ISSUERS: commonSettings.PODSYNC_ISSUERS.unwrap().pipe(z.array(z.string()).min(1, "required: the trusted issuers")),
+    PODSYNC_ISSUERS: commonSettings.PODSYNC_ISSUERS.unwrap().pipe(
+      z.array(z.string()).min(1, "required: the trusted issuers"),
+    ),
     PODSYNC_PROXY_TOKEN: z.string().optional(),
     PODSYNC_PROXY_TOKENS: z.string().optional(),
     PODSYNC_SECRETS_KEY: z
@@ -46,7 +54,12 @@ export const WorkerSettings = z
       .optional(),
   })
   .superRefine((s, ctx) => {
-    if (!s.PODSYNC_JWKS === !s.PODSYNC_JWKS_URL) ctx.addIssue({ code: "custom", path: ["PODSYNC_JWKS"], message: "set exactly one of PODSYNC_JWKS and PODSYNC_JWKS_URL" });
+    if (!s.PODSYNC_JWKS === !s.PODSYNC_JWKS_URL)
+      ctx.addIssue({
+        code: "custom",
+        path: ["PODSYNC_JWKS"],
+        message: "set exactly one of PODSYNC_JWKS and PODSYNC_JWKS_URL",
+      });
     checkCommon(s, ctx, Boolean(s.PODSYNC_JWKS));
   });
 
@@ -58,7 +71,7 @@ export function settingsOf(env: Env): WorkerConfig {
   const key = JSON.stringify(Object.entries(env).filter(([k, v]) => k.startsWith("PODSYNC_") && typeof v === "string"));
   if (settingsCache?.key === key) return settingsCache.s;
   const parsed = WorkerSettings.safeParse(env);
-  if (!parsed.success) throw new ProblemError("misconfigured", "invalid settings:\n" + formatIssues(parsed.error));
+  if (!parsed.success) throw new ProblemError("misconfigured", `invalid settings:\n${formatIssues(parsed.error)}`);
   settingsCache = { key, s: parsed.data };
   return parsed.data;
 }

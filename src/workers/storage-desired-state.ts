@@ -1,7 +1,14 @@
 // StorageDesiredState: the node's desired state over its Durable Object's storage. Guarantees: a set, its
 // generation and its tombstones are never half stored (one atomic write per change); the memory copy changes only
 // after it.
-import { checkRemove, checkReplace, type DesiredPod, type DesiredState, type RemoveOptions, type ReplaceOptions } from "../pleg/desired-state.js";
+import {
+  checkRemove,
+  checkReplace,
+  type DesiredPod,
+  type DesiredState,
+  type RemoveOptions,
+  type ReplaceOptions,
+} from "../pleg/desired-state.js";
 import { checkPut, checkSet, setTombstones, tombstone, type Tombstone } from "../pleg/tombstones.js";
 import type { DOStorage } from "./durable-object.js";
 
@@ -70,7 +77,10 @@ export class StorageDesiredState implements DesiredState {
     const stored = pods.get(uid);
     checkRemove(stored, uid, opts);
     const prev = tombs.get(uid);
-    const t = opts?.iat !== undefined && !(prev && prev.iat >= opts.iat) ? tombstone(opts.iat, this.window(), stored) : undefined;
+    const t =
+      opts?.iat !== undefined && !(prev && prev.iat >= opts.iat)
+        ? tombstone(opts.iat, this.window(), stored)
+        : undefined;
     const expired = this.expired(tombs);
     const writes: Promise<unknown>[] = [];
     if (stored) writes.push(this.s.delete(`pod:${uid}`));
@@ -90,15 +100,27 @@ export class StorageDesiredState implements DesiredState {
     const keep = new Set(entries.map((e) => e.pod.metadata.uid));
     const dropped = [...pods.keys()].filter((uid) => !keep.has(uid));
     const added = new Map<string, Tombstone>();
-    if (opts?.iat !== undefined) setTombstones(added, dropped.map((uid) => pods.get(uid)!), opts.iat, generation, this.window());
+    if (opts?.iat !== undefined)
+      setTombstones(
+        added,
+        dropped.map((uid) => pods.get(uid)!),
+        opts.iat,
+        generation,
+        this.window(),
+      );
     const gone = [...expired, ...[...keep].filter((uid) => tombs.has(uid)).map((uid) => `tomb:${uid}`)];
     // All writes issued before any is awaited: one atomic commit (multi-key calls take 128 keys each).
     const writes: Promise<unknown>[] = [];
-    for (let i = 0; i < dropped.length; i += 128) writes.push(this.s.delete(dropped.slice(i, i + 128).map((uid) => `pod:${uid}`)));
+    for (let i = 0; i < dropped.length; i += 128)
+      writes.push(this.s.delete(dropped.slice(i, i + 128).map((uid) => `pod:${uid}`)));
     for (let i = 0; i < gone.length; i += 128) writes.push(this.s.delete(gone.slice(i, i + 128)));
-    for (let i = 0; i < entries.length; i += 127) writes.push(this.s.put(Object.fromEntries(entries.slice(i, i + 127).map((e) => [`pod:${e.pod.metadata.uid}`, e]))));
+    for (let i = 0; i < entries.length; i += 127)
+      writes.push(
+        this.s.put(Object.fromEntries(entries.slice(i, i + 127).map((e) => [`pod:${e.pod.metadata.uid}`, e]))),
+      );
     const addedList = [...added];
-    for (let i = 0; i < addedList.length; i += 127) writes.push(this.s.put(Object.fromEntries(addedList.slice(i, i + 127).map(([uid, t]) => [`tomb:${uid}`, t]))));
+    for (let i = 0; i < addedList.length; i += 127)
+      writes.push(this.s.put(Object.fromEntries(addedList.slice(i, i + 127).map(([uid, t]) => [`tomb:${uid}`, t]))));
     writes.push(this.s.put("generation", generation));
     await Promise.all(writes);
     pods.clear();

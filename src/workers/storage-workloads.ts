@@ -33,7 +33,10 @@ export class StorageWorkloadStore implements WorkloadStore {
 
   private all(): Promise<Map<string, StoredWorkload>> {
     return (this.items ??= this.s.list<StoredWorkload>({ prefix: PREFIX }).then(
-      async (m) => new Map(await Promise.all([...m.values()].map(async (e) => [workloadKey(e.workload), await this.open(e)] as const))),
+      async (m) =>
+        new Map(
+          await Promise.all([...m.values()].map(async (e) => [workloadKey(e.workload), await this.open(e)] as const)),
+        ),
       (e) => ((this.items = undefined), Promise.reject(e)),
     ));
   }
@@ -45,7 +48,14 @@ export class StorageWorkloadStore implements WorkloadStore {
     } catch (err) {
       // Its Secrets do not open (the key lost or replaced): it stays without them until it is sent again.
       const { secrets: _, ...rest } = e.objects;
-      console.log(JSON.stringify({ time: new Date().toISOString(), store: "workloads", workload: workloadKey(e.workload), error: `its Secrets do not open: ${(err as Error)?.message ?? err}` }));
+      console.log(
+        JSON.stringify({
+          time: new Date().toISOString(),
+          store: "workloads",
+          workload: workloadKey(e.workload),
+          error: `its Secrets do not open: ${(err as Error)?.message ?? err}`,
+        }),
+      );
       return { ...e, objects: rest };
     }
   }
@@ -60,8 +70,12 @@ export class StorageWorkloadStore implements WorkloadStore {
     const records = await Promise.all(puts.map((e) => this.sealed(e)));
     try {
       const writes: Promise<unknown>[] = [];
-      for (let i = 0; i < deletes.length; i += 128) writes.push(this.s.delete(deletes.slice(i, i + 128).map((k) => PREFIX + k)));
-      for (let i = 0; i < records.length; i += 127) writes.push(this.s.put(Object.fromEntries(records.slice(i, i + 127).map((e) => [PREFIX + workloadKey(e.workload), e]))));
+      for (let i = 0; i < deletes.length; i += 128)
+        writes.push(this.s.delete(deletes.slice(i, i + 128).map((k) => PREFIX + k)));
+      for (let i = 0; i < records.length; i += 127)
+        writes.push(
+          this.s.put(Object.fromEntries(records.slice(i, i + 127).map((e) => [PREFIX + workloadKey(e.workload), e]))),
+        );
       await Promise.all(writes);
     } catch (e) {
       throw new StateUnavailableError("the desired workloads (the node's Durable Object)", e);
@@ -111,7 +125,11 @@ export class StorageWorkloadStore implements WorkloadStore {
     return this.serial(async () => {
       const before = await this.all();
       const next = new Map(entries.map((e) => [workloadKey(e.workload), e]));
-      await this.commit(next, entries, [...before.keys()].filter((k) => !next.has(k)));
+      await this.commit(
+        next,
+        entries,
+        [...before.keys()].filter((k) => !next.has(k)),
+      );
     });
   }
 }

@@ -24,19 +24,36 @@ export interface FaultProxy {
 
 const identity = (b: Buffer) => b;
 
-export async function startFaultProxy(upstream: string, fault: (method: string, request: Record<string, unknown>) => Fault): Promise<FaultProxy> {
+export async function startFaultProxy(
+  upstream: string,
+  fault: (method: string, request: Record<string, unknown>) => Fault,
+): Promise<FaultProxy> {
   const dir = mkdtempSync(join(tmpdir(), "podsync-faultproxy-"));
   const endpoint = `unix://${join(dir, "cri.sock")}`;
-  const client = new grpc.Client(upstream, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": 64 * 1024 * 1024 });
+  const client = new grpc.Client(upstream, grpc.credentials.createInsecure(), {
+    "grpc.max_receive_message_length": 64 * 1024 * 1024,
+  });
   const calls = new Map<string, number>();
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024, "grpc.max_send_message_length": 64 * 1024 * 1024 });
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    "grpc.max_send_message_length": 64 * 1024 * 1024,
+  });
   for (const service of [api.RuntimeService, api.ImageService, Events]) {
     const def: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
     const impl: grpc.UntypedServiceImplementation = {};
     for (const m of service.methods as DescMethod[]) {
       const path = `/${service.typeName}/${m.name}`;
       const stream = m.methodKind === "server_streaming";
-      def[m.name] = { path, requestStream: false, responseStream: stream, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity, originalName: m.localName };
+      def[m.name] = {
+        path,
+        requestStream: false,
+        responseStream: stream,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+        originalName: m.localName,
+      };
       const decide = (req: Buffer): Fault => {
         calls.set(m.name, (calls.get(m.name) ?? 0) + 1);
         return fault(m.name, fromBinary(m.input, req) as unknown as Record<string, unknown>);
@@ -51,21 +68,34 @@ export async function startFaultProxy(upstream: string, fault: (method: string, 
           const up = client.makeServerStreamRequest(path, identity, identity, call.request, call.metadata);
           up.on("data", (b: Buffer) => call.write(b));
           up.on("end", () => call.end());
-          up.on("error", (e: grpc.ServiceError) => (e.code === grpc.status.CANCELLED ? call.end() : call.emit("error", e)));
+          up.on("error", (e: grpc.ServiceError) =>
+            e.code === grpc.status.CANCELLED ? call.end() : call.emit("error", e),
+          );
           call.on("cancelled", () => up.cancel());
         };
       else
         impl[m.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
           const f = decide(call.request);
           if (f && "code" in f) return done(f);
-          const forward = () => client.makeUnaryRequest(path, identity, identity, call.request, call.metadata, { deadline: call.getDeadline() }, (e, v) => done(e, v));
+          const forward = () =>
+            client.makeUnaryRequest(
+              path,
+              identity,
+              identity,
+              call.request,
+              call.metadata,
+              { deadline: call.getDeadline() },
+              (e, v) => done(e, v),
+            );
           if (f) setTimeout(forward, f.delayMs);
           else forward();
         };
     }
     server.addService(def as grpc.ServiceDefinition, impl);
   }
-  await new Promise<void>((res, rej) => server.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+  await new Promise<void>((res, rej) =>
+    server.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+  );
   return {
     endpoint,
     calls,

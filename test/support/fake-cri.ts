@@ -130,18 +130,37 @@ export class FakeRuntime {
 
   private containerOf(id: string) {
     const c = this.containers.get(id);
-    if (!c) throw Object.assign(new Error(`an error occurred when try to find container "${id}": not found`), { code: grpc.status.NOT_FOUND });
+    if (!c)
+      throw Object.assign(new Error(`an error occurred when try to find container "${id}": not found`), {
+        code: grpc.status.NOT_FOUND,
+      });
     return c;
   }
 
   readonly runtime: Record<string, Handler> = {
     Version: () => ({ version: "0.1.0", runtimeName: "fake", runtimeVersion: "1.0", runtimeApiVersion: "v1" }),
-    Status: () => ({ status: { conditions: [{ type: "RuntimeReady", status: true }, { type: "NetworkReady", status: true }] } }),
+    Status: () => ({
+      status: {
+        conditions: [
+          { type: "RuntimeReady", status: true },
+          { type: "NetworkReady", status: true },
+        ],
+      },
+    }),
     RunPodSandbox: (req: api.RunPodSandboxRequest) => {
       const id = `sb${hex(++seq)}`;
       const host = req.config?.linux?.securityContext?.namespaceOptions?.network === api.NamespaceMode.NODE;
-      if (host && req.config?.hostname) throw Object.assign(new Error("runc create failed: unable to set hostname without a private UTS namespace"), { code: grpc.status.UNKNOWN });
-      this.sandboxes.set(id, { id, config: req.config!, state: api.PodSandboxState.SANDBOX_READY, createdAt: nowNs(), ip: host ? "" : `10.88.0.${(seq % 250) + 2}` });
+      if (host && req.config?.hostname)
+        throw Object.assign(new Error("runc create failed: unable to set hostname without a private UTS namespace"), {
+          code: grpc.status.UNKNOWN,
+        });
+      this.sandboxes.set(id, {
+        id,
+        config: req.config!,
+        state: api.PodSandboxState.SANDBOX_READY,
+        createdAt: nowNs(),
+        ip: host ? "" : `10.88.0.${(seq % 250) + 2}`,
+      });
       return { podSandboxId: id };
     },
     StopPodSandbox: (req: api.StopPodSandboxRequest) => {
@@ -158,7 +177,10 @@ export class FakeRuntime {
     },
     PodSandboxStatus: (req: api.PodSandboxStatusRequest) => {
       const s = this.sandboxes.get(req.podSandboxId);
-      if (!s) throw Object.assign(new Error(`an error occurred when try to find sandbox: not found`), { code: grpc.status.NOT_FOUND });
+      if (!s)
+        throw Object.assign(new Error(`an error occurred when try to find sandbox: not found`), {
+          code: grpc.status.NOT_FOUND,
+        });
       return {
         status: {
           id: s.id,
@@ -174,18 +196,31 @@ export class FakeRuntime {
     },
     ListPodSandbox: (req: api.ListPodSandboxRequest) => ({
       items: [...this.sandboxes.values()]
-        .filter((s) => matches(s.config.labels, req.filter?.labelSelector) && (!req.filter?.id || req.filter.id === s.id))
-        .map((s) => ({ id: s.id, metadata: s.config.metadata, state: s.state, createdAt: s.createdAt, labels: s.config.labels, annotations: s.config.annotations })),
+        .filter(
+          (s) => matches(s.config.labels, req.filter?.labelSelector) && (!req.filter?.id || req.filter.id === s.id),
+        )
+        .map((s) => ({
+          id: s.id,
+          metadata: s.config.metadata,
+          state: s.state,
+          createdAt: s.createdAt,
+          labels: s.config.labels,
+          annotations: s.config.annotations,
+        })),
     }),
     CreateContainer: (req: api.CreateContainerRequest) => {
       const s = this.sandboxes.get(req.podSandboxId);
       if (!s || s.state !== api.PodSandboxState.SANDBOX_READY)
-        throw Object.assign(new Error(`failed to create containerd container: sandbox ${req.podSandboxId} not ready`), { code: grpc.status.UNKNOWN });
+        throw Object.assign(new Error(`failed to create containerd container: sandbox ${req.podSandboxId} not ready`), {
+          code: grpc.status.UNKNOWN,
+        });
       const name = req.config!.metadata!.name;
       const attempt = req.config!.metadata!.attempt;
       for (const c of this.containers.values())
         if (c.sandboxId === s.id && c.config.metadata?.name === name && c.config.metadata.attempt === attempt)
-          throw Object.assign(new Error(`failed to reserve container name "${name}_${attempt}": name is reserved`), { code: grpc.status.UNKNOWN });
+          throw Object.assign(new Error(`failed to reserve container name "${name}_${attempt}": name is reserved`), {
+            code: grpc.status.UNKNOWN,
+          });
       const id = `c${hex(++seq)}`;
       this.containers.set(id, {
         id,
@@ -204,7 +239,9 @@ export class FakeRuntime {
     StartContainer: (req: api.StartContainerRequest) => {
       const c = this.containerOf(req.containerId);
       if (c.state !== api.ContainerState.CONTAINER_CREATED)
-        throw Object.assign(new Error(`container ${c.id} is in ${api.ContainerState[c.state]} state`), { code: grpc.status.UNKNOWN });
+        throw Object.assign(new Error(`container ${c.id} is in ${api.ContainerState[c.state]} state`), {
+          code: grpc.status.UNKNOWN,
+        });
       c.state = api.ContainerState.CONTAINER_RUNNING;
       c.startedAt = nowNs();
       this.onStart(c);
@@ -221,7 +258,11 @@ export class FakeRuntime {
     },
     ListContainers: (req: api.ListContainersRequest) => ({
       containers: [...this.containers.values()]
-        .filter((c) => matches(c.config.labels, req.filter?.labelSelector) && (!req.filter?.podSandboxId || req.filter.podSandboxId === c.sandboxId))
+        .filter(
+          (c) =>
+            matches(c.config.labels, req.filter?.labelSelector) &&
+            (!req.filter?.podSandboxId || req.filter.podSandboxId === c.sandboxId),
+        )
         .map((c) => ({
           id: c.id,
           podSandboxId: c.sandboxId,
@@ -270,7 +311,12 @@ export class FakeRuntime {
       if (!this.pullable.has(ref)) {
         // A registry that echoes what it was sent, to prove credentials are redacted on the way out.
         const echo = req.auth?.password ? ` (tried user ${req.auth.username} password ${req.auth.password})` : "";
-        throw Object.assign(new Error(`failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": connection refused${echo}`), { code: grpc.status.UNKNOWN });
+        throw Object.assign(
+          new Error(
+            `failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": connection refused${echo}`,
+          ),
+          { code: grpc.status.UNKNOWN },
+        );
       }
       const id = `sha256:${Buffer.from(ref).toString("hex").slice(0, 16)}`;
       this.images.set(ref, id);
@@ -350,7 +396,8 @@ function serviceDefinition(
       };
       const h = handlers[m.name];
       const run = () => {
-        if (!h) return cb({ code: grpc.status.UNIMPLEMENTED, details: `${m.name} not implemented by the fake runtime` });
+        if (!h)
+          return cb({ code: grpc.status.UNIMPLEMENTED, details: `${m.name} not implemented by the fake runtime` });
         try {
           cb(null, create(m.output, h(call.request)));
         } catch (e: any) {
@@ -383,13 +430,19 @@ export async function startFakeCri(runtime = new FakeRuntime()): Promise<FakeSer
     const s = new grpc.Server();
     s.addService(...serviceDefinition(api.RuntimeService, runtime.runtime, runtime));
     s.addService(...serviceDefinition(api.ImageService, runtime.image, runtime));
-    await new Promise<void>((res, rej) => s.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+    await new Promise<void>((res, rej) =>
+      s.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+    );
     server = s;
   };
   const stop = async () => {
     const s = server;
     server = undefined;
-    if (s) await new Promise<void>((res) => { s.forceShutdown(); res(); });
+    if (s)
+      await new Promise<void>((res) => {
+        s.forceShutdown();
+        res();
+      });
     rmSync(sock, { force: true });
   };
   await serve();

@@ -12,13 +12,19 @@ export default function setup(project: TestProject) {
   let error = "";
   if (!endpoint && process.env.PODSYNC_SKIP_E2E !== "1") {
     // An apt install on a fresh machine can take minutes; the script's stderr says what it did or why it failed.
-    const run = spawnSync("bash", [labScript, "start"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 600_000 });
+    const run = spawnSync("bash", [labScript, "start"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 600_000,
+    });
     const sock = run.status === 0 ? (run.stdout.trim().split("\n").pop() ?? "") : "";
     if (sock) {
       endpoint = `unix://${sock}`;
       if (run.stderr) process.stderr.write(run.stderr);
     } else {
-      const why = run.error ? String(run.error) : run.stderr.trim() || `exit ${run.status ?? run.signal}, no socket printed`;
+      const why = run.error
+        ? String(run.error)
+        : run.stderr.trim() || `exit ${run.status ?? run.signal}, no socket printed`;
       error = `scripts/containerd-lab.sh start failed: ${why} (or set PODSYNC_CRI_ENDPOINT to a runtime you run)`;
     }
   }

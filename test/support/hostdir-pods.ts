@@ -31,9 +31,17 @@ export function hostDir(): string {
   chmodSync(d, 0o777);
   return d;
 }
-export const readIn = (dir: string, f: string) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), "utf8") : undefined);
+export const readIn = (dir: string, f: string) =>
+  existsSync(join(dir, f)) ? readFileSync(join(dir, f), "utf8") : undefined;
 /** A busybox container running `script` with the test's directory at /h. */
-export const shContainer = (name: string, script: string, extra: Record<string, unknown> = {}) => ({ name, image: IMAGE, imagePullPolicy: "Never", command: ["sh", "-c", script], volumeMounts: [{ name: "h", mountPath: "/h" }], ...extra });
+export const shContainer = (name: string, script: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  image: IMAGE,
+  imagePullPolicy: "Never",
+  command: ["sh", "-c", script],
+  volumeMounts: [{ name: "h", mountPath: "/h" }],
+  ...extra,
+});
 
 export interface StepsBody {
   steps: { action: string; target: string; ok: boolean; error?: string; message?: string }[];
@@ -42,7 +50,11 @@ export interface StepsBody {
 export interface HostDirPods {
   cri: CriClient;
   /** A pod named `name` with a fresh uid and the hostPath volume "h" on `dir`. */
-  podInput(name: string, dir: string, spec: Record<string, unknown>): { metadata: { name: string; namespace: string; uid: string }; spec: Record<string, unknown> };
+  podInput(
+    name: string,
+    dir: string,
+    spec: Record<string, unknown>,
+  ): { metadata: { name: string; namespace: string; uid: string }; spec: Record<string, unknown> };
   sync(p: unknown): Promise<StepsBody>;
   get(id: string): Promise<V1Pod>;
   del(id: string): Promise<StepsBody>;
@@ -51,14 +63,40 @@ export interface HostDirPods {
 
 export async function startHostDirPods(endpoint: string): Promise<HostDirPods> {
   const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
-  const node = { ...defaultNodeConfig(), podLogsDir: mkdtempSync(join(tmpdir(), "podsync-h-logs-")), rootDir: mkdtempSync(join(tmpdir(), "podsync-h-root-")) };
-  const runtimeOpts: PodRuntimeOptions = { node, logFiles: nodeLogFiles, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs, volumeHost: nodeVolumeHost, hookNetwork: nodeProbeNetwork, localStorageLimits: true, hostIPs: ["127.0.0.1"], lock: new MemoryPodLock() };
+  const node = {
+    ...defaultNodeConfig(),
+    podLogsDir: mkdtempSync(join(tmpdir(), "podsync-h-logs-")),
+    rootDir: mkdtempSync(join(tmpdir(), "podsync-h-root-")),
+  };
+  const runtimeOpts: PodRuntimeOptions = {
+    node,
+    logFiles: nodeLogFiles,
+    terminationFiles: nodeTerminationFiles,
+    podDirs: nodePodDirs,
+    volumeHost: nodeVolumeHost,
+    hookNetwork: nodeProbeNetwork,
+    localStorageLimits: true,
+    hostIPs: ["127.0.0.1"],
+    lock: new MemoryPodLock(),
+  };
   const prober = createProber({ cri, network: nodeProbeNetwork, hostIP: "127.0.0.1" });
   const desired = new MemoryDesiredState();
   // One engine for the server and the loop, as on a node (the eviction manager's verdicts live in it).
   const engine = createPodRuntime(cri, runtimeOpts);
-  const h = await Harness.start(cri, { prober, desired, policy: { level: "privileged", hostPathAllow: [] }, runtime: engine }, {}, runtimeOpts);
-  const loop: ReconcileLoop = startReconcileLoop({ runtime: engine, cri, desired, prober, relistIntervalMs: 200, eviction: { cri, disk: nodeDiskUsage, node, intervalMs: 500, volumeStatsAggPeriodMs: 500, recreateAfterMs: 1000 } });
+  const h = await Harness.start(
+    cri,
+    { prober, desired, policy: { level: "privileged", hostPathAllow: [] }, runtime: engine },
+    {},
+    runtimeOpts,
+  );
+  const loop: ReconcileLoop = startReconcileLoop({
+    runtime: engine,
+    cri,
+    desired,
+    prober,
+    relistIntervalMs: 200,
+    eviction: { cri, disk: nodeDiskUsage, node, intervalMs: 500, volumeStatsAggPeriodMs: 500, recreateAfterMs: 1000 },
+  });
   const made: string[] = [];
   const auth = async (act: string, id: string) => ({ authorization: `Bearer ${await h.sign({ act, uid: id })}` });
   return {
@@ -66,7 +104,10 @@ export async function startHostDirPods(endpoint: string): Promise<HostDirPods> {
     podInput(name, dir, spec) {
       const id = uid(name);
       made.push(id);
-      return { metadata: { name, namespace: "default", uid: id }, spec: { terminationGracePeriodSeconds: 10, volumes: [{ name: "h", hostPath: { path: dir } }], ...spec } };
+      return {
+        metadata: { name, namespace: "default", uid: id },
+        spec: { terminationGracePeriodSeconds: 10, volumes: [{ name: "h", hostPath: { path: dir } }], ...spec },
+      };
     },
     async sync(p) {
       const r = await h.post("/v1/pods/sync", p);
@@ -103,5 +144,10 @@ export function hostDirSuite(): Pick<HostDirPods, "podInput" | "sync" | "get" | 
     t = await startHostDirPods(endpoint);
   });
   afterAll(async () => t?.close());
-  return { podInput: (...a) => t!.podInput(...a), sync: (p) => t!.sync(p), get: (id) => t!.get(id), del: (id) => t!.del(id) };
+  return {
+    podInput: (...a) => t!.podInput(...a),
+    sync: (p) => t!.sync(p),
+    get: (id) => t!.get(id),
+    del: (id) => t!.del(id),
+  };
 }

@@ -50,13 +50,24 @@ export class Harness {
     readonly cri: CriClient,
   ) {}
 
-  static async start(cri: CriClient, extra: Partial<AppOptions> = {}, verifier: Partial<VerifierOptions> = {}, runtime: PodRuntimeOptions = {}): Promise<Harness> {
+  static async start(
+    cri: CriClient,
+    extra: Partial<AppOptions> = {},
+    verifier: Partial<VerifierOptions> = {},
+    runtime: PodRuntimeOptions = {},
+  ): Promise<Harness> {
     const keys = [await makeKey("EdDSA", "ed-1"), await makeKey("ES256", "es-1")];
     const h = new Harness(keys, cri);
     const app = createApp({
       runtime: createPodRuntime(cri, { pullBackOff: new MemoryPullBackOff(), ...runtime }),
       nodeName: NODE,
-      verifier: createVerifier({ keys: { jwks: { keys: keys.map((k) => k.publicJwk) } }, issuers: [ISSUER], audience: [NODE, "node-a-id"], replay: new MemoryReplayStore(), ...verifier }),
+      verifier: createVerifier({
+        keys: { jwks: { keys: keys.map((k) => k.publicJwk) } },
+        issuers: [ISSUER],
+        audience: [NODE, "node-a-id"],
+        replay: new MemoryReplayStore(),
+        ...verifier,
+      }),
       log: (r) => h.logs.push(r),
       ...extra,
     });
@@ -71,7 +82,12 @@ export class Harness {
   async sign(claims: Record<string, unknown>, o: SignOptions = {}): Promise<string> {
     const key = o.key ?? this.keys[0]!;
     const now = Math.floor(Date.now() / 1000);
-    const jwt = new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: o.kid ?? key.kid }).setIssuer(o.iss ?? ISSUER).setAudience(o.aud ?? NODE).setIssuedAt(now + (o.iat ?? 0)).setExpirationTime(now + (o.exp ?? 60));
+    const jwt = new SignJWT(claims)
+      .setProtectedHeader({ alg: key.alg, kid: o.kid ?? key.kid })
+      .setIssuer(o.iss ?? ISSUER)
+      .setAudience(o.aud ?? NODE)
+      .setIssuedAt(now + (o.iat ?? 0))
+      .setExpirationTime(now + (o.exp ?? 60));
     if (o.nbf !== undefined) jwt.setNotBefore(now + o.nbf);
     if (o.jti !== null) jwt.setJti(o.jti ?? `jti-${process.pid}-${++jtiSeq}`);
     return jwt.sign(key.privateKey);

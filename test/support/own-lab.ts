@@ -7,7 +7,12 @@ import { join } from "node:path";
 export function ownLab(name: string) {
   const dir = `/tmp/podsync-lab-${name}-${process.pid}`;
   const script = join(process.cwd(), "scripts/containerd-lab.sh");
-  const run = (cmd: "start" | "stop") => spawnSync("bash", [script, cmd], { env: { ...process.env, PODSYNC_LAB_DIR: dir }, encoding: "utf8", timeout: 300_000 });
+  const run = (cmd: "start" | "stop") =>
+    spawnSync("bash", [script, cmd], {
+      env: { ...process.env, PODSYNC_LAB_DIR: dir },
+      encoding: "utf8",
+      timeout: 300_000,
+    });
   return {
     dir,
     sock: `${dir}/containerd.sock`,

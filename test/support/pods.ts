@@ -12,7 +12,12 @@ export function uid(prefix = "pod"): string {
 export function pod(spec: Partial<PodInput["spec"]> = {}, meta: Partial<PodInput["metadata"]> = {}): Pod {
   const id = meta.uid ?? uid();
   return Pod.parse({
-    metadata: { name: meta.name ?? `p-${id.slice(-12).replace(/[^a-z0-9]/g, "")}`, namespace: "default", ...meta, uid: id },
+    metadata: {
+      name: meta.name ?? `p-${id.slice(-12).replace(/[^a-z0-9]/g, "")}`,
+      namespace: "default",
+      ...meta,
+      uid: id,
+    },
     spec: {
       terminationGracePeriodSeconds: 2,
       containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "3600"] }],

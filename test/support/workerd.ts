@@ -39,7 +39,11 @@ export async function startWorkerd(o: WorkerdOptions): Promise<{ worker: Workerd
     ...(o.entrypoint ? { entrypoint: o.entrypoint } : {}),
     bindings: Object.fromEntries(Object.entries(vars).map(([k, value]) => [k, { type: "plain_text" as const, value }])),
     dev: {
-      server: { hostname: "127.0.0.1", port: 0, ...(o.https ? { secure: true, httpsCertPath: o.https.certPath, httpsKeyPath: o.https.keyPath } : {}) },
+      server: {
+        hostname: "127.0.0.1",
+        port: 0,
+        ...(o.https ? { secure: true, httpsCertPath: o.https.certPath, httpsKeyPath: o.https.keyPath } : {}),
+      },
       inspector: false,
       persist: false,
       logLevel: o.logLevel ?? "warn",

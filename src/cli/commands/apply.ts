@@ -28,27 +28,39 @@ interface PodMeta {
 }
 
 const apply: Command = {
-  usage: ["apply -f NODE.(yaml|json) [--generation auto|N] [--dry-run] [--prune-all] [--detached] [--json]", "apply NODE.(yaml|json) ..."],
+  usage: [
+    "apply -f NODE.(yaml|json) [--generation auto|N] [--dry-run] [--prune-all] [--detached] [--json]",
+    "apply NODE.(yaml|json) ...",
+  ],
   help: `Make the file's pods (YAML documents, or a v1.List; with their ConfigMaps and Secrets) the node's whole desired
 set: PUT /v1/node/pods. Pods the node held that the file leaves out are deleted. Prints each pod as created,
 configured, unchanged or deleted.
 The generation orders sets: --generation auto (the default) is the node's generation + 1, read just before the
 PUT; a set the node is already past is refused (409) with nothing changed.`,
-  examples: ["podsync apply -f node.yaml --dry-run", "podsync apply -f node.yaml", "podsync apply -f empty.yaml --prune-all   # remove every pod"],
+  examples: [
+    "podsync apply -f node.yaml --dry-run",
+    "podsync apply -f node.yaml",
+    "podsync apply -f empty.yaml --prune-all   # remove every pod",
+  ],
   options: {
     filename: { type: "string", short: "f", help: "the file of pods (- for stdin)" },
     generation: { type: "string", help: "auto (default: the node's + 1) or a whole number above the node's" },
-    "dry-run": { type: "boolean", help: "say what would change, and each pod's actions (the plan route); change nothing" },
+    "dry-run": {
+      type: "boolean",
+      help: "say what would change, and each pod's actions (the plan route); change nothing",
+    },
     "prune-all": { type: "boolean", help: "allow a set that removes every pod from the node" },
     detached: { type: "boolean", help: "send the file's bytes as they are, signing their digest" },
     json: { type: "boolean", help: "print the node's answer as JSON" },
   },
   async run(ctx) {
     const file = (ctx.o["filename"] as string | undefined) ?? ctx.args[0];
-    if (!file) usage("apply needs a file of pods: podsync apply -f FILE (YAML documents, or a JSON v1.List)", ctx.command);
+    if (!file)
+      usage("apply needs a file of pods: podsync apply -f FILE (YAML documents, or a JSON v1.List)", ctx.command);
     const g = String(ctx.o["generation"] ?? "auto");
     const fixed = g === "auto" ? undefined : Number(g);
-    if (fixed !== undefined && !(Number.isSafeInteger(fixed) && fixed >= 1)) usage(`--generation must be auto or a whole number from 1, not "${g}"`, ctx.command);
+    if (fixed !== undefined && !(Number.isSafeInteger(fixed) && fixed >= 1))
+      usage(`--generation must be auto or a whole number from 1, not "${g}"`, ctx.command);
     const bytes = readBytes(file);
     const json = file.endsWith(".json");
     const items = (await readPods(file, bytes.toString("utf8"), json)).filter((x) => x !== null && x !== undefined);
@@ -58,33 +70,52 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
     const generation = fixed ?? Number(before.metadata.resourceVersion) + 1;
     const changes = judge(before.items, pods);
     if (before.items.length && !pods.length && !ctx.o["prune-all"])
-      fail(`${file} holds no pods: applying it would remove all ${before.items.length} pods from the node (${before.items.map(ref).join(", ")}); add --prune-all if that is what you want`);
+      fail(
+        `${file} holds no pods: applying it would remove all ${before.items.length} pods from the node (${before.items.map(ref).join(", ")}); add --prune-all if that is what you want`,
+      );
 
     if (ctx.o["dry-run"]) return dryRun(ctx, items, pods, changes, before.items, generation);
 
     const p = progress(ctx);
     const started = Date.now();
     const events = ctx.quiet ? undefined : followEvents(ctx, started);
-    p.every(() => p.update(`applying generation ${generation}: ${events?.latest() || "removed pods stop within their grace period; new ones pull and start"} (${Math.floor((Date.now() - started) / 1000)}s)`));
+    p.every(() =>
+      p.update(
+        `applying generation ${generation}: ${events?.latest() || "removed pods stop within their grace period; new ones pull and start"} (${Math.floor((Date.now() - started) / 1000)}s)`,
+      ),
+    );
     let r: Response;
     try {
       if (ctx.o["detached"]) {
         // The file's bytes go as they are; the token signs their digest.
         const digest = Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("base64url");
         const token = await ctx.sign({ act: "apply", generation, body_sha256: digest });
-        r = await ctx.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": json ? "application/json" : "application/yaml", "podsync-signature": token }, body: bytes });
+        r = await ctx.fetch("/v1/node/pods", {
+          method: "PUT",
+          headers: { "content-type": json ? "application/json" : "application/yaml", "podsync-signature": token },
+          body: bytes,
+        });
       } else {
         const token = await ctx.sign({ act: "apply", generation, pods: items });
-        r = await ctx.fetch("/v1/node/pods", { method: "PUT", headers: { "content-type": "application/jose" }, body: token });
+        r = await ctx.fetch("/v1/node/pods", {
+          method: "PUT",
+          headers: { "content-type": "application/jose" },
+          body: token,
+        });
       }
     } finally {
       events?.stop();
       p.done();
     }
     if (r.status === 409 && fixed === undefined) {
-      const body = (await r.clone().json().catch(() => ({}))) as Record<string, unknown>;
+      const body = (await r
+        .clone()
+        .json()
+        .catch(() => ({}))) as Record<string, unknown>;
       if (String(body["type"]).endsWith(":stale-generation"))
-        fail(`the node's generation moved past ${generation - 1} while this apply was signed (another apply?); nothing changed: run it again`);
+        fail(
+          `the node's generation moved past ${generation - 1} while this apply was signed (another apply?); nothing changed: run it again`,
+        );
     }
     const body = await ctx.json(r);
     printWarnings(body);
@@ -93,7 +124,15 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
       process.exitCode = body["ok"] === false ? 1 : 0;
       return;
     }
-    type PodResult = { ok: boolean; pod: { namespace: string; name: string; uid: string }; actions?: Record<string, unknown>; steps: Step[]; status?: unknown; error?: Record<string, unknown>; superseded?: string };
+    type PodResult = {
+      ok: boolean;
+      pod: { namespace: string; name: string; uid: string };
+      actions?: Record<string, unknown>;
+      steps: Step[];
+      status?: unknown;
+      error?: Record<string, unknown>;
+      superseded?: string;
+    };
     const lines: string[] = [];
     const problems: string[] = [];
     const count: Record<Change, number> = { created: 0, configured: 0, unchanged: 0, deleted: 0 };
@@ -104,16 +143,30 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
       if (c === "unchanged" && pr.actions && actionsLine(pr.actions)) c = "configured";
       count[c]++;
       lines.push(`pod/${pr.pod.name} ${c}${pr.superseded ? ` (${pr.superseded})` : ""}`);
-      if (!pr.ok) problems.push(`pod/${pr.pod.name} (${pr.pod.namespace}) is stored but not running as asked:`, ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []), ...stepLines(pr.steps.filter((s) => !s.ok)));
+      if (!pr.ok)
+        problems.push(
+          `pod/${pr.pod.name} (${pr.pod.namespace}) is stored but not running as asked:`,
+          ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []),
+          ...stepLines(pr.steps.filter((s) => !s.ok)),
+        );
     }
     for (const pr of body["removed"] as PodResult[]) {
       count.deleted++;
       lines.push(`pod/${pr.pod.name} deleted${pr.superseded ? ` (${pr.superseded})` : ""}`);
-      if (!pr.ok) problems.push(`pod/${pr.pod.name} (${pr.pod.namespace}) left the desired state but was not fully removed:`, ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []), ...stepLines(pr.steps.filter((s) => !s.ok)));
+      if (!pr.ok)
+        problems.push(
+          `pod/${pr.pod.name} (${pr.pod.namespace}) left the desired state but was not fully removed:`,
+          ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []),
+          ...stepLines(pr.steps.filter((s) => !s.ok)),
+        );
     }
     if (lines.length) console.log(lines.join("\n"));
-    ctx.note(`generation ${body["generation"]}: ${Object.entries(count).map(([k, v]) => `${v} ${k}`).join(", ")}`);
-    if (problems.length) process.stderr.write(problems.join("\n") + "\n");
+    ctx.note(
+      `generation ${body["generation"]}: ${Object.entries(count)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(", ")}`,
+    );
+    if (problems.length) process.stderr.write(`${problems.join("\n")}\n`);
     process.exitCode = body["ok"] === false ? 1 : 0;
   },
 };
@@ -157,13 +210,32 @@ function same(had: V1Pod, input: unknown): boolean {
 
 /** JSON with sorted keys and undefined left out, for comparing. */
 function canonical(v: unknown): string {
-  return JSON.stringify(v, (_, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).filter(([, y]) => y !== undefined).sort(([a], [b]) => a.localeCompare(b))) : x));
+  return JSON.stringify(v, (_, x: unknown) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(
+          Object.entries(x)
+            .filter(([, y]) => y !== undefined)
+            .sort(([a], [b]) => a.localeCompare(b)),
+        )
+      : x,
+  );
 }
 
 /** --dry-run: each change, and per pod the plan route's actions (with the file's ConfigMaps and Secrets). */
-async function dryRun(ctx: Ctx, items: unknown[], pods: unknown[], changes: Map<string, Change>, current: V1Pod[], generation: number): Promise<void> {
+async function dryRun(
+  ctx: Ctx,
+  items: unknown[],
+  pods: unknown[],
+  changes: Map<string, Change>,
+  current: V1Pod[],
+  generation: number,
+): Promise<void> {
   const objects = (kind: string, ns: string | undefined) =>
-    items.filter((x) => (x as { kind?: unknown }).kind === kind && [undefined, ns].includes((x as { metadata?: PodMeta }).metadata?.namespace));
+    items.filter(
+      (x) =>
+        (x as { kind?: unknown }).kind === kind &&
+        [undefined, ns].includes((x as { metadata?: PodMeta }).metadata?.namespace),
+    );
   const lines: string[] = [];
   let failed = false;
   const kindOf = (x: unknown) => (x as { kind?: unknown }).kind;
@@ -173,8 +245,17 @@ async function dryRun(ctx: Ctx, items: unknown[], pods: unknown[], changes: Map<
     const ns = m.namespace ?? "default";
     const cms = objects("ConfigMap", ns);
     const secrets = objects("Secret", ns);
-    const token = await ctx.sign({ act: "plan", pod, ...(cms.length ? { configMaps: cms } : {}), ...(secrets.length ? { secrets } : {}) });
-    const r = await ctx.fetch("/v1/pods/plan", { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+    const token = await ctx.sign({
+      act: "plan",
+      pod,
+      ...(cms.length ? { configMaps: cms } : {}),
+      ...(secrets.length ? { secrets } : {}),
+    });
+    const r = await ctx.fetch("/v1/pods/plan", {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: token,
+    });
     const body = (await r.json()) as Record<string, unknown>;
     const change = changes.get(m.uid ?? "") ?? "created";
     if (!r.ok) {
@@ -185,19 +266,28 @@ async function dryRun(ctx: Ctx, items: unknown[], pods: unknown[], changes: Map<
     const a = actionsLine((body["actions"] as Record<string, unknown> | undefined) ?? {});
     lines.push(`pod/${m.name} ${change} (dry run)${a ? `: would ${a}` : ""}`);
   }
-  for (const p of current) if (changes.get(p.metadata.uid) === "deleted" && !controllerOf(p.metadata)) lines.push(`pod/${p.metadata.name} deleted (dry run)`);
+  for (const p of current)
+    if (changes.get(p.metadata.uid) === "deleted" && !controllerOf(p.metadata))
+      lines.push(`pod/${p.metadata.name} deleted (dry run)`);
   if (workloads.length) {
     // The workloads in one plan, with the file's ConfigMaps and Secrets: each created, updated or unchanged, and
     // the pods their controllers would make and delete (named as they would name them).
     const objs = items.filter((x) => kindOf(x) === "ConfigMap" || kindOf(x) === "Secret");
     const token = await ctx.sign({ act: "plan", items: [...workloads, ...objs] });
-    const r = await ctx.fetch("/v1/pods/plan", { method: "POST", headers: { "content-type": "application/jose" }, body: token });
+    const r = await ctx.fetch("/v1/pods/plan", {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: token,
+    });
     const body = (await r.json()) as Record<string, unknown>;
     if (!r.ok) {
       failed = true;
       lines.push(`workloads (dry run): refused:`, ...problemLines(r.status, body).map((l) => `  ${l}`));
     } else {
-      for (const w of (body["workloads"] as { kind: string; name: string; namespace: string; action: string }[] | undefined) ?? []) lines.push(`${w.kind.toLowerCase()}/${w.name} ${w.action === "updated" ? "configured" : w.action} (dry run)`);
+      for (const w of (body["workloads"] as
+        | { kind: string; name: string; namespace: string; action: string }[]
+        | undefined) ?? [])
+        lines.push(`${w.kind.toLowerCase()}/${w.name} ${w.action === "updated" ? "configured" : w.action} (dry run)`);
       lines.push(...plannedPodLines(body));
     }
   }

@@ -21,7 +21,13 @@ export const listOptions = {
 const get: Command = {
   usage: ["get [TYPE] [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|name|json|yaml|jsonpath=T] [-w] [--no-headers]"],
   help: `Print the node's objects as kubectl get does. TYPE is one of: ${resourceNames().join(", ")} (default pods); a pod is\nnamed by its name (in -n's namespace, default "default") or by its uid.`,
-  examples: ["podsync get pods", "podsync get web -o wide", "podsync get pod/web -o jsonpath='{.status.phase}'", "podsync get pods -A -l app=web --no-headers", "podsync get pods -w"],
+  examples: [
+    "podsync get pods",
+    "podsync get web -o wide",
+    "podsync get pod/web -o jsonpath='{.status.phase}'",
+    "podsync get pods -A -l app=web --no-headers",
+    "podsync get pods -w",
+  ],
   options: listOptions,
   run: (ctx) => runGet(ctx, ctx.args),
 };
@@ -49,15 +55,24 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   resource ??= (await findResource("pods"))!;
   const explicitNs = o["namespace"] !== undefined;
   const allNamespaces = Boolean(o["all-namespaces"]) || (Boolean(defaults.allNamespaces) && !explicitNs);
-  if (o["all-namespaces"] && names.length) usage("a name is looked up in one namespace: use -n NS, not -A", ctx.command);
+  if (o["all-namespaces"] && names.length)
+    usage("a name is looked up in one namespace: use -n NS, not -A", ctx.command);
   const format = parseFormat(o["output"] as string | undefined, ctx.command);
   const selector = o["selector"] !== undefined ? parseSelector(String(o["selector"])) : undefined;
-  const popts = async (): Promise<PrintOptions> => ({ resource: resource!, single: names.length === 1, allNamespaces, headers: !o["no-headers"], now: Date.now(), node: format.kind === "table" && format.wide ? await ctx.aud() : "" });
+  const popts = async (): Promise<PrintOptions> => ({
+    resource: resource!,
+    single: names.length === 1,
+    allNamespaces,
+    headers: !o["no-headers"],
+    now: Date.now(),
+    node: format.kind === "table" && format.wide ? await ctx.aud() : "",
+  });
 
   // The namespace, name and label filters, for the list and for each watched object.
   const inScope = (x: KubeObject) => {
     if (names.length) {
-      if (!names.some((n) => (x.metadata.namespace === ctx.namespace && x.metadata.name === n) || x.metadata.uid === n)) return false;
+      if (!names.some((n) => (x.metadata.namespace === ctx.namespace && x.metadata.name === n) || x.metadata.uid === n))
+        return false;
     } else if (!allNamespaces && (x.metadata.namespace ?? "default") !== ctx.namespace) return false;
     return !selector || selector(x.metadata.labels);
   };
@@ -71,7 +86,9 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
     if (names.length) {
       const found: KubeObject[] = [];
       for (const n of names) {
-        const x = objs.find((x) => x.metadata.namespace === ctx.namespace && x.metadata.name === n) ?? objs.find((x) => x.metadata.uid === n);
+        const x =
+          objs.find((x) => x.metadata.namespace === ctx.namespace && x.metadata.name === n) ??
+          objs.find((x) => x.metadata.uid === n);
         if (x) found.push(x);
         else missing.push(n);
       }
@@ -85,7 +102,15 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   const text = await render(objs, format, await popts());
   if (text) process.stdout.write(`${text}\n`);
   const plural = `${resource.kind.toLowerCase()}s`;
-  for (const n of missing) process.stderr.write(`podsync: ${notFound(plural, n, ctx.namespace, all.filter((x) => x.metadata.name === n).map((x) => x.metadata.namespace ?? ""))}\n`);
+  for (const n of missing)
+    process.stderr.write(
+      `podsync: ${notFound(
+        plural,
+        n,
+        ctx.namespace,
+        all.filter((x) => x.metadata.name === n).map((x) => x.metadata.namespace ?? ""),
+      )}\n`,
+    );
   if (missing.length) process.exitCode = 1;
   if (!objs.length && !names.length && format.kind !== "json" && format.kind !== "yaml")
     process.stderr.write(`No resources found${allNamespaces ? "" : ` in ${ctx.namespace} namespace`}.\n`);
@@ -94,13 +119,17 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   // --watch: print each object whose row (or, for -o json|yaml|name, whose object) changed, and once more, as
   // last seen, each one that went away, as kubectl -w prints each event. The node's watch (the Kubernetes API,
   // fed by the loop's relist) where it serves one for the type; else the list, polled every second.
-  const key = async (x: KubeObject) => (format.kind === "table" ? rowLine(x, format.wide, await popts()) : JSON.stringify({ ...x, metadata: { ...x.metadata, resourceVersion: undefined } }));
+  const key = async (x: KubeObject) =>
+    format.kind === "table"
+      ? rowLine(x, format.wide, await popts())
+      : JSON.stringify({ ...x, metadata: { ...x.metadata, resourceVersion: undefined } });
   // Ages tick every second: rows are compared without ages (and RESTARTS' "(5s ago)").
   const stable = (s: string | undefined) => s?.replace(/\b\d+[smhdy](\d+[smh])?\b/g, "");
   const idOf = (x: KubeObject) => x.metadata.uid ?? `${x.metadata.namespace}/${x.metadata.name}`;
   const seen = new Map<string, { key: string; obj: KubeObject }>();
   for (const x of objs) seen.set(idOf(x), { key: await key(x), obj: x });
-  const print = async (x: KubeObject) => process.stdout.write(`${await render([x], format, { ...(await popts()), headers: false, single: true })}\n`);
+  const print = async (x: KubeObject) =>
+    process.stdout.write(`${await render([x], format, { ...(await popts()), headers: false, single: true })}\n`);
   const changed = async (x: KubeObject) => {
     const k = await key(x);
     if (stable(seen.get(idOf(x))?.key) === stable(k)) return;

@@ -19,12 +19,22 @@ import { execCredential, READ_TTL_MAX_S } from "./token.js";
 /** The server's certificate as it presents it (trust on first use: the fingerprint is printed to compare). */
 function serverCert(url: URL): Promise<string> {
   return new Promise((res, rej) => {
-    const s = connect({ host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 443), rejectUnauthorized: false, ...(/^[\d.:[\]]+$/.test(url.hostname) ? {} : { servername: url.hostname }) }, () => {
-      const raw = s.getPeerCertificate().raw;
-      s.end();
-      if (!raw) return rej(new Error("the server sent no certificate"));
-      res(`-----BEGIN CERTIFICATE-----\n${raw.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n?$/, "\n")}-----END CERTIFICATE-----\n`);
-    });
+    const s = connect(
+      {
+        host: url.hostname.replace(/^\[|\]$/g, ""),
+        port: Number(url.port || 443),
+        rejectUnauthorized: false,
+        ...(/^[\d.:[\]]+$/.test(url.hostname) ? {} : { servername: url.hostname }),
+      },
+      () => {
+        const raw = s.getPeerCertificate().raw;
+        s.end();
+        if (!raw) return rej(new Error("the server sent no certificate"));
+        res(
+          `-----BEGIN CERTIFICATE-----\n${raw.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n?$/, "\n")}-----END CERTIFICATE-----\n`,
+        );
+      },
+    );
     s.setTimeout(10_000, () => s.destroy(new Error("timed out")));
     s.once("error", rej);
   });
@@ -44,19 +54,34 @@ const kubeconfig: Command = {
     "(get, list, watch, logs, events) that lives at most 300 s; --exec adds exec, where the node allows it.",
     "The server's certificate is embedded: --ca FILE, else the one the server presents (its SHA-256 is printed).",
   ].join("\n"),
-  examples: ["podsync kubeconfig --server https://127.0.0.1:8484 --key ~/.config/podsync/key.json > ~/.kube/podsync", "KUBECONFIG=~/.kube/podsync kubectl get pods -w"],
+  examples: [
+    "podsync kubeconfig --server https://127.0.0.1:8484 --key ~/.config/podsync/key.json > ~/.kube/podsync",
+    "KUBECONFIG=~/.kube/podsync kubectl get pods -w",
+  ],
   options: {
     server: { type: "string", help: "the node's https URL (default: --url / $PODSYNC_URL with https)" },
     node: { type: "string", help: "the node name tokens are for (default: what the server's /healthz says)" },
     namespace: { type: "string", short: "n", help: "the context's namespace (default: default)" },
-    exec: { type: "boolean", help: "tokens that also allow kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)" },
+    exec: {
+      type: "boolean",
+      help: "tokens that also allow kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)",
+    },
     ca: { type: "string", help: "the server's CA certificate (PEM), instead of reading it from the server" },
-    credential: { type: "boolean", help: "the plugin mode of kubeconfigs made by earlier versions: the same as podsync token --act read --exec-credential --ttl 300" },
+    credential: {
+      type: "boolean",
+      help: "the plugin mode of kubeconfigs made by earlier versions: the same as podsync token --act read --exec-credential --ttl 300",
+    },
   },
   async run(ctx) {
     if (ctx.o["credential"]) {
       if (ctx.o["aud"] === undefined) usage("--credential needs --aud: the node the token is for", ctx.command);
-      const token = await signToken(ctx.key().key, { act: READ_ACT, ...(ctx.o["exec"] ? { exec: true } : {}) }, String(ctx.o["aud"]), READ_TTL_MAX_S, ctx.iss);
+      const token = await signToken(
+        ctx.key().key,
+        { act: READ_ACT, ...(ctx.o["exec"] ? { exec: true } : {}) },
+        String(ctx.o["aud"]),
+        READ_TTL_MAX_S,
+        ctx.iss,
+      );
       console.log(execCredential(token, READ_TTL_MAX_S));
       return;
     }
@@ -68,15 +93,25 @@ const kubeconfig: Command = {
     } catch {
       return usage(`--server ${JSON.stringify(server)} is not a URL`, ctx.command);
     }
-    if (url.protocol !== "https:") usage("--server must be https:// (kubectl sends credentials only over https; podsync serves both on its port)", ctx.command);
+    if (url.protocol !== "https:")
+      usage(
+        "--server must be https:// (kubectl sends credentials only over https; podsync serves both on its port)",
+        ctx.command,
+      );
     // The node's API root: the origin for a node's own podsync, https://<worker>/nodes/<node> through a Worker
     // (kubectl keeps a server URL's path).
     const base = new URL(url.pathname.replace(/\/*$/, "/"), url.origin);
     // The key found now (--key, $PODSYNC_KEY, the config dir, the dev key) is the one the plugin will use, by path.
     const keyPath = resolve(ctx.key().path);
-    const ca = ctx.o["ca"] !== undefined ? readFileSync(String(ctx.o["ca"]), "utf8") : await serverCert(url).catch((e: Error) => fail(`cannot read ${url.origin}'s certificate: ${e.message}`));
+    const ca =
+      ctx.o["ca"] !== undefined
+        ? readFileSync(String(ctx.o["ca"]), "utf8")
+        : await serverCert(url).catch((e: Error) => fail(`cannot read ${url.origin}'s certificate: ${e.message}`));
     const x = new X509Certificate(ca);
-    if (ctx.o["ca"] === undefined) console.error(`podsync: trusting the certificate ${url.host} presents: SHA-256 ${x.fingerprint256} (compare with the server's start-up line)`);
+    if (ctx.o["ca"] === undefined)
+      console.error(
+        `podsync: trusting the certificate ${url.host} presents: SHA-256 ${x.fingerprint256} (compare with the server's start-up line)`,
+      );
     // The node name: --node, else /healthz over https with that certificate.
     let node = (ctx.o["node"] as string | undefined) ?? (ctx.o["aud"] as string | undefined);
     if (!node) {
@@ -98,18 +133,55 @@ const kubeconfig: Command = {
       }).catch((e: Error) => fail(`cannot ask ${base.href}healthz for the node name (${e.message}); pass --node`));
       if (!node) fail(`${base.href}healthz did not say the node name; pass --node`);
     }
-    const args = [launcher(), "token", "--act", READ_ACT, "--exec-credential", "--ttl", String(READ_TTL_MAX_S), "--key", keyPath, "--aud", node, ...(ctx.iss ? ["--iss", ctx.iss] : []), ...(ctx.o["exec"] ? ["--exec"] : [])];
+    const args = [
+      launcher(),
+      "token",
+      "--act",
+      READ_ACT,
+      "--exec-credential",
+      "--ttl",
+      String(READ_TTL_MAX_S),
+      "--key",
+      keyPath,
+      "--aud",
+      node,
+      ...(ctx.iss ? ["--iss", ctx.iss] : []),
+      ...(ctx.o["exec"] ? ["--exec"] : []),
+    ];
     const name = `podsync-${node}`;
     const config = {
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name, cluster: { server: base.href.replace(/\/$/, ""), "certificate-authority-data": Buffer.from(ca).toString("base64") } }],
-      users: [{ name, user: { exec: { apiVersion: "client.authentication.k8s.io/v1", command: process.execPath, args, interactiveMode: "Never", provideClusterInfo: false } } }],
+      clusters: [
+        {
+          name,
+          cluster: {
+            server: base.href.replace(/\/$/, ""),
+            "certificate-authority-data": Buffer.from(ca).toString("base64"),
+          },
+        },
+      ],
+      users: [
+        {
+          name,
+          user: {
+            exec: {
+              apiVersion: "client.authentication.k8s.io/v1",
+              command: process.execPath,
+              args,
+              interactiveMode: "Never",
+              provideClusterInfo: false,
+            },
+          },
+        },
+      ],
       contexts: [{ name, context: { cluster: name, user: name, namespace: String(ctx.o["namespace"] ?? "default") } }],
       "current-context": name,
     };
     const { stringify } = await import("yaml");
-    process.stdout.write(`# podsync kubeconfig for node ${node} (certificate SHA-256 ${x.fingerprint256})\n` + stringify(config));
+    process.stdout.write(
+      `# podsync kubeconfig for node ${node} (certificate SHA-256 ${x.fingerprint256})\n${stringify(config)}`,
+    );
   },
 };
 export default kubeconfig;

@@ -9,7 +9,11 @@ const logs: Command = {
   help: "The container's log, like kubectl logs; -f follows it. A pod is named by its name or its uid.",
   examples: ["podsync logs web -f", "podsync logs web -c sidecar --tail 20", "podsync logs web --previous"],
   options: {
-    container: { type: "string", short: "c", help: "the container (default: the only one, or the default-container annotation's)" },
+    container: {
+      type: "string",
+      short: "c",
+      help: "the container (default: the only one, or the default-container annotation's)",
+    },
     follow: { type: "boolean", short: "f", help: "keep printing as the container writes" },
     tail: { type: "string", help: "only the last N lines" },
     previous: { type: "boolean", short: "p", help: "the previous (exited) instance's log" },
@@ -33,7 +37,9 @@ const logs: Command = {
     if (o["since"] !== undefined) q.set("sinceSeconds", String(sinceSeconds(String(o["since"]), ctx.command)));
     const ref = await resolvePod(ctx, arg);
     const token = await ctx.sign({ act: "logs", uid: ref.uid });
-    const r = await ctx.fetch(`/v1/pods/${encodeURIComponent(ref.uid)}/logs?${q}`, { headers: { authorization: `Bearer ${token}` } });
+    const r = await ctx.fetch(`/v1/pods/${encodeURIComponent(ref.uid)}/logs?${q}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     if (!r.ok) await ctx.json(r);
     else await pipeBody(r);
   },

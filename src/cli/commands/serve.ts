@@ -6,7 +6,11 @@ const serve: Command = {
   help: `Start podsync on this node (the embedded default: Node, on 127.0.0.1:8484, talking to containerd's socket).
 Settings come from the environment (PODSYNC_*, or a JSON file named by PODSYNC_CONFIG; see docs/node-agent.md). With no
 keys configured it makes a dev key in ./.podsync on first start and prints how to use it. SIGINT or SIGTERM stops it.`,
-  examples: ["podsync serve", "PODSYNC_POLICY=privileged PODSYNC_ALLOW_EXEC=true podsync serve", "PODSYNC_CRI_ENDPOINT=unix:///run/k3s/containerd/containerd.sock podsync serve"],
+  examples: [
+    "podsync serve",
+    "PODSYNC_POLICY=privileged PODSYNC_ALLOW_EXEC=true podsync serve",
+    "PODSYNC_CRI_ENDPOINT=unix:///run/k3s/containerd/containerd.sock podsync serve",
+  ],
   options: {},
   async run() {
     (await import("../../node.js")).runNode();

@@ -13,9 +13,15 @@ const status: Command = {
     const [arg] = ctx.args;
     if (!arg) usage("status needs a pod name (or uid)", ctx.command);
     const ref = await resolvePod(ctx, arg);
-    const body = await ctx.call("GET", `/v1/pods/${encodeURIComponent(ref.uid)}/runtime`, { act: "status", uid: ref.uid });
+    const body = await ctx.call("GET", `/v1/pods/${encodeURIComponent(ref.uid)}/runtime`, {
+      act: "status",
+      uid: ref.uid,
+    });
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
-    else console.log([`pod ${ref.namespace}/${ref.name} (${ref.uid})`, ...containerLines(body["status"] as never)].join("\n"));
+    else
+      console.log(
+        [`pod ${ref.namespace}/${ref.name} (${ref.uid})`, ...containerLines(body["status"] as never)].join("\n"),
+      );
   },
 };
 export default status;

@@ -9,8 +9,17 @@ import { progress } from "../progress.js";
 const sync: Command = {
   usage: ["sync [-f] FILE.(yaml|json) [--plan] [--json]", "plan [-f] FILE.(yaml|json) [--json]"],
   help: "Sign the file (a pod, and/or workloads: Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, with their\nConfigMaps, Secrets and claims) and POST it to /v1/pods/sync: the node stores it and makes it run (the node keeps\nit running afterwards). With --plan (or as `podsync plan`), POST /v1/pods/plan: what the node would do, doing nothing.",
-  examples: ["podsync sync examples/pod.yaml", "podsync sync -f examples/deployment.yaml", "podsync plan examples/pod.yaml", "podsync sign pod.yaml | curl ... (see podsync sign --help)"],
-  options: { plan: { type: "boolean", help: "only say what the node would do" }, json: { type: "boolean", help: "print the node's answer as JSON" }, filename: { type: "string", short: "f", help: "the file (- for stdin)" } },
+  examples: [
+    "podsync sync examples/pod.yaml",
+    "podsync sync -f examples/deployment.yaml",
+    "podsync plan examples/pod.yaml",
+    "podsync sign pod.yaml | curl ... (see podsync sign --help)",
+  ],
+  options: {
+    plan: { type: "boolean", help: "only say what the node would do" },
+    json: { type: "boolean", help: "print the node's answer as JSON" },
+    filename: { type: "string", short: "f", help: "the file (- for stdin)" },
+  },
   async run(ctx) {
     const file = (ctx.o["filename"] as string | undefined) ?? ctx.args[0];
     if (!file) usage(`${ctx.command} needs a pod file`, ctx.command);
@@ -21,11 +30,31 @@ const sync: Command = {
     const started = Date.now();
     // The node's events while it works (a pull, a start), for a single pod; for workloads, the node's.
     const meta = (claims.pod as { metadata?: { name?: unknown; namespace?: unknown } } | undefined)?.metadata;
-    const events = act === "sync" && !ctx.quiet ? followEvents(ctx, started, typeof meta?.name === "string" ? { name: meta.name, namespace: typeof meta.namespace === "string" ? meta.namespace : "default" } : undefined) : undefined;
-    if (act === "sync") p.every(() => p.update(`syncing: ${events?.latest() || "pulling images, starting containers"} (${Math.floor((Date.now() - started) / 1000)}s)`));
+    const events =
+      act === "sync" && !ctx.quiet
+        ? followEvents(
+            ctx,
+            started,
+            typeof meta?.name === "string"
+              ? { name: meta.name, namespace: typeof meta.namespace === "string" ? meta.namespace : "default" }
+              : undefined,
+          )
+        : undefined;
+    if (act === "sync")
+      p.every(() =>
+        p.update(
+          `syncing: ${events?.latest() || "pulling images, starting containers"} (${Math.floor((Date.now() - started) / 1000)}s)`,
+        ),
+      );
     let body: Record<string, unknown>;
     try {
-      body = await ctx.json(await ctx.fetch(`/v1/pods/${act}`, { method: "POST", headers: { "content-type": "application/jose" }, body: token }));
+      body = await ctx.json(
+        await ctx.fetch(`/v1/pods/${act}`, {
+          method: "POST",
+          headers: { "content-type": "application/jose" },
+          body: token,
+        }),
+      );
     } finally {
       events?.stop();
       p.done();
@@ -36,11 +65,30 @@ const sync: Command = {
       const pod = body["pod"] as { namespace: string; name: string; uid: string } | undefined;
       if (pod) {
         const a = actionsLine((body["actions"] as Record<string, unknown> | undefined) ?? {});
-        const what = act === "plan" ? (a ? `would ${a}` : "nothing to do (converged)") : body["ok"] === false ? "NOT fully synced" : a ? a : "unchanged (converged)";
-        console.log([`pod/${pod.name} (${pod.namespace}, uid ${pod.uid}): ${what}`, ...stepLines((body["steps"] as Step[] | undefined) ?? []), ...containerLines(body["runtime"] as never)].join("\n"));
+        const what =
+          act === "plan"
+            ? a
+              ? `would ${a}`
+              : "nothing to do (converged)"
+            : body["ok"] === false
+              ? "NOT fully synced"
+              : a
+                ? a
+                : "unchanged (converged)";
+        console.log(
+          [
+            `pod/${pod.name} (${pod.namespace}, uid ${pod.uid}): ${what}`,
+            ...stepLines((body["steps"] as Step[] | undefined) ?? []),
+            ...containerLines(body["runtime"] as never),
+          ].join("\n"),
+        );
       }
-      for (const w of (body["workloads"] as { kind: string; namespace: string; name: string; action: string }[] | undefined) ?? [])
-        console.log(`${w.kind.toLowerCase()}.${w.kind === "Job" || w.kind === "CronJob" ? "batch" : "apps"}/${w.name} (${w.namespace}) ${act === "plan" ? `would be ${w.action}` : w.action}`);
+      for (const w of (body["workloads"] as
+        | { kind: string; namespace: string; name: string; action: string }[]
+        | undefined) ?? [])
+        console.log(
+          `${w.kind.toLowerCase()}.${w.kind === "Job" || w.kind === "CronJob" ? "batch" : "apps"}/${w.name} (${w.namespace}) ${act === "plan" ? `would be ${w.action}` : w.action}`,
+        );
       for (const l of plannedPodLines(body)) console.log(l);
     }
     process.exitCode = body["ok"] === false ? 1 : 0;

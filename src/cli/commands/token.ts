@@ -19,7 +19,10 @@ interface Act {
 }
 
 const ACTS: Record<string, Act> = {
-  status: { pod: "optional", routes: "GET /v1/pods (no pod), GET /v1/pods/{uid}, GET /v1/pods/{uid}/runtime, GET /v1/node/volumes" },
+  status: {
+    pod: "optional",
+    routes: "GET /v1/pods (no pod), GET /v1/pods/{uid}, GET /v1/pods/{uid}/runtime, GET /v1/node/volumes",
+  },
   logs: { pod: "required", routes: "GET /v1/pods/{uid}/logs" },
   delete: {
     pod: "required",
@@ -34,7 +37,8 @@ const ACTS: Record<string, Act> = {
   metrics: { pod: "none", routes: "GET /metrics" },
   [READ_ACT]: {
     pod: "none",
-    routes: "the Kubernetes API (kubectl get, list, watch, describe, logs, events); with --exec also kubectl exec, where the node allows it",
+    routes:
+      "the Kubernetes API (kubectl get, list, watch, describe, logs, events); with --exec also kubectl exec, where the node allows it",
     claims: (ctx) => (ctx.o["exec"] ? { exec: true } : {}),
   },
 };
@@ -46,37 +50,63 @@ export const READ_TTL_MAX_S = 300;
  * little before the token's own exp for clock skew. */
 export function execCredential(token: string, ttl: number, now = Date.now()): string {
   const expirationTimestamp = new Date(now + Math.max(1, ttl - 10) * 1000).toISOString().replace(/\.\d+Z$/, "Z");
-  return JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token, expirationTimestamp } });
+  return JSON.stringify({
+    apiVersion: "client.authentication.k8s.io/v1",
+    kind: "ExecCredential",
+    status: { token, expirationTimestamp },
+  });
 }
 
 const token: Command = {
-  usage: ["token --act status|logs|delete|metrics [--uid UID | --name NAME [-n NS]] [--ttl SECONDS]", "token --act read [--exec] [--exec-credential] [--ttl SECONDS]   (kubectl's; --ttl at most 300)"],
+  usage: [
+    "token --act status|logs|delete|metrics [--uid UID | --name NAME [-n NS]] [--ttl SECONDS]",
+    "token --act read [--exec] [--exec-credential] [--ttl SECONDS]   (kubectl's; --ttl at most 300)",
+  ],
   help: [
     "Print a signed Bearer token (a compact JWS) for the node, for curl and other HTTP clients:",
-    ...Object.entries(ACTS).map(([k, a]) => `  ${k.padEnd(8)} ${a.routes}${a.pod === "required" ? " (needs --uid or --name)" : ""}`),
+    ...Object.entries(ACTS).map(
+      ([k, a]) => `  ${k.padEnd(8)} ${a.routes}${a.pod === "required" ? " (needs --uid or --name)" : ""}`,
+    ),
     "It is signed with the first key found in: --key, $PODSYNC_KEY, the config dir ($XDG_CONFIG_HOME/podsync/key.json,",
     "else ~/.config/podsync/key.json), the dev key (./.podsync/dev-key.json). It lasts --ttl seconds (default 60).",
   ].join("\n"),
-  examples: ['curl -H "Authorization: Bearer $(podsync token --act status)" http://127.0.0.1:8484/v1/pods', "podsync token --act logs --name web"],
+  examples: [
+    'curl -H "Authorization: Bearer $(podsync token --act status)" http://127.0.0.1:8484/v1/pods',
+    "podsync token --act logs --name web",
+  ],
   options: {
     act: { type: "string", help: Object.keys(ACTS).join(", ") },
     uid: { type: "string", help: "the pod's uid" },
     name: { type: "string", help: "the pod's name (in -n's namespace), looked up on the node" },
     "grace-period": { type: "string", help: "delete: the gracePeriodSeconds claim" },
-    exec: { type: "boolean", help: "read: the token also allows kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)" },
-    "exec-credential": { type: "boolean", help: "print kubectl's ExecCredential (client.authentication.k8s.io/v1) around the token: the kubeconfig's plugin mode" },
+    exec: {
+      type: "boolean",
+      help: "read: the token also allows kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)",
+    },
+    "exec-credential": {
+      type: "boolean",
+      help: "print kubectl's ExecCredential (client.authentication.k8s.io/v1) around the token: the kubeconfig's plugin mode",
+    },
   },
   async run(ctx) {
     const name = ctx.o["act"] as string | undefined;
     const act = name !== undefined && Object.hasOwn(ACTS, name) ? ACTS[name] : undefined;
-    if (!act) usage(`--act must be one of ${Object.keys(ACTS).join(", ")}${name === undefined ? "" : `, not "${name}"`}`, ctx.command);
+    if (!act)
+      usage(
+        `--act must be one of ${Object.keys(ACTS).join(", ")}${name === undefined ? "" : `, not "${name}"`}`,
+        ctx.command,
+      );
     if (ctx.o["uid"] !== undefined && ctx.o["name"] !== undefined) usage("give --uid or --name, not both", ctx.command);
     let uid = ctx.o["uid"] as string | undefined;
     if (ctx.o["name"] !== undefined) uid = (await resolvePod(ctx, String(ctx.o["name"]))).uid;
     if (act.pod === "required" && uid === undefined) usage(`--act ${name} needs --uid or --name`, ctx.command);
     if (act.pod === "none" && uid !== undefined) usage(`--act ${name} names no pod`, ctx.command);
     if (ctx.o["exec"] && name !== READ_ACT) usage(`--exec goes with --act ${READ_ACT}`, ctx.command);
-    if (name === READ_ACT && ctx.ttl > READ_TTL_MAX_S) usage(`--ttl for --act ${READ_ACT} is at most ${READ_TTL_MAX_S} seconds (the node refuses longer-lived read tokens)`, ctx.command);
+    if (name === READ_ACT && ctx.ttl > READ_TTL_MAX_S)
+      usage(
+        `--ttl for --act ${READ_ACT} is at most ${READ_TTL_MAX_S} seconds (the node refuses longer-lived read tokens)`,
+        ctx.command,
+      );
     const token = await ctx.sign({ act: name, ...(uid !== undefined ? { uid } : {}), ...act.claims?.(ctx) });
     console.log(ctx.o["exec-credential"] ? execCredential(token, ctx.ttl) : token);
   },

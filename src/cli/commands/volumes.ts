@@ -10,7 +10,8 @@ const volumes: Command = {
   options: { json: { type: "boolean", help: "the node's answer as JSON" } },
   async run(ctx) {
     const [sub, name] = ctx.args;
-    if (sub !== undefined && sub !== "rm") usage(`unknown volumes command "${sub}": use podsync volumes, or podsync volumes rm NAME`, ctx.command);
+    if (sub !== undefined && sub !== "rm")
+      usage(`unknown volumes command "${sub}": use podsync volumes, or podsync volumes rm NAME`, ctx.command);
     if (sub === "rm" && !name) usage("volumes rm needs a volume name", ctx.command);
     if (sub === "rm") {
       await ctx.call("DELETE", `/v1/node/volumes/${encodeURIComponent(name!)}`, { act: "delete", volume: name });
@@ -20,7 +21,9 @@ const volumes: Command = {
     const body = await ctx.call("GET", "/v1/node/volumes", { act: "status" });
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
     else {
-      const rows = (body["volumes"] as { name: string; path: string; usedBy: { namespace: string; name: string }[] }[]).map((v) => [v.name, v.usedBy.map((p) => `${p.namespace}/${p.name}`).join(",") || "<none>", v.path]);
+      const rows = (
+        body["volumes"] as { name: string; path: string; usedBy: { namespace: string; name: string }[] }[]
+      ).map((v) => [v.name, v.usedBy.map((p) => `${p.namespace}/${p.name}`).join(",") || "<none>", v.path]);
       console.log(table([["NAME", "USED BY", "PATH"], ...rows]));
     }
   },

@@ -9,12 +9,19 @@ import { listPods } from "../resources/pods.js";
 import { podRow } from "../print/kubectl-print.js";
 import type { V1Pod } from "../../status/api-status.js";
 
-type Want = { kind: "condition"; type: string; value: string } | { kind: "delete" } | { kind: "jsonpath"; template: string; value: string };
+type Want =
+  | { kind: "condition"; type: string; value: string }
+  | { kind: "delete" }
+  | { kind: "jsonpath"; template: string; value: string };
 
 const wait: Command = {
   usage: ["wait [pod/]NAME... --for=condition=Ready|delete|jsonpath='{...}'=VALUE [-n NS] [--timeout=30s]"],
   help: "Wait until each pod meets the condition (kubectl wait): a pod condition (Ready, Initialized, ContainersReady,\nPodScheduled; condition=Ready=false waits for it to be false), its deletion, or a jsonpath value.\nPrints pod/NAME condition met for each; exits 1 if the timeout passes first.",
-  examples: ["podsync wait --for=condition=Ready pod/web", "podsync wait web --for=delete --timeout=60s", "podsync wait web --for=jsonpath='{.status.phase}'=Succeeded"],
+  examples: [
+    "podsync wait --for=condition=Ready pod/web",
+    "podsync wait web --for=delete --timeout=60s",
+    "podsync wait web --for=jsonpath='{.status.phase}'=Succeeded",
+  ],
   options: {
     for: { type: "string", help: "condition=NAME[=true|false], delete, or jsonpath='{...}'=VALUE" },
     timeout: { type: "string", help: "how long to wait, e.g. 30s, 5m (default 30s)" },
@@ -29,7 +36,11 @@ const wait: Command = {
     const p = progress(ctx);
     const started = Date.now();
     let state = "";
-    p.every(() => p.update(`waiting for ${names.map((n) => `pod/${n}`).join(", ")} (${describe(want)}): ${state || "…"} ${Math.floor((Date.now() - started) / 1000)}s`));
+    p.every(() =>
+      p.update(
+        `waiting for ${names.map((n) => `pod/${n}`).join(", ")} (${describe(want)}): ${state || "…"} ${Math.floor((Date.now() - started) / 1000)}s`,
+      ),
+    );
     const pending = new Set(names);
     let first = true;
     try {
@@ -38,7 +49,9 @@ const wait: Command = {
         const all = [...l.items, ...l.orphans];
         const states: string[] = [];
         for (const n of [...pending]) {
-          const pod = all.find((x) => x.metadata.namespace === ctx.namespace && x.metadata.name === n) ?? all.find((x) => x.metadata.uid === n);
+          const pod =
+            all.find((x) => x.metadata.namespace === ctx.namespace && x.metadata.name === n) ??
+            all.find((x) => x.metadata.uid === n);
           if (!pod && want.kind !== "delete" && first) fail(`pods "${n}" not found in namespace "${ctx.namespace}"`);
           if (met(want, pod)) {
             pending.delete(n);
@@ -49,7 +62,10 @@ const wait: Command = {
         state = states.join(", ");
         first = false;
         if (!pending.size) return;
-        if (Date.now() >= deadline) fail(`timed out waiting for the condition on ${[...pending].map((n) => `pods/${n}`).join(", ")}${state ? ` (now: ${state})` : ""}`);
+        if (Date.now() >= deadline)
+          fail(
+            `timed out waiting for the condition on ${[...pending].map((n) => `pods/${n}`).join(", ")}${state ? ` (now: ${state})` : ""}`,
+          );
         await new Promise((r) => setTimeout(r, Math.min(500, Math.max(0, deadline - Date.now()))));
       }
     } finally {

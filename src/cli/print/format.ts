@@ -4,7 +4,12 @@ import { table } from "../output.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
 import { jsonPath, JsonPathError } from "./jsonpath.js";
 
-export type Format = { kind: "table"; wide: boolean } | { kind: "name" } | { kind: "json" } | { kind: "yaml" } | { kind: "jsonpath"; template: string };
+export type Format =
+  | { kind: "table"; wide: boolean }
+  | { kind: "name" }
+  | { kind: "json" }
+  | { kind: "yaml" }
+  | { kind: "jsonpath"; template: string };
 
 export const OUTPUT_HELP = "wide, name, json, yaml or jsonpath=TEMPLATE";
 
@@ -40,7 +45,10 @@ export interface PrintOptions {
 
 /** The objects in the format, without a trailing newline ("" for none). */
 export async function render(objs: readonly KubeObject[], f: Format, o: PrintOptions): Promise<string> {
-  const data = o.single && objs.length === 1 ? objs[0] : { apiVersion: "v1", kind: "List", items: objs, metadata: { resourceVersion: "" } };
+  const data =
+    o.single && objs.length === 1
+      ? objs[0]
+      : { apiVersion: "v1", kind: "List", items: objs, metadata: { resourceVersion: "" } };
   switch (f.kind) {
     case "json":
       return JSON.stringify(data, null, 4);

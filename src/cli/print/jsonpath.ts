@@ -101,14 +101,16 @@ function walk(values: unknown[], path: Step[]): unknown[] {
           const x = v[s.index < 0 ? v.length + s.index : s.index];
           if (x !== undefined) next.push(x);
         }
-      } else if (v && typeof v === "object" && !Array.isArray(v) && s.field in v) next.push((v as Record<string, unknown>)[s.field]);
+      } else if (v && typeof v === "object" && !Array.isArray(v) && s.field in v)
+        next.push((v as Record<string, unknown>)[s.field]);
     }
     cur = next;
   }
   return cur;
 }
 
-const show = (v: unknown) => (typeof v === "string" ? v : v === null ? "null" : typeof v === "object" ? JSON.stringify(v) : String(v));
+const show = (v: unknown) =>
+  typeof v === "string" ? v : v === null ? "null" : typeof v === "object" ? JSON.stringify(v) : String(v);
 
 function run(nodes: Node[], current: unknown): string {
   let out = "";

@@ -28,6 +28,9 @@ export function podRow(pod: V1Pod, now: number): PodRow {
 export function podTable(pods: readonly V1Pod[], now: number, o: { namespace?: boolean } = {}): string {
   const rows = pods.map((p) => podRow(p, now));
   const ns = (cells: string[], namespace: string) => (o.namespace ? [namespace, ...cells] : cells);
-  const cells = [ns(["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "NAMESPACE"), ...rows.map((r, i) => ns([r.name, r.ready, r.status, r.restarts, r.age], pods[i]!.metadata.namespace))];
+  const cells = [
+    ns(["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "NAMESPACE"),
+    ...rows.map((r, i) => ns([r.name, r.ready, r.status, r.restarts, r.age], pods[i]!.metadata.namespace)),
+  ];
   return table(cells);
 }

@@ -12,7 +12,10 @@ export function workloadResource(kind: WorkloadKind): Resource {
   const shown = (wide: boolean) => columns.map((c, i) => [c, i] as const).filter(([c]) => wide || c.priority === 0);
   return {
     kind,
-    list: async (ctx) => ({ items: (await ctx.call<{ items?: KubeObject[] }>("GET", `/v1/workloads?kind=${kind}`, { act: "status" })).items ?? [] }),
+    list: async (ctx) => ({
+      items:
+        (await ctx.call<{ items?: KubeObject[] }>("GET", `/v1/workloads?kind=${kind}`, { act: "status" })).items ?? [],
+    }),
     header: ({ wide }) => shown(wide).map(([c]) => c.name.toUpperCase()),
     row: (obj, { wide, now }) => {
       const cells = workloadCells({ ...obj, kind } as unknown as V1Workload, now);

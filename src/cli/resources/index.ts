@@ -15,7 +15,10 @@ const WORKLOADS: [kind: WorkloadKind, names: string[]][] = [
 
 const types: { names: string[]; load: () => Promise<{ default: Resource }> }[] = [
   { names: ["pods", "pod", "po"], load: () => import("./pods.js") },
-  ...WORKLOADS.map(([kind, names]) => ({ names, load: async () => ({ default: (await import("../print/workload-print.js")).workloadResource(kind) }) })),
+  ...WORKLOADS.map(([kind, names]) => ({
+    names,
+    load: async () => ({ default: (await import("../print/workload-print.js")).workloadResource(kind) }),
+  })),
 ];
 
 /** The resource type named (case-insensitive), or undefined. */

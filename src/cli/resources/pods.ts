@@ -20,7 +20,10 @@ const pods: Resource = {
   async list(ctx) {
     const l = await listPods(ctx);
     const notes = [`generation ${l.metadata.resourceVersion}`];
-    if (l.orphans.length) notes.push(`orphans (made by podsync, not in this node's desired state; only delete removes them): ${l.orphans.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(", ")}`);
+    if (l.orphans.length)
+      notes.push(
+        `orphans (made by podsync, not in this node's desired state; only delete removes them): ${l.orphans.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(", ")}`,
+      );
     return { items: [...l.items, ...l.orphans] as unknown as KubeObject[], notes } satisfies Listed;
   },
   // Desired pods only: an orphan (not in the desired state) is listed, but its changes are not watched.
@@ -29,7 +32,14 @@ const pods: Resource = {
   row(obj, { wide, now, node }) {
     const p = obj as unknown as V1Pod;
     const r = podRow(p, now);
-    return [r.name, r.ready, r.status, r.restarts, r.age, ...(wide ? [p.status.podIP ?? "<none>", node, p.metadata.uid] : [])];
+    return [
+      r.name,
+      r.ready,
+      r.status,
+      r.restarts,
+      r.age,
+      ...(wide ? [p.status.podIP ?? "<none>", node, p.metadata.uid] : []),
+    ];
   },
 };
 export default pods;

@@ -5,7 +5,13 @@ import type { Ctx } from "../client.js";
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string>; creationTimestamp?: string | null };
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    labels?: Record<string, string>;
+    creationTimestamp?: string | null;
+  };
   [field: string]: unknown;
 }
 

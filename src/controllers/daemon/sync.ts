@@ -11,9 +11,23 @@ import type { Toleration } from "../../pod/scheduling.js";
 import type { Pod } from "../../pod/schema.js";
 import { derivedUid } from "../../pod/workloads/uid.js";
 import { makePod } from "../../pod/workloads/template.js";
-import { matchesNodeSelectorAndAffinity, NODE_AFFINITY, TAINT_TOLERATION, untoleratedTaint, type NodeInfo } from "../../lifecycle/predicates.js";
+import {
+  matchesNodeSelectorAndAffinity,
+  NODE_AFFINITY,
+  TAINT_TOLERATION,
+  untoleratedTaint,
+  type NodeInfo,
+} from "../../lifecycle/predicates.js";
 import { computeHash } from "../hash.js";
-import { availableAt, controllerRef, generatedName, isActive, isAvailable, isReady, type ObservedPod } from "../pods.js";
+import {
+  availableAt,
+  controllerRef,
+  generatedName,
+  isActive,
+  isAvailable,
+  isReady,
+  type ObservedPod,
+} from "../pods.js";
 import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
 
 export const CONTROLLER_REVISION_HASH = "controller-revision-hash";
@@ -39,7 +53,11 @@ export function whyNotHere(template: Pod, node: NodeInfo): { reason: string; mes
     node.taints.filter((t) => t.effect !== "PreferNoSchedule"),
     [...(template.spec.tolerations ?? []), ...DAEMON_TOLERATIONS],
   );
-  if (taint) return { ...TAINT_TOLERATION, message: `${TAINT_TOLERATION.message}: {${taint.key}${taint.value ? `=${taint.value}` : ""}:${taint.effect}}` };
+  if (taint)
+    return {
+      ...TAINT_TOLERATION,
+      message: `${TAINT_TOLERATION.message}: {${taint.key}${taint.value ? `=${taint.value}` : ""}:${taint.effect}}`,
+    };
   return undefined;
 }
 
@@ -55,29 +73,65 @@ export interface DaemonSetStatus {
   [k: string]: unknown;
 }
 
-export function syncDaemonSet(ds: DaemonSet, pods: readonly ObservedPod[], prev: DaemonSetStatus | undefined, ctx: ControllerContext, o: DaemonSetOptions | undefined): ControllerResult {
+export function syncDaemonSet(
+  ds: DaemonSet,
+  pods: readonly ObservedPod[],
+  prev: DaemonSetStatus | undefined,
+  ctx: ControllerContext,
+  o: DaemonSetOptions | undefined,
+): ControllerResult {
   if (!o) throw new Error("the DaemonSet controller needs the node's labels and taints");
   const nowIso = new Date(ctx.now).toISOString();
   const hash = computeHash(ds.spec.template);
-  const template = makePod(ds.spec.template, { name: ds.metadata.name, namespace: ds.metadata.namespace, uid: "template" });
+  const template = makePod(ds.spec.template, {
+    name: ds.metadata.name,
+    namespace: ds.metadata.namespace,
+    uid: "template",
+  });
   const why = whyNotHere(template, o.node);
   const active = pods.filter(isActive);
   const current = active.filter((p) => p.pod.metadata.labels?.[CONTROLLER_REVISION_HASH] === hash);
   const out: ControllerResult = { create: [], delete: [], status: {} };
-  const del = (p: ObservedPod, reason: string) => out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
-  if (why) for (const p of active) del(p, `DaemonSet ${ds.metadata.name}: this node no longer admits its pods (${why.reason})`);
+  const del = (p: ObservedPod, reason: string) =>
+    out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
+  if (why)
+    for (const p of active)
+      del(p, `DaemonSet ${ds.metadata.name}: this node no longer admits its pods (${why.reason})`);
   else {
     // One pod: extra ones go (newest first); an old revision goes under RollingUpdate; a missing one is made.
     const keep = current[0] ?? (ds.spec.updateStrategy.type === "OnDelete" ? active[0] : undefined);
-    for (const p of active) if (p !== keep) del(p, p.pod.metadata.labels?.[CONTROLLER_REVISION_HASH] === hash ? `DaemonSet ${ds.metadata.name} runs one pod per node` : `DaemonSet ${ds.metadata.name} updated`);
+    for (const p of active)
+      if (p !== keep)
+        del(
+          p,
+          p.pod.metadata.labels?.[CONTROLLER_REVISION_HASH] === hash
+            ? `DaemonSet ${ds.metadata.name} runs one pod per node`
+            : `DaemonSet ${ds.metadata.name} updated`,
+        );
     if (!keep && active.length === 0 && !pods.some((p) => p.terminating)) {
       const taken = new Set(pods.map((p) => p.pod.metadata.name));
       let name: string;
       do name = generatedName(ds.metadata.name, ctx.suffix());
       while (taken.has(name));
       const t = structuredClone(ds.spec.template);
-      t.spec["tolerations"] = [...((t.spec["tolerations"] as Toleration[] | undefined) ?? []), ...DAEMON_TOLERATIONS.filter((d) => !((t.spec["tolerations"] as Toleration[] | undefined) ?? []).some((x) => x.key === d.key && x.effect === d.effect))];
-      out.create.push(makePod(t, { name, namespace: ds.metadata.namespace, uid: derivedUid(ctx.nodeName, ds.metadata.namespace, name), labels: { [CONTROLLER_REVISION_HASH]: hash }, ownerReferences: [controllerRef(ds)] }));
+      t.spec["tolerations"] = [
+        ...((t.spec["tolerations"] as Toleration[] | undefined) ?? []),
+        ...DAEMON_TOLERATIONS.filter(
+          (d) =>
+            !((t.spec["tolerations"] as Toleration[] | undefined) ?? []).some(
+              (x) => x.key === d.key && x.effect === d.effect,
+            ),
+        ),
+      ];
+      out.create.push(
+        makePod(t, {
+          name,
+          namespace: ds.metadata.namespace,
+          uid: derivedUid(ctx.nodeName, ds.metadata.namespace, name),
+          labels: { [CONTROLLER_REVISION_HASH]: hash },
+          ownerReferences: [controllerRef(ds)],
+        }),
+      );
     }
   }
   const running = active.filter((p) => !out.delete.some((d) => d.uid === p.pod.metadata.uid));
@@ -94,10 +148,25 @@ export function syncDaemonSet(ds: DaemonSet, pods: readonly ObservedPod[], prev:
   };
   // podsync's condition: whether this node runs the DaemonSet's pod, and if not, kubelet's predicate that says why.
   s.conditions = why
-    ? setCondition(prev?.conditions ?? [], { type: "NodeEligible", status: "False", reason: why.reason, message: why.message }, nowIso)
-    : setCondition(prev?.conditions ?? [], { type: "NodeEligible", status: "True", reason: "NodeAdmitsPod", message: `node ${o.node.name} admits the DaemonSet's pods` }, nowIso);
+    ? setCondition(
+        prev?.conditions ?? [],
+        { type: "NodeEligible", status: "False", reason: why.reason, message: why.message },
+        nowIso,
+      )
+    : setCondition(
+        prev?.conditions ?? [],
+        {
+          type: "NodeEligible",
+          status: "True",
+          reason: "NodeAdmitsPod",
+          message: `node ${o.node.name} admits the DaemonSet's pods`,
+        },
+        nowIso,
+      );
   out.status = s;
-  const soon = running.map((p) => availableAt(p, ds.spec.minReadySeconds)).filter((t): t is number => t !== undefined && t > ctx.now);
+  const soon = running
+    .map((p) => availableAt(p, ds.spec.minReadySeconds))
+    .filter((t): t is number => t !== undefined && t > ctx.now);
   if (soon.length) out.requeueAt = Math.min(...soon);
   return out;
 }

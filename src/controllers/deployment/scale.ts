@@ -23,10 +23,14 @@ export interface ScaledReplicaSet {
 }
 
 /** MaxSurge: 0 unless RollingUpdate. */
-export const maxSurge = (d: Deployment): number => (d.spec.strategy.type === "RollingUpdate" ? resolveFenceposts(d).surge : 0);
+export const maxSurge = (d: Deployment): number =>
+  d.spec.strategy.type === "RollingUpdate" ? resolveFenceposts(d).surge : 0;
 
 /** The annotations SetReplicasAnnotations writes on a ReplicaSet the controller sizes. */
-export const replicasAnnotations = (d: Deployment): Record<string, string> => ({ [DESIRED_REPLICAS_ANNOTATION]: String(d.spec.replicas), [MAX_REPLICAS_ANNOTATION]: String(d.spec.replicas + maxSurge(d)) });
+export const replicasAnnotations = (d: Deployment): Record<string, string> => ({
+  [DESIRED_REPLICAS_ANNOTATION]: String(d.spec.replicas),
+  [MAX_REPLICAS_ANNOTATION]: String(d.spec.replicas + maxSurge(d)),
+});
 
 /** getIntFromAnnotation: the annotation as a whole number, or undefined. */
 function intAnnotation(rs: ScaledReplicaSet, key: string): number | undefined {
@@ -35,16 +39,22 @@ function intAnnotation(rs: ScaledReplicaSet, key: string): number | undefined {
 }
 
 /** ReplicaSetsByCreationTimestamp's Less: older first, the name breaking ties. */
-const byCreation = (a: ScaledReplicaSet, b: ScaledReplicaSet) => a.createdAt - b.createdAt || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byCreation = (a: ScaledReplicaSet, b: ScaledReplicaSet) =>
+  a.createdAt - b.createdAt || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 /** ReplicaSetsBySizeOlder: larger first, then older first. */
 export const bySizeOlder = (a: ScaledReplicaSet, b: ScaledReplicaSet) => b.replicas - a.replicas || byCreation(a, b);
 /** ReplicaSetsBySizeNewer: larger first, then newer first. */
 export const bySizeNewer = (a: ScaledReplicaSet, b: ScaledReplicaSet) => b.replicas - a.replicas || byCreation(b, a);
 
-const active = (rss: readonly (ScaledReplicaSet | undefined)[]) => rss.filter((r): r is ScaledReplicaSet => r !== undefined && r.replicas > 0);
+const active = (rss: readonly (ScaledReplicaSet | undefined)[]) =>
+  rss.filter((r): r is ScaledReplicaSet => r !== undefined && r.replicas > 0);
 
 /** isScalingEvent: an active ReplicaSet was sized for other replicas than the Deployment's. */
-export function isScalingEvent(d: Deployment, newRS: ScaledReplicaSet | undefined, olds: readonly ScaledReplicaSet[]): boolean {
+export function isScalingEvent(
+  d: Deployment,
+  newRS: ScaledReplicaSet | undefined,
+  olds: readonly ScaledReplicaSet[],
+): boolean {
   return active([...olds, newRS]).some((rs) => {
     const desired = intAnnotation(rs, DESIRED_REPLICAS_ANNOTATION);
     return desired !== undefined && desired !== d.spec.replicas;
@@ -53,7 +63,10 @@ export function isScalingEvent(d: Deployment, newRS: ScaledReplicaSet | undefine
 
 /** FindActiveOrLatest: the one active ReplicaSet, or (none active) the new one or the newest old one; undefined
  * when several are active. */
-export function findActiveOrLatest(newRS: ScaledReplicaSet | undefined, olds: readonly ScaledReplicaSet[]): ScaledReplicaSet | undefined {
+export function findActiveOrLatest(
+  newRS: ScaledReplicaSet | undefined,
+  olds: readonly ScaledReplicaSet[],
+): ScaledReplicaSet | undefined {
   if (!newRS && olds.length === 0) return undefined;
   const newestFirst = [...olds].sort((a, b) => byCreation(b, a));
   const all = active([...newestFirst, newRS]);
@@ -82,7 +95,13 @@ export function getReplicaSetFraction(rs: ScaledReplicaSet, d: Deployment, statu
 }
 
 /** GetProportion: this ReplicaSet's share of the replicas to add (or remove), within what is left to add. */
-export function getProportion(rs: ScaledReplicaSet | undefined, d: Deployment, toAdd: number, added: number, statusReplicas: number): number {
+export function getProportion(
+  rs: ScaledReplicaSet | undefined,
+  d: Deployment,
+  toAdd: number,
+  added: number,
+  statusReplicas: number,
+): number {
   if (!rs || rs.replicas === 0 || toAdd === 0 || toAdd === added) return 0;
   const fraction = getReplicaSetFraction(rs, d, statusReplicas);
   const allowed = toAdd - added;
@@ -90,7 +109,12 @@ export function getProportion(rs: ScaledReplicaSet | undefined, d: Deployment, t
 }
 
 /** scale: the size each ReplicaSet should get (only those scale sets; the rest stay as they are). */
-export function proportionalSizes(d: Deployment, newRS: ScaledReplicaSet | undefined, olds: readonly ScaledReplicaSet[], statusReplicas: number): Map<string, number> {
+export function proportionalSizes(
+  d: Deployment,
+  newRS: ScaledReplicaSet | undefined,
+  olds: readonly ScaledReplicaSet[],
+  statusReplicas: number,
+): Map<string, number> {
   const out = new Map<string, number>();
   const one = findActiveOrLatest(newRS, olds);
   if (one) {

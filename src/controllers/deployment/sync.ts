@@ -44,11 +44,17 @@ function withoutHash(t: ReplicaSet["spec"]["template"]): unknown {
   delete labels[POD_TEMPLATE_HASH];
   return { ...t, metadata: { ...t.metadata, labels } };
 }
-const sameTemplate = (a: ReplicaSet["spec"]["template"], b: ReplicaSet["spec"]["template"]) => canonicalJSON(withoutHash(a)) === canonicalJSON(withoutHash(b));
+const sameTemplate = (a: ReplicaSet["spec"]["template"], b: ReplicaSet["spec"]["template"]) =>
+  canonicalJSON(withoutHash(a)) === canonicalJSON(withoutHash(b));
 
 const revisionOf = (rs: ReplicaSet) => Number(rs.metadata.annotations?.[REVISION_ANNOTATION] ?? "0") || 0;
 
-export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], prev: DeploymentStatus | undefined, ctx: ControllerContext): ControllerResult {
+export function syncDeployment(
+  d: Deployment,
+  views: readonly ReplicaSetView[],
+  prev: DeploymentStatus | undefined,
+  ctx: ControllerContext,
+): ControllerResult {
   const nowIso = new Date(ctx.now).toISOString();
   const out: ControllerResult = { create: [], delete: [], status: {}, putChildren: [], removeChildren: [] };
   // Working copies: what this step changes, keyed by name.
@@ -61,7 +67,11 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
     const sizeChanged = replicas.get(v.rs.metadata.name) !== n;
     if (!sizeChanged && canonicalJSON(annotations) === canonicalJSON(v.rs.metadata.annotations ?? {})) return false;
     replicas.set(v.rs.metadata.name, n);
-    const rs: ReplicaSet = { ...v.rs, metadata: { ...v.rs.metadata, annotations }, spec: { ...v.rs.spec, replicas: n } };
+    const rs: ReplicaSet = {
+      ...v.rs,
+      metadata: { ...v.rs.metadata, annotations },
+      spec: { ...v.rs.spec, replicas: n },
+    };
     out.putChildren = [...out.putChildren!.filter((x) => x.metadata.name !== rs.metadata.name), rs];
     return sizeChanged;
   };
@@ -70,9 +80,12 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
   let collisionCount = prev?.collisionCount;
   const hash = computeHash(d.spec.template, collisionCount);
   let newView = views.find((v) => sameTemplate(v.rs.spec.template, d.spec.template));
-  const olds = views.filter((v) => v !== newView).sort((a, b) => a.createdAt - b.createdAt || a.rs.metadata.name.localeCompare(b.rs.metadata.name));
+  const olds = views
+    .filter((v) => v !== newView)
+    .sort((a, b) => a.createdAt - b.createdAt || a.rs.metadata.name.localeCompare(b.rs.metadata.name));
   const sumReplicas = (vs: readonly ReplicaSetView[]) => vs.reduce((n, v) => n + replicas.get(v.rs.metadata.name)!, 0);
-  const sumAvailable = (vs: readonly ReplicaSetView[]) => vs.reduce((n, v) => n + status.get(v.rs.metadata.name)!.availableReplicas, 0);
+  const sumAvailable = (vs: readonly ReplicaSetView[]) =>
+    vs.reduce((n, v) => n + status.get(v.rs.metadata.name)!.availableReplicas, 0);
   let newRSCreated = false;
 
   /** getNewReplicaSet with createIfNotExisted: the new ReplicaSet `<name>-<hash>` at `n` replicas. */
@@ -88,12 +101,24 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
     const rs: ReplicaSet = {
       apiVersion: "apps/v1",
       kind: "ReplicaSet",
-      metadata: { name, namespace: d.metadata.namespace, uid: undefined, labels, annotations: { ...(d.metadata.annotations ?? {}), [REVISION_ANNOTATION]: revision, ...replicasAnnotations(d) } },
+      metadata: {
+        name,
+        namespace: d.metadata.namespace,
+        uid: undefined,
+        labels,
+        annotations: { ...(d.metadata.annotations ?? {}), [REVISION_ANNOTATION]: revision, ...replicasAnnotations(d) },
+      },
       spec: {
         replicas: n,
         minReadySeconds: d.spec.minReadySeconds,
-        selector: { ...d.spec.selector, matchLabels: { ...(d.spec.selector.matchLabels ?? {}), [POD_TEMPLATE_HASH]: hash } },
-        template: { ...structuredClone(d.spec.template), metadata: { ...structuredClone(d.spec.template.metadata), labels } },
+        selector: {
+          ...d.spec.selector,
+          matchLabels: { ...(d.spec.selector.matchLabels ?? {}), [POD_TEMPLATE_HASH]: hash },
+        },
+        template: {
+          ...structuredClone(d.spec.template),
+          metadata: { ...structuredClone(d.spec.template.metadata), labels },
+        },
       },
       status: undefined,
     };
@@ -106,7 +131,13 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
 
   // syncDeployment: a paused Deployment, or one whose replicas changed since its active ReplicaSets were sized
   // (a scaling event), is scaled proportionally (sync); otherwise it rolls out by its strategy.
-  const sized = (v: ReplicaSetView): ScaledReplicaSet => ({ name: v.rs.metadata.name, replicas: replicas.get(v.rs.metadata.name)!, createdAt: v.createdAt, annotations: v.rs.metadata.annotations, availableReplicas: status.get(v.rs.metadata.name)!.availableReplicas });
+  const sized = (v: ReplicaSetView): ScaledReplicaSet => ({
+    name: v.rs.metadata.name,
+    replicas: replicas.get(v.rs.metadata.name)!,
+    createdAt: v.createdAt,
+    annotations: v.rs.metadata.annotations,
+    availableReplicas: status.get(v.rs.metadata.name)!.availableReplicas,
+  });
   if (d.spec.paused || isScalingEvent(d, newView && sized(newView), olds.map(sized))) {
     const sizes = proportionalSizes(d, newView && sized(newView), olds.map(sized), prev?.replicas ?? 0);
     for (const v of views) {
@@ -195,7 +226,12 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
     if (!newView) return false;
     const s = status.get(newView.rs.metadata.name)!;
     const total = views.reduce((n, v) => n + status.get(v.rs.metadata.name)!.replicas, 0);
-    return replicas.get(newView.rs.metadata.name) === d.spec.replicas && s.replicas === d.spec.replicas && total === d.spec.replicas && s.availableReplicas === d.spec.replicas;
+    return (
+      replicas.get(newView.rs.metadata.name) === d.spec.replicas &&
+      s.replicas === d.spec.replicas &&
+      total === d.spec.replicas &&
+      s.availableReplicas === d.spec.replicas
+    );
   }
 
   /** cleanupDeployment: old ReplicaSets with no replicas and no pods, past revisionHistoryLimit, oldest first. */
@@ -216,24 +252,110 @@ export function syncDeployment(d: Deployment, views: readonly ReplicaSetView[], 
   const minAvailable = d.spec.replicas - maxUnavailable(d);
   conditions =
     available >= minAvailable
-      ? setCondition(conditions, { type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "Deployment has minimum availability.", lastUpdateTime: nowIso }, nowIso)
-      : setCondition(conditions, { type: "Available", status: "False", reason: "MinimumReplicasUnavailable", message: "Deployment does not have minimum availability.", lastUpdateTime: nowIso }, nowIso);
+      ? setCondition(
+          conditions,
+          {
+            type: "Available",
+            status: "True",
+            reason: "MinimumReplicasAvailable",
+            message: "Deployment has minimum availability.",
+            lastUpdateTime: nowIso,
+          },
+          nowIso,
+        )
+      : setCondition(
+          conditions,
+          {
+            type: "Available",
+            status: "False",
+            reason: "MinimumReplicasUnavailable",
+            message: "Deployment does not have minimum availability.",
+            lastUpdateTime: nowIso,
+          },
+          nowIso,
+        );
   const rsName = newView?.rs.metadata.name ?? `${d.metadata.name}-${hash}`;
   const progressing = conditions.find((c) => c.type === "Progressing");
   const isComplete = updated === d.spec.replicas && total === d.spec.replicas && available === d.spec.replicas;
   let requeueAt: number | undefined;
   if (!d.spec.paused) {
-    if (isComplete) conditions = setCondition(conditions, { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable", message: `ReplicaSet "${rsName}" has successfully progressed.`, lastUpdateTime: nowIso }, nowIso);
-    else if (newRSCreated) conditions = setCondition(conditions, { type: "Progressing", status: "True", reason: "NewReplicaSetCreated", message: `Created new replica set "${rsName}"`, lastUpdateTime: nowIso }, nowIso);
-    else if (prev && (updated > prev.updatedReplicas || ready > prev.readyReplicas || available > prev.availableReplicas || total - updated < prev.replicas - prev.updatedReplicas))
+    if (isComplete)
+      conditions = setCondition(
+        conditions,
+        {
+          type: "Progressing",
+          status: "True",
+          reason: "NewReplicaSetAvailable",
+          message: `ReplicaSet "${rsName}" has successfully progressed.`,
+          lastUpdateTime: nowIso,
+        },
+        nowIso,
+      );
+    else if (newRSCreated)
+      conditions = setCondition(
+        conditions,
+        {
+          type: "Progressing",
+          status: "True",
+          reason: "NewReplicaSetCreated",
+          message: `Created new replica set "${rsName}"`,
+          lastUpdateTime: nowIso,
+        },
+        nowIso,
+      );
+    else if (
+      prev &&
+      (updated > prev.updatedReplicas ||
+        ready > prev.readyReplicas ||
+        available > prev.availableReplicas ||
+        total - updated < prev.replicas - prev.updatedReplicas)
+    )
       // DeploymentProgressing: the rollout moved; the deadline starts again from now (lastUpdateTime).
-      conditions = [...conditions.filter((c) => c.type !== "Progressing"), { type: "Progressing", status: "True", reason: "ReplicaSetUpdated", message: `ReplicaSet "${rsName}" is progressing.`, lastTransitionTime: progressing?.status === "True" ? progressing.lastTransitionTime : nowIso, lastUpdateTime: nowIso }];
-    else if (progressing && progressing.reason !== "NewReplicaSetAvailable" && progressing.reason !== "ProgressDeadlineExceeded") {
+      conditions = [
+        ...conditions.filter((c) => c.type !== "Progressing"),
+        {
+          type: "Progressing",
+          status: "True",
+          reason: "ReplicaSetUpdated",
+          message: `ReplicaSet "${rsName}" is progressing.`,
+          lastTransitionTime: progressing?.status === "True" ? progressing.lastTransitionTime : nowIso,
+          lastUpdateTime: nowIso,
+        },
+      ];
+    else if (
+      progressing &&
+      progressing.reason !== "NewReplicaSetAvailable" &&
+      progressing.reason !== "ProgressDeadlineExceeded"
+    ) {
       // DeploymentTimedOut: no progress for progressDeadlineSeconds since the condition was last updated.
-      const deadline = Date.parse(progressing.lastUpdateTime ?? progressing.lastTransitionTime) + d.spec.progressDeadlineSeconds * 1000;
-      if (ctx.now > deadline) conditions = setCondition(conditions, { type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: `ReplicaSet "${rsName}" has timed out progressing.`, lastUpdateTime: nowIso }, nowIso);
+      const deadline =
+        Date.parse(progressing.lastUpdateTime ?? progressing.lastTransitionTime) +
+        d.spec.progressDeadlineSeconds * 1000;
+      if (ctx.now > deadline)
+        conditions = setCondition(
+          conditions,
+          {
+            type: "Progressing",
+            status: "False",
+            reason: "ProgressDeadlineExceeded",
+            message: `ReplicaSet "${rsName}" has timed out progressing.`,
+            lastUpdateTime: nowIso,
+          },
+          nowIso,
+        );
       else requeueAt = deadline + 1;
-    } else if (!progressing) conditions = setCondition(conditions, { type: "Progressing", status: "True", reason: "ReplicaSetUpdated", message: `ReplicaSet "${rsName}" is progressing.`, lastUpdateTime: nowIso }, nowIso);
+    } else if (!progressing)
+      conditions = setCondition(
+        conditions,
+        {
+          type: "Progressing",
+          status: "True",
+          reason: "ReplicaSetUpdated",
+          message: `ReplicaSet "${rsName}" is progressing.`,
+          lastUpdateTime: nowIso,
+        },
+        nowIso,
+      );
   }
   const s: DeploymentStatus = {
     replicas: total,

@@ -24,7 +24,8 @@ const countAnnotation = (p: ObservedPod, key: string) => {
 /** getIndexFailureCount: the failures of the pod's index before it (its annotation). */
 export const indexFailureCount = (p: ObservedPod) => countAnnotation(p, JOB_INDEX_FAILURE_COUNT_ANNOTATION);
 /** getIndexAbsoluteFailureCount: counted and ignored failures before it. */
-export const indexAbsoluteFailureCount = (p: ObservedPod) => indexFailureCount(p) + countAnnotation(p, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION);
+export const indexAbsoluteFailureCount = (p: ObservedPod) =>
+  indexFailureCount(p) + countAnnotation(p, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION);
 
 /** orderedIntervals.String: "1,3-5"; two in a row are written as two ("4,5"), longer runs as a range. */
 export function formatIndexes(xs: Iterable<number>): string {
@@ -67,7 +68,12 @@ export function isIndexFailed(job: Job, p: ObservedPod, match: PolicyMatch): boo
 
 /** calculateFailedIndexes: the indexes failed before (status.failedIndexes, within completions) and those whose
  * failed pod says so now. */
-export function failedIndexes(job: Job, pods: readonly ObservedPod[], prev: string | undefined, match: PolicyMatch): number[] {
+export function failedIndexes(
+  job: Job,
+  pods: readonly ObservedPod[],
+  prev: string | undefined,
+  match: PolicyMatch,
+): number[] {
   const completions = job.spec.completions!;
   const out = new Set(parseIndexes(prev, completions));
   for (const p of pods) {
@@ -79,20 +85,32 @@ export function failedIndexes(job: Job, pods: readonly ObservedPod[], prev: stri
 
 /** The last failed pod of each index (getPodsWithDelayedDeletionPerIndex's choice: the highest failure count, then
  * the latest to finish): the pod a new pod of the index replaces. */
-export function lastFailedPerIndex(pods: readonly ObservedPod[], finishedAt: (p: ObservedPod) => number): Map<number, ObservedPod> {
+export function lastFailedPerIndex(
+  pods: readonly ObservedPod[],
+  finishedAt: (p: ObservedPod) => number,
+): Map<number, ObservedPod> {
   const out = new Map<number, ObservedPod>();
   for (const p of pods) {
     const ix = indexOf(p);
     if (ix === undefined || phaseOf(p) !== "Failed") continue;
     const cur = out.get(ix);
-    if (!cur || indexFailureCount(p) > indexFailureCount(cur) || (indexFailureCount(p) === indexFailureCount(cur) && finishedAt(p) > finishedAt(cur))) out.set(ix, p);
+    if (
+      !cur ||
+      indexFailureCount(p) > indexFailureCount(cur) ||
+      (indexFailureCount(p) === indexFailureCount(cur) && finishedAt(p) > finishedAt(cur))
+    )
+      out.set(ix, p);
   }
   return out;
 }
 
 /** getNewIndexFailureCounts: a new pod's counts from the failed pod it replaces (an Ignore rule's failure counts
  * as ignored). */
-export function newIndexFailureCounts(job: Job, replaced: ObservedPod | undefined, match: PolicyMatch): { failures: number; ignored: number } {
+export function newIndexFailureCounts(
+  job: Job,
+  replaced: ObservedPod | undefined,
+  match: PolicyMatch,
+): { failures: number; ignored: number } {
   if (!replaced) return { failures: 0, ignored: 0 };
   let failures = indexFailureCount(replaced);
   let ignored = countAnnotation(replaced, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION);
@@ -112,7 +130,8 @@ export function matchSuccessPolicy(job: Job, succeeded: readonly number[]): stri
       if (required.length === 0) continue;
       // matchSucceededIndexesRule: all of the rule's indexes, or succeededCount of them.
       const contains = required.filter((x) => done.has(x)).length;
-      if (contains === required.length || (r.succeededCount !== undefined && contains >= r.succeededCount)) return `Matched rules at index ${i}`;
+      if (contains === required.length || (r.succeededCount !== undefined && contains >= r.succeededCount))
+        return `Matched rules at index ${i}`;
     } else if (r.succeededCount !== undefined && done.size >= r.succeededCount) return `Matched rules at index ${i}`;
   }
   return undefined;

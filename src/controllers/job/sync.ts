@@ -13,7 +13,17 @@ import type { Job } from "../../pod/workloads/schema.js";
 import { derivedUid } from "../../pod/workloads/uid.js";
 import { makePod } from "../../pod/workloads/template.js";
 import { JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL } from "../../pod/workloads/job-labels.js";
-import { failedIndexes, formatIndexes, indexAbsoluteFailureCount, indexOf, JOB_INDEX_FAILURE_COUNT_ANNOTATION, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, lastFailedPerIndex, matchSuccessPolicy, newIndexFailureCounts } from "./indexes.js";
+import {
+  failedIndexes,
+  formatIndexes,
+  indexAbsoluteFailureCount,
+  indexOf,
+  JOB_INDEX_FAILURE_COUNT_ANNOTATION,
+  JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION,
+  lastFailedPerIndex,
+  matchSuccessPolicy,
+  newIndexFailureCounts,
+} from "./indexes.js";
 import { controllerRef, generatedName, isActive, isReady, phaseOf, type ObservedPod } from "../pods.js";
 import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
 
@@ -40,7 +50,8 @@ export interface JobOptions {
   podFailureBackOffMs?: number;
 }
 
-const finishedCondition = (s: JobStatus | undefined) => s?.conditions.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+const finishedCondition = (s: JobStatus | undefined) =>
+  s?.conditions.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
 
 /** When the pod's last container finished (ms), for the back-off. */
 function finishedAt(p: ObservedPod): number {
@@ -81,25 +92,44 @@ export function matchPodFailurePolicy(job: Job, p: ObservedPod): { action: Polic
         if (code === undefined || code === 0) continue;
         const hit = ec.operator === "In" ? ec.values.includes(code) : !ec.values.includes(code);
         if (hit)
-          return { action: r.action, message: `Container ${c.name} for pod ${p.pod.metadata.namespace}/${p.pod.metadata.name} failed with exit code ${code} matching ${r.action} rule at index ${i}` };
+          return {
+            action: r.action,
+            message: `Container ${c.name} for pod ${p.pod.metadata.namespace}/${p.pod.metadata.name} failed with exit code ${code} matching ${r.action} rule at index ${i}`,
+          };
       }
     }
     if (r.onPodConditions)
       for (const pc of r.onPodConditions)
-        if ((p.status?.conditions as { type: string; status: string }[] | undefined)?.some((c) => c.type === pc.type && c.status === pc.status))
-          return { action: r.action, message: `Pod ${p.pod.metadata.namespace}/${p.pod.metadata.name} has condition ${pc.type} matching ${r.action} rule at index ${i}` };
+        if (
+          (p.status?.conditions as { type: string; status: string }[] | undefined)?.some(
+            (c) => c.type === pc.type && c.status === pc.status,
+          )
+        )
+          return {
+            action: r.action,
+            message: `Pod ${p.pod.metadata.namespace}/${p.pod.metadata.name} has condition ${pc.type} matching ${r.action} rule at index ${i}`,
+          };
   }
   return undefined;
 }
 
-export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus | undefined, ctx: ControllerContext, o: JobOptions = {}): ControllerResult {
+export function syncJob(
+  job: Job,
+  pods: readonly ObservedPod[],
+  prev: JobStatus | undefined,
+  ctx: ControllerContext,
+  o: JobOptions = {},
+): ControllerResult {
   const nowIso = new Date(ctx.now).toISOString();
   const out: ControllerResult = { create: [], delete: [], status: {} };
   const active = pods.filter(isActive);
-  const del = (p: ObservedPod, reason: string) => out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
+  const del = (p: ObservedPod, reason: string) =>
+    out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
   const indexed = job.spec.completionMode === "Indexed";
   const completions = job.spec.completions;
-  const succeededPods = pods.filter((p) => phaseOf(p) === "Succeeded" && (!indexed || (indexOf(p) ?? -1) < completions!));
+  const succeededPods = pods.filter(
+    (p) => phaseOf(p) === "Succeeded" && (!indexed || (indexOf(p) ?? -1) < completions!),
+  );
   const succeededIndexes = indexed ? [...new Set(succeededPods.map((p) => indexOf(p)!))] : [];
   let failJob: { reason: string; message: string } | undefined;
   let failed = 0;
@@ -130,7 +160,12 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
   const done = finishedCondition(prev);
   if (done) {
     for (const p of active) del(p, `Job ${job.metadata.name} finished`);
-    out.status = { ...base, active: 0, ready: 0, ...(prev?.completionTime ? { completionTime: prev.completionTime } : {}) };
+    out.status = {
+      ...base,
+      active: 0,
+      ready: 0,
+      ...(prev?.completionTime ? { completionTime: prev.completionTime } : {}),
+    };
     if (job.spec.ttlSecondsAfterFinished !== undefined) {
       const at = Date.parse(done.lastTransitionTime) + job.spec.ttlSecondsAfterFinished * 1000;
       if (ctx.now >= at) out.removeSelf = true;
@@ -142,45 +177,82 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
   // Suspended: no pods; the start time is forgotten (it starts again on resume, with it the deadline).
   if (job.spec.suspend) {
     for (const p of active) del(p, `Job ${job.metadata.name} suspended`);
-    conditions = setCondition(conditions, { type: "Suspended", status: "True", reason: "JobSuspended", message: "Job suspended" }, nowIso);
+    conditions = setCondition(
+      conditions,
+      { type: "Suspended", status: "True", reason: "JobSuspended", message: "Job suspended" },
+      nowIso,
+    );
     const { startTime: _s, ...rest } = base;
     out.status = { ...rest, active: 0, ready: 0, conditions };
     return out;
   }
-  if (conditions.some((c) => c.type === "Suspended" && c.status === "True")) conditions = setCondition(conditions, { type: "Suspended", status: "False", reason: "JobResumed", message: "Job resumed" }, nowIso);
+  if (conditions.some((c) => c.type === "Suspended" && c.status === "True"))
+    conditions = setCondition(
+      conditions,
+      { type: "Suspended", status: "False", reason: "JobResumed", message: "Job resumed" },
+      nowIso,
+    );
   const startTime = prev?.startTime ?? nowIso;
   const start = Date.parse(startTime);
 
   // Failure: the pod failure policy, the back-off limit (failed pods, or restarts under OnFailure), the deadline.
-  const restarts = active.reduce((n, p) => n + (p.status?.containerStatuses ?? []).reduce((m, c) => m + c.restartCount, 0), 0);
-  const pastBackoffOnFailure = job.spec.template.spec["restartPolicy"] === "OnFailure" && (job.spec.backoffLimit === 0 ? restarts > 0 : restarts >= job.spec.backoffLimit);
-  if (!failJob && (failed > job.spec.backoffLimit || pastBackoffOnFailure)) failJob = { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
-  const deadline = job.spec.activeDeadlineSeconds !== undefined ? start + job.spec.activeDeadlineSeconds * 1000 : undefined;
-  if (!failJob && deadline !== undefined && ctx.now >= deadline) failJob = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
+  const restarts = active.reduce(
+    (n, p) => n + (p.status?.containerStatuses ?? []).reduce((m, c) => m + c.restartCount, 0),
+    0,
+  );
+  const pastBackoffOnFailure =
+    job.spec.template.spec["restartPolicy"] === "OnFailure" &&
+    (job.spec.backoffLimit === 0 ? restarts > 0 : restarts >= job.spec.backoffLimit);
+  if (!failJob && (failed > job.spec.backoffLimit || pastBackoffOnFailure))
+    failJob = { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
+  const deadline =
+    job.spec.activeDeadlineSeconds !== undefined ? start + job.spec.activeDeadlineSeconds * 1000 : undefined;
+  if (!failJob && deadline !== undefined && ctx.now >= deadline)
+    failJob = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
   if (!failJob && perIndex) {
-    if (job.spec.maxFailedIndexes !== undefined && failedIdx.length > job.spec.maxFailedIndexes) failJob = { reason: "MaxFailedIndexesExceeded", message: "Job has exceeded the specified maximal number of failed indexes" };
-    else if (failedIdx.length > 0 && failedIdx.length + succeededIndexes.length >= completions!) failJob = { reason: "FailedIndexes", message: "Job has failed indexes" };
+    if (job.spec.maxFailedIndexes !== undefined && failedIdx.length > job.spec.maxFailedIndexes)
+      failJob = {
+        reason: "MaxFailedIndexesExceeded",
+        message: "Job has exceeded the specified maximal number of failed indexes",
+      };
+    else if (failedIdx.length > 0 && failedIdx.length + succeededIndexes.length >= completions!)
+      failJob = { reason: "FailedIndexes", message: "Job has failed indexes" };
   }
   if (failJob) {
     for (const p of active) del(p, `Job ${job.metadata.name} failed: ${failJob.reason}`);
-    conditions = setCondition(conditions, { type: "FailureTarget", status: "True", reason: failJob.reason, message: failJob.message }, nowIso);
-    conditions = setCondition(conditions, { type: "Failed", status: "True", reason: failJob.reason, message: failJob.message }, nowIso);
+    conditions = setCondition(
+      conditions,
+      { type: "FailureTarget", status: "True", reason: failJob.reason, message: failJob.message },
+      nowIso,
+    );
+    conditions = setCondition(
+      conditions,
+      { type: "Failed", status: "True", reason: failJob.reason, message: failJob.message },
+      nowIso,
+    );
     out.status = { ...base, startTime, active: 0, ready: 0, conditions };
-    if (job.spec.ttlSecondsAfterFinished !== undefined) out.requeueAt = ctx.now + job.spec.ttlSecondsAfterFinished * 1000;
+    if (job.spec.ttlSecondsAfterFinished !== undefined)
+      out.requeueAt = ctx.now + job.spec.ttlSecondsAfterFinished * 1000;
     return out;
   }
 
   // Success: completions reached (or, without completions, one pod succeeded and none is left running), or an
   // Indexed Job's successPolicy met (its remaining pods go).
   const policyMet = indexed ? matchSuccessPolicy(job, succeededIndexes) : undefined;
-  const complete = policyMet !== undefined || (completions === undefined ? succeeded > 0 && active.length === 0 : succeeded >= completions);
+  const complete =
+    policyMet !== undefined ||
+    (completions === undefined ? succeeded > 0 && active.length === 0 : succeeded >= completions);
   if (complete) {
-    const why = policyMet !== undefined ? { reason: "SuccessPolicy", message: policyMet } : { reason: "CompletionsReached", message: "Reached expected number of succeeded pods" };
+    const why =
+      policyMet !== undefined
+        ? { reason: "SuccessPolicy", message: policyMet }
+        : { reason: "CompletionsReached", message: "Reached expected number of succeeded pods" };
     for (const p of active) del(p, `Job ${job.metadata.name} completed`);
     conditions = setCondition(conditions, { type: "SuccessCriteriaMet", status: "True", ...why }, nowIso);
     conditions = setCondition(conditions, { type: "Complete", status: "True", ...why }, nowIso);
     out.status = { ...base, startTime, active: 0, ready: 0, completionTime: nowIso, conditions };
-    if (job.spec.ttlSecondsAfterFinished !== undefined) out.requeueAt = ctx.now + job.spec.ttlSecondsAfterFinished * 1000;
+    if (job.spec.ttlSecondsAfterFinished !== undefined)
+      out.requeueAt = ctx.now + job.spec.ttlSecondsAfterFinished * 1000;
     return out;
   }
 
@@ -190,7 +262,9 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
   if (completions === undefined) want = succeeded > 0 ? active.length : parallelism;
   else want = Math.max(0, Math.min(completions - succeeded, parallelism));
   if (active.length > want) {
-    const extra = [...active].sort((a, b) => (isReady(a) === isReady(b) ? b.createdAt - a.createdAt : isReady(a) ? 1 : -1)).slice(0, active.length - want);
+    const extra = [...active]
+      .sort((a, b) => (isReady(a) === isReady(b) ? b.createdAt - a.createdAt : isReady(a) ? 1 : -1))
+      .slice(0, active.length - want);
     for (const p of extra) del(p, `Job ${job.metadata.name} has more active pods than parallelism ${parallelism}`);
   } else if (active.length < want) {
     const backOffMs = o.podFailureBackOffMs ?? DEFAULT_POD_FAILURE_BACKOFF_MS;
@@ -204,7 +278,9 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
       for (let i = 0; i < completions! && n > 0; i++) {
         if (busy.has(i)) continue;
         const replaced = lastFailed.get(i);
-        const remaining = replaced ? backOffRemaining(indexAbsoluteFailureCount(replaced) + 1, finishedAt(replaced), ctx.now, backOffMs) : 0;
+        const remaining = replaced
+          ? backOffRemaining(indexAbsoluteFailureCount(replaced) + 1, finishedAt(replaced), ctx.now, backOffMs)
+          : 0;
         if (remaining > 0) {
           out.requeueAt = Math.min(out.requeueAt ?? Infinity, ctx.now + remaining);
           continue;
@@ -220,7 +296,9 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
       else {
         const activeIdx = new Set(active.map(indexOf));
         const doneIdx = new Set(succeededIndexes);
-        const pending = indexed ? Array.from({ length: completions! }, (_, i) => i).filter((i) => !doneIdx.has(i) && !activeIdx.has(i)) : [];
+        const pending = indexed
+          ? Array.from({ length: completions! }, (_, i) => i).filter((i) => !doneIdx.has(i) && !activeIdx.has(i))
+          : [];
         const n = indexed ? Math.min(want - active.length, pending.length) : want - active.length;
         for (let i = 0; i < n; i++) out.create.push(newPod(job, indexed ? pending[i] : undefined, taken, ctx));
       }
@@ -232,7 +310,13 @@ export function syncJob(job: Job, pods: readonly ObservedPod[], prev: JobStatus 
   return out;
 }
 
-function newPod(job: Job, index: number | undefined, taken: Set<string>, ctx: ControllerContext, counts?: { failures: number; ignored: number }) {
+function newPod(
+  job: Job,
+  index: number | undefined,
+  taken: Set<string>,
+  ctx: ControllerContext,
+  counts?: { failures: number; ignored: number },
+) {
   const base = index === undefined ? job.metadata.name : `${job.metadata.name}-${index}`;
   let name: string;
   do name = generatedName(base, ctx.suffix());
@@ -241,9 +325,14 @@ function newPod(job: Job, index: number | undefined, taken: Set<string>, ctx: Co
   const t = structuredClone(job.spec.template);
   if (index !== undefined) {
     // addCompletionIndexEnvVariables and the pod's hostname (indexed_job_utils.go).
-    const env = { name: "JOB_COMPLETION_INDEX", valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${JOB_COMPLETION_INDEX_ANNOTATION}']` } } };
+    const env = {
+      name: "JOB_COMPLETION_INDEX",
+      valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${JOB_COMPLETION_INDEX_ANNOTATION}']` } },
+    };
     for (const kind of ["initContainers", "containers"])
-      for (const c of (t.spec[kind] as { env?: unknown[] }[] | undefined) ?? []) if (!(c.env ?? []).some((e) => (e as { name?: string }).name === "JOB_COMPLETION_INDEX")) c.env = [...(c.env ?? []), env];
+      for (const c of (t.spec[kind] as { env?: unknown[] }[] | undefined) ?? [])
+        if (!(c.env ?? []).some((e) => (e as { name?: string }).name === "JOB_COMPLETION_INDEX"))
+          c.env = [...(c.env ?? []), env];
     if (t.spec["hostname"] === undefined && base.length <= 63) t.spec["hostname"] = base;
   }
   return makePod(t, {
@@ -257,7 +346,9 @@ function newPod(job: Job, index: number | undefined, taken: Set<string>, ctx: Co
             [JOB_COMPLETION_INDEX_ANNOTATION]: String(index),
             // backoffLimitPerIndex: the index's failures so far (addIndexFailureCountAnnotation).
             ...(counts ? { [JOB_INDEX_FAILURE_COUNT_ANNOTATION]: String(counts.failures) } : {}),
-            ...(counts && counts.ignored > 0 ? { [JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION]: String(counts.ignored) } : {}),
+            ...(counts && counts.ignored > 0
+              ? { [JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION]: String(counts.ignored) }
+              : {}),
           },
         }
       : {}),

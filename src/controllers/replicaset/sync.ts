@@ -6,7 +6,16 @@ import type { ReplicaSet } from "../../pod/workloads/schema.js";
 import { derivedUid } from "../../pod/workloads/uid.js";
 import { makePod } from "../../pod/workloads/template.js";
 import { selectorMatches } from "../../pod/workloads/selector.js";
-import { availableAt, controllerRef, generatedName, isActive, isAvailable, isReady, phaseOf, type ObservedPod } from "../pods.js";
+import {
+  availableAt,
+  controllerRef,
+  generatedName,
+  isActive,
+  isAvailable,
+  isReady,
+  phaseOf,
+  type ObservedPod,
+} from "../pods.js";
 import type { ControllerContext, ControllerResult } from "../types.js";
 
 export interface ReplicaSetStatus {
@@ -22,7 +31,9 @@ export function replicaSetStatus(rs: ReplicaSet, pods: readonly ObservedPod[], n
   const active = pods.filter(isActive);
   return {
     replicas: active.length,
-    fullyLabeledReplicas: active.filter((p) => selectorMatches({ matchLabels: rs.spec.template.metadata.labels ?? {} }, p.pod.metadata.labels)).length,
+    fullyLabeledReplicas: active.filter((p) =>
+      selectorMatches({ matchLabels: rs.spec.template.metadata.labels ?? {} }, p.pod.metadata.labels),
+    ).length,
     readyReplicas: active.filter(isReady).length,
     availableReplicas: active.filter((p) => isAvailable(p, rs.spec.minReadySeconds, now)).length,
   };
@@ -59,13 +70,27 @@ export function syncReplicaSet(rs: ReplicaSet, pods: readonly ObservedPod[], ctx
       do name = generatedName(rs.metadata.name, ctx.suffix());
       while (taken.has(name));
       taken.add(name);
-      out.create.push(makePod(rs.spec.template, { name, namespace: rs.metadata.namespace, uid: derivedUid(ctx.nodeName, rs.metadata.namespace, name), ownerReferences: [controllerRef(rs)] }));
+      out.create.push(
+        makePod(rs.spec.template, {
+          name,
+          namespace: rs.metadata.namespace,
+          uid: derivedUid(ctx.nodeName, rs.metadata.namespace, name),
+          ownerReferences: [controllerRef(rs)],
+        }),
+      );
     }
   } else if (diff > 0) {
-    for (const p of [...active].sort(deletionOrder).slice(0, diff)) out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason: `ReplicaSet ${rs.metadata.name} scaled down to ${rs.spec.replicas}` });
+    for (const p of [...active].sort(deletionOrder).slice(0, diff))
+      out.delete.push({
+        uid: p.pod.metadata.uid,
+        name: p.pod.metadata.name,
+        reason: `ReplicaSet ${rs.metadata.name} scaled down to ${rs.spec.replicas}`,
+      });
   }
   out.status = replicaSetStatus(rs, pods, ctx.now);
-  const soon = active.map((p) => availableAt(p, rs.spec.minReadySeconds)).filter((t): t is number => t !== undefined && t > ctx.now);
+  const soon = active
+    .map((p) => availableAt(p, rs.spec.minReadySeconds))
+    .filter((t): t is number => t !== undefined && t > ctx.now);
   if (soon.length) out.requeueAt = Math.min(...soon);
   return out;
 }

@@ -33,7 +33,8 @@ export interface StatefulSetStatus {
 }
 
 /** getPersistentVolumeClaimName. */
-export const claimName = (sts: StatefulSet, template: string, ordinal: number) => `${template}-${sts.metadata.name}-${ordinal}`;
+export const claimName = (sts: StatefulSet, template: string, ordinal: number) =>
+  `${template}-${sts.metadata.name}-${ordinal}`;
 
 const ordinalOf = (sts: StatefulSet, p: ObservedPod): number | undefined => {
   const m = new RegExp(`^${sts.metadata.name.replace(/[.]/g, "\\.")}-([0-9]+)$`).exec(p.pod.metadata.name);
@@ -45,8 +46,14 @@ const runningAndReady = (p: ObservedPod) => phaseOf(p) === "Running" && isReady(
 function newPod(sts: StatefulSet, ordinal: number, revision: string, ctx: ControllerContext) {
   const name = `${sts.metadata.name}-${ordinal}`;
   const t = structuredClone(sts.spec.template);
-  const volumes = ((t.spec["volumes"] as { name: string }[] | undefined) ?? []).filter((v) => !(sts.spec.volumeClaimTemplates ?? []).some((c) => c.metadata.name === v.name));
-  for (const c of sts.spec.volumeClaimTemplates ?? []) volumes.push({ name: c.metadata.name, persistentVolumeClaim: { claimName: claimName(sts, c.metadata.name, ordinal) } } as { name: string });
+  const volumes = ((t.spec["volumes"] as { name: string }[] | undefined) ?? []).filter(
+    (v) => !(sts.spec.volumeClaimTemplates ?? []).some((c) => c.metadata.name === v.name),
+  );
+  for (const c of sts.spec.volumeClaimTemplates ?? [])
+    volumes.push({
+      name: c.metadata.name,
+      persistentVolumeClaim: { claimName: claimName(sts, c.metadata.name, ordinal) },
+    } as { name: string });
   if (volumes.length) t.spec["volumes"] = volumes;
   t.spec["hostname"] ??= name.length <= 63 ? name : undefined;
   if (sts.spec.serviceName && t.spec["subdomain"] === undefined) t.spec["subdomain"] = sts.spec.serviceName;
@@ -59,7 +66,12 @@ function newPod(sts: StatefulSet, ordinal: number, revision: string, ctx: Contro
   });
 }
 
-export function syncStatefulSet(sts: StatefulSet, pods: readonly ObservedPod[], prev: StatefulSetStatus | undefined, ctx: ControllerContext): ControllerResult {
+export function syncStatefulSet(
+  sts: StatefulSet,
+  pods: readonly ObservedPod[],
+  prev: StatefulSetStatus | undefined,
+  ctx: ControllerContext,
+): ControllerResult {
   const out: ControllerResult = { create: [], delete: [], status: {} };
   const revision = `${sts.metadata.name}-${computeHash(sts.spec.template)}`;
   const start = sts.spec.ordinals?.start ?? 0;
@@ -73,7 +85,8 @@ export function syncStatefulSet(sts: StatefulSet, pods: readonly ObservedPod[], 
     else if (!byOrdinal.has(o) || (byOrdinal.get(o)!.terminating && !p.terminating)) byOrdinal.set(o, p);
   }
   const del = (p: ObservedPod, reason: string) => {
-    if (!p.terminating && !out.delete.some((d) => d.uid === p.pod.metadata.uid)) out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
+    if (!p.terminating && !out.delete.some((d) => d.uid === p.pod.metadata.uid))
+      out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
   };
   for (const p of strays) del(p, `not a pod name of StatefulSet ${sts.metadata.name}`);
 
@@ -98,14 +111,24 @@ export function syncStatefulSet(sts: StatefulSet, pods: readonly ObservedPod[], 
     if (ordered && !runningAndReady(p)) blocked = true;
   }
   // Extra ordinals, highest first (OrderedReady: one at a time, only while the wanted ones are all ready).
-  const extra = [...byOrdinal.entries()].filter(([o, p]) => (o < start || o >= end) && !p.terminating).sort((a, b) => b[0] - a[0]);
+  const extra = [...byOrdinal.entries()]
+    .filter(([o, p]) => (o < start || o >= end) && !p.terminating)
+    .sort((a, b) => b[0] - a[0]);
   const allReady = [...byOrdinal.entries()].every(([o, p]) => o < start || o >= end || runningAndReady(p));
   if (extra.length) {
-    if (!ordered) for (const [, p] of extra) del(p, `StatefulSet ${sts.metadata.name} scaled down to ${sts.spec.replicas}`);
-    else if (allReady && ![...byOrdinal.values()].some((p) => p.terminating) && out.create.length === 0) del(extra[0]![1], `StatefulSet ${sts.metadata.name} scaled down to ${sts.spec.replicas}`);
+    if (!ordered)
+      for (const [, p] of extra) del(p, `StatefulSet ${sts.metadata.name} scaled down to ${sts.spec.replicas}`);
+    else if (allReady && ![...byOrdinal.values()].some((p) => p.terminating) && out.create.length === 0)
+      del(extra[0]![1], `StatefulSet ${sts.metadata.name} scaled down to ${sts.spec.replicas}`);
   }
   // Rolling update: the highest ordinal not at the revision (and at or above the partition) goes, once all are ready.
-  if (sts.spec.updateStrategy.type === "RollingUpdate" && out.create.length === 0 && out.delete.length === 0 && allReady && ![...byOrdinal.values()].some((p) => p.terminating)) {
+  if (
+    sts.spec.updateStrategy.type === "RollingUpdate" &&
+    out.create.length === 0 &&
+    out.delete.length === 0 &&
+    allReady &&
+    ![...byOrdinal.values()].some((p) => p.terminating)
+  ) {
     const partition = start + (sts.spec.updateStrategy.rollingUpdate?.partition ?? 0);
     for (let o = end - 1; o >= Math.max(start, partition); o--) {
       const p = byOrdinal.get(o);
@@ -120,11 +143,15 @@ export function syncStatefulSet(sts: StatefulSet, pods: readonly ObservedPod[], 
   const s: StatefulSetStatus = {
     replicas: live.length,
     readyReplicas: live.filter(isReady).length,
-    currentReplicas: live.filter((p) => p.pod.metadata.labels?.[REVISION_LABEL] === (prev?.currentRevision ?? revision)).length,
+    currentReplicas: live.filter((p) => p.pod.metadata.labels?.[REVISION_LABEL] === (prev?.currentRevision ?? revision))
+      .length,
     updatedReplicas: updated,
     availableReplicas: live.filter(runningAndReady).length,
     // The current revision becomes the update revision once every pod is at it.
-    currentRevision: updated === sts.spec.replicas && live.length === sts.spec.replicas ? revision : (prev?.currentRevision ?? revision),
+    currentRevision:
+      updated === sts.spec.replicas && live.length === sts.spec.replicas
+        ? revision
+        : (prev?.currentRevision ?? revision),
     updateRevision: revision,
   };
   out.status = s;

@@ -16,7 +16,10 @@ const int = (min: number, max: number) =>
     .regex(/^\d+$/, "must be a non-negative integer")
     .transform(Number)
     .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
-const CONTAINER_NAME = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a container name").max(63);
+const CONTAINER_NAME = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a container name")
+  .max(63);
 
 /** kubectl's PodLogOptions as query parameters, with the API server's bounds. */
 export const LogQuery = z
@@ -30,7 +33,10 @@ export const LogQuery = z
     sinceSeconds: int(1, 10 * 365 * 86_400).optional(),
     sinceTime: z.iso.datetime({ offset: true, error: "must be an RFC 3339 time" }).optional(),
   })
-  .refine((q) => q.sinceSeconds === undefined || q.sinceTime === undefined, { path: ["sinceTime"], message: "at most one of sinceTime or sinceSeconds may be specified" });
+  .refine((q) => q.sinceSeconds === undefined || q.sinceTime === undefined, {
+    path: ["sinceTime"],
+    message: "at most one of sinceTime or sinceSeconds may be specified",
+  });
 
 /** Limits on what an exec token may carry: a command is an argv, not a script upload. */
 const MAX_ARGS = 256;
@@ -41,8 +47,16 @@ const ExecClaims = z.object({
     .array(z.string().max(MAX_COMMAND_BYTES))
     .min(1, "must name a command")
     .max(MAX_ARGS, `at most ${MAX_ARGS} arguments`)
-    .refine((a) => a.reduce((n, s) => n + new TextEncoder().encode(s).length, 0) <= MAX_COMMAND_BYTES, `the command may be at most ${MAX_COMMAND_BYTES} bytes`),
-  timeoutSeconds: z.number().int("must be an integer").min(1, "must be at least 1").max(600, "must be at most 600").default(60),
+    .refine(
+      (a) => a.reduce((n, s) => n + new TextEncoder().encode(s).length, 0) <= MAX_COMMAND_BYTES,
+      `the command may be at most ${MAX_COMMAND_BYTES} bytes`,
+    ),
+  timeoutSeconds: z
+    .number()
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(600, "must be at most 600")
+    .default(60),
 });
 
 export interface LogsExecOptions {
@@ -56,14 +70,28 @@ export interface LogsExecOptions {
   followPollMs?: number | undefined;
   now: () => number;
   /** Record for the request log (never the output). */
-  note(c: Context, fields: { uid: string; jti?: string | undefined; iss?: string | undefined; commandSha256?: string; criCalls?: number }): void;
+  note(
+    c: Context,
+    fields: {
+      uid: string;
+      jti?: string | undefined;
+      iss?: string | undefined;
+      commandSha256?: string;
+      criCalls?: number;
+    },
+  ): void;
   onStreamError(e: unknown): void;
   pathUid(raw: string): string;
 }
 
 /** A log's response headers. Streamed as it comes: never compressed on the way (a gzip layer buffers the text;
  * Workers compress text/plain for a client sending Accept-Encoding: gzip unless told not to). */
-export const LOG_HEADERS = { "content-type": "text/plain; charset=utf-8", "content-encoding": "identity", "cache-control": "no-transform", "x-content-type-options": "nosniff" } as const;
+export const LOG_HEADERS = {
+  "content-type": "text/plain; charset=utf-8",
+  "content-encoding": "identity",
+  "cache-control": "no-transform",
+  "x-content-type-options": "nosniff",
+} as const;
 
 export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec: string }, o: LogsExecOptions): void {
   app.get(paths.logs, async (c) => {
@@ -77,21 +105,50 @@ export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec:
     }
     const q = parsed.data;
     const log = await o.runtime.logs(uid, { container: q.container, previous: q.previous });
-    const sinceMs = q.sinceTime !== undefined ? Date.parse(q.sinceTime) : q.sinceSeconds !== undefined ? o.now() - q.sinceSeconds * 1000 : undefined;
-    const options = { tailLines: q.tailLines, limitBytes: q.limitBytes, sinceMs, timestamps: q.timestamps, follow: q.follow };
+    const sinceMs =
+      q.sinceTime !== undefined
+        ? Date.parse(q.sinceTime)
+        : q.sinceSeconds !== undefined
+          ? o.now() - q.sinceSeconds * 1000
+          : undefined;
+    const options = {
+      tailLines: q.tailLines,
+      limitBytes: q.limitBytes,
+      sinceMs,
+      timestamps: q.timestamps,
+      follow: q.follow,
+    };
     // A follow ends when the client goes: the body's cancel (Node), or the request's signal (workerd, where an idle
     // follow writes nothing that could fail and its body is not cancelled: it would poll the node for minutes).
-    const body = streamFrom((write, signal) => log.read(options, write, q.follow ? { signal, maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) } : undefined), o.onStreamError, c.req.raw.signal);
+    const body = streamFrom(
+      (write, signal) =>
+        log.read(
+          options,
+          write,
+          q.follow
+            ? { signal, maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) }
+            : undefined,
+        ),
+      o.onStreamError,
+      c.req.raw.signal,
+    );
     return c.body(body, 200, { ...LOG_HEADERS, "podsync-container": log.container });
   });
 
   app.post(paths.exec, async (c) => {
     const uid = o.pathUid(c.req.param("uid")!);
     // The owner's switch comes first: a disabled node spends no token on it.
-    if (!o.allowExec) throw new ProblemError("exec-disabled", "exec is off on this node (the node owner enables it with PODSYNC_ALLOW_EXEC=true)");
+    if (!o.allowExec)
+      throw new ProblemError(
+        "exec-disabled",
+        "exec is off on this node (the node owner enables it with PODSYNC_ALLOW_EXEC=true)",
+      );
     let claims!: z.output<typeof ExecClaims>;
     const token = await readSignedToken(c.req.raw, o.verifier, "exec", o.maxBodyBytes, (p) => {
-      if (p["uid"] !== uid) throw new ProblemError("bad-request", `the token's "uid" must be the pod uid in the path (${uid})`, { errors: [{ path: "uid", message: "does not match the path" }] });
+      if (p["uid"] !== uid)
+        throw new ProblemError("bad-request", `the token's "uid" must be the pod uid in the path (${uid})`, {
+          errors: [{ path: "uid", message: "does not match the path" }],
+        });
       const r = ExecClaims.safeParse(p);
       if (!r.success) {
         const errors = fieldErrors(r.error);
@@ -102,9 +159,21 @@ export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec:
     // The log gets who ran what, as a hash: never the command's arguments (they may hold secrets) or output.
     const commandSha256 = await sha256hex(JSON.stringify(claims.command));
     o.note(c, { uid, jti: token.payload.jti, iss: token.payload.iss, commandSha256 });
-    const r = await o.runtime.exec(uid, { container: claims.container, command: claims.command, timeoutSeconds: claims.timeoutSeconds, maxOutputBytes: o.execMaxOutputBytes });
+    const r = await o.runtime.exec(uid, {
+      container: claims.container,
+      command: claims.command,
+      timeoutSeconds: claims.timeoutSeconds,
+      maxOutputBytes: o.execMaxOutputBytes,
+    });
     o.note(c, { uid, criCalls: r.criCalls });
-    return c.json({ pod: r.pod, container: r.container, containerId: r.containerId, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr });
+    return c.json({
+      pod: r.pod,
+      container: r.container,
+      containerId: r.containerId,
+      exitCode: r.exitCode,
+      stdout: r.stdout,
+      stderr: r.stderr,
+    });
   });
 }
 

@@ -24,7 +24,13 @@ export function isLoopbackAddress(addr: string | undefined): boolean {
   return a === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
 }
 
-export function registerMetrics(app: Hono<any>, path: string, verifier: Verifier, o: MetricsRouteOptions, note: (c: Context, jti: string | undefined) => void): void {
+export function registerMetrics(
+  app: Hono<any>,
+  path: string,
+  verifier: Verifier,
+  o: MetricsRouteOptions,
+  note: (c: Context, jti: string | undefined) => void,
+): void {
   if (o.mode === "off") return;
   app.get(path, async (c) => {
     if (!(o.mode === "loopback" && isLoopbackAddress(o.peerAddress(c)))) {

@@ -34,10 +34,27 @@ export type NodePodsDeps = PodRouteDeps & {
 
 /** The desired-state record of a verified token, with the ConfigMaps and Secrets signed with the pod (the
  * store keeps Secrets sealed: src/state/sealed-desired-state.ts). */
-export function desiredEntry(pod: Pod, token: VerifiedToken, now: number, objects?: PodObjects, generation?: number): DesiredPod {
+export function desiredEntry(
+  pod: Pod,
+  token: VerifiedToken,
+  now: number,
+  objects?: PodObjects,
+  generation?: number,
+): DesiredPod {
   const p = token.payload;
   const stored = objects && storedObjects(objects);
-  return { pod, audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat), ...(generation !== undefined ? { generation } : {}) }, storedAt: now, ...(stored ? { objects: stored } : {}) };
+  return {
+    pod,
+    audit: {
+      iss: String(p.iss),
+      kid: token.kid,
+      jti: p.jti,
+      iat: Number(p.iat),
+      ...(generation !== undefined ? { generation } : {}),
+    },
+    storedAt: now,
+    ...(stored ? { objects: stored } : {}),
+  };
 }
 
 /** The `generation` claim: a whole number from 1 (the node starts at 0). Checked before the jti is spent. */
@@ -45,11 +62,15 @@ function generationClaim(p: Record<string, unknown>): Error | undefined {
   const g = p["generation"];
   if (Number.isSafeInteger(g) && (g as number) >= 1) return undefined;
   const message = "must be a whole number from 1 (above the node's current generation)";
-  return new ProblemError("bad-request", `the token's generation ${message}`, { errors: [{ path: "generation", message }] });
+  return new ProblemError("bad-request", `the token's generation ${message}`, {
+    errors: [{ path: "generation", message }],
+  });
 }
 
-const SUPERSEDED_SYNC = "not synced by this PUT: a later request changed the pod in the desired state while this PUT ran, and that request's spec is the one applied";
-const SUPERSEDED_DELETE = "not deleted by this PUT: a later request put the pod back in the desired state while this PUT ran";
+const SUPERSEDED_SYNC =
+  "not synced by this PUT: a later request changed the pod in the desired state while this PUT ran, and that request's spec is the one applied";
+const SUPERSEDED_DELETE =
+  "not deleted by this PUT: a later request put the pod back in the desired state while this PUT ran";
 
 /** Run fn over items, at most `n` at a time, results in order. */
 async function mapBounded<T, R>(items: readonly T[], n: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
@@ -68,9 +89,19 @@ async function mapBounded<T, R>(items: readonly T[], n: number, fn: (item: T, i:
 /** Validate every item (schema, the deployment's probe handlers, the references to the set's ConfigMaps and
  * Secrets: src/pod/bundle.ts; workloads: src/pod/workloads/intake.ts), all errors at once, each path under its
  * item; then the set's own rule: one pod per uid and per namespace/name. */
-function validateSet(items: unknown[], prefix: string, payload: Record<string, unknown>, checkProbes: (pod: Pod) => void, intake: IntakeOptions): { pods: { pod: Pod; objects: PodObjects; at: string }[]; workloads: WorkloadItem[]; warnings: string[] } {
+function validateSet(
+  items: unknown[],
+  prefix: string,
+  payload: Record<string, unknown>,
+  checkProbes: (pod: Pod) => void,
+  intake: IntakeOptions,
+): { pods: { pod: Pod; objects: PodObjects; at: string }[]; workloads: WorkloadItem[]; warnings: string[] } {
   const errors: FieldError[] = [];
-  let body: { pods: { pod: Pod; objects: PodObjects; at: string }[]; workloads: WorkloadItem[]; warnings: string[] } = { pods: [], workloads: [], warnings: [] };
+  let body: { pods: { pod: Pod; objects: PodObjects; at: string }[]; workloads: WorkloadItem[]; warnings: string[] } = {
+    pods: [],
+    workloads: [],
+    warnings: [],
+  };
   try {
     body = bodyFromItems(setItems(items, prefix), payload, intake, checkProbes);
   } catch (e) {
@@ -82,10 +113,18 @@ function validateSet(items: unknown[], prefix: string, payload: Record<string, u
   for (const { pod, at } of body.pods) {
     const { uid, namespace, name } = pod.metadata;
     const u = uids.get(uid);
-    if (u) errors.push({ path: `${at}.metadata.uid`, message: `duplicate uid "${uid}" (also ${u}): a set holds each pod once` });
+    if (u)
+      errors.push({
+        path: `${at}.metadata.uid`,
+        message: `duplicate uid "${uid}" (also ${u}): a set holds each pod once`,
+      });
     else uids.set(uid, at);
     const n = names.get(`${namespace}/${name}`);
-    if (n) errors.push({ path: `${at}.metadata.name`, message: `duplicate pod ${namespace}/${name} (also ${n}): a set holds each pod once` });
+    if (n)
+      errors.push({
+        path: `${at}.metadata.name`,
+        message: `duplicate pod ${namespace}/${name} (also ${n}): a set holds each pod once`,
+      });
     else names.set(`${namespace}/${name}`, at);
   }
   if (errors.length) throw new InvalidPodError(errors);
@@ -94,7 +133,11 @@ function validateSet(items: unknown[], prefix: string, payload: Record<string, u
 
 /** What a new set keeps of what the node's controllers made: the workloads they made for a workload still in the
  * set (a Deployment's ReplicaSets) and the pods of every kept workload. */
-function keptDerived(workloads: readonly WorkloadItem[], stored: readonly StoredWorkload[], before: Iterable<DesiredPod>): { workloads: StoredWorkload[]; pods: DesiredPod[] } {
+function keptDerived(
+  workloads: readonly WorkloadItem[],
+  stored: readonly StoredWorkload[],
+  before: Iterable<DesiredPod>,
+): { workloads: StoredWorkload[]; pods: DesiredPod[] } {
   const top = new Set(workloads.map((w) => w.workload.metadata.uid));
   const kept = stored.filter((s) => s.owner && top.has(s.owner.uid));
   const owners = new Set([...top, ...kept.map((s) => s.workload.metadata.uid)]);
@@ -111,11 +154,22 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
   const serial = serialQueue();
 
   app.put(routes.nodePods, async (c) => {
-    const { items, prefix, token } = await readSignedList(c.req.raw, d.verifier, "apply", d.maxBodyBytes, generationClaim);
+    const { items, prefix, token } = await readSignedList(
+      c.req.raw,
+      d.verifier,
+      "apply",
+      d.maxBodyBytes,
+      generationClaim,
+    );
     d.note(c as never, { jti: token.payload.jti });
     const generation = token.payload["generation"] as number;
     const { pods, workloads, warnings } = validateSet(items, prefix, token.payload, d.checkProbes, d.intake);
-    if (workloads.length && !d.workloads) throw new ProblemError("unsupported", "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods", { errors: [{ path: workloads[0]!.at, message: `a ${workloads[0]!.workload.kind}` }] });
+    if (workloads.length && !d.workloads)
+      throw new ProblemError(
+        "unsupported",
+        "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods",
+        { errors: [{ path: workloads[0]!.at, message: `a ${workloads[0]!.workload.kind}` }] },
+      );
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
     admitWorkloads(workloads, d.policy, d.runtime, d.checkProbes);
@@ -145,23 +199,39 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
         const storedWorkloads = d.workloads ? await d.workloads.list() : [];
         const derived = keptDerived(workloads, storedWorkloads, before.values());
         entries = [...derived.pods, ...own];
-        admitSetOnNode(pods.map((p) => p.pod), d.nodeInfo, prefix, new Set(before.keys()));
+        admitSetOnNode(
+          pods.map((p) => p.pod),
+          d.nodeInfo,
+          prefix,
+          new Set(before.keys()),
+        );
         idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
         d.note(c as never, { criCalls: idCalls });
         // Inside the store's write: a set signed before a per-pod change it would roll back (409
         // stale-generation), or an item whose uid the store holds under another namespace/name (409 uid-conflict).
-        const r = await d.desired.replace(generation, entries, { iat: Number(token.payload.iat) }).catch((e: unknown) => {
-          throw uidConflictAt(e, pods);
-        });
+        const r = await d.desired
+          .replace(generation, entries, { iat: Number(token.payload.iat) })
+          .catch((e: unknown) => {
+            throw uidConflictAt(e, pods);
+          });
         // The workloads follow the committed set (a failure here is a 503 with the pods' set in force; the
         // controllers keep the workloads as they were until the next PUT).
         // (A set with none, on a node holding none, changes nothing there: no write, no controller pass.)
-        if (workloads.length || storedWorkloads.length) await d.workloads?.replace([...derived.workloads, ...workloadEntries(workloads, token, now, storedWorkloads)]);
+        if (workloads.length || storedWorkloads.length)
+          await d.workloads?.replace([
+            ...derived.workloads,
+            ...workloadEntries(workloads, token, now, storedWorkloads),
+          ]);
         return { ...r, before };
       });
       d.prober?.update(pods.map((p) => p.pod));
       let criCalls = idCalls;
-      const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({ ok: false, pod: ref, steps: [], error: toProblemError(e).toProblem() });
+      const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({
+        ok: false,
+        pod: ref,
+        steps: [],
+        error: toProblemError(e).toProblem(),
+      });
       // Dropped pods go first: they may hold what the new ones need (host ports, names).
       const removedResults = await mapBounded(removed, d.concurrency, async (uid) => {
         const m = before.get(uid)?.pod.metadata;
@@ -173,7 +243,8 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
           criCalls += r.criCalls;
           return { ok: r.ok, pod: ref, steps: r.steps, deleted: r.deleted };
         } catch (e) {
-          if (e instanceof SupersededError) return { ok: true, pod: ref, steps: [], deleted: false, superseded: SUPERSEDED_DELETE };
+          if (e instanceof SupersededError)
+            return { ok: true, pod: ref, steps: [], deleted: false, superseded: SUPERSEDED_DELETE };
           return failed(ref, e);
         }
       });
@@ -189,14 +260,31 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
           criCalls += r.criCalls;
           return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };
         } catch (e) {
-          if (e instanceof SupersededError) return { ok: true, pod: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, steps: [], superseded: SUPERSEDED_SYNC };
+          if (e instanceof SupersededError)
+            return {
+              ok: true,
+              pod: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid },
+              steps: [],
+              superseded: SUPERSEDED_SYNC,
+            };
           return failed({ namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, e);
         }
       });
       d.note(c as never, { criCalls });
       const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
-      const stored = workloads.map(({ workload: w }) => ({ kind: w.kind, namespace: w.metadata.namespace, name: w.metadata.name, uid: w.metadata.uid }));
-      return { ok, generation, pods: results, removed: removedResults, ...(stored.length ? { workloads: stored } : {}) };
+      const stored = workloads.map(({ workload: w }) => ({
+        kind: w.kind,
+        namespace: w.metadata.namespace,
+        name: w.metadata.name,
+        uid: w.metadata.uid,
+      }));
+      return {
+        ok,
+        generation,
+        pods: results,
+        removed: removedResults,
+        ...(stored.length ? { workloads: stored } : {}),
+      };
     }).finally(release);
     // 207 as for a sync: the set is stored (the loop keeps at it), some pods' steps failed; the body says which.
     return jsonWithWarnings(body, body.ok ? 200 : 207, warnings);
@@ -207,9 +295,17 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "pod list");
     d.note(c as never, { jti: token.payload.jti });
     const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
-    entries.sort((a, b) => a.pod.metadata.namespace.localeCompare(b.pod.metadata.namespace) || a.pod.metadata.name.localeCompare(b.pod.metadata.name));
-    const remote = d.probeResults && entries.length ? await d.probeResults(entries.map((e) => e.pod.metadata.uid)) : undefined;
-    const r = await d.runtime.list(entries.map((e) => e.pod), (uid) => d.prober?.results(uid) ?? remote?.get(uid));
+    entries.sort(
+      (a, b) =>
+        a.pod.metadata.namespace.localeCompare(b.pod.metadata.namespace) ||
+        a.pod.metadata.name.localeCompare(b.pod.metadata.name),
+    );
+    const remote =
+      d.probeResults && entries.length ? await d.probeResults(entries.map((e) => e.pod.metadata.uid)) : undefined;
+    const r = await d.runtime.list(
+      entries.map((e) => e.pod),
+      (uid) => d.prober?.results(uid) ?? remote?.get(uid),
+    );
     for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
     d.note(c as never, { criCalls: r.criCalls });
     return c.json({

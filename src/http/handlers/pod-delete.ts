@@ -36,18 +36,45 @@ export function registerPodDelete(app: Hono<AppEnv>, d: PodRouteDeps): void {
     if (c.req.query("wait") === "false" && wasStored && known) {
       const m = known.pod.metadata;
       const kill = rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined, undefined, known.pod).then(
-        (r) => r.ok || console.error(JSON.stringify({ time: new Date(d.now()).toISOString(), event: "delete-after-answer", podUid: uid, ok: false, failed: r.steps.filter((s) => !s.ok).map((s) => `${s.action} ${s.target}: ${s.error ?? ""} ${s.message ?? ""}`.trim()) })),
-        (e: Error) => console.error(JSON.stringify({ time: new Date(d.now()).toISOString(), event: "delete-after-answer", podUid: uid, error: e.message })),
+        (r) =>
+          r.ok ||
+          console.error(
+            JSON.stringify({
+              time: new Date(d.now()).toISOString(),
+              event: "delete-after-answer",
+              podUid: uid,
+              ok: false,
+              failed: r.steps
+                .filter((s) => !s.ok)
+                .map((s) => `${s.action} ${s.target}: ${s.error ?? ""} ${s.message ?? ""}`.trim()),
+            }),
+          ),
+        (e: Error) =>
+          console.error(
+            JSON.stringify({
+              time: new Date(d.now()).toISOString(),
+              event: "delete-after-answer",
+              podUid: uid,
+              error: e.message,
+            }),
+          ),
       );
       afterAnswer(c, kill);
-      return c.json({ ok: true, accepted: true, desired: true, pod: { namespace: m.namespace, name: m.name, uid } }, 202);
+      return c.json(
+        { ok: true, accepted: true, desired: true, pod: { namespace: m.namespace, name: m.name, uid } },
+        202,
+      );
     }
     // The stored spec (when there was one) gives the kill its preStop hooks and the sidecars' order.
     const r = await rt.delete(uid, token.payload["gracePeriodSeconds"] as number | undefined, undefined, known?.pod);
     c.set("criCalls", r.criCalls);
     // Nothing podsync made is there under this uid (another manager's objects do not count), and the desired
     // state did not hold it either (node data it left that could not be removed is a 207 below, not a 404).
-    if (!r.deleted && !wasStored && r.ok) throw new ProblemError("pod-not-found", `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`);
+    if (!r.deleted && !wasStored && r.ok)
+      throw new ProblemError(
+        "pod-not-found",
+        `neither the desired state nor the runtime has anything of podsync's for pod uid ${uid}`,
+      );
     const { criCalls: _, ...body } = r;
     const m = stored?.pod.metadata;
     if (m && !r.deleted) body.pod = { namespace: m.namespace, name: m.name, uid };

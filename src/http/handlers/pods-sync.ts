@@ -26,8 +26,20 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     if (body.workloads.length) {
       const desiredNow = await desired.list();
       const mine = pod ? [desiredEntry(pod, body.token, now(), body.pods[0]!.objects)] : [];
-      const plan = await planWorkloadPods(body.workloads, body.token, now(), d.workloads!, [...desiredNow.filter((e) => e.pod.metadata.uid !== pod?.metadata.uid), ...mine], d.intake.nodeName, nodeInfo);
-      workloads = { workloads: await workloadOutcomes(body.workloads, d.workloads!), pods: plan.pods, ...(plan.refused.length ? { refused: plan.refused } : {}) };
+      const plan = await planWorkloadPods(
+        body.workloads,
+        body.token,
+        now(),
+        d.workloads!,
+        [...desiredNow.filter((e) => e.pod.metadata.uid !== pod?.metadata.uid), ...mine],
+        d.intake.nodeName,
+        nodeInfo,
+      );
+      workloads = {
+        workloads: await workloadOutcomes(body.workloads, d.workloads!),
+        pods: plan.pods,
+        ...(plan.refused.length ? { refused: plan.refused } : {}),
+      };
     }
     if (!pod) return jsonWithWarnings({ ok: true, ...workloads }, 200, body.warnings);
     admit(pod, policy);
@@ -35,7 +47,11 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     checkProbes(pod);
     const r = await rt.plan(pod, prober?.results(pod.metadata.uid));
     c.set("criCalls", r.criCalls);
-    return jsonWithWarnings({ ok: true, pod: r.pod, actions: actionsJSON(pod, r.actions), status: statusJSON(r.status), ...workloads }, 200, body.warnings);
+    return jsonWithWarnings(
+      { ok: true, pod: r.pod, actions: actionsJSON(pod, r.actions), status: statusJSON(r.status), ...workloads },
+      200,
+      body.warnings,
+    );
   });
 
   app.post(ROUTES.sync, async (c) => {
@@ -50,7 +66,9 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
       admitOnRuntime(rt, bundle.pod);
     }
     // The workloads are stored once everything in the body passed; the controllers make their pods.
-    const workloads = body.workloads.length ? { workloads: await storeWorkloads(body.workloads, token, now(), d.workloads!) } : {};
+    const workloads = body.workloads.length
+      ? { workloads: await storeWorkloads(body.workloads, token, now(), d.workloads!) }
+      : {};
     if (!bundle) return jsonWithWarnings({ ok: true, ...workloads }, 200, body.warnings);
     const { pod, objects } = bundle;
     const uid = pod.metadata.uid;
@@ -88,7 +106,11 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
         if (!(e instanceof SupersededError)) throw e;
         const left = !(await desired.get(uid));
         if (left) prober?.remove(uid);
-        throw new StaleGenerationError(left ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done` : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`);
+        throw new StaleGenerationError(
+          left
+            ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done`
+            : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`,
+        );
       }
       c.set("criCalls", idCalls + r.criCalls);
       // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
@@ -98,12 +120,26 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
         prober?.remove(uid);
         const d = await rt.delete(uid);
         c.set("criCalls", idCalls + r.criCalls + d.criCalls);
-        throw new StaleGenerationError(`pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`);
+        throw new StaleGenerationError(
+          `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`,
+        );
       }
       prober?.observe(uid, r.after);
       // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
       // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
-      return jsonWithWarnings({ ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus, runtime: statusJSON(r.after), ...workloads }, r.ok ? 200 : 207, body.warnings);
+      return jsonWithWarnings(
+        {
+          ok: r.ok,
+          pod: r.pod,
+          actions: actionsJSON(pod, r.actions),
+          steps: r.steps,
+          status: r.apiStatus,
+          runtime: statusJSON(r.after),
+          ...workloads,
+        },
+        r.ok ? 200 : 207,
+        body.warnings,
+      );
     } finally {
       release();
     }

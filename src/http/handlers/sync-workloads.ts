@@ -35,12 +35,20 @@ export interface WorkloadOutcome {
 /** Refuse before anything acts: no store on this deployment, or a template the node would refuse as a pod. */
 export function checkWorkloads(items: readonly WorkloadItem[], d: WorkloadSyncDeps): void {
   if (items.length === 0) return;
-  if (!d.workloads) throw new ProblemError("unsupported", "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods", { errors: [{ path: items[0]!.at || "kind", message: `a ${items[0]!.workload.kind}` }] });
+  if (!d.workloads)
+    throw new ProblemError(
+      "unsupported",
+      "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods",
+      { errors: [{ path: items[0]!.at || "kind", message: `a ${items[0]!.workload.kind}` }] },
+    );
   admitWorkloads(items, d.policy, d.runtime, d.checkProbes);
 }
 
 /** What storing `items` changes (for a plan, and the sync's answer). */
-export async function workloadOutcomes(items: readonly WorkloadItem[], store: WorkloadStore): Promise<WorkloadOutcome[]> {
+export async function workloadOutcomes(
+  items: readonly WorkloadItem[],
+  store: WorkloadStore,
+): Promise<WorkloadOutcome[]> {
   const stored = new Map((await store.list()).map((s) => [workloadKey(s.workload), s]));
   return items.map(({ workload: w }) => {
     const prev = stored.get(workloadKey(w));
@@ -51,13 +59,26 @@ export async function workloadOutcomes(items: readonly WorkloadItem[], store: Wo
 
 /** What the controllers would do with the body's workloads (src/controllers/plan.ts): the pods they would make and
  * delete, named as they would name them, on copies of the node's stores. `extra` is the body's own pod, if any. */
-export async function planWorkloadPods(items: readonly WorkloadItem[], token: VerifiedToken, now: number, store: WorkloadStore, desired: readonly DesiredPod[], nodeName: string, node: NodeInfo): Promise<WorkloadPlan> {
+export async function planWorkloadPods(
+  items: readonly WorkloadItem[],
+  token: VerifiedToken,
+  now: number,
+  store: WorkloadStore,
+  desired: readonly DesiredPod[],
+  nodeName: string,
+  node: NodeInfo,
+): Promise<WorkloadPlan> {
   const stored = await store.list();
   return planWorkloads({ stored, incoming: workloadEntries(items, token, now, stored), desired, nodeName, node, now });
 }
 
 /** Store the workloads of a sync (all at once), after checkWorkloads. */
-export async function storeWorkloads(items: readonly WorkloadItem[], token: VerifiedToken, now: number, store: WorkloadStore): Promise<WorkloadOutcome[]> {
+export async function storeWorkloads(
+  items: readonly WorkloadItem[],
+  token: VerifiedToken,
+  now: number,
+  store: WorkloadStore,
+): Promise<WorkloadOutcome[]> {
   const outcomes = await workloadOutcomes(items, store);
   await store.putAll(workloadEntries(items, token, now, await store.list()));
   return outcomes;

@@ -22,15 +22,25 @@ export interface VolumeRoutes {
   admitting?: Serial;
 }
 
-async function bearer(req: Request, verifier: Verifier, act: "status" | "delete", volume: string | undefined): Promise<VerifiedToken> {
+async function bearer(
+  req: Request,
+  verifier: Verifier,
+  act: "status" | "delete",
+  volume: string | undefined,
+): Promise<VerifiedToken> {
   const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
   if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
   return verifier.verify(m[1]!, {
     consume: act === "delete",
     check: (p) => {
-      if (p["act"] !== act) return new AuthError("bad-claims", `token "act" claim must be "${act}" for this route (got ${JSON.stringify(p["act"] ?? null)})`);
+      if (p["act"] !== act)
+        return new AuthError(
+          "bad-claims",
+          `token "act" claim must be "${act}" for this route (got ${JSON.stringify(p["act"] ?? null)})`,
+        );
       if (p["uid"] !== undefined) return new AuthError("bad-claims", 'a node-wide token carries no "uid" claim');
-      if (volume !== undefined && p["volume"] !== volume) return new AuthError("bad-claims", `token "volume" claim must be the volume in the path (${volume})`);
+      if (volume !== undefined && p["volume"] !== volume)
+        return new AuthError("bad-claims", `token "volume" claim must be the volume in the path (${volume})`);
       return undefined;
     },
   });
@@ -46,7 +56,10 @@ export function registerVolumes(app: Hono<any>, paths: { list: string; one: stri
 
   app.delete(paths.one, async (c) => {
     const name = c.req.param("name") ?? "";
-    if (name.length > 253 || !CLAIM_NAME.test(name)) throw new ProblemError("bad-request", "the volume name in the path must be a claim name (a DNS-1123 subdomain)", { errors: [{ path: "name", message: "invalid volume name" }] });
+    if (name.length > 253 || !CLAIM_NAME.test(name))
+      throw new ProblemError("bad-request", "the volume name in the path must be a claim name (a DNS-1123 subdomain)", {
+        errors: [{ path: "name", message: "invalid volume name" }],
+      });
     const token = await bearer(c.req.raw, o.verifier, "delete", name);
     const remove = async () => o.runtime.removeClaim(name, await (o.desired?.() ?? Promise.resolve([])));
     const r = await (o.admitting ? o.admitting(remove) : remove());

@@ -21,14 +21,24 @@ import { ProblemError } from "../problems.js";
 import { readBearer, readNodeWideBearer } from "../signed-request.js";
 
 /** The checks a pod gets, on each workload's template: the policy, the probe handlers, the runtime's refusals. */
-export function admitWorkloads(items: readonly WorkloadItem[], policy: NodePolicy, rt: Pick<PodRuntime, "admit">, checkProbes: (pod: Pod, prefix: string) => void): void {
+export function admitWorkloads(
+  items: readonly WorkloadItem[],
+  policy: NodePolicy,
+  rt: Pick<PodRuntime, "admit">,
+  checkProbes: (pod: Pod, prefix: string) => void,
+): void {
   for (const w of items) if (w.template) admit(w.template.pod, policy, `${w.template.at}.`);
   for (const w of items) if (w.template) checkProbes(w.template.pod, `${w.template.at}.`);
   for (const w of items) if (w.template) admitOnRuntime(rt, w.template.pod, `${w.template.at}.`, true);
 }
 
 /** The store records of a request's workloads. */
-export function workloadEntries(items: readonly WorkloadItem[], token: VerifiedToken, now: number, stored: readonly StoredWorkload[] = []): StoredWorkload[] {
+export function workloadEntries(
+  items: readonly WorkloadItem[],
+  token: VerifiedToken,
+  now: number,
+  stored: readonly StoredWorkload[] = [],
+): StoredWorkload[] {
   const p = token.payload;
   const byKey = new Map(stored.map((s) => [workloadKey(s.workload), s]));
   return items.map(({ workload, objects }) => {
@@ -37,8 +47,20 @@ export function workloadEntries(items: readonly WorkloadItem[], token: VerifiedT
     // A workload sent again keeps its status (and a CronJob its last schedule time) while its uid is the same.
     const same = prev !== undefined && prev.workload.metadata.uid === workload.metadata.uid;
     const keep = same && prev.status ? { status: prev.status } : {};
-    const generation = !same ? 1 : canonicalJSON((prev.workload as { spec?: unknown }).spec) === canonicalJSON((workload as { spec?: unknown }).spec) ? (prev.generation ?? 1) : (prev.generation ?? 1) + 1;
-    return { workload, audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat) }, storedAt: same ? prev.storedAt : now, generation, ...(objs ? { objects: objs } : {}), ...keep };
+    const generation = !same
+      ? 1
+      : canonicalJSON((prev.workload as { spec?: unknown }).spec) ===
+          canonicalJSON((workload as { spec?: unknown }).spec)
+        ? (prev.generation ?? 1)
+        : (prev.generation ?? 1) + 1;
+    return {
+      workload,
+      audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat) },
+      storedAt: same ? prev.storedAt : now,
+      generation,
+      ...(objs ? { objects: objs } : {}),
+      ...keep,
+    };
   });
 }
 
@@ -47,7 +69,12 @@ export function toV1Workload(s: StoredWorkload): Record<string, unknown> {
   const { status: _sent, ...w } = s.workload as typeof s.workload & { status?: unknown };
   return {
     ...w,
-    metadata: { ...w.metadata, generation: s.generation ?? 1, creationTimestamp: new Date(s.storedAt).toISOString(), ...(s.owner ? { ownerReferences: [s.owner] } : {}) },
+    metadata: {
+      ...w.metadata,
+      generation: s.generation ?? 1,
+      creationTimestamp: new Date(s.storedAt).toISOString(),
+      ...(s.owner ? { ownerReferences: [s.owner] } : {}),
+    },
     status: s.status ?? {},
   };
 }
@@ -63,9 +90,19 @@ export function registerWorkloads(app: Hono<any>, routes: { list: string; one: s
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "workload list");
     d.note(c as never, { jti: token.payload.jti });
     const kind = c.req.query("kind");
-    if (kind !== undefined && !isWorkloadKind(kind)) throw new ProblemError("bad-request", `kind must be one of Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PersistentVolumeClaim (got ${JSON.stringify(kind)})`, { errors: [{ path: "kind", message: "unknown workload kind" }] });
+    if (kind !== undefined && !isWorkloadKind(kind))
+      throw new ProblemError(
+        "bad-request",
+        `kind must be one of Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PersistentVolumeClaim (got ${JSON.stringify(kind)})`,
+        { errors: [{ path: "kind", message: "unknown workload kind" }] },
+      );
     const all = (await d.workloads.list()).filter((s) => kind === undefined || s.workload.kind === kind);
-    all.sort((a, b) => a.workload.kind.localeCompare(b.workload.kind) || a.workload.metadata.namespace.localeCompare(b.workload.metadata.namespace) || a.workload.metadata.name.localeCompare(b.workload.metadata.name));
+    all.sort(
+      (a, b) =>
+        a.workload.kind.localeCompare(b.workload.kind) ||
+        a.workload.metadata.namespace.localeCompare(b.workload.metadata.namespace) ||
+        a.workload.metadata.name.localeCompare(b.workload.metadata.name),
+    );
     return c.json({ apiVersion: "v1", kind: "List", metadata: {}, items: all.map(toV1Workload) });
   });
 

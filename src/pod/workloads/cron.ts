@@ -27,7 +27,14 @@ const DESCRIPTORS: Record<string, string> = {
 const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
 const DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
-function field(expr: string, min: number, max: number, names: string[] | undefined, nameBase: number, what: string): Set<number> | string {
+function field(
+  expr: string,
+  min: number,
+  max: number,
+  names: string[] | undefined,
+  nameBase: number,
+  what: string,
+): Set<number> | string {
   const out = new Set<number>();
   const num = (s: string): number | undefined => {
     const n = names?.indexOf(s.toLowerCase());
@@ -36,7 +43,8 @@ function field(expr: string, min: number, max: number, names: string[] | undefin
   };
   for (const part of expr.split(",")) {
     const [range, stepText, extra] = part.split("/");
-    if (extra !== undefined || range === undefined || range === "") return `${what}: "${part}" is not a value, range or step`;
+    if (extra !== undefined || range === undefined || range === "")
+      return `${what}: "${part}" is not a value, range or step`;
     let lo: number | undefined;
     let hi: number | undefined;
     if (range === "*" || range === "?") [lo, hi] = [min, max];
@@ -58,9 +66,11 @@ function field(expr: string, min: number, max: number, names: string[] | undefin
 /** The parsed schedule, or why it does not parse (the reason names the field). */
 export function parseSchedule(text: string, timeZone?: string): Schedule | string {
   const t = text.trim();
-  if (/^(CRON_)?TZ=/.test(t)) return "a time zone in the schedule (TZ= or CRON_TZ=) is not supported: use spec.timeZone";
+  if (/^(CRON_)?TZ=/.test(t))
+    return "a time zone in the schedule (TZ= or CRON_TZ=) is not supported: use spec.timeZone";
   if (timeZone !== undefined) {
-    if (timeZone === "Local" || timeZone === "") return `unknown time zone "${timeZone}": give an IANA name such as "Europe/Berlin"`;
+    if (timeZone === "Local" || timeZone === "")
+      return `unknown time zone "${timeZone}": give an IANA name such as "Europe/Berlin"`;
     try {
       new Intl.DateTimeFormat("en-US", { timeZone });
     } catch {
@@ -68,9 +78,11 @@ export function parseSchedule(text: string, timeZone?: string): Schedule | strin
     }
   }
   const spec = t.startsWith("@") ? DESCRIPTORS[t.toLowerCase()] : t;
-  if (spec === undefined) return `unknown descriptor "${t}" (use @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)`;
+  if (spec === undefined)
+    return `unknown descriptor "${t}" (use @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)`;
   const parts = spec.split(/\s+/);
-  if (parts.length !== 5) return `expected exactly 5 fields (minute hour day-of-month month day-of-week), found ${parts.length}`;
+  if (parts.length !== 5)
+    return `expected exactly 5 fields (minute hour day-of-month month day-of-week), found ${parts.length}`;
   const minute = field(parts[0]!, 0, 59, undefined, 0, "minute");
   const hour = field(parts[1]!, 0, 23, undefined, 0, "hour");
   const dom = field(parts[2]!, 1, 31, undefined, 0, "day of month");
@@ -80,7 +92,16 @@ export function parseSchedule(text: string, timeZone?: string): Schedule | strin
   const dows = dow as Set<number>;
   if (dows.has(7)) dows.add(0); // 7 is Sunday too
   const star = (s: string) => s === "*" || s === "?" || s.startsWith("*/") || s.startsWith("?/");
-  return { minute: minute as Set<number>, hour: hour as Set<number>, dom: dom as Set<number>, month: month as Set<number>, dow: dows, domStar: star(parts[2]!), dowStar: star(parts[4]!), timeZone };
+  return {
+    minute: minute as Set<number>,
+    hour: hour as Set<number>,
+    dom: dom as Set<number>,
+    month: month as Set<number>,
+    dow: dows,
+    domStar: star(parts[2]!),
+    dowStar: star(parts[4]!),
+    timeZone,
+  };
 }
 
 interface Wall {
@@ -96,15 +117,36 @@ const WEEKDAY: Record<string, number> = { Sun: 0, Mon: 1, Tue: 2, Wed: 3, Thu: 4
 
 function wall(ms: number, tz: string | undefined): Wall {
   const d = new Date(ms);
-  if (tz === undefined || tz === "UTC") return { month: d.getUTCMonth() + 1, day: d.getUTCDate(), dow: d.getUTCDay(), hour: d.getUTCHours(), minute: d.getUTCMinutes() };
+  if (tz === undefined || tz === "UTC")
+    return {
+      month: d.getUTCMonth() + 1,
+      day: d.getUTCDate(),
+      dow: d.getUTCDay(),
+      hour: d.getUTCHours(),
+      minute: d.getUTCMinutes(),
+    };
   let f = formatters.get(tz);
   if (!f) {
-    f = new Intl.DateTimeFormat("en-US", { timeZone: tz, hourCycle: "h23", month: "numeric", day: "numeric", weekday: "short", hour: "numeric", minute: "numeric" });
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone: tz,
+      hourCycle: "h23",
+      month: "numeric",
+      day: "numeric",
+      weekday: "short",
+      hour: "numeric",
+      minute: "numeric",
+    });
     formatters.set(tz, f);
   }
   const p: Record<string, string> = {};
   for (const x of f.formatToParts(d)) p[x.type] = x.value;
-  return { month: Number(p["month"]), day: Number(p["day"]), dow: WEEKDAY[p["weekday"]!] ?? 0, hour: Number(p["hour"]), minute: Number(p["minute"]) };
+  return {
+    month: Number(p["month"]),
+    day: Number(p["day"]),
+    dow: WEEKDAY[p["weekday"]!] ?? 0,
+    hour: Number(p["hour"]),
+    minute: Number(p["minute"]),
+  };
 }
 
 const MIN = 60_000;

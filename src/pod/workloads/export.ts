@@ -25,7 +25,12 @@ function isInjectedTokenVolume(v: unknown): boolean {
 }
 
 /** Clean a pod spec (a Pod's, or a template's) in place; `at` is its path (`spec`, `spec.template.spec`). */
-export function cleanPodSpec(spec: Record<string, unknown>, at: string, tokens: ServiceAccountTokens, warn: (w: string) => void): void {
+export function cleanPodSpec(
+  spec: Record<string, unknown>,
+  at: string,
+  tokens: ServiceAccountTokens,
+  warn: (w: string) => void,
+): void {
   const volumes = Array.isArray(spec["volumes"]) ? (spec["volumes"] as unknown[]) : [];
   const dropped = new Set(volumes.filter(isInjectedTokenVolume).map((v) => (v as { name: string }).name));
   if (dropped.size) {
@@ -35,25 +40,41 @@ export function cleanPodSpec(spec: Record<string, unknown>, at: string, tokens: 
       for (const c of Array.isArray(spec[kind]) ? (spec[kind] as unknown[]) : []) {
         if (!isObject(c) || !Array.isArray(c["volumeMounts"])) continue;
         const before = c["volumeMounts"].length;
-        c["volumeMounts"] = c["volumeMounts"].filter((m) => !(isObject(m) && typeof m["name"] === "string" && dropped.has(m["name"])));
+        c["volumeMounts"] = c["volumeMounts"].filter(
+          (m) => !(isObject(m) && typeof m["name"] === "string" && dropped.has(m["name"])),
+        );
         mounts += before - (c["volumeMounts"] as unknown[]).length;
       }
-    warn(`${at}.volumes: dropped ${[...dropped].join(", ")} (the API server's service account token volume) and its ${mounts} mount(s): there is no API server on this node to issue the token`);
+    warn(
+      `${at}.volumes: dropped ${[...dropped].join(", ")} (the API server's service account token volume) and its ${mounts} mount(s): there is no API server on this node to issue the token`,
+    );
   }
   for (const f of ["serviceAccountName", "serviceAccount"])
     if (spec[f] === "default") {
       delete spec[f];
       warn(`${at}.${f}: "default" dropped (the namespace's default service account; the pod runs without one)`);
     }
-  const named = typeof spec["serviceAccountName"] === "string" ? spec["serviceAccountName"] : typeof spec["serviceAccount"] === "string" ? spec["serviceAccount"] : undefined;
+  const named =
+    typeof spec["serviceAccountName"] === "string"
+      ? spec["serviceAccountName"]
+      : typeof spec["serviceAccount"] === "string"
+        ? spec["serviceAccount"]
+        : undefined;
   if (named !== undefined && spec["automountServiceAccountToken"] !== false && tokens === "drop") {
     spec["automountServiceAccountToken"] = false;
-    warn(`${at}.serviceAccountName: "${named}" runs without a service account token (there is no API server on this node to issue one); the node owner can refuse such pods instead (PODSYNC_SERVICE_ACCOUNT_TOKENS=refuse)`);
+    warn(
+      `${at}.serviceAccountName: "${named}" runs without a service account token (there is no API server on this node to issue one); the node owner can refuse such pods instead (PODSYNC_SERVICE_ACCOUNT_TOKENS=refuse)`,
+    );
   }
 }
 
 /** Drop the read-only metadata fields (and `status`) of an object in place, with one warning naming them. */
-export function cleanReadOnly(obj: Record<string, unknown>, at: string, warn: (w: string) => void, keep: readonly string[] = []): void {
+export function cleanReadOnly(
+  obj: Record<string, unknown>,
+  at: string,
+  warn: (w: string) => void,
+  keep: readonly string[] = [],
+): void {
   const gone: string[] = [];
   const meta = obj["metadata"];
   if (isObject(meta))
@@ -70,13 +91,20 @@ export function cleanReadOnly(obj: Record<string, unknown>, at: string, warn: (w
       delete obj["status"];
     }
   }
-  if (gone.length) warn(`${at ? `${at}: ` : ""}read-only field(s) ignored: ${gone.join(", ")} (set by a cluster's API server and controllers)`);
+  if (gone.length)
+    warn(
+      `${at ? `${at}: ` : ""}read-only field(s) ignored: ${gone.join(", ")} (set by a cluster's API server and controllers)`,
+    );
 }
 
 const prefix = (at: string, f: string) => (at ? `${at}.${f}` : f);
 
 /** A cleaned copy of a Pod document, and its warnings. */
-export function cleanPod(doc: Record<string, unknown>, at: string, tokens: ServiceAccountTokens): { doc: Record<string, unknown>; warnings: string[] } {
+export function cleanPod(
+  doc: Record<string, unknown>,
+  at: string,
+  tokens: ServiceAccountTokens,
+): { doc: Record<string, unknown>; warnings: string[] } {
   const warnings: string[] = [];
   const copy = structuredClone(doc);
   cleanReadOnly(copy, at, (w) => warnings.push(w));
@@ -85,7 +113,11 @@ export function cleanPod(doc: Record<string, unknown>, at: string, tokens: Servi
 }
 
 /** A cleaned copy of a workload document (its own metadata and status, and its pod template), and its warnings. */
-export function cleanWorkload(doc: Record<string, unknown>, at: string, tokens: ServiceAccountTokens): { doc: Record<string, unknown>; warnings: string[] } {
+export function cleanWorkload(
+  doc: Record<string, unknown>,
+  at: string,
+  tokens: ServiceAccountTokens,
+): { doc: Record<string, unknown>; warnings: string[] } {
   const warnings: string[] = [];
   const warn = (w: string) => warnings.push(w);
   const copy = structuredClone(doc);
@@ -97,13 +129,16 @@ export function cleanWorkload(doc: Record<string, unknown>, at: string, tokens: 
   const jt = spec["jobTemplate"];
   if (isObject(jt)) {
     cleanReadOnly(jt, prefix(at, "spec.jobTemplate"), warn);
-    if (isObject(jt["spec"]) && isObject(jt["spec"]["template"])) templates.push([jt["spec"]["template"], prefix(at, "spec.jobTemplate.spec.template")]);
+    if (isObject(jt["spec"]) && isObject(jt["spec"]["template"]))
+      templates.push([jt["spec"]["template"], prefix(at, "spec.jobTemplate.spec.template")]);
   }
   for (const [t, tat] of templates) {
     cleanReadOnly(t, tat, warn);
     if (isObject(t["spec"])) cleanPodSpec(t["spec"], `${tat}.spec`, tokens, warn);
   }
   if (Array.isArray(spec["volumeClaimTemplates"]))
-    spec["volumeClaimTemplates"].forEach((c, i) => isObject(c) && cleanReadOnly(c, prefix(at, `spec.volumeClaimTemplates[${i}]`), warn));
+    spec["volumeClaimTemplates"].forEach(
+      (c, i) => isObject(c) && cleanReadOnly(c, prefix(at, `spec.volumeClaimTemplates[${i}]`), warn),
+    );
   return { doc: copy, warnings };
 }

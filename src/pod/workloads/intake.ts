@@ -11,7 +11,14 @@ import { objectExpansionErrors } from "../env-objects-size.js";
 import { referenceErrors } from "../references.js";
 import { derivedUid } from "./uid.js";
 import { cleanPod, cleanWorkload, type ServiceAccountTokens } from "./export.js";
-import { isWorkloadKind, templateOf, WORKLOAD_API_VERSIONS, WORKLOAD_SCHEMAS, type Workload, type WorkloadKind } from "./schema.js";
+import {
+  isWorkloadKind,
+  templateOf,
+  WORKLOAD_API_VERSIONS,
+  WORKLOAD_SCHEMAS,
+  type Workload,
+  type WorkloadKind,
+} from "./schema.js";
 import { selectorEmpty, selectorMatches } from "./selector.js";
 import { templatePod } from "./template.js";
 import { jobSelectorDefaults } from "./job-labels.js";
@@ -46,7 +53,12 @@ function isKubernetesApiVersion(v: unknown): boolean {
   if (typeof v !== "string") return false;
   if (v === "v1") return true;
   const [group, version, extra] = v.split("/");
-  return extra === undefined && version !== undefined && version !== "" && (BUILT_IN_GROUPS.has(group!) || group!.endsWith(".k8s.io"));
+  return (
+    extra === undefined &&
+    version !== undefined &&
+    version !== "" &&
+    (BUILT_IN_GROUPS.has(group!) || group!.endsWith(".k8s.io"))
+  );
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -58,11 +70,17 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
   for (const { input, at, podByPlace } of items) {
     if (input === null || input === undefined) continue;
     if (!isObject(input)) {
-      out.errors.push({ path: at || "(root)", message: "each document must be an object (a Kubernetes object such as a Pod or a Deployment)" });
+      out.errors.push({
+        path: at || "(root)",
+        message: "each document must be an object (a Kubernetes object such as a Pod or a Deployment)",
+      });
       continue;
     }
     const kind = input["kind"];
-    const name = isObject(input["metadata"]) && typeof input["metadata"]["name"] === "string" ? input["metadata"]["name"] : undefined;
+    const name =
+      isObject(input["metadata"]) && typeof input["metadata"]["name"] === "string"
+        ? input["metadata"]["name"]
+        : undefined;
     const what = `${String(kind)}${name ? ` "${name}"` : ""}`;
     if (kind === undefined) {
       const missing = kindlessError(input, at, podByPlace ?? false);
@@ -83,7 +101,9 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
       out.workloads.push({ input: doc, at });
       out.warnings.push(...warnings);
     } else if (typeof kind === "string" && isKubernetesApiVersion(input["apiVersion"]))
-      out.warnings.push(`${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)`);
+      out.warnings.push(
+        `${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)`,
+      );
     else
       out.errors.push({
         path: join(at, "kind"),
@@ -106,8 +126,16 @@ function kindlessError(input: Record<string, unknown>, at: string, podByPlace: b
   const what = `the document${typeof meta["name"] === "string" ? ` "${meta["name"]}"` : ""}${at ? ` at ${at}` : ""}`;
   const spec = isObject(input["spec"]) ? input["spec"] : {};
   const workloadField = WORKLOAD_SPEC_FIELDS.find((f) => f in spec);
-  if (workloadField) return { path: join(at, "kind"), message: `${what} has no kind, and its spec.${workloadField} is a workload's field, not a Pod's: set kind (Deployment, StatefulSet, Job, ...) and apiVersion` };
-  if (!podByPlace) return { path: join(at, "kind"), message: `${what} has no kind: in a body of several objects each names its kind (Pod, Deployment, ConfigMap, ...) and apiVersion; only a body that is one pod may leave them out` };
+  if (workloadField)
+    return {
+      path: join(at, "kind"),
+      message: `${what} has no kind, and its spec.${workloadField} is a workload's field, not a Pod's: set kind (Deployment, StatefulSet, Job, ...) and apiVersion`,
+    };
+  if (!podByPlace)
+    return {
+      path: join(at, "kind"),
+      message: `${what} has no kind: in a body of several objects each names its kind (Pod, Deployment, ConfigMap, ...) and apiVersion; only a body that is one pod may leave them out`,
+    };
   return undefined;
 }
 
@@ -130,7 +158,14 @@ export interface WorkloadItem {
 
 /** Parse and check the workloads of a body against its (already validated) objects: each template as a pod (its
  * errors under the template's path), the selector against the template's labels, one object per kind and name. */
-export function validateWorkloads(items: readonly Item[], objects: { configMaps: { value: PodObjects["configMaps"][number]; at: string }[]; secrets: { value: PodObjects["secrets"][number]; at: string }[] }, o: IntakeOptions): { workloads: WorkloadItem[]; errors: FieldError[] } {
+export function validateWorkloads(
+  items: readonly Item[],
+  objects: {
+    configMaps: { value: PodObjects["configMaps"][number]; at: string }[];
+    secrets: { value: PodObjects["secrets"][number]; at: string }[];
+  },
+  o: IntakeOptions,
+): { workloads: WorkloadItem[]; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const workloads: WorkloadItem[] = [];
   const seen = new Map<string, string>();
@@ -139,7 +174,10 @@ export function validateWorkloads(items: readonly Item[], objects: { configMaps:
     const schema = WORKLOAD_SCHEMAS[kind] as z.ZodType<Workload>;
     const raw = structuredClone(input) as Record<string, unknown>;
     if (raw["apiVersion"] !== WORKLOAD_API_VERSIONS[kind]) {
-      errors.push({ path: join(at, "apiVersion"), message: `a ${kind} is apiVersion "${WORKLOAD_API_VERSIONS[kind]}"` });
+      errors.push({
+        path: join(at, "apiVersion"),
+        message: `a ${kind} is apiVersion "${WORKLOAD_API_VERSIONS[kind]}"`,
+      });
       continue;
     }
     const r = schema.safeParse(raw);
@@ -152,10 +190,15 @@ export function validateWorkloads(items: readonly Item[], objects: { configMaps:
     m.uid ??= derivedUid(o.nodeName, m.namespace, `${kind}/${m.name}`);
     const key = `${kind}/${m.namespace}/${m.name}`;
     const dup = seen.get(key);
-    if (dup !== undefined) errors.push({ path: join(at, "metadata.name"), message: `duplicate ${kind} ${m.namespace}/${m.name} (also ${dup || "the body"}): a body holds each object once` });
+    if (dup !== undefined)
+      errors.push({
+        path: join(at, "metadata.name"),
+        message: `duplicate ${kind} ${m.namespace}/${m.name} (also ${dup || "the body"}): a body holds each object once`,
+      });
     seen.set(key, at);
     const ns = m.namespace;
-    const mine = <T extends { metadata: { namespace?: string | undefined } }>(list: { value: T; at: string }[]) => list.filter((x) => (x.value.metadata.namespace ?? ns) === ns).map((x) => x.value);
+    const mine = <T extends { metadata: { namespace?: string | undefined } }>(list: { value: T; at: string }[]) =>
+      list.filter((x) => (x.value.metadata.namespace ?? ns) === ns).map((x) => x.value);
     const objs: PodObjects = { configMaps: mine(objects.configMaps), secrets: mine(objects.secrets) };
     if (w.kind === "Job") jobSelectorDefaults(w);
     const t = templateOf(w);
@@ -165,7 +208,20 @@ export function validateWorkloads(items: readonly Item[], objects: { configMaps:
       // A StatefulSet's pods mount its claim templates as volumes (the API server validates them so too).
       const claims = w.kind === "StatefulSet" ? (w.spec.volumeClaimTemplates ?? []).map((c) => c.metadata.name) : [];
       const vols = (t.spec["volumes"] as { name?: string }[] | undefined) ?? [];
-      const tv = claims.length ? { ...t, spec: { ...t.spec, volumes: [...vols, ...claims.filter((n) => !vols.some((v) => v.name === n)).map((n) => ({ name: n, persistentVolumeClaim: { claimName: `${n}-${m.name}-0` } }))] } } : t;
+      const tv = claims.length
+        ? {
+            ...t,
+            spec: {
+              ...t.spec,
+              volumes: [
+                ...vols,
+                ...claims
+                  .filter((n) => !vols.some((v) => v.name === n))
+                  .map((n) => ({ name: n, persistentVolumeClaim: { claimName: `${n}-${m.name}-0` } })),
+              ],
+            },
+          }
+        : t;
       const tp = templatePod(tv, ns, tat);
       if (!tp.ok) errors.push(...tp.errors);
       else {
@@ -174,13 +230,18 @@ export function validateWorkloads(items: readonly Item[], objects: { configMaps:
         errors.push(...refs);
         if (refs.length === 0) errors.push(...objectExpansionErrors(tp.pod, objs, tat));
         if (w.kind !== "Job" && w.kind !== "CronJob" && tp.pod.spec.restartPolicy !== "Always")
-          errors.push({ path: join(tat, "spec.restartPolicy"), message: `a ${w.kind}'s pods must have restartPolicy "Always"` });
+          errors.push({
+            path: join(tat, "spec.restartPolicy"),
+            message: `a ${w.kind}'s pods must have restartPolicy "Always"`,
+          });
       }
       const sel = w.kind === "CronJob" ? w.spec.jobTemplate.spec.selector : w.spec.selector;
       if (sel) {
         const sat = join(at, w.kind === "CronJob" ? "spec.jobTemplate.spec.selector" : "spec.selector");
-        if (w.kind !== "Job" && w.kind !== "CronJob" && selectorEmpty(sel)) errors.push({ path: sat, message: `empty selector is invalid for a ${w.kind}` });
-        else if (!selectorMatches(sel, t.metadata.labels)) errors.push({ path: sat, message: "`selector` does not match template `labels`" });
+        if (w.kind !== "Job" && w.kind !== "CronJob" && selectorEmpty(sel))
+          errors.push({ path: sat, message: `empty selector is invalid for a ${w.kind}` });
+        else if (!selectorMatches(sel, t.metadata.labels))
+          errors.push({ path: sat, message: "`selector` does not match template `labels`" });
       }
     }
     workloads.push({ workload: w, objects: objs, at, template });

@@ -11,7 +11,10 @@ export const JOB_COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completi
 export const JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index";
 
 /** generateSelector, in place. */
-export function jobSelectorDefaults(job: { metadata: { name: string; uid?: string | undefined }; spec: JobSpec }): void {
+export function jobSelectorDefaults(job: {
+  metadata: { name: string; uid?: string | undefined };
+  spec: JobSpec;
+}): void {
   if (job.spec.manualSelector === true) return;
   const uid = job.metadata.uid ?? "";
   const labels = (job.spec.template.metadata.labels ??= {});

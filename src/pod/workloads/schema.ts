@@ -12,23 +12,46 @@ import { parseSchedule } from "./cron.js";
 
 export const MAX_REPLICAS = 1000;
 
-const readOnly = Object.fromEntries(READ_ONLY_METADATA.map((k) => [k, z.unknown().optional()])) as Record<(typeof READ_ONLY_METADATA)[number], z.ZodOptional<z.ZodUnknown>>;
+const readOnly = Object.fromEntries(READ_ONLY_METADATA.map((k) => [k, z.unknown().optional()])) as Record<
+  (typeof READ_ONLY_METADATA)[number],
+  z.ZodOptional<z.ZodUnknown>
+>;
 const annotations = z.record(z.string(), z.string());
 
 const metadata = (maxName = 253) =>
   z.strictObject({
-    name: dns1123Subdomain("metadata.name").max(maxName, `metadata.name must be no more than ${maxName} characters (the controller makes names and labels from it)`),
+    name: dns1123Subdomain("metadata.name").max(
+      maxName,
+      `metadata.name must be no more than ${maxName} characters (the controller makes names and labels from it)`,
+    ),
     namespace: dns1123Label("metadata.namespace").default("default"),
-    uid: z.string().min(1).max(128).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "metadata.uid must be alphanumerics, '-', '_' or '.'").optional(),
+    uid: z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "metadata.uid must be alphanumerics, '-', '_' or '.'")
+      .optional(),
     labels: labels.optional(),
     annotations: annotations.optional(),
     ...readOnly,
   });
 
-const int = (what: string, min: number, max = 2 ** 31 - 1) => z.number().int(`${what} must be an integer`).min(min, `${what} must be at least ${min}`).max(max, `${what} must be at most ${max}`);
-const replicas = z.number().int("replicas must be an integer").min(0, "replicas must be between 0 and 1000").max(MAX_REPLICAS, `replicas must be between 0 and ${MAX_REPLICAS} (podsync's bound for one node)`);
+const int = (what: string, min: number, max = 2 ** 31 - 1) =>
+  z
+    .number()
+    .int(`${what} must be an integer`)
+    .min(min, `${what} must be at least ${min}`)
+    .max(max, `${what} must be at most ${max}`);
+const replicas = z
+  .number()
+  .int("replicas must be an integer")
+  .min(0, "replicas must be between 0 and 1000")
+  .max(MAX_REPLICAS, `replicas must be between 0 and ${MAX_REPLICAS} (podsync's bound for one node)`);
 /** An int or a percentage ("25%"), as intstr.IntOrString in maxSurge/maxUnavailable. */
-const intOrPercent = z.union([z.number().int().min(0), z.string().regex(/^[0-9]+%$/, 'must be a whole number or a percentage such as "25%"')]);
+const intOrPercent = z.union([
+  z.number().int().min(0),
+  z.string().regex(/^[0-9]+%$/, 'must be a whole number or a percentage such as "25%"'),
+]);
 
 /** v1.PodTemplateSpec: metadata (labels, annotations) and the pod spec, validated as a pod in template.ts. */
 export const PodTemplate = z.strictObject({
@@ -57,8 +80,12 @@ export const Deployment = z.strictObject({
     template: PodTemplate,
     strategy: z
       .strictObject({
-        type: z.enum(["RollingUpdate", "Recreate"], { error: 'strategy.type must be "RollingUpdate" or "Recreate"' }).default("RollingUpdate"),
-        rollingUpdate: z.strictObject({ maxSurge: intOrPercent.optional(), maxUnavailable: intOrPercent.optional() }).optional(),
+        type: z
+          .enum(["RollingUpdate", "Recreate"], { error: 'strategy.type must be "RollingUpdate" or "Recreate"' })
+          .default("RollingUpdate"),
+        rollingUpdate: z
+          .strictObject({ maxSurge: intOrPercent.optional(), maxUnavailable: intOrPercent.optional() })
+          .optional(),
       })
       .default({ type: "RollingUpdate" }),
     minReadySeconds: int("minReadySeconds", 0).default(0),
@@ -91,9 +118,16 @@ export const PersistentVolumeClaim = z.strictObject({
   spec: z
     .strictObject({
       accessModes: z.array(z.enum(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"])).optional(),
-      resources: z.strictObject({ requests: z.record(z.string(), z.union([z.string(), z.number()])).optional(), limits: z.record(z.string(), z.union([z.string(), z.number()])).optional() }).optional(),
+      resources: z
+        .strictObject({
+          requests: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+          limits: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+        })
+        .optional(),
       storageClassName: z.string().nullable().optional(),
-      volumeMode: z.enum(["Filesystem"], { error: 'volumeMode must be "Filesystem" (a node-local claim is a directory)' }).optional(),
+      volumeMode: z
+        .enum(["Filesystem"], { error: 'volumeMode must be "Filesystem" (a node-local claim is a directory)' })
+        .optional(),
       volumeName: z.string().optional(),
       selector: LabelSelector.optional(),
     })
@@ -104,7 +138,12 @@ export const PersistentVolumeClaim = z.strictObject({
 const claimTemplate = PersistentVolumeClaim.omit({ apiVersion: true, kind: true }).extend({
   apiVersion: z.literal("v1").optional(),
   kind: z.literal("PersistentVolumeClaim").optional(),
-  metadata: z.strictObject({ name: dns1123Label("volumeClaimTemplates[].metadata.name"), labels: labels.optional(), annotations: annotations.optional(), ...readOnly }),
+  metadata: z.strictObject({
+    name: dns1123Label("volumeClaimTemplates[].metadata.name"),
+    labels: labels.optional(),
+    annotations: annotations.optional(),
+    ...readOnly,
+  }),
 });
 
 export const StatefulSet = z.strictObject({
@@ -117,11 +156,17 @@ export const StatefulSet = z.strictObject({
     template: PodTemplate,
     /** Inert: the headless Service gives pods DNS names in a cluster; a node has no cluster DNS. */
     serviceName: z.string().optional(),
-    podManagementPolicy: z.enum(["OrderedReady", "Parallel"], { error: 'podManagementPolicy must be "OrderedReady" or "Parallel"' }).default("OrderedReady"),
+    podManagementPolicy: z
+      .enum(["OrderedReady", "Parallel"], { error: 'podManagementPolicy must be "OrderedReady" or "Parallel"' })
+      .default("OrderedReady"),
     updateStrategy: z
       .strictObject({
-        type: z.enum(["RollingUpdate", "OnDelete"], { error: 'updateStrategy.type must be "RollingUpdate" or "OnDelete"' }).default("RollingUpdate"),
-        rollingUpdate: z.strictObject({ partition: int("partition", 0).optional(), maxUnavailable: intOrPercent.optional() }).optional(),
+        type: z
+          .enum(["RollingUpdate", "OnDelete"], { error: 'updateStrategy.type must be "RollingUpdate" or "OnDelete"' })
+          .default("RollingUpdate"),
+        rollingUpdate: z
+          .strictObject({ partition: int("partition", 0).optional(), maxUnavailable: intOrPercent.optional() })
+          .optional(),
       })
       .default({ type: "RollingUpdate" }),
     volumeClaimTemplates: z.array(claimTemplate).optional(),
@@ -129,8 +174,12 @@ export const StatefulSet = z.strictObject({
     minReadySeconds: int("minReadySeconds", 0).default(0),
     persistentVolumeClaimRetentionPolicy: z
       .strictObject({
-        whenDeleted: z.enum(["Retain"], { error: 'whenDeleted must be "Retain": node-local claims outlive their pods' }).optional(),
-        whenScaled: z.enum(["Retain"], { error: 'whenScaled must be "Retain": node-local claims outlive their pods' }).optional(),
+        whenDeleted: z
+          .enum(["Retain"], { error: 'whenDeleted must be "Retain": node-local claims outlive their pods' })
+          .optional(),
+        whenScaled: z
+          .enum(["Retain"], { error: 'whenScaled must be "Retain": node-local claims outlive their pods' })
+          .optional(),
       })
       .optional(),
     ordinals: z.strictObject({ start: int("ordinals.start", 0).default(0) }).optional(),
@@ -147,8 +196,12 @@ export const DaemonSet = z.strictObject({
     template: PodTemplate,
     updateStrategy: z
       .strictObject({
-        type: z.enum(["RollingUpdate", "OnDelete"], { error: 'updateStrategy.type must be "RollingUpdate" or "OnDelete"' }).default("RollingUpdate"),
-        rollingUpdate: z.strictObject({ maxSurge: intOrPercent.optional(), maxUnavailable: intOrPercent.optional() }).optional(),
+        type: z
+          .enum(["RollingUpdate", "OnDelete"], { error: 'updateStrategy.type must be "RollingUpdate" or "OnDelete"' })
+          .default("RollingUpdate"),
+        rollingUpdate: z
+          .strictObject({ maxSurge: intOrPercent.optional(), maxUnavailable: intOrPercent.optional() })
+          .optional(),
       })
       .default({ type: "RollingUpdate" }),
     minReadySeconds: int("minReadySeconds", 0).default(0),
@@ -158,7 +211,9 @@ export const DaemonSet = z.strictObject({
 });
 
 const PodFailurePolicyRule = z.strictObject({
-  action: z.enum(["FailJob", "FailIndex", "Ignore", "Count"], { error: "action must be FailJob, FailIndex, Ignore or Count" }),
+  action: z.enum(["FailJob", "FailIndex", "Ignore", "Count"], {
+    error: "action must be FailJob, FailIndex, Ignore or Count",
+  }),
   onExitCodes: z
     .strictObject({
       containerName: z.string().optional(),
@@ -166,7 +221,9 @@ const PodFailurePolicyRule = z.strictObject({
       values: z.array(z.number().int()).min(1, "at least one exit code").max(255),
     })
     .optional(),
-  onPodConditions: z.array(z.strictObject({ type: z.string().min(1), status: z.enum(["True", "False", "Unknown"]).default("True") })).optional(),
+  onPodConditions: z
+    .array(z.strictObject({ type: z.string().min(1), status: z.enum(["True", "False", "Unknown"]).default("True") }))
+    .optional(),
 });
 
 export const JobSpec = z
@@ -182,7 +239,18 @@ export const JobSpec = z
     successPolicy: z
       .strictObject({
         rules: z
-          .array(z.strictObject({ succeededIndexes: z.string().regex(/^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$/, 'succeededIndexes must be indexes and ranges such as "0,2-4"').optional(), succeededCount: int("succeededCount", 1).optional() }))
+          .array(
+            z.strictObject({
+              succeededIndexes: z
+                .string()
+                .regex(
+                  /^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$/,
+                  'succeededIndexes must be indexes and ranges such as "0,2-4"',
+                )
+                .optional(),
+              succeededCount: int("succeededCount", 1).optional(),
+            }),
+          )
           .min(1, "successPolicy.rules must have at least one rule")
           .max(20, "successPolicy.rules must have at most 20 rules"),
       })
@@ -191,42 +259,102 @@ export const JobSpec = z
     manualSelector: z.boolean().optional(),
     template: PodTemplate,
     ttlSecondsAfterFinished: int("ttlSecondsAfterFinished", 0).optional(),
-    completionMode: z.enum(["NonIndexed", "Indexed"], { error: 'completionMode must be "NonIndexed" or "Indexed"' }).default("NonIndexed"),
+    completionMode: z
+      .enum(["NonIndexed", "Indexed"], { error: 'completionMode must be "NonIndexed" or "Indexed"' })
+      .default("NonIndexed"),
     suspend: z.boolean().default(false),
     podReplacementPolicy: z.enum(["TerminatingOrFailed", "Failed"]).optional(),
   })
   .superRefine((s, ctx) => {
-    if (s.completionMode === "Indexed" && s.completions === undefined) ctx.addIssue({ code: "custom", path: ["completions"], message: "when completion mode is Indexed, completions is required" });
+    if (s.completionMode === "Indexed" && s.completions === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["completions"],
+        message: "when completion mode is Indexed, completions is required",
+      });
     const rp = s.template.spec["restartPolicy"];
     if (rp !== "Never" && rp !== "OnFailure")
-      ctx.addIssue({ code: "custom", path: ["template", "spec", "restartPolicy"], message: 'a Job\'s pods must have restartPolicy "OnFailure" or "Never"' });
-    if (s.podFailurePolicy && rp !== "Never") ctx.addIssue({ code: "custom", path: ["podFailurePolicy"], message: 'only allowed with the template\'s restartPolicy "Never"' });
+      ctx.addIssue({
+        code: "custom",
+        path: ["template", "spec", "restartPolicy"],
+        message: 'a Job\'s pods must have restartPolicy "OnFailure" or "Never"',
+      });
+    if (s.podFailurePolicy && rp !== "Never")
+      ctx.addIssue({
+        code: "custom",
+        path: ["podFailurePolicy"],
+        message: 'only allowed with the template\'s restartPolicy "Never"',
+      });
     // pkg/apis/batch/validation: the per-index fields of Indexed Jobs.
     const indexed = s.completionMode === "Indexed";
-    if (s.backoffLimitPerIndex !== undefined && !indexed) ctx.addIssue({ code: "custom", path: ["backoffLimitPerIndex"], message: "requires indexed completion mode" });
+    if (s.backoffLimitPerIndex !== undefined && !indexed)
+      ctx.addIssue({ code: "custom", path: ["backoffLimitPerIndex"], message: "requires indexed completion mode" });
     if (s.maxFailedIndexes !== undefined) {
-      if (s.backoffLimitPerIndex === undefined) ctx.addIssue({ code: "custom", path: ["maxFailedIndexes"], message: "cannot be set when backoffLimitPerIndex is not set" });
-      else if (s.completions !== undefined && s.maxFailedIndexes > s.completions) ctx.addIssue({ code: "custom", path: ["maxFailedIndexes"], message: "must be less than or equal to completions" });
-      if (s.maxFailedIndexes > 100_000) ctx.addIssue({ code: "custom", path: ["maxFailedIndexes"], message: "must be less than or equal to 100000" });
+      if (s.backoffLimitPerIndex === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["maxFailedIndexes"],
+          message: "cannot be set when backoffLimitPerIndex is not set",
+        });
+      else if (s.completions !== undefined && s.maxFailedIndexes > s.completions)
+        ctx.addIssue({
+          code: "custom",
+          path: ["maxFailedIndexes"],
+          message: "must be less than or equal to completions",
+        });
+      if (s.maxFailedIndexes > 100_000)
+        ctx.addIssue({ code: "custom", path: ["maxFailedIndexes"], message: "must be less than or equal to 100000" });
     }
-    if (s.backoffLimitPerIndex !== undefined && (s.completions ?? 0) > 100_000) ctx.addIssue({ code: "custom", path: ["completions"], message: "must be less than or equal to 100000 when backoffLimitPerIndex is set" });
+    if (s.backoffLimitPerIndex !== undefined && (s.completions ?? 0) > 100_000)
+      ctx.addIssue({
+        code: "custom",
+        path: ["completions"],
+        message: "must be less than or equal to 100000 when backoffLimitPerIndex is set",
+      });
     (s.podFailurePolicy?.rules ?? []).forEach((r, i) => {
-      if (r.action === "FailIndex" && s.backoffLimitPerIndex === undefined) ctx.addIssue({ code: "custom", path: ["podFailurePolicy", "rules", i, "action"], message: "FailIndex is only allowed when backoffLimitPerIndex is set" });
+      if (r.action === "FailIndex" && s.backoffLimitPerIndex === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["podFailurePolicy", "rules", i, "action"],
+          message: "FailIndex is only allowed when backoffLimitPerIndex is set",
+        });
     });
     if (s.successPolicy) {
-      if (!indexed) ctx.addIssue({ code: "custom", path: ["successPolicy"], message: "requires indexed completion mode" });
+      if (!indexed)
+        ctx.addIssue({ code: "custom", path: ["successPolicy"], message: "requires indexed completion mode" });
       s.successPolicy.rules.forEach((r, i) => {
-        if (r.succeededIndexes === undefined && r.succeededCount === undefined) ctx.addIssue({ code: "custom", path: ["successPolicy", "rules", i], message: "at least one of succeededCount or succeededIndexes must be specified" });
-        if (r.succeededCount !== undefined && s.completions !== undefined && r.succeededCount > s.completions) ctx.addIssue({ code: "custom", path: ["successPolicy", "rules", i, "succeededCount"], message: `must be less than or equal to ${s.completions} (completions)` });
-        const bad = (r.succeededIndexes ?? "").split(",").filter(Boolean).find((part) => {
-          const [a, b] = part.split("-").map(Number);
-          return (b !== undefined && b < a!) || (s.completions !== undefined && (b ?? a!) >= s.completions);
-        });
-        if (bad !== undefined) ctx.addIssue({ code: "custom", path: ["successPolicy", "rules", i, "succeededIndexes"], message: `"${bad}" is not an ordered range of indexes below completions` });
+        if (r.succeededIndexes === undefined && r.succeededCount === undefined)
+          ctx.addIssue({
+            code: "custom",
+            path: ["successPolicy", "rules", i],
+            message: "at least one of succeededCount or succeededIndexes must be specified",
+          });
+        if (r.succeededCount !== undefined && s.completions !== undefined && r.succeededCount > s.completions)
+          ctx.addIssue({
+            code: "custom",
+            path: ["successPolicy", "rules", i, "succeededCount"],
+            message: `must be less than or equal to ${s.completions} (completions)`,
+          });
+        const bad = (r.succeededIndexes ?? "")
+          .split(",")
+          .filter(Boolean)
+          .find((part) => {
+            const [a, b] = part.split("-").map(Number);
+            return (b !== undefined && b < a!) || (s.completions !== undefined && (b ?? a!) >= s.completions);
+          });
+        if (bad !== undefined)
+          ctx.addIssue({
+            code: "custom",
+            path: ["successPolicy", "rules", i, "succeededIndexes"],
+            message: `"${bad}" is not an ordered range of indexes below completions`,
+          });
       });
     }
   })
-  .transform((s) => ({ ...s, backoffLimit: s.backoffLimit ?? (s.backoffLimitPerIndex !== undefined ? 2 ** 31 - 1 : 6) }));
+  .transform((s) => ({
+    ...s,
+    backoffLimit: s.backoffLimit ?? (s.backoffLimitPerIndex !== undefined ? 2 ** 31 - 1 : 6),
+  }));
 
 export const Job = z.strictObject({
   apiVersion: z.literal("batch/v1"),
@@ -247,15 +375,27 @@ export const CronJob = z.strictObject({
       schedule: z.string().min(1, "schedule is required"),
       timeZone: z.string().optional(),
       startingDeadlineSeconds: int("startingDeadlineSeconds", 0, Number.MAX_SAFE_INTEGER).optional(),
-      concurrencyPolicy: z.enum(["Allow", "Forbid", "Replace"], { error: 'concurrencyPolicy must be "Allow", "Forbid" or "Replace"' }).default("Allow"),
+      concurrencyPolicy: z
+        .enum(["Allow", "Forbid", "Replace"], { error: 'concurrencyPolicy must be "Allow", "Forbid" or "Replace"' })
+        .default("Allow"),
       suspend: z.boolean().default(false),
-      jobTemplate: z.strictObject({ metadata: z.strictObject({ labels: labels.optional(), annotations: annotations.optional(), ...readOnly }).default({}), spec: JobSpec }),
+      jobTemplate: z.strictObject({
+        metadata: z
+          .strictObject({ labels: labels.optional(), annotations: annotations.optional(), ...readOnly })
+          .default({}),
+        spec: JobSpec,
+      }),
       successfulJobsHistoryLimit: int("successfulJobsHistoryLimit", 0).default(3),
       failedJobsHistoryLimit: int("failedJobsHistoryLimit", 0).default(1),
     })
     .superRefine((s, ctx) => {
       const err = parseSchedule(s.schedule, s.timeZone);
-      if (typeof err === "string") ctx.addIssue({ code: "custom", path: [s.timeZone !== undefined && err.startsWith("unknown time zone") ? "timeZone" : "schedule"], message: err });
+      if (typeof err === "string")
+        ctx.addIssue({
+          code: "custom",
+          path: [s.timeZone !== undefined && err.startsWith("unknown time zone") ? "timeZone" : "schedule"],
+          message: err,
+        });
     }),
   status,
 });
@@ -271,7 +411,15 @@ export type PersistentVolumeClaim = z.output<typeof PersistentVolumeClaim>;
 export type Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job | CronJob | PersistentVolumeClaim;
 export type WorkloadKind = Workload["kind"];
 
-export const WORKLOAD_SCHEMAS = { Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PersistentVolumeClaim } as const;
+export const WORKLOAD_SCHEMAS = {
+  Deployment,
+  ReplicaSet,
+  StatefulSet,
+  DaemonSet,
+  Job,
+  CronJob,
+  PersistentVolumeClaim,
+} as const;
 export const WORKLOAD_API_VERSIONS: Record<WorkloadKind, string> = {
   Deployment: "apps/v1",
   ReplicaSet: "apps/v1",
@@ -281,7 +429,8 @@ export const WORKLOAD_API_VERSIONS: Record<WorkloadKind, string> = {
   CronJob: "batch/v1",
   PersistentVolumeClaim: "v1",
 };
-export const isWorkloadKind = (k: unknown): k is WorkloadKind => typeof k === "string" && Object.hasOwn(WORKLOAD_SCHEMAS, k);
+export const isWorkloadKind = (k: unknown): k is WorkloadKind =>
+  typeof k === "string" && Object.hasOwn(WORKLOAD_SCHEMAS, k);
 
 /** The pod template a workload runs (CronJob: its Job template's), or none (a claim). */
 export function templateOf(w: Workload): PodTemplate | undefined {

@@ -5,7 +5,17 @@ import { fieldErrors, InvalidPodError, type FieldError } from "../validate.js";
 import type { PodTemplate } from "./schema.js";
 
 /** The pod input of a template, with the name, uid, labels, annotations and owner the controller gives it. */
-export function podInput(t: PodTemplate, meta: { name: string; namespace: string; uid: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: OwnerReference[] }): Record<string, unknown> {
+export function podInput(
+  t: PodTemplate,
+  meta: {
+    name: string;
+    namespace: string;
+    uid: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: OwnerReference[];
+  },
+): Record<string, unknown> {
   const labels = { ...(t.metadata.labels ?? {}), ...(meta.labels ?? {}) };
   const annotations = { ...(t.metadata.annotations ?? {}), ...(meta.annotations ?? {}) };
   return {
@@ -24,7 +34,11 @@ export function podInput(t: PodTemplate, meta: { name: string; namespace: string
 }
 
 /** The template validated as a pod (errors under `at`, e.g. `spec.template`), or its errors. */
-export function templatePod(t: PodTemplate, namespace: string, at: string): { ok: true; pod: Pod } | { ok: false; errors: FieldError[] } {
+export function templatePod(
+  t: PodTemplate,
+  namespace: string,
+  at: string,
+): { ok: true; pod: Pod } | { ok: false; errors: FieldError[] } {
   const r = Pod.safeParse(podInput(t, { name: "template", namespace, uid: "template" }));
   if (r.success) return { ok: true, pod: r.data };
   return { ok: false, errors: fieldErrors(r.error, at) };
