@@ -4,7 +4,7 @@
 //                      synced and every pod the set dropped is deleted, through the engine's front door.
 //   GET /v1/pods       the desired pods with their status as a v1.PodList (resourceVersion = generation), and
 //                      the orphans: pods podsync made that the store does not hold.
-import type { Context, Hono } from "hono";
+import type { Context, Env, Hono } from "hono";
 import type { VerifiedToken } from "../../auth/verify.js";
 import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
 import { SupersededError } from "../../kuberuntime/runtime.js";
@@ -148,7 +148,11 @@ function keptDerived(
   return { workloads: kept, pods };
 }
 
-export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pods: string }, d: NodePodsDeps): void {
+export function registerNodePods<E extends Env>(
+  app: Hono<E>,
+  routes: { nodePods: string; pods: string },
+  d: NodePodsDeps,
+): void {
   // One PUT at a time on this node: its commit and its syncs and deletes are not interleaved with another
   // set's, so a set that was replaced never has its pods brought back by the set it replaced.
   const serial = serialQueue();

@@ -6,7 +6,7 @@
 //                               as GET /v1/pods).
 //   DELETE /v1/workloads/{uid}  forget a workload: its controller's pods (and the workloads it made) go at the
 //                               controllers' next pass; its claims stay. Token: act "delete", uid the workload's.
-import type { Context, Hono } from "hono";
+import type { Context, Env, Hono } from "hono";
 import type { Verifier, VerifiedToken } from "../../auth/verify.js";
 import type { NodePolicy } from "../../auth/policy.js";
 import type { PodRuntime } from "../../kuberuntime/runtime.js";
@@ -85,7 +85,11 @@ export interface WorkloadRoutesDeps {
   note: (c: Context<never>, f: { jti?: string | undefined }) => void;
 }
 
-export function registerWorkloads(app: Hono<any>, routes: { list: string; one: string }, d: WorkloadRoutesDeps): void {
+export function registerWorkloads<E extends Env>(
+  app: Hono<E>,
+  routes: { list: string; one: string },
+  d: WorkloadRoutesDeps,
+): void {
   app.get(routes.list, async (c) => {
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "workload list");
     d.note(c as never, { jti: token.payload.jti });
