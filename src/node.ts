@@ -21,7 +21,7 @@ import { FileReplayStore } from "./state/used-jtis.js";
 import { FileDesiredState } from "./state/desired-pods.js";
 import { SealedDesiredState } from "./state/sealed-desired-state.js";
 import { loadSealKey } from "./state/seal-key.js";
-import type { StateUnavailableError } from "./state/state-unavailable.js";
+import type { StateUnavailableError } from "./pleg/state-unavailable.js";
 import { StateDirInUseError, StateDirLock } from "./state/state-dir-lock.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
