@@ -470,7 +470,7 @@ export async function startNode(
   nodeChanged = () => void refreshNode().catch(() => undefined);
   // The Kubernetes API's routes and kubectl exec's WebSocket server are loaded at their first request: a node that
   // only takes signed syncs never holds their code (idle RSS 97.6 -> 91.8 MiB, bench/results/log-2026-12-issue21.md).
-  let kube: Promise<{ fetch: (req: Request, env: never) => Response | Promise<Response> }> | undefined;
+  let kube: Promise<{ fetch: (req: Request, env: object) => Response | Promise<Response> }> | undefined;
   const kubeApi = async () =>
     (await import("./kubeapi/routes.js")).createKubeApi({
       verifier,
@@ -504,9 +504,9 @@ export async function startNode(
     );
   };
   // The Kubernetes paths (/version, /api, /apis) go to the Kubernetes API, everything else to podsync's own.
-  const kubeFetch = async (req: Request, env: unknown) => (await (kube ??= kubeApi())).fetch(req, env as never);
-  const fetch = (req: Request, env: unknown) =>
-    isKubePath(new URL(req.url).pathname) ? kubeFetch(req, env) : app.fetch(req, env as never);
+  const kubeFetch = async (req: Request, env: object) => (await (kube ??= kubeApi())).fetch(req, env);
+  const fetch = (req: Request, env: object) =>
+    isKubePath(new URL(req.url).pathname) ? kubeFetch(req, env) : app.fetch(req, env);
   let tls: { cert: string; key: string; certFile?: string | undefined } | undefined;
   let tlsWarning: string | undefined;
   if (s.PODSYNC_TLS) {
@@ -636,7 +636,7 @@ export async function startNode(
     ...(tlsInfo ? { tls: tlsInfo } : {}),
     close: () =>
       new Promise<void>((res) => {
-            void loop.stop().then(async () => {
+        void loop.stop().then(async () => {
           await controllers.settle();
           await probeStore.close().catch(() => undefined);
           const closed = () =>

@@ -29,7 +29,7 @@ import type { PodRouteDeps } from "../context.js";
 export type NodePodsDeps = PodRouteDeps & {
   /** Pods synced (or deleted) at once by one PUT. */
   concurrency: number;
-  note: (c: Context<never>, f: { jti?: string | undefined; criCalls?: number }) => void;
+  note: (c: Context, f: { jti?: string | undefined; criCalls?: number }) => void;
 };
 
 /** The desired-state record of a verified token, with the ConfigMaps and Secrets signed with the pod (the
@@ -165,7 +165,7 @@ export function registerNodePods<E extends Env>(
       d.maxBodyBytes,
       generationClaim,
     );
-    d.note(c as never, { jti: token.payload.jti });
+    d.note(c, { jti: token.payload.jti });
     const generation = token.payload["generation"] as number;
     const { pods, workloads, warnings } = validateSet(items, prefix, token.payload, d.checkProbes, d.intake);
     if (workloads.length && !d.workloads)
@@ -210,7 +210,7 @@ export function registerNodePods<E extends Env>(
           new Set(before.keys()),
         );
         idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
-        d.note(c as never, { criCalls: idCalls });
+        d.note(c, { criCalls: idCalls });
         // Inside the store's write: a set signed before a per-pod change it would roll back (409
         // stale-generation), or an item whose uid the store holds under another namespace/name (409 uid-conflict).
         const r = await d.desired
@@ -274,7 +274,7 @@ export function registerNodePods<E extends Env>(
           return failed({ namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, e);
         }
       });
-      d.note(c as never, { criCalls });
+      d.note(c, { criCalls });
       const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
       const stored = workloads.map(({ workload: w }) => ({
         kind: w.kind,
@@ -297,7 +297,7 @@ export function registerNodePods<E extends Env>(
   app.get(routes.pods, async (c) => {
     // A token scoped to one pod (`uid`) may not read the node's whole set.
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "pod list");
-    d.note(c as never, { jti: token.payload.jti });
+    d.note(c, { jti: token.payload.jti });
     const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
     entries.sort(
       (a, b) =>
@@ -311,7 +311,7 @@ export function registerNodePods<E extends Env>(
       (uid) => d.prober?.results(uid) ?? remote?.get(uid),
     );
     for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
-    d.note(c as never, { criCalls: r.criCalls });
+    d.note(c, { criCalls: r.criCalls });
     return c.json({
       apiVersion: "v1",
       kind: "PodList",

@@ -82,7 +82,7 @@ export function toV1Workload(s: StoredWorkload): Record<string, unknown> {
 export interface WorkloadRoutesDeps {
   workloads: WorkloadStore;
   verifier: Verifier;
-  note: (c: Context<never>, f: { jti?: string | undefined }) => void;
+  note: (c: Context, f: { jti?: string | undefined }) => void;
 }
 
 export function registerWorkloads<E extends Env>(
@@ -92,7 +92,7 @@ export function registerWorkloads<E extends Env>(
 ): void {
   app.get(routes.list, async (c) => {
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "workload list");
-    d.note(c as never, { jti: token.payload.jti });
+    d.note(c, { jti: token.payload.jti });
     const kind = c.req.query("kind");
     if (kind !== undefined && !isWorkloadKind(kind))
       throw new ProblemError(
@@ -113,7 +113,7 @@ export function registerWorkloads<E extends Env>(
   app.delete(routes.one, async (c) => {
     const uid = c.req.param("uid") ?? "";
     const token = await readBearer(c.req.raw, d.verifier, "delete", uid, true);
-    d.note(c as never, { jti: token.payload.jti });
+    d.note(c, { jti: token.payload.jti });
     const found = (await d.workloads.list()).find((s) => s.workload.metadata.uid === uid);
     if (!found) throw new ProblemError("not-found", `the node holds no workload with uid ${uid}`);
     await d.workloads.remove(workloadKey(found.workload));
