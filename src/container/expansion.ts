@@ -60,15 +60,25 @@ export interface EnvResolver {
 /** makeEnvironmentVariables: envFrom first, then env in order, each value able to refer to the variables
  * defined before it (later ones win); a valueFrom is resolved, not expanded. Without a resolver (the
  * prober's ExpandContainerCommandOnlyStatic) a valueFrom variable is empty. */
-export function containerEnv(container: Container, resolver?: EnvResolver): Map<string, string> {
+export function containerEnv(
+  container: Container,
+  resolver?: EnvResolver,
+  /** The Service variables (service-env.ts): a $(VAR) may name one, and those the container does not set are
+   * added after its own (makeEnvironmentVariables' mappingFunc over tmpEnv, then serviceEnv). */
+  serviceEnv?: ReadonlyMap<string, string>,
+): Map<string, string> {
   const vars = new Map<string, string>();
   if (resolver) for (const f of container.envFrom ?? []) for (const [k, v] of resolver.from(f)) vars.set(k, v);
+  const lookup: ReadonlyMap<string, string> = serviceEnv?.size
+    ? ({ get: (k: string) => vars.get(k) ?? serviceEnv.get(k) } as ReadonlyMap<string, string>)
+    : vars;
   for (const e of container.env ?? []) {
     if (e.value === "" && e.valueFrom && resolver) {
       const v = resolver.value(e.valueFrom);
       if (v !== undefined) vars.set(e.name, v);
-    } else vars.set(e.name, expand(e.value, vars));
+    } else vars.set(e.name, expand(e.value, lookup));
   }
+  for (const [k, v] of serviceEnv ?? []) if (!vars.has(k)) vars.set(k, v);
   return vars;
 }
 

@@ -17,6 +17,7 @@ import type { IntakeOptions, WorkloadItem } from "../../pod/workloads/intake.js"
 import { controllerOf } from "../../controllers/pods.js";
 import type { StoredWorkload } from "../../controllers/store.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
+import { allocateBodyServices } from "./services.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime, uidConflictAt } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";
@@ -173,6 +174,8 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
     admitWorkloads(workloads, d.policy, d.runtime, d.checkProbes);
+    // The set's Services are all the node keeps: their addresses are given among themselves.
+    await allocateBodyServices(workloads, d, "replace");
     // A generation the node is already at is refused first (replace checks again, atomically): a stale PUT
     // makes no runtime call.
     checkReplace(await d.desired.generation(), generation);
