@@ -48,8 +48,7 @@ const since = (t: string | null | undefined, now: number) => (t ? humanDuration(
 
 interface ServiceView {
   metadata: { name: string; creationTimestamp?: string | null };
-  spec: Record<string, any>;
-  status?: Record<string, any>;
+  spec: Record<string, unknown>;
 }
 
 /** labels.FormatLabels: k=v,... sorted; "<none>" when empty. */
@@ -60,24 +59,30 @@ function formatLabels(m: Record<string, string> | undefined): string {
 
 /** printService: every column, the wide SELECTOR too (the server prints wide; kubectl hides priority 1). */
 export function serviceCells(o: ServiceView, now: number): string[] {
-  const { spec } = o;
-  const ports = ((spec["ports"] ?? []) as { port: number; nodePort?: number; protocol: string }[])
+  const spec = o.spec as {
+    type?: string;
+    externalName?: string;
+    clusterIPs?: string[];
+    selector?: Record<string, string>;
+    ports?: { port: number; nodePort?: number; protocol: string }[];
+  };
+  const ports = (spec.ports ?? [])
     .map((p) => (p.nodePort ? `${p.port}:${p.nodePort}/${p.protocol}` : `${p.port}/${p.protocol}`))
     .join(",");
   const external =
-    spec["type"] === "ExternalName"
-      ? String(spec["externalName"] ?? "")
-      : spec["type"] === "LoadBalancer"
+    spec.type === "ExternalName"
+      ? String(spec.externalName ?? "")
+      : spec.type === "LoadBalancer"
         ? "<pending>"
         : "<none>";
   return [
     o.metadata.name,
-    String(spec["type"] ?? "ClusterIP"),
-    (spec["clusterIPs"] as string[] | undefined)?.[0] ?? "<none>",
+    String(spec.type ?? "ClusterIP"),
+    spec.clusterIPs?.[0] ?? "<none>",
     external,
     ports || "<none>",
     since(o.metadata.creationTimestamp, now),
-    formatLabels(spec["selector"]),
+    formatLabels(spec.selector),
   ];
 }
 
