@@ -227,7 +227,9 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
           ]);
         return { ...r, before };
       });
-      d.prober?.update(pods.map((p) => p.pod));
+      // The prober keeps the pods the controllers made for kept workloads too (dropping them reset their
+      // readiness, and the loop re-adds a pod only when its entry changes).
+      d.prober?.update(entries.map((e) => e.pod));
       let criCalls = idCalls;
       const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({
         ok: false,
