@@ -211,4 +211,40 @@ describe.skipIf(skip)("Services on the node", () => {
       (await readyCount("frontend")) === 1 ? true : undefined,
     );
   }, 60_000);
+
+  it("a StatefulSet behind its headless Service: slices carry each pod's hostname; ExternalName has none; removing a Service removes its slices", async () => {
+    const synced = await podsync(
+      "sync",
+      "-f",
+      fileURLToPath(new URL("./fixtures/web-statefulset.yaml", import.meta.url)),
+    );
+    expect(synced.code, `${synced.out}\n${synced.err}`).toBe(0);
+    const hostnames = await until(
+      "web-0 and web-1 ready in nginx's slice, with their hostnames",
+      async () => {
+        const eps = (await slicesOf("nginx")).flatMap((s) => s.endpoints) as (Slice["endpoints"][number] & {
+          hostname?: string;
+        })[];
+        const ready = eps.filter((e) => e.conditions.ready).map((e) => e.hostname);
+        return ready.length === 2 ? ready.sort() : undefined;
+      },
+      90_000,
+    );
+    expect(hostnames).toEqual(["web-0", "web-1"]);
+    expect((await slicesOf("nginx"))[0]!.metadata.labels["service.kubernetes.io/headless"]).toBe("");
+    const svc = await kubectl("get", "svc", "nginx", "db");
+    expect(svc.out).toMatch(/\nnginx\s+ClusterIP\s+None\s+<none>\s+80\/TCP\s/);
+    expect(svc.out).toMatch(/\ndb\s+ExternalName\s+<none>\s+db\.example\.test\s+<none>\s/);
+    expect(await slicesOf("db")).toEqual([]);
+    // The Service goes: its slices and Endpoints with it (the StatefulSet and its pods stay).
+    const uid = (await kubectl("get", "svc", "nginx", "-o", "jsonpath={.metadata.uid}")).out;
+    const del = await fetch(`${running.url}/v1/workloads/${uid}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await sign({ act: "delete", uid })}` },
+    });
+    expect(del.status).toBe(200);
+    await until("nginx's slices gone", async () => ((await slicesOf("nginx")).length === 0 ? true : undefined));
+    expect((await kubectl("get", "svc", "nginx")).code).not.toBe(0);
+    expect((await kubectl("get", "endpoints", "nginx")).code).not.toBe(0);
+  }, 150_000);
 });
