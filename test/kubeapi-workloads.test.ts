@@ -127,7 +127,11 @@ describe("the workload kinds on the read side", async () => {
     const agg = await (
       await get("/apis", { accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" })
     ).json();
-    expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual(["apps", "batch", "discovery.k8s.io"]);
+    expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual([
+      "apps",
+      "batch",
+      "discovery.k8s.io",
+    ]);
     expect(
       agg.items[0].versions[0].resources.map(
         (r: { resource: string; shortNames?: string[] }) => `${r.resource}:${r.shortNames?.join(",")}`,
