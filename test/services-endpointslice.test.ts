@@ -11,7 +11,7 @@ import {
   type EndpointPod,
 } from "../src/services/endpointslice/slices.js";
 import { endpointsFromSlices } from "../src/services/endpointslice/endpoints.js";
-import { computeAll } from "../src/services/source.js";
+import { computeAll, createServiceSource } from "../src/services/source.js";
 
 const service = (spec: Record<string, unknown> = {}, meta: Record<string, unknown> = {}) =>
   Service.parse({
@@ -250,5 +250,46 @@ describe("v1 Endpoints from the slices", () => {
       ["foo", 1],
       ["db", 0],
     ]);
+  });
+});
+
+describe("createServiceSource (what the data plane subscribes to)", () => {
+  const feed = <T>(items: T[]) => {
+    const subs = new Set<() => void>();
+    return {
+      items,
+      list: () => items,
+      subscribe: (cb: () => void) => (subs.add(cb), () => subs.delete(cb)),
+      fire: () => {
+        for (const cb of subs) cb();
+      },
+    };
+  };
+  it("tells subscribers once per change, coalescing a burst; a no-op feed change tells nobody", async () => {
+    const services = feed([service()]);
+    const pods = feed([pod("a")]);
+    const source = createServiceSource({ services, pods });
+    await source.refresh();
+    const v1 = source.snapshot();
+    expect(v1.endpointSlices[0]!.endpoints[0]!.conditions.ready).toBe(true);
+    let told = 0;
+    source.subscribe(() => told++);
+    pods.fire();
+    await source.refresh();
+    expect(told).toBe(0);
+    // The pod turns not ready: one notice for a burst of three feed events.
+    pods.items[0] = pod("a", { ready: false });
+    pods.fire();
+    pods.fire();
+    services.fire();
+    await new Promise((r) => setTimeout(r, 0));
+    await source.refresh();
+    expect(told).toBe(1);
+    const v2 = source.snapshot();
+    expect(v2.version).toBe(v1.version + 1);
+    expect(v2.endpointSlices[0]!.endpoints[0]!.conditions.ready).toBe(false);
+    // The earlier snapshot is untouched.
+    expect(v1.endpointSlices[0]!.endpoints[0]!.conditions.ready).toBe(true);
+    source.stop();
   });
 });

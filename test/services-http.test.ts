@@ -9,6 +9,12 @@ import { MemoryWorkloadStore } from "../src/controllers/store.js";
 import { parseServiceCidr, type ServiceNetwork } from "../src/services/allocate.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FileWorkloadStore } from "../src/state/workloads.js";
+import { importSealKey, newSealKeyBytes } from "../src/state/secret-seal.js";
+import type { WorkloadStore } from "../src/controllers/store.js";
 
 let fake: FakeServer;
 let cri: CriClient;
@@ -37,8 +43,8 @@ const svc = (name: string, spec: Record<string, unknown> = {}) => ({
   spec: { selector: { app: name }, ports: [{ name: "http", port: 80, targetPort: 8080 }], ...spec },
 });
 
-async function node(o: { services?: ServiceNetwork | undefined } = { services: network() }) {
-  const workloads = new MemoryWorkloadStore();
+async function node(o: { services?: ServiceNetwork | undefined; workloads?: WorkloadStore } = { services: network() }) {
+  const workloads = o.workloads ?? new MemoryWorkloadStore();
   const h = await Harness.start(cri, { workloads, ...(o.services ? { services: o.services } : {}) });
   const send = async (route: "sync" | "plan", items: unknown[]) =>
     h.fetch(`/v1/pods/${route}`, {
@@ -144,6 +150,37 @@ describe("Services through sync, plan and the PUT set", () => {
       expect(clusterIP(s.get("a"))).toBe(ipA);
     } finally {
       await n.h.close();
+    }
+  });
+});
+
+describe("across a restart", () => {
+  it("the addresses are stored with the Services: a new process on the same state keeps them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podsync-svc-restart-"));
+    const key = importSealKey(newSealKeyBytes());
+    const first = await node({ services: network(), workloads: new FileWorkloadStore(dir, () => key) });
+    let ip: string | undefined;
+    let port: number | undefined;
+    try {
+      expect((await first.send("sync", [svc("web", { type: "NodePort" })])).status).toBe(200);
+      const s = (await first.services()).get("web")!;
+      ip = clusterIP(s);
+      port = (s.workload as { spec: { ports: { nodePort?: number }[] } }).spec.ports[0]!.nodePort;
+    } finally {
+      await first.h.close();
+    }
+    const second = await node({ services: network(), workloads: new FileWorkloadStore(dir, () => key) });
+    try {
+      const s = (await second.services()).get("web")!;
+      expect(clusterIP(s)).toBe(ip);
+      // Sent again after the restart, without addresses: unchanged, the same ones.
+      const again = await second.send("sync", [svc("web", { type: "NodePort" })]);
+      expect(again.body.workloads[0].action).toBe("unchanged");
+      const after = (await second.services()).get("web")!;
+      expect(clusterIP(after)).toBe(ip);
+      expect((after.workload as { spec: { ports: { nodePort?: number }[] } }).spec.ports[0]!.nodePort).toBe(port);
+    } finally {
+      await second.h.close();
     }
   });
 });

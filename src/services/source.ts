@@ -31,7 +31,7 @@ export interface ServiceSnapshot {
 
 export interface ServiceSource {
   snapshot(): ServiceSnapshot;
-  /** Told after each change of the snapshot; returns the unsubscribe. */
+  /** Told after each change of the snapshot (its Services, slices or pods); returns the unsubscribe. */
   subscribe(cb: () => void): () => void;
   /** Recompute now (at start, and in tests); resolves when the snapshot is current. */
   refresh(): Promise<void>;
@@ -72,7 +72,10 @@ export function createServiceSource<P extends EndpointPod>(o: ServiceSourceOptio
     const [services, pods] = await Promise.all([o.services.list(), o.pods.list()]);
     const { endpointSlices, endpoints } = computeAll(services, pods);
     const json = JSON.stringify([services, endpointSlices]);
-    if (json === lastJson) return;
+    // The pods' objects are rebuilt only when they change (the pods hub keeps each one until then): a new object
+    // or a changed set is a change of the snapshot's pods, without comparing their contents.
+    const podsSame = pods.length === snap.pods.length && pods.every((p, i) => p === snap.pods[i]);
+    if (json === lastJson && podsSame) return;
     lastJson = json;
     snap = { version: snap.version + 1, services: [...services], endpointSlices, endpoints, pods: [...pods] };
     for (const cb of [...subscribers])
