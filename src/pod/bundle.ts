@@ -18,7 +18,7 @@ import {
   type Item,
   type WorkloadItem,
 } from "./workloads/intake.js";
-import { namedTargetPortErrors, type Service } from "./workloads/service.js";
+import { namedTargetPortErrors } from "./workloads/service.js";
 
 export interface PodBundle {
   pod: Pod;
@@ -178,7 +178,7 @@ export function bodyFromItems(
   errors.push(...w.errors);
   errors.push(
     ...namedTargetPortErrors(
-      w.workloads.filter((x) => x.workload.kind === "Service").map((x) => ({ svc: x.workload as Service, at: x.at })),
+      w.workloads.flatMap((x) => (x.workload.kind === "Service" ? [{ svc: x.workload, at: x.at }] : [])),
       [
         ...pods.map((p) => ({ pod: p.pod, at: p.at })),
         ...w.workloads.flatMap((x) => (x.template ? [{ pod: x.template.pod, at: x.template.at }] : [])),

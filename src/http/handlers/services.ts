@@ -23,9 +23,7 @@ export async function allocateBodyServices(
   d: { workloads?: WorkloadStore | undefined; services?: ServiceNetwork | undefined },
   mode: "add" | "replace",
 ): Promise<void> {
-  const incoming = items
-    .filter((w) => w.workload.kind === "Service")
-    .map((w) => ({ svc: w.workload as Service, at: w.at }));
+  const incoming = items.flatMap((w) => (w.workload.kind === "Service" ? [{ svc: w.workload, at: w.at }] : []));
   if (incoming.length === 0) return;
   if (!d.services || !d.workloads)
     throw new ProblemError("unsupported", WORKER_SERVICES_REFUSAL, {
