@@ -219,6 +219,12 @@ describe("bad input: a 400 naming the field, nothing stored", () => {
       "already allocated",
     ],
     [
+      "an IP family the node's range is not",
+      [svc("web", { ipFamilies: ["IPv6"] })],
+      "items[0].spec.ipFamilies[0]",
+      "not served",
+    ],
+    [
       "a nodePort out of range",
       [svc("web", { type: "NodePort", ports: [{ name: "http", port: 80, nodePort: 8080 }] })],
       "items[0].spec.ports[0].nodePort",

@@ -158,6 +158,12 @@ export function allocateServices(
         message: `${svc.spec.type} Services are forbidden by the node owner's policy (PODSYNC_POLICY_NODEPORTS=forbid): use type ClusterIP`,
       });
     if (hasClusterIP(svc)) {
+      const fam = svc.spec.ipFamilies?.[0];
+      if (fam !== undefined && fam !== cidr.family)
+        out.invalid.push({
+          path: path(at, "spec.ipFamilies[0]"),
+          message: `this node's Services are ${cidr.family} (PODSYNC_SERVICE_CIDR ${cidr.text}): ${fam} is not served`,
+        });
       svc.spec.ipFamilies = [cidr.family];
       const asked = svc.spec.clusterIP;
       if (asked) {
