@@ -61,6 +61,10 @@ import { createControllers } from "./controllers/run.js";
 import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
+import { createServiceSource, type ServiceSource } from "./services/source.js";
+import { createEndpointsFeed } from "./kubeapi/endpoints-feed.js";
+import { serviceNetworkFrom } from "./settings/services.js";
+import type { Service } from "./pod/workloads/service.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -231,7 +235,10 @@ export async function startNode(
   // With runtime events on, a sync's decision reads the status the stream vouches for (container/cache.ts).
   const statusCache = s.PODSYNC_RUNTIME_EVENTS === "on" ? new PodStatusCache() : undefined;
   if (statusCache) metrics?.setStatusCache?.(() => statusCache.stats);
+  // The node's Services (made below, with the stores): a container's Service env vars read them as it starts.
+  let serviceSource: ServiceSource | undefined;
   const engine = createPodRuntime(cri, {
+    services: () => serviceSource?.snapshot().services ?? [],
     version: () => version,
     statusCache,
     terminationFiles: nodeTerminationFiles,
@@ -320,6 +327,27 @@ export async function startNode(
   // A request that changes the workloads kicks the loop: their controllers run at once.
   let kickLoop = () => undefined as void;
   const workloads = notifying(workloadFeed.store, () => kickLoop());
+  // The Services (stored with the workloads) and the node's pods make the EndpointSlices; the data plane, the env
+  // vars and the Kubernetes API read them from this source (src/services/source.ts).
+  serviceSource = createServiceSource({
+    services: {
+      list: async () =>
+        (await workloadFeed.store.list()).map((w) => w.workload).filter((w): w is Service => w.kind === "Service"),
+      subscribe: (cb) => workloadFeed.hubs.Service.watch({ since: undefined, filter: () => true, send: cb }),
+    },
+    pods: {
+      list: () => podsHub.list(),
+      subscribe: (cb) => podsHub.watch({ since: undefined, filter: () => true, send: cb }),
+    },
+    onError: (e) =>
+      quiet ||
+      console.error(
+        JSON.stringify({ time: new Date().toISOString(), loop: "services", error: String((e as Error)?.message ?? e) }),
+      ),
+  });
+  const services = serviceSource;
+  void services.refresh();
+  const endpointsFeed = createEndpointsFeed(clock, services);
   // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
   const loopRuntime = recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter);
   const controllers = createControllers({
@@ -442,6 +470,7 @@ export async function startNode(
     },
     // A request's sync or PUT: no loop pass syncs its pods until its own syncs are done.
     holdLoop: (uids) => loop.hold(uids),
+    services: serviceNetworkFrom(s),
   });
   const machine = machineFacts();
   const refreshNode = async () => {
@@ -487,6 +516,7 @@ export async function startNode(
       allowExec: s.PODSYNC_ALLOW_EXEC,
       log: requestLog,
       workloads: workloadFeed,
+      endpoints: endpointsFeed,
     });
   // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server. The socket buffers what the client
   // sends while the handler loads (an upgraded socket has no data listener until ws binds one).
@@ -636,6 +666,7 @@ export async function startNode(
     ...(tlsInfo ? { tls: tlsInfo } : {}),
     close: () =>
       new Promise<void>((res) => {
+        services.stop();
         void loop.stop().then(async () => {
           await controllers.settle();
           await probeStore.close().catch(() => undefined);

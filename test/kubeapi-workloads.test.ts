@@ -123,11 +123,15 @@ describe("the workload kinds on the read side", async () => {
     app.request(path, { headers: { authorization: `Bearer ${read}`, ...headers } });
   const TABLE = { accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" };
 
-  it("discovery lists the apps and batch groups and claims, in both forms", async () => {
+  it("discovery lists the apps, batch and discovery groups, claims, services and endpoints, in both forms", async () => {
     const agg = await (
       await get("/apis", { accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" })
     ).json();
-    expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual(["apps", "batch"]);
+    expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual([
+      "apps",
+      "batch",
+      "discovery.k8s.io",
+    ]);
     expect(
       agg.items[0].versions[0].resources.map(
         (r: { resource: string; shortNames?: string[] }) => `${r.resource}:${r.shortNames?.join(",")}`,
@@ -137,14 +141,20 @@ describe("the workload kinds on the read side", async () => {
       await get("/api", { accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" })
     ).json();
     expect(core.items[0].versions[0].resources.map((r: { resource: string }) => r.resource)).toEqual([
+      "endpoints",
       "events",
       "nodes",
       "persistentvolumeclaims",
       "pods",
+      "services",
     ]);
     expect(await (await get("/apis")).json()).toMatchObject({
       kind: "APIGroupList",
-      groups: [{ name: "apps", preferredVersion: { groupVersion: "apps/v1" } }, { name: "batch" }],
+      groups: [
+        { name: "apps", preferredVersion: { groupVersion: "apps/v1" } },
+        { name: "batch" },
+        { name: "discovery.k8s.io" },
+      ],
     });
     expect(await (await get("/apis/batch/v1")).json()).toMatchObject({
       kind: "APIResourceList",

@@ -151,8 +151,8 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
     ]);
     // A Kubernetes kind a node has no part in is skipped with a warning; a kind of no Kubernetes API is refused.
     expect(
-      bundleFromDocuments([podDoc(), { apiVersion: "v1", kind: "Service", metadata: { name: "x" } }]).warnings,
-    ).toEqual([expect.stringContaining('documents[1]: v1 Service "x" skipped')]);
+      bundleFromDocuments([podDoc(), { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "x" } }]).warnings,
+    ).toEqual([expect.stringContaining('documents[1]: v1 ServiceAccount "x" skipped')]);
     expect(
       errorsOf(() =>
         bundleFromDocuments([podDoc(), { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "x" } }]),

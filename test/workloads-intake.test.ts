@@ -36,9 +36,8 @@ describe("uids", () => {
 });
 
 describe("kinds", () => {
-  it("workloads and claims are taken; Service, Ingress, ServiceAccount, RBAC, Namespace, HPA, PDB are skipped with a warning each", () => {
+  it("workloads, claims and Services are taken; Ingress, ServiceAccount, RBAC, Namespace, HPA, PDB are skipped with a warning each", () => {
     const skipped = [
-      { apiVersion: "v1", kind: "Service", metadata: { name: "web" } },
       { apiVersion: "networking.k8s.io/v1", kind: "Ingress", metadata: { name: "web" } },
       { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "web" } },
       { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "web" } },
@@ -58,11 +57,12 @@ describe("kinds", () => {
       metadata: { name: "once" },
       spec: { template: { spec: { containers: [container], restartPolicy: "Never" } } },
     };
-    const b = bodyFromDocuments([deployment(), ...skipped, claim, job], node);
-    expect(b.workloads.map((w) => w.workload.kind)).toEqual(["Deployment", "PersistentVolumeClaim", "Job"]);
-    expect(b.warnings).toHaveLength(7);
+    const service = { apiVersion: "v1", kind: "Service", metadata: { name: "web" }, spec: { ports: [{ port: 80 }] } };
+    const b = bodyFromDocuments([deployment(), ...skipped, claim, job, service], node);
+    expect(b.workloads.map((w) => w.workload.kind)).toEqual(["Deployment", "PersistentVolumeClaim", "Job", "Service"]);
+    expect(b.warnings).toHaveLength(6);
     expect(b.warnings[0]).toBe(
-      'documents[1]: v1 Service "web" skipped: a node has no part in a Service (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)',
+      'documents[1]: networking.k8s.io/v1 Ingress "web" skipped: a node has no part in a Ingress (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs and Services, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)',
     );
     // A Job gets the API server's selector and labels (generateSelector).
     const j = b.workloads[2]!.workload as {

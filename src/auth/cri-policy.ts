@@ -425,11 +425,13 @@ export const SANDBOX_CHECKS: readonly CriCheck<PodSandboxConfig>[] = [
   {
     id: "hostPorts",
     level: "baseline",
-    check: (s) => {
+    check: (s, policy) => {
       const paths: string[] = [];
       const ports: string[] = [];
+      // The node owner's known list (PODSYNC_POLICY_HOSTPORT_ALLOW), as for pods (pod-security-checks.ts).
+      const allowed = (port: number) => (policy.hostPortAllow ?? []).some(([lo, hi]) => port >= lo && port <= hi);
       s.portMappings.forEach((p, i) => {
-        if (!p.hostPort) return;
+        if (!p.hostPort || allowed(p.hostPort)) return;
         ports.push(String(p.hostPort));
         paths.push(`config.portMappings[${i}].hostPort`);
       });

@@ -78,6 +78,8 @@ export interface CheckContext {
   /** The node allow-list: hostPath volumes it admits are exempt from hostPathVolumes / restrictedVolumes. */
   hostPathAllowed: (path: string) => boolean;
   hostPathAllow: readonly string[];
+  /** PODSYNC_POLICY_HOSTPORT_ALLOW: the "known list" of host ports baseline may allow (check_hostPorts.go). */
+  hostPortAllowed?: (port: number) => boolean;
 }
 
 export type CheckFn = (pod: PodLike, ctx: CheckContext) => CheckResult | undefined;
@@ -169,15 +171,16 @@ export const hostPathAllowList: CheckFn = (pod, ctx) => {
   );
 };
 
-/** check_hostPorts.go */
-export const hostPorts: CheckFn = (pod) => {
+/** check_hostPorts.go ("disallowed entirely or restricted to a known list"): the node owner's known list
+ * (PODSYNC_POLICY_HOSTPORT_ALLOW) is allowed, any other host port is refused. */
+export const hostPorts: CheckFn = (pod, ctx) => {
   const bad: string[] = [];
   const ports: string[] = [];
   const paths: string[] = [];
   visit(pod, (c, p, name) => {
     let found = false;
     (c.ports ?? []).forEach((port, j) => {
-      if (!port.hostPort) return;
+      if (!port.hostPort || ctx.hostPortAllowed?.(port.hostPort)) return;
       found = true;
       ports.push(String(port.hostPort));
       paths.push(`${p}.ports[${j}].hostPort`);

@@ -66,7 +66,12 @@ export function checksFor<T extends Pick<CheckDef, "id" | "level" | "overrides">
 }
 
 export function checkContext(policy: NodePolicy): CheckContext {
-  return { hostPathAllow: policy.hostPathAllow, hostPathAllowed: (p) => isUnderAny(p, policy.hostPathAllow) };
+  const ports = policy.hostPortAllow ?? [];
+  return {
+    hostPathAllow: policy.hostPathAllow,
+    hostPathAllowed: (p) => isUnderAny(p, policy.hostPathAllow),
+    hostPortAllowed: (port) => ports.some(([lo, hi]) => port >= lo && port <= hi),
+  };
 }
 
 /** Every violation of the node policy by the pod, one per offending field; empty when admitted. */

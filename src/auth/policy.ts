@@ -19,7 +19,21 @@ export interface NodePolicy {
   level: PolicyLevel;
   /** Normalised absolute host directories whose subtrees hostPath volumes may use (see host-path.ts). */
   hostPathAllow: readonly string[];
+  /** Host ports (inclusive ranges) baseline allows: PSS's "known list" (PODSYNC_POLICY_HOSTPORT_ALLOW). */
+  hostPortAllow?: readonly (readonly [number, number])[];
 }
+
+/** `8080,9000-9010`: single ports and inclusive ranges inside 1-65535. */
+const hostPortRange = z.string().transform((item, ctx) => {
+  const m = /^(\d+)(?:-(\d+))?$/.exec(item);
+  const lo = Number(m?.[1]);
+  const hi = Number(m?.[2] ?? m?.[1]);
+  if (!m || lo < 1 || hi > 65535 || lo > hi) {
+    ctx.addIssue({ code: "custom", message: `"${item}" is not a port or a range such as 8080 or 30000-30010` });
+    return z.NEVER;
+  }
+  return [lo, hi] as const;
+});
 
 const hostPathPrefix = z
   .string()
@@ -43,12 +57,27 @@ export const policySettingsShape = {
     )
     .pipe(z.array(hostPathPrefix))
     .default([]),
+  /** Comma separated ports and ranges (`8080,30000-30010`): hostPorts baseline admits (empty: none). */
+  PODSYNC_POLICY_HOSTPORT_ALLOW: z
+    .string()
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(hostPortRange))
+    .default([]),
 };
 export const PolicySettings = z.object(policySettingsShape);
 export type PolicySettings = z.output<typeof PolicySettings>;
 
 export function nodePolicy(s: PolicySettings): NodePolicy {
-  return { level: s.PODSYNC_POLICY, hostPathAllow: [...new Set(s.PODSYNC_POLICY_HOSTPATH_ALLOW)] };
+  return {
+    level: s.PODSYNC_POLICY,
+    hostPathAllow: [...new Set(s.PODSYNC_POLICY_HOSTPATH_ALLOW)],
+    ...(s.PODSYNC_POLICY_HOSTPORT_ALLOW.length ? { hostPortAllow: s.PODSYNC_POLICY_HOSTPORT_ALLOW } : {}),
+  };
 }
 
 /** One refused field: the upstream check id, the field path, and upstream's "reason (detail)" text. */

@@ -12,7 +12,11 @@ export class ExpansionTooLargeError extends Error {}
  * Validation bounds the result (env-size.ts, env-objects-size.ts); the cap here is defence in depth, so that
  * whatever slipped past it fails one start with a clear error, never builds hundreds of MB. A UTF-16 length
  * over the cap is a UTF-8 length over it too, so nothing validation accepts is stopped here. */
-export function expand(input: string, vars: ReadonlyMap<string, string>, limit = MAX_EXPANDED_VALUE_BYTES): string {
+export function expand(
+  input: string,
+  vars: Pick<ReadonlyMap<string, string>, "get">,
+  limit = MAX_EXPANDED_VALUE_BYTES,
+): string {
   if (!input.includes("$")) return input;
   let out = "";
   const check = () => {
@@ -60,15 +64,25 @@ export interface EnvResolver {
 /** makeEnvironmentVariables: envFrom first, then env in order, each value able to refer to the variables
  * defined before it (later ones win); a valueFrom is resolved, not expanded. Without a resolver (the
  * prober's ExpandContainerCommandOnlyStatic) a valueFrom variable is empty. */
-export function containerEnv(container: Container, resolver?: EnvResolver): Map<string, string> {
+export function containerEnv(
+  container: Container,
+  resolver?: EnvResolver,
+  /** The Service variables (service-env.ts): a $(VAR) may name one, and those the container does not set are
+   * added after its own (makeEnvironmentVariables' mappingFunc over tmpEnv, then serviceEnv). */
+  serviceEnv?: ReadonlyMap<string, string>,
+): Map<string, string> {
   const vars = new Map<string, string>();
   if (resolver) for (const f of container.envFrom ?? []) for (const [k, v] of resolver.from(f)) vars.set(k, v);
+  const lookup: Pick<ReadonlyMap<string, string>, "get"> = serviceEnv?.size
+    ? { get: (k: string) => vars.get(k) ?? serviceEnv.get(k) }
+    : vars;
   for (const e of container.env ?? []) {
     if (e.value === "" && e.valueFrom && resolver) {
       const v = resolver.value(e.valueFrom);
       if (v !== undefined) vars.set(e.name, v);
-    } else vars.set(e.name, expand(e.value, vars));
+    } else vars.set(e.name, expand(e.value, lookup));
   }
+  for (const [k, v] of serviceEnv ?? []) if (!vars.has(k)) vars.set(k, v);
   return vars;
 }
 
@@ -82,9 +96,7 @@ export const toKeyValues = (vars: Map<string, string>): MessageInitShape<typeof 
  * path without "..". Throws kubelet's message (the container then fails with CreateContainerConfigError). */
 export function expandSubPathExpr(expr: string, vars: ReadonlyMap<string, string>): string {
   const missing = new Set<string>();
-  const recording = {
-    get: (k: string) => (vars.get(k) ? vars.get(k) : (missing.add(k), "")),
-  } as unknown as ReadonlyMap<string, string>;
+  const recording = { get: (k: string) => (vars.get(k) ? vars.get(k) : (missing.add(k), "")) };
   const subPath = expand(expr, recording);
   if (missing.size) throw new Error(`missing value for ${[...missing].sort().join(", ")}`);
   if (subPath.startsWith("/")) throw new Error(`error SubPath \`${subPath}\` must not be an absolute path`);

@@ -32,6 +32,7 @@ import { registerWorkloads } from "./handlers/workloads.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { ServiceAccountTokens } from "../pod/workloads/export.js";
 import { AdmissionRefusedError, type RefusedPod } from "./admission.js";
+import type { ServiceNetwork } from "../services/allocate.js";
 
 export interface AppOptions {
   runtime: PodRuntime;
@@ -78,6 +79,9 @@ export interface AppOptions {
   /** The node agent's loop (Node: ReconcileLoop.hold): a sync or a PUT holds the pods it stores from before the
    * store write until its own syncs are done, so no loop pass syncs them meanwhile. */
   holdLoop?: (uids: readonly string[]) => () => void;
+  /** The node's service network (PODSYNC_SERVICE_CIDR, PODSYNC_NODEPORT_RANGE, PODSYNC_POLICY_NODEPORTS): Services
+   * are taken with it (the node agent); absent, a body holding one is refused naming the node agent (Workers). */
+  services?: ServiceNetwork;
 }
 
 export function createApp(o: AppOptions) {
@@ -153,6 +157,7 @@ export function createApp(o: AppOptions) {
     workloads: o.workloads,
     intake,
     holdLoop: o.holdLoop ?? (() => () => undefined),
+    services: o.services,
   };
   registerPodSync(app, deps);
   registerPodReads(app, deps);

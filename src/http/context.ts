@@ -12,6 +12,7 @@ import type { PodProbeResults } from "../status/api-status.js";
 import type { Serial } from "../util/serial.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { IntakeOptions } from "../pod/workloads/intake.js";
+import type { ServiceNetwork } from "../services/allocate.js";
 
 export type AppEnv = {
   Variables: { podUid?: string; criCalls: number; jti?: string; iss?: string; commandSha256?: string; error?: string };
@@ -45,4 +46,6 @@ export interface PodRouteDeps {
   intake: IntakeOptions;
   /** The node agent's loop leaves these pods to the request until the release (see AppOptions.holdLoop). */
   holdLoop: (uids: readonly string[]) => () => void;
+  /** The node's service network (ClusterIP range, NodePorts, policy); absent: Services are refused (Workers). */
+  services?: ServiceNetwork | undefined;
 }

@@ -69,6 +69,14 @@ const CORE: Resource[] = [
   { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] },
 ];
 const CLAIMS = workload("persistentvolumeclaims", "PersistentVolumeClaim", ["pvc"], false);
+/** Services and their endpoints (src/services/), served where the node runs workloads. */
+const SERVICES = workload("services", "Service", ["svc"]);
+const ENDPOINTS = workload("endpoints", "Endpoints", ["ep"], false);
+const DISCOVERY_GROUP: GroupVersion = {
+  group: "discovery.k8s.io",
+  version: "v1",
+  resources: [workload("endpointslices", "EndpointSlice", undefined, false)],
+};
 
 /** The workload kinds' groups (served when the node runs workloads: src/controllers/). */
 const WORKLOAD_GROUPS: GroupVersion[] = [
@@ -88,8 +96,12 @@ const WORKLOAD_GROUPS: GroupVersion[] = [
 /** What a node serves: the core group (with claims when it runs workloads), and the workloads' groups. */
 export function served(workloads: boolean): { core: GroupVersion; groups: GroupVersion[] } {
   return {
-    core: { group: "", version: "v1", resources: workloads ? [...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2)] : CORE },
-    groups: workloads ? WORKLOAD_GROUPS : [],
+    core: {
+      group: "",
+      version: "v1",
+      resources: workloads ? [ENDPOINTS, ...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2), SERVICES] : CORE,
+    },
+    groups: workloads ? [...WORKLOAD_GROUPS, DISCOVERY_GROUP] : [],
   };
 }
 

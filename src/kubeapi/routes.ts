@@ -40,13 +40,15 @@ import {
   type TableColumn,
   type TableRow,
 } from "./table.js";
-import type { Change, KubeObject, WatchHub } from "./watch-hub.js";
+import { RvClock, WatchHub, type Change, type KubeObject } from "./watch-hub.js";
 import { watchStream } from "./watch-stream.js";
 import type { EventRecorder, V1Event } from "./events.js";
 import type { V1Node } from "./node-object.js";
 import type { V1Workload, WorkloadFeed } from "./workload-feed.js";
 import { WORKLOAD_COLUMNS, workloadCells } from "./workload-table.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
+import { ENDPOINT_SLICE_COLUMNS, ENDPOINTS_COLUMNS, endpointSliceCells, endpointsCells } from "./service-table.js";
+import type { EndpointsFeed, V1EndpointSliceObject, V1EndpointsObject } from "./endpoints-feed.js";
 
 export interface KubeApiOptions {
   verifier: Verifier;
@@ -76,6 +78,9 @@ export interface KubeApiOptions {
   /** The node's workloads (src/kubeapi/workload-feed.ts), read-only: apps/v1, batch/v1 and claims are served
    * only with them (the Workers entry runs none). */
   workloads?: Pick<WorkloadFeed, "hubs" | "load"> | undefined;
+  /** The Services' EndpointSlices and Endpoints (src/kubeapi/endpoints-feed.ts); served with the workloads, empty
+   * where the node has no service source (Workers: Services are refused there). */
+  endpoints?: EndpointsFeed | undefined;
 }
 
 export { isKubePath } from "./paths.js";
@@ -131,6 +136,10 @@ const META_FIELDS: Record<string, (w: V1Workload) => string> = {
   "metadata.name": (w) => w.metadata.name,
   "metadata.namespace": (w) => w.metadata.namespace ?? "",
 };
+const OBJECT_FIELDS: Record<string, (o: KubeObject) => string> = {
+  "metadata.name": (o) => o.metadata.name,
+  "metadata.namespace": (o) => o.metadata.namespace ?? "",
+};
 /** The fields the API server indexes beyond metadata (pkg/registry/batch/job, apps/replicaset strategy). */
 const WORKLOAD_FIELDS: Partial<Record<WorkloadKind, Record<string, (w: V1Workload) => string>>> = {
   Job: { ...META_FIELDS, "status.successful": (w) => String(w.status["succeeded"] ?? 0) },
@@ -144,6 +153,7 @@ const WORKLOAD_KIND_OF: Record<string, WorkloadKind> = {
   jobs: "Job",
   cronjobs: "CronJob",
   persistentvolumeclaims: "PersistentVolumeClaim",
+  services: "Service",
 };
 /** The resource as the API server names it in messages: `deployments.apps`, `pods`. */
 const qualified = (k: { resource: string; group: string }) => (k.group ? `${k.resource}.${k.group}` : k.resource);
@@ -457,6 +467,48 @@ export function createKubeApi(o: KubeApiOptions) {
         app.get(`${base}/namespaces/:ns/${r.name}`, (c) => list(c, k, c.req.param("ns")));
         app.get(`${base}/namespaces/:ns/${r.name}/:name`, (c) => getOne(c, k, c.req.param("ns"), c.req.param("name")));
       }
+  }
+
+  // EndpointSlices (discovery.k8s.io/v1) and Endpoints (v1), computed from the Services and the pods.
+  if (o.workloads) {
+    const feed = o.endpoints ?? {
+      slices: new WatchHub<V1EndpointSliceObject>(new RvClock(), {
+        key: (x) => `${x.metadata.namespace}/${x.metadata.name}`,
+      }),
+      endpoints: new WatchHub<V1EndpointsObject>(new RvClock(), {
+        key: (x) => `${x.metadata.namespace}/${x.metadata.name}`,
+      }),
+      load: async () => undefined,
+    };
+    const slices: Kind<V1EndpointSliceObject> = {
+      resource: "endpointslices",
+      group: "discovery.k8s.io",
+      kind: "EndpointSlice",
+      hub: feed.slices,
+      fields: OBJECT_FIELDS,
+      columns: ENDPOINT_SLICE_COLUMNS,
+      cells: endpointSliceCells,
+      load: feed.load,
+    };
+    const endpoints: Kind<V1EndpointsObject> = {
+      resource: "endpoints",
+      group: "",
+      kind: "Endpoints",
+      hub: feed.endpoints,
+      fields: OBJECT_FIELDS,
+      columns: ENDPOINTS_COLUMNS,
+      cells: endpointsCells,
+      load: feed.load,
+    };
+    const serve = <T extends KubeObject>(base: string, k: Kind<T>) => {
+      app.get(`${base}/${k.resource}`, (c) => list(c, k, undefined));
+      app.get(`${base}/namespaces/:ns/${k.resource}`, (c) => list(c, k, c.req.param("ns")));
+      app.get(`${base}/namespaces/:ns/${k.resource}/:name`, (c) =>
+        getOne(c, k, c.req.param("ns"), c.req.param("name")),
+      );
+    };
+    serve("/apis/discovery.k8s.io/v1", slices);
+    serve("/api/v1", endpoints);
   }
 
   // One namespace by name, for kubectl: after a NotFound it asks whether the namespace exists, and says the

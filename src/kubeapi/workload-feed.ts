@@ -1,5 +1,5 @@
 // The workload kinds' hubs (apps/v1 Deployment, ReplicaSet, StatefulSet, DaemonSet; batch/v1 Job, CronJob; v1
-// PersistentVolumeClaim) and their feed: the node's workload store, as the Kubernetes API shows each stored
+// PersistentVolumeClaim and Service) and their feed: the node's workload store, as the Kubernetes API shows each stored
 // workload (toV1Workload: its creationTimestamp, generation, owner and the status its controller last wrote).
 // The store is wrapped so that every change to it (a request's put or replace, a controller's status or the
 // workloads it makes and retires) feeds the hubs once the change is written, so a watch sees it then; a list
@@ -32,6 +32,7 @@ export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
   "Job",
   "CronJob",
   "PersistentVolumeClaim",
+  "Service",
 ];
 
 /** The object a stored workload is on the read side. A claim is the node's own directory from the moment it
@@ -40,6 +41,11 @@ export function v1Workload(s: StoredWorkload): V1Workload {
   const o = toV1Workload(s) as unknown as V1Workload;
   if (o.kind === "PersistentVolumeClaim" && !o.status["phase"])
     return { ...o, status: { ...o.status, phase: "Bound" } };
+  // A Service's status is its load balancer's, which a node has none of (LoadBalancer shows <pending>).
+  if (o.kind === "Service") {
+    const { generation: _, ...metadata } = o.metadata as V1Workload["metadata"] & { generation?: number };
+    return { ...o, metadata, status: { loadBalancer: {} } };
+  }
   return o;
 }
 

@@ -5,6 +5,7 @@
 import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { humanDuration, type TableColumn } from "./table.js";
 import type { V1Workload } from "./workload-feed.js";
+import { SERVICE_COLUMNS, serviceCells } from "./service-table.js";
 
 const col = (
   name: string,
@@ -111,6 +112,7 @@ export const WORKLOAD_COLUMNS: Record<WorkloadKind, TableColumn[]> = {
     AGE,
     col("VolumeMode", "volumeMode defines what type of volume is required by the claim.", { priority: 1 }),
   ],
+  Service: SERVICE_COLUMNS,
 };
 
 type LabelSelector =
@@ -284,5 +286,7 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
         spec["volumeMode"] ?? "<unset>",
       ];
     }
+    case "Service":
+      return serviceCells(o, now);
   }
 }

@@ -209,12 +209,14 @@ export function generateContainerConfig(
   node: NodeConfig,
   /** Env from the pod's objects and the downward API; required when the container uses them. */
   env?: EnvResolver,
+  /** The Service variables of the pod's namespace (container/service-env.ts). */
+  serviceEnv?: ReadonlyMap<string, string>,
 ): ContainerConfig {
   if (!env && usesEnvSources(container))
     throw new Error(
       `container ${container.name} takes env from valueFrom/envFrom, and no ConfigMaps, Secrets or downward API values were given`,
     );
-  const vars = containerEnv(container, env);
+  const vars = containerEnv(container, env, serviceEnv);
   const csc = container.securityContext;
   const psc = pod.spec.securityContext;
   const runAsUser = csc?.runAsUser ?? psc?.runAsUser;

@@ -16,6 +16,7 @@ import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.j
 import { evictedPodActions, podActionsAt, type ProbeResults } from "./compute-actions.js";
 import { deletePod, effectiveGracePeriod, killPod } from "./kill.js";
 import type { PodRef } from "../container/types.js";
+import type { ServiceLister } from "../container/service-env.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
 import { MemoryPodLock, type PodLock } from "./pod-lock.js";
 import { withReportedExits, type ReportedExits } from "./reported-exits.js";
@@ -90,6 +91,8 @@ export interface PodRuntimeOptions {
   /** Connections from the node to its pods, for httpGet lifecycle hooks (the probes' client on Node);
    * without it (Workers) an httpGet hook fails, naming why. */
   hookNetwork?: HookNetwork;
+  /** The node's Services as a container starts, for its Service env vars (kubelet's serviceLister); absent: none. */
+  services?: ServiceLister;
   /** The node agent's loop runs the eviction manager (src/eviction/) and so holds pods to their
    * ephemeral-storage limits and disk emptyDir sizeLimits; without it (Workers) such pods are refused. */
   localStorageLimits?: boolean;
@@ -330,6 +333,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     hostIPs: o.hostIPs ?? [],
     hookNetwork: o.hookNetwork,
     onPulling: o.onPulling,
+    services: o.services,
   };
   /** What the node cannot honour, refused before any runtime call: kubelet's sysctl and AppArmor admission;
    * subPath without a safe bind; volumes that need the node's filesystem where there is none. */

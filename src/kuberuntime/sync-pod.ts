@@ -63,6 +63,7 @@ import { podVolumesDir, type PodDirs } from "../volumemanager/pod-dirs.js";
 import { subPathBinds, subPathStepMessage } from "../volumemanager/subpath.js";
 import { needsSetUp, setUpVolumes, type VolumeHost } from "../volumemanager/volumes.js";
 import { VolumeBackOff } from "../volumemanager/volume-backoff.js";
+import { serviceEnvVarMap, type ServiceLister } from "../container/service-env.js";
 
 /** setTerminationGracePeriod: a liveness or startup kill uses the probe's terminationGracePeriodSeconds when set. */
 function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
@@ -104,6 +105,8 @@ export interface SyncOptions {
   hookNetwork?: HookNetwork | undefined;
   /** Told as a pull starts (kubelet's Pulling event is recorded before the pull, not after it). */
   onPulling?: ((pod: Pod, container: string, image: string) => void) | undefined;
+  /** The node's Services as a container starts (its Service env vars; container/service-env.ts). */
+  services?: ServiceLister | undefined;
 }
 
 const defaultPullBackOff = new MemoryPullBackOff();
@@ -121,6 +124,8 @@ interface StartContext extends ImageContext {
   hooks: KillHooks;
   /** The containers this sync created (their ids), whatever their start did. */
   created: string[];
+  /** The node's Services, for the containers' Service env vars (absent: none). */
+  services?: ServiceLister | undefined;
 }
 
 /** podsync's bound on a postStart hook (kubelet gives it none): the sync that starts the container waits for it. */
@@ -165,13 +170,17 @@ async function startContainer(ctx: StartContext, container: Container): Promise<
     const env = usesEnvSources(container)
       ? envResolver(ctx.pod, container, ctx.objects, await ctx.downward())
       : undefined;
-    config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node, env);
+    // getServiceEnvVarMap: the Services of the pod's namespace that exist now, as the container starts.
+    const serviceEnv = ctx.services
+      ? serviceEnvVarMap(ctx.services(), ctx.pod.metadata.namespace, ctx.pod.spec.enableServiceLinks)
+      : undefined;
+    config = generateContainerConfig(ctx.pod, container, restartCount, image.ref, ctx.node, env, serviceEnv);
     config.annotations[CONTAINER_BACKOFF_STREAK_ANNOTATION] = String(bo.streak);
     // makeMounts: a subPathExpr is expanded from the container's env; a subPath is bound safely onto a target
     // under the pod dir, and the runtime gets the target.
     const expanded = new Map<number, string>();
     if (container.volumeMounts?.some((m) => m.subPathExpr)) {
-      const vars = containerEnv(container, env);
+      const vars = containerEnv(container, env, serviceEnv);
       for (const [i, m] of container.volumeMounts.entries())
         if (m.subPathExpr) expanded.set(i, expandSubPathExpr(m.subPathExpr, vars));
     }
@@ -349,6 +358,7 @@ export async function syncPod(
       images: new Map(),
       ...(options.onPulling ? { onPulling: options.onPulling } : {}),
       ...(pullSecrets ? { pullSecrets } : {}),
+      services: options.services,
       objects,
       downward: downwardInfo(
         cri,

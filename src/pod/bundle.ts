@@ -18,6 +18,7 @@ import {
   type Item,
   type WorkloadItem,
 } from "./workloads/intake.js";
+import { namedTargetPortErrors } from "./workloads/service.js";
 
 export interface PodBundle {
   pod: Pod;
@@ -175,6 +176,15 @@ export function bodyFromItems(
   const pods = podsWithObjects(sorted.pods, cms, secrets, check, errors);
   const w = validateWorkloads(sorted.workloads, { configMaps: cms, secrets }, o);
   errors.push(...w.errors);
+  errors.push(
+    ...namedTargetPortErrors(
+      w.workloads.flatMap((x) => (x.workload.kind === "Service" ? [{ svc: x.workload, at: x.at }] : [])),
+      [
+        ...pods.map((p) => ({ pod: p.pod, at: p.at })),
+        ...w.workloads.flatMap((x) => (x.template ? [{ pod: x.template.pod, at: x.template.at }] : [])),
+      ],
+    ),
+  );
   if (errors.length) throw new InvalidPodError(inBodyOrder(errors, items));
   return { pods, workloads: w.workloads, warnings: sorted.warnings };
 }

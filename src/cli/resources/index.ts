@@ -11,6 +11,7 @@ const WORKLOADS: [kind: WorkloadKind, names: string[]][] = [
   ["Job", ["jobs", "job"]],
   ["CronJob", ["cronjobs", "cronjob", "cj"]],
   ["PersistentVolumeClaim", ["persistentvolumeclaims", "persistentvolumeclaim", "pvc"]],
+  ["Service", ["services", "service", "svc"]],
 ];
 
 const types: { names: string[]; load: () => Promise<{ default: Resource }> }[] = [

@@ -17,6 +17,7 @@ import type { IntakeOptions, WorkloadItem } from "../../pod/workloads/intake.js"
 import { controllerOf } from "../../controllers/pods.js";
 import type { StoredWorkload } from "../../controllers/store.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
+import { allocateBodyServices } from "./services.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime, uidConflictAt } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";
@@ -177,6 +178,8 @@ export function registerNodePods<E extends Env>(
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
     admitWorkloads(workloads, d.policy, d.runtime, d.checkProbes);
+    // The set's Services are all the node keeps: their addresses are given among themselves.
+    await allocateBodyServices(workloads, d, "replace");
     // A generation the node is already at is refused first (replace checks again, atomically): a stale PUT
     // makes no runtime call.
     checkReplace(await d.desired.generation(), generation);
@@ -228,7 +231,9 @@ export function registerNodePods<E extends Env>(
           ]);
         return { ...r, before };
       });
-      d.prober?.update(pods.map((p) => p.pod));
+      // The prober keeps the pods the controllers made for kept workloads too (dropping them reset their
+      // readiness, and the loop re-adds a pod only when its entry changes).
+      d.prober?.update(entries.map((e) => e.pod));
       let criCalls = idCalls;
       const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({
         ok: false,

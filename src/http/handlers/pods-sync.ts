@@ -14,6 +14,7 @@ import { actionsJSON, statusJSON } from "../serialize.js";
 import { readSignedBody } from "../signed-request.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { checkWorkloads, planWorkloadPods, storeWorkloads, workloadOutcomes } from "./sync-workloads.js";
+import { allocateBodyServices } from "./services.js";
 
 export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
   const { runtime: rt, desired, policy, nodeInfo, admitting, prober, maxBodyBytes: maxBody, now, checkProbes } = d;
@@ -22,6 +23,7 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const pod = body.pods[0]?.pod;
     note(c, pod?.metadata.uid ?? "", body.token.payload.jti);
     checkWorkloads(body.workloads, d);
+    await allocateBodyServices(body.workloads, d, "add");
     let workloads = {};
     if (body.workloads.length) {
       const desiredNow = await desired.list();
@@ -60,6 +62,8 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const bundle = body.pods[0];
     note(c, bundle?.pod.metadata.uid ?? "", token.payload.jti);
     checkWorkloads(body.workloads, d);
+    // Services get their addresses against the node's others now; nothing is stored if one is refused.
+    await allocateBodyServices(body.workloads, d, "add");
     if (bundle) {
       admit(bundle.pod, policy);
       checkProbes(bundle.pod);

@@ -102,12 +102,12 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
       out.warnings.push(...warnings);
     } else if (typeof kind === "string" && isKubernetesApiVersion(input["apiVersion"]))
       out.warnings.push(
-        `${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)`,
+        `${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs and Services, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)`,
       );
     else
       out.errors.push({
         path: join(at, "kind"),
-        message: `${typeof input["apiVersion"] === "string" ? `${input["apiVersion"]} ` : ""}${what} is not a Kubernetes kind podsync knows: send Pods, ConfigMaps, Secrets, PersistentVolumeClaims, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs or CronJobs (other Kubernetes kinds are skipped with a warning)`,
+        message: `${typeof input["apiVersion"] === "string" ? `${input["apiVersion"]} ` : ""}${what} is not a Kubernetes kind podsync knows: send Pods, ConfigMaps, Secrets, PersistentVolumeClaims, Services, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs or CronJobs (other Kubernetes kinds are skipped with a warning)`,
       });
   }
   return out;

@@ -9,6 +9,7 @@ import { dns1123Label, dns1123Subdomain, labels } from "../names.js";
 import { READ_ONLY_METADATA } from "../schema.js";
 import { LabelSelector } from "./selector.js";
 import { parseSchedule } from "./cron.js";
+import { Service } from "./service.js";
 
 export const MAX_REPLICAS = 1000;
 
@@ -408,7 +409,17 @@ export type Job = z.output<typeof Job>;
 export type JobSpec = z.output<typeof JobSpec>;
 export type CronJob = z.output<typeof CronJob>;
 export type PersistentVolumeClaim = z.output<typeof PersistentVolumeClaim>;
-export type Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job | CronJob | PersistentVolumeClaim;
+export type { Service } from "./service.js";
+/** The desired objects a node keeps beside its pods: the workload kinds, claims, and Services (v1, src/services/). */
+export type Workload =
+  | Deployment
+  | ReplicaSet
+  | StatefulSet
+  | DaemonSet
+  | Job
+  | CronJob
+  | PersistentVolumeClaim
+  | Service;
 export type WorkloadKind = Workload["kind"];
 
 export const WORKLOAD_SCHEMAS = {
@@ -419,6 +430,7 @@ export const WORKLOAD_SCHEMAS = {
   Job,
   CronJob,
   PersistentVolumeClaim,
+  Service,
 } as const;
 export const WORKLOAD_API_VERSIONS: Record<WorkloadKind, string> = {
   Deployment: "apps/v1",
@@ -428,16 +440,18 @@ export const WORKLOAD_API_VERSIONS: Record<WorkloadKind, string> = {
   Job: "batch/v1",
   CronJob: "batch/v1",
   PersistentVolumeClaim: "v1",
+  Service: "v1",
 };
 export const isWorkloadKind = (k: unknown): k is WorkloadKind =>
   typeof k === "string" && Object.hasOwn(WORKLOAD_SCHEMAS, k);
 
-/** The pod template a workload runs (CronJob: its Job template's), or none (a claim). */
+/** The pod template a workload runs (CronJob: its Job template's), or none (a claim, a Service). */
 export function templateOf(w: Workload): PodTemplate | undefined {
   switch (w.kind) {
     case "CronJob":
       return w.spec.jobTemplate.spec.template;
     case "PersistentVolumeClaim":
+    case "Service":
       return undefined;
     default:
       return w.spec.template;
