@@ -78,6 +78,8 @@ export interface AppOptions {
   /** The node agent's loop (Node: ReconcileLoop.hold): a sync or a PUT holds the pods it stores from before the
    * store write until its own syncs are done, so no loop pass syncs them meanwhile. */
   holdLoop?: (uids: readonly string[]) => () => void;
+  /** PODSYNC_MAX_WORKLOADS: the workloads a node stores as sent to it. */
+  maxWorkloads?: number;
 }
 
 export function createApp(o: AppOptions) {
@@ -137,7 +139,14 @@ export function createApp(o: AppOptions) {
 
   app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
 
-  const intake = { nodeName: nodeInfo.name, serviceAccountTokens: o.serviceAccountTokens ?? "drop" } as const;
+  const intake = {
+    nodeName: nodeInfo.name,
+    serviceAccountTokens: o.serviceAccountTokens ?? "drop",
+    // PODSYNC_MAX_PODS bounds each workload's pods as it bounds the node's (src/pod/workloads/bounds.ts).
+    ...(nodeInfo.allocatable.pods !== undefined
+      ? { limits: { maxPods: nodeInfo.allocatable.pods, maxWorkloads: o.maxWorkloads } }
+      : {}),
+  } as const;
   const deps: PodRouteDeps = {
     runtime: rt,
     verifier: o.verifier,

@@ -13,7 +13,13 @@ import { ROUTES } from "../routes.js";
 import { actionsJSON, statusJSON } from "../serialize.js";
 import { readSignedBody } from "../signed-request.js";
 import { jsonWithWarnings } from "../warnings.js";
-import { checkWorkloads, planWorkloadPods, storeWorkloads, workloadOutcomes } from "./sync-workloads.js";
+import {
+  checkWorkloadCount,
+  checkWorkloads,
+  planWorkloadPods,
+  storeWorkloads,
+  workloadOutcomes,
+} from "./sync-workloads.js";
 
 export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
   const { runtime: rt, desired, policy, nodeInfo, admitting, prober, maxBodyBytes: maxBody, now, checkProbes } = d;
@@ -22,6 +28,7 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const pod = body.pods[0]?.pod;
     note(c, pod?.metadata.uid ?? "", body.token.payload.jti);
     checkWorkloads(body.workloads, d);
+    await checkWorkloadCount(body.workloads, d.workloads, d.intake.limits);
     let workloads = {};
     if (body.workloads.length) {
       const desiredNow = await desired.list();
@@ -60,6 +67,7 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const bundle = body.pods[0];
     note(c, bundle?.pod.metadata.uid ?? "", token.payload.jti);
     checkWorkloads(body.workloads, d);
+    await checkWorkloadCount(body.workloads, d.workloads, d.intake.limits);
     if (bundle) {
       admit(bundle.pod, policy);
       checkProbes(bundle.pod);

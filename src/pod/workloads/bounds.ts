@@ -1,0 +1,99 @@
+// The node owner's bounds on a workload (PODSYNC_MAX_PODS): no workload may ask for more pods than the node can
+// hold. The schema (schema.ts) holds every number to the API's own bounds (int32, percentages, Indexed Jobs'
+// 100000); these are the node's, checked at intake (a 400 naming the field and the bound) and again by the
+// controllers on every stored workload (src/controllers/run.ts), so a bound lowered after a workload was stored
+// refuses it there instead of letting it make pods.
+import type { FieldError } from "../validate.js";
+import type { Workload } from "./schema.js";
+
+export interface WorkloadLimits {
+  /** The pods one workload may have on the node, and the pods on the node (PODSYNC_MAX_PODS, kubelet's maxPods). */
+  maxPods: number;
+  /** The workloads the node stores as sent to it (PODSYNC_MAX_WORKLOADS); none: unbounded. */
+  maxWorkloads?: number | undefined;
+}
+
+export const MAX_PODS_SETTING = "PODSYNC_MAX_PODS";
+
+/** intstr.GetScaledValueFromIntOrPercent: an int as it is, a percentage of `total` rounded up or down. */
+export function scaledIntOrPercent(v: number | string, total: number, roundUp: boolean): number {
+  if (typeof v === "number") return v;
+  const raw = (Number(v.slice(0, -1)) * total) / 100;
+  return roundUp ? Math.ceil(raw) : Math.floor(raw);
+}
+
+/** The first workload of a body past PODSYNC_MAX_WORKLOADS: `kept` are the node's stored keys the body keeps
+ * (sync: every sent workload it does not replace; apply: none), `sent` the body's in order. */
+export function workloadCountError(
+  kept: ReadonlySet<string>,
+  sent: readonly { key: string; at: string }[],
+  limits: WorkloadLimits | undefined,
+): FieldError | undefined {
+  const max = limits?.maxWorkloads;
+  if (max === undefined) return undefined;
+  const all = new Set(kept);
+  for (const s of sent) {
+    all.add(s.key);
+    if (all.size > max)
+      return {
+        path: s.at || "(root)",
+        message: `one workload too many: a node stores at most ${max} workloads sent to it (PODSYNC_MAX_WORKLOADS), and this one would be number ${all.size}`,
+      };
+  }
+  return undefined;
+}
+
+const join = (at: string, f: string) => (at ? `${at}.${f}` : f);
+
+/** Every number of a (schema-valid) workload past the node's bounds, each naming its field and the bound. */
+export function workloadBoundErrors(w: Workload, limits: WorkloadLimits, at = ""): FieldError[] {
+  const out: FieldError[] = [];
+  const max = limits.maxPods;
+  const over = (field: string, value: number, what: string) => {
+    if (value > max)
+      out.push({
+        path: join(at, field),
+        message: `${what} ${value} is more than this node holds: must be at most ${max} (${MAX_PODS_SETTING}, the pods one workload may have on this node)`,
+      });
+  };
+  switch (w.kind) {
+    case "Deployment": {
+      over("spec.replicas", w.spec.replicas, "replicas");
+      // ResolveFenceposts (deployment_util.go): maxSurge against replicas, rounded up. replicas + maxSurge is the
+      // most pods a rollout makes at once.
+      const surge = w.spec.strategy.rollingUpdate?.maxSurge;
+      if (w.spec.strategy.type === "RollingUpdate" && surge !== undefined) {
+        const n = scaledIntOrPercent(surge, w.spec.replicas, true);
+        if (w.spec.replicas + n > max)
+          out.push({
+            path: join(at, "spec.strategy.rollingUpdate.maxSurge"),
+            message: `${JSON.stringify(surge)} resolves to ${n} pods over ${w.spec.replicas} replicas: replicas + maxSurge must be at most ${max} (${MAX_PODS_SETTING})`,
+          });
+      }
+      break;
+    }
+    case "ReplicaSet":
+    case "StatefulSet":
+      over("spec.replicas", w.spec.replicas, "replicas");
+      break;
+    case "Job":
+      jobBounds(w.spec, "spec", over);
+      break;
+    case "CronJob":
+      jobBounds(w.spec.jobTemplate.spec, "spec.jobTemplate.spec", over);
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+/** A Job keeps its finished pods until it goes (as in a cluster), so its completions are pods on the node too. */
+function jobBounds(
+  spec: { parallelism: number; completions?: number | undefined },
+  at: string,
+  over: (field: string, value: number, what: string) => void,
+): void {
+  over(`${at}.parallelism`, spec.parallelism, "parallelism");
+  if (spec.completions !== undefined) over(`${at}.completions`, spec.completions, "completions");
+}
