@@ -30,6 +30,7 @@ import { PodStatusCache } from "./container/cache.js";
 import type { Pod } from "./pod/schema.js";
 import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
+import { policyRefusal } from "./auth/pod-security.js";
 import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
@@ -201,6 +202,7 @@ export async function startNode(
   const hostIPs = await nodeHostIPs();
   // The node's DiskPressure as the eviction manager last found it (the Node object's condition, and admission's).
   let diskPressure: { pressure: boolean; since: number } | undefined;
+  const policy = nodePolicy(s);
   const nodeInfo = {
     ...nodeInfoFrom(s, s.PODSYNC_NODE_NAME, {
       arch: process.arch,
@@ -331,6 +333,21 @@ export async function startNode(
     log: (rec) =>
       quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
     onRefused: (pod, reason, message) => recorder.record(pod.metadata, { type: "Warning", reason, message }),
+    // The node owner's bounds and policy hold for the pods the controllers make as for a pod sent directly, as
+    // they are now (a workload stored under looser settings is refused, with an event on it).
+    limits: { maxPods: nodeInfo.allocatable.pods ?? 110 },
+    admitTemplate: policyRefusal(policy),
+    onWorkloadRefused: (w, f) =>
+      recorder.record(
+        {
+          kind: w.kind,
+          apiVersion: w.apiVersion,
+          namespace: w.metadata.namespace,
+          name: w.metadata.name,
+          uid: w.metadata.uid ?? "",
+        },
+        { type: "Warning", reason: f.reason, message: f.message },
+      ),
   });
   // The eviction manager's DiskPressure, for the Node object (its condition and taint); the node is read again
   // when it changes.
@@ -417,7 +434,7 @@ export async function startNode(
     maxWorkloads: s.PODSYNC_MAX_WORKLOADS,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
-    policy: nodePolicy(s),
+    policy,
     nodeInfo,
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
     allowExec: s.PODSYNC_ALLOW_EXEC,

@@ -33,7 +33,7 @@ import {
   type Intervals,
 } from "./intervals.js";
 import { controllerRef, generatedName, isActive, isReady, phaseOf, type ObservedPod } from "../pods.js";
-import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
+import { creatable, setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
 
 /** DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff (pkg/controller/job/job_controller.go). */
 export const DEFAULT_POD_FAILURE_BACKOFF_MS = 10_000;
@@ -297,7 +297,7 @@ export function syncJob(
         if (remaining > 0) out.requeueAt = Math.min(out.requeueAt ?? Infinity, ctx.now + remaining);
         return remaining === 0;
       };
-      for (const i of firstPendingIndexes(busy(), want - active.length, completions!, ready))
+      for (const i of firstPendingIndexes(busy(), creatable(want - active.length, ctx), completions!, ready))
         out.create.push(
           newPod(job, i, taken, ctx, newIndexFailureCounts(job, lastFailed.get(i), matchPodFailurePolicy)),
         );
@@ -307,9 +307,11 @@ export function syncJob(
       const remaining = backOffRemaining(failures.length, Math.max(0, ...failures.map(finishedAt)), ctx.now, backOffMs);
       if (remaining > 0) out.requeueAt = ctx.now + remaining;
       else if (indexed)
-        for (const i of firstPendingIndexes(busy(), want - active.length, completions!))
+        for (const i of firstPendingIndexes(busy(), creatable(want - active.length, ctx), completions!))
           out.create.push(newPod(job, i, taken, ctx));
-      else for (let i = 0; i < want - active.length; i++) out.create.push(newPod(job, undefined, taken, ctx));
+      else
+        for (let i = 0; i < creatable(want - active.length, ctx); i++)
+          out.create.push(newPod(job, undefined, taken, ctx));
     }
   }
   if (deadline !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, deadline);
