@@ -68,7 +68,7 @@ const intOrPercent = z.union([
     .max(MAX_INT32, `must be at most ${MAX_INT32}`),
   z
     .string()
-    .regex(/^[0-9]{1,3}%$/, 'must be a whole number or a percentage such as "25%"')
+    .regex(/^[0-9]+%$/, 'must be a whole number or a percentage such as "25%"')
     .refine((v) => Number(v.slice(0, -1)) <= 100, "must be a percentage of at most 100%"),
 ]);
 const history = (what: string, dflt: number) => int(what, 0, MAX_HISTORY_LIMIT).default(dflt);
