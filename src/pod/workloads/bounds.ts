@@ -45,42 +45,58 @@ export function workloadCountError(
 
 const join = (at: string, f: string) => (at ? `${at}.${f}` : f);
 
-/** Every number of a (schema-valid) workload past the node's bounds, each naming its field and the bound. */
-export function workloadBoundErrors(w: Workload, limits: WorkloadLimits, at = ""): FieldError[] {
+const obj = (v: unknown): Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+/** A count as sent: a whole number, or undefined (anything else is the schema's to refuse). */
+const count = (v: unknown): number | undefined => (typeof v === "number" && Number.isSafeInteger(v) ? v : undefined);
+
+/** Every number of a workload past the node's bounds, each naming its field and the bound. It reads the workload
+ * as parsed, or as sent when the schema refused it (`kind` and `spec` as given), so a body's every bad number is
+ * named in one answer. */
+export function workloadBoundErrors(
+  w: Workload | { kind: string; spec?: unknown },
+  limits: WorkloadLimits,
+  at = "",
+): FieldError[] {
   const out: FieldError[] = [];
   const max = limits.maxPods;
-  const over = (field: string, value: number, what: string) => {
-    if (value > max)
+  const over = (field: string, value: unknown, what: string, dflt?: number) => {
+    const n = count(value) ?? dflt;
+    if (n !== undefined && n > max)
       out.push({
         path: join(at, field),
-        message: `${what} ${value} is more than this node holds: must be at most ${max} (${MAX_PODS_SETTING}, the pods one workload may have on this node)`,
+        message: `${what} ${n} is more than this node holds: must be at most ${max} (${MAX_PODS_SETTING}, the pods one workload may have on this node)`,
       });
   };
+  const spec = obj(w.spec);
   switch (w.kind) {
     case "Deployment": {
-      over("spec.replicas", w.spec.replicas, "replicas");
-      // ResolveFenceposts (deployment_util.go): maxSurge against replicas, rounded up. replicas + maxSurge is the
-      // most pods a rollout makes at once.
-      const surge = w.spec.strategy.rollingUpdate?.maxSurge;
-      if (w.spec.strategy.type === "RollingUpdate" && surge !== undefined) {
-        const n = scaledIntOrPercent(surge, w.spec.replicas, true);
-        if (w.spec.replicas + n > max)
+      over("spec.replicas", spec["replicas"], "replicas");
+      // ResolveFenceposts (deployment_util.go): maxSurge against replicas, rounded up (25% when unset). replicas +
+      // maxSurge is the most pods a rollout makes at once.
+      const replicas = spec["replicas"] === undefined ? 1 : count(spec["replicas"]);
+      const strategy = obj(spec["strategy"]);
+      const surge = obj(strategy["rollingUpdate"])["maxSurge"];
+      const valid = count(surge) !== undefined || (typeof surge === "string" && /^[0-9]+%$/.test(surge));
+      if ((strategy["type"] ?? "RollingUpdate") === "RollingUpdate" && valid && replicas !== undefined) {
+        const n = scaledIntOrPercent(surge as number | string, replicas, true);
+        if (replicas <= max && replicas + n > max)
           out.push({
             path: join(at, "spec.strategy.rollingUpdate.maxSurge"),
-            message: `${JSON.stringify(surge)} resolves to ${n} pods over ${w.spec.replicas} replicas: replicas + maxSurge must be at most ${max} (${MAX_PODS_SETTING})`,
+            message: `${JSON.stringify(surge)} resolves to ${n} pods over ${replicas} replicas: replicas + maxSurge must be at most ${max} (${MAX_PODS_SETTING})`,
           });
       }
       break;
     }
     case "ReplicaSet":
     case "StatefulSet":
-      over("spec.replicas", w.spec.replicas, "replicas");
+      over("spec.replicas", spec["replicas"], "replicas");
       break;
     case "Job":
-      jobBounds(w.spec, "spec", over);
+      jobBounds(spec, "spec", over);
       break;
     case "CronJob":
-      jobBounds(w.spec.jobTemplate.spec, "spec.jobTemplate.spec", over);
+      jobBounds(obj(obj(spec["jobTemplate"])["spec"]), "spec.jobTemplate.spec", over);
       break;
     default:
       break;
@@ -90,10 +106,10 @@ export function workloadBoundErrors(w: Workload, limits: WorkloadLimits, at = ""
 
 /** A Job keeps its finished pods until it goes (as in a cluster), so its completions are pods on the node too. */
 function jobBounds(
-  spec: { parallelism: number; completions?: number | undefined },
+  spec: Record<string, unknown>,
   at: string,
-  over: (field: string, value: number, what: string) => void,
+  over: (field: string, value: unknown, what: string) => void,
 ): void {
-  over(`${at}.parallelism`, spec.parallelism, "parallelism");
-  if (spec.completions !== undefined) over(`${at}.completions`, spec.completions, "completions");
+  over(`${at}.parallelism`, spec["parallelism"], "parallelism");
+  over(`${at}.completions`, spec["completions"], "completions");
 }

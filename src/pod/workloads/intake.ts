@@ -186,6 +186,12 @@ export function validateWorkloads(
     const r = schema.safeParse(raw);
     if (!r.success) {
       errors.push(...fieldErrors(r.error, at));
+      // The node's bounds on what parsed, so every bad number is named at once.
+      const named = new Set(errors.map((e) => e.path));
+      if (o.limits)
+        errors.push(
+          ...workloadBoundErrors({ kind, spec: raw["spec"] }, o.limits, at).filter((e) => !named.has(e.path)),
+        );
       continue;
     }
     const w = r.data;
