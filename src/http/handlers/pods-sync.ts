@@ -41,6 +41,7 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
         [...desiredNow.filter((e) => e.pod.metadata.uid !== pod?.metadata.uid), ...mine],
         d.intake.nodeName,
         nodeInfo,
+        policy,
       );
       workloads = {
         workloads: await workloadOutcomes(body.workloads, d.workloads!),

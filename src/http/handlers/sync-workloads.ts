@@ -14,6 +14,7 @@ import { planWorkloads, type WorkloadPlan } from "../../controllers/plan.js";
 import type { DesiredPod } from "../../pleg/desired-state.js";
 import type { NodeInfo } from "../../lifecycle/predicates.js";
 import { ProblemError } from "../problems.js";
+import { policyRefusal } from "../../auth/pod-security.js";
 import { InvalidPodError } from "../../pod/validate.js";
 import { workloadCountError, type WorkloadLimits } from "../../pod/workloads/bounds.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
@@ -85,9 +86,18 @@ export async function planWorkloadPods(
   desired: readonly DesiredPod[],
   nodeName: string,
   node: NodeInfo,
+  policy?: NodePolicy,
 ): Promise<WorkloadPlan> {
   const stored = await store.list();
-  return planWorkloads({ stored, incoming: workloadEntries(items, token, now, stored), desired, nodeName, node, now });
+  return planWorkloads({
+    stored,
+    incoming: workloadEntries(items, token, now, stored),
+    desired,
+    nodeName,
+    node,
+    now,
+    ...(policy ? { admitTemplate: policyRefusal(policy) } : {}),
+  });
 }
 
 /** Store the workloads of a sync (all at once), after checkWorkloads. */
