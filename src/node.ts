@@ -12,6 +12,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { JSONWebKeySet } from "jose";
 import { createApp } from "./http/app.js";
+import { templateRefusal } from "./http/admission.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
 import { createCriClient } from "./cri/client.js";
 import { watchContainerEvents } from "./cri/container-events.js";
@@ -30,7 +31,6 @@ import { PodStatusCache } from "./container/cache.js";
 import type { Pod } from "./pod/schema.js";
 import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
-import { policyRefusal } from "./auth/pod-security.js";
 import { nodeInfoFrom } from "./settings/node-info.js";
 import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
@@ -336,7 +336,7 @@ export async function startNode(
     // The node owner's bounds and policy hold for the pods the controllers make as for a pod sent directly, as
     // they are now (a workload stored under looser settings is refused, with an event on it).
     limits: { maxPods: nodeInfo.allocatable.pods ?? 110 },
-    admitTemplate: policyRefusal(policy),
+    admitTemplate: templateRefusal(policy, engine),
     onWorkloadRefused: (w, f) =>
       recorder.record(
         {

@@ -13,6 +13,11 @@ import { jobSelectorDefaults } from "../src/pod/workloads/job-labels.js";
 import { bodyFromDocuments } from "../src/pod/bundle.js";
 import { policyRefusal } from "../src/auth/pod-security.js";
 import type { NodeInfo } from "../src/lifecycle/predicates.js";
+import { templateRefusal } from "../src/http/admission.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import type { CriClient } from "../src/cri/client.js";
+import { defaultNodeConfig } from "../src/container/node-config.js";
+import type { Pod } from "../src/pod/schema.js";
 import type { V1PodStatus } from "../src/status/api-status.js";
 import { errorsOf } from "./support/pods.js";
 
@@ -52,7 +57,14 @@ const cronDoc = (spec: Record<string, unknown>) => ({
 });
 const refusedAt = (doc: unknown) => errorsOf(() => bodyFromDocuments([doc], intake));
 
-function runner(o: { node?: NodeInfo; limits?: { maxPods: number }; policy?: "baseline" } = {}) {
+function runner(
+  o: {
+    node?: NodeInfo;
+    limits?: { maxPods: number };
+    policy?: "baseline";
+    admit?: (p: Pod) => string | undefined;
+  } = {},
+) {
   const workloads = new MemoryWorkloadStore();
   const desired = new MemoryDesiredState();
   const logs: Record<string, unknown>[] = [];
@@ -71,6 +83,7 @@ function runner(o: { node?: NodeInfo; limits?: { maxPods: number }; policy?: "ba
     log: (r) => logs.push(r),
     ...(o.limits ? { limits: o.limits } : {}),
     ...(o.policy ? { admitTemplate: policyRefusal({ level: o.policy, hostPathAllow: [] }) } : {}),
+    ...(o.admit ? { admitTemplate: o.admit } : {}),
     onWorkloadRefused: (w, f) => void events.push(`${w.kind}/${w.metadata.name} ${f.reason}`),
   });
   const pass = (now = Date.now(), status?: V1PodStatus) => c.pass(now, () => status);
@@ -258,6 +271,24 @@ describe("the controllers' pods pass the node owner's policy in force", () => {
     await open.workloads.put(stored(Deployment.parse(deploymentDoc({ replicas: 2, template: privileged }))));
     await open.pass();
     expect(await open.desired.list()).toHaveLength(2);
+  });
+
+  it("the runtime's refusals too (kubelet's sysctl admit handler), as for a pod sent directly", async () => {
+    const rt = createPodRuntime({} as CriClient, { node: { ...defaultNodeConfig(), allowedUnsafeSysctls: [] } });
+    const s = runner({ admit: templateRefusal({ level: "privileged", hostPathAllow: [] }, rt) });
+    const unsafe = tmpl({ app: "web" }, { securityContext: { sysctls: [{ name: "kernel.msgmax", value: "65536" }] } });
+    await s.workloads.put(stored(Deployment.parse(deploymentDoc({ replicas: 2, template: unsafe }))));
+    await s.pass();
+    expect(await s.desired.list()).toEqual([]);
+    expect(await conditionOf(s, "Deployment")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          type: "ReplicaFailure",
+          reason: "FailedCreate",
+          message: expect.stringContaining('forbidden sysctl: "kernel.msgmax" not allowlisted'),
+        }),
+      ]),
+    );
   });
 
   it("a CronJob whose pods the policy refuses makes no Job when its schedule comes due", async () => {

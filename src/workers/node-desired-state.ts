@@ -16,7 +16,7 @@ import { createControllers } from "../controllers/run.js";
 import type { StoredWorkload } from "../controllers/store.js";
 import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";
 import { nodePolicy } from "../auth/policy.js";
-import { policyRefusal } from "../auth/pod-security.js";
+import { templateRefusal } from "../http/admission.js";
 import { probeResultsJSON } from "./probe-results-json.js";
 import { relistInterval, settingsOf, type Env, type WorkerConfig } from "./settings.js";
 import { StorageDesiredState } from "./storage-desired-state.js";
@@ -275,7 +275,7 @@ export class NodeDesiredState {
         log: (rec) => log({ loop: "controllers", node, ...rec }),
         // The owner's bounds and policy in force hold for the controllers' pods as for a pod sent directly.
         limits: { maxPods: info.allocatable.pods ?? 110 },
-        admitTemplate: policyRefusal(nodePolicy(s)),
+        admitTemplate: templateRefusal(nodePolicy(s), runtime),
       }),
       // Exec probes only (ExecSync through the proxy, which must allow it); the routes refuse the other
       // handlers. They run in the alarm's passes, so no more often than the relist interval; their state lives in
