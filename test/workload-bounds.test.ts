@@ -20,6 +20,9 @@ import { defaultNodeConfig } from "../src/container/node-config.js";
 import type { Pod } from "../src/pod/schema.js";
 import type { V1PodStatus } from "../src/status/api-status.js";
 import { errorsOf } from "./support/pods.js";
+import { Harness } from "./support/http.js";
+import { startFakeCri } from "./support/fake-cri.js";
+import { connectGrpc } from "../src/cri/grpc-transport.js";
 
 const audit = { iss: "t", iat: 1 };
 const stored = (w: Workload, generation = 1): StoredWorkload => ({ workload: w, audit, storedAt: 0, generation });
@@ -331,5 +334,54 @@ describe("refused replicas cost nothing", () => {
       expect(w.status?.["conditions"]).toEqual([
         expect.objectContaining({ type: "ReplicaFailure", message: expect.stringContaining("NodeAffinity") }),
       ]);
+  });
+});
+
+describe("PODSYNC_MAX_WORKLOADS", () => {
+  it("a sync past it, and a PUT of a set past it, are a 400 naming the first workload over; plan too", async () => {
+    const fake = await startFakeCri();
+    const workloads = new MemoryWorkloadStore();
+    const h = await Harness.start(connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 }), {
+      workloads,
+      maxWorkloads: 2,
+      nodeInfo: { ...node(110), labels: { ...node().labels, "kubernetes.io/os": "linux" } },
+    });
+    try {
+      const post = async (path: string, act: string, claims: Record<string, unknown>) =>
+        h.fetch(path, {
+          method: path === "/v1/node/pods" ? "PUT" : "POST",
+          headers: { "content-type": "application/jose" },
+          body: await h.sign({ act, ...claims }),
+        });
+      const two = [deploymentDoc({}, "a"), deploymentDoc({}, "b")];
+      expect((await post("/v1/pods/sync", "sync", { items: two })).status).toBe(200);
+      // The same two again: still two.
+      expect((await post("/v1/pods/sync", "sync", { items: [two[1]] })).status).toBe(200);
+      for (const [path, act] of [
+        ["/v1/pods/sync", "sync"],
+        ["/v1/pods/plan", "plan"],
+      ] as const) {
+        const r = await post(path, act, { items: [deploymentDoc({}, "c")] });
+        expect(r.status).toBe(400);
+        expect(r.body.errors).toEqual([
+          {
+            path: "items[0]",
+            message: expect.stringContaining("a node stores at most 2 workloads sent to it (PODSYNC_MAX_WORKLOADS)"),
+          },
+        ]);
+      }
+      const put = await post("/v1/node/pods", "apply", {
+        generation: 1,
+        pods: [deploymentDoc({}, "x"), deploymentDoc({}, "y"), deploymentDoc({}, "z")],
+      });
+      expect(put.status, JSON.stringify(put.body)).toBe(400);
+      expect(put.body.errors).toEqual([
+        { path: "pods[2]", message: expect.stringContaining("PODSYNC_MAX_WORKLOADS") },
+      ]);
+      expect((await workloads.list()).map((w) => w.workload.metadata.name).sort()).toEqual(["a", "b"]);
+    } finally {
+      await h.close();
+      await fake.stop();
+    }
   });
 });
