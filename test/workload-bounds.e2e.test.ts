@@ -204,6 +204,18 @@ describe.skipIf(skip)("bounds and the policy in force across a restart, on the l
       expect.arrayContaining([`Deployment/${ns}/priv FailedCreate`, `Deployment/${ns}/wide ExceedsNodeLimits`]),
     );
 
+    // kubelet-style events on the workloads, in the Kubernetes API (a read token).
+    const events = await fetch(`${server.url}/api/v1/namespaces/${ns}/events`, {
+      headers: { authorization: `Bearer ${await sign({ act: "read" })}` },
+    });
+    expect(events.status).toBe(200);
+    const ev = ((await events.json()) as { items: any[] }).items.map(
+      (e) => `${e.type} ${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}`,
+    );
+    expect(ev).toEqual(
+      expect.arrayContaining(["Warning Deployment/priv FailedCreate", "Warning Deployment/wide ExceedsNodeLimits"]),
+    );
+
     // The privileged pod is deleted: its ReplicaSet does not make a fresh one under baseline.
     const del = await call("DELETE", `/v1/pods/${priv.metadata.uid}`, {
       act: "delete",

@@ -280,11 +280,10 @@ export function syncJob(
     // firstPendingIndexes (indexed_job_utils.go): the lowest indexes neither succeeded, active nor failed, found
     // by walking the gaps between those intervals, so a Job of 2^31-1 completions costs what its pods cost.
     const taken = new Set(pods.map((p) => p.pod.metadata.name));
-    const busy = () =>
-      mergeIntervals(
-        intervalsOf([...active.map(indexOf), ...succeededIndexes].filter((i): i is number => i !== undefined)),
-        failedIdx,
-      );
+    const busy = mergeIntervals(
+      intervalsOf([...active.map(indexOf), ...succeededIndexes].filter((i): i is number => i !== undefined)),
+      failedIdx,
+    );
     if (perIndex) {
       // Without the failed ones, each after its own back-off (getRemainingTimePerIndex: the failures of the index
       // before its last failed pod, plus that one), each new pod counting its index's failures.
@@ -297,7 +296,7 @@ export function syncJob(
         if (remaining > 0) out.requeueAt = Math.min(out.requeueAt ?? Infinity, ctx.now + remaining);
         return remaining === 0;
       };
-      for (const i of firstPendingIndexes(busy(), creatable(want - active.length, ctx), completions!, ready))
+      for (const i of firstPendingIndexes(busy, creatable(want - active.length, ctx), completions!, ready))
         out.create.push(
           newPod(job, i, taken, ctx, newIndexFailureCounts(job, lastFailed.get(i), matchPodFailurePolicy)),
         );
@@ -307,7 +306,7 @@ export function syncJob(
       const remaining = backOffRemaining(failures.length, Math.max(0, ...failures.map(finishedAt)), ctx.now, backOffMs);
       if (remaining > 0) out.requeueAt = ctx.now + remaining;
       else if (indexed)
-        for (const i of firstPendingIndexes(busy(), creatable(want - active.length, ctx), completions!))
+        for (const i of firstPendingIndexes(busy, creatable(want - active.length, ctx), completions!))
           out.create.push(newPod(job, i, taken, ctx));
       else
         for (let i = 0; i < creatable(want - active.length, ctx); i++)
