@@ -375,9 +375,7 @@ describe("PODSYNC_MAX_WORKLOADS", () => {
         pods: [deploymentDoc({}, "x"), deploymentDoc({}, "y"), deploymentDoc({}, "z")],
       });
       expect(put.status, JSON.stringify(put.body)).toBe(400);
-      expect(put.body.errors).toEqual([
-        { path: "pods[2]", message: expect.stringContaining("PODSYNC_MAX_WORKLOADS") },
-      ]);
+      expect(put.body.errors).toEqual([{ path: "pods[2]", message: expect.stringContaining("PODSYNC_MAX_WORKLOADS") }]);
       expect((await workloads.list()).map((w) => w.workload.metadata.name).sort()).toEqual(["a", "b"]);
     } finally {
       await h.close();
