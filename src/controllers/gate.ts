@@ -6,8 +6,10 @@
 //   no longer passes (the node restarted at a stricter level) makes no new pods (a CronJob no new Jobs);
 // - kubelet's admission of the pods it makes (lifecycle/predicates.ts): a refusal is remembered with the template
 //   (the workload's generation) and the node's desired pods it was decided against, so while neither changes the
-//   next passes build one pod at most and ask nothing again (upstream's ReplicaSet controller builds and sends
-//   each missing replica on every sync; here a refused replica costs nothing).
+//   next passes build one pod at most and ask nothing again; when one changes, the template is admitted as a pod
+//   first, and a template refused as it is builds one pod (upstream's ReplicaSet controller builds and sends each
+//   missing replica on every sync; here a refused replica costs nothing). That first look only lowers how many
+//   pods a step builds: each pod's own admission decides (a DaemonSet's pods carry tolerations its template lacks).
 // Each workload's refusal is logged and told (an event on the workload) once per change, also after a restart.
 import type { DesiredPod } from "../pleg/desired-state.js";
 import type { Pod } from "../pod/schema.js";
@@ -56,6 +58,8 @@ export interface Gate {
   admitted(w: StoredWorkload): void;
   /** Whether `failure` is news for `w` (not yet logged and told since start-up); records it. */
   news(w: StoredWorkload, failure: Failure | undefined): boolean;
+  /** Its template as a pod (cached per template), for a first look at admission before any pod is built. */
+  templatePod(w: StoredWorkload): Pod | undefined;
   /** Forget workloads no longer stored. */
   retain(uids: ReadonlySet<string>): void;
 }
@@ -66,6 +70,7 @@ export function createGate(o: GateOptions): Gate {
   const checked = new Map<string, { id: string; skip?: Failure | undefined; refused?: Failure | undefined }>();
   const admission = new Map<string, { key: string; pod: Pod; reason: string; message: string }>();
   const told = new Map<string, string>();
+  const templates = new Map<string, { id: string; pod: Pod | undefined }>();
 
   const check = (w: StoredWorkload) => {
     const uid = w.workload.metadata.uid!;
@@ -109,8 +114,18 @@ export function createGate(o: GateOptions): Gate {
       else told.set(uid, msg);
       return true;
     },
+    templatePod(w) {
+      const uid = w.workload.metadata.uid!;
+      const prev = templates.get(uid);
+      if (prev?.id === idOf(w)) return prev.pod;
+      const t = templateOf(w.workload);
+      const tp = t ? templatePod(t, w.workload.metadata.namespace, "spec.template") : undefined;
+      const pod = tp?.ok ? tp.pod : undefined;
+      templates.set(uid, { id: idOf(w), pod });
+      return pod;
+    },
     retain(uids) {
-      for (const m of [checked, admission, told]) for (const k of m.keys()) if (!uids.has(k)) m.delete(k);
+      for (const m of [checked, admission, told, templates]) for (const k of m.keys()) if (!uids.has(k)) m.delete(k);
     },
   };
 }

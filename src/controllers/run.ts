@@ -311,10 +311,13 @@ export function createControllers(o: ControllersOptions): Controllers {
             const v = gate.verdict(w, nodeKey);
             // At most the room left on the node (plus one, for admission to refuse and say why); one pod when a
             // refusal of this template on this node state is remembered.
+            // A template admission refuses as it is builds one pod (its refusal is then remembered), not the room.
             const room = Math.max(0, (o.node?.allocatable.pods ?? Infinity) - admitted.length) + 1;
+            const tp = o.node && !v.skip && !v.refused && !v.admission ? gate.templatePod(w) : undefined;
+            const first = tp && !admitPod(tp, o.node!, admitted).admit ? 1 : room;
             const r = v.skip
               ? { create: [], delete: [], status: { ...(w.status ?? {}) } }
-              : step(w, stored, podsOf, { ...ctx, maxCreate: v.refused ? 0 : v.admission ? 1 : room }, o);
+              : step(w, stored, podsOf, { ...ctx, maxCreate: v.refused ? 0 : v.admission ? 1 : first }, o);
             if (r) await apply(w, r, v);
             report(key, undefined);
           } catch (e) {
