@@ -12,6 +12,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { JSONWebKeySet } from "jose";
 import { createApp } from "./http/app.js";
+import { templateRefusal } from "./http/admission.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
 import { createCriClient } from "./cri/client.js";
 import { watchContainerEvents } from "./cri/container-events.js";
@@ -205,6 +206,7 @@ export async function startNode(
   const hostIPs = await nodeHostIPs();
   // The node's DiskPressure as the eviction manager last found it (the Node object's condition, and admission's).
   let diskPressure: { pressure: boolean; since: number } | undefined;
+  const policy = nodePolicy(s);
   const nodeInfo = {
     ...nodeInfoFrom(s, s.PODSYNC_NODE_NAME, {
       arch: process.arch,
@@ -359,6 +361,21 @@ export async function startNode(
     log: (rec) =>
       quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
     onRefused: (pod, reason, message) => recorder.record(pod.metadata, { type: "Warning", reason, message }),
+    // The node owner's bounds and policy hold for the pods the controllers make as for a pod sent directly, as
+    // they are now (a workload stored under looser settings is refused, with an event on it).
+    limits: { maxPods: nodeInfo.allocatable.pods ?? 110 },
+    admitTemplate: templateRefusal(policy, engine),
+    onWorkloadRefused: (w, f) =>
+      recorder.record(
+        {
+          kind: w.kind,
+          apiVersion: w.apiVersion,
+          namespace: w.metadata.namespace,
+          name: w.metadata.name,
+          uid: w.metadata.uid ?? "",
+        },
+        { type: "Warning", reason: f.reason, message: f.message },
+      ),
   });
   // The eviction manager's DiskPressure, for the Node object (its condition and taint); the node is read again
   // when it changes.
@@ -442,9 +459,10 @@ export async function startNode(
     desired,
     workloads,
     serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
+    maxWorkloads: s.PODSYNC_MAX_WORKLOADS,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
-    policy: nodePolicy(s),
+    policy,
     nodeInfo,
     maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
     allowExec: s.PODSYNC_ALLOW_EXEC,

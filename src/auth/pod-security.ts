@@ -3,7 +3,7 @@
 import { isUnderAny } from "./host-path.js";
 import * as C from "./pod-security-checks.js";
 import type { CheckContext, CheckFn, PodLike } from "./pod-security-checks.js";
-import type { NodePolicy, PolicyLevel, Violation } from "./policy.js";
+import { formatViolations, type NodePolicy, type PolicyLevel, type Violation } from "./policy.js";
 
 export type { PodLike } from "./pod-security-checks.js";
 
@@ -82,3 +82,12 @@ export function evaluatePodSecurity(pod: PodLike, policy: NodePolicy): Violation
     return r ? r.paths.map((path) => ({ rule: def.id, path, message: `${r.reason} (${r.detail})` })) : [];
   });
 }
+
+/** The policy's verdict in words (`violates PodSecurity "baseline:latest": ...`), or undefined when admitted: what
+ * the controllers hold each template to (src/controllers/gate.ts). */
+export const policyRefusal =
+  (policy: NodePolicy) =>
+  (pod: PodLike): string | undefined => {
+    const v = evaluatePodSecurity(pod, policy);
+    return v.length ? formatViolations(policy.level, v) : undefined;
+  };

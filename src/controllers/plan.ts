@@ -51,6 +51,8 @@ export interface PlanInput {
   nodeName: string;
   node?: NodeInfo | undefined;
   now: number;
+  /** The node owner's policy on the controllers' pods, as the node's controllers hold them to it (gate.ts). */
+  admitTemplate?: ((pod: DesiredPod["pod"]) => string | undefined) | undefined;
 }
 
 /** A pod's status once it started and became Ready (long enough ago for any minReadySeconds). */
@@ -106,6 +108,9 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
     },
     nodeName: input.nodeName,
     ...(input.node ? { node: input.node } : {}),
+    // The node's bounds and policy, as its own controllers apply them to stored workloads.
+    ...(input.node?.allocatable.pods !== undefined ? { limits: { maxPods: input.node.allocatable.pods } } : {}),
+    ...(input.admitTemplate ? { admitTemplate: input.admitTemplate } : {}),
     suffix,
     log,
   });

@@ -34,6 +34,8 @@ import { syncCronJob, type ChildJob, type CronJobStatus } from "./cronjob/sync.j
 import { syncStatefulSet, type StatefulSetStatus } from "./statefulset/sync.js";
 import { syncDaemonSet, type DaemonSetStatus } from "./daemon/sync.js";
 import { admitPod, type NodeInfo } from "../lifecycle/predicates.js";
+import type { WorkloadLimits } from "../pod/workloads/bounds.js";
+import { createGate, nodeStateKey, type Failure, type Verdict } from "./gate.js";
 
 export interface ControllersOptions {
   workloads: WorkloadStore;
@@ -50,6 +52,13 @@ export interface ControllersOptions {
   /** A pod the node's admission refused (kubelet's rejectPod records an event on it): called when a workload's
    * refusal begins or changes, not on every pass that tries again. */
   onRefused?: (pod: Pod, reason: string, message: string) => void;
+  /** The node owner's bounds: a stored workload past them is refused (no step, no pods) (gate.ts). */
+  limits?: WorkloadLimits;
+  /** The node owner's policy in force on each template, as on a pod sent directly: why it is refused, or
+   * undefined (gate.ts). */
+  admitTemplate?: (pod: Pod) => string | undefined;
+  /** A workload refused (past a bound, its template against the policy): an event on it, once per change. */
+  onWorkloadRefused?: (w: Workload, failure: Failure) => void;
 }
 
 export interface PassReport {
@@ -87,6 +96,7 @@ export function createControllers(o: ControllersOptions): Controllers {
   /** Pods being deleted: still shown to their controller, as terminating. */
   const terminating = new Map<string, { pod: Pod; createdAt: number; done: Promise<void> }>();
   let watching = false;
+  const gate = createGate({ limits: o.limits, admitTemplate: o.admitTemplate });
 
   const report = (key: string, err: string | undefined) => {
     const prev = errors.get(key);
@@ -141,6 +151,7 @@ export function createControllers(o: ControllersOptions): Controllers {
       const ctx: ControllerContext = { now, nodeName: o.nodeName, suffix: o.suffix ?? (() => randomSuffix()) };
       const stored = new Map((await o.workloads.list()).map((w) => [workloadKey(w.workload), w]));
       const desired = await o.desired.list();
+      const nodeKey = nodeStateKey(desired);
       /** What admission counts: every desired pod, and those this pass makes. */
       const admitted = desired.map((e) => e.pod);
       const byOwner = new Map<string, ObservedPod[]>();
@@ -171,18 +182,26 @@ export function createControllers(o: ControllersOptions): Controllers {
           if (!p.terminating) void deletePod(p.pod.metadata.uid, p, reason, out.deleted);
       };
 
-      const apply = async (w: StoredWorkload, r: ControllerResult) => {
-        let refused: string | undefined;
+      const apply = async (w: StoredWorkload, r: ControllerResult, v: Verdict) => {
+        const gated = v.skip ?? v.refused;
+        let refused: string | undefined = gated?.message;
         let first: { pod: Pod; reason: string; message: string } | undefined;
-        for (const pod of r.create) {
+        for (const pod of gated ? [] : r.create) {
           // kubelet's admission, as for a request's pod: a pod the node cannot take is not made; the status says why
-          // (the ReplicaSet controller's ReplicaFailure/FailedCreate), and the next pass tries again.
-          const a = o.node ? admitPod(pod, o.node, admitted) : { admit: true as const };
+          // (the ReplicaSet controller's ReplicaFailure/FailedCreate), and the next pass tries again. The first
+          // refusal stands for the rest of the workload's pods (one template, one node state): remembered (gate.ts).
+          const a = v.admission
+            ? { admit: false as const, ...v.admission }
+            : o.node
+              ? admitPod(pod, o.node, admitted)
+              : { admit: true as const };
           if (!a.admit) {
-            refused ??= `Pod was rejected: ${a.message}`;
-            first ??= { pod, reason: a.reason, message: a.message };
-            continue;
+            refused = `Pod was rejected: ${a.message}`;
+            first = { pod, reason: a.reason, message: a.message };
+            if (!v.admission) gate.admissionRefused(w, nodeKey, pod, a.reason, a.message);
+            break;
           }
+          gate.admitted(w);
           admitted.push(pod);
           const entry: DesiredPod = {
             pod,
@@ -246,11 +265,23 @@ export function createControllers(o: ControllersOptions): Controllers {
           (c) => c.type !== "ReplicaFailure",
         );
         if (first && prevFailure?.message !== refused) o.onRefused?.(first.pod, first.reason, first.message);
+        if (gate.news(w, gated)) {
+          if (gated) {
+            log({
+              event: "refused",
+              what: "workload",
+              workload: workloadKey(w.workload),
+              reason: gated.reason,
+              message: gated.message.slice(0, 500),
+            });
+            o.onWorkloadRefused?.(w.workload, gated);
+          } else log({ event: "admitted", what: "workload", workload: workloadKey(w.workload) });
+        }
         if (refused)
           conditions.push({
             type: "ReplicaFailure",
             status: "True",
-            reason: "FailedCreate",
+            reason: gated?.reason ?? "FailedCreate",
             message: refused,
             lastTransitionTime:
               prevFailure?.message === refused ? prevFailure.lastTransitionTime : new Date(now).toISOString(),
@@ -277,8 +308,17 @@ export function createControllers(o: ControllersOptions): Controllers {
           const key = workloadKey(w.workload);
           if (!stored.has(key)) continue;
           try {
-            const r = step(w, stored, podsOf, ctx, o);
-            if (r) await apply(w, r);
+            const v = gate.verdict(w, nodeKey);
+            // At most the room left on the node (plus one, for admission to refuse and say why); one pod when a
+            // refusal of this template on this node state is remembered.
+            // A template admission refuses as it is builds one pod (its refusal is then remembered), not the room.
+            const room = Math.max(0, (o.node?.allocatable.pods ?? Infinity) - admitted.length) + 1;
+            const tp = o.node && !v.skip && !v.refused && !v.admission ? gate.templatePod(w) : undefined;
+            const first = tp && !admitPod(tp, o.node!, admitted).admit ? 1 : room;
+            const r = v.skip
+              ? { create: [], delete: [], status: { ...(w.status ?? {}) } }
+              : step(w, stored, podsOf, { ...ctx, maxCreate: v.refused ? 0 : v.admission ? 1 : first }, o);
+            if (r) await apply(w, r, v);
             report(key, undefined);
           } catch (e) {
             report(key, String((e as Error)?.message ?? e));
@@ -287,6 +327,7 @@ export function createControllers(o: ControllersOptions): Controllers {
       }
 
       watching = stored.size > 0;
+      gate.retain(new Set([...stored.values()].map((w) => w.workload.metadata.uid ?? "")));
       // Pods whose controller is gone (dropped from the set, deleted, retired): deleted. Claims stay.
       const live = uids();
       for (const e of derived) {

@@ -10,7 +10,15 @@ export interface ControllerContext {
   nodeName: string;
   /** A generateName suffix (randomSuffix; tests pass a fixed one). */
   suffix: () => string;
+  /** The most pods one step may build in this pass (the room left on the node, plus one for admission to refuse
+   * and say why): a controller never builds a pod per replica or completion beyond what the node can hold.
+   * Unset: no bound (the pure steps' tests). */
+  maxCreate?: number;
 }
+
+/** How many of `want` new pods a step builds now. */
+export const creatable = (want: number, ctx: ControllerContext): number =>
+  Math.max(0, Math.min(want, ctx.maxCreate ?? want));
 
 export interface ControllerResult {
   create: Pod[];

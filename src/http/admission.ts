@@ -1,7 +1,7 @@
 // Admission against the node owner's policy, after the signature and the schema and before any runtime
 // call: a signer cannot ask for more than the node allows.
 import type { Pod } from "../pod/schema.js";
-import { evaluatePodSecurity } from "../auth/pod-security.js";
+import { evaluatePodSecurity, policyRefusal } from "../auth/pod-security.js";
 import { formatViolations, type NodePolicy } from "../auth/policy.js";
 import { ProblemError, type Problem } from "./problems.js";
 import type { PodRef } from "../container/types.js";
@@ -111,6 +111,24 @@ export function admitOnRuntime(rt: Pick<PodRuntime, "admit">, pod: Pod, prefix =
     if (e instanceof InvalidPodError) throw new InvalidPodError(e.errors.map((x) => ({ ...x, path: prefix + x.path })));
     throw e;
   }
+}
+
+/** What the controllers hold each template to, as a pod sent directly is held (src/controllers/gate.ts): the node
+ * owner's policy, then the runtime's refusals (kubelet's sysctl and AppArmor admit handlers). Why it is refused, in
+ * the words a request would get, or undefined. */
+export function templateRefusal(policy: NodePolicy, rt: Pick<PodRuntime, "admit">): (pod: Pod) => string | undefined {
+  const pss = policyRefusal(policy);
+  return (pod) => {
+    const why = pss(pod);
+    if (why !== undefined) return why;
+    try {
+      admitOnRuntime(rt, pod, "", true);
+      return undefined;
+    } catch (e) {
+      if (e instanceof ProblemError || e instanceof InvalidPodError) return e.message;
+      throw e;
+    }
+  };
 }
 
 /** One uid is one pod (kuberuntime/pod-identity.ts), checked against the runtime before the store changes, so

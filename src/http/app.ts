@@ -82,6 +82,8 @@ export interface AppOptions {
   /** The node's service network (PODSYNC_SERVICE_CIDR, PODSYNC_NODEPORT_RANGE, PODSYNC_POLICY_NODEPORTS): Services
    * are taken with it (the node agent); absent, a body holding one is refused naming the node agent (Workers). */
   services?: ServiceNetwork;
+  /** PODSYNC_MAX_WORKLOADS: the workloads a node stores as sent to it. */
+  maxWorkloads?: number;
 }
 
 export function createApp(o: AppOptions) {
@@ -141,7 +143,14 @@ export function createApp(o: AppOptions) {
 
   app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
 
-  const intake = { nodeName: nodeInfo.name, serviceAccountTokens: o.serviceAccountTokens ?? "drop" } as const;
+  const intake = {
+    nodeName: nodeInfo.name,
+    serviceAccountTokens: o.serviceAccountTokens ?? "drop",
+    // PODSYNC_MAX_PODS bounds each workload's pods as it bounds the node's (src/pod/workloads/bounds.ts).
+    ...(nodeInfo.allocatable.pods !== undefined
+      ? { limits: { maxPods: nodeInfo.allocatable.pods, maxWorkloads: o.maxWorkloads } }
+      : {}),
+  } as const;
   const deps: PodRouteDeps = {
     runtime: rt,
     verifier: o.verifier,

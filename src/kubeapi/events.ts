@@ -13,11 +13,12 @@ import type { PodRuntime, SyncResult } from "../kuberuntime/runtime.js";
 import { type RvClock, WatchHub } from "./watch-hub.js";
 
 export interface ObjectReference {
-  kind: "Pod" | "Node";
+  /** Pod, Node, or a workload kind (a controller's refusal). */
+  kind: string;
   namespace?: string;
   name: string;
   uid: string;
-  apiVersion: "v1";
+  apiVersion: string;
   fieldPath?: string;
 }
 
@@ -98,15 +99,15 @@ export class EventRecorder {
     for (const k of this.livePulls) if (k.startsWith(`${uid}\0`)) this.livePulls.delete(k);
   }
 
-  /** Record against a pod, or (podRef undefined) against this node. */
-  record(obj: PodRef | undefined, e: EventSpec): void {
+  /** Record against a pod (or, with its kind, a workload), or (podRef undefined) against this node. */
+  record(obj: (PodRef & { kind?: string; apiVersion?: string }) | undefined, e: EventSpec): void {
     const involved: ObjectReference = obj
       ? {
-          kind: "Pod",
+          kind: obj.kind ?? "Pod",
           namespace: obj.namespace,
           name: obj.name,
           uid: obj.uid,
-          apiVersion: "v1",
+          apiVersion: obj.apiVersion ?? "v1",
           ...(e.fieldPath ? { fieldPath: e.fieldPath } : {}),
         }
       : { kind: "Node", name: this.nodeName, uid: this.nodeName, apiVersion: "v1" };

@@ -87,6 +87,22 @@ export const nodeAdmissionSettingsShape = {
     .min(1, "must be at least 1")
     .max(100_000, "must be at most 100000")
     .default(110),
+  /** The pods this node holds (kubelet's maxPods, 110): admission's allocatable pods, and the most pods one
+   * workload may ask for (src/pod/workloads/bounds.ts). Unset: PODSYNC_NODE_MAX_PODS, the earlier name. */
+  PODSYNC_MAX_PODS: z.coerce
+    .number()
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(100_000, "must be at most 100000")
+    .optional(),
+  /** The workloads a node stores as sent to it (Deployments, Jobs, ...; not the ReplicaSets and Jobs its
+   * controllers make): a sync or apply beyond it is refused (400 naming the bound). */
+  PODSYNC_MAX_WORKLOADS: z.coerce
+    .number()
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(100_000, "must be at most 100000")
+    .default(1000),
   /** The node's ephemeral-storage allocatable (bytes) for admission; Node: the root dir's filesystem size when
    * unset; Workers: unchecked when unset. */
   PODSYNC_NODE_EPHEMERAL_STORAGE_BYTES: z.coerce
@@ -123,7 +139,7 @@ export function withNodeOverrides<S extends NodeAdmissionSettings>(s: S, o: Node
     ...(o.taints !== undefined ? { PODSYNC_NODE_TAINTS: o.taints } : {}),
     ...(o.cpu !== undefined ? { PODSYNC_NODE_CPU: o.cpu } : {}),
     ...(o.memoryBytes !== undefined ? { PODSYNC_NODE_MEMORY_BYTES: o.memoryBytes } : {}),
-    ...(o.maxPods !== undefined ? { PODSYNC_NODE_MAX_PODS: o.maxPods } : {}),
+    ...(o.maxPods !== undefined ? { PODSYNC_NODE_MAX_PODS: o.maxPods, PODSYNC_MAX_PODS: o.maxPods } : {}),
     ...(o.arch !== undefined ? { PODSYNC_NODE_ARCH: o.arch } : {}),
   };
 }
@@ -152,7 +168,7 @@ export function nodeInfoFrom(
     allocatable: {
       milliCPU: s.PODSYNC_NODE_CPU ?? (host.cpus !== undefined ? host.cpus * 1000 : undefined),
       memory: s.PODSYNC_NODE_MEMORY_BYTES ?? host.memoryBytes,
-      pods: s.PODSYNC_NODE_MAX_PODS,
+      pods: s.PODSYNC_MAX_PODS ?? s.PODSYNC_NODE_MAX_PODS,
       ephemeralStorage: s.PODSYNC_NODE_EPHEMERAL_STORAGE_BYTES ?? host.ephemeralStorageBytes,
     },
   };

@@ -48,6 +48,7 @@ export function buildWorkerApp(env: Env): Hono {
       // A Worker cannot see the node's machine: arch, cpu and memory are checked only when the owner sets them.
       nodeInfo: nodeInfoFrom(withNodeOverrides(s, cfg), name, {}),
       maxBodyBytes: s.PODSYNC_MAX_BODY_BYTES,
+      maxWorkloads: s.PODSYNC_MAX_WORKLOADS,
       allowExec: s.PODSYNC_ALLOW_EXEC,
       execMaxOutputBytes: s.PODSYNC_EXEC_MAX_OUTPUT_BYTES,
       logFollowMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,

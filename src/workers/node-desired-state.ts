@@ -15,6 +15,8 @@ import { StorageWorkloadStore } from "./storage-workloads.js";
 import { createControllers } from "../controllers/run.js";
 import type { StoredWorkload } from "../controllers/store.js";
 import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";
+import { nodePolicy } from "../auth/policy.js";
+import { templateRefusal } from "../http/admission.js";
 import { probeResultsJSON } from "./probe-results-json.js";
 import { relistInterval, settingsOf, type Env, type WorkerConfig } from "./settings.js";
 import { StorageDesiredState } from "./storage-desired-state.js";
@@ -256,6 +258,7 @@ export class NodeDesiredState {
     });
     // Its syncs and deletes feed the Kubernetes API's pods and events; so does its relist.
     const runtime = kube.recording(engine.runtime);
+    const info = nodeInfoFrom(withNodeOverrides(s, s.PODSYNC_NODES[node]!), node, {});
     const loop: ReconcileLoop = startReconcileLoop({
       runtime,
       onRelist: (entries, view) => kube.onRelist(entries, view),
@@ -268,8 +271,11 @@ export class NodeDesiredState {
         desired,
         runtime,
         nodeName: node,
-        node: nodeInfoFrom(withNodeOverrides(s, s.PODSYNC_NODES[node]!), node, {}),
+        node: info,
         log: (rec) => log({ loop: "controllers", node, ...rec }),
+        // The owner's bounds and policy in force hold for the controllers' pods as for a pod sent directly.
+        limits: { maxPods: info.allocatable.pods ?? 110 },
+        admitTemplate: templateRefusal(nodePolicy(s), runtime),
       }),
       // Exec probes only (ExecSync through the proxy, which must allow it); the routes refuse the other
       // handlers. They run in the alarm's passes, so no more often than the relist interval; their state lives in

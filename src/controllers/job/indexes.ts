@@ -1,10 +1,19 @@
 // Indexed Jobs' per-index bookkeeping (pkg/controller/job/indexed_job_utils.go: calculateFailedIndexes,
 // isIndexFailed, getNewIndexFailureCounts, the failure-count annotations, parseIndexesFromString and
 // orderedIntervals' String; backoff_utils.go getRemainingTimePerIndex; success_policy.go matchSuccessPolicy).
-// Indexes are kept as sorted arrays here: a Job has at most 100000 of them when these fields are used.
+// Sets of indexes are intervals (intervals.ts), as upstream keeps them: nothing is allocated per completion.
 import type { Job } from "../../pod/workloads/schema.js";
 import { JOB_COMPLETION_INDEX_ANNOTATION } from "../../pod/workloads/job-labels.js";
 import { phaseOf, type ObservedPod } from "../pods.js";
+import {
+  formatIntervals,
+  intervalsHas,
+  intervalsOf,
+  intervalsSize,
+  mergeIntervals,
+  parseIntervals,
+  type Intervals,
+} from "./intervals.js";
 
 export const JOB_INDEX_FAILURE_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-failure-count";
 export const JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-ignored-failure-count";
@@ -27,31 +36,8 @@ export const indexFailureCount = (p: ObservedPod) => countAnnotation(p, JOB_INDE
 export const indexAbsoluteFailureCount = (p: ObservedPod) =>
   indexFailureCount(p) + countAnnotation(p, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION);
 
-/** orderedIntervals.String: "1,3-5"; two in a row are written as two ("4,5"), longer runs as a range. */
-export function formatIndexes(xs: Iterable<number>): string {
-  const s = [...new Set(xs)].sort((a, b) => a - b);
-  const parts: string[] = [];
-  for (let i = 0; i < s.length; ) {
-    let j = i;
-    while (j + 1 < s.length && s[j + 1] === s[j]! + 1) j++;
-    parts.push(i === j ? `${s[i]}` : j === i + 1 ? `${s[i]},${s[j]}` : `${s[i]}-${s[j]}`);
-    i = j + 1;
-  }
-  return parts.join(",");
-}
-
-/** parseIndexesFromString: the indexes of "1,3-5" below completions (what does not parse is left out). */
-export function parseIndexes(s: string | undefined, completions: number): number[] {
-  const out = new Set<number>();
-  for (const part of (s ?? "").split(",")) {
-    const m = /^([0-9]+)(?:-([0-9]+))?$/.exec(part.trim());
-    if (!m) continue;
-    const a = Number(m[1]);
-    const b = m[2] === undefined ? a : Number(m[2]);
-    for (let i = a; i <= Math.min(b, completions - 1); i++) out.add(i);
-  }
-  return [...out].sort((x, y) => x - y);
-}
+/** orderedIntervals.String of some indexes: "1,3-5". */
+export const formatIndexes = (xs: Iterable<number>): string => formatIntervals(intervalsOf(xs));
 
 /** isIndexFailed: a failed pod whose index is lost for good: a FailIndex rule matched, or (counted) its index had
  * failed backoffLimitPerIndex times before it. */
@@ -73,14 +59,14 @@ export function failedIndexes(
   pods: readonly ObservedPod[],
   prev: string | undefined,
   match: PolicyMatch,
-): number[] {
+): Intervals {
   const completions = job.spec.completions!;
-  const out = new Set(parseIndexes(prev, completions));
+  const now: number[] = [];
   for (const p of pods) {
     const ix = indexOf(p);
-    if (ix !== undefined && ix < completions && isIndexFailed(job, p, match)) out.add(ix);
+    if (ix !== undefined && ix < completions && isIndexFailed(job, p, match)) now.push(ix);
   }
-  return [...out].sort((a, b) => a - b);
+  return mergeIntervals(parseIntervals(prev, completions), intervalsOf(now));
 }
 
 /** The last failed pod of each index (getPodsWithDelayedDeletionPerIndex's choice: the highest failure count, then
@@ -126,11 +112,13 @@ export function matchSuccessPolicy(job: Job, succeeded: readonly number[]): stri
   const done = new Set(succeeded);
   for (const [i, r] of rules.entries()) {
     if (r.succeededIndexes !== undefined) {
-      const required = parseIndexes(r.succeededIndexes, job.spec.completions!);
-      if (required.length === 0) continue;
+      const required = parseIntervals(r.succeededIndexes, job.spec.completions!);
+      const size = intervalsSize(required);
+      if (size === 0) continue;
       // matchSucceededIndexesRule: all of the rule's indexes, or succeededCount of them.
-      const contains = required.filter((x) => done.has(x)).length;
-      if (contains === required.length || (r.succeededCount !== undefined && contains >= r.succeededCount))
+      let contains = 0;
+      for (const x of done) if (intervalsHas(required, x)) contains++;
+      if (contains === size || (r.succeededCount !== undefined && contains >= r.succeededCount))
         return `Matched rules at index ${i}`;
     } else if (r.succeededCount !== undefined && done.size >= r.succeededCount) return `Matched rules at index ${i}`;
   }

@@ -24,8 +24,16 @@ import {
   matchSuccessPolicy,
   newIndexFailureCounts,
 } from "./indexes.js";
+import {
+  firstPendingIndexes,
+  formatIntervals,
+  intervalsOf,
+  intervalsSize,
+  mergeIntervals,
+  type Intervals,
+} from "./intervals.js";
 import { controllerRef, generatedName, isActive, isReady, phaseOf, type ObservedPod } from "../pods.js";
-import { setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
+import { creatable, setCondition, type Condition, type ControllerContext, type ControllerResult } from "../types.js";
 
 /** DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff (pkg/controller/job/job_controller.go). */
 export const DEFAULT_POD_FAILURE_BACKOFF_MS = 10_000;
@@ -143,7 +151,8 @@ export function syncJob(
   // backoffLimitPerIndex: each index has its own back-off limit; an index past it (or matched by a FailIndex rule)
   // is failed for good and not made again.
   const perIndex = indexed && job.spec.backoffLimitPerIndex !== undefined;
-  const failedIdx = perIndex ? failedIndexes(job, pods, prev?.failedIndexes, matchPodFailurePolicy) : [];
+  const failedIdx: Intervals = perIndex ? failedIndexes(job, pods, prev?.failedIndexes, matchPodFailurePolicy) : [];
+  const failedCount = intervalsSize(failedIdx);
   let conditions = prev?.conditions ?? [];
   const base: JobStatus = {
     active: active.length,
@@ -153,7 +162,7 @@ export function syncJob(
     conditions,
     ...(prev?.startTime ? { startTime: prev.startTime } : {}),
     ...(indexed && succeededIndexes.length ? { completedIndexes: formatIndexes(succeededIndexes) } : {}),
-    ...(perIndex ? { failedIndexes: formatIndexes(failedIdx) } : {}),
+    ...(perIndex ? { failedIndexes: formatIntervals(failedIdx) } : {}),
   };
 
   // A finished Job: its remaining pods go, and it goes itself ttlSecondsAfterFinished after it finished.
@@ -210,12 +219,12 @@ export function syncJob(
   if (!failJob && deadline !== undefined && ctx.now >= deadline)
     failJob = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
   if (!failJob && perIndex) {
-    if (job.spec.maxFailedIndexes !== undefined && failedIdx.length > job.spec.maxFailedIndexes)
+    if (job.spec.maxFailedIndexes !== undefined && failedCount > job.spec.maxFailedIndexes)
       failJob = {
         reason: "MaxFailedIndexesExceeded",
         message: "Job has exceeded the specified maximal number of failed indexes",
       };
-    else if (failedIdx.length > 0 && failedIdx.length + succeededIndexes.length >= completions!)
+    else if (failedCount > 0 && failedCount + succeededIndexes.length >= completions!)
       failJob = { reason: "FailedIndexes", message: "Job has failed indexes" };
   }
   if (failJob) {
@@ -268,40 +277,40 @@ export function syncJob(
     for (const p of extra) del(p, `Job ${job.metadata.name} has more active pods than parallelism ${parallelism}`);
   } else if (active.length < want) {
     const backOffMs = o.podFailureBackOffMs ?? DEFAULT_POD_FAILURE_BACKOFF_MS;
+    // firstPendingIndexes (indexed_job_utils.go): the lowest indexes neither succeeded, active nor failed, found
+    // by walking the gaps between those intervals, so a Job of 2^31-1 completions costs what its pods cost.
     const taken = new Set(pods.map((p) => p.pod.metadata.name));
+    const busy = mergeIntervals(
+      intervalsOf([...active.map(indexOf), ...succeededIndexes].filter((i): i is number => i !== undefined)),
+      failedIdx,
+    );
     if (perIndex) {
-      // firstPendingIndexes without the failed ones, each after its own back-off (getRemainingTimePerIndex: the
-      // failures of the index before its last failed pod, plus that one), each new pod counting its index's failures.
-      const busy = new Set([...active.map(indexOf), ...succeededIndexes, ...failedIdx]);
+      // Without the failed ones, each after its own back-off (getRemainingTimePerIndex: the failures of the index
+      // before its last failed pod, plus that one), each new pod counting its index's failures.
       const lastFailed = lastFailedPerIndex(pods, finishedAt);
-      let n = want - active.length;
-      for (let i = 0; i < completions! && n > 0; i++) {
-        if (busy.has(i)) continue;
+      const ready = (i: number) => {
         const replaced = lastFailed.get(i);
         const remaining = replaced
           ? backOffRemaining(indexAbsoluteFailureCount(replaced) + 1, finishedAt(replaced), ctx.now, backOffMs)
           : 0;
-        if (remaining > 0) {
-          out.requeueAt = Math.min(out.requeueAt ?? Infinity, ctx.now + remaining);
-          continue;
-        }
-        out.create.push(newPod(job, i, taken, ctx, newIndexFailureCounts(job, replaced, matchPodFailurePolicy)));
-        n--;
-      }
+        if (remaining > 0) out.requeueAt = Math.min(out.requeueAt ?? Infinity, ctx.now + remaining);
+        return remaining === 0;
+      };
+      for (const i of firstPendingIndexes(busy, creatable(want - active.length, ctx), completions!, ready))
+        out.create.push(
+          newPod(job, i, taken, ctx, newIndexFailureCounts(job, lastFailed.get(i), matchPodFailurePolicy)),
+        );
     } else {
       const lastSuccess = Math.max(0, ...succeededPods.map(finishedAt));
       const failures = pods.filter((p) => phaseOf(p) === "Failed" && finishedAt(p) > lastSuccess);
       const remaining = backOffRemaining(failures.length, Math.max(0, ...failures.map(finishedAt)), ctx.now, backOffMs);
       if (remaining > 0) out.requeueAt = ctx.now + remaining;
-      else {
-        const activeIdx = new Set(active.map(indexOf));
-        const doneIdx = new Set(succeededIndexes);
-        const pending = indexed
-          ? Array.from({ length: completions! }, (_, i) => i).filter((i) => !doneIdx.has(i) && !activeIdx.has(i))
-          : [];
-        const n = indexed ? Math.min(want - active.length, pending.length) : want - active.length;
-        for (let i = 0; i < n; i++) out.create.push(newPod(job, indexed ? pending[i] : undefined, taken, ctx));
-      }
+      else if (indexed)
+        for (const i of firstPendingIndexes(busy, creatable(want - active.length, ctx), completions!))
+          out.create.push(newPod(job, i, taken, ctx));
+      else
+        for (let i = 0; i < creatable(want - active.length, ctx); i++)
+          out.create.push(newPod(job, undefined, taken, ctx));
     }
   }
   if (deadline !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, deadline);

@@ -16,7 +16,7 @@ import {
   phaseOf,
   type ObservedPod,
 } from "../pods.js";
-import type { ControllerContext, ControllerResult } from "../types.js";
+import { creatable, type ControllerContext, type ControllerResult } from "../types.js";
 
 export interface ReplicaSetStatus {
   replicas: number;
@@ -65,7 +65,7 @@ export function syncReplicaSet(rs: ReplicaSet, pods: readonly ObservedPod[], ctx
   const out: ControllerResult = { create: [], delete: [], status: {} };
   if (diff < 0) {
     const taken = new Set(pods.map((p) => p.pod.metadata.name));
-    for (let i = 0; i < -diff; i++) {
+    for (let i = 0; i < creatable(-diff, ctx); i++) {
       let name: string;
       do name = generatedName(rs.metadata.name, ctx.suffix());
       while (taken.has(name));

@@ -100,7 +100,7 @@ export function syncStatefulSet(
       continue;
     }
     if (!p) {
-      if (!blocked) out.create.push(newPod(sts, o, revision, ctx));
+      if (!blocked && out.create.length < (ctx.maxCreate ?? Infinity)) out.create.push(newPod(sts, o, revision, ctx));
       if (ordered) blocked = true;
       continue;
     }

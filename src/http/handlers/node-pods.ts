@@ -15,9 +15,10 @@ import { storedObjects, type PodObjects } from "../../pod/objects.js";
 import { bodyFromItems, setItems } from "../../pod/bundle.js";
 import type { IntakeOptions, WorkloadItem } from "../../pod/workloads/intake.js";
 import { controllerOf } from "../../controllers/pods.js";
-import type { StoredWorkload } from "../../controllers/store.js";
+import { workloadKey, type StoredWorkload } from "../../controllers/store.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
 import { allocateBodyServices } from "./services.js";
+import { workloadCountError } from "../../pod/workloads/bounds.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime, uidConflictAt } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";
@@ -175,6 +176,12 @@ export function registerNodePods<E extends Env>(
         "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods",
         { errors: [{ path: workloads[0]!.at, message: `a ${workloads[0]!.workload.kind}` }] },
       );
+    const tooMany = workloadCountError(
+      new Set(),
+      workloads.map((w) => ({ key: workloadKey(w.workload), at: w.at })),
+      d.intake.limits,
+    );
+    if (tooMany) throw new InvalidPodError([tooMany]);
     for (const { pod, at } of pods) admit(pod, d.policy, `${at}.`);
     for (const { pod, at } of pods) admitOnRuntime(d.runtime, pod, `${at}.`);
     admitWorkloads(workloads, d.policy, d.runtime, d.checkProbes);

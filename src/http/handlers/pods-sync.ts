@@ -13,7 +13,13 @@ import { ROUTES } from "../routes.js";
 import { actionsJSON, statusJSON } from "../serialize.js";
 import { readSignedBody } from "../signed-request.js";
 import { jsonWithWarnings } from "../warnings.js";
-import { checkWorkloads, planWorkloadPods, storeWorkloads, workloadOutcomes } from "./sync-workloads.js";
+import {
+  checkWorkloadCount,
+  checkWorkloads,
+  planWorkloadPods,
+  storeWorkloads,
+  workloadOutcomes,
+} from "./sync-workloads.js";
 import { allocateBodyServices } from "./services.js";
 
 export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
@@ -23,6 +29,7 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const pod = body.pods[0]?.pod;
     note(c, pod?.metadata.uid ?? "", body.token.payload.jti);
     checkWorkloads(body.workloads, d);
+    await checkWorkloadCount(body.workloads, d.workloads, d.intake.limits);
     await allocateBodyServices(body.workloads, d, "add");
     let workloads = {};
     if (body.workloads.length) {
@@ -36,6 +43,7 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
         [...desiredNow.filter((e) => e.pod.metadata.uid !== pod?.metadata.uid), ...mine],
         d.intake.nodeName,
         nodeInfo,
+        policy,
       );
       workloads = {
         workloads: await workloadOutcomes(body.workloads, d.workloads!),
@@ -62,6 +70,7 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const bundle = body.pods[0];
     note(c, bundle?.pod.metadata.uid ?? "", token.payload.jti);
     checkWorkloads(body.workloads, d);
+    await checkWorkloadCount(body.workloads, d.workloads, d.intake.limits);
     // Services get their addresses against the node's others now; nothing is stored if one is refused.
     await allocateBodyServices(body.workloads, d, "add");
     if (bundle) {

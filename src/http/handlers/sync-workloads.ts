@@ -14,6 +14,9 @@ import { planWorkloads, type WorkloadPlan } from "../../controllers/plan.js";
 import type { DesiredPod } from "../../pleg/desired-state.js";
 import type { NodeInfo } from "../../lifecycle/predicates.js";
 import { ProblemError } from "../problems.js";
+import { policyRefusal } from "../../auth/pod-security.js";
+import { InvalidPodError } from "../../pod/validate.js";
+import { workloadCountError, type WorkloadLimits } from "../../pod/workloads/bounds.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
 
 export interface WorkloadSyncDeps {
@@ -44,6 +47,22 @@ export function checkWorkloads(items: readonly WorkloadItem[], d: WorkloadSyncDe
   admitWorkloads(items, d.policy, d.runtime, d.checkProbes);
 }
 
+/** PODSYNC_MAX_WORKLOADS: the workloads sent to the node (not those its controllers made) after this sync. */
+export async function checkWorkloadCount(
+  items: readonly WorkloadItem[],
+  store: WorkloadStore | undefined,
+  limits: WorkloadLimits | undefined,
+): Promise<void> {
+  if (!store || items.length === 0 || limits?.maxWorkloads === undefined) return;
+  const kept = new Set((await store.list()).filter((s) => !s.owner).map((s) => workloadKey(s.workload)));
+  const err = workloadCountError(
+    kept,
+    items.map((i) => ({ key: workloadKey(i.workload), at: i.at })),
+    limits,
+  );
+  if (err) throw new InvalidPodError([err]);
+}
+
 /** What storing `items` changes (for a plan, and the sync's answer). */
 export async function workloadOutcomes(
   items: readonly WorkloadItem[],
@@ -67,9 +86,18 @@ export async function planWorkloadPods(
   desired: readonly DesiredPod[],
   nodeName: string,
   node: NodeInfo,
+  policy?: NodePolicy,
 ): Promise<WorkloadPlan> {
   const stored = await store.list();
-  return planWorkloads({ stored, incoming: workloadEntries(items, token, now, stored), desired, nodeName, node, now });
+  return planWorkloads({
+    stored,
+    incoming: workloadEntries(items, token, now, stored),
+    desired,
+    nodeName,
+    node,
+    now,
+    ...(policy ? { admitTemplate: policyRefusal(policy) } : {}),
+  });
 }
 
 /** Store the workloads of a sync (all at once), after checkWorkloads. */

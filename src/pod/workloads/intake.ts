@@ -22,11 +22,14 @@ import {
 import { selectorEmpty, selectorMatches } from "./selector.js";
 import { templatePod } from "./template.js";
 import { jobSelectorDefaults } from "./job-labels.js";
+import { workloadBoundErrors, type WorkloadLimits } from "./bounds.js";
 
 export interface IntakeOptions {
   /** This node's name: a uid-less pod's uid is derived from it (uid.ts). */
   nodeName: string;
   serviceAccountTokens: ServiceAccountTokens;
+  /** The node owner's bounds (bounds.ts); none: the schema's alone. */
+  limits?: WorkloadLimits | undefined;
 }
 
 export interface Item {
@@ -183,9 +186,16 @@ export function validateWorkloads(
     const r = schema.safeParse(raw);
     if (!r.success) {
       errors.push(...fieldErrors(r.error, at));
+      // The node's bounds on what parsed, so every bad number is named at once.
+      const named = new Set(errors.map((e) => e.path));
+      if (o.limits)
+        errors.push(
+          ...workloadBoundErrors({ kind, spec: raw["spec"] }, o.limits, at).filter((e) => !named.has(e.path)),
+        );
       continue;
     }
     const w = r.data;
+    if (o.limits) errors.push(...workloadBoundErrors(w, o.limits, at));
     const m = w.metadata;
     m.uid ??= derivedUid(o.nodeName, m.namespace, `${kind}/${m.name}`);
     const key = `${kind}/${m.namespace}/${m.name}`;

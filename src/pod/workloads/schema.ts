@@ -12,6 +12,15 @@ import { parseSchedule } from "./cron.js";
 import { Service } from "./service.js";
 
 export const MAX_REPLICAS = 1000;
+/** int32, the type of every count and limit in the apps and batch APIs. */
+export const MAX_INT32 = 2 ** 31 - 1;
+/** pkg/apis/batch/validation: maxParallelismForIndexedJob (and completionsSoftLimit, the bound on an Indexed Job's
+ * completions that podsync applies always: its completed and failed indexes are kept as intervals, yet a node
+ * keeps every finished pod, so an Indexed Job beyond it could never finish on one node). */
+export const MAX_INDEXED_JOB_COMPLETIONS = 100_000;
+/** The history a controller keeps (old ReplicaSets, a CronJob's finished Jobs): podsync's bound, each kept one is a
+ * stored workload (upstream: any int32). */
+export const MAX_HISTORY_LIMIT = 1000;
 
 const readOnly = Object.fromEntries(READ_ONLY_METADATA.map((k) => [k, z.unknown().optional()])) as Record<
   (typeof READ_ONLY_METADATA)[number],
@@ -48,11 +57,22 @@ const replicas = z
   .int("replicas must be an integer")
   .min(0, "replicas must be between 0 and 1000")
   .max(MAX_REPLICAS, `replicas must be between 0 and ${MAX_REPLICAS} (podsync's bound for one node)`);
-/** An int or a percentage ("25%"), as intstr.IntOrString in maxSurge/maxUnavailable. */
+/** An int or a percentage ("25%"), as intstr.IntOrString in maxSurge/maxUnavailable: an int32, or a percentage
+ * of at most 100 (ValidatePositiveIntOrPercent, IsNotMoreThan100Percent; upstream allows more than 100% for
+ * maxSurge, podsync does not: 100% already doubles a rollout). What it resolves to against replicas is bounded by
+ * the node (bounds.ts). */
 const intOrPercent = z.union([
-  z.number().int().min(0),
-  z.string().regex(/^[0-9]+%$/, 'must be a whole number or a percentage such as "25%"'),
+  z
+    .number()
+    .int('must be a whole number or a percentage such as "25%"')
+    .min(0, "must be at least 0")
+    .max(MAX_INT32, `must be at most ${MAX_INT32}`),
+  z
+    .string()
+    .regex(/^[0-9]+%$/, 'must be a whole number or a percentage such as "25%"')
+    .refine((v) => Number(v.slice(0, -1)) <= 100, "must be a percentage of at most 100%"),
 ]);
+const history = (what: string, dflt: number) => int(what, 0, MAX_HISTORY_LIMIT).default(dflt);
 
 /** v1.PodTemplateSpec: metadata (labels, annotations) and the pod spec, validated as a pod in template.ts. */
 export const PodTemplate = z.strictObject({
@@ -90,7 +110,7 @@ export const Deployment = z.strictObject({
       })
       .default({ type: "RollingUpdate" }),
     minReadySeconds: int("minReadySeconds", 0).default(0),
-    revisionHistoryLimit: int("revisionHistoryLimit", 0).default(10),
+    revisionHistoryLimit: history("revisionHistoryLimit", 10),
     progressDeadlineSeconds: int("progressDeadlineSeconds", 1).default(600),
     paused: z.boolean().default(false),
   }),
@@ -171,7 +191,7 @@ export const StatefulSet = z.strictObject({
       })
       .default({ type: "RollingUpdate" }),
     volumeClaimTemplates: z.array(claimTemplate).optional(),
-    revisionHistoryLimit: int("revisionHistoryLimit", 0).default(10),
+    revisionHistoryLimit: history("revisionHistoryLimit", 10),
     minReadySeconds: int("minReadySeconds", 0).default(0),
     persistentVolumeClaimRetentionPolicy: z
       .strictObject({
@@ -206,7 +226,7 @@ export const DaemonSet = z.strictObject({
       })
       .default({ type: "RollingUpdate" }),
     minReadySeconds: int("minReadySeconds", 0).default(0),
-    revisionHistoryLimit: int("revisionHistoryLimit", 0).default(10),
+    revisionHistoryLimit: history("revisionHistoryLimit", 10),
   }),
   status,
 });
@@ -231,7 +251,7 @@ export const JobSpec = z
   .strictObject({
     parallelism: int("parallelism", 0, MAX_REPLICAS).default(1),
     completions: int("completions", 0).optional(),
-    activeDeadlineSeconds: int("activeDeadlineSeconds", 1, Number.MAX_SAFE_INTEGER).optional(),
+    activeDeadlineSeconds: int("activeDeadlineSeconds", 1).optional(),
     // Defaulted below: 6, or (with backoffLimitPerIndex) MaxInt32, as the API server defaults it.
     backoffLimit: int("backoffLimit", 0).optional(),
     backoffLimitPerIndex: int("backoffLimitPerIndex", 0).optional(),
@@ -272,6 +292,12 @@ export const JobSpec = z
         code: "custom",
         path: ["completions"],
         message: "when completion mode is Indexed, completions is required",
+      });
+    if (s.completionMode === "Indexed" && (s.completions ?? 0) > MAX_INDEXED_JOB_COMPLETIONS)
+      ctx.addIssue({
+        code: "custom",
+        path: ["completions"],
+        message: `must be at most ${MAX_INDEXED_JOB_COMPLETIONS} when completion mode is Indexed`,
       });
     const rp = s.template.spec["restartPolicy"];
     if (rp !== "Never" && rp !== "OnFailure")
@@ -375,7 +401,7 @@ export const CronJob = z.strictObject({
     .strictObject({
       schedule: z.string().min(1, "schedule is required"),
       timeZone: z.string().optional(),
-      startingDeadlineSeconds: int("startingDeadlineSeconds", 0, Number.MAX_SAFE_INTEGER).optional(),
+      startingDeadlineSeconds: int("startingDeadlineSeconds", 0).optional(),
       concurrencyPolicy: z
         .enum(["Allow", "Forbid", "Replace"], { error: 'concurrencyPolicy must be "Allow", "Forbid" or "Replace"' })
         .default("Allow"),
@@ -386,8 +412,8 @@ export const CronJob = z.strictObject({
           .default({}),
         spec: JobSpec,
       }),
-      successfulJobsHistoryLimit: int("successfulJobsHistoryLimit", 0).default(3),
-      failedJobsHistoryLimit: int("failedJobsHistoryLimit", 0).default(1),
+      successfulJobsHistoryLimit: history("successfulJobsHistoryLimit", 3),
+      failedJobsHistoryLimit: history("failedJobsHistoryLimit", 1),
     })
     .superRefine((s, ctx) => {
       const err = parseSchedule(s.schedule, s.timeZone);
