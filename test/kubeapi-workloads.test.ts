@@ -127,7 +127,12 @@ describe("the workload kinds on the read side", async () => {
     const agg = await (
       await get("/apis", { accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" })
     ).json();
-    expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual(["apps", "batch"]);
+    expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual([
+      "apps",
+      "batch",
+      "authorization.k8s.io",
+      "metrics.k8s.io",
+    ]);
     expect(
       agg.items[0].versions[0].resources.map(
         (r: { resource: string; shortNames?: string[] }) => `${r.resource}:${r.shortNames?.join(",")}`,
@@ -141,6 +146,7 @@ describe("the workload kinds on the read side", async () => {
       "nodes",
       "persistentvolumeclaims",
       "pods",
+      "namespaces",
     ]);
     expect(await (await get("/apis")).json()).toMatchObject({
       kind: "APIGroupList",
@@ -163,7 +169,7 @@ describe("the workload kinds on the read side", async () => {
     expect(list.items[0].metadata).toMatchObject({
       name: "web-5d8f7c",
       generation: 1,
-      creationTimestamp: "2026-01-01T00:00:00.000Z",
+      creationTimestamp: "2026-01-01T00:00:00Z",
       ownerReferences: [{ kind: "Deployment", uid: "d-1", controller: true }],
     });
     expect(
@@ -233,7 +239,7 @@ describe("the workload kinds on the read side", async () => {
       "Age",
       "VolumeMode",
     ]);
-    expect(pvc.rows[0].cells).toEqual(["data", "Bound", "", "", "", "", "<unset>", expect.any(String), "<unset>"]);
+    expect(pvc.rows[0].cells).toEqual(["data", "Bound", "", "", "", "", "<unset>", expect.any(String), "Filesystem"]);
   });
 
   it("a controller's status write is a watch event", async () => {

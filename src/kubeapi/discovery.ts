@@ -68,6 +68,46 @@ const CORE: Resource[] = [
   { name: "pods/exec", singularName: "", namespaced: true, kind: "PodExecOptions", verbs: ["create", "get"] },
   { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] },
 ];
+const NAMESPACES: Resource = {
+  name: "namespaces",
+  singularName: "namespace",
+  namespaced: false,
+  kind: "Namespace",
+  verbs: READ,
+  shortNames: ["ns"],
+};
+/** Served on every node: the reviews `kubectl auth can-i` sends (src/kubeapi/reviews.ts), and the Metrics API
+ * `kubectl top` reads (src/kubeapi/metrics.ts; metrics-server's group, served here by the node itself). */
+const NODE_GROUPS: GroupVersion[] = [
+  {
+    group: "authorization.k8s.io",
+    version: "v1",
+    resources: [
+      {
+        name: "selfsubjectaccessreviews",
+        singularName: "selfsubjectaccessreview",
+        namespaced: false,
+        kind: "SelfSubjectAccessReview",
+        verbs: ["create"],
+      },
+      {
+        name: "selfsubjectrulesreviews",
+        singularName: "selfsubjectrulesreview",
+        namespaced: false,
+        kind: "SelfSubjectRulesReview",
+        verbs: ["create"],
+      },
+    ],
+  },
+  {
+    group: "metrics.k8s.io",
+    version: "v1beta1",
+    resources: [
+      { name: "nodes", singularName: "", namespaced: false, kind: "NodeMetrics", verbs: ["get", "list"] },
+      { name: "pods", singularName: "", namespaced: true, kind: "PodMetrics", verbs: ["get", "list"] },
+    ],
+  },
+];
 const CLAIMS = workload("persistentvolumeclaims", "PersistentVolumeClaim", ["pvc"], false);
 
 /** The workload kinds' groups (served when the node runs workloads: src/controllers/). */
@@ -88,8 +128,12 @@ const WORKLOAD_GROUPS: GroupVersion[] = [
 /** What a node serves: the core group (with claims when it runs workloads), and the workloads' groups. */
 export function served(workloads: boolean): { core: GroupVersion; groups: GroupVersion[] } {
   return {
-    core: { group: "", version: "v1", resources: workloads ? [...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2)] : CORE },
-    groups: workloads ? WORKLOAD_GROUPS : [],
+    core: {
+      group: "",
+      version: "v1",
+      resources: [...(workloads ? [...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2)] : CORE), NAMESPACES],
+    },
+    groups: [...(workloads ? WORKLOAD_GROUPS : []), ...NODE_GROUPS],
   };
 }
 

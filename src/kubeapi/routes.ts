@@ -47,6 +47,8 @@ import type { V1Node } from "./node-object.js";
 import type { V1Workload, WorkloadFeed } from "./workload-feed.js";
 import { WORKLOAD_COLUMNS, workloadCells } from "./workload-table.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
+import { normalizeRequest } from "./query.js";
+import { createNamespaceFeed, NAMESPACE_COLUMNS, namespaceCells, type V1Namespace } from "./namespaces.js";
 
 export interface KubeApiOptions {
   verifier: Verifier;
@@ -125,6 +127,11 @@ const EVENT_FIELDS: Record<string, (e: V1Event) => string> = {
 const NODE_FIELDS: Record<string, (n: V1Node) => string> = {
   "metadata.name": (n) => n.metadata.name,
   "spec.unschedulable": (n) => String(n.spec.unschedulable ?? false),
+};
+
+const NAMESPACE_FIELDS: Record<string, (n: V1Namespace) => string> = {
+  "metadata.name": (n) => n.metadata.name,
+  "status.phase": (n) => n.status.phase,
 };
 
 const META_FIELDS: Record<string, (w: V1Workload) => string> = {
@@ -328,8 +335,9 @@ export function createKubeApi(o: KubeApiOptions) {
   async function list<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined): Promise<Response> {
     const filter = selectors(c, k, ns);
     const q = c.req.query();
-    if (truthy(q["watch"])) return watch(c, k, filter);
+    // A watch with no resourceVersion starts with the current objects: bring them up to date first.
     await k.load();
+    if (truthy(q["watch"])) return watch(c, k, filter);
     const items = k.hub
       .list()
       .filter(filter)
@@ -459,27 +467,29 @@ export function createKubeApi(o: KubeApiOptions) {
       }
   }
 
-  // One namespace by name, for kubectl: after a NotFound it asks whether the namespace exists, and says the
-  // namespace is missing if not. A namespace exists here while something of the node's is in it (a pod, a
-  // workload, an event). Not listed in discovery: `kubectl get namespaces` is not served.
-  app.get("/api/v1/namespaces/:name", async (c) => {
-    const name = c.req.param("name");
-    await pods.load();
-    await o.workloads?.load();
-    const objects: KubeObject[][] = [
-      o.pods.list(),
-      o.events.hub.list(),
-      ...Object.values(o.workloads?.hubs ?? {}).map((h) => h.list()),
-    ];
-    if (!objects.some((xs) => xs.some((x) => x.metadata.namespace === name))) throw notFound("namespaces", name);
-    return json({
-      kind: "Namespace",
-      apiVersion: "v1",
-      metadata: { name },
-      spec: { finalizers: ["kubernetes"] },
-      status: { phase: "Active" },
-    });
-  });
+  // Namespaces, read-only: those the node's objects use (src/kubeapi/namespaces.ts). kubectl also asks for one
+  // after a NotFound, to say whether the namespace is missing.
+  const nsFeed = createNamespaceFeed(o.pods.clock, () => [
+    o.pods,
+    o.events.hub,
+    ...Object.values(o.workloads?.hubs ?? {}),
+  ]);
+  const namespaces: Kind<V1Namespace> = {
+    resource: "namespaces",
+    group: "",
+    kind: "Namespace",
+    hub: nsFeed.hub,
+    fields: NAMESPACE_FIELDS,
+    columns: NAMESPACE_COLUMNS,
+    cells: namespaceCells,
+    load: async () => {
+      await pods.load();
+      await o.workloads?.load();
+      await nsFeed.load();
+    },
+  };
+  app.get("/api/v1/namespaces", (c) => list(c, namespaces, undefined));
+  app.get("/api/v1/namespaces/:name", (c) => getOne(c, namespaces, undefined, c.req.param("name")));
 
   // pods/log with kubectl's PodLogOptions (the logs route's reader and rules).
   app.get("/api/v1/namespaces/:ns/pods/:name/log", async (c) => {
@@ -541,5 +551,9 @@ export function createKubeApi(o: KubeApiOptions) {
     throw noSuchResource();
   });
 
+  // Paths and query parameters as the API server reads them (trailing slashes, legacy watch paths, booleans,
+  // ignored parameters), before routing.
+  const routed = app.fetch;
+  app.fetch = (req, ...rest) => routed(normalizeRequest(req), ...rest);
   return app;
 }
