@@ -150,7 +150,12 @@ describe("the workload kinds on the read side", async () => {
     ]);
     expect(await (await get("/apis")).json()).toMatchObject({
       kind: "APIGroupList",
-      groups: [{ name: "apps", preferredVersion: { groupVersion: "apps/v1" } }, { name: "batch" }],
+      groups: [
+        { name: "apps", preferredVersion: { groupVersion: "apps/v1" } },
+        { name: "batch" },
+        { name: "authorization.k8s.io" },
+        { name: "metrics.k8s.io", preferredVersion: { groupVersion: "metrics.k8s.io/v1beta1" } },
+      ],
     });
     expect(await (await get("/apis/batch/v1")).json()).toMatchObject({
       kind: "APIResourceList",
