@@ -137,6 +137,9 @@ export function served(workloads: boolean): { core: GroupVersion; groups: GroupV
   };
 }
 
+/** What the node serves, per group, for the authorization reviews (src/kubeapi/reviews.ts). */
+export const reviewable = (s: ReturnType<typeof served>) => ({ groups: [s.core, ...s.groups] });
+
 export const apiVersions = (serverAddress: string) => ({
   kind: "APIVersions",
   versions: ["v1"],

@@ -20,6 +20,7 @@ import {
   apiGroupList,
   apiResourceList,
   apiVersions,
+  reviewable,
   served,
   versionInfo,
   wantsAggregated,
@@ -48,6 +49,7 @@ import type { V1Workload, WorkloadFeed } from "./workload-feed.js";
 import { WORKLOAD_COLUMNS, workloadCells } from "./workload-table.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { normalizeRequest } from "./query.js";
+import { registerReviews } from "./reviews.js";
 import { createNamespaceFeed, NAMESPACE_COLUMNS, namespaceCells, type V1Namespace } from "./namespaces.js";
 
 export interface KubeApiOptions {
@@ -224,6 +226,9 @@ export function createKubeApi(o: KubeApiOptions) {
     c.set("scope", scope);
     await next();
   });
+
+  // The reviews kubectl auth can-i sends (POSTs that write nothing): before the write refusals.
+  registerReviews(app, { served: reviewable(served(o.workloads !== undefined)), allowExec: o.allowExec });
 
   // Writes: never through this API. The Status names the signed way.
   app.on(["POST", "PUT", "PATCH", "DELETE"], "*", (c) => {
