@@ -50,6 +50,7 @@ import { WORKLOAD_COLUMNS, workloadCells } from "./workload-table.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { normalizeRequest } from "./query.js";
 import { registerReviews } from "./reviews.js";
+import { registerOpenApi } from "./openapi.js";
 import { createNamespaceFeed, NAMESPACE_COLUMNS, namespaceCells, type V1Namespace } from "./namespaces.js";
 
 export interface KubeApiOptions {
@@ -550,6 +551,9 @@ export function createKubeApi(o: KubeApiOptions) {
       checkExec(c.get("scope"), o.allowExec, c.req.param("name"));
       throw forbidden("pods", c.req.param("name"), o.execUnavailable!);
     });
+
+  // OpenAPI v2 and v3: upstream's documents, pruned to what the node serves (src/kubeapi/openapi.ts).
+  registerOpenApi(app);
 
   // Any other path under /api or /apis: a resource or group this node does not serve.
   app.get("*", () => {
