@@ -51,6 +51,7 @@ import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { normalizeRequest } from "./query.js";
 import { registerReviews } from "./reviews.js";
 import { registerOpenApi } from "./openapi.js";
+import { registerMetrics, type MetricsSource } from "./metrics.js";
 import { createNamespaceFeed, NAMESPACE_COLUMNS, namespaceCells, type V1Namespace } from "./namespaces.js";
 
 export interface KubeApiOptions {
@@ -81,6 +82,8 @@ export interface KubeApiOptions {
   /** The node's workloads (src/kubeapi/workload-feed.ts), read-only: apps/v1, batch/v1 and claims are served
    * only with them (the Workers entry runs none). */
   workloads?: Pick<WorkloadFeed, "hubs" | "load"> | undefined;
+  /** The resource sampler behind metrics.k8s.io (kubectl top); without it the Metrics API answers 503. */
+  metrics?: MetricsSource | undefined;
 }
 
 export { isKubePath } from "./paths.js";
@@ -554,6 +557,17 @@ export function createKubeApi(o: KubeApiOptions) {
 
   // OpenAPI v2 and v3: upstream's documents, pruned to what the node serves (src/kubeapi/openapi.ts).
   registerOpenApi(app);
+  // metrics.k8s.io for kubectl top (src/kubeapi/metrics.ts).
+  registerMetrics(app, {
+    source: o.metrics,
+    pods: o.pods,
+    node: o.node.hub,
+    load: async () => {
+      await pods.load();
+      await o.node.refresh();
+    },
+    now,
+  });
 
   // Any other path under /api or /apis: a resource or group this node does not serve.
   app.get("*", () => {
