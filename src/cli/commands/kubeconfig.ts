@@ -170,7 +170,8 @@ const kubeconfig: Command = {
               command: process.execPath,
               args,
               interactiveMode: "Never",
-              provideClusterInfo: false,
+              // The plugin's cache is keyed by the cluster's server (KUBERNETES_EXEC_INFO).
+              provideClusterInfo: true,
             },
           },
         },
