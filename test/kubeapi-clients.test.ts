@@ -2,7 +2,8 @@
 // reads them, trailing slashes and legacy watch paths, Status on every error, namespaces, the authorization reviews
 // in JSON and protobuf, OpenAPI, the Metrics API; and the pure parts (defaults, the metrics rate, quantities, the
 // credential plugin's cache). The real clients themselves run in kubeapi-clients.e2e.test.ts.
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -10,7 +11,8 @@ import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import { createVerifier } from "../src/auth/verify.js";
-import { cacheKey, readCached, writeCached } from "../src/cli/token-cache.js";
+import { CACHE_GUARD } from "../src/cli/commands/kubeconfig.js";
+import { cacheFileName, cacheKey, readCached, writeCached } from "../src/cli/token-cache.js";
 import {
   SelfSubjectAccessReviewSchema,
   SubjectAccessReviewStatusSchema,
@@ -412,5 +414,22 @@ describe("the credential plugin's cache", () => {
     expect(cacheKey(args, info("https://a:1"))).not.toBe(k);
     chmodSync(join(dir, "c", `exec-credential-${k}.json`), 0o644);
     expect(readCached(join(dir, "c"), k, now)).toBeUndefined();
+  });
+
+  it("the kubeconfig's sh guard prints a fresh entry without node, and runs the plugin otherwise", () => {
+    const dir = mkdtempSync(join(tmpdir(), "podsync-token-guard-"));
+    const cred = JSON.stringify({
+      status: { token: "t", expirationTimestamp: new Date(Date.now() + 240_000).toISOString() },
+    });
+    writeCached(join(dir, "podsync"), "k1", cred);
+    const guard = (name: string) =>
+      execFileSync("/bin/sh", ["-c", CACHE_GUARD, "podsync-token", name, "echo", "MISS"], {
+        env: { XDG_CACHE_HOME: dir, HOME: dir },
+      }).toString();
+    expect(guard(cacheFileName("k1"))).toBe(`${cred}\n`);
+    expect(guard(cacheFileName("k2"))).toBe("MISS\n");
+    const past = Date.now() / 1000 - 60;
+    utimesSync(join(dir, "podsync", `${cacheFileName("k1")}.fresh`), past, past);
+    expect(guard(cacheFileName("k1"))).toBe("MISS\n");
   });
 });

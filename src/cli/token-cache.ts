@@ -1,11 +1,11 @@
 // The credential plugin's cache: `podsync token --act read --exec-credential` (the plugin kubectl runs before every
 // command) keeps the ExecCredential it printed under $XDG_CACHE_HOME/podsync/ (default ~/.cache/podsync/), 0600 in a
 // 0700 directory, until shortly before it expires, keyed by the server, the audience and the key (its path and a
-// hash of its bytes, so a new key is a new entry), and the token's other claims (iss, exec, ttl). A hit is served
-// by bin/podsync.mjs before anything else is loaded (no build check, no CLI, no jose): node's own start-up is then
-// the whole cost. Only node: built-ins here.
+// hash of its bytes, so a new key is a new entry), and the token's other claims (iss, exec, ttl). The kubeconfig's
+// sh guard (commands/kubeconfig.ts) prints a fresh entry without starting node at all; bin/podsync.mjs serves a hit
+// before anything else is loaded (no build check, no CLI, no jose). Only node: built-ins here.
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -57,7 +57,8 @@ export function cacheKey(argv: readonly string[], env: NodeJS.ProcessEnv = proce
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32);
 }
 
-const fileOf = (dir: string, key: string) => join(dir, `exec-credential-${key}.json`);
+export const cacheFileName = (key: string) => `exec-credential-${key}.json`;
+const fileOf = (dir: string, key: string) => join(dir, cacheFileName(key));
 
 /** The cached ExecCredential's text, if there is one of ours (0600, this user's) with time left. */
 export function readCached(dir: string, key: string, now = Date.now()): string | undefined {
@@ -75,13 +76,23 @@ export function readCached(dir: string, key: string, now = Date.now()): string |
   }
 }
 
-/** Keep a credential (written whole: a temporary file renamed over the old one). Failing to cache is not an error. */
+/** Keep a credential (written whole: a temporary file renamed over the old one), and beside it `<file>.fresh`, an
+ * empty file whose mtime is when the entry stops being served (REFRESH_BEFORE_MS before the credential expires):
+ * the kubeconfig's sh guard compares it with the time its own process started. Failing to cache is not an error. */
 export function writeCached(dir: string, key: string, text: string): void {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const tmp = `${fileOf(dir, key)}.${process.pid}.tmp`;
-    writeFileSync(tmp, text, { mode: 0o600 });
+    const file = fileOf(dir, key);
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, `${text.trim()}\n`, { mode: 0o600 });
     chmodSync(tmp, 0o600);
-    renameSync(tmp, fileOf(dir, key));
+    renameSync(tmp, file);
+    const exp = Date.parse(
+      (JSON.parse(text) as { status?: { expirationTimestamp?: string } }).status?.expirationTimestamp ?? "",
+    );
+    if (!Number.isFinite(exp)) return;
+    writeFileSync(`${file}.fresh`, "", { mode: 0o600 });
+    const until = (exp - REFRESH_BEFORE_MS) / 1000;
+    utimesSync(`${file}.fresh`, until, until);
   } catch {}
 }
