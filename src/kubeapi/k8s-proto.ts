@@ -5,22 +5,7 @@ import { create, fromBinary, toBinary, type DescMessage, type MessageShape } fro
 import { TypeMetaSchema, UnknownSchema } from "../gen/k8s.io/apimachinery/pkg/runtime/generated_pb.js";
 import { KubeStatusError } from "./status.js";
 
-export const PROTOBUF_TYPE = "application/vnd.kubernetes.protobuf";
 const MAGIC = new Uint8Array([0x6b, 0x38, 0x73, 0x00]);
-
-/** The request body is protobuf (its Content-Type says so). */
-export const isProtobuf = (contentType: string | undefined) =>
-  (contentType ?? "").split(";")[0]!.trim().toLowerCase() === PROTOBUF_TYPE;
-
-/** The client asks for protobuf before JSON (the first of its Accept types that the server can answer). */
-export function wantsProtobuf(accept: string | undefined): boolean {
-  for (const part of (accept ?? "").split(",")) {
-    const t = part.split(";")[0]!.trim().toLowerCase();
-    if (t === PROTOBUF_TYPE) return true;
-    if (t === "application/json" || t === "*/*" || t === "application/*") return false;
-  }
-  return false;
-}
 
 /** Decode an enveloped object of the expected kind; a 400 Status naming what is wrong otherwise. */
 export function decodeEnveloped<D extends DescMessage>(

@@ -6,20 +6,13 @@
 // nothing. kubectl 1.32+ sends the review as protobuf and does not retry with JSON after a 415: both are read,
 // and the answer is in the type the client accepts first.
 import type { Context, Hono } from "hono";
-import { create } from "@bufbuild/protobuf";
 import { z } from "zod";
-import {
-  SelfSubjectAccessReviewSchema,
-  SelfSubjectRulesReviewSchema,
-  SubjectAccessReviewStatusSchema,
-  SubjectRulesReviewStatusSchema,
-  ResourceRuleSchema,
-  NonResourceRuleSchema,
-} from "../gen/k8s.io/api/authorization/v1/generated_pb.js";
-import { ObjectMetaSchema } from "../gen/k8s.io/apimachinery/pkg/apis/meta/v1/generated_pb.js";
 import type { ReadScope } from "../auth/read-token.js";
-import { decodeEnveloped, encodeEnveloped, isProtobuf, PROTOBUF_TYPE, wantsProtobuf } from "./k8s-proto.js";
+import { isProtobuf, PROTOBUF_TYPE, wantsProtobuf } from "./media.js";
 import { badRequest } from "./status.js";
+
+/** The protobuf side (the generated messages), loaded at the first protobuf review. */
+const proto = () => import("./reviews-proto.js");
 
 const GROUP = "authorization.k8s.io";
 const API_VERSION = `${GROUP}/v1`;
@@ -130,6 +123,9 @@ const Attrs = z.object({
   subresource: z.string().optional(),
   name: z.string().optional(),
 });
+export type AccessReviewSpec = z.infer<typeof AccessReviewJson>["spec"];
+export type Rules = ReturnType<typeof rulesFor>;
+
 const AccessReviewJson = z.object({
   spec: z.object({
     resourceAttributes: Attrs.optional(),
@@ -160,12 +156,10 @@ export function registerReviews<E extends { Variables: { scope: ReadScope } }>(
   app.post(`${base}/selfsubjectaccessreviews`, async (c) => {
     const ctx: ReviewContext = { ...o, scope: c.get("scope") };
     const type = { apiVersion: API_VERSION, kind: "SelfSubjectAccessReview" };
-    const proto = isProtobuf(c.req.header("content-type"));
+    const inProto = isProtobuf(c.req.header("content-type"));
     let spec: z.infer<typeof AccessReviewJson>["spec"];
-    if (proto) {
-      const m = decodeEnveloped(new Uint8Array(await c.req.arrayBuffer()), SelfSubjectAccessReviewSchema, type);
-      spec = { resourceAttributes: m.spec?.resourceAttributes, nonResourceAttributes: m.spec?.nonResourceAttributes };
-    } else spec = (await jsonBody(c, AccessReviewJson, "SelfSubjectAccessReview")).spec;
+    if (inProto) spec = (await proto()).decodeAccessReview(new Uint8Array(await c.req.arrayBuffer()));
+    else spec = (await jsonBody(c, AccessReviewJson, "SelfSubjectAccessReview")).spec;
     const ra = spec.resourceAttributes;
     const nra = spec.nonResourceAttributes;
     if (!ra === !nra)
@@ -174,14 +168,8 @@ export function registerReviews<E extends { Variables: { scope: ReadScope } }>(
       );
     const d = ra ? decideResource(ra, ctx) : decideNonResource(nra!.path ?? "", nra!.verb ?? "");
     const status = { allowed: d.allowed, reason: d.reason };
-    if (wantsProtobuf(c.req.header("accept"))) {
-      const msg = create(SelfSubjectAccessReviewSchema, {
-        metadata: create(ObjectMetaSchema, {}),
-        spec: { resourceAttributes: ra, nonResourceAttributes: nra },
-        status: create(SubjectAccessReviewStatusSchema, status),
-      });
-      return c.body(encodeEnveloped(SelfSubjectAccessReviewSchema, msg, type), 201, { "content-type": PROTOBUF_TYPE });
-    }
+    if (wantsProtobuf(c.req.header("accept")))
+      return c.body((await proto()).encodeAccessReview(spec, status), 201, { "content-type": PROTOBUF_TYPE });
     return c.json({ ...type, metadata: { creationTimestamp: null }, spec, status }, 201);
   });
   app.post(`${base}/selfsubjectrulesreviews`, async (c) => {
@@ -189,22 +177,11 @@ export function registerReviews<E extends { Variables: { scope: ReadScope } }>(
     const type = { apiVersion: API_VERSION, kind: "SelfSubjectRulesReview" };
     let namespace: string | undefined;
     if (isProtobuf(c.req.header("content-type")))
-      namespace = decodeEnveloped(new Uint8Array(await c.req.arrayBuffer()), SelfSubjectRulesReviewSchema, type).spec
-        ?.namespace;
+      namespace = (await proto()).decodeRulesReview(new Uint8Array(await c.req.arrayBuffer()));
     else namespace = (await jsonBody(c, RulesReviewJson, "SelfSubjectRulesReview")).spec?.namespace;
     const rules = rulesFor(ctx);
-    if (wantsProtobuf(c.req.header("accept"))) {
-      const msg = create(SelfSubjectRulesReviewSchema, {
-        metadata: create(ObjectMetaSchema, {}),
-        spec: { namespace },
-        status: create(SubjectRulesReviewStatusSchema, {
-          resourceRules: rules.resourceRules.map((r) => create(ResourceRuleSchema, r)),
-          nonResourceRules: rules.nonResourceRules.map((r) => create(NonResourceRuleSchema, r)),
-          incomplete: false,
-        }),
-      });
-      return c.body(encodeEnveloped(SelfSubjectRulesReviewSchema, msg, type), 201, { "content-type": PROTOBUF_TYPE });
-    }
+    if (wantsProtobuf(c.req.header("accept")))
+      return c.body((await proto()).encodeRulesReview(namespace, rules), 201, { "content-type": PROTOBUF_TYPE });
     return c.json({ ...type, metadata: { creationTimestamp: null }, spec: { namespace }, status: rules }, 201);
   });
 }
