@@ -500,7 +500,19 @@ export async function startNode(
       import("./stats/resource-metrics.js"),
       import("./host/node-usage.js"),
     ]);
-    return createResourceSampler({ cri, node: readNodeUsage });
+    return createResourceSampler({
+      cri,
+      node: readNodeUsage,
+      onFallback: (why) =>
+        quiet ||
+        console.error(
+          JSON.stringify({
+            time: new Date().toISOString(),
+            loop: "metrics",
+            warning: `ListPodSandboxStats refused, ListContainerStats from now on: ${why}`,
+          }),
+        ),
+    });
   };
   // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server. The socket buffers what the client
   // sends while the handler loads (an upgraded socket has no data listener until ws binds one).
