@@ -5,8 +5,8 @@
 // strategy.rollingUpdate 25%/25%, and the rest. Applied on the way out; the stored objects are as sent. Pure.
 //
 // Not applied: what admission plugins add on a cluster (priority, serviceAccountName, default tolerations).
-// Taken away: an env var's `value: ""` beside a `valueFrom` (podsync's model defaults value to ""; upstream's
-// EnvVar has none then).
+// Taken away: an env var's `value: ""` (podsync's model defaults value to ""; upstream's EnvVar.Value is
+// `omitempty`, so none is written, beside a `valueFrom` or not).
 // biome-ignore lint/suspicious/noExplicitAny: a served object is open JSON, read and defaulted field by field
 type Obj = Record<string, any>;
 
@@ -46,7 +46,8 @@ function env(list: unknown): unknown {
   return list.map((e: Obj) => {
     if (!isObj(e)) return e;
     const out: Obj = { ...e };
-    if (out["valueFrom"] !== undefined && (out["value"] === "" || out["value"] === undefined)) delete out["value"];
+    // EnvVar.Value is `omitempty`: an empty value is not written, beside a valueFrom or not.
+    if (out["value"] === "") delete out["value"];
     if (isObj(out["valueFrom"]?.fieldRef)) setIfUnset(out["valueFrom"].fieldRef, "apiVersion", "v1");
     return out;
   });
