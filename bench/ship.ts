@@ -396,8 +396,8 @@ async function main() {
 
     // 6. Idle: the server with the 30 converged pods, nobody calling.
     //    RSS and CPU each second from the end of the load: the series show the peak and where it settles. The first
-    //    SETTLE_S seconds let the server make its one collection after the load (src/host/idle-gc.ts); their CPU
-    //    is reported apart, and the idle CPU is the IDLE_S seconds after them.
+    //    SETTLE_S seconds let V8's own collections after the load run (nothing forces one); their CPU is reported
+    //    apart, and the idle CPU is the IDLE_S seconds after them.
     const rssSeries: number[] = [];
     /** The server's CPU (ms) in each second of the windows: a spike is one piece of work, not a steady cost. */
     const cpuSeries: number[] = [];

@@ -21,7 +21,7 @@ import { FileReplayStore } from "./state/used-jtis.js";
 import { FileDesiredState } from "./state/desired-pods.js";
 import { SealedDesiredState } from "./state/sealed-desired-state.js";
 import { loadSealKey } from "./state/seal-key.js";
-import type { StateUnavailableError } from "./state/state-unavailable.js";
+import type { StateUnavailableError } from "./pleg/state-unavailable.js";
 import { StateDirInUseError, StateDirLock } from "./state/state-dir-lock.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
@@ -61,7 +61,6 @@ import { createControllers } from "./controllers/run.js";
 import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
-import { startIdleGc } from "./host/idle-gc.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -403,9 +402,6 @@ export async function startNode(
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
   metrics?.setSource(loop);
-  // `npm start` runs node with --expose-gc: one collection when the node goes quiet after work (src/host/idle-gc.ts).
-  const gc = (globalThis as { gc?: () => void }).gc;
-  const stopIdleGc = gc ? startIdleGc({ gc }) : () => undefined;
   // The request log (podsync's routes, the Kubernetes API's, exec): one write of the line as built (console.log
   // would format the string again on its way out).
   const requestLog = quiet
@@ -473,8 +469,8 @@ export async function startNode(
   };
   nodeChanged = () => void refreshNode().catch(() => undefined);
   // The Kubernetes API's routes and kubectl exec's WebSocket server are loaded at their first request: a node that
-  // only takes signed syncs never holds their code (idle RSS 97.6 -> 91.8 MiB, docs/performance.md).
-  let kube: Promise<{ fetch: (req: Request, env: never) => Response | Promise<Response> }> | undefined;
+  // only takes signed syncs never holds their code (idle RSS 97.6 -> 91.8 MiB, bench/results/log-2026-12-issue21.md).
+  let kube: Promise<{ fetch: (req: Request, env: object) => Response | Promise<Response> }> | undefined;
   const kubeApi = async () =>
     (await import("./kubeapi/routes.js")).createKubeApi({
       verifier,
@@ -530,9 +526,9 @@ export async function startNode(
     );
   };
   // The Kubernetes paths (/version, /api, /apis) go to the Kubernetes API, everything else to podsync's own.
-  const kubeFetch = async (req: Request, env: unknown) => (await (kube ??= kubeApi())).fetch(req, env as never);
-  const fetch = (req: Request, env: unknown) =>
-    isKubePath(new URL(req.url).pathname) ? kubeFetch(req, env) : app.fetch(req, env as never);
+  const kubeFetch = async (req: Request, env: object) => (await (kube ??= kubeApi())).fetch(req, env);
+  const fetch = (req: Request, env: object) =>
+    isKubePath(new URL(req.url).pathname) ? kubeFetch(req, env) : app.fetch(req, env);
   let tls: { cert: string; key: string; certFile?: string | undefined } | undefined;
   let tlsWarning: string | undefined;
   if (s.PODSYNC_TLS) {
@@ -595,7 +591,6 @@ export async function startNode(
     srv.once("error", (e: NodeJS.ErrnoException) => rej(listenError(e)));
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
-    stopIdleGc();
     await loop.stop();
     await probeStore.close().catch(() => undefined);
     await replay.close();
@@ -663,7 +658,6 @@ export async function startNode(
     ...(tlsInfo ? { tls: tlsInfo } : {}),
     close: () =>
       new Promise<void>((res) => {
-        stopIdleGc();
         void loop.stop().then(async () => {
           await controllers.settle();
           await probeStore.close().catch(() => undefined);

@@ -14,7 +14,7 @@
 //                        with pods in the desired state; without it a pod that brings Secrets is refused (500)
 //   and every setting Node has in common (src/settings/common.ts: algorithms, token lifetime, clock skew,
 //   body limit, lock wait, CRI deadlines, node layout, cgroup parent, DNS, memory capacity), same names.
-import type { Hono } from "hono";
+import type { ExecutionContext, Hono } from "hono";
 import { toProblemError } from "./http/problems.js";
 import { buildWorkerApp } from "./workers/app.js";
 import type { Env } from "./workers/settings.js";
@@ -29,11 +29,11 @@ export type { Env } from "./workers/settings.js";
 let cache: { key: string; root: Hono } | undefined;
 
 export default {
-  async fetch(req: Request, env: Env, ctx: unknown): Promise<Response> {
+  async fetch(req: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     try {
       const key = `${env.PODSYNC_NODES}\u0000${env.PODSYNC_ISSUERS}\u0000${env.PODSYNC_JWKS ?? env.PODSYNC_JWKS_URL}`;
       if (cache?.key !== key) cache = { key, root: buildWorkerApp(env) };
-      return await cache.root.fetch(req, env, ctx as never);
+      return await cache.root.fetch(req, env, ctx);
     } catch (e) {
       return toProblemError(e).toResponse(new URL(req.url).pathname);
     }

@@ -12,7 +12,7 @@ import {
   type DesiredPod,
   type DesiredState,
 } from "../src/pleg/desired-state.js";
-import { StateUnavailableError } from "../src/state/state-unavailable.js";
+import { StateUnavailableError } from "../src/pleg/state-unavailable.js";
 import { pod } from "./support/pods.js";
 
 const entry = (name: string, iat = 1000, extra: Partial<DesiredPod> = {}): DesiredPod => ({

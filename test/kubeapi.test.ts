@@ -110,7 +110,7 @@ describe("the watch hub", () => {
     hub.replaceAll([v1pod("a", "default", { phase: "Failed" }), v1pod("b")]);
     hub.replaceAll([v1pod("b")]);
     stop();
-    expect((hub.get("uid-default-b")?.metadata as { resourceVersion?: string }).resourceVersion).toBe("1003");
+    expect((hub.get("uid-default-b")!.metadata as { resourceVersion?: string }).resourceVersion).toBe("1003");
     hub.replaceAll([]);
     expect(seen).toEqual(["MODIFIED a 1002", "ADDED b 1003", "DELETED a 1004"]);
   });

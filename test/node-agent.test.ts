@@ -437,7 +437,7 @@ describe("the store kept by sync and DELETE", () => {
       spec: { ...p.spec, containers: [{ ...p.spec.containers[0]!, command: ["sleep", cmd] }] },
     });
     expect((await h.post("/v1/pods/sync", p)).status).toBe(200);
-    const command = async () => (await desired.get(p.metadata.uid))?.pod.spec.containers[0]!.command?.join(" ");
+    const command = async () => (await desired.get(p.metadata.uid))?.pod.spec.containers[0]?.command?.join(" ");
     const until = async (f: () => Promise<boolean> | boolean) => {
       for (const end = Date.now() + 10_000; !(await f()) && Date.now() < end; )
         await new Promise((r) => setTimeout(r, 20));

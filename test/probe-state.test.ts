@@ -10,7 +10,7 @@ import type { CriClient } from "../src/cri/client.js";
 import { createProber, MemoryProbeStateStore, type PodProbeState } from "../src/prober/prober.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { FileProbeStateStore } from "../src/state/probe-state.js";
-import { StateUnavailableError } from "../src/state/state-unavailable.js";
+import { StateUnavailableError } from "../src/pleg/state-unavailable.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { pod } from "./support/pods.js";
 

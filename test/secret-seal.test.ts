@@ -10,7 +10,7 @@ import { bundleFromPayload } from "../src/pod/bundle.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { SealedDesiredState } from "../src/state/sealed-desired-state.js";
 import { storedObjects } from "../src/pod/objects.js";
-import { StateUnavailableError } from "../src/state/state-unavailable.js";
+import { StateUnavailableError } from "../src/pleg/state-unavailable.js";
 
 const SECRET = "hunter2-at-rest";
 const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, stringData: { password: SECRET } };

@@ -140,7 +140,7 @@ describe("the pod status cache", () => {
     // The exit was seen: a later read of the same id running (it cannot be, but) no longer waits for it.
     advance(QUIET_MS);
     read(cache, "u", status());
-    expect(cache.get("u")?.containerStatuses[0]!.state).toBe("running");
+    expect(cache.get("u")?.containerStatuses[0]?.state).toBe("running");
     // The same for a sandbox: its pause task's exit.
     cache.event({ id: "sb", kind: "exited", settled: false });
     advance(10 * QUIET_MS);

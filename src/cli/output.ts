@@ -64,11 +64,12 @@ export function stepLines(steps: readonly Step[]): string[] {
   );
 }
 
-export function containerLines(
-  st:
-    | { containers?: { name: string; state: string; restartCount: number; exitCode: number; reason: string }[] }
-    | undefined,
-): string[] {
+/** The CRI-level status the sync, delete and status routes answer with (`runtime`, `status`). */
+export type ContainerLinesInput =
+  | { containers?: { name: string; state: string; restartCount: number; exitCode: number; reason: string }[] }
+  | undefined;
+
+export function containerLines(st: ContainerLinesInput): string[] {
   return (st?.containers ?? []).map(
     (c) =>
       `  · ${c.name.padEnd(16)} ${c.state.padEnd(8)} restarts=${c.restartCount}${c.state === "exited" ? ` exit=${c.exitCode} ${c.reason}` : ""}`,

@@ -116,7 +116,10 @@ export class PodStatusCache {
       for (const [id, when] of this.exits) if (at - when > EXIT_MEMORY_MS) this.exits.delete(id);
     }
     const uid = e.podUid ?? this.owners.get(e.id);
-    if (uid !== undefined) return this.invalidate(uid);
+    if (uid !== undefined) {
+      this.invalidate(uid);
+      return;
+    }
     this.unknownAt = at;
     this.voidAll();
   }

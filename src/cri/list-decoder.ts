@@ -11,7 +11,7 @@
 // 1024 kept up to 2048 items of a 30-pod node, most of them objects long gone: 3-4 MiB of heap, bytes and
 // decoded messages, on a node after a burst of syncs.)
 // Node only (Buffer): the grpc-js transport uses it.
-import { create, fromBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create, fromBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 
 export interface ListDecoder<O> {
   decode(buf: Uint8Array): O;
@@ -70,7 +70,8 @@ export function cachingListDecoder<L extends DescMessage, I extends DescMessage>
         prev = cur;
         cur = new Map();
       }
-      return create(list, { [field]: items } as never);
+      // `field` is the list's one repeated field of `item` (the caller's contract above), which the types cannot name.
+      return create(list, { [field]: items } as MessageInitShape<L>);
     },
     get decoded() {
       return decoded;

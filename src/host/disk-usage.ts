@@ -3,7 +3,7 @@
 // followed, each inode counted once. Walked in-process, so a stats pass over many pods spawns no process.
 // The walk makes its lstat/readdir calls synchronously, yielding to the event loop after every WALK_BATCH
 // entries: a stats pass is mostly small trees (a log directory, a hosts file), where fs/promises' thread-pool
-// round trip per call cost three times the syscalls' CPU (docs/performance.md), and a large tree still holds
+// round trip per call cost three times the syscalls' CPU (bench/results/log-2026-12-issue21.md), and a large tree still holds
 // the loop for one batch at a time only. A missing path uses nothing; an entry removed during the walk is
 // skipped.
 import { lstatSync, readdirSync } from "node:fs";

@@ -4,7 +4,7 @@
 // The HTTP function: one Hono app, the same on Node and on Workers. A route authenticates, calls the
 // engine's front door (which locks the pod) and renders; everything it touches comes in through
 // createApp, so tests and both entry points wire their own runtime, keys and clock.
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { serialQueue } from "../util/serial.js";
@@ -165,9 +165,8 @@ export function createApp(o: AppOptions) {
       ...deps,
       concurrency: o.applyConcurrency ?? 8,
       note: (c, f) => {
-        const ctx = c as unknown as Context<AppEnv>;
-        if (f.jti) ctx.set("jti", f.jti);
-        if (f.criCalls !== undefined) ctx.set("criCalls", f.criCalls);
+        if (f.jti) c.set("jti", f.jti);
+        if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
       },
     },
   );
@@ -179,7 +178,7 @@ export function createApp(o: AppOptions) {
       {
         workloads: o.workloads,
         verifier: o.verifier,
-        note: (c, f) => f.jti && (c as unknown as Context<AppEnv>).set("jti", f.jti),
+        note: (c, f) => f.jti && c.set("jti", f.jti),
       },
     );
 

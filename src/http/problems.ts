@@ -9,7 +9,7 @@ import { PodBusyError } from "../kuberuntime/pod-lock.js";
 import { PodNotFoundError, SupersededError, UnsupportedError } from "../kuberuntime/runtime.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { ContainerChoiceError } from "../container/container-choice.js";
-import { StateUnavailableError } from "../state/state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 import { PodAdmissionError } from "../lifecycle/node-admission.js";
 import { ClaimInUseError, ClaimNotFoundError } from "../volumemanager/claims.js";
 import { StaleGenerationError } from "../pleg/desired-state.js";

@@ -196,7 +196,7 @@ export function parseFieldSelector<T>(
         throw new SelectorError(
           `field label not supported: ${field} (${resource} can be selected by ${Object.keys(fields).join(", ")})`,
         );
-      terms.push({ field, neg: m[2] === "!=", value: unescape(m[3]!) });
+      terms.push({ field, neg: m[2] === "!=", value: unescapeValue(m[3]!) });
     }
   return {
     matches: (obj) => terms.every((t) => (fields[t.field]!(obj) === t.value) !== t.neg),
@@ -223,4 +223,4 @@ function splitTerms(s: string): string[] {
   return out;
 }
 
-const unescape = (v: string) => v.replace(/\\(.)/g, "$1");
+const unescapeValue = (v: string) => v.replace(/\\(.)/g, "$1");

@@ -18,7 +18,10 @@ export type V1Workload = KubeObject & {
     annotations?: Record<string, string>;
     creationTimestamp?: string;
   };
+  // The stored object as sent, read per kind by workload-table's cells; typing each kind's spec here would be a twin of zod's.
+  // biome-ignore lint/suspicious/noExplicitAny: see above
   spec: Record<string, any>;
+  // biome-ignore lint/suspicious/noExplicitAny: see above
   status: Record<string, any>;
 };
 

@@ -48,7 +48,7 @@ import {
 } from "../pleg/tombstones.js";
 import { Pod } from "../pod/schema.js";
 import { serialQueue } from "../util/serial.js";
-import { StateUnavailableError } from "./state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 import { writeFileAtomic } from "./atomic-file.js";
 import { appendDurably, DURABLE_APPEND, groupCommit } from "./group-commit.js";
 

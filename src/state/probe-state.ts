@@ -12,7 +12,7 @@ import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { PodProbeState, ProbeStateStore } from "../prober/prober.js";
 import { writeFileAtomic } from "./atomic-file.js";
-import { StateUnavailableError } from "./state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 
 /** A pod uid as a file name: what the pod schema allows, nothing that could leave the directory. */
 const SAFE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;

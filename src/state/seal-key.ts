@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { importSealKey } from "./secret-seal.js";
-import { StateUnavailableError } from "./state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 
 export const SEAL_KEY_FILE = "secrets.key";
 

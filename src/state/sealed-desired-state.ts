@@ -11,7 +11,7 @@ import {
   type ReplaceOptions,
 } from "../pleg/desired-state.js";
 import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";
-import { StateUnavailableError } from "./state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 
 export class SealedDesiredState implements DesiredState {
   private key: Promise<CryptoKey> | undefined;

@@ -11,7 +11,7 @@
 // No native module: flock(2) is not in Node's standard library.
 import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
-import { StateUnavailableError } from "./state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 
 export const LOCK_FILE = "podsync.lock";
 /** A takeover directory older than this was left by a start that died mid-takeover. */

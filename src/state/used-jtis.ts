@@ -11,7 +11,7 @@ import { fstatSync } from "node:fs";
 import { chmod, mkdir, open, readFile, rename, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { ReplayStore } from "../auth/replay.js";
-import { StateUnavailableError } from "./state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 import { appendDurably, DURABLE_APPEND, groupCommit } from "./group-commit.js";
 
 const LINE = /^([A-Za-z0-9_-]{43}) (\d{1,16})$/;

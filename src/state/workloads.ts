@@ -11,7 +11,7 @@ import { serialQueue } from "../util/serial.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
 import { WORKLOAD_SCHEMAS, isWorkloadKind, type Workload } from "../pod/workloads/schema.js";
 import { sealPodObjects, unsealPodObjects } from "./secret-seal.js";
-import { StateUnavailableError } from "./state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 import { writeFileAtomic } from "./atomic-file.js";
 
 const FILE = "workloads.json";

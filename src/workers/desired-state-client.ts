@@ -12,7 +12,7 @@ import {
 import type { Tombstone } from "../pleg/tombstones.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import type { PodRef } from "../container/types.js";
-import { StateUnavailableError } from "../state/state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 import type { PodProbeResults } from "../status/api-status.js";
 import type { StoredWorkload, WorkloadStore } from "../controllers/store.js";
 import type { DONamespace } from "./durable-object.js";

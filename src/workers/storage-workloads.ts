@@ -4,7 +4,7 @@
 // in clear.
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
 import { sealPodObjects, unsealPodObjects } from "../state/secret-seal.js";
-import { StateUnavailableError } from "../state/state-unavailable.js";
+import { StateUnavailableError } from "../pleg/state-unavailable.js";
 import { serialQueue } from "../util/serial.js";
 import type { DOStorage } from "./durable-object.js";
 

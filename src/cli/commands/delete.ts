@@ -1,7 +1,7 @@
 // podsync delete: stop and remove pods and forget them (DELETE /v1/pods/{uid}), as kubectl delete pod does.
 import { fail, usage } from "../args.js";
 import type { Command } from "../command.js";
-import { containerLines, stepLines, type Step } from "../output.js";
+import { containerLines, stepLines, type ContainerLinesInput, type Step } from "../output.js";
 import { podName, resolvePod } from "../pod-ref.js";
 import { progress } from "../progress.js";
 
@@ -76,7 +76,7 @@ const del: Command = {
           `${[
             `podsync: pod "${ref.name}" deleted from the desired state, but not every step succeeded:`,
             ...stepLines((body["steps"] as Step[] | undefined) ?? []),
-            ...containerLines(body["runtime"] as never),
+            ...containerLines(body["runtime"] as ContainerLinesInput),
           ].join("\n")}\n`,
         );
       } else console.log(`pod "${ref.name}" deleted`);

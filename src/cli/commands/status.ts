@@ -1,7 +1,7 @@
 // podsync status: the pod's sandbox and containers as the runtime reports them (GET /v1/pods/{uid}/runtime).
 import { usage } from "../args.js";
 import type { Command } from "../command.js";
-import { containerLines } from "../output.js";
+import { type ContainerLinesInput, containerLines } from "../output.js";
 import { resolvePod } from "../pod-ref.js";
 
 const status: Command = {
@@ -20,7 +20,10 @@ const status: Command = {
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
     else
       console.log(
-        [`pod ${ref.namespace}/${ref.name} (${ref.uid})`, ...containerLines(body["status"] as never)].join("\n"),
+        [
+          `pod ${ref.namespace}/${ref.name} (${ref.uid})`,
+          ...containerLines(body["status"] as ContainerLinesInput),
+        ].join("\n"),
       );
   },
 };

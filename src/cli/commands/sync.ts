@@ -1,7 +1,15 @@
 // podsync sync / plan: sign a pod (or workloads) and POST it to /v1/pods/sync (or /plan).
 import { usage } from "../args.js";
 import type { Command } from "../command.js";
-import { actionsLine, containerLines, plannedPodLines, printWarnings, stepLines, type Step } from "../output.js";
+import {
+  actionsLine,
+  type ContainerLinesInput,
+  containerLines,
+  plannedPodLines,
+  printWarnings,
+  stepLines,
+  type Step,
+} from "../output.js";
 import { readPod } from "../pod-files.js";
 import { followEvents } from "../event-progress.js";
 import { progress } from "../progress.js";
@@ -79,7 +87,7 @@ const sync: Command = {
           [
             `pod/${pod.name} (${pod.namespace}, uid ${pod.uid}): ${what}`,
             ...stepLines((body["steps"] as Step[] | undefined) ?? []),
-            ...containerLines(body["runtime"] as never),
+            ...containerLines(body["runtime"] as ContainerLinesInput),
           ].join("\n"),
         );
       }

@@ -1,6 +1,6 @@
 // GET /v1/pods/{uid}/logs (kubectl's parameters, text/plain, streamed) and POST /v1/pods/{uid}/exec
 // (a signed command run with CRI ExecSync, output bounded). Both sit on the engine's front door.
-import type { Context, Hono } from "hono";
+import type { Context, Env, Hono } from "hono";
 import { z } from "zod";
 import type { Verifier } from "../../auth/verify.js";
 import type { PodRuntime } from "../../kuberuntime/runtime.js";
@@ -93,7 +93,11 @@ export const LOG_HEADERS = {
   "x-content-type-options": "nosniff",
 } as const;
 
-export function registerLogsAndExec(app: Hono<any>, paths: { logs: string; exec: string }, o: LogsExecOptions): void {
+export function registerLogsAndExec<E extends Env>(
+  app: Hono<E>,
+  paths: { logs: string; exec: string },
+  o: LogsExecOptions,
+): void {
   app.get(paths.logs, async (c) => {
     const uid = o.pathUid(c.req.param("uid")!);
     const token = await readBearer(c.req.raw, o.verifier, "logs", uid, false);

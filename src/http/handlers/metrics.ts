@@ -3,7 +3,7 @@
 // Bearer token whose act is "metrics"; `token` asks everyone for one; `off` serves nothing (404). The token
 // is not spent (a scraper reuses it until it expires). The exposition comes in from the entry point, so this
 // module (and the Worker, which serves no /metrics) never loads a metrics library.
-import type { Context, Hono } from "hono";
+import type { Context, Env, Hono } from "hono";
 import type { Verifier } from "../../auth/verify.js";
 import { readBearer } from "../signed-request.js";
 
@@ -24,8 +24,8 @@ export function isLoopbackAddress(addr: string | undefined): boolean {
   return a === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
 }
 
-export function registerMetrics(
-  app: Hono<any>,
+export function registerMetrics<E extends Env>(
+  app: Hono<E>,
   path: string,
   verifier: Verifier,
   o: MetricsRouteOptions,

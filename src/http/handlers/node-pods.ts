@@ -4,7 +4,7 @@
 //                      synced and every pod the set dropped is deleted, through the engine's front door.
 //   GET /v1/pods       the desired pods with their status as a v1.PodList (resourceVersion = generation), and
 //                      the orphans: pods podsync made that the store does not hold.
-import type { Context, Hono } from "hono";
+import type { Context, Env, Hono } from "hono";
 import type { VerifiedToken } from "../../auth/verify.js";
 import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
 import { SupersededError } from "../../kuberuntime/runtime.js";
@@ -29,7 +29,7 @@ import type { PodRouteDeps } from "../context.js";
 export type NodePodsDeps = PodRouteDeps & {
   /** Pods synced (or deleted) at once by one PUT. */
   concurrency: number;
-  note: (c: Context<never>, f: { jti?: string | undefined; criCalls?: number }) => void;
+  note: (c: Context, f: { jti?: string | undefined; criCalls?: number }) => void;
 };
 
 /** The desired-state record of a verified token, with the ConfigMaps and Secrets signed with the pod (the
@@ -148,7 +148,11 @@ function keptDerived(
   return { workloads: kept, pods };
 }
 
-export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pods: string }, d: NodePodsDeps): void {
+export function registerNodePods<E extends Env>(
+  app: Hono<E>,
+  routes: { nodePods: string; pods: string },
+  d: NodePodsDeps,
+): void {
   // One PUT at a time on this node: its commit and its syncs and deletes are not interleaved with another
   // set's, so a set that was replaced never has its pods brought back by the set it replaced.
   const serial = serialQueue();
@@ -161,7 +165,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
       d.maxBodyBytes,
       generationClaim,
     );
-    d.note(c as never, { jti: token.payload.jti });
+    d.note(c, { jti: token.payload.jti });
     const generation = token.payload["generation"] as number;
     const { pods, workloads, warnings } = validateSet(items, prefix, token.payload, d.checkProbes, d.intake);
     if (workloads.length && !d.workloads)
@@ -206,7 +210,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
           new Set(before.keys()),
         );
         idCalls = await checkUidsOnRuntime(d.runtime, pods, (uid) => before.get(uid));
-        d.note(c as never, { criCalls: idCalls });
+        d.note(c, { criCalls: idCalls });
         // Inside the store's write: a set signed before a per-pod change it would roll back (409
         // stale-generation), or an item whose uid the store holds under another namespace/name (409 uid-conflict).
         const r = await d.desired
@@ -270,7 +274,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
           return failed({ namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, e);
         }
       });
-      d.note(c as never, { criCalls });
+      d.note(c, { criCalls });
       const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
       const stored = workloads.map(({ workload: w }) => ({
         kind: w.kind,
@@ -293,7 +297,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
   app.get(routes.pods, async (c) => {
     // A token scoped to one pod (`uid`) may not read the node's whole set.
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "pod list");
-    d.note(c as never, { jti: token.payload.jti });
+    d.note(c, { jti: token.payload.jti });
     const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
     entries.sort(
       (a, b) =>
@@ -307,7 +311,7 @@ export function registerNodePods(app: Hono<any>, routes: { nodePods: string; pod
       (uid) => d.prober?.results(uid) ?? remote?.get(uid),
     );
     for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
-    d.note(c as never, { criCalls: r.criCalls });
+    d.note(c, { criCalls: r.criCalls });
     return c.json({
       apiVersion: "v1",
       kind: "PodList",

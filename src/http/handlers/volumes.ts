@@ -2,7 +2,7 @@
 // (claims.ts). Listing takes a Bearer token with act "status" and no uid; removal one with act "delete" and a
 // `volume` claim naming the volume in the path, acting once. A claim a pod still uses is 409 volume-in-use; the
 // check and the removal hold the node's admission section, so a pod stored meanwhile cannot slip in between.
-import type { Context, Hono } from "hono";
+import type { Context, Env, Hono } from "hono";
 import { AuthError, type Verifier, type VerifiedToken } from "../../auth/verify.js";
 import type { PodRuntime } from "../../kuberuntime/runtime.js";
 import type { Pod } from "../../pod/schema.js";
@@ -46,7 +46,11 @@ async function bearer(
   });
 }
 
-export function registerVolumes(app: Hono<any>, paths: { list: string; one: string }, o: VolumeRoutes): void {
+export function registerVolumes<E extends Env>(
+  app: Hono<E>,
+  paths: { list: string; one: string },
+  o: VolumeRoutes,
+): void {
   app.get(paths.list, async (c) => {
     const token = await bearer(c.req.raw, o.verifier, "status", undefined);
     const r = await o.runtime.claims(await (o.desired?.() ?? Promise.resolve([])));

@@ -6,7 +6,7 @@
 //                               as GET /v1/pods).
 //   DELETE /v1/workloads/{uid}  forget a workload: its controller's pods (and the workloads it made) go at the
 //                               controllers' next pass; its claims stay. Token: act "delete", uid the workload's.
-import type { Context, Hono } from "hono";
+import type { Context, Env, Hono } from "hono";
 import type { Verifier, VerifiedToken } from "../../auth/verify.js";
 import type { NodePolicy } from "../../auth/policy.js";
 import type { PodRuntime } from "../../kuberuntime/runtime.js";
@@ -82,13 +82,17 @@ export function toV1Workload(s: StoredWorkload): Record<string, unknown> {
 export interface WorkloadRoutesDeps {
   workloads: WorkloadStore;
   verifier: Verifier;
-  note: (c: Context<never>, f: { jti?: string | undefined }) => void;
+  note: (c: Context, f: { jti?: string | undefined }) => void;
 }
 
-export function registerWorkloads(app: Hono<any>, routes: { list: string; one: string }, d: WorkloadRoutesDeps): void {
+export function registerWorkloads<E extends Env>(
+  app: Hono<E>,
+  routes: { list: string; one: string },
+  d: WorkloadRoutesDeps,
+): void {
   app.get(routes.list, async (c) => {
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "workload list");
-    d.note(c as never, { jti: token.payload.jti });
+    d.note(c, { jti: token.payload.jti });
     const kind = c.req.query("kind");
     if (kind !== undefined && !isWorkloadKind(kind))
       throw new ProblemError(
@@ -109,7 +113,7 @@ export function registerWorkloads(app: Hono<any>, routes: { list: string; one: s
   app.delete(routes.one, async (c) => {
     const uid = c.req.param("uid") ?? "";
     const token = await readBearer(c.req.raw, d.verifier, "delete", uid, true);
-    d.note(c as never, { jti: token.payload.jti });
+    d.note(c, { jti: token.payload.jti });
     const found = (await d.workloads.list()).find((s) => s.workload.metadata.uid === uid);
     if (!found) throw new ProblemError("not-found", `the node holds no workload with uid ${uid}`);
     await d.workloads.remove(workloadKey(found.workload));

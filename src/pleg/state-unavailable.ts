@@ -1,3 +1,4 @@
+// The desired-state port's one failure (src/pleg/desired-state.ts): its stores (src/state/, the Worker's DOs) throw it.
 // The node's state directory (PODSYNC_STATE_DIR) cannot be read or written. A request that needs it (every
 // signed request records its jti there before it acts) fails with 503 state-unavailable and does not act.
 export class StateUnavailableError extends Error {
