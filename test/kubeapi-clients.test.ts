@@ -18,11 +18,11 @@ import {
   SubjectAccessReviewStatusSchema,
 } from "../src/gen/k8s.io/api/authorization/v1/generated_pb.js";
 import { UnknownSchema } from "../src/gen/k8s.io/apimachinery/pkg/runtime/generated_pb.js";
-import { defaultPodSpec, defaultPullPolicy, defaultWorkload, wholeSeconds } from "../src/kubeapi/defaults.js";
+import { defaultPodSpec, defaultPullPolicy, defaultWorkload, wholeSeconds } from "../src/kubeapi/apiserver/defaults.js";
 import { EventRecorder } from "../src/kubeapi/events.js";
-import { cpuQuantity, memoryQuantity } from "../src/kubeapi/metrics.js";
+import { cpuQuantity, memoryQuantity } from "../src/kubeapi/metrics/metrics.js";
 import { nodeObject, type V1Node } from "../src/kubeapi/node-object.js";
-import { normalizeRequest, parseBool } from "../src/kubeapi/query.js";
+import { normalizeRequest, parseBool } from "../src/kubeapi/apiserver/query.js";
 import { createKubeApi } from "../src/kubeapi/routes.js";
 import { RvClock, WatchHub } from "../src/kubeapi/watch-hub.js";
 import type { PodRuntime } from "../src/kuberuntime/runtime.js";

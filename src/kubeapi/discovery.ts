@@ -76,8 +76,8 @@ const NAMESPACES: Resource = {
   verbs: READ,
   shortNames: ["ns"],
 };
-/** Served on every node: the reviews `kubectl auth can-i` sends (src/kubeapi/reviews.ts), and the Metrics API
- * `kubectl top` reads (src/kubeapi/metrics.ts; metrics-server's group, served here by the node itself). */
+/** Served on every node: the reviews `kubectl auth can-i` sends (src/kubeapi/authorization/reviews.ts), and the Metrics API
+ * `kubectl top` reads (src/kubeapi/metrics/metrics.ts; metrics-server's group, served here by the node itself). */
 const NODE_GROUPS: GroupVersion[] = [
   {
     group: "authorization.k8s.io",
@@ -137,7 +137,7 @@ export function served(workloads: boolean): { core: GroupVersion; groups: GroupV
   };
 }
 
-/** What the node serves, per group, for the authorization reviews (src/kubeapi/reviews.ts). */
+/** What the node serves, per group, for the authorization reviews (src/kubeapi/authorization/reviews.ts). */
 export const reviewable = (s: ReturnType<typeof served>) => ({ groups: [s.core, ...s.groups] });
 
 export const apiVersions = (serverAddress: string) => ({

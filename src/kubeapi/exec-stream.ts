@@ -6,7 +6,7 @@
 // runtime's server speaks v4; v5's one addition, the close signal (channel 255), has no v4 form and is not
 // passed on (a TTY session ends when its shell exits). Each exec is logged with iss, jti and the SHA-256 of
 // its argv, never the argv or the stream.
-import { parseBool } from "./query.js";
+import { parseBool } from "./apiserver/query.js";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer, type RawData } from "ws";

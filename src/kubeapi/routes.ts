@@ -48,11 +48,11 @@ import type { V1Node } from "./node-object.js";
 import type { V1Workload, WorkloadFeed } from "./workload-feed.js";
 import { WORKLOAD_COLUMNS, workloadCells } from "./workload-table.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
-import { normalizeRequest } from "./query.js";
-import { registerReviews } from "./reviews.js";
-import { registerOpenApi } from "./openapi.js";
-import { registerMetrics, type MetricsSource } from "./metrics.js";
-import { createNamespaceFeed, NAMESPACE_COLUMNS, namespaceCells, type V1Namespace } from "./namespaces.js";
+import { normalizeRequest } from "./apiserver/query.js";
+import { registerReviews } from "./authorization/reviews.js";
+import { registerOpenApi } from "./apiserver/openapi.js";
+import { registerMetrics, type MetricsSource } from "./metrics/metrics.js";
+import { createNamespaceFeed, NAMESPACE_COLUMNS, namespaceCells, type V1Namespace } from "./apiserver/namespaces.js";
 
 export interface KubeApiOptions {
   verifier: Verifier;
@@ -476,7 +476,7 @@ export function createKubeApi(o: KubeApiOptions) {
       }
   }
 
-  // Namespaces, read-only: those the node's objects use (src/kubeapi/namespaces.ts). kubectl also asks for one
+  // Namespaces, read-only: those the node's objects use (src/kubeapi/apiserver/namespaces.ts). kubectl also asks for one
   // after a NotFound, to say whether the namespace is missing.
   const nsFeed = createNamespaceFeed(o.pods.clock, () => [
     o.pods,
@@ -555,9 +555,9 @@ export function createKubeApi(o: KubeApiOptions) {
       throw forbidden("pods", c.req.param("name"), o.execUnavailable!);
     });
 
-  // OpenAPI v2 and v3: upstream's documents, pruned to what the node serves (src/kubeapi/openapi.ts).
+  // OpenAPI v2 and v3: upstream's documents, pruned to what the node serves (src/kubeapi/apiserver/openapi.ts).
   registerOpenApi(app);
-  // metrics.k8s.io for kubectl top (src/kubeapi/metrics.ts).
+  // metrics.k8s.io for kubectl top (src/kubeapi/metrics/metrics.ts).
   registerMetrics(app, {
     source: o.metrics,
     pods: o.pods,

@@ -8,7 +8,7 @@ import { toV1Workload } from "../http/handlers/workloads.js";
 import { notifying, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { WatchHub, type KubeObject, type RvClock } from "./watch-hub.js";
-import { defaultWorkload, wholeSeconds } from "./defaults.js";
+import { defaultWorkload, wholeSeconds } from "./apiserver/defaults.js";
 
 export type V1Workload = KubeObject & {
   apiVersion: string;

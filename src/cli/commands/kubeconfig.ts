@@ -46,6 +46,7 @@ function serverCert(url: URL): Promise<string> {
  * entry stops being served) is newer than /proc/$$ (Linux stamps a process's /proc directory when it is first
  * looked at: now); anything else runs the command. Only sh builtins: one process, no node start. */
 export const CACHE_GUARD =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script: ${XDG_CACHE_HOME:-…} is sh's expansion
   'f="${XDG_CACHE_HOME:-$HOME/.cache}/podsync/$1"; shift; [ -O "$f" ] && [ "$f.fresh" -nt /proc/$$ ] && read -r c < "$f" && { printf "%s\\n" "$c"; exit 0; }; exec "$@"';
 
 /** The cache file the plugin (`token` and its flags) writes for this server: the name the guard looks for. */

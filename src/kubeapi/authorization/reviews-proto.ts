@@ -8,8 +8,8 @@ import {
   SelfSubjectRulesReviewSchema,
   SubjectAccessReviewStatusSchema,
   SubjectRulesReviewStatusSchema,
-} from "../gen/k8s.io/api/authorization/v1/generated_pb.js";
-import { ObjectMetaSchema } from "../gen/k8s.io/apimachinery/pkg/apis/meta/v1/generated_pb.js";
+} from "../../gen/k8s.io/api/authorization/v1/generated_pb.js";
+import { ObjectMetaSchema } from "../../gen/k8s.io/apimachinery/pkg/apis/meta/v1/generated_pb.js";
 import { decodeEnveloped, encodeEnveloped } from "./k8s-proto.js";
 import type { AccessReviewSpec, Rules } from "./reviews.js";
 

@@ -2,8 +2,8 @@
 // created when the oldest of its objects was. The hub follows its sources: any change to a source hub makes the
 // set again (once per tick), so a watch sees a namespace come and go as its last object does. With the Table
 // kubectl prints (printNamespace: NAME STATUS AGE), so `kubectl get ns` and kubens work.
-import { humanDuration, type TableColumn } from "./table.js";
-import { type KubeObject, type RvClock, WatchHub } from "./watch-hub.js";
+import { humanDuration, type TableColumn } from "../table.js";
+import { type KubeObject, type RvClock, WatchHub } from "../watch-hub.js";
 
 export interface V1Namespace extends KubeObject {
   apiVersion: "v1";

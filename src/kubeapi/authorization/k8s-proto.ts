@@ -2,8 +2,8 @@
 // magic "k8s\0", then a runtime.Unknown whose typeMeta names the object and whose raw is the object's own message.
 // Content type application/vnd.kubernetes.protobuf. The messages are upstream's generated.proto (proto/k8s.io/).
 import { create, fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { TypeMetaSchema, UnknownSchema } from "../gen/k8s.io/apimachinery/pkg/runtime/generated_pb.js";
-import { KubeStatusError } from "./status.js";
+import { TypeMetaSchema, UnknownSchema } from "../../gen/k8s.io/apimachinery/pkg/runtime/generated_pb.js";
+import { KubeStatusError } from "../status.js";
 
 const MAGIC = new Uint8Array([0x6b, 0x38, 0x73, 0x00]);
 

@@ -7,9 +7,9 @@
 // and the answer is in the type the client accepts first.
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import type { ReadScope } from "../auth/read-token.js";
+import type { ReadScope } from "../../auth/read-token.js";
 import { isProtobuf, PROTOBUF_TYPE, wantsProtobuf } from "./media.js";
-import { badRequest } from "./status.js";
+import { badRequest } from "../status.js";
 
 /** The protobuf side (the generated messages), loaded at the first protobuf review. */
 const proto = () => import("./reviews-proto.js");

@@ -1,12 +1,12 @@
 // /openapi/v2 and /openapi/v3 as the API server's handlers answer them (kube-openapi's handler and handler3):
-// upstream's v1.33 documents pruned to what the node serves (src/kubeapi/openapi.gen.ts, made by
+// upstream's v1.33 documents pruned to what the node serves (src/kubeapi/apiserver/openapi.gen.ts, made by
 // scripts/openapi-prune.mjs from the vendored spec). v3's root lists each group-version's document at a URL with
 // its hash; that URL answers immutable (a client caches it by hash), and an old hash is redirected to the current
 // one. The documents are loaded at the first request, so a node nobody asks never holds them.
 // Not served: v2 as protobuf (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`): 406, and client-go
 // then tries the pre-1.10 path, which is not served either; kubectl's explain and apply read v3 as JSON.
 import type { Hono } from "hono";
-import { KubeStatusError, noSuchResource } from "./status.js";
+import { KubeStatusError, noSuchResource } from "../status.js";
 
 type Docs = { v2: string; v3: Map<string, { text: string; hash: string }> };
 

@@ -3,12 +3,12 @@
 // node's desired pods (their labels for -l); a pod with no rate yet (started since the last sample) is left out,
 // as metrics-server leaves it out until it has two points. Read-only: get and list.
 import type { Context, Hono } from "hono";
-import type { ContainerUsage, NodeUsage } from "../stats/resource-metrics.js";
-import type { V1Pod } from "../status/api-status.js";
-import type { V1Node } from "./node-object.js";
-import { parseLabelSelector, SelectorError } from "./selectors.js";
-import { badRequest, KubeStatusError, notFound } from "./status.js";
-import type { WatchHub } from "./watch-hub.js";
+import type { ContainerUsage, NodeUsage } from "../../stats/resource-metrics.js";
+import type { V1Pod } from "../../status/api-status.js";
+import type { V1Node } from "../node-object.js";
+import { parseLabelSelector, SelectorError } from "../selectors.js";
+import { badRequest, KubeStatusError, notFound } from "../status.js";
+import type { WatchHub } from "../watch-hub.js";
 
 export interface MetricsSource {
   read(): Promise<{ containers: ContainerUsage[]; node?: NodeUsage }>;
