@@ -197,14 +197,14 @@ describe.skipIf(skip)("real clients against the node's Kubernetes API", () => {
       expect(ns.out.split("\n")[0]).toMatch(/^NAME\s+STATUS\s+AGE/);
       const missing = await kubectl(v, "get", "--raw", "/openapi/v3/apis/nope/v1");
       expect(missing.err).toContain("NotFound");
-    });
+    }, 120_000);
 
     it("explain pod.spec.containers prints upstream's text", async () => {
       const r = await kubectl(v, "explain", "pod.spec.containers");
       expect(r.code, r.err).toBe(0);
       expect(r.out).toContain("FIELD: containers <[]Container>");
       expect(r.out.replace(/\s+/g, " ")).toContain("List of containers belonging to the pod.");
-    });
+    }, 120_000);
 
     it("apply validates, sends its request, and gets the 403 naming the signed way", async () => {
       const file = join(dir, `apply-${v}.yaml`);
@@ -217,7 +217,7 @@ describe.skipIf(skip)("real clients against the node's Kubernetes API", () => {
       expect(r.err).not.toContain("openapi");
       expect(r.err).toContain("Error from server (Forbidden)");
       expect(r.err).toContain("podsync apply FILE");
-    });
+    }, 120_000);
 
     it("auth can-i prints yes or no for the token", async () => {
       expect((await kubectl(v, "auth", "can-i", "list", "pods")).out.trim()).toBe("yes");
@@ -230,7 +230,7 @@ describe.skipIf(skip)("real clients against the node's Kubernetes API", () => {
         KUBECONFIG: join(dir, "kubeconfig-noexec"),
       });
       expect(noExec.out.trim()).toMatch(/^no/);
-    });
+    }, 120_000);
 
     it("top pod and top node", async () => {
       const pod = await kubectl(v, "top", "pod");
@@ -239,14 +239,14 @@ describe.skipIf(skip)("real clients against the node's Kubernetes API", () => {
       const node = await kubectl(v, "top", "node");
       expect(node.code, node.err).toBe(0);
       expect(node.out).toMatch(new RegExp(`^${NODE}\\s+\\d+m\\s+\\d+%\\s+\\d+Mi`, "m"));
-    });
+    }, 120_000);
 
     it("debug reaches a clear refusal, not a panic", async () => {
       const r = await kubectl(v, "debug", "web", "--image=localhost/busybox:1", "--profile=general");
       expect(r.code).not.toBe(0);
       expect(r.err).not.toMatch(/panic|nil pointer/);
       expect(r.err).toContain('pods "web" is forbidden');
-    });
+    }, 120_000);
   });
 
   it("@kubernetes/client-node 1.4.0: list, informer, log follow (with pretty=), exec", async () => {
