@@ -476,8 +476,8 @@ export function createKubeApi(o: KubeApiOptions) {
       }
   }
 
-  // Namespaces, read-only: those the node's objects use (src/kubeapi/apiserver/namespaces.ts). kubectl also asks for one
-  // after a NotFound, to say whether the namespace is missing.
+  // Namespaces, read-only: those the node's objects use (src/kubeapi/apiserver/namespaces.ts). kubectl also asks
+  // for one after a NotFound, to say whether the namespace is missing.
   const nsFeed = createNamespaceFeed(o.pods.clock, () => [
     o.pods,
     o.events.hub,
@@ -562,9 +562,10 @@ export function createKubeApi(o: KubeApiOptions) {
     source: o.metrics,
     pods: o.pods,
     node: o.node.hub,
-    load: async () => {
-      await pods.load();
-      await o.node.refresh();
+    load: () => pods.load(),
+    // The Node as last read (the metrics carry its labels); read once if it never was.
+    loadNode: async () => {
+      if (o.node.hub.list().length === 0) await o.node.refresh();
     },
     now,
   });

@@ -46,8 +46,9 @@ export interface MetricsRoutesOptions {
   source: MetricsSource | undefined;
   pods: WatchHub<V1Pod>;
   node: WatchHub<V1Node>;
-  /** Before answering (the pods' first feed, the node read). */
+  /** Before answering about pods (their first feed), and about the node. */
   load: () => Promise<void>;
+  loadNode: () => Promise<void>;
   now?: () => number;
 }
 
@@ -118,6 +119,7 @@ export function registerMetrics<E extends object>(app: Hono<E>, o: MetricsRoutes
   });
   app.get(`${base}/nodes`, async (c) => {
     const sel = labelFilter(c);
+    await o.loadNode();
     const { node } = await read();
     const items = node
       ? o.node
@@ -128,6 +130,7 @@ export function registerMetrics<E extends object>(app: Hono<E>, o: MetricsRoutes
     return c.json({ kind: "NodeMetricsList", apiVersion: API_VERSION, metadata: {}, items });
   });
   app.get(`${base}/nodes/:name`, async (c) => {
+    await o.loadNode();
     const { node } = await read();
     const n = o.node.list().find((x) => x.metadata.name === c.req.param("name"));
     if (!n || !node) throw notFound("nodes", c.req.param("name"), GROUP);
