@@ -9,11 +9,16 @@
 //      watcher gets a MODIFIED event a second.
 //   2. kubectl's `get pods` as a Table of 100 pods: the server's own time per request (its request log's
 //      durationMs), BENCH_TABLE_GETS (200) requests one after another.
+//   3. kubectl itself (kubectl.1.33, the real process) running `get pods` over TLS, BENCH_KUBECTL_RUNS (15) times
+//      each, interleaved: with a static token in the kubeconfig, with the kubeconfig `podsync kubeconfig` makes
+//      (its exec plugin runs `podsync token`) and the plugin's cache warm, and with the cache emptied before each
+//      run (a miss: the plugin signs). Wall time p50 of each, and the plugin's overhead over the static token.
+//      BENCH_KUBECTL_ONLY=1 runs this part alone.
 // The server is what `npm start` runs (dist/node.js, rebuilt when stale) with its default settings (file state,
 // jti log, request log on stdout, runtime events on, metrics on loopback, relist 1 s); only its runtime is the
 // in-process CRI stand-in (test/support/fake-cri.ts), which counts every call and holds 100 pods cheaply.
-import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -26,6 +31,9 @@ const WINDOW_S = Number(process.env["BENCH_WINDOW_S"] ?? 60);
 const CHURN_WINDOW_S = Number(process.env["BENCH_CHURN_WINDOW_S"] ?? 20);
 const WATCHERS = 50;
 const TABLE_GETS = Number(process.env["BENCH_TABLE_GETS"] ?? 200);
+const KUBECTL_RUNS = Number(process.env["BENCH_KUBECTL_RUNS"] ?? 15);
+const KUBECTL_ONLY = process.env["BENCH_KUBECTL_ONLY"] === "1";
+const KUBECTL = process.env["BENCH_KUBECTL"] ?? "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
 const r2 = (n: number) => Math.round(n * 100) / 100;
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
@@ -151,7 +159,90 @@ async function window(churn = false): Promise<{ callsPerS: number; cpuPct: numbe
   };
 }
 
+/** kubectl `get pods` wall time (ms) with a kubeconfig. */
+function kubectlMs(kubeconfig: string, env: Record<string, string>): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((res, rej) =>
+    execFile(
+      KUBECTL,
+      ["get", "pods", "-n", "bench"],
+      { env: { ...process.env, KUBECONFIG: kubeconfig, ...env } },
+      (e, _o, err) => (e ? rej(new Error(`kubectl: ${err}`)) : res(performance.now() - t0)),
+    ),
+  );
+}
+
+/** Part 3: kubectl get pods with a static token, with the plugin (cache warm), with the plugin (cache cold). */
+async function kubectlPlugin() {
+  const https = started.url.replace(/^http:/, "https:");
+  const ca = readFileSync(join(dir, "state", "tls", "serving.crt"), "utf8");
+  const staticConfig = join(dir, "kubeconfig-static");
+  writeFileSync(
+    staticConfig,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        { name: "b", cluster: { server: https, "certificate-authority-data": Buffer.from(ca).toString("base64") } },
+      ],
+      users: [{ name: "b", user: { token: await sign({ act: "read" }) } }],
+      contexts: [{ name: "b", context: { cluster: "b", user: "b" } }],
+      "current-context": "b",
+    }),
+  );
+  const pluginConfig = join(dir, "kubeconfig-plugin");
+  writeFileSync(
+    pluginConfig,
+    execFileSync(process.execPath, [
+      "bin/podsync.mjs",
+      "kubeconfig",
+      "--server",
+      https,
+      "--key",
+      join(dir, "dev-key.json"),
+      "--node",
+      "bench-node",
+    ]),
+  );
+  const warm = { XDG_CACHE_HOME: join(dir, "cache-warm") };
+  const cold = { XDG_CACHE_HOME: join(dir, "cache-cold") };
+  await kubectlMs(pluginConfig, warm); // fills the warm cache
+  await kubectlMs(staticConfig, {});
+  const ms = { static: [] as number[], pluginWarm: [] as number[], pluginCold: [] as number[] };
+  for (let i = 0; i < KUBECTL_RUNS; i++) {
+    ms.static.push(await kubectlMs(staticConfig, {}));
+    ms.pluginWarm.push(await kubectlMs(pluginConfig, warm));
+    rmSync(cold.XDG_CACHE_HOME, { recursive: true, force: true });
+    ms.pluginCold.push(await kubectlMs(pluginConfig, cold));
+  }
+  const p50 = (xs: number[]) => r2(pct(xs, 50));
+  return {
+    kubectl: KUBECTL,
+    runs: KUBECTL_RUNS,
+    staticMsP50: p50(ms.static),
+    pluginWarmMsP50: p50(ms.pluginWarm),
+    pluginColdMsP50: p50(ms.pluginCold),
+    warmOverheadMsP50: r2(p50(ms.pluginWarm) - p50(ms.static)),
+    coldOverheadMsP50: r2(p50(ms.pluginCold) - p50(ms.static)),
+  };
+}
+
 try {
+  if (KUBECTL_ONLY) {
+    await setPods(5);
+    const k = await kubectlPlugin();
+    console.log(
+      `kubeapi: kubectl get pods (${k.runs} runs each, p50): static token ${k.staticMsP50} ms; plugin, cache warm ${k.pluginWarmMsP50} ms (+${k.warmOverheadMsP50}); plugin, cache cold ${k.pluginColdMsP50} ms (+${k.coldOverheadMsP50})`,
+    );
+    mkdirSync(resolve("bench/results"), { recursive: true });
+    const out = resolve(`bench/results/kubeapi-kubectl-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
+    writeFileSync(
+      out,
+      `${JSON.stringify({ time: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, kubectl: k }, null, 2)}\n`,
+    );
+    console.log(`wrote ${out}`);
+    process.exit(0);
+  }
   await setPods(30);
   await sleep(3000); // converged: the loop's start-up syncs are behind it
   const idle = await window();
@@ -200,6 +291,7 @@ try {
   }
   await sleep(200);
   collecting = false;
+  const kubectl = await kubectlPlugin();
 
   const result = {
     time: new Date().toISOString(),
@@ -229,6 +321,7 @@ try {
       serverMsP99: pct(tableMs, 99),
       serverMsMax: Math.max(...tableMs),
     },
+    kubectl,
   };
   console.log(`
 kubeapi: 50 watchers on a 30-pod node (dist/node.js, default intervals, ${WINDOW_S} s windows)
@@ -240,7 +333,8 @@ kubeapi: 50 watchers on a 30-pod node (dist/node.js, default intervals, ${WINDOW
   no watchers         ${String(idleChurn.callsPerS).padEnd(13)} ${idleChurn.cpuPct}
   50 watchers         ${String(watchedChurn.callsPerS).padEnd(13)} ${watchedChurn.cpuPct}
   difference          ${String(result.churn.extraCallsPerS).padEnd(13)} ${result.churn.extraCpuPct}
-kubeapi: GET /api/v1/pods as a Table of 100 pods, ${tableMs.length} requests: server time p50 ${result.table.serverMsP50} ms, p99 ${result.table.serverMsP99} ms, max ${result.table.serverMsMax} ms`);
+kubeapi: GET /api/v1/pods as a Table of 100 pods, ${tableMs.length} requests: server time p50 ${result.table.serverMsP50} ms, p99 ${result.table.serverMsP99} ms, max ${result.table.serverMsMax} ms
+kubeapi: kubectl get pods (${kubectl.runs} runs each, p50): static token ${kubectl.staticMsP50} ms; plugin, cache warm ${kubectl.pluginWarmMsP50} ms (+${kubectl.warmOverheadMsP50}); plugin, cache cold ${kubectl.pluginColdMsP50} ms (+${kubectl.coldOverheadMsP50})`);
   mkdirSync(resolve("bench/results"), { recursive: true });
   const out = resolve(`bench/results/kubeapi-${result.time.replace(/[:.]/g, "-")}.json`);
   writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);

@@ -535,7 +535,29 @@ export async function startNode(
       log: requestLog,
       workloads: workloadFeed,
       endpoints: endpointsFeed,
+      metrics: await resourceMetrics(),
     });
+  // kubectl top's Metrics API: CRI stats sampled on a timer while someone reads them (never on the sync path);
+  // loaded with the Kubernetes API.
+  const resourceMetrics = async () => {
+    const [{ createResourceSampler }, { readNodeUsage }] = await Promise.all([
+      import("./stats/resource-metrics.js"),
+      import("./host/node-usage.js"),
+    ]);
+    return createResourceSampler({
+      cri,
+      node: readNodeUsage,
+      onFallback: (why) =>
+        quiet ||
+        console.error(
+          JSON.stringify({
+            time: new Date().toISOString(),
+            loop: "metrics",
+            warning: `ListPodSandboxStats refused, ListContainerStats from now on: ${why}`,
+          }),
+        ),
+    });
+  };
   // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server. The socket buffers what the client
   // sends while the handler loads (an upgraded socket has no data listener until ws binds one).
   let upgrade: Promise<(req: IncomingMessage, socket: Duplex, head: Buffer) => void> | undefined;

@@ -15,7 +15,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["volumemanager", "lifecycle", "logs"], // pieces of the kubelet port that kuberuntime composes
   ["kuberuntime"], // the kubelet port: computePodActions, SyncPod, the CRI-level pod status
   ["status"], // generateAPIPodStatus, above the runtime
-  ["prober", "pleg", "metrics", "controllers", "eviction", "services"], // the agent
+  ["prober", "pleg", "metrics", "controllers", "eviction", "services", "stats"], // the agent
   ["auth", "http", "kubeapi"], // fronts
   ["host", "state", "settings"], // adapters behind the agent's ports, and the settings schema
   ["node", "worker", "workers", "cli", "proxy", "fleet"], // entry points

@@ -131,6 +131,8 @@ describe("the workload kinds on the read side", async () => {
       "apps",
       "batch",
       "discovery.k8s.io",
+      "authorization.k8s.io",
+      "metrics.k8s.io",
     ]);
     expect(
       agg.items[0].versions[0].resources.map(
@@ -147,6 +149,7 @@ describe("the workload kinds on the read side", async () => {
       "persistentvolumeclaims",
       "pods",
       "services",
+      "namespaces",
     ]);
     expect(await (await get("/apis")).json()).toMatchObject({
       kind: "APIGroupList",
@@ -154,6 +157,8 @@ describe("the workload kinds on the read side", async () => {
         { name: "apps", preferredVersion: { groupVersion: "apps/v1" } },
         { name: "batch" },
         { name: "discovery.k8s.io" },
+        { name: "authorization.k8s.io" },
+        { name: "metrics.k8s.io", preferredVersion: { groupVersion: "metrics.k8s.io/v1beta1" } },
       ],
     });
     expect(await (await get("/apis/batch/v1")).json()).toMatchObject({
@@ -173,7 +178,7 @@ describe("the workload kinds on the read side", async () => {
     expect(list.items[0].metadata).toMatchObject({
       name: "web-5d8f7c",
       generation: 1,
-      creationTimestamp: "2026-01-01T00:00:00.000Z",
+      creationTimestamp: "2026-01-01T00:00:00Z",
       ownerReferences: [{ kind: "Deployment", uid: "d-1", controller: true }],
     });
     expect(
@@ -243,7 +248,7 @@ describe("the workload kinds on the read side", async () => {
       "Age",
       "VolumeMode",
     ]);
-    expect(pvc.rows[0].cells).toEqual(["data", "Bound", "", "", "", "", "<unset>", expect.any(String), "<unset>"]);
+    expect(pvc.rows[0].cells).toEqual(["data", "Bound", "", "", "", "", "<unset>", expect.any(String), "Filesystem"]);
   });
 
   it("a controller's status write is a watch event", async () => {

@@ -355,6 +355,7 @@ describe("the routes (createKubeApi)", async () => {
       "events",
       "nodes",
       "pods",
+      "namespaces",
     ]);
     expect((await (await get("/api/v1")).json()).resources.map((r: { name: string }) => r.name)).toContain("pods/log");
   });

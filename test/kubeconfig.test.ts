@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parse } from "yaml";
-import kubeconfig from "../src/cli/commands/kubeconfig.js";
+import kubeconfig, { CACHE_GUARD } from "../src/cli/commands/kubeconfig.js";
+import { cacheKey } from "../src/cli/token-cache.js";
 import token from "../src/cli/commands/token.js";
 import type { Command } from "../src/cli/command.js";
 import { createCtx } from "../src/cli/client.js";
@@ -59,11 +60,20 @@ describe("podsync kubeconfig", async () => {
     const exec = c.users[0].user.exec;
     expect(exec).toMatchObject({
       apiVersion: "client.authentication.k8s.io/v1",
-      command: process.execPath,
+      command: "/bin/sh",
       interactiveMode: "Never",
+      provideClusterInfo: true,
     });
-    expect(exec.args[0]).toMatch(/^\/.*\/bin\/podsync\.mjs$/);
-    expect(exec.args.slice(1)).toEqual([
+    // The cache guard, the cache file's name (the plugin's own key for this server), then the plugin itself.
+    const [flag, guard, name0, file, node, ...plugin] = exec.args as string[];
+    expect([flag, guard, name0]).toEqual(["-c", CACHE_GUARD, "podsync-token"]);
+    expect(file).toMatch(/^exec-credential-[0-9a-f]{32}\.json$/);
+    expect(file).toBe(
+      `exec-credential-${cacheKey(plugin.slice(1), { KUBERNETES_EXEC_INFO: JSON.stringify({ spec: { cluster: { server: "https://127.0.0.1:8443" } } }) })}.json`,
+    );
+    expect(node).toBe(process.execPath);
+    expect(plugin[0]).toMatch(/^\/.*\/bin\/podsync\.mjs$/);
+    expect(plugin.slice(1)).toEqual([
       "token",
       "--act",
       "read",

@@ -68,6 +68,46 @@ const CORE: Resource[] = [
   { name: "pods/exec", singularName: "", namespaced: true, kind: "PodExecOptions", verbs: ["create", "get"] },
   { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] },
 ];
+const NAMESPACES: Resource = {
+  name: "namespaces",
+  singularName: "namespace",
+  namespaced: false,
+  kind: "Namespace",
+  verbs: READ,
+  shortNames: ["ns"],
+};
+/** Served on every node: the reviews `kubectl auth can-i` sends (src/kubeapi/authorization/reviews.ts), and the Metrics API
+ * `kubectl top` reads (src/kubeapi/metrics/metrics.ts; metrics-server's group, served here by the node itself). */
+const NODE_GROUPS: GroupVersion[] = [
+  {
+    group: "authorization.k8s.io",
+    version: "v1",
+    resources: [
+      {
+        name: "selfsubjectaccessreviews",
+        singularName: "selfsubjectaccessreview",
+        namespaced: false,
+        kind: "SelfSubjectAccessReview",
+        verbs: ["create"],
+      },
+      {
+        name: "selfsubjectrulesreviews",
+        singularName: "selfsubjectrulesreview",
+        namespaced: false,
+        kind: "SelfSubjectRulesReview",
+        verbs: ["create"],
+      },
+    ],
+  },
+  {
+    group: "metrics.k8s.io",
+    version: "v1beta1",
+    resources: [
+      { name: "nodes", singularName: "", namespaced: false, kind: "NodeMetrics", verbs: ["get", "list"] },
+      { name: "pods", singularName: "", namespaced: true, kind: "PodMetrics", verbs: ["get", "list"] },
+    ],
+  },
+];
 const CLAIMS = workload("persistentvolumeclaims", "PersistentVolumeClaim", ["pvc"], false);
 /** Services and their endpoints (src/services/), served where the node runs workloads. */
 const SERVICES = workload("services", "Service", ["svc"]);
@@ -99,11 +139,17 @@ export function served(workloads: boolean): { core: GroupVersion; groups: GroupV
     core: {
       group: "",
       version: "v1",
-      resources: workloads ? [ENDPOINTS, ...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2), SERVICES] : CORE,
+      resources: [
+        ...(workloads ? [ENDPOINTS, ...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2), SERVICES] : CORE),
+        NAMESPACES,
+      ],
     },
-    groups: workloads ? [...WORKLOAD_GROUPS, DISCOVERY_GROUP] : [],
+    groups: [...(workloads ? [...WORKLOAD_GROUPS, DISCOVERY_GROUP] : []), ...NODE_GROUPS],
   };
 }
+
+/** What the node serves, per group, for the authorization reviews (src/kubeapi/authorization/reviews.ts). */
+export const reviewable = (s: ReturnType<typeof served>) => ({ groups: [s.core, ...s.groups] });
 
 export const apiVersions = (serverAddress: string) => ({
   kind: "APIVersions",

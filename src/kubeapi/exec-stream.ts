@@ -6,6 +6,7 @@
 // runtime's server speaks v4; v5's one addition, the close signal (channel 255), has no v4 form and is not
 // passed on (a TTY session ends when its shell exits). Each exec is logged with iss, jti and the SHA-256 of
 // its argv, never the argv or the stream.
+import { parseBool } from "./apiserver/query.js";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
@@ -30,7 +31,7 @@ export interface ExecStreamOptions {
   now?: () => number;
 }
 
-const truthy = (v: string | null) => v === "true" || v === "1";
+const truthy = (v: string | null) => parseBool(v ?? undefined);
 
 async function sha256hex(s: string): Promise<string> {
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));

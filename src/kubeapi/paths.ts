@@ -3,4 +3,11 @@
 
 /** The paths this app answers; the entry points send everything else to the podsync app. */
 export const isKubePath = (path: string) =>
-  path === "/version" || path === "/api" || path.startsWith("/api/") || path === "/apis" || path.startsWith("/apis/");
+  path === "/version" ||
+  path === "/version/" ||
+  path === "/api" ||
+  path.startsWith("/api/") ||
+  path === "/apis" ||
+  path.startsWith("/apis/") ||
+  path === "/openapi" ||
+  path.startsWith("/openapi/");

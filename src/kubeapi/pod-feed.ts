@@ -19,6 +19,7 @@ import type { WatchHub } from "./watch-hub.js";
 import type { Pod } from "../pod/schema.js";
 import { fingerprintOf } from "../pleg/relist.js";
 import type { EventRecorder } from "./events.js";
+import { defaultPodSpec } from "./apiserver/defaults.js";
 
 export interface RelistView {
   /** When its list calls went out (ms). */
@@ -147,7 +148,8 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     const pod: V1Pod = {
       ...v1,
       metadata: { ...v1.metadata, creationTimestamp: v1.metadata.creationTimestamp ?? apiTime(e.storedAt) },
-      ...(v1.spec ? { spec: { ...v1.spec, nodeName: o.nodeName } as V1Pod["spec"] } : {}),
+      // The spec as the API server serves it: its SetDefaults_* applied (src/kubeapi/apiserver/defaults.ts).
+      ...(v1.spec ? { spec: defaultPodSpec({ ...v1.spec, nodeName: o.nodeName }) as V1Pod["spec"] } : {}),
     };
     built.set(uid, { key, pod });
     return pod;

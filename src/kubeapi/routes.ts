@@ -20,6 +20,7 @@ import {
   apiGroupList,
   apiResourceList,
   apiVersions,
+  reviewable,
   served,
   versionInfo,
   wantsAggregated,
@@ -49,6 +50,11 @@ import { WORKLOAD_COLUMNS, workloadCells } from "./workload-table.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { ENDPOINT_SLICE_COLUMNS, ENDPOINTS_COLUMNS, endpointSliceCells, endpointsCells } from "./service-table.js";
 import type { EndpointsFeed, V1EndpointSliceObject, V1EndpointsObject } from "./endpoints-feed.js";
+import { normalizeRequest } from "./apiserver/query.js";
+import { registerReviews } from "./authorization/reviews.js";
+import { registerOpenApi } from "./apiserver/openapi.js";
+import { registerMetrics, type MetricsSource } from "./metrics/metrics.js";
+import { createNamespaceFeed, NAMESPACE_COLUMNS, namespaceCells, type V1Namespace } from "./apiserver/namespaces.js";
 
 export interface KubeApiOptions {
   verifier: Verifier;
@@ -81,6 +87,8 @@ export interface KubeApiOptions {
   /** The Services' EndpointSlices and Endpoints (src/kubeapi/endpoints-feed.ts); served with the workloads, empty
    * where the node has no service source (Workers: Services are refused there). */
   endpoints?: EndpointsFeed | undefined;
+  /** The resource sampler behind metrics.k8s.io (kubectl top); without it the Metrics API answers 503. */
+  metrics?: MetricsSource | undefined;
 }
 
 export { isKubePath } from "./paths.js";
@@ -130,6 +138,11 @@ const EVENT_FIELDS: Record<string, (e: V1Event) => string> = {
 const NODE_FIELDS: Record<string, (n: V1Node) => string> = {
   "metadata.name": (n) => n.metadata.name,
   "spec.unschedulable": (n) => String(n.spec.unschedulable ?? false),
+};
+
+const NAMESPACE_FIELDS: Record<string, (n: V1Namespace) => string> = {
+  "metadata.name": (n) => n.metadata.name,
+  "status.phase": (n) => n.status.phase,
 };
 
 const META_FIELDS: Record<string, (w: V1Workload) => string> = {
@@ -227,6 +240,9 @@ export function createKubeApi(o: KubeApiOptions) {
     c.set("scope", scope);
     await next();
   });
+
+  // The reviews kubectl auth can-i sends (POSTs that write nothing): before the write refusals.
+  registerReviews(app, { served: reviewable(served(o.workloads !== undefined)), allowExec: o.allowExec });
 
   // Writes: never through this API. The Status names the signed way.
   app.on(["POST", "PUT", "PATCH", "DELETE"], "*", (c) => {
@@ -338,8 +354,9 @@ export function createKubeApi(o: KubeApiOptions) {
   async function list<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined): Promise<Response> {
     const filter = selectors(c, k, ns);
     const q = c.req.query();
-    if (truthy(q["watch"])) return watch(c, k, filter);
+    // A watch with no resourceVersion starts with the current objects: bring them up to date first.
     await k.load();
+    if (truthy(q["watch"])) return watch(c, k, filter);
     const items = k.hub
       .list()
       .filter(filter)
@@ -511,27 +528,29 @@ export function createKubeApi(o: KubeApiOptions) {
     serve("/api/v1", endpoints);
   }
 
-  // One namespace by name, for kubectl: after a NotFound it asks whether the namespace exists, and says the
-  // namespace is missing if not. A namespace exists here while something of the node's is in it (a pod, a
-  // workload, an event). Not listed in discovery: `kubectl get namespaces` is not served.
-  app.get("/api/v1/namespaces/:name", async (c) => {
-    const name = c.req.param("name");
-    await pods.load();
-    await o.workloads?.load();
-    const objects: KubeObject[][] = [
-      o.pods.list(),
-      o.events.hub.list(),
-      ...Object.values(o.workloads?.hubs ?? {}).map((h) => h.list()),
-    ];
-    if (!objects.some((xs) => xs.some((x) => x.metadata.namespace === name))) throw notFound("namespaces", name);
-    return json({
-      kind: "Namespace",
-      apiVersion: "v1",
-      metadata: { name },
-      spec: { finalizers: ["kubernetes"] },
-      status: { phase: "Active" },
-    });
-  });
+  // Namespaces, read-only: those the node's objects use (src/kubeapi/apiserver/namespaces.ts). kubectl also asks
+  // for one after a NotFound, to say whether the namespace is missing.
+  const nsFeed = createNamespaceFeed(o.pods.clock, () => [
+    o.pods,
+    o.events.hub,
+    ...Object.values(o.workloads?.hubs ?? {}),
+  ]);
+  const namespaces: Kind<V1Namespace> = {
+    resource: "namespaces",
+    group: "",
+    kind: "Namespace",
+    hub: nsFeed.hub,
+    fields: NAMESPACE_FIELDS,
+    columns: NAMESPACE_COLUMNS,
+    cells: namespaceCells,
+    load: async () => {
+      await pods.load();
+      await o.workloads?.load();
+      await nsFeed.load();
+    },
+  };
+  app.get("/api/v1/namespaces", (c) => list(c, namespaces, undefined));
+  app.get("/api/v1/namespaces/:name", (c) => getOne(c, namespaces, undefined, c.req.param("name")));
 
   // pods/log with kubectl's PodLogOptions (the logs route's reader and rules).
   app.get("/api/v1/namespaces/:ns/pods/:name/log", async (c) => {
@@ -588,10 +607,29 @@ export function createKubeApi(o: KubeApiOptions) {
       throw forbidden("pods", c.req.param("name"), o.execUnavailable!);
     });
 
+  // OpenAPI v2 and v3: upstream's documents, pruned to what the node serves (src/kubeapi/apiserver/openapi.ts).
+  registerOpenApi(app);
+  // metrics.k8s.io for kubectl top (src/kubeapi/metrics/metrics.ts).
+  registerMetrics(app, {
+    source: o.metrics,
+    pods: o.pods,
+    node: o.node.hub,
+    load: () => pods.load(),
+    // The Node as last read (the metrics carry its labels); read once if it never was.
+    loadNode: async () => {
+      if (o.node.hub.list().length === 0) await o.node.refresh();
+    },
+    now,
+  });
+
   // Any other path under /api or /apis: a resource or group this node does not serve.
   app.get("*", () => {
     throw noSuchResource();
   });
 
+  // Paths and query parameters as the API server reads them (trailing slashes, legacy watch paths, booleans,
+  // ignored parameters), before routing.
+  const routed = app.fetch;
+  app.fetch = (req, ...rest) => routed(normalizeRequest(req), ...rest);
   return app;
 }

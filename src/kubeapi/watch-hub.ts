@@ -60,7 +60,7 @@ export class WatchHub<T extends KubeObject> {
   private markFed!: () => void;
 
   constructor(
-    private readonly clock: RvClock,
+    readonly clock: RvClock,
     private readonly o: HubOptions<T>,
   ) {
     this.capacity = o.history ?? 1000;

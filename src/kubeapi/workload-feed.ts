@@ -8,6 +8,7 @@ import { toV1Workload } from "../http/handlers/workloads.js";
 import { notifying, type StoredWorkload, type WorkloadStore } from "../controllers/store.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { WatchHub, type KubeObject, type RvClock } from "./watch-hub.js";
+import { defaultWorkload, wholeSeconds } from "./apiserver/defaults.js";
 
 export type V1Workload = KubeObject & {
   apiVersion: string;
@@ -39,14 +40,19 @@ export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
  * is stored (no provisioner, no PersistentVolume: src/volumemanager/claims.ts), so it shows as Bound. */
 export function v1Workload(s: StoredWorkload): V1Workload {
   const o = toV1Workload(s) as unknown as V1Workload;
-  if (o.kind === "PersistentVolumeClaim" && !o.status["phase"])
-    return { ...o, status: { ...o.status, phase: "Bound" } };
+  // As the API server serves it: SetDefaults_* applied, creationTimestamp in whole seconds.
+  const served = defaultWorkload({
+    ...o,
+    metadata: { ...o.metadata, creationTimestamp: wholeSeconds(o.metadata.creationTimestamp) ?? undefined },
+  });
+  if (served.kind === "PersistentVolumeClaim" && !o.status["phase"])
+    return { ...served, status: { ...served.status, phase: "Bound" } };
   // A Service's status is its load balancer's, which a node has none of (LoadBalancer shows <pending>).
-  if (o.kind === "Service") {
-    const { generation: _, ...metadata } = o.metadata as V1Workload["metadata"] & { generation?: number };
-    return { ...o, metadata, status: { loadBalancer: {} } };
+  if (served.kind === "Service") {
+    const { generation: _, ...metadata } = served.metadata as V1Workload["metadata"] & { generation?: number };
+    return { ...served, metadata, status: { loadBalancer: {} } };
   }
-  return o;
+  return served;
 }
 
 export interface WorkloadFeed {

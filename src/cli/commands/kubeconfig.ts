@@ -15,6 +15,7 @@ import { signToken } from "../keys.js";
 import { READ_ACT } from "../../auth/read-token.js";
 import type { Command } from "../command.js";
 import { execCredential, READ_TTL_MAX_S } from "./token.js";
+import { cacheFileName, cacheKey } from "../token-cache.js";
 
 /** The server's certificate as it presents it (trust on first use: the fingerprint is printed to compare). */
 function serverCert(url: URL): Promise<string> {
@@ -38,6 +39,21 @@ function serverCert(url: URL): Promise<string> {
     s.setTimeout(10_000, () => s.destroy(new Error("timed out")));
     s.once("error", rej);
   });
+}
+
+/** The guard: $1 is the cache file's name under $XDG_CACHE_HOME/podsync (default ~/.cache/podsync); the rest is the
+ * plugin's command. The file is printed as it is when this user owns it and its `.fresh` marker (mtime: when the
+ * entry stops being served) is newer than /proc/$$ (Linux stamps a process's /proc directory when it is first
+ * looked at: now); anything else runs the command. Only sh builtins: one process, no node start. */
+export const CACHE_GUARD =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script: ${XDG_CACHE_HOME:-…} is sh's expansion
+  'f="${XDG_CACHE_HOME:-$HOME/.cache}/podsync/$1"; shift; [ -O "$f" ] && [ "$f.fresh" -nt /proc/$$ ] && read -r c < "$f" && { printf "%s\\n" "$c"; exit 0; }; exec "$@"';
+
+/** The cache file the plugin (`token` and its flags) writes for this server: the name the guard looks for. */
+function cacheFile(tokenArgs: readonly string[], server: string): string {
+  const key = cacheKey(tokenArgs, { KUBERNETES_EXEC_INFO: JSON.stringify({ spec: { cluster: { server } } }) });
+  if (!key) fail("the key file cannot be read for the plugin's cache key");
+  return cacheFileName(key);
 }
 
 /** This podsync's launcher (bin/podsync.mjs), by absolute path. */
@@ -149,6 +165,7 @@ const kubeconfig: Command = {
       ...(ctx.o["exec"] ? ["--exec"] : []),
     ];
     const name = `podsync-${node}`;
+    const serverUrl = base.href.replace(/\/$/, "");
     const config = {
       apiVersion: "v1",
       kind: "Config",
@@ -156,7 +173,7 @@ const kubeconfig: Command = {
         {
           name,
           cluster: {
-            server: base.href.replace(/\/$/, ""),
+            server: serverUrl,
             "certificate-authority-data": Buffer.from(ca).toString("base64"),
           },
         },
@@ -167,10 +184,21 @@ const kubeconfig: Command = {
           user: {
             exec: {
               apiVersion: "client.authentication.k8s.io/v1",
-              command: process.execPath,
-              args,
+              // A POSIX sh guard prints the plugin's cached ExecCredential when it is fresh and this user's (no node
+              // start: kubectl runs the plugin before every command); else it runs podsync token, which signs or
+              // reads the cache and writes it (src/cli/token-cache.ts).
+              command: "/bin/sh",
+              args: [
+                "-c",
+                CACHE_GUARD,
+                "podsync-token",
+                cacheFile(args.slice(2), serverUrl),
+                process.execPath,
+                ...args,
+              ],
               interactiveMode: "Never",
-              provideClusterInfo: false,
+              // The plugin's cache is keyed by the cluster's server (KUBERNETES_EXEC_INFO).
+              provideClusterInfo: true,
             },
           },
         },

@@ -108,7 +108,13 @@ const token: Command = {
         ctx.command,
       );
     const token = await ctx.sign({ act: name, ...(uid !== undefined ? { uid } : {}), ...act.claims?.(ctx) });
-    console.log(ctx.o["exec-credential"] ? execCredential(token, ctx.ttl) : token);
+    if (!ctx.o["exec-credential"]) return console.log(token);
+    const text = execCredential(token, ctx.ttl);
+    console.log(text);
+    // The plugin's next run (kubectl's next command) prints it again from the cache (src/cli/token-cache.ts).
+    const { cacheDir, cacheKey, writeCached } = await import("../token-cache.js");
+    const key = name === READ_ACT ? cacheKey(process.argv.slice(2)) : undefined;
+    if (key) writeCached(cacheDir(), key, text);
   },
 };
 export default token;
