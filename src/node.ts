@@ -414,6 +414,7 @@ export async function startNode(
     desired,
     workloads,
     serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
+    unknownKinds: s.PODSYNC_UNKNOWN_KINDS,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     policy: nodePolicy(s),

@@ -10,6 +10,7 @@ import type { Pod } from "../schema.js";
 import { objectExpansionErrors } from "../env-objects-size.js";
 import { referenceErrors } from "../references.js";
 import { derivedUid } from "./uid.js";
+import { withoutNulls } from "../nulls.js";
 import { cleanPod, cleanWorkload, type ServiceAccountTokens } from "./export.js";
 import {
   isWorkloadKind,
@@ -23,10 +24,17 @@ import { selectorEmpty, selectorMatches } from "./selector.js";
 import { templatePod } from "./template.js";
 import { jobSelectorDefaults } from "./job-labels.js";
 
+/** PODSYNC_UNKNOWN_KINDS: a document of a kind podsync does not know (a custom resource) is skipped with a
+ * warning, as kubectl apply reports it and applies the rest (`warn`), or refuses the body (`refuse`). */
+export const UNKNOWN_KIND_MODES = ["warn", "refuse"] as const;
+export type UnknownKinds = (typeof UNKNOWN_KIND_MODES)[number];
+
 export interface IntakeOptions {
   /** This node's name: a uid-less pod's uid is derived from it (uid.ts). */
   nodeName: string;
   serviceAccountTokens: ServiceAccountTokens;
+  /** Default `warn`. */
+  unknownKinds?: UnknownKinds | undefined;
 }
 
 export interface Item {
@@ -61,14 +69,23 @@ function isKubernetesApiVersion(v: unknown): boolean {
   );
 }
 
+/** A custom resource's apiVersion: `<group>/<version>` with a dotted group that is not Kubernetes' own
+ * (`monitoring.coreos.com/v1`). Anything else (no apiVersion, a bare word) is not a Kubernetes object at all. */
+function isCustomApiVersion(v: unknown): boolean {
+  if (typeof v !== "string") return false;
+  const [group, version, extra] = v.split("/");
+  return extra === undefined && !!version && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(group!);
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const join = (at: string, f: string) => (at ? `${at}.${f}` : f);
 
 /** Sort the documents of a body (v1.Lists already unpacked by the caller). */
 export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted {
   const out: Sorted = { pods: [], configMaps: [], secrets: [], workloads: [], warnings: [], errors: [] };
-  for (const { input, at, podByPlace } of items) {
-    if (input === null || input === undefined) continue;
+  for (const { input: sent, at, podByPlace } of items) {
+    if (sent === null || sent === undefined) continue;
+    const input = withoutNulls(sent);
     if (!isObject(input)) {
       out.errors.push({
         path: at || "(root)",
@@ -102,12 +119,18 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
       out.warnings.push(...warnings);
     } else if (typeof kind === "string" && isKubernetesApiVersion(input["apiVersion"]))
       out.warnings.push(
-        `${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)`,
+        `${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, HorizontalPodAutoscalers, and keeps ConfigMaps, Secrets, PersistentVolumeClaims and PodDisruptionBudgets)`,
+      );
+    else if (typeof kind === "string" && kind !== "" && isCustomApiVersion(input["apiVersion"]) && o.unknownKinds !== "refuse")
+      // kubectl apply sends each document on its own: the API server's 404 for a kind it does not serve fails that
+      // one, and the rest is applied. A node serves no custom resource, so it says so and applies the rest.
+      out.warnings.push(
+        `${at ? `${at}: ` : ""}skipped: custom resource ${input["apiVersion"]} ${kind}${name ? ` "${name}"` : ""} (a node runs no operator for it; PODSYNC_UNKNOWN_KINDS=refuse refuses such a file)`,
       );
     else
       out.errors.push({
         path: join(at, "kind"),
-        message: `${typeof input["apiVersion"] === "string" ? `${input["apiVersion"]} ` : ""}${what} is not a Kubernetes kind podsync knows: send Pods, ConfigMaps, Secrets, PersistentVolumeClaims, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs or CronJobs (other Kubernetes kinds are skipped with a warning)`,
+        message: `${typeof input["apiVersion"] === "string" ? `${input["apiVersion"]} ` : ""}${what} is not a Kubernetes kind podsync knows: send Pods, ConfigMaps, Secrets, PersistentVolumeClaims, Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, HorizontalPodAutoscalers or PodDisruptionBudgets (other Kubernetes kinds are skipped with a warning${o.unknownKinds === "refuse" ? "; custom resources are refused on this node: PODSYNC_UNKNOWN_KINDS=refuse" : ", and so are custom resources"})`,
       });
   }
   return out;
