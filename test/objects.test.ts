@@ -159,7 +159,9 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
         .warnings,
     ).toEqual([expect.stringContaining('documents[1]: skipped: custom resource example.com/v1 Widget "x"')]);
     expect(
-      errorsOf(() => bundleFromDocuments([podDoc(), { apiVersion: "widgets", kind: "Widget", metadata: { name: "x" } }])),
+      errorsOf(() =>
+        bundleFromDocuments([podDoc(), { apiVersion: "widgets", kind: "Widget", metadata: { name: "x" } }]),
+      ),
     ).toEqual([
       expect.objectContaining({
         path: "documents[1].kind",
@@ -192,11 +194,18 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
     // Taken, not refused: on a cluster kubelet keeps the container waiting (CreateContainerConfigError) until
     // the object arrives. Each one is a warning naming the field.
     const pod = podDoc({ env, volumes, envFrom });
-    const b = bodyFromItems([{ input: pod, at: "pod", podByPlace: true }], { configMaps: [cm], secrets: [secret] }, {
-      nodeName: "n",
-      serviceAccountTokens: "drop",
-    });
-    const errors = b.warnings.map((w) => ({ path: w.slice(0, w.indexOf(": ")), message: w.slice(w.indexOf(": ") + 2) }));
+    const b = bodyFromItems(
+      [{ input: pod, at: "pod", podByPlace: true }],
+      { configMaps: [cm], secrets: [secret] },
+      {
+        nodeName: "n",
+        serviceAccountTokens: "drop",
+      },
+    );
+    const errors = b.warnings.map((w) => ({
+      path: w.slice(0, w.indexOf(": ")),
+      message: w.slice(w.indexOf(": ") + 2),
+    }));
     expect(errors.map((e) => e.path)).toEqual([
       "pod.spec.containers[0].env[2].valueFrom.secretKeyRef.name",
       "pod.spec.containers[0].env[3].valueFrom.secretKeyRef.key",
@@ -803,7 +812,10 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
       message: 'MountVolume.SetUp failed: secret "creds" not found',
     });
     const envOnly = bundleFromPayload({
-      pod: podDoc({ uid: "uid-objects-noenv", env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }] }),
+      pod: podDoc({
+        uid: "uid-objects-noenv",
+        env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }],
+      }),
     });
     const e = await createPodRuntime(cri, { volumeFiles: files }).sync(envOnly.pod);
     expect(e.steps.find((s) => s.action === "StartContainer")).toMatchObject({

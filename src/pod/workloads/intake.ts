@@ -74,7 +74,9 @@ function isKubernetesApiVersion(v: unknown): boolean {
 function isCustomApiVersion(v: unknown): boolean {
   if (typeof v !== "string") return false;
   const [group, version, extra] = v.split("/");
-  return extra === undefined && !!version && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(group!);
+  return (
+    extra === undefined && !!version && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(group!)
+  );
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -121,7 +123,12 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
       out.warnings.push(
         `${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, HorizontalPodAutoscalers, and keeps ConfigMaps, Secrets, PersistentVolumeClaims and PodDisruptionBudgets)`,
       );
-    else if (typeof kind === "string" && kind !== "" && isCustomApiVersion(input["apiVersion"]) && o.unknownKinds !== "refuse")
+    else if (
+      typeof kind === "string" &&
+      kind !== "" &&
+      isCustomApiVersion(input["apiVersion"]) &&
+      o.unknownKinds !== "refuse"
+    )
       // kubectl apply sends each document on its own: the API server's 404 for a kind it does not serve fails that
       // one, and the rest is applied. A node serves no custom resource, so it says so and applies the rest.
       out.warnings.push(
