@@ -272,6 +272,8 @@ export function createControllers(o: ControllersOptions): Controllers {
         if (w.owner && !uids().has(w.owner.uid) && stored.has(workloadKey(w.workload)))
           await removeTree(w, `its ${w.owner.kind} ${w.owner.name} is gone`);
 
+      await refreshObjects(stored, derived, o);
+
       for (const kind of ORDER) {
         for (const w of [...stored.values()].filter((x) => x.workload.kind === kind)) {
           const key = workloadKey(w.workload);
@@ -302,6 +304,37 @@ export function createControllers(o: ControllersOptions): Controllers {
       return out;
     },
   };
+}
+
+/** The ConfigMaps and Secrets a workload was last sent with reach what it made: the workloads it made (a
+ * Deployment's ReplicaSets) and the pods of each. So a pod waiting for a Secret (CreateContainerConfigError,
+ * FailedMount) starts once a later sync brings the Secret with its workload, as kubelet's pod starts when the
+ * object appears in the API. The pod keeps its name and uid; only its objects (and audit) change. */
+async function refreshObjects(
+  stored: Map<string, StoredWorkload>,
+  derived: DesiredPod[],
+  o: ControllersOptions,
+): Promise<void> {
+  const same = (a: unknown, b: unknown) => canonicalJSON(a ?? null) === canonicalJSON(b ?? null);
+  const byUid = new Map([...stored.values()].map((w) => [w.workload.metadata.uid, w]));
+  // Owners first: a Deployment's objects reach its ReplicaSets, then their pods.
+  for (const kind of ORDER)
+    for (const w of [...stored.values()].filter((x) => x.workload.kind === kind && x.owner)) {
+      const owner = byUid.get(w.owner!.uid);
+      if (!owner || same(owner.objects, w.objects)) continue;
+      const next: StoredWorkload = { ...w, objects: owner.objects, audit: owner.audit };
+      await o.workloads.put(next);
+      stored.set(workloadKey(w.workload), next);
+      byUid.set(w.workload.metadata.uid, next);
+    }
+  for (const e of derived) {
+    const owner = byUid.get(controllerOf(e.pod.metadata)!.uid);
+    if (!owner || same(owner.objects, e.objects) || owner.audit.iat < e.audit.iat) continue;
+    const { objects: _old, ...rest } = e;
+    const next: DesiredPod = { ...rest, audit: owner.audit, ...(owner.objects ? { objects: owner.objects } : {}) };
+    await o.desired.put(next);
+    e.objects = next.objects;
+  }
 }
 
 /** One workload's pure step, or undefined for a kind with nothing to run (a claim). */

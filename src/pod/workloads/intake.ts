@@ -11,6 +11,7 @@ import { objectExpansionErrors } from "../env-objects-size.js";
 import { referenceErrors } from "../references.js";
 import { derivedUid } from "./uid.js";
 import { withoutNulls } from "../nulls.js";
+import { completeGenerateName } from "./generate-name.js";
 import { cleanPod, cleanWorkload, type ServiceAccountTokens } from "./export.js";
 import {
   isWorkloadKind,
@@ -88,6 +89,7 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
   for (const { input: sent, at, podByPlace } of items) {
     if (sent === null || sent === undefined) continue;
     const input = withoutNulls(sent);
+    if (isObject(input)) completeGenerateName(input, o.nodeName);
     if (!isObject(input)) {
       out.errors.push({
         path: at || "(root)",
