@@ -19,6 +19,7 @@ import type {
   Deployment,
   Job,
   ReplicaSet,
+  ReplicationController,
   StatefulSet,
   Workload,
   WorkloadKind,
@@ -28,6 +29,7 @@ import { controllerOf, controllerRef, randomSuffix, type ObservedPod } from "./p
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "./store.js";
 import type { Condition, ControllerContext, ControllerResult } from "./types.js";
 import { syncReplicaSet } from "./replicaset/sync.js";
+import { syncReplicationController } from "./replication/sync.js";
 import { syncDeployment, type DeploymentStatus } from "./deployment/sync.js";
 import { syncJob, type JobOptions, type JobStatus } from "./job/sync.js";
 import { syncCronJob, type ChildJob, type CronJobStatus } from "./cronjob/sync.js";
@@ -70,12 +72,21 @@ export interface Controllers {
   settle(): Promise<void>;
 }
 
-const OBSERVES_GENERATION = new Set<WorkloadKind>(["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"]);
+const OBSERVES_GENERATION = new Set<WorkloadKind>([
+  "Deployment",
+  "ReplicaSet",
+  "ReplicationController",
+  "StatefulSet",
+  "DaemonSet",
+  "HorizontalPodAutoscaler",
+  "PodDisruptionBudget",
+]);
 const ORDER: WorkloadKind[] = [
   "CronJob",
   "Job",
   "Deployment",
   "ReplicaSet",
+  "ReplicationController",
   "StatefulSet",
   "DaemonSet",
   "PersistentVolumeClaim",
@@ -361,6 +372,8 @@ function step(
         .map((c) => ({ job: c.workload as Job, status: c.status as ChildJob["status"], createdAt: c.storedAt }));
       return syncCronJob(wl as CronJob, children, w.status as CronJobStatus | undefined, w.storedAt, ctx);
     }
+    case "ReplicationController":
+      return syncReplicationController(wl as ReplicationController, podsOf(wl), ctx);
     case "StatefulSet":
       return syncStatefulSet(wl as StatefulSet, podsOf(wl), w.status as StatefulSetStatus | undefined, ctx);
     case "Job":

@@ -69,6 +69,7 @@ const CORE: Resource[] = [
   { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] },
 ];
 const CLAIMS = workload("persistentvolumeclaims", "PersistentVolumeClaim", ["pvc"], false);
+const RCS = workload("replicationcontrollers", "ReplicationController", ["rc"]);
 
 /** The workload kinds' groups (served when the node runs workloads: src/controllers/). */
 const WORKLOAD_GROUPS: GroupVersion[] = [
@@ -83,12 +84,22 @@ const WORKLOAD_GROUPS: GroupVersion[] = [
     ],
   },
   { group: "batch", version: "v1", resources: [workload("cronjobs", "CronJob", ["cj"]), workload("jobs", "Job")] },
+  {
+    group: "autoscaling",
+    version: "v2",
+    resources: [workload("horizontalpodautoscalers", "HorizontalPodAutoscaler", ["hpa"], false)],
+  },
+  { group: "policy", version: "v1", resources: [workload("poddisruptionbudgets", "PodDisruptionBudget", ["pdb"], false)] },
 ];
 
 /** What a node serves: the core group (with claims when it runs workloads), and the workloads' groups. */
 export function served(workloads: boolean): { core: GroupVersion; groups: GroupVersion[] } {
   return {
-    core: { group: "", version: "v1", resources: workloads ? [...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2)] : CORE },
+    core: {
+      group: "",
+      version: "v1",
+      resources: workloads ? [...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2), RCS] : CORE,
+    },
     groups: workloads ? WORKLOAD_GROUPS : [],
   };
 }

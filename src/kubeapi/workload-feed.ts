@@ -32,6 +32,9 @@ export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
   "Job",
   "CronJob",
   "PersistentVolumeClaim",
+  "ReplicationController",
+  "HorizontalPodAutoscaler",
+  "PodDisruptionBudget",
 ];
 
 /** The object a stored workload is on the read side. A claim is the node's own directory from the moment it

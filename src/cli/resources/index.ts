@@ -11,6 +11,9 @@ const WORKLOADS: [kind: WorkloadKind, names: string[]][] = [
   ["Job", ["jobs", "job"]],
   ["CronJob", ["cronjobs", "cronjob", "cj"]],
   ["PersistentVolumeClaim", ["persistentvolumeclaims", "persistentvolumeclaim", "pvc"]],
+  ["ReplicationController", ["replicationcontrollers", "replicationcontroller", "rc"]],
+  ["HorizontalPodAutoscaler", ["horizontalpodautoscalers", "horizontalpodautoscaler", "hpa"]],
+  ["PodDisruptionBudget", ["poddisruptionbudgets", "poddisruptionbudget", "pdb"]],
 ];
 
 const types: { names: string[]; load: () => Promise<{ default: Resource }> }[] = [

@@ -21,7 +21,7 @@ import {
   type Workload,
   type WorkloadKind,
 } from "./schema.js";
-import { selectorEmpty, selectorMatches } from "./selector.js";
+import { selectorEmpty, selectorMatches, type LabelSelector } from "./selector.js";
 import { templatePod } from "./template.js";
 import { jobSelectorDefaults } from "./job-labels.js";
 
@@ -143,6 +143,22 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
       });
   }
   return out;
+}
+
+/** The pod selector of a workload with a template (a ReplicationController's map is matchLabels). */
+function selectorOf(w: Workload): LabelSelector | undefined {
+  switch (w.kind) {
+    case "CronJob":
+      return w.spec.jobTemplate.spec.selector;
+    case "ReplicationController":
+      return { matchLabels: w.spec.selector };
+    case "PersistentVolumeClaim":
+    case "HorizontalPodAutoscaler":
+    case "PodDisruptionBudget":
+      return undefined;
+    default:
+      return w.spec.selector;
+  }
 }
 
 /** Fields only a workload's spec has: a kind-less document carrying one is not a Pod. */
@@ -267,7 +283,7 @@ export function validateWorkloads(
             message: `a ${w.kind}'s pods must have restartPolicy "Always"`,
           });
       }
-      const sel = w.kind === "CronJob" ? w.spec.jobTemplate.spec.selector : w.spec.selector;
+      const sel = selectorOf(w);
       if (sel) {
         const sat = join(at, w.kind === "CronJob" ? "spec.jobTemplate.spec.selector" : "spec.selector");
         if (w.kind !== "Job" && w.kind !== "CronJob" && selectorEmpty(sel))
