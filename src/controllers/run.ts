@@ -18,6 +18,7 @@ import type {
   DaemonSet,
   Deployment,
   Job,
+  PodDisruptionBudget,
   ReplicaSet,
   ReplicationController,
   StatefulSet,
@@ -27,7 +28,8 @@ import type {
 import { derivedUid } from "../pod/workloads/uid.js";
 import { controllerOf, controllerRef, randomSuffix, type ObservedPod } from "./pods.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "./store.js";
-import type { Condition, ControllerContext, ControllerResult } from "./types.js";
+import { emptyResult, type Condition, type ControllerContext, type ControllerResult } from "./types.js";
+import { pdbStatus, type PdbStatus, type ScaledController } from "./disruption/sync.js";
 import { syncReplicaSet } from "./replicaset/sync.js";
 import { syncReplicationController } from "./replication/sync.js";
 import { syncDeployment, type DeploymentStatus } from "./deployment/sync.js";
@@ -89,6 +91,7 @@ const ORDER: WorkloadKind[] = [
   "ReplicationController",
   "StatefulSet",
   "DaemonSet",
+  "PodDisruptionBudget",
   "PersistentVolumeClaim",
 ];
 
@@ -168,6 +171,13 @@ export function createControllers(o: ControllersOptions): Controllers {
         if (ref) add(ref.uid, { pod: t.pod, status: observe(uid), createdAt: t.createdAt, terminating: true });
       }
       const podsOf = (w: Workload) => byOwner.get(w.metadata.uid ?? "") ?? [];
+      /** Every pod of the node as the controllers see it (a PodDisruptionBudget selects from all of them). */
+      const allPods = (): ObservedPod[] => [
+        ...[...byOwner.values()].flat(),
+        ...desired
+          .filter((e) => !controllerOf(e.pod.metadata))
+          .map((e) => ({ pod: e.pod, status: observe(e.pod.metadata.uid), createdAt: e.storedAt })),
+      ];
       const requeue = (t: number | undefined) => {
         if (t !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, t);
       };
@@ -290,7 +300,7 @@ export function createControllers(o: ControllersOptions): Controllers {
           const key = workloadKey(w.workload);
           if (!stored.has(key)) continue;
           try {
-            const r = step(w, stored, podsOf, ctx, o);
+            const r = step(w, stored, podsOf, ctx, o, allPods);
             if (r) await apply(w, r);
             report(key, undefined);
           } catch (e) {
@@ -348,6 +358,17 @@ async function refreshObjects(
   }
 }
 
+/** The stored workloads that have a scale, for the disruption controller's finders. */
+function scaledControllers(stored: Map<string, StoredWorkload>): Map<string, ScaledController> {
+  const out = new Map<string, ScaledController>();
+  for (const s of stored.values()) {
+    const w = s.workload;
+    if (w.kind === "Deployment" || w.kind === "ReplicaSet" || w.kind === "ReplicationController" || w.kind === "StatefulSet")
+      out.set(w.metadata.uid!, { uid: w.metadata.uid!, kind: w.kind, replicas: w.spec.replicas, owner: s.owner });
+  }
+  return out;
+}
+
 /** One workload's pure step, or undefined for a kind with nothing to run (a claim). */
 function step(
   w: StoredWorkload,
@@ -355,9 +376,14 @@ function step(
   podsOf: (w: Workload) => ObservedPod[],
   ctx: ControllerContext,
   o: ControllersOptions,
+  allPods: () => ObservedPod[],
 ): ControllerResult | undefined {
   const wl = w.workload;
   switch (wl.kind) {
+    case "PodDisruptionBudget":
+      return emptyResult(
+        pdbStatus(wl as PodDisruptionBudget, allPods(), scaledControllers(stored), w.status as PdbStatus | undefined, ctx),
+      );
     case "ReplicaSet":
       return syncReplicaSet(wl as ReplicaSet, podsOf(wl), ctx);
     case "Deployment": {
