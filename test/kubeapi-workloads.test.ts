@@ -123,11 +123,15 @@ describe("the workload kinds on the read side", async () => {
     app.request(path, { headers: { authorization: `Bearer ${read}`, ...headers } });
   const TABLE = { accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" };
 
-  it("discovery lists the apps and batch groups and claims, in both forms", async () => {
+  it("discovery lists the apps, batch, autoscaling/v2 and policy groups, claims and RCs, in both forms", async () => {
     const agg = await (
       await get("/apis", { accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" })
     ).json();
-    expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual(["apps", "batch"]);
+    expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual(["apps", "batch", "autoscaling", "policy"]);
+    expect(agg.items[2].versions[0]).toMatchObject({
+      version: "v2",
+      resources: [expect.objectContaining({ resource: "horizontalpodautoscalers", shortNames: ["hpa"] })],
+    });
     expect(
       agg.items[0].versions[0].resources.map(
         (r: { resource: string; shortNames?: string[] }) => `${r.resource}:${r.shortNames?.join(",")}`,
@@ -141,10 +145,16 @@ describe("the workload kinds on the read side", async () => {
       "nodes",
       "persistentvolumeclaims",
       "pods",
+      "replicationcontrollers",
     ]);
     expect(await (await get("/apis")).json()).toMatchObject({
       kind: "APIGroupList",
-      groups: [{ name: "apps", preferredVersion: { groupVersion: "apps/v1" } }, { name: "batch" }],
+      groups: [
+        { name: "apps", preferredVersion: { groupVersion: "apps/v1" } },
+        { name: "batch" },
+        { name: "autoscaling", preferredVersion: { groupVersion: "autoscaling/v2" } },
+        { name: "policy" },
+      ],
     });
     expect(await (await get("/apis/batch/v1")).json()).toMatchObject({
       kind: "APIResourceList",
