@@ -30,6 +30,8 @@ import { controllerOf, controllerRef, randomSuffix, type ObservedPod } from "./p
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "./store.js";
 import { emptyResult, type Condition, type ControllerContext, type ControllerResult } from "./types.js";
 import { pdbStatus, type PdbStatus, type ScaledController } from "./disruption/sync.js";
+import { createAutoscalers, type AutoscalerOptions } from "./podautoscaler/run-hpa.js";
+import type { PodUsageSource } from "./podautoscaler/metrics.js";
 import { syncReplicaSet } from "./replicaset/sync.js";
 import { syncReplicationController } from "./replication/sync.js";
 import { syncDeployment, type DeploymentStatus } from "./deployment/sync.js";
@@ -51,6 +53,11 @@ export interface ControllersOptions {
   node?: NodeInfo;
   suffix?: () => string;
   log?: (rec: Record<string, unknown>) => void;
+  /** The HPAs' settings (sync period, downscale stabilization, tolerance, ...; tests shorten them). */
+  autoscaler?: Partial<AutoscalerOptions>;
+  /** The pods' CPU and memory for the HPAs (Node: the runtime's ListContainerStats, podautoscaler/metrics.ts);
+   * without it an HPA finds no metrics and does not scale (ScalingActive False). */
+  podUsage?: PodUsageSource;
   /** A pod the node's admission refused (kubelet's rejectPod records an event on it): called when a workload's
    * refusal begins or changes, not on every pass that tries again. */
   onRefused?: (pod: Pod, reason: string, message: string) => void;
@@ -98,6 +105,7 @@ const ORDER: WorkloadKind[] = [
 export function createControllers(o: ControllersOptions): Controllers {
   const log = o.log ?? (() => undefined);
   const errors = new Map<string, string>();
+  const autoscalers = createAutoscalers(o.autoscaler);
   /** Pods being deleted: still shown to their controller, as terminating. */
   const terminating = new Map<string, { pod: Pod; createdAt: number; done: Promise<void> }>();
   let watching = false;
@@ -294,6 +302,13 @@ export function createControllers(o: ControllersOptions): Controllers {
           await removeTree(w, `its ${w.owner.kind} ${w.owner.name} is gone`);
 
       await refreshObjects(stored, derived, o);
+      // The HPAs first: a target they rescale is run by its own controller in this same pass.
+      try {
+        requeue(await autoscalers.run(now, stored, allPods, o.workloads, o.podUsage ?? (async () => new Map())));
+        report("HorizontalPodAutoscaler", undefined);
+      } catch (e) {
+        report("HorizontalPodAutoscaler", String((e as Error)?.message ?? e));
+      }
 
       for (const kind of ORDER) {
         for (const w of [...stored.values()].filter((x) => x.workload.kind === kind)) {
