@@ -339,3 +339,77 @@ describe("PodDisruptionBudget status (pkg/controller/disruption)", () => {
     ).toBe(false);
   });
 });
+
+describe("Table cells (printers.go: printReplicationController, printHorizontalPodAutoscaler, printPodDisruptionBudget)", () => {
+  const meta = { name: "x", namespace: "default", uid: "u", creationTimestamp: new Date(NOW - 120_000).toISOString() };
+  it("rc, hpa (formatHPAMetrics) and pdb rows; the CLI prints the same", async () => {
+    const { workloadCells, WORKLOAD_COLUMNS } = await import("../src/kubeapi/workload-table.js");
+    const rc = {
+      apiVersion: "v1",
+      kind: "ReplicationController" as const,
+      metadata: meta,
+      spec: {
+        replicas: 2,
+        selector: { role: "master", app: "redis" },
+        template: { spec: { containers: [container] } },
+      },
+      status: { replicas: 2, readyReplicas: 1 },
+    };
+    expect(workloadCells(rc, NOW)).toEqual(["x", 2, 2, 1, "2m", "c", "localhost/busybox:1", "app=redis,role=master"]);
+    const hpa = {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler" as const,
+      metadata: meta,
+      spec: {
+        scaleTargetRef: { kind: "Deployment", name: "podinfo" },
+        minReplicas: 2,
+        maxReplicas: 4,
+        metrics: [
+          { type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 99 } } },
+          { type: "Resource", resource: { name: "memory", target: { type: "AverageValue", averageValue: "200Mi" } } },
+        ],
+      },
+      status: {
+        currentReplicas: 2,
+        currentMetrics: [{ type: "Resource", resource: { name: "cpu", current: { averageUtilization: 3 } } }],
+      },
+    };
+    expect(workloadCells(hpa, NOW)).toEqual([
+      "x",
+      "Deployment/podinfo",
+      "cpu: 3%/99%, memory: <unknown>/200Mi",
+      "2",
+      4,
+      2,
+      "2m",
+    ]);
+    const pdb = {
+      apiVersion: "policy/v1",
+      kind: "PodDisruptionBudget" as const,
+      metadata: meta,
+      spec: { minAvailable: "50%" },
+      status: { disruptionsAllowed: 1 },
+    };
+    expect(workloadCells(pdb, NOW)).toEqual(["x", "50%", "N/A", 1, "2m"]);
+    expect(WORKLOAD_COLUMNS.PodDisruptionBudget.map((c) => c.name)).toEqual([
+      "Name",
+      "Min Available",
+      "Max Unavailable",
+      "Allowed Disruptions",
+      "Age",
+    ]);
+    const { findResource } = await import("../src/cli/resources/index.js");
+    const r = (await findResource("hpa"))!;
+    expect(r.header({ wide: false })).toEqual([
+      "NAME",
+      "REFERENCE",
+      "TARGETS",
+      "MINPODS",
+      "MAXPODS",
+      "REPLICAS",
+      "AGE",
+    ]);
+    expect(await findResource("rc")).toBeDefined();
+    expect(await findResource("pdb")).toBeDefined();
+  });
+});

@@ -18,7 +18,9 @@ import {
   scaleDownLimit,
   scaleUpLimit,
   stabilizeWithBehaviors,
+  type HpaMemory,
   type PodUsage,
+  type Rules,
 } from "../src/controllers/podautoscaler/horizontal.js";
 import type { ObservedPod } from "../src/controllers/pods.js";
 import { makePod } from "../src/pod/workloads/template.js";
@@ -249,8 +251,8 @@ describe("scale limits (calculateScaleUpLimitWithScalingRules, calculateScaleDow
   const rules = (
     policies: { type: "Pods" | "Percent"; value: number; periodSeconds: number }[],
     selectPolicy: "Max" | "Min" | "Disabled" = "Max",
-  ) => ({ stabilizationWindowSeconds: 0, selectPolicy, policies });
-  const mem = (up: number[] = [], down: number[] = []) => ({
+  ): Rules => ({ stabilizationWindowSeconds: 0, selectPolicy, policies });
+  const mem = (up: number[] = [], down: number[] = []): HpaMemory => ({
     recommendations: [],
     scaleUpEvents: up.map((change) => ({ change, at: NOW - 30_000 })),
     scaleDownEvents: down.map((change) => ({ change, at: NOW - 30_000 })),
@@ -273,8 +275,8 @@ describe("scale limits (calculateScaleUpLimitWithScalingRules, calculateScaleDow
       7,
     ],
     ["Percent scaling policy", 10, mem(), rules([{ type: "Percent", value: 50, periodSeconds: 60 }]), 15],
-  ] as const)("up: %s", (_n, current, m, r, want) => {
-    expect(scaleUpLimit(current, m, r as never, NOW)).toBe(want);
+  ] satisfies [string, number, HpaMemory, Rules, number][])("up: %s", (_n, current, m, r, want) => {
+    expect(scaleUpLimit(current, m, r, NOW)).toBe(want);
   });
   it.each([
     ["No previous events", 10, mem(), rules([{ type: "Percent", value: 20, periodSeconds: 60 }]), 8],
@@ -303,8 +305,8 @@ describe("scale limits (calculateScaleUpLimitWithScalingRules, calculateScaleDow
       ),
       90,
     ],
-  ] as const)("down: %s", (_n, current, m, r, want) => {
-    expect(scaleDownLimit(current, m, r as never, NOW)).toBe(want);
+  ] satisfies [string, number, HpaMemory, Rules, number][])("down: %s", (_n, current, m, r, want) => {
+    expect(scaleDownLimit(current, m, r, NOW)).toBe(want);
   });
   it("an event older than the policy's period no longer counts", () => {
     const m = { recommendations: [], scaleUpEvents: [{ change: 2, at: NOW - 61_000 }], scaleDownEvents: [] };

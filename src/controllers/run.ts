@@ -378,7 +378,12 @@ function scaledControllers(stored: Map<string, StoredWorkload>): Map<string, Sca
   const out = new Map<string, ScaledController>();
   for (const s of stored.values()) {
     const w = s.workload;
-    if (w.kind === "Deployment" || w.kind === "ReplicaSet" || w.kind === "ReplicationController" || w.kind === "StatefulSet")
+    if (
+      w.kind === "Deployment" ||
+      w.kind === "ReplicaSet" ||
+      w.kind === "ReplicationController" ||
+      w.kind === "StatefulSet"
+    )
       out.set(w.metadata.uid!, { uid: w.metadata.uid!, kind: w.kind, replicas: w.spec.replicas, owner: s.owner });
   }
   return out;
@@ -397,7 +402,13 @@ function step(
   switch (wl.kind) {
     case "PodDisruptionBudget":
       return emptyResult(
-        pdbStatus(wl as PodDisruptionBudget, allPods(), scaledControllers(stored), w.status as PdbStatus | undefined, ctx),
+        pdbStatus(
+          wl as PodDisruptionBudget,
+          allPods(),
+          scaledControllers(stored),
+          w.status as PdbStatus | undefined,
+          ctx,
+        ),
       );
     case "ReplicaSet":
       return syncReplicaSet(wl as ReplicaSet, podsOf(wl), ctx);

@@ -89,7 +89,11 @@ const WORKLOAD_GROUPS: GroupVersion[] = [
     version: "v2",
     resources: [workload("horizontalpodautoscalers", "HorizontalPodAutoscaler", ["hpa"], false)],
   },
-  { group: "policy", version: "v1", resources: [workload("poddisruptionbudgets", "PodDisruptionBudget", ["pdb"], false)] },
+  {
+    group: "policy",
+    version: "v1",
+    resources: [workload("poddisruptionbudgets", "PodDisruptionBudget", ["pdb"], false)],
+  },
 ];
 
 /** What a node serves: the core group (with claims when it runs workloads), and the workloads' groups. */

@@ -122,8 +122,14 @@ export const WORKLOAD_COLUMNS: Record<WorkloadKind, TableColumn[]> = {
   ],
   PodDisruptionBudget: [
     NAME,
-    col("Min Available", "An eviction is allowed if at least \"minAvailable\" pods selected by \"selector\" will still be available after the eviction."),
-    col("Max Unavailable", "An eviction is allowed if at most \"maxUnavailable\" pods selected by \"selector\" are unavailable after the eviction."),
+    col(
+      "Min Available",
+      'An eviction is allowed if at least "minAvailable" pods selected by "selector" will still be available after the eviction.',
+    ),
+    col(
+      "Max Unavailable",
+      'An eviction is allowed if at most "maxUnavailable" pods selected by "selector" are unavailable after the eviction.',
+    ),
     int("Allowed Disruptions", "Number of pod disruptions that are currently allowed."),
     AGE,
   ],
@@ -212,7 +218,8 @@ type MetricStatus = {
 export function formatHPAMetrics(specs: MetricSpec[], statuses: MetricStatus[]): string {
   if (specs.length === 0) return "<none>";
   const list = specs.map((spec, i) => {
-    const m = spec.type === "Resource" ? spec.resource : spec.type === "ContainerResource" ? spec.containerResource : undefined;
+    const m =
+      spec.type === "Resource" ? spec.resource : spec.type === "ContainerResource" ? spec.containerResource : undefined;
     if (!m) return "<unknown type>";
     const cur = spec.type === "Resource" ? statuses[i]?.resource?.current : statuses[i]?.containerResource?.current;
     if (m.target.averageValue !== undefined)

@@ -31,7 +31,10 @@ export interface ScaledController {
 }
 
 /** The finders: the controller whose scale counts for a pod (a Deployment's, through its ReplicaSet), or none. */
-function scaleOf(ref: OwnerReference, controllers: ReadonlyMap<string, ScaledController>): ScaledController | undefined {
+function scaleOf(
+  ref: OwnerReference,
+  controllers: ReadonlyMap<string, ScaledController>,
+): ScaledController | undefined {
   const c = controllers.get(ref.uid);
   if (!c) return undefined;
   if (c.kind === "ReplicaSet" && c.owner?.kind === "Deployment") return controllers.get(c.owner.uid);
@@ -94,7 +97,13 @@ export function pdbStatus(
   try {
     counts = expectedPodCount(pdb, mine, controllers);
   } catch (e) {
-    const base = prev ?? { currentHealthy: 0, desiredHealthy: 0, expectedPods: 0, disruptionsAllowed: 0, conditions: [] };
+    const base = prev ?? {
+      currentHealthy: 0,
+      desiredHealthy: 0,
+      expectedPods: 0,
+      disruptionsAllowed: 0,
+      conditions: [],
+    };
     return {
       ...base,
       disruptionsAllowed: 0,

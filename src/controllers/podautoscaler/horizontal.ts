@@ -47,8 +47,12 @@ export interface HpaStatus {
   [k: string]: unknown;
 }
 
-type Policy = { type: "Pods" | "Percent"; value: number; periodSeconds: number };
-type Rules = { stabilizationWindowSeconds: number; selectPolicy: "Max" | "Min" | "Disabled"; policies: Policy[] };
+export type Policy = { type: "Pods" | "Percent"; value: number; periodSeconds: number };
+export type Rules = {
+  stabilizationWindowSeconds: number;
+  selectPolicy: "Max" | "Min" | "Disabled";
+  policies: Policy[];
+};
 
 /** GenerateHPAScaleUpRules / GenerateHPAScaleDownRules (the scale-down window: the controller's flag). */
 export function behaviorRules(hpa: HorizontalPodAutoscaler, downWindowS: number): { up: Rules; down: Rules } {
@@ -80,7 +84,8 @@ export function scaleUpLimit(current: number, m: HpaMemory, r: Rules, now: numbe
   const pick = r.selectPolicy === "Min" ? Math.min : Math.max;
   let result = r.selectPolicy === "Min" ? 2 ** 31 - 1 : -(2 ** 31);
   for (const p of r.policies) {
-    const start = current - changeIn(p.periodSeconds, m.scaleUpEvents, now) + changeIn(p.periodSeconds, m.scaleDownEvents, now);
+    const start =
+      current - changeIn(p.periodSeconds, m.scaleUpEvents, now) + changeIn(p.periodSeconds, m.scaleDownEvents, now);
     const proposed = p.type === "Pods" ? start + p.value : Math.ceil(start * (1 + p.value / 100));
     result = pick(result, proposed);
   }
@@ -93,7 +98,8 @@ export function scaleDownLimit(current: number, m: HpaMemory, r: Rules, now: num
   const pick = r.selectPolicy === "Min" ? Math.max : Math.min;
   let result = r.selectPolicy === "Min" ? -(2 ** 31) : 2 ** 31 - 1;
   for (const p of r.policies) {
-    const start = current - changeIn(p.periodSeconds, m.scaleUpEvents, now) + changeIn(p.periodSeconds, m.scaleDownEvents, now);
+    const start =
+      current - changeIn(p.periodSeconds, m.scaleUpEvents, now) + changeIn(p.periodSeconds, m.scaleDownEvents, now);
     const proposed = p.type === "Pods" ? start - p.value : Math.trunc(start * (1 - p.value / 100));
     result = pick(result, proposed);
   }
@@ -165,7 +171,11 @@ export function withBehaviorRate(
         : [min, "TooFewReplicas", "the desired replica count is less than the minimum replica count"];
     if (desired < allowed) return { replicas: allowed, reason, message };
   }
-  return { replicas: desired, reason: "DesiredWithinRange", message: "the desired count is within the acceptable range" };
+  return {
+    replicas: desired,
+    reason: "DesiredWithinRange",
+    message: "the desired count is within the acceptable range",
+  };
 }
 
 /** normalizeDesiredReplicas without behavior: stabilizeRecommendation and convertDesiredReplicasWithRules. */
@@ -194,17 +204,32 @@ export function normalizeWithoutBehavior(
   if (stabilized < min)
     return {
       stabilized,
-      limited: { replicas: min, reason: "TooFewReplicas", message: "the desired replica count is less than the minimum replica count" },
+      limited: {
+        replicas: min,
+        reason: "TooFewReplicas",
+        message: "the desired replica count is less than the minimum replica count",
+      },
     };
   if (stabilized > allowed) return { stabilized, limited: { replicas: allowed, reason, message } };
   return {
     stabilized,
-    limited: { replicas: stabilized, reason: "DesiredWithinRange", message: "the desired count is within the acceptable range" },
+    limited: {
+      replicas: stabilized,
+      reason: "DesiredWithinRange",
+      message: "the desired count is within the acceptable range",
+    },
   };
 }
 
 /** storeScaleEvent (only with behavior; events older than the longest policy period are dropped). */
-function storeScaleEvent(hpa: HorizontalPodAutoscaler, rules: { up: Rules; down: Rules }, m: HpaMemory, prev: number, next: number, now: number) {
+function storeScaleEvent(
+  hpa: HorizontalPodAutoscaler,
+  rules: { up: Rules; down: Rules },
+  m: HpaMemory,
+  prev: number,
+  next: number,
+  now: number,
+) {
   if (!hpa.spec.behavior) return;
   const longest = (r: Rules) => Math.max(0, ...r.policies.map((p) => p.periodSeconds)) * 1000;
   m.scaleUpEvents = m.scaleUpEvents.filter((e) => e.at > now - longest(rules.up));
@@ -287,7 +312,12 @@ export function reconcileHpa(i: HpaInput, o: HpaOptions): { scaleTo?: number; st
   });
   const ref = hpa.spec.scaleTargetRef;
   if (i.targetReplicas === undefined) {
-    set("AbleToScale", "False", "FailedGetScale", `the HPA controller was unable to get the target's current scale: ${ref.kind.toLowerCase()}s "${ref.name}" not found`);
+    set(
+      "AbleToScale",
+      "False",
+      "FailedGetScale",
+      `the HPA controller was unable to get the target's current scale: ${ref.kind.toLowerCase()}s "${ref.name}" not found`,
+    );
     return { status: base(i.prev?.currentReplicas ?? 0, i.prev?.desiredReplicas ?? 0, i.prev?.currentMetrics ?? []) };
   }
   set("AbleToScale", "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale");
@@ -296,7 +326,12 @@ export function reconcileHpa(i: HpaInput, o: HpaOptions): { scaleTo?: number; st
   let desired = 0;
   let metricStatuses: unknown[] = [];
   if (current === 0 && min !== 0) {
-    set("ScalingActive", "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero");
+    set(
+      "ScalingActive",
+      "False",
+      "ScalingDisabled",
+      "scaling is disabled since the replica count of the target is zero",
+    );
     return { status: base(current, 0, []) };
   }
   if (current > max) desired = max;
@@ -322,11 +357,21 @@ export function reconcileHpa(i: HpaInput, o: HpaOptions): { scaleTo?: number; st
     }
     // computeReplicasForMetrics: all invalid, or some invalid and the others would scale down: no decision.
     if (invalid >= hpa.spec.metrics.length || (invalid > 0 && best < current)) {
-      set("ScalingActive", "False", "FailedGetResourceMetric", `the HPA was unable to compute the replica count: ${lastError}`);
+      set(
+        "ScalingActive",
+        "False",
+        "FailedGetResourceMetric",
+        `the HPA was unable to compute the replica count: ${lastError}`,
+      );
       metricStatuses = metricStatuses.filter((s) => Object.keys(s as object).length > 0);
       return { status: base(current, current, metricStatuses) };
     }
-    set("ScalingActive", "True", "ValidMetricFound", `the HPA was able to successfully calculate a replica count from ${bestMetric}`);
+    set(
+      "ScalingActive",
+      "True",
+      "ValidMetricFound",
+      `the HPA was able to successfully calculate a replica count from ${bestMetric}`,
+    );
     desired = best;
     const rules = behaviorRules(hpa, o.downscaleStabilisationWindowMs / 1000);
     let stabilized: number;
@@ -336,7 +381,12 @@ export function reconcileHpa(i: HpaInput, o: HpaOptions): { scaleTo?: number; st
       stabilized = n.stabilized;
       limited = n.limited;
       if (stabilized !== desired)
-        set("AbleToScale", "True", "ScaleDownStabilized", "recent recommendations were higher than current one, applying the highest recent recommendation");
+        set(
+          "AbleToScale",
+          "True",
+          "ScaleDownStabilized",
+          "recent recommendations were higher than current one, applying the highest recent recommendation",
+        );
       else set("AbleToScale", "True", "ReadyForNewScale", "recommended size matches current size");
     } else {
       const s = stabilizeWithBehaviors(current, desired, rules.up, rules.down, memory, now);
@@ -351,6 +401,11 @@ export function reconcileHpa(i: HpaInput, o: HpaOptions): { scaleTo?: number; st
   }
   if (desired === current) return { status: base(current, desired, metricStatuses) };
   storeScaleEvent(hpa, behaviorRules(hpa, o.downscaleStabilisationWindowMs / 1000), memory, current, desired, now);
-  set("AbleToScale", "True", "SucceededRescale", `the HPA controller was able to update the target scale to ${desired}`);
+  set(
+    "AbleToScale",
+    "True",
+    "SucceededRescale",
+    `the HPA controller was able to update the target scale to ${desired}`,
+  );
   return { scaleTo: desired, status: { ...base(current, desired, metricStatuses), lastScaleTime: nowIso } };
 }

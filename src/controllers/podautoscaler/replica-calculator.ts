@@ -99,7 +99,8 @@ export function podRequests(
     for (const c of pod.spec.containers) {
       if (container !== undefined && c.name !== container) continue;
       const q = requestOf(pod, c.name, resource);
-      if (q === undefined) throw new Error(`missing request for ${resource} in container ${c.name} of Pod ${pod.metadata.name}`);
+      if (q === undefined)
+        throw new Error(`missing request for ${resource} in container ${c.name} of Pod ${pod.metadata.name}`);
       sum += q;
     }
     out.set(pod.metadata.name, sum);

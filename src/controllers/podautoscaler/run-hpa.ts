@@ -11,7 +11,14 @@ import { selectorMatches, type LabelSelector } from "../../pod/workloads/selecto
 import type { ObservedPod } from "../pods.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../store.js";
 import { DEFAULT_CALCULATOR } from "./replica-calculator.js";
-import { emptyMemory, reconcileHpa, type HpaMemory, type HpaOptions, type HpaStatus, type PodUsage } from "./horizontal.js";
+import {
+  emptyMemory,
+  reconcileHpa,
+  type HpaMemory,
+  type HpaOptions,
+  type HpaStatus,
+  type PodUsage,
+} from "./horizontal.js";
 
 export interface AutoscalerOptions extends HpaOptions {
   /** --horizontal-pod-autoscaler-sync-period (ms). */

@@ -13,7 +13,9 @@ const MAX_BASE = 58;
 
 /** The name for `generateName` in a document (its content, without metadata.generateName, picks the suffix). */
 export function generatedObjectName(generateName: string, doc: Record<string, unknown>, node: string): string {
-  const h = createHash("sha256").update(`${node}\u0000${JSON.stringify(doc)}`).digest();
+  const h = createHash("sha256")
+    .update(`${node}\u0000${JSON.stringify(doc)}`)
+    .digest();
   let suffix = "";
   for (let i = 0; i < 5; i++) suffix += ALPHANUMS[h[i]! % ALPHANUMS.length];
   return `${generateName.slice(0, MAX_BASE)}${suffix}`;

@@ -420,7 +420,8 @@ export const ReplicationController = z
   .transform((rc) => {
     const tl = rc.spec.template.metadata.labels ?? {};
     const selector = rc.spec.selector && Object.keys(rc.spec.selector).length ? rc.spec.selector : tl;
-    const meta = rc.metadata.labels && Object.keys(rc.metadata.labels).length ? rc.metadata : { ...rc.metadata, labels: tl };
+    const meta =
+      rc.metadata.labels && Object.keys(rc.metadata.labels).length ? rc.metadata : { ...rc.metadata, labels: tl };
     return { ...rc, metadata: meta, spec: { ...rc.spec, selector } };
   });
 
@@ -490,7 +491,11 @@ export const HorizontalPodAutoscaler = z.strictObject({
     })
     .superRefine((s, ctx) => {
       if (s.maxReplicas < s.minReplicas)
-        ctx.addIssue({ code: "custom", path: ["maxReplicas"], message: "must be greater than or equal to minReplicas" });
+        ctx.addIssue({
+          code: "custom",
+          path: ["maxReplicas"],
+          message: "must be greater than or equal to minReplicas",
+        });
       (s.metrics ?? []).forEach((m, i) => {
         const t = m.type === "Resource" ? m.resource.target : m.containerResource.target;
         if (t.type === "Value")
@@ -500,7 +505,11 @@ export const HorizontalPodAutoscaler = z.strictObject({
             message: "a resource metric's target must be Utilization or AverageValue",
           });
         if (t.type === "Utilization" && t.averageUtilization === undefined)
-          ctx.addIssue({ code: "custom", path: ["metrics", i, "target", "averageUtilization"], message: "Required value" });
+          ctx.addIssue({
+            code: "custom",
+            path: ["metrics", i, "target", "averageUtilization"],
+            message: "Required value",
+          });
         if (t.type === "AverageValue" && t.averageValue === undefined)
           ctx.addIssue({ code: "custom", path: ["metrics", i, "target", "averageValue"], message: "Required value" });
       });
@@ -538,7 +547,11 @@ export const PodDisruptionBudget = z.strictObject({
     })
     .superRefine((s, ctx) => {
       if (s.minAvailable !== undefined && s.maxUnavailable !== undefined)
-        ctx.addIssue({ code: "custom", path: ["minAvailable"], message: "minAvailable and maxUnavailable cannot be both set" });
+        ctx.addIssue({
+          code: "custom",
+          path: ["minAvailable"],
+          message: "minAvailable and maxUnavailable cannot be both set",
+        });
     }),
   status,
 });
