@@ -12,6 +12,7 @@ import { referenceErrors } from "../references.js";
 import { derivedUid } from "./uid.js";
 import { withoutNulls } from "../nulls.js";
 import { completeGenerateName } from "./generate-name.js";
+import { hpaAsV2 } from "./hpa-versions.js";
 import { cleanPod, cleanWorkload, type ServiceAccountTokens } from "./export.js";
 import {
   isWorkloadKind,
@@ -110,13 +111,22 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
         continue;
       }
     }
+    const otherVersion = hpaAsV2(input, at ? `${at}: ${what}` : what);
     if (kind === "Pod" || kind === undefined) {
       const { doc, warnings } = cleanPod(input, at, o.serviceAccountTokens);
       withUid(doc, o.nodeName);
       out.pods.push({ input: doc, at });
       out.warnings.push(...warnings);
     } else if (kind === "ConfigMap") out.configMaps.push({ input, at });
-    else if (kind === "Secret") out.secrets.push({ input, at });
+    else if (otherVersion) {
+      const h = otherVersion;
+      if ("skip" in h) out.warnings.push(h.skip);
+      else {
+        const { doc, warnings } = cleanWorkload(h.doc, at, o.serviceAccountTokens);
+        out.workloads.push({ input: doc, at });
+        out.warnings.push(...(h.warning ? [h.warning] : []), ...warnings);
+      }
+    } else if (kind === "Secret") out.secrets.push({ input, at });
     else if (isWorkloadKind(kind)) {
       const { doc, warnings } = cleanWorkload(input, at, o.serviceAccountTokens);
       out.workloads.push({ input: doc, at });
