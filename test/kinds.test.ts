@@ -413,3 +413,14 @@ describe("Table cells (printers.go: printReplicationController, printHorizontalP
     expect(await findResource("pdb")).toBeDefined();
   });
 });
+
+describe("settings", () => {
+  it("PODSYNC_UNKNOWN_KINDS warn|refuse (default warn); the HPA's sync period and downscale window default to upstream's", async () => {
+    const { commonSettings } = await import("../src/settings/common.js");
+    expect(commonSettings.PODSYNC_UNKNOWN_KINDS.parse(undefined)).toBe("warn");
+    expect(commonSettings.PODSYNC_UNKNOWN_KINDS.parse("refuse")).toBe("refuse");
+    expect(commonSettings.PODSYNC_UNKNOWN_KINDS.safeParse("skip").success).toBe(false);
+    expect(commonSettings.PODSYNC_HPA_SYNC_PERIOD_MS.parse(undefined)).toBe(15_000);
+    expect(commonSettings.PODSYNC_HPA_DOWNSCALE_STABILIZATION_MS.parse(undefined)).toBe(300_000);
+  });
+});
