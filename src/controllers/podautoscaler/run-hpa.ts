@@ -56,7 +56,9 @@ export function createAutoscalers(o: Partial<AutoscalerOptions> = {}): Autoscale
   return {
     async run(now, stored, allPods, store, usage) {
       const hpas = [...stored.values()].filter((s) => s.workload.kind === "HorizontalPodAutoscaler");
-      for (const uid of [...memory.keys()]) if (!hpas.some((h) => h.workload.metadata.uid === uid)) memory.delete(uid);
+      const live = new Set(hpas.map((h) => h.workload.metadata.uid));
+      for (const uid of [...memory.keys()]) if (!live.has(uid)) memory.delete(uid);
+      for (const uid of [...lastRun.keys()]) if (!live.has(uid)) lastRun.delete(uid);
       let next: number | undefined;
       let measured: PodUsage | undefined;
       for (const s of hpas) {
