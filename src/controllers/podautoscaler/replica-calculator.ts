@@ -53,7 +53,8 @@ export function groupPods(
   for (const p of pods) {
     const name = p.pod.metadata.name;
     const phase = p.status?.phase ?? "Pending";
-    if (p.terminating || phase === "Failed" || phase === "Succeeded") {
+    // A pod being deleted or failed is ignored; a succeeded one is not (TestGroupPods).
+    if (p.terminating || phase === "Failed") {
       ignored.add(name);
       continue;
     }
