@@ -4,7 +4,9 @@
 // EmptyCPURequest, DuringRollingUpdateWithMaxSurge and the MissingMetrics* rows; numContainersPerPod = 2, every pod
 // started long ago), and the scale-limit rows of TestCalculateScaleUpLimitWithScalingRules /
 // TestCalculateScaleDownLimitWithBehaviors (as karmada's port of horizontal.go carries them), the no-behavior
-// scale-up limit max(2×current, 4), stabilization windows, and reconcileHpa's min/max and missing-metrics paths.
+// scale-up limit max(2×current, 4), horizontal_test.go's TestConvertDesiredReplicasWithRules and
+// TestNormalizeDesiredReplicas rows, stabilization windows with behavior, and reconcileHpa's min/max and
+// missing-metrics paths.
 import { describe, expect, it } from "vitest";
 import {
   DEFAULT_CALCULATOR,
@@ -436,6 +438,74 @@ describe("scale limits (calculateScaleUpLimitWithScalingRules, calculateScaleDow
     const m = { recommendations: [], scaleUpEvents: [{ change: 2, at: NOW - 61_000 }], scaleDownEvents: [] };
     expect(scaleUpLimit(5, m, rules([{ type: "Pods", value: 4, periodSeconds: 60 }]), NOW)).toBe(9);
   });
+});
+
+describe("horizontal_test.go: TestConvertDesiredReplicasWithRules, TestNormalizeDesiredReplicas", () => {
+  it.each([
+    [5, 7, 3, 8, 7, "DesiredWithinRange"],
+    [3, 1, 2, 8, 2, "TooFewReplicas"],
+    [1, 0, 0, 10, 0, "DesiredWithinRange"],
+    [20, 1000, 1, 10, 10, "TooManyReplicas"],
+    [3, 1000, 1, 2000, 6, "ScaleUpLimit"], // calculateScaleUpLimit(3)
+  ])("current %i, desired %i, min %i, max %i → %i (%s)", (current, desired, min, max, want, reason) => {
+    const n = normalizeWithoutBehavior(current, desired, min, max, 300_000, emptyMemory(), NOW);
+    expect(n.limited).toMatchObject({ replicas: want, reason });
+  });
+  const MIN = 60_000;
+  it.each([
+    ["empty log", [], 5, 5, 1],
+    [
+      "stabilize",
+      [
+        [4, -2 * MIN],
+        [5, -1 * MIN],
+      ],
+      3,
+      5,
+      3,
+    ],
+    [
+      "no stabilize",
+      [
+        [1, -2 * MIN],
+        [2, -1 * MIN],
+      ],
+      3,
+      3,
+      3,
+    ],
+    [
+      "no stabilize - old recommendations",
+      [
+        [10, -10 * MIN],
+        [9, -9 * MIN],
+      ],
+      3,
+      3,
+      2,
+    ],
+    [
+      "stabilize - old recommendations",
+      [
+        [10, -10 * MIN],
+        [4, -1 * MIN],
+        [5, -2 * MIN],
+        [9, -9 * MIN],
+      ],
+      3,
+      5,
+      4,
+    ],
+  ] satisfies [string, [number, number][], number, number, number][])(
+    "%s",
+    (_name, recs, desired, stabilized, logLength) => {
+      const m = emptyMemory();
+      m.recommendations = recs.map(([replicas, ago]) => ({ replicas, at: NOW + ago }));
+      // The rows' current replicas do not matter to the stabilization (upstream passes only the recommendation).
+      expect(normalizeWithoutBehavior(10, desired, 1, 100, 5 * MIN, m, NOW).stabilized).toBe(stabilized);
+      expect(m.recommendations).toHaveLength(logLength);
+    },
+  );
 });
 
 describe("stabilization", () => {
