@@ -301,7 +301,12 @@ export function createControllers(o: ControllersOptions): Controllers {
         if (w.owner && !uids().has(w.owner.uid) && stored.has(workloadKey(w.workload)))
           await removeTree(w, `its ${w.owner.kind} ${w.owner.name} is gone`);
 
-      await refreshObjects(stored, derived, o);
+      try {
+        await refreshObjects(stored, derived, o);
+        report("objects", undefined);
+      } catch (e) {
+        report("objects", String((e as Error)?.message ?? e));
+      }
       // The HPAs first: a target they rescale is run by its own controller in this same pass.
       try {
         requeue(await autoscalers.run(now, stored, allPods, o.workloads, o.podUsage ?? (async () => new Map())));
