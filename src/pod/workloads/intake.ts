@@ -1,6 +1,8 @@
-// The documents of a body, sorted before anything is validated: pods (cleaned of what a cluster export carries,
-// given a uid when they have none), ConfigMaps and Secrets, workloads (parsed and checked here), and the
-// Kubernetes kinds a node has no part in (skipped, each with a warning). A document of no Kubernetes kind, or with
+// The documents of a body, sorted before anything is validated: each read as Go reads JSON (a null field is an
+// absent one: nulls.ts) and given its generateName'd name (generate-name.ts); pods (cleaned of what a cluster
+// export carries, given a uid when they have none), ConfigMaps and Secrets, workloads (parsed and checked here; an
+// HPA of another version read as autoscaling/v2: hpa-versions.ts), and the Kubernetes kinds a node has no part in
+// and custom resources (skipped, each with a warning; PODSYNC_UNKNOWN_KINDS=refuse refuses a custom resource). A document of no Kubernetes kind, or with
 // no kind where its place does not make it a Pod, is an error naming it. Every error of every document at once (InvalidPodError), and nothing is stored on a refusal:
 // the caller stores only what comes back.
 import type { z } from "zod";
