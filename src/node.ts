@@ -59,6 +59,7 @@ import { createPromMetrics } from "./host/metrics.js";
 import { FileProbeStateStore } from "./state/probe-state.js";
 import { FileWorkloadStore } from "./state/workloads.js";
 import { createControllers } from "./controllers/run.js";
+import { criPodUsage } from "./controllers/podautoscaler/metrics.js";
 import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
@@ -358,6 +359,11 @@ export async function startNode(
     runtime: loopRuntime,
     nodeName: s.PODSYNC_NODE_NAME,
     node: nodeInfo,
+    podUsage: criPodUsage(cri),
+    autoscaler: {
+      syncPeriodMs: s.PODSYNC_HPA_SYNC_PERIOD_MS,
+      downscaleStabilisationWindowMs: s.PODSYNC_HPA_DOWNSCALE_STABILIZATION_MS,
+    },
     log: (rec) =>
       quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "controllers", ...rec })),
     onRefused: (pod, reason, message) => recorder.record(pod.metadata, { type: "Warning", reason, message }),
@@ -460,6 +466,7 @@ export async function startNode(
     workloads,
     serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
     maxWorkloads: s.PODSYNC_MAX_WORKLOADS,
+    unknownKinds: s.PODSYNC_UNKNOWN_KINDS,
     verifier,
     nodeName: s.PODSYNC_NODE_NAME,
     policy,

@@ -56,9 +56,11 @@ const expected: Record<string, Outcome> = {
   "pod-nginx.yaml": "admission: NodeAffinity",
   "pod-nginx-required-affinity.yaml": "admission: NodeAffinity",
   "pod-nginx-specific-node.yaml": "admission: NodeName",
-  // Refused at validation because the object it names is not in the body (each manifest is sent alone; the
-  // ConfigMap and the registry Secret live in other upstream files): the refusal names the field and the object.
-  "pod-configmap-volume.yaml": "invalid-pod: spec.volumes[0].configMap.name",
+  // The ConfigMap it mounts lives in another upstream file: no longer refused for that (the pod would wait,
+  // FailedMount, until a sync brings it, as on a cluster); this plan runs without node files, so the volume is.
+  "pod-configmap-volume.yaml": "invalid-pod: spec.volumes[0].configMap",
+  // A pull secret not in the body is still refused (kubelet would pull without it, warning
+  // FailedToRetrieveImagePullSecret; podsync refuses rather than pull a private image anonymously).
   "private-reg-pod.yaml": "invalid-pod: spec.imagePullSecrets[0].name",
   // Refused at validation, and meant to stay so: a token needs an API server; lifecycle hooks, scheduling gates,
   // device-plugin resources and disk emptyDir limits are not honoured on this node.

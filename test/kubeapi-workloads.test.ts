@@ -103,7 +103,41 @@ describe("the workload kinds on the read side", async () => {
   const clock = new RvClock(100);
   const inner = new MemoryWorkloadStore();
   const feed = createWorkloadFeed(clock, inner);
-  await feed.store.putAll([deployment, replicaSet, job, claim]);
+  const hpa = stored(
+    {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: { name: "web", namespace: "default", uid: "h-1" },
+      spec: {
+        scaleTargetRef: { kind: "Deployment", name: "web" },
+        minReplicas: 2,
+        maxReplicas: 4,
+        metrics: [
+          { type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 99 } } },
+        ],
+      },
+    },
+    { status: { currentReplicas: 3, desiredReplicas: 3, currentMetrics: [] } },
+  );
+  const rc = stored(
+    {
+      apiVersion: "v1",
+      kind: "ReplicationController",
+      metadata: { name: "redis-master", namespace: "default", uid: "rc-1" },
+      spec: { replicas: 1, selector: { app: "redis" }, template },
+    },
+    { status: { replicas: 1, readyReplicas: 1 } },
+  );
+  const pdb = stored(
+    {
+      apiVersion: "policy/v1",
+      kind: "PodDisruptionBudget",
+      metadata: { name: "zk-pdb", namespace: "default", uid: "p-1" },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { app: "zk" } } },
+    },
+    { status: { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 } },
+  );
+  await feed.store.putAll([deployment, replicaSet, job, claim, hpa, rc, pdb]);
   const pods = new WatchHub<V1Pod>(clock, { key: (p) => p.metadata.uid });
   pods.replaceAll([]);
   const nodeHub = new WatchHub<V1Node>(clock, { key: (n) => n.metadata.name });
@@ -123,17 +157,23 @@ describe("the workload kinds on the read side", async () => {
     app.request(path, { headers: { authorization: `Bearer ${read}`, ...headers } });
   const TABLE = { accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" };
 
-  it("discovery lists the apps, batch and discovery groups, claims, services and endpoints, in both forms", async () => {
+  it("discovery lists the apps, batch, autoscaling/v2, policy and discovery groups, claims, RCs, services and endpoints, in both forms", async () => {
     const agg = await (
       await get("/apis", { accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" })
     ).json();
     expect(agg.items.map((g: { metadata: { name: string } }) => g.metadata.name)).toEqual([
       "apps",
       "batch",
+      "autoscaling",
+      "policy",
       "discovery.k8s.io",
       "authorization.k8s.io",
       "metrics.k8s.io",
     ]);
+    expect(agg.items[2].versions[0]).toMatchObject({
+      version: "v2",
+      resources: [expect.objectContaining({ resource: "horizontalpodautoscalers", shortNames: ["hpa"] })],
+    });
     expect(
       agg.items[0].versions[0].resources.map(
         (r: { resource: string; shortNames?: string[] }) => `${r.resource}:${r.shortNames?.join(",")}`,
@@ -148,6 +188,7 @@ describe("the workload kinds on the read side", async () => {
       "nodes",
       "persistentvolumeclaims",
       "pods",
+      "replicationcontrollers",
       "services",
       "namespaces",
     ]);
@@ -156,6 +197,8 @@ describe("the workload kinds on the read side", async () => {
       groups: [
         { name: "apps", preferredVersion: { groupVersion: "apps/v1" } },
         { name: "batch" },
+        { name: "autoscaling", preferredVersion: { groupVersion: "autoscaling/v2" } },
+        { name: "policy" },
         { name: "discovery.k8s.io" },
         { name: "authorization.k8s.io" },
         { name: "metrics.k8s.io", preferredVersion: { groupVersion: "metrics.k8s.io/v1beta1" } },
@@ -300,5 +343,24 @@ describe("the workload kinds on the read side", async () => {
         ],
       }),
     ).toBe("a=1,!aa,b=2,c in (x,y)");
+  });
+  it("rc, hpa and pdb at their groups' paths (autoscaling/v2, policy/v1, core), with upstream's Table columns", async () => {
+    const list = await (await get("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers")).json();
+    expect(list).toMatchObject({ kind: "HorizontalPodAutoscalerList", apiVersion: "autoscaling/v2" });
+    const t = await (await get("/apis/autoscaling/v2/horizontalpodautoscalers", TABLE)).json();
+    expect(t.columnDefinitions.map((c: { name: string }) => c.name)).toEqual([
+      "Name",
+      "Reference",
+      "Targets",
+      "MinPods",
+      "MaxPods",
+      "Replicas",
+      "Age",
+    ]);
+    expect(t.rows[0].cells.slice(0, 6)).toEqual(["web", "Deployment/web", "cpu: <unknown>/99%", "2", 4, 3]);
+    const rcs = await (await get("/api/v1/namespaces/default/replicationcontrollers", TABLE)).json();
+    expect(rcs.rows[0].cells.slice(0, 4)).toEqual(["redis-master", 1, 1, 1]);
+    const pdbs = await (await get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/zk-pdb", TABLE)).json();
+    expect(pdbs.rows[0].cells.slice(0, 4)).toEqual(["zk-pdb", "N/A", "1", 0]);
   });
 });

@@ -441,6 +441,47 @@ describe.skipIf(skip)("kubectl against the node", () => {
     );
   }, 120_000);
 
+  it("kubectl get hpa,pdb: autoscaling/v2 and policy/v1 with upstream's columns", async () => {
+    await syncItems([
+      {
+        apiVersion: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        metadata: { name: "site", namespace: APPS },
+        spec: {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "site" },
+          minReplicas: 1,
+          maxReplicas: 1,
+        },
+      },
+      {
+        apiVersion: "policy/v1",
+        kind: "PodDisruptionBudget",
+        metadata: { name: "site", namespace: APPS },
+        spec: { minAvailable: 1, selector: { matchLabels: { app: "site" } } },
+      },
+    ]);
+    const r = await kubectl("get", "hpa,pdb", "-n", APPS);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(
+      /^NAME\s+REFERENCE\s+TARGETS\s+MINPODS\s+MAXPODS\s+REPLICAS\s+AGE\nhorizontalpodautoscaler\.autoscaling\/site\s+Deployment\/site\s+cpu: <unknown>\/80%\s+1\s+1\s/,
+    );
+    expect(r.out).toMatch(
+      /\nNAME\s+MIN AVAILABLE\s+MAX UNAVAILABLE\s+ALLOWED DISRUPTIONS\s+AGE\npoddisruptionbudget\.policy\/site\s+1\s+N\/A\s/,
+    );
+    for (const kind of ["HorizontalPodAutoscaler", "PodDisruptionBudget"]) {
+      const list = await (
+        await fetch(`${running.url}/v1/workloads?kind=${kind}`, {
+          headers: { authorization: `Bearer ${await sign({ act: "status" })}` },
+        })
+      ).json();
+      const w = list.items.find((x: { metadata: { namespace: string } }) => x.metadata.namespace === APPS);
+      await fetch(`${running.url}/v1/workloads/${w.metadata.uid}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${await sign({ act: "delete", uid: w.metadata.uid })}` },
+      });
+    }
+  }, 60_000);
+
   it("delete and scale are refused, naming the signed way", async () => {
     const r = await kubectl("delete", "pod", "web");
     expect(r.code).not.toBe(0);

@@ -3,7 +3,7 @@
 // response and the request log (through the real HTTP function and the in-process CRI runtime).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseYamlStream } from "../src/http/parse-yaml.js";
-import { bundleFromDocuments, bundleFromPayload } from "../src/pod/bundle.js";
+import { bodyFromItems, bundleFromDocuments, bundleFromPayload } from "../src/pod/bundle.js";
 import { containerEnv } from "../src/container/expansion.js";
 import { envResolver } from "../src/container/env-sources.js";
 import { formatMap, goQuote } from "../src/container/downward.js";
@@ -149,18 +149,23 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
     expect(errorsOf(() => bundleFromDocuments([podDoc(), podDoc()]))).toEqual([
       expect.objectContaining({ path: "documents[1]", message: expect.stringContaining("2 Pods") }),
     ]);
-    // A Kubernetes kind a node has no part in is skipped with a warning; a kind of no Kubernetes API is refused.
+    // A Kubernetes kind a node has no part in is skipped with a warning, and so is a custom resource (as kubectl
+    // apply reports it and applies the rest); a document of no API at all is refused.
     expect(
       bundleFromDocuments([podDoc(), { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "x" } }]).warnings,
     ).toEqual([expect.stringContaining('documents[1]: v1 ServiceAccount "x" skipped')]);
     expect(
+      bundleFromDocuments([podDoc(), { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "x" } }])
+        .warnings,
+    ).toEqual([expect.stringContaining('documents[1]: skipped: custom resource example.com/v1 Widget "x"')]);
+    expect(
       errorsOf(() =>
-        bundleFromDocuments([podDoc(), { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "x" } }]),
+        bundleFromDocuments([podDoc(), { apiVersion: "widgets", kind: "Widget", metadata: { name: "x" } }]),
       ),
     ).toEqual([
       expect.objectContaining({
         path: "documents[1].kind",
-        message: expect.stringContaining('example.com/v1 Widget "x" is not a Kubernetes kind'),
+        message: expect.stringContaining('widgets Widget "x" is not a Kubernetes kind'),
       }),
     ]);
     const other = { ...cm, metadata: { name: "cfg", namespace: "kube-system" } };
@@ -170,7 +175,7 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
     ]);
   });
 
-  it("a missing object or key is refused naming the field, unless optional", () => {
+  it("a missing object or key is a warning naming the field (the pod waits, as kubelet keeps it), unless optional", () => {
     const env = [
       { name: "A", value: "1" },
       { name: "B", valueFrom: { configMapKeyRef: { name: "cfg", key: "mode" } } },
@@ -186,9 +191,21 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
       { name: "p", projected: { sources: [{ configMap: { name: "none" } }] } },
     ];
     const envFrom = [{ secretRef: { name: "gone" } }, { configMapRef: { name: "gone", optional: true }, prefix: "X_" }];
-    const errors = errorsOf(() =>
-      bundleFromPayload({ pod: podDoc({ env, volumes, envFrom }), configMaps: [cm], secrets: [secret] }),
+    // Taken, not refused: on a cluster kubelet keeps the container waiting (CreateContainerConfigError) until
+    // the object arrives. Each one is a warning naming the field.
+    const pod = podDoc({ env, volumes, envFrom });
+    const b = bodyFromItems(
+      [{ input: pod, at: "pod", podByPlace: true }],
+      { configMaps: [cm], secrets: [secret] },
+      {
+        nodeName: "n",
+        serviceAccountTokens: "drop",
+      },
     );
+    const errors = b.warnings.map((w) => ({
+      path: w.slice(0, w.indexOf(": ")),
+      message: w.slice(w.indexOf(": ") + 2),
+    }));
     expect(errors.map((e) => e.path)).toEqual([
       "pod.spec.containers[0].env[2].valueFrom.secretKeyRef.name",
       "pod.spec.containers[0].env[3].valueFrom.secretKeyRef.key",
@@ -199,12 +216,12 @@ ${JSON.stringify(podDoc({ env: [{ name: "PW", valueFrom: { secretKeyRef: { name:
       "pod.spec.volumes[3].projected.sources[0].configMap.name",
     ]);
     expect(errors[0]!.message).toBe(
-      'Secret "nope" is not in the signed body (send it with the pod, or set optional: true)',
+      'Secret "nope" is not in the signed body; the container waits (CreateContainerConfigError) until a sync brings it',
     );
-    expect(errors[1]!.message).toBe('Secret "creds" has no key "missing" (add it, or set optional: true)');
-    // Without any objects, a detached body names the same field without the payload's "pod." prefix.
-    expect(errorsOf(() => bundleFromDocuments([podDoc({ env: env.slice(2, 3) })])).map((e) => e.path)).toEqual([
-      "spec.containers[0].env[0].valueFrom.secretKeyRef.name",
+    expect(errors[1]!.message).toMatch(/^Secret "creds" has no key "missing"; the container waits/);
+    // Without any objects, a detached body is taken too, with the same warning without the payload's "pod." prefix.
+    expect(bundleFromDocuments([podDoc({ env: env.slice(2, 3) })]).warnings).toEqual([
+      expect.stringMatching(/^spec\.containers\[0\]\.env\[0\]\.valueFrom\.secretKeyRef\.name: Secret "nope"/),
     ]);
   });
 
@@ -536,8 +553,7 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
     }
   });
 
-  it("a detached YAML stream works the same; a missing reference is a 400 naming the field, before any runtime call", async () => {
-    const calls = [...fake.runtime.calls.values()].reduce((a, b) => a + b, 0);
+  it("a detached YAML stream works the same; a missing reference is taken with a warning naming the field, and the pod waits (FailedMount)", async () => {
     const body = `${JSON.stringify(full("uid-objects-bad"))}\n`;
     const hash = Buffer.from(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))).toString(
       "base64url",
@@ -550,12 +566,23 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
       },
       body,
     });
-    expect(r.status).toBe(400);
-    expect(r.body.errors).toEqual([
-      expect.objectContaining({ path: "spec.containers[0].env[0].valueFrom.secretKeyRef.name" }),
-      expect.objectContaining({ path: "spec.volumes[0].secret.secretName" }),
+    // kubelet takes the pod and keeps it waiting: the secret volume cannot be set up (FailedMount), so no
+    // container starts; the warnings name each reference.
+    expect(r.status, JSON.stringify(r.body)).toBe(207);
+    expect(r.body.warnings).toEqual([
+      expect.stringMatching(/^spec\.containers\[0\]\.env\[0\]\.valueFrom\.secretKeyRef\.name: Secret "creds"/),
+      expect.stringMatching(/^spec\.volumes\[0\]\.secret\.secretName: Secret "creds"/),
     ]);
-    expect([...fake.runtime.calls.values()].reduce((a, b) => a + b, 0)).toBe(calls);
+    expect(r.body.steps).toContainEqual(
+      expect.objectContaining({
+        action: "MountVolumes",
+        ok: false,
+        error: "FailedMount",
+        message: 'MountVolume.SetUp failed: secret "creds" not found',
+      }),
+    );
+    expect(r.body.steps.some((x: { action: string }) => x.action === "StartContainer")).toBe(false);
+    await createPodRuntime(cri).delete("uid-objects-bad");
 
     const stream = `${JSON.stringify(secret)}\n---\n${JSON.stringify(full("uid-objects-yaml"))}\n`;
     const hash2 = Buffer.from(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(stream))).toString(
@@ -723,9 +750,10 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
         });
       };
       const other = { ...secret, metadata: { name: "creds", namespace: "other" } };
+      // The other namespace's Secret is not the pod's: the pod is taken and waits, with a warning per reference.
       const bad = await put([other, full("uid-objects-set")], 1);
-      expect(bad.status).toBe(400);
-      expect(bad.body.errors.map((e: { path: string }) => e.path)).toEqual([
+      expect(bad.status, JSON.stringify(bad.body)).toBeLessThan(300);
+      expect(bad.body.warnings.map((x: string) => x.slice(0, x.indexOf(": ")))).toEqual([
         "items[1].spec.containers[0].env[0].valueFrom.secretKeyRef.name",
         "items[1].spec.volumes[0].secret.secretName",
       ]);
@@ -775,15 +803,27 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
     await rt.delete("uid-objects-metrics");
   });
 
-  it("the engine refuses to start a container whose env needs objects it was not given", async () => {
+  it("the engine refuses to start a container whose env needs objects it was not given (kubelet's words)", async () => {
     const b = bundleFromPayload({ pod: full("uid-objects-noobj"), secrets: [secret] });
     const r = await createPodRuntime(cri, { volumeFiles: files }).sync(b.pod);
-    const start = r.steps.find((s) => s.action === "StartContainer")!;
-    expect(start).toMatchObject({
+    expect(r.steps.find((s) => s.action === "MountVolumes")).toMatchObject({
+      ok: false,
+      error: "FailedMount",
+      message: 'MountVolume.SetUp failed: secret "creds" not found',
+    });
+    const envOnly = bundleFromPayload({
+      pod: podDoc({
+        uid: "uid-objects-noenv",
+        env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }],
+      }),
+    });
+    const e = await createPodRuntime(cri, { volumeFiles: files }).sync(envOnly.pod);
+    expect(e.steps.find((s) => s.action === "StartContainer")).toMatchObject({
       ok: false,
       error: "CreateContainerConfigError",
       message: 'secret "creds" not found',
     });
+    await createPodRuntime(cri).delete("uid-objects-noenv");
     await createPodRuntime(cri).delete("uid-objects-noobj");
     await createPodRuntime(cri).delete("uid-objects-yaml");
     await createPodRuntime(cri).delete("uid-objects-redact");

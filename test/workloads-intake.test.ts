@@ -36,14 +36,14 @@ describe("uids", () => {
 });
 
 describe("kinds", () => {
-  it("workloads, claims and Services are taken; Ingress, ServiceAccount, RBAC, Namespace, HPA, PDB are skipped with a warning each", () => {
+  it("workloads, claims and Services are taken; Ingress, ServiceAccount, RBAC, Namespace, LimitRange, autoscaling/v1 Scale are skipped with a warning each", () => {
     const skipped = [
       { apiVersion: "networking.k8s.io/v1", kind: "Ingress", metadata: { name: "web" } },
       { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "web" } },
       { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "web" } },
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "web" } },
-      { apiVersion: "autoscaling/v2", kind: "HorizontalPodAutoscaler", metadata: { name: "web" } },
-      { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "web" } },
+      { apiVersion: "v1", kind: "LimitRange", metadata: { name: "web" } },
+      { apiVersion: "autoscaling/v1", kind: "Scale", metadata: { name: "web" } },
     ];
     const claim = {
       apiVersion: "v1",
@@ -62,7 +62,7 @@ describe("kinds", () => {
     expect(b.workloads.map((w) => w.workload.kind)).toEqual(["Deployment", "PersistentVolumeClaim", "Job", "Service"]);
     expect(b.warnings).toHaveLength(6);
     expect(b.warnings[0]).toBe(
-      'documents[1]: networking.k8s.io/v1 Ingress "web" skipped: a node has no part in a Ingress (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs and Services, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)',
+      'documents[1]: networking.k8s.io/v1 Ingress "web" skipped: a node has no part in a Ingress (podsync runs Pods, Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, HorizontalPodAutoscalers and Services, and keeps ConfigMaps, Secrets, PersistentVolumeClaims and PodDisruptionBudgets)',
     );
     // A Job gets the API server's selector and labels (generateSelector).
     const j = b.workloads[2]!.workload as {
@@ -77,15 +77,12 @@ describe("kinds", () => {
       "batch.kubernetes.io/controller-uid": j.metadata.uid,
     });
   });
-  it("a document of no Kubernetes kind is refused, naming it", () => {
-    expect(
-      errorsOf(() =>
-        bodyFromDocuments(
-          [deployment(), { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "tls" } }],
-          node,
-        ),
-      ),
-    ).toEqual([
+  it("a custom resource is skipped with a warning; with PODSYNC_UNKNOWN_KINDS=refuse it is refused, naming it", () => {
+    const cert = { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "tls" } };
+    expect(bodyFromDocuments([deployment(), cert], node).warnings).toEqual([
+      expect.stringContaining('documents[1]: skipped: custom resource cert-manager.io/v1 Certificate "tls"'),
+    ]);
+    expect(errorsOf(() => bodyFromDocuments([deployment(), cert], { ...node, unknownKinds: "refuse" }))).toEqual([
       {
         path: "documents[1].kind",
         message: expect.stringContaining('cert-manager.io/v1 Certificate "tls" is not a Kubernetes kind podsync knows'),

@@ -18,7 +18,9 @@ import type {
   DaemonSet,
   Deployment,
   Job,
+  PodDisruptionBudget,
   ReplicaSet,
+  ReplicationController,
   StatefulSet,
   Workload,
   WorkloadKind,
@@ -26,8 +28,12 @@ import type {
 import { derivedUid } from "../pod/workloads/uid.js";
 import { controllerOf, controllerRef, randomSuffix, type ObservedPod } from "./pods.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "./store.js";
-import type { Condition, ControllerContext, ControllerResult } from "./types.js";
+import { emptyResult, type Condition, type ControllerContext, type ControllerResult } from "./types.js";
+import { pdbStatus, type PdbStatus, type ScaledController } from "./disruption/sync.js";
+import { createAutoscalers, type AutoscalerOptions } from "./podautoscaler/run-hpa.js";
+import type { PodUsageSource } from "./podautoscaler/metrics.js";
 import { syncReplicaSet } from "./replicaset/sync.js";
+import { syncReplicationController } from "./replication/sync.js";
 import { syncDeployment, type DeploymentStatus } from "./deployment/sync.js";
 import { syncJob, type JobOptions, type JobStatus } from "./job/sync.js";
 import { syncCronJob, type ChildJob, type CronJobStatus } from "./cronjob/sync.js";
@@ -49,6 +55,11 @@ export interface ControllersOptions {
   node?: NodeInfo;
   suffix?: () => string;
   log?: (rec: Record<string, unknown>) => void;
+  /** The HPAs' settings (sync period, downscale stabilization, tolerance, ...; tests shorten them). */
+  autoscaler?: Partial<AutoscalerOptions>;
+  /** The pods' CPU and memory for the HPAs (Node: the runtime's ListContainerStats, podautoscaler/metrics.ts);
+   * without it an HPA finds no metrics and does not scale (ScalingActive False). */
+  podUsage?: PodUsageSource;
   /** A pod the node's admission refused (kubelet's rejectPod records an event on it): called when a workload's
    * refusal begins or changes, not on every pass that tries again. */
   onRefused?: (pod: Pod, reason: string, message: string) => void;
@@ -79,20 +90,31 @@ export interface Controllers {
   settle(): Promise<void>;
 }
 
-const OBSERVES_GENERATION = new Set<WorkloadKind>(["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"]);
+const OBSERVES_GENERATION = new Set<WorkloadKind>([
+  "Deployment",
+  "ReplicaSet",
+  "ReplicationController",
+  "StatefulSet",
+  "DaemonSet",
+  "HorizontalPodAutoscaler",
+  "PodDisruptionBudget",
+]);
 const ORDER: WorkloadKind[] = [
   "CronJob",
   "Job",
   "Deployment",
   "ReplicaSet",
+  "ReplicationController",
   "StatefulSet",
   "DaemonSet",
+  "PodDisruptionBudget",
   "PersistentVolumeClaim",
 ];
 
 export function createControllers(o: ControllersOptions): Controllers {
   const log = o.log ?? (() => undefined);
   const errors = new Map<string, string>();
+  const autoscalers = createAutoscalers(o.autoscaler);
   /** Pods being deleted: still shown to their controller, as terminating. */
   const terminating = new Map<string, { pod: Pod; createdAt: number; done: Promise<void> }>();
   let watching = false;
@@ -168,6 +190,13 @@ export function createControllers(o: ControllersOptions): Controllers {
         if (ref) add(ref.uid, { pod: t.pod, status: observe(uid), createdAt: t.createdAt, terminating: true });
       }
       const podsOf = (w: Workload) => byOwner.get(w.metadata.uid ?? "") ?? [];
+      /** Every pod of the node as the controllers see it (a PodDisruptionBudget selects from all of them). */
+      const allPods = (): ObservedPod[] => [
+        ...[...byOwner.values()].flat(),
+        ...desired
+          .filter((e) => !controllerOf(e.pod.metadata))
+          .map((e) => ({ pod: e.pod, status: observe(e.pod.metadata.uid), createdAt: e.storedAt })),
+      ];
       const requeue = (t: number | undefined) => {
         if (t !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, t);
       };
@@ -303,6 +332,20 @@ export function createControllers(o: ControllersOptions): Controllers {
         if (w.owner && !uids().has(w.owner.uid) && stored.has(workloadKey(w.workload)))
           await removeTree(w, `its ${w.owner.kind} ${w.owner.name} is gone`);
 
+      try {
+        await refreshObjects(stored, derived, o);
+        report("objects", undefined);
+      } catch (e) {
+        report("objects", String((e as Error)?.message ?? e));
+      }
+      // The HPAs first: a target they rescale is run by its own controller in this same pass.
+      try {
+        requeue(await autoscalers.run(now, stored, allPods, o.workloads, o.podUsage ?? (async () => new Map())));
+        report("HorizontalPodAutoscaler", undefined);
+      } catch (e) {
+        report("HorizontalPodAutoscaler", String((e as Error)?.message ?? e));
+      }
+
       for (const kind of ORDER) {
         for (const w of [...stored.values()].filter((x) => x.workload.kind === kind)) {
           const key = workloadKey(w.workload);
@@ -317,7 +360,7 @@ export function createControllers(o: ControllersOptions): Controllers {
             const first = tp && !admitPod(tp, o.node!, admitted).admit ? 1 : room;
             const r = v.skip
               ? { create: [], delete: [], status: { ...(w.status ?? {}) } }
-              : step(w, stored, podsOf, { ...ctx, maxCreate: v.refused ? 0 : v.admission ? 1 : first }, o);
+              : step(w, stored, podsOf, { ...ctx, maxCreate: v.refused ? 0 : v.admission ? 1 : first }, o, allPods);
             if (r) await apply(w, r, v);
             report(key, undefined);
           } catch (e) {
@@ -345,6 +388,53 @@ export function createControllers(o: ControllersOptions): Controllers {
   };
 }
 
+/** The ConfigMaps and Secrets a workload was last sent with reach what it made: the workloads it made (a
+ * Deployment's ReplicaSets) and the pods of each. So a pod waiting for a Secret (CreateContainerConfigError,
+ * FailedMount) starts once a later sync brings the Secret with its workload, as kubelet's pod starts when the
+ * object appears in the API. The pod keeps its name and uid; only its objects (and audit) change. */
+async function refreshObjects(
+  stored: Map<string, StoredWorkload>,
+  derived: DesiredPod[],
+  o: ControllersOptions,
+): Promise<void> {
+  const same = (a: unknown, b: unknown) => canonicalJSON(a ?? null) === canonicalJSON(b ?? null);
+  const byUid = new Map([...stored.values()].map((w) => [w.workload.metadata.uid, w]));
+  // Owners first: a Deployment's objects reach its ReplicaSets, then their pods.
+  for (const kind of ORDER)
+    for (const w of [...stored.values()].filter((x) => x.workload.kind === kind && x.owner)) {
+      const owner = byUid.get(w.owner!.uid);
+      if (!owner || same(owner.objects, w.objects)) continue;
+      const next: StoredWorkload = { ...w, objects: owner.objects, audit: owner.audit };
+      await o.workloads.put(next);
+      stored.set(workloadKey(w.workload), next);
+      byUid.set(w.workload.metadata.uid, next);
+    }
+  for (const e of derived) {
+    const owner = byUid.get(controllerOf(e.pod.metadata)!.uid);
+    if (!owner || same(owner.objects, e.objects) || owner.audit.iat < e.audit.iat) continue;
+    const { objects: _old, ...rest } = e;
+    const next: DesiredPod = { ...rest, audit: owner.audit, ...(owner.objects ? { objects: owner.objects } : {}) };
+    await o.desired.put(next);
+    e.objects = next.objects;
+  }
+}
+
+/** The stored workloads that have a scale, for the disruption controller's finders. */
+function scaledControllers(stored: Map<string, StoredWorkload>): Map<string, ScaledController> {
+  const out = new Map<string, ScaledController>();
+  for (const s of stored.values()) {
+    const w = s.workload;
+    if (
+      w.kind === "Deployment" ||
+      w.kind === "ReplicaSet" ||
+      w.kind === "ReplicationController" ||
+      w.kind === "StatefulSet"
+    )
+      out.set(w.metadata.uid!, { uid: w.metadata.uid!, kind: w.kind, replicas: w.spec.replicas, owner: s.owner });
+  }
+  return out;
+}
+
 /** One workload's pure step, or undefined for a kind with nothing to run (a claim). */
 function step(
   w: StoredWorkload,
@@ -352,9 +442,20 @@ function step(
   podsOf: (w: Workload) => ObservedPod[],
   ctx: ControllerContext,
   o: ControllersOptions,
+  allPods: () => ObservedPod[],
 ): ControllerResult | undefined {
   const wl = w.workload;
   switch (wl.kind) {
+    case "PodDisruptionBudget":
+      return emptyResult(
+        pdbStatus(
+          wl as PodDisruptionBudget,
+          allPods(),
+          scaledControllers(stored),
+          w.status as PdbStatus | undefined,
+          ctx,
+        ),
+      );
     case "ReplicaSet":
       return syncReplicaSet(wl as ReplicaSet, podsOf(wl), ctx);
     case "Deployment": {
@@ -369,6 +470,8 @@ function step(
         .map((c) => ({ job: c.workload as Job, status: c.status as ChildJob["status"], createdAt: c.storedAt }));
       return syncCronJob(wl as CronJob, children, w.status as CronJobStatus | undefined, w.storedAt, ctx);
     }
+    case "ReplicationController":
+      return syncReplicationController(wl as ReplicationController, podsOf(wl), ctx);
     case "StatefulSet":
       return syncStatefulSet(wl as StatefulSet, podsOf(wl), w.status as StatefulSetStatus | undefined, ctx);
     case "Job":

@@ -31,6 +31,7 @@ import { registerPodDelete } from "./handlers/pod-delete.js";
 import { registerWorkloads } from "./handlers/workloads.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { ServiceAccountTokens } from "../pod/workloads/export.js";
+import type { UnknownKinds } from "../pod/workloads/intake.js";
 import { AdmissionRefusedError, type RefusedPod } from "./admission.js";
 import type { ServiceNetwork } from "../services/allocate.js";
 
@@ -73,6 +74,8 @@ export interface AppOptions {
   workloads?: WorkloadStore;
   /** PODSYNC_SERVICE_ACCOUNT_TOKENS: a named service account's token dropped with a warning, or the pod refused. */
   serviceAccountTokens?: ServiceAccountTokens;
+  /** PODSYNC_UNKNOWN_KINDS: a custom resource skipped with a warning (default) or the body refused. */
+  unknownKinds?: UnknownKinds;
   /** Pods sent to the node (sync, PUT; not a plan) that admission refused: kubelet's rejectPod records an event
    * on each, though a refused pod is never stored (Node: the Kubernetes API's events). */
   onAdmissionRefused?: (refused: readonly RefusedPod[]) => void;
@@ -150,6 +153,7 @@ export function createApp(o: AppOptions) {
     ...(nodeInfo.allocatable.pods !== undefined
       ? { limits: { maxPods: nodeInfo.allocatable.pods, maxWorkloads: o.maxWorkloads } }
       : {}),
+    unknownKinds: o.unknownKinds ?? "warn",
   } as const;
   const deps: PodRouteDeps = {
     runtime: rt,

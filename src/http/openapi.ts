@@ -86,7 +86,7 @@ const signedBody = {
       schema: {
         $ref: "#/components/schemas/Pod",
         description:
-          "or a YAML stream (---) of at most one Pod, workloads (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob), Services, PersistentVolumeClaims, ConfigMaps and Secrets, or a v1 List of them; other Kubernetes kinds are skipped with a warning (the body's warnings and Warning: 299 headers)",
+          "or a YAML stream (---) of at most one Pod, workloads (Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet, Job, CronJob, HorizontalPodAutoscaler, PodDisruptionBudget), Services, PersistentVolumeClaims, ConfigMaps and Secrets, or a v1 List of them; other Kubernetes kinds and custom resources are skipped with a warning (the body's warnings and Warning: 299 headers)",
       },
     },
   },
@@ -284,7 +284,7 @@ export function openApiDocument(): object {
       "/v1/workloads": {
         get: {
           summary:
-            "The node's workloads (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, PersistentVolumeClaims, Services) with their status",
+            "The node's workloads (Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, HorizontalPodAutoscalers, PodDisruptionBudgets, PersistentVolumeClaims, Services) with their status",
           description:
             "Bearer token with act status and no uid. A v1 List of the stored objects as the Kubernetes API shows them: metadata.generation, creationTimestamp, ownerReferences (for those the node's controllers made), and status as the upstream controllers shape it. `?kind=Deployment` lists one kind. Sync, plan and PUT /v1/node/pods take these kinds in their bodies; the node's controllers make their pods (docs/workloads.md).",
           security: bearer,

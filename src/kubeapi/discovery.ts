@@ -117,6 +117,7 @@ const DISCOVERY_GROUP: GroupVersion = {
   version: "v1",
   resources: [workload("endpointslices", "EndpointSlice", undefined, false)],
 };
+const RCS = workload("replicationcontrollers", "ReplicationController", ["rc"]);
 
 /** The workload kinds' groups (served when the node runs workloads: src/controllers/). */
 const WORKLOAD_GROUPS: GroupVersion[] = [
@@ -131,6 +132,16 @@ const WORKLOAD_GROUPS: GroupVersion[] = [
     ],
   },
   { group: "batch", version: "v1", resources: [workload("cronjobs", "CronJob", ["cj"]), workload("jobs", "Job")] },
+  {
+    group: "autoscaling",
+    version: "v2",
+    resources: [workload("horizontalpodautoscalers", "HorizontalPodAutoscaler", ["hpa"], false)],
+  },
+  {
+    group: "policy",
+    version: "v1",
+    resources: [workload("poddisruptionbudgets", "PodDisruptionBudget", ["pdb"], false)],
+  },
 ];
 
 /** What a node serves: the core group (with claims when it runs workloads), and the workloads' groups. */
@@ -140,7 +151,7 @@ export function served(workloads: boolean): { core: GroupVersion; groups: GroupV
       group: "",
       version: "v1",
       resources: [
-        ...(workloads ? [ENDPOINTS, ...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2), SERVICES] : CORE),
+        ...(workloads ? [ENDPOINTS, ...CORE.slice(0, 2), CLAIMS, ...CORE.slice(2), RCS, SERVICES] : CORE),
         NAMESPACES,
       ],
     },

@@ -99,6 +99,8 @@ interface Kind<T extends KubeObject> {
   resource: string;
   /** "" for the core group. */
   group: string;
+  /** The group's version served (default v1: autoscaling is v2). */
+  version?: string;
   kind: string;
   hub: WatchHub<T>;
   fields: Readonly<Record<string, (obj: T) => string>>;
@@ -167,10 +169,14 @@ const WORKLOAD_KIND_OF: Record<string, WorkloadKind> = {
   cronjobs: "CronJob",
   persistentvolumeclaims: "PersistentVolumeClaim",
   services: "Service",
+  replicationcontrollers: "ReplicationController",
+  horizontalpodautoscalers: "HorizontalPodAutoscaler",
+  poddisruptionbudgets: "PodDisruptionBudget",
 };
 /** The resource as the API server names it in messages: `deployments.apps`, `pods`. */
 const qualified = (k: { resource: string; group: string }) => (k.group ? `${k.resource}.${k.group}` : k.resource);
-const apiVersionOf = (k: { group: string }) => (k.group ? `${k.group}/v1` : "v1");
+const apiVersionOf = (k: { group: string; version?: string }) =>
+  k.group ? `${k.group}/${k.version ?? "v1"}` : (k.version ?? "v1");
 
 /** A change as a watch event in the plain form: the same text for every watcher, so made once per change (the
  * hub hands each watcher the same Change). */
@@ -472,6 +478,7 @@ export function createKubeApi(o: KubeApiOptions) {
         const k: Kind<V1Workload> = {
           resource: r.name,
           group: gv.group,
+          version: gv.version,
           kind,
           hub: w.hubs[kind],
           fields: WORKLOAD_FIELDS[kind] ?? META_FIELDS,

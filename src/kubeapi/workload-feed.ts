@@ -34,6 +34,9 @@ export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
   "CronJob",
   "PersistentVolumeClaim",
   "Service",
+  "ReplicationController",
+  "HorizontalPodAutoscaler",
+  "PodDisruptionBudget",
 ];
 
 /** The object a stored workload is on the read side. A claim is the node's own directory from the moment it

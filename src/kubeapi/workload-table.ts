@@ -1,6 +1,7 @@
 // The Table columns and cells of the workload kinds, as the API server makes them for kubectl
 // (pkg/printers/internalversion/printers.go: deploymentColumnDefinitions/printDeployment, replicaSet…,
-// statefulSet…, daemonSet…, job…, cronJob…, persistentVolumeClaim…, with layoutContainerCells and
+// statefulSet…, daemonSet…, job…, cronJob…, persistentVolumeClaim…, replicationController…,
+// horizontalPodAutoscaler… (formatHPAMetrics), podDisruptionBudget…, with layoutContainerCells and
 // metav1.FormatLabelSelector). The wide columns (priority 1) are CONTAINERS, IMAGES and SELECTOR.
 import type { WorkloadKind } from "../pod/workloads/schema.js";
 import { humanDuration, type TableColumn } from "./table.js";
@@ -101,6 +102,38 @@ export const WORKLOAD_COLUMNS: Record<WorkloadKind, TableColumn[]> = {
     IMAGES,
     SELECTOR,
   ],
+  ReplicationController: [
+    NAME,
+    int("Desired", "Replicas is the number of desired replicas."),
+    int("Current", "Replicas is the most recently observed number of replicas."),
+    int("Ready", "The number of ready replicas for this replication controller."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    col("Selector", "Selector is a label query over pods that should match the Replicas count.", { priority: 1 }),
+  ],
+  HorizontalPodAutoscaler: [
+    NAME,
+    col("Reference", "scaleTargetRef points to the target resource to scale."),
+    col("Targets", "metrics contains the specifications for which to use to calculate the desired replica count."),
+    col("MinPods", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down."),
+    int("MaxPods", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up."),
+    int("Replicas", "currentReplicas is current number of replicas of pods managed by this autoscaler."),
+    AGE,
+  ],
+  PodDisruptionBudget: [
+    NAME,
+    col(
+      "Min Available",
+      'An eviction is allowed if at least "minAvailable" pods selected by "selector" will still be available after the eviction.',
+    ),
+    col(
+      "Max Unavailable",
+      'An eviction is allowed if at most "maxUnavailable" pods selected by "selector" are unavailable after the eviction.',
+    ),
+    int("Allowed Disruptions", "Number of pod disruptions that are currently allowed."),
+    AGE,
+  ],
   PersistentVolumeClaim: [
     NAME,
     col("Status", "phase represents the current phase of PersistentVolumeClaim."),
@@ -175,6 +208,30 @@ const accessModes = (modes: string[] | undefined) =>
     .filter(([m]) => (modes ?? []).includes(m))
     .map(([, s]) => s)
     .join(",");
+
+type MetricSpec = { type: string; resource?: ResourceMetric; containerResource?: ResourceMetric };
+type ResourceMetric = { name: string; target: { averageUtilization?: number; averageValue?: string | number } };
+type MetricStatus = {
+  resource?: { current: { averageUtilization?: number; averageValue?: string } };
+  containerResource?: { current: { averageUtilization?: number; averageValue?: string } };
+};
+
+/** formatHPAMetrics (the Resource and ContainerResource cases; at most 2, then "+ N more..."). */
+export function formatHPAMetrics(specs: MetricSpec[], statuses: MetricStatus[]): string {
+  if (specs.length === 0) return "<none>";
+  const list = specs.map((spec, i) => {
+    const m =
+      spec.type === "Resource" ? spec.resource : spec.type === "ContainerResource" ? spec.containerResource : undefined;
+    if (!m) return "<unknown type>";
+    const cur = spec.type === "Resource" ? statuses[i]?.resource?.current : statuses[i]?.containerResource?.current;
+    if (m.target.averageValue !== undefined)
+      return `${m.name}: ${cur?.averageValue ?? "<unknown>"}/${m.target.averageValue}`;
+    const current = cur?.averageUtilization !== undefined ? `${cur.averageUtilization}%` : "<unknown>";
+    const target = m.target.averageUtilization !== undefined ? `${m.target.averageUtilization}%` : "<auto>";
+    return `${m.name}: ${current}/${target}`;
+  });
+  return list.length > 2 ? `${list.slice(0, 2).join(", ")} + ${list.length - 2} more...` : list.join(", ");
+}
 
 /** The printer's cells for one workload (every column, the wide ones too). */
 export function workloadCells(o: V1Workload, now: number): (string | number)[] {
@@ -270,6 +327,34 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
         formatLabelSelector(template?.selector),
       ];
     }
+    case "ReplicationController":
+      return [
+        o.metadata.name,
+        n(spec["replicas"]),
+        n(status["replicas"]),
+        n(status["readyReplicas"]),
+        age,
+        ...containerCells(spec["template"]),
+        formatLabels(spec["selector"]),
+      ];
+    case "HorizontalPodAutoscaler":
+      return [
+        o.metadata.name,
+        `${spec["scaleTargetRef"]?.kind}/${spec["scaleTargetRef"]?.name}`,
+        formatHPAMetrics(spec["metrics"] ?? [], status["currentMetrics"] ?? []),
+        spec["minReplicas"] === undefined ? "<unset>" : String(spec["minReplicas"]),
+        n(spec["maxReplicas"]),
+        n(status["currentReplicas"]),
+        age,
+      ];
+    case "PodDisruptionBudget":
+      return [
+        o.metadata.name,
+        spec["minAvailable"] === undefined ? "N/A" : String(spec["minAvailable"]),
+        spec["maxUnavailable"] === undefined ? "N/A" : String(spec["maxUnavailable"]),
+        n(status["disruptionsAllowed"]),
+        age,
+      ];
     case "PersistentVolumeClaim": {
       const bound = Boolean(spec["volumeName"]);
       const storageClass =

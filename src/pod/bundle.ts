@@ -9,7 +9,8 @@ import type { Pod } from "./schema.js";
 import { fieldErrors, InvalidPodError, validatePod, type FieldError } from "./validate.js";
 import { ConfigMap, Secret, type PodObjects } from "./objects.js";
 // (ConfigMap and Secret are both the schemas and, below, their output types.)
-import { objectErrors, referenceErrors } from "./references.js";
+import { missingReferences, objectErrors, referenceErrors } from "./references.js";
+import { withoutNulls } from "./nulls.js";
 import { objectExpansionErrors } from "./env-objects-size.js";
 import {
   sortDocuments,
@@ -28,7 +29,7 @@ export interface PodBundle {
 type Parsed<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
 
 function parse<S extends z.ZodType>(schema: S, input: unknown, at: string): Parsed<z.output<S>> {
-  const r = schema.safeParse(input);
+  const r = schema.safeParse(withoutNulls(input));
   return r.success ? { ok: true, value: r.data } : { ok: false, errors: fieldErrors(r.error, at, schema) };
 }
 
@@ -186,7 +187,11 @@ export function bodyFromItems(
     ),
   );
   if (errors.length) throw new InvalidPodError(inBodyOrder(errors, items));
-  return { pods, workloads: w.workloads, warnings: sorted.warnings };
+  const waiting = [
+    ...pods.flatMap((p) => missingReferences(p.pod, p.objects, p.at)),
+    ...w.workloads.flatMap((x) => (x.template ? missingReferences(x.template.pod, x.objects, x.template.at) : [])),
+  ];
+  return { pods, workloads: w.workloads, warnings: [...sorted.warnings, ...waiting] };
 }
 
 /** Errors in the order of the items they name (stable within an item; errors naming no item last). */

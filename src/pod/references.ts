@@ -1,7 +1,10 @@
-// A pod's references to ConfigMaps and Secrets, checked against the objects signed with it. There is no API
-// server to fetch from, so what kubelet finds missing only when it starts a container (and then retries
-// forever) is refused here, before any runtime call, naming the field; `optional: true` references may be
-// missing, as in kubelet. Messages name objects and keys, never values.
+// A pod's references to ConfigMaps and Secrets, checked against the objects signed with it. A required object or
+// key that is missing does not refuse the pod: on a cluster the API server takes it and kubelet keeps the
+// container waiting (CreateContainerConfigError: `secret "x" not found`, kubelet_pods.go makeEnvironmentVariables;
+// a volume's FailedMount) until the object arrives. So it is a warning here (missingReferences), the runtime says
+// the rest (src/container/env-sources.ts, src/volumemanager/object-volumes.ts), and the pod starts once a later
+// sync brings the object. `optional: true` references may be missing, as in kubelet. A pull secret that is not
+// there is still an error. Messages name objects and keys, never values.
 import type { FieldError } from "./validate.js";
 import type { Pod, PullSecret } from "./schema.js";
 import { configMapKeys, SECRET_TYPES, type ConfigMap, type PodObjects, type Secret } from "./objects.js";
@@ -12,9 +15,21 @@ type Path = (string | number)[];
 const fmt = (prefix: string, path: Path) =>
   path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), prefix);
 
-/** Every reference that cannot be resolved, with the path of the field that makes it. */
+/** The references that cannot be resolved and keep the pod waiting (not errors), as warnings naming the field. */
+export function missingReferences(pod: Pod, objects: PodObjects, prefix = ""): string[] {
+  return unresolved(pod, objects, prefix).missing.map(
+    (e) => `${e.path}: ${e.message}; the container waits (CreateContainerConfigError) until a sync brings it`,
+  );
+}
+
+/** Every reference that is an error (a pull secret not sent or of the wrong type), with the path of its field. */
 export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): FieldError[] {
+  return unresolved(pod, objects, prefix).errors;
+}
+
+function unresolved(pod: Pod, objects: PodObjects, prefix: string): { errors: FieldError[]; missing: FieldError[] } {
   const out: FieldError[] = [];
+  const missing: FieldError[] = [];
   const cms = new Map(objects.configMaps.map((c) => [c.metadata.name, c]));
   const secrets = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
   const err = (path: Path, message: string) => out.push({ path: fmt(prefix, path), message });
@@ -25,10 +40,10 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
       : env
         ? o.data !== undefined && Object.hasOwn(o.data, key)
         : configMapKeys(o).includes(key);
-  const missingObject = (kind: "ConfigMap" | "Secret", name: string) =>
-    `${kind} "${name}" is not in the signed body (send it with the pod, or set optional: true)`;
+  const wait = (path: Path, message: string) => missing.push({ path: fmt(prefix, path), message });
+  const missingObject = (kind: "ConfigMap" | "Secret", name: string) => `${kind} "${name}" is not in the signed body`;
   const missingKey = (kind: "ConfigMap" | "Secret", name: string, key: string) =>
-    `${kind} "${name}" has no key "${key}" (add it, or set optional: true)`;
+    `${kind} "${name}" has no key "${key}"`;
 
   /** A ConfigMap/Secret reference: the object must be there unless optional, and so must each key. */
   const check = (
@@ -42,10 +57,10 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
   ) => {
     const o = kind === "ConfigMap" ? cms.get(name) : secrets.get(name);
     if (!o) {
-      if (!optional) err([...at, nameField], missingObject(kind, name));
+      if (!optional) wait([...at, nameField], missingObject(kind, name));
       return;
     }
-    for (const k of keys) if (!hasKey(o, k.key, env) && !optional) err(k.at, missingKey(kind, name, k.key));
+    for (const k of keys) if (!hasKey(o, k.key, env) && !optional) wait(k.at, missingKey(kind, name, k.key));
   };
   const itemKeys = (items: KeyToPath[] | undefined, at: Path) =>
     (items ?? []).map((it, k) => ({ key: it.key, at: [...at, "items", k, "key"] }));
@@ -138,7 +153,7 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
         `Secret "${ps.name}" is of type "${s.type}"; a pull secret must be of type ${SECRET_TYPES.dockerConfigJson}`,
       );
   });
-  return out;
+  return { errors: out, missing };
 }
 
 /** The objects' own consistency: unique names, and the pod's namespace (a pod sees only its namespace's objects). */

@@ -4,6 +4,7 @@
 import type { z } from "zod";
 import { knownFields, nearest } from "./field-names.js";
 import { Pod } from "./schema.js";
+import { withoutNulls } from "./nulls.js";
 
 export interface FieldError {
   path: string;
@@ -70,7 +71,7 @@ export function fieldErrors(error: { issues: Issue[] }, prefix = "", schema?: z.
 
 /** The pod with API-server defaults applied, or InvalidPodError naming every bad field (paths under `prefix`). */
 export function validatePod(input: unknown, prefix = ""): Pod {
-  const r = Pod.safeParse(input);
+  const r = Pod.safeParse(withoutNulls(input));
   if (r.success) return r.data;
   throw new InvalidPodError(fieldErrors(r.error, prefix, Pod));
 }

@@ -12,6 +12,7 @@ import { policySettingsShape } from "../auth/policy.js";
 import { unsafeSysctlPatternError } from "../lifecycle/node-admission.js";
 import { nodeAdmissionSettingsShape } from "./node-info.js";
 import { SERVICE_ACCOUNT_TOKEN_MODES } from "../pod/workloads/export.js";
+import { UNKNOWN_KIND_MODES } from "../pod/workloads/intake.js";
 
 export const list = z.string().transform((s) =>
   s
@@ -79,6 +80,14 @@ export const commonSettings = {
   PODSYNC_SERVICE_ACCOUNT_TOKENS: z
     .enum(SERVICE_ACCOUNT_TOKEN_MODES, { error: 'must be "drop" or "refuse"' })
     .default("drop"),
+  /** A document of a kind no controller here runs (a custom resource: monitoring.coreos.com/v1 PrometheusRule):
+   * `warn` applies the rest of the file and warns for it (as kubectl apply reports it); `refuse` refuses the file. */
+  PODSYNC_UNKNOWN_KINDS: z.enum(UNKNOWN_KIND_MODES, { error: 'must be "warn" or "refuse"' }).default("warn"),
+  /** The HPAs' sync period (kube-controller-manager's --horizontal-pod-autoscaler-sync-period, 15 s). */
+  PODSYNC_HPA_SYNC_PERIOD_MS: int(1000, 3_600_000).default(15_000),
+  /** The HPAs' scale-down stabilization window when an HPA sets none
+   * (--horizontal-pod-autoscaler-downscale-stabilization, 5 min). */
+  PODSYNC_HPA_DOWNSCALE_STABILIZATION_MS: int(0, 3_600_000).default(300_000),
   /** Every desired pod gets a full sync at least this often, changed or not (kubelet's syncFrequency, 1 min). */
   PODSYNC_RESYNC_INTERVAL_MS: int(1000, 86_400_000).default(60_000),
 };

@@ -69,21 +69,23 @@ export const hasFileVolumes = (pod: Pod) => (pod.spec.volumes ?? []).some((v) =>
 
 const utf8 = new TextEncoder();
 
-/** configmap.MakePayload / secret.MakePayload: every key under its own name, or only the listed items
- * (a missing key of an optional object is skipped; a required one was refused at validation). */
+/** configmap.MakePayload / secret.MakePayload: every key under its own name, or only the listed items (a missing
+ * key of an optional object is skipped; of a required one it is kubelet's error, and the mount fails). */
 function keyPayload(
   out: Map<string, VolumeFile>,
-  get: (key: string) => Uint8Array | undefined,
-  keys: string[],
+  src: { get: (key: string) => Uint8Array | undefined; keys: string[]; missingKey: string },
   items: KeyToPath[] | undefined,
   defaultMode: number,
+  optional: boolean | undefined,
 ): void {
+  const { get, keys } = src;
   if (!items?.length) {
     for (const k of keys) out.set(k, { data: get(k)!, mode: defaultMode });
     return;
   }
   for (const it of items) {
     const data = get(it.key);
+    if (data === undefined && !optional) throw new Error(`${src.missingKey}: ${it.key}`);
     // AtomicWriter's validatePayload cleans each path: "./app.conf" is written as app.conf (sources.ts).
     if (data !== undefined) out.set(cleanItemPath(it.path), { data, mode: it.mode ?? defaultMode });
   }
@@ -107,18 +109,32 @@ function downwardPayload(
   }
 }
 
-/** Every file-backed volume's payload. Optional objects that are missing give an empty volume, as in kubelet. */
+/** Every file-backed volume's payload. Optional objects that are missing give an empty volume, as in kubelet; a
+ * required one that is missing is the volume plugin's error (`secret "x" not found`: the object manager's
+ * NotFound), so the mount fails (FailedMount) and the pod waits until a sync brings the object. */
 export function volumePayloads(pod: Pod, objects: PodObjects, info: DownwardInfo): VolumePayload[] {
   const cms = new Map(objects.configMaps.map((c) => [c.metadata.name, c]));
   const secrets = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
-  const cmSource = (name: string) => {
+  const cmSource = (name: string, optional: boolean | undefined) => {
     const cm = cms.get(name);
-    return cm ? { keys: configMapKeys(cm), get: (k: string) => configMapValue(cm, k) } : undefined;
+    if (!cm && !optional) throw new Error(`configmap "${name}" not found`);
+    return cm
+      ? {
+          keys: configMapKeys(cm),
+          get: (k: string) => configMapValue(cm, k),
+          missingKey: "configmap references non-existent config key",
+        }
+      : undefined;
   };
-  const secretSource = (name: string) => {
+  const secretSource = (name: string, optional: boolean | undefined) => {
     const s = secrets.get(name);
+    if (!s && !optional) throw new Error(`secret "${name}" not found`);
     return s
-      ? { keys: Object.keys(s.data), get: (k: string) => (Object.hasOwn(s.data, k) ? s.data[k] : undefined) }
+      ? {
+          keys: Object.keys(s.data),
+          get: (k: string) => (Object.hasOwn(s.data, k) ? s.data[k] : undefined),
+          missingKey: "references non-existent secret key",
+        }
       : undefined;
   };
   const out: VolumePayload[] = [];
@@ -128,17 +144,22 @@ export function volumePayloads(pod: Pod, objects: PodObjects, info: DownwardInfo
     if (!plugin) continue;
     const files = new Map<string, VolumeFile>();
     if ("configMap" in v) {
-      const src = cmSource(v.configMap.name);
-      if (src) keyPayload(files, src.get, src.keys, v.configMap.items, v.configMap.defaultMode);
+      const src = cmSource(v.configMap.name, v.configMap.optional);
+      if (src) keyPayload(files, src, v.configMap.items, v.configMap.defaultMode, v.configMap.optional);
     } else if ("secret" in v) {
-      const src = secretSource(v.secret.secretName);
-      if (src) keyPayload(files, src.get, src.keys, v.secret.items, v.secret.defaultMode);
+      const src = secretSource(v.secret.secretName, v.secret.optional);
+      if (src) keyPayload(files, src, v.secret.items, v.secret.defaultMode, v.secret.optional);
     } else if ("downwardAPI" in v) downwardPayload(files, v.downwardAPI.items, v.downwardAPI.defaultMode, pod, info);
     else if ("projected" in v) {
       const mode = v.projected.defaultMode;
       for (const s of v.projected.sources) {
-        const src = s.configMap ? cmSource(s.configMap.name) : s.secret ? secretSource(s.secret.name) : undefined;
-        if (src) keyPayload(files, src.get, src.keys, (s.configMap ?? s.secret)!.items, mode);
+        const ref = s.configMap ?? s.secret;
+        const src = s.configMap
+          ? cmSource(s.configMap.name, s.configMap.optional)
+          : s.secret
+            ? secretSource(s.secret.name, s.secret.optional)
+            : undefined;
+        if (src) keyPayload(files, src, ref!.items, mode, ref!.optional);
         if (s.downwardAPI) downwardPayload(files, s.downwardAPI.items, mode, pod, info);
       }
     }

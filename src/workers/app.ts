@@ -61,6 +61,7 @@ export function buildWorkerApp(env: Env): Hono {
         why: "a Worker reaches the node only through cri-proxy and cannot connect to the pod",
       },
       serviceAccountTokens: s.PODSYNC_SERVICE_ACCOUNT_TOKENS,
+      unknownKinds: s.PODSYNC_UNKNOWN_KINDS,
     });
     root.route(`/nodes/${encodeURIComponent(name)}`, app);
   }

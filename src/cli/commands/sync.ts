@@ -16,7 +16,7 @@ import { progress } from "../progress.js";
 
 const sync: Command = {
   usage: ["sync [-f] FILE.(yaml|json) [--plan] [--json]", "plan [-f] FILE.(yaml|json) [--json]"],
-  help: "Sign the file (a pod, and/or workloads: Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, with their\nConfigMaps, Secrets and claims) and POST it to /v1/pods/sync: the node stores it and makes it run (the node keeps\nit running afterwards). With --plan (or as `podsync plan`), POST /v1/pods/plan: what the node would do, doing nothing.",
+  help: "Sign the file (a pod, and/or workloads: Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, RCs, HPAs, PDBs, with their\nConfigMaps, Secrets and claims) and POST it to /v1/pods/sync: the node stores it and makes it run (the node keeps\nit running afterwards). With --plan (or as `podsync plan`), POST /v1/pods/plan: what the node would do, doing nothing.",
   examples: [
     "podsync sync examples/pod.yaml",
     "podsync sync -f examples/deployment.yaml",

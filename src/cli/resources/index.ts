@@ -12,6 +12,9 @@ const WORKLOADS: [kind: WorkloadKind, names: string[]][] = [
   ["CronJob", ["cronjobs", "cronjob", "cj"]],
   ["PersistentVolumeClaim", ["persistentvolumeclaims", "persistentvolumeclaim", "pvc"]],
   ["Service", ["services", "service", "svc"]],
+  ["ReplicationController", ["replicationcontrollers", "replicationcontroller", "rc"]],
+  ["HorizontalPodAutoscaler", ["horizontalpodautoscalers", "horizontalpodautoscaler", "hpa"]],
+  ["PodDisruptionBudget", ["poddisruptionbudgets", "poddisruptionbudget", "pdb"]],
 ];
 
 const types: { names: string[]; load: () => Promise<{ default: Resource }> }[] = [

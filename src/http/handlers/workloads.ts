@@ -97,7 +97,7 @@ export function registerWorkloads<E extends Env>(
     if (kind !== undefined && !isWorkloadKind(kind))
       throw new ProblemError(
         "bad-request",
-        `kind must be one of Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PersistentVolumeClaim, Service (got ${JSON.stringify(kind)})`,
+        `kind must be one of Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet, Job, CronJob, PersistentVolumeClaim, HorizontalPodAutoscaler, PodDisruptionBudget, Service (got ${JSON.stringify(kind)})`,
         { errors: [{ path: "kind", message: "unknown workload kind" }] },
       );
     const all = (await d.workloads.list()).filter((s) => kind === undefined || s.workload.kind === kind);

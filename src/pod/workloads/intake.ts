@@ -1,6 +1,8 @@
-// The documents of a body, sorted before anything is validated: pods (cleaned of what a cluster export carries,
-// given a uid when they have none), ConfigMaps and Secrets, workloads (parsed and checked here), and the
-// Kubernetes kinds a node has no part in (skipped, each with a warning). A document of no Kubernetes kind, or with
+// The documents of a body, sorted before anything is validated: each read as Go reads JSON (a null field is an
+// absent one: nulls.ts) and given its generateName'd name (generate-name.ts); pods (cleaned of what a cluster
+// export carries, given a uid when they have none), ConfigMaps and Secrets, workloads (parsed and checked here; an
+// HPA of another version read as autoscaling/v2: hpa-versions.ts), and the Kubernetes kinds a node has no part in
+// and custom resources (skipped, each with a warning; PODSYNC_UNKNOWN_KINDS=refuse refuses a custom resource). A document of no Kubernetes kind, or with
 // no kind where its place does not make it a Pod, is an error naming it. Every error of every document at once (InvalidPodError), and nothing is stored on a refusal:
 // the caller stores only what comes back.
 import type { z } from "zod";
@@ -10,6 +12,9 @@ import type { Pod } from "../schema.js";
 import { objectExpansionErrors } from "../env-objects-size.js";
 import { referenceErrors } from "../references.js";
 import { derivedUid } from "./uid.js";
+import { withoutNulls } from "../nulls.js";
+import { completeGenerateName } from "./generate-name.js";
+import { hpaAsV2 } from "./hpa-versions.js";
 import { cleanPod, cleanWorkload, type ServiceAccountTokens } from "./export.js";
 import {
   isWorkloadKind,
@@ -19,10 +24,15 @@ import {
   type Workload,
   type WorkloadKind,
 } from "./schema.js";
-import { selectorEmpty, selectorMatches } from "./selector.js";
+import { selectorEmpty, selectorMatches, type LabelSelector } from "./selector.js";
 import { templatePod } from "./template.js";
 import { jobSelectorDefaults } from "./job-labels.js";
 import { workloadBoundErrors, type WorkloadLimits } from "./bounds.js";
+
+/** PODSYNC_UNKNOWN_KINDS: a document of a kind podsync does not know (a custom resource) is skipped with a
+ * warning, as kubectl apply reports it and applies the rest (`warn`), or refuses the body (`refuse`). */
+export const UNKNOWN_KIND_MODES = ["warn", "refuse"] as const;
+export type UnknownKinds = (typeof UNKNOWN_KIND_MODES)[number];
 
 export interface IntakeOptions {
   /** This node's name: a uid-less pod's uid is derived from it (uid.ts). */
@@ -30,6 +40,8 @@ export interface IntakeOptions {
   serviceAccountTokens: ServiceAccountTokens;
   /** The node owner's bounds (bounds.ts); none: the schema's alone. */
   limits?: WorkloadLimits | undefined;
+  /** Default `warn`. */
+  unknownKinds?: UnknownKinds | undefined;
 }
 
 export interface Item {
@@ -64,14 +76,26 @@ function isKubernetesApiVersion(v: unknown): boolean {
   );
 }
 
+/** A custom resource's apiVersion: `<group>/<version>` with a dotted group that is not Kubernetes' own
+ * (`monitoring.coreos.com/v1`). Anything else (no apiVersion, a bare word) is not a Kubernetes object at all. */
+function isCustomApiVersion(v: unknown): boolean {
+  if (typeof v !== "string") return false;
+  const [group, version, extra] = v.split("/");
+  return (
+    extra === undefined && !!version && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(group!)
+  );
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const join = (at: string, f: string) => (at ? `${at}.${f}` : f);
 
 /** Sort the documents of a body (v1.Lists already unpacked by the caller). */
 export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted {
   const out: Sorted = { pods: [], configMaps: [], secrets: [], workloads: [], warnings: [], errors: [] };
-  for (const { input, at, podByPlace } of items) {
-    if (input === null || input === undefined) continue;
+  for (const { input: sent, at, podByPlace } of items) {
+    if (sent === null || sent === undefined) continue;
+    const input = withoutNulls(sent);
+    if (isObject(input)) completeGenerateName(input, o.nodeName);
     if (!isObject(input)) {
       out.errors.push({
         path: at || "(root)",
@@ -92,28 +116,64 @@ export function sortDocuments(items: readonly Item[], o: IntakeOptions): Sorted 
         continue;
       }
     }
+    const otherVersion = hpaAsV2(input, at ? `${at}: ${what}` : what);
     if (kind === "Pod" || kind === undefined) {
       const { doc, warnings } = cleanPod(input, at, o.serviceAccountTokens);
       withUid(doc, o.nodeName);
       out.pods.push({ input: doc, at });
       out.warnings.push(...warnings);
     } else if (kind === "ConfigMap") out.configMaps.push({ input, at });
-    else if (kind === "Secret") out.secrets.push({ input, at });
+    else if (otherVersion) {
+      const h = otherVersion;
+      if ("skip" in h) out.warnings.push(h.skip);
+      else {
+        const { doc, warnings } = cleanWorkload(h.doc, at, o.serviceAccountTokens);
+        out.workloads.push({ input: doc, at });
+        out.warnings.push(...(h.warning ? [h.warning] : []), ...warnings);
+      }
+    } else if (kind === "Secret") out.secrets.push({ input, at });
     else if (isWorkloadKind(kind)) {
       const { doc, warnings } = cleanWorkload(input, at, o.serviceAccountTokens);
       out.workloads.push({ input: doc, at });
       out.warnings.push(...warnings);
     } else if (typeof kind === "string" && isKubernetesApiVersion(input["apiVersion"]))
       out.warnings.push(
-        `${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs and Services, and keeps ConfigMaps, Secrets and PersistentVolumeClaims)`,
+        `${at ? `${at}: ` : ""}${input["apiVersion"]} ${what} skipped: a node has no part in a ${kind} (podsync runs Pods, Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, HorizontalPodAutoscalers and Services, and keeps ConfigMaps, Secrets, PersistentVolumeClaims and PodDisruptionBudgets)`,
+      );
+    else if (
+      typeof kind === "string" &&
+      kind !== "" &&
+      isCustomApiVersion(input["apiVersion"]) &&
+      o.unknownKinds !== "refuse"
+    )
+      // kubectl apply sends each document on its own: the API server's 404 for a kind it does not serve fails that
+      // one, and the rest is applied. A node serves no custom resource, so it says so and applies the rest.
+      out.warnings.push(
+        `${at ? `${at}: ` : ""}skipped: custom resource ${input["apiVersion"]} ${kind}${name ? ` "${name}"` : ""} (a node runs no operator for it; PODSYNC_UNKNOWN_KINDS=refuse refuses such a file)`,
       );
     else
       out.errors.push({
         path: join(at, "kind"),
-        message: `${typeof input["apiVersion"] === "string" ? `${input["apiVersion"]} ` : ""}${what} is not a Kubernetes kind podsync knows: send Pods, ConfigMaps, Secrets, PersistentVolumeClaims, Services, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs or CronJobs (other Kubernetes kinds are skipped with a warning)`,
+        message: `${typeof input["apiVersion"] === "string" ? `${input["apiVersion"]} ` : ""}${what} is not a Kubernetes kind podsync knows: send Pods, ConfigMaps, Secrets, PersistentVolumeClaims, Services, Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, HorizontalPodAutoscalers or PodDisruptionBudgets (other Kubernetes kinds are skipped with a warning${o.unknownKinds === "refuse" ? "; custom resources are refused on this node: PODSYNC_UNKNOWN_KINDS=refuse" : ", and so are custom resources"})`,
       });
   }
   return out;
+}
+
+/** The pod selector of a workload with a template (a ReplicationController's map is matchLabels). */
+function selectorOf(w: Workload): LabelSelector | undefined {
+  switch (w.kind) {
+    case "CronJob":
+      return w.spec.jobTemplate.spec.selector;
+    case "ReplicationController":
+      return { matchLabels: w.spec.selector };
+    case "PersistentVolumeClaim":
+    case "HorizontalPodAutoscaler":
+    case "PodDisruptionBudget":
+      return undefined;
+    default:
+      return w.spec.selector;
+  }
 }
 
 /** Fields only a workload's spec has: a kind-less document carrying one is not a Pod. */
@@ -245,7 +305,7 @@ export function validateWorkloads(
             message: `a ${w.kind}'s pods must have restartPolicy "Always"`,
           });
       }
-      const sel = w.kind === "CronJob" ? w.spec.jobTemplate.spec.selector : w.spec.selector;
+      const sel = selectorOf(w);
       if (sel) {
         const sat = join(at, w.kind === "CronJob" ? "spec.jobTemplate.spec.selector" : "spec.selector");
         if (w.kind !== "Job" && w.kind !== "CronJob" && selectorEmpty(sel))

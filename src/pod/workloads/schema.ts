@@ -427,6 +427,162 @@ export const CronJob = z.strictObject({
   status,
 });
 
+/** v1 ReplicationController (pkg/apis/core/v1/defaults.go SetDefaults_ReplicationController: a selector left out
+ * is the template's labels, and so are the controller's own labels; replicas 1). Its selector is equality-based
+ * (a map), which is a LabelSelector's matchLabels: upstream runs it with the ReplicaSet controller through that
+ * conversion (pkg/controller/replication/conversion.go). */
+export const ReplicationController = z
+  .strictObject({
+    apiVersion: z.literal("v1"),
+    kind: z.literal("ReplicationController"),
+    metadata: metadata(),
+    spec: z.strictObject({
+      replicas: replicas.default(1),
+      selector: labels.optional(),
+      template: PodTemplate,
+      minReadySeconds: int("minReadySeconds", 0).default(0),
+    }),
+    status,
+  })
+  .transform((rc) => {
+    const tl = rc.spec.template.metadata.labels ?? {};
+    const selector = rc.spec.selector && Object.keys(rc.spec.selector).length ? rc.spec.selector : tl;
+    const meta =
+      rc.metadata.labels && Object.keys(rc.metadata.labels).length ? rc.metadata : { ...rc.metadata, labels: tl };
+    return { ...rc, metadata: meta, spec: { ...rc.spec, selector } };
+  });
+
+/** autoscaling/v2 MetricTarget. */
+const MetricTarget = z.strictObject({
+  type: z.enum(["Utilization", "Value", "AverageValue"], {
+    error: 'target.type must be "Utilization", "Value" or "AverageValue"',
+  }),
+  averageUtilization: int("averageUtilization", 1).optional(),
+  averageValue: z.union([z.string(), z.number()]).optional(),
+  value: z.union([z.string(), z.number()]).optional(),
+});
+/** autoscaling/v2 HPAScalingRules (pkg/apis/autoscaling/v2/defaults.go gives the defaults in the controller). */
+const ScalingRules = z.strictObject({
+  stabilizationWindowSeconds: int("stabilizationWindowSeconds", 0, 3600).optional(),
+  selectPolicy: z
+    .enum(["Max", "Min", "Disabled"], { error: 'selectPolicy must be "Max", "Min" or "Disabled"' })
+    .optional(),
+  policies: z
+    .array(
+      z.strictObject({
+        type: z.enum(["Pods", "Percent"], { error: 'policies[].type must be "Pods" or "Percent"' }),
+        value: int("value", 1),
+        periodSeconds: int("periodSeconds", 1, 1800),
+      }),
+    )
+    .optional(),
+  tolerance: z.union([z.string(), z.number()]).optional(),
+});
+/** autoscaling/v2 HorizontalPodAutoscaler: scales a Deployment, ReplicaSet, ReplicationController or StatefulSet
+ * on this node from the CPU and memory the runtime reports (Resource and ContainerResource metrics; the others
+ * need a metrics API a node does not have, and are refused naming the field). */
+export const HorizontalPodAutoscaler = z.strictObject({
+  apiVersion: z.literal("autoscaling/v2"),
+  kind: z.literal("HorizontalPodAutoscaler"),
+  metadata: metadata(),
+  spec: z
+    .strictObject({
+      scaleTargetRef: z.strictObject({
+        apiVersion: z.string().optional(),
+        kind: z.enum(["Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"], {
+          error: "scaleTargetRef.kind must be Deployment, ReplicaSet, ReplicationController or StatefulSet",
+        }),
+        name: z.string().min(1, "scaleTargetRef.name is required"),
+      }),
+      minReplicas: int("minReplicas", 1, MAX_REPLICAS).default(1),
+      maxReplicas: int("maxReplicas", 1, MAX_REPLICAS),
+      metrics: z
+        .array(
+          z.union([
+            z.strictObject({
+              type: z.literal("Resource"),
+              resource: z.strictObject({ name: z.enum(["cpu", "memory"]), target: MetricTarget }),
+            }),
+            z.strictObject({
+              type: z.literal("ContainerResource"),
+              containerResource: z.strictObject({
+                name: z.enum(["cpu", "memory"]),
+                container: z.string().min(1),
+                target: MetricTarget,
+              }),
+            }),
+          ]),
+        )
+        .optional(),
+      behavior: z.strictObject({ scaleUp: ScalingRules.optional(), scaleDown: ScalingRules.optional() }).optional(),
+    })
+    .superRefine((s, ctx) => {
+      if (s.maxReplicas < s.minReplicas)
+        ctx.addIssue({
+          code: "custom",
+          path: ["maxReplicas"],
+          message: "must be greater than or equal to minReplicas",
+        });
+      (s.metrics ?? []).forEach((m, i) => {
+        const t = m.type === "Resource" ? m.resource.target : m.containerResource.target;
+        if (t.type === "Value")
+          ctx.addIssue({
+            code: "custom",
+            path: ["metrics", i, "target", "type"],
+            message: "a resource metric's target must be Utilization or AverageValue",
+          });
+        if (t.type === "Utilization" && t.averageUtilization === undefined)
+          ctx.addIssue({
+            code: "custom",
+            path: ["metrics", i, "target", "averageUtilization"],
+            message: "Required value",
+          });
+        if (t.type === "AverageValue" && t.averageValue === undefined)
+          ctx.addIssue({ code: "custom", path: ["metrics", i, "target", "averageValue"], message: "Required value" });
+      });
+    })
+    // SetDefaults_HorizontalPodAutoscaler: no metrics is 80 % CPU utilization.
+    .transform((s) => ({
+      ...s,
+      metrics: s.metrics?.length
+        ? s.metrics
+        : [
+            {
+              type: "Resource" as const,
+              resource: { name: "cpu" as const, target: { type: "Utilization" as const, averageUtilization: 80 } },
+            },
+          ],
+    })),
+  status,
+});
+
+/** policy/v1 PodDisruptionBudget: stored, its status computed as the disruption controller does. */
+export const PodDisruptionBudget = z.strictObject({
+  apiVersion: z.literal("policy/v1"),
+  kind: z.literal("PodDisruptionBudget"),
+  metadata: metadata(),
+  spec: z
+    .strictObject({
+      minAvailable: intOrPercent.optional(),
+      maxUnavailable: intOrPercent.optional(),
+      selector: LabelSelector.optional(),
+      unhealthyPodEvictionPolicy: z
+        .enum(["IfHealthyBudget", "AlwaysAllow"], {
+          error: 'unhealthyPodEvictionPolicy must be "IfHealthyBudget" or "AlwaysAllow"',
+        })
+        .optional(),
+    })
+    .superRefine((s, ctx) => {
+      if (s.minAvailable !== undefined && s.maxUnavailable !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["minAvailable"],
+          message: "minAvailable and maxUnavailable cannot be both set",
+        });
+    }),
+  status,
+});
+
 export type Deployment = z.output<typeof Deployment>;
 export type ReplicaSet = z.output<typeof ReplicaSet>;
 export type StatefulSet = z.output<typeof StatefulSet>;
@@ -435,6 +591,9 @@ export type Job = z.output<typeof Job>;
 export type JobSpec = z.output<typeof JobSpec>;
 export type CronJob = z.output<typeof CronJob>;
 export type PersistentVolumeClaim = z.output<typeof PersistentVolumeClaim>;
+export type ReplicationController = z.output<typeof ReplicationController>;
+export type HorizontalPodAutoscaler = z.output<typeof HorizontalPodAutoscaler>;
+export type PodDisruptionBudget = z.output<typeof PodDisruptionBudget>;
 export type { Service } from "./service.js";
 /** The desired objects a node keeps beside its pods: the workload kinds, claims, and Services (v1, src/services/). */
 export type Workload =
@@ -445,7 +604,10 @@ export type Workload =
   | Job
   | CronJob
   | PersistentVolumeClaim
-  | Service;
+  | Service
+  | ReplicationController
+  | HorizontalPodAutoscaler
+  | PodDisruptionBudget;
 export type WorkloadKind = Workload["kind"];
 
 export const WORKLOAD_SCHEMAS = {
@@ -457,6 +619,9 @@ export const WORKLOAD_SCHEMAS = {
   CronJob,
   PersistentVolumeClaim,
   Service,
+  ReplicationController,
+  HorizontalPodAutoscaler,
+  PodDisruptionBudget,
 } as const;
 export const WORKLOAD_API_VERSIONS: Record<WorkloadKind, string> = {
   Deployment: "apps/v1",
@@ -467,6 +632,9 @@ export const WORKLOAD_API_VERSIONS: Record<WorkloadKind, string> = {
   CronJob: "batch/v1",
   PersistentVolumeClaim: "v1",
   Service: "v1",
+  ReplicationController: "v1",
+  HorizontalPodAutoscaler: "autoscaling/v2",
+  PodDisruptionBudget: "policy/v1",
 };
 export const isWorkloadKind = (k: unknown): k is WorkloadKind =>
   typeof k === "string" && Object.hasOwn(WORKLOAD_SCHEMAS, k);
@@ -478,6 +646,8 @@ export function templateOf(w: Workload): PodTemplate | undefined {
       return w.spec.jobTemplate.spec.template;
     case "PersistentVolumeClaim":
     case "Service":
+    case "HorizontalPodAutoscaler":
+    case "PodDisruptionBudget":
       return undefined;
     default:
       return w.spec.template;
