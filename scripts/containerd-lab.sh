@@ -60,6 +60,7 @@ install_missing() {
   static_busybox >/dev/null || need+=(busybox-static)
   for p in bridge host-local loopback portmap; do [ -x "$CNI_BIN/$p" ] || { need+=(containernetworking-plugins); break; }; done
   command -v iptables >/dev/null || need+=(iptables) # the portmap plugin calls it
+  command -v nft >/dev/null || need+=(nftables)       # the Services data plane (src/services/proxy) programs it
   [ ${#need[@]} -gt 0 ] || return 0
   command -v apt-get >/dev/null || die "missing ${need[*]} (Debian package names) and there is no apt-get to install them"
   say "installing ${need[*]} (log: $LAB/log/apt.log)"

@@ -126,9 +126,11 @@ export function hostResolvConf(path = "/etc/resolv.conf"): {
       .replace(/[#;].*$/, "")
       .trim()
       .split(/\s+/);
+    // kubelet's parseResolvConf: nameservers accumulate; the last search and options lines win; search paths lose
+    // a trailing dot and "." is dropped.
     if (key === "nameserver" && rest[0]) out.servers.push(rest[0]);
-    else if (key === "search") out.searches = rest;
-    else if (key === "options") out.options.push(...rest);
+    else if (key === "search") out.searches = rest.filter((x) => x !== ".").map((x) => x.replace(/\.$/, ""));
+    else if (key === "options") out.options = rest;
   }
   return out;
 }
