@@ -62,6 +62,8 @@ import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
 import { startIdleGc } from "./host/idle-gc.js";
+import { startNodeDataplane } from "./services/node-dataplane.js";
+import { memoryServiceSource } from "./services/types.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -218,6 +220,25 @@ export async function startNode(
     nodeName: s.PODSYNC_NODE_NAME,
     cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000,
   };
+  // The Services data plane (PODSYNC_SERVICE_DATAPLANE=on): the nftables proxier and the cluster DNS, which pods
+  // get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is empty
+  // until the Service model feeds it.
+  const serviceSource = memoryServiceSource();
+  const services =
+    s.PODSYNC_SERVICE_DATAPLANE === "on"
+      ? await startNodeDataplane({
+          source: serviceSource,
+          serviceCIDRs: s.PODSYNC_SERVICE_CIDR,
+          cniConfDir: s.PODSYNC_CNI_CONF_DIR,
+          clusterDNS: s.PODSYNC_CLUSTER_DNS,
+          clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
+          upstreams: s.PODSYNC_DNS_UPSTREAM,
+          nodeName: s.PODSYNC_NODE_NAME,
+          log: (rec) =>
+            quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "services", ...rec })),
+        })
+      : undefined;
+  if (services) nodeConfig.clusterDNS = services.clusterDNS;
   // The runtime's Version, read at start as kubelet reads it: the event stream takes its source from it (and reads
   // it again when it opens anew), and the engine its name for container ids, so no pod's first sync asks for it.
   // (With the stream off, or its read failed, the engine's first sync reads it, counted in that sync's calls.)
@@ -575,6 +596,7 @@ export async function startNode(
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
     stopIdleGc();
     await loop.stop();
+    await services?.dataplane.stop();
     await probeStore.close().catch(() => undefined);
     await replay.close();
     await dirLock.release();
@@ -614,6 +636,7 @@ export async function startNode(
       `  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`,
     );
     if (tlsWarning) lines.push(`  warning: ${tlsWarning}`);
+    if (services) lines.push(...services.lines);
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError)
       lines.push(
@@ -644,6 +667,7 @@ export async function startNode(
         stopIdleGc();
         void loop.stop().then(async () => {
           await controllers.settle();
+          await services?.dataplane.stop();
           await probeStore.close().catch(() => undefined);
           const closed = () =>
             void replay

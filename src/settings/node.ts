@@ -5,10 +5,12 @@ import { hostname } from "node:os";
 import { z } from "zod";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./port.js";
 import { bool, checkCommon, commonSettings, formatIssues, int, list } from "./common.js";
+import { serviceDataplaneSettingsShape } from "./services.js";
 
 export const Settings = z
   .object({
     ...commonSettings,
+    ...serviceDataplaneSettingsShape,
     PODSYNC_HOST: z.string().min(1).default(DEFAULT_HOST),
     PODSYNC_PORT: int(0, 65535).default(DEFAULT_PORT),
     PODSYNC_NODE_NAME: z.string().min(1).default(hostname()),
