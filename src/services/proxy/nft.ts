@@ -48,7 +48,8 @@ export function nftCli(bin = "nft"): NftRunner {
       if (r.code !== 0) throw new NftError(`nft -f failed: ${firstLines(r.stderr)}`);
     },
     async list(table) {
-      const r = await run(bin, ["-j", "list", "table", "inet", table]);
+      // -t (terse): the names are wanted, not the maps' elements.
+      const r = await run(bin, ["-j", "-t", "list", "table", "inet", table]);
       if (r.code !== 0) {
         if (notFound(r)) return undefined;
         throw new NftError(`nft list table inet ${table} failed: ${firstLines(r.stderr)}`);

@@ -14,12 +14,14 @@ export interface ProxierHealth {
   nftVersion?: string;
   syncs: number;
   failures: number;
+  /** The last transaction written to the kernel (a sync with nothing to change writes none). */
   lastSync?: { at: number; full: boolean; commands: number; ms: number };
 }
 
 export interface Proxier {
   health(): ProxierHealth;
-  /** Resolves when the kernel holds the source's state as of this call (or rejects with the sync's error). */
+  /** Resolves when the kernel holds the source's state as of this call (or rejects with the sync's error); a
+   * sync already under way that read that state is not repeated. */
   sync(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -51,18 +53,25 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
   let needFull = true;
   let recreateBase = true;
   let running: Promise<void> | undefined;
-  let again = false;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
-  let waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+
+  let changes = 0; // source changes seen
+  let synced = -1; // the change count the last successful sync read
+  let waiters: { upTo: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
 
   const once = async () => {
+    const upTo = changes;
+    const started = performance.now();
+    // The kernel's listing (a child process) runs while the desired table is computed.
+    const listing = needFull || !applied ? nft.list(o.settings.table) : undefined;
+    listing?.catch(() => undefined);
     const snap = o.source.snapshot();
     const want = desiredRuleset(snap.services, snap.endpointSlices, o.settings);
-    const started = performance.now();
-    let script: string[] | undefined = needFull || !applied ? undefined : incrementalScript(applied, want);
+    let script: string[] | undefined = listing ? undefined : incrementalScript(applied!, want);
     const full = script === undefined;
-    if (script === undefined) script = fullSyncScript(want, await nft.list(o.settings.table), recreateBase);
+    if (script === undefined)
+      script = fullSyncScript(want, await (listing ?? nft.list(o.settings.table)), recreateBase);
     if (script.length > 0) {
       try {
         await nft.apply(script);
@@ -72,47 +81,56 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
         await nft.deleteTable(o.settings.table);
         await nft.apply(renderRuleset(want));
       }
+      health.lastSync = { at: Date.now(), full, commands: script.length, ms: performance.now() - started };
     }
     applied = want;
     needFull = false;
     recreateBase = false;
+    synced = upTo;
     health.syncs++;
     health.available = true;
     delete health.reason;
-    health.lastSync = { at: Date.now(), full, commands: script.length, ms: performance.now() - started };
   };
 
+  /** Resolves when a sync that read the source as of now has succeeded. */
   const kick = (): Promise<void> => {
-    const p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
-    if (running) again = true;
-    else running = loop();
+    const upTo = changes;
+    if (upTo <= synced) return Promise.resolve();
+    const p = new Promise<void>((resolve, reject) => waiters.push({ upTo, resolve, reject }));
+    running ??= loop();
     return p;
   };
   const loop = async () => {
-    do {
-      again = false;
-      const mine = waiters;
-      waiters = [];
+    while (!stopped && waiters.some((w) => w.upTo > synced)) {
       try {
         await once();
-        for (const w of mine) w.resolve();
+        const done = waiters.filter((w) => w.upTo <= synced);
+        waiters = waiters.filter((w) => w.upTo > synced);
+        for (const w of done) w.resolve();
       } catch (e) {
         needFull = true;
+        synced = -1; // nothing is known good until a full sync succeeds
         health.failures++;
         health.reason = (e as Error).message;
         log({ proxier: "sync failed", error: health.reason, retryInMs: retryMs });
-        for (const w of mine) w.reject(e);
+        const failed = waiters;
+        waiters = [];
+        for (const w of failed) w.reject(e);
         if (!stopped) {
           clearTimeout(retry);
-          retry = setTimeout(() => void kick().catch(() => undefined), retryMs);
+          retry = setTimeout(() => {
+            changes++; // a retry is owed a full sync whatever changed
+            void kick().catch(() => undefined);
+          }, retryMs);
           retry.unref?.();
         }
       }
-    } while (again && !stopped);
+    }
     running = undefined;
   };
 
   const unsubscribe = o.source.subscribe(() => {
+    changes++;
     if (!stopped) void kick().catch(() => undefined);
   });
   try {
@@ -128,6 +146,7 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
       unsubscribe();
       clearTimeout(retry);
       await running;
+      for (const w of waiters.splice(0)) w.reject(new Error("the proxier was stopped"));
     },
   };
 }
