@@ -15,7 +15,7 @@
 //   5. The DNS process under 2,000 queries/s for 10 s, 1 in 10 malformed: answers received, and its RSS before,
 //      after and once more after a second 10 s (growth would show between the two).
 // Writes bench/results/services-<time>.json.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createSocket } from "node:dgram";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
@@ -27,6 +27,8 @@ import { createPodRuntime } from "../src/kuberuntime/runtime.js";
 import { Pod } from "../src/pod/schema.js";
 import { nftCli } from "../src/services/proxy/nft.js";
 import { startProxier } from "../src/services/proxy/proxier.js";
+import { desiredRuleset } from "../src/services/proxy/ruleset.js";
+import { fullSyncScript } from "../src/services/proxy/transaction.js";
 import { memoryServiceSource } from "../src/services/types.js";
 import { fixture } from "./services-fixture.js";
 
@@ -271,6 +273,22 @@ async function programming() {
     fromEmpty.push({ ms: performance.now() - t0, commands: p.health().lastSync!.commands });
     await p.stop();
   }
+  // Where the time goes, in CPU rather than wall (the wall time waits for a CPU on a loaded machine): podsync's
+  // computing of the table and its transaction, and the nft process applying it (user + sys, from /usr/bin/time).
+  const f = fixture(100, 3);
+  const c0 = process.cpuUsage();
+  const want = desiredRuleset(f.services, f.endpointSlices, { table: TABLE, serviceCIDRs: ["10.96.0.0/16"] });
+  const script = fullSyncScript(want, undefined);
+  const c1 = process.cpuUsage(c0);
+  await nft.deleteTable(TABLE);
+  const timed = spawnSync("/usr/bin/time", ["-f", "%e %U %S", "nft", "-f", "-"], { input: `${script.join("\n")}\n` });
+  const [wallS, userS, sysS] = timed.stderr.toString().trim().split("\n").at(-1)!.split(" ").map(Number);
+  const cpu = {
+    podsyncComputeCpuMs: round((c1.user + c1.system) / 1000, 1),
+    nftApplyCpuMs: round(((userS ?? 0) + (sysS ?? 0)) * 1000, 1),
+    nftApplyWallMs: round((wallS ?? 0) * 1000, 1),
+  };
+  await nft.deleteTable(TABLE);
   const source = memoryServiceSource(fixture(100, 3));
   const p = await startProxier({ source, settings: { table: TABLE, serviceCIDRs: ["10.96.0.0/16"] } });
   const changes: { ms: number; commands: number }[] = [];
@@ -290,6 +308,7 @@ async function programming() {
       medianMs: round(median(fromEmpty.map((x) => x.ms)), 1),
       commands: fromEmpty[0]!.commands,
       runs: fromEmpty.map((x) => round(x.ms, 1)),
+      ...cpu,
     },
     oneEndpointChange: {
       medianMs: round(median(changes.map((x) => x.ms)), 1),
