@@ -70,12 +70,11 @@ export function nftCli(bin = "nft"): NftRunner {
       throw new NftError(`nft delete table inet ${table} failed: ${firstLines(r.stderr)}`);
     },
     async probe() {
-      const r = await run(bin, ["--version"]);
+      // A listing needs CAP_NET_ADMIN and nf_tables in the kernel: the same rights a transaction needs.
+      const [r, l] = await Promise.all([run(bin, ["--version"]), run(bin, ["list", "tables", "inet"])]);
       if (r.error?.code === "ENOENT")
         return { ok: false, reason: `${bin} is not installed (Debian: apt-get install nftables)` };
       if (r.code !== 0) return { ok: false, reason: `${bin} --version failed: ${firstLines(r.stderr)}` };
-      // A listing needs CAP_NET_ADMIN and nf_tables in the kernel: the same rights a transaction needs.
-      const l = await run(bin, ["list", "tables", "inet"]);
       if (l.code !== 0) return { ok: false, reason: `${bin} cannot read the kernel's tables: ${firstLines(l.stderr)}` };
       return { ok: true, version: r.stdout.trim() };
     },
