@@ -289,6 +289,49 @@ describe("the DNS server over UDP and TCP (loopback, stub upstream)", () => {
     expect(data(r.answers!)).toEqual(["10.96.0.77"]);
   });
 
+  it("EDNS queries get an OPT back; an answer too big for UDP is truncated, and whole over TCP", async () => {
+    const big = buildIndex(
+      {
+        services: [{ metadata: { name: "many", namespace: "default" }, spec: { clusterIP: "None" } }],
+        endpointSlices: [
+          {
+            metadata: { namespace: "default", labels: { "kubernetes.io/service-name": "many" } },
+            addressType: "IPv4",
+            endpoints: Array.from({ length: 60 }, (_, i) => ({ addresses: [`10.244.78.${i + 10}`] })),
+          },
+        ],
+      },
+      "cluster.local",
+    );
+    const a = createAnswerer({ index: () => big, upstreams: [] });
+    const udp = dnsPacket.decode((await a.answer(query("many.default.svc.cluster.local"), false))!);
+    expect(udp.flag_tc).toBe(true);
+    expect(udp.answers).toEqual([]);
+    const tcp = dnsPacket.decode((await a.answer(query("many.default.svc.cluster.local"), true))!);
+    expect(tcp.answers).toHaveLength(60);
+    const edns = dnsPacket.encode({
+      id: 1,
+      type: "query",
+      questions: [{ name: "many.default.svc.cluster.local", type: "A" }],
+      additionals: [
+        {
+          type: "OPT",
+          name: ".",
+          udpPayloadSize: 4096,
+          extendedRcode: 0,
+          ednsVersion: 0,
+          flags: 0,
+          flag_do: false,
+          options: [],
+        },
+      ],
+    });
+    const e = dnsPacket.decode((await a.answer(edns, false))!);
+    expect(e.flag_tc).toBe(false);
+    expect(e.answers).toHaveLength(60);
+    expect(e.additionals?.some((x) => x.type === "OPT")).toBe(true);
+  });
+
   it("SERVFAIL when no upstream answers", async () => {
     const lonely = createAnswerer({ index: () => index, upstreams: [], cache: new DnsCache() });
     const r = dnsPacket.decode((await lonely.answer(query("example.net"), false))!);

@@ -2,7 +2,7 @@
 // (records.ts), everything else forwarded through the cache. Malformed input is answered FORMERR when it has a
 // header to answer, and dropped otherwise; it never throws. Transport-free: server.ts calls it for UDP and TCP.
 import * as dnsPacket from "dns-packet";
-import type { Answer, Packet, Question, RecordType } from "dns-packet";
+import type { Answer, OptAnswer, Packet, Question, RecordType } from "dns-packet";
 import { DnsCache } from "./cache.js";
 import { forward, type Upstream } from "./forward.js";
 import { type DnsIndex, isLocal, lookup } from "./records.js";
@@ -32,6 +32,18 @@ function bare(id: number, rcode: number): Buffer {
   return dnsPacket.encode({ id, type: "response", flags: RA | rcode, questions: [], answers: [] });
 }
 
+/** The EDNS OPT record an EDNS query gets back: 1232 bytes, the DNS flag day 2020 size. */
+const opt: OptAnswer = {
+  type: "OPT",
+  name: ".",
+  udpPayloadSize: 1232,
+  extendedRcode: 0,
+  ednsVersion: 0,
+  flags: 0,
+  flag_do: false,
+  options: [],
+};
+
 const udpLimit = (q: Packet) => {
   const opt = (q.additionals ?? []).find((a) => a.type === "OPT");
   const size = opt && "udpPayloadSize" in opt ? Number(opt.udpPayloadSize) : 512;
@@ -60,10 +72,7 @@ export function createAnswerer(o: AnswererOptions): Answerer {
       questions: q.questions ?? [],
       answers,
       authorities,
-      additionals: [
-        ...additionals,
-        ...(edns ? [{ type: "OPT", name: ".", udpPayloadSize: 1232, flags: 0, options: [] } as unknown as Answer] : []),
-      ],
+      additionals: [...additionals, ...(edns ? [opt] : [])],
     };
     const buf = dnsPacket.encode(packet);
     if (tcp || buf.length <= udpLimit(q)) return buf;
