@@ -34,6 +34,53 @@ describe("the Services data plane without nft", () => {
   });
 });
 
+describe("the proxier after a failed transaction", () => {
+  it("retries with a full sync that reconciles the kernel's table", async () => {
+    // The real nft, with the second transaction refused once (as a kernel out of memory would).
+    const real = nftCli();
+    let applies = 0;
+    const faulty = {
+      ...real,
+      apply: (script: readonly string[]) =>
+        ++applies === 2 ? Promise.reject(new Error("injected")) : real.apply(script),
+    };
+    const table = `podsync-retry-${process.pid}`;
+    const svc = (ip: string) => ({
+      metadata: { name: `s${ip.split(".").pop()}`, namespace: "default" },
+      spec: { clusterIP: ip, ports: [{ port: 80 }] },
+    });
+    const source = memoryServiceSource({ services: [svc("10.96.5.1")] });
+    const logs: Record<string, unknown>[] = [];
+    const { startProxier } = await import("../src/services/proxy/proxier.js");
+    const p = await startProxier({
+      source,
+      settings: { table, serviceCIDRs: ["10.96.0.0/16"] },
+      nft: faulty,
+      retryMs: 100,
+      log: (r) => logs.push(r),
+    });
+    try {
+      source.set({ services: [svc("10.96.5.1"), svc("10.96.5.2")] });
+      await expect(p.sync()).rejects.toThrow(/injected/);
+      expect(p.health()).toMatchObject({ failures: 1, reason: "injected" });
+      expect(logs).toContainEqual(expect.objectContaining({ proxier: "sync failed" }));
+      // The retry comes by itself, as a full sync.
+      for (let i = 0; i < 50 && p.health().syncs < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(p.health()).toMatchObject({ available: true, lastSync: { full: true } });
+      expect(p.health().reason).toBeUndefined();
+      const listed = await real.list(table);
+      expect(listed?.sets).toContain("no-endpoint-services");
+      const { execFileSync } = await import("node:child_process");
+      expect(execFileSync("nft", ["list", "map", "inet", table, "no-endpoint-services"]).toString()).toContain(
+        "10.96.5.2",
+      );
+    } finally {
+      await p.stop();
+      await real.deleteTable(table);
+    }
+  });
+});
+
 describe("the node's pod network from its CNI configuration", () => {
   it("reads the bridge, its gateway (the subnet's first address unless given) and the subnet", () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-cni-"));
