@@ -62,6 +62,7 @@ install_missing() {
   command -v iptables >/dev/null || need+=(iptables) # the portmap plugin calls it
   # The real-client suite (test/kubeapi-clients.e2e.test.ts) runs Debian's Python client with Debian's python3.
   [ -f /usr/lib/python3/dist-packages/kubernetes/__init__.py ] || need+=(python3-kubernetes)
+  command -v nft >/dev/null || need+=(nftables)       # the Services data plane (src/services/proxy) programs it
   [ ${#need[@]} -gt 0 ] || return 0
   command -v apt-get >/dev/null || die "missing ${need[*]} (Debian package names) and there is no apt-get to install them"
   say "installing ${need[*]} (log: $LAB/log/apt.log)"

@@ -67,6 +67,8 @@ import { createServiceSource, type ServiceSource } from "./services/source.js";
 import { createEndpointsFeed } from "./kubeapi/endpoints-feed.js";
 import { serviceNetworkFrom } from "./settings/services.js";
 import type { Service } from "./pod/workloads/service.js";
+import { startNodeDataplane } from "./services/node-dataplane.js";
+import { memoryServiceSource } from "./services/types.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -224,6 +226,25 @@ export async function startNode(
     nodeName: s.PODSYNC_NODE_NAME,
     cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000,
   };
+  // The Services data plane (PODSYNC_SERVICE_DATAPLANE=on): the nftables proxier and the cluster DNS, which pods
+  // get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is empty
+  // until the Service model (src/services/source.ts, made with the pods' feed below) hands it each snapshot.
+  const dataplaneSource = memoryServiceSource();
+  const dataplane =
+    s.PODSYNC_SERVICE_DATAPLANE === "on"
+      ? await startNodeDataplane({
+          source: dataplaneSource,
+          serviceCIDRs: [s.PODSYNC_SERVICE_CIDR.text],
+          cniConfDir: s.PODSYNC_CNI_CONF_DIR,
+          clusterDNS: s.PODSYNC_CLUSTER_DNS,
+          clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
+          upstreams: s.PODSYNC_DNS_UPSTREAM,
+          nodeName: s.PODSYNC_NODE_NAME,
+          log: (rec) =>
+            quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "services", ...rec })),
+        })
+      : undefined;
+  if (dataplane) nodeConfig.clusterDNS = dataplane.clusterDNS;
   // The runtime's Version, read at start as kubelet reads it: the event stream takes its source from it (and reads
   // it again when it opens anew), and the engine its name for container ids, so no pod's first sync asks for it.
   // (With the stream off, or its read failed, the engine's first sync reads it, counted in that sync's calls.)
@@ -350,6 +371,8 @@ export async function startNode(
   });
   const services = serviceSource;
   void services.refresh();
+  const feedDataplane = () => dataplaneSource.set(services.snapshot());
+  if (dataplane) services.subscribe(feedDataplane);
   const endpointsFeed = createEndpointsFeed(clock, services);
   // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
   const loopRuntime = recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter);
@@ -647,6 +670,7 @@ export async function startNode(
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
     await loop.stop();
+    await dataplane?.dataplane.stop();
     await probeStore.close().catch(() => undefined);
     await replay.close();
     await dirLock.release();
@@ -686,6 +710,7 @@ export async function startNode(
       `  state:   ${stateDir} (desired pods in pods/, used token ids in jti/, probe state in probes/${keys.dev && !s.PODSYNC_STATE_DIR ? "; dev mode keeps them beside the dev key, set PODSYNC_STATE_DIR" : ""})`,
     );
     if (tlsWarning) lines.push(`  warning: ${tlsWarning}`);
+    if (dataplane) lines.push(...dataplane.lines);
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError)
       lines.push(
@@ -716,6 +741,7 @@ export async function startNode(
         services.stop();
         void loop.stop().then(async () => {
           await controllers.settle();
+          await dataplane?.dataplane.stop();
           await probeStore.close().catch(() => undefined);
           const closed = () =>
             void replay

@@ -6,6 +6,10 @@ import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberu
 import { defaultNodeConfig, type NodeConfig } from "../src/container/node-config.js";
 import { expand } from "../src/container/expansion.js";
 import { podDNS } from "../src/kuberuntime/dns.js";
+import { hostResolvConf } from "../src/settings/node.js";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { podQOS } from "../src/kuberuntime/resources.js";
 import { hashContainer } from "../src/container/hash.js";
 import { parseQuantity } from "../src/pod/quantity.js";
@@ -163,6 +167,56 @@ describe("DNS (kubelet GetPodDNS)", () => {
     expect(
       podDNS(mk({ dnsPolicy: "Default", dnsConfig: { options: [{ name: "ndots", value: "3" }] } }), node).options,
     ).toEqual(["ndots:3"]);
+  });
+  it("reads the node's resolv.conf as kubelet's parseResolvConf", () => {
+    const f = join(mkdtempSync(join(tmpdir(), "podsync-resolv-")), "resolv.conf");
+    writeFileSync(
+      f,
+      "# c\nnameserver 192.0.2.53\nsearch old.example\nsearch corp.example. . b.example\noptions ndots:2\noptions edns0\nnameserver 192.0.2.54\n",
+    );
+    expect(hostResolvConf(f)).toEqual({
+      servers: ["192.0.2.53", "192.0.2.54"],
+      searches: ["corp.example", "b.example"],
+      options: ["edns0"],
+    });
+  });
+  it("as kubelet: duplicates omitted, at most 3 nameservers, search paths within the limits, bare options", () => {
+    const withDns = {
+      ...node,
+      clusterDNS: ["10.96.0.10"],
+      hostDNS: { ...node.hostDNS, searches: ["cluster.local", "corp.example", "x".repeat(254)] },
+    };
+    const r = podDNS(
+      mk({
+        dnsConfig: {
+          nameservers: ["1.1.1.1", "8.8.8.8", "9.9.9.9"],
+          searches: ["svc.cluster.local", ...Array.from({ length: 30 }, (_, i) => `s${i}.example`)],
+          options: [{ name: "edns0" }, { name: "ndots", value: "" }],
+        },
+      }),
+      withDns,
+    );
+    expect(r.servers).toEqual(["10.96.0.10", "1.1.1.1", "8.8.8.8"]);
+    expect(r.searches.slice(0, 4)).toEqual([
+      "prod.svc.cluster.local",
+      "svc.cluster.local",
+      "cluster.local",
+      "corp.example",
+    ]);
+    // Cut to 32 first, then the path over 253 characters dropped (formDNSSearchFitsLimits' order): 31.
+    expect(r.searches).toHaveLength(31);
+    expect(r.searches.every((s) => s.length <= 253)).toBe(true);
+    expect(r.options).toEqual(["ndots", "edns0"]);
+    // No cluster domain: the host's search paths only.
+    expect(podDNS(mk(), { ...withDns, clusterDomain: "" }).searches).toEqual(["cluster.local", "corp.example"]);
+    // A search line over 2048 characters loses its last paths.
+    const long = Array.from({ length: 20 }, (_, i) => `${String(i).padStart(2, "0")}${"y".repeat(150)}.example`);
+    const cut = podDNS(mk({ dnsPolicy: "Default" }), {
+      ...node,
+      hostDNS: { ...node.hostDNS, searches: long },
+    }).searches;
+    expect(cut.join(" ").length).toBeLessThanOrEqual(2048);
+    expect(cut).toEqual(long.slice(0, cut.length));
   });
 });
 

@@ -45,4 +45,8 @@ export const commands: Record<string, Entry> = {
     load: () => import("./commands/kubeconfig.js"),
   },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
+  services: {
+    summary: "services flush: remove the Service data plane's nftables table (inet podsync)",
+    load: () => import("./commands/services.js"),
+  },
 };

@@ -5,12 +5,13 @@ import { hostname } from "node:os";
 import { z } from "zod";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./port.js";
 import { bool, checkCommon, commonSettings, formatIssues, int, list } from "./common.js";
-import { serviceSettingsShape } from "./services.js";
+import { serviceDataplaneSettingsShape, serviceSettingsShape } from "./services.js";
 
 export const Settings = z
   .object({
     ...commonSettings,
     ...serviceSettingsShape,
+    ...serviceDataplaneSettingsShape,
     PODSYNC_HOST: z.string().min(1).default(DEFAULT_HOST),
     PODSYNC_PORT: int(0, 65535).default(DEFAULT_PORT),
     PODSYNC_NODE_NAME: z.string().min(1).default(hostname()),
@@ -128,9 +129,11 @@ export function hostResolvConf(path = "/etc/resolv.conf"): {
       .replace(/[#;].*$/, "")
       .trim()
       .split(/\s+/);
+    // kubelet's parseResolvConf: nameservers accumulate; the last search and options lines win; search paths lose
+    // a trailing dot and "." is dropped.
     if (key === "nameserver" && rest[0]) out.servers.push(rest[0]);
-    else if (key === "search") out.searches = rest;
-    else if (key === "options") out.options.push(...rest);
+    else if (key === "search") out.searches = rest.filter((x) => x !== ".").map((x) => x.replace(/\.$/, ""));
+    else if (key === "options") out.options = rest;
   }
   return out;
 }

@@ -1,6 +1,8 @@
 // The node agent's Service settings (docs/services.md): the ClusterIP range, the NodePort range and the node
 // owner's NodePort policy. Node only: a Worker refuses Services (it cannot program the node's kernel).
+import { isIP } from "node:net";
 import { z } from "zod";
+import { list } from "./common.js";
 import { parseNodePortRange, parseServiceCidr, type ServiceNetwork } from "../services/allocate.js";
 
 export const DEFAULT_SERVICE_CIDR = "10.96.0.0/16";
@@ -46,3 +48,22 @@ export function serviceNetworkFrom(s: {
     nodePortPolicy: s.PODSYNC_POLICY_NODEPORTS,
   };
 }
+
+// The Services data plane's settings (src/services/proxy, src/services/dns): the nftables proxier and the cluster
+// DNS. PODSYNC_CLUSTER_DNS and PODSYNC_CLUSTER_DOMAIN are common settings; PODSYNC_SERVICE_CIDR is above.
+
+
+const upstream = z.string().refine((u) => {
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(u) ?? (isIP(u) ? [u, u] : /^([^:]+):(\d+)$/.exec(u));
+  return !!m && isIP(m[1] ?? "") !== 0 && (m[2] === undefined || (Number(m[2]) > 0 && Number(m[2]) < 65536));
+}, "must be host[:port] with an IP address (e.g. 192.0.2.53 or 192.0.2.53:5353)");
+
+export const serviceDataplaneSettingsShape = {
+  /** The Services data plane on this node: the nftables table `inet podsync` and the cluster DNS. */
+  PODSYNC_SERVICE_DATAPLANE: z.enum(["on", "off"], { error: "allowed: on, off" }).default("off"),
+  /** Where the cluster DNS forwards names outside the cluster domain; unset: the node's /etc/resolv.conf. */
+  PODSYNC_DNS_UPSTREAM: list.pipe(z.array(upstream)).optional(),
+  /** The CNI configuration containerd uses: the pod bridge, its gateway (the default cluster DNS address) and the
+   * pods' subnet are read from it. */
+  PODSYNC_CNI_CONF_DIR: z.string().startsWith("/", "must be an absolute path").default("/etc/cni/net.d"),
+};

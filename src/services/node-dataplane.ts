@@ -1,0 +1,61 @@
+// The node agent's Services data plane, from its settings: the pod network read from the CNI configuration, the
+// cluster DNS address (PODSYNC_CLUSTER_DNS, else the bridge's gateway) and its upstreams (PODSYNC_DNS_UPSTREAM, else
+// the node's resolv.conf), and what start-up should say about them. src/node.ts calls it; it returns the cluster
+// DNS address pods must be given (kubelet's --cluster-dns) when the setting left it to podsync.
+import { type ServiceDataplane, startServiceDataplane } from "./dataplane.js";
+import { readPodNetwork, resolvConfServers } from "./node-network.js";
+import type { ServiceSource } from "./types.js";
+
+export interface NodeDataplaneOptions {
+  source: ServiceSource;
+  serviceCIDRs: string[];
+  cniConfDir: string;
+  /** PODSYNC_CLUSTER_DNS as set (may be empty). */
+  clusterDNS: string[];
+  clusterDomain: string;
+  /** PODSYNC_DNS_UPSTREAM as set, or undefined. */
+  upstreams: string[] | undefined;
+  nodeName: string;
+  log?: (rec: Record<string, unknown>) => void;
+}
+
+export async function startNodeDataplane(
+  o: NodeDataplaneOptions,
+): Promise<{ dataplane: ServiceDataplane; clusterDNS: string[]; lines: string[] }> {
+  const net = readPodNetwork(o.cniConfDir);
+  const lines: string[] = [];
+  const dnsAddress = o.clusterDNS[0] ?? net?.gateway;
+  // The cluster DNS must not forward to itself (a node whose resolv.conf names the gateway).
+  const upstreams = (o.upstreams ?? resolvConfServers()).filter((u) => u !== dnsAddress);
+  const dataplane = await startServiceDataplane({
+    source: o.source,
+    settings: {
+      serviceCIDRs: o.serviceCIDRs,
+      podCIDR: net?.subnet,
+      nodeName: o.nodeName,
+      clusterDomain: o.clusterDomain,
+      dns: dnsAddress ? { address: dnsAddress, upstreams } : undefined,
+    },
+    ...(o.log ? { log: o.log } : {}),
+  });
+  // The first bind is quick where the address exists: give it a moment so start-up says how it went.
+  await Promise.race([dataplane.dns?.ready(), new Promise((r) => setTimeout(r, 500).unref())]);
+  const h = dataplane.health();
+  if (h.proxy?.available)
+    lines.push(
+      `  services: nftables table inet podsync (${h.proxy.nftVersion}); ClusterIPs from ${o.serviceCIDRs.join(",")}${net ? `, pods ${net.subnet} on ${net.bridge}` : ""}`,
+    );
+  else
+    lines.push(
+      `  warning: the Services data plane is unavailable: ${h.proxy?.reason ?? "unknown"}; Services are refused until it is`,
+    );
+  if (!dnsAddress)
+    lines.push(
+      `  warning: no cluster DNS: PODSYNC_CLUSTER_DNS is unset and no bridge network was found in ${o.cniConfDir} (set PODSYNC_CNI_CONF_DIR)`,
+    );
+  else
+    lines.push(
+      `  dns:     ${o.clusterDomain} on ${dnsAddress}:53 (UDP, TCP)${h.dns?.listening ? "" : `, not yet: ${h.dns?.reason}`}; forwards to ${upstreams.join(", ") || "nothing (SERVFAIL): set PODSYNC_DNS_UPSTREAM"}`,
+    );
+  return { dataplane, clusterDNS: o.clusterDNS.length > 0 ? o.clusterDNS : dnsAddress ? [dnsAddress] : [], lines };
+}
