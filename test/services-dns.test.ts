@@ -357,6 +357,7 @@ describe("the DNS server over UDP and TCP (loopback, stub upstream)", () => {
       expect(data(r.answers!)).toEqual(["10.96.0.10"]);
     } finally {
       await late.close();
+      await late.close(); // a second close is harmless
       spawnSync("ip", ["addr", "del", `${addr}/32`, "dev", "lo"]);
     }
   }, 10_000);

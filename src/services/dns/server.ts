@@ -134,13 +134,17 @@ export function startDnsServer(o: {
   return {
     health: () => ({ ...health }),
     ready: () => ready,
+    /** Idempotent: a second close finds nothing to close. */
     async close() {
       closed = true;
       clearTimeout(timer);
       for (const c of conns) c.destroy();
+      const [u, t] = [udp, tcp];
+      udp = undefined;
+      tcp = undefined;
       await Promise.all([
-        new Promise<void>((r) => (udp ? udp.close(() => r()) : r())),
-        new Promise<void>((r) => (tcp ? tcp.close(() => r()) : r())),
+        new Promise<void>((r) => (u ? u.close(() => r()) : r())),
+        new Promise<void>((r) => (t ? t.close(() => r()) : r())),
       ]);
       health.listening = false;
     },
