@@ -61,6 +61,8 @@ import { createControllers } from "./controllers/run.js";
 import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
+import { openFileLimit } from "./host/fd-limit.js";
+import { StreamBudget } from "./http/stream-budget.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -408,7 +410,12 @@ export async function startNode(
     ? () => undefined
     : (rec: RequestLog) => void process.stdout.write(`${JSON.stringify(rec)}\n`);
   kickLoop = () => loop.kick();
+  // Open watches, exec sessions and log streams, on both fronts: one budget per node.
+  const streams = new StreamBudget(
+    StreamBudget.limitsFor(s.PODSYNC_MAX_STREAMS, s.PODSYNC_MAX_STREAMS_PER_TOKEN, openFileLimit()),
+  );
   const app = createApp({
+    streams,
     runtime,
     prober,
     desired,
@@ -487,13 +494,22 @@ export async function startNode(
       allowExec: s.PODSYNC_ALLOW_EXEC,
       log: requestLog,
       workloads: workloadFeed,
+      streams,
     });
   // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server. The socket buffers what the client
   // sends while the handler loads (an upgraded socket has no data listener until ws binds one).
   let upgrade: Promise<(req: IncomingMessage, socket: Duplex, head: Buffer) => void> | undefined;
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     upgrade ??= import("./kubeapi/exec-stream.js").then((m) =>
-      m.execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: requestLog }),
+      m.execUpgrade({
+        verifier,
+        pods: podsHub,
+        runtime,
+        allowExec: s.PODSYNC_ALLOW_EXEC,
+        log: requestLog,
+        streams,
+        bufferBytes: s.PODSYNC_STREAM_BUFFER_BYTES,
+      }),
     );
     // Until ws has the socket, an error on it (the client gone) ends it rather than reach the process unhandled.
     const ended = () => socket.destroy();
