@@ -62,6 +62,8 @@ import { notifying } from "./controllers/store.js";
 import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./settings/node.js";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
 import { openFileLimit } from "./host/fd-limit.js";
+import { migrateClaimLayout } from "./host/claim-layout.js";
+import { podClaims } from "./volumemanager/volumes.js";
 import { StreamBudget } from "./http/stream-budget.js";
 
 export const DEV_ISSUER = "podsync-dev";
@@ -316,6 +318,35 @@ export async function startNode(
   const workloadsError = await workloadFiles.open().then(
     () => undefined,
     (e: StateUnavailableError) => e,
+  );
+  // Claims moved once to <root>/volumes/pvc/<namespace>/<claim> (host/claim-layout.ts), before any pod syncs;
+  // which namespace an old claim belongs to is read from the stores just loaded.
+  await migrateClaimLayout(
+    nodeConfig.rootDir,
+    async () => {
+      const [pods, stored] = await Promise.all([files.list(), workloadFiles.list()]);
+      return {
+        pods: pods.map((e) => ({ namespace: e.pod.metadata.namespace, claims: podClaims(e.pod) })),
+        statefulSets: stored.flatMap(({ workload: w }) =>
+          w.kind === "StatefulSet"
+            ? [
+                {
+                  namespace: w.metadata.namespace,
+                  name: w.metadata.name,
+                  templates: (w.spec.volumeClaimTemplates ?? []).map((t) => t.metadata.name),
+                },
+              ]
+            : [],
+        ),
+        claims: stored.flatMap(({ workload: w }) =>
+          w.kind === "PersistentVolumeClaim" ? [{ namespace: w.metadata.namespace, name: w.metadata.name }] : [],
+        ),
+      };
+    },
+    (line) => void (quiet || process.stdout.write(`${line}\n`)),
+  ).catch((e: unknown) =>
+    // Not fatal: the old tree stays in volumes/pvc.v1 and the next start goes on with it.
+    process.stderr.write(`podsync: warning: claims not moved to the namespaced layout: ${(e as Error).message}\n`),
   );
   // Every change to them (a request's, a controller's) also feeds the Kubernetes API's workload kinds.
   const workloadFeed = createWorkloadFeed(clock, workloadFiles);

@@ -1,6 +1,6 @@
 // An exec client in its own process (so the test process's RSS is the server's alone), speaking kubectl's
 // WebSocket channel protocol. argv: url token mode. Modes:
-//   stall: read 16 MiB of stdout, then stop reading the socket (print "stalled"), and stay until killed;
+//   stall: read 1 MiB of stdout, then stop reading the socket (print "stalled"), and stay until killed;
 //   count: read everything until the server closes, print "bytes <n>";
 //   push:  send stdin frames of 32 KiB whenever this side holds under 1 MiB unsent, for ever; print "pushing".
 import { WebSocket } from "ws";
@@ -24,7 +24,7 @@ ws.on("error", (e) => {
 ws.on("message", (data) => {
   if (data[0] === 1 || data[0] === 2) bytes += data.length - 1;
   else if (data[0] === 3) process.stdout.write(`status ${data.subarray(1).toString()}\n`);
-  if (mode === "stall" && !stalled && bytes >= 16 << 20) {
+  if (mode === "stall" && !stalled && bytes >= 1 << 20) {
     stalled = true;
     ws.pause();
     process.stdout.write("stalled\n");
