@@ -63,6 +63,7 @@ import { hostResolvConf, loadSettings, SettingsError, type Settings } from "./se
 import { DEFAULT_HOST, DEFAULT_PORT } from "./settings/port.js";
 import { openFileLimit } from "./host/fd-limit.js";
 import { migrateClaimLayout } from "./host/claim-layout.js";
+import { startLogRotation } from "./host/container-log-rotation.js";
 import { podClaims } from "./volumemanager/volumes.js";
 import { StreamBudget } from "./http/stream-budget.js";
 
@@ -435,6 +436,15 @@ export async function startNode(
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
   metrics?.setSource(loop);
+  // kubelet's container log manager: containerLogMaxSize / containerLogMaxFiles (host/container-log-rotation.ts).
+  const stopLogRotation = startLogRotation({
+    cri,
+    maxSize: s.PODSYNC_CONTAINER_LOG_MAX_SIZE,
+    maxFiles: s.PODSYNC_CONTAINER_LOG_MAX_FILES,
+    intervalMs: s.PODSYNC_CONTAINER_LOG_MONITOR_INTERVAL_MS,
+    onError: (e, id) =>
+      process.stderr.write(`podsync: rotating the log of container ${id}: ${(e as Error)?.message ?? e}\n`),
+  });
   // The request log (podsync's routes, the Kubernetes API's, exec): one write of the line as built (console.log
   // would format the string again on its way out).
   const requestLog = quiet
@@ -616,6 +626,7 @@ export async function startNode(
     srv.once("error", (e: NodeJS.ErrnoException) => rej(listenError(e)));
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
+    stopLogRotation();
     await loop.stop();
     await probeStore.close().catch(() => undefined);
     await replay.close();
@@ -683,6 +694,7 @@ export async function startNode(
     ...(tlsInfo ? { tls: tlsInfo } : {}),
     close: () =>
       new Promise<void>((res) => {
+        stopLogRotation();
         void loop.stop().then(async () => {
           await controllers.settle();
           await probeStore.close().catch(() => undefined);
