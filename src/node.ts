@@ -309,7 +309,7 @@ export async function startNode(
     store: probes,
     ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}),
   });
-  // The node's workloads (workloads.json beside pods/, Secrets sealed) and the controllers that make their pods;
+  // The node's workloads (workloads.log beside pods/, Secrets sealed) and the controllers that make their pods;
   // the loop runs them every pass.
   const workloadFiles = new FileWorkloadStore(
     stateDir,
@@ -674,7 +674,7 @@ export async function startNode(
       );
     if (workloadsError)
       lines.push(
-        `  warning: ${join(stateDir, "workloads.json")} cannot be used (${workloadsError.code ?? String(workloadsError.cause)}); workloads are refused until it can`,
+        `  warning: ${join(stateDir, "workloads.log")} cannot be used (${workloadsError.code ?? String(workloadsError.cause)}); workloads are refused until it can`,
       );
     if (stateError)
       lines.push(
