@@ -629,6 +629,7 @@ export async function startNode(
     stopLogRotation();
     await loop.stop();
     await probeStore.close().catch(() => undefined);
+    await workloadFiles.close().catch(() => undefined);
     await replay.close();
     await dirLock.release();
     cri.close();
@@ -698,6 +699,7 @@ export async function startNode(
         void loop.stop().then(async () => {
           await controllers.settle();
           await probeStore.close().catch(() => undefined);
+          await workloadFiles.close().catch(() => undefined);
           const closed = () =>
             void replay
               .close()

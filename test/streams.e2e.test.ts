@@ -12,6 +12,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { importJWK, SignJWT, type JWK } from "jose";
 import type { Running } from "../src/node.js";
 import { until } from "./support/wait.js";
+import { StreamBudget } from "../src/http/stream-budget.js";
+import { openFileLimit } from "../src/host/fd-limit.js";
 import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");
@@ -89,6 +91,25 @@ async function catWritten(): Promise<number> {
   const j = (await r.json()) as { stdout: { data: string } };
   return Number(j.stdout.data.trim());
 }
+
+describe("the stream budget's arithmetic", () => {
+  it("holds the node's cap below the open-file limit, releases once per slot, and reads the limit from /proc", () => {
+    expect(StreamBudget.limitsFor(256, 32, 20_000)).toEqual({ perNode: 256, perToken: 32 });
+    // An exec holds two sockets; half the descriptors stay for everything else: 1024 / 2 / 2.
+    expect(StreamBudget.limitsFor(256, 32, 1024)).toEqual({ perNode: 256, perToken: 32 });
+    expect(StreamBudget.limitsFor(1000, 2000, 1024)).toEqual({ perNode: 256, perToken: 256 });
+    const b = new StreamBudget({ perNode: 2, perToken: 1 });
+    const r = b.take("a", "watch");
+    expect(() => b.take("a", "log")).toThrow(/PODSYNC_MAX_STREAMS_PER_TOKEN=1/);
+    b.take("b", "exec");
+    expect(() => b.take("c", "exec")).toThrow(/PODSYNC_MAX_STREAMS=2/);
+    r();
+    r();
+    expect(b.size).toBe(1);
+    expect(openFileLimit()).toBeGreaterThan(0);
+    expect(openFileLimit("/nonexistent")).toBeUndefined();
+  });
+});
 
 describe.skipIf(skip)("streams: back-pressure and a budget", () => {
   beforeAll(async () => {
