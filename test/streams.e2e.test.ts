@@ -63,20 +63,19 @@ function client(url: string, token: string, mode: "stall" | "count" | "push") {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The server's memory growth over `ms` while a client misbehaves (a memory bound, not a timing one): the peak
- * of RSS and of the memory held by Buffers (external), each over its start. RSS alone can hide a queue that
- * reuses pages an earlier test freed; the Buffers a queue holds cannot hide. */
-async function memoryGrowth(ms: number): Promise<{ rss: number; buffers: number }> {
+/** The server's memory growth while a client misbehaves (a memory bound, not a timing one): the peak of RSS and of
+ * the memory held by Buffers (external), each over its start, sampled every 100 ms until `stop`. RSS alone can hide
+ * a queue that reuses pages an earlier test freed; the Buffers a queue holds cannot hide. */
+function memorySampler(): { stop: () => { rss: number; buffers: number } } {
   const before = process.memoryUsage();
   const peak = { rss: 0, buffers: 0 };
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    await sleep(100);
+  const sample = () => {
     const m = process.memoryUsage();
     peak.rss = Math.max(peak.rss, m.rss - before.rss);
     peak.buffers = Math.max(peak.buffers, m.external - before.external);
-  }
-  return peak;
+  };
+  const t = setInterval(sample, 100);
+  return { stop: () => (clearInterval(t), sample(), peak) };
 }
 
 /** Bytes the container's `cat` has written so far (its /proc/<pid>/io wchar), read with a signed ExecSync. */
@@ -180,20 +179,21 @@ describe.skipIf(skip)("streams: back-pressure and a budget", () => {
     );
     // The producer stops: once the sockets' kernel buffers and the server's bound are full, `cat` is blocked in
     // write(2) (without back-pressure it never is: the server reads on and queues). Memory is measured meanwhile.
-    const measuring = memoryGrowth(8000);
-    let last = -1;
+    // Stopped: the same count over three readings a second apart; memory is measured until 5 s after that.
+    const sampler = memorySampler();
+    const seen: number[] = [];
     await until(
       "the stalled session's `cat` to stop writing",
       async () => {
-        const now = await catWritten();
-        const stopped = now === last;
-        last = now;
-        return stopped;
+        seen.push(await catWritten());
+        const [a, b, c] = seen.slice(-3);
+        return seen.length >= 3 && a === b && b === c;
       },
       90_000,
       1000,
     );
-    const grown = await measuring;
+    await sleep(5000);
+    const grown = sampler.stop();
     expect(grown.rss, `RSS grew by ${(grown.rss / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(RSS_BOUND);
     expect(grown.buffers, `Buffers grew by ${(grown.buffers / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(RSS_BOUND);
     // A second session, beside the stalled one, reads its 8 MiB to the end.
@@ -211,7 +211,9 @@ describe.skipIf(skip)("streams: back-pressure and a budget", () => {
   it("stdin pushed to a process that never reads it holds the server's memory to a bound", async () => {
     const push = client(execUrl(["sleep", "3600"], true), await sign({ act: "read", exec: true }), "push");
     await until("the pushing client", async () => push.out().includes("pushing"), 30_000);
-    const grown = await memoryGrowth(8000);
+    const sampler = memorySampler();
+    await sleep(8000);
+    const grown = sampler.stop();
     expect(grown.rss, `RSS grew by ${(grown.rss / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(RSS_BOUND);
     expect(grown.buffers, `Buffers grew by ${(grown.buffers / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(RSS_BOUND);
     push.child.kill("SIGKILL");
