@@ -20,7 +20,7 @@ import type { V1Pod } from "../status/api-status.js";
 import type { RequestLog } from "../http/request-log.js";
 import { badRequest, KubeStatusError, notFound, toKubeStatus } from "./status.js";
 import type { WatchHub } from "./watch-hub.js";
-import { pipeFrames } from "./ws-pipe.js";
+import { pipeFrames } from "../http/ws-pipe.js";
 import type { StreamBudget } from "../http/stream-budget.js";
 
 const PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
