@@ -69,6 +69,11 @@ import { serviceNetworkFrom } from "./settings/services.js";
 import type { Service } from "./pod/workloads/service.js";
 import { startNodeDataplane } from "./services/node-dataplane.js";
 import { memoryServiceSource } from "./services/types.js";
+import { openFileLimit } from "./host/fd-limit.js";
+import { migrateClaimLayout } from "./host/claim-layout.js";
+import { startLogRotation } from "./host/container-log-rotation.js";
+import { podClaims } from "./volumemanager/volumes.js";
+import { StreamBudget } from "./http/stream-budget.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */
@@ -335,7 +340,7 @@ export async function startNode(
     store: probes,
     ...(hostIPs[0] ? { hostIP: hostIPs[0] } : {}),
   });
-  // The node's workloads (workloads.json beside pods/, Secrets sealed) and the controllers that make their pods;
+  // The node's workloads (workloads.log beside pods/, Secrets sealed) and the controllers that make their pods;
   // the loop runs them every pass.
   const workloadFiles = new FileWorkloadStore(
     stateDir,
@@ -345,6 +350,35 @@ export async function startNode(
   const workloadsError = await workloadFiles.open().then(
     () => undefined,
     (e: StateUnavailableError) => e,
+  );
+  // Claims moved once to <root>/volumes/pvc/<namespace>/<claim> (host/claim-layout.ts), before any pod syncs;
+  // which namespace an old claim belongs to is read from the stores just loaded.
+  await migrateClaimLayout(
+    nodeConfig.rootDir,
+    async () => {
+      const [pods, stored] = await Promise.all([files.list(), workloadFiles.list()]);
+      return {
+        pods: pods.map((e) => ({ namespace: e.pod.metadata.namespace, claims: podClaims(e.pod) })),
+        statefulSets: stored.flatMap(({ workload: w }) =>
+          w.kind === "StatefulSet"
+            ? [
+                {
+                  namespace: w.metadata.namespace,
+                  name: w.metadata.name,
+                  templates: (w.spec.volumeClaimTemplates ?? []).map((t) => t.metadata.name),
+                },
+              ]
+            : [],
+        ),
+        claims: stored.flatMap(({ workload: w }) =>
+          w.kind === "PersistentVolumeClaim" ? [{ namespace: w.metadata.namespace, name: w.metadata.name }] : [],
+        ),
+      };
+    },
+    (line) => void (quiet || process.stdout.write(`${line}\n`)),
+  ).catch((e: unknown) =>
+    // Not fatal: the old tree stays in volumes/pvc.v1 and the next start goes on with it.
+    process.stderr.write(`podsync: warning: claims not moved to the namespaced layout: ${(e as Error).message}\n`),
   );
   // Every change to them (a request's, a controller's) also feeds the Kubernetes API's workload kinds.
   const workloadFeed = createWorkloadFeed(clock, workloadFiles);
@@ -476,13 +510,27 @@ export async function startNode(
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
   metrics?.setSource(loop);
+  // kubelet's container log manager: containerLogMaxSize / containerLogMaxFiles (host/container-log-rotation.ts).
+  const stopLogRotation = startLogRotation({
+    cri,
+    maxSize: s.PODSYNC_CONTAINER_LOG_MAX_SIZE,
+    maxFiles: s.PODSYNC_CONTAINER_LOG_MAX_FILES,
+    intervalMs: s.PODSYNC_CONTAINER_LOG_MONITOR_INTERVAL_MS,
+    onError: (e, id) =>
+      process.stderr.write(`podsync: rotating the log of container ${id}: ${(e as Error)?.message ?? e}\n`),
+  });
   // The request log (podsync's routes, the Kubernetes API's, exec): one write of the line as built (console.log
   // would format the string again on its way out).
   const requestLog = quiet
     ? () => undefined
     : (rec: RequestLog) => void process.stdout.write(`${JSON.stringify(rec)}\n`);
   kickLoop = () => loop.kick();
+  // Open watches, exec sessions and log streams, on both fronts: one budget per node.
+  const streams = new StreamBudget(
+    StreamBudget.limitsFor(s.PODSYNC_MAX_STREAMS, s.PODSYNC_MAX_STREAMS_PER_TOKEN, openFileLimit()),
+  );
   const app = createApp({
+    streams,
     runtime,
     prober,
     desired,
@@ -566,6 +614,7 @@ export async function startNode(
       workloads: workloadFeed,
       endpoints: endpointsFeed,
       metrics: await resourceMetrics(),
+      streams,
     });
   // kubectl top's Metrics API: CRI stats sampled on a timer while someone reads them (never on the sync path);
   // loaded with the Kubernetes API.
@@ -593,7 +642,15 @@ export async function startNode(
   let upgrade: Promise<(req: IncomingMessage, socket: Duplex, head: Buffer) => void> | undefined;
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     upgrade ??= import("./kubeapi/exec-stream.js").then((m) =>
-      m.execUpgrade({ verifier, pods: podsHub, runtime, allowExec: s.PODSYNC_ALLOW_EXEC, log: requestLog }),
+      m.execUpgrade({
+        verifier,
+        pods: podsHub,
+        runtime,
+        allowExec: s.PODSYNC_ALLOW_EXEC,
+        log: requestLog,
+        streams,
+        bufferBytes: s.PODSYNC_STREAM_BUFFER_BYTES,
+      }),
     );
     // Until ws has the socket, an error on it (the client gone) ends it rather than reach the process unhandled.
     const ended = () => socket.destroy();
@@ -669,9 +726,11 @@ export async function startNode(
     srv.once("error", (e: NodeJS.ErrnoException) => rej(listenError(e)));
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
+    stopLogRotation();
     await loop.stop();
     await dataplane?.dataplane.stop();
     await probeStore.close().catch(() => undefined);
+    await workloadFiles.close().catch(() => undefined);
     await replay.close();
     await dirLock.release();
     cri.close();
@@ -718,7 +777,7 @@ export async function startNode(
       );
     if (workloadsError)
       lines.push(
-        `  warning: ${join(stateDir, "workloads.json")} cannot be used (${workloadsError.code ?? String(workloadsError.cause)}); workloads are refused until it can`,
+        `  warning: ${join(stateDir, "workloads.log")} cannot be used (${workloadsError.code ?? String(workloadsError.cause)}); workloads are refused until it can`,
       );
     if (stateError)
       lines.push(
@@ -739,10 +798,12 @@ export async function startNode(
     close: () =>
       new Promise<void>((res) => {
         services.stop();
+        stopLogRotation();
         void loop.stop().then(async () => {
           await controllers.settle();
           await dataplane?.dataplane.stop();
           await probeStore.close().catch(() => undefined);
+          await workloadFiles.close().catch(() => undefined);
           const closed = () =>
             void replay
               .close()

@@ -152,7 +152,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     expect((await rt.claims()).claims.find((c) => c.name === claimName)?.usedBy.map((u) => u.uid)).toEqual([
       first.metadata.uid,
     ]);
-    await expect(rt.removeClaim(claimName)).rejects.toThrow(/is used by pod/);
+    await expect(rt.removeClaim("default", claimName)).rejects.toThrow(/is used by pod/);
     await rt.delete(first.metadata.uid);
     made.delete(first.metadata.uid);
 
@@ -167,7 +167,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     await rt.delete(second.metadata.uid);
     made.delete(second.metadata.uid);
 
-    await rt.removeClaim(claimName);
+    await rt.removeClaim("default", claimName);
     expect((await rt.claims()).claims.map((c) => c.name)).not.toContain(claimName);
   });
 

@@ -347,8 +347,9 @@ function recordingHost(bad: Record<string, string> = {}) {
     async setOwnership(path, gid, readOnly) {
       calls.push(`own ${gid}${readOnly ? " ro" : ""} ${path}`);
     },
-    async listDirs() {
-      return ["data", "spare"];
+    async listDirs(dir) {
+      // <root>/volumes/pvc holds one directory per namespace (and podsync's dot-directories), each its claims.
+      return dir.endsWith("/pvc") ? ["default", ".unassigned"] : dir.endsWith("/pvc/default") ? ["data", "spare"] : [];
     },
     async removeDir(path) {
       calls.push(`rm ${path}`);
@@ -396,7 +397,7 @@ describe("volumes: schema and set-up", () => {
       "mkdir 777 /var/lib/podsync/pods/uid-1/volumes/kubernetes.io~empty-dir/e",
       "mkdir 777 /var/lib/podsync/pods/uid-1/volumes/kubernetes.io~empty-dir/m",
       `tmpfs ${64 * 2 ** 20} /var/lib/podsync/pods/uid-1/volumes/kubernetes.io~empty-dir/m`,
-      "mkdir 777 /var/lib/podsync/volumes/pvc/data",
+      "mkdir 777 /var/lib/podsync/volumes/pvc/default/data",
     ]);
   });
 
@@ -413,7 +414,7 @@ describe("volumes: schema and set-up", () => {
     await setUpVolumes(host, p, node, true);
     expect(calls.filter((c) => c.startsWith("own"))).toEqual([
       "own 2000 /var/lib/podsync/pods/uid-1/volumes/kubernetes.io~empty-dir/e",
-      "own 2000 ro /var/lib/podsync/volumes/pvc/data",
+      "own 2000 ro /var/lib/podsync/volumes/pvc/default/data",
     ]);
     const again = recordingHost();
     await setUpVolumes(again.host, p, node, false);
@@ -453,8 +454,8 @@ describe("volumes: schema and set-up", () => {
     });
     const c = generateContainerConfig(p, p.spec.containers[0]!, 0, "x", node);
     expect(c.mounts.map((m) => [m.hostPath, m.readonly])).toEqual([
-      ["/var/lib/podsync/volumes/pvc/data", true],
-      ["/var/lib/podsync/volumes/pvc/db", false],
+      ["/var/lib/podsync/volumes/pvc/default/data", true],
+      ["/var/lib/podsync/volumes/pvc/default/db", false],
     ]);
     expect(c.annotations["io.podsync.container.claims"]).toBe("data,db");
   });
@@ -581,20 +582,30 @@ describe("volumes through the engine on the in-process runtime", () => {
     const listed = (await rt.claims()).claims;
     expect(listed).toEqual([
       {
+        namespace: "default",
         name: "data",
-        path: "/var/lib/podsync/volumes/pvc/data",
+        path: "/var/lib/podsync/volumes/pvc/default/data",
         usedBy: [{ uid: p.metadata.uid, name: p.metadata.name, namespace: "default" }],
       },
-      { name: "spare", path: "/var/lib/podsync/volumes/pvc/spare", usedBy: [] },
+      { namespace: "default", name: "spare", path: "/var/lib/podsync/volumes/pvc/default/spare", usedBy: [] },
     ]);
-    await expect(rt.removeClaim("data")).rejects.toBeInstanceOf(ClaimInUseError);
+    await expect(rt.removeClaim("default", "data")).rejects.toBeInstanceOf(ClaimInUseError);
     // A desired pod naming the claim holds it too, with no container.
     await expect(
-      rt.removeClaim("spare", [fixture({ volumes: [{ name: "s", persistentVolumeClaim: { claimName: "spare" } }] })]),
-    ).rejects.toThrow(/volume "spare" is used by pod default\//);
+      rt.removeClaim("default", "spare", [
+        fixture({ volumes: [{ name: "s", persistentVolumeClaim: { claimName: "spare" } }] }),
+      ]),
+    ).rejects.toThrow(/volume "default\/spare" is used by pod default\//);
+    // A pod of another namespace naming a claim of the same name does not hold this one.
+    await expect(
+      rt.removeClaim("default", "spare", [
+        fixture({ volumes: [{ name: "s", persistentVolumeClaim: { claimName: "spare" } }] }, { namespace: "other" }),
+      ]),
+    ).resolves.toBeDefined();
+    await expect(rt.removeClaim("other", "data")).rejects.toThrow(/no volume "data" in namespace "other"/);
     await rt.delete(p.metadata.uid);
-    await rt.removeClaim("data");
-    expect(calls).toContain("rm /var/lib/podsync/volumes/pvc/data");
+    await rt.removeClaim("default", "data");
+    expect(calls).toContain("rm /var/lib/podsync/volumes/pvc/default/data");
     expect(toProblemError(new ClaimInUseError("x", [])).status).toBe(409);
   });
 });

@@ -60,15 +60,16 @@ describe("/v1/node/volumes", () => {
     const sync = await h.post("/v1/pods/sync", podWith("vol-pod-1", {}));
     expect(sync.status).toBe(200);
     expect(sync.body.steps[0]).toMatchObject({ action: "MountVolumes", ok: true, message: "volumes ready: d" });
-    expect(existsSync(join(root, "volumes/pvc/data"))).toBe(true);
+    expect(existsSync(join(root, "volumes/pvc/default/data"))).toBe(true);
 
     const list = await h.fetch("/v1/node/volumes", { headers: await bearer({ act: "status" }) });
     expect(list.status).toBe(200);
     expect(list.body).toEqual({
       volumes: [
         {
+          namespace: "default",
           name: "data",
-          path: join(root, "volumes/pvc/data"),
+          path: join(root, "volumes/pvc/default/data"),
           usedBy: [{ uid: "vol-pod-1", name: "vol-pod-1", namespace: "default" }],
         },
       ],
@@ -104,8 +105,8 @@ describe("/v1/node/volumes", () => {
       method: "DELETE",
       headers: await bearer({ act: "delete", volume: "data" }),
     });
-    expect(gone).toMatchObject({ status: 200, body: { ok: true, removed: "data" } });
-    expect(existsSync(join(root, "volumes/pvc/data"))).toBe(false);
+    expect(gone).toMatchObject({ status: 200, body: { ok: true, removed: "data", namespace: "default" } });
+    expect(existsSync(join(root, "volumes/pvc/default/data"))).toBe(false);
     expect(
       (
         await h.fetch("/v1/node/volumes/data", {
@@ -142,7 +143,7 @@ describe("/v1/node/volumes", () => {
       { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } },
     );
     try {
-      await nodeVolumeHost.ensureDir(join(root, "volumes/pvc/kept"), 0o777);
+      await nodeVolumeHost.ensureDir(join(root, "volumes/pvc/default/kept"), 0o777);
       const r = await hd.fetch("/v1/node/volumes/kept", {
         method: "DELETE",
         headers: { authorization: `Bearer ${await hd.sign({ act: "delete", volume: "kept" })}` },
@@ -174,8 +175,8 @@ describe("/v1/node/volumes", () => {
       { volumeHost: nodeVolumeHost, node: { ...defaultNodeConfig(), rootDir: root } },
     );
     try {
-      await nodeVolumeHost.ensureDir(join(root, "volumes/pvc/raced"), 0o777);
-      writeFileSync(join(root, "volumes/pvc/raced/data"), "keep");
+      await nodeVolumeHost.ensureDir(join(root, "volumes/pvc/default/raced"), 0o777);
+      writeFileSync(join(root, "volumes/pvc/default/raced/data"), "keep");
       const put = hd.post(
         "/v1/pods/sync",
         podWith("vol-pod-raced", { volumes: [{ name: "d", persistentVolumeClaim: { claimName: "raced" } }] }),
@@ -190,7 +191,7 @@ describe("/v1/node/volumes", () => {
       release();
       expect((await put).status).toBe(200);
       expect((await removal).body).toMatchObject({ status: 409, usedBy: [{ uid: "vol-pod-raced" }] });
-      expect(existsSync(join(root, "volumes/pvc/raced/data"))).toBe(true);
+      expect(existsSync(join(root, "volumes/pvc/default/raced/data"))).toBe(true);
       expect(
         (
           await hd.fetch("/v1/pods/vol-pod-raced", {
@@ -224,14 +225,16 @@ describe("/v1/node/volumes", () => {
       );
     const list = await cli("volumes");
     expect(list.code).toBe(0);
-    expect(list.stdout.split("\n")[0]).toMatch(/^NAME\s+USED BY\s+PATH$/);
-    expect(list.stdout).toMatch(new RegExp(`cli-data\\s+default/vol-pod-cli\\s+${join(root, "volumes/pvc/cli-data")}`));
+    expect(list.stdout.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+USED BY\s+PATH$/);
+    expect(list.stdout).toMatch(
+      new RegExp(`default\\s+cli-data\\s+default/vol-pod-cli\\s+${join(root, "volumes/pvc/default/cli-data")}`),
+    );
     const refused = await cli("volumes", "rm", "cli-data");
     expect(refused).toMatchObject({
       code: 1,
       stdout: "",
       stderr: expect.stringMatching(
-        /^podsync: 409 Volume is in use: volume "cli-data" is used by pod default\/vol-pod-cli/,
+        /^podsync: 409 Volume is in use: volume "default\/cli-data" is used by pod default\/vol-pod-cli/,
       ),
     });
     expect(
@@ -244,7 +247,7 @@ describe("/v1/node/volumes", () => {
     ).toBe(200);
     expect(await cli("volumes", "rm", "cli-data")).toEqual({
       code: 0,
-      stdout: "removed volume cli-data\n",
+      stdout: "removed volume default/cli-data\n",
       stderr: "",
     });
   });

@@ -64,7 +64,7 @@ export interface CriPolicyContext {
  * volumes/kubernetes.io~empty-dir/<volume> (config.ts containerMounts), containers/<container>/<file>
  * (termination-message files), volume-subpaths/<volume>/<container>/<index> (kubelet's safe subPath binds) and
  * etc-hosts (the kubelet-managed hosts file), and the node's persistentVolumeClaim directories
- * <rootDir>/volumes/pvc/<claim>.
+ * <rootDir>/volumes/pvc/<namespace>/<claim>.
  * Exactly these depths, without `.` or `..`: anything below one of them is inside what a container can write,
  * where it may have planted a symlink to / (CVE-2017-1002101), and the bind source is resolved by the runtime
  * long after any check here.
@@ -75,9 +75,9 @@ export function podsyncInternalMount(rootDir: string, podUid: string): (hostPath
   return (hostPath) => {
     const parts = hostPath.split("/").filter(Boolean);
     if (!hostPath.startsWith("/") || parts.some((p) => p === "." || p === "..")) return false;
-    // A persistentVolumeClaim's directory, <rootDir>/volumes/pvc/<claim>: any pod may name any claim (as at pod
-    // level, where Pod Security admits persistentVolumeClaim at every level).
-    if (parts.length === claims.length + 1 && claims.every((p, i) => parts[i] === p)) return true;
+    // A persistentVolumeClaim's directory, <rootDir>/volumes/pvc/<namespace>/<claim>: any pod may name any claim
+    // (as at pod level, where Pod Security admits persistentVolumeClaim at every level).
+    if (parts.length === claims.length + 2 && claims.every((p, i) => parts[i] === p)) return true;
     if (pod.some((p, i) => parts[i] !== p)) return false;
     const [kind, a, ...rest] = parts.slice(pod.length);
     if (kind === "volumes") return a === "kubernetes.io~empty-dir" && rest.length === 1;

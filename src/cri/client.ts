@@ -54,9 +54,15 @@ export const RUNTIME_METHODS = [
 export const IMAGE_METHODS = ["imageStatus", "pullImage"] as const;
 /** Methods the engine calls only when the node owner enabled the feature (exec; `exec` is the streaming one, for
  * kubectl exec: it answers the URL of the runtime's streaming server), or a pod asks for it (ListContainerStats,
- * for ephemeral-storage limits; with ListPodSandboxStats, for the Metrics API kubectl top reads): kept out of the
- * methods a cri-proxy allows by default. */
-export const OPTIONAL_RUNTIME_METHODS = ["execSync", "exec", "listContainerStats", "listPodSandboxStats"] as const;
+ * for ephemeral-storage limits; with ListPodSandboxStats, for the Metrics API kubectl top reads; ReopenContainerLog,
+ * for log rotation on the node): kept out of the methods a cri-proxy allows by default. */
+export const OPTIONAL_RUNTIME_METHODS = [
+  "execSync",
+  "exec",
+  "listContainerStats",
+  "listPodSandboxStats",
+  "reopenContainerLog",
+] as const;
 
 /** Every method a CriClient has: what wrappers (counting, fencing) must cover. */
 export const CLIENT_METHODS = [...RUNTIME_METHODS, ...OPTIONAL_RUNTIME_METHODS, ...IMAGE_METHODS] as const;

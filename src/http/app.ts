@@ -14,6 +14,7 @@ import { ProblemError, toProblemError } from "./problems.js";
 import { openApiDocument } from "./openapi.js";
 import { pathUid, ROUTES } from "./routes.js";
 import { registerLogsAndExec } from "./handlers/logs-exec.js";
+import type { StreamBudget } from "./stream-budget.js";
 import { registerMetrics, type MetricsRouteOptions } from "./handlers/metrics.js";
 import { registerVolumes } from "./handlers/volumes.js";
 import type { Pod, ProbeHandler } from "../pod/schema.js";
@@ -49,6 +50,8 @@ export interface AppOptions {
   /** exec is off unless the node owner turns it on. */
   allowExec?: boolean;
   execMaxOutputBytes?: number;
+  /** The node's cap on open streams (src/http/stream-budget.ts). */
+  streams?: StreamBudget | undefined;
   /** The longest a followed log stream lasts. */
   logFollowMaxMs?: number;
   /** How often a followed log looks for more (default 250 ms; Workers: 1 s, each look is two subrequests). */
@@ -211,6 +214,7 @@ export function createApp(o: AppOptions) {
       execMaxOutputBytes: o.execMaxOutputBytes ?? 1024 * 1024,
       followMaxMs: o.logFollowMaxMs ?? 1_800_000,
       followPollMs: o.logFollowPollMs,
+      streams: o.streams,
       now,
       note: (c, f) => {
         c.set("podUid", f.uid);

@@ -40,6 +40,7 @@ export const PROBLEMS = {
   "uid-conflict": { status: 409, title: "The uid belongs to another pod" },
   "body-too-large": { status: 413, title: "Request body too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
+  "too-many-streams": { status: 429, title: "Too many open streams" },
   internal: { status: 500, title: "Internal error" },
   unsupported: { status: 501, title: "Not available on this deployment" },
   misconfigured: { status: 500, title: "Server misconfigured" },

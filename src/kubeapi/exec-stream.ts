@@ -4,12 +4,15 @@
 // URL of its streaming server (on loopback, containerd's) and the two WebSockets are joined frame for frame:
 // both speak the channel protocol (first byte 0 stdin, 1 stdout, 2 stderr, 3 error Status, 4 resize). The
 // runtime's server speaks v4; v5's one addition, the close signal (channel 255), has no v4 form and is not
-// passed on (a TTY session ends when its shell exits). Each exec is logged with iss, jti and the SHA-256 of
+// passed on (a TTY session ends when its shell exits). Each direction has back-pressure (ws-pipe.ts): a client
+// that does not read stops the command's output, a command that does not read stops the client's stdin, and
+// neither holds more than `bufferBytes` here. Each session takes a slot of the stream budget (stream-budget.ts)
+// for as long as it is open. Each exec is logged with iss, jti and the SHA-256 of
 // its argv, never the argv or the stream.
 import { parseBool } from "./apiserver/query.js";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { WebSocket, WebSocketServer, type RawData } from "ws";
+import { WebSocket, WebSocketServer } from "ws";
 import type { Verifier } from "../auth/verify.js";
 import { verifyReadToken } from "../auth/read-token.js";
 import { checkExec, EXEC_PATH } from "./exec-check.js";
@@ -18,6 +21,8 @@ import type { V1Pod } from "../status/api-status.js";
 import type { RequestLog } from "../http/request-log.js";
 import { badRequest, KubeStatusError, notFound, toKubeStatus } from "./status.js";
 import type { WatchHub } from "./watch-hub.js";
+import { pipeFrames } from "../http/ws-pipe.js";
+import type { StreamBudget } from "../http/stream-budget.js";
 
 const PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 const CLOSE_SIGNAL = 255;
@@ -29,6 +34,10 @@ export interface ExecStreamOptions {
   allowExec: boolean;
   log?: ((rec: RequestLog) => void) | undefined;
   now?: () => number;
+  /** The node's cap on open streams; none when unset. */
+  streams?: StreamBudget | undefined;
+  /** Per direction: what a session holds for a slow reader before it stops reading the writer (1 MiB). */
+  bufferBytes?: number | undefined;
 }
 
 const truthy = (v: string | null) => parseBool(v ?? undefined);
@@ -49,8 +58,13 @@ function refuse(socket: Duplex, s: KubeStatusError): void {
 /** The upgrade handler for the server(s): exec paths are served, any other upgrade is refused (404). */
 export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   const now = o.now ?? Date.now;
+  const bufferBytes = o.bufferBytes ?? 1024 * 1024;
+  // A frame is held whole before it is passed on: kubectl sends stdin in 32 KiB frames (remotecommand's buffer),
+  // so a frame over the buffer bound is refused (close 1009) rather than held.
+  const maxPayload = Math.max(64 * 1024, bufferBytes);
   const wss = new WebSocketServer({
     noServer: true,
+    maxPayload,
     handleProtocols: (offered) => PROTOCOLS.find((p) => offered.has(p)) ?? false,
   });
   return (req, socket, head) => {
@@ -70,6 +84,7 @@ export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket
         durationMs: Math.round((performance.now() - t0) * 100) / 100,
         ...(error ? { error } : {}),
       });
+    let release = () => undefined as void;
     void (async () => {
       const url = new URL(req.url ?? "/", "http://node");
       const m = EXEC_PATH.exec(url.pathname);
@@ -92,6 +107,7 @@ export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket
       if (!pod) throw notFound("pods", name);
       rec.podUid = pod.metadata.uid;
       rec.commandSha256 = await sha256hex(JSON.stringify(command));
+      release = o.streams?.take(`${rec.iss}\0${rec.jti}`, "exec") ?? (() => undefined);
       const tty = truthy(url.searchParams.get("tty"));
       const r = await o.runtime.execStream(pod.metadata.uid, {
         container: url.searchParams.get("container") ?? pod.spec?.containers[0]?.name,
@@ -102,7 +118,8 @@ export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket
         stderr: truthy(url.searchParams.get("stderr")),
       });
       rec.criCalls = r.criCalls;
-      const upstream = new WebSocket(r.url.replace(/^http(s?):/, "ws$1:"), ["v4.channel.k8s.io"]);
+      const upstream = new WebSocket(r.url.replace(/^http(s?):/, "ws$1:"), ["v4.channel.k8s.io"], { maxPayload });
+      upstream.once("close", () => release());
       await new Promise<void>((res, rej) => {
         upstream.once("open", () => res());
         upstream.once("error", (e) =>
@@ -112,18 +129,16 @@ export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket
       wss.handleUpgrade(req, socket, head, (down) => {
         done(101);
         const v5 = down.protocol === "v5.channel.k8s.io";
-        upstream.on("message", (data: RawData, binary) => down.send(data, { binary }));
-        down.on("message", (data: RawData, binary) => {
-          const b = data as Buffer;
-          if (v5 && b[0] === CLOSE_SIGNAL) return;
-          upstream.send(b, { binary });
-        });
+        pipeFrames(upstream, down, { highWaterMark: bufferBytes });
+        pipeFrames(down, upstream, { highWaterMark: bufferBytes, keep: (b) => !(v5 && b[0] === CLOSE_SIGNAL) });
         upstream.on("close", () => down.close(1000));
-        down.on("close", () => upstream.close());
+        // The client gone: the runtime's side is cut at once (a paused socket would not read its close reply).
+        down.on("close", () => (release(), upstream.terminate()));
         upstream.on("error", () => down.terminate());
         down.on("error", () => upstream.terminate());
       });
     })().catch((e: unknown) => {
+      release();
       const s = toKubeStatus(e);
       done(s.code, s.message);
       refuse(socket, s);

@@ -11,6 +11,7 @@ import type { V1Pod } from "../status/api-status.js";
 import type { PodRuntime } from "../kuberuntime/runtime.js";
 import { LOG_HEADERS, LogQuery } from "../http/handlers/logs-exec.js";
 import { streamFrom } from "../http/stream.js";
+import { releasing, type StreamBudget } from "../http/stream-budget.js";
 import { fieldErrors } from "../pod/validate.js";
 import type { RequestLog } from "../http/request-log.js";
 import {
@@ -89,6 +90,8 @@ export interface KubeApiOptions {
   endpoints?: EndpointsFeed | undefined;
   /** The resource sampler behind metrics.k8s.io (kubectl top); without it the Metrics API answers 503. */
   metrics?: MetricsSource | undefined;
+  /** The node's cap on open watches and log streams (src/http/stream-budget.ts); none when unset. */
+  streams?: StreamBudget | undefined;
 }
 
 export { isKubePath } from "./paths.js";
@@ -217,6 +220,11 @@ export function createKubeApi(o: KubeApiOptions) {
   const watchMaxMs = o.watch?.maxMs ?? 30 * 60_000;
   const firstFeedWaitMs = o.firstFeedWaitMs ?? 10_000;
   let prepared: Promise<void> | undefined;
+  /** A slot in the stream budget for this request's token (a 429 when it has none left). */
+  const takeStream = (c: Context<Env>, kind: "watch" | "log") => {
+    const t = c.get("scope").token.payload;
+    return o.streams?.take(`${t.iss}\0${t.jti}`, kind) ?? (() => undefined);
+  };
 
   app.use(async (c, next) => {
     const t0 = performance.now();
@@ -416,23 +424,31 @@ export function createKubeApi(o: KubeApiOptions) {
       );
       return JSON.stringify({ type: ch.type, object });
     };
-    const body = watchStream({
-      hub: k.hub,
-      since,
-      filter,
-      encode,
-      bookmark:
-        truthy(q["allowWatchBookmarks"]) || initial
-          ? {
-              everyMs: bookmarkEveryMs,
-              kind: tableForm ? "Table" : k.kind,
-              apiVersion: tableForm ? "meta.k8s.io/v1" : apiVersionOf(k),
-            }
-          : undefined,
-      initialEventsEnd: initial,
-      maxMs: Math.min(watchMaxMs, timeoutS !== undefined && timeoutS > 0 ? timeoutS * 1000 : watchMaxMs),
-      maxQueueBytes,
-    });
+    const release = takeStream(c, "watch");
+    let stream: ReadableStream<Uint8Array>;
+    try {
+      stream = watchStream({
+        hub: k.hub,
+        since,
+        filter,
+        encode,
+        bookmark:
+          truthy(q["allowWatchBookmarks"]) || initial
+            ? {
+                everyMs: bookmarkEveryMs,
+                kind: tableForm ? "Table" : k.kind,
+                apiVersion: tableForm ? "meta.k8s.io/v1" : apiVersionOf(k),
+              }
+            : undefined,
+        initialEventsEnd: initial,
+        maxMs: Math.min(watchMaxMs, timeoutS !== undefined && timeoutS > 0 ? timeoutS * 1000 : watchMaxMs),
+        maxQueueBytes,
+      });
+    } catch (e) {
+      release();
+      throw e;
+    }
+    const body = releasing(stream, release);
     // Never compressed on the way (Workers gzip JSON for a client that accepts it, as Go's does, and a gzip layer
     // holds small events back).
     return new Response(body, {
@@ -593,6 +609,7 @@ export function createKubeApi(o: KubeApiOptions) {
       timestamps: q.timestamps,
       follow: q.follow,
     };
+    const release = takeStream(c, "log");
     const body = streamFrom(
       (write, signal) =>
         log.read(
@@ -605,7 +622,7 @@ export function createKubeApi(o: KubeApiOptions) {
       o.onStreamError ?? (() => undefined),
       c.req.raw.signal,
     );
-    return c.body(body, 200, LOG_HEADERS);
+    return c.body(releasing(body, release), 200, LOG_HEADERS);
   });
 
   if (o.execUnavailable)

@@ -14,6 +14,7 @@ export type StatusReason =
   | "Gone"
   | "RequestEntityTooLarge"
   | "UnsupportedMediaType"
+  | "TooManyRequests"
   | "NotAcceptable"
   | "InternalError"
   | "ServiceUnavailable"
@@ -24,6 +25,7 @@ export interface StatusDetails {
   group?: string;
   kind?: string;
   causes?: { reason?: string; message: string; field?: string }[];
+  retryAfterSeconds?: number;
 }
 
 export interface KubeStatus {
@@ -61,7 +63,10 @@ export class KubeStatusError extends Error {
   toResponse(): Response {
     return new Response(JSON.stringify(this.toStatus()), {
       status: this.code,
-      headers: { "content-type": "application/json" },
+      headers: {
+        "content-type": "application/json",
+        ...(this.details?.retryAfterSeconds ? { "retry-after": String(this.details.retryAfterSeconds) } : {}),
+      },
     });
   }
 }
@@ -109,6 +114,7 @@ const REASONS: Record<number, StatusReason> = {
   410: "Gone",
   413: "RequestEntityTooLarge",
   415: "UnsupportedMediaType",
+  429: "TooManyRequests",
   503: "ServiceUnavailable",
   504: "Timeout",
 };
@@ -123,10 +129,17 @@ export function toKubeStatus(e: unknown): KubeStatusError {
   const p: ProblemError = toProblemError(e);
   const reason = REASONS[p.status] ?? (p.status >= 500 ? "InternalError" : "BadRequest");
   const fields = Array.isArray(p.extra.errors) ? p.extra.errors : undefined;
+  // errors.NewTooManyRequests: the wait goes in details.retryAfterSeconds.
+  const retry =
+    typeof p.extra["retryAfterSeconds"] === "number" ? { retryAfterSeconds: p.extra["retryAfterSeconds"] } : {};
   return new KubeStatusError(
     p.status,
     reason,
     p.message,
-    fields ? { causes: fields.map((f) => ({ field: f.path, message: f.message })) } : undefined,
+    fields
+      ? { causes: fields.map((f) => ({ field: f.path, message: f.message })), ...retry }
+      : p.status === 429
+        ? retry
+        : undefined,
   );
 }

@@ -293,7 +293,7 @@ export interface PodRuntime {
   /** The node's persistentVolumeClaim directories and the pods using each (`desired`: pods that should run). */
   claims(desired?: readonly Pod[]): Promise<{ claims: ClaimInfo[] } & Counted>;
   /** Remove a claim and its data; ClaimInUseError while a pod uses it, ClaimNotFoundError when absent. */
-  removeClaim(name: string, desired?: readonly Pod[]): Promise<Counted>;
+  removeClaim(namespace: string, name: string, desired?: readonly Pod[]): Promise<Counted>;
 }
 
 async function checkCurrent(guard: GuardOptions | undefined, what: string): Promise<void> {
@@ -746,8 +746,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     claims: (desired = []) =>
       counted(cri, async (c) => ({ claims: await listClaims(c, volumeHost(), syncOptions.node.rootDir, desired) })),
 
-    removeClaim: (name, desired = []) =>
-      counted(cri, async (c) => removeClaim(c, volumeHost(), syncOptions.node.rootDir, name, desired).then(() => ({}))),
+    removeClaim: (namespace, name, desired = []) =>
+      counted(cri, async (c) =>
+        removeClaim(c, volumeHost(), syncOptions.node.rootDir, namespace, name, desired).then(() => ({})),
+      ),
 
     execStream: (uid, req) =>
       counted(cri, async (c) => {

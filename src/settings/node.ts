@@ -6,6 +6,7 @@ import { z } from "zod";
 import { DEFAULT_HOST, DEFAULT_PORT } from "./port.js";
 import { bool, checkCommon, commonSettings, formatIssues, int, list } from "./common.js";
 import { serviceDataplaneSettingsShape, serviceSettingsShape } from "./services.js";
+import { parseQuantity } from "../pod/quantity.js";
 
 export const Settings = z
   .object({
@@ -62,6 +63,22 @@ export const Settings = z
         "a percentage such as 10% or a size such as 5Gi",
       )
       .optional(),
+    /** Open watches, exec sessions and log streams on the node (also held below half the process's open-file
+     * limit) and per token; over either: 429 (src/http/stream-budget.ts). */
+    PODSYNC_MAX_STREAMS: int(1, 1_000_000).default(256),
+    PODSYNC_MAX_STREAMS_PER_TOKEN: int(1, 1_000_000).default(32),
+    /** Bytes an exec stream may hold for a reader that is slow, per direction, before it stops reading the writer. */
+    PODSYNC_STREAM_BUFFER_BYTES: int(16 * 1024, 64 * 1024 * 1024).default(1024 * 1024),
+    /** kubelet's containerLogMaxSize (a quantity, 10Mi) and containerLogMaxFiles (5): a container's log is rotated
+     * when it passes the size, keeping that many files (the live one included). */
+    PODSYNC_CONTAINER_LOG_MAX_SIZE: z
+      .string()
+      .refine((v) => (parseQuantity(v) ?? 0) >= 1, "must be a size such as 10Mi")
+      .transform((v) => Math.ceil(parseQuantity(v)!))
+      .default(10 * 1024 * 1024),
+    PODSYNC_CONTAINER_LOG_MAX_FILES: int(2, 1000).default(5),
+    /** How often container logs are checked for rotation (kubelet's containerLogMonitorInterval, 10 s). */
+    PODSYNC_CONTAINER_LOG_MONITOR_INTERVAL_MS: int(100, 3_600_000).default(10_000),
   })
   .superRefine((s, ctx) => {
     const sources = [s.PODSYNC_JWKS_FILE, s.PODSYNC_JWKS, s.PODSYNC_JWKS_URL].filter(Boolean).length;

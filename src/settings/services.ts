@@ -52,7 +52,6 @@ export function serviceNetworkFrom(s: {
 // The Services data plane's settings (src/services/proxy, src/services/dns): the nftables proxier and the cluster
 // DNS. PODSYNC_CLUSTER_DNS and PODSYNC_CLUSTER_DOMAIN are common settings; PODSYNC_SERVICE_CIDR is above.
 
-
 const upstream = z.string().refine((u) => {
   const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(u) ?? (isIP(u) ? [u, u] : /^([^:]+):(\d+)$/.exec(u));
   return !!m && isIP(m[1] ?? "") !== 0 && (m[2] === undefined || (Number(m[2]) > 0 && Number(m[2]) < 65536));

@@ -9,20 +9,36 @@ declare module "ws" {
 
   export class WebSocket {
     constructor(address: string, protocols?: string | string[]);
+    constructor(
+      address: string,
+      protocols: string | string[],
+      options: { maxPayload?: number; headers?: Record<string, string> },
+    );
     readonly protocol: string;
-    send(data: RawData | Uint8Array | string, options?: { binary?: boolean }): void;
+    /** 0 CONNECTING, 1 OPEN, 2 CLOSING, 3 CLOSED. */
+    readonly readyState: number;
+    /** Bytes queued for the socket and not yet handed to the kernel. */
+    readonly bufferedAmount: number;
+    readonly isPaused: boolean;
+    send(data: RawData | Uint8Array | string, options?: { binary?: boolean }, cb?: (err?: Error) => void): void;
+    /** Stop reading the socket (TCP's window then stops the peer); `resume` reads again. */
+    pause(): void;
+    ping(): void;
+    resume(): void;
     close(code?: number, reason?: string): void;
     terminate(): void;
     on(event: "message", listener: (data: RawData, isBinary: boolean) => void): this;
     on(event: "close", listener: (code: number, reason: Buffer) => void): this;
     on(event: "error", listener: (err: Error) => void): this;
     once(event: "open", listener: () => void): this;
+    once(event: "close", listener: (code: number, reason: Buffer) => void): this;
     once(event: "error", listener: (err: Error) => void): this;
   }
 
   export class WebSocketServer {
     constructor(options: {
       noServer: true;
+      maxPayload?: number;
       handleProtocols?: (protocols: Set<string>, request: IncomingMessage) => string | false;
     });
     handleUpgrade(

@@ -1,5 +1,5 @@
-// persistentVolumeClaims as node-local named volumes, the way `podman kube play` treats them: a claim name is
-// a directory <rootDir>/volumes/pvc/<claimName>, made on first use and kept when the pods using it go (there
+// persistentVolumeClaims as node-local named volumes, the way `podman kube play` treats them: a claim is a
+// directory <rootDir>/volumes/pvc/<namespace>/<claimName> (claims are namespaced objects), made on first use and kept when the pods using it go (there
 // is no provisioner and no PersistentVolume: the claim is the node's own). Listing reads the directories and
 // which pods' containers the runtime holds with the claim mounted; removal is refused while any does, or
 // while a desired pod names it.
@@ -17,13 +17,16 @@ import type { PodRef } from "../container/types.js";
 import { claimPath, claimsDir, podClaims, type VolumeHost } from "./volumes.js";
 
 export interface ClaimInfo {
+  namespace: string;
   name: string;
   path: string;
   /** Pods whose containers (in any state) the runtime holds with this claim mounted, and desired pods naming it. */
   usedBy: PodRef[];
 }
 
-/** Claim name → the pods using it, from the runtime's containers and the desired pods. */
+const claimKey = (namespace: string, name: string) => `${namespace}/${name}`;
+
+/** namespace/claim → the pods using it, from the runtime's containers and the desired pods. */
 async function users(cri: CriClient, desired: readonly Pod[]): Promise<Map<string, PodRef[]>> {
   const out = new Map<string, Map<string, PodRef>>();
   const add = (claim: string, ref: PodRef) => {
@@ -41,11 +44,15 @@ async function users(cri: CriClient, desired: readonly Pod[]): Promise<Map<strin
       name: c.labels[POD_NAME_LABEL] ?? "",
       namespace: c.labels[POD_NAMESPACE_LABEL] ?? "",
     };
-    for (const claim of claims.split(",")) add(claim, ref);
+    for (const claim of claims.split(",")) add(claimKey(ref.namespace, claim), ref);
   }
   for (const p of desired)
     for (const claim of podClaims(p))
-      add(claim, { uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace });
+      add(claimKey(p.metadata.namespace, claim), {
+        uid: p.metadata.uid,
+        name: p.metadata.name,
+        namespace: p.metadata.namespace,
+      });
   return new Map([...out].map(([k, v]) => [k, [...v.values()]]));
 }
 
@@ -55,8 +62,19 @@ export async function listClaims(
   rootDir: string,
   desired: readonly Pod[] = [],
 ): Promise<ClaimInfo[]> {
-  const [names, used] = await Promise.all([host.listDirs(claimsDir(rootDir)), users(cri, desired)]);
-  return names.map((name) => ({ name, path: claimPath(rootDir, name), usedBy: used.get(name) ?? [] }));
+  const root = claimsDir(rootDir);
+  // Dot-directories are podsync's own (.unassigned: claims the layout migration could not place).
+  const namespaces = (await host.listDirs(root)).filter((n) => !n.startsWith("."));
+  const [names, used] = await Promise.all([
+    Promise.all(namespaces.map(async (ns) => (await host.listDirs(`${root}/${ns}`)).map((name) => ({ ns, name })))),
+    users(cri, desired),
+  ]);
+  return names.flat().map(({ ns, name }) => ({
+    namespace: ns,
+    name,
+    path: claimPath(rootDir, ns, name),
+    usedBy: used.get(claimKey(ns, name)) ?? [],
+  }));
 }
 
 export class ClaimNotFoundError extends Error {}
@@ -76,12 +94,16 @@ export async function removeClaim(
   cri: CriClient,
   host: VolumeHost,
   rootDir: string,
+  namespace: string,
   name: string,
   desired: readonly Pod[] = [],
 ): Promise<void> {
   const claims = await listClaims(cri, host, rootDir, desired);
-  const claim = claims.find((c) => c.name === name);
-  if (!claim) throw new ClaimNotFoundError(`no volume ${JSON.stringify(name)} on this node`);
-  if (claim.usedBy.length) throw new ClaimInUseError(name, claim.usedBy);
+  const claim = claims.find((c) => c.namespace === namespace && c.name === name);
+  if (!claim)
+    throw new ClaimNotFoundError(
+      `no volume ${JSON.stringify(name)} in namespace ${JSON.stringify(namespace)} on this node`,
+    );
+  if (claim.usedBy.length) throw new ClaimInUseError(`${namespace}/${name}`, claim.usedBy);
   await host.removeDir(claim.path);
 }

@@ -43,14 +43,17 @@ export class HostPathTypeError extends Error {}
 /** kubelet's getPodVolumeDir for a plugin: <rootDir>/pods/<uid>/volumes/<plugin> */
 export const emptyDirPath = (rootDir: string, uid: string, name: string) =>
   `${podVolumesDir(rootDir, uid)}/kubernetes.io~empty-dir/${name}`;
-/** podsync's own: one directory per claim name, shared by every pod that names the claim. */
+/** podsync's own: one directory per claim, <namespace>/<claimName>, shared by every pod of the namespace that
+ * names the claim (a claim is a namespaced object: ns-a/data-db-0 and ns-b/data-db-0 are two). */
 export const claimsDir = (rootDir: string) => `${rootDir}/volumes/pvc`;
-export const claimPath = (rootDir: string, claimName: string) => `${claimsDir(rootDir)}/${claimName}`;
+export const claimPath = (rootDir: string, namespace: string, claimName: string) =>
+  `${claimsDir(rootDir)}/${namespace}/${claimName}`;
 
 /** Where a volume lives on the host. */
 export function volumeHostPath(pod: Pod, v: Volume, node: NodeConfig): string {
   if ("hostPath" in v) return v.hostPath.path;
-  if ("persistentVolumeClaim" in v) return claimPath(node.rootDir, v.persistentVolumeClaim.claimName);
+  if ("persistentVolumeClaim" in v)
+    return claimPath(node.rootDir, pod.metadata.namespace, v.persistentVolumeClaim.claimName);
   if (filePlugin(v) !== undefined) return volumeDir(node.rootDir, pod.metadata.uid, v);
   return emptyDirPath(node.rootDir, pod.metadata.uid, v.name);
 }
@@ -144,7 +147,7 @@ export async function setUpVolumes(
         if (v.emptyDir.medium === "Memory") await host.mountTmpfs(path, tmpfsSize(pod, v.emptyDir.sizeLimit, node));
         if (fsGroup !== undefined) await host.setOwnership(path, fsGroup, false, onRootMismatch);
       } else if ("persistentVolumeClaim" in v) {
-        const path = claimPath(node.rootDir, v.persistentVolumeClaim.claimName);
+        const path = claimPath(node.rootDir, pod.metadata.namespace, v.persistentVolumeClaim.claimName);
         await host.ensureDir(path, 0o777);
         if (fsGroup !== undefined)
           await host.setOwnership(path, fsGroup, v.persistentVolumeClaim.readOnly, onRootMismatch);

@@ -8,6 +8,7 @@ import { fieldErrors } from "../../pod/validate.js";
 import { ProblemError } from "../problems.js";
 import { readBearer, readSignedToken } from "../signed-request.js";
 import { streamFrom } from "../stream.js";
+import { releasing, type StreamBudget } from "../stream-budget.js";
 
 const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 const int = (min: number, max: number) =>
@@ -82,6 +83,8 @@ export interface LogsExecOptions {
   ): void;
   onStreamError(e: unknown): void;
   pathUid(raw: string): string;
+  /** The node's cap on open log streams (src/http/stream-budget.ts); none when unset. */
+  streams?: StreamBudget | undefined;
 }
 
 /** A log's response headers. Streamed as it comes: never compressed on the way (a gzip layer buffers the text;
@@ -122,6 +125,7 @@ export function registerLogsAndExec<E extends Env>(
       timestamps: q.timestamps,
       follow: q.follow,
     };
+    const release = o.streams?.take(`${token.payload.iss}\0${token.payload.jti}`, "log") ?? (() => undefined);
     // A follow ends when the client goes: the body's cancel (Node), or the request's signal (workerd, where an idle
     // follow writes nothing that could fail and its body is not cancelled: it would poll the node for minutes).
     const body = streamFrom(
@@ -136,7 +140,7 @@ export function registerLogsAndExec<E extends Env>(
       o.onStreamError,
       c.req.raw.signal,
     );
-    return c.body(body, 200, { ...LOG_HEADERS, "podsync-container": log.container });
+    return c.body(releasing(body, release), 200, { ...LOG_HEADERS, "podsync-container": log.container });
   });
 
   app.post(paths.exec, async (c) => {

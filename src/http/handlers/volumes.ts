@@ -1,6 +1,7 @@
-// GET /v1/node/volumes and DELETE /v1/node/volumes/{name}: the node's persistentVolumeClaim directories
-// (claims.ts). Listing takes a Bearer token with act "status" and no uid; removal one with act "delete" and a
-// `volume` claim naming the volume in the path, acting once. A claim a pod still uses is 409 volume-in-use; the
+// GET /v1/node/volumes and DELETE /v1/node/volumes/{name}?namespace=NS: the node's persistentVolumeClaim
+// directories (claims.ts), one per namespace and claim. Listing takes a Bearer token with act "status" and no uid;
+// removal one with act "delete", a `volume` claim naming the volume in the path and, for a namespace other than
+// "default", a `namespace` claim naming it (the query's), acting once. A claim a pod still uses is 409 volume-in-use; the
 // check and the removal hold the node's admission section, so a pod stored meanwhile cannot slip in between.
 import type { Context, Env, Hono } from "hono";
 import { AuthError, type Verifier, type VerifiedToken } from "../../auth/verify.js";
@@ -27,6 +28,7 @@ async function bearer(
   verifier: Verifier,
   act: "status" | "delete",
   volume: string | undefined,
+  namespace?: string,
 ): Promise<VerifiedToken> {
   const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
   if (!m) throw new AuthError("missing", "send Authorization: Bearer <compact JWS>");
@@ -41,6 +43,8 @@ async function bearer(
       if (p["uid"] !== undefined) return new AuthError("bad-claims", 'a node-wide token carries no "uid" claim');
       if (volume !== undefined && p["volume"] !== volume)
         return new AuthError("bad-claims", `token "volume" claim must be the volume in the path (${volume})`);
+      if (namespace !== undefined && (p["namespace"] ?? "default") !== namespace)
+        return new AuthError("bad-claims", `token "namespace" claim must be the volume's namespace (${namespace})`);
       return undefined;
     },
   });
@@ -64,10 +68,19 @@ export function registerVolumes<E extends Env>(
       throw new ProblemError("bad-request", "the volume name in the path must be a claim name (a DNS-1123 subdomain)", {
         errors: [{ path: "name", message: "invalid volume name" }],
       });
-    const token = await bearer(c.req.raw, o.verifier, "delete", name);
-    const remove = async () => o.runtime.removeClaim(name, await (o.desired?.() ?? Promise.resolve([])));
+    const namespace = c.req.query("namespace") ?? "default";
+    if (namespace.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace))
+      throw new ProblemError(
+        "bad-request",
+        "the namespace query parameter must be a namespace name (a DNS-1123 label)",
+        {
+          errors: [{ path: "namespace", message: "invalid namespace" }],
+        },
+      );
+    const token = await bearer(c.req.raw, o.verifier, "delete", name, namespace);
+    const remove = async () => o.runtime.removeClaim(namespace, name, await (o.desired?.() ?? Promise.resolve([])));
     const r = await (o.admitting ? o.admitting(remove) : remove());
     o.note(c, { jti: token.payload.jti, criCalls: r.criCalls });
-    return c.json({ ok: true, removed: name });
+    return c.json({ ok: true, removed: name, namespace });
   });
 }
