@@ -15,8 +15,9 @@ import { storedObjects, type PodObjects } from "../../pod/objects.js";
 import { bodyFromItems, setItems } from "../../pod/bundle.js";
 import type { IntakeOptions, WorkloadItem } from "../../pod/workloads/intake.js";
 import { controllerOf } from "../../controllers/pods.js";
-import type { StoredWorkload } from "../../controllers/store.js";
+import { workloadKey, type StoredWorkload } from "../../controllers/store.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
+import { outcomesAgainst, type WorkloadOutcome } from "./sync-workloads.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime, uidConflictAt } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";
@@ -196,12 +197,19 @@ export function registerNodePods<E extends Env>(
       // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
       // uid-conflict naming the item) in the same step, before the commit.
       let idCalls = 0;
+      let outcomes: WorkloadOutcome[] = [];
+      let removedWorkloads: StoredWorkload[] = [];
       const { removed, before } = await d.admitting(async () => {
         const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
         // The pods the node's controllers made for workloads the set keeps stay (the controllers roll them to
         // the new templates); those of dropped workloads go with the commit.
         const storedWorkloads = d.workloads ? await d.workloads.list() : [];
         const derived = keptDerived(workloads, storedWorkloads, before.values());
+        // What the commit does to the workloads, for the answer: each of the set's created, updated or unchanged,
+        // and each one the node held (not made by a controller) that the set leaves out, deleted.
+        outcomes = outcomesAgainst(workloads, storedWorkloads);
+        const keys = new Set(workloads.map((w) => workloadKey(w.workload)));
+        removedWorkloads = storedWorkloads.filter((s) => !s.owner && !keys.has(workloadKey(s.workload)));
         entries = [...derived.pods, ...own];
         admitSetOnNode(
           pods.map((p) => p.pod),
@@ -280,7 +288,7 @@ export function registerNodePods<E extends Env>(
       });
       d.note(c, { criCalls });
       const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
-      const stored = workloads.map(({ workload: w }) => ({
+      const gone = removedWorkloads.map(({ workload: w }) => ({
         kind: w.kind,
         namespace: w.metadata.namespace,
         name: w.metadata.name,
@@ -291,7 +299,8 @@ export function registerNodePods<E extends Env>(
         generation,
         pods: results,
         removed: removedResults,
-        ...(stored.length ? { workloads: stored } : {}),
+        ...(outcomes.length ? { workloads: outcomes } : {}),
+        ...(gone.length ? { removedWorkloads: gone } : {}),
       };
     }).finally(release);
     // 207 as for a sync: the set is stored (the loop keeps at it), some pods' steps failed; the body says which.
