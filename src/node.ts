@@ -262,6 +262,7 @@ export async function startNode(
     runtimeName: () => runtimeName,
     recorder,
     eviction: (uid) => engine.eviction(uid),
+    deletion: (uid) => engine.deleting().get(uid),
   });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   // Every sync's read-back and every delete also updates the Kubernetes API's pods (between relists, which
@@ -275,6 +276,7 @@ export async function startNode(
       loop.learn(r.after);
     },
     deleted: (uid: string) => feedPods.removed(uid),
+    deleting: (uid: string) => feedPods.deleting(uid),
     evicted: () => feedPods.again(),
   };
   const runtime = recordingEvents(instrumentRuntime(engine, metrics, "request"), recorder, podsAfter);

@@ -81,6 +81,7 @@ const container = (extra: Record<string, unknown> = {}) => ({
   command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"],
   ...extra,
 });
+// The Deployment's pods ignore SIGTERM, so each old pod of a rollout stays Terminating for its whole grace period.
 const deployment = (name: string, replicas: number, env = "1") => ({
   apiVersion: "apps/v1",
   kind: "Deployment",
@@ -92,9 +93,10 @@ const deployment = (name: string, replicas: number, env = "1") => ({
       metadata: { labels: { app: name } },
       spec: {
         hostNetwork: true,
-        terminationGracePeriodSeconds: 2,
+        terminationGracePeriodSeconds: 8,
         containers: [
           container({
+            command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"],
             env: [{ name: "V", value: env }],
             readinessProbe: { exec: { command: ["true"] }, periodSeconds: 1 },
           }),
@@ -115,6 +117,19 @@ const file = (name: string, docs: unknown[]) => {
   return f;
 };
 
+const KUBECTL = process.env["PODSYNC_KUBECTL"] ?? "/usr/bin/kubectl";
+/** kubectl with a kubeconfig for the node (its TLS port, a read token); never throws. */
+function kubectl(...args: string[]): Promise<Run> {
+  return new Promise((res) =>
+    execFile(
+      KUBECTL,
+      args,
+      { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 },
+      (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
 beforeAll(async () => {
   if (skip) return;
   if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
@@ -131,6 +146,26 @@ beforeAll(async () => {
       PODSYNC_RELIST_INTERVAL_MS: "500",
     },
     true,
+  );
+  if (!running.tls) throw new Error("the server serves no TLS");
+  writeFileSync(
+    join(dir, "kubeconfig"),
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        {
+          name: "n",
+          cluster: {
+            server: running.tls.url,
+            "certificate-authority-data": Buffer.from(running.tls.caCert).toString("base64"),
+          },
+        },
+      ],
+      users: [{ name: "reader", user: { token: await sign({ act: "read" }) } }],
+      contexts: [{ name: "n", context: { cluster: "n", user: "reader", namespace: NS } }],
+      "current-context": "n",
+    }),
   );
 });
 
@@ -185,4 +220,73 @@ describe.skipIf(skip)("re-applying what the node runs (issue #35)", () => {
     expect(again.stdout).not.toContain("deleted");
     expect(again.stderr).toMatch(/0 created, 0 configured, 2 unchanged, 0 deleted/);
   });
+
+  it("a rollout's old pods are Terminating (deletionTimestamp, deletionGracePeriodSeconds) in GET /v1/pods, podsync get pods and kubectl get pods until gone; never orphans", async () => {
+    const old = new Set(
+      (await pods()).items.filter((p) => p.metadata.name.startsWith("api-")).map((p) => p.metadata.uid),
+    );
+    const rolled = await cli(["apply", "-f", file("set2.json", [deployment("api", 2, "2"), uidlessPod("rp")])]);
+    expect(rolled.code, rolled.stderr).toBe(0);
+    expect(rolled.stdout).toContain("deployment/api configured");
+    const listed = await until("an old api pod Terminating in GET /v1/pods", async () => {
+      const p = await pods();
+      const t = p.items.find((x) => old.has(x.metadata.uid) && x.metadata.deletionTimestamp);
+      return t && { t, p };
+    });
+    expect(listed.t.metadata.deletionGracePeriodSeconds).toBe(8);
+    expect(Date.parse(listed.t.metadata.deletionTimestamp)).toBeGreaterThan(Date.now() - 8000);
+    expect(listed.t.metadata.ownerReferences?.[0]?.kind).toBe("ReplicaSet");
+    expect(listed.p.orphans.map((x: any) => x.metadata.uid)).not.toContain(listed.t.metadata.uid);
+    const cliRow = await until("podsync get pods shows Terminating", async () => {
+      const r = await cli(["get", "pods", "-n", NS]);
+      return r.stdout.split("\n").find((l) => /\sTerminating\s/.test(l));
+    });
+    expect(cliRow).toMatch(/^api-/);
+    const kubeRow = await until("kubectl get pods shows Terminating", async () => {
+      const r = await kubectl("get", "pods");
+      return r.stdout.split("\n").find((l) => /\sTerminating\s/.test(l));
+    });
+    expect(kubeRow).toMatch(/^api-/);
+    // Gone once killed: two new pods, Ready; nothing of the old ones listed anywhere.
+    await until(
+      "the rollout done, the old pods gone",
+      async () => {
+        const p = await pods();
+        const api = p.items.filter((x) => x.metadata.name.startsWith("api-"));
+        return api.length === 2 && api.every((x) => !old.has(x.metadata.uid) && ready(x)) && p.orphans.length === 0;
+      },
+      60_000,
+    );
+  }, 120_000);
+
+  it("apply --dry-run shows the Deployment a file leaves out (and its pods) as deleted, with --json too; the apply is refused without --prune-all", async () => {
+    const only = file("only-rp.json", [uidlessPod("rp")]);
+    const dry = await cli(["apply", "-f", only, "--dry-run"]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain("pod/rp unchanged (dry run)");
+    expect(dry.stdout).toContain("deployment/api deleted (dry run)");
+    expect(dry.stdout).toMatch(/ {2}replicaset\/api-[a-z0-9]+ would be deleted with deployment\/api/);
+    expect(dry.stdout.match(/ {2}pod\/api-\S+ \(\S+\) would be deleted with deployment\/api/g)?.length).toBe(2);
+    expect(dry.stderr).toContain("the apply would be refused");
+    const json = JSON.parse((await cli(["apply", "-f", only, "--dry-run", "--json"])).stdout);
+    expect(json).toMatchObject({
+      dryRun: true,
+      needsPruneAll: true,
+      pods: [{ name: "rp", change: "unchanged" }],
+      deleted: { workloads: [{ kind: "Deployment", name: "api", namespace: NS }] },
+    });
+    expect(json.deleted.workloads[0].pods).toHaveLength(2);
+
+    const refused = await cli(["apply", "-f", only]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`leaves out deployment/api (${NS})`);
+    expect(refused.stderr).toContain("add --prune-all");
+    expect((await pods()).items.filter((p) => p.metadata.name.startsWith("api-"))).toHaveLength(2);
+
+    const pruned = await cli(["apply", "-f", only, "--prune-all"]);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toContain("deployment/api deleted");
+    expect(pruned.stdout).toContain("pod/rp unchanged");
+    expect(pruned.stderr).toMatch(/0 created, 0 configured, 1 unchanged, 1 deleted/);
+  }, 120_000);
 });

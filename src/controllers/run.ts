@@ -113,7 +113,8 @@ export function createControllers(o: ControllersOptions): Controllers {
           pod: `${entry.pod.metadata.namespace}/${entry.pod.metadata.name}`,
           reason,
         });
-        await o.runtime.delete(uid, undefined, whileAbsent(o.desired, uid));
+        // With its spec: its preStop hooks run, and it shows as Terminating under its own name until it is gone.
+        await o.runtime.delete(uid, undefined, whileAbsent(o.desired, uid), entry.pod);
       } catch (e) {
         log({
           event: "error",

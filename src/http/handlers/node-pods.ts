@@ -2,8 +2,8 @@
 //   PUT /v1/node/pods  a signed set of pods at a generation: every item is validated and admitted before
 //                      anything changes; then the store is replaced (the commit), then every listed pod is
 //                      synced and every pod the set dropped is deleted, through the engine's front door.
-//   GET /v1/pods       the desired pods with their status as a v1.PodList (resourceVersion = generation), and
-//                      the orphans: pods podsync made that the store does not hold.
+//   GET /v1/pods       the desired pods with their status as a v1.PodList (resourceVersion = generation), those
+//                      being deleted (Terminating), and the orphans: pods podsync made that the store does not hold.
 import type { Context, Env, Hono } from "hono";
 import type { VerifiedToken } from "../../auth/verify.js";
 import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
@@ -325,13 +325,19 @@ export function registerNodePods<E extends Env>(
     );
     for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
     d.note(c, { criCalls: r.criCalls });
+    // A pod whose delete runs is listed as a cluster lists it, Terminating (with its deletionTimestamp), until
+    // it is gone: not among the orphans.
+    const terminating = r.orphans.filter((p) => p.deletion);
     return c.json({
       apiVersion: "v1",
       kind: "PodList",
       metadata: { resourceVersion: String(generation) },
-      items: r.pods.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus)),
+      items: [
+        ...r.pods.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus)),
+        ...terminating.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus, p.deletion)),
+      ],
       // Not in v1.PodList: pods podsync made that this node's store does not hold (status for a stand-in).
-      orphans: r.orphans.map((p) => toV1Pod(undefined, p.pod, p.apiStatus)),
+      orphans: r.orphans.filter((p) => !p.deletion).map((p) => toV1Pod(undefined, p.pod, p.apiStatus)),
     });
   });
 }
