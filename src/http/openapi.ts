@@ -24,7 +24,8 @@ function errors(...slugs: ProblemSlug[]) {
     ]),
   );
 }
-const COMMON: ProblemSlug[] = ["internal"];
+// Any route, once the node is stopping (SIGTERM): it takes nothing new while it finishes what runs.
+const COMMON: ProblemSlug[] = ["internal", "shutting-down"];
 const RUNTIME: ProblemSlug[] = ["runtime-error", "runtime-unavailable", "runtime-timeout"];
 const AUTH: ProblemSlug[] = ["unauthorized", "wrong-node", "keys-unavailable"];
 // A token that acts is recorded before it does (state-unavailable when that cannot be written).
