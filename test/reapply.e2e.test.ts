@@ -105,6 +105,21 @@ const deployment = (name: string, replicas: number, env = "1") => ({
     },
   },
 });
+const statefulSet = (name: string, replicas: number) => ({
+  apiVersion: "apps/v1",
+  kind: "StatefulSet",
+  metadata: { name, namespace: NS },
+  spec: {
+    replicas,
+    serviceName: name,
+    podManagementPolicy: "Parallel",
+    selector: { matchLabels: { app: name } },
+    template: {
+      metadata: { labels: { app: name } },
+      spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [container()] },
+    },
+  },
+});
 const uidlessPod = (name: string) => ({
   apiVersion: "v1",
   kind: "Pod",
@@ -288,5 +303,57 @@ describe.skipIf(skip)("re-applying what the node runs (issue #35)", () => {
     expect(pruned.stdout).toContain("deployment/api deleted");
     expect(pruned.stdout).toContain("pod/rp unchanged");
     expect(pruned.stderr).toMatch(/0 created, 0 configured, 1 unchanged, 1 deleted/);
+  }, 120_000);
+});
+
+describe.skipIf(skip)("tombstones know their owner (issue #35, 2)", () => {
+  it("a StatefulSet pod deleted with podsync delete is made again by its controller at once, while a sync signed before the delete stays refused; an exported owned pod re-synced keeps its owner", async () => {
+    const r = await cli(["sync", "-f", file("sts.json", [statefulSet("db", 2)])]);
+    expect(r.code, r.stderr).toBe(0);
+    const dbPods = async () => (await pods()).items.filter((p) => /^db-[01]$/.test(p.metadata.name));
+    const both = await until("db-0 and db-1 Ready", async () => {
+      const p = await dbPods();
+      return p.length === 2 && p.every(ready) && p;
+    });
+    const db1 = both.find((p) => p.metadata.name === "db-1")!;
+    // A sync of db-1's spec signed now, before the delete (it is sent only after).
+    const late = await sign({
+      act: "sync",
+      pod: { metadata: { name: "db-1", namespace: NS, uid: db1.metadata.uid }, spec: db1.spec },
+    });
+    await new Promise((r) => setTimeout(r, 1100)); // the delete's token is issued a second later (iat resolution)
+    const deleted = await cli(["delete", "db-1", "-n", NS]);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    const t0 = Date.now();
+    const back = await until("db-1 made again and Ready", async () => {
+      const p = (await dbPods()).find((x) => x.metadata.name === "db-1" && !x.metadata.deletionTimestamp);
+      return p && ready(p) && p;
+    });
+    console.log(`db-1 back and Ready ${Date.now() - t0} ms after its DELETE answered`);
+    expect(back.metadata.uid).toBe(db1.metadata.uid);
+    expect(back.metadata.ownerReferences?.[0]).toMatchObject({ kind: "StatefulSet", name: "db" });
+    // The old request is still refused by the tombstone.
+    const replay = await fetch(`${running.url}/v1/pods/sync`, {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: late,
+    });
+    expect(replay.status).toBe(409);
+    expect(await replay.text()).toContain("was removed (DELETE) by a token issued at");
+    // The StatefulSet counts the pods that exist and are ready.
+    await until("sts db 2/2 with 2 pods", async () => {
+      const g = await cli(["get", "sts", "db", "-n", NS]);
+      return /\bdb\s+2\/2\b/.test(g.stdout) && (await dbPods()).length === 2;
+    });
+
+    // `kubectl get pod db-0 -o json`, synced again: db-0 keeps its StatefulSet as owner (with a warning saying so).
+    const exported = await kubectl("get", "pod", "db-0", "-o", "json");
+    expect(exported.code, exported.stderr).toBe(0);
+    const resynced = await cli(["sync", "-f", file("db-0.json", [JSON.parse(exported.stdout)])]);
+    expect(resynced.code, resynced.stderr).toBe(0);
+    expect(resynced.stderr).toContain("stays owned by this node's StatefulSet db");
+    const db0 = (await dbPods()).find((p) => p.metadata.name === "db-0")!;
+    expect(db0.metadata.ownerReferences?.[0]).toMatchObject({ kind: "StatefulSet", name: "db", controller: true });
+    expect(ready(db0)).toBe(true);
   }, 120_000);
 });

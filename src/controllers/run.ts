@@ -184,14 +184,21 @@ export function createControllers(o: ControllersOptions): Controllers {
             first ??= { pod, reason: a.reason, message: a.message };
             continue;
           }
-          admitted.push(pod);
           const entry: DesiredPod = {
             pod,
             audit: w.audit,
             storedAt: now,
             ...(w.objects ? { objects: w.objects } : {}),
           };
-          await o.desired.put(entry);
+          // A put the store refuses (a late request's tombstone, a uid held by another pod) makes no pod: the status
+          // below is still written from the pods that exist, with the refusal as its ReplicaFailure.
+          try {
+            await o.desired.put(entry);
+          } catch (e) {
+            refused ??= `Pod was not stored: ${String((e as Error)?.message ?? e)}`;
+            continue;
+          }
+          admitted.push(pod);
           out.created.push(pod.metadata.uid);
           add(w.workload.metadata.uid!, { pod, status: undefined, createdAt: now });
         }

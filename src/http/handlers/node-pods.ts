@@ -205,6 +205,12 @@ export function registerNodePods<E extends Env>(
         // the new templates); those of dropped workloads go with the commit.
         const storedWorkloads = d.workloads ? await d.workloads.list() : [];
         const derived = keptDerived(workloads, storedWorkloads, before.values());
+        // A set item that is a kept workload's pod (an export of it) stays that controller's, once.
+        const ownedBy = new Map(derived.pods.map((e) => [e.pod.metadata.uid, e.pod.metadata.ownerReferences]));
+        for (const e of own)
+          if (ownedBy.has(e.pod.metadata.uid) && !controllerOf(e.pod.metadata))
+            e.pod.metadata.ownerReferences = ownedBy.get(e.pod.metadata.uid);
+        derived.pods = derived.pods.filter((e) => !own.some((o) => o.pod.metadata.uid === e.pod.metadata.uid));
         // What the commit does to the workloads, for the answer: each of the set's created, updated or unchanged,
         // and each one the node held (not made by a controller) that the set leaves out, deleted.
         outcomes = outcomesAgainst(workloads, storedWorkloads);
