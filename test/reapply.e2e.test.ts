@@ -357,3 +357,47 @@ describe.skipIf(skip)("tombstones know their owner (issue #35, 2)", () => {
     expect(ready(db0)).toBe(true);
   }, 120_000);
 });
+
+describe.skipIf(skip)("DELETE cancels a sync in progress (issue #34, 8)", () => {
+  it("a pod whose postStart hook hangs: DELETE answers 200 at once (not 409 pod-busy while the hook runs), the sync is cancelled and told the pod left, and nothing of the pod is left", async () => {
+    const id = `hang-${Date.now().toString(36)}`;
+    const pod = {
+      metadata: { name: "hang", namespace: NS, uid: id },
+      spec: {
+        hostNetwork: true,
+        terminationGracePeriodSeconds: 1,
+        containers: [container({ lifecycle: { postStart: { exec: { command: ["sleep", "600"] } } } })],
+      },
+    };
+    const syncing = fetch(`${running.url}/v1/pods/sync`, {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: await sign({ act: "sync", pod }),
+    }).then(async (r) => ({ status: r.status, body: await r.text() }));
+    // The hook is running: the container was started, and the sync is still waiting for the hook.
+    await until("the container started, its postStart hook running", async () => {
+      const p = (await pods()).items.find((x) => x.metadata.uid === id);
+      return p?.status.containerStatuses?.[0]?.state?.running !== undefined;
+    });
+    let answered = false;
+    void syncing.then(() => (answered = true));
+    expect(answered).toBe(false);
+    const del = await fetch(`${running.url}/v1/pods/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${await sign({ act: "delete", uid: id })}` },
+    });
+    const delBody = await del.text();
+    expect(del.status, delBody).toBe(200);
+    expect(JSON.parse(delBody)).toMatchObject({ deleted: true, desired: true });
+    const s = await syncing;
+    expect(s.status, s.body).toBe(409);
+    expect(s.body).toContain("left the desired state");
+    const cri = connectGrpc({ endpoint });
+    try {
+      const left = await cri.listPodSandbox({});
+      expect(left.items.filter((sb) => sb.metadata?.uid === id)).toEqual([]);
+    } finally {
+      cri.close();
+    }
+  }, 120_000);
+});

@@ -323,8 +323,9 @@ async function counted<T>(
   cri: CriClient,
   fn: (cri: CriClient) => Promise<T>,
   fence?: AbortSignal,
+  stop?: AbortSignal,
 ): Promise<T & Counted> {
-  const c = requestView(cri, fence);
+  const c = requestView(cri, fence, stop);
   const r = await fn(c.client);
   return { ...r, criCalls: c.calls };
 }
@@ -382,6 +383,8 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   const evictions = new Map<string, PodEviction>();
   // Deletes asked and not over (Terminating), by uid.
   const deletions = new Map<string, PodDeletion>();
+  // The running sync of each pod, to cancel when the pod is asked gone.
+  const syncing = new Map<string, AbortController>();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
   const nameOf = (c: CriClient) =>
@@ -543,8 +546,13 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       const uid = pod.metadata.uid;
       // Known absent: a uid check just listed nothing of the pod and nothing has acted on it since.
       const known = absent?.take(uid, syncOptions.now()) === true;
-      return lockedRun(uid, (fence) =>
-        counted(
+      // The sync's context (pod_workers.go: a pod asked to terminate cancels the running sync's context): a delete
+      // aborts it, so a hanging postStart hook or pull does not hold the pod's lock against the delete.
+      const cancel = new AbortController();
+      return lockedRun(uid, (fence) => {
+        const signal = cancel.signal;
+        syncing.set(uid, cancel);
+        return counted(
           cri,
           async (c) => {
             await checkCurrent(guard, `the sync of pod ${uid}`);
@@ -559,7 +567,13 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
             const actions = evictions.has(pod.metadata.uid)
               ? evictedPodActions(status)
               : podActionsAt(pod, status, probes, syncOptions.now());
-            const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, actions);
+            const r = await syncPod(
+              c,
+              pod,
+              status,
+              { ...syncOptions, ...(objects ? { objects } : {}), signal },
+              actions,
+            );
             // What acted on the pod voids what was kept of it (its events would too, a moment later); a read that
             // changed nothing is kept (the read-back, which adds termination messages, never is).
             // A status with an exit CRI has not recorded yet is not the runtime's: never kept.
@@ -606,8 +620,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
             };
           },
           fence,
-        ),
-      );
+          signal,
+        ).finally(() => {
+          if (syncing.get(uid) === cancel) syncing.delete(uid);
+        });
+      });
     },
 
     apiStatus: async (uid, spec, probes) => {
@@ -698,6 +715,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
         spec: deletions.get(uid)?.spec ?? spec,
       };
       deletions.set(uid, mark);
+      // kubelet's pod worker cancels the running sync of a pod that became terminating (pod_workers.go UpdatePod:
+      // `if (becameTerminating || wasGracePeriodShortened) && status.cancelFn != nil { status.cancelFn() }`): the
+      // delete waits for the lock no longer than the sync takes to notice.
+      syncing.get(uid)?.abort(new Error(`pod ${uid} is being deleted`));
       return deleteLocked(uid, gracePeriodSeconds, guard, spec).finally(() => {
         if (deletions.get(uid) === mark) deletions.delete(uid);
       });
