@@ -36,6 +36,8 @@ import { nodeLogFiles } from "./host/log-files.js";
 import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodeVolumeFiles } from "./host/volume-files.js";
 import { isKubePath } from "./kubeapi/paths.js";
+import { toKubeStatus } from "./kubeapi/status.js";
+import { ProblemError } from "./http/problems.js";
 import type { RequestLog } from "./http/request-log.js";
 import { RvClock, WatchHub } from "./kubeapi/watch-hub.js";
 import { EventRecorder, recordingEvents } from "./kubeapi/events.js";
@@ -298,6 +300,7 @@ export async function startNode(
     runtimeName: () => runtimeName,
     recorder,
     eviction: (uid) => engine.eviction(uid),
+    deletion: (uid) => engine.deleting().get(uid),
   });
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   // Every sync's read-back and every delete also updates the Kubernetes API's pods (between relists, which
@@ -311,6 +314,7 @@ export async function startNode(
       loop.learn(r.after);
     },
     deleted: (uid: string) => feedPods.removed(uid),
+    deleting: (uid: string) => feedPods.deleting(uid),
     evicted: () => feedPods.again(),
   };
   const runtime = recordingEvents(instrumentRuntime(engine, metrics, "request"), recorder, podsAfter);
@@ -641,6 +645,7 @@ export async function startNode(
   // sends while the handler loads (an upgraded socket has no data listener until ws binds one).
   let upgrade: Promise<(req: IncomingMessage, socket: Duplex, head: Buffer) => void> | undefined;
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (drain.stopping) return void socket.destroy();
     upgrade ??= import("./kubeapi/exec-stream.js").then((m) =>
       m.execUpgrade({
         verifier,
@@ -662,8 +667,20 @@ export async function startNode(
   };
   // The Kubernetes paths (/version, /api, /apis) go to the Kubernetes API, everything else to podsync's own.
   const kubeFetch = async (req: Request, env: object) => (await (kube ??= kubeApi())).fetch(req, env);
-  const fetch = (req: Request, env: object) =>
+  const route = (req: Request, env: object) =>
     isKubePath(new URL(req.url).pathname) ? kubeFetch(req, env) : app.fetch(req, env);
+  // Requests being answered (until their response starts), so a stop can wait for them; once the node is stopping,
+  // what still arrives on an open connection is answered 503 shutting-down (a Status on Kubernetes paths).
+  const drain = { stopping: false, inFlight: 0, idle: undefined as (() => void) | undefined };
+  const fetch = async (req: Request, env: object): Promise<Response> => {
+    if (drain.stopping) return shuttingDown(new URL(req.url).pathname);
+    drain.inFlight++;
+    try {
+      return await route(req, env);
+    } finally {
+      if (--drain.inFlight === 0) drain.idle?.();
+    }
+  };
   let tls: { cert: string; key: string; certFile?: string | undefined } | undefined;
   let tlsWarning: string | undefined;
   if (s.PODSYNC_TLS) {
@@ -791,33 +808,45 @@ export async function startNode(
       );
     console.error(lines.join("\n"));
   }
+  let closing: Promise<void> | undefined;
   return {
     server,
     url,
     ...(tlsInfo ? { tls: tlsInfo } : {}),
     close: () =>
-      new Promise<void>((res) => {
-        services.stop();
-        stopLogRotation();
-        void loop.stop().then(async () => {
+      (closing ??= shutdown({
+        drain,
+        stopListening: () => {
+          if (dual) dual.stopListening();
+          else {
+            server.close();
+            (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+          }
+        },
+        closeConnections: () =>
+          dual
+            ? dual.close()
+            : new Promise<void>((res) => {
+                server.close(() => res());
+                // As the dual listener does: a watch or a log follow never ends by itself, and must not hold the stop.
+                (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+              }),
+        markStopping: (deadline) => dirLock.markStopping(deadline),
+        stopWork: async () => {
+          services.stop();
+          stopLogRotation();
+          await loop.stop();
           await controllers.settle();
           await dataplane?.dataplane.stop();
           await probeStore.close().catch(() => undefined);
           await workloadFiles.close().catch(() => undefined);
-          const closed = () =>
-            void replay
-              .close()
-              .then(() => dirLock.release())
-              .then(() => res());
-          if (dual) void dual.close().then(closed);
-          else {
-            server.close(closed);
-            // As the dual listener does: a watch or a log follow never ends by itself, and must not hold the stop.
-            (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-          }
+        },
+        release: async () => {
           cri.close();
-        });
-      }),
+          await replay.close();
+          await dirLock.release();
+        },
+      })),
   };
 }
 
@@ -836,19 +865,69 @@ export function runNode(): void {
   const started = startNode();
   // The signals are taken before start-up ends (the banner is printed just before): a stop asked for meanwhile
   // waits for the start, then closes cleanly and gives the state directory's lock up.
-  const stop = () =>
+  const stop = () => {
+    // Past the grace (and the lock's slack), the process goes whatever is left.
+    setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS + 5_000).unref();
     void started
       .then((r) => r.close())
       .then(
         () => process.exit(0),
         () => process.exit(1),
       );
+  };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
   started.catch((e: unknown) => {
     console.error(e instanceof SettingsError || e instanceof StateDirInUseError ? `podsync: ${e.message}` : e);
     process.exit(1);
   });
+}
+
+/** How long a stop (SIGTERM, SIGINT, close()) waits for the requests and the syncs in flight before it closes
+ * the runtime connection anyway (docs/reliability.md). */
+export const SHUTDOWN_GRACE_MS = 30_000;
+
+interface ShutdownSteps {
+  drain: { stopping: boolean; inFlight: number; idle: (() => void) | undefined };
+  stopListening(): void;
+  closeConnections(): Promise<void>;
+  markStopping(deadline: number): Promise<void>;
+  stopWork(): Promise<void>;
+  release(): Promise<void>;
+}
+
+/** kubelet's order on a stop: admit nothing new (the listener closes, so the port is free for the next process at
+ * once, and what still arrives on an open connection is answered 503 shutting-down), let what is in flight finish
+ * (requests, the loop's pass, the controllers' deletes) within SHUTDOWN_GRACE_MS, then end the connections left
+ * (watches, follows), and only then close the runtime connection and let the state directory go. The lock says the
+ * process is stopping, so a supervisor's restart meanwhile waits for it instead of refusing. */
+async function shutdown(o: ShutdownSteps): Promise<void> {
+  const deadline = Date.now() + SHUTDOWN_GRACE_MS;
+  o.drain.stopping = true;
+  o.stopListening();
+  await o.markStopping(deadline);
+  const requests = o.drain.inFlight === 0 ? Promise.resolve() : new Promise<void>((res) => (o.drain.idle = res));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const grace = new Promise<void>((res) => (timer = setTimeout(res, Math.max(0, deadline - Date.now()))));
+  await Promise.race([Promise.all([requests, o.stopWork()]), grace]);
+  clearTimeout(timer);
+  await o.closeConnections();
+  await o.release();
+}
+
+/** The answer to a request that arrives while the node stops: 503 shutting-down, a Status on Kubernetes paths. */
+function shuttingDown(path: string): Response {
+  const e = new ProblemError(
+    "shutting-down",
+    "podsync is shutting down: it takes no new request while it finishes those in flight; retry once it is back",
+  );
+  if (isKubePath(path)) {
+    const r = toKubeStatus(e).toResponse();
+    r.headers.set("connection", "close");
+    r.headers.set("retry-after", "1");
+    return r;
+  }
+  return e.toResponse(path, { connection: "close", "retry-after": "1" });
 }
 
 /** The size of the filesystem holding the root dir (kubelet's node ephemeral-storage capacity); unknown when it

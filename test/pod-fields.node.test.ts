@@ -181,11 +181,11 @@ describe("hostAliases and the kubelet-managed /etc/hosts", () => {
     );
     expect(
       managedHostsFileContent(["10.0.0.5"], "web", "s.ns.svc.cluster.local", aliases).endsWith(
-        "10.0.0.5\tweb.s.ns.svc.cluster.local\tweb\n\n# Entries added by HostAliases.\n10.1.2.3\ta\n10.1.2.3\tb\n",
+        "10.0.0.5\tweb.s.ns.svc.cluster.local\tweb\n\n# Entries added by HostAliases.\n10.1.2.3\ta\tb\n",
       ),
     ).toBe(true);
     expect(nodeHostsFileContent("127.0.0.1 localhost\n", aliases)).toBe(
-      "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n\n# Entries added by HostAliases.\n10.1.2.3\ta\n10.1.2.3\tb\n",
+      "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n\n# Entries added by HostAliases.\n10.1.2.3\ta\tb\n",
     );
   });
   it("validation: an IP and DNS subdomain hostnames", () => {

@@ -78,6 +78,30 @@ describe("one process per state directory", () => {
     await other.acquire();
     await other.release();
   });
+
+  it("a holder that says it is stopping (SIGTERM) is waited for: the next start takes the lock once it is let go; past its deadline it refuses again", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podsync-lock-"));
+    const holder = new StateDirLock(dir, { pid: 7, alive: () => true, startOf: async () => 5 });
+    await holder.acquire();
+    await holder.markStopping(Date.now() + 10_000);
+    expect(JSON.parse(readFileSync(join(dir, LOCK_FILE), "utf8"))).toMatchObject({
+      pid: 7,
+      stopping: expect.any(Number),
+    });
+    const next = new StateDirLock(dir, { pid: 8, alive: () => true, startOf: async () => 5 });
+    let taken = false;
+    const waiting = next.acquire().then(() => (taken = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(taken).toBe(false);
+    await holder.release();
+    await waiting;
+    expect(JSON.parse(readFileSync(join(dir, LOCK_FILE), "utf8"))).toEqual({ pid: 8, start: 5 });
+    // A holder whose stop ran past its deadline (and the slack) is a live holder again: refused.
+    await next.markStopping(Date.now() - 10_000);
+    const late = new StateDirLock(dir, { pid: 9, alive: () => true, startOf: async () => 5 });
+    expect(await late.acquire().catch((x: unknown) => x)).toBeInstanceOf(StateDirInUseError);
+    await next.release();
+  });
 });
 
 describe("the used-jti log", () => {

@@ -151,6 +151,44 @@ describe("tombstones: a token signed before a pod's removal cannot bring it back
   });
 });
 
+describe("a tombstone knows its pod's controller (issue #35)", () => {
+  for (const [name, make] of [
+    ["file store", () => new FileDesiredState(mkdtempSync(join(tmpdir(), "podsync-tomb-")))],
+    ["memory store", () => new MemoryDesiredState()],
+  ] as const)
+    it(`${name}: a controller's pod removed by a DELETE is put again by that controller (same workload audit) at once; a request signed before the DELETE, even one naming the owner, stays refused; a newer one clears the tombstone`, async () => {
+      const desired = make();
+      const owner = { apiVersion: "apps/v1", kind: "StatefulSet", name: "db", uid: "sts-uid", controller: true };
+      const pod = Pod.parse({
+        ...podInput("db-1"),
+        metadata: { ...podInput("db-1").metadata, ownerReferences: [owner] },
+      });
+      const now = Math.floor(Date.now() / 1000);
+      const workloadAudit = { iss: "t", kid: undefined, jti: "sts-token", iat: now - 60 };
+      const entry = (audit: typeof workloadAudit) => ({ pod, audit, storedAt: Date.now() });
+      await desired.put(entry(workloadAudit));
+      expect(await desired.remove(pod.metadata.uid, { iat: now })).toBe(true);
+      expect((await desired.tombstone(pod.metadata.uid))?.owner).toEqual({ uid: "sts-uid", jti: "sts-token" });
+      // The controller makes it anew with the workload's audit: stored, the tombstone kept.
+      await desired.put(entry(workloadAudit));
+      expect(await desired.get(pod.metadata.uid)).toBeDefined();
+      expect(await desired.tombstone(pod.metadata.uid)).toBeDefined();
+      // A request signed before the DELETE (its own jti, ownerReferences and all) is refused.
+      await expect(desired.put(entry({ ...workloadAudit, jti: "late-request", iat: now - 5 }))).rejects.toThrow(
+        /was removed \(DELETE\) by a token issued at/,
+      );
+      // Another controller's audit is not the owner's.
+      const other = Pod.parse({
+        ...podInput("db-1", pod.metadata.uid),
+        metadata: { ...pod.metadata, ownerReferences: [{ ...owner, uid: "other" }] },
+      });
+      await expect(desired.put({ pod: other, audit: workloadAudit, storedAt: Date.now() })).rejects.toThrow(/older/);
+      // A request newer than the DELETE syncs it and clears the tombstone.
+      await desired.put(entry({ ...workloadAudit, jti: "new-request", iat: now + 1 }));
+      expect(await desired.tombstone(pod.metadata.uid)).toBeUndefined();
+    });
+});
+
 describe("409 uid-conflict leaves the desired state exactly as it was", () => {
   it("a uid the store holds for another pod whose sandbox is not made yet: the intruder is refused in the store's write; the victim stays stored", async () => {
     const n = await node();

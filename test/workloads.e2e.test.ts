@@ -99,9 +99,10 @@ const listWorkloads = async (kind: string) =>
   (await h.fetch(`/v1/workloads?kind=${kind}`, { headers: await bearer({ act: "status" }) })).body.items as any[];
 const workload = async (kind: string, name: string) =>
   (await listWorkloads(kind)).find((w) => w.metadata.name === name && w.metadata.namespace === ns);
+// The pods that are not being deleted (GET /v1/pods also lists those, Terminating, until they are gone).
 const podsOf = async (prefix: string) =>
   ((await h.fetch("/v1/pods", { headers: await bearer({ act: "status" }) })).body.items as any[]).filter(
-    (p) => p.metadata.namespace === ns && p.metadata.name.startsWith(prefix),
+    (p) => p.metadata.namespace === ns && p.metadata.name.startsWith(prefix) && !p.metadata.deletionTimestamp,
   );
 const remove = async (kind: string, name: string) => {
   const w = await workload(kind, name);

@@ -145,7 +145,8 @@ export function createControllers(o: ControllersOptions): Controllers {
           pod: `${entry.pod.metadata.namespace}/${entry.pod.metadata.name}`,
           reason,
         });
-        await o.runtime.delete(uid, undefined, whileAbsent(o.desired, uid));
+        // With its spec: its preStop hooks run, and it shows as Terminating under its own name until it is gone.
+        await o.runtime.delete(uid, undefined, whileAbsent(o.desired, uid), entry.pod);
       } catch (e) {
         log({
           event: "error",
@@ -231,14 +232,21 @@ export function createControllers(o: ControllersOptions): Controllers {
             break;
           }
           gate.admitted(w);
-          admitted.push(pod);
           const entry: DesiredPod = {
             pod,
             audit: w.audit,
             storedAt: now,
             ...(w.objects ? { objects: w.objects } : {}),
           };
-          await o.desired.put(entry);
+          // A put the store refuses (a late request's tombstone, a uid held by another pod) makes no pod: the status
+          // below is still written from the pods that exist, with the refusal as its ReplicaFailure.
+          try {
+            await o.desired.put(entry);
+          } catch (e) {
+            refused ??= `Pod was not stored: ${String((e as Error)?.message ?? e)}`;
+            continue;
+          }
+          admitted.push(pod);
           out.created.push(pod.metadata.uid);
           add(w.workload.metadata.uid!, { pod, status: undefined, createdAt: now });
         }

@@ -24,7 +24,10 @@ export interface RequestView {
   readonly calls: number;
 }
 
-export function requestView(cri: CriClient, fence?: AbortSignal): RequestView {
+/** `stop` (a sync cancelled because its pod is being deleted): no write starts once it fired, but calls in flight
+ * finish (a cancelled StartContainer would leave the container mid-start, which no kill can remove); a call that
+ * should end with it (a postStart hook's ExecSync) is given it as its own signal. */
+export function requestView(cri: CriClient, fence?: AbortSignal, stop?: AbortSignal): RequestView {
   const view = { calls: 0 } as { calls: number; client: CriClient };
   const client: Record<string, unknown> = { close: () => cri.close() };
   for (const name of CLIENT_METHODS) {
@@ -32,6 +35,12 @@ export function requestView(cri: CriClient, fence?: AbortSignal): RequestView {
     const write = WRITES.has(name);
     client[name] = (req: unknown, o?: CallOptions) => {
       view.calls++;
+      if (write && stop?.aborted) {
+        const why = (stop.reason as Error)?.message ?? "the sync was cancelled";
+        return Promise.reject(
+          new CriError(GrpcCode.ABORTED, `not sent: ${why}`, name[0]!.toUpperCase() + name.slice(1)),
+        );
+      }
       if (!fence) return fn(req, o);
       if (fence.aborted) {
         if (!write) return fn(req, o); // a read sent after the fence fired passes (an aborted signal would cancel it)

@@ -16,6 +16,8 @@ export interface DualListener {
   server: Server;
   /** Run for an HTTP Upgrade on either protocol. */
   onUpgrade(fn: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): void;
+  /** Stop taking connections (the port is free at once) and close the idle kept-alive ones; open ones go on. */
+  stopListening(): void;
   close(): Promise<void>;
 }
 
@@ -38,6 +40,11 @@ export function dualListener(handler: RequestListener, tls: { cert: string; key:
     onUpgrade(fn) {
       plain.on("upgrade", fn);
       secure.on("upgrade", fn);
+    },
+    stopListening() {
+      if (server.listening) server.close();
+      plain.closeIdleConnections();
+      secure.closeIdleConnections();
     },
     close: () =>
       new Promise<void>((res) => {

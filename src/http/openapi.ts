@@ -24,7 +24,8 @@ function errors(...slugs: ProblemSlug[]) {
     ]),
   );
 }
-const COMMON: ProblemSlug[] = ["internal"];
+// Any route, once the node is stopping (SIGTERM): it takes nothing new while it finishes what runs.
+const COMMON: ProblemSlug[] = ["internal", "shutting-down"];
 const RUNTIME: ProblemSlug[] = ["runtime-error", "runtime-unavailable", "runtime-timeout"];
 const AUTH: ProblemSlug[] = ["unauthorized", "wrong-node", "keys-unavailable"];
 // A token that acts is recorded before it does (state-unavailable when that cannot be written).
@@ -125,7 +126,7 @@ export function openApiDocument(): object {
         put: {
           summary: "Replace the node's desired set: sync every listed pod, delete every stored pod the set leaves out",
           description:
-            "Token act apply with an integer generation above the node's (else 409 stale-generation; a refused PUT does not use up its generation). Every item is validated and admitted before anything changes (errors name pods[i] or items[i] and the field); two pods with one uid or one namespace/name are refused, and so is an item whose uid belongs to another pod on the node (409 uid-conflict naming pods[i]). Then the set is stored (503 state-unavailable: nothing changed), then each pod is synced and each dropped pod deleted. An empty set drains the node. Response: {ok, generation, pods: [{ok, pod, actions, steps, status}], removed: [{ok, pod, steps, deleted}]}; a pod that failed carries error (a problem); a pod a later request changed (or put back) while the PUT ran is left to that request and carries superseded (a note).",
+            "Token act apply with an integer generation above the node's (else 409 stale-generation; a refused PUT does not use up its generation). Every item is validated and admitted before anything changes (errors name pods[i] or items[i] and the field); two pods with one uid or one namespace/name are refused, and so is an item whose uid belongs to another pod on the node (409 uid-conflict naming pods[i]). Then the set is stored (503 state-unavailable: nothing changed), then each pod is synced and each dropped pod deleted. An empty set drains the node. Response: {ok, generation, pods: [{ok, pod, actions, steps, status}], removed: [{ok, pod, steps, deleted}], workloads: [{kind, namespace, name, uid, action: created|updated|unchanged}], removedWorkloads: [{kind, namespace, name, uid}]}; a pod that failed carries error (a problem); a pod a later request changed (or put back) while the PUT ran is left to that request and carries superseded (a note).",
           requestBody: {
             required: true,
             content: {

@@ -50,6 +50,7 @@ export const PROBLEMS = {
   "runtime-not-ready": { status: 503, title: "Container runtime not ready" },
   "keys-unavailable": { status: 503, title: "Trusted keys unavailable" },
   "state-unavailable": { status: 503, title: "Node state unavailable" },
+  "shutting-down": { status: 503, title: "The node is shutting down" },
   "runtime-timeout": { status: 504, title: "Container runtime call timed out" },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -301,7 +301,13 @@ export const deleteEvents = (r: Awaited<ReturnType<PodRuntime["delete"]>>): Even
 export function recordingEvents(
   rt: PodRuntime,
   recorder: EventRecorder,
-  after?: { synced(pod: Pod, r: SyncResult): void; deleted(uid: string): void; evicted?(uid: string): void },
+  after?: {
+    synced(pod: Pod, r: SyncResult): void;
+    deleted(uid: string): void;
+    evicted?(uid: string): void;
+    /** The delete was asked (the pod is Terminating from now). */
+    deleting?(uid: string): void;
+  },
 ): PodRuntime {
   return {
     ...rt,
@@ -326,7 +332,9 @@ export function recordingEvents(
       return r;
     },
     delete: async (uid, grace, guard, spec) => {
-      const r = await rt.delete(uid, grace, guard, spec);
+      const running = rt.delete(uid, grace, guard, spec);
+      after?.deleting?.(uid);
+      const r = await running;
       after?.deleted(uid);
       for (const e of deleteEvents(r)) recorder.record(r.pod, e);
       return r;

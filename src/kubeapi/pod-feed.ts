@@ -37,6 +37,11 @@ export interface PodFeedOptions {
   recorder?: EventRecorder | undefined;
   /** The eviction manager's verdict on a pod (the runtime keeps it): Failed, reason Evicted, its condition. */
   eviction?: ((uid: string) => PodEviction | undefined) | undefined;
+  /** A pod whose delete runs (the runtime keeps it): listed Terminating, with its deletionTimestamp, until
+   * removed() says it is gone. */
+  deletion?:
+    | ((uid: string) => { deletionTimestamp: number; deletionGracePeriodSeconds: number } | undefined)
+    | undefined;
 }
 
 const emptyStatus = (uid: string): PodStatus => ({
@@ -67,6 +72,8 @@ export interface PodFeed {
   /** A sync through the front door (a request's or the loop's) read the pod back: its status now, in full. With
    * runtime events the relist is only a safety net minutes apart; this keeps the pods current between relists. */
   synced(pod: Pod, after: PodStatus, probes: PodProbeResults | undefined): void;
+  /** The pod's delete was asked: it shows as Terminating now. */
+  deleting(uid: string): void;
   /** The pod was deleted. */
   removed(uid: string): void;
 }
@@ -154,6 +161,19 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     built.set(uid, { key, pod });
     return pod;
   };
+  /** The pod as last built, with the deletion the runtime holds for it (printPod shows it Terminating). */
+  const terminating = (uid: string): V1Pod | undefined => {
+    const b = built.get(uid);
+    const d = o.deletion?.(uid);
+    if (!b || !d) return undefined;
+    const { deletionTimestamp, deletionGracePeriodSeconds } = toV1Pod(
+      undefined,
+      b.pod.metadata,
+      b.pod.status,
+      d,
+    ).metadata;
+    return { ...b.pod, metadata: { ...b.pod.metadata, deletionTimestamp, deletionGracePeriodSeconds } };
+  };
   let last: Parameters<PodFeed> | undefined;
   /** Pods synced since the last feed. The loop reads the desired entries before its relist's CRI calls, so a
    * pod stored and synced meanwhile is missing from the feed's entries though it is desired: it stays until the
@@ -180,6 +200,8 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       if (seen.has(uid)) continue;
       // A replay's entries are no newer than the last feed's: it removes nothing (removed() does).
       if (replay || syncedSinceFeed.has(uid)) out.push(b.pod);
+      // Out of the desired state, its delete still running: Terminating, as last seen, until removed().
+      else if (terminating(uid)) out.push(terminating(uid)!);
       else forget(uid);
     }
     if (!replay) syncedSinceFeed.clear();
@@ -217,6 +239,10 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
         storedAt: known?.storedAt ?? now(),
       };
       hub.upsert(build(e, { status: after, fingerprint }, probes));
+    },
+    deleting(uid: string) {
+      const t = terminating(uid);
+      if (t) hub.upsert(t);
     },
     removed(uid: string) {
       syncedSinceFeed.delete(uid);

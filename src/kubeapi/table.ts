@@ -177,6 +177,9 @@ export function podCells(pod: V1Pod, now: number): string[] {
     }
     if (reason === "Completed" && hasRunning) reason = condition("Ready") ? "Running" : "NotReady";
   }
+  // printPod: a pod being deleted is Terminating until it is gone (unless its phase is already terminal).
+  if (pod.metadata.deletionTimestamp && st.reason === "NodeLost") reason = "Unknown";
+  else if (pod.metadata.deletionTimestamp && st.phase !== "Succeeded" && st.phase !== "Failed") reason = "Terminating";
   const gates = (spec as { readinessGates?: { conditionType: string }[] } | undefined)?.readinessGates ?? [];
   return [
     pod.metadata.name,

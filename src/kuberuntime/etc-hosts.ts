@@ -21,9 +21,11 @@ export const etcHostsFile = (rootDir: string, uid: string) => `${podDir(rootDir,
 export const mountsEtcHosts = (container: Container, podIPs: readonly string[]) =>
   podIPs.length > 0 && !(container.volumeMounts ?? []).some((m) => m.mountPath === ETC_HOSTS_PATH);
 
+/** kubelet_pods.go hostsEntriesFromHostAliases: "for each IP, write all aliases onto single line in hosts file",
+ * tab-separated (an alias with no hostnames still gets its line, as kubelet writes it). */
 function hostsEntriesFromHostAliases(aliases: Pod["spec"]["hostAliases"]): string {
   if (!aliases?.length) return "";
-  return `\n# Entries added by HostAliases.\n${aliases.flatMap((a) => (a.hostnames ?? []).map((h) => `${a.ip}\t${h}\n`)).join("")}`;
+  return `\n# Entries added by HostAliases.\n${aliases.map((a) => `${a.ip}\t${(a.hostnames ?? []).join("\t")}\n`).join("")}`;
 }
 
 /** managedHostsFileContent */

@@ -204,6 +204,19 @@ export interface ListedPod {
   spec?: Pod;
   status: PodStatus;
   apiStatus: V1PodStatus;
+  /** Set while the pod's delete runs (it is no longer desired; listed among the orphans, with the spec it had). */
+  deletion?: PodDeletion;
+}
+
+/** A pod asked gone whose delete is still running (the API server's deletionTimestamp and
+ * deletionGracePeriodSeconds, set when the delete is asked: now + the grace period). Shown as Terminating
+ * (printPod) until the delete is over. */
+export interface PodDeletion {
+  /** When the grace period ends (ms): the API server's deletionTimestamp. */
+  deletionTimestamp: number;
+  deletionGracePeriodSeconds: number;
+  /** The pod as last desired, when the caller knew it. */
+  spec?: Pod | undefined;
 }
 
 export interface NodeListResult extends Counted {
@@ -261,6 +274,8 @@ export interface PodRuntime {
    * one it was started with. `spec`: the pod as last desired, when known (its preStop hooks and sidecar order
    * come from it; else from what the containers' annotations kept). */
   delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions, spec?: Pod): Promise<DeleteResult>;
+  /** The pods whose delete is running, from when it is asked until it is over. */
+  deleting(): ReadonlyMap<string, PodDeletion>;
   ready(): Promise<RuntimeReadiness>;
   /** The eviction manager's verdict (eviction/): start nothing of the pod again and report it Failed with
    * `reason` and `message` (and its condition) from now until DELETE or forgetEviction; kill it as kubelet's
@@ -311,8 +326,9 @@ async function counted<T>(
   cri: CriClient,
   fn: (cri: CriClient) => Promise<T>,
   fence?: AbortSignal,
+  stop?: AbortSignal,
 ): Promise<T & Counted> {
-  const c = requestView(cri, fence);
+  const c = requestView(cri, fence, stop);
   const r = await fn(c.client);
   return { ...r, criCalls: c.calls };
 }
@@ -369,6 +385,10 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
   // The eviction manager's verdicts by uid (kubelet's status manager keeps them as the pod's Failed status):
   // in memory, like the reason cache; DELETE forgets one, and so does the loop when it re-creates the pod.
   const evictions = new Map<string, PodEviction>();
+  // Deletes asked and not over (Terminating), by uid.
+  const deletions = new Map<string, PodDeletion>();
+  // The running sync of each pod, to cancel when the pod is asked gone.
+  const syncing = new Map<string, AbortController>();
   // kubelet reads the runtime's name once (Version) for container ids: `containerd://<id>`.
   let runtimeName: Promise<string> | undefined;
   const nameOf = (c: CriClient) =>
@@ -431,6 +451,70 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       return o.podDirs ? removePodData(o.podDirs, paths) : "removed the pod's file volumes";
     });
 
+  /** DELETE's kill under the pod's lock. */
+  const deleteLocked = (uid: string, gracePeriodSeconds?: number, guard?: GuardOptions, spec?: Pod) =>
+    lockedRun(uid, (fence) =>
+      counted(
+        cri,
+        async (c) => {
+          await checkCurrent(guard, `the delete of pod ${uid}`);
+          cache?.forget(uid);
+          // Best effort: a sandbox whose status the runtime cannot report is still stopped and removed by its id
+          // from the list (its steps say what could not be; the answer is then 207 with statusError).
+          const status = await getPodStatusOrListed(c, { uid, name: "", namespace: "" });
+          const pod = refFromStatus(uid, status);
+          if (isEmpty(status)) {
+            // No sandbox, yet its volumes may have been set up (a tmpfs emptyDir mounted before a later volume
+            // failed, or a sandbox removed by hand): its node data goes as on the normal path, as kubelet's
+            // cleanupOrphanedPodDirs removes a pod dir no pod owns (kubelet_pods.go).
+            const steps = new Steps();
+            if (removeNodeData)
+              await steps.run(
+                "RemovePodDirs",
+                uid,
+                () => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)),
+                "RemovePodDirsError",
+              );
+            return {
+              ok: steps.steps.every((st) => st.ok),
+              pod,
+              steps: steps.steps,
+              deleted: false,
+              wasRunning: false,
+            };
+          }
+          const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
+          // The file volumes, the pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go
+          // with it, before its sandboxes (a failure keeps them, so the next DELETE finds the pod and retries).
+          const removeDirs = removeNodeData && (() => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)));
+          const known = spec?.metadata.uid === uid ? spec.spec : undefined;
+          const target = {
+            metadata: pod,
+            spec: {
+              terminationGracePeriodSeconds: gracePeriodSeconds,
+              initContainers: known?.initContainers,
+              containers: known?.containers,
+              hostNetwork:
+                known?.hostNetwork ??
+                status.sandboxStatuses[0]?.linux?.namespaces?.options?.network === NamespaceMode.NODE,
+            },
+          };
+          const r = await deletePod(c, target, status, removeDirs, { network: o.hookNetwork, hostIPs: o.hostIPs });
+          reasons.delete(uid);
+          evictions.delete(uid);
+          return {
+            ok: r.ok,
+            pod,
+            steps: r.steps,
+            deleted: true,
+            wasRunning,
+            ...(status.statusError ? { statusError: status.statusError } : {}),
+          };
+        },
+        fence,
+      ),
+    );
+
   return {
     plan: (pod, probes) =>
       counted(cri, async (c) => {
@@ -466,8 +550,13 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       const uid = pod.metadata.uid;
       // Known absent: a uid check just listed nothing of the pod and nothing has acted on it since.
       const known = absent?.take(uid, syncOptions.now()) === true;
-      return lockedRun(uid, (fence) =>
-        counted(
+      // The sync's context (pod_workers.go: a pod asked to terminate cancels the running sync's context): a delete
+      // aborts it, so a hanging postStart hook or pull does not hold the pod's lock against the delete.
+      const cancel = new AbortController();
+      return lockedRun(uid, (fence) => {
+        const signal = cancel.signal;
+        syncing.set(uid, cancel);
+        return counted(
           cri,
           async (c) => {
             await checkCurrent(guard, `the sync of pod ${uid}`);
@@ -482,7 +571,13 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
             const actions = evictions.has(pod.metadata.uid)
               ? evictedPodActions(status)
               : podActionsAt(pod, status, probes, syncOptions.now());
-            const r = await syncPod(c, pod, status, objects ? { ...syncOptions, objects } : syncOptions, actions);
+            const r = await syncPod(
+              c,
+              pod,
+              status,
+              { ...syncOptions, ...(objects ? { objects } : {}), signal },
+              actions,
+            );
             // What acted on the pod voids what was kept of it (its events would too, a moment later); a read that
             // changed nothing is kept (the read-back, which adds termination messages, never is).
             // A status with an exit CRI has not recorded yet is not the runtime's: never kept.
@@ -529,8 +624,11 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
             };
           },
           fence,
-        ),
-      );
+          signal,
+        ).finally(() => {
+          if (syncing.get(uid) === cancel) syncing.delete(uid);
+        });
+      });
     },
 
     apiStatus: async (uid, spec, probes) => {
@@ -586,13 +684,19 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           return { pod, ...(spec ? { spec } : {}), status, apiStatus };
         };
         const desired = new Set(specs.map((p) => p.metadata.uid));
+        // A pod being deleted is listed with the spec its delete was given, and its deletion.
+        const orphan = async (uid: string): Promise<ListedPod> => {
+          const d = deletions.get(uid);
+          const p = await one(uid, d?.spec?.metadata.uid === uid ? d.spec : undefined);
+          return d ? { ...p, deletion: d } : p;
+        };
         const [pods, orphans] = await Promise.all([
           Promise.all(specs.map((p) => one(p.metadata.uid, p))),
           Promise.all(
             [...listed.keys()]
               .filter((uid) => !desired.has(uid))
               .sort()
-              .map((uid) => one(uid, undefined)),
+              .map(orphan),
           ),
         ]);
         return { pods, orphans };
@@ -606,69 +710,25 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
       return { pod: refFromStatus(uid, r.status), status: r.status, criCalls: r.criCalls };
     },
 
-    delete: (uid, gracePeriodSeconds, guard, spec) =>
-      lockedRun(uid, (fence) =>
-        counted(
-          cri,
-          async (c) => {
-            await checkCurrent(guard, `the delete of pod ${uid}`);
-            cache?.forget(uid);
-            // Best effort: a sandbox whose status the runtime cannot report is still stopped and removed by its id
-            // from the list (its steps say what could not be; the answer is then 207 with statusError).
-            const status = await getPodStatusOrListed(c, { uid, name: "", namespace: "" });
-            const pod = refFromStatus(uid, status);
-            if (isEmpty(status)) {
-              // No sandbox, yet its volumes may have been set up (a tmpfs emptyDir mounted before a later volume
-              // failed, or a sandbox removed by hand): its node data goes as on the normal path, as kubelet's
-              // cleanupOrphanedPodDirs removes a pod dir no pod owns (kubelet_pods.go).
-              const steps = new Steps();
-              if (removeNodeData)
-                await steps.run(
-                  "RemovePodDirs",
-                  uid,
-                  () => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)),
-                  "RemovePodDirsError",
-                );
-              return {
-                ok: steps.steps.every((st) => st.ok),
-                pod,
-                steps: steps.steps,
-                deleted: false,
-                wasRunning: false,
-              };
-            }
-            const wasRunning = status.sandboxStatuses.some((s) => s.state === PodSandboxState.SANDBOX_READY);
-            // The file volumes, the pod dir (emptyDirs, termination-message files, subPath binds) and its log dir go
-            // with it, before its sandboxes (a failure keeps them, so the next DELETE finds the pod and retries).
-            const removeDirs =
-              removeNodeData && (() => removeNodeData(uid, podDataPaths(syncOptions.node, uid, status)));
-            const known = spec?.metadata.uid === uid ? spec.spec : undefined;
-            const target = {
-              metadata: pod,
-              spec: {
-                terminationGracePeriodSeconds: gracePeriodSeconds,
-                initContainers: known?.initContainers,
-                containers: known?.containers,
-                hostNetwork:
-                  known?.hostNetwork ??
-                  status.sandboxStatuses[0]?.linux?.namespaces?.options?.network === NamespaceMode.NODE,
-              },
-            };
-            const r = await deletePod(c, target, status, removeDirs, { network: o.hookNetwork, hostIPs: o.hostIPs });
-            reasons.delete(uid);
-            evictions.delete(uid);
-            return {
-              ok: r.ok,
-              pod,
-              steps: r.steps,
-              deleted: true,
-              wasRunning,
-              ...(status.statusError ? { statusError: status.statusError } : {}),
-            };
-          },
-          fence,
-        ),
-      ),
+    delete: (uid, gracePeriodSeconds, guard, spec) => {
+      // Terminating from the ask on (the API server sets deletionTimestamp before kubelet's kill starts).
+      const grace = gracePeriodSeconds ?? spec?.spec.terminationGracePeriodSeconds ?? 30;
+      const mark: PodDeletion = {
+        deletionTimestamp: syncOptions.now() + grace * 1000,
+        deletionGracePeriodSeconds: grace,
+        spec: deletions.get(uid)?.spec ?? spec,
+      };
+      deletions.set(uid, mark);
+      // kubelet's pod worker cancels the running sync of a pod that became terminating (pod_workers.go UpdatePod:
+      // `if (becameTerminating || wasGracePeriodShortened) && status.cancelFn != nil { status.cancelFn() }`): the
+      // delete waits for the lock no longer than the sync takes to notice.
+      syncing.get(uid)?.abort(new Error(`pod ${uid} is being deleted`));
+      return deleteLocked(uid, gracePeriodSeconds, guard, spec).finally(() => {
+        if (deletions.get(uid) === mark) deletions.delete(uid);
+      });
+    },
+
+    deleting: () => deletions,
 
     evict: (pod, eviction) => {
       // The verdict holds at once (the loop starts nothing of it, its status says Failed); the kill waits its turn.

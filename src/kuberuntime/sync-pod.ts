@@ -79,6 +79,9 @@ function killGraceSeconds(pod: Pod, info: ContainerToKill): number {
 
 export interface SyncOptions {
   node?: NodeConfig;
+  /** The sync's context: aborted when the pod is asked gone (kubelet's pod worker cancels a running sync of a
+   * terminating pod). A postStart hook ends at once; the CRI client's fence refuses the writes after it. */
+  signal?: AbortSignal | undefined;
   now?: () => number;
   /** Deadline for PullImage (ms). */
   pullTimeoutMs?: number;
@@ -126,6 +129,7 @@ interface StartContext extends ImageContext {
   created: string[];
   /** The node's Services, for the containers' Service env vars (absent: none). */
   services?: ServiceLister | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /** podsync's bound on a postStart hook (kubelet gives it none): the sync that starts the container waits for it. */
@@ -141,7 +145,7 @@ async function runPostStart(ctx: StartContext, container: Container, id: string)
     { cri: ctx.cri, network: ctx.hooks.network },
     { pod: formatPod(ctx.pod), container, containerId: id, podIP: podIPs[0] ?? "" },
     hook,
-    { deadlineMs: POST_START_DEADLINE_MS },
+    { deadlineMs: POST_START_DEADLINE_MS, ...(ctx.signal ? { signal: ctx.signal } : {}) },
   );
   if (msg === undefined) return;
   await killContainer(ctx.cri, ctx.pod, { id, name: container.name }, gracePeriodSeconds(ctx.pod), {
@@ -345,6 +349,7 @@ export async function syncPod(
     const ctx: StartContext = {
       cri,
       pod,
+      signal: options.signal,
       // After a new sandbox the old instances still count for restart counts and back-off, as in kubelet.
       status,
       sandboxId,
@@ -396,7 +401,11 @@ export async function syncPod(
       startedNames.add(c.name);
       return appSteps[i]!.run("StartContainer", c.name, () => startContainer(ctx, c), "RunContainerError");
     };
-    if (toStart.some((c) => c.lifecycle?.postStart)) for (const [i, c] of toStart.entries()) await startOne(c, i);
+    if (toStart.some((c) => c.lifecycle?.postStart))
+      for (const [i, c] of toStart.entries()) {
+        if (options.signal?.aborted) break; // the pod is being deleted: nothing more starts
+        await startOne(c, i);
+      }
     else await Promise.all(toStart.map(startOne));
     for (const s of appSteps) steps.steps.push(...s.steps);
   }

@@ -55,7 +55,7 @@ const goList = (cmd: readonly string[]) => `[${cmd.join(" ")}]`;
 const dec = new TextDecoder();
 
 /** handlerRunner.Run: undefined when the hook succeeded, else kubelet's message for its FailedPostStartHook /
- * FailedPreStopHook event. `signal` ends a sleep early; `deadlineMs` bounds an exec or HTTP call. */
+ * FailedPreStopHook event. `signal` ends a sleep early and cancels an exec; `deadlineMs` bounds an exec or HTTP call. */
 export async function runHandler(
   deps: HookDeps,
   target: HookTarget,
@@ -69,9 +69,10 @@ export async function runHandler(
     let output = "";
     let err: string | undefined;
     try {
+      // An abort (the pod is being deleted) cancels the call, as kubelet's cancelled sync context does.
       const r = await deps.cri.execSync(
         { containerId: target.containerId, cmd, timeout: 0n },
-        { timeoutMs: deadlineMs },
+        { timeoutMs: deadlineMs, ...(limits.signal ? { signal: limits.signal } : {}) },
       );
       output = dec.decode(r.stdout) + dec.decode(r.stderr);
       if (r.exitCode !== 0) err = `command '${cmd.join(" ")}' exited with ${r.exitCode}: ${dec.decode(r.stderr)}`;

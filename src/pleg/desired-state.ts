@@ -10,6 +10,7 @@ export { StaleGenerationError, type DesiredAudit, type DesiredPod } from "./desi
 import { StaleGenerationError, type DesiredPod } from "./desired-pod.js";
 import {
   checkPut,
+  ownerRecreates,
   checkSet,
   DEFAULT_TOMBSTONE_SECONDS,
   pruneTombstones,
@@ -139,9 +140,10 @@ export class MemoryDesiredState implements DesiredState {
   }
   async put(entry: DesiredPod) {
     const uid = entry.pod.metadata.uid;
-    checkPut(this.pods.get(uid), entry, this.live(uid));
+    const tomb = this.live(uid);
+    checkPut(this.pods.get(uid), entry, tomb);
     this.pods.set(uid, entry);
-    this.tombs.delete(uid);
+    if (!ownerRecreates(tomb, entry)) this.tombs.delete(uid);
   }
   async remove(uid: string, opts?: RemoveOptions) {
     const stored = this.pods.get(uid);

@@ -355,6 +355,11 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
         changed.add(uid);
         specs.set(uid, e);
         prober?.upsert(e.pod);
+      } else if (prober && !prober.spec(uid)) {
+        // A desired pod the prober no longer holds (a request dropped it): its workers come back, and it is shown
+        // the next relist's status again (kubelet's prober manager adds a pod's workers whenever it is desired).
+        prober.upsert(e.pod);
+        observed.delete(uid);
       }
       if (!records.has(uid))
         // A pod new to the loop after start-up was just synced by the request that stored it: as if the loop

@@ -13,6 +13,12 @@
 //     signed before a per-pod sync or DELETE that changed one of the pods it names or drops (since the last PUT)
 //     is refused (409 stale-generation naming those pods), so it never silently rolls such a change back.
 //     Tombstones a PUT left behind do not order later PUTs (the generation does).
+//   - a tombstone knows the removed pod's controller (its ownerReferences' controller, and the stored workload's
+//     audit jti the controller put it with): the controller making the pod anew is not a late request, so it is let
+//     through at once, as a cluster's controller re-creates a deleted pod (a StatefulSet's pod has the same uid
+//     here: it is derived from the name). The tombstone stays, so a request signed before the removal is still
+//     refused, pod re-made or not. Only the controller's own put can carry that jti: a request's entry carries its
+//     token's jti, which the replay store lets act once.
 import { StaleGenerationError, type DesiredPod } from "./desired-pod.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 
@@ -26,18 +32,31 @@ export interface Tombstone {
   /** storedAt of the entry it removed, if there was one: a store that writes the tombstone before removing the
    * entry finishes an interrupted removal at load (the same entry still there) and no other. */
   removed?: number | undefined;
+  /** The removed pod's controller (uid) and the audit jti its entry was put with (the stored workload's). */
+  owner?: { uid: string; jti: string } | undefined;
 }
 
 /** The default window: the verifier's default token lifetime (300 s) plus its clock skew (30 s). */
 export const DEFAULT_TOMBSTONE_SECONDS = 330;
 
 export function tombstone(iat: number, windowSeconds: number, removed?: DesiredPod, generation?: number): Tombstone {
+  const owner = removed && controllerUid(removed);
+  const jti = removed?.audit.jti;
   return {
     iat,
     until: (iat + windowSeconds) * 1000,
     ...(generation !== undefined ? { generation } : {}),
     ...(removed ? { removed: removed.storedAt } : {}),
+    ...(owner && jti ? { owner: { uid: owner, jti } } : {}),
   };
+}
+
+const controllerUid = (e: DesiredPod) => e.pod.metadata.ownerReferences?.find((r) => r.controller === true)?.uid;
+
+/** The removed pod's controller making it anew (its entry put with the same workload's audit): let through, and the
+ * tombstone kept for the requests signed before the removal. */
+export function ownerRecreates(tomb: Tombstone | undefined, entry: DesiredPod): boolean {
+  return tomb?.owner !== undefined && controllerUid(entry) === tomb.owner.uid && entry.audit.jti === tomb.owner.jti;
 }
 
 /** Drop the tombstones no valid token can be older than any more; true when any went. */
@@ -65,7 +84,8 @@ export function checkPut(stored: DesiredPod | undefined, entry: DesiredPod, tomb
       `pod ${m.uid} was last changed by a token issued at ${stored.audit.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`,
       stored.audit.iat,
     );
-  if (!stored && tomb && entry.audit.iat < tomb.iat)
+  // Without a stored entry; or with one its controller made anew after the removal (the tombstone stays for it).
+  if (tomb && entry.audit.iat < tomb.iat && !ownerRecreates(tomb, entry))
     throw new StaleGenerationError(
       `pod ${m.uid} was removed (${tomb.generation !== undefined ? `dropped by PUT /v1/node/pods at generation ${tomb.generation}` : "DELETE"}) by a token issued at ${tomb.iat}; this token was issued at ${entry.audit.iat} (older): refused, nothing changed`,
       tomb.iat,

@@ -39,6 +39,7 @@ import {
 } from "../pleg/desired-state.js";
 import {
   checkPut,
+  ownerRecreates,
   checkSet,
   DEFAULT_TOMBSTONE_SECONDS,
   pruneTombstones,
@@ -172,11 +173,15 @@ export class FileDesiredState implements DesiredState {
     const amended = await this.serial(async () => {
       const uid = entry.pod.metadata.uid;
       const stored = this.pods.get(uid);
-      checkPut(stored, entry, this.liveTombstone(uid));
+      const tomb = this.liveTombstone(uid);
+      checkPut(stored, entry, tomb);
       if (stored && stillStored(stored, entry)) {
         // The same pod and objects: only the audit record changes. The file stays (and its storedAt: the spec
         // was stored then); the newer audit is held from now (a concurrent older token is refused against it)
         // and made durable outside the write queue, so concurrent converged syncs share one durable write.
+        // A tombstone a controller's re-made pod kept goes once a newer request stores it.
+        if (tomb && !ownerRecreates(tomb, entry) && this.tombs.delete(uid))
+          await this.writeTombstones().catch(() => undefined);
         const next: DesiredPod = { ...stored, audit: entry.audit };
         this.pods.set(uid, next);
         const line: AuditLine = { uid, of: stored.storedAt, audit: entry.audit };
@@ -186,7 +191,9 @@ export class FileDesiredState implements DesiredState {
       this.pods.set(uid, entry);
       // Stored again with a newer token: the entry's iat guards it from here on. Left in place if its file cannot
       // be rewritten (it only refuses tokens older than the entry's anyway).
-      if (this.tombs.delete(uid)) await this.writeTombstones().catch(() => undefined);
+      // (Not when the removed pod's controller made it anew: the tombstone still refuses the requests signed
+      // before the removal.)
+      if (!ownerRecreates(tomb, entry) && this.tombs.delete(uid)) await this.writeTombstones().catch(() => undefined);
       return undefined;
     });
     if (!amended) return;

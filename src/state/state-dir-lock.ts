@@ -9,6 +9,9 @@
 // start finds its holder gone (no such pid, or a pid started at another time) and takes the lock over, under a
 // `podsync.lock.takeover` directory (mkdir is atomic), so two starts racing over one stale lock cannot both win.
 // No native module: flock(2) is not in Node's standard library.
+// A holder that is shutting down (SIGTERM) says so in the file ({"stopping": <deadline ms>}); a start that finds
+// it waits for the lock until that deadline (and a little more) instead of refusing, so a supervisor's restart
+// right after the stop takes the directory over as soon as the old process lets it go.
 import * as nodeFs from "node:fs/promises";
 import { join } from "node:path";
 import { StateUnavailableError } from "../pleg/state-unavailable.js";
@@ -35,7 +38,14 @@ interface Holder {
   pid: number;
   /** Start time in clock ticks since boot (Linux), or undefined where /proc is not there. */
   start?: number | undefined;
+  /** The holder is shutting down and will have let the lock go by then (ms since the epoch). */
+  stopping?: number | undefined;
 }
+
+/** How long past a stopping holder's deadline a start still waits for it. */
+const STOPPING_SLACK_MS = 5_000;
+/** How often a start waiting for a stopping holder looks again. */
+const STOPPING_POLL_MS = 50;
 
 export interface StateDirLockOptions {
   pid?: number;
@@ -94,6 +104,27 @@ export class StateDirLock {
     return this.acquiring;
   }
 
+  /** Say in the lock that this process is shutting down and lets the lock go by `deadline` (ms): a start meanwhile
+   * waits for it rather than refusing. The file is replaced in one step (rename), still this process's. */
+  async markStopping(deadline: number): Promise<void> {
+    const mine = this.mine;
+    if (mine === undefined) return;
+    const holder = parseHolder(mine);
+    if (!holder) return;
+    const text = `${JSON.stringify({ ...holder, stopping: deadline })}\n`;
+    const tmp = join(this.dir, `.${LOCK_FILE}.${this.pid}.stopping.tmp`);
+    try {
+      await nodeFs.writeFile(tmp, text, { mode: 0o600 });
+      if ((await nodeFs.readFile(this.file, "utf8").catch(() => "")) !== mine) return;
+      await nodeFs.rename(tmp, this.file);
+      this.mine = text;
+    } catch {
+      // Not said: a start meanwhile refuses as for any live holder.
+    } finally {
+      await nodeFs.unlink(tmp).catch(() => undefined);
+    }
+  }
+
   /** Give the lock up (only if the file is still this process's). */
   async release(): Promise<void> {
     const mine = this.mine;
@@ -111,11 +142,19 @@ export class StateDirLock {
     const tmp = join(this.dir, `.${LOCK_FILE}.${this.pid}.tmp`);
     await nodeFs.writeFile(tmp, text, { mode: 0o600 });
     try {
-      try {
-        await nodeFs.link(tmp, this.file);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-        await this.takeOver(tmp);
+      for (;;) {
+        try {
+          await nodeFs.link(tmp, this.file);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+          // A holder shutting down: wait for it to let go, then take the lock as if free.
+          const wait = await this.takeOver(tmp);
+          if (wait) {
+            await new Promise((r) => setTimeout(r, STOPPING_POLL_MS));
+            continue;
+          }
+        }
+        break;
       }
       this.mine = text;
     } finally {
@@ -123,8 +162,9 @@ export class StateDirLock {
     }
   }
 
-  /** The lock exists: refuse if its holder lives, else replace it, one starter at a time. */
-  private async takeOver(tmp: string, retry = true): Promise<void> {
+  /** The lock exists: refuse if its holder lives (true: it is stopping, wait for it), else replace it, one
+   * starter at a time. */
+  private async takeOver(tmp: string, retry = true): Promise<boolean> {
     const guard = `${this.file}.takeover`;
     try {
       await nodeFs.mkdir(guard, { mode: 0o700 });
@@ -135,6 +175,9 @@ export class StateDirLock {
         await nodeFs.rmdir(guard).catch(() => undefined);
         return this.takeOver(tmp, false);
       }
+      // Another start is taking it over: if the holder is one that is stopping, wait with it.
+      const holder = parseHolder(await nodeFs.readFile(this.file, "utf8").catch(() => ""));
+      if (holder?.stopping !== undefined && Date.now() < holder.stopping + STOPPING_SLACK_MS) return true;
       throw new StateDirInUseError(
         this.dir,
         undefined,
@@ -142,10 +185,19 @@ export class StateDirLock {
       );
     }
     try {
-      const holder = parseHolder(await nodeFs.readFile(this.file, "utf8").catch(() => ""));
-      if (holder && (await this.holds(holder))) throw new StateDirInUseError(this.dir, holder.pid);
+      const text = await nodeFs.readFile(this.file, "utf8").catch((e: NodeJS.ErrnoException) => {
+        if (e.code === "ENOENT") return undefined; // let go meanwhile: link again
+        throw e;
+      });
+      if (text === undefined) return true;
+      const holder = parseHolder(text);
+      if (holder && (await this.holds(holder))) {
+        if (holder.stopping !== undefined && Date.now() < holder.stopping + STOPPING_SLACK_MS) return true;
+        throw new StateDirInUseError(this.dir, holder.pid);
+      }
       // Stale (its process is gone, or the file is not a lock podsync wrote): replaced in one step.
       await nodeFs.rename(tmp, this.file);
+      return false;
     } finally {
       await nodeFs.rmdir(guard).catch(() => undefined);
     }
@@ -163,7 +215,11 @@ function parseHolder(text: string): Holder | undefined {
   try {
     const j = JSON.parse(text) as Holder;
     return Number.isSafeInteger(j.pid) && j.pid > 0
-      ? { pid: j.pid, start: typeof j.start === "number" ? j.start : undefined }
+      ? {
+          pid: j.pid,
+          start: typeof j.start === "number" ? j.start : undefined,
+          ...(typeof j.stopping === "number" ? { stopping: j.stopping } : {}),
+        }
       : undefined;
   } catch {
     return undefined;

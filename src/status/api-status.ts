@@ -624,6 +624,9 @@ export interface V1Pod {
     annotations?: Record<string, string>;
     ownerReferences?: Pod["metadata"]["ownerReferences"];
     creationTimestamp: string | null;
+    /** Set while the pod is being deleted (Terminating): when its grace period ends, and that period. */
+    deletionTimestamp?: string;
+    deletionGracePeriodSeconds?: number;
   };
   spec?: Pod["spec"];
   status: V1PodStatus;
@@ -635,6 +638,7 @@ export function toV1Pod(
   spec: Pod | undefined,
   ref: { uid: string; name: string; namespace: string },
   status: V1PodStatus,
+  deletion?: { deletionTimestamp: number; deletionGracePeriodSeconds: number },
 ): V1Pod {
   const meta = spec?.metadata;
   return {
@@ -649,6 +653,12 @@ export function toV1Pod(
       // A pod the node's controllers made names its controller (src/controllers).
       ...(meta?.ownerReferences ? { ownerReferences: meta.ownerReferences } : {}),
       creationTimestamp: status.startTime ?? null,
+      ...(deletion
+        ? {
+            deletionTimestamp: apiTime(deletion.deletionTimestamp) ?? "",
+            deletionGracePeriodSeconds: deletion.deletionGracePeriodSeconds,
+          }
+        : {}),
     },
     // The spec as given, but inline pull-secret credentials never leave the node in a response.
     ...(spec

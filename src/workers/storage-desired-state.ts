@@ -9,7 +9,7 @@ import {
   type RemoveOptions,
   type ReplaceOptions,
 } from "../pleg/desired-state.js";
-import { checkPut, checkSet, setTombstones, tombstone, type Tombstone } from "../pleg/tombstones.js";
+import { checkPut, checkSet, ownerRecreates, setTombstones, tombstone, type Tombstone } from "../pleg/tombstones.js";
 import type { DOStorage } from "./durable-object.js";
 
 /** The node's desired state over its Durable Object's storage (`pod:<uid>` → the desired pod with its audit
@@ -65,12 +65,15 @@ export class StorageDesiredState implements DesiredState {
     const [pods, tombs] = await Promise.all([this.all(), this.tombstones()]);
     const uid = entry.pod.metadata.uid;
     const t = tombs.get(uid);
-    checkPut(pods.get(uid), entry, t && t.until > Date.now() ? t : undefined);
+    const live = t && t.until > Date.now() ? t : undefined;
+    checkPut(pods.get(uid), entry, live);
+    // A removed pod its controller made anew keeps its tombstone (src/pleg/tombstones.ts).
+    const keep = ownerRecreates(live, entry);
     const writes: Promise<unknown>[] = [this.s.put(`pod:${uid}`, entry)];
-    if (tombs.has(uid)) writes.push(this.s.delete(`tomb:${uid}`));
+    if (tombs.has(uid) && !keep) writes.push(this.s.delete(`tomb:${uid}`));
     await Promise.all(writes);
     pods.set(uid, entry);
-    tombs.delete(uid);
+    if (!keep) tombs.delete(uid);
   }
   async remove(uid: string, opts?: RemoveOptions) {
     const [pods, tombs] = await Promise.all([this.all(), this.tombstones()]);

@@ -5,7 +5,8 @@
 //   apply that moves the generation first makes this one a 409 (nothing changed): run it again.
 //   --dry-run: the same judgement plus, per pod, what the node would do (POST /v1/pods/plan), and for the file's
 //   workloads the pods their controllers would make and delete (one plan of them all); nothing changes.
-//   An apply that leaves the node with no pods (while it has some) needs --prune-all.
+//   An apply that leaves the node with no pods (while it has some), or that deletes a workload the file leaves out
+//   (with its pods), needs --prune-all (src/cli/prune.ts); --dry-run names every such deletion.
 import { fail, usage } from "../args.js";
 import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
@@ -17,6 +18,7 @@ import { progress } from "../progress.js";
 import { listPods } from "../resources/pods.js";
 import type { V1Pod } from "../../status/api-status.js";
 import { validatePod } from "../../pod/validate.js";
+import { fileKeys, prunedWorkloads, workloadRef, type ListedWorkload, type Pruned } from "../prune.js";
 
 type Change = "created" | "configured" | "unchanged" | "deleted";
 interface PodMeta {
@@ -66,15 +68,23 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
     const items = (await readPods(file, bytes.toString("utf8"), json)).filter((x) => x !== null && x !== undefined);
     const kindOf = (x: unknown) => (x as { kind?: unknown }).kind;
     const pods = items.filter((x) => kindOf(x) !== "ConfigMap" && kindOf(x) !== "Secret");
-    const before = await listPods(ctx);
+    const [before, stored] = await Promise.all([listPods(ctx), listWorkloads(ctx)]);
     const generation = fixed ?? Number(before.metadata.resourceVersion) + 1;
-    const changes = judge(before.items, pods);
+    const changes = judge(
+      before.items,
+      pods.filter((x) => kindOf(x) === "Pod" || kindOf(x) === undefined),
+    );
+    const pruned = prunedWorkloads(stored.items, before.items, fileKeys(pods));
+    const plan = { changes, pruned, current: before.items, generation };
     if (before.items.length && !pods.length && !ctx.o["prune-all"])
       fail(
         `${file} holds no pods: applying it would remove all ${before.items.length} pods from the node (${before.items.map(ref).join(", ")}); add --prune-all if that is what you want`,
       );
-
-    if (ctx.o["dry-run"]) return dryRun(ctx, items, pods, changes, before.items, generation);
+    if (ctx.o["dry-run"]) return dryRun(ctx, items, pods, plan);
+    if (pruned.length && !ctx.o["prune-all"])
+      fail(
+        `${file} leaves out ${pruned.map((p) => workloadRef(p.workload)).join(", ")}: applying it would delete ${pruned.length === 1 ? "that workload" : "those workloads"} and ${pruned.reduce((n, p) => n + p.pods.length, 0)} pods of theirs (kubectl apply deletes only with --prune); add --prune-all if that is what you want, or see them with --dry-run`,
+      );
 
     const p = progress(ctx);
     const started = Date.now();
@@ -136,8 +146,19 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
     const lines: string[] = [];
     const problems: string[] = [];
     const count: Record<Change, number> = { created: 0, configured: 0, unchanged: 0, deleted: 0 };
+    // The workloads first, as kubectl prints the file's objects: counted with the file's pods.
+    for (const w of (body["workloads"] as { kind: string; name: string; action: string }[] | undefined) ?? []) {
+      const c: Change = w.action === "updated" ? "configured" : w.action === "created" ? "created" : "unchanged";
+      count[c]++;
+      lines.push(`${w.kind.toLowerCase()}/${w.name} ${c}`);
+    }
+    for (const w of (body["removedWorkloads"] as { kind: string; name: string }[] | undefined) ?? []) {
+      count.deleted++;
+      lines.push(`${w.kind.toLowerCase()}/${w.name} deleted`);
+    }
+    const owned = new Set(before.items.filter((p) => controllerOf(p.metadata)).map((p) => p.metadata.uid));
     for (const pr of body["pods"] as PodResult[]) {
-      let c = changes.get(pr.pod.uid) ?? "configured";
+      let c = changeOf(changes, pr.pod);
       // A pod the node had, with the same spec, that this PUT still had to act on (it had stopped, say) is
       // named by what was done.
       if (c === "unchanged" && pr.actions && actionsLine(pr.actions)) c = "configured";
@@ -151,8 +172,12 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
         );
     }
     for (const pr of body["removed"] as PodResult[]) {
-      count.deleted++;
-      lines.push(`pod/${pr.pod.name} deleted${pr.superseded ? ` (${pr.superseded})` : ""}`);
+      // A pod a controller made goes with its workload (counted there), as a cluster's garbage collector takes it.
+      const mine = !owned.has(pr.pod.uid);
+      if (mine) count.deleted++;
+      lines.push(
+        `pod/${pr.pod.name} deleted${mine ? "" : " (with its workload)"}${pr.superseded ? ` (${pr.superseded})` : ""}`,
+      );
       if (!pr.ok)
         problems.push(
           `pod/${pr.pod.name} (${pr.pod.namespace}) left the desired state but was not fully removed:`,
@@ -172,6 +197,14 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
 };
 export default apply;
 
+/** The node's workloads (GET /v1/workloads); none where the deployment runs no workloads (the route is absent). */
+async function listWorkloads(ctx: Ctx): Promise<{ items: ListedWorkload[] }> {
+  const r = await ctx.fetch("/v1/workloads", {
+    headers: { authorization: `Bearer ${await ctx.sign({ act: "status" })}` },
+  });
+  return r.status === 404 ? { items: [] } : ctx.json<{ items: ListedWorkload[] }>(r);
+}
+
 const ref = (p: V1Pod) => `${p.metadata.namespace}/${p.metadata.name}`;
 
 /** Each of the file's pods (by uid) as created, configured or unchanged against the node's set, and each pod of
@@ -180,21 +213,38 @@ const ref = (p: V1Pod) => `${p.metadata.namespace}/${p.metadata.name}`;
 function judge(current: V1Pod[], pods: unknown[]): Map<string, Change> {
   const out = new Map<string, Change>();
   const byUid = new Map(current.map((p) => [p.metadata.uid, p]));
+  // A pod sent without a uid is the node's pod of that namespace and name (the node derives its uid from them:
+  // src/pod/workloads/uid.ts), so it is judged, and kept from the deleted ones, by namespace/name.
+  const byName = new Map(current.map((p) => [nameKey(p.metadata), p]));
+  const names = new Set<string>();
   for (const input of pods) {
     const m = ((input as { metadata?: PodMeta }).metadata ?? {}) as PodMeta;
-    if (!m.uid) continue;
-    const had = byUid.get(m.uid);
-    out.set(m.uid, !had ? "created" : same(had, input) ? "unchanged" : "configured");
+    const had = m.uid ? byUid.get(m.uid) : byName.get(nameKey(m));
+    if (!m.uid) names.add(nameKey(m));
+    out.set(m.uid ?? nameKey(m), !had ? "created" : same(had, input) ? "unchanged" : "configured");
   }
   const uids = new Set(pods.map((x) => (x as { metadata?: PodMeta }).metadata?.uid));
-  for (const p of current) if (!uids.has(p.metadata.uid)) out.set(p.metadata.uid, "deleted");
+  for (const p of current)
+    if (!uids.has(p.metadata.uid) && !names.has(nameKey(p.metadata)) && !controllerOf(p.metadata))
+      out.set(p.metadata.uid, "deleted");
   return out;
+}
+
+const nameKey = (m: PodMeta) => `${m.namespace ?? "default"}/${m.name ?? ""}`;
+
+/** A pod of the file as judged: by its uid, or by namespace/name when it was sent without one. */
+function changeOf(changes: Map<string, Change>, pod: { namespace: string; name: string; uid: string }): Change {
+  const c = changes.get(pod.uid) ?? changes.get(nameKey(pod)) ?? "configured";
+  return c === "deleted" ? "configured" : c;
 }
 
 function same(had: V1Pod, input: unknown): boolean {
   let pod: { metadata: PodMeta; spec: Record<string, unknown> };
+  // A pod sent without a uid takes the node's pod's (derived from its namespace and name), as the node gives it.
+  const m = (input as { metadata?: PodMeta }).metadata;
+  const withUid = m && !m.uid ? { ...(input as object), metadata: { ...m, uid: had.metadata.uid } } : input;
   try {
-    pod = validatePod(input) as unknown as typeof pod;
+    pod = validatePod(withUid) as unknown as typeof pod;
   } catch {
     return false; // the node will say what is wrong with it
   }
@@ -221,77 +271,126 @@ function canonical(v: unknown): string {
   );
 }
 
-/** --dry-run: each change, and per pod the plan route's actions (with the file's ConfigMaps and Secrets). */
-async function dryRun(
-  ctx: Ctx,
-  items: unknown[],
-  pods: unknown[],
-  changes: Map<string, Change>,
-  current: V1Pod[],
-  generation: number,
-): Promise<void> {
+interface Plan {
+  changes: Map<string, Change>;
+  pruned: Pruned[];
+  current: V1Pod[];
+  generation: number;
+}
+
+/** --dry-run: every object the apply would create, change or delete (the file's pods with the plan route's actions,
+ * the workloads with the pods their controllers would make and delete, the pods and the workloads the file leaves
+ * out with all they made), with every warning the node gave; as JSON with --json. */
+async function dryRun(ctx: Ctx, items: unknown[], pods: unknown[], plan: Plan): Promise<void> {
+  const kindOf = (x: unknown) => (x as { kind?: unknown }).kind;
   const objects = (kind: string, ns: string | undefined) =>
     items.filter(
-      (x) =>
-        (x as { kind?: unknown }).kind === kind &&
-        [undefined, ns].includes((x as { metadata?: PodMeta }).metadata?.namespace),
+      (x) => kindOf(x) === kind && [undefined, ns].includes((x as { metadata?: PodMeta }).metadata?.namespace),
     );
+  const planned = async (claims: Record<string, unknown>) => {
+    const r = await ctx.fetch("/v1/pods/plan", {
+      method: "POST",
+      headers: { "content-type": "application/jose" },
+      body: await ctx.sign({ act: "plan", ...claims }),
+    });
+    const body = (await r.json()) as Record<string, unknown>;
+    for (const w of (body["warnings"] as string[] | undefined) ?? []) warnings.add(w);
+    return { r, body };
+  };
+  const warnings = new Set<string>();
   const lines: string[] = [];
   let failed = false;
-  const kindOf = (x: unknown) => (x as { kind?: unknown }).kind;
+  const out = {
+    dryRun: true,
+    generation: plan.generation,
+    pods: [] as Record<string, unknown>[],
+    workloads: [] as Record<string, unknown>[],
+    workloadPods: [] as unknown[],
+    refused: [] as unknown[],
+    deleted: { pods: [] as Record<string, unknown>[], workloads: [] as Record<string, unknown>[] },
+    needsPruneAll: plan.pruned.length > 0 && !ctx.o["prune-all"],
+    warnings: [] as string[],
+  };
   const workloads = pods.filter((x) => kindOf(x) !== "Pod" && kindOf(x) !== undefined);
   for (const pod of pods.filter((x) => !workloads.includes(x))) {
     const m = ((pod as { metadata?: PodMeta }).metadata ?? {}) as PodMeta;
     const ns = m.namespace ?? "default";
     const cms = objects("ConfigMap", ns);
     const secrets = objects("Secret", ns);
-    const token = await ctx.sign({
-      act: "plan",
+    const { r, body } = await planned({
       pod,
       ...(cms.length ? { configMaps: cms } : {}),
       ...(secrets.length ? { secrets } : {}),
     });
-    const r = await ctx.fetch("/v1/pods/plan", {
-      method: "POST",
-      headers: { "content-type": "application/jose" },
-      body: token,
-    });
-    const body = (await r.json()) as Record<string, unknown>;
-    const change = changes.get(m.uid ?? "") ?? "created";
+    const change = changeOf(plan.changes, { namespace: ns, name: m.name ?? "", uid: m.uid ?? "" });
+    const ref = { namespace: ns, name: m.name, ...(m.uid ? { uid: m.uid } : {}), change };
     if (!r.ok) {
       failed = true;
+      out.pods.push({ ...ref, refused: body });
       lines.push(`pod/${m.name} ${change} (dry run): refused:`, ...problemLines(r.status, body).map((l) => `  ${l}`));
       continue;
     }
     const a = actionsLine((body["actions"] as Record<string, unknown> | undefined) ?? {});
+    out.pods.push({ ...ref, actions: body["actions"] ?? {} });
     lines.push(`pod/${m.name} ${change} (dry run)${a ? `: would ${a}` : ""}`);
   }
-  for (const p of current)
-    if (changes.get(p.metadata.uid) === "deleted" && !controllerOf(p.metadata))
+  for (const p of plan.current)
+    if (plan.changes.get(p.metadata.uid) === "deleted") {
+      out.deleted.pods.push({ namespace: p.metadata.namespace, name: p.metadata.name, uid: p.metadata.uid });
       lines.push(`pod/${p.metadata.name} deleted (dry run)`);
+    }
   if (workloads.length) {
     // The workloads in one plan, with the file's ConfigMaps and Secrets: each created, updated or unchanged, and
     // the pods their controllers would make and delete (named as they would name them).
     const objs = items.filter((x) => kindOf(x) === "ConfigMap" || kindOf(x) === "Secret");
-    const token = await ctx.sign({ act: "plan", items: [...workloads, ...objs] });
-    const r = await ctx.fetch("/v1/pods/plan", {
-      method: "POST",
-      headers: { "content-type": "application/jose" },
-      body: token,
-    });
-    const body = (await r.json()) as Record<string, unknown>;
+    const { r, body } = await planned({ items: [...workloads, ...objs] });
     if (!r.ok) {
       failed = true;
+      out.refused.push(body);
       lines.push(`workloads (dry run): refused:`, ...problemLines(r.status, body).map((l) => `  ${l}`));
     } else {
       for (const w of (body["workloads"] as
         | { kind: string; name: string; namespace: string; action: string }[]
-        | undefined) ?? [])
-        lines.push(`${w.kind.toLowerCase()}/${w.name} ${w.action === "updated" ? "configured" : w.action} (dry run)`);
+        | undefined) ?? []) {
+        const change = w.action === "updated" ? "configured" : w.action;
+        out.workloads.push({ kind: w.kind, namespace: w.namespace, name: w.name, change });
+        lines.push(`${w.kind.toLowerCase()}/${w.name} ${change} (dry run)`);
+      }
+      out.workloadPods.push(...((body["pods"] as unknown[] | undefined) ?? []));
+      out.refused.push(...((body["refused"] as unknown[] | undefined) ?? []));
       lines.push(...plannedPodLines(body));
     }
   }
-  console.log(lines.join("\n"));
-  ctx.note(`generation ${generation} would be applied; nothing changed`);
+  // The workloads the file leaves out, with what their controllers made: all deleted by the PUT.
+  for (const p of plan.pruned) {
+    const w = p.workload;
+    const name = `${w.kind.toLowerCase()}/${w.metadata.name}`;
+    out.deleted.workloads.push({
+      kind: w.kind,
+      namespace: w.metadata.namespace,
+      name: w.metadata.name,
+      uid: w.metadata.uid,
+      workloads: p.workloads.map((d) => ({ kind: d.kind, name: d.metadata.name, uid: d.metadata.uid })),
+      pods: p.pods.map((x) => ({ name: x.metadata.name, uid: x.metadata.uid })),
+    });
+    lines.push(`${name} deleted (dry run)`);
+    for (const d of p.workloads)
+      lines.push(`  ${d.kind.toLowerCase()}/${d.metadata.name} would be deleted with ${name}`);
+    for (const x of p.pods)
+      lines.push(`  pod/${x.metadata.name} (${x.metadata.namespace}) would be deleted with ${name}`);
+  }
+  out.warnings = [...warnings];
+  if (ctx.o["json"]) {
+    console.log(JSON.stringify(out, null, 2));
+    process.exitCode = failed ? 1 : 0;
+    return;
+  }
+  for (const w of warnings) console.error(`Warning: ${w}`);
+  if (lines.length) console.log(lines.join("\n"));
+  if (out.needsPruneAll)
+    ctx.note(
+      `the apply would be refused: it deletes ${plan.pruned.map((p) => workloadRef(p.workload)).join(", ")}, which the file leaves out; add --prune-all to allow it`,
+    );
+  ctx.note(`generation ${plan.generation} would be applied; nothing changed`);
   process.exitCode = failed ? 1 : 0;
 }

@@ -2,8 +2,8 @@
 //   PUT /v1/node/pods  a signed set of pods at a generation: every item is validated and admitted before
 //                      anything changes; then the store is replaced (the commit), then every listed pod is
 //                      synced and every pod the set dropped is deleted, through the engine's front door.
-//   GET /v1/pods       the desired pods with their status as a v1.PodList (resourceVersion = generation), and
-//                      the orphans: pods podsync made that the store does not hold.
+//   GET /v1/pods       the desired pods with their status as a v1.PodList (resourceVersion = generation), those
+//                      being deleted (Terminating), and the orphans: pods podsync made that the store does not hold.
 import type { Context, Env, Hono } from "hono";
 import type { VerifiedToken } from "../../auth/verify.js";
 import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
@@ -19,6 +19,7 @@ import { workloadKey, type StoredWorkload } from "../../controllers/store.js";
 import { admitWorkloads, workloadEntries } from "./workloads.js";
 import { allocateBodyServices } from "./services.js";
 import { workloadCountError } from "../../pod/workloads/bounds.js";
+import { outcomesAgainst, type WorkloadOutcome } from "./sync-workloads.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { admit, admitOnRuntime, admitSetOnNode, checkUidsOnRuntime, uidConflictAt } from "../admission.js";
 import { serialQueue } from "../../util/serial.js";
@@ -206,12 +207,25 @@ export function registerNodePods<E extends Env>(
       // One uid is one pod: an item whose uid belongs to another pod on the node refuses the whole set (409
       // uid-conflict naming the item) in the same step, before the commit.
       let idCalls = 0;
+      let outcomes: WorkloadOutcome[] = [];
+      let removedWorkloads: StoredWorkload[] = [];
       const { removed, before } = await d.admitting(async () => {
         const before = new Map((await d.desired.list()).map((e) => [e.pod.metadata.uid, e]));
         // The pods the node's controllers made for workloads the set keeps stay (the controllers roll them to
         // the new templates); those of dropped workloads go with the commit.
         const storedWorkloads = d.workloads ? await d.workloads.list() : [];
         const derived = keptDerived(workloads, storedWorkloads, before.values());
+        // A set item that is a kept workload's pod (an export of it) stays that controller's, once.
+        const ownedBy = new Map(derived.pods.map((e) => [e.pod.metadata.uid, e.pod.metadata.ownerReferences]));
+        for (const e of own)
+          if (ownedBy.has(e.pod.metadata.uid) && !controllerOf(e.pod.metadata))
+            e.pod.metadata.ownerReferences = ownedBy.get(e.pod.metadata.uid);
+        derived.pods = derived.pods.filter((e) => !own.some((o) => o.pod.metadata.uid === e.pod.metadata.uid));
+        // What the commit does to the workloads, for the answer: each of the set's created, updated or unchanged,
+        // and each one the node held (not made by a controller) that the set leaves out, deleted.
+        outcomes = outcomesAgainst(workloads, storedWorkloads);
+        const keys = new Set(workloads.map((w) => workloadKey(w.workload)));
+        removedWorkloads = storedWorkloads.filter((s) => !s.owner && !keys.has(workloadKey(s.workload)));
         entries = [...derived.pods, ...own];
         admitSetOnNode(
           pods.map((p) => p.pod),
@@ -238,9 +252,11 @@ export function registerNodePods<E extends Env>(
           ]);
         return { ...r, before };
       });
-      // The prober keeps the pods the controllers made for kept workloads too (dropping them reset their
-      // readiness, and the loop re-adds a pod only when its entry changes).
-      d.prober?.update(entries.map((e) => e.pod));
+      // The prober learns the set's pods and forgets the dropped ones; every other pod keeps its workers as they
+      // are. (Replacing the prober's whole set with the PUT's items dropped the workers of the pods the controllers
+      // made, which the loop never re-added while their entries were unchanged: Ready False for good, issue #35.)
+      for (const p of pods) d.prober?.upsert(p.pod);
+      for (const uid of removed) d.prober?.remove(uid);
       let criCalls = idCalls;
       const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({
         ok: false,
@@ -288,7 +304,7 @@ export function registerNodePods<E extends Env>(
       });
       d.note(c, { criCalls });
       const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
-      const stored = workloads.map(({ workload: w }) => ({
+      const gone = removedWorkloads.map(({ workload: w }) => ({
         kind: w.kind,
         namespace: w.metadata.namespace,
         name: w.metadata.name,
@@ -299,7 +315,8 @@ export function registerNodePods<E extends Env>(
         generation,
         pods: results,
         removed: removedResults,
-        ...(stored.length ? { workloads: stored } : {}),
+        ...(outcomes.length ? { workloads: outcomes } : {}),
+        ...(gone.length ? { removedWorkloads: gone } : {}),
       };
     }).finally(release);
     // 207 as for a sync: the set is stored (the loop keeps at it), some pods' steps failed; the body says which.
@@ -324,13 +341,19 @@ export function registerNodePods<E extends Env>(
     );
     for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
     d.note(c, { criCalls: r.criCalls });
+    // A pod whose delete runs is listed as a cluster lists it, Terminating (with its deletionTimestamp), until
+    // it is gone: not among the orphans.
+    const terminating = r.orphans.filter((p) => p.deletion);
     return c.json({
       apiVersion: "v1",
       kind: "PodList",
       metadata: { resourceVersion: String(generation) },
-      items: r.pods.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus)),
+      items: [
+        ...r.pods.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus)),
+        ...terminating.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus, p.deletion)),
+      ],
       // Not in v1.PodList: pods podsync made that this node's store does not hold (status for a stand-in).
-      orphans: r.orphans.map((p) => toV1Pod(undefined, p.pod, p.apiStatus)),
+      orphans: r.orphans.filter((p) => !p.deletion).map((p) => toV1Pod(undefined, p.pod, p.apiStatus)),
     });
   });
 }

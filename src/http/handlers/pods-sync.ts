@@ -6,6 +6,7 @@ import type { Hono } from "hono";
 import { SupersededError, type SyncResult } from "../../kuberuntime/runtime.js";
 import { StaleGenerationError, whileStored } from "../../pleg/desired-state.js";
 import { checkPut } from "../../pleg/tombstones.js";
+import { controllerOf } from "../../controllers/pods.js";
 import { admit, admitOnNode, admitOnRuntime, checkUidsOnRuntime } from "../admission.js";
 import { note, type AppEnv, type PodRouteDeps } from "../context.js";
 import { desiredEntry } from "./node-pods.js";
@@ -93,6 +94,15 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     // was signed), or a uid stored under another namespace/name, is refused first (put checks again, atomically,
     // in the same step as its write): a stale request makes no runtime call.
     const [stored, tomb] = await Promise.all([desired.get(uid), desired.tombstone(uid)]);
+    // A pod the node's controller owns stays its controller's: an export re-synced (`kubectl get pod db-0 -o yaml`,
+    // whose ownerReferences intake drops as a cluster's) keeps the stored owner, never silently orphaned.
+    const owner = stored && controllerOf(stored.pod.metadata);
+    if (owner && !controllerOf(pod.metadata)) {
+      pod.metadata.ownerReferences = stored.pod.metadata.ownerReferences;
+      body.warnings.push(
+        `metadata.ownerReferences: pod ${pod.metadata.namespace}/${pod.metadata.name} stays owned by this node's ${owner.kind} ${owner.name}`,
+      );
+    }
     checkPut(stored, mine, tomb);
     // One uid is one pod: a pod whose uid belongs to another pod on the node is refused (409 uid-conflict) in
     // the same step, before it is stored, so the refusal changes nothing. The store refuses a uid it holds under

@@ -9,7 +9,7 @@ import type { PodRuntime } from "../../kuberuntime/runtime.js";
 import type { Pod } from "../../pod/schema.js";
 import type { WorkloadItem } from "../../pod/workloads/intake.js";
 import { canonicalJSON } from "../../container/hash.js";
-import { workloadKey, type WorkloadStore } from "../../controllers/store.js";
+import { workloadKey, type StoredWorkload, type WorkloadStore } from "../../controllers/store.js";
 import { planWorkloads, type WorkloadPlan } from "../../controllers/plan.js";
 import type { DesiredPod } from "../../pleg/desired-state.js";
 import type { NodeInfo } from "../../lifecycle/predicates.js";
@@ -68,7 +68,15 @@ export async function workloadOutcomes(
   items: readonly WorkloadItem[],
   store: WorkloadStore,
 ): Promise<WorkloadOutcome[]> {
-  const stored = new Map((await store.list()).map((s) => [workloadKey(s.workload), s]));
+  return outcomesAgainst(items, await store.list());
+}
+
+/** Each of `items` created, updated or unchanged against the stored workloads (pure). */
+export function outcomesAgainst(
+  items: readonly WorkloadItem[],
+  storedList: readonly StoredWorkload[],
+): WorkloadOutcome[] {
+  const stored = new Map(storedList.map((s) => [workloadKey(s.workload), s]));
   return items.map(({ workload: w }) => {
     const prev = stored.get(workloadKey(w));
     const action = !prev ? "created" : canonicalJSON(prev.workload) === canonicalJSON(w) ? "unchanged" : "updated";
