@@ -237,21 +237,32 @@ export async function startNode(
   // get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is empty
   // until the Service model (src/services/source.ts, made with the pods' feed below) hands it each snapshot.
   const dataplaneSource = memoryServiceSource();
-  const dataplane =
-    s.PODSYNC_SERVICE_DATAPLANE === "on"
-      ? await startNodeDataplane({
-          source: dataplaneSource,
-          serviceCIDRs: [s.PODSYNC_SERVICE_CIDR.text],
-          cniConfDir: s.PODSYNC_CNI_CONF_DIR,
-          clusterDNS: s.PODSYNC_CLUSTER_DNS,
-          clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
-          upstreams: s.PODSYNC_DNS_UPSTREAM,
-          nodeName: s.PODSYNC_NODE_NAME,
-          log: (rec) =>
-            quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "services", ...rec })),
-        })
-      : undefined;
+  const dataplaneWanted =
+    s.PODSYNC_SERVICE_DATAPLANE === "on" || (s.PODSYNC_SERVICE_DATAPLANE === "auto" && process.getuid?.() === 0);
+  const dataplane = dataplaneWanted
+    ? await startNodeDataplane({
+        source: dataplaneSource,
+        serviceCIDRs: [s.PODSYNC_SERVICE_CIDR.text],
+        cniConfDir: s.PODSYNC_CNI_CONF_DIR,
+        clusterDNS: s.PODSYNC_CLUSTER_DNS,
+        clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
+        upstreams: s.PODSYNC_DNS_UPSTREAM,
+        nodeName: s.PODSYNC_NODE_NAME,
+        log: (rec) =>
+          quiet || console.error(JSON.stringify({ time: new Date().toISOString(), loop: "services", ...rec })),
+      })
+    : undefined;
   if (dataplane) nodeConfig.clusterDNS = dataplane.clusterDNS;
+  // Services are refused, never half-applied, where the data plane was wanted and cannot run (issue #37); with
+  // PODSYNC_SERVICE_DATAPLANE=off the owner chose Services without kernel rules or DNS (docs/services-dataplane.md).
+  const servicesRefusal =
+    s.PODSYNC_SERVICE_DATAPLANE === "off"
+      ? undefined
+      : !dataplane
+        ? "Services need the node's data plane (nftables rules and cluster DNS), which needs root: run podsync as root, or set PODSYNC_SERVICE_DATAPLANE=off to keep Services without kernel rules (docs/services-dataplane.md)"
+        : dataplane.dataplane.health().proxy?.available
+          ? undefined
+          : `Services need the node's data plane, which is unavailable: ${dataplane.dataplane.health().proxy?.reason ?? "unknown"} (docs/services-dataplane.md)`;
   // The runtime's Version, read at start as kubelet reads it: the event stream takes its source from it (and reads
   // it again when it opens anew), and the engine its name for container ids, so no pod's first sync asks for it.
   // (With the stream off, or its read failed, the engine's first sync reads it, counted in that sync's calls.)
@@ -570,7 +581,7 @@ export async function startNode(
     },
     // A request's sync or PUT: no loop pass syncs its pods until its own syncs are done.
     holdLoop: (uids) => loop.hold(uids),
-    services: serviceNetworkFrom(s),
+    ...(servicesRefusal ? { servicesRefusal } : { services: serviceNetworkFrom(s) }),
   });
   const machine = machineFacts();
   const refreshNode = async () => {
@@ -787,6 +798,11 @@ export async function startNode(
     );
     if (tlsWarning) lines.push(`  warning: ${tlsWarning}`);
     if (dataplane) lines.push(...dataplane.lines);
+    else if (servicesRefusal) lines.push(`  warning: Services are refused: ${servicesRefusal}`);
+    else
+      lines.push(
+        "  services: kept without a data plane (PODSYNC_SERVICE_DATAPLANE=off): ClusterIPs and NodePorts are not routed and cluster DNS does not answer; set PODSYNC_SERVICE_DATAPLANE=on (root)",
+      );
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError)
       lines.push(

@@ -88,6 +88,8 @@ export interface AppOptions {
   /** The node's service network (PODSYNC_SERVICE_CIDR, PODSYNC_NODEPORT_RANGE, PODSYNC_POLICY_NODEPORTS): Services
    * are taken with it (the node agent); absent, a body holding one is refused naming the node agent (Workers). */
   services?: ServiceNetwork;
+  /** Why Services are refused on this node, when they are (no service network, or no data plane). */
+  servicesRefusal?: string | undefined;
   /** PODSYNC_MAX_WORKLOADS: the workloads a node stores as sent to it. */
   maxWorkloads?: number;
 }
@@ -174,6 +176,7 @@ export function createApp(o: AppOptions) {
     intake,
     holdLoop: o.holdLoop ?? (() => () => undefined),
     services: o.services,
+    servicesRefusal: o.servicesRefusal,
   };
   registerPodSync(app, deps);
   registerPodReads(app, deps);

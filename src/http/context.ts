@@ -48,4 +48,6 @@ export interface PodRouteDeps {
   holdLoop: (uids: readonly string[]) => () => void;
   /** The node's service network (ClusterIP range, NodePorts, policy); absent: Services are refused (Workers). */
   services?: ServiceNetwork | undefined;
+  /** Why Services are refused here (default: WORKER_SERVICES_REFUSAL, a Worker's). */
+  servicesRefusal?: string | undefined;
 }

@@ -59,7 +59,11 @@ const upstream = z.string().refine((u) => {
 
 export const serviceDataplaneSettingsShape = {
   /** The Services data plane on this node: the nftables table `inet podsync` and the cluster DNS. */
-  PODSYNC_SERVICE_DATAPLANE: z.enum(["on", "off"], { error: "allowed: on, off" }).default("off"),
+  // on: the proxier and the DNS run, and Services are refused if they cannot. auto: on when podsync runs as root
+  // (nftables needs it), else refused with the reason. off (default for now: one table and one DNS address per
+  // node, and the test suite runs many nodes at once): Services are kept and served (EndpointSlices, env vars,
+  // kubectl) with no kernel rules and no DNS, which start-up says.
+  PODSYNC_SERVICE_DATAPLANE: z.enum(["auto", "on", "off"], { error: "allowed: auto, on, off" }).default("off"),
   /** Where the cluster DNS forwards names outside the cluster domain; unset: the node's /etc/resolv.conf. */
   PODSYNC_DNS_UPSTREAM: list.pipe(z.array(upstream)).optional(),
   /** The CNI configuration containerd uses: the pod bridge, its gateway (the default cluster DNS address) and the

@@ -20,16 +20,20 @@ const keyOf = (s: Service) => `${s.metadata.namespace}/${s.metadata.name}`;
  */
 export async function allocateBodyServices(
   items: readonly WorkloadItem[],
-  d: { workloads?: WorkloadStore | undefined; services?: ServiceNetwork | undefined },
+  d: {
+    workloads?: WorkloadStore | undefined;
+    services?: ServiceNetwork | undefined;
+    servicesRefusal?: string | undefined;
+  },
   mode: "add" | "replace",
 ): Promise<void> {
   const incoming = items.flatMap((w) => (w.workload.kind === "Service" ? [{ svc: w.workload, at: w.at }] : []));
   if (incoming.length === 0) return;
   if (!d.services || !d.workloads)
-    throw new ProblemError("unsupported", WORKER_SERVICES_REFUSAL, {
+    throw new ProblemError("unsupported", d.servicesRefusal ?? WORKER_SERVICES_REFUSAL, {
       errors: incoming.map(({ svc, at }) => ({
         path: at ? `${at}.kind` : "kind",
-        message: `Service ${keyOf(svc)}: needs the node agent`,
+        message: `Service ${keyOf(svc)}: ${d.servicesRefusal ? "the node's Services data plane is not running" : "needs the node agent"}`,
       })),
     });
   const stored = (await d.workloads.list()).map((s) => s.workload).filter((w): w is Service => w.kind === "Service");
