@@ -343,7 +343,7 @@ describe("PodDisruptionBudget status (pkg/controller/disruption)", () => {
 describe("Table cells (printers.go: printReplicationController, printHorizontalPodAutoscaler, printPodDisruptionBudget)", () => {
   const meta = { name: "x", namespace: "default", uid: "u", creationTimestamp: new Date(NOW - 120_000).toISOString() };
   it("rc, hpa (formatHPAMetrics) and pdb rows; the CLI prints the same", async () => {
-    const { workloadCells, WORKLOAD_COLUMNS } = await import("../src/kubeapi/workload-table.js");
+    const { workloadCells, WORKLOAD_COLUMNS } = await import("../src/kubeapi/kinds/workload-table.js");
     const rc = {
       apiVersion: "v1",
       kind: "ReplicationController" as const,

@@ -46,11 +46,16 @@ import { RvClock, WatchHub, type Change, type KubeObject } from "./watch-hub.js"
 import { watchStream } from "./watch-stream.js";
 import type { EventRecorder, V1Event } from "./events.js";
 import type { V1Node } from "./node-object.js";
-import type { V1Workload, WorkloadFeed } from "./workload-feed.js";
-import { WORKLOAD_COLUMNS, workloadCells } from "./workload-table.js";
+import type { V1Workload, WorkloadFeed } from "./kinds/workload-feed.js";
+import { WORKLOAD_COLUMNS, workloadCells } from "./kinds/workload-table.js";
 import type { WorkloadKind } from "../pod/workloads/schema.js";
-import { ENDPOINT_SLICE_COLUMNS, ENDPOINTS_COLUMNS, endpointSliceCells, endpointsCells } from "./service-table.js";
-import type { EndpointsFeed, V1EndpointSliceObject, V1EndpointsObject } from "./endpoints-feed.js";
+import {
+  ENDPOINT_SLICE_COLUMNS,
+  ENDPOINTS_COLUMNS,
+  endpointSliceCells,
+  endpointsCells,
+} from "./kinds/service-table.js";
+import type { EndpointsFeed, V1EndpointSliceObject, V1EndpointsObject } from "./kinds/endpoints-feed.js";
 import { normalizeRequest } from "./apiserver/query.js";
 import { registerReviews } from "./authorization/reviews.js";
 import { registerOpenApi } from "./apiserver/openapi.js";
@@ -82,10 +87,10 @@ export interface KubeApiOptions {
   prepare?: () => Promise<void>;
   /** How long a list waits for the pods' first feed (the loop's first relist) before answering with none. */
   firstFeedWaitMs?: number;
-  /** The node's workloads (src/kubeapi/workload-feed.ts), read-only: apps/v1, batch/v1 and claims are served
+  /** The node's workloads (src/kubeapi/kinds/workload-feed.ts), read-only: apps/v1, batch/v1 and claims are served
    * only with them (the Workers entry runs none). */
   workloads?: Pick<WorkloadFeed, "hubs" | "load"> | undefined;
-  /** The Services' EndpointSlices and Endpoints (src/kubeapi/endpoints-feed.ts); served with the workloads, empty
+  /** The Services' EndpointSlices and Endpoints (src/kubeapi/kinds/endpoints-feed.ts); served with the workloads, empty
    * where the node has no service source (Workers: Services are refused there). */
   endpoints?: EndpointsFeed | undefined;
   /** The resource sampler behind metrics.k8s.io (kubectl top); without it the Metrics API answers 503. */

@@ -1,8 +1,8 @@
 // `podsync get` for the workload kinds: the objects GET /v1/workloads returns, printed with the columns and cells
-// the node's Kubernetes API makes for kubectl (src/kubeapi/workload-table.ts, from printers.go), so the CLI and
+// the node's Kubernetes API makes for kubectl (src/kubeapi/kinds/workload-table.ts, from printers.go), so the CLI and
 // kubectl print the same table; -o wide adds the priority-1 columns (CONTAINERS, IMAGES, SELECTOR).
-import { WORKLOAD_COLUMNS, workloadCells } from "../../kubeapi/workload-table.js";
-import type { V1Workload } from "../../kubeapi/workload-feed.js";
+import { WORKLOAD_COLUMNS, workloadCells } from "../../kubeapi/kinds/workload-table.js";
+import type { V1Workload } from "../../kubeapi/kinds/workload-feed.js";
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
 

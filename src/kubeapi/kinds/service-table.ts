@@ -3,9 +3,9 @@
 // makePortString; endpointSliceColumnDefinitions/printEndpointSlice with formatDiscoveryPorts,
 // formatDiscoveryEndpoints and listWithMoreString; endpointColumnDefinitions/printEndpoints with formatEndpoints).
 // SELECTOR is the wide column (priority 1) of Services.
-import type { EndpointSlice } from "../services/endpointslice/slices.js";
-import type { V1Endpoints } from "../services/endpointslice/endpoints.js";
-import { humanDuration, type TableColumn } from "./table.js";
+import type { EndpointSlice } from "../../services/endpointslice/slices.js";
+import type { V1Endpoints } from "../../services/endpointslice/endpoints.js";
+import { humanDuration, type TableColumn } from "../table.js";
 
 const col = (name: string, description: string, o: { priority?: number; format?: string } = {}): TableColumn => ({
   name,

@@ -1,10 +1,10 @@
 // The EndpointSlice and Endpoints hubs of the Kubernetes API, fed from the node's service source
 // (src/services/source.ts) after each change of its snapshot. Each object keeps the creationTimestamp of when
 // it first appeared (the source makes them anew each pass). Nothing here makes a runtime call.
-import type { EndpointSlice } from "../services/endpointslice/slices.js";
-import type { V1Endpoints } from "../services/endpointslice/endpoints.js";
-import type { ServiceSource } from "../services/source.js";
-import { WatchHub, type RvClock } from "./watch-hub.js";
+import type { EndpointSlice } from "../../services/endpointslice/slices.js";
+import type { V1Endpoints } from "../../services/endpointslice/endpoints.js";
+import type { ServiceSource } from "../../services/source.js";
+import { WatchHub, type RvClock } from "../watch-hub.js";
 
 type Stamped<T extends { metadata: object }> = T & { metadata: T["metadata"] & { creationTimestamp: string } };
 export type V1EndpointSliceObject = Stamped<EndpointSlice>;

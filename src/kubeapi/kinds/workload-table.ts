@@ -3,8 +3,8 @@
 // statefulSet…, daemonSet…, job…, cronJob…, persistentVolumeClaim…, replicationController…,
 // horizontalPodAutoscaler… (formatHPAMetrics), podDisruptionBudget…, with layoutContainerCells and
 // metav1.FormatLabelSelector). The wide columns (priority 1) are CONTAINERS, IMAGES and SELECTOR.
-import type { WorkloadKind } from "../pod/workloads/schema.js";
-import { humanDuration, type TableColumn } from "./table.js";
+import type { WorkloadKind } from "../../pod/workloads/schema.js";
+import { humanDuration, type TableColumn } from "../table.js";
 import type { V1Workload } from "./workload-feed.js";
 import { SERVICE_COLUMNS, serviceCells } from "./service-table.js";
 
