@@ -11,7 +11,8 @@ import { isIP, type Server } from "node:net";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { JSONWebKeySet } from "jose";
-import { createApp } from "./http/app.js";
+import { createApp, type AppOptions } from "./http/app.js";
+import { startFleetLink } from "./fleet/node-link.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
 import { createCriClient } from "./cri/client.js";
 import { watchContainerEvents } from "./cri/container-events.js";
@@ -190,15 +191,15 @@ export async function startNode(
       ));
   // Secrets signed with a pod are stored sealed under the node's key (<stateDir>/secrets.key), never in clear.
   const desired = new SealedDesiredState(files, () => loadSealKey(stateDir));
-  const verifier = createVerifier({
+  const verifierOptions = {
     keys: keys.keys,
     issuers: keys.issuers,
     audience: [s.PODSYNC_NODE_NAME, ...s.PODSYNC_NODE_ALIASES],
     algorithms: s.PODSYNC_ALGORITHMS as Algorithm[],
     maxLifetimeSeconds: s.PODSYNC_MAX_TOKEN_LIFETIME_S,
     clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
-    replay,
-  });
+  };
+  const verifier = createVerifier({ ...verifierOptions, replay });
   const hostIPs = await nodeHostIPs();
   // The node's DiskPressure as the eviction manager last found it (the Node object's condition, and admission's).
   let diskPressure: { pressure: boolean; since: number } | undefined;
@@ -412,7 +413,7 @@ export async function startNode(
     ? () => undefined
     : (rec: RequestLog) => void process.stdout.write(`${JSON.stringify(rec)}\n`);
   kickLoop = () => loop.kick();
-  const app = createApp({
+  const appOptions: AppOptions = {
     runtime,
     prober,
     desired,
@@ -446,6 +447,20 @@ export async function startNode(
     },
     // A request's sync or PUT: no loop pass syncs its pods until its own syncs are done.
     holdLoop: (uids) => loop.hold(uids),
+  };
+  const app = createApp(appOptions);
+  // Pull mode (PODSYNC_FLEET_URL): the fleet's desired sets come in through the same PUT (docs/fleet.md).
+  const fleet = await startFleetLink({
+    env,
+    nodeName: s.PODSYNC_NODE_NAME,
+    stateDir,
+    version: podsyncVersion(),
+    capacity: { cpu: String(cpus().length), memory: String(totalmem()), arch: process.arch },
+    app: appOptions,
+    verifier: verifierOptions,
+    desired,
+    pods: () => podsHub.list(),
+    log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), ...rec })),
   });
   const machine = machineFacts();
   const refreshNode = async () => {
@@ -574,6 +589,7 @@ export async function startNode(
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
     stopIdleGc();
+    await fleet?.close();
     await loop.stop();
     await probeStore.close().catch(() => undefined);
     await replay.close();
@@ -642,6 +658,7 @@ export async function startNode(
     close: () =>
       new Promise<void>((res) => {
         stopIdleGc();
+        void fleet?.close();
         void loop.stop().then(async () => {
           await controllers.settle();
           await probeStore.close().catch(() => undefined);

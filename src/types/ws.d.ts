@@ -9,6 +9,12 @@ declare module "ws" {
 
   export class WebSocket {
     constructor(address: string, protocols?: string | string[]);
+    // The fleet link (src/fleet/link.ts): headers on the upgrade, a bound on what it takes.
+    constructor(
+      address: string | URL,
+      options: { headers?: Record<string, string>; maxPayload?: number; handshakeTimeout?: number },
+    );
+    readonly readyState: number;
     readonly protocol: string;
     send(data: RawData | Uint8Array | string, options?: { binary?: boolean }): void;
     close(code?: number, reason?: string): void;
@@ -16,6 +22,8 @@ declare module "ws" {
     on(event: "message", listener: (data: RawData, isBinary: boolean) => void): this;
     on(event: "close", listener: (code: number, reason: Buffer) => void): this;
     on(event: "error", listener: (err: Error) => void): this;
+    on(event: "open", listener: () => void): this;
+    on(event: "unexpected-response", listener: (req: unknown, res: IncomingMessage) => void): this;
     once(event: "open", listener: () => void): this;
     once(event: "error", listener: (err: Error) => void): this;
   }
