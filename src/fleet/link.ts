@@ -27,7 +27,7 @@ export interface LinkOptions {
   /** Apply a set (its generation is above the node's); an error message when the node refused it. */
   apply(m: DesiredMessage): Promise<string | undefined>;
   generation(): Promise<number>;
-  pods(): PodSummary[];
+  pods(): PodSummary[] | Promise<PodSummary[]>;
   log(rec: Record<string, unknown>): void;
   heartbeatMs?: number;
   deadMs?: number;
@@ -70,7 +70,7 @@ export function startLink(o: LinkOptions): FleetLink {
     type: "status",
     node: o.node,
     generation: await o.generation(),
-    pods: o.pods(),
+    pods: await o.pods(),
     ...(lastError ? { error: lastError.slice(0, 1000) } : {}),
   });
   const report = async () => {

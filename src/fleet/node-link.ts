@@ -80,11 +80,15 @@ export async function startFleetLink(d: NodeFleetDeps): Promise<FleetLink | unde
     capacity: d.capacity,
     apply,
     generation: () => d.desired.generation(),
-    pods: () =>
-      d
+    // The node's own pods: those its desired state holds (other pods on the runtime are not its to report).
+    pods: async () => {
+      const mine = new Set((await d.desired.list()).map((e) => e.pod.metadata.uid));
+      return d
         .pods()
+        .filter((p) => mine.has(p.metadata.uid))
         .map(podSummary)
-        .sort((a, b) => a.uid.localeCompare(b.uid)),
+        .sort((a, b) => a.uid.localeCompare(b.uid));
+    },
     log: (rec) => d.log({ loop: "fleet", ...rec }),
     heartbeatMs: s.PODSYNC_FLEET_HEARTBEAT_MS,
     deadMs: s.PODSYNC_FLEET_HEARTBEAT_MS * 3,

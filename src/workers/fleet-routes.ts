@@ -2,6 +2,7 @@
 // (aud = PODSYNC_FLEET_NAME, act = the verb, optionally a `selector` claim that limits the nodes they act on), the
 // owner's join tokens (act enroll, single use), the owner's desired sets (a PUT /v1/node/pods signed for the node),
 // and the nodes' own connection tokens (checked by the node's shard against its enrolled key).
+//   GET  /fleet                                the fleet's name (public: the CLI's token audience)
 //   POST /fleet/enroll                         a node's first contact: join token + its public key
 //   GET  /fleet/connect                        the node's WebSocket (Authorization: Bearer <node JWS>)
 //   GET  /fleet/nodes[?labelSelector=]         act read: the registry, a v1.List of FleetNode
@@ -51,6 +52,9 @@ async function route(fl: Fleet, req: Request, path: string): Promise<Response> {
   const rest = m?.[2] ?? "";
   const verb = `${req.method} ${name ? `/fleet/nodes/{node}${rest}` : path}`;
   switch (verb) {
+    case "GET /fleet":
+      // Public: the fleet's name (the CLI's token audience) and shape.
+      return Response.json({ fleet: fl.f.PODSYNC_FLEET_NAME, shards: fl.f.PODSYNC_FLEET_SHARDS });
     case `POST ${FLEET_PATHS.enroll}`:
       return enroll(fl, req);
     case `GET ${FLEET_PATHS.connect}`:
