@@ -24,6 +24,8 @@ export const FleetSettings = z.object({
   PODSYNC_FLEET_LAST_SEEN_WRITE_S: int(60, 86_400).default(300),
   /** How often the shard looks for silent connections while it holds any (one alarm per shard, not per node). */
   PODSYNC_FLEET_SWEEP_S: int(5, 3600).default(60),
+  /** The shards keep their counts across hibernation (fleet-stats.ts): for the bench, off in production. */
+  PODSYNC_FLEET_STATS: z.enum(["on", "off"]).default("off"),
 });
 export type FleetConfig = z.output<typeof FleetSettings>;
 

@@ -8,6 +8,7 @@ import { CLOSE, type DesiredMessage, HEARTBEAT, NodeMessage, SILENT_MS } from ".
 import { fleetNode, type FleetNode } from "../fleet/node-view.js";
 import { toProblemError, ProblemError } from "../http/problems.js";
 import { type FleetShardState, type HibernatableSocket, upgraded, workerd } from "./fleet-runtime.js";
+import { FleetStats } from "./fleet-stats.js";
 import { FleetTable, type NodeRow, type StoredDesired } from "./fleet-table.js";
 import { verifyNodeToken } from "./fleet-node-auth.js";
 import { fleetSettingsOf } from "./fleet-settings.js";
@@ -30,27 +31,29 @@ export type EnrollArg = ShardArg & Pick<NodeRow, "name" | "jwk" | "labels" | "ca
 export type LabelArg = ShardArg & { node: string; set: Record<string, string | null> };
 export type DesiredArg = ShardArg & StoredDesired & { node: string; jti: string };
 
-/** The shard's counts since its start (the bench reads them: docs/fleet.md). */
-interface Stats {
-  requests: number;
-  messages: number;
-  alarms: number;
-}
-
 export class FleetShard {
   private readonly table: FleetTable;
-  private readonly stats: Stats = { requests: 0, messages: 0, alarms: 0 };
+  private readonly stats: FleetStats;
   constructor(
     private readonly ctx: FleetShardState,
     private readonly env: Env,
   ) {
     this.table = new FleetTable(ctx.storage.sql);
+    this.stats = new FleetStats(ctx.storage.sql, fleetSettingsOf(env).PODSYNC_FLEET_STATS === "on");
     const w = workerd();
     ctx.setWebSocketAutoResponse(new w.WebSocketRequestResponsePair(HEARTBEAT.ping, HEARTBEAT.pong));
   }
 
   async fetch(req: Request): Promise<Response> {
-    this.stats.requests++;
+    this.stats.add("requests");
+    try {
+      return await this.serve(req);
+    } finally {
+      this.stats.flush(this.table.rowsWritten);
+    }
+  }
+
+  private async serve(req: Request): Promise<Response> {
     const op = new URL(req.url).pathname;
     try {
       if (op === "/connect") return await this.connect(req);
@@ -71,8 +74,7 @@ export class FleetShard {
           return Response.json(this.table.auditOf(arg.node, Number(arg.limit ?? 100)));
         case "/stats":
           return Response.json({
-            ...this.stats,
-            rowsWritten: this.table.rowsWritten,
+            ...this.stats.read(),
             sockets: this.ctx.getWebSockets().length,
           });
         default:
@@ -105,7 +107,15 @@ export class FleetShard {
   }
 
   async webSocketMessage(ws: HibernatableSocket, message: string | ArrayBuffer): Promise<void> {
-    this.stats.messages++;
+    this.stats.add("messages");
+    try {
+      await this.message(ws, message);
+    } finally {
+      this.stats.flush(this.table.rowsWritten);
+    }
+  }
+
+  private async message(ws: HibernatableSocket, message: string | ArrayBuffer): Promise<void> {
     const att = ws.deserializeAttachment() as Attachment;
     const now = Date.now();
     if (message === HEARTBEAT.ping) return ws.send(HEARTBEAT.pong);
@@ -160,6 +170,7 @@ export class FleetShard {
     }
     if (att && !this.ctx.getWebSockets(att.node).some((o) => o !== ws && o.readyState === 1))
       if (this.table.get(att.node)?.revokedAt === null) this.table.connection(att.node, false, Date.now());
+    this.stats.flush(this.table.rowsWritten);
   }
 
   async webSocketError(ws: HibernatableSocket): Promise<void> {
@@ -169,7 +180,15 @@ export class FleetShard {
   /** One pass over the open connections: silent ones closed (NotReady), lastSeen written in a batch for those whose
    * stored one is older than the write interval; the next pass only while a connection is open. */
   async alarm(): Promise<void> {
-    this.stats.alarms++;
+    this.stats.add("alarms");
+    try {
+      await this.sweep();
+    } finally {
+      this.stats.flush(this.table.rowsWritten);
+    }
+  }
+
+  private async sweep(): Promise<void> {
     const s = fleetSettingsOf(this.env);
     const now = Date.now();
     const due: { name: string; at: number }[] = [];
@@ -186,12 +205,18 @@ export class FleetShard {
         due.push({ name: att.node, at: heard });
     }
     this.table.seen(due);
-    if (this.ctx.getWebSockets().length > 0) await this.ctx.storage.setAlarm(now + s.PODSYNC_FLEET_SWEEP_S * 1000);
+    if (this.ctx.getWebSockets().length > 0) await this.setAlarm(now + s.PODSYNC_FLEET_SWEEP_S * 1000);
   }
 
   private async ensureSweep(): Promise<void> {
     if ((await this.ctx.storage.getAlarm()) === null)
-      await this.ctx.storage.setAlarm(Date.now() + fleetSettingsOf(this.env).PODSYNC_FLEET_SWEEP_S * 1000);
+      await this.setAlarm(Date.now() + fleetSettingsOf(this.env).PODSYNC_FLEET_SWEEP_S * 1000);
+  }
+
+  /** setAlarm is billed as a row write. */
+  private setAlarm(at: number): Promise<void> {
+    this.stats.add("alarmWrites");
+    return this.ctx.storage.setAlarm(at);
   }
 
   /** When the connection last spoke: its last message or heartbeat. */
