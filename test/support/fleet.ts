@@ -46,10 +46,11 @@ export async function signedSet(
   node: string,
   generation: number,
   items: unknown[],
+  o: { iatOffsetS?: number } = {},
 ): Promise<{ body: string; signature: string }> {
   const body = JSON.stringify({ apiVersion: "v1", kind: "List", items });
   const body_sha256 = createHash("sha256").update(body).digest("base64url");
-  return { body, signature: await ownerToken(key, { act: "apply", generation, body_sha256 }, { aud: node }) };
+  return { body, signature: await ownerToken(key, { act: "apply", generation, body_sha256 }, { aud: node, ...o }) };
 }
 
 export async function putSet(
