@@ -3,20 +3,19 @@
 // apply instead of a runtime) enroll with join tokens and stay connected. Then, idle for BENCH_FLEET_IDLE_S (360)
 // with the default settings: the shards' requests, WebSocket messages, alarms and SQLite row writes (their own
 // counts, GET /fleet/stats), per node per hour, and the heartbeat pings the runtime answered without waking the
-// objects. Then a desired-state change to every node (one owner-signed set each, PUT through the Worker, at most
-// BENCH_FLEET_PUT_CONCURRENCY at once): the time from the first PUT to each node's apply, p50/p99/max.
+// objects. Then a desired-state change to every node (one owner-signed set whose aud lists them all, one PUT
+// through the Worker): the time from the PUT to each node's apply, p50/p99/max.
 // Writes bench/results/fleet-<time>.json; docs/fleet.md turns the counts into a monthly price.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { HEARTBEAT } from "../src/fleet/protocol.js";
 import { makeKey } from "../test/support/http.js";
-import { joinToken, listNodes, ownerToken, putSet, type SimAgent, simAgent } from "../test/support/fleet.js";
+import { joinToken, listNodes, ownerToken, putSetMany, type SimAgent, simAgent } from "../test/support/fleet.js";
 import { startWorkerd } from "../test/support/workerd.js";
 
 const N = Number(process.env["BENCH_FLEET_NODES"] ?? 1000);
 const IDLE_S = Number(process.env["BENCH_FLEET_IDLE_S"] ?? 360);
 const SHARDS = Number(process.env["BENCH_FLEET_SHARDS"] ?? 16);
-const PUTS = Number(process.env["BENCH_FLEET_PUT_CONCURRENCY"] ?? 50);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -87,14 +86,18 @@ const stillReady = (await listNodes(base, key)).filter((n) => n.status.condition
 const disconnected = agents.filter((a) => !a.link.connected()).length;
 console.error(`idle ${IDLE_S} s: ${stillReady} Ready, ${disconnected} links down`);
 
-// A desired-state change to every node.
-const sets = await Promise.all(agents.map(async (a) => ({ a, gen: a.generation + 1 })));
+// A desired-state change to every node: one set the owner signs for all of them (its aud lists them), one PUT.
+const gen = Math.max(...agents.map((a) => a.generation)) + 1;
 const start = Date.now();
-let refused = 0;
-await pool(sets, PUTS, async ({ a, gen }) => {
-  const r = await putSet(base, key, a.name, gen, []);
-  if (r.status !== 202) refused++;
-});
+const put = await putSetMany(
+  base,
+  key,
+  agents.map((a) => a.name),
+  gen,
+  [],
+);
+const putBody = (await put.json()) as { stored: number; delivered: number; refused: unknown[] };
+const refused = putBody.refused.length;
 const putsS = (Date.now() - start) / 1000;
 const deadline = Date.now() + 60_000;
 while (agents.some((a) => a.applied.length === 0) && Date.now() < deadline) await sleep(100);
@@ -122,7 +125,7 @@ const result = {
     shardTotals: { before, after },
   },
   fanout: {
-    putConcurrency: PUTS,
+    put: { status: put.status, stored: putBody.stored, delivered: putBody.delivered },
     putsSeconds: putsS,
     refused,
     reached: reached.length,

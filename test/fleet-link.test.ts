@@ -147,6 +147,12 @@ describe("a node pulling from an untrusted fleet", () => {
     send(ws, 4, await signedSet(owner, "edge-other", 4, []));
     await until("refused a third time", async () => logs.filter((l) => l["event"] === "apply-refused").length === 3);
 
+    // One set signed for several nodes (aud lists them) applies here too.
+    send(ws, 4, await signedSet(owner, ["edge-other", NODE], 4, []));
+    await until("generation 4 applied", async () =>
+      logs.some((l) => l["event"] === "applied" && l["generation"] === 4),
+    );
+
     // An older generation, validly signed, is never applied (the link does not even try).
     send(ws, 1, await signedSet(owner, NODE, 1, []));
     send(ws, 5, await signedSet(owner, NODE, 5, []));
@@ -154,7 +160,7 @@ describe("a node pulling from an untrusted fleet", () => {
       logs.some((l) => l["event"] === "applied" && l["generation"] === 5),
     );
     expect(await desired.generation()).toBe(5);
-    expect(logs.filter((l) => l["event"] === "applied").map((l) => l["generation"])).toEqual([1, 5]);
+    expect(logs.filter((l) => l["event"] === "applied").map((l) => l["generation"])).toEqual([1, 4, 5]);
   });
 
   it("finds a half-open connection by its heartbeat and reconnects", async () => {

@@ -4,7 +4,7 @@
 // skew). The agents are the real link (src/fleet/link.ts) with a recording apply instead of a runtime.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { makeKey, type TestKey } from "./support/http.js";
+import { ISSUER, makeKey, type TestKey } from "./support/http.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { until } from "./support/wait.js";
 import {
@@ -13,12 +13,15 @@ import {
   listNodes,
   ownerToken,
   putSet,
+  putSetMany,
   signedSet,
   simAgent,
   type SimAgent,
 } from "./support/fleet.js";
 import { FleetIdentity } from "../src/fleet/identity.js";
-import { mkdtempSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { exportJWK } from "jose";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -131,6 +134,17 @@ describe("desired state and status", () => {
     expect(a.applied.map((x) => x.generation)).toEqual([1]);
   });
 
+  it("one set for many nodes: its aud lists them, each gets it; an unknown node is refused by name", async () => {
+    const [a, b] = [await agent("edge-m1"), await agent("edge-m2")];
+    const r = await putSetMany(base, key, ["edge-m1", "edge-m2", "edge-nobody"], 7, []);
+    expect(r.status).toBe(202);
+    const body = (await r.json()) as { stored: number; delivered: number; refused: { node: string; reason: string }[] };
+    expect(body).toMatchObject({ stored: 2, delivered: 2 });
+    expect(body.refused).toEqual([{ node: "edge-nobody", reason: expect.stringMatching(/not enrolled/) }]);
+    await until("both applied", async () => a.applied.length === 1 && b.applied.length === 1);
+    expect([a.applied[0]!.generation, b.applied[0]!.generation]).toEqual([7, 7]);
+  });
+
   it("a node that was away catches up to the latest generation only", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-fleet-away-"));
     const a = await agent("edge-away", {}, { stateDir: dir });
@@ -233,5 +247,44 @@ describe("faults", () => {
         (await listNodes(base, key)).find((x) => x.metadata.name === "edge-6")?.status.condition === "NotReady",
       5000,
     );
+  });
+});
+
+describe("the CLI", () => {
+  const cli = (...args: string[]) =>
+    new Promise<{ code: number; out: string; err: string }>((res) =>
+      execFile(
+        process.execPath,
+        ["bin/podsync.mjs", ...args, "--url", base.origin, "--key", keyFile],
+        { env: { ...process.env, PODSYNC_URL: "" } },
+        (e, out, err) => res({ code: e ? Number(e.code ?? 1) : 0, out, err }),
+      ),
+    );
+  let keyFile: string;
+  beforeAll(async () => {
+    keyFile = join(mkdtempSync(join(tmpdir(), "podsync-fleet-cli-")), "key.json");
+    writeFileSync(
+      keyFile,
+      JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: "ES256", iss: ISSUER }),
+    );
+  });
+
+  it("fleet --help; label and revoke with -o json; a selector-scoped --token FILE acts only inside its selector", async () => {
+    expect((await cli("fleet", "--help")).out).toMatch(/fleet nodes \[-l SELECTOR\] \[-o wide\|json\]/);
+    await agent("edge-cli", { site: "east" });
+    const labeled = JSON.parse((await cli("fleet", "label", "edge-cli", "tier=silver", "-o", "json")).out);
+    expect(labeled.items[0].metadata).toMatchObject({ name: "edge-cli", labels: { site: "east", tier: "silver" } });
+    const tokenFile = join(mkdtempSync(join(tmpdir(), "podsync-fleet-tok-")), "t.jws");
+    const minted = await cli("token", "--act", "revoke", "--selector", "site=west");
+    expect(minted.code, minted.err).toBe(0);
+    writeFileSync(tokenFile, minted.out);
+    const outside = await cli("fleet", "revoke", "edge-cli", "--token", tokenFile);
+    expect(outside.code).toBe(1);
+    expect(outside.err).toMatch(/outside the token's selector/);
+    const revoked = JSON.parse((await cli("fleet", "revoke", "edge-cli", "-o", "json")).out);
+    expect(revoked.items[0]).toMatchObject({ metadata: { name: "edge-cli" }, status: { revoked: true } });
+    const table = (await cli("fleet", "nodes", "-l", "site=east")).out;
+    expect(table).toMatch(/^NAME\s+STATUS\s+LABELS\s+VERSION\s+LAST SEEN/);
+    expect(table).toMatch(/edge-cli\s+NotReady,Revoked\s+site=east,tier=silver\s+sim-1/);
   });
 });

@@ -9,6 +9,7 @@
 //   POST /fleet/nodes/{node}/labels            act label: {"labels": {"k": "v" | null}}
 //   POST /fleet/nodes/{node}/revoke            act revoke
 //   PUT  /fleet/nodes/{node}/v1/node/pods      the node's next desired set, as PUT /v1/node/pods takes it
+//   PUT  /fleet/v1/node/pods                   one set for every node its `aud` names (a list of node names)
 //   GET  /fleet/audit[?node=]                  act read: enrollments, revocations, label changes, forged reports
 import { decodeJwt } from "jose";
 import { createVerifier, type Algorithm, type Verifier, type VerifiedToken } from "../auth/verify.js";
@@ -79,6 +80,8 @@ async function route(fl: Fleet, req: Request, path: string): Promise<Response> {
     }
     case "PUT /fleet/nodes/{node}/v1/node/pods":
       return putDesired(fl, req, name!);
+    case "PUT /fleet/v1/node/pods":
+      return putDesiredMany(fl, req);
     case `GET ${FLEET_PATHS.audit}`: {
       const t = await owner(fl, req, "read");
       const n = new URL(req.url).searchParams.get("node") ?? undefined;
@@ -123,11 +126,15 @@ const shardCall = <T>(fl: Fleet, node: string, op: string, arg: object) =>
   shardFetch<T>(fl, shardOf(node, fl.f.PODSYNC_FLEET_SHARDS), op, arg);
 
 /** The owner's verifier for fleet tokens (aud = the fleet), join tokens (longer-lived) or a node's desired set. */
-function verifier(fl: Fleet, audience: string, o: { maxLifetimeS?: number; replay: string | false }): Verifier {
+function verifier(
+  fl: Fleet,
+  audience: string | string[],
+  o: { maxLifetimeS?: number; replay: string | false },
+): Verifier {
   return createVerifier({
     keys: fl.s.PODSYNC_JWKS ? { jwks: JSON.parse(fl.s.PODSYNC_JWKS) } : { url: fl.s.PODSYNC_JWKS_URL! },
     issuers: fl.s.PODSYNC_ISSUERS,
-    audience: [audience],
+    audience: Array.isArray(audience) ? audience : [audience],
     algorithms: fl.s.PODSYNC_ALGORITHMS as Algorithm[],
     maxLifetimeSeconds: o.maxLifetimeS ?? fl.s.PODSYNC_MAX_TOKEN_LIFETIME_S,
     clockSkewSeconds: fl.s.PODSYNC_CLOCK_SKEW_S,
@@ -285,9 +292,59 @@ async function connect(fl: Fleet, req: Request): Promise<Response> {
  * act apply, the body's hash, a generation), stored in the node's shard, pushed if the node is connected. The node
  * verifies it again against its own keys: the Worker is not trusted with what runs. */
 async function putDesired(fl: Fleet, req: Request, name: string): Promise<Response> {
+  const { stored } = await checkedSet(fl, req, [name]);
+  return Response.json(await shardCall(fl, name, "/desired", { node: name, ...stored }), { status: 202 });
+}
+
+/** One signed set for many nodes: its `aud` is the list of their names, each of which verifies it as its own. The
+ * Worker checks the signature once and hands each shard its nodes. */
+async function putDesiredMany(fl: Fleet, req: Request): Promise<Response> {
+  const m = req.headers.get("podsync-signature") ?? "";
+  let aud: unknown;
+  try {
+    aud = decodeJwt(m).aud;
+  } catch {
+    throw new ProblemError(
+      "unauthorized",
+      "PUT /fleet/v1/node/pods takes a detached Podsync-Signature whose aud lists the nodes",
+    );
+  }
+  const names = (Array.isArray(aud) ? aud : [aud]).filter(
+    (n): n is string => typeof n === "string" && NodeName.safeParse(n).success,
+  );
+  if (names.length === 0 || names.length > 10_000)
+    throw new ProblemError("bad-request", 'the signature\'s "aud" must list 1 to 10,000 node names');
+  const { stored } = await checkedSet(fl, req, names);
+  const byShard = new Map<number, string[]>();
+  for (const n of names) {
+    const i = shardOf(n, fl.f.PODSYNC_FLEET_SHARDS);
+    byShard.set(i, [...(byShard.get(i) ?? []), n]);
+  }
+  const results = await Promise.all(
+    [...byShard].map(([i, nodes]) =>
+      shardFetch<{ stored: number; delivered: number; refused: { node: string; reason: string }[] }>(
+        fl,
+        i,
+        "/desired-many",
+        { nodes, ...stored },
+      ),
+    ),
+  );
+  return Response.json(
+    {
+      stored: results.reduce((n, r) => n + r.stored, 0),
+      delivered: results.reduce((n, r) => n + r.delivered, 0),
+      refused: results.flatMap((r) => r.refused),
+    },
+    { status: 202 },
+  );
+}
+
+/** The set as the nodes will check it (the owner's key, act apply, the body's hash, a generation), for `audience`. */
+async function checkedSet(fl: Fleet, req: Request, audience: string[]) {
   const copy = req.clone();
   const max = fl.f.PODSYNC_FLEET_MAX_DESIRED_BYTES;
-  const checker = verifier(fl, name, { replay: false });
+  const checker = verifier(fl, audience, { replay: false });
   const nonSpending: Verifier = { verify: (tok, o) => checker.verify(tok, { ...o, consume: false }) };
   const { token } = await readSignedList(req, nonSpending, "apply", max, (p) => {
     const g = p["generation"];
@@ -297,14 +354,15 @@ async function putDesired(fl: Fleet, req: Request, name: string): Promise<Respon
           errors: [{ path: "generation", message: "required" }],
         });
   });
-  const r = await shardCall(fl, name, "/desired", {
-    node: name,
-    generation: Number(token.payload["generation"]),
-    contentType: req.headers.get("content-type") ?? "application/json",
-    body: await copy.text(),
-    signature: req.headers.get("podsync-signature"),
-    actor: `${String(token.payload.iss)} (kid ${token.kid ?? "none"})`,
-    jti: token.payload.jti,
-  });
-  return Response.json(r, { status: 202 });
+  return {
+    token,
+    stored: {
+      generation: Number(token.payload["generation"]),
+      contentType: req.headers.get("content-type") ?? "application/json",
+      body: await copy.text(),
+      signature: req.headers.get("podsync-signature"),
+      actor: `${String(token.payload.iss)} (kid ${token.kid ?? "none"})`,
+      jti: token.payload.jti,
+    },
+  };
 }

@@ -68,6 +68,8 @@ export class FleetShard {
           return Response.json(this.label(arg as LabelArg, now));
         case "/revoke":
           return Response.json(this.revoke(arg as ShardArg & { node: string }, now));
+        case "/desired-many":
+          return Response.json(this.putDesiredMany(arg as DesiredArg & { nodes: string[] }, now));
         case "/desired":
           return Response.json(this.putDesired(arg as DesiredArg, now));
         case "/audit":
@@ -301,6 +303,26 @@ export class FleetShard {
     const ws = this.socketOf(node);
     if (ws) send(ws, desiredMessage(d));
     return { node, generation: d.generation, delivered: ws !== undefined };
+  }
+
+  /** One signed set for many of this shard's nodes (its `aud` names them all): each stored and pushed as above. */
+  private putDesiredMany(
+    arg: DesiredArg & { nodes: string[] },
+    now: number,
+  ): { stored: number; delivered: number; refused: { node: string; reason: string }[] } {
+    const { nodes, ...one } = arg;
+    let stored = 0;
+    let delivered = 0;
+    const refused: { node: string; reason: string }[] = [];
+    for (const node of nodes)
+      try {
+        const r = this.putDesired({ ...one, node }, now);
+        stored++;
+        if (r.delivered) delivered++;
+      } catch (e) {
+        refused.push({ node, reason: toProblemError(e).message });
+      }
+    return { stored, delivered, refused };
   }
 }
 

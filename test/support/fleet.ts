@@ -16,7 +16,7 @@ export const FLEET = "podsync-fleet";
 export async function ownerToken(
   key: TestKey,
   claims: Record<string, unknown>,
-  o: { aud?: string; ttlS?: number; iatOffsetS?: number } = {},
+  o: { aud?: string | string[]; ttlS?: number; iatOffsetS?: number } = {},
 ): Promise<string> {
   const iat = Math.floor(Date.now() / 1000) + (o.iatOffsetS ?? 0);
   return new SignJWT(claims)
@@ -43,7 +43,7 @@ export const joinToken = (
 /** A desired set for one node, signed as `podsync apply` signs a PUT /v1/node/pods (detached, body_sha256). */
 export async function signedSet(
   key: TestKey,
-  node: string,
+  node: string | string[],
   generation: number,
   items: unknown[],
   o: { iatOffsetS?: number } = {},
@@ -62,6 +62,22 @@ export async function putSet(
 ): Promise<Response> {
   const s = await signedSet(key, node, generation, items);
   return fetch(new URL(`/fleet/nodes/${node}/v1/node/pods`, base), {
+    method: "PUT",
+    headers: { "content-type": "application/json", "podsync-signature": s.signature },
+    body: s.body,
+  });
+}
+
+/** One set for many nodes (its aud lists them), through PUT /fleet/v1/node/pods. */
+export async function putSetMany(
+  base: URL,
+  key: TestKey,
+  nodes: string[],
+  generation: number,
+  items: unknown[],
+): Promise<Response> {
+  const s = await signedSet(key, nodes, generation, items);
+  return fetch(new URL("/fleet/v1/node/pods", base), {
     method: "PUT",
     headers: { "content-type": "application/json", "podsync-signature": s.signature },
     body: s.body,
