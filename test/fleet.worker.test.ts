@@ -192,6 +192,24 @@ describe("faults", () => {
     expect((await listNodes(base, key)).find((n) => n.metadata.name === "edge-1")!.status.generation).toBe(0);
   });
 
+  it("a connection token opens one connection: replayed, it is refused", async () => {
+    const { ws } = await rawSocket("edge-replayer");
+    ws.close();
+    const a = agents.find((x) => x.name === "edge-replayer")!;
+    const t = await a.identity.connectionToken("edge-replayer", "podsync-fleet");
+    const open = (token: string) =>
+      new Promise<number | undefined>((r) => {
+        const u = new URL("/fleet/connect", base);
+        u.protocol = "ws:";
+        const w = new WebSocket(u, { headers: { authorization: `Bearer ${token}` } });
+        w.on("unexpected-response", (_req, res) => (r(res.statusCode), w.terminate()));
+        w.on("open", () => (r(101), w.close()));
+        w.on("error", () => undefined);
+      });
+    expect(await open(t)).toBe(101);
+    expect(await open(t)).toBe(409);
+  });
+
   it("refuses an oversized message, naming the limit", async () => {
     const { ws, closed, messages } = await rawSocket("edge-big");
     ws.send(JSON.stringify({ type: "status", node: "edge-big", generation: 0, pods: [], error: "x".repeat(70_000) }));

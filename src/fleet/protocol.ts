@@ -96,7 +96,8 @@ export const DesiredMessage = z.strictObject({
   generation: z.number().int().min(1),
   contentType: z.string().max(100),
   body: z.string(),
-  signature: z.string().max(16_384).optional(),
+  // A set for many nodes lists them all in its aud (PUT /fleet/v1/node/pods).
+  signature: z.string().max(1024 * 1024).optional(),
 });
 export type DesiredMessage = z.infer<typeof DesiredMessage>;
 

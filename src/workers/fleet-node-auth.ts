@@ -11,7 +11,7 @@ export const NODE_TOKEN_MAX_LIFETIME_S = 300;
 export async function verifyNodeToken(
   authorization: string | null,
   rowOf: (node: string) => NodeRow | undefined,
-  o: { fleet: string; skewS: number; now: number },
+  o: { fleet: string; skewS: number; now: number; spend: (jti: string, untilMs: number) => boolean },
 ): Promise<NodeRow> {
   const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? "");
   if (!m) throw new AuthError("missing", "send Authorization: Bearer <a JWS signed by the node's enrolled key>");
@@ -35,12 +35,15 @@ export async function verifyNodeToken(
       subject: sub,
       clockTolerance: o.skewS,
       currentDate: new Date(o.now),
-      requiredClaims: ["sub", "aud", "exp", "iat"],
+      requiredClaims: ["sub", "aud", "exp", "iat", "jti"],
     }));
   } catch (e) {
     throw new AuthError("bad-signature", `the connection token of "${sub}" is not valid: ${(e as Error).message}`);
   }
   if (payload.exp! - payload.iat! > NODE_TOKEN_MAX_LIFETIME_S)
     throw new AuthError("too-long-lived", `a connection token lives at most ${NODE_TOKEN_MAX_LIFETIME_S} s`);
+  // Each token opens one connection: a captured one cannot open another while it is valid.
+  if (!o.spend(String(payload.jti), (payload.exp! + o.skewS) * 1000))
+    throw new AuthError("replayed", `the connection token of "${sub}" was already used`);
   return row;
 }

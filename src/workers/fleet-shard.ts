@@ -97,6 +97,7 @@ export class FleetShard {
       fleet: s.PODSYNC_FLEET_NAME,
       skewS: s.PODSYNC_FLEET_NODE_CLOCK_SKEW_S,
       now,
+      spend: (jti, until) => this.table.spend(jti, until),
     });
     // One connection per node: a new one replaces the old (the node reconnected before the old one timed out).
     for (const old of this.ctx.getWebSockets(row.name)) old.close(CLOSE.replaced, "replaced by a newer connection");
@@ -207,6 +208,7 @@ export class FleetShard {
         due.push({ name: att.node, at: heard });
     }
     this.table.seen(due);
+    this.table.forgetSpent(now);
     if (this.ctx.getWebSockets().length > 0) await this.setAlarm(now + s.PODSYNC_FLEET_SWEEP_S * 1000);
   }
 

@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS desired (
 CREATE TABLE IF NOT EXISTS audit (
   id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, node TEXT NOT NULL, action TEXT NOT NULL,
   actor TEXT NOT NULL, detail TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS audit_node ON audit (node, id);`;
+CREATE INDEX IF NOT EXISTS audit_node ON audit (node, id);
+CREATE TABLE IF NOT EXISTS used_jti (jti TEXT PRIMARY KEY, until INTEGER NOT NULL);`;
 
 /** The shard's tables, with a count of the rows written (for the bench and /stats). */
 export class FleetTable {
@@ -158,6 +159,17 @@ export class FleetTable {
       d.signature,
     );
     this.run("UPDATE nodes SET desired_generation = ? WHERE name = ?", d.generation, name);
+  }
+
+  /** A connection token's jti, spent: false if it was already (a replayed token). */
+  spend(jti: string, until: number): boolean {
+    if (this.run("SELECT 1 AS x FROM used_jti WHERE jti = ?", jti).length) return false;
+    this.run("INSERT INTO used_jti (jti, until) VALUES (?, ?)", jti, until);
+    return true;
+  }
+
+  forgetSpent(now: number): void {
+    this.run("DELETE FROM used_jti WHERE until < ?", now);
   }
 
   audit(a: Omit<AuditRow, "detail"> & { detail?: unknown }): void {
