@@ -1,5 +1,5 @@
 // npm run bench:fleet: pull mode's registry at scale, in workerd (wrangler's local runtime) on this machine.
-// BENCH_FLEET_NODES (1000) simulated agents (the real link, src/fleet/link.ts, over real WebSockets; a recording
+// BENCH_FLEET_NODES (1000) simulated agents (the real link, src/http/fleet/link.ts, over real WebSockets; a recording
 // apply instead of a runtime) enroll with join tokens and stay connected. Then, idle for BENCH_FLEET_IDLE_S (360)
 // with the default settings: the shards' requests, WebSocket messages, alarms and SQLite row writes (their own
 // counts, GET /fleet/stats), per node per hour, and the heartbeat pings the runtime answered without waking the
@@ -8,7 +8,7 @@
 // Writes bench/results/fleet-<time>.json; docs/fleet.md turns the counts into a monthly price.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
-import { HEARTBEAT } from "../src/fleet/protocol.js";
+import { HEARTBEAT } from "../src/http/fleet/protocol.js";
 import { makeKey } from "../test/support/http.js";
 import { joinToken, listNodes, ownerToken, putSetMany, type SimAgent, simAgent } from "../test/support/fleet.js";
 import { startWorkerd } from "../test/support/workerd.js";

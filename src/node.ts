@@ -12,7 +12,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { JSONWebKeySet } from "jose";
 import { createApp, type AppOptions } from "./http/app.js";
-import { startFleetLink } from "./fleet/node-link.js";
+import { FleetSettingsError, startFleetLink } from "./http/fleet/node-link.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
 import { createCriClient } from "./cri/client.js";
 import { watchContainerEvents } from "./cri/container-events.js";
@@ -461,6 +461,8 @@ export async function startNode(
     desired,
     pods: () => podsHub.list(),
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), ...rec })),
+  }).catch((e: unknown) => {
+    throw e instanceof FleetSettingsError ? new SettingsError(e.message) : e;
   });
   const machine = machineFacts();
   const refreshNode = async () => {

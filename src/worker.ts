@@ -18,8 +18,8 @@ import type { Hono } from "hono";
 import { toProblemError } from "./http/problems.js";
 import { buildWorkerApp } from "./workers/app.js";
 import type { Env } from "./workers/settings.js";
-import { fleetFetch, isFleetPath } from "./workers/fleet-routes.js";
-import type { FleetEnv } from "./workers/fleet-settings.js";
+import { fleetFetch, isFleetPath } from "./workers/fleet/routes.js";
+import type { FleetEnv } from "./workers/fleet/settings.js";
 
 // The Durable Object classes wrangler binds (wrangler.toml), exported from the Worker's main module.
 export { ReplayGuard } from "./workers/replay-guard.js";
@@ -27,7 +27,7 @@ export { PodSerializer } from "./workers/pod-serializer.js";
 export { NodeDesiredState } from "./workers/node-desired-state.js";
 export { DurablePodLock } from "./workers/pod-lock.js";
 // Pull mode's node registry (docs/fleet.md): /fleet/... is its own, before the per-node apps.
-export { FleetShard } from "./workers/fleet-shard.js";
+export { FleetShard } from "./workers/fleet/shard.js";
 export type { Env } from "./workers/settings.js";
 
 let cache: { key: string; root: Hono } | undefined;

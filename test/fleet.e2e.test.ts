@@ -15,7 +15,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { startNode, type Running } from "../src/node.js";
 import { createPodRuntime } from "../src/kuberuntime/runtime.js";
-import type { FleetNode } from "../src/fleet/node-view.js";
+import type { FleetNode } from "../src/http/fleet/node-view.js";
 import { ISSUER, makeKey, type TestKey } from "./support/http.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { until } from "./support/wait.js";

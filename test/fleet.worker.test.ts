@@ -1,7 +1,7 @@
 // Pull mode's registry in the real Workers runtime (workerd via wrangler): enrollment with single-use join tokens,
 // node connections over hibernatable WebSockets, desired sets delivered, status on change, labels, revocation, the
 // audit, and the faults of issue #38 (replayed or expired join token, forged status, oversized message, clock
-// skew). The agents are the real link (src/fleet/link.ts) with a recording apply instead of a runtime.
+// skew). The agents are the real link (src/http/fleet/link.ts) with a recording apply instead of a runtime.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { ISSUER, makeKey, type TestKey } from "./support/http.js";
@@ -18,7 +18,7 @@ import {
   simAgent,
   type SimAgent,
 } from "./support/fleet.js";
-import { FleetIdentity } from "../src/fleet/identity.js";
+import { FleetIdentity } from "../src/http/fleet/identity.js";
 import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { exportJWK } from "jose";

@@ -9,7 +9,7 @@ declare module "ws" {
 
   export class WebSocket {
     constructor(address: string, protocols?: string | string[]);
-    // The fleet link (src/fleet/link.ts): headers on the upgrade, a bound on what it takes.
+    // The fleet link (src/http/fleet/link.ts): headers on the upgrade, a bound on what it takes.
     constructor(
       address: string | URL,
       options: { headers?: Record<string, string>; maxPayload?: number; handshakeTimeout?: number },

@@ -5,10 +5,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SignJWT } from "jose";
-import { FleetIdentity } from "../../src/fleet/identity.js";
-import { startLink, type FleetLink, type LinkOptions } from "../../src/fleet/link.js";
-import type { DesiredMessage, PodSummary } from "../../src/fleet/protocol.js";
-import type { FleetNode } from "../../src/fleet/node-view.js";
+import { FleetIdentity } from "../../src/http/fleet/identity.js";
+import { startLink, type FleetLink, type LinkOptions } from "../../src/http/fleet/link.js";
+import type { DesiredMessage, PodSummary } from "../../src/http/fleet/protocol.js";
+import type { FleetNode } from "../../src/http/fleet/node-view.js";
 import { ISSUER, type TestKey } from "./http.js";
 
 export const FLEET = "podsync-fleet";

@@ -8,9 +8,9 @@ import { READ_ACT } from "../../auth/read-token.js";
 import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
 import { resolvePod } from "../pod-ref.js";
-import { FLEET_ACTS } from "../../fleet/protocol.js";
+import { FLEET_ACTS } from "../../http/fleet/protocol.js";
 import { signToken } from "../keys.js";
-import { fleetName } from "./fleet.js";
+import { fleetName } from "../fleet-command.js";
 
 interface Act {
   /** "required": the token names one pod (--uid or --name); "optional": a pod, or the whole node; "none". */

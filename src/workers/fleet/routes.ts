@@ -12,16 +12,16 @@
 //   PUT  /fleet/v1/node/pods                   one set for every node its `aud` names (a list of node names)
 //   GET  /fleet/audit[?node=]                  act read: enrollments, revocations, label changes, forged reports
 import { decodeJwt } from "jose";
-import { createVerifier, type Algorithm, type Verifier, type VerifiedToken } from "../auth/verify.js";
-import { MemoryReplayStore } from "../auth/replay.js";
-import { FLEET_PATHS, type FleetAct, EnrollRequest, Labels, NodeName, shardOf } from "../fleet/protocol.js";
-import type { FleetNode } from "../fleet/node-view.js";
-import { ProblemError, toProblemError } from "../http/problems.js";
-import { readSignedList } from "../http/signed-request.js";
-import { parseLabelSelector, SelectorError, type LabelSelector } from "../kubeapi/selectors.js";
-import { DurableReplayStore } from "./replay-store.js";
-import { fleetSettingsOf, type FleetConfig, type FleetEnv, type FleetNamespace } from "./fleet-settings.js";
-import { settingsOf, type WorkerConfig } from "./settings.js";
+import { createVerifier, type Algorithm, type Verifier, type VerifiedToken } from "../../auth/verify.js";
+import { MemoryReplayStore } from "../../auth/replay.js";
+import { FLEET_PATHS, type FleetAct, EnrollRequest, Labels, NodeName, shardOf } from "../../http/fleet/protocol.js";
+import type { FleetNode } from "../../http/fleet/node-view.js";
+import { ProblemError, toProblemError } from "../../http/problems.js";
+import { readSignedList } from "../../http/signed-request.js";
+import { parseLabelSelector, SelectorError, type LabelSelector } from "../../kubeapi/selectors.js";
+import { DurableReplayStore } from "../replay-store.js";
+import { fleetSettingsOf, type FleetConfig, type FleetEnv, type FleetNamespace } from "./settings.js";
+import { settingsOf, type WorkerConfig } from "../settings.js";
 
 export const isFleetPath = (path: string) => path === "/fleet" || path.startsWith("/fleet/");
 

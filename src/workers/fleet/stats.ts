@@ -2,7 +2,7 @@
 // (docs/fleet.md's price). Off by default: in memory only, and lost when the object hibernates. With
 // PODSYNC_FLEET_STATS=on they are kept in a table of their own, flushed after each event, so they survive
 // hibernation; those writes are the instrument's and are not counted.
-import type { SqlStorage } from "./fleet-runtime.js";
+import type { SqlStorage } from "./runtime.js";
 
 const KEYS = ["requests", "messages", "alarms", "rowsWritten", "alarmWrites"] as const;
 export type StatKey = (typeof KEYS)[number];

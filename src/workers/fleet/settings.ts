@@ -1,10 +1,10 @@
 // The Worker's fleet settings (pull mode, docs/fleet.md), over its common ones (settings.ts). Parsed on their own so
 // a Worker without a fleet is unchanged; each bad value is named.
 import { z } from "zod";
-import { ProblemError } from "../http/problems.js";
-import { formatIssues } from "../settings/common.js";
-import type { DONamespace } from "./durable-object.js";
-import type { Env } from "./settings.js";
+import { ProblemError } from "../../http/problems.js";
+import { formatIssues } from "../../settings/common.js";
+import type { DONamespace } from "../durable-object.js";
+import type { Env } from "../settings.js";
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 export const FleetSettings = z.object({
@@ -24,7 +24,7 @@ export const FleetSettings = z.object({
   PODSYNC_FLEET_LAST_SEEN_WRITE_S: int(60, 86_400).default(300),
   /** How often the shard looks for silent connections while it holds any (one alarm per shard, not per node). */
   PODSYNC_FLEET_SWEEP_S: int(5, 3600).default(60),
-  /** The shards keep their counts across hibernation (fleet-stats.ts): for the bench, off in production. */
+  /** The shards keep their counts across hibernation (stats.ts): for the bench, off in production. */
   PODSYNC_FLEET_STATS: z.enum(["on", "off"]).default("off"),
 });
 export type FleetConfig = z.output<typeof FleetSettings>;

@@ -1,8 +1,8 @@
 // One registry shard's tables (SQLite in its Durable Object): the nodes, their signed desired sets and the audit
 // trail. Every write goes through here, so the row writes an idle fleet costs are all in one place (docs/fleet.md).
 import type { JWK } from "jose";
-import type { PodSummary } from "../fleet/protocol.js";
-import type { SqlStorage } from "./fleet-runtime.js";
+import type { PodSummary } from "../../http/fleet/protocol.js";
+import type { SqlStorage } from "./runtime.js";
 
 export interface NodeRow {
   name: string;

@@ -5,16 +5,14 @@
 // reaches an offline node late; a generation at or below the node's is never applied.
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { createSignedAtVerifier } from "../auth/signed-at.js";
-import { MemoryReplayStore } from "../auth/replay.js";
-import type { VerifierOptions } from "../auth/verify.js";
-import { createApp, type AppOptions } from "../http/app.js";
-import { SIGNATURE_HEADER } from "../http/signed-request.js";
-import { ROUTES } from "../http/routes.js";
-import type { DesiredState } from "../pleg/desired-state.js";
-import type { V1Pod } from "../status/api-status.js";
-import { formatIssues } from "../settings/common.js";
-import { SettingsError } from "../settings/node.js";
+import { createSignedAtVerifier } from "../../auth/signed-at.js";
+import { MemoryReplayStore } from "../../auth/replay.js";
+import type { VerifierOptions } from "../../auth/verify.js";
+import { createApp, type AppOptions } from "../app.js";
+import { SIGNATURE_HEADER } from "../signed-request.js";
+import { ROUTES } from "../routes.js";
+import type { DesiredState } from "../../pleg/desired-state.js";
+import type { V1Pod } from "../../status/api-status.js";
 import { FleetIdentity } from "./identity.js";
 import { startLink, type FleetLink } from "./link.js";
 import type { DesiredMessage, PodSummary } from "./protocol.js";
@@ -45,12 +43,18 @@ export interface NodeFleetDeps {
   log: (rec: Record<string, unknown>) => void;
 }
 
-/** Undefined without PODSYNC_FLEET_URL; throws a settings error naming the bad setting. */
+/** A fleet setting that does not parse, each named (the node entry reports it as a settings error). */
+export class FleetSettingsError extends Error {}
+
+/** Undefined without PODSYNC_FLEET_URL; throws FleetSettingsError naming the bad setting. */
 export async function startFleetLink(d: NodeFleetDeps): Promise<FleetLink | undefined> {
   const r = NodeFleetSettings.safeParse(
     Object.fromEntries(Object.entries(d.env).filter(([, v]) => v !== undefined && v !== "")),
   );
-  if (!r.success) throw new SettingsError(`invalid fleet settings:\n${formatIssues(r.error)}`);
+  if (!r.success)
+    throw new FleetSettingsError(
+      `invalid fleet settings:\n${r.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n")}`,
+    );
   const s = r.data;
   if (!s.PODSYNC_FLEET_URL) return undefined;
   const joinToken =

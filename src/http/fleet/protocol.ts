@@ -1,4 +1,4 @@
-// fleet/: pull mode, shared by the Worker's registry (src/workers/fleet-*.ts) and the node's link (link.ts).
+// http/fleet/: pull mode's front, shared by the Worker's registry (src/workers/fleet/) and the node's link (link.ts).
 // This file is the wire protocol between a node agent and its registry shard: the paths, the heartbeat and the
 // messages, each checked with zod on receipt. Pure: no I/O.
 import { z } from "zod";
@@ -97,7 +97,10 @@ export const DesiredMessage = z.strictObject({
   contentType: z.string().max(100),
   body: z.string(),
   // A set for many nodes lists them all in its aud (PUT /fleet/v1/node/pods).
-  signature: z.string().max(1024 * 1024).optional(),
+  signature: z
+    .string()
+    .max(1024 * 1024)
+    .optional(),
 });
 export type DesiredMessage = z.infer<typeof DesiredMessage>;
 

@@ -1,18 +1,18 @@
 // Durable Object FleetShard: one shard of the node registry (a node's shard is its name's hash, shardOf). It holds
-// its nodes' rows, desired sets and audit in SQLite (fleet-table.ts) and their connections as hibernatable
+// its nodes' rows, desired sets and audit in SQLite (table.ts) and their connections as hibernatable
 // WebSockets. Guarantees: an idle connected node wakes nothing (the heartbeat is answered by the runtime,
 // setWebSocketAutoResponse); one alarm per shard (not per node) while any connection is open finds silent ones and
 // writes lastSeen at most every PODSYNC_FLEET_LAST_SEEN_WRITE_S; a node reports only its own status (another node's
 // name is refused and audited); a revoked node's connection is closed at once.
-import { CLOSE, type DesiredMessage, HEARTBEAT, NodeMessage, SILENT_MS } from "../fleet/protocol.js";
-import { fleetNode, type FleetNode } from "../fleet/node-view.js";
-import { toProblemError, ProblemError } from "../http/problems.js";
-import { type FleetShardState, type HibernatableSocket, upgraded, workerd } from "./fleet-runtime.js";
-import { FleetStats } from "./fleet-stats.js";
-import { FleetTable, type NodeRow, type StoredDesired } from "./fleet-table.js";
-import { verifyNodeToken } from "./fleet-node-auth.js";
-import { fleetSettingsOf } from "./fleet-settings.js";
-import type { Env } from "./settings.js";
+import { CLOSE, type DesiredMessage, HEARTBEAT, NodeMessage, SILENT_MS } from "../../http/fleet/protocol.js";
+import { fleetNode, type FleetNode } from "../../http/fleet/node-view.js";
+import { toProblemError, ProblemError } from "../../http/problems.js";
+import { type FleetShardState, type HibernatableSocket, upgraded, workerd } from "./runtime.js";
+import { FleetStats } from "./stats.js";
+import { FleetTable, type NodeRow, type StoredDesired } from "./table.js";
+import { verifyNodeToken } from "./node-auth.js";
+import { fleetSettingsOf } from "./settings.js";
+import type { Env } from "../settings.js";
 
 interface Attachment {
   node: string;

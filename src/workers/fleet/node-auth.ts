@@ -1,9 +1,9 @@
 // A node's connection token: a short-lived JWS signed by the key the node enrolled (sub = the node, aud = the
 // fleet), checked against that key as the registry holds it. Revoked or unknown nodes are refused by name.
 import { decodeJwt, importJWK, jwtVerify, type JWTPayload } from "jose";
-import { AuthError } from "../auth/verify.js";
-import { ProblemError } from "../http/problems.js";
-import type { NodeRow } from "./fleet-table.js";
+import { AuthError } from "../../auth/verify.js";
+import { ProblemError } from "../../http/problems.js";
+import type { NodeRow } from "./table.js";
 
 /** The longest connection token (exp - iat) taken: it is made fresh at each connect. */
 export const NODE_TOKEN_MAX_LIFETIME_S = 300;
