@@ -175,3 +175,37 @@ describe("a node pulling from an untrusted fleet", () => {
     );
   });
 });
+
+describe("the node's fleet settings", () => {
+  it("refuses to start unenrolled without a join token, and names an unreadable token file", async () => {
+    const base = {
+      nodeName: NODE,
+      version: "test",
+      capacity: {},
+      app: {
+        runtime: createPodRuntime(connectGrpc({ endpoint: fake.endpoint })),
+        nodeName: NODE,
+        verifier: { verify: () => Promise.reject(new Error("unused")) },
+      },
+      verifier: { keys: { jwks: { keys: [owner.publicJwk] } }, issuers: [ISSUER], audience: [NODE] },
+      desired: new FileDesiredState(mkdtempSync(join(tmpdir(), "podsync-fleet-unused-"))),
+      pods: () => [],
+      log: () => undefined,
+    };
+    const stateDir = mkdtempSync(join(tmpdir(), "podsync-fleet-settings-"));
+    await expect(startFleetLink({ ...base, stateDir, env: { PODSYNC_FLEET_URL: url } })).rejects.toThrow(
+      /not enrolled yet.*PODSYNC_FLEET_JOIN_TOKEN/,
+    );
+    await expect(
+      startFleetLink({
+        ...base,
+        stateDir,
+        env: { PODSYNC_FLEET_URL: url, PODSYNC_FLEET_JOIN_TOKEN_FILE: join(stateDir, "nope") },
+      }),
+    ).rejects.toThrow(/PODSYNC_FLEET_JOIN_TOKEN_FILE: cannot read/);
+    await expect(startFleetLink({ ...base, stateDir, env: { PODSYNC_FLEET_URL: "ftp://x" } })).rejects.toThrow(
+      /PODSYNC_FLEET_URL/,
+    );
+    expect(await startFleetLink({ ...base, stateDir, env: {} })).toBeUndefined();
+  });
+});

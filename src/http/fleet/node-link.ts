@@ -57,10 +57,20 @@ export async function startFleetLink(d: NodeFleetDeps): Promise<FleetLink | unde
     );
   const s = r.data;
   if (!s.PODSYNC_FLEET_URL) return undefined;
-  const joinToken =
-    s.PODSYNC_FLEET_JOIN_TOKEN ??
-    (s.PODSYNC_FLEET_JOIN_TOKEN_FILE ? readFileSync(s.PODSYNC_FLEET_JOIN_TOKEN_FILE, "utf8").trim() : undefined);
+  let joinToken = s.PODSYNC_FLEET_JOIN_TOKEN;
+  if (joinToken === undefined && s.PODSYNC_FLEET_JOIN_TOKEN_FILE)
+    try {
+      joinToken = readFileSync(s.PODSYNC_FLEET_JOIN_TOKEN_FILE, "utf8").trim();
+    } catch (e) {
+      throw new FleetSettingsError(
+        `PODSYNC_FLEET_JOIN_TOKEN_FILE: cannot read ${s.PODSYNC_FLEET_JOIN_TOKEN_FILE}: ${(e as Error).message}`,
+      );
+    }
   const identity = await FleetIdentity.load(d.stateDir);
+  if (!identity.enrollment() && !joinToken)
+    throw new FleetSettingsError(
+      `PODSYNC_FLEET_URL is set but this node is not enrolled yet (no ${identity.dir}/enrollment.json): give it a join token once, PODSYNC_FLEET_JOIN_TOKEN or PODSYNC_FLEET_JOIN_TOKEN_FILE (podsync fleet join-token)`,
+    );
   const app = createApp({
     ...d.app,
     verifier: createSignedAtVerifier({ ...d.verifier, replay: new MemoryReplayStore() }),
