@@ -176,30 +176,24 @@ export function startLink(o: LinkOptions): FleetLink {
         markReady();
         void report().catch(() => undefined);
       });
-      beat = setInterval(
-        () => {
-          if (Date.now() - heard > dead) {
-            o.log({ event: "heartbeat-lost", silentMs: Date.now() - heard });
-            sock.terminate();
-            return;
-          }
-          sock.send(HEARTBEAT.ping);
-          void report().catch(() => undefined);
-        },
-        Math.min(heartbeat, o.statusEveryMs ?? 1000),
-      );
+      beat = ticker(sock, {
+        heartbeatMs: heartbeat,
+        deadMs: dead,
+        everyMs: o.statusEveryMs ?? 1000,
+        heard: () => heard,
+        report,
+        log: o.log,
+      });
     });
     sock.on("message", (data) => {
       heard = Date.now();
-      const text = data.toString();
-      if (text === HEARTBEAT.pong) return;
-      const m = FleetMessage.safeParse(safeJson(text));
-      if (!m.success) return o.log({ event: "bad-message" });
-      if (m.data.type === "error") {
-        refused ||= m.data.reason === "revoked";
-        return o.log({ event: "fleet-error", reason: m.data.reason, message: m.data.message });
+      const m = parseFleetMessage(data.toString(), o.log);
+      if (!m) return;
+      if (m.type === "error") {
+        refused ||= m.reason === "revoked";
+        return;
       }
-      if (!pending || m.data.generation > pending.generation) pending = m.data;
+      if (!pending || m.generation > pending.generation) pending = m;
       drain();
     });
     sock.on("error", (e) => o.log({ event: "link-error", error: e.message }));
@@ -229,6 +223,47 @@ export function startLink(o: LinkOptions): FleetLink {
       await applying.catch(() => undefined);
     },
   };
+}
+
+/** The connection's timer: the status compared every `everyMs` (sent on change), a ping every `heartbeatMs`, and
+ * the connection dropped when nothing was heard for `deadMs`. */
+function ticker(
+  sock: WebSocket,
+  t: {
+    heartbeatMs: number;
+    deadMs: number;
+    everyMs: number;
+    heard: () => number;
+    report: () => Promise<void>;
+    log: (rec: Record<string, unknown>) => void;
+  },
+): NodeJS.Timeout {
+  let pinged = Date.now();
+  return setInterval(
+    () => {
+      const now = Date.now();
+      if (now - t.heard() > t.deadMs) {
+        t.log({ event: "heartbeat-lost", silentMs: now - t.heard() });
+        sock.terminate();
+        return;
+      }
+      if (now - pinged >= t.heartbeatMs) {
+        pinged = now;
+        sock.send(HEARTBEAT.ping);
+      }
+      void t.report().catch(() => undefined);
+    },
+    Math.min(t.heartbeatMs, t.everyMs),
+  );
+}
+
+/** A message from the fleet: undefined for a pong or one that does not parse (logged); errors are logged. */
+function parseFleetMessage(text: string, log: (rec: Record<string, unknown>) => void): FleetMessage | undefined {
+  if (text === HEARTBEAT.pong) return undefined;
+  const m = FleetMessage.safeParse(safeJson(text));
+  if (!m.success) return void log({ event: "bad-message" });
+  if (m.data.type === "error") log({ event: "fleet-error", reason: m.data.reason, message: m.data.message });
+  return m.data;
 }
 
 function safeJson(t: string): unknown {
