@@ -104,35 +104,10 @@ export function startLink(o: LinkOptions): FleetLink {
     timer = setTimeout(() => void connect(), Math.round(Math.random() * cap));
   };
 
-  const enroll = async (): Promise<void> => {
-    if (o.identity.enrollment()) return;
-    if (!o.joinToken)
-      throw new JoinRefusedError(
-        "not enrolled: set PODSYNC_FLEET_JOIN_TOKEN or PODSYNC_FLEET_JOIN_TOKEN_FILE for the first start",
-      );
-    const r = await fetch(new URL(FLEET_PATHS.enroll, o.url), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        token: o.joinToken,
-        node: o.node,
-        jwk: o.identity.publicJwk,
-        version: o.version,
-        capacity: o.capacity ?? {},
-      }),
-    });
-    const body = (await r.json().catch(() => ({}))) as { fleet?: string; detail?: string };
-    if (r.status >= 400 && r.status < 500)
-      throw new JoinRefusedError(`the fleet refused the join token (${r.status}): ${body.detail ?? ""}`);
-    if (!r.ok || !body.fleet) throw new Error(`enrollment answered ${r.status}`);
-    o.identity.saveEnrollment({ url: o.url, node: o.node, fleet: body.fleet, enrolledAt: new Date().toISOString() });
-    o.log({ event: "enrolled", fleet: body.fleet });
-  };
-
   const connect = async () => {
     if (stopped) return;
     try {
-      await enroll();
+      await enroll(o);
     } catch (e) {
       o.log({ event: "enroll-failed", error: (e as Error).message });
       if (e instanceof JoinRefusedError) return;
@@ -223,6 +198,32 @@ export function startLink(o: LinkOptions): FleetLink {
       await applying.catch(() => undefined);
     },
   };
+}
+
+/** The join token's one use, unless the node is enrolled already. */
+async function enroll(o: LinkOptions): Promise<void> {
+  if (o.identity.enrollment()) return;
+  if (!o.joinToken)
+    throw new JoinRefusedError(
+      "not enrolled: set PODSYNC_FLEET_JOIN_TOKEN or PODSYNC_FLEET_JOIN_TOKEN_FILE for the first start",
+    );
+  const r = await fetch(new URL(FLEET_PATHS.enroll, o.url), {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      token: o.joinToken,
+      node: o.node,
+      jwk: o.identity.publicJwk,
+      version: o.version,
+      capacity: o.capacity ?? {},
+    }),
+  });
+  const body = (await r.json().catch(() => ({}))) as { fleet?: string; detail?: string };
+  if (r.status >= 400 && r.status < 500)
+    throw new JoinRefusedError(`the fleet refused the join token (${r.status}): ${body.detail ?? ""}`);
+  if (!r.ok || !body.fleet) throw new Error(`enrollment answered ${r.status}`);
+  o.identity.saveEnrollment({ url: o.url, node: o.node, fleet: body.fleet, enrolledAt: new Date().toISOString() });
+  o.log({ event: "enrolled", fleet: body.fleet });
 }
 
 /** The connection's timer: the status compared every `everyMs` (sent on change), a ping every `heartbeatMs`, and

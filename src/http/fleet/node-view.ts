@@ -43,7 +43,8 @@ export interface FleetNode {
 /** `heard`: when the open connection last spoke (its heartbeat), if one is open. */
 export function conditionOf(e: RegistryEntry, heard: number | undefined, now: number): NodeCondition {
   if (e.revokedAt !== null) return "NotReady";
-  if (heard !== undefined && e.connected && now - heard <= SILENT_MS) return "Ready";
+  // An open connection heard from lately: Ready, even before its hello is written to the row.
+  if (heard !== undefined && now - heard <= SILENT_MS) return "Ready";
   return e.lastSeen === null ? "Unknown" : "NotReady";
 }
 
@@ -56,7 +57,7 @@ export function fleetNode(e: RegistryEntry, heard: number | undefined, now: numb
     spec: { taints: e.taints },
     status: {
       condition: conditionOf(e, heard, now),
-      connected: e.connected && heard !== undefined,
+      connected: heard !== undefined,
       revoked: e.revokedAt !== null,
       lastSeen: lastSeen ? iso(lastSeen) : null,
       agentVersion: e.version,
