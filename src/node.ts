@@ -11,8 +11,9 @@ import { isIP, type Server } from "node:net";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { JSONWebKeySet } from "jose";
-import { createApp } from "./http/app.js";
+import { createApp, type AppOptions } from "./http/app.js";
 import { templateRefusal } from "./http/admission.js";
+import { FleetSettingsError, startFleetLink } from "./http/fleet/node-link.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
 import { createCriClient } from "./cri/client.js";
 import { watchContainerEvents } from "./cri/container-events.js";
@@ -204,15 +205,15 @@ export async function startNode(
       ));
   // Secrets signed with a pod are stored sealed under the node's key (<stateDir>/secrets.key), never in clear.
   const desired = new SealedDesiredState(files, () => loadSealKey(stateDir));
-  const verifier = createVerifier({
+  const verifierOptions = {
     keys: keys.keys,
     issuers: keys.issuers,
     audience: [s.PODSYNC_NODE_NAME, ...s.PODSYNC_NODE_ALIASES],
     algorithms: s.PODSYNC_ALGORITHMS as Algorithm[],
     maxLifetimeSeconds: s.PODSYNC_MAX_TOKEN_LIFETIME_S,
     clockSkewSeconds: s.PODSYNC_CLOCK_SKEW_S,
-    replay,
-  });
+  };
+  const verifier = createVerifier({ ...verifierOptions, replay });
   const hostIPs = await nodeHostIPs();
   // The node's DiskPressure as the eviction manager last found it (the Node object's condition, and admission's).
   let diskPressure: { pressure: boolean; since: number } | undefined;
@@ -544,7 +545,7 @@ export async function startNode(
   const streams = new StreamBudget(
     StreamBudget.limitsFor(s.PODSYNC_MAX_STREAMS, s.PODSYNC_MAX_STREAMS_PER_TOKEN, openFileLimit()),
   );
-  const app = createApp({
+  const appOptions: AppOptions = {
     streams,
     runtime,
     prober,
@@ -582,6 +583,22 @@ export async function startNode(
     // A request's sync or PUT: no loop pass syncs its pods until its own syncs are done.
     holdLoop: (uids) => loop.hold(uids),
     ...(servicesRefusal ? { servicesRefusal } : { services: serviceNetworkFrom(s) }),
+  };
+  const app = createApp(appOptions);
+  // Pull mode (PODSYNC_FLEET_URL): the fleet's desired sets come in through the same PUT (docs/fleet.md).
+  const fleet = await startFleetLink({
+    env,
+    nodeName: s.PODSYNC_NODE_NAME,
+    stateDir,
+    version: podsyncVersion(),
+    capacity: { cpu: String(cpus().length), memory: String(totalmem()), arch: process.arch },
+    app: appOptions,
+    verifier: verifierOptions,
+    desired,
+    pods: () => podsHub.list(),
+    log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), ...rec })),
+  }).catch((e: unknown) => {
+    throw e instanceof FleetSettingsError ? new SettingsError(e.message) : e;
   });
   const machine = machineFacts();
   const refreshNode = async () => {
@@ -755,6 +772,7 @@ export async function startNode(
   }).catch(async (e: unknown) => {
     // Not serving (the port is taken): nothing of this process may go on holding the state directory.
     stopLogRotation();
+    await fleet?.close();
     await loop.stop();
     await dataplane?.dataplane.stop();
     await probeStore.close().catch(() => undefined);
@@ -851,6 +869,7 @@ export async function startNode(
         stopWork: async () => {
           services.stop();
           stopLogRotation();
+          await fleet?.close();
           await loop.stop();
           await controllers.settle();
           await dataplane?.dataplane.stop();

@@ -48,8 +48,10 @@ export interface Ctx {
 
 export function createCtx(command: string, args: string[], o: Opts, env: NodeJS.ProcessEnv = process.env): Ctx {
   const url = String(o["url"] ?? env["PODSYNC_URL"] ?? DEFAULT_URL).replace(/\/$/, "");
-  const ttl = Number(o["ttl"] ?? 60);
-  if (!Number.isInteger(ttl) || ttl < 1) fail("--ttl must be a whole number of seconds");
+  // Seconds, or a duration (fleet join-token --ttl 15m).
+  const t = /^(\d+)(s|m|h)$/.exec(String(o["ttl"] ?? ""));
+  const ttl = t ? Number(t[1]) * { s: 1, m: 60, h: 3600 }[t[2] as "s" | "m" | "h"] : Number(o["ttl"] ?? 60);
+  if (!Number.isInteger(ttl) || ttl < 1) fail("--ttl must be a whole number of seconds, or a duration (90s, 15m, 1h)");
   let key: FoundKey | undefined;
   let aud: Promise<string> | undefined;
   const ctx: Ctx = {

@@ -44,6 +44,10 @@ export const commands: Record<string, Entry> = {
     summary: "a kubeconfig for kubectl against the node (its plugin mints read tokens)",
     load: () => import("./commands/kubeconfig.js"),
   },
+  fleet: {
+    summary: "pull mode: join tokens, the node registry, labels, revocation (docs/fleet.md)",
+    load: () => import("./fleet-command.js"),
+  },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
   services: {
     summary: "services flush: remove the Service data plane's nftables table (inet podsync)",

@@ -10,9 +10,14 @@ declare module "ws" {
   export class WebSocket {
     constructor(address: string, protocols?: string | string[]);
     constructor(
-      address: string,
+      address: string | URL,
       protocols: string | string[],
       options: { maxPayload?: number; headers?: Record<string, string> },
+    );
+    // The fleet link (src/http/fleet/link.ts): headers on the upgrade, a bound on what it takes.
+    constructor(
+      address: string | URL,
+      options: { headers?: Record<string, string>; maxPayload?: number; handshakeTimeout?: number },
     );
     readonly protocol: string;
     /** 0 CONNECTING, 1 OPEN, 2 CLOSING, 3 CLOSED. */
@@ -30,6 +35,8 @@ declare module "ws" {
     on(event: "message", listener: (data: RawData, isBinary: boolean) => void): this;
     on(event: "close", listener: (code: number, reason: Buffer) => void): this;
     on(event: "error", listener: (err: Error) => void): this;
+    on(event: "open", listener: () => void): this;
+    on(event: "unexpected-response", listener: (req: unknown, res: IncomingMessage) => void): this;
     once(event: "open", listener: () => void): this;
     once(event: "close", listener: (code: number, reason: Buffer) => void): this;
     once(event: "error", listener: (err: Error) => void): this;

@@ -23,6 +23,9 @@ export interface WorkerdOptions {
   logLevel?: "warn" | "log";
   /** Serve https with this certificate and key (PEM files): kubectl sends credentials only over https. */
   https?: { certPath: string; keyPath: string };
+  /** A fixed port (a restarted Worker keeps its address) and a directory its Durable Objects persist to. */
+  port?: number;
+  persist?: string;
 }
 
 export async function startWorkerd(o: WorkerdOptions): Promise<{ worker: Workerd; base: URL }> {
@@ -41,11 +44,11 @@ export async function startWorkerd(o: WorkerdOptions): Promise<{ worker: Workerd
     dev: {
       server: {
         hostname: "127.0.0.1",
-        port: 0,
+        port: o.port ?? 0,
         ...(o.https ? { secure: true, httpsCertPath: o.https.certPath, httpsKeyPath: o.https.keyPath } : {}),
       },
       inspector: false,
-      persist: false,
+      persist: o.persist ?? false,
       logLevel: o.logLevel ?? "warn",
     },
   });

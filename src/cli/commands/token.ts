@@ -8,6 +8,9 @@ import { READ_ACT } from "../../auth/read-token.js";
 import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
 import { resolvePod } from "../pod-ref.js";
+import { FLEET_ACTS } from "../../http/fleet/protocol.js";
+import { signToken } from "../keys.js";
+import { fleetName } from "../fleet-command.js";
 
 interface Act {
   /** "required": the token names one pod (--uid or --name); "optional": a pod, or the whole node; "none". */
@@ -61,6 +64,7 @@ const token: Command = {
   usage: [
     "token --act status|logs|delete|metrics [--uid UID | --name NAME [-n NS]] [--ttl SECONDS]",
     "token --act read [--exec] [--exec-credential] [--ttl SECONDS]   (kubectl's; --ttl at most 300)",
+    `token --act ${FLEET_ACTS.join("|")} [--selector SEL] [--fleet]   (a fleet token: podsync fleet --token FILE)`,
   ],
   help: [
     "Print a signed Bearer token (a compact JWS) for the node, for curl and other HTTP clients:",
@@ -69,6 +73,8 @@ const token: Command = {
     ),
     "It is signed with the first key found in: --key, $PODSYNC_KEY, the config dir ($XDG_CONFIG_HOME/podsync/key.json,",
     "else ~/.config/podsync/key.json), the dev key (./.podsync/dev-key.json). It lasts --ttl seconds (default 60).",
+    `A fleet token (${FLEET_ACTS.join(", ")}; read with --fleet or --selector) is for the fleet at --url, $PODSYNC_URL or`,
+    "$PODSYNC_FLEET_URL (aud: its name); --selector limits it to the nodes whose labels match (docs/fleet.md).",
   ].join("\n"),
   examples: [
     'curl -H "Authorization: Bearer $(podsync token --act status)" http://127.0.0.1:8484/v1/pods',
@@ -83,6 +89,8 @@ const token: Command = {
       type: "boolean",
       help: "read: the token also allows kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)",
     },
+    selector: { type: "string", help: "a fleet token: only the nodes whose labels match (k=v, k in (a,b), ...)" },
+    fleet: { type: "boolean", help: "--act read: a fleet token (the registry), not the node's kubectl scope" },
     "exec-credential": {
       type: "boolean",
       help: "print kubectl's ExecCredential (client.authentication.k8s.io/v1) around the token: the kubeconfig's plugin mode",
@@ -90,6 +98,19 @@ const token: Command = {
   },
   async run(ctx) {
     const name = ctx.o["act"] as string | undefined;
+    if (isFleetToken(ctx, name)) {
+      const sel = ctx.o["selector"] as string | undefined;
+      console.log(
+        await signToken(
+          ctx.key().key,
+          { act: name, ...(sel ? { selector: sel } : {}) },
+          await fleetName(ctx),
+          ctx.ttl,
+          ctx.iss,
+        ),
+      );
+      return;
+    }
     const act = name !== undefined && Object.hasOwn(ACTS, name) ? ACTS[name] : undefined;
     if (!act)
       usage(
@@ -117,4 +138,9 @@ const token: Command = {
     if (key) writeCached(cacheDir(), key, text);
   },
 };
+/** A fleet verb other than read, or read with --fleet or --selector. */
+const isFleetToken = (ctx: Ctx, name: string | undefined): name is string =>
+  (FLEET_ACTS as readonly string[]).includes(name ?? "") &&
+  (name !== READ_ACT || Boolean(ctx.o["fleet"]) || ctx.o["selector"] !== undefined);
+
 export default token;

@@ -1,0 +1,136 @@
+// http/fleet/: pull mode's front, shared by the Worker's registry (src/workers/fleet/) and the node's link (link.ts).
+// This file is the wire protocol between a node agent and its registry shard: the paths, the heartbeat and the
+// messages, each checked with zod on receipt. Pure: no I/O.
+import { z } from "zod";
+
+export const FLEET_PATHS = {
+  enroll: "/fleet/enroll",
+  connect: "/fleet/connect",
+  nodes: "/fleet/nodes",
+  audit: "/fleet/audit",
+} as const;
+
+/** The owner's verbs (a fleet-owner token's `act`), as issue #38 names them. */
+export const FLEET_ACTS = ["read", "enroll", "label", "revoke", "apply", "rollout", "approve", "rollback"] as const;
+export type FleetAct = (typeof FLEET_ACTS)[number];
+
+/** The heartbeat: the node sends PING every interval; the shard answers PONG without waking (Durable Objects'
+ * setWebSocketAutoResponse). The node drops a connection that heard nothing for `deadMs` (a half-open one is found
+ * within 60 s); the registry calls a node NotReady after SILENT_MS without a ping (kubelet's node-monitor grace
+ * period, 40 s). */
+export const HEARTBEAT = { ping: "ping", pong: "pong", intervalMs: 15_000, deadMs: 45_000 } as const;
+export const SILENT_MS = 40_000;
+
+/** WebSocket close codes the shard uses; the node does not reconnect on REVOKED. */
+export const CLOSE = { tooLarge: 1009, policy: 1008, revoked: 4003, replaced: 4001, silent: 4008 } as const;
+
+// Kubernetes label syntax (apimachinery validation IsQualifiedName / IsValidLabelValue).
+const LABEL_KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+export const Labels = z.record(
+  z.string().max(316).regex(LABEL_KEY, "a label key: [prefix/]name of alphanumerics, '-', '_', '.'"),
+  z.string().max(63).regex(LABEL_VALUE, "a label value: at most 63 alphanumerics, '-', '_', '.'"),
+);
+export const NodeName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "a node name: lowercase alphanumerics, '-' and '.' (RFC 1123)");
+
+/** `k=v,k2=v2` (CLI and join-token labels); an error names the bad pair. */
+export function parseLabelPairs(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of text.split(",").map((p) => p.trim())) {
+    if (!pair) continue;
+    const eq = pair.indexOf("=");
+    if (eq <= 0) throw new Error(`label "${pair}": write key=value`);
+    out[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const r = Labels.safeParse(out);
+  if (!r.success)
+    throw new Error(`labels: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return r.data;
+}
+
+export const Capacity = z.record(z.string().max(64), z.string().max(64));
+
+/** The node's first message on each connection. */
+export const Hello = z.strictObject({
+  type: z.literal("hello"),
+  node: NodeName,
+  /** The generation of the desired set the node has applied (0: none). */
+  generation: z.number().int().min(0),
+  version: z.string().max(64),
+  capacity: Capacity.optional(),
+});
+
+export const PodSummary = z.strictObject({
+  namespace: z.string().max(253),
+  name: z.string().max(253),
+  uid: z.string().max(128),
+  phase: z.string().max(32),
+  ready: z.boolean(),
+  restarts: z.number().int().min(0),
+});
+export type PodSummary = z.infer<typeof PodSummary>;
+
+/** What the node reports on change only: the generation applied, each pod's phase, readiness and restarts, and
+ * the last error (an apply refused, a sync that failed). */
+export const StatusReport = z.strictObject({
+  type: z.literal("status"),
+  node: NodeName,
+  generation: z.number().int().min(0),
+  pods: z.array(PodSummary).max(1000),
+  error: z.string().max(1000).optional(),
+});
+export type StatusReport = z.infer<typeof StatusReport>;
+
+export const NodeMessage = z.discriminatedUnion("type", [Hello, StatusReport]);
+export type NodeMessage = z.infer<typeof NodeMessage>;
+
+/** The owner-signed desired set, exactly as the owner sent it (PUT /v1/node/pods's body and signature): the node
+ * verifies it against its own keys. */
+export const DesiredMessage = z.strictObject({
+  type: z.literal("desired"),
+  generation: z.number().int().min(1),
+  contentType: z.string().max(100),
+  body: z.string(),
+  // A set for many nodes lists them all in its aud (PUT /fleet/v1/node/pods).
+  signature: z
+    .string()
+    .max(1024 * 1024)
+    .optional(),
+});
+export type DesiredMessage = z.infer<typeof DesiredMessage>;
+
+export const ErrorMessage = z.strictObject({
+  type: z.literal("error"),
+  reason: z.string(),
+  message: z.string(),
+});
+export type ErrorMessage = z.infer<typeof ErrorMessage>;
+
+export const FleetMessage = z.discriminatedUnion("type", [DesiredMessage, ErrorMessage]);
+export type FleetMessage = z.infer<typeof FleetMessage>;
+
+/** The enrollment request: the join token's single use. */
+export const EnrollRequest = z.strictObject({
+  token: z.string().min(1).max(16_384),
+  node: NodeName,
+  /** The node's public key (ES256), which signs its connections from now on. */
+  jwk: z.looseObject({ kty: z.literal("EC"), crv: z.literal("P-256"), x: z.string(), y: z.string() }),
+  version: z.string().max(64).default("unknown"),
+  capacity: Capacity.default({}),
+});
+export type EnrollRequest = z.input<typeof EnrollRequest>;
+
+/** The shard a node's row lives in: FNV-1a of its name, mod the shard count (fixed for a fleet's life). */
+export function shardOf(node: string, shards: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < node.length; i++) {
+    h ^= node.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % shards;
+}

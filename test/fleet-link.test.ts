@@ -1,0 +1,211 @@
+// The node's side of pull mode against a fleet that is NOT trusted (a fake Worker on loopback that sends whatever it
+// likes): the node applies only sets the owner signed, verified against its own keys through its own
+// PUT /v1/node/pods, above its own generation; a set signed long ago (its token expired) still applies, since
+// its freshness is its generation. Also: a half-open connection is found by the heartbeat and the link reconnects.
+import { createServer, type Server } from "node:http";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocketServer, type WebSocket } from "ws";
+import { connectGrpc } from "../src/cri/grpc-transport.js";
+import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { MemoryPullBackOff } from "../src/container/backoff.js";
+import { FileDesiredState } from "../src/state/desired-pods.js";
+import { startFleetLink } from "../src/http/fleet/node-link.js";
+import { FleetIdentity } from "../src/http/fleet/identity.js";
+import type { FleetLink } from "../src/http/fleet/link.js";
+import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import { ISSUER, makeKey, type TestKey } from "./support/http.js";
+import { signedSet } from "./support/fleet.js";
+import { until } from "./support/wait.js";
+
+const NODE = "edge-t";
+let fake: FakeServer;
+let owner: TestKey;
+let stranger: TestKey;
+let server: Server;
+let url: string;
+const sockets: WebSocket[] = [];
+/** Sockets the fake fleet no longer answers (a half-open connection, as the node sees it). */
+const muted = new Set<WebSocket>();
+const received: Record<string, unknown>[] = [];
+const links: FleetLink[] = [];
+
+beforeAll(async () => {
+  fake = await startFakeCri();
+  owner = await makeKey("ES256", "owner");
+  stranger = await makeKey("ES256", "owner"); // same kid, another key
+  const wss = new WebSocketServer({ noServer: true });
+  server = createServer((_req, res) => res.writeHead(404).end());
+  server.on("upgrade", (req, socket, head) =>
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      sockets.push(ws);
+      ws.on("message", (d) => {
+        const t = d.toString();
+        if (muted.has(ws)) return;
+        if (t === "ping") ws.send("pong");
+        else received.push(JSON.parse(t) as Record<string, unknown>);
+      });
+    }),
+  );
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const a = server.address();
+  url = `http://127.0.0.1:${typeof a === "object" && a ? a.port : 0}`;
+});
+
+afterAll(async () => {
+  for (const l of links) await l.close();
+  server?.close();
+  await fake?.close();
+});
+
+async function node(o: { heartbeatMs?: string } = {}) {
+  const stateDir = mkdtempSync(join(tmpdir(), "podsync-fleet-link-"));
+  const id = await FleetIdentity.load(stateDir);
+  id.saveEnrollment({ url, node: NODE, fleet: "podsync-fleet", enrolledAt: new Date().toISOString() });
+  const desired = new FileDesiredState(stateDir);
+  await desired.open();
+  const cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 10_000 });
+  const logs: Record<string, unknown>[] = [];
+  const link = (await startFleetLink({
+    env: {
+      PODSYNC_FLEET_URL: url,
+      PODSYNC_FLEET_HEARTBEAT_MS: o.heartbeatMs ?? "1000",
+      PODSYNC_FLEET_BACKOFF_MAX_MS: "500",
+    },
+    nodeName: NODE,
+    stateDir,
+    version: "test",
+    capacity: {},
+    app: {
+      runtime: createPodRuntime(cri, { pullBackOff: new MemoryPullBackOff() }),
+      nodeName: NODE,
+      desired,
+      verifier: { verify: () => Promise.reject(new Error("replaced by the fleet's")) },
+    },
+    verifier: { keys: { jwks: { keys: [owner.publicJwk] } }, issuers: [ISSUER], audience: [NODE] },
+    desired,
+    pods: () => [],
+    log: (r) => logs.push(r),
+  }))!;
+  links.push(link);
+  await link.ready();
+  return { link, desired, logs, ws: sockets.at(-1)! };
+}
+
+const send = (ws: WebSocket, generation: number, s: { body: string; signature: string }) =>
+  ws.send(
+    JSON.stringify({
+      type: "desired",
+      generation,
+      contentType: "application/json",
+      body: s.body,
+      signature: s.signature,
+    }),
+  );
+
+describe("a node pulling from an untrusted fleet", () => {
+  it("applies only owner-signed sets above its generation, even one signed long ago", async () => {
+    const { desired, logs, ws } = await node();
+    // Signed 10 minutes ago: its token expired long before delivery; it applies all the same.
+    send(ws, 1, await signedSet(owner, NODE, 1, [], { iatOffsetS: -600 }));
+    await until("generation 1 applied", async () => (await desired.generation()) === 1);
+
+    // The Worker changes the body under the owner's signature: refused, nothing changes, the error is reported.
+    const genuine = await signedSet(owner, NODE, 2, []);
+    send(ws, 2, {
+      ...genuine,
+      body: JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: [
+          {
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "evil", uid: "evil-1" },
+            spec: { containers: [{ name: "c", image: "evil" }] },
+          },
+        ],
+      }),
+    });
+    await until("refused", async () =>
+      logs.some((l) => l["event"] === "apply-refused" && String(l["error"]).includes("body_sha256")),
+    );
+    expect(await desired.generation()).toBe(1);
+    expect(await desired.list()).toEqual([]);
+    await until("the refusal reported", async () =>
+      received.some((m) => m["type"] === "status" && String(m["error"] ?? "").includes("body_sha256")),
+    );
+
+    // Signed by a key the node does not trust: refused.
+    send(ws, 3, await signedSet(stranger, NODE, 3, []));
+    await until("refused again", async () => logs.filter((l) => l["event"] === "apply-refused").length === 2);
+    expect(await desired.generation()).toBe(1);
+
+    // A genuine set for another node: refused (its aud).
+    send(ws, 4, await signedSet(owner, "edge-other", 4, []));
+    await until("refused a third time", async () => logs.filter((l) => l["event"] === "apply-refused").length === 3);
+
+    // One set signed for several nodes (aud lists them) applies here too.
+    send(ws, 4, await signedSet(owner, ["edge-other", NODE], 4, []));
+    await until("generation 4 applied", async () =>
+      logs.some((l) => l["event"] === "applied" && l["generation"] === 4),
+    );
+
+    // An older generation, validly signed, is never applied (the link does not even try).
+    send(ws, 1, await signedSet(owner, NODE, 1, []));
+    send(ws, 5, await signedSet(owner, NODE, 5, []));
+    await until("generation 5 applied", async () =>
+      logs.some((l) => l["event"] === "applied" && l["generation"] === 5),
+    );
+    expect(await desired.generation()).toBe(5);
+    expect(logs.filter((l) => l["event"] === "applied").map((l) => l["generation"])).toEqual([1, 4, 5]);
+  });
+
+  it("finds a half-open connection by its heartbeat and reconnects", async () => {
+    const { link, logs, ws } = await node({ heartbeatMs: "200" });
+    // The far end stops answering without closing: a half-open connection as the node sees it.
+    muted.add(ws);
+    await until("the link saw it", async () => logs.some((l) => l["event"] === "heartbeat-lost"), 10_000);
+    await until(
+      "connected again",
+      async () => link.connected() && logs.filter((l) => l["event"] === "connected").length === 2,
+      10_000,
+    );
+  });
+});
+
+describe("the node's fleet settings", () => {
+  it("refuses to start unenrolled without a join token, and names an unreadable token file", async () => {
+    const base = {
+      nodeName: NODE,
+      version: "test",
+      capacity: {},
+      app: {
+        runtime: createPodRuntime(connectGrpc({ endpoint: fake.endpoint })),
+        nodeName: NODE,
+        verifier: { verify: () => Promise.reject(new Error("unused")) },
+      },
+      verifier: { keys: { jwks: { keys: [owner.publicJwk] } }, issuers: [ISSUER], audience: [NODE] },
+      desired: new FileDesiredState(mkdtempSync(join(tmpdir(), "podsync-fleet-unused-"))),
+      pods: () => [],
+      log: () => undefined,
+    };
+    const stateDir = mkdtempSync(join(tmpdir(), "podsync-fleet-settings-"));
+    await expect(startFleetLink({ ...base, stateDir, env: { PODSYNC_FLEET_URL: url } })).rejects.toThrow(
+      /not enrolled yet.*PODSYNC_FLEET_JOIN_TOKEN/,
+    );
+    await expect(
+      startFleetLink({
+        ...base,
+        stateDir,
+        env: { PODSYNC_FLEET_URL: url, PODSYNC_FLEET_JOIN_TOKEN_FILE: join(stateDir, "nope") },
+      }),
+    ).rejects.toThrow(/PODSYNC_FLEET_JOIN_TOKEN_FILE: cannot read/);
+    await expect(startFleetLink({ ...base, stateDir, env: { PODSYNC_FLEET_URL: "ftp://x" } })).rejects.toThrow(
+      /PODSYNC_FLEET_URL/,
+    );
+    expect(await startFleetLink({ ...base, stateDir, env: {} })).toBeUndefined();
+  });
+});
