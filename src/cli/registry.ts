@@ -46,7 +46,7 @@ export const commands: Record<string, Entry> = {
   },
   fleet: {
     summary: "pull mode: join tokens, the node registry, labels, revocation (docs/fleet.md)",
-    load: () => import("./fleet-command.js"),
+    load: () => import("./fleet/command.js"),
   },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
   services: {

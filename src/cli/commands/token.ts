@@ -10,7 +10,7 @@ import type { Command } from "../command.js";
 import { resolvePod } from "../pod-ref.js";
 import { FLEET_ACTS } from "../../http/fleet/protocol.js";
 import { signToken } from "../keys.js";
-import { fleetName } from "../fleet-command.js";
+import { fleetName } from "../fleet/command.js";
 
 interface Act {
   /** "required": the token names one pod (--uid or --name); "optional": a pod, or the whole node; "none". */

@@ -6,13 +6,13 @@
 // The fleet is at --url, $PODSYNC_URL or $PODSYNC_FLEET_URL. Each request is signed with the owner's key (a fleet
 // token: aud the fleet's name, act the verb), or carries the token in --token FILE (podsync token --act VERB).
 import { readFileSync } from "node:fs";
-import { parseLabelPairs } from "../http/fleet/protocol.js";
-import type { FleetNode } from "../http/fleet/node-view.js";
-import { fail, usage } from "./args.js";
-import type { Ctx } from "./client.js";
-import type { Command } from "./command.js";
-import { signToken } from "./keys.js";
-import { table } from "./output.js";
+import { parseLabelPairs } from "../../http/fleet/protocol.js";
+import type { FleetNode } from "../../http/fleet/node-view.js";
+import { fail, usage } from "../args.js";
+import type { Ctx } from "../client.js";
+import type { Command } from "../command.js";
+import { signToken } from "../keys.js";
+import { table } from "../output.js";
 
 const SUBS = ["join-token", "nodes", "label", "revoke"] as const;
 
