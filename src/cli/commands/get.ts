@@ -78,7 +78,7 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   };
   const pick = async (first: boolean): Promise<{ objs: KubeObject[]; missing: string[]; all: KubeObject[] }> => {
     const listed = await resource!.list(ctx);
-    // Notes (the generation, orphans) go to stderr, for a table of the whole list only.
+    // Notes (orphans) go to stderr, for a table of the whole list only.
     if (first && !names.length && format.kind === "table") for (const n of listed.notes ?? []) ctx.note(n);
     const all = listed.items;
     let objs = all;

@@ -1,0 +1,178 @@
+// The CLI's workload verbs as a user drives them (issue 41): `node bin/podsync.mjs` against the Node server
+// (startNode, dev key, file state) on the REAL containerd, whose controllers make the workloads' pods.
+// delete TYPE/NAME and TYPE NAME with --cascade, kubectl's wording; the wording fixes (exec -it, no generation
+// after a read). Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Running } from "../src/node.js";
+import { until } from "./support/wait.js";
+
+const endpoint = inject("criEndpoint");
+const setupError = inject("criError");
+const skip = inject("skipE2E");
+
+const dir = mkdtempSync(join(tmpdir(), "podsync-cli-workloads-e2e-"));
+const NS = `cliwl-${Date.now().toString(36)}`;
+let running: Running;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[]): Promise<Run> {
+  return new Promise((res) =>
+    execFile(
+      process.execPath,
+      ["bin/podsync.mjs", ...args],
+      {
+        env: {
+          PATH: process.env["PATH"] ?? "",
+          HOME: join(dir, "home"),
+          PODSYNC_URL: running?.url ?? "",
+          PODSYNC_KEY: join(dir, "dev-key.json"),
+        },
+      },
+      (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+const deployment = (name: string) =>
+  [
+    "apiVersion: apps/v1",
+    "kind: Deployment",
+    `metadata: { name: ${name}, namespace: ${NS} }`,
+    "spec:",
+    "  replicas: 1",
+    `  selector: { matchLabels: { app: ${name} } }`,
+    "  template:",
+    `    metadata: { labels: { app: ${name} } }`,
+    "    spec:",
+    "      terminationGracePeriodSeconds: 1",
+    "      containers:",
+    "        - name: main",
+    "          image: localhost/busybox:1",
+    "          imagePullPolicy: IfNotPresent",
+    `          command: ["sleep", "3600"]`,
+  ].join("\n");
+
+const cronJob = [
+  "apiVersion: batch/v1",
+  "kind: CronJob",
+  `metadata: { name: nightly, namespace: ${NS} }`,
+  "spec:",
+  `  schedule: "0 3 * * *"`,
+  "  jobTemplate:",
+  "    spec:",
+  "      template:",
+  "        spec:",
+  "          restartPolicy: Never",
+  "          containers:",
+  "            - name: main",
+  "              image: localhost/busybox:1",
+  `              command: ["true"]`,
+].join("\n");
+
+/** The names of the pods in NS, by `podsync get pods -o name`. */
+const podNames = async () => (await cli(["get", "pods", "-n", NS, "-o", "name"])).stdout.split("\n").filter(Boolean);
+
+beforeAll(async () => {
+  if (skip) return;
+  if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
+  const { startNode } = await import("../src/node.js");
+  running = await startNode(
+    {
+      PODSYNC_CRI_ENDPOINT: endpoint,
+      PODSYNC_PORT: "0",
+      PODSYNC_NODE_NAME: "cli-wl-node",
+      PODSYNC_DEV_DIR: dir,
+      PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
+      PODSYNC_ROOT_DIR: join(dir, "root"),
+    },
+    true,
+  );
+});
+
+afterAll(async () => {
+  if (skip || !endpoint || !running) return;
+  // Whatever a failed test left: its workloads, then their pods, through the CLI itself.
+  for (const t of ["deploy/wweb", "deploy/fg", "cj/nightly"]) await cli(["delete", t, "-n", NS]);
+  await until("the test's pods to go", async () => (await podNames()).length === 0, 60_000, 500).catch(() => undefined);
+  await running.close();
+});
+
+describe.skipIf(skip)("podsync delete TYPE/NAME against a node", () => {
+  it("deletes workloads as kubectl does: TYPE NAME, TYPE/NAME, --cascade, its wording", async () => {
+    const file = join(dir, "app.yaml");
+    writeFileSync(file, [deployment("wweb"), deployment("fg"), cronJob].join("\n---\n"));
+    const synced = await cli(["sync", file]);
+    expect(synced.code, synced.stderr).toBe(0);
+    await until(
+      "a pod of each deployment",
+      async () => {
+        const names = await podNames();
+        return names.some((n) => n.startsWith("pod/wweb-")) && names.some((n) => n.startsWith("pod/fg-"));
+      },
+      60_000,
+      300,
+    );
+
+    // orphan is refused before anything is deleted.
+    const orphan = await cli(["delete", "deploy", "wweb", "-n", NS, "--cascade=orphan"]);
+    expect(orphan).toMatchObject({ code: 1, stdout: "" });
+    expect(orphan.stderr).toContain("--cascade=orphan is not supported by this node");
+    expect(orphan.stderr).toContain("nothing was deleted");
+    expect((await cli(["get", "deploy", "wweb", "-n", NS, "-o", "name"])).stdout).toMatch(
+      /^deployment(\.apps)?\/wweb\n$/,
+    );
+
+    const bad = await cli(["delete", "deploy", "wweb", "-n", NS, "--cascade=sideways"]);
+    expect(bad.stderr).toContain('--cascade must be "background", "foreground", or "orphan"');
+    const none = await cli(["delete", "deploy", "nope", "-n", NS]);
+    expect(none).toMatchObject({ code: 1, stdout: "" });
+    expect(none.stderr).toContain(`deployments.apps "nope" not found in namespace "${NS}"`);
+    const noName = await cli(["delete", "deploy", "-n", NS]);
+    expect(noName).toMatchObject({ code: 1, stdout: "" });
+    expect(noName.stderr).toContain("delete deploy needs a name");
+    const noType = await cli(["delete", "gadget/x", "-n", NS]);
+    expect(noType.stderr).toContain('the server doesn\'t have a resource type "gadget"');
+
+    // The issue's own command: TYPE NAME, background (the default); the pods go at the controllers' next pass.
+    const wweb = await cli(["delete", "deploy", "wweb", "-n", NS]);
+    expect(wweb, wweb.stderr).toMatchObject({ code: 0, stdout: 'deployment.apps "wweb" deleted\n' });
+    expect((await cli(["get", "deploy", "wweb", "-n", NS])).code).toBe(1);
+    await until(
+      "wweb's pods to go",
+      async () => !(await podNames()).some((n) => n.startsWith("pod/wweb-")),
+      60_000,
+      300,
+    );
+    // Its ReplicaSet went with it.
+    expect((await cli(["get", "rs", "-n", NS, "-o", "name"])).stdout).not.toContain("wweb");
+
+    // TYPE/NAME, foreground: answers once its ReplicaSet and pods are gone too.
+    const fg = await cli(["delete", "deployment/fg", "-n", NS, "--cascade=foreground"]);
+    expect(fg, fg.stderr).toMatchObject({ code: 0, stdout: 'deployment.apps "fg" deleted\n' });
+    expect((await podNames()).filter((n) => n.startsWith("pod/fg-"))).toEqual([]);
+    expect((await cli(["get", "rs", "-n", NS, "-o", "name"])).stdout).not.toContain("fg-");
+
+    const cj = await cli(["delete", "cj/nightly", "-n", NS]);
+    expect(cj, cj.stderr).toMatchObject({ code: 0, stdout: 'cronjob.batch "nightly" deleted\n' });
+    expect((await cli(["get", "cronjobs", "-n", NS, "-o", "name"])).stdout).toBe("");
+  }, 240_000);
+
+  it("words: exec -it points to kubectl exec -it; a read prints no generation", async () => {
+    const it = await cli(["exec", "-it", "web", "--", "sh"]);
+    expect(it.code).toBe(1);
+    expect(it.stderr).toContain("kubectl exec -it");
+    expect(it.stderr).not.toContain("crictl");
+    const pods = await cli(["get", "pods", "-n", NS]);
+    expect(pods.code, pods.stderr).toBe(0);
+    expect(pods.stderr).not.toContain("generation");
+  });
+});
