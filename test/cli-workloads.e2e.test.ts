@@ -3,7 +3,8 @@
 // delete TYPE/NAME and TYPE NAME with --cascade, kubectl's wording; the wording fixes (exec -it, no generation
 // after a read). Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { importJWK, type JWK, SignJWT } from "jose";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -78,6 +79,55 @@ const cronJob = [
   `              command: ["true"]`,
 ].join("\n");
 
+const KUBECTL = process.env["PODSYNC_KUBECTL"] ?? "/usr/bin/kubectl";
+
+/** kubectl against the node's Kubernetes API with a read token (as test/kubectl.e2e.test.ts sets it up). */
+function kubectl(args: string[]): Promise<Run> {
+  return new Promise((res) =>
+    execFile(
+      KUBECTL,
+      args,
+      { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 },
+      (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+async function writeKubeconfig(node: string): Promise<void> {
+  const key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
+  const token = await new SignJWT({ act: "read", exec: true })
+    .setProtectedHeader({ alg: key.alg, ...(key.kid ? { kid: key.kid } : {}) })
+    .setIssuer("podsync-dev")
+    .setAudience(node)
+    .setIssuedAt()
+    .setExpirationTime("5m") // at most PODSYNC_MAX_TOKEN_LIFETIME_S
+    .setJti(crypto.randomUUID())
+    .sign(await importJWK(key, key.alg));
+  if (!running.tls) throw new Error("the server serves no TLS");
+  const cluster = {
+    server: running.tls.url,
+    "certificate-authority-data": Buffer.from(running.tls.caCert).toString("base64"),
+  };
+  writeFileSync(
+    join(dir, "kubeconfig"),
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: node, cluster }],
+      users: [{ name: "reader", user: { token } }],
+      contexts: [{ name: node, context: { cluster: node, user: "reader", namespace: NS } }],
+      "current-context": node,
+    }),
+  );
+}
+
+/** A table's header lines and first column (the names), without ages. */
+const shape = (table: string) =>
+  table
+    .trimEnd()
+    .split("\n")
+    .map((l) => (l === "" ? "" : /^NAME\b/.test(l) ? l.split(/\s+/).join(" ") : l.split(/\s+/)[0]));
+
 /** The names of the pods in NS, by `podsync get pods -o name`. */
 const podNames = async () => (await cli(["get", "pods", "-n", NS, "-o", "name"])).stdout.split("\n").filter(Boolean);
 
@@ -121,6 +171,29 @@ describe.skipIf(skip)("podsync delete TYPE/NAME against a node", () => {
       60_000,
       300,
     );
+
+    // get with several types and `all`: kubectl's tables, TYPE/NAME names, a blank line between tables.
+    const two = await cli(["get", "deploy,rs", "-n", NS]);
+    expect(two.code, two.stderr).toBe(0);
+    expect(two.stdout).toMatch(/^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\ndeployment\.apps\/fg\s/);
+    expect(two.stdout).toMatch(/\n\nNAME\s+DESIRED\s+CURRENT\s+READY\s+AGE\nreplicaset\.apps\/fg-/);
+    const names = (await cli(["get", "deploy,rs", "-n", NS, "-o", "name"])).stdout.split("\n");
+    expect(names.slice(0, 2)).toEqual(["deployment.apps/fg", "deployment.apps/wweb"]);
+    const everything = await cli(["get", "all", "-n", NS]);
+    expect(everything.code, everything.stderr).toBe(0);
+    for (const n of ["pod/wweb-", "deployment.apps/wweb", "replicaset.apps/wweb-", "cronjob.batch/nightly"])
+      expect(everything.stdout).toContain(n);
+    expect(everything.stdout).not.toContain("statefulset"); // an empty type is left out
+    expect((await cli(["get", "deploy,gadgets", "-n", NS])).stderr).toContain(
+      'the server doesn\'t have a resource type "gadgets"',
+    );
+    // The same names and columns as kubectl's against the node's Kubernetes API.
+    if (!existsSync(KUBECTL)) throw new Error(`kubectl is missing at ${KUBECTL} (set PODSYNC_KUBECTL)`);
+    await writeKubeconfig("cli-wl-node");
+    const k2 = await kubectl(["get", "deploy,rs", "-n", NS]);
+    expect(k2.code, k2.stderr).toBe(0);
+    expect(shape(two.stdout)).toEqual(shape(k2.stdout));
+    expect((await kubectl(["get", "deploy,rs", "-n", NS, "-o", "name"])).stdout.split("\n")).toEqual(names);
 
     // orphan is refused before anything is deleted.
     const orphan = await cli(["delete", "deploy", "wweb", "-n", NS, "--cascade=orphan"]);
