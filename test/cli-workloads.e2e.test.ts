@@ -1,6 +1,7 @@
 // The CLI's workload verbs as a user drives them (issue 41): `node bin/podsync.mjs` against the Node server
 // (startNode, dev key, file state) on the REAL containerd, whose controllers make the workloads' pods.
-// delete TYPE/NAME and TYPE NAME with --cascade, kubectl's wording; the wording fixes (exec -it, no generation
+// get with several types and all (compared with kubectl's), logs TYPE/NAME, delete TYPE/NAME and TYPE NAME with
+// --cascade, in kubectl's wording; the wording fixes (exec -it, no generation
 // after a read). Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -43,13 +44,13 @@ function cli(args: string[]): Promise<Run> {
   );
 }
 
-const deployment = (name: string) =>
+const deployment = (name: string, replicas = 1) =>
   [
     "apiVersion: apps/v1",
     "kind: Deployment",
     `metadata: { name: ${name}, namespace: ${NS} }`,
     "spec:",
-    "  replicas: 1",
+    `  replicas: ${replicas}`,
     `  selector: { matchLabels: { app: ${name} } }`,
     "  template:",
     `    metadata: { labels: { app: ${name} } }`,
@@ -59,7 +60,7 @@ const deployment = (name: string) =>
     "        - name: main",
     "          image: localhost/busybox:1",
     "          imagePullPolicy: IfNotPresent",
-    `          command: ["sleep", "3600"]`,
+    `          command: ["sh", "-c", "echo hello from $(hostname); sleep 3600"]`,
   ].join("\n");
 
 const cronJob = [
@@ -156,17 +157,19 @@ afterAll(async () => {
   await running.close();
 });
 
-describe.skipIf(skip)("podsync delete TYPE/NAME against a node", () => {
-  it("deletes workloads as kubectl does: TYPE NAME, TYPE/NAME, --cascade, its wording", async () => {
+describe.skipIf(skip)("podsync workload verbs against a node", () => {
+  it("get deploy,rs and all, logs TYPE/NAME, delete TYPE NAME and TYPE/NAME with --cascade, as kubectl does", async () => {
     const file = join(dir, "app.yaml");
-    writeFileSync(file, [deployment("wweb"), deployment("fg"), cronJob].join("\n---\n"));
+    writeFileSync(file, [deployment("wweb"), deployment("fg", 2), cronJob].join("\n---\n"));
     const synced = await cli(["sync", file]);
     expect(synced.code, synced.stderr).toBe(0);
     await until(
       "a pod of each deployment",
       async () => {
         const names = await podNames();
-        return names.some((n) => n.startsWith("pod/wweb-")) && names.some((n) => n.startsWith("pod/fg-"));
+        return (
+          names.some((n) => n.startsWith("pod/wweb-")) && names.filter((n) => n.startsWith("pod/fg-")).length === 2
+        );
       },
       60_000,
       300,
@@ -194,6 +197,22 @@ describe.skipIf(skip)("podsync delete TYPE/NAME against a node", () => {
     expect(k2.code, k2.stderr).toBe(0);
     expect(shape(two.stdout)).toEqual(shape(k2.stdout));
     expect((await kubectl(["get", "deploy,rs", "-n", NS, "-o", "name"])).stdout.split("\n")).toEqual(names);
+
+    // logs TYPE/NAME: the workload's first pod; with several, kubectl's note on stderr.
+    const one = await until(
+      "wweb's log",
+      async () => {
+        const r = await cli(["logs", "deploy/wweb", "-n", NS]);
+        return r.stdout.includes("hello from wweb-") && r;
+      },
+      60_000,
+      500,
+    );
+    expect(one.stderr).toBe("");
+    const many = await cli(["logs", "deployment/fg", "-n", NS]);
+    expect(many.code, many.stderr).toBe(0);
+    expect(many.stderr).toMatch(/^Found 2 pods, using pod\/fg-\S+\n$/);
+    expect((await cli(["logs", "deploy/nope", "-n", NS])).stderr).toContain('deployments.apps "nope" not found');
 
     // orphan is refused before anything is deleted.
     const orphan = await cli(["delete", "deploy", "wweb", "-n", NS, "--cascade=orphan"]);

@@ -3,11 +3,19 @@ import { usage } from "../args.js";
 import type { Command } from "../command.js";
 import { pipeBody } from "../output.js";
 import { resolvePod } from "../pod-ref.js";
+import { workloadKindNamed } from "../resources/index.js";
+import { firstPodOf } from "../workload-pods.js";
+import { resolveWorkload } from "../workload-ref.js";
 
 const logs: Command = {
-  usage: ["logs NAME [-n NS] [-c CONTAINER] [-f] [--tail N] [--previous] [--timestamps] [--since 10s|5m|1h]"],
-  help: "The container's log, like kubectl logs; -f follows it. A pod is named by its name or its uid.",
-  examples: ["podsync logs web -f", "podsync logs web -c sidecar --tail 20", "podsync logs web --previous"],
+  usage: ["logs NAME|TYPE/NAME [-n NS] [-c CONTAINER] [-f] [--tail N] [--previous] [--timestamps] [--since 10s|5m|1h]"],
+  help: "The container's log, like kubectl logs; -f follows it. A pod is named by its name or its uid; a workload\n(deployment/web, sts/db, job/migrate, ...) by TYPE/NAME: its first pod, as kubectl picks it (running first, then the\noldest), said on stderr when it has more than one.",
+  examples: [
+    "podsync logs web -f",
+    "podsync logs deployment/web",
+    "podsync logs web -c sidecar --tail 20",
+    "podsync logs web --previous",
+  ],
   options: {
     container: {
       type: "string",
@@ -35,7 +43,11 @@ const logs: Command = {
       q.set("tailLines", String(o["tail"]));
     }
     if (o["since"] !== undefined) q.set("sinceSeconds", String(sinceSeconds(String(o["since"]), ctx.command)));
-    const ref = await resolvePod(ctx, arg);
+    const typed = /^([^/]+)\/(.+)$/.exec(arg);
+    const kind = typed ? workloadKindNamed(typed[1]!) : undefined;
+    const ref = kind
+      ? await firstPodOf(ctx, await resolveWorkload(ctx, kind, typed![2]!)).then((p) => ({ uid: p.metadata.uid }))
+      : await resolvePod(ctx, arg);
     const token = await ctx.sign({ act: "logs", uid: ref.uid });
     const r = await ctx.fetch(`/v1/pods/${encodeURIComponent(ref.uid)}/logs?${q}`, {
       headers: { authorization: `Bearer ${token}` },
