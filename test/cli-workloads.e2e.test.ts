@@ -209,6 +209,13 @@ describe.skipIf(skip)("podsync workload verbs against a node", () => {
       500,
     );
     expect(one.stderr).toBe("");
+    const prefixed = await cli(["logs", "deploy/wweb", "-n", NS, "--all-containers", "--prefix"]);
+    expect(prefixed.code, prefixed.stderr).toBe(0);
+    expect(prefixed.stdout).toMatch(/^\[pod\/wweb-[^/\s]+\/main\] hello from wweb-/);
+    expect((await cli(["logs", "deploy/wweb", "-n", NS, "--prefix"])).stdout).toMatch(/^\[pod\/wweb-[^/\s]+\/main\] /);
+    expect((await cli(["logs", "deploy/wweb", "-n", NS, "--all-containers", "-c", "main"])).stderr).toContain(
+      "--all-containers=true should not be specified with a container name",
+    );
     const many = await cli(["logs", "deployment/fg", "-n", NS]);
     expect(many.code, many.stderr).toBe(0);
     expect(many.stderr).toMatch(/^Found 2 pods, using pod\/fg-\S+\n$/);
