@@ -226,8 +226,8 @@ describe.skipIf(skip)("podsync workload verbs against a node", () => {
     expect(orphan).toMatchObject({ code: 1, stdout: "" });
     expect(orphan.stderr).toContain("--cascade=orphan is not supported by this node");
     expect(orphan.stderr).toContain("nothing was deleted");
-    expect((await cli(["get", "deploy", "wweb", "-n", NS, "-o", "name"])).stdout).toMatch(
-      /^deployment(\.apps)?\/wweb\n$/,
+    expect((await cli(["get", "deploy", "wweb", "-n", NS, "-o", "name"])).stdout).toBe(
+      "deployment.apps/wweb\n", // kubectl's -o name, with the API group
     );
 
     const bad = await cli(["delete", "deploy", "wweb", "-n", NS, "--cascade=sideways"]);
