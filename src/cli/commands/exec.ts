@@ -23,7 +23,7 @@ const exec: Command = {
     if (o["stdin"] || o["tty"])
       usage(
         `exec has no interactive mode (${[o["stdin"] ? "-i" : "", o["tty"] ? "-t" : ""].filter(Boolean).join(", ")}): it runs the command to completion and prints its output.\n` +
-          `Leave out -i/-t, e.g. podsync exec ${ctx.args[0] ?? "NAME"} -- sh -c 'ls /'; for an interactive shell use crictl exec -it on the node.`,
+          `Leave out -i/-t, e.g. podsync exec ${ctx.args[0] ?? "NAME"} -- sh -c 'ls /'; for an interactive shell use kubectl exec -it (podsync kubeconfig sets kubectl up for this node).`,
         ctx.command,
       );
     const [arg, ...command] = ctx.args;

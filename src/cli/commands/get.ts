@@ -9,6 +9,7 @@ import { parseSelector } from "../selector.js";
 import { findResource, resourceNames } from "../resources/index.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
 import { watchEvents, WatchUnavailable } from "../watch.js";
+import { isMultiType, runGetMany } from "../multi-get.js";
 
 export const listOptions = {
   "all-namespaces": { type: "boolean", short: "A", help: "every namespace (adds a NAMESPACE column)" },
@@ -19,7 +20,10 @@ export const listOptions = {
 } as const;
 
 const get: Command = {
-  usage: ["get [TYPE] [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|name|json|yaml|jsonpath=T] [-w] [--no-headers]"],
+  usage: [
+    "get [TYPE] [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|name|json|yaml|jsonpath=T] [-w] [--no-headers]",
+    "get TYPE,TYPE... | all [-n NS | -A] [-l SELECTOR] [-o wide|name|json|yaml] [--no-headers]",
+  ],
   help: `Print the node's objects as kubectl get does. TYPE is one of: ${resourceNames().join(", ")} (default pods); a pod is\nnamed by its name (in -n's namespace, default "default") or by its uid.`,
   examples: [
     "podsync get pods",
@@ -27,6 +31,8 @@ const get: Command = {
     "podsync get pod/web -o jsonpath='{.status.phase}'",
     "podsync get pods -A -l app=web --no-headers",
     "podsync get pods -w",
+    "podsync get deploy,rs",
+    "podsync get all",
   ],
   options: listOptions,
   run: (ctx) => runGet(ctx, ctx.args),
@@ -35,6 +41,7 @@ export default get;
 
 /** kubectl get: the type and names from `args`, the flags from ctx. */
 export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces?: boolean } = {}): Promise<void> {
+  if (isMultiType(args[0])) return runGetMany(ctx, args[0] ?? "", args.slice(1));
   const o = ctx.o;
   let resource: Resource | undefined;
   let names = args;
@@ -78,7 +85,7 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   };
   const pick = async (first: boolean): Promise<{ objs: KubeObject[]; missing: string[]; all: KubeObject[] }> => {
     const listed = await resource!.list(ctx);
-    // Notes (the generation, orphans) go to stderr, for a table of the whole list only.
+    // Notes (orphans) go to stderr, for a table of the whole list only.
     if (first && !names.length && format.kind === "table") for (const n of listed.notes ?? []) ctx.note(n);
     const all = listed.items;
     let objs = all;

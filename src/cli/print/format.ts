@@ -3,6 +3,8 @@ import { usage } from "../args.js";
 import { table } from "../output.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
 import { jsonPath, JsonPathError } from "./jsonpath.js";
+import { workloadKindNamed } from "../resources/index.js";
+import { qualifiedKind } from "../workload-ref.js";
 
 export type Format =
   | { kind: "table"; wide: boolean }
@@ -44,6 +46,12 @@ export interface PrintOptions {
 }
 
 /** The objects in the format, without a trailing newline ("" for none). */
+/** kubectl -o name's prefix: the kind with its API group (`deployment.apps`, `job.batch`; `pod` for the core). */
+function namePrefix(kind: string): string {
+  const k = workloadKindNamed(kind);
+  return k ? qualifiedKind(k) : kind.toLowerCase();
+}
+
 export async function render(objs: readonly KubeObject[], f: Format, o: PrintOptions): Promise<string> {
   const data =
     o.single && objs.length === 1
@@ -55,7 +63,7 @@ export async function render(objs: readonly KubeObject[], f: Format, o: PrintOpt
     case "yaml":
       return (await import("yaml")).stringify(data).trimEnd();
     case "name":
-      return objs.map((x) => `${o.resource.kind.toLowerCase()}/${x.metadata.name}`).join("\n");
+      return objs.map((x) => `${namePrefix(o.resource.kind)}/${x.metadata.name}`).join("\n");
     case "jsonpath":
       return jsonPath(f.template, data);
     case "table":

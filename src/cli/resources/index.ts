@@ -32,3 +32,9 @@ export async function findResource(name: string): Promise<Resource | undefined> 
 }
 
 export const resourceNames = (): string[] => types.map((t) => t.names[0]!);
+
+/** The workload kind a type name names (`deploy`, `deployments`, `Deployment`), or undefined (pods included). */
+export function workloadKindNamed(name: string): WorkloadKind | undefined {
+  const n = name.toLowerCase();
+  return WORKLOADS.find(([kind, names]) => names.includes(n) || kind.toLowerCase() === n)?.[0];
+}

@@ -19,7 +19,8 @@ const pods: Resource = {
   kind: "Pod",
   async list(ctx) {
     const l = await listPods(ctx);
-    const notes = [`generation ${l.metadata.resourceVersion}`];
+    // No "generation N" note: it informs after apply and sync, not after a read (issue 41).
+    const notes: string[] = [];
     if (l.orphans.length)
       notes.push(
         `orphans (made by podsync, not in this node's desired state; only delete removes them): ${l.orphans.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(", ")}`,
