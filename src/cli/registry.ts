@@ -51,6 +51,6 @@ export const commands: Record<string, Entry> = {
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
   services: {
     summary: "services flush: remove the Service data plane's nftables table (inet podsync)",
-    load: () => import("./commands/services.js"),
+    load: () => import("./services/command.js"),
   },
 };

@@ -6,7 +6,7 @@
 //   --dry-run: the same judgement plus, per pod, what the node would do (POST /v1/pods/plan), and for the file's
 //   workloads the pods their controllers would make and delete (one plan of them all); nothing changes.
 //   An apply that leaves the node with no pods (while it has some), or that deletes a workload the file leaves out
-//   (with its pods), needs --prune-all (src/cli/prune.ts); --dry-run names every such deletion.
+//   (with its pods), needs --prune-all (src/cli/workloads/prune.ts); --dry-run names every such deletion.
 import { fail, usage } from "../args.js";
 import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
@@ -18,7 +18,7 @@ import { progress } from "../progress.js";
 import { listPods } from "../resources/pods.js";
 import type { V1Pod } from "../../status/api-status.js";
 import { validatePod } from "../../pod/validate.js";
-import { fileKeys, prunedWorkloads, workloadRef, type ListedWorkload, type Pruned } from "../prune.js";
+import { fileKeys, prunedWorkloads, workloadRef, type ListedWorkload, type Pruned } from "../workloads/prune.js";
 
 type Change = "created" | "configured" | "unchanged" | "deleted";
 interface PodMeta {

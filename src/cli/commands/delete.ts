@@ -8,8 +8,8 @@ import { podName, resolvePod } from "../pod-ref.js";
 import { parseDuration, progress } from "../progress.js";
 import { workloadKindNamed } from "../resources/index.js";
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
-import { deleteWorkload, parseCascade, refuseOrphan } from "../workload-delete.js";
-import { resolveWorkload } from "../workload-ref.js";
+import { deleteWorkload, parseCascade, refuseOrphan } from "../workloads/delete.js";
+import { resolveWorkload } from "../workloads/ref.js";
 
 /** kubelet's default when the pod gives none (pkg/apis/core/v1/defaults.go: DefaultTerminationGracePeriodSeconds). */
 const DEFAULT_GRACE_S = 30;

@@ -9,7 +9,7 @@ import { parseSelector } from "../selector.js";
 import { findResource, resourceNames } from "../resources/index.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
 import { watchEvents, WatchUnavailable } from "../watch.js";
-import { isMultiType, runGetMany } from "../multi-get.js";
+import { isMultiType, runGetMany } from "../workloads/multi-get.js";
 
 export const listOptions = {
   "all-namespaces": { type: "boolean", short: "A", help: "every namespace (adds a NAMESPACE column)" },

@@ -5,8 +5,8 @@ import { pipeBody } from "../output.js";
 import type { V1Pod } from "../../status/api-status.js";
 import { resolvePod } from "../pod-ref.js";
 import { workloadKindNamed } from "../resources/index.js";
-import { firstPodOf } from "../workload-pods.js";
-import { resolveWorkload } from "../workload-ref.js";
+import { firstPodOf } from "../workloads/pods.js";
+import { resolveWorkload } from "../workloads/ref.js";
 
 const logs: Command = {
   usage: [

@@ -4,7 +4,7 @@ import { table } from "../output.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
 import { jsonPath, JsonPathError } from "./jsonpath.js";
 import { workloadKindNamed } from "../resources/index.js";
-import { qualifiedKind } from "../workload-ref.js";
+import { qualifiedKind } from "../workloads/ref.js";
 
 export type Format =
   | { kind: "table"; wide: boolean }

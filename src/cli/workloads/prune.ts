@@ -4,7 +4,7 @@
 // those apply did not create and those in the applied set, deletes the rest unless a dry run, and prints each as
 // `pruned`, dry run included). A node's set is its whole desired state, so here a workload left out is deleted by
 // the PUT, and apply refuses that without --prune-all. Pure: the node's lists in, the deletions out.
-import type { V1Pod } from "../status/api-status.js";
+import type { V1Pod } from "../../status/api-status.js";
 
 export interface ListedWorkload {
   kind: string;

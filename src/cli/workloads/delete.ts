@@ -3,12 +3,12 @@
 // and its pods go at the controllers' next pass; foreground waits for its dependents (the workloads it made and
 // every pod they own) to be gone too, as the API server's foreground deletion holds the owner until then. orphan
 // is refused: the node's controllers remove the pods of a workload that is gone, it cannot strip ownerReferences.
-import { fail, usage } from "./args.js";
-import type { Ctx } from "./client.js";
-import { progress } from "./progress.js";
-import type { KubeObject } from "./resources/resource.js";
-import { listPods } from "./resources/pods.js";
-import { listWorkloads, qualifiedKind, type WorkloadRef } from "./workload-ref.js";
+import { fail, usage } from "../args.js";
+import type { Ctx } from "../client.js";
+import { progress } from "../progress.js";
+import type { KubeObject } from "../resources/resource.js";
+import { listPods } from "../resources/pods.js";
+import { listWorkloads, qualifiedKind, type WorkloadRef } from "./ref.js";
 
 export type Cascade = "background" | "foreground" | "orphan";
 

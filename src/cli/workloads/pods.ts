@@ -1,12 +1,12 @@
 // The pod kubectl picks for `logs TYPE/NAME` (polymorphichelpers.AttachablePodForObject → GetFirstPod): of the
 // workload's pods (through the workloads it made), the first by podutils.ActivePods' order, reduced here to
 // running before not running, then the oldest; with more than one, kubectl says `Found N pods, using pod/x`.
-import { fail } from "./args.js";
-import type { Ctx } from "./client.js";
-import { listPods } from "./resources/pods.js";
-import type { V1Pod } from "../status/api-status.js";
-import { dependents } from "./workload-delete.js";
-import { qualifiedKind, type WorkloadRef } from "./workload-ref.js";
+import { fail } from "../args.js";
+import type { Ctx } from "../client.js";
+import { listPods } from "../resources/pods.js";
+import type { V1Pod } from "../../status/api-status.js";
+import { dependents } from "./delete.js";
+import { qualifiedKind, type WorkloadRef } from "./ref.js";
 
 export async function firstPodOf(ctx: Ctx, ref: WorkloadRef): Promise<V1Pod> {
   const tree = new Set([ref.uid]);

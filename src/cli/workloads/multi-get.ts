@@ -2,13 +2,13 @@
 // resource type): each type its own table, separated by a blank line, names prefixed `TYPE/NAME` (with the API
 // group: `deployment.apps/web`); `all` skips the empty types (kubectl's `all` category: pods, services,
 // deployments, replicasets, statefulsets, daemonsets, jobs, cronjobs; here the types the CLI knows).
-import { usage } from "./args.js";
-import type { Ctx } from "./client.js";
-import { parseFormat, render } from "./print/format.js";
-import { findResource, workloadKindNamed } from "./resources/index.js";
-import type { KubeObject, Resource } from "./resources/resource.js";
-import { parseSelector } from "./selector.js";
-import { qualifiedKind } from "./workload-ref.js";
+import { usage } from "../args.js";
+import type { Ctx } from "../client.js";
+import { parseFormat, render } from "../print/format.js";
+import { findResource, workloadKindNamed } from "../resources/index.js";
+import type { KubeObject, Resource } from "../resources/resource.js";
+import { parseSelector } from "../selector.js";
+import { qualifiedKind } from "./ref.js";
 
 /** kubectl's `all` category, in its order. */
 const ALL = ["pods", "services", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs"];

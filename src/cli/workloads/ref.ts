@@ -1,11 +1,11 @@
 // Workloads addressed as kubectl addresses them: TYPE/NAME or TYPE NAME in -n's namespace (a uid is accepted too),
 // resolved against GET /v1/workloads?kind=. Named in kubectl's words: `deployment.apps "web"` (the resource with
 // its API group, as kubectl's delete and scale print it: cmd/delete/delete.go, printers.go's "%s.%s").
-import type { WorkloadKind } from "../pod/workloads/schema.js";
-import { fail } from "./args.js";
-import type { Ctx } from "./client.js";
-import { notFound } from "./output.js";
-import type { KubeObject } from "./resources/resource.js";
+import type { WorkloadKind } from "../../pod/workloads/schema.js";
+import { fail } from "../args.js";
+import type { Ctx } from "../client.js";
+import { notFound } from "../output.js";
+import type { KubeObject } from "../resources/resource.js";
 
 export interface WorkloadRef {
   kind: WorkloadKind;
@@ -24,6 +24,10 @@ const GROUP: Record<WorkloadKind, string> = {
   Job: "batch",
   CronJob: "batch",
   PersistentVolumeClaim: "",
+  ReplicationController: "",
+  HorizontalPodAutoscaler: "autoscaling",
+  PodDisruptionBudget: "policy",
+  Service: "",
 };
 
 /** kubectl's singular resource with its group: `deployment.apps`, `job.batch`, `persistentvolumeclaim`. */
