@@ -12,7 +12,7 @@ import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { requestView } from "../src/cri/request-view.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop } from "../src/pleg/loop.js";

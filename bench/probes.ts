@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { createProber } from "../src/prober/prober.js";
 import { Pod } from "../src/pod/schema.js";
 import { startFakeCri } from "../test/support/fake-cri.js";

@@ -18,7 +18,7 @@ import { Pod, type PodInput } from "../src/pod/schema.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { hashContainer } from "../src/container/hash.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import { makeKey, type TestKey } from "../test/support/http.js";

@@ -7,7 +7,7 @@ import { createApp } from "../src/http/app.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 
 const [endpoint, jwks] = process.argv.slice(2);
 const cri = connectGrpc({ endpoint: endpoint!, timeoutMs: 10_000 });

@@ -23,7 +23,7 @@ import { cpus, loadavg } from "node:os";
 import * as dnsPacket from "dns-packet";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { Pod } from "../src/pod/schema.js";
 import { nftCli } from "../src/services/proxy/nft.js";
 import { startProxier } from "../src/services/proxy/proxier.js";

@@ -27,7 +27,7 @@ import type { StateUnavailableError } from "./pleg/state-unavailable.js";
 import { StateDirInUseError, StateDirLock } from "./state/state-dir-lock.js";
 import { generateSigningKey } from "./auth/keys.js";
 import { MemoryPodLock } from "./kuberuntime/pod-lock.js";
-import { createPodRuntime, type SyncResult } from "./kuberuntime/runtime.js";
+import { createPodRuntime, type SyncResult } from "./kubelet/pod-runtime.js";
 import { PodStatusCache } from "./container/cache.js";
 import type { Pod } from "./pod/schema.js";
 import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { cpus, totalmem } from "node:os";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { nodeInfoFrom, nodeAdmissionSettingsShape } from "../src/settings/node-info.js";
 import { Harness, NODE } from "./support/http.js";

@@ -10,7 +10,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime, type PodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntime } from "../src/kubelet/pod-runtime.js";
 import { nodeVolumeHost } from "../src/host/volume-host.js";
 import { nodePodDirs } from "../src/host/pod-dirs.js";
 import { migrateClaimLayout } from "../src/host/claim-layout.js";

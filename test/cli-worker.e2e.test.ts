@@ -9,7 +9,7 @@ import { exportJWK } from "jose";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { ISSUER, makeKey } from "./support/http.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { uid } from "./support/pods.js";

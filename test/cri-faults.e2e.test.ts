@@ -19,7 +19,7 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { startNode, type Running } from "../src/node.js";
 import { startFaultProxy, type FaultProxy } from "./support/cri-fault-proxy.js";
 import { until } from "./support/wait.js";

@@ -17,7 +17,7 @@ import { nodeTerminationFiles } from "../src/host/termination-files.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
 import { defaultNodeConfig, type NodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import type { Pod } from "../src/pod/schema.js";
 import { pod, syncOnce } from "./support/pods.js";
 

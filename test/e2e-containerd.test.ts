@@ -6,7 +6,7 @@ import type { CriClient } from "../src/cri/client.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
-import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../src/kubelet/pod-runtime.js";
 import type { Pod } from "../src/pod/schema.js";
 import { pod, syncOnce } from "./support/pods.js";
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Harness } from "./support/http.js";
 import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleFromPayload, bundlesFromSet, objectsFromStored } from "../src/pod/bundle.js";
 import { expand, ExpansionTooLargeError } from "../src/container/expansion.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { storedObjects } from "../src/pod/objects.js";
 import { objectEnvLengths } from "../src/pod/env-objects-size.js";
 import { envResolver } from "../src/container/env-sources.js";

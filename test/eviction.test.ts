@@ -10,7 +10,7 @@ import {
   type PodStorageUsage,
 } from "../src/eviction/local-storage.js";
 import { evictionPass } from "../src/eviction/manager.js";
-import type { PodRuntime } from "../src/kuberuntime/runtime.js";
+import type { PodRuntime } from "../src/kubelet/pod-runtime.js";
 import type { PodEviction } from "../src/status/api-status.js";
 import type { CriClient } from "../src/cri/client.js";
 import type { PodStatus } from "../src/container/types.js";
@@ -182,7 +182,7 @@ describe("evictionPass", () => {
 
 describe("where no eviction manager runs (Workers)", () => {
   it("ephemeral-storage limits and disk emptyDir sizeLimits are refused, naming the field; requests are taken", async () => {
-    const { createPodRuntime } = await import("../src/kuberuntime/runtime.js");
+    const { createPodRuntime } = await import("../src/kubelet/pod-runtime.js");
     const { InvalidPodError } = await import("../src/pod/validate.js");
     const rt = createPodRuntime({} as CriClient, {});
     const p = pod({

@@ -9,7 +9,7 @@ import { pod, uid } from "./support/pods.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { AbsentPods } from "../src/kuberuntime/absent-pods.js";
 import { startNode } from "../src/node.js";
 import { mkdtempSync, readFileSync } from "node:fs";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocketServer, type WebSocket } from "ws";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { FileDesiredState } from "../src/state/desired-pods.js";
 import { startFleetLink } from "../src/http/fleet/node-link.js";

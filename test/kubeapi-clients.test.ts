@@ -25,7 +25,7 @@ import { nodeObject, type V1Node } from "../src/kubeapi/node-object.js";
 import { normalizeRequest, parseBool } from "../src/kubeapi/apiserver/query.js";
 import { createKubeApi } from "../src/kubeapi/routes.js";
 import { RvClock, WatchHub } from "../src/kubeapi/watch-hub.js";
-import type { PodRuntime } from "../src/kuberuntime/runtime.js";
+import type { PodRuntime } from "../src/kubelet/pod-runtime.js";
 import type { V1Pod } from "../src/status/api-status.js";
 import { usage } from "../src/stats/resource-metrics.js";
 import { ISSUER, makeKey, NODE } from "./support/http.js";

@@ -13,7 +13,7 @@ import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import type { V1Node } from "../src/kubeapi/node-object.js";
 import type { V1Pod } from "../src/status/api-status.js";
-import type { PodRuntime } from "../src/kuberuntime/runtime.js";
+import type { PodRuntime } from "../src/kubelet/pod-runtime.js";
 import { Service } from "../src/pod/workloads/service.js";
 import { validatePod } from "../src/pod/validate.js";
 import { createServiceSource } from "../src/services/source.js";

@@ -13,7 +13,7 @@ import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import type { V1Node } from "../src/kubeapi/node-object.js";
 import type { V1Pod } from "../src/status/api-status.js";
-import type { PodRuntime } from "../src/kuberuntime/runtime.js";
+import type { PodRuntime } from "../src/kubelet/pod-runtime.js";
 import type { Workload } from "../src/pod/workloads/schema.js";
 import { makeKey, ISSUER, NODE } from "./support/http.js";
 

@@ -15,7 +15,7 @@ import { createPodFeed } from "../src/kubeapi/pod-feed.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import type { V1Pod } from "../src/status/api-status.js";
-import type { PodRuntime } from "../src/kuberuntime/runtime.js";
+import type { PodRuntime } from "../src/kubelet/pod-runtime.js";
 import { makeKey, ISSUER, NODE } from "./support/http.js";
 import { pod } from "./support/pods.js";
 

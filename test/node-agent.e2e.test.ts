@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { FileDesiredState } from "../src/state/desired-pods.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";

@@ -15,7 +15,7 @@ import { uid } from "./support/pods.js";
 import { until } from "./support/wait.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { FileDesiredState, type StateFs } from "../src/state/desired-pods.js";
 import { MemoryDesiredState, type DesiredState } from "../src/pleg/desired-state.js";
 import { Pod } from "../src/pod/schema.js";

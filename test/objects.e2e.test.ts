@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime, type PodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntime } from "../src/kubelet/pod-runtime.js";
 import { nodeVolumeFiles } from "../src/host/volume-files.js";
 import { nodePodDirs } from "../src/host/pod-dirs.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";

@@ -9,7 +9,7 @@ import { envResolver } from "../src/container/env-sources.js";
 import { formatMap, goQuote } from "../src/container/downward.js";
 import { volumePayloads, type VolumeFiles, type VolumePayload } from "../src/volumemanager/object-volumes.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { resolvePullSecrets } from "../src/pod/references.js";
 import { pullCredentials } from "../src/kuberuntime/images.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createProber, MemoryProbeStateStore, type PodProbeState } from "../src/prober/prober.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { FileProbeStateStore } from "../src/state/probe-state.js";
 import { StateUnavailableError } from "../src/pleg/state-unavailable.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";

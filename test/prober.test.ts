@@ -10,7 +10,7 @@ import type { CriClient } from "../src/cri/client.js";
 import { createProber } from "../src/prober/prober.js";
 import { startReconcileLoop } from "../src/pleg/loop.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { validatePod, type InvalidPodError } from "../src/pod/validate.js";
 import { probeHandlerErrors } from "../src/pod/probes.js";
 import { decodeHealthStatus, nodeProbeNetwork } from "../src/host/probe-network.js";

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");

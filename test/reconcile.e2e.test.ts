@@ -12,7 +12,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { ContainerState, NamespaceMode, PodSandboxState } from "../src/gen/runtime/v1/api_pb.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoop } from "../src/pleg/loop.js";
 import { Pod } from "../src/pod/schema.js";

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { createPodRuntime, type PodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoopOptions } from "../src/pleg/loop.js";

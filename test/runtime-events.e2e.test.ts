@@ -11,7 +11,7 @@ import { createCriClient, type CriClient } from "../src/cri/client.js";
 import { watchContainerEvents, type EventStreamState } from "../src/cri/container-events.js";
 import { ContainerState } from "../src/gen/runtime/v1/api_pb.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoop } from "../src/pleg/loop.js";
 import { nsToMs } from "../src/kuberuntime/pod-status.js";

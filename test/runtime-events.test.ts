@@ -8,7 +8,7 @@ import { GrpcTransport } from "../src/cri/grpc-transport.js";
 import { createCriClient, type CriClient } from "../src/cri/client.js";
 import { watchContainerEvents, type ContainerEvent } from "../src/cri/container-events.js";
 import { GrpcCode } from "../src/cri/errors.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoop } from "../src/pleg/loop.js";
 import type { NodeMetrics } from "../src/metrics/metrics.js";

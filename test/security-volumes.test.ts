@@ -16,7 +16,7 @@ import {
   type HostPathType,
   type VolumeHost,
 } from "../src/volumemanager/volumes.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";

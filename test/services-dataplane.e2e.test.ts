@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { createPodRuntime, type PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../src/kubelet/pod-runtime.js";
 import { MemoryPodLock } from "../src/kuberuntime/pod-lock.js";
 import { nodeLogFiles } from "../src/host/log-files.js";
 import { nodeTerminationFiles } from "../src/host/termination-files.js";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { SignJWT, importJWK, type JWK } from "jose";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { uid } from "./support/pods.js";
 import { until } from "./support/wait.js";
 

@@ -15,7 +15,7 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { ContainerState, PodSandboxState } from "../src/gen/runtime/v1/api_pb.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";
 import { ownLab } from "./support/own-lab.js";

@@ -12,7 +12,7 @@ import { createCriClient, type CriClient } from "../src/cri/client.js";
 import { watchContainerEvents, type ContainerEvent, type EventWatch } from "../src/cri/container-events.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { PodStatusCache, QUIET_MS } from "../src/container/cache.js";
-import { createPodRuntime, type PodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntime } from "../src/kubelet/pod-runtime.js";
 import { Pod } from "../src/pod/schema.js";
 import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";

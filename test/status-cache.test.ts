@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { pod, uid } from "./support/pods.js";
 
 const container = (id: string, state: ContainerState = "running"): ContainerStatus => ({

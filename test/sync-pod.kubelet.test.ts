@@ -12,7 +12,7 @@ import { collectGarbage } from "../src/kuberuntime/gc.js";
 import { Steps } from "../src/container/steps.js";
 import { killPod } from "../src/kuberuntime/kill.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
-import type { PodRuntimeOptions } from "../src/kuberuntime/runtime.js";
+import type { PodRuntimeOptions } from "../src/kubelet/pod-runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import type { Pod } from "../src/pod/schema.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";

@@ -6,7 +6,7 @@ import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { uid } from "./support/pods.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop } from "../src/pleg/loop.js";
 import type { VolumeFiles, VolumePayload } from "../src/volumemanager/object-volumes.js";

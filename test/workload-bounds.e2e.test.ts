@@ -13,7 +13,7 @@ import { FileWorkloadStore } from "../src/state/workloads.js";
 import { Job } from "../src/pod/workloads/schema.js";
 import { jobSelectorDefaults } from "../src/pod/workloads/job-labels.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { until } from "./support/wait.js";
 import { uid } from "./support/pods.js";

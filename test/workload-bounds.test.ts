@@ -14,7 +14,7 @@ import { bodyFromDocuments } from "../src/pod/bundle.js";
 import { policyRefusal } from "../src/auth/pod-security.js";
 import type { NodeInfo } from "../src/lifecycle/predicates.js";
 import { templateRefusal } from "../src/http/admission.js";
-import { createPodRuntime } from "../src/kuberuntime/runtime.js";
+import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import type { Pod } from "../src/pod/schema.js";

@@ -8,7 +8,7 @@
 //
 // Kinds run in dependency order (CronJob makes Jobs, Deployment makes ReplicaSets), so what one makes is run by the
 // next in the same pass.
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import { whileAbsent, type DesiredPod, type DesiredState } from "../pleg/desired-state.js";
 import type { V1PodStatus } from "../status/api-status.js";
 import { canonicalJSON } from "../container/hash.js";

@@ -11,13 +11,13 @@
 // (reason TerminationByKubelet) as synchronize sets it; such a pod is not made anew, and no other is chosen
 // while it is still being killed (kubelet waits for the evicted pod's cleanup before the next pass).
 // The kill is evictPod's (grace period override 0, which the pod worker turns into the pod's own grace: the
-// preStop hooks run; src/kuberuntime/runtime.ts evict). It runs beside the loop, not in it: kubelet's eviction
+// preStop hooks run; src/kubelet/pod-runtime.ts evict). It runs beside the loop, not in it: kubelet's eviction
 // manager blocks its own goroutine on the kill, never the sync loop, so a 30 s preStop holds up no other pod.
 import type { CriClient } from "../cri/client.js";
 import type { Pod } from "../pod/schema.js";
 import type { NodeConfig } from "../container/node-config.js";
 import type { PodStatus } from "../container/types.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import {
   diskPressureMessage,
   EVICTED_REASON,

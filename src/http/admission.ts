@@ -8,7 +8,7 @@ import type { PodRef } from "../container/types.js";
 import { admitInOrder, admitPod, type NodeInfo } from "../lifecycle/predicates.js";
 import type { DesiredPod, DesiredState } from "../pleg/desired-state.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import { PodAdmissionError } from "../lifecycle/node-admission.js";
 import { InvalidPodError } from "../pod/validate.js";
 

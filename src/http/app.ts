@@ -9,7 +9,7 @@ import type { Verifier } from "../auth/verify.js";
 import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { serialQueue } from "../util/serial.js";
 import type { NodeInfo } from "../lifecycle/predicates.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import { ProblemError, toProblemError } from "./problems.js";
 import { openApiDocument } from "./openapi.js";
 import { pathUid, ROUTES } from "./routes.js";

@@ -3,7 +3,7 @@
 import type { Context } from "hono";
 import type { NodePolicy } from "../auth/policy.js";
 import type { Verifier } from "../auth/verify.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { NodeInfo } from "../lifecycle/predicates.js";
 import type { DesiredState } from "../pleg/desired-state.js";
 import type { Pod } from "../pod/schema.js";

@@ -6,7 +6,7 @@ import { ExecOutputTooLargeError } from "../kuberuntime/exec.js";
 import { AuthError } from "../auth/verify.js";
 import { InvalidPodError, type FieldError } from "../pod/validate.js";
 import { PodBusyError } from "../kuberuntime/pod-lock.js";
-import { PodNotFoundError, SupersededError, UnsupportedError } from "../kuberuntime/runtime.js";
+import { PodNotFoundError, SupersededError, UnsupportedError } from "../kubelet/pod-runtime.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
 import { ContainerChoiceError } from "../container/container-choice.js";
 import { StateUnavailableError } from "../pleg/state-unavailable.js";

@@ -9,7 +9,7 @@
 import { apiTime } from "../status/api-status.js";
 import type { Pod } from "../pod/schema.js";
 import type { SyncStep } from "../container/types.js";
-import type { PodRuntime, SyncResult } from "../kuberuntime/runtime.js";
+import type { PodRuntime, SyncResult } from "../kubelet/pod-runtime.js";
 import { type RvClock, WatchHub } from "./watch-hub.js";
 
 export interface ObjectReference {

@@ -16,7 +16,7 @@ import { WebSocket, WebSocketServer } from "ws";
 import type { Verifier } from "../auth/verify.js";
 import { verifyReadToken } from "../auth/read-token.js";
 import { checkExec, EXEC_PATH } from "./exec-check.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { V1Pod } from "../status/api-status.js";
 import type { RequestLog } from "../http/request-log.js";
 import { badRequest, KubeStatusError, notFound, toKubeStatus } from "./status.js";

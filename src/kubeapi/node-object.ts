@@ -11,7 +11,7 @@
 // controller adds it from the condition (TaintNodesByCondition), not kubelet; with no controller here, the
 // node shows it itself. It is shown, not applied: podsync's admission reads the owner's taints only.
 import type { NodeInfo } from "../lifecycle/predicates.js";
-import type { RuntimeReadiness } from "../kuberuntime/runtime.js";
+import type { RuntimeReadiness } from "../kubelet/pod-runtime.js";
 import { apiTime } from "../status/api-status.js";
 import { KUBE_GIT_VERSION } from "./discovery.js";
 

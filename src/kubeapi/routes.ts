@@ -8,7 +8,7 @@ import type { Verifier } from "../auth/verify.js";
 import { verifyReadToken, type ReadScope } from "../auth/read-token.js";
 import { checkExec, EXEC_PATH } from "./exec-check.js";
 import type { V1Pod } from "../status/api-status.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import { LOG_HEADERS, LogQuery } from "../http/handlers/logs-exec.js";
 import { streamFrom } from "../http/stream.js";
 import { releasing, type StreamBudget } from "../http/stream-budget.js";

@@ -1,3 +1,6 @@
+// Package kuberuntime/ — the kubelet port: pod status from CRI, computePodActions, SyncPod, kill, gc, container
+// config, images. Imports container/, volumemanager/, lifecycle/, logs/; never status/ (src/kubelet/ composes it).
+//
 // SyncPod: carry out computePodActions over CRI, the way kubelet's kubeGenericRuntimeManager.SyncPod does,
 // and report every step. Steps, in kubelet's order:
 //   1. compute actions; 2. kill the pod, or the listed containers; 3-4. create the sandbox (with Attempt);

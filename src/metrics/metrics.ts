@@ -5,7 +5,7 @@
 // loop's restarts, the desired set's generation). The engine only calls these methods; the Node entry
 // implements them with prom-client (src/host/metrics.ts) and serves them at GET /metrics. Workers pass none.
 import type { PodPhase } from "../status/api-status.js";
-import { SupersededError, type PodRuntime } from "../kuberuntime/runtime.js";
+import { SupersededError, type PodRuntime } from "../kubelet/pod-runtime.js";
 import type { PodStatusCacheStats } from "../container/cache.js";
 
 /** What started a sync: an HTTP request, or the node agent's loop. */

@@ -34,7 +34,7 @@ import { ContainerState, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import { createEventTrigger, type Owner } from "./evented.js";
 import { sameEntry, whileStored, type DesiredPod, type DesiredState } from "./desired-state.js";
 import { objectsFromStored } from "../pod/bundle.js";
-import { SupersededError, type GuardOptions, type PodRuntime, type SyncResult } from "../kuberuntime/runtime.js";
+import { SupersededError, type GuardOptions, type PodRuntime, type SyncResult } from "../kubelet/pod-runtime.js";
 import type { Prober } from "../prober/prober.js";
 import type { MetricsSource, NodeMetrics } from "../metrics/metrics.js";
 import { generateAPIPodStatus, type PodPhase, type V1PodStatus } from "../status/api-status.js";

@@ -9,7 +9,7 @@
 // older resourceVersion gets 410 and lists again, as from a compacted API server.
 import pkg from "../../package.json" with { type: "json" };
 import type { PodStatus } from "../container/types.js";
-import type { PodRuntime } from "../kuberuntime/runtime.js";
+import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import {
   deleteEvents,
   EventRecorder,

@@ -5,7 +5,7 @@ import type { CriClient } from "../cri/client.js";
 import { connectGrpcWeb } from "../cri/grpc-web-transport.js";
 import { proxyLogFiles } from "../host/proxy-log-files.js";
 import { ProblemError } from "../http/problems.js";
-import { createPodRuntime, type PodRuntime } from "../kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntime } from "../kubelet/pod-runtime.js";
 import type { DesiredState } from "../pleg/desired-state.js";
 import { nodeConfigFrom } from "../settings/common.js";
 import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, inject } from "vitest";
 import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import type { CriClient } from "../../src/cri/client.js";
 import { defaultNodeConfig } from "../../src/container/node-config.js";
-import { createPodRuntime, type PodRuntimeOptions } from "../../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../../src/kubelet/pod-runtime.js";
 import { createProber } from "../../src/prober/prober.js";
 import { startReconcileLoop, type ReconcileLoop } from "../../src/pleg/loop.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";

@@ -7,7 +7,7 @@ import type { RequestLog } from "../../src/http/request-log.js";
 import { createVerifier, type VerifierOptions } from "../../src/auth/verify.js";
 import { MemoryReplayStore } from "../../src/auth/replay.js";
 import type { CriClient } from "../../src/cri/client.js";
-import { createPodRuntime, type PodRuntimeOptions } from "../../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../../src/kubelet/pod-runtime.js";
 import { MemoryPullBackOff } from "../../src/container/backoff.js";
 import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { startFakeCri, type FakeServer } from "./fake-cri.js";

@@ -2,7 +2,7 @@
 import { Pod, type PodInput } from "../../src/pod/schema.js";
 import { InvalidPodError } from "../../src/pod/validate.js";
 import type { CriClient } from "../../src/cri/client.js";
-import { createPodRuntime, type PodRuntimeOptions } from "../../src/kuberuntime/runtime.js";
+import { createPodRuntime, type PodRuntimeOptions } from "../../src/kubelet/pod-runtime.js";
 
 let n = 0;
 export function uid(prefix = "pod"): string {

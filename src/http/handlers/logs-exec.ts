@@ -3,7 +3,7 @@
 import type { Context, Env, Hono } from "hono";
 import { z } from "zod";
 import type { Verifier } from "../../auth/verify.js";
-import type { PodRuntime } from "../../kuberuntime/runtime.js";
+import type { PodRuntime } from "../../kubelet/pod-runtime.js";
 import { fieldErrors } from "../../pod/validate.js";
 import { ProblemError } from "../problems.js";
 import { readBearer, readSignedToken } from "../signed-request.js";

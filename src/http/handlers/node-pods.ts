@@ -7,7 +7,7 @@
 import type { Context, Env, Hono } from "hono";
 import type { VerifiedToken } from "../../auth/verify.js";
 import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
-import { SupersededError } from "../../kuberuntime/runtime.js";
+import { SupersededError } from "../../kubelet/pod-runtime.js";
 import { toV1Pod } from "../../status/api-status.js";
 import type { Pod } from "../../pod/schema.js";
 import { InvalidPodError, type FieldError } from "../../pod/validate.js";

@@ -3,7 +3,7 @@
 // workloads (Deployments, Jobs, ...; src/http/sync-workloads.ts), checked with the pod before anything is stored,
 // and skip or drop things a node has no use for: those are the response's warnings (Warning headers too).
 import type { Hono } from "hono";
-import { SupersededError, type SyncResult } from "../../kuberuntime/runtime.js";
+import { SupersededError, type SyncResult } from "../../kubelet/pod-runtime.js";
 import { StaleGenerationError, whileStored } from "../../pleg/desired-state.js";
 import { checkPut } from "../../pleg/tombstones.js";
 import { controllerOf } from "../../controllers/pods.js";

@@ -5,7 +5,7 @@
 // controllers would make and delete for them (src/controllers/plan.ts). Nothing is stored when anything is refused.
 import type { NodePolicy } from "../../auth/policy.js";
 import type { VerifiedToken } from "../../auth/verify.js";
-import type { PodRuntime } from "../../kuberuntime/runtime.js";
+import type { PodRuntime } from "../../kubelet/pod-runtime.js";
 import type { Pod } from "../../pod/schema.js";
 import type { WorkloadItem } from "../../pod/workloads/intake.js";
 import { canonicalJSON } from "../../container/hash.js";

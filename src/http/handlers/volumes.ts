@@ -5,7 +5,7 @@
 // check and the removal hold the node's admission section, so a pod stored meanwhile cannot slip in between.
 import type { Context, Env, Hono } from "hono";
 import { AuthError, type Verifier, type VerifiedToken } from "../../auth/verify.js";
-import type { PodRuntime } from "../../kuberuntime/runtime.js";
+import type { PodRuntime } from "../../kubelet/pod-runtime.js";
 import type { Pod } from "../../pod/schema.js";
 import { ProblemError } from "../problems.js";
 import type { Serial } from "../../util/serial.js";

@@ -9,7 +9,7 @@
 import type { Context, Env, Hono } from "hono";
 import type { Verifier, VerifiedToken } from "../../auth/verify.js";
 import type { NodePolicy } from "../../auth/policy.js";
-import type { PodRuntime } from "../../kuberuntime/runtime.js";
+import type { PodRuntime } from "../../kubelet/pod-runtime.js";
 import type { Pod } from "../../pod/schema.js";
 import { storedObjects } from "../../pod/objects.js";
 import type { WorkloadItem } from "../../pod/workloads/intake.js";

@@ -1,5 +1,5 @@
-// Package kuberuntime/ — the kubelet port: pod status from CRI, computePodActions, SyncPod, kill, gc, container config, images,
-// and this file, the ONE front door. Imports container/, volumemanager/, lifecycle/, logs/; only this file composes status/.
+// Package kubelet/ — the pod runtime: kuberuntime/'s steps and status/'s v1 status composed behind ONE front door,
+// as kubelet.go composes its runtime manager and status (status above the runtime). Imports kuberuntime/ and status/.
 //
 // The engine's one front door, shaped like kubelet's kubecontainer.Runtime: plan, sync, status and delete
 // for one pod, and the runtime's own readiness. The HTTP routes, the Worker, the bench and the tests all
@@ -13,13 +13,13 @@ import { requestView } from "../cri/request-view.js";
 import { NamespaceMode, PodSandboxState, type VersionResponse } from "../gen/runtime/v1/api_pb.js";
 import type { Pod } from "../pod/schema.js";
 import { MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
-import { evictedPodActions, podActionsAt, type ProbeResults } from "./compute-actions.js";
-import { deletePod, effectiveGracePeriod, killPod } from "./kill.js";
+import { evictedPodActions, podActionsAt, type ProbeResults } from "../kuberuntime/compute-actions.js";
+import { deletePod, effectiveGracePeriod, killPod } from "../kuberuntime/kill.js";
 import type { PodRef } from "../container/types.js";
 import type { ServiceLister } from "../container/service-env.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
-import { MemoryPodLock, type PodLock } from "./pod-lock.js";
-import { withReportedExits, type ReportedExits } from "./reported-exits.js";
+import { MemoryPodLock, type PodLock } from "../kuberuntime/pod-lock.js";
+import { withReportedExits, type ReportedExits } from "../kuberuntime/reported-exits.js";
 import {
   completeRunning,
   getPodStatus,
@@ -28,10 +28,10 @@ import {
   podStatusOrListed,
   RunningDetails,
   statusOfMade,
-} from "./pod-status.js";
-import { syncPod } from "./sync-pod.js";
-import { assertOwnUid, assertOwnUids } from "./pod-identity.js";
-import { AbsentPods } from "./absent-pods.js";
+} from "../kuberuntime/pod-status.js";
+import { syncPod } from "../kuberuntime/sync-pod.js";
+import { assertOwnUid, assertOwnUids } from "../kuberuntime/pod-identity.js";
+import { AbsentPods } from "../kuberuntime/absent-pods.js";
 import { KUBERNETES_MANAGED_LABEL, MANAGED_BY, POD_UID_LABEL, managedSelector } from "../container/labels.js";
 import { subPathUnsupported } from "../volumemanager/subpath.js";
 import { InvalidPodError } from "../pod/validate.js";
@@ -41,11 +41,11 @@ import { ContainerChoiceError, pickContainer } from "../container/container-choi
 import { pickInstance } from "../logs/pick-instance.js";
 import { readLogs, type LogOptions } from "../logs/read-logs.js";
 import type { LogFiles } from "../logs/log-files.js";
-import { execSync, runningInstance, type ExecResult } from "./exec.js";
+import { execSync, runningInstance, type ExecResult } from "../kuberuntime/exec.js";
 import { ContainerState } from "../gen/runtime/v1/api_pb.js";
 import { generateAPIPodStatus, standInPod, type PodProbeResults, type V1PodStatus } from "../status/api-status.js";
 import { MemoryReasonCache, type ReasonCache } from "../status/reason-cache.js";
-import { readTerminationMessages, type TerminationMessageFiles } from "./termination-message.js";
+import { readTerminationMessages, type TerminationMessageFiles } from "../kuberuntime/termination-message.js";
 import type { PodStatusCache } from "../container/cache.js";
 import { podDataPaths, podVolumesDir, removePodData, type PodDirs } from "../volumemanager/pod-dirs.js";
 import { FILE_VOLUME_PLUGINS, type VolumeFiles } from "../volumemanager/object-volumes.js";
@@ -57,7 +57,7 @@ import { admitOnNode, PodAdmissionError } from "../lifecycle/node-admission.js";
 import { listClaims, removeClaim, type ClaimInfo } from "../volumemanager/claims.js";
 import type { HookNetwork } from "../lifecycle/handlers.js";
 import type { PodEviction } from "../status/api-status.js";
-import { hostAliasesUnsupported } from "./etc-hosts.js";
+import { hostAliasesUnsupported } from "../kuberuntime/etc-hosts.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
