@@ -142,7 +142,7 @@ describe.skipIf(skip)("bounds and the policy in force across a restart, on the l
     server = await startNode(env("privileged", 10));
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { iss: string };
     expect(lines.join("\n")).toMatch(
-      /warning: desired pod left out: workloads\.json: Job "huge" is not valid: spec\.completions: must be at most 100000 when completion mode is Indexed/,
+      /warning: desired pod left out: workloads\.log: Job "huge" is not valid: spec\.completions: must be at most 100000 when completion mode is Indexed/,
     );
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     expect(await workload("Job", "huge")).toBeUndefined();

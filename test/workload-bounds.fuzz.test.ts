@@ -21,8 +21,10 @@ const extreme = fc.oneof(
   fc.integer({ min: -5, max: 200 }),
 );
 
-/** Whether a field's value is in bounds: a whole number in [min, max] (intOrPercent: or "N%" with N ≤ 100). */
+/** Whether a field's value is in bounds: a whole number in [min, max] (intOrPercent: or "N%" with N ≤ 100). A null
+ * is the field left out, as Go's JSON decoding reads it (issue #35: src/pod/nulls.ts). */
 const inBounds = (v: unknown, min: number, max: number, percent = false) =>
+  v === null ||
   (typeof v === "number" && Number.isInteger(v) && v >= min && v <= max) ||
   (percent && typeof v === "string" && /^[0-9]+%$/.test(v) && Number(v.slice(0, -1)) <= 100);
 
