@@ -122,7 +122,7 @@ describe("the node's pod network from its CNI configuration", () => {
 describe("settings", () => {
   it("validates the Service CIDR and the DNS upstreams, naming the setting", () => {
     const s = loadSettings({ PODSYNC_DNS_UPSTREAM: "192.0.2.53, [2001:db8::1]:5353,127.0.0.1:5300" });
-    expect(s.PODSYNC_SERVICE_CIDR).toEqual(["10.96.0.0/16"]);
+    expect(s.PODSYNC_SERVICE_CIDR.text).toBe("10.96.0.0/16");
     expect(s.PODSYNC_SERVICE_DATAPLANE).toBe("off");
     expect(s.PODSYNC_DNS_UPSTREAM).toEqual(["192.0.2.53", "[2001:db8::1]:5353", "127.0.0.1:5300"]);
     expect(() => loadSettings({ PODSYNC_SERVICE_CIDR: "10.96.0.0/33" })).toThrow(/PODSYNC_SERVICE_CIDR.*CIDR/s);
