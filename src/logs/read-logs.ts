@@ -44,8 +44,8 @@ const enc = new TextEncoder();
 
 /** The offset of the first record of the last `lines` lines (kubelet's FindTailLineStartIndex), reading
  * backwards a chunk at a time; memory holds one chunk plus the record being examined. */
-export async function tailStart(h: LogHandle, lines: number): Promise<number> {
-  let bufStart = await h.size();
+export async function tailStart(h: LogHandle, lines: number, size?: number): Promise<number> {
+  let bufStart = size ?? (await h.size());
   let buf: Uint8Array = new Uint8Array();
   const more = async (): Promise<boolean> => {
     if (bufStart === 0) return false;
@@ -122,7 +122,11 @@ export async function readLogs(
   const deadline = follow ? Date.now() + follow.maxMs : 0;
   let lastCheck = 0;
   try {
-    let offset = o.tailLines !== undefined ? await tailStart(h, o.tailLines) : 0;
+    // Without follow, the log as it is when the request came: `--tail=2` of a busy container is 2 lines, not 2 plus
+    // whatever it wrote while they were read.
+    const size = await h.size();
+    const end = o.follow ? Infinity : size;
+    let offset = o.tailLines !== undefined ? await tailStart(h, o.tailLines, size) : 0;
     let rest: Uint8Array = new Uint8Array();
     let running = true;
     let draining = false;
@@ -130,7 +134,8 @@ export async function readLogs(
       // Read what is there now.
       for (;;) {
         if (out.full || follow?.signal?.aborted) return;
-        const bytes = await h.read(offset, CHUNK);
+        const want = Math.min(CHUNK, end - offset);
+        const bytes = want > 0 ? await h.read(offset, want) : new Uint8Array();
         if (bytes.length === 0) break;
         offset += bytes.length;
         const { records, rest: torn } = splitRecords(rest.length ? concat([rest, bytes]) : bytes);
