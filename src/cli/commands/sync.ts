@@ -1,4 +1,6 @@
 // podsync sync / plan: sign a pod (or workloads) and POST it to /v1/pods/sync (or /plan).
+import { isWorkloadKind } from "../../pod/workloads/schema.js";
+import { qualifiedKind } from "../workloads/ref.js";
 import { usage } from "../args.js";
 import type { Command } from "../command.js";
 import {
@@ -95,7 +97,7 @@ const sync: Command = {
         | { kind: string; namespace: string; name: string; action: string }[]
         | undefined) ?? [])
         console.log(
-          `${w.kind.toLowerCase()}.${w.kind === "Job" || w.kind === "CronJob" ? "batch" : "apps"}/${w.name} (${w.namespace}) ${act === "plan" ? `would be ${w.action}` : w.action}`,
+          `${isWorkloadKind(w.kind) ? qualifiedKind(w.kind) : w.kind.toLowerCase()}/${w.name} (${w.namespace}) ${act === "plan" ? `would be ${w.action}` : w.action}`,
         );
       for (const l of plannedPodLines(body)) console.log(l);
     }
