@@ -70,7 +70,7 @@ import { createServiceSource, type ServiceSource } from "./services/source.js";
 import { createEndpointsFeed } from "./kubeapi/kinds/endpoints-feed.js";
 import { serviceNetworkFrom } from "./settings/services.js";
 import type { Service } from "./pod/workloads/service.js";
-import { startNodeDataplane } from "./services/node-dataplane.js";
+import { servicesRefusalFor, startNodeDataplane } from "./services/node-dataplane.js";
 import { memoryServiceSource } from "./services/types.js";
 import { openFileLimit } from "./host/fd-limit.js";
 import { migrateClaimLayout } from "./host/claim-layout.js";
@@ -256,14 +256,7 @@ export async function startNode(
   if (dataplane) nodeConfig.clusterDNS = dataplane.clusterDNS;
   // Services are refused, never half-applied, where the data plane was wanted and cannot run (issue #37); with
   // PODSYNC_SERVICE_DATAPLANE=off the owner chose Services without kernel rules or DNS (docs/services-dataplane.md).
-  const servicesRefusal =
-    s.PODSYNC_SERVICE_DATAPLANE === "off"
-      ? undefined
-      : !dataplane
-        ? "Services need the node's data plane (nftables rules and cluster DNS), which needs root: run podsync as root, or set PODSYNC_SERVICE_DATAPLANE=off to keep Services without kernel rules (docs/services-dataplane.md)"
-        : dataplane.dataplane.health().proxy?.available
-          ? undefined
-          : `Services need the node's data plane, which is unavailable: ${dataplane.dataplane.health().proxy?.reason ?? "unknown"} (docs/services-dataplane.md)`;
+  const servicesRefusal = servicesRefusalFor(s.PODSYNC_SERVICE_DATAPLANE, dataplane?.dataplane);
   // The runtime's Version, read at start as kubelet reads it: the event stream takes its source from it (and reads
   // it again when it opens anew), and the engine its name for container ids, so no pod's first sync asks for it.
   // (With the stream off, or its read failed, the engine's first sync reads it, counted in that sync's calls.)

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startServiceDataplane } from "../src/services/dataplane.js";
 import { readPodNetwork, resolvConfServers } from "../src/services/node-network.js";
+import { servicesRefusalFor } from "../src/services/node-dataplane.js";
 import { nftCli } from "../src/services/proxy/nft.js";
 import { flushServiceTable } from "../src/services/proxy/flush.js";
 import { memoryServiceSource } from "../src/services/types.js";
@@ -130,5 +131,17 @@ describe("settings", () => {
       /PODSYNC_DNS_UPSTREAM.*host\[:port\]/s,
     );
     expect(() => loadSettings({ PODSYNC_SERVICE_DATAPLANE: "yes" })).toThrow(/PODSYNC_SERVICE_DATAPLANE.*on, off/s);
+  });
+});
+
+describe("servicesRefusalFor: Services refused, never half-applied", () => {
+  const plane = (available: boolean) => ({
+    health: () => ({ available, proxy: { available, reason: "nft: not found", syncs: 0, failures: 0 } }),
+  });
+  it("off refuses nothing; a wanted data plane that is missing or unavailable refuses with the reason", () => {
+    expect(servicesRefusalFor("off", undefined)).toBeUndefined();
+    expect(servicesRefusalFor("auto", undefined)).toMatch(/needs root.*PODSYNC_SERVICE_DATAPLANE=off/);
+    expect(servicesRefusalFor("on", plane(false))).toMatch(/unavailable: nft: not found/);
+    expect(servicesRefusalFor("on", plane(true))).toBeUndefined();
   });
 });

@@ -59,3 +59,17 @@ export async function startNodeDataplane(
     );
   return { dataplane, clusterDNS: o.clusterDNS.length > 0 ? o.clusterDNS : dnsAddress ? [dnsAddress] : [], lines };
 }
+
+/** Why the node refuses Services, if it does: the data plane was wanted (`on`, or `auto` as root) and is not running
+ * or not available. With `off` the owner chose Services without kernel rules or DNS, so nothing is refused. */
+export function servicesRefusalFor(
+  mode: "auto" | "on" | "off",
+  dataplane: Pick<ServiceDataplane, "health"> | undefined,
+): string | undefined {
+  if (mode === "off") return undefined;
+  if (!dataplane)
+    return "Services need the node's data plane (nftables rules and cluster DNS), which needs root: run podsync as root, or set PODSYNC_SERVICE_DATAPLANE=off to keep Services without kernel rules (docs/services-dataplane.md)";
+  const proxy = dataplane.health().proxy;
+  if (proxy?.available) return undefined;
+  return `Services need the node's data plane, which is unavailable: ${proxy?.reason ?? "unknown"} (docs/services-dataplane.md)`;
+}
