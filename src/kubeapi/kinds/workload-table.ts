@@ -248,7 +248,9 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
         ...containerCells(spec["template"]),
         formatLabelSelector(spec["selector"]),
       ];
+    // printReplicaSet and printReplicationController: the same columns; an RC's selector is a plain map.
     case "ReplicaSet":
+    case "ReplicationController":
       return [
         o.metadata.name,
         n(spec["replicas"]),
@@ -256,7 +258,7 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
         n(status["readyReplicas"]),
         age,
         ...containerCells(spec["template"]),
-        formatLabelSelector(spec["selector"]),
+        o.kind === "ReplicaSet" ? formatLabelSelector(spec["selector"]) : formatLabels(spec["selector"]),
       ];
     case "StatefulSet":
       return [
@@ -327,16 +329,6 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
         formatLabelSelector(template?.selector),
       ];
     }
-    case "ReplicationController":
-      return [
-        o.metadata.name,
-        n(spec["replicas"]),
-        n(status["replicas"]),
-        n(status["readyReplicas"]),
-        age,
-        ...containerCells(spec["template"]),
-        formatLabels(spec["selector"]),
-      ];
     case "HorizontalPodAutoscaler":
       return [
         o.metadata.name,
