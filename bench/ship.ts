@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, openSy
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
+import { lab as labIn, med, NODE_FLAGS, pool, procCpuMs, r2, rssMiB, selfCpuMs, sleep } from "./harness.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { ContainerState, NamespaceMode, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
 import { nsToMs, listManagedPods } from "../src/kuberuntime/pod-status.js";
@@ -27,14 +28,6 @@ const CRASHES = Number(process.env["BENCH_CRASHES"] ?? 5);
 const PODS = Number(process.env["BENCH_PODS"] ?? 30);
 const RELISTS = Number(process.env["BENCH_RELISTS"] ?? 100);
 const PEER = process.env["BENCH_PEER"] === "podman";
-/** node's own flags from `npm start`'s script (V8's heap, GC threads and compiler tiers), as it runs the server; BENCH_NODE_FLAGS overrides
- * them (space-separated; empty for none) to compare. */
-const NODE_FLAGS =
-  process.env["BENCH_NODE_FLAGS"] !== undefined
-    ? process.env["BENCH_NODE_FLAGS"].split(" ").filter(Boolean)
-    : (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["start"]!.split(
-        " ",
-      ).filter((a) => /^--(?!import$)[a-z0-9-]+(=\S+)?$/.test(a));
 const CONCURRENCY = 8;
 /** The raw floor's pods ask for what podsync's hostNetwork busybox pod gets by default: the runtime's default
  * seccomp profile for the sandbox and the container (kubelet's --seccomp-default, which podsync turns on). Before
@@ -45,37 +38,7 @@ const QUIET_MS = 500;
 /** The same before each side of the 30-pod comparison. */
 const SET_QUIET_MS = 2000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-const r2 = (n: number) => Math.round(n * 100) / 100;
-const lab = (cmd: "start" | "stop") =>
-  execFileSync("bash", ["scripts/containerd-lab.sh", cmd], {
-    env: { ...process.env, PODSYNC_LAB_DIR: LAB },
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  })
-    .trim()
-    .split("\n")
-    .pop() ?? "";
-/** A process's CPU time in ms (utime + stime from /proc, clock ticks of 10 ms). */
-const procCpuMs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
-  return (Number(rest[11]) + Number(rest[12])) * 10;
-};
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
-const selfCpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
-async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>) {
-  let i = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, items.length) }, async () => {
-      while (i < items.length) await fn(items[i++]!);
-    }),
-  );
-}
+const lab = (cmd: "start" | "stop") => labIn(LAB, cmd);
 
 const tag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 let seq = 0;

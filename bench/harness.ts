@@ -1,0 +1,131 @@
+// What the benches that run the shipped server share: its lab containerd, the server started as `npm start` starts it
+// (the same node flags, read from package.json), a signer with its dev key, and the process figures (/proc).
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, openSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { importJWK, SignJWT, type JWK } from "jose";
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+/** The p-th percentile (nearest rank). */
+export const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
+};
+export const r2 = (n: number) => Math.round(n * 100) / 100;
+
+/** node's own flags from `npm start`'s script, as it runs the server; BENCH_NODE_FLAGS overrides them
+ * (space-separated; empty for none) to compare. */
+export const NODE_FLAGS =
+  process.env["BENCH_NODE_FLAGS"] !== undefined
+    ? process.env["BENCH_NODE_FLAGS"].split(" ").filter(Boolean)
+    : (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["start"]!.split(
+        " ",
+      ).filter((a) => /^--(?!import$)[a-z0-9-]+(=\S+)?$/.test(a));
+
+/** Starts or stops the lab containerd in `dir`; start answers its socket path. */
+export const lab = (dir: string, cmd: "start" | "stop") =>
+  execFileSync("bash", ["scripts/containerd-lab.sh", cmd], {
+    env: { ...process.env, PODSYNC_LAB_DIR: dir },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+    .trim()
+    .split("\n")
+    .pop() ?? "";
+
+/** A process's CPU time in ms (utime + stime from /proc, clock ticks of 10 ms). */
+export const procCpuMs = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
+  return (Number(rest[11]) + Number(rest[12])) * 10;
+};
+export const rssMiB = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+export const selfCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/** Runs `fn` over `items` with at most `n` in flight. */
+export async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>) {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (i < items.length) await fn(items[i++]!);
+    }),
+  );
+}
+
+export interface Server {
+  proc: ChildProcess;
+  pid: number;
+  url: string;
+  /** A token signed with the server's dev key for `claims`, audience the node, 4 minutes. */
+  sign(claims: Record<string, unknown>): Promise<string>;
+  /** A JSON request with a Bearer token for `claims`; anything but 2xx throws. */
+  call<T>(method: string, path: string, claims: Record<string, unknown>, body?: string): Promise<T>;
+  /** V8's heap from the server's /metrics, MiB: committed, used, external. */
+  heap(): Promise<{ committed: number; used: number; external: number }>;
+}
+
+/** The server as `npm start` runs it (dist/node.js with NODE_FLAGS) in `dir`, privileged policy, request log to a
+ * file; resolves once it listens. */
+export async function startServer(dir: string, endpoint: string, node: string, env: Record<string, string> = {}) {
+  const proc = spawn(process.execPath, [...NODE_FLAGS, "dist/node.js"], {
+    env: {
+      ...process.env,
+      PODSYNC_CRI_ENDPOINT: endpoint,
+      PODSYNC_PORT: "0",
+      PODSYNC_NODE_NAME: node,
+      PODSYNC_POLICY: "privileged",
+      PODSYNC_DEV_DIR: join(dir, "dev"),
+      PODSYNC_STATE_DIR: join(dir, "state"),
+      PODSYNC_ROOT_DIR: join(dir, "root"),
+      PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
+      ...env,
+    },
+    stdio: ["ignore", openSync(join(dir, "requests.log"), "a"), "pipe"],
+  });
+  const url = await new Promise<string>((res, rej) => {
+    let text = "";
+    proc.stderr!.on("data", (b: Buffer) => {
+      text += b.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(text);
+      if (m) res(m[1]!);
+    });
+    proc.once("exit", (c) => rej(new Error(`the server exited (${c}): ${text}`)));
+  });
+  const key = JSON.parse(readFileSync(join(dir, "dev", "dev-key.json"), "utf8")) as JWK & { iss: string };
+  const priv = await importJWK(key, "EdDSA");
+  let jti = 0;
+  const tag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+  const sign = (claims: Record<string, unknown>) =>
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: "EdDSA", kid: key.kid! })
+      .setIssuer(key.iss)
+      .setAudience(node)
+      .setIssuedAt()
+      .setExpirationTime("4m")
+      .setJti(`b-${tag}-${jti++}`)
+      .sign(priv);
+  const call = async <T>(method: string, path: string, claims: Record<string, unknown>, body?: string) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${await sign(claims)}` };
+    if (body !== undefined) headers["content-type"] = "application/jose";
+    const r = await fetch(`${url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const text = await r.text();
+    if (!r.ok) throw new Error(`${method} ${path} answered ${r.status}: ${text.slice(0, 300)}`);
+    return JSON.parse(text) as T;
+  };
+  const heap = async () => {
+    const prom = await (await fetch(`${url}/metrics`)).text();
+    const metric = (name: string) => r2(Number(new RegExp(`^${name} (\\S+)$`, "m").exec(prom)?.[1] ?? NaN) / 1048576);
+    return {
+      committed: metric("nodejs_heap_size_total_bytes"),
+      used: metric("nodejs_heap_size_used_bytes"),
+      external: metric("nodejs_external_memory_bytes"),
+    };
+  };
+  mkdirSync("bench/results", { recursive: true });
+  return { proc, pid: proc.pid!, url, sign, call, heap } satisfies Server;
+}
