@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=4
 // The podsync CLI: the compiled dist/cli/main.js, rebuilt first if src/ changed since the last build.
 // kubectl's credential plugin (`token --act read --exec-credential`) is answered from its cache first, before the
 // build check and the CLI are loaded (dist/cli/token-cache.js uses only node: built-ins).

@@ -13,6 +13,17 @@ keys configured it makes a dev key in ./.podsync on first start and prints how t
   ],
   options: {},
   async run() {
+    const { missingNodeFlags, shippedNodeFlags } = await import("../server-flags.js");
+    const missing = missingNodeFlags(
+      shippedNodeFlags(new URL("../../../package.json", import.meta.url).pathname),
+      process.execArgv,
+      process.env["NODE_OPTIONS"],
+    );
+    if (missing.length)
+      process.stderr.write(
+        `podsync serve: node was started without ${missing.join(" ")}, which npm start and the podsync command pass ` +
+          "(idle memory is higher without it; docs/performance.md)\n",
+      );
     (await import("../../node.js")).runNode();
   },
 };

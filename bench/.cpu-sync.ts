@@ -1,0 +1,18 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServer, sleep, procCpuMs } from "./harness.js";
+const dir = mkdtempSync(join(tmpdir(), "podsync-cpu-"));
+const s = await startServer(dir, "unix:///tmp/podsync-lab-perf/containerd.sock", "prof", {});
+const uid = `cpu-${process.pid}`;
+const pod = { metadata: { name: uid, namespace: "bench", uid }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "3600"] }] } };
+const post = async () => { const r = await fetch(`${s.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await s.sign({ act: "sync", pod }) }); await r.arrayBuffer(); if (r.status !== 200) throw new Error(String(r.status)); };
+await post(); await sleep(3000);
+for (let i = 0; i < 200; i++) await post();
+const c0 = procCpuMs(s.pid);
+for (let i = 0; i < 800; i++) await post();
+const cpu = (procCpuMs(s.pid) - c0) / 800;
+await fetch(`${s.url}/v1/pods/${uid}`, { method: "DELETE", headers: { authorization: `Bearer ${await s.sign({ act: "delete", uid })}` } });
+await sleep(1500);
+s.proc.kill("SIGTERM"); await new Promise((r) => s.proc.once("exit", r));
+console.log(`flags=[${process.env.BENCH_NODE_FLAGS}] cpu/sync ${cpu.toFixed(3)} ms`);

@@ -1,0 +1,14 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServer, sleep } from "./harness.js";
+const dir = mkdtempSync(join(tmpdir(), "podsync-prof-"));
+const s = await startServer(dir, "unix:///tmp/podsync-lab-perf/containerd.sock", "prof", {});
+const pod = { metadata: { name: "prof-1", namespace: "bench", uid: "prof-1-uid" }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: "localhost/busybox:1", command: ["sleep", "3600"] }] } };
+const post = async () => { const r = await fetch(`${s.url}/v1/pods/sync`, { method: "POST", headers: { "content-type": "application/jose" }, body: await s.sign({ act: "sync", pod }) }); await r.arrayBuffer(); if (r.status !== 200) throw new Error(String(r.status)); };
+await post(); await sleep(3000);
+for (let i = 0; i < 800; i++) await post();
+await fetch(`${s.url}/v1/pods/prof-1-uid`, { method: "DELETE", headers: { authorization: `Bearer ${await s.sign({ act: "delete", uid: "prof-1-uid" })}` } });
+await sleep(2000);
+s.proc.kill("SIGINT"); await new Promise((r) => s.proc.once("exit", r));
+console.log(dir);
