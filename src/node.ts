@@ -33,9 +33,9 @@ import type { Pod } from "./pod/schema.js";
 import { nodeConfigFrom, RELIST_INTERVAL_DEFAULT_MS } from "./settings/common.js";
 import { nodePolicy } from "./auth/policy.js";
 import { nodeInfoFrom } from "./settings/node-info.js";
-import { nodeLogFiles } from "./host/log-files.js";
-import { nodeTerminationFiles } from "./host/termination-files.js";
-import { nodeVolumeFiles } from "./host/volume-files.js";
+import { nodeLogFiles } from "./host/logs/log-files.js";
+import { nodeTerminationFiles } from "./host/volumes/termination-files.js";
+import { nodeVolumeFiles } from "./host/volumes/volume-files.js";
 import { isKubePath } from "./kubeapi/paths.js";
 import { toKubeStatus } from "./kubeapi/status.js";
 import { ProblemError } from "./http/problems.js";
@@ -46,19 +46,19 @@ import { nodeObject, type V1Node } from "./kubeapi/node-object.js";
 import { createPodFeed } from "./kubeapi/pod-feed.js";
 import { createWorkloadFeed } from "./kubeapi/kinds/workload-feed.js";
 import type { V1Pod } from "./status/api-status.js";
-import { dualListener, type DualListener } from "./host/dual-listener.js";
-import { loadOrMakeServingCert } from "./host/serving-cert.js";
+import { dualListener, type DualListener } from "./host/serving/dual-listener.js";
+import { loadOrMakeServingCert } from "./host/serving/serving-cert.js";
 import { machineFacts } from "./host/node-facts.js";
-import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volume-host.js";
-import { canonicalRootDir } from "./host/mounts.js";
-import { nodePodDirs } from "./host/pod-dirs.js";
+import { hostAppArmorEnabled, nodeVolumeHost } from "./host/volumes/volume-host.js";
+import { canonicalRootDir } from "./host/volumes/mounts.js";
+import { nodePodDirs } from "./host/volumes/pod-dirs.js";
 import { nodeHostIPs, nodeProbeNetwork } from "./host/probe-network.js";
-import { nodeDiskUsage } from "./host/disk-usage.js";
+import { nodeDiskUsage } from "./host/metrics/disk-usage.js";
 import { bytes } from "./pod/quantity.js";
 import { createProber, MemoryProbeStateStore, type ProbeStateStore } from "./prober/prober.js";
 import { startReconcileLoop } from "./pleg/loop.js";
 import { instrumentRuntime } from "./metrics/metrics.js";
-import { createPromMetrics } from "./host/metrics.js";
+import { createPromMetrics } from "./host/metrics/metrics.js";
 import { FileProbeStateStore } from "./state/probe-state.js";
 import { FileWorkloadStore } from "./state/workloads.js";
 import { createControllers } from "./controllers/run.js";
@@ -72,9 +72,9 @@ import { serviceNetworkFrom } from "./settings/services.js";
 import type { Service } from "./pod/workloads/service.js";
 import { servicesRefusalFor, startNodeDataplane } from "./services/node-dataplane.js";
 import { memoryServiceSource } from "./services/types.js";
-import { openFileLimit } from "./host/fd-limit.js";
-import { migrateClaimLayout } from "./host/claim-layout.js";
-import { startLogRotation } from "./host/container-log-rotation.js";
+import { openFileLimit } from "./host/serving/fd-limit.js";
+import { migrateClaimLayout } from "./host/volumes/claim-layout.js";
+import { startLogRotation } from "./host/logs/container-log-rotation.js";
 import { podClaims } from "./volumemanager/volumes.js";
 import { StreamBudget } from "./http/stream-budget.js";
 
@@ -360,7 +360,7 @@ export async function startNode(
     () => undefined,
     (e: StateUnavailableError) => e,
   );
-  // Claims moved once to <root>/volumes/pvc/<namespace>/<claim> (host/claim-layout.ts), before any pod syncs;
+  // Claims moved once to <root>/volumes/pvc/<namespace>/<claim> (host/volumes/claim-layout.ts), before any pod syncs;
   // which namespace an old claim belongs to is read from the stores just loaded.
   await migrateClaimLayout(
     nodeConfig.rootDir,
@@ -519,7 +519,7 @@ export async function startNode(
     onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
   });
   metrics?.setSource(loop);
-  // kubelet's container log manager: containerLogMaxSize / containerLogMaxFiles (host/container-log-rotation.ts).
+  // kubelet's container log manager: containerLogMaxSize / containerLogMaxFiles (host/logs/container-log-rotation.ts).
   const stopLogRotation = startLogRotation({
     cri,
     maxSize: s.PODSYNC_CONTAINER_LOG_MAX_SIZE,
@@ -646,7 +646,7 @@ export async function startNode(
   const resourceMetrics = async () => {
     const [{ createResourceSampler }, { readNodeUsage }] = await Promise.all([
       import("./stats/resource-metrics.js"),
-      import("./host/node-usage.js"),
+      import("./host/metrics/node-usage.js"),
     ]);
     return createResourceSampler({
       cri,

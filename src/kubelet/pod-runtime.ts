@@ -57,7 +57,7 @@ import { admitOnNode, PodAdmissionError } from "../lifecycle/node-admission.js";
 import { listClaims, removeClaim, type ClaimInfo } from "../volumemanager/claims.js";
 import type { HookNetwork } from "../lifecycle/handlers.js";
 import type { PodEviction } from "../status/api-status.js";
-import { hostAliasesUnsupported } from "../kuberuntime/etc-hosts.js";
+import { hostAliasesUnsupported } from "../kuberuntime/config/etc-hosts.js";
 
 export interface PodRuntimeOptions {
   node?: NodeConfig;
@@ -85,7 +85,7 @@ export interface PodRuntimeOptions {
   /** Node filesystem for volumes (hostPath type checks, tmpfs emptyDirs, claim directories); without it
    * (Workers) pods needing those are refused, naming the field. */
   volumeHost?: VolumeHost;
-  /** Node filesystem for configMap, secret, downwardAPI and projected volumes (src/host/volume-files.ts);
+  /** Node filesystem for configMap, secret, downwardAPI and projected volumes (src/host/volumes/volume-files.ts);
    * without it (Workers) pods with such volumes are refused, naming the field. */
   volumeFiles?: VolumeFiles;
   /** Connections from the node to its pods, for httpGet lifecycle hooks (the probes' client on Node);
