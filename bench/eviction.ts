@@ -19,9 +19,9 @@ import { startReconcileLoop } from "../src/pleg/loop.js";
 import { createRelister } from "../src/pleg/relist.js";
 import { evictionPass } from "../src/eviction/manager.js";
 import { writableLayers } from "../src/eviction/stats.js";
-import { nodeDiskUsage } from "../src/host/disk-usage.js";
-import { nodePodDirs } from "../src/host/pod-dirs.js";
-import { nodeVolumeHost } from "../src/host/volume-host.js";
+import { nodeDiskUsage } from "../src/host/metrics/disk-usage.js";
+import { nodePodDirs } from "../src/host/volumes/pod-dirs.js";
+import { nodeVolumeHost } from "../src/host/volumes/volume-host.js";
 import { Pod } from "../src/pod/schema.js";
 
 const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-eviction-bench";

@@ -6,7 +6,7 @@ import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod } from "../src/pod/schema.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { fnv1a32, goJSONString, hashContainer, kubeletHashInput, specHash } from "../src/container/hash.js";
-import { generateContainerConfig } from "../src/kuberuntime/config.js";
+import { generateContainerConfig } from "../src/kuberuntime/config/config.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { crashLoopBackOff, formatGoDuration } from "../src/container/backoff.js";
 import type { Container } from "../src/pod/schema.js";

@@ -2,15 +2,15 @@
 import { describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod, defaultPullPolicy, type PodInput } from "../src/pod/schema.js";
-import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config/config.js";
 import { defaultNodeConfig, type NodeConfig } from "../src/container/node-config.js";
 import { expand } from "../src/container/expansion.js";
-import { podDNS } from "../src/kuberuntime/dns.js";
+import { podDNS } from "../src/kuberuntime/config/dns.js";
 import { hostResolvConf } from "../src/settings/node.js";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { podQOS } from "../src/kuberuntime/resources.js";
+import { podQOS } from "../src/kuberuntime/config/resources.js";
 import { hashContainer } from "../src/container/hash.js";
 import { parseQuantity } from "../src/pod/quantity.js";
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { Harness, startStack, type Stack } from "./support/http.js";
 import type { NodeInfo } from "../src/lifecycle/predicates.js";
-import { nodeVolumeHost } from "../src/host/volume-host.js";
+import { nodeVolumeHost } from "../src/host/volumes/volume-host.js";
 
 const DIR = join(import.meta.dirname, "fixtures", "manifests");
 

@@ -21,7 +21,7 @@ import {
 } from "../src/auth/cri-policy.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { POLICY_LEVELS, type NodePolicy, type PolicyLevel, type Violation } from "../src/auth/policy.js";
-import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config/config.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { pod as schemaPod } from "./support/pods.js";

@@ -10,7 +10,7 @@ import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { connectGrpcWeb } from "../src/cri/grpc-web-transport.js";
 import type { CriError } from "../src/cri/errors.js";
-import { proxyLogFiles } from "../src/host/proxy-log-files.js";
+import { proxyLogFiles } from "../src/host/logs/proxy-log-files.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { pod, syncOnce } from "./support/pods.js";

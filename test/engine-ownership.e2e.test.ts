@@ -10,7 +10,7 @@ import { defaultNodeConfig } from "../src/container/node-config.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Harness } from "./support/http.js";
-import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";
+import { mountsUnder, nodePodDirs } from "../src/host/volumes/pod-dirs.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { uid } from "./support/pods.js";
 

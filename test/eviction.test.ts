@@ -361,7 +361,7 @@ describe("nodeDiskUsage", () => {
     const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync } = await import("node:fs");
     const { execFileSync } = await import("node:child_process");
     const { tmpdir } = await import("node:os");
-    const { nodeDiskUsage } = await import("../src/host/disk-usage.js");
+    const { nodeDiskUsage } = await import("../src/host/metrics/disk-usage.js");
     const dir = mkdtempSync(`${tmpdir()}/podsync-du-`);
     mkdirSync(`${dir}/a/b`, { recursive: true });
     writeFileSync(`${dir}/a/f`, Buffer.alloc(300_000, 7));

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { PolicySettings, nodePolicy } from "../src/auth/policy.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { checkRunPodSandbox, podsyncInternalMount } from "../src/auth/cri-policy.js";
-import { generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { generatePodSandboxConfig } from "../src/kuberuntime/config/config.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { RunPodSandboxRequestSchema } from "../src/gen/runtime/v1/api_pb.js";
 import { validatePod } from "../src/pod/validate.js";

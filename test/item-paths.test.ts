@@ -11,7 +11,7 @@ import { cleanItemPath } from "../src/pod/sources.js";
 import { volumePayloads } from "../src/volumemanager/object-volumes.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { errorsOf } from "./support/pods.js";
-import { nodeVolumeFiles } from "../src/host/volume-files.js";
+import { nodeVolumeFiles } from "../src/host/volumes/volume-files.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-itempaths-"));
 afterAll(() => nodeVolumeFiles.removeAll(root));

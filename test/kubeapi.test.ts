@@ -8,7 +8,7 @@ import { RvClock, WatchHub } from "../src/kubeapi/watch-hub.js";
 import { KubeStatusError } from "../src/kubeapi/status.js";
 import { podCells } from "../src/kubeapi/table.js";
 import { EventRecorder, eventsFromSteps } from "../src/kubeapi/events.js";
-import { selfSignedCert } from "../src/host/serving-cert.js";
+import { selfSignedCert } from "../src/host/serving/serving-cert.js";
 import { createKubeApi } from "../src/kubeapi/routes.js";
 import { nodeObject, type V1Node } from "../src/kubeapi/node-object.js";
 import { createPodFeed } from "../src/kubeapi/pod-feed.js";

@@ -12,7 +12,7 @@ import token from "../src/cli/commands/token.js";
 import type { Command } from "../src/cli/command.js";
 import { createCtx } from "../src/cli/client.js";
 import { generateSigningKey } from "../src/auth/keys.js";
-import { selfSignedCert } from "../src/host/serving-cert.js";
+import { selfSignedCert } from "../src/host/serving/serving-cert.js";
 import { createVerifier } from "../src/auth/verify.js";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import { verifyReadToken } from "../src/auth/read-token.js";

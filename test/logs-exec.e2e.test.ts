@@ -9,7 +9,7 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
-import { nodeLogFiles } from "../src/host/log-files.js";
+import { nodeLogFiles } from "../src/host/logs/log-files.js";
 import { exportJWK } from "jose";
 import { Harness, ISSUER } from "./support/http.js";
 import { uid } from "./support/pods.js";

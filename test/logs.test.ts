@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { fixedNanoTime, parseCRILogRecord } from "../src/logs/cri-log-format.js";
 import { readLogs, tailStart, type LogOptions } from "../src/logs/read-logs.js";
 import type { LogFiles, LogHandle } from "../src/logs/log-files.js";
-import { nodeLogFiles } from "../src/host/log-files.js";
+import { nodeLogFiles } from "../src/host/logs/log-files.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

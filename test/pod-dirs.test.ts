@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";
+import { mountsUnder, nodePodDirs } from "../src/host/volumes/pod-dirs.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import type { PodDirs } from "../src/volumemanager/pod-dirs.js";
 import { Harness } from "./support/http.js";

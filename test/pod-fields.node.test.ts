@@ -5,7 +5,7 @@ import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod } from "../src/pod/schema.js";
 import { validatePod } from "../src/pod/validate.js";
-import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config/config.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { expandSubPathExpr } from "../src/container/expansion.js";
 import { podActionsAt } from "../src/kuberuntime/compute-actions.js";
@@ -174,7 +174,7 @@ describe("activeDeadlineSeconds (kubelet's activeDeadlineHandler)", () => {
 
 describe("hostAliases and the kubelet-managed /etc/hosts", () => {
   it("managedHostsFileContent and nodeHostsFileContent, byte for byte", async () => {
-    const { managedHostsFileContent, nodeHostsFileContent } = await import("../src/kuberuntime/etc-hosts.js");
+    const { managedHostsFileContent, nodeHostsFileContent } = await import("../src/kuberuntime/config/etc-hosts.js");
     const aliases = [{ ip: "10.1.2.3", hostnames: ["a", "b"] }];
     expect(managedHostsFileContent(["10.0.0.5"], "web", "", undefined)).toBe(
       "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n10.0.0.5\tweb\n",

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
 import { POLICY_LEVELS, type NodePolicy, type PolicyLevel } from "../src/auth/policy.js";
-import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config/config.js";
 import { defaultNodeConfig, type NodeConfig } from "../src/container/node-config.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import type { TerminationMessageFiles } from "../src/kuberuntime/termination-message.js";

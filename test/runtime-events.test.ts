@@ -12,7 +12,7 @@ import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoop } from "../src/pleg/loop.js";
 import type { NodeMetrics } from "../src/metrics/metrics.js";
-import { createPromMetrics } from "../src/host/metrics.js";
+import { createPromMetrics } from "../src/host/metrics/metrics.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { pod } from "./support/pods.js";
 import { until } from "./support/wait.js";

@@ -11,8 +11,8 @@ import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { createPodRuntime, type PodRuntime } from "../src/kubelet/pod-runtime.js";
 import { evaluatePodSecurity } from "../src/auth/pod-security.js";
-import { nodeVolumeHost } from "../src/host/volume-host.js";
-import { nodePodDirs } from "../src/host/pod-dirs.js";
+import { nodeVolumeHost } from "../src/host/volumes/volume-host.js";
+import { nodePodDirs } from "../src/host/volumes/pod-dirs.js";
 import type { Pod } from "../src/pod/schema.js";
 import { pod, uid } from "./support/pods.js";
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { fieldErrors } from "../src/pod/validate.js";
-import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config.js";
+import { generateContainerConfig, generatePodSandboxConfig } from "../src/kuberuntime/config/config.js";
 import { defaultNodeConfig, type NodeConfig } from "../src/container/node-config.js";
 import { admitOnNode, sysctlDots, unsafeSysctlPatternError } from "../src/lifecycle/node-admission.js";
 import {
@@ -518,7 +518,7 @@ describe("volumes through the engine on the in-process runtime", () => {
 
   it("a tmpfs emptyDir is mounted before the sandbox, not again once converged, and goes with the pod dir on DELETE", async () => {
     const { host, mounted } = recordingHost();
-    // DELETE's pod-dir removal unmounts what is mounted under the pod dir (src/host/pod-dirs.ts).
+    // DELETE's pod-dir removal unmounts what is mounted under the pod dir (src/host/volumes/pod-dirs.ts).
     const removed: string[] = [];
     const podDirs = {
       removeTree: async (dir: string) =>
@@ -615,7 +615,7 @@ describe("nodeVolumeHost: kubelet's checkType on this machine's filesystem", () 
     const { mkdtempSync, writeFileSync, statSync, rmSync } = await import("node:fs");
     const { createServer } = await import("node:net");
     const { tmpdir } = await import("node:os");
-    const { nodeVolumeHost } = await import("../src/host/volume-host.js");
+    const { nodeVolumeHost } = await import("../src/host/volumes/volume-host.js");
     const dir = mkdtempSync(`${tmpdir()}/podsync-hostpath-`);
     const file = `${dir}/file`;
     writeFileSync(file, "x");

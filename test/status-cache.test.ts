@@ -6,7 +6,7 @@ import { MAX_AGE_MS, PodStatusCache, QUIET_MS } from "../src/container/cache.js"
 import type { ContainerState, ContainerStatus, PodStatus } from "../src/container/types.js";
 import { PodSandboxState, PodSandboxStatusSchema } from "../src/gen/runtime/v1/api_pb.js";
 import { useFakeCri } from "./support/fake-cri-suite.js";
-import { createPromMetrics } from "../src/host/metrics.js";
+import { createPromMetrics } from "../src/host/metrics/metrics.js";
 import { startNode } from "../src/node.js";
 import { until } from "./support/wait.js";
 import { mkdtempSync, readFileSync } from "node:fs";

@@ -13,7 +13,7 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import type { Running } from "../src/node.js";
 import { until } from "./support/wait.js";
 import { StreamBudget } from "../src/http/stream-budget.js";
-import { openFileLimit } from "../src/host/fd-limit.js";
+import { openFileLimit } from "../src/host/serving/fd-limit.js";
 import { uid } from "./support/pods.js";
 
 const endpoint = inject("criEndpoint");

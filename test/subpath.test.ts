@@ -14,7 +14,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { mountsUnder, nodePodDirs } from "../src/host/pod-dirs.js";
+import { mountsUnder, nodePodDirs } from "../src/host/volumes/pod-dirs.js";
 import { SubPathError } from "../src/volumemanager/subpath.js";
 import type { SubPathBind } from "../src/volumemanager/pod-dirs.js";
 import { startStack } from "./support/http.js";

@@ -1,11 +1,11 @@
-// The node's volume writer (src/host/volume-files.ts) on this machine's filesystem: kubelet's AtomicWriter
+// The node's volume writer (src/host/volumes/volume-files.ts) on this machine's filesystem: kubelet's AtomicWriter
 // layout, modes, no-op on an unchanged payload, the ..data swap on a change, a tmpfs for secret volumes (root),
 // and removal that unmounts first. Needs root (to mount), as the e2e suites do.
 import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, statSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createNodeVolumeFiles, nodeVolumeFiles } from "../src/host/volume-files.js";
+import { createNodeVolumeFiles, nodeVolumeFiles } from "../src/host/volumes/volume-files.js";
 import type { VolumeFile, VolumePayload } from "../src/volumemanager/object-volumes.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-volfiles-"));

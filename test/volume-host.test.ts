@@ -16,9 +16,9 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { canonicalRootDir } from "../src/host/mounts.js";
-import { mountsUnder, nodePodDirs, unmountAllUnder } from "../src/host/pod-dirs.js";
-import { nodeVolumeHost } from "../src/host/volume-host.js";
+import { canonicalRootDir } from "../src/host/volumes/mounts.js";
+import { mountsUnder, nodePodDirs, unmountAllUnder } from "../src/host/volumes/pod-dirs.js";
+import { nodeVolumeHost } from "../src/host/volumes/volume-host.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-volhost-"));
 afterAll(async () => {

@@ -9,8 +9,8 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { createPodRuntime, type PodRuntime } from "../src/kubelet/pod-runtime.js";
-import { nodeVolumeFiles } from "../src/host/volume-files.js";
-import { nodePodDirs } from "../src/host/pod-dirs.js";
+import { nodeVolumeFiles } from "../src/host/volumes/volume-files.js";
+import { nodePodDirs } from "../src/host/volumes/pod-dirs.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { nodeVolumeHost } from "../src/host/volume-host.js";
+import { nodeVolumeHost } from "../src/host/volumes/volume-host.js";
 import type { DesiredPod } from "../src/pleg/desired-state.js";
 import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER } from "./support/http.js";

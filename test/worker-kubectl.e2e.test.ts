@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startProxy, type RunningProxy } from "../src/proxy/cri-proxy.js";
-import { loadOrMakeServingCert } from "../src/host/serving-cert.js";
+import { loadOrMakeServingCert } from "../src/host/serving/serving-cert.js";
 import { generateSigningKey } from "../src/auth/keys.js";
 import { Harness, ISSUER, makeKey } from "./support/http.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";

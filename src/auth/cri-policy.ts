@@ -1,6 +1,6 @@
 // The node policy enforced on CRI requests (for cri-proxy): a caller holding the proxy's token must not get
 // more than a signed pod could. Each Pod Security Standards rule is checked on the CRI fields the kubelet
-// (and podsync's src/kuberuntime/config.ts) produces from the pod field it restricts, with the same rule ids
+// (and podsync's src/kuberuntime/config/config.ts) produces from the pod field it restricts, with the same rule ids
 // and the same allowed values (pss-rules.ts). Rules with no CRI counterpart (probe hosts: the kubelet runs
 // probes) are not checked here. A few podsync rules cover what only a raw CRI caller can ask for: devices,
 // bidirectional mount propagation, another container's PID namespace, log paths outside the pod logs dir.
@@ -29,7 +29,7 @@ import {
   type SecurityProfile,
   type SELinuxOption,
 } from "../gen/runtime/v1/api_pb.js";
-import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "../kuberuntime/security.js";
+import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from "../kuberuntime/config/security.js";
 import { claimsDir } from "../volumemanager/volumes.js";
 import { isUnderAny, isUnderPrefix, normalizeHostPath } from "./host-path.js";
 import { checksFor } from "./pod-security.js";

@@ -1,7 +1,7 @@
 // The stats pass behind local storage eviction, as kubelet's summary provider feeds its eviction manager:
 // one CRI ListContainerStats for the pod's containers (each running instance's writable layer), and the disk
 // use of its log directory per container, its disk emptyDirs and its hosts file, measured on the node
-// (DiskUsage: src/host/disk-usage.ts). Only pods that declare a limit are measured. The emptyDirs' use comes
+// (DiskUsage: src/host/metrics/disk-usage.ts). Only pods that declare a limit are measured. The emptyDirs' use comes
 // from the volume stats cache (volume-stats.ts: kubelet's fsResourceAnalyzer), measured once per aggregation
 // period; the logs and hosts file are measured on every pass, as kubelet's host stats provider does.
 import type { CriClient } from "../cri/client.js";
@@ -9,8 +9,8 @@ import type { Pod } from "../pod/schema.js";
 import type { NodeConfig } from "../container/node-config.js";
 import type { PodStatus } from "../container/types.js";
 import { KUBERNETES_MANAGED_LABEL, MANAGED_BY } from "../container/labels.js";
-import { podLogsDirectory } from "../kuberuntime/config.js";
-import { etcHostsFile } from "../kuberuntime/etc-hosts.js";
+import { podLogsDirectory } from "../kuberuntime/config/config.js";
+import { etcHostsFile } from "../kuberuntime/config/etc-hosts.js";
 import { emptyDirPath } from "../volumemanager/volumes.js";
 import { diskEmptyDirs, type PodStorageUsage } from "./local-storage.js";
 import type { VolumeStatsCache } from "./volume-stats.js";

@@ -1,3 +1,6 @@
+// Package host/ — the Node entry's adapters behind the agent's ports, one folder per concern (volumes/, serving/,
+// metrics/, logs/; here: the machine's facts, probes' network). Imports layers below; never HTTP, state/ or an entry.
+//
 // What the node's v1.Node says about the machine that CRI does not: kubelet's nodeInfo sources (the kernel
 // release, /etc/os-release's PRETTY_NAME, /etc/machine-id, the boot id). Read once at start-up.
 import { readFileSync } from "node:fs";

@@ -6,7 +6,7 @@ import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
 import type { AuthConfigSchema, PodSandboxConfig } from "../gen/runtime/v1/api_pb.js";
 import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, formatGoDuration, type PullBackOffStore } from "../container/backoff.js";
-import type { ImageUser } from "./security.js";
+import type { ImageUser } from "./config/security.js";
 import { StepError } from "../container/steps.js";
 
 /** The registry host an image reference names (docker's reference normalisation). */

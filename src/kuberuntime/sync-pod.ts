@@ -26,9 +26,9 @@ import type { Container, Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
 import { errorMessage } from "../cri/errors.js";
 import { computePodActions } from "./compute-actions.js";
-import { generateContainerConfig, generatePodSandboxConfig, podHostnameAndDomain } from "./config.js";
+import { generateContainerConfig, generatePodSandboxConfig, podHostnameAndDomain } from "./config/config.js";
 import { defaultNodeConfig, type NodeConfig } from "../container/node-config.js";
-import { needsImageUser, verifyRunAsNonRoot } from "./security.js";
+import { needsImageUser, verifyRunAsNonRoot } from "./config/security.js";
 import { findContainerStatusByName, type MadeObjects } from "./pod-status.js";
 import { CONTAINER_BACKOFF_STREAK_ANNOTATION } from "../container/labels.js";
 import { crashLoopBackOff, formatGoDuration, MemoryPullBackOff, type PullBackOffStore } from "../container/backoff.js";
@@ -42,7 +42,7 @@ import {
   managedHostsFileContent,
   mountsEtcHosts,
   nodeHostsFileContent,
-} from "./etc-hosts.js";
+} from "./config/etc-hosts.js";
 import { isRestartableInitContainer } from "../pod/schema.js";
 import { collectGarbage } from "./gc.js";
 import { StepError, Steps } from "../container/steps.js";

@@ -3,7 +3,7 @@
 //
 // The engine's metrics port: what the node agent reports (syncs, CRI calls, relists, pods by phase, the
 // loop's restarts, the desired set's generation). The engine only calls these methods; the Node entry
-// implements them with prom-client (src/host/metrics.ts) and serves them at GET /metrics. Workers pass none.
+// implements them with prom-client (src/host/metrics/metrics.ts) and serves them at GET /metrics. Workers pass none.
 import type { PodPhase } from "../status/api-status.js";
 import { SupersededError, type PodRuntime } from "../kubelet/pod-runtime.js";
 import type { PodStatusCacheStats } from "../container/cache.js";

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { nodePolicy, policySettingsShape } from "../auth/policy.js";
-import { canonicalRootDir } from "../host/mounts.js";
+import { canonicalRootDir } from "../host/volumes/mounts.js";
 import { commonSettings } from "../settings/common.js";
 import { startProxy, splitHostPort } from "./cri-proxy.js";
 

@@ -28,7 +28,7 @@ import { podSandboxChanged, shouldContainerBeRestarted } from "../kuberuntime/co
 import { withoutCredentials } from "../kuberuntime/images.js";
 import { formatPod } from "../kuberuntime/kill.js";
 import { nsToMs, sortPodIPs } from "../kuberuntime/pod-status.js";
-import { podQOS, type QOSClass } from "../kuberuntime/resources.js";
+import { podQOS, type QOSClass } from "../kuberuntime/config/resources.js";
 import type { ContainerStatus, PodStatus } from "../container/types.js";
 import {
   DEADLINE_EXCEEDED_MESSAGE,

@@ -1,7 +1,7 @@
 // configMap, secret, downwardAPI and projected volumes: what their files hold (pure, kubelet's MakePayload
 // for each plugin in pkg/volume/{configmap,secret,downwardapi,projected}), where they live (kubelet's
 // layout: <rootDir>/pods/<uid>/volumes/<plugin>/<name>), and the port the node's filesystem implements
-// (src/host/volume-files.ts: kubelet's AtomicWriter, a tmpfs for secret and projected volumes as kubelet
+// (src/host/volumes/volume-files.ts: kubelet's AtomicWriter, a tmpfs for secret and projected volumes as kubelet
 // mounts them, so secret data never reaches the node's disk).
 import type { Container, Pod, Volume } from "../pod/schema.js";
 import { configMapKeys, configMapValue, type PodObjects } from "../pod/objects.js";
@@ -33,7 +33,7 @@ export interface VolumePayload {
   fsGroup?: number | undefined;
 }
 
-/** The node's filesystem for these volumes (Node: src/host/volume-files.ts; Workers have none). */
+/** The node's filesystem for these volumes (Node: src/host/volumes/volume-files.ts; Workers have none). */
 export interface VolumeFiles {
   /** Make `dir` hold exactly `files`, atomically (a reader sees the old set or the new, never a mix), and
    * leave it untouched when nothing changed (then false). A tmpfs volume is mounted first when it is not yet. */

@@ -3,7 +3,7 @@
 // containers are gone, as kubelet's cleanupOrphanedPodDirs (pod dir, after podVolumesExist says nothing is
 // mounted) and its container GC's log-directory eviction do (kubelet_pods.go, kuberuntime_gc.go).
 //
-// The node filesystem sits behind PodDirs (src/host/pod-dirs.ts on Node), which also makes subPath binds
+// The node filesystem sits behind PodDirs (src/host/volumes/pod-dirs.ts on Node), which also makes subPath binds
 // (subpath.ts). A deployment without it (Workers) leaves both directories on the node and refuses subPath.
 import type { NodeConfig } from "../container/node-config.js";
 import type { PodStatus } from "../container/types.js";

@@ -5,7 +5,7 @@
 // of the pod to be mounted, then starts the sandbox): hostPath type checks (pkg/volume/hostpath/host_path.go
 // checkType), emptyDir directories and tmpfs mounts (pkg/volume/emptydir/empty_dir.go), and, podsync's own
 // in the manner of `podman kube play`, persistentVolumeClaims as node-local directories that outlive pods.
-// The engine decides; the node's filesystem is behind VolumeHost (src/host/volume-host.ts on Node). A
+// The engine decides; the node's filesystem is behind VolumeHost (src/host/volumes/volume-host.ts on Node). A
 // deployment without one (Workers, which reach the node only through CRI) refuses the volumes that need it.
 // A tmpfs emptyDir is unmounted by DELETE's removal of the pod dir (pod-dirs.ts: nothing mounted under it is
 // left, as kubelet removes an orphaned pod dir only once its volumes are unmounted).

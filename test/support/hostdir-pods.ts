@@ -14,12 +14,12 @@ import { startReconcileLoop, type ReconcileLoop } from "../../src/pleg/loop.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { MemoryPodLock } from "../../src/kuberuntime/pod-lock.js";
 import type { V1Pod } from "../../src/status/api-status.js";
-import { nodeLogFiles } from "../../src/host/log-files.js";
-import { nodeTerminationFiles } from "../../src/host/termination-files.js";
-import { nodePodDirs } from "../../src/host/pod-dirs.js";
+import { nodeLogFiles } from "../../src/host/logs/log-files.js";
+import { nodeTerminationFiles } from "../../src/host/volumes/termination-files.js";
+import { nodePodDirs } from "../../src/host/volumes/pod-dirs.js";
 import { nodeProbeNetwork } from "../../src/host/probe-network.js";
-import { nodeVolumeHost } from "../../src/host/volume-host.js";
-import { nodeDiskUsage } from "../../src/host/disk-usage.js";
+import { nodeVolumeHost } from "../../src/host/volumes/volume-host.js";
+import { nodeDiskUsage } from "../../src/host/metrics/disk-usage.js";
 import { Harness } from "./http.js";
 import { uid } from "./pods.js";
 

@@ -1,10 +1,10 @@
-// Package host/ — the Node entry's node I/O behind the engine's interfaces: files, mounts, subPath binds, probes' network, metrics.
-// Implements interfaces defined below it; imported only by entry points.
+// Package host/volumes/ — the pod's files on this node: volumes (hostPath, emptyDir, object volumes, claims),
+// the pod's directories, subPath binds, mounts, termination files. Imports layers below; never agent, HTTP or entry.
 //
 // VolumeHost on this node's own filesystem (the Node entry): kubelet's hostPath type checks
 // (pkg/volume/hostpath/host_path.go: checkType, makeDir 0755, makeFile 0644), tmpfs mounts with mount(8)
 // as kubelet's mounter does (`mount -t tmpfs -o size=<bytes> tmpfs <dir>`; DELETE's pod-dir removal unmounts
-// them, src/host/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
+// them, src/host/volumes/pod-dirs.ts), and the claim directories. Needs root, as kubelet does.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { chmod, mkdir, open, readdir, realpath, stat } from "node:fs/promises";
@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { nodePodDirs } from "./pod-dirs.js";
 import { mountTable } from "./mounts.js";
 import { setVolumeOwnership } from "./volume-ownership.js";
-import { HostPathTypeError, type HostPathType, type VolumeHost } from "../volumemanager/volumes.js";
+import { HostPathTypeError, type HostPathType, type VolumeHost } from "../../volumemanager/volumes.js";
 
 const run = promisify(execFile);
 

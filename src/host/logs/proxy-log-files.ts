@@ -2,7 +2,7 @@
 // serves stat and bounded range reads of files under the node's pod log directory. Unlike the Node
 // handle, this one cannot drain a file after it was rotated away (the proxy answers 409 for it): a follow
 // that meets a rotation goes on with the new file and may miss the old one's last bytes.
-import type { LogFiles, LogHandle } from "../logs/log-files.js";
+import type { LogFiles, LogHandle } from "../../logs/log-files.js";
 
 export interface ProxyLogOptions {
   /** The proxy's gRPC-Web base URL (the same one the CRI transport uses). */

@@ -21,7 +21,7 @@ import {
 } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
-import type { PodDirs } from "../volumemanager/pod-dirs.js";
+import type { PodDirs } from "../../volumemanager/pod-dirs.js";
 import { at, NOFOLLOW } from "./fd-paths.js";
 import { mountsUnder } from "./mounts.js";
 import { bindSubPath } from "./subpath.js";

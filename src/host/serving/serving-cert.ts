@@ -1,3 +1,6 @@
+// Package host/serving/ — what the Node server needs of the machine: its TLS certificate, one port for http and
+// https, the open-file limit. Imports only node: modules and layers below; never agent, HTTP or entry points.
+//
 // The Node server's TLS serving certificate when the owner gives none: a self-signed one kept in the state
 // directory, as kubelet makes one in its cert dir when --tls-cert-file is unset (pkg/kubelet/kubelet.go,
 // client-go's cert.GenerateSelfSignedCertKey). It is made with node:crypto alone: a P-256 key, and the

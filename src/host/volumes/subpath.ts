@@ -11,8 +11,8 @@ import { at, NOFOLLOW } from "./fd-paths.js";
 import { chmod, lstat, mkdir, open, readlink, realpath, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
-import { SubPathError } from "../volumemanager/subpath.js";
-import type { SubPathBind } from "../volumemanager/pod-dirs.js";
+import { SubPathError } from "../../volumemanager/subpath.js";
+import type { SubPathBind } from "../../volumemanager/pod-dirs.js";
 import { mountsUnder } from "./mounts.js";
 
 const run = promisify(execFile);

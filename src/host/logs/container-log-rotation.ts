@@ -10,10 +10,10 @@ import { readdir, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
-import type { CriClient } from "../cri/client.js";
-import { ContainerState } from "../gen/runtime/v1/api_pb.js";
-import { KUBERNETES_MANAGED_LABEL, MANAGED_BY } from "../container/labels.js";
-import { COMPRESS_SUFFIX, planRotation, rotationTimestamp, TMP_SUFFIX } from "../logs/rotation.js";
+import type { CriClient } from "../../cri/client.js";
+import { ContainerState } from "../../gen/runtime/v1/api_pb.js";
+import { KUBERNETES_MANAGED_LABEL, MANAGED_BY } from "../../container/labels.js";
+import { COMPRESS_SUFFIX, planRotation, rotationTimestamp, TMP_SUFFIX } from "../../logs/rotation.js";
 
 export interface LogRotationOptions {
   cri: Pick<CriClient, "listContainers" | "containerStatus" | "reopenContainerLog">;

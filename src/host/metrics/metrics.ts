@@ -1,10 +1,13 @@
+// Package host/metrics/ — measurements on this node: prom-client's /metrics, the node's CPU and memory, disk usage.
+// Implements metrics/'s and eviction/'s ports; imports layers below; never HTTP, state/ or an entry point.
+//
 // The node agent's metrics with prom-client (Node only: prom-client needs Node's process and perf APIs, so it
 // stays out of the Worker bundle, which serves no /metrics). Implements the engine's NodeMetrics port on a
 // registry of its own, plus prom-client's default process metrics (CPU, memory, event-loop lag).
 import { createRequire } from "node:module";
 import type * as PromClient from "prom-client";
-import type { MetricsSource, NodeMetrics } from "../metrics/metrics.js";
-import type { PodStatusCacheStats } from "../container/cache.js";
+import type { MetricsSource, NodeMetrics } from "../../metrics/metrics.js";
+import type { PodStatusCacheStats } from "../../container/cache.js";
 
 export interface PromMetrics extends NodeMetrics {
   /** The Prometheus text exposition. */

@@ -1,10 +1,10 @@
 // Container resources as Linux cgroup settings, and the QoS class and OOM score that follow from them
 // (pkg/kubelet/cm/helpers_linux.go, pkg/kubelet/qos).
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Container, Pod } from "../pod/schema.js";
-import { bytes, milliCPU } from "../pod/quantity.js";
-import type { LinuxContainerResourcesSchema } from "../gen/runtime/v1/api_pb.js";
-import type { NodeConfig } from "../container/node-config.js";
+import type { Container, Pod } from "../../pod/schema.js";
+import { bytes, milliCPU } from "../../pod/quantity.js";
+import type { LinuxContainerResourcesSchema } from "../../gen/runtime/v1/api_pb.js";
+import type { NodeConfig } from "../../container/node-config.js";
 
 const MIN_SHARES = 2;
 const QUOTA_PERIOD = 100_000;

@@ -7,9 +7,9 @@ import {
   SecurityProfile_ProfileType,
   type SecurityProfileSchema,
   type SELinuxOptionSchema,
-} from "../gen/runtime/v1/api_pb.js";
-import type { Container, Pod } from "../pod/schema.js";
-import type { NodeConfig } from "../container/node-config.js";
+} from "../../gen/runtime/v1/api_pb.js";
+import type { Container, Pod } from "../../pod/schema.js";
+import type { NodeConfig } from "../../container/node-config.js";
 
 type Profile = MessageInitShape<typeof SecurityProfileSchema>;
 type ProfileField = { type: "RuntimeDefault" | "Localhost" | "Unconfined"; localhostProfile?: string | undefined };

@@ -5,8 +5,8 @@
 // finds the marker and no pvc.v1 does nothing. Every move is logged.
 import { existsSync } from "node:fs";
 import { mkdir, open, readdir, rename, rmdir, writeFile } from "node:fs/promises";
-import { claimsDir } from "../volumemanager/volumes.js";
-import { planClaimMigration, type ClaimNamespaces } from "../volumemanager/claim-migration.js";
+import { claimsDir } from "../../volumemanager/volumes.js";
+import { planClaimMigration, type ClaimNamespaces } from "../../volumemanager/claim-migration.js";
 
 export const LAYOUT_MARKER = ".layout";
 export const UNASSIGNED = ".unassigned";

@@ -27,7 +27,7 @@ import {
 } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
-import type { VolumeFiles, VolumePayload } from "../volumemanager/object-volumes.js";
+import type { VolumeFiles, VolumePayload } from "../../volumemanager/object-volumes.js";
 import { unmountAllUnder } from "./pod-dirs.js";
 
 const run = promisify(execFile);

@@ -1,3 +1,6 @@
+// Package kuberuntime/config/ — a pod's CRI sandbox and container config: mounts, env, DNS, /etc/hosts, security,
+// resources. Imports container/, volumemanager/, lifecycle/ and below; never the rest of kuberuntime/ or status/.
+//
 // PodSpec → PodSandboxConfig / ContainerConfig, the way kubelet's generatePodSandboxConfig and
 // generateContainerConfig build them (kuberuntime_sandbox.go, kuberuntime_container.go, labels.go).
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
@@ -11,15 +14,15 @@ import {
   MountPropagation,
   type Mount,
   type MountSchema,
-} from "../gen/runtime/v1/api_pb.js";
-import type { Container, Pod } from "../pod/schema.js";
-import { hashContainer, specHash } from "../container/hash.js";
-import * as L from "../container/labels.js";
-import type { NodeConfig } from "../container/node-config.js";
+} from "../../gen/runtime/v1/api_pb.js";
+import type { Container, Pod } from "../../pod/schema.js";
+import { hashContainer, specHash } from "../../container/hash.js";
+import * as L from "../../container/labels.js";
+import type { NodeConfig } from "../../container/node-config.js";
 import { podDNS } from "./dns.js";
-import { containerEnv, expand, toKeyValues, type EnvResolver } from "../container/expansion.js";
-import { filePlugin } from "../volumemanager/object-volumes.js";
-import { usesEnvSources } from "../container/env-sources.js";
+import { containerEnv, expand, toKeyValues, type EnvResolver } from "../../container/expansion.js";
+import { filePlugin } from "../../volumemanager/object-volumes.js";
+import { usesEnvSources } from "../../container/env-sources.js";
 import { linuxResources } from "./resources.js";
 import {
   DEFAULT_MASKED_PATHS,
@@ -28,9 +31,9 @@ import {
   seccompProfile,
   seLinuxOptions,
 } from "./security.js";
-import { canonicalCapability } from "../pod/capabilities.js";
-import { volumeHostPath } from "../volumemanager/volumes.js";
-import { sysctlDots } from "../lifecycle/node-admission.js";
+import { canonicalCapability } from "../../pod/capabilities.js";
+import { volumeHostPath } from "../../volumemanager/volumes.js";
+import { sysctlDots } from "../../lifecycle/node-admission.js";
 
 /** BuildPodLogsDirectory */
 export function podLogsDirectory(node: NodeConfig, pod: Pod): string {

@@ -5,9 +5,9 @@
 // (and FQDN when it has a subdomain), then its hostAliases; a hostNetwork pod gets the node's /etc/hosts and
 // its hostAliases. Without the node filesystem (Workers) the runtime's own file stays (containerd copies the
 // node's), and hostAliases are refused.
-import type { Container, Pod } from "../pod/schema.js";
-import type { FieldError } from "../pod/validate.js";
-import { podDir } from "../volumemanager/pod-dirs.js";
+import type { Container, Pod } from "../../pod/schema.js";
+import type { FieldError } from "../../pod/validate.js";
+import { podDir } from "../../volumemanager/pod-dirs.js";
 
 export const ETC_HOSTS_PATH = "/etc/hosts";
 const MANAGED_HOSTS_HEADER = "# Kubernetes-managed hosts file.\n";

@@ -1,6 +1,6 @@
 // kubelet's GetPodDNS (pkg/kubelet/network/dns/dns.go): the resolver config a sandbox gets for its dnsPolicy.
-import type { Pod } from "../pod/schema.js";
-import type { NodeConfig } from "../container/node-config.js";
+import type { Pod } from "../../pod/schema.js";
+import type { NodeConfig } from "../../container/node-config.js";
 
 /** validation.MaxDNSNameservers, and the ExpandedDNSConfig limits (GA): MaxDNSSearchPathsExpanded,
  * MaxDNSSearchListCharsExpanded; a search path longer than DNS1123SubdomainMaxLength is dropped. */

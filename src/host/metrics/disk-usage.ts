@@ -8,7 +8,7 @@
 // skipped.
 import { lstatSync, readdirSync } from "node:fs";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import type { DiskUsage } from "../eviction/stats.js";
+import type { DiskUsage } from "../../eviction/stats.js";
 
 /** Entries walked between two yields to the event loop. */
 const WALK_BATCH = 256;

@@ -3,7 +3,7 @@
 // so a container running as any user can write its message.
 import { chmod, mkdir, open, writeFile } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
-import type { TerminationMessageFiles } from "../kuberuntime/termination-message.js";
+import type { TerminationMessageFiles } from "../../kuberuntime/termination-message.js";
 
 export const nodeTerminationFiles: TerminationMessageFiles = {
   async create(dir) {

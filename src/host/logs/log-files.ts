@@ -1,7 +1,10 @@
+// Package host/logs/ — container log files: read on this node or through cri-proxy, and rotated (log manager).
+// Implements logs/'s LogFiles port; imports cri/ and logs/ below it; never agent, HTTP or entry points.
+//
 // Container log files on this node's own filesystem (the Node entry). The handle keeps its file open, so
 // a rotation (rename + new file at the path) lets the reader drain the old file before it moves on.
 import { open, stat } from "node:fs/promises";
-import type { LogFiles, LogHandle } from "../logs/log-files.js";
+import type { LogFiles, LogHandle } from "../../logs/log-files.js";
 
 const idOf = (s: { dev: number; ino: number }) => `${s.dev}:${s.ino}`;
 

@@ -1,0 +1,37 @@
+// Pull mode (PODSYNC_FLEET_URL): the fleet's desired sets come in through the node's own PUT (docs/fleet.md).
+// Undefined without the setting; a bad fleet setting is a settings error, said in one line.
+import { cpus, totalmem } from "node:os";
+import type { VerifierOptions } from "../auth/verify.js";
+import type { AppOptions } from "../http/app.js";
+import { FleetSettingsError, startFleetLink } from "../http/fleet/node-link.js";
+import type { WatchHub } from "../kubeapi/watch-hub.js";
+import type { DesiredState } from "../pleg/desired-state.js";
+import { SettingsError, type Settings } from "../settings/node.js";
+import type { V1Pod } from "../status/api-status.js";
+import { jsonLog, podsyncVersion } from "./config.js";
+
+export interface NodeFleetDeps {
+  env: Record<string, string | undefined>;
+  stateDir: string;
+  app: AppOptions;
+  verifier: Omit<VerifierOptions, "replay">;
+  desired: DesiredState;
+  podsHub: WatchHub<V1Pod>;
+}
+
+export function startNodeFleet(s: Settings, d: NodeFleetDeps, quiet: boolean) {
+  return startFleetLink({
+    env: d.env,
+    nodeName: s.PODSYNC_NODE_NAME,
+    stateDir: d.stateDir,
+    version: podsyncVersion(),
+    capacity: { cpu: String(cpus().length), memory: String(totalmem()), arch: process.arch },
+    app: d.app,
+    verifier: d.verifier,
+    desired: d.desired,
+    pods: () => d.podsHub.list(),
+    log: jsonLog(quiet),
+  }).catch((e: unknown) => {
+    throw e instanceof FleetSettingsError ? new SettingsError(e.message) : e;
+  });
+}

@@ -1,0 +1,65 @@
+// The node's Services: the data plane (PODSYNC_SERVICE_DATAPLANE: the nftables proxier and the cluster DNS) and
+// the Service model (src/services/source.ts) that the data plane, the env vars and the Kubernetes API read.
+import type { EndpointsFeed } from "../kubeapi/kinds/endpoints-feed.js";
+import { createEndpointsFeed } from "../kubeapi/kinds/endpoints-feed.js";
+import type { WorkloadFeed } from "../kubeapi/kinds/workload-feed.js";
+import type { RvClock, WatchHub } from "../kubeapi/watch-hub.js";
+import type { Service } from "../pod/workloads/service.js";
+import { servicesRefusalFor, startNodeDataplane } from "../services/node-dataplane.js";
+import { createServiceSource, type ServiceSource } from "../services/source.js";
+import { memoryServiceSource } from "../services/types.js";
+import type { Settings } from "../settings/node.js";
+import type { V1Pod } from "../status/api-status.js";
+import { jsonLog } from "./config.js";
+
+/** The data plane, when wanted: pods get its cluster DNS as their nameserver (the bridge's gateway unless
+ * PODSYNC_CLUSTER_DNS says otherwise). Its source is empty until the Service model hands it each snapshot. */
+export async function startServicesDataplane(s: Settings, quiet: boolean) {
+  const source = memoryServiceSource();
+  const wanted =
+    s.PODSYNC_SERVICE_DATAPLANE === "on" || (s.PODSYNC_SERVICE_DATAPLANE === "auto" && process.getuid?.() === 0);
+  const dataplane = wanted
+    ? await startNodeDataplane({
+        source,
+        serviceCIDRs: [s.PODSYNC_SERVICE_CIDR.text],
+        cniConfDir: s.PODSYNC_CNI_CONF_DIR,
+        clusterDNS: s.PODSYNC_CLUSTER_DNS,
+        clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
+        upstreams: s.PODSYNC_DNS_UPSTREAM,
+        nodeName: s.PODSYNC_NODE_NAME,
+        log: jsonLog(quiet, "services"),
+      })
+    : undefined;
+  // Services are refused, never half-applied, where the data plane was wanted and cannot run (issue #37); with
+  // PODSYNC_SERVICE_DATAPLANE=off the owner chose Services without kernel rules or DNS (docs/services-dataplane.md).
+  const servicesRefusal = servicesRefusalFor(s.PODSYNC_SERVICE_DATAPLANE, dataplane?.dataplane);
+  return { source, dataplane, servicesRefusal };
+}
+export type ServicesDataplane = Awaited<ReturnType<typeof startServicesDataplane>>;
+
+/** The Services (stored with the workloads) and the node's pods make the EndpointSlices; the data plane (when it
+ * runs) is handed each snapshot, and the Kubernetes API reads Endpoints and EndpointSlices from their feed. */
+export function startServiceModel(
+  clock: RvClock,
+  workloadFeed: WorkloadFeed,
+  podsHub: WatchHub<V1Pod>,
+  plane: ServicesDataplane,
+  quiet: boolean,
+): { services: ServiceSource; endpointsFeed: EndpointsFeed } {
+  const log = jsonLog(quiet, "services");
+  const services = createServiceSource({
+    services: {
+      list: async () =>
+        (await workloadFeed.store.list()).map((w) => w.workload).filter((w): w is Service => w.kind === "Service"),
+      subscribe: (cb) => workloadFeed.hubs.Service.watch({ since: undefined, filter: () => true, send: cb }),
+    },
+    pods: {
+      list: () => podsHub.list(),
+      subscribe: (cb) => podsHub.watch({ since: undefined, filter: () => true, send: cb }),
+    },
+    onError: (e) => log({ error: String((e as Error)?.message ?? e) }),
+  });
+  void services.refresh();
+  if (plane.dataplane) services.subscribe(() => plane.source.set(services.snapshot()));
+  return { services, endpointsFeed: createEndpointsFeed(clock, services) };
+}
