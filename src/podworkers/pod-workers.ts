@@ -128,7 +128,10 @@ export class PodWorkers {
   private accept(w: Worker, p: Pending): void {
     const { type } = p.work;
     if (type === "kill") {
-      if (w.state === "terminated") return ignore(p, w.state);
+      if (w.state === "terminated") {
+        ignore(p, w.state);
+        return;
+      }
       // A kill replaces any pending sync (kubelet: a kill is never lost to a later sync); kills join each other.
       if (w.current?.work.type === "kill" && !w.pending) {
         w.current.waiters.push(...p.waiters);
@@ -146,7 +149,10 @@ export class PodWorkers {
     }
     if (w.state !== "syncing") {
       // A request for a pod being torn down restarts it once the teardown ends; the loop's syncs are ignored.
-      if (type === "sync") return ignore(p, w.state);
+      if (type === "sync") {
+        ignore(p, w.state);
+        return;
+      }
       if (w.state === "terminated" && !w.working) {
         w.state = "syncing";
         w.pending = p;
