@@ -22,6 +22,8 @@ import { createVerifier, type Algorithm } from "./auth/verify.js";
 import { FileReplayStore } from "./state/used-jtis.js";
 import { FileDesiredState } from "./state/desired-pods.js";
 import { SealedDesiredState } from "./state/sealed-desired-state.js";
+import { storeView } from "./pleg/desired-state.js";
+import { createPodDispatch } from "./podworkers/dispatch.js";
 import { loadSealKey } from "./state/seal-key.js";
 import type { StateUnavailableError } from "./pleg/state-unavailable.js";
 import { StateDirInUseError, StateDirLock } from "./state/state-dir-lock.js";
@@ -310,13 +312,11 @@ export async function startNode(
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart.
   // Every sync's read-back and every delete also updates the Kubernetes API's pods (between relists, which
   // runtime events make minutes apart).
-  // The loop's relist takes what a request's sync read back too (it needs not read a new sandbox's status again).
   // An eviction's verdict shows at once (the loop does not sync an evicted pod, and with runtime events up the next
   // relist may be minutes away).
   const podsAfter = {
     synced: (pod: Pod, r: SyncResult) => {
       feedPods.synced(pod, r.after, prober.results(pod.metadata.uid));
-      loop.learn(r.after);
     },
     deleted: (uid: string) => feedPods.removed(uid),
     deleting: (uid: string) => feedPods.deleting(uid),
@@ -419,10 +419,12 @@ export async function startNode(
   const endpointsFeed = createEndpointsFeed(clock, services);
   // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
   const loopRuntime = recordingEvents(instrumentRuntime(engine, metrics, "loop"), recorder, podsAfter);
+  // kubelet's pod workers: every source (requests, the loop, the controllers' deletes) dispatches a pod's work here.
+  const pods = createPodDispatch(storeView(desired));
   const controllers = createControllers({
     workloads: workloadFeed.store,
     desired,
-    runtime: loopRuntime,
+    runtime: pods.killing(loopRuntime),
     nodeName: s.PODSYNC_NODE_NAME,
     node: nodeInfo,
     podUsage: criPodUsage(cri),
@@ -454,6 +456,7 @@ export async function startNode(
   let nodeChanged = () => undefined as void;
   // The node agent's loop keeps every pod in the desired state running, with nobody calling.
   const loop = startReconcileLoop({
+    pods,
     controllers,
     runtime: loopRuntime,
     cri,
@@ -573,8 +576,8 @@ export async function startNode(
     onAdmissionRefused: (refused) => {
       for (const r of refused) recorder.record(r.pod, { type: "Warning", reason: r.reason, message: r.message });
     },
-    // A request's sync or PUT: no loop pass syncs its pods until its own syncs are done.
-    holdLoop: (uids) => loop.hold(uids),
+    // Requests dispatch their syncs and teardowns to the loop's pod workers: one worker per pod for every source.
+    pods: loop.pods,
     ...(servicesRefusal ? { servicesRefusal } : { services: serviceNetworkFrom(s) }),
   };
   const app = createApp(appOptions);

@@ -210,14 +210,18 @@ describe("pod workers", () => {
     expect(log).toContain("done a kill error");
   });
 
-  it("syncKnownPods cleans up the terminated workers of pods no longer desired, and only those", async () => {
+  it("syncKnownPods cleans up the terminated workers of pods no longer desired; those desired again sync again", async () => {
     const { w, work } = harness();
     await w.update("a", work("a", "create", "a"));
     await w.update("b", work("b", "kill", "b"));
     await w.update("c", work("c", "kill", "c"));
     expect(w.size).toBe(3);
+    expect(await w.update("c", work("c", "sync", "c ignored"))).toEqual({ kind: "ignored", state: "terminated" });
+    await w.idle();
     expect(w.syncKnownPods(new Set(["a", "c"]))).toEqual(["b"]);
     expect(w.size).toBe(2);
+    expect(w.state("c")).toBe("syncing");
+    expect(await w.update("c", work("c", "sync", "c again"))).toEqual({ kind: "done", value: "c again" });
     expect(w.state("b")).toBeUndefined();
     // Its uid may start again: a new worker.
     expect(await w.update("b", work("b", "create", "b again"))).toEqual({ kind: "done", value: "b again" });

@@ -105,14 +105,19 @@ export class PodWorkers {
     return !!w && (w.working || w.pending !== undefined);
   }
 
-  /** kubelet's SyncKnownPods: the terminated workers of pods no longer desired are removed; returns their uids. */
+  /** kubelet's SyncKnownPods: the terminated workers of pods no longer desired are removed (returned); those of pods
+   * desired again (a request or a controller put the uid back) sync again on their next update (kubelet's
+   * housekeeping restarts a pod whose restart was requested; podsync keeps a pod's uid across its re-creations). */
   syncKnownPods(desired: ReadonlySet<string>): string[] {
     const removed: string[] = [];
-    for (const [uid, w] of this.workers)
-      if (w.state === "terminated" && !w.working && !w.pending && !desired.has(uid)) {
+    for (const [uid, w] of this.workers) {
+      if (w.state !== "terminated" || w.working || w.pending) continue;
+      if (desired.has(uid)) w.state = "syncing";
+      else {
         this.workers.delete(uid);
         removed.push(uid);
       }
+    }
     return removed;
   }
 
