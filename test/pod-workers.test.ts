@@ -81,6 +81,26 @@ describe("pod workers", () => {
     expect(log.filter((l) => l.startsWith("run"))).toEqual(["run v1", "run v3"]);
   });
 
+  it("a replaced update that does the same (the same key: one spec) joins the newer one and gets its result", async () => {
+    const { w, log, work } = harness();
+    const g = gate();
+    void w.update("a", work("a", "create", "first", g.done));
+    await tick();
+    const same = (name: string) => ({ ...work("a", "update", name), key: "spec-1" });
+    const waiting = [w.update("a", same("s1")), w.update("a", same("s2")), w.update("a", same("s3"))];
+    const other = w.update("a", { ...work("a", "update", "other"), key: "spec-2" });
+    g.release();
+    expect(await Promise.all(waiting)).toEqual(Array(3).fill({ kind: "superseded" }));
+    expect(await other).toEqual({ kind: "done", value: "other" });
+    const g2 = gate();
+    void w.update("a", work("a", "create", "again", g2.done));
+    await tick();
+    const joined = [w.update("a", same("j1")), w.update("a", same("j2"))];
+    g2.release();
+    expect(await Promise.all(joined)).toEqual(Array(2).fill({ kind: "done", value: "j2" }));
+    expect(log.filter((l) => l.startsWith("run"))).toEqual(["run first", "run other", "run again", "run j2"]);
+  });
+
   it("a request's update replaces a pending loop sync", async () => {
     const { w, work } = harness();
     const g = gate();

@@ -82,6 +82,8 @@ export function stillStored(stored: DesiredPod | undefined, mine: DesiredPod): b
 export const storeView = (desired: DesiredState) => ({
   stillStored: async (uid: string, mine: DesiredPod) => stillStored(await desired.get(uid), mine),
   absent: async (uid: string) => (await desired.get(uid)) === undefined,
+  /** Entries with one key have the same pod and objects (stillStored's test). */
+  specKey: (e: DesiredPod) => `${canonical(e.pod)}\n${canonical(e.objects ?? null)}`,
 });
 
 /** JSON with object keys sorted (a store may hand back its entries with keys in another order). */

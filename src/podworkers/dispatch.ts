@@ -25,6 +25,8 @@ export interface StoreView<E> {
   stillStored(uid: string, entry: E): Promise<boolean>;
   /** The store holds no entry of the pod. */
   absent(uid: string): Promise<boolean>;
+  /** Two entries with one key ask for the same (a request replaced by one with its spec gets that one's result). */
+  specKey(entry: E): string;
 }
 
 export interface PodDispatchHooks {
@@ -94,7 +96,8 @@ export function createPodDispatch<E>(store: StoreView<E>, workers = new PodWorke
         if (await store.absent(uid)) return { ...r, left: await q.runtime.delete(uid) };
         return r;
       };
-      return workers.update(uid, { type: "update", slot: q.slot, run }).finally(() => d.hooks.requestDone?.(uid));
+      const key = store.specKey(q.entry);
+      return workers.update(uid, { type: "update", key, slot: q.slot, run }).finally(() => d.hooks.requestDone?.(uid));
     },
     kill,
     killing(runtime) {

@@ -12,7 +12,8 @@
 // Where podsync differs:
 //   - every update carries its own work (a closure), and answers its dispatcher: kubelet's callers fire and forget,
 //     podsync's requests return the sync's result. A replaced pending update's waiters are told `superseded`
-//     (their work never ran: a newer update's did), as kubelet drops the older update;
+//     (their work never ran: a newer update's did), as kubelet drops the older update; when the newer update does
+//     the same (the same spec: its `key`), they get its result instead (ten requests with one spec all succeed);
 //   - work may find itself stale when it runs (throws StaleWorkError): a request's entry a later request replaced
 //     in the store, a kill of a pod a later request put back (the store is podsync's pod manager, and a request
 //     carries its own entry, not the manager's latest). Its waiters are told `superseded`; a stale kill returns the
@@ -31,6 +32,9 @@ export interface PodWork<T> {
   /** create/update: a request's spec; sync: the loop's (whatever is stored); kill: terminate the pod. */
   type: UpdateType;
   run(): Promise<T>;
+  /** Work with the same key does the same (a request's spec): a replaced update with the newer one's key is not
+   * superseded but joins it, and its waiters get the newer work's result. */
+  key?: string | undefined;
   /** A concurrency slot to hold while the work runs (resolves with its release). */
   slot?: (() => Promise<() => void>) | undefined;
 }
@@ -163,18 +167,13 @@ export class PodWorkers {
         w.pending = p;
         return;
       }
-      supersede(w.restart);
-      w.restart = p;
+      w.restart = replace(w.restart, p);
       return;
     }
     // Syncing: the latest update wins. A loop sync never replaces pending work (that work syncs the pod as well):
     // it is superseded by it at once.
-    if (!w.pending) w.pending = p;
-    else if (type === "sync") supersede(p);
-    else {
-      supersede(w.pending);
-      w.pending = p;
-    }
+    if (type === "sync" && w.pending) supersede(p);
+    else w.pending = replace(w.pending, p);
   }
 
   private start(uid: string, w: Worker): void {
@@ -257,6 +256,15 @@ export class PodWorkers {
       w.restart = undefined;
     }
   }
+}
+
+/** `newer` takes the place of `older`: older's waiters join it when it does the same, else they are superseded. */
+function replace(older: Pending | undefined, newer: Pending): Pending {
+  if (older && older.work.key !== undefined && older.work.key === newer.work.key) {
+    older.replaced?.();
+    newer.waiters.unshift(...older.waiters);
+  } else supersede(older);
+  return newer;
 }
 
 function supersede(p: Pending | undefined): void {
