@@ -65,7 +65,7 @@ export async function startNode(
       verifier,
       metrics,
       recorder: kube.recorder,
-      holdLoop: (uids) => loop.hold(uids),
+      pods: loop.pods,
       servicesRefusal: plane.servicesRefusal,
     },
     quiet,

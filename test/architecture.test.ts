@@ -16,7 +16,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["kuberuntime"], // the kubelet port: computePodActions, SyncPod, the CRI-level pod status
   ["status"], // generateAPIPodStatus, above the runtime
   ["kubelet"], // the pod runtime: kuberuntime's steps and status's v1 status behind one front door
-  ["prober", "pleg", "metrics", "controllers", "eviction", "services", "stats"], // the agent
+  ["prober", "pleg", "podworkers", "metrics", "controllers", "eviction", "services", "stats"], // the agent
   ["auth", "http", "kubeapi"], // fronts
   ["host", "state", "settings"], // adapters behind the agent's ports, and the settings schema
   ["node", "worker", "workers", "cli", "proxy", "fleet"], // entry points
@@ -27,6 +27,7 @@ const ALLOWED_SIDEWAYS: Record<string, string> = {
   "pleg -> prober": "the sync loop starts and stops a pod's probe workers, as kubelet's syncLoop does",
   "pleg -> eviction": "the loop runs the eviction manager's pass, as kubelet's syncLoop does",
   "pleg -> metrics": "the loop reports its passes through the metrics port",
+  "pleg -> podworkers": "the sync loop dispatches each pod's sync to its pod worker, as kubelet's syncLoop does",
   "controllers -> pleg": "controllers hand their pods to the desired-state port the loop owns",
   "http -> auth": "routes verify tokens",
   "kubeapi -> auth": "the Kubernetes API checks read tokens",

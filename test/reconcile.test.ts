@@ -106,33 +106,41 @@ describe("relist cost on a converged node", () => {
 });
 
 describe("what the loop syncs", () => {
-  it("a pod a request holds (its PUT or sync is storing and syncing it) is left to the request until released; what the request read back is not read again", async () => {
+  it("a pod whose worker runs a request's work (its PUT or sync) is left to it until done; what the request read back is not read again", async () => {
     const [a, b] = pods(2);
     await want(a!);
     const loop = loopWith();
     await loop.tick(); // start-up
-    // A request stores b and holds it: a relist meanwhile does not sync it.
-    const release = loop.hold([b!.metadata.uid]);
+    // A request stores b and dispatches its sync to b's worker, where it waits: a relist meanwhile does not sync it.
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const rt = createPodRuntime(cri, { now: () => t });
+    const gated: PodRuntime = { ...rt, sync: async (...args) => (await gate, rt.sync(...args)) };
     await want(b!);
+    const work = loop.pods.sync({ runtime: gated, entry: (await desired.get(b!.metadata.uid))!, pod: b! });
     synced = [];
     t += 1000;
     expect((await loop.tick()).synced).toEqual([]);
     expect(synced).toEqual([]);
-    // The request's own sync, through the engine; the loop learns what it read back (the new sandbox's status).
-    const r = await createPodRuntime(cri, { now: () => t }).sync(b!);
-    loop.learn(r.after);
-    release();
-    release(); // a second release changes nothing
+    // The request's own sync runs in the worker; the loop learns what it read back (the new sandbox's status).
+    open();
+    expect((await work).kind).toBe("done");
     fake.runtime.resetCalls();
     t += 1000;
     expect((await loop.tick()).synced).toEqual([]);
     expect(Object.fromEntries(fake.runtime.calls)).toEqual({ ListPodSandbox: 1, ListContainers: 1 });
-    // Released with a needed action (its container exited): the next relist syncs it.
+    // A needed action (its container exited) while a request's work holds the worker: the relist after it syncs it.
     fake.runtime.exit(runningOf(b!.metadata.uid)[0]!.id, 137);
-    const again = loop.hold([b!.metadata.uid]);
+    let release!: () => void;
+    const held = loop.pods.workers.update(b!.metadata.uid, {
+      type: "update",
+      run: () => new Promise<void>((r) => (release = r)),
+    });
     t += 1000;
     expect((await loop.tick()).synced).toEqual([]);
-    again();
+    await new Promise((r) => setTimeout(r, 0));
+    release();
+    await held;
     t += 1000;
     expect((await loop.tick()).synced).toEqual([{ uid: b!.metadata.uid, reason: "containers to start" }]);
     await loop.stop();

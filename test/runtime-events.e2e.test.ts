@@ -126,12 +126,12 @@ describe.skipIf(skip)("restarts through runtime events on real containerd", () =
     made.push(q.metadata.uid);
     // The relist the last test's restart asked for is over (the next one is the evented period away).
     await new Promise((r) => setTimeout(r, 1500));
-    const release = loop!.hold([q.metadata.uid]);
-    await desired.put({ pod: q, audit: { iss: "test", iat: 0 }, storedAt: Date.now() });
-    const r = await engine.sync(q);
+    const entry = { pod: q, audit: { iss: "test", iat: 0 }, storedAt: Date.now() };
+    await desired.put(entry);
+    const o = await loop!.pods.sync({ runtime: engine, entry, pod: q });
+    if (o.kind !== "done") throw new Error(`the request's sync was ${o.kind}`);
+    const r = o.value;
     expect(r.ok).toBe(true);
-    loop!.learn(r.after);
-    release();
     const [before] = r.after.containerStatuses;
     const t0 = Date.now();
     ctr("tasks", "kill", "-s", "SIGKILL", before!.id);

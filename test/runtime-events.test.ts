@@ -270,15 +270,14 @@ describe("the loop with runtime events", () => {
     await until("the start-up sync", async () => running(p.metadata.uid).length === 1);
     await until("the stream up", async () => rec.streams.at(-1)?.[0] === true);
     await relistsSettled(rec);
-    // As the HTTP route does it: hold, store, sync, hand the read-back to the loop, release.
+    // As the HTTP route does it: store, then dispatch the sync to the pod's worker.
     const rt = createPodRuntime(cri);
     const request = async (x: typeof p) => {
-      const release = loop!.hold([x.metadata.uid]);
-      await store.put({ pod: x, audit: { iss: "t", iat: 1 }, storedAt: Date.now() });
-      const r = await rt.sync(x);
-      loop!.learn(r.after);
-      release();
-      return r;
+      const entry = { pod: x, audit: { iss: "t", iat: 1 }, storedAt: Date.now() };
+      await store.put(entry);
+      const o = await loop!.pods.sync({ runtime: rt, entry, pod: x });
+      if (o.kind !== "done") throw new Error(`the request's sync was ${o.kind}`);
+      return o.value;
     };
     // A converged request on the loop's own pod: no relist.
     let before = rec.relists;

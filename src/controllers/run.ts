@@ -9,7 +9,7 @@
 // Kinds run in dependency order (CronJob makes Jobs, Deployment makes ReplicaSets), so what one makes is run by the
 // next in the same pass.
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
-import { whileAbsent, type DesiredPod, type DesiredState } from "../pleg/desired-state.js";
+import type { DesiredPod, DesiredState } from "../pleg/desired-state.js";
 import type { V1PodStatus } from "../status/api-status.js";
 import { canonicalJSON } from "../container/hash.js";
 import type { Pod } from "../pod/schema.js";
@@ -146,7 +146,9 @@ export function createControllers(o: ControllersOptions): Controllers {
           reason,
         });
         // With its spec: its preStop hooks run, and it shows as Terminating under its own name until it is gone.
-        await o.runtime.delete(uid, undefined, whileAbsent(o.desired, uid), entry.pod);
+        // Only while it is still out of the store (a request that put it back meanwhile is not undone).
+        const current = async () => (await o.desired.get(uid)) === undefined;
+        await o.runtime.delete(uid, undefined, { current }, entry.pod);
       } catch (e) {
         log({
           event: "error",

@@ -22,7 +22,8 @@ import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
 import { InvalidPodError } from "../pod/validate.js";
 import type { PodProbeResults } from "../status/api-status.js";
 import type { Prober } from "../prober/prober.js";
-import { MemoryDesiredState, type DesiredState } from "../pleg/desired-state.js";
+import { MemoryDesiredState, storeView, type DesiredPod, type DesiredState } from "../pleg/desired-state.js";
+import { createPodDispatch, type PodDispatch } from "../podworkers/dispatch.js";
 import { registerNodePods } from "./handlers/node-pods.js";
 import type { AppEnv, PodRouteDeps } from "./context.js";
 import { requestLog, type RequestLog } from "./request-log.js";
@@ -82,9 +83,8 @@ export interface AppOptions {
   /** Pods sent to the node (sync, PUT; not a plan) that admission refused: kubelet's rejectPod records an event
    * on each, though a refused pod is never stored (Node: the Kubernetes API's events). */
   onAdmissionRefused?: (refused: readonly RefusedPod[]) => void;
-  /** The node agent's loop (Node: ReconcileLoop.hold): a sync or a PUT holds the pods it stores from before the
-   * store write until its own syncs are done, so no loop pass syncs them meanwhile. */
-  holdLoop?: (uids: readonly string[]) => () => void;
+  /** The pod workers requests dispatch to (Node: the loop's, ReconcileLoop.pods); default: the app's own. */
+  pods?: PodDispatch<DesiredPod>;
   /** The node's service network (PODSYNC_SERVICE_CIDR, PODSYNC_NODEPORT_RANGE, PODSYNC_POLICY_NODEPORTS): Services
    * are taken with it (the node agent); absent, a body holding one is refused naming the node agent (Workers). */
   services?: ServiceNetwork;
@@ -174,7 +174,7 @@ export function createApp(o: AppOptions) {
     checkProbes,
     workloads: o.workloads,
     intake,
-    holdLoop: o.holdLoop ?? (() => () => undefined),
+    pods: o.pods ?? createPodDispatch(storeView(desired)),
     services: o.services,
     servicesRefusal: o.servicesRefusal,
   };

@@ -5,7 +5,8 @@ import type { NodePolicy } from "../auth/policy.js";
 import type { Verifier } from "../auth/verify.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { NodeInfo } from "../lifecycle/predicates.js";
-import type { DesiredState } from "../pleg/desired-state.js";
+import type { DesiredPod, DesiredState } from "../pleg/desired-state.js";
+import type { PodDispatch } from "../podworkers/dispatch.js";
 import type { Pod } from "../pod/schema.js";
 import type { Prober } from "../prober/prober.js";
 import type { PodProbeResults } from "../status/api-status.js";
@@ -44,8 +45,8 @@ export interface PodRouteDeps {
   workloads?: WorkloadStore | undefined;
   /** The node's name for uid-less pods, and what to do with a named service account's token. */
   intake: IntakeOptions;
-  /** The node agent's loop leaves these pods to the request until the release (see AppOptions.holdLoop). */
-  holdLoop: (uids: readonly string[]) => () => void;
+  /** The pod workers (src/podworkers/): a request's sync and a PUT's teardowns run in the pod's worker. */
+  pods: PodDispatch<DesiredPod>;
   /** The node's service network (ClusterIP range, NodePorts, policy); absent: Services are refused (Workers). */
   services?: ServiceNetwork | undefined;
   /** Why Services are refused here (default: WORKER_SERVICES_REFUSAL, a Worker's). */

@@ -1,6 +1,8 @@
 // The node agent, composed in order: the node's facts, the Services data plane, the engine, the Kubernetes API's
 // state, the prober, the workloads, the Service model, the controllers, the loop and log rotation.
 import { notifying } from "../controllers/store.js";
+import { storeView } from "../pleg/desired-state.js";
+import { createPodDispatch } from "../podworkers/dispatch.js";
 import type { PromMetrics } from "../host/metrics/metrics.js";
 import { recordingEvents } from "../kubeapi/events.js";
 import { createWorkloadFeed } from "../kubeapi/kinds/workload-feed.js";
@@ -41,11 +43,10 @@ export async function startAgent(
   const feedPods = feedKubePods(s, kube, node.hostIPs, engine);
   // Requests and the loop share the engine (and so its per-pod lock); their syncs are counted apart. Every sync's
   // read-back and every delete also updates the Kubernetes API's pods (between relists, which runtime events make
-  // minutes apart). The loop's relist takes what a request's sync read back too. An eviction's verdict shows at once.
+  // minutes apart). An eviction's verdict shows at once.
   const podsAfter = {
     synced: (pod: Pod, r: SyncResult) => {
       feedPods.synced(pod, r.after, prober.results(pod.metadata.uid));
-      loop.learn(r.after);
     },
     deleted: (uid: string) => feedPods.removed(uid),
     deleting: (uid: string) => feedPods.deleting(uid),
@@ -63,10 +64,19 @@ export async function startAgent(
   serviceSource = services;
   // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
   const loopRuntime = recordingEvents(instrumentRuntime(engine, metrics, "loop"), kube.recorder, podsAfter);
+  // kubelet's pod workers: every source (requests, the loop, the controllers' deletes) dispatches a pod's work here.
+  const pods = createPodDispatch(storeView(st.desired));
   const controllers = createNodeControllers(
     s,
     node,
-    { workloads: workloadFeed.store, desired: st.desired, runtime: loopRuntime, engine, cri, recorder: kube.recorder },
+    {
+      workloads: workloadFeed.store,
+      desired: st.desired,
+      runtime: pods.killing(loopRuntime),
+      engine,
+      cri,
+      recorder: kube.recorder,
+    },
     quiet,
   );
   // The eviction manager's DiskPressure changes the Node object (once the front can read it: onNodeChanged).
@@ -75,6 +85,7 @@ export async function startAgent(
     s,
     node,
     {
+      pods,
       controllers,
       runtime: loopRuntime,
       cri,

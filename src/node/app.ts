@@ -1,5 +1,7 @@
 // podsync's own HTTP routes (the signed sync, plan, reads, delete, logs, exec, volumes, /metrics) on the node's
 // runtime view, with the request log and the node's one budget of open streams (shared with the Kubernetes API).
+import type { PodDispatch } from "../podworkers/dispatch.js";
+import type { DesiredPod } from "../pleg/desired-state.js";
 import type { Verifier } from "../auth/verify.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { PromMetrics } from "../host/metrics/metrics.js";
@@ -24,8 +26,8 @@ export interface NodeAppDeps {
   verifier: Verifier;
   metrics: PromMetrics | undefined;
   recorder: EventRecorder;
-  /** A request's sync or PUT: no loop pass syncs its pods until its own syncs are done. */
-  holdLoop: (uids: readonly string[]) => () => void;
+  /** The loop's pod workers: requests dispatch their syncs and teardowns to them. */
+  pods: PodDispatch<DesiredPod>;
   servicesRefusal: string | undefined;
 }
 
@@ -75,7 +77,8 @@ export function createNodeApp(s: Settings, node: NodeFacts, d: NodeAppDeps, quie
     onAdmissionRefused: (refused) => {
       for (const r of refused) recorder.record(r.pod, { type: "Warning", reason: r.reason, message: r.message });
     },
-    holdLoop: d.holdLoop,
+    // Requests dispatch their syncs and teardowns to the loop's pod workers: one worker per pod for every source.
+    pods: d.pods,
     ...(d.servicesRefusal ? { servicesRefusal: d.servicesRefusal } : { services: serviceNetworkFrom(s) }),
   };
   return { app: createApp(appOptions), appOptions, requestLog, streams };

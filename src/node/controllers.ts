@@ -15,8 +15,8 @@ import type { NodeFacts } from "./facts.js";
 export interface NodeControllersDeps {
   workloads: WorkloadStore;
   desired: DesiredState;
-  /** The loop's runtime view (counted as the loop's, recording events). */
-  runtime: PodRuntime;
+  /** The loop's runtime view (counted as the loop's, recording events), its deletes through the pod workers. */
+  runtime: Pick<PodRuntime, "delete">;
   /** The engine, for admission of the templates. */
   engine: PodRuntime;
   cri: CriClient;

@@ -1,5 +1,7 @@
 // The node agent's loop: it keeps every pod in the desired state running, with nobody calling. Relist plus the
 // runtime's event stream (the status cache hears each event first), the eviction manager, the controllers' pass.
+import type { PodDispatch } from "../podworkers/dispatch.js";
+import type { DesiredPod } from "../pleg/desired-state.js";
 import type { PodStatusCache } from "../container/cache.js";
 import { watchContainerEvents } from "../cri/container-events.js";
 import type { GrpcTransport } from "../cri/grpc-transport.js";
@@ -28,6 +30,8 @@ export interface NodeLoopDeps {
   readVersion: () => Promise<VersionResponse>;
   statusCache: PodStatusCache | undefined;
   desired: DesiredState;
+  /** The pod workers every source dispatches to. */
+  pods: PodDispatch<DesiredPod>;
   prober: Prober;
   metrics: PromMetrics | undefined;
   feedPods: PodFeed;
@@ -41,6 +45,7 @@ export function startNodeLoop(s: Settings, node: NodeFacts, d: NodeLoopDeps, qui
   const { cri, statusCache } = d;
   const evictionLog = jsonLog(quiet, "eviction");
   const loop = startReconcileLoop({
+    pods: d.pods,
     controllers: d.controllers,
     runtime: d.runtime,
     cri,

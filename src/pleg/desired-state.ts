@@ -77,16 +77,13 @@ export function stillStored(stored: DesiredPod | undefined, mine: DesiredPod): b
   );
 }
 
-/** The guard for a sync of `mine` (runtime.sync's `current`, run under the pod's lock): it acts only while the
- * entry the caller read, or one with the same spec, is still the stored one. */
-export const whileStored = (desired: DesiredState, mine: DesiredPod) => ({
-  current: async () => stillStored(await desired.get(mine.pod.metadata.uid), mine),
-});
-
-/** The guard for a delete of a pod a caller dropped (runtime.delete's `current`): only while it is still out of
- * the store, so a later sync that put it back is not undone. */
-export const whileAbsent = (desired: DesiredState, uid: string) => ({
-  current: async () => (await desired.get(uid)) === undefined,
+/** The desired state as the pod workers' work checks it (src/podworkers/dispatch.ts): whether a request's entry
+ * is still the one stored, and whether a pod has left the store. */
+export const storeView = (desired: DesiredState) => ({
+  stillStored: async (uid: string, mine: DesiredPod) => stillStored(await desired.get(uid), mine),
+  absent: async (uid: string) => (await desired.get(uid)) === undefined,
+  /** Entries with one key have the same pod and objects (stillStored's test). */
+  specKey: (e: DesiredPod) => `${canonical(e.pod)}\n${canonical(e.objects ?? null)}`,
 });
 
 /** JSON with object keys sorted (a store may hand back its entries with keys in another order). */

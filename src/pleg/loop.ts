@@ -32,9 +32,10 @@ import { errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
 import type { ContainerEvent, EventStreamState } from "../cri/container-events.js";
 import { ContainerState, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import { createEventTrigger, type Owner } from "./evented.js";
-import { sameEntry, whileStored, type DesiredPod, type DesiredState } from "./desired-state.js";
+import { sameEntry, stillStored, storeView, type DesiredPod, type DesiredState } from "./desired-state.js";
 import { objectsFromStored } from "../pod/bundle.js";
 import { SupersededError, type GuardOptions, type PodRuntime, type SyncResult } from "../kubelet/pod-runtime.js";
+import { createPodDispatch, slots, type PodDispatch } from "../podworkers/dispatch.js";
 import type { Prober } from "../prober/prober.js";
 import type { MetricsSource, NodeMetrics } from "../metrics/metrics.js";
 import { generateAPIPodStatus, type PodPhase, type V1PodStatus } from "../status/api-status.js";
@@ -60,6 +61,8 @@ export interface ReconcileLoopOptions {
   errorBackOffMs?: number;
   /** Loop syncs running at once. Default 8. */
   maxConcurrentSyncs?: number;
+  /** The pod workers every source dispatches to (requests too); default: the loop's own. */
+  pods?: PodDispatch<DesiredPod> | undefined;
   now?: () => number;
   /** One JSON-able record per event worth a line (errors once per change, recoveries, start-up). */
   log?: (rec: Record<string, unknown>) => void;
@@ -107,12 +110,9 @@ export interface ReconcileLoop extends MetricsSource {
   tick(): Promise<TickReport>;
   /** Relist soon (e.g. after the desired set changed). */
   kick(): void;
-  /** A request is storing and syncing these pods itself (a PUT's set, a per-pod sync): no relist syncs them until
-   * the returned release, so no loop pass races the request (two syncs of one pod, the second waiting for the first's
-   * lock only to find nothing to do, and more pods created at once than the request's parallelism). */
-  hold(uids: readonly string[]): () => void;
-  /** What a request's sync read back (the pod's objects and their details): the relist needs not read them again. */
-  learn(status: PodStatus): void;
+  /** The pod workers: requests dispatch their syncs and teardowns here, as the loop does. A pod whose worker is
+   * busy is left to it (no relist decides it meanwhile); a request's sync read-back is the relist's too. */
+  readonly pods: PodDispatch<DesiredPod>;
   stop(): Promise<void>;
 }
 
@@ -148,8 +148,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
   const specs = new Map<string, DesiredPod>();
   const errors = new Map<string, string>();
   const inFlight = new Map<string, Promise<void>>();
-  /** Pods a request is syncing (hold()), with how many requests hold each. */
-  const held = new Map<string, number>();
+  const pods = o.pods ?? createPodDispatch(storeView(o.desired));
+  const busy = (uid: string) => inFlight.has(uid) || pods.workers.busy(uid);
   /** When the probe path last synced a pod. */
   const probeSyncedAt = new Map<string, number>();
   /** The fingerprint each prober pod was last shown from a relist. */
@@ -191,17 +191,18 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     }
   };
 
-  // A small semaphore: loop syncs beyond maxSyncs wait their turn.
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  const acquire = () =>
-    running < maxSyncs
-      ? (running++, Promise.resolve())
-      : new Promise<void>((r) => waiting.push(() => (running++, r())));
-  const release = () => {
-    running--;
-    waiting.shift()?.();
+  /** What a sync read back (the pod's objects and their details): the relist needs not read them again. A read-back
+   * that differs from what the loop last saw means the sync acted (a request's end then asks for a relist). */
+  const learn = (status: PodStatus) => {
+    relister.learn(status);
+    own(status);
+    const fp = fingerprintOf(status);
+    if (lastSeen.get(status.id) !== fp) acted.add(status.id);
+    lastSeen.set(status.id, fp);
   };
+
+  // Loop syncs beyond maxSyncs wait their turn (still pending in their pod's worker: a request replaces them).
+  const loopSlot = slots(maxSyncs);
 
   /** Log an error for `key` only when its identity (`same`: what failed, not the wording, which can carry
    * addresses or times) differs from the last one logged; log its recovery once. */
@@ -235,91 +236,99 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     }
   };
 
+  /** The loop's sync of a desired pod, dispatched to the pod's worker (kubelet's HandlePodSyncs → UpdatePod). */
   function sync(uid: string, reason: string, exited?: GuardOptions["exited"]): Promise<void> {
-    const rec = records.get(uid);
-    const job = (async () => {
-      await acquire();
-      const t0 = now();
-      if (rec) rec.lastSyncStart = t0;
-      let outcome: "ok" | "failed" | "error" = "error";
-      try {
-        if (stopped) return;
-        // The spec as stored now (a request may have stored a newer one since the relist); a pod that has
-        // left the desired state (a DELETE or PUT) is not brought back.
-        const entry = await o.desired.get(uid);
-        if (!entry) return;
-        // With the ConfigMaps and Secrets stored beside it (opened by the store), validated again with the pod.
-        // Synced only if that entry is still the stored one once the pod's lock is held: a request that stored
-        // a newer spec (or removed the pod) after the read above acts itself, after this, and is not undone.
-        let r: SyncResult;
-        try {
-          r = await o.runtime.sync(
-            entry.pod,
-            prober?.results(uid),
-            entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined,
-            { ...whileStored(o.desired, entry), fresh: true, exited },
-          );
-        } catch (e) {
-          if (!(e instanceof SupersededError)) throw e;
-          outcome = "ok";
-          return;
-        }
-        // It left while this sync waited for the pod's lock: the DELETE or PUT may have run its delete first,
-        // so what this sync made is deleted again (as the sync route does).
-        if (!(await o.desired.get(uid))) {
-          prober?.remove(uid);
-          await o.runtime.delete(uid);
-          outcome = "ok";
-          return;
-        }
-        prober?.observe(uid, r.after);
-        observed.delete(uid); // the next relist shows it again
-        relister.learn(r.after);
-        own(r.after);
-        countRestarts(r);
-        // CrashLoopBackOff steps are the back-off holding, not a failure: the loop returns when it ends.
-        const failed = r.steps.filter((s) => !s.ok && s.error !== "CrashLoopBackOff");
-        outcome = failed.length === 0 ? "ok" : "failed";
-        // A failed sync's own doing is not news at the next relist (it waits for its retry, or a later
-        // event). After a good one the next relist decides afresh: a container that already crashed again
-        // is seen there.
-        if (rec && outcome === "failed") rec.fingerprint = fingerprintOf(r.after);
-        const f = failed[0];
-        const same = f && `${f.action} ${f.target}: ${f.error ?? "failed"}${f.grpcCode ? ` (${f.grpcCode})` : ""}`;
-        report(
-          `pod:${uid}`,
-          uid,
-          f ? { same: same!, text: `${same}${f.message ? `: ${f.message}` : ""}` } : undefined,
-          { reason },
-        );
-      } catch (e) {
-        // A pod dropped from the desired set while this sync ran is not reported into `errors`: updateDesired
-        // already forgot it, and nothing would remove its key again (a leak, and its next error, should it
-        // come back, would be taken for this one and not logged). Its failure is logged once all the same.
-        if (specs.has(uid)) report(`pod:${uid}`, uid, failure(e), { reason });
-        else
-          log({
-            event: "error",
-            podUid: uid,
-            what: "sync",
-            error: failure(e).text.slice(0, 300),
-            reason,
-            desired: false,
-          });
-      } finally {
-        const end = now();
-        if (rec) {
-          rec.lastSyncEnd = end;
-          rec.retryAt = retryAfter(outcome, end, errorBackOff, resync);
-        }
-        release();
-      }
-    })().finally(() => {
-      inFlight.delete(uid);
-      afterLoopSync();
-    });
+    const job = pods.workers
+      .update(uid, { type: "sync", slot: loopSlot, run: () => syncStored(uid, reason, exited) })
+      .then(
+        () => undefined,
+        () => undefined, // syncStored reports its own failures
+      )
+      .finally(() => {
+        if (inFlight.get(uid) === job) inFlight.delete(uid);
+        afterLoopSync();
+      });
     inFlight.set(uid, job);
     return job;
+  }
+
+  /** The work of a loop sync, run by the pod's worker: the spec as stored now, through the front door. */
+  async function syncStored(uid: string, reason: string, exited: GuardOptions["exited"]): Promise<void> {
+    const rec = records.get(uid);
+    const t0 = now();
+    if (rec) rec.lastSyncStart = t0;
+    let outcome: "ok" | "failed" | "error" = "error";
+    try {
+      if (stopped) return;
+      // The spec as stored now (a request may have stored a newer one since the relist); a pod that has
+      // left the desired state (a DELETE or PUT) is not brought back.
+      const entry = await o.desired.get(uid);
+      if (!entry) return;
+      // With the ConfigMaps and Secrets stored beside it (opened by the store), validated again with the pod.
+      // Synced only if that entry is still the stored one under the pod's lock (on Workers the lock is shared
+      // by isolates, each with its own pod workers).
+      let r: SyncResult;
+      try {
+        r = await o.runtime.sync(
+          entry.pod,
+          prober?.results(uid),
+          entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined,
+          { current: async () => stillStored(await o.desired.get(uid), entry), fresh: true, exited },
+        );
+      } catch (e) {
+        if (!(e instanceof SupersededError)) throw e;
+        outcome = "ok";
+        return;
+      }
+      // It left while this sync ran: a DELETE may have run its delete first, so what this sync made goes again.
+      if (!(await o.desired.get(uid))) {
+        prober?.remove(uid);
+        await o.runtime.delete(uid);
+        outcome = "ok";
+        return;
+      }
+      prober?.observe(uid, r.after);
+      observed.delete(uid); // the next relist shows it again
+      learn(r.after);
+      countRestarts(r);
+      outcome = reportSync(uid, reason, r, rec);
+    } catch (e) {
+      // A pod dropped from the desired set while this sync ran is not reported into `errors`: updateDesired
+      // already forgot it, and nothing would remove its key again (a leak, and its next error, should it
+      // come back, would be taken for this one and not logged). Its failure is logged once all the same.
+      if (specs.has(uid)) report(`pod:${uid}`, uid, failure(e), { reason });
+      else
+        log({
+          event: "error",
+          podUid: uid,
+          what: "sync",
+          error: failure(e).text.slice(0, 300),
+          reason,
+          desired: false,
+        });
+    } finally {
+      const end = now();
+      if (rec) {
+        rec.lastSyncEnd = end;
+        rec.retryAt = retryAfter(outcome, end, errorBackOff, resync);
+      }
+    }
+  }
+
+  /** A loop sync's steps: its outcome, its error logged once (CrashLoopBackOff steps are the back-off holding, not a
+   * failure: the loop returns when it ends). */
+  function reportSync(uid: string, reason: string, r: SyncResult, rec: PodRecord | undefined): "ok" | "failed" {
+    const failed = r.steps.filter((s) => !s.ok && s.error !== "CrashLoopBackOff");
+    const outcome = failed.length === 0 ? "ok" : "failed";
+    // A failed sync's own doing is not news at the next relist (it waits for its retry, or a later event). After a
+    // good one the next relist decides afresh: a container that already crashed again is seen there.
+    if (rec && outcome === "failed") rec.fingerprint = fingerprintOf(r.after);
+    const f = failed[0];
+    const same = f && `${f.action} ${f.target}: ${f.error ?? "failed"}${f.grpcCode ? ` (${f.grpcCode})` : ""}`;
+    report(`pod:${uid}`, uid, f ? { same: same!, text: `${same}${f.message ? `: ${f.message}` : ""}` } : undefined, {
+      reason,
+    });
+    return outcome;
   }
 
   /** A container the loop started again (it had an instance before this sync): counted, and one log line naming
@@ -397,6 +406,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     try {
       [entries, generation] = await Promise.all([o.desired.list(), o.desired.generation()]);
       let specChanged = updateDesired(entries);
+      // Housekeeping (kubelet's SyncKnownPods): the terminated workers of pods no longer desired go.
+      pods.workers.syncKnownPods(new Set(specs.keys()));
       if (o.controllers) {
         // The controllers see the pods as the last relist showed them; what they create is synced in this pass.
         const c = await o.controllers
@@ -440,7 +451,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       for (const e of entries) {
         const uid = e.pod.metadata.uid;
         const rec = records.get(uid)!;
-        if (inFlight.has(uid) || held.has(uid)) continue;
+        // A pod whose worker runs or holds work (a request's, or the loop's own) is left to it.
+        if (busy(uid)) continue;
         // A sync that ended after this relist began is not in the view: decide on the next one.
         if (rec.lastSyncEnd > view.at) continue;
         const pv = view.pods.get(uid);
@@ -580,10 +592,10 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     if (!eventsUp || o.controllers?.watching()) return interval;
     let due = Infinity;
     for (const [uid, rec] of records) {
-      // A pod a request holds is the request's to sync (its release makes it due at the resync). A pod the loop
+      // A pod a request's work holds is the request's to sync (its end makes it due at the resync). A pod the loop
       // is syncing has no next time yet: its sync's end asks again (afterLoopSync). Counted now, its last end
       // would be taken for due and bring a relist one interval later that finds nothing to do.
-      if (held.has(uid) || inFlight.has(uid)) continue;
+      if (busy(uid)) continue;
       const d = rec.decided?.decision;
       // A finished pod is not resynced (decide.ts), so its resync brings no relist either.
       if (!(d?.kind === "converged" && d.finished)) due = Math.min(due, resyncSlot(rec.lastSyncEnd + resync));
@@ -715,9 +727,29 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     }
   }
 
+  // A request's work, dispatched to the same pod workers: what its sync read back is the relist's too, and once it
+  // is over the pod is as if the loop had synced it then (as for a pod new to the loop): the next relist decides it
+  // afresh, and a needed action (the request's sync failed) still runs there.
+  pods.hooks = {
+    synced: (_uid, r) => learn(r.after),
+    requestDone: (uid) => {
+      const t = now();
+      const rec = records.get(uid);
+      if (rec) Object.assign(rec, { lastSyncStart: t, lastSyncEnd: t, fingerprint: undefined, decided: undefined });
+      // A pod new to the loop, or one the request acted on: a relist now, so the loop knows it (its exits' syncs,
+      // its resync, its probes on the new containers) without waiting for the evented period, as kubelet's
+      // HandlePodAdditions puts a new pod in its pod manager and prober at once (pkg/kubelet/kubelet.go). A
+      // converged request asks for none.
+      const relistAfter = !specs.has(uid) || acted.has(uid);
+      acted.delete(uid);
+      if (relistAfter && !stopped) relistNow();
+    },
+  };
+
   scheduleRelist(0);
 
   return {
+    pods,
     async tick() {
       const r = await relistAndSync();
       await Promise.all(r.syncs);
@@ -728,40 +760,6 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       return rest;
     },
     kick: relistNow,
-    hold(uids) {
-      for (const uid of uids) held.set(uid, (held.get(uid) ?? 0) + 1);
-      let done = false;
-      return () => {
-        if (done) return;
-        done = true;
-        const t = now();
-        let relistAfter = false;
-        for (const uid of uids) {
-          const n = (held.get(uid) ?? 1) - 1;
-          if (n > 0) held.set(uid, n);
-          else held.delete(uid);
-          // As if the loop had synced it now (as for a pod new to the loop): the next relist decides it afresh,
-          // and a needed action (the request's sync failed) still runs there.
-          const rec = records.get(uid);
-          if (rec) Object.assign(rec, { lastSyncStart: t, lastSyncEnd: t, fingerprint: undefined, decided: undefined });
-          // A pod new to the loop, or one the request acted on: a relist now, so the loop knows it (its exits'
-          // syncs, its resync, its probes on the new containers) without waiting for the evented period, as
-          // kubelet's HandlePodAdditions puts a new pod in its pod manager and prober at once
-          // (pkg/kubelet/kubelet.go). A converged request asks for none. (After the release: no loop pass races
-          // the request.)
-          if (!specs.has(uid) || acted.has(uid)) relistAfter = true;
-          acted.delete(uid);
-        }
-        if (relistAfter) relistNow();
-      };
-    },
-    learn(status) {
-      relister.learn(status);
-      own(status);
-      const fp = fingerprintOf(status);
-      if (lastSeen.get(status.id) !== fp) acted.add(status.id);
-      lastSeen.set(status.id, fp);
-    },
     async stop() {
       stopped = true;
       watch?.close();

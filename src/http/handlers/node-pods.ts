@@ -6,8 +6,8 @@
 //                      being deleted (Terminating), and the orphans: pods podsync made that the store does not hold.
 import type { Context, Env, Hono } from "hono";
 import type { VerifiedToken } from "../../auth/verify.js";
-import { checkReplace, whileAbsent, whileStored, type DesiredPod } from "../../pleg/desired-state.js";
-import { SupersededError } from "../../kubelet/pod-runtime.js";
+import { checkReplace, type DesiredPod } from "../../pleg/desired-state.js";
+import { slots } from "../../podworkers/dispatch.js";
 import { toV1Pod } from "../../status/api-status.js";
 import type { Pod } from "../../pod/schema.js";
 import { InvalidPodError, type FieldError } from "../../pod/validate.js";
@@ -74,20 +74,6 @@ const SUPERSEDED_SYNC =
   "not synced by this PUT: a later request changed the pod in the desired state while this PUT ran, and that request's spec is the one applied";
 const SUPERSEDED_DELETE =
   "not deleted by this PUT: a later request put the pod back in the desired state while this PUT ran";
-
-/** Run fn over items, at most `n` at a time, results in order. */
-async function mapBounded<T, R>(items: readonly T[], n: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
-  return out;
-}
 
 /** Validate every item (schema, the deployment's probe handlers, the references to the set's ConfigMaps and
  * Secrets: src/pod/bundle.ts; workloads: src/pod/workloads/intake.ts), all errors at once, each path under its
@@ -192,9 +178,6 @@ export function registerNodePods<E extends Env>(
     // makes no runtime call.
     checkReplace(await d.desired.generation(), generation);
     const now = d.now();
-    // No loop pass syncs the set's pods from the commit until this PUT's own syncs are done: the PUT starts them
-    // at its concurrency, and no other sync of them waits on their locks.
-    const release = d.holdLoop(pods.map((p) => p.pod.metadata.uid));
     const body = await serial(async () => {
       // The commit: refused (409 stale-generation, 503 state-unavailable) with nothing changed, so a refused
       // PUT does not use up its generation. Nothing acts before it.
@@ -264,46 +247,61 @@ export function registerNodePods<E extends Env>(
         steps: [],
         error: toProblemError(e).toProblem(),
       });
-      // Dropped pods go first: they may hold what the new ones need (host ports, names).
-      const removedResults = await mapBounded(removed, d.concurrency, async (uid) => {
-        const m = before.get(uid)?.pod.metadata;
-        const ref = { namespace: m?.namespace ?? "", name: m?.name ?? "", uid };
-        try {
-          // Deleted only if still out of the store once the pod's lock is held: a later sync that put it back
-          // meanwhile is not undone.
-          const r = await d.runtime.delete(uid, undefined, whileAbsent(d.desired, uid), before.get(uid)?.pod);
-          criCalls += r.criCalls;
-          return { ok: r.ok, pod: ref, steps: r.steps, deleted: r.deleted };
-        } catch (e) {
-          if (e instanceof SupersededError)
-            return { ok: true, pod: ref, steps: [], deleted: false, superseded: SUPERSEDED_DELETE };
-          return failed(ref, e);
-        }
-      });
-      const results = await mapBounded(pods, d.concurrency, async ({ pod, objects }, i) => {
-        const uid = pod.metadata.uid;
-        const mine = own[i]!;
-        try {
-          // Synced only if this PUT's entry (or the same spec) is still stored once the pod's lock is held: a later sync
-          // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
-          // roll it back.
-          const r = await d.runtime.sync(pod, d.prober?.results(uid), objects, whileStored(d.desired, mine));
-          d.prober?.observe(uid, r.after);
-          criCalls += r.criCalls;
-          return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };
-        } catch (e) {
-          if (e instanceof SupersededError)
-            return {
-              ok: true,
-              pod: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid },
-              steps: [],
-              superseded: SUPERSEDED_SYNC,
-            };
-          return failed({ namespace: pod.metadata.namespace, name: pod.metadata.name, uid }, e);
-        }
-      });
+      // Every pod's work goes to its worker at once (kubelet's HandlePodAdditions), so no loop pass syncs the set's
+      // pods meanwhile; it runs at the PUT's concurrency, dropped pods first: they may hold what the new ones need
+      // (host ports, names). Work still waiting for its turn is replaced by a later request's for the same pod.
+      const slot = slots(d.concurrency);
+      const removedResults = Promise.all(
+        removed.map(async (uid) => {
+          const m = before.get(uid)?.pod.metadata;
+          const ref = { namespace: m?.namespace ?? "", name: m?.name ?? "", uid };
+          try {
+            // Torn down only if still out of the store when its work runs: a later sync that put it back meanwhile
+            // is not undone.
+            const o = await d.pods.kill({ runtime: d.runtime, uid, spec: before.get(uid)?.pod, slot });
+            if (o.kind !== "done")
+              return { ok: true, pod: ref, steps: [], deleted: false, superseded: SUPERSEDED_DELETE };
+            criCalls += o.value.criCalls;
+            return { ok: o.value.ok, pod: ref, steps: o.value.steps, deleted: o.value.deleted };
+          } catch (e) {
+            return failed(ref, e);
+          }
+        }),
+      );
+      const killed = removedResults.then(() => undefined);
+      const afterKills = async () => {
+        await killed;
+        return slot();
+      };
+      const results = await Promise.all(
+        pods.map(async ({ pod, objects }, i) => {
+          const uid = pod.metadata.uid;
+          const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, uid };
+          try {
+            // Synced only if this PUT's entry (or the same spec) is still stored when its work runs: a later sync
+            // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
+            // roll it back.
+            const o = await d.pods.sync({
+              runtime: d.runtime,
+              entry: own[i]!,
+              pod,
+              objects,
+              probes: () => d.prober?.results(uid),
+              slot: afterKills,
+            });
+            if (o.kind !== "done") return { ok: true, pod: ref, steps: [], superseded: SUPERSEDED_SYNC };
+            const r = o.value;
+            d.prober?.observe(uid, r.after);
+            criCalls += r.criCalls + (r.left?.criCalls ?? 0);
+            return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };
+          } catch (e) {
+            return failed(ref, e);
+          }
+        }),
+      );
       d.note(c, { criCalls });
-      const ok = results.every((r) => r.ok) && removedResults.every((r) => r.ok);
+      const removedDone = await removedResults;
+      const ok = results.every((r) => r.ok) && removedDone.every((r) => r.ok);
       const gone = removedWorkloads.map(({ workload: w }) => ({
         kind: w.kind,
         namespace: w.metadata.namespace,
@@ -314,11 +312,11 @@ export function registerNodePods<E extends Env>(
         ok,
         generation,
         pods: results,
-        removed: removedResults,
+        removed: removedDone,
         ...(outcomes.length ? { workloads: outcomes } : {}),
         ...(gone.length ? { removedWorkloads: gone } : {}),
       };
-    }).finally(release);
+    });
     // 207 as for a sync: the set is stored (the loop keeps at it), some pods' steps failed; the body says which.
     return jsonWithWarnings(body, body.ok ? 200 : 207, warnings);
   });

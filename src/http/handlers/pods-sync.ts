@@ -3,8 +3,7 @@
 // workloads (Deployments, Jobs, ...; src/http/sync-workloads.ts), checked with the pod before anything is stored,
 // and skip or drop things a node has no use for: those are the response's warnings (Warning headers too).
 import type { Hono } from "hono";
-import { SupersededError, type SyncResult } from "../../kubelet/pod-runtime.js";
-import { StaleGenerationError, whileStored } from "../../pleg/desired-state.js";
+import { StaleGenerationError } from "../../pleg/desired-state.js";
 import { checkPut } from "../../pleg/tombstones.js";
 import { controllerOf } from "../../controllers/pods.js";
 import { admit, admitOnNode, admitOnRuntime, checkUidsOnRuntime } from "../admission.js";
@@ -109,62 +108,59 @@ export function registerPodSync(app: Hono<AppEnv>, d: PodRouteDeps): void {
     // another namespace/name inside its write (a pod whose sandbox is not made yet is not seen by the runtime
     // check).
     let idCalls = 0;
-    // No loop pass syncs the pod from its store write until this request's sync is done.
-    const release = d.holdLoop([uid]);
-    try {
-      await admitting(async () => {
-        await admitOnNode(pod, nodeInfo, desired);
-        idCalls = await checkUidsOnRuntime(rt, [{ pod }], (u) => desired.get(u));
-        c.set("criCalls", idCalls);
-        await desired.put(mine);
-      });
-      // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
-      prober?.upsert(pod);
-      // Synced only if this request's entry (or the same spec) is still stored once the pod's lock is held: a later request
-      // that changed or removed the pod meanwhile acts after this one, and this older spec does not undo it.
-      let r: SyncResult;
-      try {
-        r = await rt.sync(pod, prober?.results(uid), objects, whileStored(desired, mine));
-      } catch (e) {
-        if (!(e instanceof SupersededError)) throw e;
-        const left = !(await desired.get(uid));
-        if (left) prober?.remove(uid);
-        throw new StaleGenerationError(
-          left
-            ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done`
-            : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`,
-        );
-      }
-      c.set("criCalls", idCalls + r.criCalls);
-      // A later PUT or DELETE that dropped the pod while this sync waited for the pod's lock may have run its
-      // delete before this sync's steps: then nothing would remove what they made (the loop acts only on the
-      // store). So a pod that has left the desired state is deleted again, and the request is told why.
-      if (!(await desired.get(uid))) {
-        prober?.remove(uid);
-        const d = await rt.delete(uid);
-        c.set("criCalls", idCalls + r.criCalls + d.criCalls);
-        throw new StaleGenerationError(
-          `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`,
-        );
-      }
-      prober?.observe(uid, r.after);
-      // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
-      // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
-      return jsonWithWarnings(
-        {
-          ok: r.ok,
-          pod: r.pod,
-          actions: actionsJSON(pod, r.actions),
-          steps: r.steps,
-          status: r.apiStatus,
-          runtime: statusJSON(r.after),
-          ...workloads,
-        },
-        r.ok ? 200 : 207,
-        body.warnings,
+    await admitting(async () => {
+      await admitOnNode(pod, nodeInfo, desired);
+      idCalls = await checkUidsOnRuntime(rt, [{ pod }], (u) => desired.get(u));
+      c.set("criCalls", idCalls);
+      await desired.put(mine);
+    });
+    // The prober learns the pod first, so its results (liveness/startup failures) count in this sync.
+    prober?.upsert(pod);
+    // The pod's worker syncs it (kubelet's UpdatePod), after any work it is running; the loop leaves the pod to it.
+    // Not synced if a later request changed or removed the pod before this work ran (it replaced this update while
+    // it waited, or the store no longer holds this request's entry): that request's spec is the one applied.
+    const o = await d.pods.sync({
+      runtime: rt,
+      entry: mine,
+      pod,
+      objects,
+      probes: () => prober?.results(uid),
+    });
+    if (o.kind !== "done") {
+      const left = !(await desired.get(uid));
+      if (left) prober?.remove(uid);
+      throw new StaleGenerationError(
+        left
+          ? `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) before this sync ran; nothing was done`
+          : `pod ${uid} was changed in the desired state by a later request before this sync ran; that request's spec is the one applied, nothing was done for this one`,
       );
-    } finally {
-      release();
     }
+    const r = o.value;
+    c.set("criCalls", idCalls + r.criCalls);
+    // A DELETE that dropped the pod while this sync ran may have run its delete before this sync's steps: the work
+    // deleted again what they made (the loop acts only on the store), and the request is told why.
+    if (r.left) {
+      prober?.remove(uid);
+      c.set("criCalls", idCalls + r.criCalls + r.left.criCalls);
+      throw new StaleGenerationError(
+        `pod ${uid} left the desired state (a later PUT /v1/node/pods or DELETE) while this sync ran; what it made was deleted again`,
+      );
+    }
+    prober?.observe(uid, r.after);
+    // 207: the request was fine and some steps ran, but not all succeeded; the body says which.
+    // `status` is the v1.PodStatus read back after the steps; `runtime` the same read at CRI level.
+    return jsonWithWarnings(
+      {
+        ok: r.ok,
+        pod: r.pod,
+        actions: actionsJSON(pod, r.actions),
+        steps: r.steps,
+        status: r.apiStatus,
+        runtime: statusJSON(r.after),
+        ...workloads,
+      },
+      r.ok ? 200 : 207,
+      body.warnings,
+    );
   });
 }

@@ -1,0 +1,133 @@
+// The node's pod work as the pod workers run it: a request's sync of the entry it stored, and the teardown of a pod
+// that left the desired state (a PUT's dropped pods, a controller's deletes). Callers await their own work's outcome.
+//
+// Each piece of work still hands the runtime a guard it checks under the pod's lock (GuardOptions.current): on Node
+// the pod's worker is the only writer, so the check only finds a newer request's entry (kubelet's pod manager
+// always gives the worker the latest pod; a podsync request carries its own); on Workers the lock is the node's
+// Durable Object, shared by isolates that each have their own pod workers, and the check is what keeps an older
+// request from rolling back a newer one there. A check that fails is StaleWorkError to the workers (superseded).
+import type { Pod } from "../pod/schema.js";
+import type { PodObjects } from "../pod/objects.js";
+import type { ProbeResults } from "../kuberuntime/compute-actions.js";
+import type { PodProbeResults } from "../status/api-status.js";
+import {
+  SupersededError,
+  type DeleteResult,
+  type GuardOptions,
+  type PodRuntime,
+  type SyncResult,
+} from "../kubelet/pod-runtime.js";
+import { PodWorkers, StaleWorkError, type PodWork, type WorkOutcome } from "./pod-workers.js";
+
+/** What the work asks of the desired state (the store is podsync's pod manager). */
+export interface StoreView<E> {
+  /** `entry` (what a request stored) is still stored, or an entry with the same spec is. */
+  stillStored(uid: string, entry: E): Promise<boolean>;
+  /** The store holds no entry of the pod. */
+  absent(uid: string): Promise<boolean>;
+  /** Two entries with one key ask for the same (a request replaced by one with its spec gets that one's result). */
+  specKey(entry: E): string;
+}
+
+export interface PodDispatchHooks {
+  /** A request's sync read the pod back (the loop's relist needs not read it again). */
+  synced?: (uid: string, r: SyncResult) => void;
+  /** A request's sync is over, whatever became of it. */
+  requestDone?: (uid: string) => void;
+}
+
+export interface SyncRequest<E> {
+  runtime: PodRuntime;
+  entry: E;
+  pod: Pod;
+  objects?: PodObjects | undefined;
+  /** Read when the work runs (the prober learnt the pod before it was dispatched). */
+  probes?: (() => (ProbeResults & PodProbeResults) | undefined) | undefined;
+  slot?: PodWork<unknown>["slot"];
+}
+
+/** A request's sync: what it did, and the teardown it ran when the pod left the store while it ran. */
+export type RequestSyncResult = SyncResult & { left?: DeleteResult | undefined };
+
+export interface KillRequest {
+  runtime: PodRuntime;
+  uid: string;
+  gracePeriodSeconds?: number | undefined;
+  /** The pod as last desired (its preStop hooks). */
+  spec?: Pod | undefined;
+  slot?: PodWork<unknown>["slot"];
+}
+
+export interface PodDispatch<E> {
+  readonly workers: PodWorkers;
+  /** The loop's hooks, set once it starts. */
+  hooks: PodDispatchHooks;
+  sync(r: SyncRequest<E>): Promise<WorkOutcome<RequestSyncResult>>;
+  kill(r: KillRequest): Promise<WorkOutcome<DeleteResult>>;
+  /** `runtime`'s delete, dispatched as a kill to the pod's worker (the controllers' deletes). */
+  killing(runtime: PodRuntime): Pick<PodRuntime, "delete">;
+}
+
+/** The runtime's guard failed: the work was moot. */
+function stale(e: unknown): never {
+  if (e instanceof SupersededError) throw new StaleWorkError(e.message);
+  throw e;
+}
+
+export function createPodDispatch<E>(store: StoreView<E>, workers = new PodWorkers()): PodDispatch<E> {
+  const kill = (k: KillRequest) => {
+    const guard: GuardOptions = { current: () => store.absent(k.uid) };
+    return workers.update(k.uid, {
+      type: "kill",
+      slot: k.slot,
+      run: () => k.runtime.delete(k.uid, k.gracePeriodSeconds, guard, k.spec).catch(stale),
+    });
+  };
+  const d: PodDispatch<E> = {
+    workers,
+    hooks: {},
+    sync(q) {
+      const uid = q.pod.metadata.uid;
+      const guard: GuardOptions = { current: () => store.stillStored(uid, q.entry) };
+      const run = async (): Promise<RequestSyncResult> => {
+        const r = await q.runtime.sync(q.pod, q.probes?.(), q.objects, guard).catch(stale);
+        d.hooks.synced?.(uid, r);
+        // It left the store while this sync ran (a DELETE that acted before it): what it made goes again.
+        if (await store.absent(uid)) return { ...r, left: await q.runtime.delete(uid) };
+        return r;
+      };
+      const key = store.specKey(q.entry);
+      return workers.update(uid, { type: "update", key, slot: q.slot, run }).finally(() => d.hooks.requestDone?.(uid));
+    },
+    kill,
+    killing(runtime) {
+      return {
+        delete: async (uid, grace, _guard, spec) => {
+          const o = await kill({ runtime, uid, gracePeriodSeconds: grace, spec });
+          if (o.kind === "done") return o.value;
+          throw new SupersededError(`the delete of pod ${uid} was superseded: the pod is desired again`);
+        },
+      };
+    },
+  };
+  return d;
+}
+
+/** A counting semaphore: at most `n` holders at once, the others in order (a PUT's concurrency, the loop's). */
+export function slots(n: number): () => Promise<() => void> {
+  let free = n;
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    free++;
+    waiting.shift()?.();
+  };
+  return () =>
+    new Promise((resolve) => {
+      const grant = () => {
+        free--;
+        resolve(release);
+      };
+      if (free > 0) grant();
+      else waiting.push(grant);
+    });
+}
