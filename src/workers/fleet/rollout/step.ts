@@ -117,10 +117,16 @@ function gate(d: Draft, obs: Map<string, Observation>): void {
         d.set(name, { ...d.st.nodes[name]!, state: "Failed", reason: "not healthy within progressDeadline" });
   const failed = d.total("Failed");
   const unavailable = d.total("Unreachable", (n) => n.expired === true);
-  if (failed > d.st.maxFailures)
-    return gateFailed(d, `${failed} node(s) failed, over maxFailures ${d.st.maxFailures}`, obs);
-  if (unavailable > d.st.maxUnavailable)
-    return gateFailed(d, `${unavailable} node(s) unreachable, over maxUnavailable ${d.st.maxUnavailable}`, obs);
+  const over =
+    failed > d.st.maxFailures
+      ? `${failed} node(s) failed, over maxFailures ${d.st.maxFailures}`
+      : unavailable > d.st.maxUnavailable
+        ? `${unavailable} node(s) unreachable, over maxUnavailable ${d.st.maxUnavailable}`
+        : undefined;
+  if (over !== undefined) {
+    gateFailed(d, over, obs);
+    return;
+  }
   const passing = d.nodesOf(d.st.batch).every((name) => {
     const n = d.st.nodes[name]!;
     return n.state === "Healthy" || n.state === "Failed" || (n.state === "Unreachable" && n.expired === true);
@@ -135,7 +141,8 @@ function gate(d: Draft, obs: Map<string, Observation>): void {
   }
   if (d.st.phase === "Progressing" && s.soakMs > 0) {
     d.st.soakSince = now;
-    return d.phase("Soaking");
+    d.phase("Soaking");
+    return;
   }
   if (d.st.phase === "Soaking" && now - (d.st.soakSince ?? now) < s.soakMs) return;
   advance(d, obs);
@@ -147,7 +154,10 @@ function observeNode(d: Draft, name: string, o: Observation | undefined): void {
   if (n.state === "Failed") return;
   const v = verdict(o, d.st.generation, n.baseline, d.s.failOnRestarts);
   const { unreachableSince: _u, expired: _e, ...rest } = n;
-  if (v.v === "failed") return d.set(name, { ...rest, state: "Failed", reason: v.reason });
+  if (v.v === "failed") {
+    d.set(name, { ...rest, state: "Failed", reason: v.reason });
+    return;
+  }
   if (v.v === "healthy") {
     if (n.state !== "Healthy") d.set(name, { ...rest, state: "Healthy" });
     return;
@@ -179,7 +189,10 @@ function advance(d: Draft, obs: Map<string, Observation>): void {
 
 function gateFailed(d: Draft, why: string, obs: Map<string, Observation>): void {
   d.event("GateFailed", `batch ${d.st.batch + 1}: ${why}`);
-  if (d.s.autoRollback && d.st.rollbackGeneration !== undefined) return startRollback(d, why, obs);
+  if (d.s.autoRollback && d.st.rollbackGeneration !== undefined) {
+    startRollback(d, why, obs);
+    return;
+  }
   d.st.pauseReason = "GateFailed";
   d.phase("Paused", `batch ${d.st.batch + 1}: ${why}`);
 }
