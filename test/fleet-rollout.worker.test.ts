@@ -3,14 +3,16 @@
 // apply): batches of 1 reach every node; a crash-looping revision stops at batch 1 and is rolled back (the other
 // nodes never receive it); overlap and replay are refused; a token's selector bounds its targets; the audit chain
 // holds; and the Worker restarted mid-batch (same storage) resumes without dispatching anything twice.
-import { mkdtempSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { exportJWK } from "jose";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { PodSummary } from "../src/http/fleet/protocol.js";
+import type { DesiredMessage, PodSummary } from "../src/http/fleet/protocol.js";
 import { joinToken, ownerToken, signedSet, simAgent, type SimAgent } from "./support/fleet.js";
-import { makeKey, type TestKey } from "./support/http.js";
+import { ISSUER, makeKey, type TestKey } from "./support/http.js";
 import { until } from "./support/wait.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";
 
@@ -20,8 +22,9 @@ let key: TestKey;
 let port: number;
 const persist = mkdtempSync(join(tmpdir(), "podsync-rollout-worker-"));
 const agents = new Map<string, SimAgent>();
-/** Generations whose pod crash-loops, and nodes whose pod is held not ready. */
-const crashing = new Set<number>();
+/** Each node's last set (a set whose body says "crash" crash-loops; an empty one runs nothing), and nodes whose
+ * pod is held not ready. */
+const bodies = new Map<string, string>();
 const held = new Set<string>();
 const NODES = ["ro-a", "ro-b", "ro-c"];
 
@@ -44,8 +47,10 @@ const startWorker = async () => {
   }));
 };
 
-const podsOf = (a: SimAgent): PodSummary[] =>
-  a.generation === 0
+const podsOf = (a: SimAgent): PodSummary[] => {
+  const body = bodies.get(a.name) ?? "";
+  const crash = body.includes("crash");
+  return a.generation === 0 || body.includes('"items":[]')
     ? []
     : [
         {
@@ -53,10 +58,11 @@ const podsOf = (a: SimAgent): PodSummary[] =>
           name: `web-${a.generation}`,
           uid: `${a.name}-${a.generation}`,
           phase: "Running",
-          ready: !crashing.has(a.generation) && !held.has(a.name),
-          restarts: crashing.has(a.generation) ? 2 : 0,
+          ready: !crash && !held.has(a.name),
+          restarts: crash ? 2 : 0,
         },
       ];
+};
 
 beforeAll(async () => {
   key = await makeKey("ES256", "owner-1");
@@ -67,6 +73,12 @@ beforeAll(async () => {
       let a: SimAgent | undefined;
       a = await simAgent(base, name, await joinToken(key, { grp: "ro", env: i === 2 ? "prod" : "staging" }), {
         pods: () => (a ? podsOf(a) : []),
+        apply: async (m: DesiredMessage) => {
+          a!.applied.push({ generation: m.generation, at: Date.now() });
+          a!.generation = m.generation;
+          bodies.set(name, m.body);
+          return undefined;
+        },
         backoff: { baseMs: 100, maxMs: 500 },
       });
       agents.set(name, a);
@@ -85,12 +97,12 @@ let generation = 100;
 async function rollout(
   name: string,
   strategy: Record<string, unknown>,
-  o: { targets?: string[]; selector?: string } = {},
+  o: { targets?: string[]; selector?: string; pod?: string } = {},
 ) {
   const targets = o.targets ?? NODES;
   const g = (generation += 10);
   const revision = await signedSet(key, targets, g, [
-    { apiVersion: "v1", kind: "Pod", metadata: { name: `web-${g}` } },
+    { apiVersion: "v1", kind: "Pod", metadata: { name: `${o.pod ?? "web"}-${g}` } },
   ]);
   const rollback = await signedSet(key, targets, g + 1, []);
   return {
@@ -168,8 +180,7 @@ describe("rollouts through the coordinator", () => {
   });
 
   it("stops a crash-looping revision at batch 1 and rolls it back; the other nodes never get it", async () => {
-    const { g, body } = await rollout("ro-bad", { batch: 1, autoRollback: true });
-    crashing.add(g);
+    const { g, body } = await rollout("ro-bad", { batch: 1, autoRollback: true }, { pod: "crash" });
     expect((await post("/fleet/rollouts", "rollout", body)).status).toBe(201);
     const v = await phaseIs("ro-bad", "RolledBack", "Failed", "Paused");
     expect(v.status.phase).toBe("RolledBack");
@@ -215,4 +226,116 @@ describe("rollouts through the coordinator", () => {
     expect(Object.values(v.status.nodes!).map((n) => n.dispatches)).toEqual([1, 1, 1]);
     expect(appliedOf(g)).toEqual([1, 1, 1]);
   }, 120_000);
+});
+
+describe("the CLI", () => {
+  const cli = (...args: string[]) =>
+    new Promise<{ code: number; out: string; err: string }>((res) =>
+      execFile(
+        process.execPath,
+        ["bin/podsync.mjs", ...args, "--url", base.origin, "--key", keyFile],
+        { env: { ...process.env, PODSYNC_URL: "" } },
+        (e, out, err) => res({ code: e ? Number(e.code ?? 1) : 0, out, err }),
+      ),
+    );
+  let keyFile: string;
+  let dir: string;
+  const file = (name: string, pod: string) => {
+    const f = join(dir, name);
+    writeFileSync(
+      f,
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${pod}\nspec:\n  containers:\n  - name: c\n    image: localhost/busybox:1\n`,
+    );
+    return f;
+  };
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "podsync-rollout-cli-"));
+    keyFile = join(dir, "key.json");
+    writeFileSync(
+      keyFile,
+      JSON.stringify({ ...(await exportJWK(key.privateKey)), kid: key.kid, alg: "ES256", iss: ISSUER }),
+    );
+  });
+
+  it("fleet rollout, status -w (exit 0), rollouts and drift, with --help and -o json", async () => {
+    expect((await cli("fleet", "--help")).out).toMatch(/fleet rollout -f FILE -l SELECTOR \[--batch 10%\|N\]/);
+    const made = await cli(
+      "fleet",
+      "rollout",
+      "-f",
+      file("good.yaml", "good"),
+      "-l",
+      "grp=ro",
+      "--batch",
+      "1",
+      "--name",
+      "cli-good",
+      "-o",
+      "json",
+    );
+    expect(made.code, made.err).toBe(0);
+    expect(JSON.parse(made.out).items[0]).toMatchObject({ kind: "FleetRollout", metadata: { name: "cli-good" } });
+    const watched = await cli("fleet", "status", "cli-good", "-w");
+    expect(watched.code, watched.err).toBe(0);
+    expect(watched.out).toMatch(/rollout\/cli-good: Completed, batch 3 of 3/);
+    expect(watched.out).toMatch(/^BATCH\s+SIZE\s+PENDING\s+DISPATCHED\s+HEALTHY/m);
+    const listed = JSON.parse((await cli("fleet", "rollouts", "-o", "json")).out);
+    expect(listed.items.find((x: { metadata: { name: string } }) => x.metadata.name === "cli-good").status.phase).toBe(
+      "Completed",
+    );
+    const drift = await cli("fleet", "drift", "-l", "grp=ro", "-o", "json");
+    expect(drift.code, drift.err).toBe(0);
+    expect(JSON.parse(drift.out).items).toEqual([]);
+  }, 60_000);
+
+  it("a crash-looping revision: status -w exits non-zero, rolled back to the last good revision", async () => {
+    const made = await cli(
+      "fleet",
+      "rollout",
+      "-f",
+      file("bad.yaml", "crash"),
+      "-l",
+      "grp=ro",
+      "--batch",
+      "1",
+      "--auto-rollback",
+      "--name",
+      "cli-bad",
+    );
+    expect(made.code, made.err).toBe(0);
+    const watched = await cli("fleet", "status", "cli-bad", "-w");
+    expect(watched.code).toBe(1);
+    expect(watched.err).toMatch(/rollout cli-bad RolledBack/);
+    // The rollback set is the last Completed rollout's revision (cli-good's pod), re-signed above the revision.
+    expect(bodies.get("ro-a")).toMatch(/name: good/);
+    expect(bodies.get("ro-b")).toMatch(/name: good/);
+  }, 60_000);
+
+  it("approve after the canary with its own verb; a verb on a final rollout is refused", async () => {
+    const made = await cli(
+      "fleet",
+      "rollout",
+      "-f",
+      file("c.yaml", "canary"),
+      "-l",
+      "grp=ro",
+      "--canary",
+      "1",
+      "--approve-after-canary",
+      "--name",
+      "cli-canary",
+    );
+    expect(made.code, made.err).toBe(0);
+    await until(
+      "awaiting approval",
+      async () => (await cli("fleet", "status", "cli-canary")).out.includes("AwaitingApproval"),
+      30_000,
+      300,
+    );
+    const approved = await cli("fleet", "approve", "cli-canary", "-o", "json");
+    expect(approved.code, approved.err).toBe(0);
+    expect(JSON.parse(approved.out).items[0].status.phase).toBe("Progressing");
+    expect((await cli("fleet", "status", "cli-canary", "-w")).code).toBe(0);
+    expect((await cli("fleet", "pause", "cli-canary")).err).toMatch(/cannot pause a rollout that is Completed/);
+  }, 60_000);
 });
