@@ -273,3 +273,42 @@ describe("approval and the owner's verbs", () => {
     expect(r.actions.find((x) => x.type === "dispatch")).toMatchObject({ set: "rollback", nodes: ["n00"] });
   });
 });
+
+describe("the audit chain and drift", () => {
+  it("finds an edited or removed row", async () => {
+    const { entryHash, verifyChain } = await import("../src/workers/fleet/rollout/audit.js");
+    const rows = [];
+    let prev = "0".repeat(64);
+    for (let i = 1; i <= 3; i++) {
+      const e = { at: i, actor: "owner", action: "dispatch", rollout: "r", nodes: [`n${i}`] };
+      const hash = await entryHash(prev, e);
+      rows.push({ ...e, id: i, prev, hash });
+      prev = hash;
+    }
+    expect(await verifyChain(rows)).toBe(-1);
+    expect(await verifyChain(rows.map((r) => (r.id === 2 ? { ...r, nodes: ["other"] } : r)))).toBe(2);
+    expect(await verifyChain(rows.filter((r) => r.id !== 2))).toBe(3);
+  });
+
+  it("counts the applied generation and the pod set, never status-only fields", async () => {
+    const { driftOf } = await import("../src/workers/fleet/rollout/drift.js");
+    const { fleetNode } = await import("../src/http/fleet/node-view.js");
+    const node = (generation: number, desiredGeneration: number, pods: string[], ready = true) =>
+      fleetNode(
+        {
+          ...{ name: "n", labels: {}, taints: [], capacity: {}, version: "v", enrolledAt: 0, revokedAt: null },
+          ...{ connected: true, lastSeen: 1, generation, desiredGeneration, error: null },
+          pods: pods.map((name) => ({ namespace: "default", name, uid: name, phase: "Running", ready, restarts: 7 })),
+        },
+        1,
+        1,
+      );
+    const expected = { pods: ["default/db"], prefixes: ["default/web-"] };
+    expect(driftOf(node(3, 3, ["db", "web-abc12"], false), expected)).toEqual([]);
+    expect(driftOf(node(2, 3, ["db"]), expected)).toEqual(["applied generation 2 is behind the desired 3"]);
+    expect(driftOf(node(3, 3, ["web-abc12", "stray"]), expected)).toEqual([
+      "pods missing: default/db",
+      "pods not in the desired set: default/stray",
+    ]);
+  });
+});

@@ -73,7 +73,8 @@ async function route(fl: Fleet, env: RolloutEnv, req: Request, path: string): Pr
   }
   const m = /^\/fleet\/rollouts\/([a-z0-9-]{1,63})(?:\/([a-z]+))?$/.exec(path);
   if (!m) throw new ProblemError("not-found", `no fleet route for ${req.method} ${path}`);
-  const [, name, sub] = m as unknown as [string, string, string | undefined];
+  const name = m[1]!;
+  const sub = m[2];
   const r = `r:${name}`;
   if (req.method === "GET" && sub === undefined) {
     await owner(fl, req, "read");
