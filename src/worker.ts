@@ -20,6 +20,7 @@ import { buildWorkerApp } from "./workers/app.js";
 import type { Env } from "./workers/settings.js";
 import { fleetFetch, isFleetPath } from "./workers/fleet/routes.js";
 import type { FleetEnv } from "./workers/fleet/settings.js";
+import { isRolloutPath, rolloutFetch } from "./workers/fleet/rollout/routes.js";
 
 // The Durable Object classes wrangler binds (wrangler.toml), exported from the Worker's main module.
 export { ReplayGuard } from "./workers/replay-guard.js";
@@ -28,6 +29,8 @@ export { NodeDesiredState } from "./workers/node-desired-state.js";
 export { DurablePodLock } from "./workers/pod-lock.js";
 // Pull mode's node registry (docs/fleet.md): /fleet/... is its own, before the per-node apps.
 export { FleetShard } from "./workers/fleet/shard.js";
+// Rollouts to node groups (issue #39): a coordinator per rollout and their index.
+export { FleetRollout } from "./workers/fleet/rollout/coordinator.js";
 export type { Env } from "./workers/settings.js";
 
 let cache: { key: string; root: Hono } | undefined;
@@ -35,6 +38,7 @@ let cache: { key: string; root: Hono } | undefined;
 export default {
   async fetch(req: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     try {
+      if (isRolloutPath(new URL(req.url).pathname)) return await rolloutFetch(req, env as FleetEnv);
       if (isFleetPath(new URL(req.url).pathname)) return await fleetFetch(req, env as FleetEnv);
       const key = `${env.PODSYNC_NODES}\u0000${env.PODSYNC_ISSUERS}\u0000${env.PODSYNC_JWKS ?? env.PODSYNC_JWKS_URL}`;
       if (cache?.key !== key) cache = { key, root: buildWorkerApp(env) };

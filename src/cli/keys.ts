@@ -69,7 +69,7 @@ function readKey(path: string, source: string): PrivateKey {
 export async function signToken(
   key: PrivateKey,
   claims: Record<string, unknown>,
-  aud: string,
+  aud: string | string[],
   ttlSeconds: number,
   iss: string | undefined,
 ): Promise<string> {

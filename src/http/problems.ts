@@ -41,6 +41,7 @@ export const PROBLEMS = {
   "stale-generation": { status: 409, title: "Older than the node's desired state" },
   "uid-conflict": { status: 409, title: "The uid belongs to another pod" },
   "already-enrolled": { status: 409, title: "The node is enrolled with another key" },
+  "rollout-conflict": { status: 409, title: "Conflicts with a rollout" },
   "body-too-large": { status: 413, title: "Request body too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   "too-many-streams": { status: 429, title: "Too many open streams" },

@@ -13,6 +13,7 @@ import type { Ctx } from "../client.js";
 import type { Command } from "../command.js";
 import { signToken } from "../keys.js";
 import { table } from "../output.js";
+import { ROLLOUT_SUBS, rolloutOptions, rolloutUsage, runRollout } from "./rollout.js";
 
 const SUBS = ["join-token", "nodes", "label", "revoke"] as const;
 
@@ -166,6 +167,7 @@ const fleet: Command = {
     "fleet nodes [-l SELECTOR] [-o wide|json]",
     "fleet label NODE k=v [k2=v2 ...] [k3-] [-o json]",
     "fleet revoke NODE [-o json]",
+    ...rolloutUsage,
   ],
   help: [
     "The owner's side of pull mode (docs/fleet.md): node agents enroll once with a single-use join token, then",
@@ -178,6 +180,8 @@ const fleet: Command = {
     "podsync fleet nodes -l site=north -o wide",
     "podsync fleet label edge-7 tier=gold",
     "podsync fleet revoke edge-7",
+    "podsync fleet rollout -f web.yaml -l site=north --batch 10% --canary 1 --soak 30s --auto-rollback",
+    "podsync fleet status web-12 -w",
   ],
   options: {
     labels: { type: "string", help: "join-token: the labels the node gets (k=v,...)" },
@@ -185,9 +189,11 @@ const fleet: Command = {
     selector: { type: "string", short: "l", help: "nodes: a label selector (k=v, k!=v, k in (a,b), k, !k)" },
     output: { type: "string", short: "o", help: "wide (nodes) or json (a v1.List of objects)" },
     token: { type: "string", help: "a fleet token file to act with, instead of signing one" },
+    ...rolloutOptions,
   },
   async run(ctx) {
     const [sub, node, ...rest] = ctx.args;
+    if (ROLLOUT_SUBS.includes(sub as (typeof ROLLOUT_SUBS)[number])) return runRollout(ctx, call, () => fleetName(ctx));
     if (!SUBS.includes(sub as (typeof SUBS)[number]))
       usage(`fleet ${sub ?? ""}: use one of ${SUBS.join(", ")}`.trim(), ctx.command);
     const o = ctx.o["output"];

@@ -25,7 +25,7 @@ import { settingsOf, type WorkerConfig } from "../settings.js";
 
 export const isFleetPath = (path: string) => path === "/fleet" || path.startsWith("/fleet/");
 
-interface Fleet {
+export interface Fleet {
   env: FleetEnv;
   ns: FleetNamespace;
   s: WorkerConfig;
@@ -100,10 +100,10 @@ async function route(fl: Fleet, req: Request, path: string): Promise<Response> {
   }
 }
 
-const allShards = (fl: Fleet) => Array.from({ length: fl.f.PODSYNC_FLEET_SHARDS }, (_, i) => i);
+export const allShards = (fl: Fleet) => Array.from({ length: fl.f.PODSYNC_FLEET_SHARDS }, (_, i) => i);
 const stub = (fl: Fleet, i: number) => fl.ns.get(fl.ns.idFromName(`shard-${i}`));
 
-async function shardFetch<T>(fl: Fleet, i: number, op: string, arg: object): Promise<T> {
+export async function shardFetch<T>(fl: Fleet, i: number, op: string, arg: object): Promise<T> {
   const r = await stub(fl, i).fetch(`https://fleet-shard${op}`, { method: "POST", body: JSON.stringify(arg) });
   if (!r.ok) {
     const p = (await r.json().catch(() => ({}))) as { type?: string; detail?: string };
@@ -143,7 +143,7 @@ function verifier(
 }
 
 /** The owner's fleet token for `act`: reads may reuse theirs, writes spend theirs. */
-async function owner(fl: Fleet, req: Request, act: FleetAct, _node?: string): Promise<VerifiedToken> {
+export async function owner(fl: Fleet, req: Request, act: FleetAct, _node?: string): Promise<VerifiedToken> {
   const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
   if (!m)
     throw new ProblemError(
@@ -174,11 +174,11 @@ async function owner(fl: Fleet, req: Request, act: FleetAct, _node?: string): Pr
 
 const tokenSelector = (t: VerifiedToken): LabelSelector | undefined =>
   typeof t.payload["selector"] === "string" ? parseLabelSelector(t.payload["selector"]) : undefined;
-const inScope = (t: VerifiedToken, labels: Record<string, string>) => {
+export const inScope = (t: VerifiedToken, labels: Record<string, string>) => {
   const sel = tokenSelector(t);
   return !sel || sel.matches(labels);
 };
-const actorOf = (t: VerifiedToken) =>
+export const actorOf = (t: VerifiedToken) =>
   `${String(t.payload.iss)}${t.payload.sub ? `/${t.payload.sub}` : ""} (jti ${t.payload.jti})`;
 
 /** The node, which the token's selector must cover. */
@@ -341,7 +341,7 @@ async function putDesiredMany(fl: Fleet, req: Request): Promise<Response> {
 }
 
 /** The set as the nodes will check it (the owner's key, act apply, the body's hash, a generation), for `audience`. */
-async function checkedSet(fl: Fleet, req: Request, audience: string[]) {
+export async function checkedSet(fl: Fleet, req: Request, audience: string[]) {
   const copy = req.clone();
   const max = fl.f.PODSYNC_FLEET_MAX_DESIRED_BYTES;
   const checker = verifier(fl, audience, { replay: false });

@@ -1,0 +1,182 @@
+// npm run bench:fleet-rollout: rollouts (issue #39) in workerd on this machine. BENCH_ROLLOUT_NODES (1000) simulated
+// agents (the real link over real WebSockets, a recording apply; each reports its pod Ready once it has applied a
+// set, or crash-looping when the set's body says "crash") enroll and stay connected. Then:
+//   1. a rollout in 10 % batches with a BENCH_ROLLOUT_SOAK_S (5) s soak: the time from POST to Completed;
+//   2. a crash-looping revision, 10 % batches, auto-rollback: the time to RolledBack, the nodes beyond batch 1 that
+//      received it (must be 0), and when the last batch-1 node applied the rollback;
+//   3. the rollup: GET /fleet/rollouts/NAME p50/p99 over 200 reads of the finished 1,000-node rollout (one row,
+//      whatever the node count), and the pure view over BENCH_ROLLUP_NODES (10000) nodes' state in-process.
+// Writes bench/results/fleet-rollout-<time>.json.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import type { DesiredMessage, PodSummary } from "../src/http/fleet/protocol.js";
+import { initialState, planBatches, Strategy } from "../src/workers/fleet/rollout/model.js";
+import { rolloutView } from "../src/workers/fleet/rollout/view.js";
+import { joinToken, ownerToken, signedSet, type SimAgent, simAgent } from "../test/support/fleet.js";
+import { makeKey } from "../test/support/http.js";
+import { startWorkerd } from "../test/support/workerd.js";
+
+const N = Number(process.env["BENCH_ROLLOUT_NODES"] ?? 1000);
+const SOAK_S = Number(process.env["BENCH_ROLLOUT_SOAK_S"] ?? 5);
+const ROLLUP_N = Number(process.env["BENCH_ROLLUP_NODES"] ?? 10_000);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
+};
+async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (i < items.length) await fn(items[i++]!);
+    }),
+  );
+}
+
+const key = await makeKey("ES256", "bench-owner");
+const { worker, base } = await startWorkerd({
+  nodes: {},
+  jwk: key.publicJwk,
+  proxyToken: "unused",
+  env: { PODSYNC_FLEET_SHARDS: "16", PODSYNC_FLEET_ROLLOUT_TICK_MS: "500" },
+});
+
+const bodies = new Map<string, string>();
+const agents: SimAgent[] = [];
+const names = Array.from({ length: N }, (_, i) => `ro-${String(i).padStart(5, "0")}`);
+const t0 = Date.now();
+await pool(names, 25, async (name) => {
+  let a: SimAgent | undefined;
+  const pods = (): PodSummary[] => {
+    const b = a && bodies.get(a.name);
+    if (!a || !b || b.includes('"items":[]')) return [];
+    const crash = b.includes("crash");
+    const uid = `${a.name}-${a.generation}`;
+    return [{ namespace: "default", name: "web", uid, phase: "Running", ready: !crash, restarts: crash ? 2 : 0 }];
+  };
+  a = await simAgent(base, name, await joinToken(key, { bench: "rollout" }), {
+    pods,
+    apply: async (m: DesiredMessage) => {
+      a!.applied.push({ generation: m.generation, at: Date.now() });
+      a!.generation = m.generation;
+      bodies.set(name, m.body);
+      return undefined;
+    },
+  });
+  await a.link.ready();
+  agents.push(a);
+});
+const enrollS = (Date.now() - t0) / 1000;
+console.log(`${N} agents connected in ${enrollS.toFixed(1)} s`);
+
+const read = async <T>(path: string): Promise<T> => {
+  const r = await fetch(new URL(path, base), {
+    headers: { authorization: `Bearer ${await ownerToken(key, { act: "read" })}` },
+  });
+  return (await r.json()) as T;
+};
+let generation = 10;
+async function rollout(name: string, pod: string, strategy: Record<string, unknown>): Promise<number> {
+  const g = (generation += 10);
+  const revision = await signedSet(key, names, g, [{ apiVersion: "v1", kind: "Pod", metadata: { name: pod } }]);
+  const rollback = await signedSet(key, names, g + 1, []);
+  const r = await fetch(new URL("/fleet/rollouts", base), {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${await ownerToken(key, { act: "rollout" })}`,
+      "content-type": "application/json",
+    },
+    body: JSON.stringify({
+      name,
+      selector: "bench=rollout",
+      strategy,
+      revision: { contentType: "application/json", ...revision },
+      rollback: { contentType: "application/json", ...rollback },
+    }),
+  });
+  if (r.status !== 201) throw new Error(`POST /fleet/rollouts: ${r.status} ${await r.text()}`);
+  return g;
+}
+async function until(name: string, phases: string[], maxS: number): Promise<string> {
+  const end = Date.now() + maxS * 1000;
+  for (;;) {
+    const v = await read<{ status: { phase: string } }>(`/fleet/rollouts/${name}`);
+    if (phases.includes(v.status.phase) || Date.now() > end) return v.status.phase;
+    await sleep(200);
+  }
+}
+
+// 1. 10 % batches, soak.
+const s1 = Date.now();
+await rollout("bench-good", "good", { batch: "10%", soakMs: SOAK_S * 1000 });
+const goodPhase = await until("bench-good", ["Completed", "Paused", "Failed"], 600);
+const goodS = (Date.now() - s1) / 1000;
+console.log(`1. ${goodPhase} in ${goodS.toFixed(1)} s`);
+
+// 3a. The rollup over the wire (one row whatever the node count).
+// One read token for all 200 (a read does not spend it), so the figure is the route's, not the signing's.
+const readToken = await ownerToken(key, { act: "read" });
+const lat: number[] = [];
+for (let i = 0; i < 200; i++) {
+  const t = performance.now();
+  await (
+    await fetch(new URL("/fleet/rollouts/bench-good", base), { headers: { authorization: `Bearer ${readToken}` } })
+  ).json();
+  lat.push(performance.now() - t);
+}
+
+// 2. A crash loop.
+const s2 = Date.now();
+const bad = await rollout("bench-bad", "crash", { batch: "10%", autoRollback: true });
+const badPhase = await until("bench-bad", ["RolledBack", "Failed", "Paused", "Completed"], 300);
+const badS = (Date.now() - s2) / 1000;
+const firstBatch = new Set(planBatches(names, Strategy.parse({ batch: "10%" }))[0]);
+const beyond = agents.filter((a) => !firstBatch.has(a.name) && a.applied.some((x) => x.generation === bad)).length;
+const rolledAt = agents
+  .filter((a) => firstBatch.has(a.name))
+  .map((a) => a.applied.find((x) => x.generation === bad + 1)?.at ?? Number.POSITIVE_INFINITY);
+const rollbackAllS = (Math.max(...rolledAt) - s2) / 1000;
+console.log(
+  `2. ${badPhase} in ${badS.toFixed(1)} s; beyond batch 1: ${beyond}; rollback applied by ${rollbackAllS.toFixed(1)} s`,
+);
+
+// 3b. The view (the rollup's work) over ROLLUP_N nodes' state, in-process.
+const big = Array.from({ length: ROLLUP_N }, (_, i) => `n-${i}`);
+const strat = Strategy.parse({ batch: "10%" });
+const st = initialState(planBatches(big, strat), strat, 1, Date.now());
+const { nodes: _n, ...head } = st;
+const spec = {
+  name: "x",
+  selector: "a=b",
+  strategy: strat,
+  targets: big,
+  revision: { generation: 1, contentType: "application/json", body: "{}", signature: "x", jti: "x" },
+  actor: "bench",
+  createdAt: Date.now(),
+};
+const viewMs: number[] = [];
+for (let i = 0; i < 200; i++) {
+  const t = performance.now();
+  JSON.stringify(rolloutView(spec, JSON.parse(JSON.stringify(head)), undefined, undefined));
+  viewMs.push(performance.now() - t);
+}
+
+const result = {
+  when: new Date().toISOString(),
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, load: (await import("node:os")).loadavg() },
+  nodes: N,
+  enrollS,
+  tenPercentSoak: { soakS: SOAK_S, phase: goodPhase, seconds: goodS },
+  crashLoop: { phase: badPhase, seconds: badS, nodesBeyondBatch1: beyond, rollbackAppliedS: rollbackAllS },
+  rollupWire: { nodes: N, p50ms: pct(lat, 50), p99ms: pct(lat, 99) },
+  rollupView: { nodes: ROLLUP_N, p50ms: pct(viewMs, 50), p99ms: pct(viewMs, 99) },
+};
+console.log(JSON.stringify(result, null, 2));
+mkdirSync("bench/results", { recursive: true });
+writeFileSync(
+  `bench/results/fleet-rollout-${result.when.replace(/[:.]/g, "-")}.json`,
+  `${JSON.stringify(result, null, 2)}\n`,
+);
+await Promise.all(agents.map((a) => a.link.close()));
+await worker.dispose();
+process.exit(0);
