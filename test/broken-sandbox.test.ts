@@ -5,14 +5,14 @@
 // the failure injected for one sandbox id.
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop } from "../src/pleg/loop.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let cri: CriClient;
@@ -22,8 +22,9 @@ const broken = new Set<string>();
 const BUSY =
   "failed to get sandbox ip: check network namespace closed: remove netns: unlinkat /var/run/netns/cni-x: device or resource busy";
 
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
+  ({ fake, cri } = suite);
   for (const m of ["PodSandboxStatus", "RemovePodSandbox"]) {
     const orig = fake.runtime.runtime[m]!;
     fake.runtime.runtime[m] = (req: { podSandboxId: string }) => {
@@ -31,13 +32,10 @@ beforeAll(async () => {
       return orig(req);
     };
   }
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
   h = await Harness.start(cri, { desired });
 });
 afterAll(async () => {
   await h.close();
-  cri.close();
-  await fake.close();
 });
 
 const podInput = (name: string) => ({

@@ -1,6 +1,6 @@
 // Invariants of computePodActions and SyncPod, over generated pods and runtime states (fast-check).
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { syncOnce } from "./support/pods.js";
@@ -9,10 +9,10 @@ import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { hashContainer } from "../src/container/hash.js";
 import type { ContainerState, ContainerStatus, PodStatus } from "../src/container/types.js";
 import { containerStatus } from "./support/status.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const name = fc.stringMatching(/^[a-z][a-z0-9]{0,6}$/);
 const containerArb = fc.record({
@@ -172,14 +172,10 @@ describe("computePodActions invariants", () => {
 describe("SyncPod is idempotent", () => {
   let fake: FakeServer;
   let cri: CriClient;
+  const suite = useFakeCri();
   beforeAll(async () => {
-    fake = await startFakeCri();
+    ({ fake, cri } = suite);
     fake.runtime.onStart = () => undefined; // processes keep running: nothing changes between the two syncs
-    cri = connectGrpc({ endpoint: fake.endpoint });
-  });
-  afterAll(async () => {
-    cri.close();
-    await fake.close();
   });
 
   it("a second SyncPod right after the first makes no change", async () => {

@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectGrpcWeb } from "../src/cri/grpc-web-transport.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const TOKEN = "hostile-test-token";
 let fake: FakeServer;
@@ -40,8 +41,9 @@ function raw(chunks: (string | Buffer)[], o: { destroyAfter?: boolean; waitMs?: 
   });
 }
 
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
+  ({ fake } = suite);
   const dir = mkdtempSync(join(tmpdir(), "podsync-proxy-"));
   writeFileSync(join(dir, "token"), TOKEN);
   proc = runProxy(["--runtime", fake.endpoint, "--grpc-web-listen", "127.0.0.1:0", "--token-file", join(dir, "token")]);
@@ -53,7 +55,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   proc?.kill("SIGKILL");
-  await fake.close();
 });
 
 const head = (len: number | string, token = TOKEN) =>

@@ -12,16 +12,18 @@ import { connectGrpcWeb } from "../src/cri/grpc-web-transport.js";
 import type { CriError } from "../src/cri/errors.js";
 import { proxyLogFiles } from "../src/host/logs/proxy-log-files.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { pod, syncOnce } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const TOKEN = "s3cret-proxy-token";
 let fake: FakeServer;
 let proxy: RunningProxy;
 const logs: Record<string, unknown>[] = [];
 
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
+  ({ fake } = suite);
   proxy = await startProxy({
     upstream: fake.endpoint,
     grpcListen: "127.0.0.1:0",
@@ -33,7 +35,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await proxy.shutdown(1000);
-  await fake.close();
 });
 
 const grpcClient = (token?: string) => connectGrpc({ endpoint: `127.0.0.1:${proxy.grpcPort}`, token, timeoutMs: 2000 });

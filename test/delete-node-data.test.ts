@@ -6,23 +6,23 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { mountsUnder, nodePodDirs } from "../src/host/volumes/pod-dirs.js";
 import { nodeVolumeFiles } from "../src/host/volumes/volume-files.js";
 import { nodeVolumeHost } from "../src/host/volumes/volume-host.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-delnode-"));
 let fake: FakeServer;
 let cri: CriClient;
 let h: Harness;
+const suite = useFakeCri({ timeoutMs: 2000 });
 beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
+  ({ fake, cri } = suite);
   const node = { ...defaultNodeConfig(), rootDir: join(root, "root"), podLogsDir: join(root, "logs") };
   h = await Harness.start(
     cri,
@@ -33,8 +33,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await h.close();
-  cri.close();
-  await fake.close();
   await nodePodDirs.removeTree(root);
   rmSync(root, { recursive: true, force: true });
 });

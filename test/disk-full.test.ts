@@ -6,11 +6,12 @@ import { mkdtempSync, openSync, rmSync, writeSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER, makeKey, NODE, type TestKey } from "./support/http.js";
 import { uid } from "./support/pods.js";
 import { until } from "./support/wait.js";
 import { startNode, type Running } from "../src/node.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let key: TestKey;
@@ -19,9 +20,10 @@ let server: Running;
 const mnt = mkdtempSync(join(tmpdir(), "podsync-full-"));
 const filler = join(mnt, "filler");
 
+const suite = useFakeCri();
 beforeAll(async () => {
   execFileSync("mount", ["-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", mnt]);
-  fake = await startFakeCri();
+  ({ fake } = suite);
   key = await makeKey("EdDSA", "full-1");
   signer = new Harness([key], undefined as never);
   server = await startNode(
@@ -42,7 +44,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server?.close();
-  await fake?.close();
   execFileSync("umount", [mnt]);
 });
 

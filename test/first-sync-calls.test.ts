@@ -3,10 +3,9 @@
 // ImageStatus only as the pull policy needs it, and the read-back after the steps finds what they made without a
 // list (statusOfMade). And the read-back says what a full status read says.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
 import { pod, uid } from "./support/pods.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
@@ -16,14 +15,15 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let cri: CriClient;
 let h: Harness;
 
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
+  ({ fake, cri } = suite);
   h = await Harness.start(cri, {
     desired: new MemoryDesiredState(),
     policy: { level: "privileged", hostPathAllow: [] },
@@ -33,8 +33,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await h.close();
-  cri.close();
-  await fake.close();
 });
 beforeEach(() => fake.runtime.resetCalls());
 

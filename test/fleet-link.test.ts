@@ -15,10 +15,11 @@ import { FileDesiredState } from "../src/state/desired-pods.js";
 import { startFleetLink } from "../src/http/fleet/node-link.js";
 import { FleetIdentity } from "../src/http/fleet/identity.js";
 import type { FleetLink } from "../src/http/fleet/link.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { ISSUER, makeKey, type TestKey } from "./support/http.js";
 import { signedSet } from "./support/fleet.js";
 import { until } from "./support/wait.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const NODE = "edge-t";
 let fake: FakeServer;
@@ -32,8 +33,9 @@ const muted = new Set<WebSocket>();
 const received: Record<string, unknown>[] = [];
 const links: FleetLink[] = [];
 
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
+  ({ fake } = suite);
   owner = await makeKey("ES256", "owner");
   stranger = await makeKey("ES256", "owner"); // same kid, another key
   const wss = new WebSocketServer({ noServer: true });
@@ -57,7 +59,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const l of links) await l.close();
   server?.close();
-  await fake?.close();
 });
 
 async function node(o: { heartbeatMs?: string } = {}) {

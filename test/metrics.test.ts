@@ -10,16 +10,15 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import { startNode, type Running } from "../src/node.js";
 import { isLoopbackAddress } from "../src/http/handlers/metrics.js";
 import { Harness } from "./support/http.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { pod } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
-});
-afterAll(async () => {
-  await fake?.close();
+  ({ fake } = suite);
 });
 
 async function node(extra: Record<string, string> = {}) {

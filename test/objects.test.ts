@@ -12,9 +12,8 @@ import { defaultNodeConfig } from "../src/container/node-config.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { resolvePullSecrets } from "../src/pod/references.js";
 import { pullCredentials } from "../src/kuberuntime/images.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,6 +27,7 @@ import { storedObjects } from "../src/pod/objects.js";
 import { startReconcileLoop } from "../src/pleg/loop.js";
 import { errorsOf } from "./support/pods.js";
 import { instrumentRuntime } from "../src/metrics/metrics.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const SECRET = "s3cr3t-hunter2-value";
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -477,9 +477,9 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
   let cri: CriClient;
   let h: Harness;
   const files = new MemoryVolumeFiles();
+  const suite = useFakeCri();
   beforeAll(async () => {
-    fake = await startFakeCri();
-    cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
+    ({ fake, cri } = suite);
     h = await Harness.start(
       cri,
       {},
@@ -489,8 +489,6 @@ describe("through the engine and the HTTP function (in-process CRI)", () => {
   });
   afterAll(async () => {
     await h.close();
-    cri.close();
-    await fake.close();
   });
 
   const full = (uid: string) =>

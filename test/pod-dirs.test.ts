@@ -10,10 +10,10 @@ import { mountsUnder, nodePodDirs } from "../src/host/volumes/pod-dirs.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import type { PodDirs } from "../src/volumemanager/pod-dirs.js";
 import { Harness } from "./support/http.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import type { CriClient } from "../src/cri/client.js";
 import { uid } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-poddirs-"));
 afterAll(async () => {
@@ -124,15 +124,13 @@ describe("DELETE removes the pod's node data through the engine's PodDirs", () =
     bindSubPath: async () => undefined,
   };
   const node = { ...defaultNodeConfig(), rootDir: "/srv/ps-root", podLogsDir: "/srv/ps-logs" };
+  const suite = useFakeCri({ timeoutMs: 2000 });
   beforeAll(async () => {
-    fake = await startFakeCri();
-    cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
+    ({ fake, cri } = suite);
     h = await Harness.start(cri, {}, {}, { node, podDirs: dirs });
   });
   afterAll(async () => {
     await h.close();
-    cri.close();
-    await fake.close();
   });
   const podInput = (id: string) => ({
     metadata: { name: "web", namespace: "prod", uid: id },

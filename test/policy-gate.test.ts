@@ -17,8 +17,9 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { connectGrpcWeb } from "../src/cri/grpc-web-transport.js";
 import type { CriError } from "../src/cri/errors.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { pod, syncOnce, uid } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 // The node's seccomp default is off here, so the gate sees exactly the profile the pod asked for. With it on,
 // the gate also admits a pod whose only fault at restricted is a missing seccompProfile field (what podsync
@@ -402,8 +403,9 @@ describe("through a proxy (in process, fake runtime)", () => {
   const logs: Record<string, unknown>[] = [];
   const TOKEN = "gate-token";
 
+  const suite = useFakeCri();
   beforeAll(async () => {
-    fake = await startFakeCri();
+    ({ fake } = suite);
     for (const level of POLICY_LEVELS)
       proxies[level] = await startProxy({
         upstream: fake.endpoint,
@@ -418,7 +420,6 @@ describe("through a proxy (in process, fake runtime)", () => {
   });
   afterAll(async () => {
     for (const p of Object.values(proxies)) await p!.shutdown(100);
-    await fake.close();
   });
 
   const web = (level: PolicyLevel) =>

@@ -4,15 +4,15 @@
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { CriClient } from "../src/cri/client.js";
 import { createProber, MemoryProbeStateStore, type PodProbeState } from "../src/prober/prober.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { FileProbeStateStore } from "../src/state/probe-state.js";
 import { StateUnavailableError } from "../src/pleg/state-unavailable.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { pod } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const worker = (over: Partial<PodProbeState[string]> = {}): PodProbeState[string] => ({
   containerId: "c1",
@@ -80,19 +80,15 @@ describe("FileProbeStateStore", () => {
 describe("probe thresholds survive a restart of podsync", () => {
   let fake: FakeServer;
   let cri: CriClient;
+  const suite = useFakeCri();
   beforeAll(async () => {
-    fake = await startFakeCri();
+    ({ fake, cri } = suite);
     // Every exec probe fails.
     fake.runtime.runtime["ExecSync"] = () => ({
       exitCode: 1,
       stdout: new TextEncoder().encode("unhealthy"),
       stderr: new Uint8Array(),
     });
-    cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
-  });
-  afterAll(async () => {
-    cri?.close();
-    await fake?.close();
   });
 
   it("two failures before the restart and one after reach failureThreshold 3; a fresh store would need three", async () => {

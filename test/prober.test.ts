@@ -2,10 +2,9 @@
 // semantics (thresholds, initial results, hold after a liveness failure, startup gating, timeouts), the
 // node agent's loop restarting a container through computePodActions, the schema's probe defaults and validation, and
 // the Worker's refusal of probes it cannot run.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import { createServer, type AddressInfo } from "node:net";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createProber } from "../src/prober/prober.js";
 import { startReconcileLoop } from "../src/pleg/loop.js";
@@ -14,17 +13,19 @@ import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { validatePod, type InvalidPodError } from "../src/pod/validate.js";
 import { probeHandlerErrors } from "../src/pod/probes.js";
 import { decodeHealthStatus, nodeProbeNetwork } from "../src/host/probe-network.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
 import { pod } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let cri: CriClient;
 /** Exit code per container id for the exec probe; "hang" makes ExecSync outlive its timeout. */
 const verdict = new Map<string, number | "hang">();
 
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
+  ({ fake, cri } = suite);
   fake.runtime.runtime["ExecSync"] = (req: { containerId: string; timeout: bigint }) => {
     const v = verdict.get(req.containerId) ?? 0;
     // containerd: a command past its timeout fails the call ("timeout 1s exceeded: context deadline exceeded").
@@ -34,11 +35,6 @@ beforeAll(async () => {
       });
     return { exitCode: v, stdout: new TextEncoder().encode(v === 0 ? "ok" : "not ok"), stderr: new Uint8Array() };
   };
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
-});
-afterAll(async () => {
-  cri?.close();
-  await fake?.close();
 });
 
 const running = (uid: string, name = "main") =>

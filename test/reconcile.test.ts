@@ -3,9 +3,8 @@
 // changed are synced; the periodic resync; crash-loop back-off holds; pods outside the desired state are never
 // touched; start-up syncs every desired pod; a runtime restart brings pods back as new sandbox attempts; one
 // pod's failure neither stops the loop nor floods the log. And decide(), the pure part, on its own.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime, type PodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
@@ -13,9 +12,10 @@ import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoopOptions } from "../src/pleg/loop.js";
 import { decide, syncReason } from "../src/pleg/decide.js";
 import type { Pod } from "../src/pod/schema.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { pod } from "./support/pods.js";
 import { containerStatus } from "./support/status.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let cri: CriClient;
@@ -25,9 +25,9 @@ let t: number;
 let synced: string[];
 let logs: Record<string, unknown>[];
 
+const suite = useFakeCri({ each: true });
 beforeEach(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
+  ({ fake, cri } = suite);
   t = Date.now();
   // The engine's clock is the loop's (its crash-loop back-off check must agree with the loop's).
   const rt = createPodRuntime(cri, { pullBackOff: new MemoryPullBackOff(), now: () => t });
@@ -39,10 +39,6 @@ beforeEach(async () => {
   };
   desired = new MemoryDesiredState();
   logs = [];
-});
-afterEach(async () => {
-  cri?.close();
-  await fake?.close();
 });
 
 const want = async (...pods: Pod[]) => {

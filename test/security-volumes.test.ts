@@ -1,7 +1,7 @@
 // Security context and volumes (issue 13 items 4 and 5): the CRI configs built from each field, the
 // refusals (field + reason), kubelet's sysctl and AppArmor admission, volume set-up through a recording
 // VolumeHost, and the sync/delete/claim paths on the in-process runtime.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import { Pod, type PodInput } from "../src/pod/schema.js";
 import { fieldErrors } from "../src/pod/validate.js";
@@ -17,7 +17,6 @@ import {
   type VolumeHost,
 } from "../src/volumemanager/volumes.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { InvalidPodError } from "../src/pod/validate.js";
@@ -25,8 +24,9 @@ import { PodAdmissionError } from "../src/lifecycle/node-admission.js";
 import { ClaimInUseError } from "../src/volumemanager/claims.js";
 import { toProblemError } from "../src/http/problems.js";
 import { Settings } from "../src/settings/node.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { pod as fixture } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const node: NodeConfig = { ...defaultNodeConfig(), rootDir: "/var/lib/podsync" };
 const mk = (spec: Partial<PodInput["spec"]> = {}) =>
@@ -487,14 +487,8 @@ describe("volumes: schema and set-up", () => {
 describe("volumes through the engine on the in-process runtime", () => {
   let fake: FakeServer;
   let cri: CriClient;
-  beforeAll(async () => {
-    fake = await startFakeCri();
-    cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
-  });
-  afterAll(async () => {
-    cri.close();
-    await fake.close();
-  });
+  const suite = useFakeCri({ timeoutMs: 2000 });
+  beforeAll(() => ({ fake, cri } = suite));
 
   it("a failed hostPath check is a FailedMount step in kubelet's words, and nothing is created", async () => {
     const { host } = recordingHost({ "/srv/file": "a directory" });

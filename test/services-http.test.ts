@@ -2,12 +2,10 @@
 // of ClusterIPs and NodePorts (honoured, kept across sends, refused when out of range or taken), generations,
 // the owner's NodePort policy, the bad input of issue 37 (each a 400 naming the field, nothing stored), and a
 // deployment without a service network (a Worker) refusing Services naming the node agent.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { CriClient } from "../src/cri/client.js";
 import { MemoryWorkloadStore } from "../src/controllers/store.js";
 import { parseServiceCidr, type ServiceNetwork } from "../src/services/allocate.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,17 +13,11 @@ import { join } from "node:path";
 import { FileWorkloadStore } from "../src/state/workloads.js";
 import { importSealKey, newSealKeyBytes } from "../src/state/secret-seal.js";
 import type { WorkloadStore } from "../src/controllers/store.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
-let fake: FakeServer;
 let cri: CriClient;
-beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
-});
-afterAll(async () => {
-  cri.close();
-  await fake.close();
-});
+const suite = useFakeCri();
+beforeAll(() => ({ cri } = suite));
 
 const cidr = parseServiceCidr("10.96.0.0/16");
 if (typeof cidr === "string") throw new Error(cidr);

@@ -1,8 +1,7 @@
 // Kubelet fidelity (issue 10) through the in-process CRI runtime over real gRPC: upstream's runtime-manager tests
 // from pkg/kubelet/kuberuntime/kuberuntime_manager_test.go (v1.33 line), case for case, and the status, GC and
 // back-off items, each titled with the upstream test or function it follows.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { CriClient } from "../src/cri/client.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { computePodActions } from "../src/kuberuntime/compute-actions.js";
@@ -15,8 +14,9 @@ import { MemoryPullBackOff } from "../src/container/backoff.js";
 import type { PodRuntimeOptions } from "../src/kubelet/pod-runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
 import type { Pod } from "../src/pod/schema.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { pod, syncOnce } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let cri: CriClient;
@@ -25,14 +25,8 @@ const opts = (): PodRuntimeOptions => ({ now: () => Date.now() + clock, pullBack
 const NOT_FOUND = 5;
 const sleeper = (name: string) => ({ name, image: "localhost/busybox:1", command: ["sleep", "1d"] });
 
-beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
-});
-afterAll(async () => {
-  cri.close();
-  await fake.close();
-});
+const suite = useFakeCri({ timeoutMs: 2000 });
+beforeAll(() => ({ fake, cri } = suite));
 beforeEach(() => {
   fake.runtime.clearFaults();
   clock = 0;

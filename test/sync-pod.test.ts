@@ -1,5 +1,5 @@
 // SyncPod against the in-process CRI server over real gRPC: behaviour, then faults.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { CriError } from "../src/cri/errors.js";
@@ -8,12 +8,13 @@ import { computePodActions } from "../src/kuberuntime/compute-actions.js";
 import { MemoryPullBackOff } from "../src/container/backoff.js";
 import type { PodRuntimeOptions } from "../src/kubelet/pod-runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { EventRecorder, recordingEvents } from "../src/kubeapi/events.js";
 import { RvClock } from "../src/kubeapi/watch-hub.js";
 import { Pod } from "../src/pod/schema.js";
 import { pod, syncOnce } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let cri: CriClient;
@@ -22,14 +23,8 @@ const opts = (): PodRuntimeOptions => ({ now: () => Date.now() + clock, pullBack
 const actionsOf = (r: { steps: { action: string; target: string; ok: boolean; error?: string }[] }) =>
   r.steps.map((s) => `${s.action}:${s.target}:${s.ok ? "ok" : s.error}`);
 
-beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
-});
-afterAll(async () => {
-  cri.close();
-  await fake.close();
-});
+const suite = useFakeCri({ timeoutMs: 2000 });
+beforeAll(() => ({ fake, cri } = suite));
 beforeEach(() => {
   fake.runtime.clearFaults();
   clock = 0;

@@ -6,27 +6,23 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
 import { uid } from "./support/pods.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { FileDesiredState } from "../src/state/desired-pods.js";
 import { MemoryDesiredState, type DesiredState } from "../src/pleg/desired-state.js";
 import { Pod } from "../src/pod/schema.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let cri: CriClient;
 const harnesses: Harness[] = [];
 
-beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
-});
+const suite = useFakeCri();
+beforeAll(() => ({ fake, cri } = suite));
 afterAll(async () => {
   for (const h of harnesses) await h.close();
-  cri.close();
-  await fake.close();
 });
 
 const podInput = (name: string, id = uid(name), namespace = "tomb", command = ["sleep", "1d"]) => ({

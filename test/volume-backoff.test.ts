@@ -1,10 +1,9 @@
 // A pod whose volume set-up keeps failing is retried with kubelet's exponential back-off (volumemanager:
 // nestedpendingoperations, 500 ms doubling to 2 min), not at every relist: the node agent's loop on a clock of
 // its own, in front of the in-process CRI runtime, with a volume writer that always fails.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { FakeServer } from "./support/fake-cri.js";
 import { uid } from "./support/pods.js";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
@@ -12,17 +11,12 @@ import { startReconcileLoop } from "../src/pleg/loop.js";
 import type { VolumeFiles, VolumePayload } from "../src/volumemanager/object-volumes.js";
 import { bundleFromPayload } from "../src/pod/bundle.js";
 import { storedObjects } from "../src/pod/objects.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 let fake: FakeServer;
 let cri: CriClient;
-beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
-});
-afterAll(async () => {
-  cri.close();
-  await fake.close();
-});
+const suite = useFakeCri();
+beforeAll(() => ({ fake, cri } = suite));
 
 /** A node filesystem that is full: every write fails (after it was tried). */
 class FailingVolumeFiles implements VolumeFiles {

@@ -7,22 +7,22 @@ import { exportJWK } from "jose";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { nodeVolumeHost } from "../src/host/volumes/volume-host.js";
 import type { DesiredPod } from "../src/pleg/desired-state.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER } from "./support/http.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const root = mkdtempSync(join(tmpdir(), "podsync-volumes-http-"));
 let fake: FakeServer;
 let cri: CriClient;
 let h: Harness;
 
+const suite = useFakeCri({ timeoutMs: 2000 });
 beforeAll(async () => {
-  fake = await startFakeCri();
-  cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 2000 });
+  ({ fake, cri } = suite);
   h = await Harness.start(
     cri,
     { policy: { level: "baseline", hostPathAllow: [] } },
@@ -32,8 +32,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await h.close();
-  cri.close();
-  await fake.close();
   rmSync(root, { recursive: true, force: true });
 });
 

@@ -10,9 +10,10 @@ import type { DesiredPod } from "../src/pleg/desired-state.js";
 import { Deployment } from "../src/pod/workloads/schema.js";
 import type { StoredWorkload } from "../src/controllers/store.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { ISSUER, makeKey } from "./support/http.js";
 import { uid } from "./support/pods.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 const TOKEN = "alarm-unit-token";
 
@@ -55,8 +56,9 @@ let fake: FakeServer;
 let proxy: RunningProxy;
 let env: Env;
 
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
+  ({ fake } = suite);
   proxy = await startProxy({
     upstream: fake.endpoint,
     grpcWebListen: "127.0.0.1:0",
@@ -88,7 +90,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await proxy?.shutdown(100);
-  await fake?.close();
 });
 beforeEach(() => vi.restoreAllMocks());
 

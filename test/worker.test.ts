@@ -10,12 +10,13 @@ import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { getPodStatus } from "../src/kuberuntime/pod-status.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import * as api from "../src/gen/runtime/v1/api_pb.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, makeKey, type TestKey } from "./support/http.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { uid } from "./support/pods.js";
 import { DurablePodLock } from "../src/worker.js";
 import { requestView } from "../src/cri/request-view.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 // No calls home from the local Workers runtime: no Request.cf download, no telemetry.
 
@@ -35,8 +36,9 @@ let base: URL;
 let key: TestKey;
 let signer: Harness;
 
+const suite = useFakeCri();
 beforeAll(async () => {
-  fake = await startFakeCri();
+  ({ fake } = suite);
   // The fake node's proxy serves pod logs too (the log-follow test writes a log file under LOGS_DIR); its log
   // endpoint calls are counted.
   fakeProxy = await startProxy({
@@ -84,7 +86,6 @@ afterAll(async () => {
   await worker?.dispose();
   await fakeProxy?.shutdown(100);
   await realProxy?.shutdown(100);
-  await fake?.close();
 });
 
 const podInput = (id: string, hostNetwork = false) => ({

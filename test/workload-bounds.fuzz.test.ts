@@ -6,8 +6,9 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryWorkloadStore } from "../src/controllers/store.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { startFakeCri, type FakeServer } from "./support/fake-cri.js";
+import type { FakeServer } from "./support/fake-cri.js";
 import { Harness } from "./support/http.js";
+import { useFakeCri } from "./support/fake-cri-suite.js";
 
 /** The most the heap may grow over every plan of the run. */
 const HEAP_BOUND = 96 * 1024 * 1024;
@@ -156,8 +157,9 @@ const statefulSet = fc
 describe("plan, fuzzed with extreme numbers", () => {
   let fake: FakeServer;
   let h: Harness;
+  const suite = useFakeCri();
   beforeAll(async () => {
-    fake = await startFakeCri();
+    ({ fake } = suite);
     h = await Harness.start(connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 }), {
       workloads: new MemoryWorkloadStore(),
       nodeInfo: {
@@ -170,7 +172,6 @@ describe("plan, fuzzed with extreme numbers", () => {
   });
   afterAll(async () => {
     await h?.close();
-    await fake?.stop();
   });
 
   it("answers 200 or a 400 naming every out-of-bound field, and the heap stays under the bound", async () => {
