@@ -12,7 +12,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { JSONWebKeySet } from "jose";
 import { createApp, type AppOptions } from "./http/app.js";
-import { templateRefusal } from "./http/admission.js";
+import { templateRefusal } from "./usecases/admission/templates.js";
 import { FleetSettingsError, startFleetLink } from "./http/fleet/node-link.js";
 import { GrpcTransport } from "./cri/grpc-transport.js";
 import { createCriClient } from "./cri/client.js";

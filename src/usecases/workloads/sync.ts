@@ -5,8 +5,6 @@
 // controllers would make and delete for them (src/controllers/plan.ts). Nothing is stored when anything is refused.
 import type { NodePolicy } from "../../auth/policy.js";
 import type { VerifiedToken } from "../../auth/verify.js";
-import type { PodRuntime } from "../../kubelet/pod-runtime.js";
-import type { Pod } from "../../pod/schema.js";
 import type { WorkloadItem } from "../../pod/workloads/intake.js";
 import { canonicalJSON } from "../../container/hash.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../../controllers/store.js";
@@ -17,13 +15,14 @@ import { ProblemError } from "../problems.js";
 import { policyRefusal } from "../../auth/pod-security.js";
 import { InvalidPodError } from "../../pod/validate.js";
 import { workloadCountError, type WorkloadLimits } from "../../pod/workloads/bounds.js";
-import { admitWorkloads, workloadEntries } from "./workloads.js";
+import { admitWorkloads } from "../admission/templates.js";
+import type { Admission } from "../admission/admission.js";
+import { workloadEntries } from "./entries.js";
 
 export interface WorkloadSyncDeps {
   workloads?: WorkloadStore | undefined;
-  policy: NodePolicy;
-  runtime: Pick<PodRuntime, "admit">;
-  checkProbes: (pod: Pod, prefix?: string) => void;
+  /** The one admission pipeline, which each template goes through as a pod sent to the node would. */
+  admission: Admission;
 }
 
 export interface WorkloadOutcome {
@@ -44,7 +43,7 @@ export function checkWorkloads(items: readonly WorkloadItem[], d: WorkloadSyncDe
       "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods",
       { errors: [{ path: items[0]!.at || "kind", message: `a ${items[0]!.workload.kind}` }] },
     );
-  admitWorkloads(items, d.policy, d.runtime, d.checkProbes);
+  admitWorkloads(items, d.admission);
 }
 
 /** PODSYNC_MAX_WORKLOADS: the workloads sent to the node (not those its controllers made) after this sync. */
