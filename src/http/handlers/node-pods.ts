@@ -7,7 +7,7 @@
 import type { Context, Env, Hono } from "hono";
 import { whileAbsent, whileStored } from "../../pleg/desired-state.js";
 import { SupersededError } from "../../kubelet/pod-runtime.js";
-import { toV1Pod } from "../../status/api-status.js";
+import { listPods } from "../../usecases/pods/reads.js";
 import { admitSet, commitSet, mapBounded, validateSet } from "../../usecases/pods/apply-set.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { serialQueue } from "../../util/serial.js";
@@ -153,33 +153,8 @@ export function registerNodePods<E extends Env>(
     // A token scoped to one pod (`uid`) may not read the node's whole set.
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "pod list");
     d.note(c, { jti: token.payload.jti });
-    const [entries, generation] = await Promise.all([d.desired.list(), d.desired.generation()]);
-    entries.sort(
-      (a, b) =>
-        a.pod.metadata.namespace.localeCompare(b.pod.metadata.namespace) ||
-        a.pod.metadata.name.localeCompare(b.pod.metadata.name),
-    );
-    const remote =
-      d.probeResults && entries.length ? await d.probeResults(entries.map((e) => e.pod.metadata.uid)) : undefined;
-    const r = await d.runtime.list(
-      entries.map((e) => e.pod),
-      (uid) => d.prober?.results(uid) ?? remote?.get(uid),
-    );
-    for (const p of r.pods) d.prober?.observe(p.pod.uid, p.status);
+    const r = await listPods(d);
     d.note(c, { criCalls: r.criCalls });
-    // A pod whose delete runs is listed as a cluster lists it, Terminating (with its deletionTimestamp), until
-    // it is gone: not among the orphans.
-    const terminating = r.orphans.filter((p) => p.deletion);
-    return c.json({
-      apiVersion: "v1",
-      kind: "PodList",
-      metadata: { resourceVersion: String(generation) },
-      items: [
-        ...r.pods.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus)),
-        ...terminating.map((p) => toV1Pod(p.spec, p.pod, p.apiStatus, p.deletion)),
-      ],
-      // Not in v1.PodList: pods podsync made that this node's store does not hold (status for a stand-in).
-      orphans: r.orphans.filter((p) => !p.deletion).map((p) => toV1Pod(undefined, p.pod, p.apiStatus)),
-    });
+    return c.json(r.list);
   });
 }
