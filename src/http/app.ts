@@ -49,7 +49,7 @@ export interface AppOptions {
   /** exec is off unless the node owner turns it on. */
   allowExec?: boolean;
   execMaxOutputBytes?: number;
-  /** The node's cap on open streams (src/http/stream-budget.ts). */
+  /** The node's cap on open streams (src/usecases/streams/budget.ts). */
   streams?: StreamBudget | undefined;
   /** The longest a followed log stream lasts. */
   logFollowMaxMs?: number;

@@ -94,7 +94,7 @@ export interface KubeApiOptions {
   endpoints?: EndpointsFeed | undefined;
   /** The resource sampler behind metrics.k8s.io (kubectl top); without it the Metrics API answers 503. */
   metrics?: MetricsSource | undefined;
-  /** The node's cap on open watches and log streams (src/http/stream-budget.ts); none when unset. */
+  /** The node's cap on open watches and log streams (src/usecases/streams/budget.ts); none when unset. */
   streams?: StreamBudget | undefined;
 }
 

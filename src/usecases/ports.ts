@@ -1,9 +1,9 @@
-// Package usecases/ — what the node does for a request, one function per use case (plan, sync, apply-set, delete,
-// reads, logs, exec), the one admission pipeline, the problem catalogue and the node's stream budget; the HTTP
-// routes, the Kubernetes API, the CLI's server and the Worker call these and only parse, authorise and render.
-// Imports the agent, the engine's front door and auth's policy checks; never a front (http/, kubeapi/) or an entry.
+// Package usecases/ — what the node does for a request (plan, sync, apply-set, delete, reads, logs, exec, admission).
+// Imports the agent, the engine's front door and auth/; never a front (http/, kubeapi/) or an entry point.
 //
-// This file: the ports the use cases run over, as interfaces the entry points fill in.
+// The fronts (src/http/ handlers, src/kubeapi/, the Worker's app and the CLI's server, which run the same Hono app)
+// call these and only parse, authorise and render. This file: the ports the use cases run over, as interfaces the
+// entry points fill in.
 import type { NodePolicy } from "../auth/policy.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";

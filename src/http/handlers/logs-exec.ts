@@ -33,7 +33,7 @@ export interface LogsExecOptions {
   ): void;
   onStreamError(e: unknown): void;
   pathUid(raw: string): string;
-  /** The node's cap on open log streams (src/http/stream-budget.ts); none when unset. */
+  /** The node's cap on open log streams (src/usecases/streams/budget.ts); none when unset. */
   streams?: StreamBudget | undefined;
 }
 

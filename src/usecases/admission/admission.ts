@@ -1,8 +1,10 @@
-// Package usecases/admission — the one admission pipeline every pod and workload template goes through once, in one
-// order: the node owner's policy (auth's pod security), the probes this deployment can run, the runtime's refusals
-// (kubelet's sysctl and AppArmor admit handlers, what a deployment without the node filesystem cannot honour), and
-// kubelet's node predicates against the other desired pods (lifecycle/). Token signatures and scopes stay in auth/.
-// Imports auth's policy checks, lifecycle/ and the front door's types; never a front (http/, kubeapi/).
+// Package usecases/admission — the one admission pipeline, once per pod or template: policy, probes, runtime, node.
+// Imports auth's policy checks, lifecycle/ and the front door's types; never a front (http/, kubeapi/) or an entry.
+//
+// The stages, in order: the node owner's policy (auth's pod security), the probes this deployment can run, the
+// runtime's refusals (kubelet's sysctl and AppArmor admit handlers, what a deployment without the node filesystem
+// cannot honour), and kubelet's node predicates against the other desired pods (lifecycle/). Token signatures and
+// scopes stay in auth/: a request is verified before its objects are admitted.
 import { evaluatePodSecurity } from "../../auth/pod-security.js";
 import type { NodePolicy } from "../../auth/policy.js";
 import type { PodRuntime } from "../../kubelet/pod-runtime.js";

@@ -1,3 +1,6 @@
+// Package usecases/pods — the pod use cases: plan, sync and apply-set up to their commit, delete, the reads.
+// Imports the front door, the desired-state port, admission and the workload use cases; never a front or an entry.
+//
 // The sync use case's steps before the runtime acts (POST /v1/pods/sync): the body checked and its pod admitted,
 // the workloads stored, the pod's stored owner kept, a stale token refused, and the commit (the node stage of
 // admission, the uid check and the store write, as one step on the node). The sync itself, under the pod's

@@ -1,3 +1,6 @@
+// Package usecases/streams — logs, exec and the node's stream budget, and the stream plumbing both fronts share.
+// Imports the front door and the problem catalogue; never a front (http/, kubeapi/) or an entry.
+//
 // The logs use case, one for both fronts (GET /v1/pods/{uid}/logs and the Kubernetes API's pods/log): kubectl's
 // PodLogOptions parsed once, the container's log resolved through the front door, and the read it streams.
 import { z } from "zod";

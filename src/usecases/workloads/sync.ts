@@ -1,3 +1,6 @@
+// Package usecases/workloads — a body's workloads checked, planned, stored; the workload reads and delete; Services.
+// Imports the controllers' store and plan, admission and the Services allocator; never a front or an entry.
+//
 // The workloads of a sync or plan body (POST /v1/pods/sync, /v1/pods/plan). A sync stores them beside the node's
 // other workloads (a workload of the same kind, namespace and name is replaced; the others stay) once every
 // template passed the checks a pod gets; the controllers make their pods at the loop's next pass. A plan only
