@@ -38,7 +38,7 @@ import { nodeTerminationFiles } from "./host/termination-files.js";
 import { nodeVolumeFiles } from "./host/volume-files.js";
 import { isKubePath } from "./kubeapi/paths.js";
 import { toKubeStatus } from "./kubeapi/status.js";
-import { ProblemError } from "./http/problems.js";
+import { ProblemError } from "./usecases/problems.js";
 import type { RequestLog } from "./http/request-log.js";
 import { RvClock, WatchHub } from "./kubeapi/watch-hub.js";
 import { EventRecorder, recordingEvents } from "./kubeapi/events.js";
@@ -76,7 +76,7 @@ import { openFileLimit } from "./host/fd-limit.js";
 import { migrateClaimLayout } from "./host/claim-layout.js";
 import { startLogRotation } from "./host/container-log-rotation.js";
 import { podClaims } from "./volumemanager/volumes.js";
-import { StreamBudget } from "./http/stream-budget.js";
+import { StreamBudget } from "./usecases/streams/budget.js";
 
 export const DEV_ISSUER = "podsync-dev";
 /** Where the node's state lives when PODSYNC_STATE_DIR is unset (outside dev mode). */

@@ -9,7 +9,7 @@ import type { NodeInfo } from "../src/lifecycle/predicates.js";
 import type { RefusedPod } from "../src/usecases/admission/refusals.js";
 import { createAdmission } from "../src/usecases/admission/admission.js";
 import type { Pod } from "../src/pod/schema.js";
-import { ProblemError } from "../src/http/problems.js";
+import { ProblemError } from "../src/usecases/problems.js";
 
 let stack: Stack;
 let h: Harness;

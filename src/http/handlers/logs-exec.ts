@@ -3,7 +3,7 @@
 import type { Context, Env, Hono } from "hono";
 import type { Verifier } from "../../auth/verify.js";
 import type { PodRuntime } from "../../kubelet/pod-runtime.js";
-import { ProblemError } from "../problems.js";
+import { ProblemError } from "../../usecases/problems.js";
 import { readBearer, readSignedToken } from "../signed-request.js";
 import { streamFrom } from "../../usecases/streams/stream.js";
 import { releasing, type StreamBudget } from "../../usecases/streams/budget.js";

@@ -11,7 +11,7 @@ import { listPods } from "../../usecases/pods/reads.js";
 import { admitSet, commitSet, mapBounded, validateSet } from "../../usecases/pods/apply-set.js";
 import { jsonWithWarnings } from "../warnings.js";
 import { serialQueue } from "../../util/serial.js";
-import { ProblemError, toProblemError } from "../problems.js";
+import { ProblemError, toProblemError } from "../../usecases/problems.js";
 import { readNodeWideBearer, readSignedList } from "../signed-request.js";
 import { actionsJSON } from "../serialize.js";
 import type { PodRouteDeps } from "../context.js";
