@@ -15,7 +15,7 @@
 //   and every setting Node has in common (src/settings/common.ts: algorithms, token lifetime, clock skew,
 //   body limit, lock wait, CRI deadlines, node layout, cgroup parent, DNS, memory capacity), same names.
 import type { ExecutionContext, Hono } from "hono";
-import { toProblemError } from "./http/problems.js";
+import { toProblemError } from "./usecases/problems.js";
 import { buildWorkerApp } from "./workers/app.js";
 import type { Env } from "./workers/settings.js";
 import { fleetFetch, isFleetPath } from "./workers/fleet/routes.js";

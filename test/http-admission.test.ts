@@ -6,8 +6,10 @@ import { Harness, startStack, type Stack } from "./support/http.js";
 import { pod as validPod, uid } from "./support/pods.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
 import type { NodeInfo } from "../src/lifecycle/predicates.js";
-import { admitSetOnNode, type RefusedPod } from "../src/http/admission.js";
-import { ProblemError } from "../src/http/problems.js";
+import type { RefusedPod } from "../src/usecases/admission/refusals.js";
+import { createAdmission } from "../src/usecases/admission/admission.js";
+import type { Pod } from "../src/pod/schema.js";
+import { ProblemError } from "../src/usecases/problems.js";
 
 let stack: Stack;
 let h: Harness;
@@ -27,6 +29,11 @@ const nodeInfo: NodeInfo = {
 /** The eviction manager's DiskPressure, as the node's loop would set it. */
 let diskPressure = false;
 const privileged = { level: "privileged" as const, hostPathAllow: [] };
+/** A set through the admission pipeline's node stage, as PUT /v1/node/pods runs it (fields under `pods[i]`). */
+const admitSetOnNode = (pods: Pod[], node: NodeInfo) =>
+  createAdmission({ policy: privileged, node, runtime: { admit: () => undefined } })
+    .admit(pods.map((pod) => ({ pod })))
+    .inOrder(new Set(), "pods");
 /** What the app hands on for kubelet's rejectPod events. */
 const events: RefusedPod[] = [];
 const tolerant = [{ key: "dedicated", operator: "Exists" as const }];

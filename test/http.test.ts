@@ -5,7 +5,7 @@ import { stringify as toYaml } from "yaml";
 import type { FakeServer } from "./support/fake-cri.js";
 import { Harness, ISSUER, NODE, makeKey, startStack, type Stack } from "./support/http.js";
 import { uid } from "./support/pods.js";
-import { toProblemError } from "../src/http/problems.js";
+import { toProblemError } from "../src/usecases/problems.js";
 
 let fake: FakeServer;
 let h: Harness;

@@ -22,7 +22,7 @@ import { MemoryPullBackOff } from "../src/container/backoff.js";
 import { InvalidPodError } from "../src/pod/validate.js";
 import { PodAdmissionError } from "../src/lifecycle/node-admission.js";
 import { ClaimInUseError } from "../src/volumemanager/claims.js";
-import { toProblemError } from "../src/http/problems.js";
+import { toProblemError } from "../src/usecases/problems.js";
 import { Settings } from "../src/settings/node.js";
 import type { FakeServer } from "./support/fake-cri.js";
 import { pod as fixture } from "./support/pods.js";

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { importJWK, SignJWT, type JWK } from "jose";
 import type { Running } from "../src/node.js";
 import { until } from "./support/wait.js";
-import { StreamBudget } from "../src/http/stream-budget.js";
+import { StreamBudget } from "../src/usecases/streams/budget.js";
 import { openFileLimit } from "../src/host/serving/fd-limit.js";
 import { uid } from "./support/pods.js";
 

@@ -13,7 +13,7 @@ import { jobSelectorDefaults } from "../src/pod/workloads/job-labels.js";
 import { bodyFromDocuments } from "../src/pod/bundle.js";
 import { policyRefusal } from "../src/auth/pod-security.js";
 import type { NodeInfo } from "../src/lifecycle/predicates.js";
-import { templateRefusal } from "../src/http/admission.js";
+import { templateRefusal } from "../src/usecases/admission/templates.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import type { CriClient } from "../src/cri/client.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";

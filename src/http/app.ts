@@ -10,16 +10,14 @@ import { DEFAULT_POLICY_LEVEL, type NodePolicy } from "../auth/policy.js";
 import { serialQueue } from "../util/serial.js";
 import type { NodeInfo } from "../lifecycle/predicates.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
-import { ProblemError, toProblemError } from "./problems.js";
+import { ProblemError, toProblemError } from "../usecases/problems.js";
 import { openApiDocument } from "./openapi.js";
 import { pathUid, ROUTES } from "./routes.js";
 import { registerLogsAndExec } from "./handlers/logs-exec.js";
-import type { StreamBudget } from "./stream-budget.js";
+import type { StreamBudget } from "../usecases/streams/budget.js";
 import { registerMetrics, type MetricsRouteOptions } from "./handlers/metrics.js";
 import { registerVolumes } from "./handlers/volumes.js";
-import type { Pod, ProbeHandler } from "../pod/schema.js";
-import { ALL_PROBE_HANDLERS, probeHandlerErrors } from "../pod/probes.js";
-import { InvalidPodError } from "../pod/validate.js";
+import type { ProbeHandler } from "../pod/schema.js";
 import type { PodProbeResults } from "../status/api-status.js";
 import type { Prober } from "../prober/prober.js";
 import { MemoryDesiredState, storeView, type DesiredPod, type DesiredState } from "../pleg/desired-state.js";
@@ -34,7 +32,8 @@ import { registerWorkloads } from "./handlers/workloads.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { ServiceAccountTokens } from "../pod/workloads/export.js";
 import type { UnknownKinds } from "../pod/workloads/intake.js";
-import { AdmissionRefusedError, type RefusedPod } from "./admission.js";
+import { AdmissionRefusedError, type RefusedPod } from "../usecases/admission/refusals.js";
+import { createAdmission } from "../usecases/admission/admission.js";
 import type { ServiceNetwork } from "../services/allocate.js";
 
 export interface AppOptions {
@@ -51,7 +50,7 @@ export interface AppOptions {
   /** exec is off unless the node owner turns it on. */
   allowExec?: boolean;
   execMaxOutputBytes?: number;
-  /** The node's cap on open streams (src/http/stream-budget.ts). */
+  /** The node's cap on open streams (src/usecases/streams/budget.ts). */
   streams?: StreamBudget | undefined;
   /** The longest a followed log stream lasts. */
   logFollowMaxMs?: number;
@@ -110,15 +109,9 @@ export function createApp(o: AppOptions) {
   const desired = o.desired ?? new MemoryDesiredState();
   const admitting = serialQueue();
   const prober = o.prober;
-  const handlers = o.probeHandlers ?? { allowed: ALL_PROBE_HANDLERS, why: "" };
-  /** A probe this deployment cannot run is refused like any invalid field, before any runtime call. */
-  const checkProbes = (pod: Pod, prefix = "") => {
-    const errors = probeHandlerErrors(pod, handlers.allowed, handlers.why).map((e) => ({
-      ...e,
-      path: prefix + e.path,
-    }));
-    if (errors.length) throw new InvalidPodError(errors);
-  };
+  // The one admission pipeline (src/usecases/admission/): the policy, the probes this deployment can run (a probe
+  // it cannot run is refused like any invalid field), the runtime's refusals, kubelet's node predicates.
+  const admission = createAdmission({ policy, node: nodeInfo, runtime: rt, probeHandlers: o.probeHandlers });
 
   app.use(requestLog(log, now));
 
@@ -171,7 +164,7 @@ export function createApp(o: AppOptions) {
     probeResults: o.probeResults,
     maxBodyBytes: maxBody,
     now,
-    checkProbes,
+    admission,
     workloads: o.workloads,
     intake,
     pods: o.pods ?? createPodDispatch(storeView(desired)),

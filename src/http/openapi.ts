@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { Pod } from "../pod/schema.js";
 import { ConfigMap, Secret } from "../pod/objects.js";
-import { PROBLEM_BASE, PROBLEMS, type ProblemSlug } from "./problems.js";
+import { PROBLEM_BASE, PROBLEMS, type ProblemSlug } from "../usecases/problems.js";
 
 let cached: object | undefined;
 

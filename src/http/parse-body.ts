@@ -2,7 +2,7 @@
 // V8's JSON.parse messages sometimes quote the offending input, which would carry them into the problem detail
 // and the request log. So a refusal says only where (line and column) and a generic reason. YAML bodies:
 // parse-yaml.ts, loaded at the first YAML body.
-import { ProblemError } from "./problems.js";
+import { ProblemError } from "../usecases/problems.js";
 
 /** 1-based line and column of a character offset. */
 function lineCol(text: string, offset: number): { line: number; col: number } {

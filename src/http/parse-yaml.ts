@@ -4,7 +4,7 @@
 // refusal too, never a line on stderr. Its own module, loaded at the first YAML body (signed-request.ts): the yaml
 // parser is about 1 MiB of heap that a node fed JSON and compact tokens never needs.
 import { LineCounter, parseAllDocuments, type YAMLError } from "yaml";
-import { ProblemError } from "./problems.js";
+import { ProblemError } from "../usecases/problems.js";
 
 const describe = (e: YAMLError, lc: LineCounter) => {
   const { line, col } = lc.linePos(e.pos[0]);

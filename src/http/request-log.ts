@@ -1,21 +1,9 @@
 // One JSON line per request: who acted, on which pod, what it cost in CRI calls; never a body or a token.
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./context.js";
+import type { RequestLog } from "../usecases/ports.js";
 
-export interface RequestLog {
-  time: string;
-  method: string;
-  route: string;
-  status: number;
-  durationMs: number;
-  podUid?: string;
-  criCalls: number;
-  jti?: string;
-  /** exec only: who ran it, and the SHA-256 of its argv (never the argv or its output). */
-  iss?: string;
-  commandSha256?: string;
-  error?: string;
-}
+export type { RequestLog };
 
 export function requestLog(log: (rec: RequestLog) => void, now: () => number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {

@@ -1,6 +1,6 @@
 // The API's paths in one place (the app registers them and /openapi.json documents them), and the check of
 // the pod uid they carry.
-import { ProblemError } from "./problems.js";
+import { ProblemError } from "../usecases/problems.js";
 
 export const ROUTES = {
   healthz: "/healthz",

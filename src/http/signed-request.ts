@@ -6,7 +6,7 @@
 import { MAX_GRACE_PERIOD_SECONDS } from "../pod/schema.js";
 import { bodyFromDocuments, bodyFromItems, type Body } from "../pod/bundle.js";
 import type { IntakeOptions, Item } from "../pod/workloads/intake.js";
-import { ProblemError } from "./problems.js";
+import { ProblemError } from "../usecases/problems.js";
 import { parseJsonBody } from "./parse-body.js";
 import { AuthError, type Verifier, type VerifiedToken } from "../auth/verify.js";
 

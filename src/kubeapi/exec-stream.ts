@@ -18,11 +18,11 @@ import { verifyReadToken } from "../auth/read-token.js";
 import { checkExec, EXEC_PATH } from "./exec-check.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { V1Pod } from "../status/api-status.js";
-import type { RequestLog } from "../http/request-log.js";
+import type { RequestLog } from "../usecases/ports.js";
 import { badRequest, KubeStatusError, notFound, toKubeStatus } from "./status.js";
 import type { WatchHub } from "./watch-hub.js";
-import { pipeFrames } from "../http/ws-pipe.js";
-import type { StreamBudget } from "../http/stream-budget.js";
+import { pipeFrames } from "../usecases/streams/ws-pipe.js";
+import type { StreamBudget } from "../usecases/streams/budget.js";
 
 const PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 const CLOSE_SIGNAL = 255;

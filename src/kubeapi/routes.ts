@@ -9,11 +9,10 @@ import { verifyReadToken, type ReadScope } from "../auth/read-token.js";
 import { checkExec, EXEC_PATH } from "./exec-check.js";
 import type { V1Pod } from "../status/api-status.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
-import { LOG_HEADERS, LogQuery } from "../http/handlers/logs-exec.js";
-import { streamFrom } from "../http/stream.js";
-import { releasing, type StreamBudget } from "../http/stream-budget.js";
-import { fieldErrors } from "../pod/validate.js";
-import type { RequestLog } from "../http/request-log.js";
+import { LOG_HEADERS, openLog, parseLogQuery } from "../usecases/streams/logs.js";
+import { streamFrom } from "../usecases/streams/stream.js";
+import { releasing, type StreamBudget } from "../usecases/streams/budget.js";
+import type { RequestLog } from "../usecases/ports.js";
 import {
   aggregatedDiscovery,
   AGGREGATED_TYPE,
@@ -95,7 +94,7 @@ export interface KubeApiOptions {
   endpoints?: EndpointsFeed | undefined;
   /** The resource sampler behind metrics.k8s.io (kubectl top); without it the Metrics API answers 503. */
   metrics?: MetricsSource | undefined;
-  /** The node's cap on open watches and log streams (src/http/stream-budget.ts); none when unset. */
+  /** The node's cap on open watches and log streams (src/usecases/streams/budget.ts); none when unset. */
   streams?: StreamBudget | undefined;
 }
 
@@ -588,45 +587,21 @@ export function createKubeApi(o: KubeApiOptions) {
     const pod = o.pods.list().find((p) => p.metadata.namespace === ns && p.metadata.name === name);
     if (!pod) throw notFound("pods", name);
     const { insecureSkipTLSVerifyBackend: _, ...query } = c.req.query();
-    const parsed = LogQuery.safeParse(query);
-    if (!parsed.success) {
-      const errors = fieldErrors(parsed.error, "query");
+    const parsed = parseLogQuery(query);
+    if ("errors" in parsed) {
+      const { errors } = parsed;
       throw new KubeStatusError(400, "BadRequest", errors.map((e) => `${e.path}: ${e.message}`).join("; "), {
         causes: errors.map((e) => ({ field: e.path, message: e.message })),
       });
     }
-    const q = parsed.data;
-    const log = await o.runtime.logs(pod.metadata.uid, {
-      container: q.container,
-      previous: q.previous,
+    const log = await openLog(o.runtime, pod.metadata.uid, parsed.query, {
+      now,
+      followMaxMs: o.followMaxMs,
+      followPollMs: o.followPollMs,
       defaultContainers: pod.spec?.containers.map((x) => x.name),
     });
-    const sinceMs =
-      q.sinceTime !== undefined
-        ? Date.parse(q.sinceTime)
-        : q.sinceSeconds !== undefined
-          ? now() - q.sinceSeconds * 1000
-          : undefined;
-    const options = {
-      tailLines: q.tailLines,
-      limitBytes: q.limitBytes,
-      sinceMs,
-      timestamps: q.timestamps,
-      follow: q.follow,
-    };
     const release = takeStream(c, "log");
-    const body = streamFrom(
-      (write, signal) =>
-        log.read(
-          options,
-          write,
-          q.follow
-            ? { signal, maxMs: o.followMaxMs, ...(o.followPollMs ? { pollMs: o.followPollMs } : {}) }
-            : undefined,
-        ),
-      o.onStreamError ?? (() => undefined),
-      c.req.raw.signal,
-    );
+    const body = streamFrom(log.read, o.onStreamError ?? (() => undefined), c.req.raw.signal);
     return c.body(releasing(body, release), 200, LOG_HEADERS);
   });
 

@@ -1,7 +1,7 @@
 // Errors on the Kubernetes paths are metav1.Status objects (apimachinery/pkg/apis/meta/v1/types.go), so kubectl
 // prints `Error from server (<Reason>): <message>`. Reasons and messages follow apimachinery/pkg/api/errors.
 import { AuthError } from "../auth/verify.js";
-import { type ProblemError, toProblemError } from "../http/problems.js";
+import { type ProblemError, toProblemError } from "../usecases/problems.js";
 
 export type StatusReason =
   | "BadRequest"

@@ -13,9 +13,9 @@ export function createSync(ctx: RuntimeContext): Pick<PodRuntime, "plan" | "chec
   const { cri, o, cache, syncOptions, admit, absent, lockedRun, reasons, evictions, syncing, names, readApiStatus } =
     ctx;
   return {
-    plan: (pod, probes) =>
+    plan: (pod, probes, guard) =>
       counted(cri, async (c) => {
-        admit(pod);
+        if (!guard?.admitted) admit(pod);
         const status = await getPodStatus(c, pod.metadata);
         assertOwnUid(pod.metadata, status);
         return { pod: ref(pod.metadata), actions: podActionsAt(pod, status, probes, syncOptions.now()), status };
@@ -43,7 +43,7 @@ export function createSync(ctx: RuntimeContext): Pick<PodRuntime, "plan" | "chec
       }),
 
     sync: async (pod, probes, objects, guard) => {
-      admit(pod);
+      if (!guard?.admitted) admit(pod);
       const uid = pod.metadata.uid;
       // Known absent: a uid check just listed nothing of the pod and nothing has acted on it since.
       const known = absent?.take(uid, syncOptions.now()) === true;

@@ -96,6 +96,9 @@ export interface GuardOptions {
   /** Exits the runtime reported that its CRI status may not show yet (reported-exits.ts): applied to the
    * decision's read and to the read-back. */
   exited?: ReportedExits | undefined;
+  /** The caller ran the pod through the admission pipeline (src/usecases/admission/) just before: `admit` is not
+   * run again on this call (a request's pod is admitted once; the loop's syncs of stored pods still admit). */
+  admitted?: boolean;
 }
 
 export interface LogsRequest {
@@ -219,7 +222,7 @@ export interface RuntimeReadiness extends Counted {
 
 export interface PodRuntime {
   /** computePodActions only: what a sync would do, with no write to the runtime. */
-  plan(pod: Pod, probes?: ProbeResults): Promise<PlanResult>;
+  plan(pod: Pod, probes?: ProbeResults, guard?: Pick<GuardOptions, "admitted">): Promise<PlanResult>;
   /** Read the pod's status, decide and act (kubelet's SyncPod), under the pod's lock. `objects`: the
    * ConfigMaps and Secrets signed with the pod (validated against it: see src/pod/bundle.ts). */
   sync(

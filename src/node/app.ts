@@ -8,7 +8,7 @@ import type { PromMetrics } from "../host/metrics/metrics.js";
 import { openFileLimit } from "../host/serving/fd-limit.js";
 import { type AppOptions, createApp } from "../http/app.js";
 import type { RequestLog } from "../http/request-log.js";
-import { StreamBudget } from "../http/stream-budget.js";
+import { StreamBudget } from "../usecases/streams/budget.js";
 import type { EventRecorder } from "../kubeapi/events.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { DesiredState } from "../pleg/desired-state.js";

@@ -4,7 +4,7 @@ import { createControllers } from "../controllers/run.js";
 import { criPodUsage } from "../controllers/podautoscaler/metrics.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { CriClient } from "../cri/client.js";
-import { templateRefusal } from "../http/admission.js";
+import { templateRefusal } from "../usecases/admission/templates.js";
 import type { EventRecorder } from "../kubeapi/events.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { DesiredState } from "../pleg/desired-state.js";

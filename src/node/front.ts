@@ -7,7 +7,7 @@ import type { Verifier } from "../auth/verify.js";
 import type { CriClient } from "../cri/client.js";
 import type { machineFacts } from "../host/node-facts.js";
 import type { RequestLog } from "../http/request-log.js";
-import type { StreamBudget } from "../http/stream-budget.js";
+import type { StreamBudget } from "../usecases/streams/budget.js";
 import { isKubePath } from "../kubeapi/paths.js";
 import type { WatchHub } from "../kubeapi/watch-hub.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";

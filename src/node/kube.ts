@@ -6,7 +6,7 @@ import type { Verifier } from "../auth/verify.js";
 import type { CriClient } from "../cri/client.js";
 import type { machineFacts } from "../host/node-facts.js";
 import type { RequestLog } from "../http/request-log.js";
-import type { StreamBudget } from "../http/stream-budget.js";
+import type { StreamBudget } from "../usecases/streams/budget.js";
 import { EventRecorder } from "../kubeapi/events.js";
 import type { EndpointsFeed } from "../kubeapi/kinds/endpoints-feed.js";
 import type { WorkloadFeed } from "../kubeapi/kinds/workload-feed.js";

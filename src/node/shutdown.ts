@@ -1,6 +1,6 @@
 // kubelet's order on a stop (SIGTERM, SIGINT, close()): admit nothing new, let what is in flight finish within the
 // grace, end the connections left, then close the runtime connection and let the state directory go.
-import { ProblemError } from "../http/problems.js";
+import { ProblemError } from "../usecases/problems.js";
 import { isKubePath } from "../kubeapi/paths.js";
 import { toKubeStatus } from "../kubeapi/status.js";
 

@@ -44,6 +44,8 @@ export interface SyncRequest<E> {
   /** Read when the work runs (the prober learnt the pod before it was dispatched). */
   probes?: (() => (ProbeResults & PodProbeResults) | undefined) | undefined;
   slot?: PodWork<unknown>["slot"];
+  /** The request ran the pod through the admission pipeline: the runtime does not admit it again. */
+  admitted?: boolean | undefined;
 }
 
 /** A request's sync: what it did, and the teardown it ran when the pod left the store while it ran. */
@@ -88,7 +90,7 @@ export function createPodDispatch<E>(store: StoreView<E>, workers = new PodWorke
     hooks: {},
     sync(q) {
       const uid = q.pod.metadata.uid;
-      const guard: GuardOptions = { current: () => store.stillStored(uid, q.entry) };
+      const guard: GuardOptions = { current: () => store.stillStored(uid, q.entry), admitted: q.admitted === true };
       const run = async (): Promise<RequestSyncResult> => {
         const r = await q.runtime.sync(q.pod, q.probes?.(), q.objects, guard).catch(stale);
         d.hooks.synced?.(uid, r);

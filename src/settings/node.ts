@@ -64,7 +64,7 @@ export const Settings = z
       )
       .optional(),
     /** Open watches, exec sessions and log streams on the node (also held below half the process's open-file
-     * limit) and per token; over either: 429 (src/http/stream-budget.ts). */
+     * limit) and per token; over either: 429 (src/usecases/streams/budget.ts). */
     PODSYNC_MAX_STREAMS: int(1, 1_000_000).default(256),
     PODSYNC_MAX_STREAMS_PER_TOKEN: int(1, 1_000_000).default(32),
     /** Bytes an exec stream may hold for a reader that is slow, per direction, before it stops reading the writer. */

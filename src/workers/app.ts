@@ -2,7 +2,7 @@
 // and the node's Kubernetes API (served by its Durable Object) under the same prefix.
 import { Hono } from "hono";
 import { createApp } from "../http/app.js";
-import { ProblemError } from "../http/problems.js";
+import { ProblemError } from "../usecases/problems.js";
 import { nodePolicy } from "../auth/policy.js";
 import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";
 import { DurableDesiredState, DurableWorkloadStore } from "./desired-state-client.js";

@@ -16,7 +16,7 @@ import { createControllers } from "../controllers/run.js";
 import type { StoredWorkload } from "../controllers/store.js";
 import { nodeInfoFrom, withNodeOverrides } from "../settings/node-info.js";
 import { nodePolicy } from "../auth/policy.js";
-import { templateRefusal } from "../http/admission.js";
+import { templateRefusal } from "../usecases/admission/templates.js";
 import { probeResultsJSON } from "./probe-results-json.js";
 import { relistInterval, settingsOf, type Env, type WorkerConfig } from "./settings.js";
 import { StorageDesiredState } from "./storage-desired-state.js";

@@ -4,7 +4,7 @@ import { MemoryPullBackOff } from "../container/backoff.js";
 import type { CriClient } from "../cri/client.js";
 import { connectGrpcWeb } from "../cri/grpc-web-transport.js";
 import { proxyLogFiles } from "../host/logs/proxy-log-files.js";
-import { ProblemError } from "../http/problems.js";
+import { ProblemError } from "../usecases/problems.js";
 import { createPodRuntime, type PodRuntime } from "../kubelet/pod-runtime.js";
 import type { DesiredState } from "../pleg/desired-state.js";
 import { nodeConfigFrom } from "../settings/common.js";

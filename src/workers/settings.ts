@@ -1,7 +1,7 @@
 // The Worker's settings: every setting Node has in common (src/settings/common.ts) plus the node map, the
 // proxy tokens and the Secrets sealing key; parsed once per isolate per configuration.
 import { z } from "zod";
-import { ProblemError } from "../http/problems.js";
+import { ProblemError } from "../usecases/problems.js";
 import { checkCommon, commonSettings, formatIssues, RELIST_INTERVAL_DEFAULT_MS } from "../settings/common.js";
 import { NodeOverrides } from "../settings/node-info.js";
 import type { DONamespace } from "./durable-object.js";

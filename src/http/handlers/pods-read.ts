@@ -1,21 +1,18 @@
 // GET /v1/pods/{uid} (the v1.Pod: spec as stored, status as kubelet generates it) and its CRI-level view,
 // GET /v1/pods/{uid}/runtime (alias /status).
 import type { Context, Hono } from "hono";
-import { toV1Pod } from "../../status/api-status.js";
 import { note, type AppEnv, type PodRouteDeps } from "../context.js";
-import { ProblemError } from "../problems.js";
+import { readPod, readRuntimeView } from "../../usecases/pods/reads.js";
 import { pathUid, ROUTES } from "../routes.js";
 import { statusJSON } from "../serialize.js";
 import { readBearer } from "../signed-request.js";
 
 export function registerPodReads(app: Hono<AppEnv>, d: PodRouteDeps): void {
-  const { runtime: rt, desired, prober } = d;
   const runtimeView = async (c: Context<AppEnv>) => {
     const uid = pathUid(c.req.param("uid") ?? "");
     const token = await readBearer(c.req.raw, d.verifier, "status", uid, false);
     note(c, uid, token.payload.jti);
-    const r = await rt.status(uid);
-    if (!r) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container for pod uid ${uid}`);
+    const r = await readRuntimeView(d, uid);
     c.set("criCalls", r.criCalls);
     return c.json({ pod: r.pod, status: statusJSON(r.status) });
   };
@@ -30,12 +27,8 @@ export function registerPodReads(app: Hono<AppEnv>, d: PodRouteDeps): void {
     const uid = pathUid(c.req.param("uid"));
     const token = await readBearer(c.req.raw, d.verifier, "status", uid, false);
     note(c, uid, token.payload.jti);
-    const [stored, remote] = await Promise.all([desired.get(uid), d.probeResults?.([uid])]);
-    const spec = stored?.pod ?? prober?.spec(uid);
-    const r = await rt.apiStatus(uid, spec, prober?.results(uid) ?? remote?.get(uid));
-    if (!r) throw new ProblemError("pod-not-found", `the runtime has no sandbox or container for pod uid ${uid}`);
+    const r = await readPod(d, uid);
     c.set("criCalls", r.criCalls);
-    prober?.observe(uid, r.status);
-    return c.json(toV1Pod(spec, r.pod, r.apiStatus));
+    return c.json(r.pod);
   });
 }

@@ -7,7 +7,7 @@ import type { Context, Env, Hono } from "hono";
 import { AuthError, type Verifier, type VerifiedToken } from "../../auth/verify.js";
 import type { PodRuntime } from "../../kubelet/pod-runtime.js";
 import type { Pod } from "../../pod/schema.js";
-import { ProblemError } from "../problems.js";
+import { ProblemError } from "../../usecases/problems.js";
 import type { Serial } from "../../util/serial.js";
 
 const CLAIM_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

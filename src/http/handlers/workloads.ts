@@ -7,77 +7,10 @@
 //   DELETE /v1/workloads/{uid}  forget a workload: its controller's pods (and the workloads it made) go at the
 //                               controllers' next pass; its claims stay. Token: act "delete", uid the workload's.
 import type { Context, Env, Hono } from "hono";
-import type { Verifier, VerifiedToken } from "../../auth/verify.js";
-import type { NodePolicy } from "../../auth/policy.js";
-import type { PodRuntime } from "../../kubelet/pod-runtime.js";
-import type { Pod } from "../../pod/schema.js";
-import { storedObjects } from "../../pod/objects.js";
-import type { WorkloadItem } from "../../pod/workloads/intake.js";
-import { isWorkloadKind } from "../../pod/workloads/schema.js";
-import { canonicalJSON } from "../../container/hash.js";
-import { workloadKey, type StoredWorkload, type WorkloadStore } from "../../controllers/store.js";
-import { admit, admitOnRuntime } from "../admission.js";
-import { ProblemError } from "../problems.js";
+import type { Verifier } from "../../auth/verify.js";
+import type { WorkloadStore } from "../../controllers/store.js";
+import { deleteWorkload, listWorkloads } from "../../usecases/workloads/reads.js";
 import { readBearer, readNodeWideBearer } from "../signed-request.js";
-
-/** The checks a pod gets, on each workload's template: the policy, the probe handlers, the runtime's refusals. */
-export function admitWorkloads(
-  items: readonly WorkloadItem[],
-  policy: NodePolicy,
-  rt: Pick<PodRuntime, "admit">,
-  checkProbes: (pod: Pod, prefix: string) => void,
-): void {
-  for (const w of items) if (w.template) admit(w.template.pod, policy, `${w.template.at}.`);
-  for (const w of items) if (w.template) checkProbes(w.template.pod, `${w.template.at}.`);
-  for (const w of items) if (w.template) admitOnRuntime(rt, w.template.pod, `${w.template.at}.`, true);
-}
-
-/** The store records of a request's workloads. */
-export function workloadEntries(
-  items: readonly WorkloadItem[],
-  token: VerifiedToken,
-  now: number,
-  stored: readonly StoredWorkload[] = [],
-): StoredWorkload[] {
-  const p = token.payload;
-  const byKey = new Map(stored.map((s) => [workloadKey(s.workload), s]));
-  return items.map(({ workload, objects }) => {
-    const prev = byKey.get(workloadKey(workload));
-    const objs = objects.configMaps.length || objects.secrets.length ? storedObjects(objects) : undefined;
-    // A workload sent again keeps its status (and a CronJob its last schedule time) while its uid is the same.
-    const same = prev !== undefined && prev.workload.metadata.uid === workload.metadata.uid;
-    const keep = same && prev.status ? { status: prev.status } : {};
-    const generation = !same
-      ? 1
-      : canonicalJSON((prev.workload as { spec?: unknown }).spec) ===
-          canonicalJSON((workload as { spec?: unknown }).spec)
-        ? (prev.generation ?? 1)
-        : (prev.generation ?? 1) + 1;
-    return {
-      workload,
-      audit: { iss: String(p.iss), kid: token.kid, jti: p.jti, iat: Number(p.iat) },
-      storedAt: same ? prev.storedAt : now,
-      generation,
-      ...(objs ? { objects: objs } : {}),
-      ...keep,
-    };
-  });
-}
-
-/** A stored workload as the Kubernetes API shows it: with creationTimestamp, its owner and its status. */
-export function toV1Workload(s: StoredWorkload): Record<string, unknown> {
-  const { status: _sent, ...w } = s.workload as typeof s.workload & { status?: unknown };
-  return {
-    ...w,
-    metadata: {
-      ...w.metadata,
-      generation: s.generation ?? 1,
-      creationTimestamp: new Date(s.storedAt).toISOString(),
-      ...(s.owner ? { ownerReferences: [s.owner] } : {}),
-    },
-    status: s.status ?? {},
-  };
-}
 
 export interface WorkloadRoutesDeps {
   workloads: WorkloadStore;
@@ -93,31 +26,15 @@ export function registerWorkloads<E extends Env>(
   app.get(routes.list, async (c) => {
     const token = await readNodeWideBearer(c.req.raw, d.verifier, "workload list");
     d.note(c, { jti: token.payload.jti });
-    const kind = c.req.query("kind");
-    if (kind !== undefined && !isWorkloadKind(kind))
-      throw new ProblemError(
-        "bad-request",
-        `kind must be one of Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet, Job, CronJob, PersistentVolumeClaim, HorizontalPodAutoscaler, PodDisruptionBudget, Service (got ${JSON.stringify(kind)})`,
-        { errors: [{ path: "kind", message: "unknown workload kind" }] },
-      );
-    const all = (await d.workloads.list()).filter((s) => kind === undefined || s.workload.kind === kind);
-    all.sort(
-      (a, b) =>
-        a.workload.kind.localeCompare(b.workload.kind) ||
-        a.workload.metadata.namespace.localeCompare(b.workload.metadata.namespace) ||
-        a.workload.metadata.name.localeCompare(b.workload.metadata.name),
-    );
-    return c.json({ apiVersion: "v1", kind: "List", metadata: {}, items: all.map(toV1Workload) });
+    const items = await listWorkloads(d.workloads, c.req.query("kind"));
+    return c.json({ apiVersion: "v1", kind: "List", metadata: {}, items });
   });
 
   app.delete(routes.one, async (c) => {
     const uid = c.req.param("uid") ?? "";
     const token = await readBearer(c.req.raw, d.verifier, "delete", uid, true);
     d.note(c, { jti: token.payload.jti });
-    const found = (await d.workloads.list()).find((s) => s.workload.metadata.uid === uid);
-    if (!found) throw new ProblemError("not-found", `the node holds no workload with uid ${uid}`);
-    await d.workloads.remove(workloadKey(found.workload));
-    const m = found.workload.metadata;
-    return c.json({ ok: true, workload: { kind: found.workload.kind, namespace: m.namespace, name: m.name, uid } });
+    const workload = await deleteWorkload(d.workloads, uid);
+    return c.json({ ok: true, workload });
   });
 }

@@ -4,7 +4,7 @@
 // The store is wrapped so that every change to it (a request's put or replace, a controller's status or the
 // workloads it makes and retires) feeds the hubs once the change is written, so a watch sees it then; a list
 // or get also feeds first. Nothing here makes a runtime call.
-import { toV1Workload } from "../../http/handlers/workloads.js";
+import { toV1Workload } from "../../usecases/workloads/entries.js";
 import { notifying, type StoredWorkload, type WorkloadStore } from "../../controllers/store.js";
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import { WatchHub, type KubeObject, type RvClock } from "../watch-hub.js";

@@ -2,7 +2,7 @@
 // fleet), checked against that key as the registry holds it. Revoked or unknown nodes are refused by name.
 import { decodeJwt, importJWK, jwtVerify, type JWTPayload } from "jose";
 import { AuthError } from "../../auth/verify.js";
-import { ProblemError } from "../../http/problems.js";
+import { ProblemError } from "../../usecases/problems.js";
 import type { NodeRow } from "./table.js";
 
 /** The longest connection token (exp - iat) taken: it is made fresh at each connect. */

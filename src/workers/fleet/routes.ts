@@ -16,7 +16,7 @@ import { createVerifier, type Algorithm, type Verifier, type VerifiedToken } fro
 import { MemoryReplayStore } from "../../auth/replay.js";
 import { FLEET_PATHS, type FleetAct, EnrollRequest, Labels, NodeName, shardOf } from "../../http/fleet/protocol.js";
 import type { FleetNode } from "../../http/fleet/node-view.js";
-import { ProblemError, toProblemError } from "../../http/problems.js";
+import { ProblemError, toProblemError } from "../../usecases/problems.js";
 import { readSignedList } from "../../http/signed-request.js";
 import { parseLabelSelector, SelectorError, type LabelSelector } from "../../kubeapi/selectors.js";
 import { DurableReplayStore } from "../replay-store.js";

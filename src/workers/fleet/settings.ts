@@ -1,7 +1,7 @@
 // The Worker's fleet settings (pull mode, docs/fleet.md), over its common ones (settings.ts). Parsed on their own so
 // a Worker without a fleet is unchanged; each bad value is named.
 import { z } from "zod";
-import { ProblemError } from "../../http/problems.js";
+import { ProblemError } from "../../usecases/problems.js";
 import { formatIssues } from "../../settings/common.js";
 import type { DONamespace } from "../durable-object.js";
 import type { Env } from "../settings.js";

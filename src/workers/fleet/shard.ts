@@ -6,7 +6,7 @@
 // name is refused and audited); a revoked node's connection is closed at once.
 import { CLOSE, type DesiredMessage, HEARTBEAT, NodeMessage, SILENT_MS } from "../../http/fleet/protocol.js";
 import { fleetNode, type FleetNode } from "../../http/fleet/node-view.js";
-import { toProblemError, ProblemError } from "../../http/problems.js";
+import { toProblemError, ProblemError } from "../../usecases/problems.js";
 import { type FleetShardState, type HibernatableSocket, upgraded, workerd } from "./runtime.js";
 import { FleetStats } from "./stats.js";
 import { FleetTable, type NodeRow, type StoredDesired } from "./table.js";

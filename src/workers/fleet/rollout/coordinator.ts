@@ -2,7 +2,7 @@
 // instance named "index" (index-table.ts: the list and the node locks). Each tick reads the nodes' summaries from
 // the registry, runs the pure step, commits the state and its actions together, then runs the actions (store.ts).
 // Every state-changing operation runs one at a time (a promise chain), so a command never interleaves with a tick.
-import { ProblemError, toProblemError } from "../../../http/problems.js";
+import { ProblemError, toProblemError } from "../../../usecases/problems.js";
 import type { FleetShardState } from "../runtime.js";
 import type { FleetEnv } from "../settings.js";
 import { AuditChain, verifyChain } from "./audit.js";

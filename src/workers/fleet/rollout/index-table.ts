@@ -2,7 +2,7 @@
 // rollouts`, and a lock per node held by the one active rollout on it. Two rollouts on overlapping node sets are
 // refused, never interleaved or queued: a rollout takes all its nodes' locks at creation, in one transaction, or
 // none, and gives them back when it is final.
-import { ProblemError } from "../../../http/problems.js";
+import { ProblemError } from "../../../usecases/problems.js";
 import type { SqlStorage } from "../runtime.js";
 import type { Phase } from "./model.js";
 

@@ -3,7 +3,7 @@
 // PUT /fleet/v1/node/pods takes (stored, audited, pushed to a connected node, kept for one that is not).
 import { shardOf } from "../../../http/fleet/protocol.js";
 import type { FleetNode } from "../../../http/fleet/node-view.js";
-import { toProblemError } from "../../../http/problems.js";
+import { toProblemError } from "../../../usecases/problems.js";
 import { settingsOf } from "../../settings.js";
 import { type Fleet, shardFetch } from "../routes.js";
 import { fleetSettingsOf, type FleetEnv } from "../settings.js";

@@ -10,7 +10,7 @@
 import { decodeJwt } from "jose";
 import type { FleetAct } from "../../../http/fleet/protocol.js";
 import type { FleetNode } from "../../../http/fleet/node-view.js";
-import { ProblemError, toProblemError } from "../../../http/problems.js";
+import { ProblemError, toProblemError } from "../../../usecases/problems.js";
 import type { VerifiedToken } from "../../../auth/verify.js";
 import { parseLabelSelector, type LabelSelector } from "../../../kubeapi/selectors.js";
 import { DurableReplayStore } from "../../replay-store.js";

@@ -1,7 +1,7 @@
 // The rollout coordinator's settings and binding, parsed on their own (as the fleet's are) so a Worker without
 // rollouts is unchanged.
 import { z } from "zod";
-import { ProblemError } from "../../../http/problems.js";
+import { ProblemError } from "../../../usecases/problems.js";
 import { formatIssues } from "../../../settings/common.js";
 import type { FleetEnv, FleetNamespace } from "../settings.js";
 

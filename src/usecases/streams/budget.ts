@@ -4,7 +4,7 @@
 // on podsync's paths, a 429 TooManyRequests Status on the Kubernetes paths (toKubeStatus maps it). The API server
 // has no per-user count of watches (API Priority and Fairness counts a watch only while it is being set up, and
 // --max-requests-inflight leaves long-running requests out); kubelet's streaming server caps nothing either.
-import { ProblemError } from "./problems.js";
+import { ProblemError } from "../problems.js";
 
 export type StreamKind = "watch" | "exec" | "log";
 

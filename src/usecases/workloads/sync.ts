@@ -1,3 +1,6 @@
+// Package usecases/workloads — a body's workloads checked, planned, stored; the workload reads and delete; Services.
+// Imports the controllers' store and plan, admission and the Services allocator; never a front or an entry.
+//
 // The workloads of a sync or plan body (POST /v1/pods/sync, /v1/pods/plan). A sync stores them beside the node's
 // other workloads (a workload of the same kind, namespace and name is replaced; the others stay) once every
 // template passed the checks a pod gets; the controllers make their pods at the loop's next pass. A plan only
@@ -5,8 +8,6 @@
 // controllers would make and delete for them (src/controllers/plan.ts). Nothing is stored when anything is refused.
 import type { NodePolicy } from "../../auth/policy.js";
 import type { VerifiedToken } from "../../auth/verify.js";
-import type { PodRuntime } from "../../kubelet/pod-runtime.js";
-import type { Pod } from "../../pod/schema.js";
 import type { WorkloadItem } from "../../pod/workloads/intake.js";
 import { canonicalJSON } from "../../container/hash.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../../controllers/store.js";
@@ -17,13 +18,14 @@ import { ProblemError } from "../problems.js";
 import { policyRefusal } from "../../auth/pod-security.js";
 import { InvalidPodError } from "../../pod/validate.js";
 import { workloadCountError, type WorkloadLimits } from "../../pod/workloads/bounds.js";
-import { admitWorkloads, workloadEntries } from "./workloads.js";
+import { admitWorkloads } from "../admission/templates.js";
+import type { Admission } from "../admission/admission.js";
+import { workloadEntries } from "./entries.js";
 
 export interface WorkloadSyncDeps {
   workloads?: WorkloadStore | undefined;
-  policy: NodePolicy;
-  runtime: Pick<PodRuntime, "admit">;
-  checkProbes: (pod: Pod, prefix?: string) => void;
+  /** The one admission pipeline, which each template goes through as a pod sent to the node would. */
+  admission: Admission;
 }
 
 export interface WorkloadOutcome {
@@ -44,7 +46,7 @@ export function checkWorkloads(items: readonly WorkloadItem[], d: WorkloadSyncDe
       "this deployment does not run workloads (Deployments, Jobs, ...) yet: send pods",
       { errors: [{ path: items[0]!.at || "kind", message: `a ${items[0]!.workload.kind}` }] },
     );
-  admitWorkloads(items, d.policy, d.runtime, d.checkProbes);
+  admitWorkloads(items, d.admission);
 }
 
 /** PODSYNC_MAX_WORKLOADS: the workloads sent to the node (not those its controllers made) after this sync. */
