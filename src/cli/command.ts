@@ -1,3 +1,6 @@
+// Package cli/ — the podsync CLI (an entry point): one file per command under commands/, listed in registry.ts,
+// printers under print/, `get`'s types under resources/. Imports lower layers and node.ts (serve); nothing imports it.
+//
 // What a CLI command is: its flags (beside the global ones in args.ts), its help text, and run().
 // A new command is one file under commands/ exporting a Command as default, and one line in registry.ts.
 import type { OptionSpec } from "./args.js";

@@ -1,3 +1,6 @@
+// Package controllers/ — node-local workload controllers (agent layer), one folder per kind as kube-controller-
+// manager has them, each a pure step run by run.ts. Imports kubelet/'s types, lifecycle/, pod/, pleg's port; no HTTP.
+//
 // What a controller's pure step takes and returns: the workload, the pods it controls (observed), the node's
 // clock; and the pods to create and delete, the workloads it makes or retires, its status, and when it wants
 // to look again. The runner (run.ts) does the I/O.

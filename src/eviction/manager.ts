@@ -1,3 +1,6 @@
+// Package eviction/ — kubelet's eviction manager for local storage and DiskPressure (agent layer), run by the loop.
+// Imports the front door's types (kubelet/), cri/, container/ and pod/; never HTTP, the loop or an entry point.
+//
 // The eviction manager's local storage pass (kubelet's synchronize → localStorageEviction), as the node
 // agent's loop runs it: every interval, for the desired pods that declare a local storage limit and are not
 // evicted already, one ListContainerStats for the node and du for each pod's logs and hosts file, with its disk

@@ -9,9 +9,7 @@ import { FILE_VOLUME_PLUGINS } from "../volumemanager/object-volumes.js";
 import { checkCurrent, counted, isEmpty, refFromStatus, type RuntimeContext } from "./context.js";
 import type { GuardOptions, PodDeletion, PodRuntime } from "./types.js";
 
-export function createDelete(
-  ctx: RuntimeContext,
-): Pick<PodRuntime, "delete" | "deleting" | "evict" | "eviction" | "forgetEviction"> {
+export function createDelete(ctx: RuntimeContext): Pick<PodRuntime, "delete" | "deleting"> {
   const { cri, o, cache, syncOptions, lockedRun, reasons, evictions, deletions, syncing } = ctx;
   /** The pod's file volumes (their tmpfs unmounted first, so no secret is left in memory), then its node data
    * (`paths`: pod dir, log dirs). Any failure is the step's error: DELETE answers 207 and a later one retries. */
@@ -109,7 +107,13 @@ export function createDelete(
     },
 
     deleting: () => deletions,
+  };
+}
 
+/** The eviction manager's verdicts: kept by uid until DELETE or forgetEviction, the kill under the pod's lock. */
+export function createEviction(ctx: RuntimeContext): Pick<PodRuntime, "evict" | "eviction" | "forgetEviction"> {
+  const { cri, o, cache, lockedRun, evictions } = ctx;
+  return {
     evict: (pod, eviction) => {
       // The verdict holds at once (the loop starts nothing of it, its status says Failed); the kill waits its turn.
       evictions.set(pod.metadata.uid, eviction);

@@ -10,11 +10,11 @@
 // carries the number of CRI round trips it cost.
 //
 // The front door is composed of named parts on one shared context (context.ts): sync.ts (plan, checkUids, sync),
-// read.ts (apiStatus, list, status, ready), delete.ts (delete, deleting, the eviction verdicts), streams.ts (logs,
+// read.ts (apiStatus, list, status, ready), delete.ts (delete, deleting; evict, eviction, forgetEviction), streams.ts (logs,
 // exec, execStream, claims) and admission.ts (admit). Its types are in types.ts.
 import type { CriClient } from "../cri/client.js";
 import { createRuntimeContext } from "./context.js";
-import { createDelete } from "./delete.js";
+import { createDelete, createEviction } from "./delete.js";
 import { createReads } from "./read.js";
 import { createStreams } from "./streams.js";
 import { createSync } from "./sync.js";
@@ -28,6 +28,7 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
     ...createSync(ctx),
     ...createReads(ctx),
     ...createDelete(ctx),
+    ...createEviction(ctx),
     ...createStreams(ctx),
     admit: ctx.admit,
   };

@@ -30,9 +30,30 @@ export function referenceErrors(pod: Pod, objects: PodObjects, prefix = ""): Fie
 function unresolved(pod: Pod, objects: PodObjects, prefix: string): { errors: FieldError[]; missing: FieldError[] } {
   const out: FieldError[] = [];
   const missing: FieldError[] = [];
-  const cms = new Map(objects.configMaps.map((c) => [c.metadata.name, c]));
   const secrets = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
   const err = (path: Path, message: string) => out.push({ path: fmt(prefix, path), message });
+  const wait = (path: Path, message: string) => missing.push({ path: fmt(prefix, path), message });
+  const check = referenceCheck(objects, wait);
+  containerReferences(pod, check);
+  volumeReferences(pod, check);
+  pullSecretReferences(pod, secrets, err);
+  return { errors: out, missing };
+}
+
+/** A ConfigMap/Secret reference's check: the object must be there unless optional, and so must each key. */
+type Check = (
+  kind: "ConfigMap" | "Secret",
+  name: string,
+  optional: boolean | undefined,
+  at: Path,
+  nameField: string,
+  keys?: { key: string; at: Path }[],
+  env?: boolean,
+) => void;
+
+function referenceCheck(objects: PodObjects, wait: (path: Path, message: string) => void): Check {
+  const cms = new Map(objects.configMaps.map((c) => [c.metadata.name, c]));
+  const secrets = new Map(objects.secrets.map((s) => [s.metadata.name, s]));
   // Env reads a ConfigMap's data only (kubelet's makeEnvironmentVariables); a volume its binaryData too.
   const hasKey = (o: ConfigMap | Secret, key: string, env: boolean) =>
     "type" in o
@@ -40,13 +61,12 @@ function unresolved(pod: Pod, objects: PodObjects, prefix: string): { errors: Fi
       : env
         ? o.data !== undefined && Object.hasOwn(o.data, key)
         : configMapKeys(o).includes(key);
-  const wait = (path: Path, message: string) => missing.push({ path: fmt(prefix, path), message });
   const missingObject = (kind: "ConfigMap" | "Secret", name: string) => `${kind} "${name}" is not in the signed body`;
   const missingKey = (kind: "ConfigMap" | "Secret", name: string, key: string) =>
     `${kind} "${name}" has no key "${key}"`;
 
   /** A ConfigMap/Secret reference: the object must be there unless optional, and so must each key. */
-  const check = (
+  return (
     kind: "ConfigMap" | "Secret",
     name: string,
     optional: boolean | undefined,
@@ -62,9 +82,13 @@ function unresolved(pod: Pod, objects: PodObjects, prefix: string): { errors: Fi
     }
     for (const k of keys) if (!hasKey(o, k.key, env) && !optional) wait(k.at, missingKey(kind, name, k.key));
   };
-  const itemKeys = (items: KeyToPath[] | undefined, at: Path) =>
-    (items ?? []).map((it, k) => ({ key: it.key, at: [...at, "items", k, "key"] }));
+}
 
+const itemKeys = (items: KeyToPath[] | undefined, at: Path) =>
+  (items ?? []).map((it, k) => ({ key: it.key, at: [...at, "items", k, "key"] }));
+
+/** The containers' env and envFrom references. */
+function containerReferences(pod: Pod, check: Check): void {
   for (const kind of ["initContainers", "containers"] as const)
     (pod.spec[kind] ?? []).forEach((c, i) => {
       const base: Path = ["spec", kind, i];
@@ -94,7 +118,10 @@ function unresolved(pod: Pod, objects: PodObjects, prefix: string): { errors: Fi
         if (f.secretRef) check("Secret", f.secretRef.name, f.secretRef.optional, [...at, "secretRef"], "name");
       });
     });
+}
 
+/** The configMap, secret and projected volumes' references. */
+function volumeReferences(pod: Pod, check: Check): void {
   (pod.spec.volumes ?? []).forEach((v, i) => {
     const at: Path = ["spec", "volumes", i];
     if ("configMap" in v)
@@ -138,7 +165,14 @@ function unresolved(pod: Pod, objects: PodObjects, prefix: string): { errors: Fi
           );
       });
   });
+}
 
+/** The pull secrets named, which must be sent with the pod and be of a pull secret's type (an error, not a wait). */
+function pullSecretReferences(
+  pod: Pod,
+  secrets: ReadonlyMap<string, Secret>,
+  err: (path: Path, message: string) => void,
+) {
   (pod.spec.imagePullSecrets ?? []).forEach((ps, i) => {
     if (ps.auths || !ps.name) return;
     const s = secrets.get(ps.name);
@@ -153,7 +187,6 @@ function unresolved(pod: Pod, objects: PodObjects, prefix: string): { errors: Fi
         `Secret "${ps.name}" is of type "${s.type}"; a pull secret must be of type ${SECRET_TYPES.dockerConfigJson}`,
       );
   });
-  return { errors: out, missing };
 }
 
 /** The objects' own consistency: unique names, and the pod's namespace (a pod sees only its namespace's objects). */

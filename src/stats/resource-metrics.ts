@@ -1,3 +1,6 @@
+// Package stats/ — resource metrics as metrics-server computes them, sampled from CRI stats (agent layer).
+// Imports cri/ only; never HTTP or an entry point (kubeapi/metrics/ reads it).
+//
 // Resource metrics as metrics-server computes them (pkg/storage: a rate between two points of the cumulative CPU
 // counter, the latest memory working set), from CRI stats sampled on a timer, never on the sync path. The sampler
 // asks the runtime once per interval (ListPodSandboxStats, which carries each pod's containers, as kubelet's

@@ -1,3 +1,6 @@
+// Package types/ — declarations for the part of an untyped dependency podsync uses (ws).
+// Declarations only: imports nothing of src/.
+//
 // The part of ws 8's API that src/kubeapi/exec-stream.ts uses, declared here rather than through @types/ws:
 // ws itself is already in every checkout's node_modules (wrangler's miniflare depends on the same 8.18.0), so a
 // checkout whose node_modules predates this dependency still typechecks and runs.

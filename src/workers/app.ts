@@ -1,3 +1,6 @@
+// Package workers/ — the Cloudflare Worker's Durable Objects and settings (entry layer), composed by ../worker.ts.
+// Imports any lower layer (http/, kubeapi/, the front door); nothing imports it but worker.ts.
+//
 // The Worker's root app: one node-embedded app (src/http/app.ts) per node in PODSYNC_NODES, under /nodes/{node}/,
 // and the node's Kubernetes API (served by its Durable Object) under the same prefix.
 import { Hono } from "hono";

@@ -1,3 +1,6 @@
+// Package cli/commands/ — one file per CLI command, each a Command listed in ../registry.ts.
+// Imports the CLI's own helpers (../) and the model (pod/, settings/); never the agent's or the fronts' internals.
+//
 // podsync sync / plan: sign a pod (or workloads) and POST it to /v1/pods/sync (or /plan).
 import { isWorkloadKind } from "../../pod/workloads/schema.js";
 import { qualifiedKind } from "../workloads/ref.js";

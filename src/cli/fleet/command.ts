@@ -1,3 +1,6 @@
+// Package cli/fleet/ — `podsync fleet`: the fleet's owner commands (enroll, set, status) over the fleet routes.
+// Imports the CLI's helpers (../) and the fleet protocol's shapes; never the Worker's or the node's internals.
+//
 // podsync fleet: the owner's side of pull mode (docs/fleet.md), against the Worker's /fleet routes.
 //   fleet join-token [--labels k=v,...] [--ttl 15m] [--node NAME]   a single-use join token (signed here)
 //   fleet nodes [-l SELECTOR] [-o wide|json]                       the registry

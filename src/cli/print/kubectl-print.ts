@@ -1,3 +1,6 @@
+// Package cli/print/ — the CLI's printers: kubectl's columns and ages, workload rows, -o json/yaml/jsonpath.
+// Pure formatting on the model and kubeapi/'s Table shapes; never a network client or the node's agent.
+//
 // kubectl's `get pods` table (pkg/printers/internalversion/printers.go printPod) over v1.Pod objects:
 // NAME READY STATUS RESTARTS AGE, with STATUS as kubectl computes it (the reason of the first init container
 // that has not finished, else of the last app container waiting or terminated with a reason, else the phase)

@@ -1,3 +1,6 @@
+// Package cli/resources/ — the resource types `podsync get` knows (pods, the workload kinds) and how each is listed.
+// Imports the CLI's client and printers; never the node's code.
+//
 // The types `podsync get` knows: kubectl's names for each (plural, singular, short) → its module.
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import type { Resource } from "./resource.js";

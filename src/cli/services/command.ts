@@ -1,3 +1,6 @@
+// Package cli/services/ — `podsync services` (flush the nftables table the node's data plane made).
+// Imports the CLI's helpers (../) and, when run, services/proxy/'s flush; never the node's agent.
+//
 // podsync services flush: removes everything podsync's Service data plane made in the kernel (the nftables table
 // `inet podsync`), as `kube-proxy --cleanup` does for kube-proxy's. Run on the node, as root; no server call.
 import { fail, usage } from "../args.js";

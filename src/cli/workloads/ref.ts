@@ -1,3 +1,6 @@
+// Package cli/workloads/ — the CLI's workload helpers: references, multi-get, their pods, delete and prune.
+// Imports the CLI's client and the workload model (pod/workloads/); never the node's controllers.
+//
 // Workloads addressed as kubectl addresses them: TYPE/NAME or TYPE NAME in -n's namespace (a uid is accepted too),
 // resolved against GET /v1/workloads?kind=. Named in kubectl's words: `deployment.apps "web"` (the resource with
 // its API group, as kubectl's delete and scale print it: cmd/delete/delete.go, printers.go's "%s.%s").

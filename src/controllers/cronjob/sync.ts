@@ -1,3 +1,6 @@
+// Package controllers/cronjob/ — the CronJob controller's pure step (cronjob_controllerv2.go).
+// Imports ../ (the controllers' types and pods) and pod/workloads/; never I/O, HTTP or the runtime.
+//
 // The CronJob controller on the node's clock (pkg/controller/cronjob/cronjob_controllerv2.go syncCronJob; utils.go
 // mostRecentScheduleTime, nextScheduleTime, getJobFromTemplate2, getTimeHashInMinutes): Jobs
 // `<name>-<scheduled time in minutes since the epoch>`, made from the jobTemplate with a controller reference and the

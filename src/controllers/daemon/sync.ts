@@ -1,3 +1,6 @@
+// Package controllers/daemon/ — the DaemonSet controller's pure step on this one node (daemon_controller.go).
+// Imports ../ (the controllers' types and pods), lifecycle/ and pod/; never I/O, HTTP or the runtime.
+//
 // The DaemonSet controller on its one node (pkg/controller/daemon/daemon_controller.go: nodeShouldRunDaemonPod,
 // manage, syncNodes; update.go rollingUpdate; util/daemonset_util.go AddOrUpdateDaemonPodTolerations): one pod
 // `<name>-<5 chars>` when the node's labels and taints admit the template (nodeSelector and required node

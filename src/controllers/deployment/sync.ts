@@ -1,3 +1,6 @@
+// Package controllers/deployment/ — the Deployment controller's pure step: rollouts, scaling, history (deployment/).
+// Imports ../ (the controllers' types and pods) and pod/workloads/; never I/O, HTTP or the runtime.
+//
 // The Deployment controller's sync on one node (pkg/controller/deployment: sync.go getNewReplicaSet,
 // cleanupDeployment, calculateStatus, syncRolloutStatus; rolling.go rolloutRolling, reconcileNewReplicaSet,
 // reconcileOldReplicaSets, cleanupUnhealthyReplicas, scaleDownOldReplicaSetsForRollingUpdate; recreate.go

@@ -1,3 +1,6 @@
+// Package controllers/disruption/ — the PodDisruptionBudget controller's pure status step (disruption.go).
+// Imports ../ (the controllers' types) and pod/workloads/; never I/O, HTTP or the runtime.
+//
 // The disruption controller's status of a PodDisruptionBudget on one node (pkg/controller/disruption/
 // disruption.go: trySync, getPodsForPdb, getExpectedPodCount, getExpectedScale, countHealthyPods,
 // updatePdbStatus, failSafe; pkg/apis/policy/helper UpdateDisruptionAllowedCondition). The pods are those of the

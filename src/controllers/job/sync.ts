@@ -1,3 +1,6 @@
+// Package controllers/job/ — the Job controller's pure step: completions, parallelism, indexes, back-off (job/).
+// Imports ../ (the controllers' types and pods) and pod/workloads/; never I/O, HTTP or the runtime.
+//
 // The Job controller's sync on one node (pkg/controller/job/job_controller.go: syncJob, manageJob,
 // pastBackoffLimitOnFailure, pastActiveDeadline, getNewFinishedPods; backoff_utils.go: the exponential
 // back-off between failed pods; pod_failure_policy.go: matchPodFailurePolicy; indexed_job_utils.go: pod names

@@ -1,3 +1,6 @@
+// Package controllers/podautoscaler/ — the HPA: replica calculation (pure) and the pods' usage read from CRI stats.
+// Imports ../ (the controllers' types), cri/ (metrics.ts only) and pod/workloads/; never HTTP.
+//
 // The HorizontalPodAutoscaler's reconcile on one node (pkg/controller/podautoscaler/horizontal.go:
 // reconcileAutoscaler, computeReplicasForMetrics, normalizeDesiredReplicas (no behavior: the downscale
 // stabilisation window and the scale-up limit max(2×current, 4)), normalizeDesiredReplicasWithBehaviors,

@@ -1,3 +1,6 @@
+// Package controllers/replicaset/ — the ReplicaSet controller's pure step (replica_set.go).
+// Imports ../ (the controllers' types and pods) and pod/workloads/; never I/O, HTTP or the runtime.
+//
 // The ReplicaSet controller's sync on one node (pkg/controller/replicaset/replica_set.go: syncReplicaSet,
 // manageReplicas, getPodsToDelete; replica_set_utils.go: calculateStatus): pods `<rs>-<5 chars>` from the
 // template, with a controller reference; too many are deleted in kubelet's ActivePodsWithRanks order (not ready

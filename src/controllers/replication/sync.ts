@@ -1,3 +1,6 @@
+// Package controllers/replication/ — the ReplicationController's pure step (replication/, on the ReplicaSet's).
+// Imports ../ (the controllers' types and pods) and ../replicaset/; never I/O, HTTP or the runtime.
+//
 // The ReplicationController controller, as upstream runs it (pkg/controller/replication/replication_controller.go:
 // NewReplicationManager is the ReplicaSet controller over an informer that converts each v1.ReplicationController
 // to an apps/v1.ReplicaSet and back, conversion.go): the RC is read as a ReplicaSet (its equality selector as

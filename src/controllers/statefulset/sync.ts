@@ -1,3 +1,6 @@
+// Package controllers/statefulset/ — the StatefulSet controller's pure step: ordinals, claims, updates.
+// Imports ../ (the controllers' types and pods) and pod/workloads/; never I/O, HTTP or the runtime.
+//
 // The StatefulSet controller on one node (pkg/controller/statefulset/stateful_set_control.go updateStatefulSet,
 // stateful_set_utils.go newVersionedStatefulSetPod, getPersistentVolumeClaimName, updateIdentity, isRunningAndReady):
 // pods `<name>-<ordinal>` with the statefulset.kubernetes.io/pod-name and apps.kubernetes.io/pod-index labels,

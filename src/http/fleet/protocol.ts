@@ -1,3 +1,6 @@
+// Package http/fleet/ — the fleet link (pull mode): its wire protocol, the node's identity and the link (HTTP layer).
+// Imports http/ (the node's own routes take the fleet's sets), auth/ and below; never an entry point.
+//
 // http/fleet/: pull mode's front, shared by the Worker's registry (src/workers/fleet/) and the node's link (link.ts).
 // This file is the wire protocol between a node agent and its registry shard: the paths, the heartbeat and the
 // messages, each checked with zod on receipt. Pure: no I/O.

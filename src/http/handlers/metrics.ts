@@ -1,3 +1,6 @@
+// Package http/handlers/ — podsync's HTTP routes, one file per route group, registered by ../app.ts (HTTP layer).
+// Import the front door, the agent's ports, auth/ and ../ (signed requests, problems); never kubeapi/ or an entry.
+//
 // GET /metrics: the node agent's Prometheus text exposition. Who may read it is the node owner's choice
 // (PODSYNC_METRICS): `loopback` (the default) serves loopback peers without a token and anyone else with a
 // Bearer token whose act is "metrics"; `token` asks everyone for one; `off` serves nothing (404). The token

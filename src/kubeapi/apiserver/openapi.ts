@@ -1,3 +1,6 @@
+// Package kubeapi/apiserver/ — what the API server itself serves: OpenAPI, namespaces, query parsing, its defaults.
+// Imports ../ (status, table, watch hub) and the model; never the runtime or an entry point.
+//
 // /openapi/v2 and /openapi/v3 as the API server's handlers answer them (kube-openapi's handler and handler3):
 // upstream's v1.33 documents pruned to what the node serves (src/kubeapi/apiserver/openapi.gen.ts, made by
 // scripts/openapi-prune.mjs from the vendored spec). v3's root lists each group-version's document at a URL with

@@ -1,3 +1,6 @@
+// Package kubeapi/authorization/ — SelfSubjectAccessReview and SelfSubjectRulesReview, JSON and protobuf.
+// Imports ../ (status), auth/'s read scopes and the generated protobuf types; never the runtime or an entry.
+//
 // SelfSubjectAccessReview and SelfSubjectRulesReview (authorization.k8s.io/v1), so `kubectl auth can-i` prints
 // yes or no and `--list` the rules: the truth for the token presented, as the API server's registry answers them
 // (pkg/registry/authorization/selfsubjectaccessreview/rest.go: the spec back, the authorizer's decision in

@@ -1,3 +1,6 @@
+// Package kubeapi/kinds/ — the stored kinds kubectl reads: workloads, Services, Endpoints and EndpointSlices.
+// Imports ../ (watch hub, defaults), controllers/'s store port and the model; never the runtime or an entry.
+//
 // The workload kinds' hubs (apps/v1 Deployment, ReplicaSet, StatefulSet, DaemonSet; batch/v1 Job, CronJob; v1
 // PersistentVolumeClaim and Service) and their feed: the node's workload store, as the Kubernetes API shows each stored
 // workload (toV1Workload: its creationTimestamp, generation, owner and the status its controller last wrote).

@@ -1,3 +1,6 @@
+// Package kubeapi/metrics/ — metrics.k8s.io (kubectl top) on the stats/ sampler.
+// Imports ../ (watch hub, selectors, status) and stats/; never the runtime directly or an entry point.
+//
 // metrics.k8s.io/v1beta1, as metrics-server serves it (pkg/api: PodMetrics per container, NodeMetrics), from the
 // node's resource sampler (src/stats/resource-metrics.ts): `kubectl top pod` and `kubectl top node`. Pods are the
 // node's desired pods (their labels for -l); a pod with no rate yet (started since the last sample) is left out,

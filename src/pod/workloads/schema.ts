@@ -1,3 +1,6 @@
+// Package pod/workloads/ — the workload kinds' schemas and intake (model layer): zod, defaults, bounds, selectors.
+// Imports only pod/; nothing above the model.
+//
 // The workload kinds a node runs with its own controllers (apps/v1 Deployment, ReplicaSet, StatefulSet, DaemonSet;
 // batch/v1 Job, CronJob) and v1 PersistentVolumeClaim, as zod schemas with the API server's defaults
 // (pkg/apis/apps/v1/defaults.go, pkg/apis/batch/v1/defaults.go) and the validation that matters on one node

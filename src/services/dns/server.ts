@@ -1,3 +1,6 @@
+// Package services/dns/ — the cluster DNS: CoreDNS kubernetes-plugin records, cache, forwarding, UDP/TCP server.
+// Imports ../types.js, node: modules and dns-packet; never the runtime, HTTP or an entry point.
+//
 // The cluster DNS server: UDP and TCP on one node-local address (never a wildcard, so it is no open resolver).
 // When the address does not exist yet (the pod bridge comes with the first pod), start-up says so and the server
 // binds as soon as the address appears (checked every second).

@@ -1,3 +1,6 @@
+// Package services/proxy/ — kube-proxy's nftables proxier: the pure rule set, nft transactions, the loop, flush.
+// Imports ../types.js and node: modules only; never the runtime, HTTP or an entry point.
+//
 // The proxier's loop: reads the ServiceSource, computes the desired table (ruleset.ts, pure) and brings the kernel
 // to it through nft (one transaction per sync). As kube-proxy's syncProxyRules: a full sync at start and after any
 // failure (the kernel's table is read and everything of it rewritten), otherwise only what changed; changes that

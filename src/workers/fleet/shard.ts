@@ -1,3 +1,6 @@
+// Package workers/fleet/ — the fleet registry on Workers: routes, FleetShard Durable Objects, their SQLite tables.
+// Imports http/ (fleet protocol, problems, signed requests), auth/, kubeapi/selectors and ../; never the agent.
+//
 // Durable Object FleetShard: one shard of the node registry (a node's shard is its name's hash, shardOf). It holds
 // its nodes' rows, desired sets and audit in SQLite (table.ts) and their connections as hibernatable
 // WebSockets. Guarantees: an idle connected node wakes nothing (the heartbeat is answered by the runtime,
