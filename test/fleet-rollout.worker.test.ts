@@ -47,6 +47,11 @@ const startWorker = async () => {
   }));
 };
 
+/** The first pod the set names (a JSON v1.List or a YAML document), as a node would run it. */
+const podName = (body: string) =>
+  body.startsWith("{")
+    ? String((JSON.parse(body) as { items: { metadata: { name: string } }[] }).items[0]?.metadata.name)
+    : (/name: (\S+)/.exec(body)?.[1] ?? "");
 const podsOf = (a: SimAgent): PodSummary[] => {
   const body = bodies.get(a.name) ?? "";
   const crash = body.includes("crash");
@@ -55,7 +60,7 @@ const podsOf = (a: SimAgent): PodSummary[] => {
     : [
         {
           namespace: "default",
-          name: `web-${a.generation}`,
+          name: podName(body),
           uid: `${a.name}-${a.generation}`,
           phase: "Running",
           ready: !crash && !held.has(a.name),
