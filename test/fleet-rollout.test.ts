@@ -336,3 +336,16 @@ describe("the gate's expected pods", () => {
     expect(verdict(o([pod("default", "db"), pod("a", "web-x1"), pod("a", "web-x2")]), G, {}, 1, e).v).toBe("healthy");
   });
 });
+
+describe("nodes of passed batches", () => {
+  it("a node that fails after its batch passed stops the batches after it", () => {
+    const { s, st } = start(3, { batch: 1 });
+    let r = at(s, st, 0, () => before(G));
+    r = at(s, r.state, 1000, (n) => (n === "n00" ? ready() : before(G)));
+    expect(dispatched(r.actions)).toEqual(["n01"]);
+    r = at(s, r.state, 2000, (n) => (n === "n00" ? crashing(1) : n === "n01" ? notReady() : before(G)));
+    expect(r.state).toMatchObject({ phase: "Paused", pauseReason: "GateFailed" });
+    expect(r.state.nodes["n00"]!.state).toBe("Failed");
+    expect(r.state.nodes["n02"]!.state).toBe("Pending");
+  });
+});

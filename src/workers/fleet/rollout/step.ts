@@ -87,8 +87,21 @@ export function step(
   const p = d.st.phase;
   if (p === "RollingBack") rollingBack(d, obs);
   else if ((p === "Progressing" || p === "Soaking") && d.st.batch < 0) startBatch(d, 0, obs);
-  else if (p === "Progressing" || p === "Soaking") gate(d, obs);
+  else if (p === "Progressing" || p === "Soaking") {
+    watchPassed(d, obs);
+    gate(d, obs);
+  }
   return d.done();
+}
+
+/** Nodes of batches that already passed are still watched for failure (a crash that shows only after the gate
+ * passed): a Failed one counts against maxFailures, so it stops the batches after it. */
+function watchPassed(d: Draft, obs: Map<string, Observation>): void {
+  for (const [name, n] of Object.entries(d.st.nodes)) {
+    if (n.batch >= d.st.batch || n.state !== "Healthy") continue;
+    const v = verdict(obs.get(name), d.st.generation, n.baseline, d.s.failOnRestarts, d.ex.revision);
+    if (v.v === "failed") d.set(name, { ...n, state: "Failed", reason: v.reason });
+  }
 }
 
 /** Nodes of finished batches that were unreachable and came back with the revision: Healthy (no longer counted
