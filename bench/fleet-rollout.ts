@@ -52,7 +52,8 @@ await pool(names, 25, async (name) => {
     if (!a || !b || b.includes('"items":[]')) return [];
     const crash = b.includes("crash");
     const uid = `${a.name}-${a.generation}`;
-    return [{ namespace: "default", name: "web", uid, phase: "Running", ready: !crash, restarts: crash ? 2 : 0 }];
+    const name = (JSON.parse(b) as { items: { metadata: { name: string } }[] }).items[0]!.metadata.name;
+    return [{ namespace: "default", name, uid, phase: "Running", ready: !crash, restarts: crash ? 2 : 0 }];
   };
   a = await simAgent(base, name, await joinToken(key, { bench: "rollout" }), {
     pods,

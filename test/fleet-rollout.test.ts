@@ -312,3 +312,40 @@ describe("the audit chain and drift", () => {
     ]);
   });
 });
+
+describe("the gate's expected pods", () => {
+  it("waits for the revision's pods: an empty pod list does not pass", async () => {
+    const { expectedOf, verdict } = await import("../src/workers/fleet/rollout/health.js");
+    const e = expectedOf([
+      { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "web", namespace: "a" }, spec: { replicas: 2 } },
+      { kind: "Pod", metadata: { name: "db" } },
+      { kind: "ConfigMap", metadata: { name: "cfg" } },
+    ]);
+    expect(e).toEqual({ pods: ["default/db"], owners: [{ prefix: "a/web-", count: 2, succeeded: false }] });
+    const pod = (namespace: string, name: string, ready = true) => ({
+      namespace,
+      name,
+      uid: name,
+      phase: "Running",
+      ready,
+      restarts: 0,
+    });
+    const o = (pods: ReturnType<typeof pod>[]) => ({ reachable: true, generation: G, pods });
+    expect(verdict(o([]), G, {}, 1, e).v).toBe("pending");
+    expect(verdict(o([pod("default", "db"), pod("a", "web-x1")]), G, {}, 1, e).v).toBe("pending");
+    expect(verdict(o([pod("default", "db"), pod("a", "web-x1"), pod("a", "web-x2")]), G, {}, 1, e).v).toBe("healthy");
+  });
+});
+
+describe("nodes of passed batches", () => {
+  it("a node that fails after its batch passed stops the batches after it", () => {
+    const { s, st } = start(3, { batch: 1 });
+    let r = at(s, st, 0, () => before(G));
+    r = at(s, r.state, 1000, (n) => (n === "n00" ? ready() : before(G)));
+    expect(dispatched(r.actions)).toEqual(["n01"]);
+    r = at(s, r.state, 2000, (n) => (n === "n00" ? crashing(1) : n === "n01" ? notReady() : before(G)));
+    expect(r.state).toMatchObject({ phase: "Paused", pauseReason: "GateFailed" });
+    expect(r.state.nodes["n00"]!.state).toBe("Failed");
+    expect(r.state.nodes["n02"]!.state).toBe("Pending");
+  });
+});

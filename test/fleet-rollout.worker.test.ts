@@ -47,6 +47,11 @@ const startWorker = async () => {
   }));
 };
 
+/** The first pod the set names (a JSON v1.List or a YAML document), as a node would run it. */
+const podName = (body: string) =>
+  body.startsWith("{")
+    ? String((JSON.parse(body) as { items: { metadata: { name: string } }[] }).items[0]?.metadata.name)
+    : (/name: (\S+)/.exec(body)?.[1] ?? "");
 const podsOf = (a: SimAgent): PodSummary[] => {
   const body = bodies.get(a.name) ?? "";
   const crash = body.includes("crash");
@@ -55,7 +60,7 @@ const podsOf = (a: SimAgent): PodSummary[] => {
     : [
         {
           namespace: "default",
-          name: `web-${a.generation}`,
+          name: podName(body),
           uid: `${a.name}-${a.generation}`,
           phase: "Running",
           ready: !crash && !held.has(a.name),
@@ -70,22 +75,32 @@ beforeAll(async () => {
   await startWorker();
   await Promise.all(
     NODES.map(async (name, i) => {
-      let a: SimAgent | undefined;
-      a = await simAgent(base, name, await joinToken(key, { grp: "ro", env: i === 2 ? "prod" : "staging" }), {
-        pods: () => (a ? podsOf(a) : []),
-        apply: async (m: DesiredMessage) => {
-          a!.applied.push({ generation: m.generation, at: Date.now() });
-          a!.generation = m.generation;
-          bodies.set(name, m.body);
-          return undefined;
-        },
-        backoff: { baseMs: 100, maxMs: 500 },
-      });
-      agents.set(name, a);
-      await a.link.ready();
+      await connectAgent(name, await joinToken(key, { grp: "ro", env: i === 2 ? "prod" : "staging" }));
     }),
   );
 }, 120_000);
+
+/** A simulated agent with its own state dir (kept, so it reconnects with its enrolled key and no token). */
+const stateDirs = new Map<string, string>();
+async function connectAgent(name: string, token: string | undefined): Promise<SimAgent> {
+  const stateDir = stateDirs.get(name) ?? mkdtempSync(join(tmpdir(), `podsync-ro-${name}-`));
+  stateDirs.set(name, stateDir);
+  let a: SimAgent | undefined;
+  a = await simAgent(base, name, token, {
+    stateDir,
+    pods: () => (a ? podsOf(a) : []),
+    apply: async (m: DesiredMessage) => {
+      a!.applied.push({ generation: m.generation, at: Date.now() });
+      a!.generation = m.generation;
+      bodies.set(name, m.body);
+      return undefined;
+    },
+    backoff: { baseMs: 100, maxMs: 500 },
+  });
+  agents.set(name, a);
+  await a.link.ready();
+  return a;
+}
 
 afterAll(async () => {
   await Promise.all([...agents.values()].map((a) => a.link.close()));
@@ -213,6 +228,27 @@ describe("rollouts through the coordinator", () => {
     const p = await post("/fleet/rollouts", "rollout", prod.body, { selector: "env=staging" });
     expect(p.status).toBe(403);
   });
+
+  it("a node stopped during a rollout is Unreachable, the rollout moves on after its deadline, and it catches up", async () => {
+    const gone = agents.get("ro-b")!;
+    const had = gone.generation;
+    await gone.link.close();
+    await until("ro-b NotReady", async () => {
+      const v = await get<{ items: { metadata: { name: string }; status: { condition: string } }[] }>("/fleet/nodes");
+      return v.items.find((n) => n.metadata.name === "ro-b")?.status.condition !== "Ready";
+    });
+    const { g, body } = await rollout("ro-away", { batch: 1, unreachableDeadlineMs: 2000, maxUnavailable: 1 });
+    expect((await post("/fleet/rollouts", "rollout", body)).status).toBe(201);
+    const v = await phaseIs("ro-away", "Completed", "Paused");
+    expect(v.status.phase).toBe("Completed");
+    expect(v.status.nodes!["ro-b"]).toMatchObject({ state: "Unreachable", dispatches: 1 });
+    expect(appliedOf(g)).toEqual([1, 0, 1]);
+    // Back: it gets the current revision from its registry row at its hello, and nothing older.
+    const back = await connectAgent("ro-b", undefined);
+    await until("ro-b caught up", async () => back.generation === g, 30_000);
+    expect(back.applied.map((x) => x.generation)).toEqual([g]);
+    expect(g).toBeGreaterThan(had);
+  }, 60_000);
 
   it("resumes after a Worker restart mid-batch without dispatching anything twice", async () => {
     held.add("ro-a");

@@ -7,14 +7,39 @@ import { createHash } from "node:crypto";
 import { basename } from "node:path";
 import { decodeJwt, importJWK, jwtVerify, type JWK } from "jose";
 import type { FleetNode } from "../../http/fleet/node-view.js";
-import type { RolloutSummary } from "../../workers/fleet/rollout/index-table.js";
-import type { FleetRolloutView } from "../../workers/fleet/rollout/view.js";
 import { fail, usage } from "../args.js";
 import type { Ctx } from "../client.js";
 import { signToken } from "../keys.js";
 import { table } from "../output.js";
 import { readBytes } from "../pod-files.js";
 import { parseDuration } from "../progress.js";
+
+// The wire shapes this CLI reads (GET /fleet/rollouts[/NAME]), as the Worker's workers/fleet/rollout/view.ts and
+// index-table.ts write them: the CLI may not import the Worker's modules (docs/architecture.md), so only the fields
+// it reads are named here.
+interface RolloutSummary {
+  name: string;
+  selector: string;
+  phase: string;
+  pauseReason?: string;
+  batch: number;
+  batches: number;
+  targets: number;
+  healthy: number;
+  failed: number;
+  unreachable: number;
+}
+interface FleetRolloutView {
+  metadata: { name: string };
+  status: {
+    phase: string;
+    pauseReason?: string;
+    message?: string;
+    batch: number;
+    batches: { batch: number; size: number; counts: Record<string, number> }[];
+  };
+  summary?: unknown;
+}
 
 export type FleetCall = <T>(ctx: Ctx, act: string, method: string, path: string, body?: unknown) => Promise<T>;
 export const ROLLOUT_SUBS = [

@@ -346,7 +346,7 @@ export async function checkedSet(fl: Fleet, req: Request, audience: string[]) {
   const max = fl.f.PODSYNC_FLEET_MAX_DESIRED_BYTES;
   const checker = verifier(fl, audience, { replay: false });
   const nonSpending: Verifier = { verify: (tok, o) => checker.verify(tok, { ...o, consume: false }) };
-  const { token } = await readSignedList(req, nonSpending, "apply", max, (p) => {
+  const { token, items } = await readSignedList(req, nonSpending, "apply", max, (p) => {
     const g = p["generation"];
     return Number.isSafeInteger(g) && (g as number) >= 1
       ? undefined
@@ -356,6 +356,7 @@ export async function checkedSet(fl: Fleet, req: Request, audience: string[]) {
   });
   return {
     token,
+    items,
     stored: {
       generation: Number(token.payload["generation"]),
       contentType: req.headers.get("content-type") ?? "application/json",

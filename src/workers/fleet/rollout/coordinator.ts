@@ -121,7 +121,7 @@ export class FleetRollout {
     await this.drain(spec);
     const prev = this.store.state()!;
     if (FINAL.has(prev.phase)) return;
-    const r = step(prev, spec.strategy, await this.observations(spec, prev), Date.now());
+    const r = step(prev, spec.strategy, await this.observations(spec, prev), Date.now(), spec.expected);
     await this.apply(spec, prev, r.state, r.actions, "coordinator");
     if (!FINAL.has(r.state.phase)) await this.ctx.storage.setAlarm(Date.now() + rolloutSettingsOf(this.env).tickMs);
   }
@@ -130,7 +130,7 @@ export class FleetRollout {
     const spec = this.known();
     await this.drain(spec);
     const prev = this.store.state()!;
-    const r = command(prev, spec.strategy, verb, await this.observations(spec, prev), Date.now());
+    const r = command(prev, spec.strategy, verb, await this.observations(spec, prev), Date.now(), spec.expected);
     await this.apply(spec, prev, r.state, r.actions, actor);
     if (!FINAL.has(r.state.phase) || verb === "rollback") await this.ctx.storage.setAlarm(Date.now());
     return this.status(false);

@@ -26,6 +26,7 @@ export function verdict(
   generation: number,
   baseline: Record<string, number> | undefined,
   failOnRestarts: number,
+  expected?: Expected,
 ): Verdict {
   if (!o?.reachable) return { v: "unreachable" };
   if (o.generation < generation) return { v: "pending" };
@@ -35,5 +36,44 @@ export function verdict(
     if (failOnRestarts > 0 && n >= failOnRestarts)
       return { v: "failed", reason: `pod ${p.namespace}/${p.name} restarted ${n} time${n === 1 ? "" : "s"}` };
   }
-  return o.pods.every((p) => p.ready || p.phase === "Succeeded") ? { v: "healthy" } : { v: "pending" };
+  const all = o.pods.every((p) => p.ready || p.phase === "Succeeded");
+  return all && (!expected || complete(o.pods, expected)) ? { v: "healthy" } : { v: "pending" };
+}
+
+/** What a revision runs, for the gate: its Pods by namespace/name, and its controllers' pods by name prefix with the
+ * count that must be Ready (Deployment, ReplicaSet, StatefulSet: replicas, default 1; DaemonSet: 1 on a node) or
+ * Succeeded (Job: completions, default 1). Without it an empty pod list would pass before the controllers made pods. */
+export interface Expected {
+  pods: string[];
+  owners: { prefix: string; count: number; succeeded: boolean }[];
+}
+
+export function expectedOf(items: unknown[]): Expected {
+  const out: Expected = { pods: [], owners: [] };
+  for (const it of items) {
+    const o = (it ?? {}) as {
+      kind?: string;
+      metadata?: { name?: string; namespace?: string };
+      spec?: { replicas?: number; completions?: number };
+    };
+    const ref = `${o.metadata?.namespace ?? "default"}/${o.metadata?.name ?? ""}`;
+    if (o.kind === undefined || o.kind === "Pod") out.pods.push(ref);
+    else if (o.kind === "Deployment" || o.kind === "ReplicaSet" || o.kind === "StatefulSet")
+      out.owners.push({ prefix: `${ref}-`, count: o.spec?.replicas ?? 1, succeeded: false });
+    else if (o.kind === "DaemonSet") out.owners.push({ prefix: `${ref}-`, count: 1, succeeded: false });
+    else if (o.kind === "Job") out.owners.push({ prefix: `${ref}-`, count: o.spec?.completions ?? 1, succeeded: true });
+  }
+  return out;
+}
+
+/** Every expected pod there and Ready (or Succeeded), every controller with its count. */
+export function complete(pods: PodSummary[], e: Expected): boolean {
+  const done = (p: PodSummary) => p.ready || p.phase === "Succeeded";
+  const ref = (p: PodSummary) => `${p.namespace}/${p.name}`;
+  if (!e.pods.every((name) => pods.some((p) => ref(p) === name && done(p)))) return false;
+  return e.owners.every(
+    (o) =>
+      pods.filter((p) => ref(p).startsWith(o.prefix) && (o.succeeded ? p.phase === "Succeeded" : p.ready)).length >=
+      o.count,
+  );
 }

@@ -16,6 +16,7 @@ import { parseLabelSelector, type LabelSelector } from "../../../kubeapi/selecto
 import { DurableReplayStore } from "../../replay-store.js";
 import { actorOf, allShards, checkedSet, type Fleet, inScope, owner, shardFetch } from "../routes.js";
 import { driftOf } from "./drift.js";
+import { type Expected, expectedOf } from "./health.js";
 import { initialState, planBatches, Strategy } from "./model.js";
 import { fleetOf } from "./registry.js";
 import type { RolloutEnv } from "./settings.js";
@@ -148,7 +149,12 @@ function selector(text: string, field: string): LabelSelector {
 }
 
 /** A set as the nodes will check it, signed for every target (its aud lists them). */
-async function signedFor(fl: Fleet, set: z.output<typeof Set_>, targets: string[], field: string): Promise<SignedSet> {
+async function signedFor(
+  fl: Fleet,
+  set: z.output<typeof Set_>,
+  targets: string[],
+  field: string,
+): Promise<SignedSet & { expected: Expected }> {
   let aud: unknown;
   try {
     aud = decodeJwt(set.signature).aud;
@@ -168,8 +174,8 @@ async function signedFor(fl: Fleet, set: z.output<typeof Set_>, targets: string[
     headers: { "content-type": set.contentType, "podsync-signature": set.signature },
     body: set.body,
   });
-  const { stored } = await checkedSet(fl, req, targets);
-  return { ...stored, signature: set.signature, jti: String(stored.jti) };
+  const { stored, items } = await checkedSet(fl, req, targets);
+  return { ...stored, signature: set.signature, jti: String(stored.jti), expected: expectedOf(items) };
 }
 
 async function create(fl: Fleet, env: RolloutEnv, req: Request): Promise<Response> {
@@ -210,6 +216,7 @@ async function create(fl: Fleet, env: RolloutEnv, req: Request): Promise<Respons
     ...(rollback ? { rollback } : {}),
     actor: actorOf(t),
     createdAt: now,
+    expected: { revision: revision.expected, ...(rollback ? { rollback: rollback.expected } : {}) },
   };
   const summary = rolloutView(spec, st, undefined, undefined).summary;
   try {

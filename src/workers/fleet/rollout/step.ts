@@ -9,7 +9,7 @@
 // (failures over maxFailures, unavailable over maxUnavailable, or the batch not passing by progressDeadline) stops
 // the rollout at once: no further batch is dispatched; with autoRollback every node that took the revision gets the
 // rollback set.
-import { type Observation, restartsOf, verdict } from "./health.js";
+import { type Expected, type Observation, restartsOf, verdict } from "./health.js";
 import { FINAL, type NodeState, type Phase, type RolloutNode, type RolloutState, type Strategy } from "./model.js";
 
 export type Action =
@@ -25,6 +25,12 @@ export interface Step {
 
 export type Verb = "pause" | "resume" | "abort" | "approve" | "rollback";
 
+/** What the revision and the rollback set run (health.ts expectedOf), when known. */
+export interface Expectations {
+  revision?: Expected;
+  rollback?: Expected;
+}
+
 export class RolloutCommandError extends Error {}
 
 /** A mutable copy: counts and the node map copied, node entries replaced (never edited) when they change. */
@@ -36,6 +42,7 @@ class Draft {
     prev: RolloutState,
     readonly s: Strategy,
     readonly now: number,
+    readonly ex: Expectations = {},
   ) {
     this.st = { ...prev, nodes: { ...prev.nodes }, counts: prev.counts.map((c) => ({ ...c })) };
   }
@@ -68,14 +75,33 @@ class Draft {
   }
 }
 
-export function step(prev: RolloutState, s: Strategy, obs: Map<string, Observation>, now: number): Step {
-  const d = new Draft(prev, s, now);
+export function step(
+  prev: RolloutState,
+  s: Strategy,
+  obs: Map<string, Observation>,
+  now: number,
+  ex: Expectations = {},
+): Step {
+  const d = new Draft(prev, s, now, ex);
   catchUp(d, obs);
   const p = d.st.phase;
   if (p === "RollingBack") rollingBack(d, obs);
   else if ((p === "Progressing" || p === "Soaking") && d.st.batch < 0) startBatch(d, 0, obs);
-  else if (p === "Progressing" || p === "Soaking") gate(d, obs);
+  else if (p === "Progressing" || p === "Soaking") {
+    watchPassed(d, obs);
+    gate(d, obs);
+  }
   return d.done();
+}
+
+/** Nodes of batches that already passed are still watched for failure (a crash that shows only after the gate
+ * passed): a Failed one counts against maxFailures, so it stops the batches after it. */
+function watchPassed(d: Draft, obs: Map<string, Observation>): void {
+  for (const [name, n] of Object.entries(d.st.nodes)) {
+    if (n.batch >= d.st.batch || n.state !== "Healthy") continue;
+    const v = verdict(obs.get(name), d.st.generation, n.baseline, d.s.failOnRestarts, d.ex.revision);
+    if (v.v === "failed") d.set(name, { ...n, state: "Failed", reason: v.reason });
+  }
 }
 
 /** Nodes of finished batches that were unreachable and came back with the revision: Healthy (no longer counted
@@ -83,7 +109,8 @@ export function step(prev: RolloutState, s: Strategy, obs: Map<string, Observati
 function catchUp(d: Draft, obs: Map<string, Observation>): void {
   for (const [name, n] of Object.entries(d.st.nodes)) {
     if (n.state !== "Unreachable" || (n.batch === d.st.batch && !FINAL.has(d.st.phase))) continue;
-    if (verdict(obs.get(name), d.st.generation, n.baseline, 0).v === "healthy") d.set(name, { ...n, state: "Healthy" });
+    if (verdict(obs.get(name), d.st.generation, n.baseline, 0, d.ex.revision).v === "healthy")
+      d.set(name, { ...n, state: "Healthy" });
   }
 }
 
@@ -152,7 +179,7 @@ function gate(d: Draft, obs: Map<string, Observation>): void {
 function observeNode(d: Draft, name: string, o: Observation | undefined): void {
   const n = d.st.nodes[name]!;
   if (n.state === "Failed") return;
-  const v = verdict(o, d.st.generation, n.baseline, d.s.failOnRestarts);
+  const v = verdict(o, d.st.generation, n.baseline, d.s.failOnRestarts, d.ex.revision);
   const { unreachableSince: _u, expired: _e, ...rest } = n;
   if (v.v === "failed") {
     d.set(name, { ...rest, state: "Failed", reason: v.reason });
@@ -221,7 +248,7 @@ function rollingBack(d: Draft, obs: Map<string, Observation>): void {
   const g = d.st.rollbackGeneration ?? d.st.generation;
   const waiting = Object.entries(d.st.nodes).filter(([name, n]) => {
     if (n.state !== "RolledBack") return false;
-    const v = verdict(obs.get(name), g, n.baseline, d.s.failOnRestarts).v;
+    const v = verdict(obs.get(name), g, n.baseline, d.s.failOnRestarts, d.ex.rollback).v;
     return v === "pending" || v === "failed";
   });
   if (waiting.length === 0) {
@@ -235,8 +262,15 @@ function rollingBack(d: Draft, obs: Map<string, Observation>): void {
 
 /** The owner's verbs (`obs`: the nodes now, for a batch or rollback they start). An invalid one (approve when nothing awaits approval, anything on a final rollout but
  * rollback) throws RolloutCommandError naming the phase. */
-export function command(prev: RolloutState, s: Strategy, verb: Verb, obs: Map<string, Observation>, now: number): Step {
-  const d = new Draft(prev, s, now);
+export function command(
+  prev: RolloutState,
+  s: Strategy,
+  verb: Verb,
+  obs: Map<string, Observation>,
+  now: number,
+  ex: Expectations = {},
+): Step {
+  const d = new Draft(prev, s, now, ex);
   const p = prev.phase;
   const refuse = (why: string): never => {
     throw new RolloutCommandError(`cannot ${verb} a rollout that is ${p}${why ? `: ${why}` : ""}`);

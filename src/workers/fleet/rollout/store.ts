@@ -5,7 +5,7 @@
 // holds), so it neither loses its place nor dispatches twice.
 import type { SqlStorage } from "../runtime.js";
 import type { RolloutNode, RolloutState, Strategy } from "./model.js";
-import type { Action } from "./step.js";
+import type { Action, Expectations } from "./step.js";
 
 /** A set as the owner signed it (the same bytes for every target). */
 export interface SignedSet {
@@ -25,6 +25,8 @@ export interface RolloutSpec {
   rollback?: SignedSet;
   actor: string;
   createdAt: number;
+  /** What the revision and the rollback set run, for the gate. */
+  expected?: Expectations;
 }
 
 export interface Pending {
