@@ -662,17 +662,18 @@ export async function startNode(
         ),
     });
   };
-  // kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server. The socket buffers what the client
+  // kubectl exec and port-forward: a WebSocket or SPDY upgrade, joined to the runtime's streaming server. The socket buffers what the client
   // sends while the handler loads (an upgraded socket has no data listener until ws binds one).
   let upgrade: Promise<(req: IncomingMessage, socket: Duplex, head: Buffer) => void> | undefined;
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (drain.stopping) return void socket.destroy();
-    upgrade ??= import("./kubeapi/exec-stream.js").then((m) =>
-      m.execUpgrade({
+    upgrade ??= import("./kubeapi/portforward/stream-upgrade.js").then((m) =>
+      m.streamUpgrade({
         verifier,
         pods: podsHub,
         runtime,
         allowExec: s.PODSYNC_ALLOW_EXEC,
+        allowPortForward: s.PODSYNC_ALLOW_PORT_FORWARD,
         log: requestLog,
         streams,
         bufferBytes: s.PODSYNC_STREAM_BUFFER_BYTES,

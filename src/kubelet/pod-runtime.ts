@@ -294,6 +294,9 @@ export interface PodRuntime {
     uid: string,
     req: ExecStreamRequest,
   ): Promise<Counted & { pod: PodRef; container: string; containerId: string; url: string }>;
+  /** CRI PortForward on the pod's newest sandbox (kuberuntime's GetPortForward): the runtime's streaming-server URL
+   * (kubectl port-forward is joined to it by src/kubeapi/portforward/). */
+  portForwardStream(uid: string, ports: number[]): Promise<Counted & { pod: PodRef; sandboxId: string; url: string }>;
   /** ExecSync in the pod's running container, output bounded. */
   exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
   /** What this node cannot honour, with no runtime call (kubelet's sysctl and AppArmor admission; subPath and
@@ -823,6 +826,15 @@ export function createPodRuntime(cri: CriClient, o: PodRuntimeOptions = {}): Pod
           stderr: req.stderr && !req.tty,
         });
         return { ...t, url: r.url };
+      }),
+
+    portForwardStream: (uid, ports) =>
+      counted(cri, async (c) => {
+        const status = await getPodStatus(c, { uid, name: "", namespace: "" });
+        const sandbox = status.sandboxStatuses[0];
+        if (!sandbox) throw new PodNotFoundError(uid);
+        const r = await c.portForward({ podSandboxId: sandbox.id, port: ports });
+        return { pod: refFromStatus(uid, status), sandboxId: sandbox.id, url: r.url };
       }),
 
     exec: (uid, req) =>
