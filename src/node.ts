@@ -635,6 +635,7 @@ export async function startNode(
       arch: nodeInfo.labels["kubernetes.io/arch"] ?? process.arch,
       followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
       allowExec: s.PODSYNC_ALLOW_EXEC,
+      allowPortForward: s.PODSYNC_ALLOW_PORT_FORWARD,
       log: requestLog,
       workloads: workloadFeed,
       endpoints: endpointsFeed,

@@ -199,6 +199,22 @@ describe.skipIf(skip)("kubectl port-forward and SPDY exec against the node", () 
     child.kill();
   }, 60_000);
 
+  it("auth can-i create pods --subresource=portforward: yes with the token, no without the claim", async () => {
+    const yes = await kubectl("1.30", "auth", "can-i", "create", "pods", "--subresource=portforward");
+    expect(yes.out.trim()).toBe("yes");
+    const no = await kubectl(
+      "1.30",
+      "--token",
+      await sign({ act: "read" }),
+      "auth",
+      "can-i",
+      "create",
+      "pods",
+      "--subresource=portforward",
+    );
+    expect(no.out.trim()).toMatch(/^no - this read token does not allow port-forward/);
+  }, 60_000);
+
   it("port-forward with a token minted without it is refused, naming --port-forward", async () => {
     const r = await kubectl(
       "1.30",

@@ -30,7 +30,7 @@ const CLOSE_SIGNAL = 255;
 export interface ExecStreamOptions {
   verifier: Verifier;
   pods: WatchHub<V1Pod>;
-  runtime: PodRuntime;
+  runtime: Pick<PodRuntime, "execStream">;
   allowExec: boolean;
   log?: ((rec: RequestLog) => void) | undefined;
   now?: () => number;

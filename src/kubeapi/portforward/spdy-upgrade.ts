@@ -17,6 +17,7 @@ import type { Duplex } from "node:stream";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import { verifyReadToken } from "../../auth/read-token.js";
 import type { RequestLog } from "../../http/request-log.js";
+import type { PodRuntime } from "../../kubelet/pod-runtime.js";
 import { parseBool } from "../apiserver/query.js";
 import { checkExec, checkPortForward, EXEC_PATH, PORT_FORWARD_PATH } from "../exec-check.js";
 import { type ExecStreamOptions, refuse, sha256hex } from "../exec-stream.js";
@@ -33,7 +34,8 @@ const TUNNEL_ALIAS = "podsync-spdy-tunnel";
 /** What kubelet's streaming server (remotecommand) speaks over SPDY, newest first. */
 const EXEC_PROTOCOLS = ["v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io"];
 
-export interface SpdyUpgradeOptions extends ExecStreamOptions {
+export interface SpdyUpgradeOptions extends Omit<ExecStreamOptions, "runtime"> {
+  runtime: Pick<PodRuntime, "execStream" | "portForwardStream">;
   /** The node owner's PODSYNC_ALLOW_PORT_FORWARD. */
   allowPortForward: boolean;
   /** Open SPDY streams one session may hold (port-forward: two per connection; 200 as spdystream's servers). */

@@ -28,12 +28,16 @@ class QueuedZlib {
     const p = this.chain.then(
       () =>
         new Promise<Buffer>((resolve, reject) => {
-          if (this.failed) return reject(new SpdyProtocolError(`header compression: ${this.failed.message}`));
+          const failed = (e: Error) => reject(new SpdyProtocolError(`header compression: ${e.message}`));
+          if (this.failed) return failed(this.failed);
           this.out = [];
           this.size = 0;
+          // A stream that fails (a block that is not the next of this stream) never calls the flush back.
+          this.z.once("error", failed);
           this.z.write(input);
           this.z.flush(constants.Z_SYNC_FLUSH, () => {
-            if (this.failed) return reject(new SpdyProtocolError(`header compression: ${this.failed.message}`));
+            this.z.off("error", failed);
+            if (this.failed) return failed(this.failed);
             if (this.size > MAX_HEADER_BLOCK)
               return reject(new SpdyProtocolError(`a header block of more than ${MAX_HEADER_BLOCK} bytes`));
             resolve(Buffer.concat(this.out));
