@@ -34,11 +34,16 @@ const TUNNEL_ALIAS = "podsync-spdy-tunnel";
 /** What kubelet's streaming server (remotecommand) speaks over SPDY, newest first. */
 const EXEC_PROTOCOLS = ["v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io"];
 
+/** Open client streams per session: kubectl holds about one per forwarded connection (its error stream's side
+ * closes at once), so 128 leaves room for 64 connections at once through one `kubectl port-forward`, each with a
+ * data and an error stream; neither kubelet nor spdystream caps them. */
+export const MAX_SESSION_STREAMS = 128;
+
 export interface SpdyUpgradeOptions extends Omit<ExecStreamOptions, "runtime"> {
   runtime: Pick<PodRuntime, "execStream" | "portForwardStream">;
   /** The node owner's PODSYNC_ALLOW_PORT_FORWARD. */
   allowPortForward: boolean;
-  /** Open SPDY streams one session may hold (port-forward: two per connection; 200 as spdystream's servers). */
+  /** Streams one session's client may hold open at once (MAX_SESSION_STREAMS by default). */
   maxStreams?: number | undefined;
 }
 
@@ -175,7 +180,7 @@ export function spdyUpgrade(o: SpdyUpgradeOptions): (req: IncomingMessage, socke
         );
       }
       const inspector = new SpdyInspector({
-        maxStreams: o.maxStreams ?? 200,
+        maxStreams: o.maxStreams ?? MAX_SESSION_STREAMS,
         onPort: (port) => {
           rec.ports = [...new Set([...(rec.ports ?? []), port])];
         },
