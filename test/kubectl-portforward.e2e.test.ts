@@ -239,7 +239,7 @@ describe.skipIf(skip)("kubectl port-forward and SPDY exec against the node", () 
     }
   }, 90_000);
 
-  it("kubectl 1.28 exec over SPDY: output, stdin, and the exit code", async () => {
+  it("kubectl 1.28 exec over SPDY: output, stdin, the exit code, and -it with a TTY", async () => {
     const hi = await kubectl("1.28", "exec", "web", "--", "echo", "hi");
     expect(hi.code, hi.err).toBe(0);
     expect(hi.out).toBe("hi\n");
@@ -257,5 +257,16 @@ describe.skipIf(skip)("kubectl port-forward and SPDY exec against the node", () 
       c.stdin.end("through-stdin\n");
     });
     expect(stdin).toBe("through-stdin\n");
+    // util-linux script gives kubectl a pseudo-terminal: -it opens the SPDY resize stream and a TTY end to end.
+    const tty = await new Promise<string>((res) =>
+      execFile(
+        "script",
+        ["-qec", `${kubectlOf("1.28")} exec -it web -- sh -c 'tty; echo tty-ok'`, "/dev/null"],
+        { env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 },
+        (_e, out) => res(out),
+      ),
+    );
+    expect(tty).toMatch(/\/dev\/pts\/\d+\r?\n/);
+    expect(tty).toContain("tty-ok");
   }, 90_000);
 });
