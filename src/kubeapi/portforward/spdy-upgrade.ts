@@ -185,10 +185,23 @@ export function spdyUpgrade(o: SpdyUpgradeOptions): (req: IncomingMessage, socke
           rec.ports = [...new Set([...(rec.ports ?? []), port])];
         },
       });
-      const end = () => (release(), done(101));
-      if (tunnel) req.headers["sec-websocket-protocol"] = TUNNEL_ALIAS;
-      if (tunnel) wss.handleUpgrade(req, socket, head, (down) => joinTunnel(down, up, inspector, bufferBytes, end));
-      else joinRaw(socket, head, up, inspector, end);
+      // Logged when the session ends: its length, the ports, and why podsync cut it if it did.
+      const end = () => (inspector.close(), release(), done(101, inspector.broken?.message));
+      if (!tunnel) return joinRaw(socket, head, up, inspector, end);
+      req.headers["sec-websocket-protocol"] = TUNNEL_ALIAS;
+      // ws answers a handshake it refuses itself and never calls back: the socket's close frees what was taken.
+      let joined = false;
+      socket.once("close", () => {
+        if (joined) return;
+        up.socket.destroy();
+        inspector.close();
+        release();
+        done(400, "the WebSocket handshake was refused");
+      });
+      wss.handleUpgrade(req, socket, head, (down) => {
+        joined = true;
+        joinTunnel(down, up, inspector, bufferBytes, end);
+      });
     })().catch((e: unknown) => {
       release();
       const s = toKubeStatus(e);

@@ -16,7 +16,8 @@ export class SpdyInspector {
   private readonly headers = new HeaderDecompressor();
   /** Streams the client opened and has not closed its side of. */
   private readonly open = new Set<number>();
-  private broken: Error | undefined;
+  /** Why the session broke a rule (a frame that does not parse, too many streams), once it did. */
+  broken: Error | undefined;
   constructor(private readonly o: InspectorOptions) {}
 
   get openStreams(): number {
