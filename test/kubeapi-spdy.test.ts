@@ -381,6 +381,18 @@ describe("the SPDY upgrade handler", async () => {
     const echoed = new Promise<Buffer>((res) => live.socket.once("data", (b: Buffer) => res(b)));
     live.socket.write(ping);
     expect(await echoed).toEqual(ping);
+    // A stream's port is read on the way (for the request log), the frame passed on unchanged.
+    const syn = encodeFrame({
+      kind: "syn_stream",
+      streamId: 1,
+      associatedTo: 0,
+      priority: 0,
+      flags: 0,
+      block: await new HeaderCompressor().compress({ streamtype: "data", port: "8080", requestid: "0" }),
+    });
+    const echoedSyn = new Promise<Buffer>((res) => live.socket.once("data", (b: Buffer) => res(b)));
+    live.socket.write(syn);
+    expect(await echoedSyn).toEqual(syn);
     // What the stalled session took from the runtime is bounded by socket buffers and the proxy's, not growing.
     expect(pushed.flood).toBeLessThan(32 * 1024 * 1024);
     live.socket.destroy();
@@ -391,5 +403,6 @@ describe("the SPDY upgrade handler", async () => {
       10_000,
     );
     expect(logs.find((l) => l.status === 101)?.route).toBe("/api/v1/namespaces/:ns/pods/:name/portforward");
+    expect(logs.filter((l) => l.status === 101).map((l) => l.ports)).toContainEqual([8080]);
   });
 });
