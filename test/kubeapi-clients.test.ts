@@ -403,6 +403,8 @@ describe("the credential plugin's cache", () => {
     expect(k).toMatch(/^[0-9a-f]{32}$/);
     expect(cacheKey(args, info("https://b:1"))).not.toBe(k);
     expect(cacheKey([...args.slice(0, -1), "n2"], info("https://a:1"))).not.toBe(k);
+    // A port-forward token is its own entry (a token without the claim must not be served for it, nor the reverse).
+    expect(cacheKey([...args, "--port-forward"], info("https://a:1"))).not.toBe(k);
     expect(cacheKey(["--act", "status", "--key", keyFile], {})).toBeUndefined();
     const cred = (ms: number) =>
       JSON.stringify({ status: { token: "t", expirationTimestamp: new Date(ms).toISOString() } });

@@ -400,6 +400,14 @@ describe.skipIf(skip)("kubectl against the node", () => {
     expect(plain.err).toMatch(/Forbidden.*does not allow exec/);
   }, 90_000);
 
+  it("port-forward where the owner has not turned it on: 403 naming PODSYNC_ALLOW_PORT_FORWARD", async () => {
+    const token = await sign({ act: "read", portForward: true });
+    const r = await kubectl("--token", token, "port-forward", "pod/web", ":8080");
+    expect(r.code).not.toBe(0);
+    expect(r.err).toMatch(/Forbidden|forbidden/);
+    expect(r.err).toContain("PODSYNC_ALLOW_PORT_FORWARD=true");
+  }, 60_000);
+
   it("deployments through the kubeconfig podsync makes (its plugin runs podsync token): get deploy,rs,pods, -o wide, describe deploy", async () => {
     writeFileSync(join(dir, "ca.pem"), running.tls!.caCert);
     const made = await podsync(

@@ -11,6 +11,8 @@ export interface ReadScope {
   token: VerifiedToken;
   /** Minted with --exec. */
   exec: boolean;
+  /** Minted with --port-forward (`portForward: true`): kubectl port-forward, where the node owner allows it. */
+  portForward: boolean;
 }
 
 function readCheck(p: Record<string, unknown>): AuthError | undefined {
@@ -21,6 +23,8 @@ function readCheck(p: Record<string, unknown>): AuthError | undefined {
     );
   if (p["exec"] !== undefined && typeof p["exec"] !== "boolean")
     return new AuthError("bad-claims", 'token "exec" claim must be true or false');
+  if (p["portForward"] !== undefined && typeof p["portForward"] !== "boolean")
+    return new AuthError("bad-claims", 'token "portForward" claim must be true or false');
   if (p["uid"] !== undefined)
     return new AuthError("bad-claims", 'a read token must not carry "uid" (it reads the whole node)');
   return undefined;
@@ -35,5 +39,5 @@ export async function verifyReadToken(verifier: Verifier, authorization: string 
       "send Authorization: Bearer <read token> (kubectl sends it only over https; see docs/kubectl.md)",
     );
   const token = await verifier.verify(m[1]!, { consume: false, check: readCheck });
-  return { token, exec: token.payload["exec"] === true };
+  return { token, exec: token.payload["exec"] === true, portForward: token.payload["portForward"] === true };
 }

@@ -29,6 +29,7 @@ export function cacheKey(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         act: { type: "string" },
         "exec-credential": { type: "boolean" },
         exec: { type: "boolean" },
+        "port-forward": { type: "boolean" },
         ttl: { type: "string" },
         key: { type: "string" },
         aud: { type: "string" },
@@ -54,6 +55,8 @@ export function cacheKey(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     server = info.spec?.cluster?.server ?? server;
   } catch {}
   const parts = [server, v["aud"] ?? "", v["iss"] ?? "", v["exec"] === true, v["ttl"] ?? "", keyPath, keyHash];
+  // --port-forward joins the key only when given, so the keys of existing entries stay as they were.
+  if (v["port-forward"] === true) parts.push("port-forward");
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32);
 }
 

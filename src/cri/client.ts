@@ -53,12 +53,14 @@ export const RUNTIME_METHODS = [
 ] as const;
 export const IMAGE_METHODS = ["imageStatus", "pullImage"] as const;
 /** Methods the engine calls only when the node owner enabled the feature (exec; `exec` is the streaming one, for
- * kubectl exec: it answers the URL of the runtime's streaming server), or a pod asks for it (ListContainerStats,
+ * kubectl exec: it answers the URL of the runtime's streaming server; `portForward` likewise for kubectl
+ * port-forward), or a pod asks for it (ListContainerStats,
  * for ephemeral-storage limits; with ListPodSandboxStats, for the Metrics API kubectl top reads; ReopenContainerLog,
  * for log rotation on the node): kept out of the methods a cri-proxy allows by default. */
 export const OPTIONAL_RUNTIME_METHODS = [
   "execSync",
   "exec",
+  "portForward",
   "listContainerStats",
   "listPodSandboxStats",
   "reopenContainerLog",

@@ -66,6 +66,13 @@ const CORE: Resource[] = [
     categories: ["all"],
   },
   { name: "pods/exec", singularName: "", namespaced: true, kind: "PodExecOptions", verbs: ["create", "get"] },
+  {
+    name: "pods/portforward",
+    singularName: "",
+    namespaced: true,
+    kind: "PodPortForwardOptions",
+    verbs: ["create", "get"],
+  },
   { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] },
 ];
 const NAMESPACES: Resource = {

@@ -30,7 +30,7 @@ const CLOSE_SIGNAL = 255;
 export interface ExecStreamOptions {
   verifier: Verifier;
   pods: WatchHub<V1Pod>;
-  runtime: PodRuntime;
+  runtime: Pick<PodRuntime, "execStream">;
   allowExec: boolean;
   log?: ((rec: RequestLog) => void) | undefined;
   now?: () => number;
@@ -42,13 +42,13 @@ export interface ExecStreamOptions {
 
 const truthy = (v: string | null) => parseBool(v ?? undefined);
 
-async function sha256hex(s: string): Promise<string> {
+export async function sha256hex(s: string): Promise<string> {
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));
   return [...d].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** An upgrade that is not served: the Status as a plain HTTP answer on the socket. */
-function refuse(socket: Duplex, s: KubeStatusError): void {
+export function refuse(socket: Duplex, s: KubeStatusError): void {
   const body = JSON.stringify(s.toStatus());
   socket.end(
     `HTTP/1.1 ${s.code} ${s.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

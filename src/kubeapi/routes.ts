@@ -6,7 +6,7 @@
 import { Hono, type Context } from "hono";
 import type { Verifier } from "../auth/verify.js";
 import { verifyReadToken, type ReadScope } from "../auth/read-token.js";
-import { checkExec, EXEC_PATH } from "./exec-check.js";
+import { checkExec, checkPortForward, EXEC_PATH, PORT_FORWARD_PATH } from "./exec-check.js";
 import type { V1Pod } from "../status/api-status.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import { LOG_HEADERS, openLog, parseLogQuery } from "../usecases/streams/logs.js";
@@ -73,6 +73,8 @@ export interface KubeApiOptions {
   arch: string;
   /** The node owner's PODSYNC_ALLOW_EXEC (exec itself is the upgrade handler of exec-stream.ts). */
   allowExec: boolean;
+  /** The node owner's PODSYNC_ALLOW_PORT_FORWARD (port-forward itself is the upgrade handler of portforward/). */
+  allowPortForward?: boolean | undefined;
   /** Where exec's WebSocket cannot be served (Workers): why, answered as a 403 Status to an exec allowed otherwise. */
   execUnavailable?: string;
   followMaxMs: number;
@@ -260,18 +262,27 @@ export function createKubeApi(o: KubeApiOptions) {
   });
 
   // The reviews kubectl auth can-i sends (POSTs that write nothing): before the write refusals.
-  registerReviews(app, { served: reviewable(served(o.workloads !== undefined)), allowExec: o.allowExec });
+  registerReviews(app, {
+    served: reviewable(served(o.workloads !== undefined)),
+    allowExec: o.allowExec,
+    allowPortForward: o.allowPortForward,
+  });
 
   // Writes: never through this API. The Status names the signed way.
   app.on(["POST", "PUT", "PATCH", "DELETE"], "*", (c) => {
-    // kubectl falls back to SPDY (a POST) when its WebSocket exec is refused: the same refusal, said again.
+    // Exec and port-forward are upgrades (the Node server's upgrade handler); a POST that reaches the routes is
+    // not one (or comes through a Worker, which has no upgrade handler): the gates first, then why not.
     const exec = EXEC_PATH.exec(c.req.path);
     if (exec && c.req.method === "POST") {
       checkExec(c.get("scope"), o.allowExec, exec[2]!);
       if (o.execUnavailable) throw forbidden("pods", exec[2]!, o.execUnavailable);
-      throw badRequest(
-        "podsync serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later), not SPDY",
-      );
+      throw badRequest("exec needs an upgrade to SPDY/3.1 or WebSocket");
+    }
+    const pf = PORT_FORWARD_PATH.exec(c.req.path);
+    if (pf && c.req.method === "POST") {
+      checkPortForward(c.get("scope"), o.allowPortForward ?? false, pf[2]!);
+      if (o.execUnavailable) throw forbidden("pods", pf[2]!, "port-forward is not served through a Worker");
+      throw badRequest("port-forward needs an upgrade to SPDY/3.1 or WebSocket");
     }
     const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?/.exec(c.req.path);
     const resource = m?.[3] ?? "resources";

@@ -13,7 +13,7 @@ import { PodNotFoundError, UnsupportedError, type PodRuntime } from "./types.js"
 
 export function createStreams(
   ctx: RuntimeContext,
-): Pick<PodRuntime, "logs" | "execStream" | "exec" | "claims" | "removeClaim"> {
+): Pick<PodRuntime, "logs" | "execStream" | "portForwardStream" | "exec" | "claims" | "removeClaim"> {
   const { cri, o, syncOptions, volumeHost } = ctx;
   return {
     async logs(uid, req) {
@@ -62,6 +62,15 @@ export function createStreams(
           stderr: req.stderr && !req.tty,
         });
         return { ...t, url: r.url };
+      }),
+
+    portForwardStream: (uid, ports) =>
+      counted(cri, async (c) => {
+        const status = await getPodStatus(c, { uid, name: "", namespace: "" });
+        const sandbox = status.sandboxStatuses[0];
+        if (!sandbox) throw new PodNotFoundError(uid);
+        const r = await c.portForward({ podSandboxId: sandbox.id, port: ports });
+        return { pod: refFromStatus(uid, status), sandboxId: sandbox.id, url: r.url };
       }),
 
     exec: (uid, req) =>

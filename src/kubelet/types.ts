@@ -263,6 +263,9 @@ export interface PodRuntime {
     uid: string,
     req: ExecStreamRequest,
   ): Promise<Counted & { pod: PodRef; container: string; containerId: string; url: string }>;
+  /** CRI PortForward on the pod's newest sandbox (kuberuntime's GetPortForward): the runtime's streaming-server URL
+   * (kubectl port-forward is joined to it by src/kubeapi/portforward/). */
+  portForwardStream(uid: string, ports: number[]): Promise<Counted & { pod: PodRef; sandboxId: string; url: string }>;
   /** ExecSync in the pod's running container, output bounded. */
   exec(uid: string, req: ExecRequest): Promise<ExecResult & Counted & { pod: PodRef; container: string }>;
   /** What this node cannot honour, with no runtime call (kubelet's sysctl and AppArmor admission; subPath and

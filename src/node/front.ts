@@ -46,19 +46,20 @@ export interface ExecUpgradeDeps {
   drain: Drain;
 }
 
-/** kubectl exec: a WebSocket upgrade, joined to the runtime's streaming server, its handler loaded at the first
- * upgrade. The socket buffers what the client sends while the handler loads (an upgraded socket has no data
+/** kubectl exec and port-forward: a WebSocket or SPDY upgrade, joined to the runtime's streaming server, its handler
+ * loaded at the first upgrade. The socket buffers what the client sends while the handler loads (an upgraded socket has no data
  * listener until ws binds one). */
 export function execUpgrades(s: Settings, d: ExecUpgradeDeps): UpgradeHandler {
   let upgrade: Promise<UpgradeHandler> | undefined;
   return (req, socket, head) => {
     if (d.drain.stopping) return void socket.destroy();
-    upgrade ??= import("../kubeapi/exec-stream.js").then((m) =>
-      m.execUpgrade({
+    upgrade ??= import("../kubeapi/portforward/stream-upgrade.js").then((m) =>
+      m.streamUpgrade({
         verifier: d.verifier,
         pods: d.podsHub,
         runtime: d.runtime,
         allowExec: s.PODSYNC_ALLOW_EXEC,
+        allowPortForward: s.PODSYNC_ALLOW_PORT_FORWARD,
         log: d.requestLog,
         streams: d.streams,
         bufferBytes: s.PODSYNC_STREAM_BUFFER_BYTES,

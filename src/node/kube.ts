@@ -110,6 +110,7 @@ export function lazyKubeApi(s: Settings, kube: KubeState, d: KubeApiDeps, quiet:
       arch: d.arch,
       followMaxMs: s.PODSYNC_LOG_FOLLOW_MAX_S * 1000,
       allowExec: s.PODSYNC_ALLOW_EXEC,
+      allowPortForward: s.PODSYNC_ALLOW_PORT_FORWARD,
       log: d.requestLog,
       workloads: d.workloads,
       endpoints: d.endpoints,

@@ -51,6 +51,8 @@ export const commonSettings = {
   PODSYNC_CLUSTER_DOMAIN: z.string().default("cluster.local"),
   /** `POST /v1/pods/{uid}/exec` is off unless the node owner turns it on. */
   PODSYNC_ALLOW_EXEC: bool.default(false),
+  /** kubectl port-forward is off unless the node owner turns it on (as exec). */
+  PODSYNC_ALLOW_PORT_FORWARD: bool.default(false),
   /** Each of an exec's stdout and stderr is cut at this many bytes. */
   PODSYNC_EXEC_MAX_OUTPUT_BYTES: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
   /** The longest a `logs?follow=true` stream lasts before the server ends it. */

@@ -51,6 +51,8 @@ declare module "ws" {
       maxPayload?: number;
       handleProtocols?: (protocols: Set<string>, request: IncomingMessage) => string | false;
     });
+    /** The handshake's response lines, before they are written (they may be changed). */
+    on(event: "headers", listener: (headers: string[], request: IncomingMessage) => void): this;
     handleUpgrade(
       request: IncomingMessage,
       socket: Duplex,

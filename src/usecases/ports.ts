@@ -30,6 +30,8 @@ export interface RequestLog {
   /** exec only: who ran it, and the SHA-256 of its argv (never the argv or its output). */
   iss?: string;
   commandSha256?: string;
+  /** port-forward only: the pod ports its streams asked for. */
+  ports?: number[];
   error?: string;
 }
 

@@ -62,7 +62,9 @@ function launcher(): string {
 }
 
 const kubeconfig: Command = {
-  usage: ["kubeconfig [--server URL] [--key FILE] [--iss ID] [--node NAME] [--namespace NS] [--exec] [--ca FILE]"],
+  usage: [
+    "kubeconfig [--server URL] [--key FILE] [--iss ID] [--node NAME] [--namespace NS] [--exec] [--port-forward] [--ca FILE]",
+  ],
   help: [
     "Print a kubeconfig for kubectl against the node at --server (its https URL, e.g. https://10.0.0.7:8484; default:",
     "the CLI's node, --url or $PODSYNC_URL, over https on the same port).",
@@ -82,6 +84,10 @@ const kubeconfig: Command = {
       type: "boolean",
       help: "tokens that also allow kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)",
     },
+    "port-forward": {
+      type: "boolean",
+      help: "tokens that also allow kubectl port-forward (the node owner must set PODSYNC_ALLOW_PORT_FORWARD=true)",
+    },
     ca: { type: "string", help: "the server's CA certificate (PEM), instead of reading it from the server" },
     credential: {
       type: "boolean",
@@ -93,7 +99,11 @@ const kubeconfig: Command = {
       if (ctx.o["aud"] === undefined) usage("--credential needs --aud: the node the token is for", ctx.command);
       const token = await signToken(
         ctx.key().key,
-        { act: READ_ACT, ...(ctx.o["exec"] ? { exec: true } : {}) },
+        {
+          act: READ_ACT,
+          ...(ctx.o["exec"] ? { exec: true } : {}),
+          ...(ctx.o["port-forward"] ? { portForward: true } : {}),
+        },
         String(ctx.o["aud"]),
         READ_TTL_MAX_S,
         ctx.iss,
@@ -163,6 +173,7 @@ const kubeconfig: Command = {
       node,
       ...(ctx.iss ? ["--iss", ctx.iss] : []),
       ...(ctx.o["exec"] ? ["--exec"] : []),
+      ...(ctx.o["port-forward"] ? ["--port-forward"] : []),
     ];
     const name = `podsync-${node}`;
     const serverUrl = base.href.replace(/\/$/, "");

@@ -42,7 +42,10 @@ const ACTS: Record<string, Act> = {
     pod: "none",
     routes:
       "the Kubernetes API (kubectl get, list, watch, describe, logs, events); with --exec also kubectl exec, where the node allows it",
-    claims: (ctx) => (ctx.o["exec"] ? { exec: true } : {}),
+    claims: (ctx) => ({
+      ...(ctx.o["exec"] ? { exec: true } : {}),
+      ...(ctx.o["port-forward"] ? { portForward: true } : {}),
+    }),
   },
 };
 
@@ -63,7 +66,7 @@ export function execCredential(token: string, ttl: number, now = Date.now()): st
 const token: Command = {
   usage: [
     "token --act status|logs|delete|metrics [--uid UID | --name NAME [-n NS]] [--ttl SECONDS]",
-    "token --act read [--exec] [--exec-credential] [--ttl SECONDS]   (kubectl's; --ttl at most 300)",
+    "token --act read [--exec] [--port-forward] [--exec-credential] [--ttl SECONDS]   (kubectl's; --ttl at most 300)",
     `token --act ${FLEET_ACTS.join("|")} [--selector SEL] [--fleet]   (a fleet token: podsync fleet --token FILE)`,
   ],
   help: [
@@ -88,6 +91,10 @@ const token: Command = {
     exec: {
       type: "boolean",
       help: "read: the token also allows kubectl exec (the node owner must set PODSYNC_ALLOW_EXEC=true)",
+    },
+    "port-forward": {
+      type: "boolean",
+      help: "read: the token also allows kubectl port-forward (the node owner must set PODSYNC_ALLOW_PORT_FORWARD=true)",
     },
     selector: { type: "string", help: "a fleet token: only the nodes whose labels match (k=v, k in (a,b), ...)" },
     fleet: { type: "boolean", help: "--act read: a fleet token (the registry), not the node's kubectl scope" },
@@ -123,6 +130,7 @@ const token: Command = {
     if (act.pod === "required" && uid === undefined) usage(`--act ${name} needs --uid or --name`, ctx.command);
     if (act.pod === "none" && uid !== undefined) usage(`--act ${name} names no pod`, ctx.command);
     if (ctx.o["exec"] && name !== READ_ACT) usage(`--exec goes with --act ${READ_ACT}`, ctx.command);
+    if (ctx.o["port-forward"] && name !== READ_ACT) usage(`--port-forward goes with --act ${READ_ACT}`, ctx.command);
     if (name === READ_ACT && ctx.ttl > READ_TTL_MAX_S)
       usage(
         `--ttl for --act ${READ_ACT} is at most ${READ_TTL_MAX_S} seconds (the node refuses longer-lived read tokens)`,

@@ -20,6 +20,8 @@ const proto = () => import("./reviews-proto.js");
 const GROUP = "authorization.k8s.io";
 const API_VERSION = `${GROUP}/v1`;
 const READ_VERBS = ["get", "list", "watch"];
+/** Subresources whose get is a stream the owner gates, not a read. */
+const STREAMS = ["pods/exec", "pods/portforward"];
 /** The non-resource paths a read token may GET. */
 const NON_RESOURCE = ["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/"];
 
@@ -32,6 +34,8 @@ export interface ReviewContext {
   served: ServedResources;
   /** The owner's PODSYNC_ALLOW_EXEC. */
   allowExec: boolean;
+  /** The owner's PODSYNC_ALLOW_PORT_FORWARD. */
+  allowPortForward?: boolean | undefined;
   scope: ReadScope;
 }
 
@@ -73,6 +77,20 @@ export function decideResource(a: ResourceAttributes, ctx: ReviewContext): Decis
       };
     return { allowed: true, reason: "a read token minted with exec, on a node that allows exec" };
   }
+  if (full === "pods/portforward" && (verb === "create" || verb === "get")) {
+    if (!ctx.allowPortForward)
+      return {
+        allowed: false,
+        reason: "port-forward is off on this node (the node owner enables it with PODSYNC_ALLOW_PORT_FORWARD=true)",
+      };
+    if (!ctx.scope.portForward)
+      return {
+        allowed: false,
+        reason:
+          "this read token does not allow port-forward: make the kubeconfig with podsync kubeconfig --port-forward",
+      };
+    return { allowed: true, reason: "a read token minted with port-forward, on a node that allows it" };
+  }
   if (
     group === GROUP &&
     verb === "create" &&
@@ -99,7 +117,7 @@ export function rulesFor(ctx: ReviewContext) {
     { verbs: ["create"], apiGroups: [GROUP], resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"] },
   ];
   for (const g of ctx.served.groups) {
-    const reads = g.resources.filter((r) => r.name !== "pods/exec" && READ_VERBS.some((v) => r.verbs.includes(v)));
+    const reads = g.resources.filter((r) => !STREAMS.includes(r.name) && READ_VERBS.some((v) => r.verbs.includes(v)));
     const byVerbs = new Map<string, string[]>();
     for (const r of reads) {
       const verbs = r.verbs.filter((v) => READ_VERBS.includes(v)).join(",");
@@ -110,6 +128,8 @@ export function rulesFor(ctx: ReviewContext) {
   }
   if (ctx.allowExec && ctx.scope.exec)
     resourceRules.push({ verbs: ["create", "get"], apiGroups: [""], resources: ["pods/exec"] });
+  if (ctx.allowPortForward && ctx.scope.portForward)
+    resourceRules.push({ verbs: ["create", "get"], apiGroups: [""], resources: ["pods/portforward"] });
   return {
     resourceRules,
     nonResourceRules: [{ verbs: ["get"], nonResourceURLs: NON_RESOURCE }],
@@ -153,7 +173,7 @@ async function jsonBody<T>(c: Context, schema: z.ZodType<T>, kind: string): Prom
 /** POST /apis/authorization.k8s.io/v1/selfsubject{access,rules}reviews. Register before the write refusals. */
 export function registerReviews<E extends { Variables: { scope: ReadScope } }>(
   app: Hono<E>,
-  o: { served: ServedResources; allowExec: boolean },
+  o: { served: ServedResources; allowExec: boolean; allowPortForward?: boolean | undefined },
 ): void {
   const base = `/apis/${GROUP}/v1`;
   app.post(`${base}/selfsubjectaccessreviews`, async (c) => {

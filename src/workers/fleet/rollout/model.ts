@@ -1,3 +1,6 @@
+// Package workers/fleet/rollout — fleet rollouts: the model, the pure step, the coordinator Durable Object.
+// Imports the fleet registry's pieces and the model; never the Node entry or the CLI.
+//
 // A rollout (issue #39): one owner-signed revision (the same bytes for every target node), its targets and its
 // strategy, and the states of the rollout and of each node in it. Pure: types, zod schemas and the batch plan.
 // The strategy's fields follow OCM's (maxConcurrency → batch, minSuccessTime → soak, progressDeadline, maxFailures),
