@@ -590,6 +590,8 @@ export async function startNode(
     desired,
     pods: () => podsHub.list(),
     log: (rec) => quiet || console.error(JSON.stringify({ time: new Date().toISOString(), ...rec })),
+    // Streams over the link (kubectl through the Worker) take the very path the listener's requests take.
+    serve: (req) => fetch(req, {}),
   }).catch((e: unknown) => {
     throw e instanceof FleetSettingsError ? new SettingsError(e.message) : e;
   });
