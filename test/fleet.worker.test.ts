@@ -315,6 +315,11 @@ describe("kubectl through the fleet", () => {
   const serve = async (req: Request) => {
     const u = new URL(req.url);
     served.push(`${u.pathname}${u.search} ${req.headers.get("authorization") ? "with" : "without"} token`);
+    if (u.pathname.endsWith("/log") && u.searchParams.get("follow") === "true")
+      // A followed log: a line now, then nothing, and it stays open.
+      return new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode("line 1\n")) }), {
+        headers: { "content-type": "text/plain" },
+      });
     if (u.pathname.endsWith("/log")) return new Response(big, { headers: { "content-type": "text/plain" } });
     return Response.json({ kind: "PodList", apiVersion: "v1", metadata: {}, items: [] });
   };
@@ -323,7 +328,14 @@ describe("kubectl through the fleet", () => {
   it("reaches a node's own API over its link; a slow stream does not stall another", async () => {
     await agent("edge-kube", { site: "k" }, { serve });
     const auth = await nodeToken("edge-kube");
-    const log = await fetch(new URL("/fleet/nodes/edge-kube/api/v1/namespaces/default/pods/p/log?follow=true", base), {
+    // A followed log's first line arrives while it stays open.
+    const follow = await fetch(
+      new URL("/fleet/nodes/edge-kube/api/v1/namespaces/default/pods/p/log?follow=true", base),
+      { headers: { authorization: auth } },
+    );
+    const first = await follow.body!.getReader().read();
+    expect(new TextDecoder().decode(first.value)).toBe("line 1\n");
+    const log = await fetch(new URL("/fleet/nodes/edge-kube/api/v1/namespaces/default/pods/p/log", base), {
       headers: { authorization: auth },
     });
     expect(log.status).toBe(200);
@@ -336,6 +348,7 @@ describe("kubectl through the fleet", () => {
     expect((await log.arrayBuffer()).byteLength).toBe(big.byteLength);
     expect(served).toEqual([
       "/api/v1/namespaces/default/pods/p/log?follow=true with token",
+      "/api/v1/namespaces/default/pods/p/log with token",
       "/api/v1/namespaces/default/pods with token",
     ]);
   });

@@ -1,7 +1,7 @@
 // The shard's side of streams over a node's link (protocol.ts STREAM): one request for the node's own API becomes an
 // `open` on the node's WebSocket, and the node's head, data and end frames become the answer's status, headers and
-// body. Flow control is per stream: the body is a ReadableStream that asks for nothing ahead (high-water mark 0), and
-// each time its reader wants more, the bytes it took are granted back to the node as credit; a stream nobody reads
+// body. Flow control is per stream: the body is a TransformStream that holds nothing ahead (high-water mark 0), and
+// the bytes of each write are granted back to the node as credit once its reader took them; a stream nobody reads
 // stops getting credit, and only it waits. The map lives in the object's memory: a stream holds the object awake
 // (its request is open), and a closed connection ends its streams with an error.
 import { STREAM, type StreamFrame, type StreamOpen } from "../../http/fleet/protocol.js";
@@ -12,10 +12,7 @@ interface Pending {
   ws: HibernatableSocket;
   head: (h: { status: number; headers: [string, string][] }) => void;
   fail: (e: Error) => void;
-  body?: ReadableStreamDefaultController<Uint8Array> | undefined;
-  /** Bytes enqueued, and bytes granted back as credit: the reader took all of them when it asks again. */
-  enqueued: number;
-  granted: number;
+  body: WritableStreamDefaultWriter<Uint8Array>;
   timer: ReturnType<typeof setTimeout>;
 }
 
@@ -33,6 +30,14 @@ export class ShardStreams {
   /** The node's answer to one request, streamed. */
   async open(ws: HibernatableSocket, req: Omit<StreamOpen, "type" | "id">): Promise<Response> {
     const id = (this.next = (this.next % 2 ** 31) + 1);
+    // The body exists before the open is sent: data may arrive before the head's await resumes. A TransformStream's
+    // writes resolve as its reader takes them (readable high-water mark 0): each resolution grants those bytes back.
+    // A reader gone (the client left) fails the writes: the node is told to stop.
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>(undefined, undefined, {
+      highWaterMark: 0,
+    });
+    const writer = writable.getWriter();
+    writer.closed.catch(() => this.cancel(id));
     const head = await new Promise<{ status: number; headers: [string, string][] }>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -43,7 +48,7 @@ export class ShardStreams {
           ),
         );
       }, STREAM.headTimeoutMs);
-      this.pending.set(id, { ws, head: resolve, fail: reject, enqueued: 0, granted: 0, timer });
+      this.pending.set(id, { ws, head: resolve, fail: reject, timer, body: writer });
       try {
         ws.send(JSON.stringify({ type: "open", id, ...req } satisfies StreamOpen));
       } catch {
@@ -52,22 +57,15 @@ export class ShardStreams {
         reject(new ProblemError("runtime-unavailable", "the node's fleet link closed"));
       }
     });
-    const p = this.pending.get(id);
     const headers = new Headers(head.headers.filter(([k]) => !HOP.has(k.toLowerCase())));
-    if (!p || req.method === "HEAD" || head.status === 204 || head.status === 304) {
+    if (req.method === "HEAD" || head.status === 204 || head.status === 304) {
       this.cancel(id);
       return new Response(null, { status: head.status, headers });
     }
-    const body = new ReadableStream<Uint8Array>(
-      {
-        start: (c) => {
-          p.body = c;
-        },
-        pull: () => this.grant(id),
-        cancel: () => this.cancel(id),
-      },
-      { highWaterMark: 0 },
-    );
+    // The runtime would gzip a text answer for a client that accepts it, holding a followed log's lines back until
+    // a block fills: the answer goes out as it comes.
+    headers.set("content-encoding", "identity");
+    const body = readable;
     return new Response(body, { status: head.status, headers });
   }
 
@@ -82,8 +80,10 @@ export class ShardStreams {
         return true;
       case "data": {
         const bytes = base64(f.data);
-        p.enqueued += bytes.byteLength;
-        p.body?.enqueue(bytes);
+        p.body.write(bytes).then(
+          () => this.grant(f.id, bytes.byteLength),
+          () => this.cancel(f.id),
+        );
         return true;
       }
       case "end":
@@ -91,8 +91,8 @@ export class ShardStreams {
         clearTimeout(p.timer);
         if (f.error) {
           p.fail(new ProblemError("runtime-unavailable", `the node's answer broke off: ${f.error}`));
-          p.body?.error(new Error(f.error));
-        } else p.body?.close();
+          p.body.abort(new Error(f.error)).catch(() => undefined);
+        } else p.body.close().catch(() => undefined);
         return true;
     }
   }
@@ -105,22 +105,15 @@ export class ShardStreams {
         clearTimeout(p.timer);
         const e = new ProblemError("runtime-unavailable", "the node's fleet link closed");
         p.fail(e);
-        try {
-          p.body?.error(e);
-        } catch {
-          // Already closed.
-        }
+        p.body.abort(e).catch(() => undefined);
       }
   }
 
-  private grant(id: number): void {
+  private grant(id: number, bytes: number): void {
     const p = this.pending.get(id);
     if (!p) return;
-    const give = p.enqueued - p.granted;
-    if (give <= 0) return;
-    p.granted += give;
     try {
-      p.ws.send(JSON.stringify({ type: "credit", id, bytes: give }));
+      p.ws.send(JSON.stringify({ type: "credit", id, bytes }));
     } catch {
       this.dropSocket(p.ws);
     }
