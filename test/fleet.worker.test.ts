@@ -304,7 +304,8 @@ describe("the CLI", () => {
     const table = (await cli("fleet", "nodes", "-l", "site=east")).out;
     expect(table).toMatch(/^NAME\s+STATUS\s+LABELS\s+VERSION\s+LAST SEEN/);
     expect(table).toMatch(/edge-cli\s+NotReady,Revoked\s+site=east,tier=silver\s+sim-1/);
-  });
+    // Seven CLI processes: each starts Node afresh, slow on a loaded machine.
+  }, 120_000);
 });
 
 describe("kubectl through the fleet", () => {

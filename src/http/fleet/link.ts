@@ -232,11 +232,11 @@ class Link {
 
   private closed(sock: WebSocket, code: number, conn: { beat: NodeJS.Timeout | undefined; refused: boolean }): void {
     clearInterval(conn.beat);
+    // A connection that is no longer the link's (a newer one replaced it) ends quietly.
+    if (this.ws !== sock) return;
     const was = this.open;
-    if (this.ws === sock) {
-      this.ws = undefined;
-      this.open = false;
-    }
+    this.ws = undefined;
+    this.open = false;
     this.streams?.closeAll();
     if (was) this.o.log({ event: "disconnected", code });
     if (code === CLOSE.revoked || conn.refused) {
