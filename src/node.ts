@@ -70,9 +70,13 @@ export async function startNode(
     },
     quiet,
   );
+  // Streams over the fleet link (kubectl through the Worker) take the very path the listener's requests take, once
+  // the front exists (a stream before it is answered 503).
+  let front: ((req: Request) => Response | Promise<Response>) | undefined;
   const fleet = await startNodeFleet(
     s,
     {
+      serve: (req) => front?.(req) ?? new Response("the node is starting", { status: 503 }),
       env,
       stateDir: st.stateDir,
       app: appOptions,
@@ -84,6 +88,7 @@ export async function startNode(
   );
   const machine = machineFacts();
   const { drain, fetch, onUpgrade } = composeFront(s, agent, { verifier, cri, app, requestLog, streams, machine });
+  front = (req) => fetch(req, {});
   const { tls, tlsWarning } = servingTls(s, node.hostIPs, machine, st.stateDir);
   const work: NodeWork = {
     services: agent.services,

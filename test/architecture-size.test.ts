@@ -16,7 +16,6 @@ const MAX_LINES = 120;
 const LONG_ALLOWED: Record<string, string> = {
   "src/pleg/": "#36 item 1: the pod workers rewrite of the loop (PLEG, pod workers, sync loop)",
   "src/http/handlers/": "#36 item 3: use cases move out of the HTTP handlers",
-  "src/http/fleet/link.ts#startLink": "the fleet link's rework (fleet issue)",
 };
 
 /** Functions over the rule today that nobody above is changing, each to be split by the issue named (a split one

@@ -15,6 +15,7 @@ import { FileDesiredState } from "../src/state/desired-pods.js";
 import { startFleetLink } from "../src/http/fleet/node-link.js";
 import { FleetIdentity } from "../src/http/fleet/identity.js";
 import type { FleetLink } from "../src/http/fleet/link.js";
+import { STREAM } from "../src/http/fleet/protocol.js";
 import type { FakeServer } from "./support/fake-cri.js";
 import { ISSUER, makeKey, type TestKey } from "./support/http.js";
 import { signedSet } from "./support/fleet.js";
@@ -31,6 +32,7 @@ const sockets: WebSocket[] = [];
 /** Sockets the fake fleet no longer answers (a half-open connection, as the node sees it). */
 const muted = new Set<WebSocket>();
 const received: Record<string, unknown>[] = [];
+const bySocket = new Map<WebSocket, Record<string, unknown>[]>();
 const links: FleetLink[] = [];
 
 const suite = useFakeCri();
@@ -47,7 +49,11 @@ beforeAll(async () => {
         const t = d.toString();
         if (muted.has(ws)) return;
         if (t === "ping") ws.send("pong");
-        else received.push(JSON.parse(t) as Record<string, unknown>);
+        else {
+          const m = JSON.parse(t) as Record<string, unknown>;
+          received.push(m);
+          bySocket.set(ws, [...(bySocket.get(ws) ?? []), m]);
+        }
       });
     }),
   );
@@ -61,7 +67,9 @@ afterAll(async () => {
   server?.close();
 });
 
-async function node(o: { heartbeatMs?: string } = {}) {
+async function node(
+  o: { heartbeatMs?: string; serve?: (req: Request) => Promise<Response>; env?: Record<string, string> } = {},
+) {
   const stateDir = mkdtempSync(join(tmpdir(), "podsync-fleet-link-"));
   const id = await FleetIdentity.load(stateDir);
   id.saveEnrollment({ url, node: NODE, fleet: "podsync-fleet", enrolledAt: new Date().toISOString() });
@@ -74,6 +82,7 @@ async function node(o: { heartbeatMs?: string } = {}) {
       PODSYNC_FLEET_URL: url,
       PODSYNC_FLEET_HEARTBEAT_MS: o.heartbeatMs ?? "1000",
       PODSYNC_FLEET_BACKOFF_MAX_MS: "500",
+      ...o.env,
     },
     nodeName: NODE,
     stateDir,
@@ -89,6 +98,7 @@ async function node(o: { heartbeatMs?: string } = {}) {
     desired,
     pods: () => [],
     log: (r) => logs.push(r),
+    ...(o.serve ? { serve: o.serve } : {}),
   }))!;
   links.push(link);
   await link.ready();
@@ -174,6 +184,87 @@ describe("a node pulling from an untrusted fleet", () => {
       async () => link.connected() && logs.filter((l) => l["event"] === "connected").length === 2,
       10_000,
     );
+  });
+});
+
+describe("streams over the link", () => {
+  it("serves each request with the node's own fetch, each stream within its own credit", async () => {
+    const seen: { path: string; auth: string | null }[] = [];
+    const big = new Uint8Array(3 * STREAM.windowBytes).fill(97);
+    const serve = async (req: Request) => {
+      const u = new URL(req.url);
+      seen.push({ path: u.pathname + u.search, auth: req.headers.get("authorization") });
+      return u.pathname === "/big" ? new Response(big) : new Response("small answer", { status: 200 });
+    };
+    const { ws } = await node({ serve });
+    const frames: Record<string, unknown>[] = [];
+    ws.on("message", (d) => {
+      const t = d.toString();
+      if (t !== "ping") frames.push(JSON.parse(t) as Record<string, unknown>);
+    });
+    const data = (id: number) =>
+      frames
+        .filter((f) => f["type"] === "data" && f["id"] === id)
+        .reduce((n, f) => n + Buffer.from(String(f["data"]), "base64").byteLength, 0);
+    const ended = (id: number) => frames.some((f) => f["type"] === "end" && f["id"] === id);
+    const open = (id: number, path: string) =>
+      ws.send(JSON.stringify({ type: "open", id, method: "GET", path, headers: [["authorization", "Bearer t"]] }));
+    // Stream 1's reader is slow (no credit is granted): it stops at its window; stream 2 still completes.
+    open(1, "/big?x=1");
+    open(2, "/small");
+    await until("stream 2 done", async () => ended(2));
+    await until("stream 1 at its window", async () => data(1) === STREAM.windowBytes);
+    expect(ended(1)).toBe(false);
+    expect(
+      Buffer.concat(
+        frames
+          .filter((f) => f["id"] === 2 && f["type"] === "data")
+          .map((f) => Buffer.from(String(f["data"]), "base64")),
+      ).toString(),
+    ).toBe("small answer");
+    expect(frames.find((f) => f["type"] === "head" && f["id"] === 1)).toMatchObject({ status: 200 });
+    expect(seen).toEqual([
+      { path: "/big?x=1", auth: "Bearer t" },
+      { path: "/small", auth: "Bearer t" },
+    ]);
+    // Every data frame stays within the chunk limit.
+    expect(
+      frames
+        .filter((f) => f["type"] === "data")
+        .every((f) => Buffer.from(String(f["data"]), "base64").byteLength <= STREAM.chunkBytes),
+    ).toBe(true);
+    // Credit for what the reader took: the rest comes, then the end.
+    ws.send(JSON.stringify({ type: "credit", id: 1, bytes: 2 * STREAM.windowBytes }));
+    await until("stream 1 done", async () => ended(1));
+    expect(data(1)).toBe(big.byteLength);
+    // A cancelled stream stops at once; an unknown one is ignored.
+    open(3, "/big");
+    ws.send(JSON.stringify({ type: "cancel", id: 3 }));
+    ws.send(JSON.stringify({ type: "credit", id: 99, bytes: 10 }));
+    open(4, "/small");
+    await until("stream 4 done", async () => ended(4));
+    expect(data(3)).toBeLessThanOrEqual(STREAM.windowBytes);
+  });
+
+  it("after a clean close by the Worker, reconnects at once and sends its summary again, unchanged", async () => {
+    // Back-off of up to 60 s: only the clean close's jitter-only reconnect can bring it back within the wait.
+    const { link, logs, ws } = await node({
+      env: { PODSYNC_FLEET_BACKOFF_MAX_MS: "60000", PODSYNC_FLEET_RECONNECT_JITTER_MS: "200" },
+    });
+    const types = (w: WebSocket) => (bySocket.get(w) ?? []).map((m) => m["type"]);
+    await until("the first summary", async () => types(ws).includes("status"));
+    const first = bySocket.get(ws)!.find((m) => m["type"] === "status");
+    ws.close(1012, "service restart");
+    await until(
+      "connected again",
+      async () => link.connected() && logs.filter((l) => l["event"] === "connected").length === 2,
+      5_000,
+    );
+    // The new connection says hello, then the same summary at once, although nothing changed.
+    const next = sockets.at(-1)!;
+    await until("the summary again", async () => types(next).includes("status"));
+    expect(types(next).slice(0, 2)).toEqual(["hello", "status"]);
+    expect(bySocket.get(next)!.find((m) => m["type"] === "status")).toEqual(first);
   });
 });
 

@@ -4,8 +4,10 @@
 // SIGKILLed container comes back and a restarted agent brings its pods back from its local store; when the Worker
 // returns (restarted, its storage kept) the agents reconnect, nothing unchanged restarts, and the registry's status
 // is current again. Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,7 +21,8 @@ import type { FleetNode } from "../src/http/fleet/node-view.js";
 import { ISSUER, makeKey, type TestKey } from "./support/http.js";
 import { startWorkerd, type Workerd } from "./support/workerd.js";
 import { until } from "./support/wait.js";
-import { listNodes, putSet } from "./support/fleet.js";
+import { listNodes, ownerToken, putSet } from "./support/fleet.js";
+import { selfSignedCert } from "../src/host/serving/serving-cert.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -28,6 +31,11 @@ const dir = mkdtempSync(join(tmpdir(), "podsync-fleet-e2e-"));
 const suffix = Date.now().toString(36).slice(-6);
 const NODES = [1, 2, 3].map((i) => `fleet-e2e-${i}-${suffix}`);
 const NS = `fleet-${suffix}`;
+/** How long the Worker stays away (issue #38 says 60 s; the point holds with less: the agents' back-off here is at
+ * most 2 s, so a longer outage only waits longer). */
+const OUTAGE_S = Number(process.env["PODSYNC_FLEET_E2E_OUTAGE_S"] ?? 10);
+/** The Cloud SDK's bundled kubectl (docs/kubectl.md). */
+const KUBECTL = `${process.env["PODSYNC_KUBECTL_DIR"] ?? "/usr/lib/google-cloud-sdk/bin"}/kubectl.1.33`;
 
 let key: TestKey;
 let keyFile: string;
@@ -35,6 +43,8 @@ let cri: CriClient;
 let worker: Workerd | undefined;
 let base: URL;
 let port: number;
+let tls: HttpsServer | undefined;
+let tlsUrl: string;
 const agents = new Map<string, Running>();
 
 const freePort = () =>
@@ -97,7 +107,12 @@ const deployment = {
         hostNetwork: true,
         terminationGracePeriodSeconds: 1,
         containers: [
-          { name: "main", image: "localhost/busybox:1", imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"] },
+          {
+            name: "main",
+            image: "localhost/busybox:1",
+            imagePullPolicy: "IfNotPresent",
+            command: ["sh", "-c", "echo hello-from-web; exec sleep 3600"],
+          },
         ],
       },
     },
@@ -132,6 +147,82 @@ const pidOf = async (id: string) =>
 const nodeOf = async (name: string): Promise<FleetNode | undefined> =>
   (await listNodes(base, key)).find((n) => n.metadata.name === name);
 
+/** kubectl sends its token only over https: a TLS front on loopback for the Worker (wrangler dev serves http). */
+async function startTlsFront(): Promise<void> {
+  const c = selfSignedCert("fleet-e2e", ["localhost"], ["127.0.0.1"], new Date());
+  tls = createHttpsServer({ cert: c.cert, key: c.key }, (req, res) => {
+    const up = request({ host: "127.0.0.1", port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on("error", () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => tls!.listen(0, "127.0.0.1", () => r()));
+  const a = tls.address();
+  tlsUrl = `https://127.0.0.1:${typeof a === "object" && a ? a.port : 0}`;
+}
+
+/** A kubeconfig for `server` with `token`. */
+function kubeconfig(file: string, server: string, token: string): string {
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server, "insecure-skip-tls-verify": true } }],
+      users: [{ name: "u", user: { token } }],
+      contexts: [{ name: "c", context: { cluster: "c", user: "u", namespace: NS } }],
+      "current-context": "c",
+    }),
+  );
+  return file;
+}
+
+const kubectl = (config: string, ...args: string[]) =>
+  new Promise<string>((res, rej) =>
+    execFile(
+      KUBECTL,
+      [...args, "--kubeconfig", config, "--cache-dir", join(dir, "kube-cache")],
+      { timeout: 60_000 },
+      (e, out, err) => (e ? rej(new Error(`kubectl ${args.join(" ")}: ${e.message}\n${err}`)) : res(out)),
+    ),
+  );
+
+/** `kubectl logs -f` until `text` shows (the follow stays open: it is ended here). */
+const followUntil = (config: string, pod: string, text: string) =>
+  new Promise<string>((res, rej) => {
+    const p = spawn(KUBECTL, ["logs", "-f", pod, "--kubeconfig", config, "--cache-dir", join(dir, "kube-cache")]);
+    let out = "";
+    let err = "";
+    const t = setTimeout(() => (p.kill(), rej(new Error(`no "${text}" in logs -f: ${out} ${err}`))), 60_000);
+    p.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes(text)) {
+        clearTimeout(t);
+        p.kill();
+        res(out);
+      }
+    });
+    p.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    p.on("exit", () => !out.includes(text) && (clearTimeout(t), rej(new Error(`logs -f ended: ${out} ${err}`))));
+  });
+
+/** The TCP ports this process (the agents run in it) listens on, from `ss -ltnp`. */
+const listening = () =>
+  new Promise<string[]>((res, rej) =>
+    execFile("ss", ["-ltnpH"], (e, out) =>
+      e
+        ? rej(e)
+        : res(
+            out
+              .split("\n")
+              .filter((l) => l.includes(`pid=${process.pid},`))
+              .map((l) => l.trim().split(/\s+/)[3]!),
+          ),
+    ),
+  );
+
 describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
   beforeAll(async () => {
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
@@ -147,11 +238,13 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
     );
     port = await freePort();
     await startWorker();
+    await startTlsFront();
   }, 120_000);
 
   afterAll(async () => {
     for (const a of agents.values()) await a.close().catch(() => undefined);
     await worker?.dispose();
+    tls?.close();
     if (cri) {
       const rt = createPodRuntime(cri);
       for (const sb of (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace === NS))
@@ -194,8 +287,25 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
       30_000,
     );
 
+    // kubectl through the Worker (its TLS front): the registry as Nodes, node 1's pods and its log, followed.
+    const fleetRead = await ownerToken(key, { act: "read" }, { ttlS: 300 });
+    const fleetKube = kubeconfig(join(dir, "kube-fleet"), `${tlsUrl}/fleet`, fleetRead);
+    const nodesOut = await kubectl(fleetKube, "get", "nodes", "--show-labels", "-l", `site in (s0,s1,s2)`);
+    for (const [i, n] of NODES.entries()) expect(nodesOut).toMatch(new RegExp(`${n}\\s+Ready\\s+<none>.*site=s${i}`));
+    expect(nodesOut.split("\n")[0]).toMatch(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\s+LABELS/);
+    const nodeRead = await ownerToken(key, { act: "read" }, { aud: NODES[0]!, ttlS: 300 });
+    const node1Kube = kubeconfig(join(dir, "kube-node1"), `${tlsUrl}/fleet/nodes/${NODES[0]}`, nodeRead);
+    const web0 = [...before.keys()].find((n) => n.startsWith("web-"))!;
+    expect(await kubectl(node1Kube, "get", "pods")).toMatch(new RegExp(`${web0}\\s+1/1\\s+Running`));
+    expect(await followUntil(node1Kube, web0, "hello-from-web")).toContain("hello-from-web");
+    // The agents (in this process) listen on loopback only; the link is outbound.
+    const ports = await listening();
+    expect(ports.length).toBeGreaterThan(0);
+    for (const a of ports) expect(a).toMatch(/^(127\.0\.0\.1|\[::1\]|\[::ffff:127\.0\.0\.1\]):\d+$/);
+
     // The Worker goes away. A container is SIGKILLed on node 1, node 2's agent restarts.
     await worker!.dispose();
+    const stoppedAt = Date.now();
     worker = undefined;
     const web = [...before.entries()].find(([n]) => n.startsWith("web-"))!;
     process.kill(await pidOf(web[1].id), "SIGKILL");
@@ -213,7 +323,7 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
     expect(during.get(web[0])!.attempt).toBe(web[1].attempt + 1);
     // The restarted agent kept its pod (brought back from its store; the container was never stopped).
     expect(during.get("solo")!.id).toBe(before.get("solo")!.id);
-    await new Promise((r) => setTimeout(r, 5000));
+    await until("the outage's length", async () => Date.now() - stoppedAt >= OUTAGE_S * 1000, OUTAGE_S * 1000 + 5000);
 
     // The Worker returns: the agents reconnect, nothing restarts, the status is current.
     await startWorker();
@@ -242,7 +352,7 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
     expect(after.get(web[0])!.id).toBe(during.get(web[0])!.id);
     expect(after.get("solo")!.id).toBe(before.get("solo")!.id);
     console.log(
-      `fleet e2e: status current ${current} ms after the Worker's ready; its first registry answer took ${answered} ms (the agents' back-off is at most 2 s here)`,
+      `fleet e2e: outage ${OUTAGE_S} s; status current ${current} ms after the Worker's ready; its first registry answer took ${answered} ms (the agents' back-off is at most 2 s here)`,
     );
   }, 300_000);
 });

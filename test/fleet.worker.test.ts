@@ -304,5 +304,116 @@ describe("the CLI", () => {
     const table = (await cli("fleet", "nodes", "-l", "site=east")).out;
     expect(table).toMatch(/^NAME\s+STATUS\s+LABELS\s+VERSION\s+LAST SEEN/);
     expect(table).toMatch(/edge-cli\s+NotReady,Revoked\s+site=east,tier=silver\s+sim-1/);
+    // Seven CLI processes: each starts Node afresh, slow on a loaded machine.
+  }, 120_000);
+});
+
+describe("kubectl through the fleet", () => {
+  const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+  const big = new Uint8Array(256 * 1024).fill(120);
+  const served: string[] = [];
+  // A stand-in for the node's own API (the real one is its listener's fetch, test/fleet.e2e.test.ts).
+  const serve = async (req: Request) => {
+    const u = new URL(req.url);
+    served.push(`${u.pathname}${u.search} ${req.headers.get("authorization") ? "with" : "without"} token`);
+    if (u.pathname.endsWith("/log") && u.searchParams.get("follow") === "true")
+      // A followed log: a line now, then nothing, and it stays open.
+      return new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode("line 1\n")) }), {
+        headers: { "content-type": "text/plain" },
+      });
+    if (u.pathname.endsWith("/log")) return new Response(big, { headers: { "content-type": "text/plain" } });
+    return Response.json({ kind: "PodList", apiVersion: "v1", metadata: {}, items: [] });
+  };
+  const nodeToken = async (node: string, act = "read") => `Bearer ${await ownerToken(key, { act }, { aud: node })}`;
+
+  it("reaches a node's own API over its link; a slow stream does not stall another", async () => {
+    await agent("edge-kube", { site: "k" }, { serve });
+    const auth = await nodeToken("edge-kube");
+    // A followed log's first line arrives while it stays open.
+    const follow = await fetch(
+      new URL("/fleet/nodes/edge-kube/api/v1/namespaces/default/pods/p/log?follow=true", base),
+      { headers: { authorization: auth } },
+    );
+    const first = await follow.body!.getReader().read();
+    expect(new TextDecoder().decode(first.value)).toBe("line 1\n");
+    const log = await fetch(new URL("/fleet/nodes/edge-kube/api/v1/namespaces/default/pods/p/log", base), {
+      headers: { authorization: auth },
+    });
+    expect(log.status).toBe(200);
+    // The log's body is not read yet: its stream holds at most its window; another request still completes.
+    const pods = await fetch(new URL("/fleet/nodes/edge-kube/api/v1/namespaces/default/pods", base), {
+      headers: { authorization: auth, accept: "application/json" },
+    });
+    expect(pods.status).toBe(200);
+    expect(((await pods.json()) as { kind: string }).kind).toBe("PodList");
+    expect((await log.arrayBuffer()).byteLength).toBe(big.byteLength);
+    expect(served).toEqual([
+      "/api/v1/namespaces/default/pods/p/log?follow=true with token",
+      "/api/v1/namespaces/default/pods/p/log with token",
+      "/api/v1/namespaces/default/pods with token",
+    ]);
+  });
+
+  it("refuses without a read token for the node, exec, writes, and a node not connected: each a Status", async () => {
+    const status = async (r: Response) => [r.status, ((await r.json()) as { kind: string; reason: string }).reason];
+    const u = (p: string) => new URL(`/fleet/nodes/edge-kube${p}`, base);
+    expect(await status(await fetch(u("/api/v1/pods")))).toEqual([401, "Unauthorized"]);
+    const wrongAud = await nodeToken("edge-other");
+    expect((await fetch(u("/api/v1/pods"), { headers: { authorization: wrongAud } })).status).toBe(403);
+    const auth = await nodeToken("edge-kube");
+    // kubectl exec's WebSocket upgrade: refused with a Status (not carried over the link).
+    const exec = await new Promise<number>((res, rej) => {
+      const target = u("/api/v1/namespaces/default/pods/p/exec?command=sh");
+      target.protocol = "ws:";
+      const w = new WebSocket(target, ["v5.channel.k8s.io"], { headers: { authorization: auth } });
+      w.on("unexpected-response", (_q, r) => (res(r.statusCode ?? 0), w.terminate()));
+      w.on("open", () => (rej(new Error("exec opened")), w.close()));
+      w.on("error", () => undefined);
+    });
+    expect(exec).toBe(403);
+    expect(
+      await status(
+        await fetch(u("/api/v1/namespaces/default/pods"), { method: "POST", headers: { authorization: auth } }),
+      ),
+    ).toEqual([405, "MethodNotAllowed"]);
+    await agent("edge-gone");
+    const gone = agents.find((a) => a.name === "edge-gone")!;
+    await gone.link.close();
+    const r = await fetch(new URL("/fleet/nodes/edge-gone/api/v1/pods", base), {
+      headers: { authorization: await nodeToken("edge-gone") },
+    });
+    const s = (await r.json()) as { reason: string; message: string };
+    expect([r.status, s.reason]).toEqual([503, "ServiceUnavailable"]);
+    expect(s.message).toMatch(/not connected/);
+  });
+
+  it("lists the registry as v1 Nodes: the Node Table's columns, Ready from lastSeen, labels for --show-labels", async () => {
+    const auth = (await bearer("read")).authorization;
+    const api = await fetch(new URL("/fleet/api/v1", base), { headers: { authorization: auth } });
+    expect(((await api.json()) as { resources: { name: string }[] }).resources.map((r) => r.name)).toEqual(["nodes"]);
+    const r = await fetch(new URL("/fleet/api/v1/nodes?labelSelector=site%3Dk", base), {
+      headers: { authorization: auth, accept: TABLE },
+    });
+    const t = (await r.json()) as {
+      kind: string;
+      columnDefinitions: { name: string; priority: number }[];
+      rows: { cells: string[]; object: { metadata: { labels: Record<string, string> } } }[];
+    };
+    expect(t.kind).toBe("Table");
+    expect(t.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual([
+      "Name",
+      "Status",
+      "Roles",
+      "Age",
+      "Version",
+    ]);
+    expect(t.rows.map((x) => x.cells.slice(0, 3))).toEqual([["edge-kube", "Ready", "<none>"]]);
+    expect(t.rows[0]!.cells[4]).toBe("sim-1");
+    expect(t.rows[0]!.object.metadata.labels).toEqual({ site: "k" });
+    const one = await fetch(new URL("/fleet/api/v1/nodes/edge-gone", base), { headers: { authorization: auth } });
+    const n = (await one.json()) as { kind: string; status: { conditions: { type: string; status: string }[] } };
+    expect(n.kind).toBe("Node");
+    expect(n.status.conditions).toMatchObject([{ type: "Ready", status: "False" }]);
+    expect((await fetch(new URL("/fleet/api/v1/nodes", base))).status).toBe(401);
   });
 });

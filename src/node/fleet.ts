@@ -17,6 +17,8 @@ export interface NodeFleetDeps {
   verifier: Omit<VerifierOptions, "replay">;
   desired: DesiredState;
   podsHub: WatchHub<V1Pod>;
+  /** Streams over the link (kubectl through the Worker): answered as the node's listener answers a request. */
+  serve: (req: Request) => Response | Promise<Response>;
 }
 
 export function startNodeFleet(s: Settings, d: NodeFleetDeps, quiet: boolean) {
@@ -31,6 +33,7 @@ export function startNodeFleet(s: Settings, d: NodeFleetDeps, quiet: boolean) {
     desired: d.desired,
     pods: () => d.podsHub.list(),
     log: jsonLog(quiet),
+    serve: async (req) => d.serve(req),
   }).catch((e: unknown) => {
     throw e instanceof FleetSettingsError ? new SettingsError(e.message) : e;
   });

@@ -55,6 +55,7 @@ export const PROBLEMS = {
   "keys-unavailable": { status: 503, title: "Trusted keys unavailable" },
   "state-unavailable": { status: 503, title: "Node state unavailable" },
   "shutting-down": { status: 503, title: "The node is shutting down" },
+  "node-not-connected": { status: 503, title: "The node is not connected to the fleet" },
   "runtime-timeout": { status: 504, title: "Container runtime call timed out" },
 } as const satisfies Record<string, { status: number; title: string }>;
 

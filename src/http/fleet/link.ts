@@ -2,8 +2,9 @@
 // WebSocket to the node's registry shard. It receives the owner-signed desired sets (catching up to the latest
 // only: a set at or below what the node has is never applied), hands each to `apply`, and reports the node's status
 // on change only. The node's pods never depend on it: with the Worker gone they keep running from the local store,
-// and the link reconnects with exponential back-off and full jitter. A half-open connection is dropped after
-// `deadMs` without a word (the shard answers every ping).
+// and the link reconnects with exponential back-off and full jitter (at once, jitter only, when the Worker closed it
+// cleanly: a restart). A half-open connection is dropped after `deadMs` without a word (the shard answers every
+// ping). The same connection carries streams to the node's own API (link-streams.ts).
 import { WebSocket } from "ws";
 import {
   CLOSE,
@@ -15,6 +16,7 @@ import {
   type StatusReport,
 } from "./protocol.js";
 import type { FleetIdentity } from "./identity.js";
+import { NodeStreams } from "./link-streams.js";
 
 export interface LinkOptions {
   url: string;
@@ -36,6 +38,10 @@ export interface LinkOptions {
   statusEveryMs?: number;
   /** The node's clock (tests skew it). */
   now?: () => number;
+  /** The node's own API (its HTTP listener's fetch): streams over the link are served by it. None: no streams. */
+  serve?: ((req: Request) => Promise<Response>) | undefined;
+  /** After the Worker closed the connection cleanly (a restart), the reconnect waits a random 0..this (1 s). */
+  reconnectJitterMs?: number | undefined;
 }
 
 export interface FleetLink {
@@ -49,155 +55,205 @@ export interface FleetLink {
 export class JoinRefusedError extends Error {}
 
 export function startLink(o: LinkOptions): FleetLink {
-  const now = o.now ?? Date.now;
-  const heartbeat = o.heartbeatMs ?? HEARTBEAT.intervalMs;
-  const dead = o.deadMs ?? HEARTBEAT.deadMs;
-  const backoff = o.backoff ?? { baseMs: 1000, maxMs: 60_000 };
-  let ws: WebSocket | undefined;
-  let open = false;
-  let stopped = false;
-  let attempt = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let lastError: string | undefined;
-  let lastSent = "";
-  let markReady!: () => void;
-  const first = new Promise<void>((r) => (markReady = r));
+  const link = new Link(o);
+  link.connect();
+  return { connected: () => link.open, ready: () => link.first, close: () => link.close() };
+}
+
+/** Close codes that mean the Worker went away on purpose (a restart, a deploy): the node reconnects at once, with
+ * jitter only, rather than back off (RFC 6455 7.4.1: 1000 normal, 1001 going away, 1012 service restart, 1013 try
+ * again later). */
+const CLEAN_CLOSE = new Set([1000, 1001, 1012, 1013]);
+
+/** One node's link: its parts are the connection (open, message, close), the back-off, the status report and the
+ * sets' drain; streams are NodeStreams'. */
+class Link {
+  open = false;
+  readonly first: Promise<void>;
+  private markReady!: () => void;
+  private ws: WebSocket | undefined;
+  private stopped = false;
+  private attempt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private lastError: string | undefined;
+  private lastSent = "";
   // The newest set received and not yet applied: a burst of sets applies only the last.
-  let pending: DesiredMessage | undefined;
-  let applying: Promise<void> = Promise.resolve();
+  private pending: DesiredMessage | undefined;
+  private applying: Promise<void> = Promise.resolve();
+  private readonly streams: NodeStreams | undefined;
+  private readonly now: () => number;
+  private readonly backoff: { baseMs: number; maxMs: number };
 
-  const status = async (): Promise<StatusReport> => ({
-    type: "status",
-    node: o.node,
-    generation: await o.generation(),
-    pods: await o.pods(),
-    ...(lastError ? { error: lastError.slice(0, 1000) } : {}),
-  });
-  const report = async () => {
-    if (!open || !ws) return;
-    const s = JSON.stringify(await status());
-    if (s === lastSent) return;
-    lastSent = s;
-    ws.send(s);
+  constructor(private readonly o: LinkOptions) {
+    this.first = new Promise<void>((r) => (this.markReady = r));
+    this.now = o.now ?? Date.now;
+    this.backoff = o.backoff ?? { baseMs: 1000, maxMs: 60_000 };
+    this.streams = o.serve
+      ? new NodeStreams({
+          serve: o.serve,
+          send: (f) => this.ws?.send(JSON.stringify(f)),
+          log: (rec) => o.log(rec),
+        })
+      : undefined;
+  }
+
+  /** The compact summary: sent on change, and again on every (re)connect (the registry may have lost it). */
+  private async status(): Promise<StatusReport> {
+    return {
+      type: "status",
+      node: this.o.node,
+      generation: await this.o.generation(),
+      pods: await this.o.pods(),
+      ...(this.lastError ? { error: this.lastError.slice(0, 1000) } : {}),
+    };
+  }
+
+  readonly report = async (): Promise<void> => {
+    if (!this.open || !this.ws) return;
+    const s = JSON.stringify(await this.status());
+    if (s === this.lastSent) return;
+    this.lastSent = s;
+    this.ws.send(s);
   };
 
-  const drain = () => {
-    applying = applying.then(async () => {
-      const m = pending;
-      pending = undefined;
-      if (!m || m.generation <= (await o.generation())) return;
-      lastError = await o.apply(m).catch((e: unknown) => String((e as Error)?.message ?? e));
-      o.log({
-        event: lastError ? "apply-refused" : "applied",
+  private drain(): void {
+    this.applying = this.applying.then(async () => {
+      const m = this.pending;
+      this.pending = undefined;
+      if (!m || m.generation <= (await this.o.generation())) return;
+      this.lastError = await this.o.apply(m).catch((e: unknown) => String((e as Error)?.message ?? e));
+      this.o.log({
+        event: this.lastError ? "apply-refused" : "applied",
         generation: m.generation,
-        ...(lastError ? { error: lastError } : {}),
+        ...(this.lastError ? { error: this.lastError } : {}),
       });
-      await report().catch(() => undefined);
+      await this.report().catch(() => undefined);
     });
-  };
+  }
 
-  const schedule = () => {
-    if (stopped) return;
-    // Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"): a fleet coming back does not reconnect in step.
-    const cap = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.min(attempt, 20));
-    attempt++;
-    timer = setTimeout(() => void connect(), Math.round(Math.random() * cap));
-  };
+  /** The next attempt: at once (jitter only) after the Worker closed cleanly, else exponential back-off with full
+   * jitter (AWS Architecture Blog, "Exponential Backoff And Jitter": a fleet coming back does not reconnect in step). */
+  private schedule(clean = false): void {
+    if (this.stopped) return;
+    const cap = clean
+      ? (this.o.reconnectJitterMs ?? 1000)
+      : Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** Math.min(this.attempt, 20));
+    if (!clean) this.attempt++;
+    this.timer = setTimeout(() => this.connect(), Math.round(Math.random() * cap));
+  }
 
-  const connect = async () => {
-    if (stopped) return;
+  connect(): void {
+    void this.dial().catch((e: unknown) => {
+      this.o.log({ event: "link-error", error: String((e as Error)?.message ?? e) });
+      this.schedule();
+    });
+  }
+
+  private async dial(): Promise<void> {
+    if (this.stopped) return;
     try {
-      await enroll(o);
+      await enroll(this.o);
     } catch (e) {
-      o.log({ event: "enroll-failed", error: (e as Error).message });
+      this.o.log({ event: "enroll-failed", error: (e as Error).message });
       if (e instanceof JoinRefusedError) return;
-      return schedule();
+      return this.schedule();
     }
-    const fleet = o.identity.enrollment()!.fleet;
-    const target = new URL(FLEET_PATHS.connect, o.url);
+    const fleet = this.o.identity.enrollment()!.fleet;
+    const target = new URL(FLEET_PATHS.connect, this.o.url);
     target.protocol = target.protocol === "https:" ? "wss:" : "ws:";
-    const token = await o.identity.connectionToken(o.node, fleet, now());
+    const token = await this.o.identity.connectionToken(this.o.node, fleet, this.now());
     const sock = new WebSocket(target, {
       headers: { authorization: `Bearer ${token}` },
       maxPayload: 8 * 1024 * 1024,
       handshakeTimeout: 10_000,
     });
-    ws = sock;
-    let heard = Date.now();
-    let beat: NodeJS.Timeout | undefined;
-    let refused = false;
+    this.ws = sock;
+    const conn = { heard: Date.now(), beat: undefined as NodeJS.Timeout | undefined, refused: false };
     sock.on("unexpected-response", (_req, res) => {
       // 403: revoked. Anything else (401 a clock far off, 5xx) is tried again later.
-      refused = res.statusCode === 403;
-      o.log({ event: "connect-refused", status: res.statusCode });
+      conn.refused = res.statusCode === 403;
+      this.o.log({ event: "connect-refused", status: res.statusCode });
       sock.terminate();
     });
-    sock.on("open", () => {
-      open = true;
-      attempt = 0;
-      heard = Date.now();
-      lastSent = "";
-      o.log({ event: "connected" });
-      void o.generation().then((generation) => {
-        sock.send(
-          JSON.stringify({
-            type: "hello",
-            node: o.node,
-            generation,
-            version: o.version,
-            ...(o.capacity ? { capacity: o.capacity } : {}),
-          }),
-        );
-        markReady();
-        void report().catch(() => undefined);
-      });
-      beat = ticker(sock, {
-        heartbeatMs: heartbeat,
-        deadMs: dead,
-        everyMs: o.statusEveryMs ?? 1000,
-        heard: () => heard,
-        report,
-        log: o.log,
-      });
-    });
+    sock.on("open", () => this.opened(sock, conn));
     sock.on("message", (data) => {
-      heard = Date.now();
-      const m = parseFleetMessage(data.toString(), o.log);
-      if (!m) return;
-      if (m.type === "error") {
-        refused ||= m.reason === "revoked";
-        return;
-      }
-      if (!pending || m.generation > pending.generation) pending = m;
-      drain();
+      conn.heard = Date.now();
+      this.message(data.toString(), conn);
     });
-    sock.on("error", (e) => o.log({ event: "link-error", error: e.message }));
-    sock.on("close", (code) => {
-      clearInterval(beat);
-      const was = open;
-      open = false;
-      if (ws === sock) ws = undefined;
-      if (was) o.log({ event: "disconnected", code });
-      if (code === CLOSE.revoked || refused) {
-        o.log({ event: "revoked", note: "the node keeps its pods running; enroll it again with a new join token" });
-        return;
-      }
-      schedule();
-    });
-  };
-  void connect();
+    sock.on("error", (e) => this.o.log({ event: "link-error", error: e.message }));
+    sock.on("close", (code) => this.closed(sock, code, conn));
+  }
 
-  return {
-    connected: () => open,
-    ready: () => first,
-    close: async () => {
-      stopped = true;
-      clearTimeout(timer);
-      ws?.close(1000, "node stopping");
-      ws?.terminate();
-      await applying.catch(() => undefined);
-    },
-  };
+  /** Open: hello (generation, version, capacity), then the summary at once, then the connection's timer. */
+  private opened(sock: WebSocket, conn: { heard: number; beat: NodeJS.Timeout | undefined }): void {
+    this.open = true;
+    this.attempt = 0;
+    conn.heard = Date.now();
+    this.lastSent = "";
+    this.o.log({ event: "connected" });
+    void this.o.generation().then((generation) => {
+      sock.send(
+        JSON.stringify({
+          type: "hello",
+          node: this.o.node,
+          generation,
+          version: this.o.version,
+          ...(this.o.capacity ? { capacity: this.o.capacity } : {}),
+        }),
+      );
+      this.markReady();
+      void this.report().catch(() => undefined);
+    });
+    const heartbeatMs = this.o.heartbeatMs ?? HEARTBEAT.intervalMs;
+    conn.beat = ticker(sock, {
+      heartbeatMs,
+      deadMs: this.o.deadMs ?? HEARTBEAT.deadMs,
+      everyMs: this.o.statusEveryMs ?? 1000,
+      heard: () => conn.heard,
+      report: this.report,
+      log: this.o.log,
+    });
+  }
+
+  private message(text: string, conn: { refused: boolean }): void {
+    const m = parseFleetMessage(text, this.o.log);
+    if (!m) return;
+    if (m.type === "error") conn.refused ||= m.reason === "revoked";
+    else if (m.type === "open") {
+      if (this.streams) this.streams.start(m);
+      else this.ws?.send(JSON.stringify({ type: "end", id: m.id, error: "this node serves no streams over its link" }));
+    } else if (m.type === "credit") this.streams?.credit(m.id, m.bytes);
+    else if (m.type === "cancel") this.streams?.cancel(m.id);
+    else {
+      if (!this.pending || m.generation > this.pending.generation) this.pending = m;
+      this.drain();
+    }
+  }
+
+  private closed(sock: WebSocket, code: number, conn: { beat: NodeJS.Timeout | undefined; refused: boolean }): void {
+    clearInterval(conn.beat);
+    // A connection that is no longer the link's (a newer one replaced it) ends quietly.
+    if (this.ws !== sock) return;
+    const was = this.open;
+    this.ws = undefined;
+    this.open = false;
+    this.streams?.closeAll();
+    if (was) this.o.log({ event: "disconnected", code });
+    if (code === CLOSE.revoked || conn.refused) {
+      this.o.log({ event: "revoked", note: "the node keeps its pods running; enroll it again with a new join token" });
+      return;
+    }
+    this.schedule(was && CLEAN_CLOSE.has(code));
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.streams?.closeAll();
+    this.ws?.close(1000, "node stopping");
+    this.ws?.terminate();
+    await this.applying.catch(() => undefined);
+  }
 }
 
 /** The join token's one use, unless the node is enrolled already. */

@@ -26,6 +26,9 @@ export const NodeFleetSettings = z.object({
   PODSYNC_FLEET_BACKOFF_MAX_MS: int(100, 3_600_000).default(60_000),
   /** The heartbeat; a connection silent for three of them is dropped. */
   PODSYNC_FLEET_HEARTBEAT_MS: int(100, 20_000).default(15_000),
+  /** After the Worker closed the link cleanly (a restart or deploy), the node reconnects at once, after a random
+   * wait of at most this (the fleet does not come back in one step). */
+  PODSYNC_FLEET_RECONNECT_JITTER_MS: int(0, 60_000).default(1000),
 });
 
 export interface NodeFleetDeps {
@@ -41,6 +44,9 @@ export interface NodeFleetDeps {
   desired: DesiredState;
   pods: () => V1Pod[];
   log: (rec: Record<string, unknown>) => void;
+  /** The node's own API, exactly as its HTTP listener serves it: streams over the link (kubectl's reads,
+   * `logs -f`) go through it, so they run the node's own handlers and token checks. */
+  serve?: (req: Request) => Promise<Response>;
 }
 
 /** A fleet setting that does not parse, each named (the node entry reports it as a settings error). */
@@ -107,6 +113,8 @@ export async function startFleetLink(d: NodeFleetDeps): Promise<FleetLink | unde
     heartbeatMs: s.PODSYNC_FLEET_HEARTBEAT_MS,
     deadMs: s.PODSYNC_FLEET_HEARTBEAT_MS * 3,
     backoff: { baseMs: Math.min(1000, s.PODSYNC_FLEET_BACKOFF_MAX_MS), maxMs: s.PODSYNC_FLEET_BACKOFF_MAX_MS },
+    reconnectJitterMs: s.PODSYNC_FLEET_RECONNECT_JITTER_MS,
+    serve: d.serve,
   });
 }
 

@@ -89,7 +89,69 @@ export const StatusReport = z.strictObject({
 });
 export type StatusReport = z.infer<typeof StatusReport>;
 
-export const NodeMessage = z.discriminatedUnion("type", [Hello, StatusReport]);
+// Streams over the same connection (kubectl's reads, `logs -f`): the Worker opens a stream with one HTTP request for
+// the node's own API; the node answers with a head, data and an end. Each stream has its own credit: the node sends
+// at most `windowBytes` not yet granted back, and the Worker grants bytes back as its reader takes them, so a slow
+// reader stops only its own stream. Data is base64 in JSON text frames, at most `chunkBytes` a frame (under the
+// node's message limit, PODSYNC_FLEET_MAX_MESSAGE_BYTES).
+export const STREAM = {
+  /** Bytes a stream may have in flight or queued at the Worker before the node waits for credit. */
+  windowBytes: 64 * 1024,
+  /** The most raw bytes in one data frame (~22 KiB in base64). */
+  chunkBytes: 16 * 1024,
+  /** Open streams a node serves at once; more are refused (503). */
+  maxStreams: 32,
+  /** The node's answer's head must arrive within this. */
+  headTimeoutMs: 30_000,
+  /** The largest request body a stream carries (the read side sends none). */
+  maxRequestBodyBytes: 64 * 1024,
+} as const;
+const StreamId = z
+  .number()
+  .int()
+  .min(1)
+  .max(2 ** 31);
+const Headers = z.array(z.tuple([z.string().max(256), z.string().max(8192)])).max(64);
+
+/** Worker → node: a request for the node's own API (path with query, the caller's headers). */
+export const StreamOpen = z.strictObject({
+  type: z.literal("open"),
+  id: StreamId,
+  method: z.enum(["GET", "HEAD"]),
+  path: z.string().min(1).max(8192),
+  headers: Headers,
+});
+/** Worker → node: `bytes` more may be sent on stream `id`. */
+export const StreamCredit = z.strictObject({
+  type: z.literal("credit"),
+  id: StreamId,
+  bytes: z.number().int().min(1),
+});
+/** Worker → node: the reader went away. */
+export const StreamCancel = z.strictObject({ type: z.literal("cancel"), id: StreamId });
+/** Node → Worker: the answer's status and headers. */
+export const StreamHead = z.strictObject({
+  type: z.literal("head"),
+  id: StreamId,
+  status: z.number().int().min(100).max(599),
+  headers: Headers,
+});
+/** Node → Worker: body bytes (base64). */
+export const StreamData = z.strictObject({
+  type: z.literal("data"),
+  id: StreamId,
+  data: z.string().max(Math.ceil((STREAM.chunkBytes * 4) / 3) + 4),
+});
+/** Node → Worker: the body ended (an error if it broke off). */
+export const StreamEnd = z.strictObject({
+  type: z.literal("end"),
+  id: StreamId,
+  error: z.string().max(1000).optional(),
+});
+export type StreamOpen = z.infer<typeof StreamOpen>;
+export type StreamFrame = z.infer<typeof StreamHead> | z.infer<typeof StreamData> | z.infer<typeof StreamEnd>;
+
+export const NodeMessage = z.discriminatedUnion("type", [Hello, StatusReport, StreamHead, StreamData, StreamEnd]);
 export type NodeMessage = z.infer<typeof NodeMessage>;
 
 /** The owner-signed desired set, exactly as the owner sent it (PUT /v1/node/pods's body and signature): the node
@@ -114,7 +176,13 @@ export const ErrorMessage = z.strictObject({
 });
 export type ErrorMessage = z.infer<typeof ErrorMessage>;
 
-export const FleetMessage = z.discriminatedUnion("type", [DesiredMessage, ErrorMessage]);
+export const FleetMessage = z.discriminatedUnion("type", [
+  DesiredMessage,
+  ErrorMessage,
+  StreamOpen,
+  StreamCredit,
+  StreamCancel,
+]);
 export type FleetMessage = z.infer<typeof FleetMessage>;
 
 /** The enrollment request: the join token's single use. */

@@ -11,6 +11,8 @@
 //   PUT  /fleet/nodes/{node}/v1/node/pods      the node's next desired set, as PUT /v1/node/pods takes it
 //   PUT  /fleet/v1/node/pods                   one set for every node its `aud` names (a list of node names)
 //   GET  /fleet/audit[?node=]                  act read: enrollments, revocations, label changes, forged reports
+//   GET  /fleet/{version,api,apis}/...         kubectl: the registry as v1 Nodes (kube.ts)
+//   GET  /fleet/nodes/{node}/{api,apis,...}    kubectl: the node's own API over its link, as streams (kube.ts)
 import { decodeJwt } from "jose";
 import { createVerifier, type Algorithm, type Verifier, type VerifiedToken } from "../../auth/verify.js";
 import { MemoryReplayStore } from "../../auth/replay.js";
@@ -22,6 +24,7 @@ import { parseLabelSelector, SelectorError, type LabelSelector } from "../../kub
 import { DurableReplayStore } from "../replay-store.js";
 import { fleetSettingsOf, type FleetConfig, type FleetEnv, type FleetNamespace } from "./settings.js";
 import { settingsOf, type WorkerConfig } from "../settings.js";
+import { fleetKubePath, serveFleetKube, type FleetKubeDeps } from "./kube.js";
 
 export const isFleetPath = (path: string) => path === "/fleet" || path.startsWith("/fleet/");
 
@@ -51,6 +54,8 @@ async function route(fl: Fleet, req: Request, path: string): Promise<Response> {
     throw new ProblemError("bad-request", `the node name in the path: ${node.error.issues[0]?.message}`);
   const name = node?.data;
   const rest = m?.[2] ?? "";
+  const kubePath = fleetKubePath(path, name, rest);
+  if (kubePath) return serveFleetKube(kubeDeps(fl), req, kubePath, name);
   const verb = `${req.method} ${name ? `/fleet/nodes/{node}${rest}` : path}`;
   switch (verb) {
     case "GET /fleet":
@@ -121,6 +126,10 @@ const PROBLEM_SLUGS = {
   "already-enrolled": 1,
   "stale-generation": 1,
   "bad-request": 1,
+  "node-not-connected": 1,
+  "too-many-streams": 1,
+  "runtime-timeout": 1,
+  "runtime-unavailable": 1,
 };
 const shardCall = <T>(fl: Fleet, node: string, op: string, arg: object) =>
   shardFetch<T>(fl, shardOf(node, fl.f.PODSYNC_FLEET_SHARDS), op, arg);
@@ -192,6 +201,49 @@ async function scopedNode(fl: Fleet, t: VerifiedToken, name: string): Promise<Fl
     );
   return one;
 }
+
+/** What the Kubernetes side (kube.ts) needs of the fleet's routes. */
+const kubeDeps = (fl: Fleet): FleetKubeDeps => ({
+  fleetReader: (req) => owner(fl, req, "read"),
+  nodeReader: (req, node) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
+    if (!m)
+      throw new ProblemError(
+        "unauthorized",
+        `send Authorization: Bearer <a read token for node "${node}"> (kubectl sends it only over https)`,
+      );
+    return verifier(fl, node, { replay: false }).verify(m[1]!, {
+      consume: false,
+      check: (p) =>
+        p["act"] === "read"
+          ? undefined
+          : new ProblemError(
+              "out-of-scope",
+              `a node's API needs a read token (got act ${JSON.stringify(p["act"] ?? null)})`,
+            ),
+    });
+  },
+  nodes: async (t) =>
+    (await Promise.all(allShards(fl).map((i) => shardFetch<FleetNode[]>(fl, i, "/list", { actor: "" }))))
+      .flat()
+      .filter((n) => inScope(t, n.metadata.labels))
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)),
+  stream: async (node, open) => {
+    const r = await stub(fl, shardOf(node, fl.f.PODSYNC_FLEET_SHARDS)).fetch("https://fleet-shard/stream", {
+      method: "POST",
+      body: JSON.stringify({ actor: "", node, ...open }),
+    });
+    if (r.headers.get("content-type") === "application/problem+json") {
+      const p = (await r.json()) as { detail?: string; type?: string };
+      const slug = String(p.type ?? "").replace(/^urn:podsync:problem:/, "");
+      throw new ProblemError(
+        (slug in PROBLEM_SLUGS ? slug : "internal") as ConstructorParameters<typeof ProblemError>[0],
+        p.detail ?? `the registry shard answered ${r.status}`,
+      );
+    }
+    return r;
+  },
+});
 
 async function listNodes(fl: Fleet, req: Request): Promise<Response> {
   const t = await owner(fl, req, "read");

@@ -7,11 +7,20 @@
 // setWebSocketAutoResponse); one alarm per shard (not per node) while any connection is open finds silent ones and
 // writes lastSeen at most every PODSYNC_FLEET_LAST_SEEN_WRITE_S; a node reports only its own status (another node's
 // name is refused and audited); a revoked node's connection is closed at once.
-import { CLOSE, type DesiredMessage, HEARTBEAT, NodeMessage, SILENT_MS } from "../../http/fleet/protocol.js";
+import {
+  CLOSE,
+  type DesiredMessage,
+  HEARTBEAT,
+  NodeMessage,
+  SILENT_MS,
+  STREAM,
+  type StreamOpen,
+} from "../../http/fleet/protocol.js";
 import { fleetNode, type FleetNode } from "../../http/fleet/node-view.js";
 import { toProblemError, ProblemError } from "../../usecases/problems.js";
 import { type FleetShardState, type HibernatableSocket, upgraded, workerd } from "./runtime.js";
 import { FleetStats } from "./stats.js";
+import { ShardStreams } from "./streams.js";
 import { FleetTable, type NodeRow, type StoredDesired } from "./table.js";
 import { verifyNodeToken } from "./node-auth.js";
 import { fleetSettingsOf } from "./settings.js";
@@ -33,10 +42,12 @@ export interface ShardArg {
 export type EnrollArg = ShardArg & Pick<NodeRow, "name" | "jwk" | "labels" | "capacity" | "version"> & { jti: string };
 export type LabelArg = ShardArg & { node: string; set: Record<string, string | null> };
 export type DesiredArg = ShardArg & StoredDesired & { node: string; jti: string };
+export type StreamArg = ShardArg & { node: string } & Omit<StreamOpen, "type" | "id">;
 
 export class FleetShard {
   private readonly table: FleetTable;
   private readonly stats: FleetStats;
+  private readonly streams = new ShardStreams();
   constructor(
     private readonly ctx: FleetShardState,
     private readonly env: Env,
@@ -61,6 +72,7 @@ export class FleetShard {
     try {
       if (op === "/connect") return await this.connect(req);
       const arg = (await req.json()) as ShardArg;
+      if (op === "/stream") return await this.stream(arg as StreamArg);
       const now = Date.now();
       switch (op) {
         case "/enroll":
@@ -142,6 +154,10 @@ export class FleetShard {
         message: `not a fleet message: ${String((e as Error).message).slice(0, 300)}`,
       });
     }
+    if (msg.type === "head" || msg.type === "data" || msg.type === "end") {
+      this.streams.frame(msg);
+      return;
+    }
     ws.serializeAttachment({ ...att, heardAt: now } satisfies Attachment);
     if (msg.node !== att.node) return this.forged(ws, att.node, msg, now);
     if (msg.type === "hello") {
@@ -154,7 +170,7 @@ export class FleetShard {
   }
 
   /** A message naming another node: refused, audited, and the connection closed. */
-  private forged(ws: HibernatableSocket, node: string, msg: NodeMessage, now: number): void {
+  private forged(ws: HibernatableSocket, node: string, msg: { type: string; node: string }, now: number): void {
     const why = `this connection is node "${node}"'s: it may not report for "${msg.node}"`;
     this.table.audit({
       at: now,
@@ -169,6 +185,7 @@ export class FleetShard {
 
   async webSocketClose(ws: HibernatableSocket, code: number, reason: string): Promise<void> {
     const att = ws.deserializeAttachment() as Attachment | null;
+    this.streams.dropSocket(ws);
     try {
       ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
     } catch {
@@ -233,6 +250,19 @@ export class FleetShard {
 
   private socketOf(node: string): HibernatableSocket | undefined {
     return this.ctx.getWebSockets(node).find((w) => w.readyState === 1);
+  }
+
+  /** A request for the node's own API, over its link as a stream (streams.ts); the node checks the caller's token. */
+  private async stream(a: StreamArg): Promise<Response> {
+    const ws = this.socketOf(a.node);
+    if (!ws)
+      throw new ProblemError(
+        "node-not-connected",
+        `node "${a.node}" is not connected to the fleet: its API is reached over its own link`,
+      );
+    if (this.streams.size >= STREAM.maxStreams * this.ctx.getWebSockets().length)
+      throw new ProblemError("too-many-streams", "this registry shard holds as many streams as it serves");
+    return this.streams.open(ws, { method: a.method, path: a.path, headers: a.headers });
   }
 
   private enroll(n: EnrollArg, now: number): { node: string } {
