@@ -28,10 +28,10 @@
 // stops the loop; each distinct error is logged once (and its recovery once), never on every tick.
 import type { Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
-import { errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
+import { errorMessage, isCriError } from "../cri/errors.js";
 import type { ContainerEvent, EventStreamState } from "../cri/container-events.js";
-import { ContainerState, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
-import { createEventTrigger, type Owner } from "./evented.js";
+import type { Owner } from "./evented.js";
+import { startEventedPleg } from "./pleg-events.js";
 import { sameEntry, stillStored, storeView, type DesiredPod, type DesiredState } from "./desired-state.js";
 import { objectsFromStored } from "../pod/bundle.js";
 import { SupersededError, type GuardOptions, type PodRuntime, type SyncResult } from "../kubelet/pod-runtime.js";
@@ -617,71 +617,53 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     else again = true;
   };
 
-  // Runtime events: an exit syncs its pod now (once CRI shows it, or with the exit its event carries), coalesced
-  // per pod.
-  const trigger = createEventTrigger({
-    ownerOf: (id) => owners.get(id),
-    stopped: async (id, sandbox) => {
-      const gone = (e: unknown) => {
-        if (isCriError(e, GrpcCode.NOT_FOUND)) return undefined;
-        throw e;
-      };
-      if (sandbox)
-        return (
-          (await o.cri.podSandboxStatus({ podSandboxId: id }).catch(gone))?.status?.state !==
-          PodSandboxState.SANDBOX_READY
-        );
-      return (
-        (await o.cri.containerStatus({ containerId: id }).catch(gone))?.status?.state !==
-        ContainerState.CONTAINER_RUNNING
-      );
-    },
-    sync: async (uid, reason, exited) => {
-      // A sync already running may have read the pod before this exit: this one follows it.
-      while (inFlight.has(uid)) await inFlight.get(uid);
-      // A pod a request stored since the last relist is not in `specs` yet: the store says whether it is desired.
-      if (stopped || (!specs.has(uid) && !(await o.desired.get(uid).catch(() => undefined)))) return;
-      await sync(uid, reason, exited);
-      // A relist after it: what reads the relist (the prober's view, the Kubernetes API's pods and watches) sees
-      // the restart now, not a whole evented period later. One for a burst: asked while one runs, it runs after.
-      // Exits the sync took from their events are waited for in CRI first, so the relist reads them recorded.
-      if (exited) await Promise.all([...exited.keys()].map((id) => trigger.settle(id, false)));
-      relistNow();
-    },
-    unknown: relistNow,
-  });
-  const watch = o.manual
+  // The PLEG's events (runtime events; the relist is relistAndSync's): an exit syncs its pod, through its worker.
+  const pleg = o.manual
     ? undefined
-    : o.events?.({
-        event: (e) => {
-          o.metrics?.runtimeEvent?.(e.kind);
-          if (!stopped) trigger.handle(e);
-        },
-        state: (st) => {
-          const was = eventsUp;
-          eventsUp = st.up;
-          o.metrics?.eventStream?.(st.up, st.source ?? "");
-          if (st.up) {
-            report("events", undefined, undefined);
-            log({
-              event: "runtime events",
-              up: true,
-              source: st.source,
-              reconnects: st.reconnects,
-              relistIntervalMs: eventedInterval,
-            });
-            // Whatever happened while the stream was not open is seen by a relist now.
-            relistNow();
-            return;
-          }
-          report("events", undefined, {
-            same: st.error ?? "down",
-            text: `runtime event stream down (relisting every ${interval} ms): ${st.error ?? "down"}`,
-          });
-          // Back to the relist at its interval, starting now.
-          if (was) relistNow();
+    : startEventedPleg({
+        cri: o.cri,
+        events: o.events,
+        metrics: o.metrics,
+        ownerOf: (id) => owners.get(id),
+        stopped: () => stopped,
+        on: {
+          exited: async (uid, reason, exited) => {
+            // A sync already running may have read the pod before this exit: this one follows it.
+            while (inFlight.has(uid)) await inFlight.get(uid);
+            // A pod a request stored since the last relist is not in `specs` yet: the store says whether it is desired.
+            if (stopped || (!specs.has(uid) && !(await o.desired.get(uid).catch(() => undefined)))) return false;
+            await sync(uid, reason, exited);
+            return true;
+          },
+          relist: relistNow,
+          stream: streamState,
         },
       });
+
+  /** The event stream went up (the relist becomes the safety net) or down (the relist at its interval). */
+  function streamState(st: EventStreamState) {
+    const was = eventsUp;
+    eventsUp = st.up;
+    if (st.up) {
+      report("events", undefined, undefined);
+      log({
+        event: "runtime events",
+        up: true,
+        source: st.source,
+        reconnects: st.reconnects,
+        relistIntervalMs: eventedInterval,
+      });
+      // Whatever happened while the stream was not open is seen by a relist now.
+      relistNow();
+      return;
+    }
+    report("events", undefined, {
+      same: st.error ?? "down",
+      text: `runtime event stream down (relisting every ${interval} ms): ${st.error ?? "down"}`,
+    });
+    // Back to the relist at its interval, starting now.
+    if (was) relistNow();
+  }
 
   /** Probes run on their own timer (a slow exec probe never holds up a relist). */
   function kickProbes() {
@@ -762,8 +744,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     kick: relistNow,
     async stop() {
       stopped = true;
-      watch?.close();
-      await trigger.idle();
+      pleg?.close();
+      await pleg?.idle();
       clearTimeout(timer);
       clearTimeout(probeTimer);
       await current;
