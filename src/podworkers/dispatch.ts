@@ -77,11 +77,18 @@ function stale(e: unknown): never {
 export function createPodDispatch<E>(store: StoreView<E>, workers = new PodWorkers()): PodDispatch<E> {
   const kill = (k: KillRequest) => {
     const guard: GuardOptions = { current: () => store.absent(k.uid) };
-    return workers.update(k.uid, {
+    const done = workers.update(k.uid, {
       type: "kill",
       slot: k.slot,
       run: () => k.runtime.delete(k.uid, k.gracePeriodSeconds, guard, k.spec).catch(stale),
     });
+    // Cleanup (kubelet's SyncKnownPods, here at once): a terminated pod the store no longer holds loses its worker
+    // (only if idle: a request's restart may follow; the loop's housekeeping catches any left).
+    void done.then(
+      async () => (await store.absent(k.uid)) && workers.forget(k.uid),
+      () => undefined,
+    );
+    return done;
   };
   const d: PodDispatch<E> = {
     workers,
