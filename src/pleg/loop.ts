@@ -1,11 +1,11 @@
-// Package pleg/ — the node agent's reconcile: relist (kubelet's PLEG), decide (pure), the loop (pod workers), the desired-state port.
-// Imports the front door, prober/, status/, metrics/ and below; never HTTP or an entry point.
+// Package pleg/ — the node agent's reconcile: the PLEG (relist.ts, pleg-events.ts), decide (pure), the sync loop,
+// the desired-state port. Imports the front door, podworkers/, prober/, status/, metrics/ and below; never HTTP.
 //
-// The node agent's reconcile loop: kubelet's PLEG relist plus its pod workers, for the pods in the node's
-// desired state. Every relist interval it lists the node (2 CRI calls, see relist.ts), and for each desired
-// pod decides, purely (decide.ts), whether it needs a sync and whether now is the time; those it syncs through
-// the engine's front door (runtime.sync, which takes the per-pod lock, so a request and the loop never act on
-// one pod at once). It also drives the prober (prober.ts: update/observe/tick/results/needsSync).
+// The node agent's sync loop (kubelet's syncLoop), for the pods in the node's desired state. Every relist interval
+// it lists the node (2 CRI calls, see relist.ts), and for each desired pod whose worker is idle decides, purely
+// (decide.ts), whether it needs a sync and whether now is the time; those it dispatches to the pod's worker
+// (src/podworkers/: one serial worker per pod, which requests feed too, so a request and the loop never act on one
+// pod at once). It also drives the prober (prober.ts: update/observe/tick/results/needsSync).
 //
 //   start-up        every desired pod is synced once (after a reboot or a containerd restart that brings
 //                   them back as new sandbox attempts)
@@ -20,9 +20,9 @@
 //   eviction        with the eviction manager, its pass on its own interval after a relist (eviction/manager.ts);
 //                   in evented mode the relist comes that often while it has anything to watch
 //   probes          ticked when due, against the last relist; a liveness/startup failure syncs the pod
-//   every sync      with the spec as stored at that moment (checked again under the pod's lock: a spec a request
-//                   replaced meanwhile is not applied); a pod that left the desired state meanwhile is not
-//                   synced, and one that left while its sync waited for the lock is deleted again
+//   every sync      in the pod's worker, with the spec as stored when it runs (checked again under the pod's
+//                   lock: a spec a request replaced meanwhile is not applied); a pod that left the desired state
+//                   meanwhile is not synced, and one that left while its sync ran is deleted again
 //
 // Pods the desired state does not hold are never synced, whatever labels they carry. One pod's failure never
 // stops the loop; each distinct error is logged once (and its recovery once), never on every tick.
