@@ -506,29 +506,32 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           }
       for (const uid of observed.keys()) if (!view.pods.has(uid)) observed.delete(uid);
       // The eviction manager's local storage pass, on its own interval, from this relist's statuses.
-      if (o.eviction && t >= nextEvictionAt) {
-        nextEvictionAt = t + (o.eviction.intervalMs ?? EVICTION_INTERVAL_DEFAULT_MS);
-        const pods = entries
-          .filter((e) => !inFlight.has(e.pod.metadata.uid))
-          .map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
-        try {
-          const r = await evictionPass(o.eviction, o.runtime, pods, t);
-          for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
-          for (const uid of r.recreated)
-            o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
-          if (r.diskPressure !== undefined && r.diskPressure !== diskPressure)
-            o.log?.({ loop: "eviction", condition: "DiskPressure", status: r.diskPressure ? "True" : "False" });
-          diskPressure = r.diskPressure;
-          report("eviction", undefined, undefined);
-        } catch (e) {
-          report("eviction", undefined, failure(e));
-        }
-      }
+      if (o.eviction && t >= nextEvictionAt) await evictionStep(o.eviction, entries, view, t);
     } catch (e) {
       o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, false);
       report("relist", undefined, failure(e));
     }
     return report0;
+  }
+
+  /** The eviction manager's pass (eviction/manager.ts) over the desired pods no loop sync is acting on. */
+  async function evictionStep(opts: EvictionOptions, entries: readonly DesiredPod[], view: Relist, t: number) {
+    nextEvictionAt = t + (opts.intervalMs ?? EVICTION_INTERVAL_DEFAULT_MS);
+    const pods = entries
+      .filter((e) => !inFlight.has(e.pod.metadata.uid))
+      .map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
+    try {
+      const r = await evictionPass(opts, o.runtime, pods, t);
+      for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
+      for (const uid of r.recreated)
+        o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
+      if (r.diskPressure !== undefined && r.diskPressure !== diskPressure)
+        o.log?.({ loop: "eviction", condition: "DiskPressure", status: r.diskPressure ? "True" : "False" });
+      diskPressure = r.diskPressure;
+      report("eviction", undefined, undefined);
+    } catch (e) {
+      report("eviction", undefined, failure(e));
+    }
   }
 
   /** Run due probes; sync the pods whose liveness or startup probe failed, or whose sidecar just started. */
