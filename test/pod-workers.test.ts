@@ -243,6 +243,11 @@ describe("pod workers", () => {
     expect(w.state("c")).toBe("syncing");
     expect(await w.update("c", work("c", "sync", "c again"))).toEqual({ kind: "done", value: "c again" });
     expect(w.state("b")).toBeUndefined();
+    expect(w.forget("a")).toBe(false); // syncing: stays
+    await w.update("a", work("a", "kill", "a killed"));
+    await w.idle();
+    expect(w.forget("a")).toBe(true);
+    expect(w.state("a")).toBeUndefined();
     // Its uid may start again: a new worker.
     expect(await w.update("b", work("b", "create", "b again"))).toEqual({ kind: "done", value: "b again" });
     expect(w.state("b")).toBe("syncing");

@@ -167,7 +167,8 @@ export function createApp(o: AppOptions) {
     admission,
     workloads: o.workloads,
     intake,
-    pods: o.pods ?? createPodDispatch(storeView(desired)),
+    // Without the node's pod workers (Workers, tests): a worker per call, the runtime's lock orders them.
+    pods: o.pods ?? createPodDispatch(storeView(desired), false),
     services: o.services,
     servicesRefusal: o.servicesRefusal,
   };

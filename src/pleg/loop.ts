@@ -1,11 +1,11 @@
-// Package pleg/ — the node agent's reconcile: relist (kubelet's PLEG), decide (pure), the loop (pod workers), the desired-state port.
-// Imports the front door, prober/, status/, metrics/ and below; never HTTP or an entry point.
+// Package pleg/ — the node agent's reconcile: the PLEG (relist.ts, pleg-events.ts), decide (pure), the sync loop,
+// the desired-state port. Imports the front door, podworkers/, prober/, status/, metrics/ and below; never HTTP.
 //
-// The node agent's reconcile loop: kubelet's PLEG relist plus its pod workers, for the pods in the node's
-// desired state. Every relist interval it lists the node (2 CRI calls, see relist.ts), and for each desired
-// pod decides, purely (decide.ts), whether it needs a sync and whether now is the time; those it syncs through
-// the engine's front door (runtime.sync, which takes the per-pod lock, so a request and the loop never act on
-// one pod at once). It also drives the prober (prober.ts: update/observe/tick/results/needsSync).
+// The node agent's sync loop (kubelet's syncLoop), for the pods in the node's desired state. Every relist interval
+// it lists the node (2 CRI calls, see relist.ts), and for each desired pod whose worker is idle decides, purely
+// (decide.ts), whether it needs a sync and whether now is the time; those it dispatches to the pod's worker
+// (src/podworkers/: one serial worker per pod, which requests feed too, so a request and the loop never act on one
+// pod at once). It also drives the prober (prober.ts: update/observe/tick/results/needsSync).
 //
 //   start-up        every desired pod is synced once (after a reboot or a containerd restart that brings
 //                   them back as new sandbox attempts)
@@ -20,18 +20,18 @@
 //   eviction        with the eviction manager, its pass on its own interval after a relist (eviction/manager.ts);
 //                   in evented mode the relist comes that often while it has anything to watch
 //   probes          ticked when due, against the last relist; a liveness/startup failure syncs the pod
-//   every sync      with the spec as stored at that moment (checked again under the pod's lock: a spec a request
-//                   replaced meanwhile is not applied); a pod that left the desired state meanwhile is not
-//                   synced, and one that left while its sync waited for the lock is deleted again
+//   every sync      in the pod's worker, with the spec as stored when it runs (checked again under the pod's
+//                   lock: a spec a request replaced meanwhile is not applied); a pod that left the desired state
+//                   meanwhile is not synced, and one that left while its sync ran is deleted again
 //
 // Pods the desired state does not hold are never synced, whatever labels they carry. One pod's failure never
 // stops the loop; each distinct error is logged once (and its recovery once), never on every tick.
 import type { Pod } from "../pod/schema.js";
 import type { CriClient } from "../cri/client.js";
-import { errorMessage, GrpcCode, isCriError } from "../cri/errors.js";
+import { errorMessage, isCriError } from "../cri/errors.js";
 import type { ContainerEvent, EventStreamState } from "../cri/container-events.js";
-import { ContainerState, PodSandboxState } from "../gen/runtime/v1/api_pb.js";
-import { createEventTrigger, type Owner } from "./evented.js";
+import type { Owner } from "./evented.js";
+import { startEventedPleg } from "./pleg-events.js";
 import { sameEntry, stillStored, storeView, type DesiredPod, type DesiredState } from "./desired-state.js";
 import { objectsFromStored } from "../pod/bundle.js";
 import { SupersededError, type GuardOptions, type PodRuntime, type SyncResult } from "../kubelet/pod-runtime.js";
@@ -506,29 +506,32 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
           }
       for (const uid of observed.keys()) if (!view.pods.has(uid)) observed.delete(uid);
       // The eviction manager's local storage pass, on its own interval, from this relist's statuses.
-      if (o.eviction && t >= nextEvictionAt) {
-        nextEvictionAt = t + (o.eviction.intervalMs ?? EVICTION_INTERVAL_DEFAULT_MS);
-        const pods = entries
-          .filter((e) => !inFlight.has(e.pod.metadata.uid))
-          .map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
-        try {
-          const r = await evictionPass(o.eviction, o.runtime, pods, t);
-          for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
-          for (const uid of r.recreated)
-            o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
-          if (r.diskPressure !== undefined && r.diskPressure !== diskPressure)
-            o.log?.({ loop: "eviction", condition: "DiskPressure", status: r.diskPressure ? "True" : "False" });
-          diskPressure = r.diskPressure;
-          report("eviction", undefined, undefined);
-        } catch (e) {
-          report("eviction", undefined, failure(e));
-        }
-      }
+      if (o.eviction && t >= nextEvictionAt) await evictionStep(o.eviction, entries, view, t);
     } catch (e) {
       o.metrics?.relist((now() - t0) / 1000, scheduled > 0 ? Math.max(0, t0 - scheduled) / 1000 : 0, false);
       report("relist", undefined, failure(e));
     }
     return report0;
+  }
+
+  /** The eviction manager's pass (eviction/manager.ts) over the desired pods no loop sync is acting on. */
+  async function evictionStep(opts: EvictionOptions, entries: readonly DesiredPod[], view: Relist, t: number) {
+    nextEvictionAt = t + (opts.intervalMs ?? EVICTION_INTERVAL_DEFAULT_MS);
+    const pods = entries
+      .filter((e) => !inFlight.has(e.pod.metadata.uid))
+      .map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
+    try {
+      const r = await evictionPass(opts, o.runtime, pods, t);
+      for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
+      for (const uid of r.recreated)
+        o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
+      if (r.diskPressure !== undefined && r.diskPressure !== diskPressure)
+        o.log?.({ loop: "eviction", condition: "DiskPressure", status: r.diskPressure ? "True" : "False" });
+      diskPressure = r.diskPressure;
+      report("eviction", undefined, undefined);
+    } catch (e) {
+      report("eviction", undefined, failure(e));
+    }
   }
 
   /** Run due probes; sync the pods whose liveness or startup probe failed, or whose sidecar just started. */
@@ -617,71 +620,53 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     else again = true;
   };
 
-  // Runtime events: an exit syncs its pod now (once CRI shows it, or with the exit its event carries), coalesced
-  // per pod.
-  const trigger = createEventTrigger({
-    ownerOf: (id) => owners.get(id),
-    stopped: async (id, sandbox) => {
-      const gone = (e: unknown) => {
-        if (isCriError(e, GrpcCode.NOT_FOUND)) return undefined;
-        throw e;
-      };
-      if (sandbox)
-        return (
-          (await o.cri.podSandboxStatus({ podSandboxId: id }).catch(gone))?.status?.state !==
-          PodSandboxState.SANDBOX_READY
-        );
-      return (
-        (await o.cri.containerStatus({ containerId: id }).catch(gone))?.status?.state !==
-        ContainerState.CONTAINER_RUNNING
-      );
-    },
-    sync: async (uid, reason, exited) => {
-      // A sync already running may have read the pod before this exit: this one follows it.
-      while (inFlight.has(uid)) await inFlight.get(uid);
-      // A pod a request stored since the last relist is not in `specs` yet: the store says whether it is desired.
-      if (stopped || (!specs.has(uid) && !(await o.desired.get(uid).catch(() => undefined)))) return;
-      await sync(uid, reason, exited);
-      // A relist after it: what reads the relist (the prober's view, the Kubernetes API's pods and watches) sees
-      // the restart now, not a whole evented period later. One for a burst: asked while one runs, it runs after.
-      // Exits the sync took from their events are waited for in CRI first, so the relist reads them recorded.
-      if (exited) await Promise.all([...exited.keys()].map((id) => trigger.settle(id, false)));
-      relistNow();
-    },
-    unknown: relistNow,
-  });
-  const watch = o.manual
+  // The PLEG's events (runtime events; the relist is relistAndSync's): an exit syncs its pod, through its worker.
+  const pleg = o.manual
     ? undefined
-    : o.events?.({
-        event: (e) => {
-          o.metrics?.runtimeEvent?.(e.kind);
-          if (!stopped) trigger.handle(e);
-        },
-        state: (st) => {
-          const was = eventsUp;
-          eventsUp = st.up;
-          o.metrics?.eventStream?.(st.up, st.source ?? "");
-          if (st.up) {
-            report("events", undefined, undefined);
-            log({
-              event: "runtime events",
-              up: true,
-              source: st.source,
-              reconnects: st.reconnects,
-              relistIntervalMs: eventedInterval,
-            });
-            // Whatever happened while the stream was not open is seen by a relist now.
-            relistNow();
-            return;
-          }
-          report("events", undefined, {
-            same: st.error ?? "down",
-            text: `runtime event stream down (relisting every ${interval} ms): ${st.error ?? "down"}`,
-          });
-          // Back to the relist at its interval, starting now.
-          if (was) relistNow();
+    : startEventedPleg({
+        cri: o.cri,
+        events: o.events,
+        metrics: o.metrics,
+        ownerOf: (id) => owners.get(id),
+        stopped: () => stopped,
+        on: {
+          exited: async (uid, reason, exited) => {
+            // A sync already running may have read the pod before this exit: this one follows it.
+            while (inFlight.has(uid)) await inFlight.get(uid);
+            // A pod a request stored since the last relist is not in `specs` yet: the store says whether it is desired.
+            if (stopped || (!specs.has(uid) && !(await o.desired.get(uid).catch(() => undefined)))) return false;
+            await sync(uid, reason, exited);
+            return true;
+          },
+          relist: relistNow,
+          stream: streamState,
         },
       });
+
+  /** The event stream went up (the relist becomes the safety net) or down (the relist at its interval). */
+  function streamState(st: EventStreamState) {
+    const was = eventsUp;
+    eventsUp = st.up;
+    if (st.up) {
+      report("events", undefined, undefined);
+      log({
+        event: "runtime events",
+        up: true,
+        source: st.source,
+        reconnects: st.reconnects,
+        relistIntervalMs: eventedInterval,
+      });
+      // Whatever happened while the stream was not open is seen by a relist now.
+      relistNow();
+      return;
+    }
+    report("events", undefined, {
+      same: st.error ?? "down",
+      text: `runtime event stream down (relisting every ${interval} ms): ${st.error ?? "down"}`,
+    });
+    // Back to the relist at its interval, starting now.
+    if (was) relistNow();
+  }
 
   /** Probes run on their own timer (a slow exec probe never holds up a relist). */
   function kickProbes() {
@@ -762,8 +747,8 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
     kick: relistNow,
     async stop() {
       stopped = true;
-      watch?.close();
-      await trigger.idle();
+      pleg?.close();
+      await pleg?.idle();
       clearTimeout(timer);
       clearTimeout(probeTimer);
       await current;

@@ -76,14 +76,30 @@ function stale(e: unknown): never {
   throw e;
 }
 
-export function createPodDispatch<E>(store: StoreView<E>, workers = new PodWorkers()): PodDispatch<E> {
+/** `shared: false`: every call gets a worker of its own, so no work is queued across requests. On Workers an isolate
+ * must not resolve one request's promise from another's (workerd cancels it): there the runtime's Durable Object
+ * lock, with each work's guard, orders a pod's callers, as before the pod workers. */
+export function createPodDispatch<E>(
+  store: StoreView<E>,
+  shared: PodWorkers | false = new PodWorkers(),
+): PodDispatch<E> {
+  const workers = shared || new PodWorkers();
+  const of = () => shared || new PodWorkers();
   const kill = (k: KillRequest) => {
     const guard: GuardOptions = { current: () => store.absent(k.uid) };
-    return workers.update(k.uid, {
+    const w = of();
+    const done = w.update(k.uid, {
       type: "kill",
       slot: k.slot,
       run: () => k.runtime.delete(k.uid, k.gracePeriodSeconds, guard, k.spec).catch(stale),
     });
+    // Cleanup (kubelet's SyncKnownPods, here at once): a terminated pod the store no longer holds loses its worker
+    // (only if idle: a request's restart may follow; the loop's housekeeping catches any left).
+    void done.then(
+      async () => (await store.absent(k.uid)) && w.forget(k.uid),
+      () => undefined,
+    );
+    return done;
   };
   const d: PodDispatch<E> = {
     workers,
@@ -99,7 +115,9 @@ export function createPodDispatch<E>(store: StoreView<E>, workers = new PodWorke
         return r;
       };
       const key = store.specKey(q.entry);
-      return workers.update(uid, { type: "update", key, slot: q.slot, run }).finally(() => d.hooks.requestDone?.(uid));
+      return of()
+        .update(uid, { type: "update", key, slot: q.slot, run })
+        .finally(() => d.hooks.requestDone?.(uid));
     },
     kill,
     killing(runtime) {

@@ -125,6 +125,13 @@ export class PodWorkers {
     return removed;
   }
 
+  /** The pod's worker goes if it is terminated and idle (its pod is gone from the desired state): true if it went. */
+  forget(uid: string): boolean {
+    const w = this.workers.get(uid);
+    if (!w || w.state !== "terminated" || w.working || w.pending) return false;
+    return this.workers.delete(uid);
+  }
+
   /** Resolves once no worker runs. */
   async idle(): Promise<void> {
     while (this.running.size) await Promise.all([...this.running]);
