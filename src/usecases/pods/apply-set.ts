@@ -1,7 +1,7 @@
 // The apply-set use case (PUT /v1/node/pods) up to its commit: every item validated and admitted before anything
 // changes, then the commit (the set's node stage, the uid check, the store replaced, the workloads following),
-// one step on the node. The syncs and deletes the commit implies stay with the route until the pod workers own
-// them (issue #36 item 1); `mapBounded` runs them.
+// one step on the node. The syncs and teardowns the commit implies go to the pod workers (src/podworkers/), from
+// the route.
 import type { VerifiedToken } from "../../auth/verify.js";
 import { controllerOf } from "../../controllers/pods.js";
 import { workloadKey, type StoredWorkload } from "../../controllers/store.js";
@@ -24,24 +24,6 @@ export interface PodSet {
   pods: SetMember[];
   workloads: WorkloadItem[];
   warnings: string[];
-}
-
-/** Run fn over items, at most `n` at a time, results in order. */
-export async function mapBounded<T, R>(
-  items: readonly T[],
-  n: number,
-  fn: (item: T, i: number) => Promise<R>,
-): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
-  return out;
 }
 
 /** Validate every item (schema, the deployment's probe handlers: the admission pipeline's probes stage, the
