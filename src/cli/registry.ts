@@ -48,6 +48,15 @@ export const commands: Record<string, Entry> = {
     summary: "pull mode: join tokens, the node registry, labels, revocation (docs/fleet.md)",
     load: () => import("./fleet/command.js"),
   },
+  scale: {
+    summary: "set a workload's replicas, like kubectl scale",
+    load: () => import("./commands/scale.js"),
+  },
+  rollout: {
+    summary: "status, restart, undo, history, pause, resume of a workload's rollout, like kubectl rollout",
+    load: () => import("./commands/rollout.js"),
+  },
+  describe: { summary: "a workload in detail, like kubectl describe", load: () => import("./commands/describe.js") },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
   services: {
     summary: "services flush: remove the Service data plane's nftables table (inet podsync)",
