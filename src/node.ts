@@ -176,6 +176,10 @@ export async function startNode(
   // Used jtis persist on the node, so a token never acts twice even across restarts. A state directory
   // that cannot be used is not fatal: signed requests get 503 state-unavailable until it can.
   const stateDir = s.PODSYNC_STATE_DIR ?? (keys.dev ? join(resolve(s.PODSYNC_DEV_DIR), "state") : DEFAULT_STATE_DIR);
+  // Dev mode keeps the pods' volumes and claims beside its state too (<PODSYNC_DEV_DIR>/root), not machine-wide in
+  // /var/lib/podsync, unless PODSYNC_ROOT_DIR says where.
+  const rootDir =
+    env["PODSYNC_ROOT_DIR"] === undefined && keys.dev ? join(resolve(s.PODSYNC_DEV_DIR), "root") : s.PODSYNC_ROOT_DIR;
   // One process per state directory, before anything in it is read: a second podsync on the same directory
   // refuses to start (StateDirInUseError, naming it and the holder's pid). The stores take the lock before they
   // load, so one opened later (the directory was unusable at start) still holds it first.
@@ -223,14 +227,14 @@ export async function startNode(
       arch: process.arch,
       cpus: cpus().length,
       memoryBytes: totalmem(),
-      ephemeralStorageBytes: await rootFsBytes(canonicalRootDir(s.PODSYNC_ROOT_DIR)),
+      ephemeralStorageBytes: await rootFsBytes(canonicalRootDir(rootDir)),
     }),
     conditions: () => (diskPressure?.pressure ? (["DiskPressure"] as const) : []),
   };
   // The downward API's defaults for a missing limit are the node's allocatable, as admission sees it.
   const nodeConfig = {
     ...nodeConfigFrom(s, { dns: hostResolvConf(), memoryBytes: totalmem(), appArmorEnabled: hostAppArmorEnabled() }),
-    rootDir: canonicalRootDir(s.PODSYNC_ROOT_DIR),
+    rootDir: canonicalRootDir(rootDir),
     nodeName: s.PODSYNC_NODE_NAME,
     cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000,
   };

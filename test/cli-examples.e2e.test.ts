@@ -18,6 +18,7 @@ const skip = inject("skipE2E");
 const dir = mkdtempSync(join(tmpdir(), "podsync-cli-examples-e2e-"));
 let running: Running;
 
+const T0 = Date.now();
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((res) =>
     execFile(
@@ -31,7 +32,7 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
           PODSYNC_KEY: join(dir, "dev-key.json"),
         },
       },
-      (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      (e, stdout, stderr) => (process.env["DBG"] && process.stderr.write(`${Date.now() - T0} ${args.join(" ")}\n`), res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr })),
     ),
   );
 }
