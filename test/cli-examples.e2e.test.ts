@@ -88,6 +88,10 @@ describe.skipIf(skip)("the examples the help texts name", () => {
     expect((await cli(["get", "cronjob", "tick", "-o", "name"])).stdout).toBe("cronjob.batch/tick\n");
     expect((await cli(["logs", "sts/db"])).stdout).toContain("starts: 1");
     expect((await cli(["volumes"])).stdout).toContain("data-db-0");
+    // The StatefulSet's claim where users look: get pvc, kubectl's columns, Bound.
+    const pvc = await cli(["get", "pvc"]);
+    expect(pvc.stdout).toMatch(/^NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+/);
+    expect(pvc.stdout).toMatch(/^data-db-0\s+Bound\s/m);
     await until(
       "hello's log",
       async () => (await cli(["logs", "hello"])).stdout.includes("hello from hello"),
@@ -102,5 +106,5 @@ describe.skipIf(skip)("the examples the help texts name", () => {
     // The workloads are gone (their pods go at the controllers' next pass; another node's pods on the same lab
     // runtime would be listed as orphans, so pods are not counted here).
     expect((await cli(["get", "deploy,sts,ds,job,cj", "-A", "-o", "name"])).stdout).toBe("");
-  }, 400_000);
+  }, 600_000);
 });

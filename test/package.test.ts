@@ -94,5 +94,5 @@ describe("the npm package", () => {
     expect(kc.stdout).toContain("certificate-authority-data");
     serve.kill("SIGTERM");
     expect(await exited).toBe(0);
-  }, 180_000);
+  }, 300_000);
 });
