@@ -186,10 +186,11 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
         );
     }
     if (lines.length) console.log(lines.join("\n"));
+    const warned = ((body["warnings"] as string[] | undefined) ?? []).length;
     ctx.note(
       `generation ${body["generation"]}: ${Object.entries(count)
         .map(([k, v]) => `${v} ${k}`)
-        .join(", ")}`,
+        .join(", ")}, ${warned} warning${warned === 1 ? "" : "s"}`,
     );
     if (problems.length) process.stderr.write(`${problems.join("\n")}\n`);
     process.exitCode = body["ok"] === false ? 1 : 0;
