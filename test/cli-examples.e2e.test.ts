@@ -51,7 +51,7 @@ beforeAll(async () => {
     },
     true,
   );
-});
+}, 180_000); // a node on a loaded machine can take over a minute to start
 
 afterAll(async () => {
   if (skip || !endpoint || !running) return;

@@ -1,7 +1,7 @@
 // The pure parts of scale/rollout/describe and of `get pvc`'s StatefulSet claims (no node): kubectl's messages
 // and decisions, ported from rollout_status.go, rollback.go and history.go, and Go's tabwriter.
 import { describe, expect, it } from "vitest";
-import { tabwrite } from "../src/cli/print/describe.js";
+import { describeWorkload, tabwrite } from "../src/cli/print/describe.js";
 import { editable, objectRefs } from "../src/cli/workloads/edit.js";
 import { historyTable, revisions, rollback, rolloutStatus } from "../src/cli/workloads/rollout.js";
 import { statefulSetClaims } from "../src/kubeapi/kinds/statefulset-claims.js";
@@ -151,6 +151,34 @@ describe("the CLI's edits and describe", () => {
       }),
     ).toEqual(['ConfigMap "cfg"', 'Secret "tls"', 'Secret "env"', 'Secret "pull"']);
     expect(objectRefs({ spec: { containers: [{ image: "x" }] } })).toEqual([]);
+  });
+  it("describe: kubectl's fields for a Job and a CronJob, aligned as kubectl's tab writer aligns them", () => {
+    const template = { spec: { restartPolicy: "Never", containers: [{ name: "main", image: "localhost/busybox:1" }] } };
+    const job = describeWorkload({
+      obj: {
+        kind: "Job",
+        metadata: { name: "count", namespace: "default" },
+        spec: { completions: 3, template },
+        status: { succeeded: 3 },
+      },
+      now: 0,
+    });
+    expect(job).toMatch(/^Name:\s+count\nNamespace:\s+default\nSelector:\s+<none>\n/);
+    expect(job).toMatch(/\nPods Statuses:\s+0 Active \(0 Ready\) \/ 3 Succeeded \/ 0 Failed\n/);
+    expect(job).toMatch(
+      /\nPod Template:\n {2}Labels: {2}<none>\n {2}Containers:\n {3}main:\n {4}Image:\s+localhost\/busybox:1\n/,
+    );
+    expect(job).toMatch(/\nEvents:\s+<none>\n$/);
+    const cj = describeWorkload({
+      obj: {
+        kind: "CronJob",
+        metadata: { name: "tick" },
+        spec: { schedule: "* * * * *", jobTemplate: { spec: { template } } },
+      },
+      now: 0,
+    });
+    expect(cj).toMatch(/\nSchedule:\s+\* \* \* \* \*\n/);
+    expect(cj).toMatch(/\nActive Jobs:\s+<none>\n/);
   });
   it("tabwrite aligns a column over the consecutive lines that have it (Go's text/tabwriter, padding 2)", () => {
     expect(tabwrite(["Name:\tweb", "Replicas:\t3", "Pod Template:", "  Labels:\tapp=web"])).toEqual([

@@ -211,138 +211,147 @@ function conditions(st: Obj, withReason: boolean): string[] {
 export function describeWorkload(d: DescribeInput): string {
   const o = d.obj;
   const m = rec(o["metadata"]);
-  const spec = rec(o["spec"]);
-  const st = rec(o["status"]);
   const lines: string[] = [...head(o)];
   const common = () => {
     lines.push(`CreationTimestamp:\t${rfc1123z(m["creationTimestamp"])}`);
     lines.push(...multiline("Labels", m["labels"]), ...multiline("Annotations", m["annotations"], 0, ": "));
   };
-  switch (o["kind"]) {
-    case "Deployment": {
-      common();
-      lines.push(`Selector:\t${selectorString(spec["selector"])}`);
-      lines.push(
-        `Replicas:\t${num(spec["replicas"])} desired | ${num(st["updatedReplicas"])} updated | ${num(st["replicas"])} total | ${num(st["availableReplicas"])} available | ${num(st["unavailableReplicas"])} unavailable`,
-      );
-      const strategy = rec(spec["strategy"]);
-      lines.push(`StrategyType:\t${String(strategy["type"] ?? "RollingUpdate")}`);
-      lines.push(`MinReadySeconds:\t${num(spec["minReadySeconds"])}`);
-      if (strategy["type"] !== "Recreate") {
-        const ru = rec(strategy["rollingUpdate"]);
-        lines.push(
-          `RollingUpdateStrategy:\t${String(ru["maxUnavailable"] ?? "25%")} max unavailable, ${String(ru["maxSurge"] ?? "25%")} max surge`,
-        );
-      }
-      lines.push(...podTemplateLines(spec["template"]), ...conditions(st, true));
-      const rs = d.children ?? [];
-      const replicas = (r: Obj) =>
-        `${String(rec(r["metadata"])["name"])} (${num(rec(r["status"])["replicas"])}/${num(rec(r["spec"])["replicas"])} replicas created)`;
-      const rev = (r: Obj) => Number(rec(rec(r["metadata"])["annotations"])["deployment.kubernetes.io/revision"] ?? 0);
-      const newest = [...rs].sort((a, b) => rev(b) - rev(a))[0];
-      const olds = rs.filter((r) => r !== newest && num(rec(r["spec"])["replicas"]) > 0);
-      lines.push(`OldReplicaSets:\t${olds.length ? olds.map(replicas).join(", ") : "<none>"}`);
-      lines.push(`NewReplicaSet:\t${newest ? replicas(newest) : "<none>"}`);
-      break;
-    }
-    case "ReplicaSet":
-    case "StatefulSet":
-    case "DaemonSet": {
-      if (o["kind"] === "DaemonSet") {
-        lines.push(`Selector:\t${selectorString(spec["selector"])}`);
-        lines.push(
-          `Node-Selector:\t${
-            Object.entries(rec(rec(rec(spec["template"])["spec"])["nodeSelector"]))
-              .map(([k, v]) => `${k}=${String(v)}`)
-              .join(",") || "<none>"
-          }`,
-        );
-        lines.push(...multiline("Labels", m["labels"]), ...multiline("Annotations", m["annotations"], 0, ": "));
-        lines.push(`Desired Number of Nodes Scheduled: ${num(st["desiredNumberScheduled"])}`);
-        lines.push(`Current Number of Nodes Scheduled: ${num(st["currentNumberScheduled"])}`);
-        lines.push(`Number of Nodes Scheduled with Up-to-date Pods: ${num(st["updatedNumberScheduled"])}`);
-        lines.push(`Number of Nodes Scheduled with Available Pods: ${num(st["numberAvailable"])}`);
-        lines.push(`Number of Nodes Misscheduled: ${num(st["numberMisscheduled"])}`);
-      } else if (o["kind"] === "ReplicaSet") {
-        lines.push(`Selector:\t${selectorString(spec["selector"])}`);
-        lines.push(...multiline("Labels", m["labels"]), ...multiline("Annotations", m["annotations"], 0, ": "));
-        const owner = arr(m["ownerReferences"]).find((r) => r["controller"] === true);
-        if (owner) lines.push(`Controlled By:\t${String(owner["kind"])}/${String(owner["name"])}`);
-        lines.push(`Replicas:\t${num(st["replicas"])} current / ${num(spec["replicas"])} desired`);
-      } else {
-        common();
-        lines.push(`Selector:\t${selectorString(spec["selector"])}`);
-        lines.push(`Replicas:\t${num(spec["replicas"])} desired | ${num(st["replicas"])} total`);
-        lines.push(`Update Strategy:\t${String(rec(spec["updateStrategy"])["type"] ?? "RollingUpdate")}`);
-        const part = rec(rec(spec["updateStrategy"])["rollingUpdate"])["partition"];
-        if (typeof part === "number") lines.push(`  Partition:\t${part}`);
-      }
-      lines.push(podsStatus(d.pods), ...podTemplateLines(spec["template"]));
-      if (o["kind"] === "StatefulSet") {
-        const claims = arr(spec["volumeClaimTemplates"]);
-        if (!claims.length) lines.push("Volume Claims:\t<none>");
-        else {
-          lines.push("Volume Claims:");
-          for (const c of claims) {
-            const cm = rec(c["metadata"]);
-            const cs = rec(c["spec"]);
-            lines.push(`  Name:\t${String(cm["name"])}`);
-            lines.push(`  StorageClass:\t${String(cs["storageClassName"] ?? "")}`);
-            lines.push(
-              ...multiline("Labels", cm["labels"], 1),
-              ...multiline("Annotations", cm["annotations"], 1, ": "),
-            );
-            lines.push(`  Capacity:\t${String(rec(rec(cs["resources"])["requests"])["storage"] ?? "")}`);
-            lines.push(
-              `  Access Modes:\t${((cs["accessModes"] as string[] | undefined) ?? []).map((a) => ({ ReadWriteOnce: "RWO", ReadOnlyMany: "ROX", ReadWriteMany: "RWX", ReadWriteOncePod: "RWOP" })[a] ?? a).join(",")}`,
-            );
-          }
-        }
-      }
-      if (o["kind"] === "ReplicaSet") lines.push(...conditions(st, true));
-      break;
-    }
-    case "Job": {
-      lines.push(`Selector:\t${selectorString(spec["selector"])}`);
-      lines.push(...multiline("Labels", m["labels"]), ...multiline("Annotations", m["annotations"], 0, ": "));
-      const owner = arr(m["ownerReferences"]).find((r) => r["controller"] === true);
-      if (owner) lines.push(`Controlled By:\t${String(owner["kind"])}/${String(owner["name"])}`);
-      lines.push(`Parallelism:\t${num(spec["parallelism"] ?? 1)}`);
-      lines.push(`Completions:\t${spec["completions"] === undefined ? "<unset>" : num(spec["completions"])}`);
-      lines.push(`Completion Mode:\t${String(spec["completionMode"] ?? "NonIndexed")}`);
-      if (st["startTime"]) lines.push(`Start Time:\t${rfc1123z(st["startTime"])}`);
-      if (st["completionTime"]) lines.push(`Completed At:\t${rfc1123z(st["completionTime"])}`);
-      if (spec["activeDeadlineSeconds"] !== undefined)
-        lines.push(`Active Deadline Seconds:\t${num(spec["activeDeadlineSeconds"])}s`);
-      lines.push(
-        `Pods Statuses:\t${num(st["active"])} Active (${num(st["ready"])} Ready) / ${num(st["succeeded"])} Succeeded / ${num(st["failed"])} Failed`,
-      );
-      lines.push(...podTemplateLines(spec["template"]));
-      break;
-    }
-    case "CronJob": {
-      common();
-      lines.push(`Schedule:\t${String(spec["schedule"])}`);
-      lines.push(`Concurrency Policy:\t${String(spec["concurrencyPolicy"] ?? "Allow")}`);
-      lines.push(`Suspend:\t${spec["suspend"] === true ? "True" : "False"}`);
-      lines.push(`Successful Job History Limit:\t${num(spec["successfulJobsHistoryLimit"] ?? 3)}`);
-      lines.push(`Failed Job History Limit:\t${num(spec["failedJobsHistoryLimit"] ?? 1)}`);
-      lines.push(
-        `Starting Deadline Seconds:\t${spec["startingDeadlineSeconds"] === undefined ? "<unset>" : `${num(spec["startingDeadlineSeconds"])}s`}`,
-      );
-      const jt = rec(rec(spec["jobTemplate"])["spec"]);
-      lines.push(`Selector:\t${jt["selector"] ? selectorString(jt["selector"]) : "<unset>"}`);
-      lines.push(`Parallelism:\t${jt["parallelism"] === undefined ? "<unset>" : num(jt["parallelism"])}`);
-      lines.push(`Completions:\t${jt["completions"] === undefined ? "<unset>" : num(jt["completions"])}`);
-      lines.push(...podTemplateLines(jt["template"]));
-      lines.push(`Last Schedule Time:\t${st["lastScheduleTime"] ? rfc1123z(st["lastScheduleTime"]) : "<unset>"}`);
-      const active = arr(st["active"]).map((r) => String(r["name"]));
-      lines.push(`Active Jobs:\t${active.length ? active.join(", ") : "<none>"}`);
-      break;
-    }
-    default:
-      lines.push(`Kind:\t${String(o["kind"])}`);
-  }
+  const kind = String(o["kind"]);
+  if (kind === "Deployment") deploymentLines(d, lines, common);
+  else if (kind === "ReplicaSet" || kind === "StatefulSet" || kind === "DaemonSet") setLines(d, lines, common);
+  else if (kind === "Job") jobLines(d, lines);
+  else if (kind === "CronJob") cronJobLines(d, lines, common);
+  else lines.push(`Kind:\t${kind}`);
   lines.push(...events(d.events, d.now));
   return `${tabwrite(lines).join("\n")}\n`;
+}
+
+function deploymentLines(d: DescribeInput, lines: string[], common: () => void): void {
+  const o = d.obj;
+  const spec = rec(o["spec"]);
+  const st = rec(o["status"]);
+  common();
+  lines.push(`Selector:\t${selectorString(spec["selector"])}`);
+  lines.push(
+    `Replicas:\t${num(spec["replicas"])} desired | ${num(st["updatedReplicas"])} updated | ${num(st["replicas"])} total | ${num(st["availableReplicas"])} available | ${num(st["unavailableReplicas"])} unavailable`,
+  );
+  const strategy = rec(spec["strategy"]);
+  lines.push(`StrategyType:\t${String(strategy["type"] ?? "RollingUpdate")}`);
+  lines.push(`MinReadySeconds:\t${num(spec["minReadySeconds"])}`);
+  if (strategy["type"] !== "Recreate") {
+    const ru = rec(strategy["rollingUpdate"]);
+    lines.push(
+      `RollingUpdateStrategy:\t${String(ru["maxUnavailable"] ?? "25%")} max unavailable, ${String(ru["maxSurge"] ?? "25%")} max surge`,
+    );
+  }
+  lines.push(...podTemplateLines(spec["template"]), ...conditions(st, true));
+  const rs = d.children ?? [];
+  const replicas = (r: Obj) =>
+    `${String(rec(r["metadata"])["name"])} (${num(rec(r["status"])["replicas"])}/${num(rec(r["spec"])["replicas"])} replicas created)`;
+  const rev = (r: Obj) => Number(rec(rec(r["metadata"])["annotations"])["deployment.kubernetes.io/revision"] ?? 0);
+  const newest = [...rs].sort((a, b) => rev(b) - rev(a))[0];
+  const olds = rs.filter((r) => r !== newest && num(rec(r["spec"])["replicas"]) > 0);
+  lines.push(`OldReplicaSets:\t${olds.length ? olds.map(replicas).join(", ") : "<none>"}`);
+  lines.push(`NewReplicaSet:\t${newest ? replicas(newest) : "<none>"}`);
+}
+
+function setLines(d: DescribeInput, lines: string[], common: () => void): void {
+  const o = d.obj;
+  const m = rec(o["metadata"]);
+  const spec = rec(o["spec"]);
+  const st = rec(o["status"]);
+  if (o["kind"] === "DaemonSet") {
+    lines.push(`Selector:\t${selectorString(spec["selector"])}`);
+    lines.push(
+      `Node-Selector:\t${
+        Object.entries(rec(rec(rec(spec["template"])["spec"])["nodeSelector"]))
+          .map(([k, v]) => `${k}=${String(v)}`)
+          .join(",") || "<none>"
+      }`,
+    );
+    lines.push(...multiline("Labels", m["labels"]), ...multiline("Annotations", m["annotations"], 0, ": "));
+    lines.push(`Desired Number of Nodes Scheduled: ${num(st["desiredNumberScheduled"])}`);
+    lines.push(`Current Number of Nodes Scheduled: ${num(st["currentNumberScheduled"])}`);
+    lines.push(`Number of Nodes Scheduled with Up-to-date Pods: ${num(st["updatedNumberScheduled"])}`);
+    lines.push(`Number of Nodes Scheduled with Available Pods: ${num(st["numberAvailable"])}`);
+    lines.push(`Number of Nodes Misscheduled: ${num(st["numberMisscheduled"])}`);
+  } else if (o["kind"] === "ReplicaSet") {
+    lines.push(`Selector:\t${selectorString(spec["selector"])}`);
+    lines.push(...multiline("Labels", m["labels"]), ...multiline("Annotations", m["annotations"], 0, ": "));
+    const owner = arr(m["ownerReferences"]).find((r) => r["controller"] === true);
+    if (owner) lines.push(`Controlled By:\t${String(owner["kind"])}/${String(owner["name"])}`);
+    lines.push(`Replicas:\t${num(st["replicas"])} current / ${num(spec["replicas"])} desired`);
+  } else {
+    common();
+    lines.push(`Selector:\t${selectorString(spec["selector"])}`);
+    lines.push(`Replicas:\t${num(spec["replicas"])} desired | ${num(st["replicas"])} total`);
+    lines.push(`Update Strategy:\t${String(rec(spec["updateStrategy"])["type"] ?? "RollingUpdate")}`);
+    const part = rec(rec(spec["updateStrategy"])["rollingUpdate"])["partition"];
+    if (typeof part === "number") lines.push(`  Partition:\t${part}`);
+  }
+  lines.push(podsStatus(d.pods), ...podTemplateLines(spec["template"]));
+  if (o["kind"] === "StatefulSet") {
+    const claims = arr(spec["volumeClaimTemplates"]);
+    if (!claims.length) lines.push("Volume Claims:\t<none>");
+    else {
+      lines.push("Volume Claims:");
+      for (const c of claims) {
+        const cm = rec(c["metadata"]);
+        const cs = rec(c["spec"]);
+        lines.push(`  Name:\t${String(cm["name"])}`);
+        lines.push(`  StorageClass:\t${String(cs["storageClassName"] ?? "")}`);
+        lines.push(...multiline("Labels", cm["labels"], 1), ...multiline("Annotations", cm["annotations"], 1, ": "));
+        lines.push(`  Capacity:\t${String(rec(rec(cs["resources"])["requests"])["storage"] ?? "")}`);
+        lines.push(
+          `  Access Modes:\t${((cs["accessModes"] as string[] | undefined) ?? []).map((a) => ({ ReadWriteOnce: "RWO", ReadOnlyMany: "ROX", ReadWriteMany: "RWX", ReadWriteOncePod: "RWOP" })[a] ?? a).join(",")}`,
+        );
+      }
+    }
+  }
+  if (o["kind"] === "ReplicaSet") lines.push(...conditions(st, true));
+}
+
+function jobLines(d: DescribeInput, lines: string[]): void {
+  const o = d.obj;
+  const m = rec(o["metadata"]);
+  const spec = rec(o["spec"]);
+  const st = rec(o["status"]);
+  lines.push(`Selector:\t${selectorString(spec["selector"])}`);
+  lines.push(...multiline("Labels", m["labels"]), ...multiline("Annotations", m["annotations"], 0, ": "));
+  const owner = arr(m["ownerReferences"]).find((r) => r["controller"] === true);
+  if (owner) lines.push(`Controlled By:\t${String(owner["kind"])}/${String(owner["name"])}`);
+  lines.push(`Parallelism:\t${num(spec["parallelism"] ?? 1)}`);
+  lines.push(`Completions:\t${spec["completions"] === undefined ? "<unset>" : num(spec["completions"])}`);
+  lines.push(`Completion Mode:\t${String(spec["completionMode"] ?? "NonIndexed")}`);
+  if (st["startTime"]) lines.push(`Start Time:\t${rfc1123z(st["startTime"])}`);
+  if (st["completionTime"]) lines.push(`Completed At:\t${rfc1123z(st["completionTime"])}`);
+  if (spec["activeDeadlineSeconds"] !== undefined)
+    lines.push(`Active Deadline Seconds:\t${num(spec["activeDeadlineSeconds"])}s`);
+  lines.push(
+    `Pods Statuses:\t${num(st["active"])} Active (${num(st["ready"])} Ready) / ${num(st["succeeded"])} Succeeded / ${num(st["failed"])} Failed`,
+  );
+  lines.push(...podTemplateLines(spec["template"]));
+}
+
+function cronJobLines(d: DescribeInput, lines: string[], common: () => void): void {
+  const o = d.obj;
+  const spec = rec(o["spec"]);
+  const st = rec(o["status"]);
+  common();
+  lines.push(`Schedule:\t${String(spec["schedule"])}`);
+  lines.push(`Concurrency Policy:\t${String(spec["concurrencyPolicy"] ?? "Allow")}`);
+  lines.push(`Suspend:\t${spec["suspend"] === true ? "True" : "False"}`);
+  lines.push(`Successful Job History Limit:\t${num(spec["successfulJobsHistoryLimit"] ?? 3)}`);
+  lines.push(`Failed Job History Limit:\t${num(spec["failedJobsHistoryLimit"] ?? 1)}`);
+  lines.push(
+    `Starting Deadline Seconds:\t${spec["startingDeadlineSeconds"] === undefined ? "<unset>" : `${num(spec["startingDeadlineSeconds"])}s`}`,
+  );
+  const jt = rec(rec(spec["jobTemplate"])["spec"]);
+  lines.push(`Selector:\t${jt["selector"] ? selectorString(jt["selector"]) : "<unset>"}`);
+  lines.push(`Parallelism:\t${jt["parallelism"] === undefined ? "<unset>" : num(jt["parallelism"])}`);
+  lines.push(`Completions:\t${jt["completions"] === undefined ? "<unset>" : num(jt["completions"])}`);
+  lines.push(...podTemplateLines(jt["template"]));
+  lines.push(`Last Schedule Time:\t${st["lastScheduleTime"] ? rfc1123z(st["lastScheduleTime"]) : "<unset>"}`);
+  const active = arr(st["active"]).map((r) => String(r["name"]));
+  lines.push(`Active Jobs:\t${active.length ? active.join(", ") : "<none>"}`);
 }
