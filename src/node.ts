@@ -15,7 +15,7 @@ import { StateDirInUseError } from "./state/state-dir-lock.js";
 import { startAgent } from "./node/agent.js";
 import { createNodeApp } from "./node/app.js";
 import { bannerLines } from "./node/banner.js";
-import { loadKeys, verifierOptionsFor } from "./node/config.js";
+import { loadKeys, verifierOptionsFor, withDevRoot } from "./node/config.js";
 import { startNodeFleet } from "./node/fleet.js";
 import { composeFront } from "./node/front.js";
 import { addresses, listen, servingTls } from "./node/listen.js";
@@ -43,8 +43,9 @@ export async function startNode(
   env: Record<string, string | undefined> = process.env,
   quiet = false,
 ): Promise<Running> {
-  const s = loadSettings(env);
-  const keys = await loadKeys(s);
+  const settings = loadSettings(env);
+  const keys = await loadKeys(settings);
+  const s = withDevRoot(settings, env, keys);
   // Every CRI call is counted by method and gRPC code for /metrics (prom-client is loaded only if served).
   const metrics = s.PODSYNC_METRICS === "off" ? undefined : createPromMetrics();
   const conn = connectRuntime(s, metrics);

@@ -42,7 +42,7 @@ const LONG_DEBT: Record<string, string> = {
   "src/cli/commands/get.ts#runGet": "#36 item 4: list, watch and print apart (CLI work is in it now)",
   "src/controllers/plan.ts#planWorkloads": "#36 item 4: per-kind planning apart",
   "src/proxy/main.ts#main": "#36 item 4: settings, start and banner apart",
-  "src/cli/commands/kubeconfig.ts#run": "#36 item 4: read, merge and write apart (CLI work is in it now)",
+  "src/cli/commands/keys/kubeconfig.ts#run": "#36 item 4: read, merge and write apart (CLI work is in it now)",
   "src/proxy/policy-gate.ts#createPolicyGate": "#36 item 4: one check per CRI method group",
 };
 

@@ -147,12 +147,13 @@ beforeAll(async () => {
     },
     true,
   );
-});
+}, 180_000); // a node on a loaded machine can take over a minute to start
 
 afterAll(async () => {
   if (skip || !endpoint || !running) return;
   // Whatever a failed test left: its workloads, then their pods, through the CLI itself.
-  for (const t of ["deploy/wweb", "deploy/fg", "cj/nightly"]) await cli(["delete", t, "-n", NS]);
+  for (const t of ["deploy/wweb", "deploy/fg", "cj/nightly", "deploy/roll", "deploy/stuck"])
+    await cli(["delete", t, "-n", NS]);
   await until("the test's pods to go", async () => (await podNames()).length === 0, 60_000, 500).catch(() => undefined);
   await running.close();
 });
@@ -264,6 +265,95 @@ describe.skipIf(skip)("podsync workload verbs against a node", () => {
     expect(cj, cj.stderr).toMatchObject({ code: 0, stdout: 'cronjob.batch "nightly" deleted\n' });
     expect((await cli(["get", "cronjobs", "-n", NS, "-o", "name"])).stdout).toBe("");
   }, 240_000);
+
+  it("scale, rollout status|restart|history|undo|pause|resume and describe, as kubectl's", async () => {
+    const file = join(dir, "roll.yaml");
+    const stuck = deployment("stuck").replace(
+      "          imagePullPolicy: IfNotPresent",
+      '          imagePullPolicy: IfNotPresent\n          readinessProbe: { exec: { command: ["false"] }, periodSeconds: 1 }',
+    );
+    writeFileSync(file, [deployment("roll", 1), stuck].join("\n---\n"));
+    const synced = await cli(["sync", file]);
+    expect(synced.code, synced.stderr).toBe(0);
+    const done = await cli(["rollout", "status", "deploy/roll", "-n", NS, "--timeout=90s"]);
+    expect(done, done.stderr).toMatchObject({ code: 0 });
+    expect(done.stdout).toMatch(/deployment "roll" successfully rolled out\n$/);
+    // Never ready: kubectl's waiting message, then the timeout (exit 1).
+    const late = await cli(["rollout", "status", "deployment", "stuck", "-n", NS, "--timeout=2s"]);
+    expect(late.code).toBe(1);
+    expect(late.stdout).toContain('Waiting for deployment "stuck" rollout to finish:');
+    expect(late.stderr).toContain("timed out waiting for the condition");
+    const once = await cli(["rollout", "status", "deploy/stuck", "-n", NS, "--watch=false"]);
+    expect(once.code).toBe(0);
+    expect(once.stdout.trim().split("\n")).toHaveLength(1);
+
+    // scale: kubectl's words, its precondition, and the pods follow.
+    const scaled = await cli(["scale", "deploy/roll", "--replicas=2", "-n", NS]);
+    expect(scaled, scaled.stderr).toMatchObject({ code: 0, stdout: "deployment.apps/roll scaled\n" });
+    const pre = await cli(["scale", "deploy", "roll", "--replicas=3", "--current-replicas=1", "-n", NS]);
+    expect(pre.code).toBe(1);
+    expect(pre.stderr).toContain("Expected replicas to be 1, was 2");
+    expect((await cli(["scale", "cj/nightly", "--replicas=1", "-n", NS])).stderr).toContain(
+      "scale does not take a CronJob",
+    );
+    expect((await cli(["rollout", "status", "deploy/roll", "-n", NS, "--timeout=90s"])).code).toBe(0);
+    expect((await podNames()).filter((n) => n.startsWith("pod/roll-"))).toHaveLength(2);
+
+    // restart: a new ReplicaSet (revision 2); history as kubectl prints it.
+    const restarted = await cli(["rollout", "restart", "deploy/roll", "-n", NS]);
+    expect(restarted, restarted.stderr).toMatchObject({ code: 0, stdout: "deployment.apps/roll restarted\n" });
+    expect((await cli(["rollout", "status", "deploy/roll", "-n", NS, "--timeout=90s"])).code).toBe(0);
+    const history = await cli(["rollout", "history", "deploy/roll", "-n", NS]);
+    expect(history.stdout).toBe(
+      "deployment.apps/roll \nREVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n\n",
+    );
+    await writeKubeconfig("cli-wl-node");
+    const kh = await kubectl(["rollout", "history", "deploy/roll", "-n", NS]);
+    expect(kh.code, kh.stderr).toBe(0);
+    expect(history.stdout).toBe(kh.stdout);
+    const kd = await kubectl(["rollout", "status", "deploy/roll", "-n", NS, "--watch=false"]);
+    expect((await cli(["rollout", "status", "deploy/roll", "-n", NS, "--watch=false"])).stdout).toBe(kd.stdout);
+
+    // describe: kubectl's fields, in kubectl's order.
+    const described = await cli(["describe", "deployment/roll", "-n", NS]);
+    expect(described.code, described.stderr).toBe(0);
+    const fields = (t: string) => t.split("\n").flatMap((l) => /^([A-Z][\w -]*):/.exec(l)?.[1] ?? []);
+    const kdesc = await kubectl(["describe", "deployment/roll", "-n", NS]);
+    expect(kdesc.code, kdesc.stderr).toBe(0);
+    expect(fields(described.stdout)).toEqual(fields(kdesc.stdout));
+    expect(described.stdout).toMatch(
+      /^Replicas:\s+2 desired \| 2 updated \| 2 total \| 2 available \| 0 unavailable$/m,
+    );
+    expect(described.stdout).toMatch(/^NewReplicaSet:\s+roll-\S+ \(2\/2 replicas created\)$/m);
+
+    // pause and resume; undo goes back to revision 1's template, which becomes revision 3.
+    expect((await cli(["rollout", "pause", "deploy/roll", "-n", NS])).stdout).toBe("deployment.apps/roll paused\n");
+    expect((await cli(["rollout", "pause", "deploy/roll", "-n", NS])).stdout).toBe(
+      "deployment.apps/roll already paused\n",
+    );
+    const pausedUndo = await cli(["rollout", "undo", "deploy/roll", "-n", NS]);
+    expect(pausedUndo.stderr).toContain("you cannot rollback a paused deployment");
+    expect((await cli(["rollout", "resume", "deploy/roll", "-n", NS])).stdout).toBe("deployment.apps/roll resumed\n");
+    const undone = await cli(["rollout", "undo", "deploy/roll", "-n", NS]);
+    expect(undone, undone.stderr).toMatchObject({ code: 0, stdout: "deployment.apps/roll rolled back\n" });
+    expect((await cli(["rollout", "status", "deploy/roll", "-n", NS, "--timeout=90s"])).code).toBe(0);
+    await until(
+      "revision 1 to become 3",
+      async () =>
+        (await cli(["rollout", "history", "deploy/roll", "-n", NS])).stdout.includes("\n2         <none>\n3 "),
+      30_000,
+      300,
+    );
+    const again = await cli(["rollout", "undo", "deploy/roll", "-n", NS, "--to-revision=3"]);
+    expect(again.stdout).toBe("deployment.apps/roll skipped rollback (current template already matches revision 3)\n");
+    expect((await cli(["rollout", "undo", "deploy/roll", "-n", NS, "--to-revision=9"])).stderr).toContain(
+      "unable to find specified revision 9 in history",
+    );
+    expect((await cli(["rollout", "history", "sts/roll", "-n", NS])).stderr).toContain(
+      "rollout history does not take a StatefulSet",
+    );
+    for (const d of ["deploy/roll", "deploy/stuck"]) await cli(["delete", d, "-n", NS]);
+  }, 300_000);
 
   it("words: exec -it points to kubectl exec -it; a read prints no generation", async () => {
     const it = await cli(["exec", "-it", "web", "--", "sh"]);

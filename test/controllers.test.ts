@@ -656,6 +656,24 @@ describe("Deployment controller (rolling update and Recreate on one node)", () =
     expect((r.removeChildren ?? []).map((w) => w.metadata.name)).toEqual(["web-old1"]);
   });
 
+  it("a rollback (rollout undo): the old ReplicaSet whose template is the Deployment's again takes the next revision", () => {
+    const views: ReplicaSetView[] = [];
+    const v1 = dep(1, "localhost/busybox:1");
+    step(v1, views);
+    readyPods(views[0]!);
+    const v2 = dep(1, "localhost/busybox:2");
+    for (let i = 0; i < 6; i++) {
+      step(v2, views);
+      for (const v of views) readyPods(v);
+    }
+    const rev = (v: ReplicaSetView) => v.rs.metadata.annotations?.["deployment.kubernetes.io/revision"];
+    expect(views.map(rev)).toEqual(["1", "2"]);
+    step(v1, views); // back to v1's template: its ReplicaSet is revision 3, as SetNewReplicaSetAnnotations makes it
+    expect(views.map(rev)).toEqual(["3", "2"]);
+    step(v1, views);
+    expect(views.map(rev)).toEqual(["3", "2"]);
+  });
+
   it("progressDeadlineSeconds: no progress for that long is ProgressDeadlineExceeded", () => {
     const d = Deployment.parse({
       ...dep(1, "localhost/busybox:1"),

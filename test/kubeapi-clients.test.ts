@@ -11,7 +11,7 @@ import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { MemoryReplayStore } from "../src/auth/replay.js";
 import { createVerifier } from "../src/auth/verify.js";
-import { CACHE_GUARD } from "../src/cli/commands/kubeconfig.js";
+import { CACHE_GUARD } from "../src/cli/commands/keys/kubeconfig.js";
 import { cacheFileName, cacheKey, readCached, writeCached } from "../src/cli/token-cache.js";
 import {
   SelfSubjectAccessReviewSchema,

@@ -81,7 +81,18 @@ describe("the npm package", () => {
     while (!err.includes("listening on") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(err).toMatch(/podsync listening on http:\/\/127\.0\.0\.1:\d+/);
     expect(existsSync(join(empty, ".podsync", "dev-key.json"))).toBe(true);
+    expect(await run(bin, ["--version"], { cwd: empty, env })).toMatchObject({ code: 0, stdout: "podsync 0.1.0\n" });
+    // sync and kubeconfig from the installed package, against that server, with an example the package ships
+    // (a workload is stored without the runtime, which this server does not have).
+    const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(err)![1]!;
+    const at = { ...env, PODSYNC_URL: url, PODSYNC_KEY: join(empty, ".podsync", "dev-key.json") };
+    const example = join(prefix, "lib", "node_modules", "podsync", "examples", "deployment.yaml");
+    const synced = await run(bin, ["sync", "-f", example, "-q"], { cwd: empty, env: at });
+    expect(synced, synced.stderr).toMatchObject({ code: 0, stdout: expect.stringContaining("deployment.apps/web") });
+    const kc = await run(bin, ["kubeconfig"], { cwd: empty, env: at });
+    expect(kc.code, kc.stderr).toBe(0);
+    expect(kc.stdout).toContain("certificate-authority-data");
     serve.kill("SIGTERM");
     expect(await exited).toBe(0);
-  }, 180_000);
+  }, 300_000);
 });

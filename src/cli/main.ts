@@ -1,6 +1,7 @@
 // The podsync CLI's entry (bin/podsync.mjs runs the compiled dist/cli/main.js): find the command, parse its
 // flags, run it. Every error is printed once on stderr, as `podsync: MESSAGE`, with exit code 1 (kubectl's);
 // exec exits with the command's own code.
+import { createRequire } from "node:module";
 import { CliError, commandName, globalOptions, parseCommandArgs, UsageError } from "./args.js";
 import { createCtx, DEFAULT_URL, ServerError } from "./client.js";
 import type { Command } from "./command.js";
@@ -47,7 +48,17 @@ function commandHelp(c: Command): string {
   ].join("\n");
 }
 
+/** The package's version (package.json ships with the package: dist/cli/ and src/cli/ are two levels below it). */
+function version(): string {
+  const pkg = createRequire(import.meta.url)("../../package.json") as { version: string };
+  return `podsync ${pkg.version}`;
+}
+
 async function main(argv: string[]) {
+  if (argv[0] === "--version" || argv[0] === "version") {
+    console.log(version());
+    return;
+  }
   const { name, rest } = commandName(argv);
   if (name === undefined || name === "help") {
     const topic = name === "help" ? rest.find((a) => !a.startsWith("-")) : undefined;

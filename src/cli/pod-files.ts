@@ -34,7 +34,10 @@ export async function readPod(
   const configMaps = all.filter((d) => kindOf(d) === "ConfigMap");
   const secrets = all.filter((d) => kindOf(d) === "Secret");
   const items = all.filter((d) => !["Pod", "ConfigMap", "Secret", undefined].includes(kindOf(d) as string));
-  if (pods.length === 0 && items.length === 0) fail(`${path} holds no Pod and no workload`);
+  if (pods.length === 0 && items.length === 0)
+    fail(
+      `${path} holds no Pod and no workload to run${all.length ? `, only ${all.map((d) => `${String(kindOf(d))} "${String((d as { metadata?: { name?: unknown } }).metadata?.name ?? "")}"`).join(", ")}: ConfigMaps and Secrets are sent with the pods that use them` : " (it is empty)"}`,
+    );
   return {
     ...(pods.length ? { pod: pods[0] } : {}),
     ...(items.length ? { items } : {}),

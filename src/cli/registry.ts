@@ -9,8 +9,8 @@ export interface Entry {
 
 export const commands: Record<string, Entry> = {
   serve: { summary: "start podsync on this node (what npm start runs)", load: () => import("./commands/serve.js") },
-  keygen: { summary: "write a signing key pair", load: () => import("./commands/keygen.js") },
-  sign: { summary: "print a compact JWS carrying a pod", load: () => import("./commands/sign.js") },
+  keygen: { summary: "write a signing key pair", load: () => import("./commands/keys/keygen.js") },
+  sign: { summary: "print a compact JWS carrying a pod", load: () => import("./commands/keys/sign.js") },
   sync: {
     summary: "sign one pod and send it to the node, which runs it and keeps it running",
     load: () => import("./commands/sync.js"),
@@ -38,16 +38,25 @@ export const commands: Record<string, Entry> = {
   exec: { summary: "run a command in a container", load: () => import("./commands/exec.js") },
   token: {
     summary: "print a Bearer token for curl (status, logs, delete, metrics)",
-    load: () => import("./commands/token.js"),
+    load: () => import("./commands/keys/token.js"),
   },
   kubeconfig: {
     summary: "a kubeconfig for kubectl against the node (its plugin mints read tokens)",
-    load: () => import("./commands/kubeconfig.js"),
+    load: () => import("./commands/keys/kubeconfig.js"),
   },
   fleet: {
     summary: "pull mode: join tokens, the node registry, labels, revocation (docs/fleet.md)",
     load: () => import("./fleet/command.js"),
   },
+  scale: {
+    summary: "set a workload's replicas, like kubectl scale",
+    load: () => import("./commands/deploy/scale.js"),
+  },
+  rollout: {
+    summary: "status, restart, undo, history, pause, resume of a workload's rollout, like kubectl rollout",
+    load: () => import("./commands/deploy/rollout.js"),
+  },
+  describe: { summary: "a workload in detail, like kubectl describe", load: () => import("./commands/describe.js") },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
   services: {
     summary: "services flush: remove the Service data plane's nftables table (inet podsync)",

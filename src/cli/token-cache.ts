@@ -2,7 +2,7 @@
 // command) keeps the ExecCredential it printed under $XDG_CACHE_HOME/podsync/ (default ~/.cache/podsync/), 0600 in a
 // 0700 directory, until shortly before it expires, keyed by the server, the audience and the key (its path and a
 // hash of its bytes, so a new key is a new entry), and the token's other claims (iss, exec, ttl). The kubeconfig's
-// sh guard (commands/kubeconfig.ts) prints a fresh entry without starting node at all; bin/podsync.mjs serves a hit
+// sh guard (commands/keys/kubeconfig.ts) prints a fresh entry without starting node at all; bin/podsync.mjs serves a hit
 // before anything else is loaded (no build check, no CLI, no jose). Only node: built-ins here.
 import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from "node:fs";

@@ -193,8 +193,21 @@ export async function readSignedBody(
     throw new ProblemError("bad-request", "send one pod per request (PUT /v1/node/pods takes a set)", {
       errors: [{ path: body.pods[1]!.at, message: "a second Pod" }],
     });
-  if (body.pods.length === 0 && body.workloads.length === 0)
-    throw new ProblemError("bad-request", "the signed payload holds no Pod and no workload");
+  if (body.pods.length === 0 && body.workloads.length === 0) {
+    // Say what it did hold, and what was skipped, so a file of only ConfigMaps (or of kinds a node skips) reads
+    // as such.
+    const found = items.map(({ input }) => {
+      const o = (typeof input === "object" && input !== null ? input : {}) as {
+        kind?: unknown;
+        metadata?: { name?: unknown };
+      };
+      return `${typeof o.kind === "string" ? o.kind : "an object without kind"}${typeof o.metadata?.name === "string" ? ` "${o.metadata.name}"` : ""}`;
+    });
+    throw new ProblemError(
+      "bad-request",
+      `the signed payload holds no Pod and no workload to run; it holds ${found.join(", ")}${body.warnings.length ? `; ${body.warnings.join("; ")}` : ""}`,
+    );
+  }
   return { ...body, token: r.token };
 }
 

@@ -95,3 +95,10 @@ export function jsonLog(quiet: boolean, loop?: string): (rec: object) => void {
       console.error(JSON.stringify({ time: new Date().toISOString(), ...(loop === undefined ? {} : { loop }), ...rec }))
     );
 }
+
+/** Dev mode keeps the pods' volumes and claims beside its state (<PODSYNC_DEV_DIR>/root), not machine-wide in
+ * /var/lib/podsync, unless PODSYNC_ROOT_DIR says where. */
+export function withDevRoot(s: Settings, env: Record<string, string | undefined>, keys: Keys): Settings {
+  if (env["PODSYNC_ROOT_DIR"] !== undefined || !keys.dev) return s;
+  return { ...s, PODSYNC_ROOT_DIR: join(resolve(s.PODSYNC_DEV_DIR), "root") };
+}

@@ -128,7 +128,7 @@ export class PodWorkers {
   /** The pod's worker goes if it is terminated and idle (its pod is gone from the desired state): true if it went. */
   forget(uid: string): boolean {
     const w = this.workers.get(uid);
-    if (!w || w.state !== "terminated" || w.working || w.pending) return false;
+    if (w?.state !== "terminated" || w.working || w.pending) return false;
     return this.workers.delete(uid);
   }
 

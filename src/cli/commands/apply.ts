@@ -40,9 +40,9 @@ configured, unchanged or deleted.
 The generation orders sets: --generation auto (the default) is the node's generation + 1, read just before the
 PUT; a set the node is already past is refused (409) with nothing changed.`,
   examples: [
-    "podsync apply -f node.yaml --dry-run",
-    "podsync apply -f node.yaml",
-    "podsync apply -f empty.yaml --prune-all   # remove every pod",
+    "podsync apply -f examples/pod.yaml --dry-run",
+    "podsync apply -f examples/pod.yaml",
+    "podsync apply -f examples/empty.yaml --prune-all   # remove every pod and workload",
   ],
   options: {
     filename: { type: "string", short: "f", help: "the file of pods (- for stdin)" },
@@ -186,10 +186,11 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
         );
     }
     if (lines.length) console.log(lines.join("\n"));
+    const warned = ((body["warnings"] as string[] | undefined) ?? []).length;
     ctx.note(
       `generation ${body["generation"]}: ${Object.entries(count)
         .map(([k, v]) => `${v} ${k}`)
-        .join(", ")}`,
+        .join(", ")}, ${warned} warning${warned === 1 ? "" : "s"}`,
     );
     if (problems.length) process.stderr.write(`${problems.join("\n")}\n`);
     process.exitCode = body["ok"] === false ? 1 : 0;

@@ -25,8 +25,12 @@ const sync: Command = {
   examples: [
     "podsync sync examples/pod.yaml",
     "podsync sync -f examples/deployment.yaml",
+    "podsync sync -f examples/statefulset.yaml   # with a claim per pod (podsync get pvc)",
+    "podsync sync -f examples/daemonset.yaml",
+    "podsync sync -f examples/job.yaml",
+    "podsync sync -f examples/cronjob.yaml",
     "podsync plan examples/pod.yaml",
-    "podsync sign pod.yaml | curl ... (see podsync sign --help)",
+    "podsync sign examples/pod.yaml | curl ... (see podsync sign --help)",
   ],
   options: {
     plan: { type: "boolean", help: "only say what the node would do" },

@@ -3,6 +3,7 @@
 // kubectl print the same table; -o wide adds the priority-1 columns (CONTAINERS, IMAGES, SELECTOR).
 import { WORKLOAD_COLUMNS, workloadCells } from "../../kubeapi/kinds/workload-table.js";
 import type { V1Workload } from "../../kubeapi/kinds/workload-feed.js";
+import { statefulSetClaims } from "../../kubeapi/kinds/statefulset-claims.js";
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
 
@@ -12,10 +13,14 @@ export function workloadResource(kind: WorkloadKind): Resource {
   const shown = (wide: boolean) => columns.map((c, i) => [c, i] as const).filter(([c]) => wide || c.priority === 0);
   return {
     kind,
-    list: async (ctx) => ({
-      items:
-        (await ctx.call<{ items?: KubeObject[] }>("GET", `/v1/workloads?kind=${kind}`, { act: "status" })).items ?? [],
-    }),
+    list: async (ctx) => {
+      const of = async (k: WorkloadKind) =>
+        (await ctx.call<{ items?: KubeObject[] }>("GET", `/v1/workloads?kind=${k}`, { act: "status" })).items ?? [];
+      const items = await of(kind);
+      // A StatefulSet's claims, as the node's Kubernetes API lists them for kubectl.
+      if (kind === "PersistentVolumeClaim") items.push(...statefulSetClaims(await of("StatefulSet"), items));
+      return { items };
+    },
     header: ({ wide }) => shown(wide).map(([c]) => c.name.toUpperCase()),
     row: (obj, { wide, now }) => {
       const cells = workloadCells({ ...obj, kind } as unknown as V1Workload, now);

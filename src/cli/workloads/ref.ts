@@ -5,7 +5,8 @@
 // resolved against GET /v1/workloads?kind=. Named in kubectl's words: `deployment.apps "web"` (the resource with
 // its API group, as kubectl's delete and scale print it: cmd/delete/delete.go, printers.go's "%s.%s").
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
-import { fail } from "../args.js";
+import { fail, usage } from "../args.js";
+import { workloadKindNamed } from "../resources/index.js";
 import type { Ctx } from "../client.js";
 import { notFound } from "../output.js";
 import type { KubeObject } from "../resources/resource.js";
@@ -65,4 +66,27 @@ export async function resolveWorkload(ctx: Ctx, kind: WorkloadKind, name: string
       all.filter((w) => w.metadata.name === name).map((w) => w.metadata.namespace ?? ""),
     ),
   );
+}
+
+/** One workload named as kubectl names it, TYPE/NAME or TYPE NAME, of the kinds `verb` takes. */
+export function workloadArg(
+  args: readonly string[],
+  kinds: readonly WorkloadKind[],
+  verb: string,
+  command: string,
+): { kind: WorkloadKind; name: string } {
+  const m = args.length === 1 ? /^([^/]+)\/(.+)$/.exec(args[0]!) : undefined;
+  const [type, name] = m ? [m[1]!, m[2]!] : args.length === 2 ? [args[0]!, args[1]!] : [undefined, undefined];
+  const names = kinds.map((k) => k.toLowerCase()).join(", ");
+  if (type === undefined || name === undefined)
+    return usage(`${verb} needs one TYPE/NAME or TYPE NAME (e.g. deployment/web); it takes ${names}`, command);
+  const kind = workloadKindNamed(type);
+  if (!kind || !kinds.includes(kind))
+    return usage(
+      kind
+        ? `${verb} does not take a ${kind} (it takes ${names})`
+        : `the server doesn't have a resource type "${type}" (${verb} takes ${names})`,
+      command,
+    );
+  return { kind, name };
 }

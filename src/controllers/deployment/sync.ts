@@ -10,7 +10,7 @@
 // makes their pods. Counts are this node's: maxSurge and maxUnavailable bound the pods here.
 //
 // A scaling event (replicas changed mid-rollout) or a paused Deployment scales its ReplicaSets proportionally
-// (scale.ts, sync.go scale). Left out, deliberately: rollback annotations.
+// (scale.ts, sync.go scale). A rollback's ReplicaSet takes the next revision; the deprecated rollbackTo is left out.
 import type { Deployment, ReplicaSet } from "../../pod/workloads/schema.js";
 import { canonicalJSON } from "../../container/hash.js";
 import { computeHash } from "../hash.js";
@@ -90,6 +90,21 @@ export function syncDeployment(
   const sumAvailable = (vs: readonly ReplicaSetView[]) =>
     vs.reduce((n, v) => n + status.get(v.rs.metadata.name)!.availableReplicas, 0);
   let newRSCreated = false;
+  // getNewReplicaSet (SetNewReplicaSetAnnotations): a ReplicaSet whose template is the Deployment's again (a
+  // rollback, `rollout undo`) becomes the newest revision, so history and the next undo see it as upstream's do.
+  if (newView) {
+    const top = Math.max(0, ...olds.map((v) => revisionOf(v.rs)));
+    if (revisionOf(newView.rs) <= top) {
+      const m = newView.rs.metadata;
+      const rs: ReplicaSet = {
+        ...newView.rs,
+        metadata: { ...m, annotations: { ...(m.annotations ?? {}), [REVISION_ANNOTATION]: String(top + 1) } },
+      };
+      newView = { ...newView, rs };
+      out.putChildren!.push(rs);
+    }
+  }
+  const current = (v: ReplicaSetView) => (newView && v.rs.metadata.name === newView.rs.metadata.name ? newView : v);
 
   /** getNewReplicaSet with createIfNotExisted: the new ReplicaSet `<name>-<hash>` at `n` replicas. */
   const createNew = (n: number) => {
@@ -145,7 +160,7 @@ export function syncDeployment(
     const sizes = proportionalSizes(d, newView && sized(newView), olds.map(sized), prev?.replicas ?? 0);
     for (const v of views) {
       const n = sizes.get(v.rs.metadata.name);
-      if (n !== undefined) resize(v, n);
+      if (n !== undefined) resize(current(v), n);
     }
     if (d.spec.paused) cleanup();
   } else if (d.spec.strategy.type === "Recreate") rolloutRecreate();

@@ -12,6 +12,7 @@ import { notifying, type StoredWorkload, type WorkloadStore } from "../../contro
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import { WatchHub, type KubeObject, type RvClock } from "../watch-hub.js";
 import { defaultWorkload, wholeSeconds } from "../apiserver/defaults.js";
+import { statefulSetClaims } from "./statefulset-claims.js";
 
 export type V1Workload = KubeObject & {
   apiVersion: string;
@@ -83,6 +84,9 @@ export function createWorkloadFeed(
   const feed = (stored: readonly StoredWorkload[]) => {
     const byKind = new Map<WorkloadKind, V1Workload[]>(WORKLOAD_KINDS.map((k) => [k, []]));
     for (const s of stored) byKind.get(s.workload.kind)?.push(v1Workload(s));
+    byKind
+      .get("PersistentVolumeClaim")!
+      .push(...statefulSetClaims(byKind.get("StatefulSet")!, byKind.get("PersistentVolumeClaim")!));
     for (const k of WORKLOAD_KINDS) hubs[k].replaceAll(byKind.get(k)!);
   };
   const load = async () => feed(await inner.list());

@@ -3,14 +3,14 @@
 // Each act says whether it is scoped to one pod; a new act (or mode) is one entry in ACTS.
 // `--act read` is the Kubernetes API's scope (kubectl); with --exec-credential the token is printed as kubectl's
 // ExecCredential (client.authentication.k8s.io/v1): the exec credential plugin `podsync kubeconfig` sets up.
-import { usage } from "../args.js";
-import { READ_ACT } from "../../auth/read-token.js";
-import type { Ctx } from "../client.js";
-import type { Command } from "../command.js";
-import { resolvePod } from "../pod-ref.js";
-import { FLEET_ACTS } from "../../http/fleet/protocol.js";
-import { signToken } from "../keys.js";
-import { fleetName } from "../fleet/command.js";
+import { usage } from "../../args.js";
+import { READ_ACT } from "../../../auth/read-token.js";
+import type { Ctx } from "../../client.js";
+import type { Command } from "../../command.js";
+import { resolvePod } from "../../pod-ref.js";
+import { FLEET_ACTS } from "../../../http/fleet/protocol.js";
+import { signToken } from "../../keys.js";
+import { fleetName } from "../../fleet/command.js";
 
 interface Act {
   /** "required": the token names one pod (--uid or --name); "optional": a pod, or the whole node; "none". */
@@ -141,7 +141,7 @@ const token: Command = {
     const text = execCredential(token, ctx.ttl);
     console.log(text);
     // The plugin's next run (kubectl's next command) prints it again from the cache (src/cli/token-cache.ts).
-    const { cacheDir, cacheKey, writeCached } = await import("../token-cache.js");
+    const { cacheDir, cacheKey, writeCached } = await import("../../token-cache.js");
     const key = name === READ_ACT ? cacheKey(process.argv.slice(2)) : undefined;
     if (key) writeCached(cacheDir(), key, text);
   },

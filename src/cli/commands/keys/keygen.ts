@@ -1,11 +1,14 @@
+// Package cli/commands/keys — keys and credentials: keygen, sign, token (kubectl's plugin), kubeconfig.
+// Imports the CLI's client and keys; never the server's packages.
+//
 // podsync keygen: a signing key pair, the private JWK and the node's public JWKS. Written by default to the
 // user's config dir (outside any checkout, so git never sees the private key), where the CLI looks for it.
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fail, usage } from "../args.js";
-import type { SigningAlg } from "../../auth/keys.js";
-import type { Command } from "../command.js";
-import { configDir, DEV_ISSUER, trustHint } from "../keys.js";
+import { fail, usage } from "../../args.js";
+import type { SigningAlg } from "../../../auth/keys.js";
+import type { Command } from "../../command.js";
+import { configDir, DEV_ISSUER, trustHint } from "../../keys.js";
 
 const keygen: Command = {
   usage: ["keygen [--out DIR] [--alg EdDSA|ES256] [--iss ISSUER] [--force]"],
@@ -32,7 +35,7 @@ to look for a key. An existing key.json is kept unless --force.`,
       fail(
         `${keyFile} already exists; keeping it (--force replaces it, and the node must then be given the new jwks.json)`,
       );
-    const { generateSigningKey } = await import("../../auth/keys.js");
+    const { generateSigningKey } = await import("../../../auth/keys.js");
     const k = await generateSigningKey(alg);
     const iss = ctx.iss ?? DEV_ISSUER;
     mkdirSync(dir, { recursive: true, mode: 0o700 });

@@ -10,12 +10,12 @@ import { readFileSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { connect } from "node:tls";
 import { fileURLToPath } from "node:url";
-import { fail, usage } from "../args.js";
-import { signToken } from "../keys.js";
-import { READ_ACT } from "../../auth/read-token.js";
-import type { Command } from "../command.js";
+import { fail, usage } from "../../args.js";
+import { signToken } from "../../keys.js";
+import { READ_ACT } from "../../../auth/read-token.js";
+import type { Command } from "../../command.js";
 import { execCredential, READ_TTL_MAX_S } from "./token.js";
-import { cacheFileName, cacheKey } from "../token-cache.js";
+import { cacheFileName, cacheKey } from "../../token-cache.js";
 
 /** The server's certificate as it presents it (trust on first use: the fingerprint is printed to compare). */
 function serverCert(url: URL): Promise<string> {
