@@ -234,7 +234,7 @@ export async function startNode(
     nodeName: s.PODSYNC_NODE_NAME,
     cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000,
   };
-  // The Services data plane (PODSYNC_SERVICE_DATAPLANE=on): the nftables proxier and the cluster DNS, which pods
+  // The Services data plane (PODSYNC_SERVICE_DATAPLANE=auto, the default, as root; or on): the nftables proxier and the cluster DNS, which pods
   // get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is empty
   // until the Service model (src/services/source.ts, made with the pods' feed below) hands it each snapshot.
   const dataplaneSource = memoryServiceSource();
@@ -245,6 +245,7 @@ export async function startNode(
         source: dataplaneSource,
         serviceCIDRs: [s.PODSYNC_SERVICE_CIDR.text],
         cniConfDir: s.PODSYNC_CNI_CONF_DIR,
+        runtimeStatusInfo: async () => (await cri.status({ verbose: true })).info,
         clusterDNS: s.PODSYNC_CLUSTER_DNS,
         clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
         upstreams: s.PODSYNC_DNS_UPSTREAM,
@@ -812,7 +813,7 @@ export async function startNode(
     else if (servicesRefusal) lines.push(`  warning: Services are refused: ${servicesRefusal}`);
     else
       lines.push(
-        "  services: kept without a data plane (PODSYNC_SERVICE_DATAPLANE=off): ClusterIPs and NodePorts are not routed and cluster DNS does not answer; set PODSYNC_SERVICE_DATAPLANE=on (root)",
+        "  services: kept without a data plane (PODSYNC_SERVICE_DATAPLANE=off): ClusterIPs and NodePorts are not routed and cluster DNS does not answer; unset it (auto) to run them (root)",
       );
     for (const k of skipped) lines.push(`  warning: desired pod left out: ${k}`);
     if (probeStoreError)
