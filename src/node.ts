@@ -237,7 +237,7 @@ export async function startNode(
   // The Services data plane (PODSYNC_SERVICE_DATAPLANE=auto, the default, as root; or on): the nftables proxier and the cluster DNS, which pods
   // get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is empty
   // until the Service model (src/services/source.ts, made with the pods' feed below) hands it each snapshot.
-  const dataplaneSource = memoryServiceSource();
+  const dataplaneSource = memoryServiceSource({}, { pending: true });
   const dataplaneWanted =
     s.PODSYNC_SERVICE_DATAPLANE === "on" || (s.PODSYNC_SERVICE_DATAPLANE === "auto" && process.getuid?.() === 0);
   const dataplane = dataplaneWanted
@@ -415,7 +415,9 @@ export async function startNode(
   });
   const services = serviceSource;
   void services.refresh();
-  const feedDataplane = () => dataplaneSource.set(services.snapshot());
+  // The data plane is fed once the pods were relisted (before, every Service would look endpoint-less).
+  let podsRelisted = false;
+  const feedDataplane = () => podsRelisted && dataplaneSource.set(services.snapshot());
   if (dataplane) services.subscribe(feedDataplane);
   const endpointsFeed = createEndpointsFeed(clock, services);
   // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
@@ -517,7 +519,14 @@ export async function startNode(
           }),
         ),
     },
-    onRelist: (entries, view) => feedPods(entries, view, (uid) => prober.results(uid)),
+    onRelist: (entries, view) => {
+      feedPods(entries, view, (uid) => prober.results(uid));
+      if (!podsRelisted && dataplane)
+        void services
+          .refresh()
+          .catch(() => undefined)
+          .then(() => ((podsRelisted = true), feedDataplane()));
+    },
   });
   metrics?.setSource(loop);
   // kubelet's container log manager: containerLogMaxSize / containerLogMaxFiles (host/container-log-rotation.ts).

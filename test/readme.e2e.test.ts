@@ -8,7 +8,9 @@
 //     started (the README's "stop it and start it"), and the script goes on once the node says it is listening;
 //   - a command that follows (`logs -f`, `get -w`) runs for a few seconds, then is stopped, as Ctrl-C would.
 // The node listens on a free port, and PODSYNC_URL says so (the README names no port in its commands), so a podsync
-// a developer runs on the default port is not touched. HOME is a fresh directory.
+// a developer runs on the default port is not touched. HOME is a fresh directory. The node runs the Services data
+// plane as a user's would (the default, auto: root), so this file is in the project `dataplane` (one at a time);
+// its cluster DNS forwards only to a closed port on 127.0.0.1 (every name the app asks is the cluster's).
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -17,6 +19,7 @@ import { dirname, join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
+import { flushServiceTable } from "../src/services/proxy/flush.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -69,10 +72,15 @@ afterAll(async () => {
   if (skip || !endpoint) return;
   // The quickstart deletes its pod; if it failed half way, the pod goes here.
   const cri = connectGrpc({ endpoint });
-  await createPodRuntime(cri, {})
-    .delete("6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60", 0)
-    .catch(() => undefined);
+  const rt = createPodRuntime(cri, {});
+  await rt.delete("6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60", 0).catch(() => undefined);
+  // examples/app.yaml's pods (uids the node derived), and the data plane's table.
+  const left = await cri.listPodSandbox({}).catch(() => ({ items: [] }));
+  for (const sb of left.items)
+    if (sb.metadata?.namespace === "default" && ["web", "greeter"].includes(sb.metadata.name))
+      await rt.delete(sb.metadata.uid, 0).catch(() => undefined);
   cri.close();
+  await flushServiceTable();
 });
 
 describe.skipIf(skip)("README.md", () => {
@@ -127,6 +135,7 @@ describe.skipIf(skip)("README.md", () => {
       // the node's state and pod data in the copy, as a user's would be (dev mode keeps state beside the dev key)
       PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
       PODSYNC_ROOT_DIR: join(dir, "root"),
+      PODSYNC_DNS_UPSTREAM: `127.0.0.1:${await freePort()}`,
     };
     const child = spawn("bash", [join(dir, "quickstart.sh")], { cwd: copy, env });
     let stdout = "";
@@ -154,5 +163,11 @@ describe.skipIf(skip)("README.md", () => {
     expect(stdout.split("hello from hello").length).toBeGreaterThanOrEqual(3);
     expect(stdout).toContain("pod/hello unchanged (dry run)");
     expect(stdout).toContain('pod "hello" deleted');
-  }, 300_000);
+    // The two-service app: web reached greeter by name (cluster DNS, ClusterIP), and the host reached web.
+    expect(stdout).toContain("service/greeter created");
+    expect(stdout).toContain("pod/web condition met");
+    expect(stdout.split("greeter says: hello from greeter").length).toBeGreaterThanOrEqual(3);
+    expect(stdout).toContain('service "greeter" deleted');
+    expect(stdout).toContain('pod "greeter" deleted');
+  }, 480_000);
 });
