@@ -257,7 +257,11 @@ export async function startNode(
   if (dataplane) nodeConfig.clusterDNS = dataplane.clusterDNS;
   // Services are refused, never half-applied, where the data plane was wanted and cannot run (issue #37); with
   // PODSYNC_SERVICE_DATAPLANE=off the owner chose Services without kernel rules or DNS (docs/services-dataplane.md).
-  const servicesRefusal = servicesRefusalFor(s.PODSYNC_SERVICE_DATAPLANE, dataplane?.dataplane);
+  const servicesRefusal = servicesRefusalFor(
+    s.PODSYNC_SERVICE_DATAPLANE,
+    dataplane?.dataplane,
+    s.PODSYNC_SERVICE_CIDR.text,
+  );
   // The runtime's Version, read at start as kubelet reads it: the event stream takes its source from it (and reads
   // it again when it opens anew), and the engine its name for container ids, so no pod's first sync asks for it.
   // (With the stream off, or its read failed, the engine's first sync reads it, counted in that sync's calls.)

@@ -153,6 +153,9 @@ describe("servicesRefusalFor: Services refused, never half-applied", () => {
     });
     expect(servicesRefusalFor("on", withDns(true))).toBeUndefined();
     expect(servicesRefusalFor("auto", withDns(true))).toBeUndefined();
+    // IPv6 is not served by the data plane (IPv4 maps only): refused, not kept unrouted.
+    expect(servicesRefusalFor("auto", withDns(true), "fd00:96::/112")).toMatch(/IPv4 PODSYNC_SERVICE_CIDR/);
+    expect(servicesRefusalFor("off", undefined, "fd00:96::/112")).toBeUndefined();
   });
 });
 

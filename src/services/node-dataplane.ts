@@ -76,8 +76,12 @@ async function runtimeCniConfDir(info: NodeDataplaneOptions["runtimeStatusInfo"]
 export function servicesRefusalFor(
   mode: "auto" | "on" | "off",
   dataplane: Pick<ServiceDataplane, "health"> | undefined,
+  serviceCIDR?: string,
 ): string | undefined {
   if (mode === "off") return undefined;
+  // The proxier writes IPv4 maps only (the lab's bridge has no IPv6): an IPv6 ClusterIP would be kept, not routed.
+  if (serviceCIDR?.includes(":"))
+    return `Services need an IPv4 PODSYNC_SERVICE_CIDR: the data plane routes IPv4 only (${serviceCIDR} is IPv6; docs/services-dataplane.md), or set PODSYNC_SERVICE_DATAPLANE=off`;
   if (!dataplane)
     return "Services need the node's data plane (nftables rules and cluster DNS), which needs root: run podsync as root, or set PODSYNC_SERVICE_DATAPLANE=off to keep Services without kernel rules (docs/services-dataplane.md)";
   const h = dataplane.health();
