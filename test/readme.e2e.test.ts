@@ -53,7 +53,7 @@ function quickstartScript(readme: string): string {
     "trap stop_node EXIT",
     // `npm start` backgrounded; its node process is npm's child, so the whole group is stopped.
     // The wait ends when the node says it listens, or when it has exited.
-    'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done; cat node.log >&2; return 1; }',
+    'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; echo "$node_pid" > node.pid; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done; cat node.log >&2; return 1; }',
     // Still following after 4 s is the success; a follow that ended by itself answers with its own exit code.
     'follow() { setsid "$@" & local pid=$!; sleep 4; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; }',
     ...lines,
@@ -68,8 +68,22 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** The quickstart's script and the node it started (its own session), stopped in afterAll if a timeout left them
+ * running: nothing of this file may go on after it (the clean-up below would race it). */
+let script: ReturnType<typeof spawn> | undefined;
+let nodePidFile = "";
+
 afterAll(async () => {
   if (skip || !endpoint) return;
+  if (script && script.exitCode === null) {
+    script.kill("SIGKILL");
+    try {
+      process.kill(-Number(readFileSync(nodePidFile, "utf8").trim()), "SIGTERM");
+    } catch {
+      // no node running
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
   // The quickstart deletes its pod; if it failed half way, the pod goes here.
   const cri = connectGrpc({ endpoint });
   const rt = createPodRuntime(cri, {});
@@ -120,8 +134,8 @@ describe.skipIf(skip)("README.md", () => {
         // a file git tracks but the worktree deleted: not in a fresh copy either
       }
     }
-    const script = quickstartScript(readFileSync(join(root, "README.md"), "utf8"));
-    writeFileSync(join(dir, "quickstart.sh"), script);
+    const text = quickstartScript(readFileSync(join(root, "README.md"), "utf8"));
+    writeFileSync(join(dir, "quickstart.sh"), text);
     const port = await freePort();
     const home = join(dir, "home");
     mkdirSync(home);
@@ -136,8 +150,12 @@ describe.skipIf(skip)("README.md", () => {
       PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
       PODSYNC_ROOT_DIR: join(dir, "root"),
       PODSYNC_DNS_UPSTREAM: `127.0.0.1:${await freePort()}`,
+      // `npm run lab:start` in the README: the lab this run uses, not the default one.
+      ...(process.env["PODSYNC_LAB_DIR"] ? { PODSYNC_LAB_DIR: process.env["PODSYNC_LAB_DIR"] } : {}),
     };
+    nodePidFile = join(copy, "node.pid");
     const child = spawn("bash", [join(dir, "quickstart.sh")], { cwd: copy, env });
+    script = child;
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
