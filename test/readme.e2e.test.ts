@@ -184,7 +184,7 @@ describe.skipIf(skip)("README.md", () => {
     // The two-service app: web reached greeter by name (cluster DNS, ClusterIP), and the host reached web.
     expect(stdout).toContain("service/greeter created");
     expect(stdout).toContain("pod/web condition met");
-    expect(stdout.split("greeter says: hello from greeter").length).toBeGreaterThanOrEqual(3);
+    expect(stdout.split("greeter says: hello from greeter").length, log()).toBeGreaterThanOrEqual(3);
     expect(stdout).toContain('service "greeter" deleted');
     expect(stdout).toContain('pod "greeter" deleted');
   }, 480_000);

@@ -15,7 +15,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import * as dnsPacket from "dns-packet";
 import { importJWK, SignJWT, type JWK } from "jose";
 import type { Running } from "../src/node.js";
@@ -164,6 +164,11 @@ describe.skipIf(skip)("Services on the node", () => {
     stub?.close();
   }, 120_000);
 
+  // The kubeconfig's read token lives 5 minutes, and this file runs longer on a loaded machine: a fresh one each test.
+  beforeEach(async () => {
+    if (running) await writeKubeconfig();
+  });
+
   async function start(): Promise<Running> {
     const { startNode } = await import("../src/node.js");
     return startNode(
@@ -275,13 +280,18 @@ describe.skipIf(skip)("Services on the node", () => {
     expect(await hostGet(`http://${await clusterIP("frontend")}/`)).toBe("frontend");
     const listing = execFileSync("nft", ["list", "table", "inet", "podsync"]).toString();
     expect(listing).toMatch(/map service-ips \{/);
-  }, 60_000);
+  }, 120_000);
 
   it("kubectl explain reads the served kinds' schemas from the node's OpenAPI", async () => {
-    const svc = await kubectl("explain", "svc.spec");
-    expect(svc.code, svc.err).toBe(0);
-    expect(svc.out).toMatch(/KIND:\s+Service/);
-    expect(svc.out).toContain("clusterIP");
+    // (kubectl falls back to /openapi/v2, which is JSON only here, when a v3 fetch fails: once under load)
+    const explain = (what: string) =>
+      until(`kubectl explain ${what}`, async () => {
+        const r = await kubectl("explain", what);
+        return r.code === 0 ? r.out : undefined;
+      });
+    const svc = await explain("svc.spec");
+    expect(svc).toMatch(/KIND:\s+Service/);
+    expect(svc).toContain("clusterIP");
     for (const [what, kind] of [
       ["endpointslices", "EndpointSlice"],
       ["endpoints", "Endpoints"],
@@ -289,11 +299,9 @@ describe.skipIf(skip)("Services on the node", () => {
       ["hpa.spec", "HorizontalPodAutoscaler"],
       ["pdb.spec", "PodDisruptionBudget"],
     ]) {
-      const r = await kubectl("explain", what!);
-      expect(r.code, `${what}: ${r.err}`).toBe(0);
-      expect(r.out).toMatch(new RegExp(`KIND:\\s+${kind}`));
+      expect(await explain(what!)).toMatch(new RegExp(`KIND:\\s+${kind}`));
     }
-  }, 60_000);
+  }, 180_000);
 
   it("the Service env vars are in the frontend's environment, and $(VAR) expands to them", async () => {
     const name = (await kubectl("get", "pods", "-l", "tier=frontend", "-o", "name")).out.trim().split("\n")[0]!;
@@ -335,7 +343,7 @@ describe.skipIf(skip)("Services on the node", () => {
       (await readyCount("frontend")) === 1 ? true : undefined,
     );
     expect(await until("traffic back", async () => hostGet(`http://${ip}/`).catch(() => undefined))).toBe("frontend");
-  }, 60_000);
+  }, 120_000);
 
   it("a StatefulSet behind its headless Service: slices carry each pod's hostname; ExternalName has none; removing a Service removes its slices", async () => {
     const synced = await podsync(
@@ -378,7 +386,7 @@ describe.skipIf(skip)("Services on the node", () => {
     await until("nginx's slices gone", async () => ((await slicesOf("nginx")).length === 0 ? true : undefined));
     expect((await kubectl("get", "svc", "nginx")).code).not.toBe(0);
     expect((await kubectl("get", "endpoints", "nginx")).code).not.toBe(0);
-  }, 150_000);
+  }, 240_000);
 
   it("a podsync restart during traffic drops no established connection, and reconciles the table", async () => {
     const ip = await clusterIP("redis-leader");
@@ -404,5 +412,5 @@ describe.skipIf(skip)("Services on the node", () => {
     expect(await until("by name after the restart", async () => getFrom(frontend, "redis-leader", 6379))).toBe(
       "leader",
     );
-  }, 90_000);
+  }, 120_000);
 });
