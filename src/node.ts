@@ -234,8 +234,8 @@ export async function startNode(
     nodeName: s.PODSYNC_NODE_NAME,
     cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000,
   };
-  // The Services data plane (PODSYNC_SERVICE_DATAPLANE=auto, the default, as root; or on): the nftables proxier and the cluster DNS, which pods
-  // get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is empty
+  // The Services data plane (PODSYNC_SERVICE_DATAPLANE=auto, the default, as root; or on): the nftables proxier and
+  // the cluster DNS, which pods get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is empty
   // until the Service model (src/services/source.ts, made with the pods' feed below) hands it each snapshot.
   const dataplaneSource = memoryServiceSource({}, { pending: true });
   const dataplaneWanted =
