@@ -235,8 +235,9 @@ export async function startNode(
     cpuCapacity: (nodeInfo.allocatable.milliCPU ?? cpus().length * 1000) / 1000,
   };
   // The Services data plane (PODSYNC_SERVICE_DATAPLANE=auto, the default, as root; or on): the nftables proxier and
-  // the cluster DNS, which pods get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is empty
-  // until the Service model (src/services/source.ts, made with the pods' feed below) hands it each snapshot.
+  // the cluster DNS, which pods get as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says
+  // otherwise). Its source is pending until the Service model (src/services/source.ts, made with the pods' feed
+  // below) hands it the first snapshot after the pods' first relist.
   const dataplaneSource = memoryServiceSource({}, { pending: true });
   const dataplaneWanted =
     s.PODSYNC_SERVICE_DATAPLANE === "on" || (s.PODSYNC_SERVICE_DATAPLANE === "auto" && process.getuid?.() === 0);
