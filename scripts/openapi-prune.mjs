@@ -19,9 +19,23 @@ const OUT = "src/kubeapi/apiserver/openapi.gen.ts";
 
 /** What the node serves, per group-version: resources, and subresources as `pods/log`. Add a line for a new kind. */
 const SERVED = {
-  "api/v1": ["pods", "pods/log", "pods/exec", "events", "nodes", "namespaces", "persistentvolumeclaims"],
+  "api/v1": [
+    "pods",
+    "pods/log",
+    "pods/exec",
+    "events",
+    "nodes",
+    "namespaces",
+    "persistentvolumeclaims",
+    "services",
+    "endpoints",
+    "replicationcontrollers",
+  ],
   "apis/apps/v1": ["deployments", "replicasets", "statefulsets", "daemonsets"],
   "apis/batch/v1": ["jobs", "cronjobs"],
+  "apis/discovery.k8s.io/v1": ["endpointslices"],
+  "apis/autoscaling/v2": ["horizontalpodautoscalers"],
+  "apis/policy/v1": ["poddisruptionbudgets"],
   "apis/authorization.k8s.io/v1": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
 };
 

@@ -139,6 +139,7 @@ beforeAll(async () => {
   running = await startNode(
     {
       PODSYNC_CRI_ENDPOINT: endpoint,
+      PODSYNC_SERVICE_DATAPLANE: "off",
       PODSYNC_PORT: "0",
       PODSYNC_NODE_NAME: "cli-wl-node",
       PODSYNC_DEV_DIR: dir,

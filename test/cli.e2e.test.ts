@@ -72,6 +72,7 @@ beforeAll(async () => {
   running = await startNode(
     {
       PODSYNC_CRI_ENDPOINT: endpoint,
+      PODSYNC_SERVICE_DATAPLANE: "off",
       PODSYNC_PORT: "0",
       PODSYNC_NODE_NAME: "cli-node",
       PODSYNC_ALLOW_EXEC: "true",

@@ -122,6 +122,7 @@ function suite(env: Record<string, string>, tests: (t: Suite) => void) {
       PODSYNC_DEV_DIR: dir,
       PODSYNC_STATE_DIR: join(dir, "state"),
       PODSYNC_CRI_ENDPOINT: proxy.endpoint,
+      PODSYNC_SERVICE_DATAPLANE: "off",
       PODSYNC_NODE_NAME: NODE_NAME,
       PODSYNC_POD_LOGS_DIR: node.podLogsDir,
       PODSYNC_ROOT_DIR: node.rootDir,

@@ -29,6 +29,7 @@ beforeAll(async () => {
   server = await startNode(
     {
       PODSYNC_CRI_ENDPOINT: fake.endpoint,
+      PODSYNC_SERVICE_DATAPLANE: "off",
       PODSYNC_PORT: "0",
       PODSYNC_NODE_NAME: NODE,
       PODSYNC_JWKS: JSON.stringify({ keys: [key.publicJwk] }),

@@ -188,6 +188,7 @@ describe.skipIf(skip)("the function and its CLI on real containerd", () => {
     const running = await startNode(
       {
         PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_SERVICE_DATAPLANE: "off",
         PODSYNC_PORT: "0",
         PODSYNC_NODE_NAME: "e2e-node",
         PODSYNC_POLICY: "privileged",

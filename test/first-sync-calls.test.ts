@@ -192,6 +192,7 @@ describe("the runtime's name on the Node entry", () => {
         PODSYNC_STATE_DIR: join(dir, "state"),
         PODSYNC_ROOT_DIR: join(dir, "root"),
         PODSYNC_CRI_ENDPOINT: fake.endpoint,
+        PODSYNC_SERVICE_DATAPLANE: "off",
         PODSYNC_NODE_NAME: "first-node",
         PODSYNC_POLICY: "privileged",
       },

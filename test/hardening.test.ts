@@ -411,6 +411,7 @@ describe("a used token never acts twice, not even after a restart", () => {
   /** The Node entry (startNode) on a loopback port, in front of the same in-process runtime and keys. */
   const nodeEnv = (stateDir: string) => ({
     PODSYNC_CRI_ENDPOINT: fake.endpoint,
+    PODSYNC_SERVICE_DATAPLANE: "off",
     PODSYNC_PORT: "0",
     PODSYNC_NODE_NAME: NODE,
     PODSYNC_JWKS: JSON.stringify({ keys: h.keys.map((k) => k.publicJwk) }),

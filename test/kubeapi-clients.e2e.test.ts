@@ -104,6 +104,7 @@ describe.skipIf(skip)("real clients against the node's Kubernetes API", () => {
     running = await startNode(
       {
         PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_SERVICE_DATAPLANE: "off",
         PODSYNC_PORT: "0",
         PODSYNC_NODE_NAME: NODE,
         PODSYNC_POLICY: "privileged",

@@ -334,7 +334,10 @@ describe("the routes real clients reach", async () => {
       "A single application container that you want to run within a pod.",
     );
     expect(Object.keys(v1.paths)).toContain("/api/v1/namespaces/{namespace}/pods/{name}/log");
-    expect(Object.keys(v1.paths)).not.toContain("/api/v1/namespaces/{namespace}/services");
+    // Services are served (issue 37), so their paths and schema are in; a kind not served is not.
+    expect(Object.keys(v1.paths)).toContain("/api/v1/namespaces/{namespace}/services");
+    expect(v1.components.schemas["io.k8s.api.core.v1.ServiceSpec"]).toBeDefined();
+    expect(Object.keys(v1.paths)).not.toContain("/api/v1/namespaces/{namespace}/secrets");
     const patch = v1.paths["/api/v1/namespaces/{namespace}/pods/{name}"].patch;
     expect(patch.parameters.map((p: { name: string }) => p.name)).toContain("fieldValidation");
     expect((await call(url.replace(/hash=.*/, "hash=OLD"))).status).toBe(301);

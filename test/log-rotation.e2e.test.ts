@@ -79,6 +79,7 @@ describe.skipIf(skip)("container log rotation on real containerd", () => {
     running = await startNode(
       {
         PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_SERVICE_DATAPLANE: "off",
         PODSYNC_PORT: "0",
         PODSYNC_HOST: "127.0.0.1",
         PODSYNC_NODE_NAME: NODE,

@@ -28,6 +28,7 @@ async function node(extra: Record<string, string> = {}) {
     PODSYNC_DEV_DIR: dir,
     PODSYNC_STATE_DIR: join(dir, "state"),
     PODSYNC_CRI_ENDPOINT: fake.endpoint,
+    PODSYNC_SERVICE_DATAPLANE: "off",
     PODSYNC_NODE_NAME: "metrics-node",
     PODSYNC_RELIST_INTERVAL_MS: "100",
     PODSYNC_RUNTIME_EVENTS: "off",

@@ -8,7 +8,9 @@
 //     started (the README's "stop it and start it"), and the script goes on once the node says it is listening;
 //   - a command that follows (`logs -f`, `get -w`) runs for a few seconds, then is stopped, as Ctrl-C would.
 // The node listens on a free port, and PODSYNC_URL says so (the README names no port in its commands), so a podsync
-// a developer runs on the default port is not touched. HOME is a fresh directory.
+// a developer runs on the default port is not touched. HOME is a fresh directory. The node runs the Services data
+// plane as a user's would (the default, auto: root), so this file is in the project `dataplane` (one at a time);
+// its cluster DNS forwards only to a closed port on 127.0.0.1 (every name the app asks is the cluster's).
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -17,6 +19,7 @@ import { dirname, join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
+import { flushServiceTable } from "../src/services/proxy/flush.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -50,7 +53,7 @@ function quickstartScript(readme: string): string {
     "trap stop_node EXIT",
     // `npm start` backgrounded; its node process is npm's child, so the whole group is stopped.
     // The wait ends when the node says it listens, or when it has exited.
-    'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done; cat node.log >&2; return 1; }',
+    'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; echo "$node_pid" > node.pid; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done; cat node.log >&2; return 1; }',
     // Still following after 4 s is the success; a follow that ended by itself answers with its own exit code.
     'follow() { setsid "$@" & local pid=$!; sleep 4; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; }',
     ...lines,
@@ -65,14 +68,33 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** The quickstart's script and the node it started (its own session), stopped in afterAll if a timeout left them
+ * running: nothing of this file may go on after it (the clean-up below would race it). */
+let script: ReturnType<typeof spawn> | undefined;
+let nodePidFile = "";
+
 afterAll(async () => {
   if (skip || !endpoint) return;
+  if (script && script.exitCode === null) {
+    script.kill("SIGKILL");
+    try {
+      process.kill(-Number(readFileSync(nodePidFile, "utf8").trim()), "SIGTERM");
+    } catch {
+      // no node running
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
   // The quickstart deletes its pod; if it failed half way, the pod goes here.
   const cri = connectGrpc({ endpoint });
-  await createPodRuntime(cri, {})
-    .delete("6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60", 0)
-    .catch(() => undefined);
+  const rt = createPodRuntime(cri, {});
+  await rt.delete("6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60", 0).catch(() => undefined);
+  // examples/app.yaml's pods (uids the node derived), and the data plane's table.
+  const left = await cri.listPodSandbox({}).catch(() => ({ items: [] }));
+  for (const sb of left.items)
+    if (sb.metadata?.namespace === "default" && ["web", "greeter"].includes(sb.metadata.name))
+      await rt.delete(sb.metadata.uid, 0).catch(() => undefined);
   cri.close();
+  await flushServiceTable();
 });
 
 describe.skipIf(skip)("README.md", () => {
@@ -112,8 +134,8 @@ describe.skipIf(skip)("README.md", () => {
         // a file git tracks but the worktree deleted: not in a fresh copy either
       }
     }
-    const script = quickstartScript(readFileSync(join(root, "README.md"), "utf8"));
-    writeFileSync(join(dir, "quickstart.sh"), script);
+    const text = quickstartScript(readFileSync(join(root, "README.md"), "utf8"));
+    writeFileSync(join(dir, "quickstart.sh"), text);
     const port = await freePort();
     const home = join(dir, "home");
     mkdirSync(home);
@@ -127,8 +149,13 @@ describe.skipIf(skip)("README.md", () => {
       // the node's state and pod data in the copy, as a user's would be (dev mode keeps state beside the dev key)
       PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
       PODSYNC_ROOT_DIR: join(dir, "root"),
+      PODSYNC_DNS_UPSTREAM: `127.0.0.1:${await freePort()}`,
+      // `npm run lab:start` in the README: the lab this run uses, not the default one.
+      ...(process.env["PODSYNC_LAB_DIR"] ? { PODSYNC_LAB_DIR: process.env["PODSYNC_LAB_DIR"] } : {}),
     };
+    nodePidFile = join(copy, "node.pid");
     const child = spawn("bash", [join(dir, "quickstart.sh")], { cwd: copy, env });
+    script = child;
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
@@ -154,5 +181,11 @@ describe.skipIf(skip)("README.md", () => {
     expect(stdout.split("hello from hello").length).toBeGreaterThanOrEqual(3);
     expect(stdout).toContain("pod/hello unchanged (dry run)");
     expect(stdout).toContain('pod "hello" deleted');
-  }, 300_000);
+    // The two-service app: web reached greeter by name (cluster DNS, ClusterIP), and the host reached web.
+    expect(stdout).toContain("service/greeter created");
+    expect(stdout).toContain("pod/web condition met");
+    expect(stdout.split("greeter says: hello from greeter").length, log()).toBeGreaterThanOrEqual(3);
+    expect(stdout).toContain('service "greeter" deleted');
+    expect(stdout).toContain('pod "greeter" deleted');
+  }, 480_000);
 });

@@ -152,6 +152,7 @@ beforeAll(async () => {
   running = await startNode(
     {
       PODSYNC_CRI_ENDPOINT: endpoint,
+      PODSYNC_SERVICE_DATAPLANE: "off",
       PODSYNC_PORT: "0",
       PODSYNC_NODE_NAME: "reapply-node",
       PODSYNC_POLICY: "privileged",

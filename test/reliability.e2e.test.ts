@@ -84,6 +84,7 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
         PODSYNC_DEV_DIR: dir,
         PODSYNC_STATE_DIR: join(dir, "state"),
         PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_SERVICE_DATAPLANE: "off",
         PODSYNC_NODE_NAME: NODE_NAME,
         PODSYNC_ALLOW_EXEC: "true",
         PODSYNC_POD_LOGS_DIR: node.podLogsDir,

@@ -1,11 +1,11 @@
 // The data plane's start-up where the kernel part cannot be had (nft missing): it says so and reports itself
 // unavailable, writing nothing; the pod network read from a CNI configuration; the settings' validation.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startServiceDataplane } from "../src/services/dataplane.js";
-import { readPodNetwork, resolvConfServers } from "../src/services/node-network.js";
+import { cniConfDirFromStatusInfo, readPodNetwork, resolvConfServers } from "../src/services/node-network.js";
 import { servicesRefusalFor } from "../src/services/node-dataplane.js";
 import { nftCli } from "../src/services/proxy/nft.js";
 import { flushServiceTable } from "../src/services/proxy/flush.js";
@@ -124,7 +124,8 @@ describe("settings", () => {
   it("validates the Service CIDR and the DNS upstreams, naming the setting", () => {
     const s = loadSettings({ PODSYNC_DNS_UPSTREAM: "192.0.2.53, [2001:db8::1]:5353,127.0.0.1:5300" });
     expect(s.PODSYNC_SERVICE_CIDR.text).toBe("10.96.0.0/16");
-    expect(s.PODSYNC_SERVICE_DATAPLANE).toBe("off");
+    expect(s.PODSYNC_SERVICE_DATAPLANE).toBe("auto");
+    expect(s.PODSYNC_CNI_CONF_DIR).toBeUndefined();
     expect(s.PODSYNC_DNS_UPSTREAM).toEqual(["192.0.2.53", "[2001:db8::1]:5353", "127.0.0.1:5300"]);
     expect(() => loadSettings({ PODSYNC_SERVICE_CIDR: "10.96.0.0/33" })).toThrow(/PODSYNC_SERVICE_CIDR.*CIDR/s);
     expect(() => loadSettings({ PODSYNC_DNS_UPSTREAM: "dns.example:53" })).toThrow(
@@ -142,6 +143,46 @@ describe("servicesRefusalFor: Services refused, never half-applied", () => {
     expect(servicesRefusalFor("off", undefined)).toBeUndefined();
     expect(servicesRefusalFor("auto", undefined)).toMatch(/needs root.*PODSYNC_SERVICE_DATAPLANE=off/);
     expect(servicesRefusalFor("on", plane(false))).toMatch(/unavailable: nft: not found/);
-    expect(servicesRefusalFor("on", plane(true))).toBeUndefined();
+    // Rules but no cluster DNS (no bridge network found, no PODSYNC_CLUSTER_DNS): names would not resolve.
+    expect(servicesRefusalFor("auto", plane(true))).toMatch(/cluster DNS, which has no address.*PODSYNC_CNI_CONF_DIR/);
+    const withDns = (available: boolean) => ({
+      health: () => ({
+        ...plane(available).health(),
+        dns: { listening: true, address: "10.244.78.1", port: 53, queries: 0, cacheEntries: 0 },
+      }),
+    });
+    expect(servicesRefusalFor("on", withDns(true))).toBeUndefined();
+    expect(servicesRefusalFor("auto", withDns(true))).toBeUndefined();
+    // IPv6 is not served by the data plane (IPv4 maps only): refused, not kept unrouted.
+    expect(servicesRefusalFor("auto", withDns(true), "fd00:96::/112")).toMatch(/IPv4 PODSYNC_SERVICE_CIDR/);
+    expect(servicesRefusalFor("off", undefined, "fd00:96::/112")).toBeUndefined();
+  });
+});
+
+describe("the runtime's CNI directory (containerd's verbose CRI Status)", () => {
+  it("is read from info.config's cni.confDir; anything else says nothing", () => {
+    const config = JSON.stringify({ containerd: {}, cni: { binDir: "/usr/lib/cni", confDir: "/tmp/lab/cni" } });
+    expect(cniConfDirFromStatusInfo({ config })).toBe("/tmp/lab/cni");
+    expect(cniConfDirFromStatusInfo({ config: "{not json" })).toBeUndefined();
+    expect(cniConfDirFromStatusInfo({ config: JSON.stringify({ cni: { confDir: "relative" } }) })).toBeUndefined();
+    expect(cniConfDirFromStatusInfo({})).toBeUndefined();
+    expect(cniConfDirFromStatusInfo(undefined)).toBeUndefined();
+  });
+});
+
+describe("the test harness leaves the data plane off", () => {
+  // The default is auto (on as root), and there is one `inet podsync` table and one DNS address per machine, so
+  // every node a test or bench starts must say PODSYNC_SERVICE_DATAPLANE itself, or inherit the suite's `off`
+  // (vitest.config.ts `env`) by spreading process.env; the data plane's own files run alone (project `dataplane`).
+  it("every file that starts a node names the setting or inherits the suite's", () => {
+    const starts = /startNode\(|"dist\/node\.js"|"serve"/;
+    const offenders = readdirSync("test")
+      .filter((f) => f.endsWith(".ts"))
+      .map((f) => join("test", f))
+      .filter((f) => {
+        const text = readFileSync(f, "utf8");
+        return starts.test(text) && !text.includes("PODSYNC_SERVICE_DATAPLANE") && !text.includes("...process.env");
+      });
+    expect(offenders).toEqual([]);
   });
 });

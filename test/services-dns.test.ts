@@ -332,6 +332,50 @@ describe("the DNS server over UDP and TCP (loopback, stub upstream)", () => {
     expect(e.additionals?.some((x) => x.type === "OPT")).toBe(true);
   });
 
+  it("a repeated query is answered from the encoded reply, with its own id, until the index or the cache's age changes", async () => {
+    let now = 1_000_000;
+    let idx = index;
+    const upstreamCalls: number[] = [];
+    // A stub upstream in process: example.net A 192.0.2.1, TTL 60.
+    const stubUp = createSocket("udp4");
+    stubUp.on("message", (m, r) => {
+      const q = dnsPacket.decode(m);
+      upstreamCalls.push(q.id ?? 0);
+      const answers = [{ name: "example.net", type: "A" as const, ttl: 60, data: "192.0.2.1" }];
+      stubUp.send(dnsPacket.encode({ id: q.id, type: "response", questions: q.questions, answers }), r.port, r.address);
+    });
+    await new Promise<void>((r) => stubUp.bind(0, "127.0.0.1", () => r()));
+    try {
+      const a = createAnswerer({
+        index: () => idx,
+        upstreams: [parseUpstream(`127.0.0.1:${stubUp.address().port}`)],
+        cache: new DnsCache({ now: () => now }),
+      });
+      const name = "redis-master.default.svc.cluster.local";
+      const one = (await a.answer(query(name, "A", 1), false))!;
+      const two = (await a.answer(query(name, "A", 2), false))!;
+      expect(dnsPacket.decode(two).id).toBe(2);
+      expect(two.subarray(2)).toEqual(one.subarray(2));
+      // A changed index answers anew.
+      idx = buildIndex({ services: [], endpointSlices: [] }, "cluster.local", 2);
+      expect(rcode(dnsPacket.decode((await a.answer(query(name, "A", 3), false))!))).toBe("NXDOMAIN");
+      // Forwarded: the first goes upstream, the second is the cache's (encoded), the third the memo's; a second
+      // later the TTL is one lower.
+      const ttl = async (id: number) => dnsPacket.decode((await a.answer(query("example.net", "A", id), false))!);
+      expect((await ttl(10)).answers![0]).toMatchObject({ ttl: 60 });
+      expect((await ttl(11)).answers![0]).toMatchObject({ ttl: 60 });
+      const third = await ttl(12);
+      expect(third.id).toBe(12);
+      expect(third.answers![0]).toMatchObject({ ttl: 60, data: "192.0.2.1" });
+      now += 1000;
+      expect((await ttl(13)).answers![0]).toMatchObject({ ttl: 59 });
+      expect(upstreamCalls).toHaveLength(1);
+      expect(a.cache.hits).toBe(3);
+    } finally {
+      stubUp.close();
+    }
+  });
+
   it("SERVFAIL when no upstream answers", async () => {
     const lonely = createAnswerer({ index: () => index, upstreams: [], cache: new DnsCache() });
     const r = dnsPacket.decode((await lonely.answer(query("example.net"), false))!);

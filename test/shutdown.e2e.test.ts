@@ -37,6 +37,7 @@ function start(port: number) {
       PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
       PODSYNC_POLICY: "privileged",
       PODSYNC_CRI_ENDPOINT: endpoint,
+      PODSYNC_SERVICE_DATAPLANE: "off",
     },
     stdio: ["ignore", "ignore", "pipe"],
   });

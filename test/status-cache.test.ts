@@ -258,6 +258,7 @@ describe("the status cache through the Node entry (in-process runtime, its CRI e
         PODSYNC_STATE_DIR: join(dir, "state"),
         PODSYNC_ROOT_DIR: join(dir, "root"),
         PODSYNC_CRI_ENDPOINT: runtime.fake.endpoint,
+        PODSYNC_SERVICE_DATAPLANE: "off",
         PODSYNC_NODE_NAME: "cache-node",
         PODSYNC_POLICY: "privileged",
       },

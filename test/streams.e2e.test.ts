@@ -117,6 +117,7 @@ describe.skipIf(skip)("streams: back-pressure and a budget", () => {
     running = await startNode(
       {
         PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_SERVICE_DATAPLANE: "off",
         PODSYNC_PORT: "0",
         PODSYNC_HOST: "127.0.0.1",
         PODSYNC_NODE_NAME: NODE,

@@ -68,6 +68,7 @@ describe.skipIf(skip)("bounds and the policy in force across a restart, on the l
     PODSYNC_DEV_DIR: dir,
     PODSYNC_STATE_DIR: stateDir,
     PODSYNC_CRI_ENDPOINT: endpoint,
+    PODSYNC_SERVICE_DATAPLANE: "off",
     PODSYNC_NODE_NAME: NODE_NAME,
     PODSYNC_POD_LOGS_DIR: node.podLogsDir,
     PODSYNC_ROOT_DIR: node.rootDir,

@@ -29,7 +29,7 @@ export async function startAgent(
   const { cri } = conn;
   const disk: DiskPressure = { current: undefined };
   const node = await describeNode(s, disk);
-  const plane = await startServicesDataplane(s, quiet);
+  const plane = await startServicesDataplane(s, cri, quiet);
   if (plane.dataplane) node.nodeConfig.clusterDNS = plane.dataplane.clusterDNS;
   // The Kubernetes API's state: one resourceVersion clock, the pods, the events, this node.
   const kube = createKubeState(s);
@@ -60,7 +60,13 @@ export async function startAgent(
   const workloadFeed = createWorkloadFeed(kube.clock, workloadFiles);
   let kickLoop = () => undefined as void;
   const workloads = notifying(workloadFeed.store, () => kickLoop());
-  const { services, endpointsFeed } = startServiceModel(kube.clock, workloadFeed, kube.podsHub, plane, quiet);
+  const { services, endpointsFeed, podsRelisted } = startServiceModel(
+    kube.clock,
+    workloadFeed,
+    kube.podsHub,
+    plane,
+    quiet,
+  );
   serviceSource = services;
   // The loop and the controllers act through one runtime view: counted as the loop's, and recording events.
   const loopRuntime = recordingEvents(instrumentRuntime(engine, metrics, "loop"), kube.recorder, podsAfter);
@@ -97,6 +103,7 @@ export async function startAgent(
       prober,
       metrics,
       feedPods,
+      podsRelisted,
       nodeChanged: () => nodeChanged(),
     },
     quiet,

@@ -52,7 +52,7 @@ export function bannerLines(s: Settings, f: BannerFacts): string[] {
   else if (f.servicesRefusal) lines.push(`  warning: Services are refused: ${f.servicesRefusal}`);
   else
     lines.push(
-      "  services: kept without a data plane (PODSYNC_SERVICE_DATAPLANE=off): ClusterIPs and NodePorts are not routed and cluster DNS does not answer; set PODSYNC_SERVICE_DATAPLANE=on (root)",
+      "  services: kept without a data plane (PODSYNC_SERVICE_DATAPLANE=off): ClusterIPs and NodePorts are not routed and cluster DNS does not answer; unset it (auto) to run them (root)",
     );
   for (const k of f.skipped) lines.push(`  warning: desired pod left out: ${k}`);
   const unusable = (what: string, e: StateUnavailableError, then: string) =>

@@ -35,6 +35,8 @@ export interface NodeLoopDeps {
   prober: Prober;
   metrics: PromMetrics | undefined;
   feedPods: PodFeed;
+  /** Told after each relist: the Services data plane waits for the first. */
+  podsRelisted: () => void;
   /** The eviction manager's DiskPressure, kept for the Node object and admission. */
   disk: DiskPressure;
   /** The Node object is read again when DiskPressure changes. */
@@ -99,7 +101,10 @@ export function startNodeLoop(s: Settings, node: NodeFacts, d: NodeLoopDeps, qui
       onKilled: (uid, r) =>
         r.ok || evictionLog({ uid, error: `the evicted pod's kill failed: ${r.error ?? "a step failed"}` }),
     },
-    onRelist: (entries, view) => d.feedPods(entries, view, (uid) => d.prober.results(uid)),
+    onRelist: (entries, view) => {
+      d.feedPods(entries, view, (uid) => d.prober.results(uid));
+      d.podsRelisted();
+    },
   });
   d.metrics?.setSource(loop);
   return loop;

@@ -1,5 +1,6 @@
 // The node's Services: the data plane (PODSYNC_SERVICE_DATAPLANE: the nftables proxier and the cluster DNS) and
 // the Service model (src/services/source.ts) that the data plane, the env vars and the Kubernetes API read.
+import type { CriClient } from "../cri/client.js";
 import type { EndpointsFeed } from "../kubeapi/kinds/endpoints-feed.js";
 import { createEndpointsFeed } from "../kubeapi/kinds/endpoints-feed.js";
 import type { WorkloadFeed } from "../kubeapi/kinds/workload-feed.js";
@@ -12,10 +13,11 @@ import type { Settings } from "../settings/node.js";
 import type { V1Pod } from "../status/api-status.js";
 import { jsonLog } from "./config.js";
 
-/** The data plane, when wanted: pods get its cluster DNS as their nameserver (the bridge's gateway unless
- * PODSYNC_CLUSTER_DNS says otherwise). Its source is empty until the Service model hands it each snapshot. */
-export async function startServicesDataplane(s: Settings, quiet: boolean) {
-  const source = memoryServiceSource();
+/** The data plane, when wanted (PODSYNC_SERVICE_DATAPLANE=auto, the default, as root; or on): pods get its cluster
+ * DNS as their nameserver (the bridge's gateway unless PODSYNC_CLUSTER_DNS says otherwise). Its source is pending
+ * until the Service model hands it the first snapshot after the pods' first relist. */
+export async function startServicesDataplane(s: Settings, cri: CriClient, quiet: boolean) {
+  const source = memoryServiceSource({}, { pending: true });
   const wanted =
     s.PODSYNC_SERVICE_DATAPLANE === "on" || (s.PODSYNC_SERVICE_DATAPLANE === "auto" && process.getuid?.() === 0);
   const dataplane = wanted
@@ -23,6 +25,7 @@ export async function startServicesDataplane(s: Settings, quiet: boolean) {
         source,
         serviceCIDRs: [s.PODSYNC_SERVICE_CIDR.text],
         cniConfDir: s.PODSYNC_CNI_CONF_DIR,
+        runtimeStatusInfo: async () => (await cri.status({ verbose: true })).info,
         clusterDNS: s.PODSYNC_CLUSTER_DNS,
         clusterDomain: s.PODSYNC_CLUSTER_DOMAIN,
         upstreams: s.PODSYNC_DNS_UPSTREAM,
@@ -32,7 +35,11 @@ export async function startServicesDataplane(s: Settings, quiet: boolean) {
     : undefined;
   // Services are refused, never half-applied, where the data plane was wanted and cannot run (issue #37); with
   // PODSYNC_SERVICE_DATAPLANE=off the owner chose Services without kernel rules or DNS (docs/services-dataplane.md).
-  const servicesRefusal = servicesRefusalFor(s.PODSYNC_SERVICE_DATAPLANE, dataplane?.dataplane);
+  const servicesRefusal = servicesRefusalFor(
+    s.PODSYNC_SERVICE_DATAPLANE,
+    dataplane?.dataplane,
+    s.PODSYNC_SERVICE_CIDR.text,
+  );
   return { source, dataplane, servicesRefusal };
 }
 export type ServicesDataplane = Awaited<ReturnType<typeof startServicesDataplane>>;
@@ -45,7 +52,7 @@ export function startServiceModel(
   podsHub: WatchHub<V1Pod>,
   plane: ServicesDataplane,
   quiet: boolean,
-): { services: ServiceSource; endpointsFeed: EndpointsFeed } {
+): { services: ServiceSource; endpointsFeed: EndpointsFeed; podsRelisted: () => void } {
   const log = jsonLog(quiet, "services");
   const services = createServiceSource({
     services: {
@@ -60,6 +67,16 @@ export function startServiceModel(
     onError: (e) => log({ error: String((e as Error)?.message ?? e) }),
   });
   void services.refresh();
-  if (plane.dataplane) services.subscribe(() => plane.source.set(services.snapshot()));
-  return { services, endpointsFeed: createEndpointsFeed(clock, services) };
+  // The data plane is fed once the pods were relisted (before, every Service would look endpoint-less).
+  let relisted = false;
+  const feed = () => relisted && plane.source.set(services.snapshot());
+  if (plane.dataplane) services.subscribe(feed);
+  const podsRelisted = () => {
+    if (relisted || !plane.dataplane) return;
+    void services
+      .refresh()
+      .catch(() => undefined)
+      .then(() => ((relisted = true), feed()));
+  };
+  return { services, endpointsFeed: createEndpointsFeed(clock, services), podsRelisted };
 }

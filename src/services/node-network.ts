@@ -77,3 +77,17 @@ export function resolvConfServers(path = "/etc/resolv.conf"): string[] {
     return [];
   }
 }
+
+export const DEFAULT_CNI_CONF_DIR = "/etc/cni/net.d";
+
+/** The CNI configuration directory the runtime uses, from its verbose CRI Status: containerd's CRI plugin reports
+ * its config (`info.config`, JSON: `cni.confDir`), so a node on a containerd with its own CNI directory (the lab's)
+ * finds the bridge with no setting. undefined when the runtime does not say. */
+export function cniConfDirFromStatusInfo(info: Record<string, string> | undefined): string | undefined {
+  try {
+    const dir = (JSON.parse(info?.["config"] ?? "null") as { cni?: { confDir?: unknown } } | null)?.cni?.confDir;
+    return typeof dir === "string" && dir.startsWith("/") ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -77,22 +77,33 @@ export interface ServiceSource {
   snapshot(): ServiceSnapshot;
   /** onChange is called after any change (no payload: read snapshot()). Returns the unsubscribe. */
   subscribe(onChange: () => void): () => void;
+  /** false while the source does not hold the whole state yet (a node starting: its pods not relisted). The
+   * proxier writes nothing until it does, as kube-proxy's syncProxyRules waits for its informers (isInitialized),
+   * so a restart never empties the table for a moment. Absent: always synced. */
+  synced?(): boolean;
 }
 
 /** A ServiceSource held in memory: what tests, the bench and a node without the Service model use. */
-export function memoryServiceSource(initial: Partial<ServiceSnapshot> = {}): ServiceSource & {
+export function memoryServiceSource(
+  initial: Partial<ServiceSnapshot> = {},
+  o: { pending?: boolean } = {},
+): ServiceSource & {
   set(next: Partial<ServiceSnapshot>): void;
 } {
   let state: ServiceSnapshot = { services: initial.services ?? [], endpointSlices: initial.endpointSlices ?? [] };
   const listeners = new Set<() => void>();
+  // pending: not synced until the first set().
+  let synced = !o.pending;
   return {
     snapshot: () => state,
+    synced: () => synced,
     subscribe(onChange) {
       listeners.add(onChange);
       return () => listeners.delete(onChange);
     },
     set(next) {
       state = { ...state, ...next };
+      synced = true;
       for (const l of [...listeners]) l();
     },
   };

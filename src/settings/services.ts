@@ -59,14 +59,15 @@ const upstream = z.string().refine((u) => {
 
 export const serviceDataplaneSettingsShape = {
   /** The Services data plane on this node: the nftables table `inet podsync` and the cluster DNS. */
-  // on: the proxier and the DNS run, and Services are refused if they cannot. auto: on when podsync runs as root
-  // (nftables needs it), else refused with the reason. off (default for now: one table and one DNS address per
-  // node, and the test suite runs many nodes at once): Services are kept and served (EndpointSlices, env vars,
-  // kubectl) with no kernel rules and no DNS, which start-up says.
-  PODSYNC_SERVICE_DATAPLANE: z.enum(["auto", "on", "off"], { error: "allowed: auto, on, off" }).default("off"),
+  // auto (default): on when podsync may program nftables (root), else Services are refused with the reason. on: the
+  // proxier and the DNS run, and Services are refused if they cannot. off: Services are kept and served
+  // (EndpointSlices, env vars, kubectl) with no kernel rules and no DNS, which start-up says; the test suite sets it
+  // (one table and one DNS address per machine, many test nodes at once).
+  PODSYNC_SERVICE_DATAPLANE: z.enum(["auto", "on", "off"], { error: "allowed: auto, on, off" }).default("auto"),
   /** Where the cluster DNS forwards names outside the cluster domain; unset: the node's /etc/resolv.conf. */
   PODSYNC_DNS_UPSTREAM: list.pipe(z.array(upstream)).optional(),
   /** The CNI configuration containerd uses: the pod bridge, its gateway (the default cluster DNS address) and the
-   * pods' subnet are read from it. */
-  PODSYNC_CNI_CONF_DIR: z.string().startsWith("/", "must be an absolute path").default("/etc/cni/net.d"),
+   * pods' subnet are read from it. Unset: the directory the runtime reports (CRI Status, verbose), else
+   * /etc/cni/net.d. */
+  PODSYNC_CNI_CONF_DIR: z.string().startsWith("/", "must be an absolute path").optional(),
 };

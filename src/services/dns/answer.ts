@@ -50,9 +50,34 @@ const udpLimit = (q: Packet) => {
   return Math.max(512, Math.min(size || 512, 4096));
 };
 
+/** A reply encoded before, for the same question and reply shape: a local one while the index is the same, a
+ * forwarded one while the cache holds the same entry at the same age in seconds. */
+interface Memo {
+  buf: Buffer;
+  storedAt?: number;
+  aged?: number;
+}
+const MEMO_MAX = 4096;
+
+/** The memo's copy with this query's id (the one field of the reply that differs between two such queries). */
+function withId(buf: Buffer, id: number): Buffer {
+  const out = Buffer.from(buf);
+  out.writeUInt16BE(id, 0);
+  return out;
+}
+
 export function createAnswerer(o: AnswererOptions): Answerer {
   const cache = o.cache ?? new DnsCache();
   const stats = { queries: 0, local: 0, forwarded: 0, formerr: 0, servfail: 0, dropped: 0 };
+  // Repeated queries (every pod asks the same few names, each with its search path) are answered from encoded
+  // replies: a decode of the query, a Map hit and a copy, no answer objects and no encode (bounded: cleared when
+  // full; local ones dropped when the index changes).
+  const memo = new Map<string, Memo>();
+  let memoIndex: DnsIndex | undefined;
+  const remember = (key: string, m: Memo) => {
+    if (memo.size >= MEMO_MAX) memo.clear();
+    memo.set(key, m);
+  };
 
   const reply = (
     q: Packet,
@@ -145,21 +170,40 @@ export function createAnswerer(o: AnswererOptions): Answerer {
     }
     if (((q.flags ?? 0) >> 11) & 0xf) return reply(q, RCODE.NOTIMP, [], [], [], false, tcp); // only QUERY
     const index = o.index();
+    if (index !== memoIndex) {
+      for (const [k, m] of memo) if (m.storedAt === undefined) memo.delete(k);
+      memoIndex = index;
+    }
+    // What makes two replies differ besides the id: the question as asked, RD, EDNS and the size limit.
+    const edns = (q.additionals ?? []).some((a) => a.type === "OPT");
+    const shape = `${question.name}|${question.type}|${question.class}|${(q.flags ?? 0) & RD}|${edns}|${tcp ? 0 : udpLimit(q)}`;
     if (isLocal(index, question.name)) {
       stats.local++;
+      const m = memo.get(shape);
+      if (m) return withId(m.buf, id);
       const r = lookup(index, question.name, question.type);
       let answers = r.answers;
       const last = answers.at(-1);
-      if (last?.type === "CNAME" && (question.type === "A" || question.type === "AAAA"))
-        answers = [...answers, ...(await follow(index, String(last.data), question.type, 0))];
-      return reply(q, RCODE[r.rcode], answers, r.authorities, r.additionals, true, tcp);
+      const followed = last?.type === "CNAME" && (question.type === "A" || question.type === "AAAA");
+      if (followed) answers = [...answers, ...(await follow(index, String(last.data), question.type, 0))];
+      const buf = reply(q, RCODE[r.rcode], answers, r.authorities, r.additionals, true, tcp);
+      // An ExternalName's target came from upstream: not kept past its own cache entry, so not memoised.
+      if (!followed && o.index() === index) remember(shape, { buf });
+      return buf;
     }
     stats.forwarded++;
+    const ckey = DnsCache.key(question.name, question.type, question.class ?? "IN");
+    const held = cache.age(ckey);
+    const m = held && memo.get(shape);
+    if (m && held && m.storedAt === held.storedAt && m.aged === held.aged) {
+      cache.touch(ckey);
+      return withId(m.buf, id);
+    }
     try {
       const got = await forwarded(question, msg, tcp);
       if (Buffer.isBuffer(got)) return got;
       const rc = RCODE[((got as { rcode?: string }).rcode ?? "NOERROR") as keyof typeof RCODE] ?? 0;
-      return reply(
+      const buf = reply(
         q,
         rc,
         got.answers ?? [],
@@ -168,6 +212,9 @@ export function createAnswerer(o: AnswererOptions): Answerer {
         false,
         tcp,
       );
+      const now = cache.age(ckey);
+      if (now) remember(shape, { buf, ...now });
+      return buf;
     } catch {
       stats.servfail++;
       return reply(q, RCODE.SERVFAIL, [], [], [], false, tcp);

@@ -35,7 +35,26 @@ export class DnsCache {
   }
 
   static key(name: string, type: string, cls = "IN"): string {
-    return `${name.toLowerCase().replace(/\.$/, "")}|${type}|${cls}`;
+    const n = name.toLowerCase();
+    return `${n.endsWith(".") ? n.slice(0, -1) : n}|${type}|${cls}`;
+  }
+
+  /** The entry's store time and its age in whole seconds (what get() lowers the TTLs by), without copying it;
+   * undefined when absent or expired. A reply encoded from get() is the same while both are. */
+  age(key: string): { storedAt: number; aged: number } | undefined {
+    const e = this.entries.get(key);
+    const now = this.now();
+    if (!e || e.expires <= now) return undefined;
+    return { storedAt: e.storedAt, aged: Math.floor((now - e.storedAt) / 1000) };
+  }
+
+  /** Counts a hit served from a reply encoded earlier, and keeps the entry most recently used. */
+  touch(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.entries.set(key, e);
+    this.hits++;
   }
 
   get size(): number {

@@ -44,7 +44,10 @@ export interface DnsIndex {
   serial: number;
 }
 
-const lower = (s: string) => s.toLowerCase().replace(/\.$/, "");
+const lower = (s: string) => {
+  const l = s.toLowerCase();
+  return l.endsWith(".") ? l.slice(0, -1) : l;
+};
 const dashed = (ip: string) => (isIPv4(ip) ? ip.replaceAll(".", "-") : ip.replaceAll(":", "-"));
 const headless = (s: Service) => !s.spec.clusterIP || s.spec.clusterIP === "None";
 const clusterIPs = (s: Service) =>

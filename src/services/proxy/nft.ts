@@ -10,8 +10,9 @@ export interface NftRunner {
   list(table: string): Promise<KernelTable | undefined>;
   /** Deletes the table (and everything in it); false when it did not exist. */
   deleteTable(table: string): Promise<boolean>;
-  /** `nft --version`, or why nft cannot be used. */
-  probe(): Promise<{ ok: true; version: string } | { ok: false; reason: string }>;
+  /** nft's version and the inet tables the kernel holds (one `nft -j list tables inet`: the rights a transaction
+   * needs, and whether the table exists, so a start on an empty kernel needs no listing), or why nft cannot be used. */
+  probe(): Promise<{ ok: true; version: string; tables?: string[] } | { ok: false; reason: string }>;
 }
 
 interface Run {
@@ -70,13 +71,22 @@ export function nftCli(bin = "nft"): NftRunner {
       throw new NftError(`nft delete table inet ${table} failed: ${firstLines(r.stderr)}`);
     },
     async probe() {
-      // A listing needs CAP_NET_ADMIN and nf_tables in the kernel: the same rights a transaction needs.
-      const [r, l] = await Promise.all([run(bin, ["--version"]), run(bin, ["list", "tables", "inet"])]);
-      if (r.error?.code === "ENOENT")
+      // A listing needs CAP_NET_ADMIN and nf_tables in the kernel: the same rights a transaction needs. Its JSON
+      // starts with nft's metainfo (the version), so one short-lived process answers all three questions.
+      const l = await run(bin, ["-j", "list", "tables", "inet"]);
+      if (l.error?.code === "ENOENT")
         return { ok: false, reason: `${bin} is not installed (Debian: apt-get install nftables)` };
-      if (r.code !== 0) return { ok: false, reason: `${bin} --version failed: ${firstLines(r.stderr)}` };
       if (l.code !== 0) return { ok: false, reason: `${bin} cannot read the kernel's tables: ${firstLines(l.stderr)}` };
-      return { ok: true, version: r.stdout.trim() };
+      let j: { nftables?: { metainfo?: { version?: string; release_name?: string }; table?: { name?: string } }[] };
+      try {
+        j = JSON.parse(l.stdout) as typeof j;
+      } catch {
+        return { ok: false, reason: `${bin} -j list tables: not JSON (${firstLines(l.stdout)})` };
+      }
+      const meta = j.nftables?.find((o) => o.metainfo)?.metainfo;
+      const tables = (j.nftables ?? []).flatMap((o) => (o.table?.name ? [o.table.name] : []));
+      const version = `nftables v${meta?.version ?? "?"}${meta?.release_name ? ` (${meta.release_name})` : ""}`;
+      return { ok: true, version, tables };
     },
   };
 }

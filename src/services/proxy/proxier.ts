@@ -52,6 +52,8 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
     return { health: () => ({ ...health }), sync: () => Promise.reject(new Error(probe.reason)), stop: async () => {} };
   }
   health.nftVersion = probe.version;
+  // The probe listed the kernel's tables: where ours is not among them, the first full sync needs no listing.
+  let knownAbsent = probe.tables !== undefined && !probe.tables.includes(o.settings.table);
   let applied: NftRuleset | undefined; // what the last successful transaction left in the kernel
   let needFull = true;
   let recreateBase = true;
@@ -67,7 +69,9 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
     const upTo = changes;
     const started = performance.now();
     // The kernel's listing (a child process) runs while the desired table is computed.
-    const listing = needFull || !applied ? nft.list(o.settings.table) : undefined;
+    const listing =
+      needFull || !applied ? (knownAbsent ? Promise.resolve(undefined) : nft.list(o.settings.table)) : undefined;
+    knownAbsent = false;
     listing?.catch(() => undefined);
     const snap = o.source.snapshot();
     const want = desiredRuleset(snap.services, snap.endpointSlices, o.settings);
@@ -134,13 +138,19 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
 
   const unsubscribe = o.source.subscribe(() => {
     changes++;
-    if (!stopped) void kick().catch(() => undefined);
+    if (!stopped && o.source.synced?.() !== false) void kick().catch(() => undefined);
   });
-  try {
-    await kick();
-  } catch (e) {
-    log({ proxier: "first sync failed", error: (e as Error).message });
-  }
+  if (o.source.synced?.() === false) {
+    // nft is usable; the first (full) sync waits for the source's whole state (kube-proxy's isInitialized), so the
+    // table a previous run left keeps carrying traffic until then.
+    health.available = true;
+    log({ proxier: "waiting for the Services and their endpoints" });
+  } else
+    try {
+      await kick();
+    } catch (e) {
+      log({ proxier: "first sync failed", error: (e as Error).message });
+    }
   return {
     health: () => ({ ...health, ...(health.lastSync ? { lastSync: { ...health.lastSync } } : {}) }),
     sync: kick,
