@@ -45,6 +45,7 @@ beforeAll(async () => {
       PODSYNC_CRI_ENDPOINT: endpoint,
       PODSYNC_PORT: "0",
       PODSYNC_NODE_NAME: "cli-examples-node",
+      PODSYNC_SERVICE_DATAPLANE: "off",
       PODSYNC_DEV_DIR: dir,
       PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
       PODSYNC_ROOT_DIR: join(dir, "root"),

@@ -40,6 +40,22 @@ export interface ProxierOptions {
 
 /** Starts the proxier; resolves after the first (full) sync, or at once with available: false when nft cannot be
  * used (nothing is written then). */
+/** The first sync, now; or, while the source has not its whole state yet (kube-proxy's isInitialized), later: the
+ * table a previous run left keeps carrying traffic until then. */
+async function firstSync(
+  o: ProxierOptions,
+  health: ProxierHealth,
+  log: (rec: Record<string, unknown>) => void,
+  kick: () => Promise<void>,
+): Promise<void> {
+  if (o.source.synced?.() === false) {
+    health.available = true; // nft is usable
+    log({ proxier: "waiting for the Services and their endpoints" });
+    return;
+  }
+  await kick().catch((e: unknown) => log({ proxier: "first sync failed", error: (e as Error).message }));
+}
+
 export async function startProxier(o: ProxierOptions): Promise<Proxier> {
   const nft = o.nft ?? nftCli();
   const log = o.log ?? (() => undefined);
@@ -140,17 +156,7 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
     changes++;
     if (!stopped && o.source.synced?.() !== false) void kick().catch(() => undefined);
   });
-  if (o.source.synced?.() === false) {
-    // nft is usable; the first (full) sync waits for the source's whole state (kube-proxy's isInitialized), so the
-    // table a previous run left keeps carrying traffic until then.
-    health.available = true;
-    log({ proxier: "waiting for the Services and their endpoints" });
-  } else
-    try {
-      await kick();
-    } catch (e) {
-      log({ proxier: "first sync failed", error: (e as Error).message });
-    }
+  await firstSync(o, health, log, kick);
   return {
     health: () => ({ ...health, ...(health.lastSync ? { lastSync: { ...health.lastSync } } : {}) }),
     sync: kick,
