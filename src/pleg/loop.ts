@@ -289,7 +289,9 @@ export function startReconcileLoop(o: ReconcileLoopOptions): ReconcileLoop {
       }
       prober?.observe(uid, r.after);
       observed.delete(uid); // the next relist shows it again
-      learn(r.after);
+      // What the loop's own sync read back (not `learn`: that marks a request's acting, for its relist).
+      relister.learn(r.after);
+      own(r.after);
       countRestarts(r);
       outcome = reportSync(uid, reason, r, rec);
     } catch (e) {

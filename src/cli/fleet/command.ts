@@ -183,7 +183,7 @@ const fleet: Command = {
     "podsync fleet nodes -l site=north -o wide",
     "podsync fleet label edge-7 tier=gold",
     "podsync fleet revoke edge-7",
-    "podsync fleet rollout -f web.yaml -l site=north --batch 10% --canary 1 --soak 30s --auto-rollback",
+    "podsync fleet rollout -f examples/deployment.yaml -l site=north --batch 10% --canary 1 --soak 30s --auto-rollback",
     "podsync fleet status web-12 -w",
   ],
   options: {

@@ -58,7 +58,7 @@ function cacheFile(tokenArgs: readonly string[], server: string): string {
 
 /** This podsync's launcher (bin/podsync.mjs), by absolute path. */
 function launcher(): string {
-  return realpathSync(fileURLToPath(new URL("../../../bin/podsync.mjs", import.meta.url)));
+  return realpathSync(fileURLToPath(new URL("../../../../bin/podsync.mjs", import.meta.url)));
 }
 
 const kubeconfig: Command = {
