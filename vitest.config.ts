@@ -2,11 +2,15 @@ import { configDefaults, defineConfig } from "vitest/config";
 
 /** The suite's one timed assertion (crash → restart within 1 s, issue #21) runs after everything else, alone: beside
  * another real-containerd file on these 2 cores, containerd's and runc's own work took it past 1 s (1.1 s once). */
-const timed = ["test/runtime-events.e2e.test.ts"];
+const timed = ["test/pleg/runtime-events.e2e.test.ts"];
 /** The files that run the Services data plane (the nftables table `inet podsync` and the cluster DNS on the bridge's
  * gateway: one of each per machine). They run after the others, one at a time; every other node the suite starts
  * has PODSYNC_SERVICE_DATAPLANE=off (below, and in each test's own settings). */
-const dataplane = ["test/services.e2e.test.ts", "test/services-dataplane.e2e.test.ts", "test/readme.e2e.test.ts"];
+const dataplane = [
+  "test/services/services.e2e.test.ts",
+  "test/services/services-dataplane.e2e.test.ts",
+  "test/e2e/readme.e2e.test.ts",
+];
 
 export default defineConfig({
   test: {

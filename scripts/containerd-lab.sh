@@ -60,7 +60,7 @@ install_missing() {
   static_busybox >/dev/null || need+=(busybox-static)
   for p in bridge host-local loopback portmap; do [ -x "$CNI_BIN/$p" ] || { need+=(containernetworking-plugins); break; }; done
   command -v iptables >/dev/null || need+=(iptables) # the portmap plugin calls it
-  # The real-client suite (test/kubeapi-clients.e2e.test.ts) runs Debian's Python client with Debian's python3.
+  # The real-client suite (test/kubeapi/kubeapi-clients.e2e.test.ts) runs Debian's Python client with Debian's python3.
   [ -f /usr/lib/python3/dist-packages/kubernetes/__init__.py ] || need+=(python3-kubernetes)
   command -v nft >/dev/null || need+=(nftables)       # the Services data plane (src/services/proxy) programs it
   [ ${#need[@]} -gt 0 ] || return 0

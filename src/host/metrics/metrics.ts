@@ -18,7 +18,7 @@ export interface PromMetrics extends NodeMetrics {
 // prom-client's classes and default metrics from their own files, not from its index. The index also loads the
 // Summary (and tdigest), the Pushgateway, the cluster aggregator and, through its process CPU metric,
 // @opentelemetry/api (for exemplars, which podsync does not use): 65 of its 89 modules and 1 MiB of the 1.5 MiB of
-// heap it costs, on every node that serves /metrics. The version is pinned; test/metrics.test.ts reads the
+// heap it costs, on every node that serves /metrics. The version is pinned; test/http/metrics.test.ts reads the
 // exposition, default metrics included.
 const require = createRequire(import.meta.url);
 const Registry = require("prom-client/lib/registry") as typeof PromClient.Registry;

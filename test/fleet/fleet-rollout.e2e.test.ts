@@ -1,0 +1,217 @@
+// Rollouts end to end (issue #39's done-when, lean): the Worker in workerd and three REAL node agents in pull mode on
+// the lab containerd. A Deployment rolls out in batches of 1 and reaches all three (podsync fleet rollout, status
+// -w); a revision whose container crashes stops at batch 1 and is rolled back automatically to the last good one,
+// and the other two nodes never receive it. Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { exportJWK } from "jose";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { CriClient } from "../../src/cri/client.js";
+import { connectGrpc } from "../../src/cri/grpc-transport.js";
+import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
+import { type Running, startNode } from "../../src/node.js";
+import { listNodes, ownerToken } from "../support/fleet.js";
+import { ISSUER, makeKey, type TestKey } from "../support/http.js";
+import { until } from "../support/wait.js";
+import { startWorkerd, type Workerd } from "../support/workerd.js";
+
+const endpoint = inject("criEndpoint");
+const setupError = inject("criError");
+const skip = inject("skipE2E");
+const dir = mkdtempSync(join(tmpdir(), "podsync-rollout-e2e-"));
+const suffix = Date.now().toString(36).slice(-6);
+const NODES = [1, 2, 3].map((i) => `ro-e2e-${i}-${suffix}`);
+const NS = `ro-${suffix}`;
+
+let key: TestKey;
+let keyFile: string;
+let cri: CriClient;
+let worker: Workerd | undefined;
+let base: URL;
+const agents = new Map<string, Running>();
+
+const agentEnv = (name: string, token: string): Record<string, string> => ({
+  PODSYNC_CRI_ENDPOINT: endpoint,
+  PODSYNC_PORT: "0",
+  PODSYNC_HOST: "127.0.0.1",
+  PODSYNC_NODE_NAME: name,
+  PODSYNC_POLICY: "privileged",
+  PODSYNC_STATE_DIR: join(dir, name, "state"),
+  PODSYNC_ROOT_DIR: join(dir, name, "root"),
+  PODSYNC_POD_LOGS_DIR: join(dir, name, "logs"),
+  PODSYNC_JWKS: JSON.stringify({ keys: [key.publicJwk] }),
+  PODSYNC_ISSUERS: ISSUER,
+  PODSYNC_RELIST_INTERVAL_MS: "1000",
+  PODSYNC_FLEET_URL: base.origin,
+  PODSYNC_FLEET_HEARTBEAT_MS: "1000",
+  PODSYNC_FLEET_BACKOFF_MAX_MS: "2000",
+  PODSYNC_FLEET_JOIN_TOKEN: token,
+});
+
+const cli = (...args: string[]) =>
+  new Promise<{ code: number; out: string; err: string }>((res) =>
+    execFile(
+      process.execPath,
+      ["bin/podsync.mjs", ...args, "--url", base.origin, "--key", keyFile],
+      { env: { ...process.env, PODSYNC_URL: "" } },
+      (e, out, err) => res({ code: e ? Number(e.code ?? 1) : 0, out, err }),
+    ),
+  );
+
+/** A Deployment file: `name` runs sleep, or exits at once when `crash`. */
+function deploymentFile(name: string, crash: boolean): string {
+  const f = join(dir, `${name}.json`);
+  const d = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace: NS },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          hostNetwork: true,
+          terminationGracePeriodSeconds: 1,
+          containers: [
+            {
+              name: "main",
+              image: "localhost/busybox:1",
+              imagePullPolicy: "IfNotPresent",
+              command: crash ? ["sh", "-c", "exit 3"] : ["sleep", "3600"],
+            },
+          ],
+        },
+      },
+    },
+  };
+  writeFileSync(f, JSON.stringify({ apiVersion: "v1", kind: "List", items: [d] }));
+  return f;
+}
+
+interface View {
+  status: { phase: string; nodes: Record<string, { state: string; dispatches: number }> };
+}
+const rolloutOf = async (name: string): Promise<View> => {
+  const r = await fetch(new URL(`/fleet/rollouts/${name}?nodes=1`, base), {
+    headers: { authorization: `Bearer ${await ownerToken(key, { act: "read" })}` },
+  });
+  return (await r.json()) as View;
+};
+
+describe.skipIf(skip)("rollouts on real containerd, three agents", () => {
+  beforeAll(async () => {
+    if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
+    cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
+    key = await makeKey("ES256", "owner-ro-e2e");
+    keyFile = join(dir, "owner-key.json");
+    const jwk = { ...(await exportJWK(key.privateKey)), kid: key.kid, alg: "ES256", iss: ISSUER };
+    writeFileSync(keyFile, JSON.stringify(jwk), { mode: 0o600 });
+    ({ worker, base } = await startWorkerd({
+      nodes: {},
+      jwk: key.publicJwk,
+      proxyToken: "unused",
+      persist: join(dir, "worker-state"),
+      env: { PODSYNC_FLEET_SHARDS: "4", PODSYNC_FLEET_ROLLOUT_TICK_MS: "500" },
+    }));
+    for (const name of NODES) {
+      const token = (await cli("fleet", "join-token", "--labels", `grp=${suffix}`, "-q")).out.trim();
+      agents.set(name, await startNode(agentEnv(name, token), true));
+    }
+    await until(
+      "three nodes Ready",
+      async () =>
+        (await listNodes(base, key, `grp=${suffix}`)).filter((n) => n.status.condition === "Ready").length === 3,
+      60_000,
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const a of agents.values()) await a.close().catch(() => undefined);
+    await worker?.dispose();
+    if (cri) {
+      const rt = createPodRuntime(cri);
+      for (const sb of (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace === NS))
+        await rt.delete(sb.metadata!.uid, 0).catch(() => undefined);
+      cri.close();
+    }
+  }, 120_000);
+
+  it("a Deployment in batches of 1 reaches all three", async () => {
+    const made = await cli(
+      "fleet",
+      "rollout",
+      "-f",
+      deploymentFile("web", false),
+      "-l",
+      `grp=${suffix}`,
+      "--batch",
+      "1",
+      "--name",
+      "e2e-web",
+    );
+    expect(made.code, made.err).toBe(0);
+    const watched = await cli("fleet", "status", "e2e-web", "-w");
+    expect(watched.code, watched.err).toBe(0);
+    const v = await rolloutOf("e2e-web");
+    expect(Object.values(v.status.nodes).map((n) => [n.state, n.dispatches])).toEqual([
+      ["Healthy", 1],
+      ["Healthy", 1],
+      ["Healthy", 1],
+    ]);
+    const nodes = await listNodes(base, key, `grp=${suffix}`);
+    expect(nodes.map((n) => n.status.pods.filter((p) => p.name.startsWith("web-") && p.ready).length)).toEqual([
+      1, 1, 1,
+    ]);
+  }, 240_000);
+
+  it("a crashing revision stops at batch 1 and is rolled back; the other nodes never run it", async () => {
+    const made = await cli(
+      "fleet",
+      "rollout",
+      "-f",
+      deploymentFile("crash", true),
+      "-l",
+      `grp=${suffix}`,
+      "--batch",
+      "1",
+      "--auto-rollback",
+      // A crashing container is Ready for an instant before it exits: the soak (as minReadySeconds) catches it.
+      "--soak",
+      "10s",
+      "--name",
+      "e2e-crash",
+    );
+    expect(made.code, made.err).toBe(0);
+    const watched = await cli("fleet", "status", "e2e-crash", "-w");
+    expect(watched.code).toBe(1);
+    expect(watched.err).toMatch(/rollout e2e-crash RolledBack/);
+    const v = await rolloutOf("e2e-crash");
+    expect(v.status.nodes[NODES[0]!]!.state).toBe("RolledBack");
+    expect(
+      [NODES[1], NODES[2]].map((n) => v.status.nodes[n!]!),
+      JSON.stringify(v.status.nodes),
+    ).toEqual([
+      expect.objectContaining({ state: "Pending", dispatches: 0 }),
+      expect.objectContaining({ state: "Pending", dispatches: 0 }),
+    ]);
+    // Node 1 runs the last good revision again; nobody runs the crashing one.
+    await until(
+      "node 1 back on web",
+      async () => {
+        const n = (await listNodes(base, key, `grp=${suffix}`)).find((x) => x.metadata.name === NODES[0]);
+        return (
+          n?.status.pods.some((p) => p.name.startsWith("web-") && p.ready) &&
+          !n.status.pods.some((p) => p.name.startsWith("crash-"))
+        );
+      },
+      60_000,
+    );
+    const sandboxes = (await cri.listPodSandbox({})).items.filter(
+      (s) => s.metadata?.namespace === NS && s.metadata.name.startsWith("crash-") && s.state === 0,
+    );
+    expect(sandboxes).toEqual([]);
+  }, 300_000);
+});
