@@ -108,41 +108,46 @@ async function rawCreate(cri: CriClient, dir: string, n: number, parallel: numbe
   return ms;
 }
 
+interface WatchEvent {
+  object: {
+    metadata: { name: string };
+    status?: { phase?: string; conditions?: { type: string; status: string }[] };
+  };
+}
+
 /** Watches /api/v1/pods from `t0`: the first time each pod is seen Running and Ready. */
-function watchPods(url: string, token: string, t0: number) {
+function watchPods(url: string, token: () => Promise<string>, t0: number) {
   const running = new Map<string, number>();
   const ready = new Map<string, number>();
   const ctl = new AbortController();
-  const done = (async () => {
+  // The server ends a watch now and then (as the API server does): watch again; the ADDED events of the new watch
+  // carry each pod's state as it is.
+  const once = async () => {
     const r = await fetch(`${url}/api/v1/namespaces/bench/pods?watch=1`, {
-      headers: { authorization: `Bearer ${token}` },
+      headers: { authorization: `Bearer ${await token()}` },
       signal: ctl.signal,
     });
+    if (!r.ok) throw new Error(`watch answered ${r.status}`);
     let buf = "";
     const dec = new TextDecoder();
-    try {
-      for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
-        buf += dec.decode(chunk, { stream: true });
-        for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (!line) continue;
-          const e = JSON.parse(line) as {
-            object: {
-              metadata: { name: string };
-              status?: { phase?: string; conditions?: { type: string; status: string }[] };
-            };
-          };
-          const name = e.object.metadata.name;
-          const now = performance.now() - t0;
-          if (e.object.status?.phase === "Running" && !running.has(name)) running.set(name, now);
-          if (e.object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && !ready.has(name))
-            ready.set(name, now);
-        }
+    for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += dec.decode(chunk, { stream: true });
+      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) seen(JSON.parse(line) as WatchEvent);
       }
-    } catch (e) {
-      if (!ctl.signal.aborted) throw e;
     }
+  };
+  const seen = (e: WatchEvent) => {
+    const name = e.object.metadata.name;
+    const now = performance.now() - t0;
+    if (e.object.status?.phase === "Running" && !running.has(name)) running.set(name, now);
+    if (e.object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && !ready.has(name))
+      ready.set(name, now);
+  };
+  const done = (async () => {
+    while (!ctl.signal.aborted) await once().catch(() => sleep(100));
   })();
   return { running, ready, stop: () => (ctl.abort(), done.catch(() => {})) };
 }
@@ -191,7 +196,7 @@ async function main() {
 
     // The PUT of 10 Deployments; the watch times each pod's Running and Ready.
     const t0 = performance.now();
-    const watch = watchPods(server.url, await server.sign({ act: "read" }), t0);
+    const watch = watchPods(server.url, () => server.sign({ act: "read" }), t0);
     const items = Array.from({ length: DEPLOYS }, (_, i) => deployment(i));
     await putSet(server, 1, items);
     for (const end = Date.now() + 600_000; watch.ready.size < PODS / 2 + PODS / 2 || watch.running.size < PODS; ) {
