@@ -16,8 +16,6 @@ import { join } from "node:path";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
 import { ContainerState, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
-import { listManagedPods } from "../src/kuberuntime/pod-status.js";
-import { createRelister } from "../src/pleg/relist.js";
 import {
   lab,
   med,
@@ -26,6 +24,7 @@ import {
   procCpuMs,
   r2,
   rssMiB,
+  relistCpu,
   selfCpuMs,
   sleep,
   startServer,
@@ -220,19 +219,7 @@ async function main() {
     const floorPct = (floor.cpuMs / (IDLE_S * 1000)) * 100;
 
     // One relist at 110 pods against its 2 list calls, alternated.
-    const relister = createRelister(cri);
-    const interest = { wants: () => true, wantsStartTimes: () => false };
-    for (let i = 0; i < 3; i++) await relister.relist(interest, Date.now);
-    let relistSum = 0;
-    let listSum = 0;
-    for (let i = 0; i < RELISTS; i++) {
-      let c0 = selfCpuMs();
-      for (const v of (await relister.relist(interest, Date.now)).pods.values()) void v.status;
-      relistSum += selfCpuMs() - c0;
-      c0 = selfCpuMs();
-      await listManagedPods(cri);
-      listSum += selfCpuMs() - c0;
-    }
+    const relist = await relistCpu(cri, RELISTS, 3);
 
     // kubectl get pods -A's request: a Table of every pod.
     const read = await server.sign({ act: "read" });
@@ -267,7 +254,7 @@ async function main() {
       ],
       [
         `CPU per relist (${PODS} pods) ÷ its 2 list calls`,
-        `${r2(relistSum / listSum)}× (${r2(relistSum / RELISTS)} ms vs ${r2(listSum / RELISTS)} ms)`,
+        `${r2(relist.relist / relist.lists)}× (${r2(relist.relist)} ms vs ${r2(relist.lists)} ms)`,
         "≤ 2×",
       ],
       [
@@ -288,7 +275,7 @@ async function main() {
     const stamp = new Date().toISOString().replace(/[:.]/g, "-");
     writeFileSync(
       `bench/results/full-node-${stamp}.json`,
-      `${JSON.stringify({ pods: PODS, rawParallel: RAW_PARALLEL, nodeFlags: NODE_FLAGS, loads, rawMs, allRunningMs, readyMs, idlePct, floorPct, relistMs: relistSum / RELISTS, listMs: listSum / RELISTS, emptyRss, fullRss, emptyHeap, fullHeap, tableMs: listMs }, null, 1)}\n`,
+      `${JSON.stringify({ pods: PODS, rawParallel: RAW_PARALLEL, nodeFlags: NODE_FLAGS, loads, rawMs, allRunningMs, readyMs, idlePct, floorPct, relistMs: relist.relist, listMs: relist.lists, emptyRss, fullRss, emptyHeap, fullHeap, tableMs: listMs }, null, 1)}\n`,
     );
   } finally {
     await putSet(server, 2, []).catch(() => {});

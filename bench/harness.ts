@@ -4,6 +4,9 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
+import type { CriClient } from "../src/cri/client.js";
+import { listManagedPods } from "../src/kuberuntime/pod-status.js";
+import { createRelister } from "../src/pleg/relist.js";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -128,4 +131,26 @@ export async function startServer(dir: string, endpoint: string, node: string, e
   };
   mkdirSync("bench/results", { recursive: true });
   return { proc, pid: proc.pid!, url, sign, call, heap } satisfies Server;
+}
+
+/** CPU (ms, this process) of one relist of the node and of its 2 list calls alone, `n` of each alternated (a
+ * change of load or a collection falls on both alike), after `warm` untimed pairs. */
+export async function relistCpu(cri: CriClient, n: number, warm = 5): Promise<{ relist: number; lists: number }> {
+  const relister = createRelister(cri);
+  const interest = { wants: () => true, wantsStartTimes: () => false };
+  for (let i = 0; i < warm; i++) {
+    await relister.relist(interest, Date.now);
+    await listManagedPods(cri);
+  }
+  let relist = 0;
+  let lists = 0;
+  for (let i = 0; i < n; i++) {
+    let c0 = selfCpuMs();
+    for (const v of (await relister.relist(interest, Date.now)).pods.values()) void v.status;
+    relist += selfCpuMs() - c0;
+    c0 = selfCpuMs();
+    await listManagedPods(cri);
+    lists += selfCpuMs() - c0;
+  }
+  return { relist: relist / n, lists: lists / n };
 }

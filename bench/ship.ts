@@ -12,11 +12,21 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, openSy
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
-import { lab as labIn, med, NODE_FLAGS, pool, procCpuMs, r2, rssMiB, selfCpuMs, sleep } from "./harness.js";
+import {
+  relistCpu as relistCpuOf,
+  lab as labIn,
+  med,
+  NODE_FLAGS,
+  pool,
+  procCpuMs,
+  r2,
+  rssMiB,
+  selfCpuMs,
+  sleep,
+} from "./harness.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { ContainerState, NamespaceMode, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
-import { nsToMs, listManagedPods } from "../src/kuberuntime/pod-status.js";
-import { createRelister } from "../src/pleg/relist.js";
+import { nsToMs } from "../src/kuberuntime/pod-status.js";
 
 const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-ship-bench";
 const SYNCS = Number(process.env["BENCH_SYNCS"] ?? 400);
@@ -338,24 +348,7 @@ async function main() {
     // 5. A relist of the node (30 pods) against its 2 list calls alone, CPU of this process, RELISTS each,
     //    alternated (a relist, then the lists), so a change of load or a collection falls on both alike; a few
     //    ms each, so 20 of them moved the ratio by a quarter with one collection.
-    const relister = createRelister(cri);
-    const interest = { wants: () => true, wantsStartTimes: () => false };
-    for (let i = 0; i < 5; i++) {
-      await relister.relist(interest, Date.now);
-      await listManagedPods(cri);
-    }
-    let relistSum = 0;
-    let listSum = 0;
-    for (let i = 0; i < RELISTS; i++) {
-      let c0 = selfCpuMs();
-      for (const v of (await relister.relist(interest, Date.now)).pods.values()) void v.status;
-      relistSum += selfCpuMs() - c0;
-      c0 = selfCpuMs();
-      await listManagedPods(cri);
-      listSum += selfCpuMs() - c0;
-    }
-    const relistCpu = relistSum / RELISTS;
-    const listCpu = listSum / RELISTS;
+    const { relist: relistCpu, lists: listCpu } = await relistCpuOf(cri, RELISTS);
 
     // 6. Idle: the server with the 30 converged pods, nobody calling.
     //    RSS and CPU each second from the end of the load: the series show the peak and where it settles. The first
