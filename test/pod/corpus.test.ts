@@ -11,7 +11,7 @@ import { Harness, startStack, type Stack } from "../support/http.js";
 import type { NodeInfo } from "../../src/lifecycle/predicates.js";
 import { nodeVolumeHost } from "../../src/host/volumes/volume-host.js";
 
-const DIR = join(import.meta.dirname, "fixtures", "manifests");
+const DIR = join(import.meta.dirname, "..", "fixtures", "manifests");
 
 /** An ordinary small node: kubelet's default labels, 4 cores, 8 GiB, no taints. */
 const node: NodeInfo = {

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { parseYamlStream } from "../../../src/http/parse-yaml.js";
 import { bodyFromDocuments } from "../../../src/pod/bundle.js";
 
-const DIR = join(import.meta.dirname, "fixtures", "manifests", "apps");
+const DIR = join(import.meta.dirname, "..", "..", "fixtures", "manifests", "apps");
 const node = { nodeName: "node-a", serviceAccountTokens: "drop" as const };
 
 /** What each file gives: the kinds taken, and the warnings (their start). */
