@@ -42,8 +42,9 @@ export async function startNodeDataplane(
     },
     ...(o.log ? { log: o.log } : {}),
   });
-  // The first bind is quick where the address exists: give it a moment so start-up says how it went.
-  await Promise.race([dataplane.dns?.ready(), new Promise((r) => setTimeout(r, 500).unref())]);
+  // The first bind is quick where the address exists: give it a moment so start-up says how it went. The timer is
+  // not unref'd: with no runtime to talk to, it is what keeps node running until the port is open.
+  await Promise.race([dataplane.dns?.ready(), new Promise((r) => setTimeout(r, 500))]);
   const h = dataplane.health();
   if (h.proxy?.available)
     lines.push(
@@ -67,7 +68,7 @@ export async function startNodeDataplane(
 /** The runtime's CNI directory, asked once at start (a runtime not up yet, or slow, says nothing: 2 s at most). */
 async function runtimeCniConfDir(info: NodeDataplaneOptions["runtimeStatusInfo"]): Promise<string | undefined> {
   if (!info) return undefined;
-  const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000).unref());
+  const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000));
   return Promise.race([info().then(cniConfDirFromStatusInfo, () => undefined), timeout]);
 }
 
