@@ -7,6 +7,7 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import type { CriClient } from "../src/cri/client.js";
 import { listManagedPods } from "../src/kuberuntime/pod-status.js";
 import { createRelister } from "../src/pleg/relist.js";
+import { shippedNodeFlags } from "../src/cli/server-flags.js";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -22,9 +23,7 @@ export const r2 = (n: number) => Math.round(n * 100) / 100;
 export const NODE_FLAGS =
   process.env["BENCH_NODE_FLAGS"] !== undefined
     ? process.env["BENCH_NODE_FLAGS"].split(" ").filter(Boolean)
-    : (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["start"]!.split(
-        " ",
-      ).filter((a) => /^--(?!import$)[a-z0-9-]+(=\S+)?$/.test(a));
+    : shippedNodeFlags("package.json");
 
 /** Starts or stops the lab containerd in `dir`; start answers its socket path. */
 export const lab = (dir: string, cmd: "start" | "stop") =>

@@ -3,12 +3,15 @@
 // the same flags; started another way (`node bin/podsync.mjs serve`), serve says what is missing.
 import { readFileSync } from "node:fs";
 
-/** The `--flag[=value]` arguments of `npm start`'s node command, in order. */
+/** The node flags (`--flag[=value]`, not `--import`) of a command line, in order. */
+export function nodeFlagsOf(command: string): string[] {
+  return command.split(/\s+/).filter((a) => /^--(?!import$)[a-z0-9-]+(=\S+)?$/.test(a));
+}
+
+/** The node flags of `npm start`'s command. */
 export function shippedNodeFlags(packageJson: string): string[] {
-  const start = (JSON.parse(readFileSync(packageJson, "utf8")) as { scripts?: Record<string, string> }).scripts?.[
-    "start"
-  ];
-  return (start ?? "").split(/\s+/).filter((a) => /^--(?!import$)[a-z0-9-]+(=\S+)?$/.test(a));
+  const scripts = (JSON.parse(readFileSync(packageJson, "utf8")) as { scripts?: Record<string, string> }).scripts;
+  return nodeFlagsOf(scripts?.["start"] ?? "");
 }
 
 /** The shipped flags this process was not started with (from its argv or NODE_OPTIONS). */

@@ -2,9 +2,7 @@
 // serve`) and `npm run cli` start node with the same flags, written once in npm start's script.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { missingNodeFlags, shippedNodeFlags } from "../../src/cli/server-flags.js";
-
-const flagsOf = (command: string) => command.split(/\s+/).filter((a) => /^--(?!import$)[a-z0-9-]+(=\S+)?$/.test(a));
+import { missingNodeFlags, nodeFlagsOf as flagsOf, shippedNodeFlags } from "../../src/cli/server-flags.js";
 
 describe("the server's node flags", () => {
   const shipped = shippedNodeFlags("package.json");
