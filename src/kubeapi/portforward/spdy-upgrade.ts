@@ -186,7 +186,10 @@ export function spdyUpgrade(o: SpdyUpgradeOptions): (req: IncomingMessage, socke
         },
       });
       // Logged when the session ends: its length, the ports, and why podsync cut it if it did.
-      const end = () => (inspector.close(), release(), done(101, inspector.broken?.message));
+      const end = () => {
+        release();
+        void inspector.close().then(() => done(101, inspector.broken?.message));
+      };
       if (!tunnel) return joinRaw(socket, head, up, inspector, end);
       req.headers["sec-websocket-protocol"] = TUNNEL_ALIAS;
       // ws answers a handshake it refuses itself and never calls back: the socket's close frees what was taken.
@@ -194,7 +197,7 @@ export function spdyUpgrade(o: SpdyUpgradeOptions): (req: IncomingMessage, socke
       socket.once("close", () => {
         if (joined) return;
         up.socket.destroy();
-        inspector.close();
+        void inspector.close();
         release();
         done(400, "the WebSocket handshake was refused");
       });

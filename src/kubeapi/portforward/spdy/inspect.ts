@@ -16,6 +16,8 @@ export class SpdyInspector {
   private readonly headers = new HeaderDecompressor();
   /** Streams the client opened and has not closed its side of. */
   private readonly open = new Set<number>();
+  /** Header blocks still being inflated: the log waits for them, or a short session loses its ports. */
+  private reading: Promise<unknown> = Promise.resolve();
   /** Why the session broke a rule (a frame that does not parse, too many streams), once it did. */
   broken: Error | undefined;
   constructor(private readonly o: InspectorOptions) {}
@@ -31,7 +33,6 @@ export class SpdyInspector {
       for (const f of this.parser.push(chunk)) this.frame(f);
     } catch (e) {
       this.broken = e instanceof Error ? e : new SpdyProtocolError(String(e));
-      this.headers.close();
     }
     return this.broken;
   }
@@ -43,7 +44,7 @@ export class SpdyInspector {
         if (this.open.size > this.o.maxStreams)
           throw new SpdyProtocolError(`more than ${this.o.maxStreams} open streams in one session`);
         // Every block goes through the decompressor (its window is the direction's), whether or not it is used.
-        this.headers.decompress(f.block).then(
+        this.reading = this.headers.decompress(f.block).then(
           (h) => {
             const port = Number(h["port"]?.[0]);
             if (Number.isInteger(port) && port > 0 && port < 65536) this.o.onPort?.(port);
@@ -53,7 +54,7 @@ export class SpdyInspector {
         return;
       }
       case "headers":
-        this.headers.decompress(f.block).catch(() => undefined);
+        this.reading = this.headers.decompress(f.block).catch(() => undefined);
         if (f.flags & FLAG_FIN) this.open.delete(f.streamId);
         return;
       case "data":
@@ -67,7 +68,9 @@ export class SpdyInspector {
     }
   }
 
-  close(): void {
+  /** Ends the session's reading once the blocks already pushed are read (the inflater runs them in order). */
+  async close(): Promise<void> {
+    await this.reading;
     this.headers.close();
   }
 }
