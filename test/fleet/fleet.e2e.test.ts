@@ -8,7 +8,7 @@ import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK } from "jose";
@@ -67,6 +67,8 @@ const startWorker = async () => {
 };
 
 const agentEnv = (name: string, token?: string): Record<string, string> => ({
+  // Node 1's owner allows exec (kubectl exec through the Worker); the others leave it off.
+  ...(name === NODES[0] ? { PODSYNC_ALLOW_EXEC: "true" } : {}),
   PODSYNC_CRI_ENDPOINT: endpoint,
   PODSYNC_SERVICE_DATAPLANE: "off",
   PODSYNC_PORT: "0",
@@ -159,6 +161,19 @@ async function startTlsFront(): Promise<void> {
     up.on("error", () => res.destroy());
     req.pipe(up);
   });
+  // kubectl exec's upgrade: the raw bytes both ways.
+  tls.on("upgrade", (req, socket, head) => {
+    const up = connect(port, "127.0.0.1", () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      up.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length) up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    up.on("error", () => socket.destroy());
+    socket.on("error", () => up.destroy());
+  });
   await new Promise<void>((r) => tls!.listen(0, "127.0.0.1", () => r()));
   const a = tls.address();
   tlsUrl = `https://127.0.0.1:${typeof a === "object" && a ? a.port : 0}`;
@@ -184,11 +199,23 @@ const kubectl = (config: string, ...args: string[]) =>
   new Promise<string>((res, rej) =>
     execFile(
       KUBECTL,
-      [...args, "--kubeconfig", config, "--cache-dir", join(dir, "kube-cache")],
+      ["--kubeconfig", config, "--cache-dir", join(dir, "kube-cache"), ...args],
       { timeout: 60_000 },
       (e, out, err) => (e ? rej(new Error(`kubectl ${args.join(" ")}: ${e.message}\n${err}`)) : res(out)),
     ),
   );
+
+/** kubectl with `input` on its stdin. */
+const kubectlIn = (config: string, input: Buffer, ...args: string[]) =>
+  new Promise<string>((res, rej) => {
+    const p = execFile(
+      KUBECTL,
+      ["--kubeconfig", config, "--cache-dir", join(dir, "kube-cache"), ...args],
+      { timeout: 60_000 },
+      (e, out, err) => (e ? rej(new Error(`kubectl ${args.join(" ")}: ${e.message}\n${err}`)) : res(out)),
+    );
+    p.stdin!.end(input);
+  });
 
 /** `kubectl logs -f` until `text` shows (the follow stays open: it is ended here). */
 const followUntil = (config: string, pod: string, text: string) =>
@@ -299,6 +326,31 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
     const web0 = [...before.keys()].find((n) => n.startsWith("web-"))!;
     expect(await kubectl(node1Kube, "get", "pods")).toMatch(new RegExp(`${web0}\\s+1/1\\s+Running`));
     expect(await followUntil(node1Kube, web0, "hello-from-web")).toContain("hello-from-web");
+    // kubectl exec through the Worker, over node 1's link (its owner allows exec; the token is minted with exec):
+    // a command's output, then 200 KiB through stdin and back out (many frames, several windows each way; the
+    // command ends by itself: the node does not pass on v5's stdin close, exec-stream.ts).
+    const execRead = await ownerToken(key, { act: "read", exec: true }, { aud: NODES[0]!, ttlS: 300 });
+    const execKube = kubeconfig(join(dir, "kube-exec"), `${tlsUrl}/fleet/nodes/${NODES[0]}`, execRead);
+    expect(await kubectl(execKube, "exec", web0, "--", "sh", "-c", "echo exec-$((6*7))")).toBe("exec-42\n");
+    const input = Buffer.alloc(200 * 1024, 97);
+    const echoed = await kubectlIn(
+      execKube,
+      input,
+      "exec",
+      "-i",
+      web0,
+      "--",
+      "busybox",
+      "head",
+      "-c",
+      `${input.length}`,
+    );
+    expect([echoed.length, echoed === input.toString()]).toEqual([input.length, true]);
+    // The node's gates decide, as on its own port: a token without exec, and node 2 whose owner left exec off.
+    await expect(kubectl(node1Kube, "exec", web0, "--", "true")).rejects.toThrow(/does not allow exec/);
+    const execRead2 = await ownerToken(key, { act: "read", exec: true }, { aud: NODES[1]!, ttlS: 300 });
+    const node2Kube = kubeconfig(join(dir, "kube-node2"), `${tlsUrl}/fleet/nodes/${NODES[1]}`, execRead2);
+    await expect(kubectl(node2Kube, "exec", "solo", "--", "true")).rejects.toThrow(/exec is off on this node/);
     // The agents (in this process) listen on loopback only; the link is outbound.
     const ports = await listening();
     expect(ports.length).toBeGreaterThan(0);

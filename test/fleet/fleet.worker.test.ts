@@ -354,23 +354,23 @@ describe("kubectl through the fleet", () => {
     ]);
   });
 
-  it("refuses without a read token for the node, exec, writes, and a node not connected: each a Status", async () => {
+  it("refuses without a read token for the node, attach, writes, and a node not connected: each a Status", async () => {
     const status = async (r: Response) => [r.status, ((await r.json()) as { kind: string; reason: string }).reason];
     const u = (p: string) => new URL(`/fleet/nodes/edge-kube${p}`, base);
     expect(await status(await fetch(u("/api/v1/pods")))).toEqual([401, "Unauthorized"]);
     const wrongAud = await nodeToken("edge-other");
     expect((await fetch(u("/api/v1/pods"), { headers: { authorization: wrongAud } })).status).toBe(403);
     const auth = await nodeToken("edge-kube");
-    // kubectl exec's WebSocket upgrade: refused with a Status (not carried over the link).
-    const exec = await new Promise<number>((res, rej) => {
-      const target = u("/api/v1/namespaces/default/pods/p/exec?command=sh");
+    // An upgrade other than exec (attach) is refused with a Status; exec itself is a session (fleet.e2e.test.ts).
+    const attach = await new Promise<number>((res, rej) => {
+      const target = u("/api/v1/namespaces/default/pods/p/attach?stdout=true");
       target.protocol = "ws:";
       const w = new WebSocket(target, ["v5.channel.k8s.io"], { headers: { authorization: auth } });
       w.on("unexpected-response", (_q, r) => (res(r.statusCode ?? 0), w.terminate()));
-      w.on("open", () => (rej(new Error("exec opened")), w.close()));
+      w.on("open", () => (rej(new Error("attach opened")), w.close()));
       w.on("error", () => undefined);
     });
-    expect(exec).toBe(403);
+    expect(attach).toBe(403);
     expect(
       await status(
         await fetch(u("/api/v1/namespaces/default/pods"), { method: "POST", headers: { authorization: auth } }),
