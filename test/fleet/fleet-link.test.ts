@@ -12,7 +12,7 @@ import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { MemoryPullBackOff } from "../../src/container/backoff.js";
 import { FileDesiredState } from "../../src/state/desired-pods.js";
-import { startFleetLink } from "../../src/http/fleet/node-link.js";
+import { NodeFleetSettings, startFleetLink } from "../../src/http/fleet/node-link.js";
 import { FleetIdentity } from "../../src/http/fleet/identity.js";
 import type { FleetLink } from "../../src/http/fleet/link.js";
 import { STREAM } from "../../src/http/fleet/protocol.js";
@@ -177,14 +177,24 @@ describe("a node pulling from an untrusted fleet", () => {
       logs.some((l) => l["event"] === "applied" && l["generation"] === 5),
     );
     expect(await desired.generation()).toBe(5);
-    expect(logs.filter((l) => l["event"] === "applied").map((l) => l["generation"])).toEqual([1, 4, 5]);
+    // Clock skew (issue #38, ±5 min): a set signed by a clock 5 min ahead of the node's applies too (its checks are
+    // made as of its own iat; 10 min behind is the first case above).
+    send(ws, 6, await signedSet(owner, NODE, 6, [], { iatOffsetS: 300 }));
+    await until("generation 6 applied", async () => (await desired.generation()) === 6);
+    expect(logs.filter((l) => l["event"] === "applied").map((l) => l["generation"])).toEqual([1, 4, 5, 6]);
   });
 
   it("finds a half-open connection by its heartbeat and reconnects", async () => {
+    // Issue #38: within 60 s with the defaults (three heartbeats of silence, checked every heartbeat).
+    const defaults = NodeFleetSettings.parse({});
+    expect(4 * defaults.PODSYNC_FLEET_HEARTBEAT_MS).toBeLessThanOrEqual(60_000);
     const { link, logs, ws } = await node({ heartbeatMs: "200" });
     // The far end stops answering without closing: a half-open connection as the node sees it.
     muted.add(ws);
     await until("the link saw it", async () => logs.some((l) => l["event"] === "heartbeat-lost"), 10_000);
+    // Found at the first check after three silent heartbeats (scaled down here: 200 ms).
+    const lost = logs.find((l) => l["event"] === "heartbeat-lost")!;
+    expect(Number(lost["silentMs"])).toBeGreaterThan(3 * 200);
     await until(
       "connected again",
       async () => link.connected() && logs.filter((l) => l["event"] === "connected").length === 2,
