@@ -267,7 +267,7 @@ export class FleetShard {
         "node-not-connected",
         `node "${a.node}" is not connected to the fleet: its API is reached over its own link`,
       );
-    if (this.streams.size >= STREAM.maxStreams * this.ctx.getWebSockets().length)
+    if (this.streams.size + this.sessions.size >= STREAM.maxStreams * this.ctx.getWebSockets().length)
       throw new ProblemError("too-many-streams", "this registry shard holds as many streams as it serves");
     return this.streams.open(ws, { method: a.method, path: a.path, headers: a.headers });
   }
