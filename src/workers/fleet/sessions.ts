@@ -82,7 +82,15 @@ export class ShardSessions {
     client.accept();
     s.client = client;
     client.addEventListener("message", (e) => this.fromClient(id, e.data));
-    const gone = () => this.close(id, "cancel");
+    // The client left: the node is told, and the close is answered (the runtime expects the reply).
+    const gone = () => {
+      this.close(id, "cancel");
+      try {
+        client.close(1000, "");
+      } catch {
+        // Already closed.
+      }
+    };
     client.addEventListener("close", gone);
     client.addEventListener("error", gone);
     const protocol = head.headers.find(([k]) => k.toLowerCase() === "sec-websocket-protocol")?.[1];
