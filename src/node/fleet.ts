@@ -19,6 +19,8 @@ export interface NodeFleetDeps {
   podsHub: WatchHub<V1Pod>;
   /** Streams over the link (kubectl through the Worker): answered as the node's listener answers a request. */
   serve: (req: Request) => Response | Promise<Response>;
+  /** The node's own listener (`ws://host:port`, loopback) once it listens: exec over the link is dialled to it. */
+  local: () => string | undefined;
 }
 
 export function startNodeFleet(s: Settings, d: NodeFleetDeps, quiet: boolean) {
@@ -34,6 +36,7 @@ export function startNodeFleet(s: Settings, d: NodeFleetDeps, quiet: boolean) {
     pods: () => d.podsHub.list(),
     log: jsonLog(quiet),
     serve: async (req) => d.serve(req),
+    local: d.local,
   }).catch((e: unknown) => {
     throw e instanceof FleetSettingsError ? new SettingsError(e.message) : e;
   });
