@@ -23,12 +23,8 @@ const LONG_ALLOWED: Record<string, string> = {
 const LONG_DEBT: Record<string, string> = {
   "src/kubeapi/routes.ts#createKubeApi": "#36 item 4: one register function per kind group (kubeapi work is in it now)",
   "src/controllers/deployment/sync.ts#syncDeployment": "#36 item 4: rollout, scale and cleanup steps (rollouts work)",
-  "src/controllers/run.ts#createControllers": "#36 item 4: the pass and its apply as their own functions",
-  "src/controllers/run.ts#pass": "#36 item 4: observe, step and apply apart",
-  "src/controllers/run.ts#apply": "#36 item 4: creates, updates and deletes apart",
   "src/http/openapi.ts#openApiDocument": "#36 item 4: one function per route group's paths",
   "src/prober/prober.ts#createProber": "#36 item 4: the worker and its tick apart (pod workers work is next to it)",
-  "src/controllers/job/sync.ts#syncJob": "#36 item 4: completions, failures and creates apart",
   "src/http/app.ts#createApp": "#36 item 3: the use cases leave the app's assembly",
   "src/kubeapi/pod-feed.ts#createPodFeed": "#36 item 4: the feed's build and its hub updates apart",
   "src/kuberuntime/sync-pod.ts#syncPod": "#36 item 4: SyncPod's steps 1-7 as kubelet names them",
