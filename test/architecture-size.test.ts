@@ -26,13 +26,10 @@ const LONG_DEBT: Record<string, string> = {
   "src/prober/prober.ts#createProber": "#36 item 4: the worker and its tick apart (pod workers work is next to it)",
   "src/http/app.ts#createApp": "#36 item 3: the use cases leave the app's assembly",
   "src/kubeapi/pod-feed.ts#createPodFeed": "#36 item 4: the feed's build and its hub updates apart",
-  "src/kuberuntime/sync-pod.ts#syncPod": "#36 item 4: SyncPod's steps 1-7 as kubelet names them",
-  "src/host/metrics/metrics.ts#createPromMetrics": "#36 item 4: one register function per metric family",
   "src/cli/commands/apply.ts#run": "#36 item 4: plan, print and send apart (CLI work is in it now)",
   "src/services/dns/answer.ts#createAnswerer": "#36 item 4: one function per query type (services work is in it now)",
   "src/services/allocate.ts#allocateServices":
     "#36 item 4: ClusterIPs and NodePorts apart (services work is in it now)",
-  "src/kubeapi/kinds/workload-table.ts#workloadCells": "#36 item 4: one cells function per kind",
   "src/cli/commands/get.ts#runGet": "#36 item 4: list, watch and print apart (CLI work is in it now)",
   "src/cli/commands/keys/kubeconfig.ts#run": "#36 item 4: read, merge and write apart (CLI work is in it now)",
 };
