@@ -25,7 +25,6 @@ const LONG_DEBT: Record<string, string> = {
   "src/http/openapi.ts#openApiDocument": "#36 item 4: one function per route group's paths",
   "src/prober/prober.ts#createProber": "#36 item 4: the worker and its tick apart (pod workers work is next to it)",
   "src/http/app.ts#createApp": "#36 item 3: the use cases leave the app's assembly",
-  "src/kubeapi/pod-feed.ts#createPodFeed": "#36 item 4: the feed's build and its hub updates apart",
   "src/cli/commands/apply.ts#run": "#36 item 4: plan, print and send apart (CLI work is in it now)",
   "src/services/dns/answer.ts#createAnswerer": "#36 item 4: one function per query type (services work is in it now)",
   "src/services/allocate.ts#allocateServices":
