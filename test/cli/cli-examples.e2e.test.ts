@@ -2,10 +2,11 @@
 // command's --help, refuses a YAML name outside examples/, and syncs each example to a lab node (startNode on the
 // REAL containerd), then checks it ran: the rollouts finish (rollout status, exit 0), the Job completes, the
 // CronJob is kept, the StatefulSet's claim is there; examples/empty.yaml (apply --prune-all) empties the node.
-// sync's progress is checked as a pipe sees it and apply's through a pseudo-terminal (issue 41 item 7).
+// sync's progress is checked as a pipe sees it and apply's through a pseudo-terminal (issue 41 item 7); the
+// StatefulSet's claim outlives it in get pvc, the CLI's and kubectl's.
 // Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -139,5 +140,21 @@ describe.skipIf(skip)("the examples the help texts name", () => {
     // The workloads are gone (their pods go at the controllers' next pass; another node's pods on the same lab
     // runtime would be listed as orphans, so pods are not counted here).
     expect((await cli(["get", "deploy,sts,ds,job,cj", "-A", "-o", "name"])).stdout).toBe("");
+    // The StatefulSet is gone; its claim (kept: persistentVolumeClaimRetentionPolicy Retain, the default) still lists
+    // as a Bound claim, in the CLI and in kubectl against the node's Kubernetes API.
+    expect((await cli(["get", "pvc"])).stdout).toMatch(/^data-db-0\s+Bound\s/m);
+    const kc = await cli(["kubeconfig", "--server", running.tls!.url]);
+    expect(kc.code, kc.stderr).toBe(0);
+    writeFileSync(join(dir, "kubeconfig"), kc.stdout);
+    const k = await new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
+      execFile(
+        process.env["PODSYNC_KUBECTL"] ?? "/usr/bin/kubectl",
+        ["get", "pvc"],
+        { env: { ...process.env, HOME: join(dir, "home"), KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 },
+        (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
+    expect(k.code, k.stderr).toBe(0);
+    expect(k.stdout).toMatch(/^data-db-0\s+Bound\s/m);
   }, 600_000);
 });

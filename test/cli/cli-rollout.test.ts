@@ -201,5 +201,21 @@ describe("a StatefulSet's claims as PersistentVolumeClaims", () => {
       status: { phase: "Bound", capacity: { storage: "1Gi" } },
     });
     expect(statefulSetClaims([set], [])[0]!.metadata.uid).toBe(statefulSetClaims([set], [])[0]!.metadata.uid);
+    // Retained directories: one past the set's replicas keeps its template's claim (and uid); one of a set that is
+    // gone is a bare Bound claim; a directory of a claim listed already is not listed twice.
+    const dirs = [
+      { namespace: "shop", name: "data-db-0" },
+      { namespace: "shop", name: "data-db-3" },
+      { namespace: "shop", name: "data-old-0" },
+    ];
+    const retained = statefulSetClaims([set], [sent], dirs);
+    expect(retained.map((c) => c.metadata.name)).toEqual(["data-db-0", "data-db-3", "data-old-0"]);
+    expect(retained[1]).toMatchObject({
+      metadata: { labels: { app: "db" } },
+      status: { capacity: { storage: "1Gi" } },
+    });
+    expect(retained[2]).toMatchObject({ metadata: { namespace: "shop" }, status: { phase: "Bound" } });
+    expect(retained[2]!.status).not.toHaveProperty("capacity");
+    expect(statefulSetClaims([], [], [dirs[1]!])[0]!.metadata.uid).not.toBe(retained[1]!.metadata.uid);
   });
 });
