@@ -1,7 +1,7 @@
 // `npm run dev:worker` as the docs show it (issue 41): one process that starts cri-proxy on the lab's containerd and
 // the Worker in workerd with a node entry, and prints the settings. The test takes those lines as they are printed
-// and drives `podsync` (sync, get pods, delete) and the real kubectl (get pods) with them, then stops it with Ctrl-C's
-// signal to its process group. Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
+// and drives `podsync` (sync, get pods, delete) and the real kubectl (get pods, get deploy) with them, then stops it
+// with Ctrl-C's signal to its process group. Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -92,6 +92,26 @@ describe.skipIf(skip)("npm run dev:worker: the Worker, cri-proxy and a node in o
     const k = await run(KUBECTL, ["get", "pods", "-n", NS]);
     expect(k.code, k.stderr).toBe(0);
     expect(k.stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nweb\s+1\/1\s+Running\s+0\s+\S+\n$/);
+    // The Worker's Kubernetes API serves the workload kinds too (a Deployment of no replicas: no pods to wait for).
+    writeFileSync(
+      join(dir, "idle.yaml"),
+      [
+        "apiVersion: apps/v1",
+        "kind: Deployment",
+        `metadata: { name: idle, namespace: ${NS} }`,
+        "spec:",
+        "  replicas: 0",
+        "  selector: { matchLabels: { app: idle } }",
+        "  template:",
+        "    metadata: { labels: { app: idle } }",
+        "    spec: { containers: [{ name: main, image: localhost/busybox:1, imagePullPolicy: IfNotPresent }] }",
+      ].join("\n"),
+    );
+    expect((await podsync("sync", "-f", join(dir, "idle.yaml"), "-q")).code).toBe(0);
+    const kd = await run(KUBECTL, ["get", "deploy", "-n", NS]);
+    expect(kd.code, kd.stderr).toBe(0);
+    expect(kd.stdout).toMatch(/^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nidle\s+0\/0\s+0\s+0\s+\S+\n$/);
+    expect((await podsync("delete", "deploy", "idle", "-n", NS)).code).toBe(0);
     expect((await podsync("delete", "web", "-n", NS, "--grace-period=0")).code).toBe(0);
 
     // Ctrl-C: the Worker and cri-proxy stop (npm itself ends by the signal, as on a terminal), the address no
