@@ -45,6 +45,9 @@ devDependency). Ctrl-C or SIGTERM stops the Worker and the proxy; the pods stay 
     const o = readOptions(ctx.o);
     if (!existsSync(join(ROOT, "wrangler.toml")) || !existsSync(join(ROOT, "node_modules", "wrangler")))
       fail(`podsync dev worker runs from a checkout after npm ci (wrangler.toml and wrangler under ${ROOT})`);
+    const socket = o.cri.startsWith("unix://") ? o.cri.slice("unix://".length) : undefined;
+    if (socket && !existsSync(socket))
+      fail(`no runtime at ${o.cri}: start the lab (npm run lab:start) or give --cri-endpoint / $PODSYNC_CRI_ENDPOINT`);
     mkdirSync(o.dir, { recursive: true, mode: 0o700 });
     const key = await devKey(o.dir);
     const token = randomBytes(24).toString("base64url");
