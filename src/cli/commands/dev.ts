@@ -72,6 +72,7 @@ devDependency). Ctrl-C or SIGTERM stops the Worker and the proxy; the pods stay 
         PODSYNC_ISSUERS: DEV_ISSUER,
         PODSYNC_JWKS: JSON.stringify({ keys: [key.publicJwk] }),
         PODSYNC_PROXY_TOKEN: token,
+        PODSYNC_SECRETS_KEY: secretsKey(o.dir),
         PODSYNC_POD_LOGS_DIR: logs,
         PODSYNC_ROOT_DIR: root,
         PODSYNC_POLICY: o.policy,
@@ -127,6 +128,14 @@ async function devKey(dir: string): Promise<{ path: string; publicJwk: Record<st
   }
   const { d: _private, iss: _iss, ...publicJwk } = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
   return { path, publicJwk };
+}
+
+/** DIR/secrets-key (32 random bytes, base64), made on the first start: the Worker seals stored Secrets with it, so
+ * the state it keeps in DIR/wrangler opens again at the next start. */
+function secretsKey(dir: string): string {
+  const path = join(dir, "secrets-key");
+  if (!existsSync(path)) writeFileSync(path, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
+  return readFileSync(path, "utf8").trim();
 }
 
 /** cri-proxy as a child, its gRPC-Web port on loopback read from its start-up line. */
