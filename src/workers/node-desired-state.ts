@@ -254,6 +254,7 @@ export class NodeDesiredState {
       runtime: engine.runtime,
       probes: (uid) => prober.results(uid),
       pass: () => this.pass(loop),
+      workloads: this.workloads,
       log: (rec) => log({ loop: "kubeapi", node, ...rec }),
     });
     // Its syncs and deletes feed the Kubernetes API's pods and events; so does its relist.
