@@ -188,7 +188,10 @@ export async function readSignedBody(
   }
   if (items.length === 0)
     throw new ProblemError("bad-request", 'the signed payload has no "pod" object and no "items"');
-  const body = bodyFromItems(items, p, o);
+  // A body validated before (a converged sync: the same signed pod again) is not validated again.
+  const body = o.bodies
+    ? o.bodies.body(items, p, o, (i, pl, op) => bodyFromItems(i, pl, op))
+    : bodyFromItems(items, p, o);
   if (body.pods.length > 1)
     throw new ProblemError("bad-request", "send one pod per request (PUT /v1/node/pods takes a set)", {
       errors: [{ path: body.pods[1]!.at, message: "a second Pod" }],

@@ -28,6 +28,7 @@ import { selectorEmpty, selectorMatches, type LabelSelector } from "./selector.j
 import { templatePod } from "./template.js";
 import { jobSelectorDefaults } from "./job-labels.js";
 import { workloadBoundErrors, type WorkloadLimits } from "./bounds.js";
+import type { BodyMemo } from "../body-memo.js";
 
 /** PODSYNC_UNKNOWN_KINDS: a document of a kind podsync does not know (a custom resource) is skipped with a
  * warning, as kubectl apply reports it and applies the rest (`warn`), or refuses the body (`refuse`). */
@@ -42,6 +43,9 @@ export interface IntakeOptions {
   limits?: WorkloadLimits | undefined;
   /** Default `warn`. */
   unknownKinds?: UnknownKinds | undefined;
+  /** The node's validated bodies, remembered by input (../body-memo.ts): a converged sync is not validated
+   * again. None: every body is validated. */
+  bodies?: BodyMemo | undefined;
 }
 
 export interface Item {

@@ -1,0 +1,101 @@
+// A body validated once is not validated again (a converged sync), and anything changed is (src/pod/body-memo.ts,
+// src/http/signed-request.ts): through readSignedBody with a real verifier, and the memo's own bounds.
+import { describe, expect, it } from "vitest";
+import { SignJWT } from "jose";
+import { createVerifier } from "../../src/auth/verify.js";
+import { MemoryReplayStore } from "../../src/auth/replay.js";
+import { readSignedBody } from "../../src/http/signed-request.js";
+import { bodyMemo, canonicalJson } from "../../src/pod/body-memo.js";
+import { bodyFromItems } from "../../src/pod/bundle.js";
+import { InvalidPodError } from "../../src/pod/validate.js";
+import type { IntakeOptions } from "../../src/pod/workloads/intake.js";
+import { makeKey } from "../support/http.js";
+
+const pod = (image = "localhost/busybox:1", extra: Record<string, unknown> = {}) => ({
+  metadata: { name: "web", namespace: "default", uid: "memo-uid-1", labels: { app: "web" } },
+  spec: { containers: [{ name: "main", image, command: ["sleep", "3600"], ...extra }] },
+});
+
+describe("validated bodies remembered by their input's canonical hash", () => {
+  it("a converged sync is a hit; a changed pod is validated again, and a bad one refused naming its field", async () => {
+    const key = await makeKey("EdDSA", "k1");
+    const verifier = createVerifier({
+      keys: { jwks: { keys: [key.publicJwk] } },
+      issuers: ["memo"],
+      audience: ["node-a"],
+      replay: new MemoryReplayStore(),
+    });
+    const memo = bodyMemo();
+    const o: IntakeOptions = { nodeName: "node-a", serviceAccountTokens: "drop", bodies: memo };
+    let jti = 0;
+    const read = async (payload: Record<string, unknown>) => {
+      const token = await new SignJWT(payload)
+        .setProtectedHeader({ alg: "EdDSA", kid: "k1" })
+        .setIssuer("memo")
+        .setAudience("node-a")
+        .setIssuedAt()
+        .setExpirationTime("2m")
+        .setJti(`m-${jti++}`)
+        .sign(key.privateKey);
+      const req = new Request("http://node/v1/pods/sync", {
+        method: "POST",
+        headers: { "content-type": "application/jose" },
+        body: token,
+      });
+      return readSignedBody(req, verifier, "sync", 1 << 20, o);
+    };
+    const first = await read({ act: "sync", pod: pod() });
+    expect(memo.stats).toEqual({ hits: 0, misses: 1 });
+    // The same pod again, with its keys in another order: answered from the memo, equal to a full validation.
+    const p = pod();
+    const again = await read({ act: "sync", pod: { spec: p.spec, metadata: p.metadata } });
+    expect(memo.stats).toEqual({ hits: 1, misses: 1 });
+    expect(again.pods).toStrictEqual(first.pods);
+    expect(again.pods).toStrictEqual(bodyFromItems([{ input: pod(), at: "pod", podByPlace: true }], {}, o).pods);
+    // The caller owns its copy: changing it (checkSyncEntry keeps a stored owner) changes no later answer.
+    again.pods[0]!.pod.metadata.labels!["app"] = "changed";
+    expect((await read({ act: "sync", pod: pod() })).pods[0]!.pod.metadata.labels!["app"]).toBe("web");
+    expect(memo.stats).toEqual({ hits: 2, misses: 1 });
+    // A changed pod is validated in full: a valid change is a miss, remembered too.
+    const changed = await read({ act: "sync", pod: pod("localhost/busybox:2") });
+    expect(changed.pods[0]!.pod.spec.containers[0]!.image).toBe("localhost/busybox:2");
+    expect(memo.stats).toEqual({ hits: 2, misses: 2 });
+    expect(memo.size).toBe(2);
+    // An invalid change is refused with its field named, and nothing is remembered of it.
+    const bad = await read({ act: "sync", pod: pod("localhost/busybox:1", { command: "sleep 3600" }) }).catch((e) => e);
+    expect(bad).toBeInstanceOf(InvalidPodError);
+    expect((bad as InvalidPodError).errors.map((e) => e.path)).toContain("pod.spec.containers[0].command");
+    expect(memo.size).toBe(2);
+    const badAgain = await read({ act: "sync", pod: pod("localhost/busybox:1", { command: "sleep 3600" }) }).catch(
+      (e) => e,
+    );
+    expect(badAgain).toBeInstanceOf(InvalidPodError);
+    expect(memo.stats).toEqual({ hits: 2, misses: 4 });
+  });
+
+  it("the intake options are part of the key, and the memo keeps only the most recently used bodies", () => {
+    const memo = bodyMemo(2);
+    const validate = (i: Parameters<typeof bodyFromItems>[0], pl: Record<string, unknown>, op: IntakeOptions) =>
+      bodyFromItems(i, pl, op);
+    const items = (image: string) => [{ input: pod(image), at: "pod", podByPlace: true }];
+    const a: IntakeOptions = { nodeName: "node-a", serviceAccountTokens: "drop" };
+    const b: IntakeOptions = { nodeName: "node-b", serviceAccountTokens: "drop" };
+    memo.body(items("i:1"), {}, a, validate);
+    memo.body(items("i:1"), {}, b, validate); // another node's options: validated again
+    expect(memo.stats).toEqual({ hits: 0, misses: 2 });
+    memo.body(items("i:1"), {}, a, validate); // a hit, now the most recent
+    memo.body(items("i:2"), {}, a, validate); // evicts node-b's
+    expect(memo.size).toBe(2);
+    memo.body(items("i:1"), {}, a, validate);
+    memo.body(items("i:1"), {}, b, validate);
+    expect(memo.stats).toEqual({ hits: 2, misses: 4 });
+  });
+
+  it("canonical JSON sorts keys at every depth and drops undefined members as JSON does", () => {
+    expect(canonicalJson({ b: [1, { d: 1, c: undefined, a: "x" }], a: null })).toBe(
+      '{"a":null,"b":[1,{"a":"x","d":1}]}',
+    );
+    expect(canonicalJson({ b: 1, a: 2 })).toBe(canonicalJson({ a: 2, b: 1 }));
+    expect(canonicalJson([undefined])).toBe(JSON.stringify([undefined]));
+  });
+});
