@@ -1,12 +1,12 @@
-// A body validated once is not validated again (a converged sync), and anything changed is (src/pod/body-memo.ts,
-// src/http/signed-request.ts): through readSignedBody with a real verifier, and the memo's own bounds.
+// A body validated once is not validated again (a converged sync), and anything changed is (src/pod/bundle.ts
+// rememberedBody, src/util/memo.ts): through readSignedBody with a real verifier, and the memo's own bounds.
 import { describe, expect, it } from "vitest";
 import { SignJWT } from "jose";
 import { createVerifier } from "../../src/auth/verify.js";
 import { MemoryReplayStore } from "../../src/auth/replay.js";
 import { readSignedBody } from "../../src/http/signed-request.js";
-import { bodyMemo, canonicalJson } from "../../src/pod/body-memo.js";
-import { bodyFromItems } from "../../src/pod/bundle.js";
+import { canonicalJson, resultMemo } from "../../src/util/memo.js";
+import { bodyFromItems, rememberedBody, type Body } from "../../src/pod/bundle.js";
 import { InvalidPodError } from "../../src/pod/validate.js";
 import type { IntakeOptions } from "../../src/pod/workloads/intake.js";
 import { makeKey } from "../support/http.js";
@@ -25,7 +25,7 @@ describe("validated bodies remembered by their input's canonical hash", () => {
       audience: ["node-a"],
       replay: new MemoryReplayStore(),
     });
-    const memo = bodyMemo();
+    const memo = resultMemo<Body>();
     const o: IntakeOptions = { nodeName: "node-a", serviceAccountTokens: "drop", bodies: memo };
     let jti = 0;
     const read = async (payload: Record<string, unknown>) => {
@@ -74,21 +74,80 @@ describe("validated bodies remembered by their input's canonical hash", () => {
   });
 
   it("the intake options are part of the key, and the memo keeps only the most recently used bodies", () => {
-    const memo = bodyMemo(2);
-    const validate = (i: Parameters<typeof bodyFromItems>[0], pl: Record<string, unknown>, op: IntakeOptions) =>
-      bodyFromItems(i, pl, op);
+    const memo = resultMemo<Body>(2);
     const items = (image: string) => [{ input: pod(image), at: "pod", podByPlace: true }];
-    const a: IntakeOptions = { nodeName: "node-a", serviceAccountTokens: "drop" };
-    const b: IntakeOptions = { nodeName: "node-b", serviceAccountTokens: "drop" };
-    memo.body(items("i:1"), {}, a, validate);
-    memo.body(items("i:1"), {}, b, validate); // another node's options: validated again
+    const a: IntakeOptions = { nodeName: "node-a", serviceAccountTokens: "drop", bodies: memo };
+    const b: IntakeOptions = { nodeName: "node-b", serviceAccountTokens: "drop", bodies: memo };
+    rememberedBody(items("i:1"), {}, a);
+    rememberedBody(items("i:1"), {}, b); // another node's options: validated again
     expect(memo.stats).toEqual({ hits: 0, misses: 2 });
-    memo.body(items("i:1"), {}, a, validate); // a hit, now the most recent
-    memo.body(items("i:2"), {}, a, validate); // evicts node-b's
+    rememberedBody(items("i:1"), {}, a); // a hit, now the most recent
+    rememberedBody(items("i:2"), {}, a); // evicts node-b's
     expect(memo.size).toBe(2);
-    memo.body(items("i:1"), {}, a, validate);
-    memo.body(items("i:1"), {}, b, validate);
+    rememberedBody(items("i:1"), {}, a);
+    rememberedBody(items("i:1"), {}, b);
     expect(memo.stats).toEqual({ hits: 2, misses: 4 });
+    // The payload's objects are part of it too.
+    const cm = { metadata: { name: "cfg", namespace: "default" }, data: { k: "v" } };
+    rememberedBody(items("i:1"), { configMaps: [cm] }, a);
+    expect(memo.stats).toEqual({ hits: 2, misses: 5 });
+  });
+
+  it("a body with workloads and objects comes back from the memo equal to a full validation, classes and all", () => {
+    const memo = resultMemo<Body>();
+    const o: IntakeOptions = { nodeName: "node-a", serviceAccountTokens: "drop", bodies: memo };
+    const items = () => [
+      {
+        at: "items[0]",
+        input: {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "web", namespace: "default" },
+          spec: {
+            replicas: 2,
+            selector: { matchLabels: { app: "web" } },
+            template: {
+              metadata: { labels: { app: "web" } },
+              spec: {
+                containers: [
+                  { name: "main", image: "localhost/busybox:1", envFrom: [{ configMapRef: { name: "cfg" } }] },
+                ],
+              },
+            },
+          },
+        },
+      },
+      {
+        at: "items[1]",
+        input: {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "web", namespace: "default" },
+          spec: { selector: { app: "web" }, ports: [{ port: 80 }] },
+        },
+      },
+      {
+        at: "items[2]",
+        input: {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: "cfg", namespace: "default" },
+          data: { a: "1" },
+        },
+      },
+      { at: "items[3]", input: { apiVersion: "v1", kind: "Pod", ...pod() } },
+    ];
+    const first = rememberedBody(items(), {}, o);
+    expect(first.workloads.length).toBeGreaterThan(1);
+    const hit = rememberedBody(items(), {}, o);
+    expect(memo.stats).toEqual({ hits: 1, misses: 1 });
+    expect(hit).toStrictEqual(bodyFromItems(items(), {}, o));
+  });
+
+  it("a result that cannot be copied is answered and not remembered", () => {
+    const memo = resultMemo<{ f: () => number }>();
+    expect(memo.get({ a: 1 }, () => ({ f: () => 1 })).f()).toBe(1);
+    expect(memo.size).toBe(0);
   });
 
   it("canonical JSON sorts keys at every depth and drops undefined members as JSON does", () => {
