@@ -21,13 +21,17 @@ const PROFILE = process.env["BENCH_PROFILE"] !== "0";
 
 /** The steps, matched against a frame's script URL and function name; the first rule that matches wins. */
 const RULES: [string, RegExp][] = [
-  ["jti write (used-jtis, group commit)", /state\/(used-jtis|group-commit)\.js/],
+  // The durable appends (state/group-commit.js) count for their caller: the jti log or the desired audit log.
+  ["jti write (used-jtis)", /state\/used-jtis\.js/],
   ["JWS verify + key lookup (jose)", /node_modules\/jose\/|auth\/verify\.js/],
-  ["pod validation (zod, intake, bundle)", /node_modules\/zod\/|\/pod\/|validate-memo/],
+  ["pod validation (zod, intake, bundle, memo)", /node_modules\/zod\/|\/pod\/|util\/memo\.js/],
   ["request log", /http\/request-log\.js|logging|pino/],
   ["body read, media type, token decode", /http\/(signed-request|parse-body)\.js/],
   ["admission", /usecases\/admission\/|auth\/(pod-security|pss-rules|cri-policy|policy|host-path)/],
-  ["desired store + checks", /state\/(desired-pods|sealed-desired-state|atomic-file)|pleg\/(desired-state|tombstones)/],
+  [
+    "desired store: audit append, canonical compare",
+    /state\/(desired-pods|sealed-desired-state|atomic-file)|pleg\/(desired-state|tombstones)/,
+  ],
   ["pod worker + status", /podworkers\/|kuberuntime\/|status\/|kubelet\//],
   ["use case (sync, entry, identity)", /usecases\/pods\//],
   ["response (serialize, warnings, JSON)", /http\/(serialize|warnings)\.js/],
@@ -103,7 +107,29 @@ function shares(p: Profile, from: number, to: number) {
   return { counts, leaves };
 }
 
+/** BENCH_ANALYSE=<file.cpuprofile>,<from µs>,<to µs>: the shares of a profile taken before, without a run. */
+function printShares(file: string, from: number, to: number) {
+  const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
+  const { counts, leaves } = shares(profile, from, to);
+  const busy = [...counts].filter(([k]) => k !== "(idle)").reduce((a, [, n]) => a + n, 0);
+  console.log(`profile: ${busy} busy samples in the timed window (BENCH_ANALYSE=${file},${from},${to})\n`);
+  console.log("| step | samples | share of busy |\n|---|---|---|");
+  for (const [k, n] of [...counts].sort((a, b) => b[1] - a[1]))
+    if (k !== "(idle)") console.log(`| ${k} | ${n} | ${r2((n / busy) * 100)} % |`);
+  console.log("\neach step's samples by leaf frame (top 6):");
+  for (const [step, m] of leaves) {
+    if (step === "(idle)") continue;
+    console.log(`  ${step}`);
+    for (const [k, n] of [...m].sort((a, b) => b[1] - a[1]).slice(0, 6)) console.log(`    ${n}  ${k}`);
+  }
+}
+
 async function main() {
+  const analyse = process.env["BENCH_ANALYSE"];
+  if (analyse) {
+    const [file, from, to] = analyse.split(",");
+    return printShares(file!, Number(from), Number(to));
+  }
   execFileSync("node", ["bin/build.mjs", "--if-stale"], { stdio: "inherit" });
   const endpoint = `unix://${lab(LAB, "start")}`;
   const cri = connectGrpc({ endpoint, timeoutMs: 60_000 });
@@ -190,19 +216,7 @@ async function main() {
   );
   if (!PROFILE) return;
   const file = readdirSync(profDir).find((f) => f.endsWith(".cpuprofile"))!;
-  const profile = JSON.parse(readFileSync(join(profDir, file), "utf8")) as Profile;
-  const { counts, leaves } = shares(profile, window[0], window[1]);
-  const busy = [...counts].filter(([k]) => k !== "(idle)").reduce((a, [, n]) => a + n, 0);
-  console.log(`profile: ${busy} busy samples in the timed window (${join(profDir, file)})\n`);
-  console.log("| step | samples | share of busy |\n|---|---|---|");
-  for (const [k, n] of [...counts].sort((a, b) => b[1] - a[1]))
-    if (k !== "(idle)") console.log(`| ${k} | ${n} | ${r2((n / busy) * 100)} % |`);
-  console.log("\neach step's samples by leaf frame (top 6):");
-  for (const [step, m] of leaves) {
-    if (step === "(idle)") continue;
-    console.log(`  ${step}`);
-    for (const [k, n] of [...m].sort((a, b) => b[1] - a[1]).slice(0, 6)) console.log(`    ${n}  ${k}`);
-  }
+  printShares(join(profDir, file), window[0], window[1]);
 }
 
 await main();
