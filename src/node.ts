@@ -9,7 +9,6 @@ import { fileURLToPath } from "node:url";
 import type { ServerType } from "@hono/node-server";
 import { createVerifier } from "./auth/verify.js";
 import { machineFacts } from "./host/node-facts.js";
-import { createPromMetrics } from "./host/metrics/metrics.js";
 import { loadSettings, SettingsError } from "./settings/node.js";
 import { StateDirInUseError } from "./state/state-dir-lock.js";
 import { startAgent } from "./node/agent.js";
@@ -47,7 +46,8 @@ export async function startNode(
   const keys = await loadKeys(settings);
   const s = withDevRoot(settings, env, keys);
   // Every CRI call is counted by method and gRPC code for /metrics (prom-client is loaded only if served).
-  const metrics = s.PODSYNC_METRICS === "off" ? undefined : createPromMetrics();
+  const metrics =
+    s.PODSYNC_METRICS === "off" ? undefined : (await import("./host/metrics/metrics.js")).createPromMetrics();
   const conn = connectRuntime(s, metrics);
   const { cri } = conn;
   const st = await openNodeState(s, keys);

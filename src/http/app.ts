@@ -32,6 +32,8 @@ import { registerWorkloads } from "./handlers/workloads.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { ServiceAccountTokens } from "../pod/workloads/export.js";
 import type { UnknownKinds } from "../pod/workloads/intake.js";
+import { resultMemo } from "../util/memo.js";
+import type { Body as IntakeBody } from "../pod/bundle.js";
 import { AdmissionRefusedError, type RefusedPod } from "../usecases/admission/refusals.js";
 import { createAdmission } from "../usecases/admission/admission.js";
 import type { ServiceNetwork } from "../services/allocate.js";
@@ -125,6 +127,7 @@ export function createApp(o: AppOptions) {
       ? { limits: { maxPods: nodeInfo.allocatable.pods, maxWorkloads: o.maxWorkloads } }
       : {}),
     unknownKinds: o.unknownKinds ?? "warn",
+    bodies: resultMemo<IntakeBody>(),
   } as const;
   const deps: PodRouteDeps = {
     runtime: rt,
