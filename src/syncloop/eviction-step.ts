@@ -37,7 +37,8 @@ export function createEvictionStep(s: LoopState): EvictionStep {
       .filter((e) => !s.inFlight.has(e.pod.metadata.uid))
       .map((e) => ({ pod: e.pod, status: view.pods.get(e.pod.metadata.uid)?.status }));
     try {
-      const r = await evictionPass(opts, o.runtime, pods, t);
+      // Its kills and re-creations go through the pods' workers (kubelet's killPodFunc → UpdatePod).
+      const r = await evictionPass(opts, s.pods.evicting(o.runtime), pods, t);
       for (const ev of r.evicted) o.log?.({ loop: "eviction", uid: ev.uid, evicted: ev.message });
       for (const uid of r.recreated)
         o.log?.({ loop: "eviction", uid, recreated: "evicted under restartPolicy Always: made anew" });
