@@ -1,5 +1,6 @@
-// The node's pod work as the pod workers run it: a request's sync of the entry it stored, and the teardown of a pod
-// that left the desired state (a PUT's dropped pods, a controller's deletes). Callers await their own work's outcome.
+// The node's pod work as the pod workers run it: a request's sync of the entry it stored, the teardown of a pod that
+// left the desired state (a PUT's dropped pods, a controller's deletes, DELETE), and the eviction manager's kills and
+// re-creations. Callers await their own work's outcome.
 //
 // Each piece of work still hands the runtime a guard it checks under the pod's lock (GuardOptions.current): on Node
 // the pod's worker is the only writer, so the check only finds a newer request's entry (kubelet's pod manager

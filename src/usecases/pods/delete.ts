@@ -1,5 +1,5 @@
 // The delete use case (DELETE /v1/pods/{uid}): out of the desired state first, then the pod killed and removed
-// with its node data through the front door; or, asked not to wait, killed after the answer.
+// with its node data in the pod's worker (src/podworkers/); or, asked not to wait, killed after the answer.
 import type { DeleteResult } from "../../kubelet/pod-runtime.js";
 import type { Pod } from "../../pod/schema.js";
 import type { NodePorts } from "../ports.js";
