@@ -10,7 +10,7 @@ import { watchContainerEvents, type ContainerEvent } from "../../src/cri/contain
 import { GrpcCode } from "../../src/cri/errors.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
-import { startReconcileLoop, type ReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import type { NodeMetrics } from "../../src/metrics/metrics.js";
 import { createPromMetrics } from "../../src/host/metrics/metrics.js";
 import type { FakeServer } from "../support/fake-cri.js";
