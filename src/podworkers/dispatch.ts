@@ -38,7 +38,7 @@ export interface PodDispatchHooks {
 }
 
 export interface SyncRequest<E> {
-  runtime: PodRuntime;
+  runtime: Pick<PodRuntime, "sync" | "delete">;
   entry: E;
   pod: Pod;
   objects?: PodObjects | undefined;
@@ -53,7 +53,7 @@ export interface SyncRequest<E> {
 export type RequestSyncResult = SyncResult & { left?: DeleteResult | undefined };
 
 export interface KillRequest {
-  runtime: PodRuntime;
+  runtime: Pick<PodRuntime, "delete" | "terminating">;
   uid: string;
   gracePeriodSeconds?: number | undefined;
   /** The pod as last desired (its preStop hooks). */
@@ -127,17 +127,20 @@ export function createPodDispatch<E>(
     sync(q) {
       const uid = q.pod.metadata.uid;
       const guard: GuardOptions = { current: () => store.stillStored(uid, q.entry), admitted: q.admitted === true };
+      const w = of();
       const run = async (): Promise<RequestSyncResult> => {
         const r = await q.runtime.sync(q.pod, q.probes?.(), q.objects, guard).catch(stale);
         d.hooks.synced?.(uid, r);
-        // It left the store while this sync ran (a DELETE that acted before it): what it made goes again.
-        if (await store.absent(uid)) return { ...r, left: await q.runtime.delete(uid) };
-        return r;
+        if (!(await store.absent(uid))) return r;
+        // It left the store while this sync ran. A kill waiting behind this work (the DELETE that removed it, a
+        // PUT's teardown) removes what it made, and tells its own caller what it removed (a DELETE's `deleted`);
+        // with none waiting, nothing else will, so what it made goes again here.
+        if (w.killPending(uid))
+          return { ...r, left: { ok: true, pod: r.pod, steps: [], deleted: false, wasRunning: false, criCalls: 0 } };
+        return { ...r, left: await q.runtime.delete(uid) };
       };
       const key = store.specKey(q.entry);
-      return of()
-        .update(uid, { type: "update", key, slot: q.slot, run })
-        .finally(() => d.hooks.requestDone?.(uid));
+      return w.update(uid, { type: "update", key, slot: q.slot, run }).finally(() => d.hooks.requestDone?.(uid));
     },
     kill,
     evict: (r) =>

@@ -117,6 +117,11 @@ export class PodWorkers {
     return this.workers.get(uid)?.state;
   }
 
+  /** Whether a kill waits its turn in the pod's worker (it will tear down whatever the running work makes). */
+  killPending(uid: string): boolean {
+    return this.workers.get(uid)?.pending?.work.type === "kill";
+  }
+
   /** Whether the pod's worker runs or holds work. */
   busy(uid: string): boolean {
     const w = this.workers.get(uid);

@@ -277,6 +277,22 @@ describe("pod workers: kills of different kinds (podsync's DELETE and eviction)"
     expect(log.filter((l) => l.startsWith("run"))).toEqual(["run teardown", "run delete", "run delete2"]);
   });
 
+  it("a DELETE's kill that comes while a sync runs waits behind it, and the running work can see it waiting", async () => {
+    const { w, log, work } = harness();
+    const g = gate();
+    const sync = w.update("a", work("a", "create", "v1", g.done));
+    await tick();
+    expect(w.killPending("a")).toBe(false);
+    const del = w.update("a", kind(work("a", "kill", "delete"), { always: true }));
+    // The sync's own clean-up leaves the teardown to this kill (dispatch.ts), which reports what it removed.
+    expect(w.killPending("a")).toBe(true);
+    g.release();
+    expect(await sync).toEqual({ kind: "done", value: "v1" });
+    expect(await del).toEqual({ kind: "done", value: "delete" });
+    expect(w.killPending("a")).toBe(false);
+    expect(log.filter((l) => l.startsWith("run"))).toEqual(["run v1", "run delete"]);
+  });
+
   it("a DELETE's kill takes a waiting teardown's place and answers its waiters", async () => {
     const { w, log, work } = harness();
     const g = gate();
