@@ -35,9 +35,6 @@ const LONG_DEBT: Record<string, string> = {
   "src/kuberuntime/sync-pod.ts#syncPod": "#36 item 4: SyncPod's steps 1-7 as kubelet names them",
   "src/host/metrics/metrics.ts#createPromMetrics": "#36 item 4: one register function per metric family",
   "src/cli/commands/apply.ts#run": "#36 item 4: plan, print and send apart (CLI work is in it now)",
-  "src/services/dns/answer.ts#createAnswerer": "#36 item 4: one function per query type (services work is in it now)",
-  "src/services/allocate.ts#allocateServices":
-    "#36 item 4: ClusterIPs and NodePorts apart (services work is in it now)",
   "src/kubeapi/kinds/workload-table.ts#workloadCells": "#36 item 4: one cells function per kind",
   "src/cli/commands/get.ts#runGet": "#36 item 4: list, watch and print apart (CLI work is in it now)",
   "src/controllers/plan.ts#planWorkloads": "#36 item 4: per-kind planning apart",

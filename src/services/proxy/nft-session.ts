@@ -67,28 +67,19 @@ export function nftSession(bin = "nft"): NftSession {
         on ? h.ref() : h.unref();
   };
   const settle = () => {
-    for (;;) {
-      stderr = stderr.replace(/^[ \t^]*\^[ \t^]*\n/, ""); // a marker's caret line, arrived after its echo
-      const head = pending[0];
-      if (!head) break;
-      const echoLine = `list table inet ${MARKER}${head.n}\n`;
-      const echo = stderr.indexOf(echoLine);
-      if (echo < 0) return;
-      // The marker's own record is the "Error: ..." line before its echo; what precedes it is the line's.
-      const error = stderr
-        .slice(0, echo)
-        .replace(/[^\n]*\n$/, "")
-        .trim();
+    for (let head = pending[0]; head; head = pending[0]) {
+      const done = takeMarker(stderr, head.n);
+      if (!done) return;
       let output = "";
-      if (head.listing && !error) {
+      if (head.listing && !done.error) {
         const eol = stdout.indexOf("\n");
         if (eol < 0) return; // stdout's pipe is read apart from stderr's: wait for the JSON
         output = stdout.slice(0, eol);
         stdout = stdout.slice(eol + 1);
       }
-      stderr = stderr.slice(echo + echoLine.length);
+      stderr = done.rest;
       pending.shift();
-      head.settle({ error, output });
+      head.settle({ error: done.error, output });
     }
     hold(false);
   };
@@ -130,14 +121,8 @@ export function nftSession(bin = "nft"): NftSession {
       child ??= start();
       const c = child;
       const n = ++seq;
-      let text = commands.join("; ");
-      let file: string | undefined;
-      if (text.length > INLINE_MAX) {
-        dir ??= mkdtempSync(join(tmpdir(), "podsync-nft-"));
-        file = join(dir, `tx-${n}.nft`);
-        writeFileSync(file, `${commands.join("\n")}\n`, { mode: 0o600 });
-        text = `include "${file}"`;
-      }
+      const file = longScript(commands, n, () => (dir ??= mkdtempSync(join(tmpdir(), "podsync-nft-"))));
+      const text = file ? `include "${file}"` : commands.join("; ");
       const line = `${text}\nlist table inet ${MARKER}${n}\n`;
       written += line.length;
       return new Promise<SessionResult>((resolve, reject) => {
@@ -171,6 +156,28 @@ export function nftSession(bin = "nft"): NftSession {
       dir = undefined;
     },
   };
+}
+
+/** Where line n's marker is in stderr: the line's error text (what stderr said before the marker's own "Error:"
+ * line) and what follows the marker's echo; undefined until it has come. */
+function takeMarker(stderr: string, n: number): { error: string; rest: string } | undefined {
+  const s = stderr.replace(/^[ \t^]*\^[ \t^]*\n/, ""); // a previous marker's caret line, arrived after its echo
+  const echoLine = `list table inet ${MARKER}${n}\n`;
+  const echo = s.indexOf(echoLine);
+  if (echo < 0) return undefined;
+  const error = s
+    .slice(0, echo)
+    .replace(/[^\n]*\n$/, "")
+    .trim();
+  return { error, rest: s.slice(echo + echoLine.length) };
+}
+
+/** A transaction too long for one line, written to a file of its own (0600, in a 0700 directory). */
+function longScript(commands: readonly string[], n: number, dir: () => string): string | undefined {
+  if (commands.reduce((len, c) => len + c.length + 2, 0) <= INLINE_MAX) return undefined;
+  const file = join(dir(), `tx-${n}.nft`);
+  writeFileSync(file, `${commands.join("\n")}\n`, { mode: 0o600 });
+  return file;
 }
 
 function rmQuietly(file: string) {
