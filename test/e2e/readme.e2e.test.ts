@@ -12,7 +12,7 @@
 // plane as a user's would (the default, auto: root), so this file is in the project `dataplane` (one at a time);
 // its cluster DNS forwards only to a closed port on 127.0.0.1 (every name the app asks is the cluster's).
 import { execFileSync, spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -27,6 +27,18 @@ const skip = inject("skipE2E");
 const root = process.cwd();
 
 /** The README's ```sh blocks, and the script they make (see the header). */
+/** The lab dir the quickstart's `npm run lab:start` must name: the one whose socket this run was given (the lab
+ * script keeps its pid file beside the socket), so the README never starts or reaches a containerd in the default
+ * lab dir (/tmp/podsync-lab) while the suite runs on another. */
+function labDirOf(endpoint: string): string {
+  const sock = endpoint.replace(/^unix:\/\//, "");
+  const dir = dirname(sock);
+  if (sock.endsWith("/containerd.sock") && existsSync(join(dir, "containerd.pid"))) return dir;
+  throw new Error(
+    `the README test runs the quickstart's lab:start, which needs the lab containerd: ${endpoint} is not a lab's socket (scripts/containerd-lab.sh; set PODSYNC_LAB_DIR and PODSYNC_CRI_ENDPOINT to one lab)`,
+  );
+}
+
 function quickstartScript(readme: string): string {
   const blocks = [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
   const lines: string[] = [];
@@ -150,8 +162,8 @@ describe.skipIf(skip)("README.md", () => {
       PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
       PODSYNC_ROOT_DIR: join(dir, "root"),
       PODSYNC_DNS_UPSTREAM: `127.0.0.1:${await freePort()}`,
-      // `npm run lab:start` in the README: the lab this run uses, not the default one.
-      ...(process.env["PODSYNC_LAB_DIR"] ? { PODSYNC_LAB_DIR: process.env["PODSYNC_LAB_DIR"] } : {}),
+      // `npm run lab:start` in the README: the lab this run uses (its socket's), never the default one.
+      PODSYNC_LAB_DIR: labDirOf(endpoint),
     };
     nodePidFile = join(copy, "node.pid");
     const child = spawn("bash", [join(dir, "quickstart.sh")], { cwd: copy, env });
