@@ -184,12 +184,13 @@ describe.skipIf(skip)("README.md", () => {
     expect(code, log()).toBe(0);
     expect(stdout).toMatch(/^pod\/hello \(default, uid 6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60\): create sandbox/m);
     expect(stdout).toContain("pod/hello condition met");
+    // AGE as kubectl's HumanDuration writes it: 45s, 2m5s, 12m (a loaded machine takes minutes to get here).
     expect(stdout).toMatch(
-      /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+UID\nhello\s+1\/1\s+Running\s+0\s+\d+s\s+[\d.]+\s+\S+\s+6f1c2a3e-/m,
+      /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+UID\nhello\s+1\/1\s+Running\s+0\s+(\d+[smh])+\s+[\d.]+\s+\S+\s+6f1c2a3e-/m,
     );
     expect(stdout).toMatch(/^hello from hello\nhello is up \(1\)\n/m);
     // kubectl, with the kubeconfig the README makes: the pod in its table, then its log
-    expect(stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nhello\s+1\/1\s+Running\s+0\s+\d+s\n/m);
+    expect(stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nhello\s+1\/1\s+Running\s+0\s+(\d+[smh])+\n/m);
     expect(stdout.split("hello from hello").length).toBeGreaterThanOrEqual(3);
     expect(stdout).toContain("pod/hello unchanged (dry run)");
     expect(stdout).toContain('pod "hello" deleted');
