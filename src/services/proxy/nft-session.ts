@@ -72,15 +72,19 @@ export function nftSession(bin = "nft"): NftSession {
       if (!done) return;
       let output = "";
       if (head.listing && !done.error) {
-        const eol = stdout.indexOf("\n");
-        if (eol < 0) return; // stdout's pipe is read apart from stderr's: wait for the JSON
-        output = stdout.slice(0, eol);
+        // stdout's pipe is read apart from stderr's: wait for the JSON. A CLI built with readline may write its
+        // prompt before it, so the JSON starts where `{"nftables"` does.
+        const at = stdout.indexOf('{"nftables"');
+        const eol = at < 0 ? -1 : stdout.indexOf("\n", at);
+        if (eol < 0) return;
+        output = stdout.slice(at, eol);
         stdout = stdout.slice(eol + 1);
       }
       stderr = done.rest;
       pending.shift();
       head.settle({ error: done.error, output });
     }
+    if (!pending.some((p) => p.listing)) stdout = ""; // nothing waits for it (a prompt, say): kept from growing
     hold(false);
   };
   const start = (): ChildProcessWithoutNullStreams => {
