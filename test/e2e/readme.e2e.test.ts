@@ -66,8 +66,10 @@ function quickstartScript(readme: string): string {
     // `npm start` backgrounded; its node process is npm's child, so the whole group is stopped.
     // The wait ends when the node says it listens, or when it has exited.
     'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; echo "$node_pid" > node.pid; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done; cat node.log >&2; return 1; }',
-    // Still following after 4 s is the success; a follow that ended by itself answers with its own exit code.
-    'follow() { setsid "$@" & local pid=$!; sleep 4; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; }',
+    // Still following a second after its first output is the success; a follow that ended by itself answers with
+    // its own exit code. Its first output is waited for (up to 60 s, polled): `npx podsync` alone takes ~4 s to
+    // start on a loaded machine, so a fixed window saw nothing.
+    'follow() { local out; out=$(mktemp); setsid "$@" > >(tee "$out") & local pid=$!; for _ in $(seq 1 600); do [ -s "$out" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; sleep 1; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; rm -f "$out"; }',
     ...lines,
   ].join("\n");
 }
