@@ -1,4 +1,16 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
+
+/** What makes a test file need a process of its own: a runtime, a child process, a server, the environment, mocks,
+ * process-wide hooks. A file with none of them (and no `.e2e.` in its name) runs in the project `unit`, which
+ * shares one module graph per worker (isolate: false): importing src/ costs about a second per isolated file, most
+ * of the suite's time outside the tests themselves. */
+const NEEDS_ISOLATION =
+  /criEndpoint|spawn|execFile|wrangler|startNode|unstable_dev|process\.env|process\.chdir|process\.on\(|globalThis\.|vi\.(mock|stub|useFakeTimers|spyOn)/;
+const unit = readdirSync("test", { recursive: true, encoding: "utf8" })
+  .filter((f) => f.endsWith(".test.ts") && !f.includes(".e2e."))
+  .map((f) => `test/${f}`)
+  .filter((f) => !NEEDS_ISOLATION.test(readFileSync(f, "utf8")));
 
 /** The suite's one timed assertion (crash → restart within 1 s, issue #21) runs after everything else, alone: beside
  * another real-containerd file on these 2 cores, containerd's and runc's own work took it past 1 s (1.1 s once). */
@@ -30,10 +42,11 @@ export default defineConfig({
         test: {
           name: "podsync",
           include: ["test/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, ...timed, ...dataplane],
+          exclude: [...configDefaults.exclude, ...timed, ...dataplane, ...unit],
           sequence: { groupOrder: 0 },
         },
       },
+      { extends: true, test: { name: "unit", include: unit, isolate: false, sequence: { groupOrder: 0 } } },
       {
         extends: true,
         test: { name: "dataplane", include: dataplane, fileParallelism: false, sequence: { groupOrder: 1 } },

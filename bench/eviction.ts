@@ -15,7 +15,7 @@ import { requestView } from "../src/cri/request-view.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
-import { startReconcileLoop } from "../src/pleg/loop.js";
+import { startReconcileLoop } from "../src/syncloop/sync-loop.js";
 import { createRelister } from "../src/pleg/relist.js";
 import { evictionPass } from "../src/eviction/manager.js";
 import { writableLayers } from "../src/eviction/stats.js";

@@ -16,7 +16,7 @@ import { ContainerState } from "../src/gen/runtime/v1/api_pb.js";
 import { createPodRuntime } from "../src/kubelet/pod-runtime.js";
 import { defaultNodeConfig } from "../src/container/node-config.js";
 import { MemoryDesiredState } from "../src/pleg/desired-state.js";
-import { startReconcileLoop } from "../src/pleg/loop.js";
+import { startReconcileLoop } from "../src/syncloop/sync-loop.js";
 import { nsToMs } from "../src/kuberuntime/pod-status.js";
 import { Pod } from "../src/pod/schema.js";
 

@@ -7,11 +7,10 @@
 // times Debian's podman (installed with apt-get when missing; its own --root/--runroot/--tmpdir) for the
 // crash-to-restart and a 30-pod `kube play`. Writes bench/results/ship-<time>.json.
 //   BENCH_SYNCS (400 converged syncs, after BENCH_WARMUP: 200 untimed, and as many untimed raw reads), BENCH_SETTLE_S (10) then BENCH_IDLE_S (20), BENCH_CRASHES (5), BENCH_PODS (30), BENCH_RELISTS (100)
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, openSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { importJWK, SignJWT, type JWK } from "jose";
 import {
   relistCpu as relistCpuOf,
   lab as labIn,
@@ -22,7 +21,9 @@ import {
   r2,
   rssMiB,
   selfCpuMs,
+  type Server,
   sleep,
+  startServer,
 } from "./harness.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import { ContainerState, NamespaceMode, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
@@ -70,21 +71,7 @@ async function main() {
   const endpoint = `unix://${sock}`;
   const cri = connectGrpc({ endpoint, timeoutMs: 60_000 });
   const dir = mkdtempSync(join(tmpdir(), "podsync-ship-"));
-  const logFile = join(dir, "requests.log");
-  const server = spawn(process.execPath, [...NODE_FLAGS, "dist/node.js"], {
-    env: {
-      ...process.env,
-      PODSYNC_CRI_ENDPOINT: endpoint,
-      PODSYNC_PORT: "0",
-      PODSYNC_NODE_NAME: "ship-node",
-      PODSYNC_POLICY: "privileged",
-      PODSYNC_DEV_DIR: join(dir, "dev"),
-      PODSYNC_STATE_DIR: join(dir, "state"),
-      PODSYNC_ROOT_DIR: join(dir, "root"),
-      PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
-    },
-    stdio: ["ignore", openSync(logFile, "a"), "pipe"],
-  });
+  const logFile = join(dir, "requests.log"); // startServer's request log
   const results: Record<string, unknown> = {
     cores: cpus().length,
     node: process.version,
@@ -93,29 +80,11 @@ async function main() {
   };
   const loads = results["load"] as number[][];
   const made: string[] = [];
+  let server: Server | undefined;
   try {
-    const url = await new Promise<string>((res, rej) => {
-      let text = "";
-      server.stderr!.on("data", (b: Buffer) => {
-        text += b.toString();
-        const m = /listening on (http:\/\/\S+)/.exec(text);
-        if (m) res(m[1]!);
-      });
-      server.once("exit", (c) => rej(new Error(`the server exited (${c}): ${text}`)));
-    });
-    const pid = server.pid!;
-    const key = JSON.parse(readFileSync(join(dir, "dev", "dev-key.json"), "utf8")) as JWK & { iss: string };
-    const priv = await importJWK(key, "EdDSA");
-    let jti = 0;
-    const sign = (claims: Record<string, unknown>) =>
-      new SignJWT(claims)
-        .setProtectedHeader({ alg: "EdDSA", kid: key.kid! })
-        .setIssuer(key.iss)
-        .setAudience("ship-node")
-        .setIssuedAt()
-        .setExpirationTime("4m")
-        .setJti(`s-${tag}-${jti++}`)
-        .sign(priv);
+    // The server as `npm start` runs it (bench/harness.ts), with the bench's signer.
+    server = await startServer(dir, endpoint, "ship-node");
+    const { pid, url, sign } = server;
     const lastLog = () =>
       JSON.parse(readFileSync(logFile, "utf8").trim().split("\n").pop()!) as {
         criCalls: number;
@@ -375,14 +344,7 @@ async function main() {
     clearInterval(sinceLoadTimer);
     const rss = rssMiB(pid);
     // What the RSS holds: V8's heap (committed, in use), memory outside it, from the server's own /metrics.
-    const metric = (text: string, name: string) =>
-      r2(Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN) / 1048576);
-    const prom = await (await fetch(`${url}/metrics`)).text();
-    const heap = {
-      committed: metric(prom, "nodejs_heap_size_total_bytes"),
-      used: metric(prom, "nodejs_heap_size_used_bytes"),
-      external: metric(prom, "nodejs_external_memory_bytes"),
-    };
+    const heap = await server.heap();
     loads.push(loadavg());
     await drain();
 
@@ -471,8 +433,11 @@ async function main() {
     console.log("| figure | this run | goal |\n|---|---|---|");
     for (const r of rows) console.log(`| ${r[0]} | ${r[1]} | ${r[2]} |`);
   } finally {
-    server.kill("SIGTERM");
-    await new Promise((r) => server.once("exit", r));
+    if (server && server.proc.exitCode === null) {
+      const exited = new Promise((r) => server!.proc.once("exit", r));
+      server.proc.kill("SIGTERM");
+      await exited;
+    }
     lab("stop");
     cri.close();
   }

@@ -9,7 +9,6 @@ import { fileURLToPath } from "node:url";
 import type { ServerType } from "@hono/node-server";
 import { createVerifier } from "./auth/verify.js";
 import { machineFacts } from "./host/node-facts.js";
-import { createPromMetrics } from "./host/metrics/metrics.js";
 import { loadSettings, SettingsError } from "./settings/node.js";
 import { StateDirInUseError } from "./state/state-dir-lock.js";
 import { startAgent } from "./node/agent.js";
@@ -18,7 +17,7 @@ import { bannerLines } from "./node/banner.js";
 import { loadKeys, verifierOptionsFor, withDevRoot } from "./node/config.js";
 import { startNodeFleet } from "./node/fleet.js";
 import { composeFront } from "./node/front.js";
-import { addresses, listen, servingTls } from "./node/listen.js";
+import { addresses, listen, loopbackOrigin, servingTls } from "./node/listen.js";
 import { connectRuntime } from "./node/runtime.js";
 import { abandonWork, type NodeWork, SHUTDOWN_GRACE_MS, shutdown, stopWork } from "./node/shutdown.js";
 import { openNodeState } from "./node/state.js";
@@ -47,7 +46,8 @@ export async function startNode(
   const keys = await loadKeys(settings);
   const s = withDevRoot(settings, env, keys);
   // Every CRI call is counted by method and gRPC code for /metrics (prom-client is loaded only if served).
-  const metrics = s.PODSYNC_METRICS === "off" ? undefined : createPromMetrics();
+  const metrics =
+    s.PODSYNC_METRICS === "off" ? undefined : (await import("./host/metrics/metrics.js")).createPromMetrics();
   const conn = connectRuntime(s, metrics);
   const { cri } = conn;
   const st = await openNodeState(s, keys);
@@ -74,10 +74,12 @@ export async function startNode(
   // Streams over the fleet link (kubectl through the Worker) take the very path the listener's requests take, once
   // the front exists (a stream before it is answered 503).
   let front: ((req: Request) => Response | Promise<Response>) | undefined;
+  let local: string | undefined;
   const fleet = await startNodeFleet(
     s,
     {
       serve: (req) => front?.(req) ?? new Response("the node is starting", { status: 503 }),
+      local: () => local,
       env,
       stateDir: st.stateDir,
       app: appOptions,
@@ -114,6 +116,7 @@ export async function startNode(
     throw e;
   });
   const { url, tlsInfo } = addresses(s, listening.server, tls);
+  local = loopbackOrigin(url);
   if (!quiet)
     console.error(
       bannerLines(s, {

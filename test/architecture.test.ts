@@ -16,7 +16,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["kuberuntime"], // the kubelet port: computePodActions, SyncPod, the CRI-level pod status
   ["status"], // generateAPIPodStatus, above the runtime
   ["kubelet"], // the pod runtime: kuberuntime's steps and status's v1 status behind one front door
-  ["prober", "pleg", "podworkers", "metrics", "controllers", "eviction", "services", "stats"], // the agent
+  ["prober", "pleg", "podworkers", "syncloop", "metrics", "controllers", "eviction", "services", "stats"], // the agent
   ["auth"], // the node owner's rules: token verification and scopes, the policy and pod security checks
   ["usecases"], // what the node does for a request (plan, sync, apply-set, delete, reads, logs, exec), one admission
   ["http", "kubeapi"], // fronts: parse, authorise, call a use case, render
@@ -26,10 +26,12 @@ const LAYERS: readonly (readonly string[])[] = [
 
 /** Same-layer edges that are part of the design, each with why. */
 const ALLOWED_SIDEWAYS: Record<string, string> = {
-  "pleg -> prober": "the sync loop starts and stops a pod's probe workers, as kubelet's syncLoop does",
-  "pleg -> eviction": "the loop runs the eviction manager's pass, as kubelet's syncLoop does",
-  "pleg -> metrics": "the loop reports its passes through the metrics port",
-  "pleg -> podworkers": "the sync loop dispatches each pod's sync to its pod worker, as kubelet's syncLoop does",
+  "syncloop -> pleg": "the sync loop takes the PLEG's events and relists, and the desired-state port",
+  "syncloop -> prober": "the sync loop starts and stops a pod's probe workers, as kubelet's syncLoop does",
+  "syncloop -> eviction": "the loop runs the eviction manager's pass, as kubelet's syncLoop does",
+  "syncloop -> metrics": "the loop reports its passes through the metrics port",
+  "syncloop -> podworkers": "the sync loop dispatches each pod's sync to its pod worker, as kubelet's syncLoop does",
+  "pleg -> metrics": "the PLEG counts runtime events and relists through the metrics port",
   "controllers -> pleg": "controllers hand their pods to the desired-state port the loop owns",
   "cli -> node": "`podsync serve` runs the node entry in its own process",
   "worker -> workers": "the Worker entry composes its Durable Objects",

@@ -1,8 +1,9 @@
 // What the node is doing while a sync or an apply runs, from kubelet's events as the node records them (Pulling
 // as a pull starts, then Pulled, Created, Started, Killing, BackOff, ...): the CLI follows the events watch and
-// shows the newest as its progress line. Where the node serves no watch it shows nothing, and the caller's
-// elapsed time stands alone.
+// shows each pod's newest event as its line under the heading (pod-progress.ts). Where the node serves no watch it
+// shows nothing, and the heading's elapsed time stands alone.
 import type { Ctx } from "./client.js";
+import { podProgress } from "./print/pod-progress.js";
 import { watchEvents } from "./watch.js";
 
 interface V1EventLike {
@@ -12,15 +13,20 @@ interface V1EventLike {
   lastTimestamp?: string | null;
 }
 
-export interface EventProgress {
-  /** The newest event's line, e.g. `pod/web: Pulling image "nginx:1.27"`; "" before any. */
-  latest(): string;
-  stop(): void;
-}
-
-/** Follows the events of one pod (`pod` given) or of the whole node, from `since` (ms) on. */
-export function followEvents(ctx: Ctx, since: number, pod?: { namespace: string; name: string }): EventProgress {
-  let latest = "";
+/** Shows `heading(seconds)` every second and, under it, each pod's newest event from `since` (ms) on: one pod's
+ * (`pod` given) or the whole node's, until stop(). Nothing with -q. */
+export function showProgress(
+  ctx: Ctx,
+  since: number,
+  heading: (seconds: number) => string,
+  pod?: { namespace: string; name: string },
+): { stop(): void } {
+  if (ctx.quiet) return { stop: () => undefined };
+  const p = podProgress(ctx);
+  const tick = () => p.heading(heading(Math.floor((Date.now() - since) / 1000)));
+  tick();
+  const timer = setInterval(tick, 1000);
+  timer.unref();
   const abort = new AbortController();
   const path = pod
     ? `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${pod.name}`)}`
@@ -35,9 +41,16 @@ export function followEvents(ctx: Ctx, since: number, pod?: { namespace: string;
       if (e.type === "DELETED" || Date.parse(ev.lastTimestamp ?? "") < from) return;
       const o = ev.involvedObject;
       // kubelet's messages say what happened on their own ("Pulling image ...", "Started container main").
-      latest = `${(o?.kind ?? "").toLowerCase()}/${o?.name ?? ""}: ${ev.message || ev.reason || ""}`;
+      const ns = o?.namespace && o.namespace !== ctx.namespace ? ` (${o.namespace})` : "";
+      p.set(`${(o?.kind ?? "").toLowerCase()}/${o?.name ?? ""}${ns}`, ev.message || ev.reason || "");
     },
     abort.signal,
-  ).catch(() => undefined); // no watch (an older node, a Workers node without it): progress is the elapsed time alone
-  return { latest: () => latest, stop: () => abort.abort() };
+  ).catch(() => undefined); // no watch (an older node, a Workers node without it): the heading alone
+  return {
+    stop: () => {
+      clearInterval(timer);
+      abort.abort();
+      p.done();
+    },
+  };
 }

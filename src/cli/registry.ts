@@ -57,6 +57,10 @@ export const commands: Record<string, Entry> = {
     load: () => import("./commands/deploy/rollout.js"),
   },
   describe: { summary: "a workload in detail, like kubectl describe", load: () => import("./commands/describe.js") },
+  dev: {
+    summary: "dev worker: the Worker (workerd), cri-proxy and a node on this machine, in one command",
+    load: () => import("./commands/dev.js"),
+  },
   volumes: { summary: "the node's persistentVolumeClaim directories", load: () => import("./commands/volumes.js") },
   services: {
     summary: "services flush: remove the Service data plane's nftables table (inet podsync)",

@@ -73,20 +73,7 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
   const desired = new MemoryDesiredState();
   for (const e of input.desired) await desired.put(structuredClone(e));
   const before = new Map(input.desired.map((e) => [e.pod.metadata.uid, e.pod]));
-  /** Names made with a suffix of the plan's own: their last 5 characters are the API server's random ones. */
-  const generated = new Set<string>();
-  let seq = 0;
-  const suffix = () => {
-    // Distinct suffixes in generateName's alphabet (a counter's base-27 digits), so every made name is unique.
-    const digits = (seq++)
-      .toString(27)
-      .padStart(5, "0")
-      .split("")
-      .map((d) => parseInt(d, 27));
-    const s = randomSuffix(5, () => (digits.shift()! + 0.5) / 27);
-    generated.add(s);
-    return s;
-  };
+  const { suffix, generated } = planSuffixes();
   /** A controller's error on a workload (it would be logged on the node): said in the plan too. */
   const failed = new Map<string, string>();
   const log = (rec: Record<string, unknown>) => {
@@ -168,6 +155,33 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
   for (const p of made.values()) add(p, "create");
   for (const p of gone.values()) add(p, "delete");
   for (const [uid, p] of before) if (!gone.has(uid)) add(p, "keep");
+  return { pods: out, refused: refusals(all, root, failed) };
+}
+
+/** Distinct suffixes in generateName's alphabet (a counter's base-27 digits), so every made name is unique; the
+ * suffixes made, so the plan knows a name's last 5 characters are the API server's random ones. */
+function planSuffixes(): { suffix: () => string; generated: Set<string> } {
+  const generated = new Set<string>();
+  let seq = 0;
+  const suffix = () => {
+    const digits = (seq++)
+      .toString(27)
+      .padStart(5, "0")
+      .split("")
+      .map((d) => parseInt(d, 27));
+    const s = randomSuffix(5, () => (digits.shift()! + 0.5) / 27);
+    generated.add(s);
+    return s;
+  };
+  return { suffix, generated };
+}
+
+/** The body's workloads the node would refuse pods for (ReplicaFailure), and those whose controller failed. */
+function refusals(
+  all: readonly StoredWorkload[],
+  root: (uid: string | undefined) => Workload | undefined,
+  failed: Map<string, string>,
+): WorkloadPlan["refused"] {
   const refused: WorkloadPlan["refused"] = [];
   for (const w of all) {
     const top = root(w.workload.metadata.uid);
@@ -190,5 +204,5 @@ export async function planWorkloads(input: PlanInput): Promise<WorkloadPlan> {
         message: `its controller failed: ${error}`,
       });
   }
-  return { pods: out, refused };
+  return refused;
 }

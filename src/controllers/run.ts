@@ -111,16 +111,110 @@ const ORDER: WorkloadKind[] = [
   "PersistentVolumeClaim",
 ];
 
+/** What lives as long as the controllers: the options, the log, the gate, the pods being deleted. */
+interface Shared {
+  o: ControllersOptions;
+  log: (rec: Record<string, unknown>) => void;
+  gate: ReturnType<typeof createGate>;
+  /** Each workload's error, logged once when it begins or changes, and its recovery. */
+  report(key: string, err: string | undefined): void;
+  /** Take a pod out of the desired state and delete it in the background (once). */
+  deletePod(uid: string, entry: { pod: Pod; createdAt: number }, reason: string, deleted: string[]): Promise<void>;
+}
+
+/** A pod being deleted: still shown to its controller, as terminating. */
+interface Terminating {
+  pod: Pod;
+  createdAt: number;
+  done: Promise<void>;
+}
+
+/** One pass's view: the stored workloads, the pods each controls, what the pass made and deleted. */
+interface PassView {
+  now: number;
+  ctx: ControllerContext;
+  nodeKey: string;
+  out: PassReport;
+  stored: Map<string, StoredWorkload>;
+  desired: DesiredPod[];
+  /** The desired pods a controller made. */
+  derived: DesiredPod[];
+  /** What admission counts: every desired pod, and those this pass makes. */
+  admitted: Pod[];
+  add(owner: string, p: ObservedPod): void;
+  podsOf(w: Workload): ObservedPod[];
+  /** Every pod of the node as the controllers see it (a PodDisruptionBudget selects from all of them). */
+  allPods(): ObservedPod[];
+  requeue(t: number | undefined): void;
+}
+
 export function createControllers(o: ControllersOptions): Controllers {
   const log = o.log ?? (() => undefined);
-  const errors = new Map<string, string>();
   const autoscalers = createAutoscalers(o.autoscaler);
-  /** Pods being deleted: still shown to their controller, as terminating. */
-  const terminating = new Map<string, { pod: Pod; createdAt: number; done: Promise<void> }>();
+  const terminating = new Map<string, Terminating>();
   let watching = false;
-  const gate = createGate({ limits: o.limits, admitTemplate: o.admitTemplate });
+  const sh: Shared = {
+    o,
+    log,
+    gate: createGate({ limits: o.limits, admitTemplate: o.admitTemplate }),
+    report: errorReporter(log),
+    deletePod: podDeleter(o, log, terminating),
+  };
 
-  const report = (key: string, err: string | undefined) => {
+  return {
+    watching: () => watching || terminating.size > 0,
+
+    async settle() {
+      await Promise.all([...terminating.values()].map((t) => t.done));
+    },
+
+    async pass(now, observe) {
+      const p = await observePass(o, terminating, now, observe);
+      // Workloads whose controller is gone go with it (a Deployment dropped from the set takes its ReplicaSets).
+      const uids = () => new Set([...p.stored.values()].map((w) => w.workload.metadata.uid));
+      for (const w of [...p.stored.values()])
+        if (w.owner && !uids().has(w.owner.uid) && p.stored.has(workloadKey(w.workload)))
+          await removeTree(sh, p, w, `its ${w.owner.kind} ${w.owner.name} is gone`);
+
+      try {
+        await refreshObjects(p.stored, p.derived, o);
+        sh.report("objects", undefined);
+      } catch (e) {
+        sh.report("objects", String((e as Error)?.message ?? e));
+      }
+      // The HPAs first: a target they rescale is run by its own controller in this same pass.
+      try {
+        p.requeue(await autoscalers.run(now, p.stored, p.allPods, o.workloads, o.podUsage ?? (async () => new Map())));
+        sh.report("HorizontalPodAutoscaler", undefined);
+      } catch (e) {
+        sh.report("HorizontalPodAutoscaler", String((e as Error)?.message ?? e));
+      }
+
+      for (const kind of ORDER)
+        for (const w of [...p.stored.values()].filter((x) => x.workload.kind === kind)) await runOne(sh, p, w);
+
+      watching = p.stored.size > 0;
+      sh.gate.retain(new Set([...p.stored.values()].map((w) => w.workload.metadata.uid ?? "")));
+      // Pods whose controller is gone (dropped from the set, deleted, retired): deleted. Claims stay.
+      const live = uids();
+      for (const e of p.derived) {
+        const ref = controllerOf(e.pod.metadata)!;
+        if (!live.has(ref.uid))
+          void sh.deletePod(
+            e.pod.metadata.uid,
+            { pod: e.pod, createdAt: e.storedAt },
+            `its ${ref.kind} ${ref.name} is gone`,
+            p.out.deleted,
+          );
+      }
+      return p.out;
+    },
+  };
+}
+
+function errorReporter(log: Shared["log"]): Shared["report"] {
+  const errors = new Map<string, string>();
+  return (key, err) => {
     const prev = errors.get(key);
     if (err === prev) return;
     if (err === undefined) {
@@ -131,8 +225,14 @@ export function createControllers(o: ControllersOptions): Controllers {
       log({ event: "error", what: "controller", workload: key, error: err.slice(0, 300) });
     }
   };
+}
 
-  function deletePod(uid: string, entry: { pod: Pod; createdAt: number }, reason: string, deleted: string[]) {
+function podDeleter(
+  o: ControllersOptions,
+  log: Shared["log"],
+  terminating: Map<string, Terminating>,
+): Shared["deletePod"] {
+  return (uid, entry, reason, deleted) => {
     if (terminating.has(uid)) return Promise.resolve();
     deleted.push(uid);
     const done = (async () => {
@@ -162,240 +262,245 @@ export function createControllers(o: ControllersOptions): Controllers {
     })();
     terminating.set(uid, { ...entry, done });
     return done;
+  };
+}
+
+/** The pass's view: the stored workloads, and the desired and terminating pods grouped by their controller. */
+async function observePass(
+  o: ControllersOptions,
+  terminating: Map<string, Terminating>,
+  now: number,
+  observe: (uid: string) => V1PodStatus | undefined,
+): Promise<PassView> {
+  const out: PassReport = { created: [], deleted: [], requeueAt: undefined };
+  const stored = new Map((await o.workloads.list()).map((w) => [workloadKey(w.workload), w]));
+  const desired = await o.desired.list();
+  const byOwner = new Map<string, ObservedPod[]>();
+  const add = (owner: string, p: ObservedPod) => byOwner.set(owner, [...(byOwner.get(owner) ?? []), p]);
+  const derived: DesiredPod[] = [];
+  for (const e of desired) {
+    const ref = controllerOf(e.pod.metadata);
+    if (!ref) continue;
+    derived.push(e);
+    add(ref.uid, { pod: e.pod, status: observe(e.pod.metadata.uid), createdAt: e.storedAt });
   }
-
+  for (const [uid, t] of terminating) {
+    const ref = controllerOf(t.pod.metadata);
+    if (ref) add(ref.uid, { pod: t.pod, status: observe(uid), createdAt: t.createdAt, terminating: true });
+  }
   return {
-    watching: () => watching || terminating.size > 0,
-
-    async settle() {
-      await Promise.all([...terminating.values()].map((t) => t.done));
-    },
-
-    async pass(now, observe) {
-      const out: PassReport = { created: [], deleted: [], requeueAt: undefined };
-      const ctx: ControllerContext = { now, nodeName: o.nodeName, suffix: o.suffix ?? (() => randomSuffix()) };
-      const stored = new Map((await o.workloads.list()).map((w) => [workloadKey(w.workload), w]));
-      const desired = await o.desired.list();
-      const nodeKey = nodeStateKey(desired);
-      /** What admission counts: every desired pod, and those this pass makes. */
-      const admitted = desired.map((e) => e.pod);
-      const byOwner = new Map<string, ObservedPod[]>();
-      const add = (owner: string, p: ObservedPod) => byOwner.set(owner, [...(byOwner.get(owner) ?? []), p]);
-      const derived: DesiredPod[] = [];
-      for (const e of desired) {
-        const ref = controllerOf(e.pod.metadata);
-        if (!ref) continue;
-        derived.push(e);
-        add(ref.uid, { pod: e.pod, status: observe(e.pod.metadata.uid), createdAt: e.storedAt });
-      }
-      for (const [uid, t] of terminating) {
-        const ref = controllerOf(t.pod.metadata);
-        if (ref) add(ref.uid, { pod: t.pod, status: observe(uid), createdAt: t.createdAt, terminating: true });
-      }
-      const podsOf = (w: Workload) => byOwner.get(w.metadata.uid ?? "") ?? [];
-      /** Every pod of the node as the controllers see it (a PodDisruptionBudget selects from all of them). */
-      const allPods = (): ObservedPod[] => [
-        ...[...byOwner.values()].flat(),
-        ...desired
-          .filter((e) => !controllerOf(e.pod.metadata))
-          .map((e) => ({ pod: e.pod, status: observe(e.pod.metadata.uid), createdAt: e.storedAt })),
-      ];
-      const requeue = (t: number | undefined) => {
-        if (t !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, t);
-      };
-
-      /** Remove a workload, the workloads it made and all their pods. */
-      const removeTree = async (w: StoredWorkload, reason: string) => {
-        const uid = w.workload.metadata.uid;
-        for (const child of [...stored.values()].filter((c) => c.owner?.uid === uid)) await removeTree(child, reason);
-        stored.delete(workloadKey(w.workload));
-        await o.workloads.remove(workloadKey(w.workload));
-        for (const p of podsOf(w.workload))
-          if (!p.terminating) void deletePod(p.pod.metadata.uid, p, reason, out.deleted);
-      };
-
-      const apply = async (w: StoredWorkload, r: ControllerResult, v: Verdict) => {
-        const gated = v.skip ?? v.refused;
-        let refused: string | undefined = gated?.message;
-        let first: { pod: Pod; reason: string; message: string } | undefined;
-        for (const pod of gated ? [] : r.create) {
-          // kubelet's admission, as for a request's pod: a pod the node cannot take is not made; the status says why
-          // (the ReplicaSet controller's ReplicaFailure/FailedCreate), and the next pass tries again. The first
-          // refusal stands for the rest of the workload's pods (one template, one node state): remembered (gate.ts).
-          const a = v.admission
-            ? { admit: false as const, ...v.admission }
-            : o.node
-              ? admitPod(pod, o.node, admitted)
-              : { admit: true as const };
-          if (!a.admit) {
-            refused = `Pod was rejected: ${a.message}`;
-            first = { pod, reason: a.reason, message: a.message };
-            if (!v.admission) gate.admissionRefused(w, nodeKey, pod, a.reason, a.message);
-            break;
-          }
-          gate.admitted(w);
-          const entry: DesiredPod = {
-            pod,
-            audit: w.audit,
-            storedAt: now,
-            ...(w.objects ? { objects: w.objects } : {}),
-          };
-          // A put the store refuses (a late request's tombstone, a uid held by another pod) makes no pod: the status
-          // below is still written from the pods that exist, with the refusal as its ReplicaFailure.
-          try {
-            await o.desired.put(entry);
-          } catch (e) {
-            refused ??= `Pod was not stored: ${String((e as Error)?.message ?? e)}`;
-            continue;
-          }
-          admitted.push(pod);
-          out.created.push(pod.metadata.uid);
-          add(w.workload.metadata.uid!, { pod, status: undefined, createdAt: now });
-        }
-        for (const d of r.delete) {
-          const p = podsOf(w.workload).find((x) => x.pod.metadata.uid === d.uid);
-          if (p && !p.terminating) {
-            void deletePod(d.uid, p, d.reason, out.deleted);
-            p.terminating = true;
-          }
-        }
-        for (const child of r.putChildren ?? []) {
-          child.metadata.uid ??= derivedUid(
-            o.nodeName,
-            child.metadata.namespace,
-            `${child.kind}/${child.metadata.name}`,
-          );
-          const key = workloadKey(child);
-          const prev = stored.get(key);
-          const generation = !prev
-            ? 1
-            : canonicalJSON((prev.workload as { spec?: unknown }).spec) ===
-                canonicalJSON((child as { spec?: unknown }).spec)
-              ? (prev.generation ?? 1)
-              : (prev.generation ?? 1) + 1;
-          const entry: StoredWorkload = {
-            workload: child,
-            audit: w.audit,
-            storedAt: prev?.storedAt ?? now,
-            generation,
-            owner: controllerRef(w.workload),
-            ...(w.objects ? { objects: w.objects } : {}),
-            ...(prev?.status ? { status: prev.status } : {}),
-          };
-          await o.workloads.put(entry);
-          stored.set(key, entry);
-        }
-        for (const child of r.removeChildren ?? []) {
-          const c = stored.get(workloadKey(child));
-          if (c)
-            await removeTree(
-              c,
-              `${w.workload.kind} ${w.workload.metadata.name} retired ${child.kind} ${child.metadata.name}`,
-            );
-        }
-        if (r.removeSelf) {
-          await removeTree(w, `${w.workload.kind} ${w.workload.metadata.name} removed by its controller`);
-          return;
-        }
-        const prevFailure = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find(
-          (c) => c.type === "ReplicaFailure",
-        );
-        const conditions = ((r.status["conditions"] as Condition[] | undefined) ?? []).filter(
-          (c) => c.type !== "ReplicaFailure",
-        );
-        if (first && prevFailure?.message !== refused) o.onRefused?.(first.pod, first.reason, first.message);
-        if (gate.news(w, gated)) {
-          if (gated) {
-            log({
-              event: "refused",
-              what: "workload",
-              workload: workloadKey(w.workload),
-              reason: gated.reason,
-              message: gated.message.slice(0, 500),
-            });
-            o.onWorkloadRefused?.(w.workload, gated);
-          } else log({ event: "admitted", what: "workload", workload: workloadKey(w.workload) });
-        }
-        if (refused)
-          conditions.push({
-            type: "ReplicaFailure",
-            status: "True",
-            reason: gated?.reason ?? "FailedCreate",
-            message: refused,
-            lastTransitionTime:
-              prevFailure?.message === refused ? prevFailure.lastTransitionTime : new Date(now).toISOString(),
-          });
-        if (refused || r.status["conditions"]) r.status = { ...r.status, conditions };
-        // The apps kinds say which generation of the spec their status is for (observedGeneration).
-        if (OBSERVES_GENERATION.has(w.workload.kind)) r.status = { observedGeneration: w.generation ?? 1, ...r.status };
-        if (canonicalJSON(r.status) !== canonicalJSON(w.status ?? null)) {
-          await o.workloads.setStatus(workloadKey(w.workload), w.workload.metadata.uid!, r.status);
-          const cur = stored.get(workloadKey(w.workload));
-          if (cur) stored.set(workloadKey(w.workload), { ...cur, status: r.status });
-        }
-        requeue(r.requeueAt);
-      };
-
-      // Workloads whose controller is gone go with it (a Deployment dropped from the set takes its ReplicaSets).
-      const uids = () => new Set([...stored.values()].map((w) => w.workload.metadata.uid));
-      for (const w of [...stored.values()])
-        if (w.owner && !uids().has(w.owner.uid) && stored.has(workloadKey(w.workload)))
-          await removeTree(w, `its ${w.owner.kind} ${w.owner.name} is gone`);
-
-      try {
-        await refreshObjects(stored, derived, o);
-        report("objects", undefined);
-      } catch (e) {
-        report("objects", String((e as Error)?.message ?? e));
-      }
-      // The HPAs first: a target they rescale is run by its own controller in this same pass.
-      try {
-        requeue(await autoscalers.run(now, stored, allPods, o.workloads, o.podUsage ?? (async () => new Map())));
-        report("HorizontalPodAutoscaler", undefined);
-      } catch (e) {
-        report("HorizontalPodAutoscaler", String((e as Error)?.message ?? e));
-      }
-
-      for (const kind of ORDER) {
-        for (const w of [...stored.values()].filter((x) => x.workload.kind === kind)) {
-          const key = workloadKey(w.workload);
-          if (!stored.has(key)) continue;
-          try {
-            const v = gate.verdict(w, nodeKey);
-            // At most the room left on the node (plus one, for admission to refuse and say why); one pod when a
-            // refusal of this template on this node state is remembered.
-            // A template admission refuses as it is builds one pod (its refusal is then remembered), not the room.
-            const room = Math.max(0, (o.node?.allocatable.pods ?? Infinity) - admitted.length) + 1;
-            const tp = o.node && !v.skip && !v.refused && !v.admission ? gate.templatePod(w) : undefined;
-            const first = tp && !admitPod(tp, o.node!, admitted).admit ? 1 : room;
-            const r = v.skip
-              ? { create: [], delete: [], status: { ...(w.status ?? {}) } }
-              : step(w, stored, podsOf, { ...ctx, maxCreate: v.refused ? 0 : v.admission ? 1 : first }, o, allPods);
-            if (r) await apply(w, r, v);
-            report(key, undefined);
-          } catch (e) {
-            report(key, String((e as Error)?.message ?? e));
-          }
-        }
-      }
-
-      watching = stored.size > 0;
-      gate.retain(new Set([...stored.values()].map((w) => w.workload.metadata.uid ?? "")));
-      // Pods whose controller is gone (dropped from the set, deleted, retired): deleted. Claims stay.
-      const live = uids();
-      for (const e of derived) {
-        const ref = controllerOf(e.pod.metadata)!;
-        if (!live.has(ref.uid))
-          void deletePod(
-            e.pod.metadata.uid,
-            { pod: e.pod, createdAt: e.storedAt },
-            `its ${ref.kind} ${ref.name} is gone`,
-            out.deleted,
-          );
-      }
-      return out;
+    now,
+    ctx: { now, nodeName: o.nodeName, suffix: o.suffix ?? (() => randomSuffix()) },
+    nodeKey: nodeStateKey(desired),
+    out,
+    stored,
+    desired,
+    derived,
+    admitted: desired.map((e) => e.pod),
+    add,
+    podsOf: (w) => byOwner.get(w.metadata.uid ?? "") ?? [],
+    allPods: () => [
+      ...[...byOwner.values()].flat(),
+      ...desired
+        .filter((e) => !controllerOf(e.pod.metadata))
+        .map((e) => ({ pod: e.pod, status: observe(e.pod.metadata.uid), createdAt: e.storedAt })),
+    ],
+    requeue: (t) => {
+      if (t !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, t);
     },
   };
+}
+
+/** One workload's step under its gate's verdict, then its result applied; an error is reported, not thrown. */
+async function runOne(sh: Shared, p: PassView, w: StoredWorkload): Promise<void> {
+  const { o, gate } = sh;
+  const key = workloadKey(w.workload);
+  if (!p.stored.has(key)) return;
+  try {
+    const v = gate.verdict(w, p.nodeKey);
+    // At most the room left on the node (plus one, for admission to refuse and say why); one pod when a
+    // refusal of this template on this node state is remembered.
+    // A template admission refuses as it is builds one pod (its refusal is then remembered), not the room.
+    const room = Math.max(0, (o.node?.allocatable.pods ?? Infinity) - p.admitted.length) + 1;
+    const tp = o.node && !v.skip && !v.refused && !v.admission ? gate.templatePod(w) : undefined;
+    const first = tp && !admitPod(tp, o.node!, p.admitted).admit ? 1 : room;
+    const r = v.skip
+      ? { create: [], delete: [], status: { ...(w.status ?? {}) } }
+      : step(w, p.stored, p.podsOf, { ...p.ctx, maxCreate: v.refused ? 0 : v.admission ? 1 : first }, o, p.allPods);
+    if (r) await apply(sh, p, w, r, v);
+    sh.report(key, undefined);
+  } catch (e) {
+    sh.report(key, String((e as Error)?.message ?? e));
+  }
+}
+
+/** Remove a workload, the workloads it made and all their pods. */
+async function removeTree(sh: Shared, p: PassView, w: StoredWorkload, reason: string): Promise<void> {
+  const uid = w.workload.metadata.uid;
+  for (const child of [...p.stored.values()].filter((c) => c.owner?.uid === uid))
+    await removeTree(sh, p, child, reason);
+  p.stored.delete(workloadKey(w.workload));
+  await sh.o.workloads.remove(workloadKey(w.workload));
+  for (const x of p.podsOf(w.workload))
+    if (!x.terminating) void sh.deletePod(x.pod.metadata.uid, x, reason, p.out.deleted);
+}
+
+/** A pod the node's admission refused, for the workload's event. */
+interface FirstRefusal {
+  pod: Pod;
+  reason: string;
+  message: string;
+}
+
+/** A step's result: its pods made and deleted, its children stored and retired, its status written. */
+async function apply(sh: Shared, p: PassView, w: StoredWorkload, r: ControllerResult, v: Verdict): Promise<void> {
+  const gated = v.skip ?? v.refused;
+  const { refused, first } = await createPods(sh, p, w, gated ? [] : r.create, v, gated?.message);
+  for (const d of r.delete) {
+    const x = p.podsOf(w.workload).find((y) => y.pod.metadata.uid === d.uid);
+    if (x && !x.terminating) {
+      void sh.deletePod(d.uid, x, d.reason, p.out.deleted);
+      x.terminating = true;
+    }
+  }
+  for (const child of r.putChildren ?? []) await putChild(sh, p, w, child);
+  for (const child of r.removeChildren ?? []) {
+    const c = p.stored.get(workloadKey(child));
+    if (c)
+      await removeTree(
+        sh,
+        p,
+        c,
+        `${w.workload.kind} ${w.workload.metadata.name} retired ${child.kind} ${child.metadata.name}`,
+      );
+  }
+  if (r.removeSelf) {
+    await removeTree(sh, p, w, `${w.workload.kind} ${w.workload.metadata.name} removed by its controller`);
+    return;
+  }
+  await writeStatus(sh, p, w, r, gated, refused, first);
+  p.requeue(r.requeueAt);
+}
+
+/** The step's pods, each through kubelet's admission and into the desired state. */
+async function createPods(
+  sh: Shared,
+  p: PassView,
+  w: StoredWorkload,
+  create: Pod[],
+  v: Verdict,
+  gatedMessage: string | undefined,
+): Promise<{ refused: string | undefined; first: FirstRefusal | undefined }> {
+  const { o, gate } = sh;
+  let refused = gatedMessage;
+  let first: FirstRefusal | undefined;
+  for (const pod of create) {
+    // kubelet's admission, as for a request's pod: a pod the node cannot take is not made; the status says why
+    // (the ReplicaSet controller's ReplicaFailure/FailedCreate), and the next pass tries again. The first
+    // refusal stands for the rest of the workload's pods (one template, one node state): remembered (gate.ts).
+    const a = v.admission
+      ? { admit: false as const, ...v.admission }
+      : o.node
+        ? admitPod(pod, o.node, p.admitted)
+        : { admit: true as const };
+    if (!a.admit) {
+      refused = `Pod was rejected: ${a.message}`;
+      first = { pod, reason: a.reason, message: a.message };
+      if (!v.admission) gate.admissionRefused(w, p.nodeKey, pod, a.reason, a.message);
+      break;
+    }
+    gate.admitted(w);
+    const entry: DesiredPod = {
+      pod,
+      audit: w.audit,
+      storedAt: p.now,
+      ...(w.objects ? { objects: w.objects } : {}),
+    };
+    // A put the store refuses (a late request's tombstone, a uid held by another pod) makes no pod: the status
+    // below is still written from the pods that exist, with the refusal as its ReplicaFailure.
+    try {
+      await o.desired.put(entry);
+    } catch (e) {
+      refused ??= `Pod was not stored: ${String((e as Error)?.message ?? e)}`;
+      continue;
+    }
+    p.admitted.push(pod);
+    p.out.created.push(pod.metadata.uid);
+    p.add(w.workload.metadata.uid!, { pod, status: undefined, createdAt: p.now });
+  }
+  return { refused, first };
+}
+
+/** A workload the step made (a Deployment's ReplicaSet, a CronJob's Job), stored with its owner. */
+async function putChild(sh: Shared, p: PassView, w: StoredWorkload, child: Workload): Promise<void> {
+  child.metadata.uid ??= derivedUid(sh.o.nodeName, child.metadata.namespace, `${child.kind}/${child.metadata.name}`);
+  const key = workloadKey(child);
+  const prev = p.stored.get(key);
+  const generation = !prev
+    ? 1
+    : canonicalJSON((prev.workload as { spec?: unknown }).spec) === canonicalJSON((child as { spec?: unknown }).spec)
+      ? (prev.generation ?? 1)
+      : (prev.generation ?? 1) + 1;
+  const entry: StoredWorkload = {
+    workload: child,
+    audit: w.audit,
+    storedAt: prev?.storedAt ?? p.now,
+    generation,
+    owner: controllerRef(w.workload),
+    ...(w.objects ? { objects: w.objects } : {}),
+    ...(prev?.status ? { status: prev.status } : {}),
+  };
+  await sh.o.workloads.put(entry);
+  p.stored.set(key, entry);
+}
+
+/** The step's status, with the refusal as its ReplicaFailure, recorded when it changed; the refusal's events. */
+async function writeStatus(
+  sh: Shared,
+  p: PassView,
+  w: StoredWorkload,
+  r: ControllerResult,
+  gated: Failure | undefined,
+  refused: string | undefined,
+  first: FirstRefusal | undefined,
+): Promise<void> {
+  const { o, log, gate } = sh;
+  const prevFailure = ((w.status?.["conditions"] as Condition[] | undefined) ?? []).find(
+    (c) => c.type === "ReplicaFailure",
+  );
+  const conditions = ((r.status["conditions"] as Condition[] | undefined) ?? []).filter(
+    (c) => c.type !== "ReplicaFailure",
+  );
+  if (first && prevFailure?.message !== refused) o.onRefused?.(first.pod, first.reason, first.message);
+  if (gate.news(w, gated)) {
+    if (gated) {
+      log({
+        event: "refused",
+        what: "workload",
+        workload: workloadKey(w.workload),
+        reason: gated.reason,
+        message: gated.message.slice(0, 500),
+      });
+      o.onWorkloadRefused?.(w.workload, gated);
+    } else log({ event: "admitted", what: "workload", workload: workloadKey(w.workload) });
+  }
+  if (refused)
+    conditions.push({
+      type: "ReplicaFailure",
+      status: "True",
+      reason: gated?.reason ?? "FailedCreate",
+      message: refused,
+      lastTransitionTime:
+        prevFailure?.message === refused ? prevFailure.lastTransitionTime : new Date(p.now).toISOString(),
+    });
+  if (refused || r.status["conditions"]) r.status = { ...r.status, conditions };
+  // The apps kinds say which generation of the spec their status is for (observedGeneration).
+  if (OBSERVES_GENERATION.has(w.workload.kind)) r.status = { observedGeneration: w.generation ?? 1, ...r.status };
+  if (canonicalJSON(r.status) !== canonicalJSON(w.status ?? null)) {
+    await o.workloads.setStatus(workloadKey(w.workload), w.workload.metadata.uid!, r.status);
+    const cur = p.stored.get(workloadKey(w.workload));
+    if (cur) p.stored.set(workloadKey(w.workload), { ...cur, status: r.status });
+  }
 }
 
 /** The ConfigMaps and Secrets a workload was last sent with reach what it made: the workloads it made (a

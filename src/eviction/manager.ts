@@ -14,7 +14,8 @@
 // (reason TerminationByKubelet) as synchronize sets it; such a pod is not made anew, and no other is chosen
 // while it is still being killed (kubelet waits for the evicted pod's cleanup before the next pass).
 // The kill is evictPod's (grace period override 0, which the pod worker turns into the pod's own grace: the
-// preStop hooks run; src/kubelet/pod-runtime.ts evict). It runs beside the loop, not in it: kubelet's eviction
+// preStop hooks run; src/kubelet/pod-runtime.ts evict), through the pod's worker when the sync loop runs the pass
+// (src/podworkers/dispatch.ts evicting). It runs beside the loop, not in it: kubelet's eviction
 // manager blocks its own goroutine on the kill, never the sync loop, so a 30 s preStop holds up no other pod.
 import type { CriClient } from "../cri/client.js";
 import type { Pod } from "../pod/schema.js";
@@ -79,7 +80,7 @@ export interface EvictionPassResult {
 /** One pass over the desired pods with their relisted status (undefined: nothing of it on the node). */
 export async function evictionPass(
   o: EvictionOptions,
-  runtime: PodRuntime,
+  runtime: Pick<PodRuntime, "evict" | "delete" | "eviction" | "forgetEviction">,
   pods: readonly { pod: Pod; status: PodStatus | undefined }[],
   now: number,
 ): Promise<EvictionPassResult> {

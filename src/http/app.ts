@@ -32,6 +32,8 @@ import { registerWorkloads } from "./handlers/workloads.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { ServiceAccountTokens } from "../pod/workloads/export.js";
 import type { UnknownKinds } from "../pod/workloads/intake.js";
+import { resultMemo } from "../util/memo.js";
+import type { Body as IntakeBody } from "../pod/bundle.js";
 import { AdmissionRefusedError, type RefusedPod } from "../usecases/admission/refusals.js";
 import { createAdmission } from "../usecases/admission/admission.js";
 import type { ServiceNetwork } from "../services/allocate.js";
@@ -115,34 +117,7 @@ export function createApp(o: AppOptions) {
 
   app.use(requestLog(log, now));
 
-  app.onError((e, c) => {
-    if (e instanceof AdmissionRefusedError && c.req.path !== ROUTES.plan && e.refused.length)
-      o.onAdmissionRefused?.(e.refused);
-    const p = toProblemError(e);
-    // Only the log sees an unexpected error's stack; the caller gets the bare problem.
-    c.set(
-      "error",
-      p.slug === "internal" && !(e instanceof ProblemError) ? String((e as Error)?.stack ?? e) : p.message,
-    );
-    return p.toResponse(c.req.path);
-  });
-  app.notFound((c) =>
-    new ProblemError("not-found", `no route for ${c.req.method} ${c.req.path}`).toResponse(c.req.path),
-  );
-
-  app.get(ROUTES.healthz, (c) => c.json({ ok: true, node: o.nodeName }));
-
-  app.get(ROUTES.readyz, async (c) => {
-    const r = await rt.ready();
-    c.set("criCalls", r.criCalls);
-    const body = { ok: r.ok, node: o.nodeName, runtime: r.runtime };
-    if (r.ok) return c.json(body);
-    return new ProblemError("runtime-not-ready", "the runtime reports RuntimeReady=false", {
-      runtime: r.runtime,
-    }).toResponse(c.req.path);
-  });
-
-  app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
+  registerBasics(app, o);
 
   const intake = {
     nodeName: nodeInfo.name,
@@ -152,6 +127,7 @@ export function createApp(o: AppOptions) {
       ? { limits: { maxPods: nodeInfo.allocatable.pods, maxWorkloads: o.maxWorkloads } }
       : {}),
     unknownKinds: o.unknownKinds ?? "warn",
+    bodies: resultMemo<IntakeBody>(),
   } as const;
   const deps: PodRouteDeps = {
     runtime: rt,
@@ -200,11 +176,75 @@ export function createApp(o: AppOptions) {
       },
     );
 
+  registerStreams(app, o, maxBody, now, log);
+
+  registerVolumes(
+    app,
+    { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume },
+    {
+      runtime: rt,
+      verifier: o.verifier,
+      admitting,
+      // A desired pod's claims are in use even while it has no container.
+      ...(o.desired ? { desired: async () => (await o.desired!.list()).map((e) => e.pod) } : {}),
+      note: (c, f) => {
+        if (f.jti) c.set("jti", f.jti);
+        if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
+      },
+    },
+  );
+
+  if (o.metrics) registerMetrics(app, ROUTES.metrics, o.verifier, o.metrics, (c, jti) => jti && c.set("jti", jti));
+
+  registerMethodNotAllowed(app);
+  return app;
+}
+
+/** The app's error and not-found answers, and the routes that need no signature: health, readiness, the API. */
+function registerBasics(app: Hono<AppEnv>, o: AppOptions): void {
+  app.onError((e, c) => {
+    if (e instanceof AdmissionRefusedError && c.req.path !== ROUTES.plan && e.refused.length)
+      o.onAdmissionRefused?.(e.refused);
+    const p = toProblemError(e);
+    // Only the log sees an unexpected error's stack; the caller gets the bare problem.
+    c.set(
+      "error",
+      p.slug === "internal" && !(e instanceof ProblemError) ? String((e as Error)?.stack ?? e) : p.message,
+    );
+    return p.toResponse(c.req.path);
+  });
+  app.notFound((c) =>
+    new ProblemError("not-found", `no route for ${c.req.method} ${c.req.path}`).toResponse(c.req.path),
+  );
+
+  app.get(ROUTES.healthz, (c) => c.json({ ok: true, node: o.nodeName }));
+
+  app.get(ROUTES.readyz, async (c) => {
+    const r = await o.runtime.ready();
+    c.set("criCalls", r.criCalls);
+    const body = { ok: r.ok, node: o.nodeName, runtime: r.runtime };
+    if (r.ok) return c.json(body);
+    return new ProblemError("runtime-not-ready", "the runtime reports RuntimeReady=false", {
+      runtime: r.runtime,
+    }).toResponse(c.req.path);
+  });
+
+  app.get(ROUTES.openapi, (c) => c.json(openApiDocument()));
+}
+
+/** Logs and exec, with the request log's fields and the stream errors only the server log hears of. */
+function registerStreams(
+  app: Hono<AppEnv>,
+  o: AppOptions,
+  maxBody: number,
+  now: () => number,
+  log: NonNullable<AppOptions["log"]>,
+): void {
   registerLogsAndExec(
     app,
     { logs: ROUTES.logs, exec: ROUTES.exec },
     {
-      runtime: rt,
+      runtime: o.runtime,
       verifier: o.verifier,
       maxBodyBytes: maxBody,
       allowExec: o.allowExec ?? false,
@@ -234,26 +274,10 @@ export function createApp(o: AppOptions) {
       pathUid,
     },
   );
+}
 
-  registerVolumes(
-    app,
-    { list: ROUTES.nodeVolumes, one: ROUTES.nodeVolume },
-    {
-      runtime: rt,
-      verifier: o.verifier,
-      admitting,
-      // A desired pod's claims are in use even while it has no container.
-      ...(o.desired ? { desired: async () => (await o.desired!.list()).map((e) => e.pod) } : {}),
-      note: (c, f) => {
-        if (f.jti) c.set("jti", f.jti);
-        if (f.criCalls !== undefined) c.set("criCalls", f.criCalls);
-      },
-    },
-  );
-
-  if (o.metrics) registerMetrics(app, ROUTES.metrics, o.verifier, o.metrics, (c, jti) => jti && c.set("jti", jti));
-
-  // A known path with a method it does not serve: 405 naming the ones it does.
+/** A known path with a method it does not serve: 405 naming the ones it does. */
+function registerMethodNotAllowed(app: Hono<AppEnv>): void {
   const allowed = new Map<string, string[]>();
   for (const r of app.routes) if (r.method !== "ALL") allowed.set(r.path, [...(allowed.get(r.path) ?? []), r.method]);
   for (const [path, methods] of allowed)
@@ -263,6 +287,4 @@ export function createApp(o: AppOptions) {
         `${c.req.method} is not served at ${path}; use ${methods.join(", ")}`,
       ).toResponse(c.req.path, { allow: methods.join(", ") }),
     );
-
-  return app;
 }

@@ -4,7 +4,7 @@
 //      `body_sha256` claim is the base64url SHA-256 of the exact body bytes.
 // Either way every byte acted on is signed, and the token's `act` must name the route.
 import { MAX_GRACE_PERIOD_SECONDS } from "../pod/schema.js";
-import { bodyFromDocuments, bodyFromItems, type Body } from "../pod/bundle.js";
+import { bodyFromDocuments, rememberedBody, type Body } from "../pod/bundle.js";
 import type { IntakeOptions, Item } from "../pod/workloads/intake.js";
 import { ProblemError } from "../usecases/problems.js";
 import { parseJsonBody } from "./parse-body.js";
@@ -188,7 +188,8 @@ export async function readSignedBody(
   }
   if (items.length === 0)
     throw new ProblemError("bad-request", 'the signed payload has no "pod" object and no "items"');
-  const body = bodyFromItems(items, p, o);
+  // A body validated before (a converged sync: the same signed pod again) is not validated again.
+  const body = rememberedBody(items, p, o);
   if (body.pods.length > 1)
     throw new ProblemError("bad-request", "send one pod per request (PUT /v1/node/pods takes a set)", {
       errors: [{ path: body.pods[1]!.at, message: "a second Pod" }],

@@ -20,6 +20,7 @@ import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { V1Pod } from "../status/api-status.js";
 import type { RequestLog } from "../usecases/ports.js";
 import { badRequest, KubeStatusError, notFound, toKubeStatus } from "./status.js";
+import { upgradeLog } from "./upgrade-log.js";
 import type { WatchHub } from "./watch-hub.js";
 import { pipeFrames } from "../usecases/streams/ws-pipe.js";
 import type { StreamBudget } from "../usecases/streams/budget.js";
@@ -68,22 +69,7 @@ export function execUpgrade(o: ExecStreamOptions): (req: IncomingMessage, socket
     handleProtocols: (offered) => PROTOCOLS.find((p) => offered.has(p)) ?? false,
   });
   return (req, socket, head) => {
-    const t0 = performance.now();
-    const rec: RequestLog = {
-      time: new Date(now()).toISOString(),
-      method: "GET",
-      route: "/api/v1/namespaces/:ns/pods/:name/exec",
-      status: 101,
-      durationMs: 0,
-      criCalls: 0,
-    };
-    const done = (status: number, error?: string) =>
-      o.log?.({
-        ...rec,
-        status,
-        durationMs: Math.round((performance.now() - t0) * 100) / 100,
-        ...(error ? { error } : {}),
-      });
+    const { rec, done } = upgradeLog(o.log, now, "GET", "/api/v1/namespaces/:ns/pods/:name/exec");
     let release = () => undefined as void;
     void (async () => {
       const url = new URL(req.url ?? "/", "http://node");

@@ -78,15 +78,54 @@ export interface PodFeed {
   removed(uid: string): void;
 }
 
-export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed {
-  const now = o.now ?? Date.now;
-  const built = new Map<string, { key: string; pod: V1Pod }>();
+/** The v1.Pod of a desired pod from its runtime status (generateAPIPodStatus), its spec as the API server
+ * serves it. */
+function feedPod(
+  e: DesiredPod,
+  listed: PodStatus,
+  pr: PodProbeResults | undefined,
+  eviction: PodEviction | undefined,
+  o: PodFeedOptions,
+  now: () => number,
+  /** Told the status first (Unhealthy events). */
+  check: (e: DesiredPod, status: PodStatus, pr: PodProbeResults | undefined) => void,
+): V1Pod {
+  // A running container's start time is in the relist only when its probes need it (or a loop sync read
+  // it): otherwise its creation time stands in (CreateContainer and StartContainer are one step apart).
+  const status = {
+    ...listed,
+    containerStatuses: listed.containerStatuses.map((c) =>
+      c.state === "running" && !c.startedAt ? { ...c, startedAt: c.createdAt } : c,
+    ),
+  };
+  check(e, status, pr);
+  const apiStatus = generateAPIPodStatus({
+    pod: e.pod,
+    status,
+    now: now(),
+    runtimeName: o.runtimeName(),
+    hostIPs: o.hostIPs,
+    probes: pr,
+    reasons: undefined,
+    eviction,
+  });
+  const v1 = toV1Pod(e.pod, e.pod.metadata, apiStatus);
+  return {
+    ...v1,
+    metadata: { ...v1.metadata, creationTimestamp: v1.metadata.creationTimestamp ?? apiTime(e.storedAt) },
+    // The spec as the API server serves it: its SetDefaults_* applied (src/kubeapi/apiserver/defaults.ts).
+    ...(v1.spec ? { spec: defaultPodSpec({ ...v1.spec, nodeName: o.nodeName }) as V1Pod["spec"] } : {}),
+  };
+}
+
+/** Unhealthy events: each probe result that turns to Failure, once per turn. */
+function unhealthyEvents(recorder: EventRecorder | undefined) {
   /** uid → "<probe>/<container id>" → last result, to see a result turn to Failure. */
   const lastResults = new Map<string, Map<string, string>>();
   // kubelet's prober records Unhealthy ("Liveness probe failed: <output>") on each failure; the prober here
   // keeps no output, so the event says which probe failed, once per turn to Failure.
-  const unhealthy = (e: DesiredPod, status: PodStatus, pr: PodProbeResults | undefined) => {
-    if (!o.recorder) return;
+  const check = (e: DesiredPod, status: PodStatus, pr: PodProbeResults | undefined) => {
+    if (!recorder) return;
     const uid = e.pod.metadata.uid;
     const prev = lastResults.get(uid) ?? new Map<string, string>();
     const next = new Map<string, string>();
@@ -100,7 +139,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
         if (r !== "Failure" || prev.get(`${kind}/${id}`) === "Failure") continue;
         const name = status.containerStatuses.find((c) => c.id === id)?.name;
         if (name)
-          o.recorder.record(e.pod.metadata, {
+          recorder.record(e.pod.metadata, {
             type: "Warning",
             reason: "Unhealthy",
             message: `${kind} probe failed`,
@@ -109,6 +148,13 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       }
     lastResults.set(uid, next);
   };
+  return { check, forget: (uid: string) => void lastResults.delete(uid) };
+}
+
+export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed {
+  const now = o.now ?? Date.now;
+  const built = new Map<string, { key: string; pod: V1Pod }>();
+  const unhealthy = unhealthyEvents(o.recorder);
   /** A sync's read-back, fuller than the relist's (start times, termination messages), by uid: used while the
    * relist still shows the same objects (fingerprint). */
   const fresh = new Map<string, { fingerprint: string; status: PodStatus; at: number }>();
@@ -131,33 +177,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     const key = `${current?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}#${eviction ? `${eviction.reason}@${eviction.at}` : ""}`;
     const had = built.get(uid);
     if (had?.key === key) return had.pod;
-    // A running container's start time is in the relist only when its probes need it (or a loop sync read
-    // it): otherwise its creation time stands in (CreateContainer and StartContainer are one step apart).
-    const listed = current?.status ?? emptyStatus(uid);
-    const status = {
-      ...listed,
-      containerStatuses: listed.containerStatuses.map((c) =>
-        c.state === "running" && !c.startedAt ? { ...c, startedAt: c.createdAt } : c,
-      ),
-    };
-    unhealthy(e, status, pr);
-    const apiStatus = generateAPIPodStatus({
-      pod: e.pod,
-      status,
-      now: now(),
-      runtimeName: o.runtimeName(),
-      hostIPs: o.hostIPs,
-      probes: pr,
-      reasons: undefined,
-      eviction,
-    });
-    const v1 = toV1Pod(e.pod, e.pod.metadata, apiStatus);
-    const pod: V1Pod = {
-      ...v1,
-      metadata: { ...v1.metadata, creationTimestamp: v1.metadata.creationTimestamp ?? apiTime(e.storedAt) },
-      // The spec as the API server serves it: its SetDefaults_* applied (src/kubeapi/apiserver/defaults.ts).
-      ...(v1.spec ? { spec: defaultPodSpec({ ...v1.spec, nodeName: o.nodeName }) as V1Pod["spec"] } : {}),
-    };
+    const pod = feedPod(e, current?.status ?? emptyStatus(uid), pr, eviction, o, now, unhealthy.check);
     built.set(uid, { key, pod });
     return pod;
   };
@@ -217,7 +237,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
   };
   const forget = (uid: string) => {
     built.delete(uid);
-    lastResults.delete(uid);
+    unhealthy.forget(uid);
     fresh.delete(uid);
     entryOf.delete(uid);
   };

@@ -221,17 +221,72 @@ const unb64 = (s: string) => atob(s.replace(/-/g, "+").replace(/_/g, "/"));
 export function createKubeApi(o: KubeApiOptions) {
   const app = new Hono<Env>();
   const now = o.now ?? Date.now;
-  const bookmarkEveryMs = o.watch?.bookmarkEveryMs ?? 60_000;
-  const maxQueueBytes = o.watch?.maxQueueBytes ?? 1024 * 1024;
-  const watchMaxMs = o.watch?.maxMs ?? 30 * 60_000;
-  const firstFeedWaitMs = o.firstFeedWaitMs ?? 10_000;
-  let prepared: Promise<void> | undefined;
-  /** A slot in the stream budget for this request's token (a 429 when it has none left). */
-  const takeStream = (c: Context<Env>, kind: "watch" | "log") => {
-    const t = c.get("scope").token.payload;
-    return o.streams?.take(`${t.iss}\0${t.jti}`, kind) ?? (() => undefined);
+  const r: Reads = {
+    now,
+    bookmarkEveryMs: o.watch?.bookmarkEveryMs ?? 60_000,
+    maxQueueBytes: o.watch?.maxQueueBytes ?? 1024 * 1024,
+    watchMaxMs: o.watch?.maxMs ?? 30 * 60_000,
+    // A slot in the stream budget for this request's token (a 429 when it has none left).
+    takeStream: (c, kind) => {
+      const t = c.get("scope").token.payload;
+      return o.streams?.take(`${t.iss}\0${t.jti}`, kind) ?? (() => undefined);
+    },
   };
+  registerGates(app, o, now);
+  const api = served(o.workloads !== undefined);
+  registerDiscovery(app, o, api);
+  const pods = registerCore(app, r, o);
+  if (o.workloads) {
+    registerWorkloadKinds(app, r, o.workloads, api);
+    registerEndpoints(app, r, o.endpoints);
+  }
+  registerNamespaces(app, r, o, pods);
+  registerPodLog(app, r, o, pods);
 
+  if (o.execUnavailable)
+    app.get("/api/v1/namespaces/:ns/pods/:name/exec", (c) => {
+      checkExec(c.get("scope"), o.allowExec, c.req.param("name"));
+      throw forbidden("pods", c.req.param("name"), o.execUnavailable!);
+    });
+
+  // OpenAPI v2 and v3: upstream's documents, pruned to what the node serves (src/kubeapi/apiserver/openapi.ts).
+  registerOpenApi(app);
+  // metrics.k8s.io for kubectl top (src/kubeapi/metrics/metrics.ts).
+  registerMetrics(app, {
+    source: o.metrics,
+    pods: o.pods,
+    node: o.node.hub,
+    load: () => pods.load(),
+    // The Node as last read (the metrics carry its labels); read once if it never was.
+    loadNode: async () => {
+      if (o.node.hub.list().length === 0) await o.node.refresh();
+    },
+    now: r.now,
+  });
+
+  // Any other path under /api or /apis: a resource or group this node does not serve.
+  app.get("*", () => {
+    throw noSuchResource();
+  });
+
+  // Paths and query parameters as the API server reads them (trailing slashes, legacy watch paths, booleans,
+  // ignored parameters), before routing.
+  const routed = app.fetch;
+  app.fetch = (req, ...rest) => routed(normalizeRequest(req), ...rest);
+  return app;
+}
+
+/** What the list, get and watch handlers share: the clock, the watch's bounds, the stream budget. */
+interface Reads {
+  now: () => number;
+  bookmarkEveryMs: number;
+  maxQueueBytes: number;
+  watchMaxMs: number;
+  takeStream: (c: Context<Env>, kind: "watch" | "log") => () => void;
+}
+
+/** The request log, errors as Status, the read token every answer needs, the reviews, and the write refusals. */
+function registerGates(app: Hono<Env>, o: KubeApiOptions, now: () => number): void {
   app.use(async (c, next) => {
     const t0 = performance.now();
     await next();
@@ -294,9 +349,11 @@ export function createKubeApi(o: KubeApiOptions) {
         : "change the node with a signed spec: podsync apply FILE (the node's whole set) or podsync sync FILE (one pod)";
     throw forbidden(resource, name, `this node's Kubernetes API is read-only; ${how}`, group);
   });
+}
 
+/** /version and discovery (/api, /apis, each group and version). */
+function registerDiscovery(app: Hono<Env>, o: KubeApiOptions, api: ReturnType<typeof served>): void {
   app.get("/version", (c) => c.json(versionInfo(o.podsyncVersion, o.arch)));
-  const api = served(o.workloads !== undefined);
   const aggregated = (c: Context<Env>, gvs: Parameters<typeof aggregatedDiscovery>[0]) =>
     c.body(JSON.stringify(aggregatedDiscovery(gvs)), 200, { "content-type": AGGREGATED_TYPE });
   app.get("/api", (c) =>
@@ -310,7 +367,11 @@ export function createKubeApi(o: KubeApiOptions) {
     app.get(`/apis/${gv.group}`, (c) => c.json(apiGroup(gv)));
     app.get(`/apis/${gv.group}/${gv.version}`, (c) => c.json(apiResourceList(gv)));
   }
+}
 
+/** Pods, events and this node (core v1); the pods' Kind, which the namespaces and logs load through. */
+function registerCore(app: Hono<Env>, r: Reads, o: KubeApiOptions): Kind<V1Pod> {
+  let prepared: Promise<void> | undefined;
   const pods: Kind<V1Pod> = {
     resource: "pods",
     group: "",
@@ -322,7 +383,7 @@ export function createKubeApi(o: KubeApiOptions) {
     conditions: podRowConditions,
     load: async () => {
       await (prepared ??= o.prepare?.() ?? Promise.resolve());
-      await o.pods.ready(firstFeedWaitMs);
+      await o.pods.ready(o.firstFeedWaitMs ?? 10_000);
     },
   };
   const events: Kind<V1Event> = {
@@ -346,226 +407,92 @@ export function createKubeApi(o: KubeApiOptions) {
     load: o.node.refresh,
   };
 
-  function selectors<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined) {
-    try {
-      const label = parseLabelSelector(c.req.query("labelSelector"));
-      const field = parseFieldSelector(c.req.query("fieldSelector"), k.fields, qualified(k));
-      return (obj: T) =>
-        (ns === undefined || obj.metadata.namespace === ns) &&
-        label.matches((obj.metadata as { labels?: Record<string, string> }).labels) &&
-        field.matches(obj);
-    } catch (e) {
-      if (e instanceof SelectorError) throw badRequest(e.message);
-      throw e;
+  app.get("/api/v1/pods", (c) => list(r, c, pods, undefined));
+  app.get("/api/v1/namespaces/:ns/pods", (c) => list(r, c, pods, c.req.param("ns")));
+  app.get("/api/v1/namespaces/:ns/pods/:name", (c) => getOne(r, c, pods, c.req.param("ns"), c.req.param("name")));
+  app.get("/api/v1/events", (c) => list(r, c, events, undefined));
+  app.get("/api/v1/namespaces/:ns/events", (c) => list(r, c, events, c.req.param("ns")));
+  app.get("/api/v1/namespaces/:ns/events/:name", (c) => getOne(r, c, events, c.req.param("ns"), c.req.param("name")));
+  app.get("/api/v1/nodes", (c) => list(r, c, nodes, undefined));
+  app.get("/api/v1/nodes/:name", (c) => getOne(r, c, nodes, undefined, c.req.param("name")));
+  return pods;
+}
+
+/** The workload kinds, read-only: each at its group's path, cluster-wide and per namespace. */
+function registerWorkloadKinds(
+  app: Hono<Env>,
+  r: Reads,
+  w: NonNullable<KubeApiOptions["workloads"]>,
+  api: ReturnType<typeof served>,
+): void {
+  for (const gv of [api.core, ...api.groups])
+    for (const res of gv.resources) {
+      const kind = WORKLOAD_KIND_OF[res.name];
+      if (!kind) continue;
+      const k: Kind<V1Workload> = {
+        resource: res.name,
+        group: gv.group,
+        version: gv.version,
+        kind,
+        hub: w.hubs[kind],
+        fields: WORKLOAD_FIELDS[kind] ?? META_FIELDS,
+        columns: WORKLOAD_COLUMNS[kind],
+        cells: workloadCells,
+        load: w.load,
+      };
+      const base = gv.group ? `/apis/${gv.group}/${gv.version}` : "/api/v1";
+      app.get(`${base}/${res.name}`, (c) => list(r, c, k, undefined));
+      app.get(`${base}/namespaces/:ns/${res.name}`, (c) => list(r, c, k, c.req.param("ns")));
+      app.get(`${base}/namespaces/:ns/${res.name}/:name`, (c) =>
+        getOne(r, c, k, c.req.param("ns"), c.req.param("name")),
+      );
     }
-  }
+}
 
-  const keyOf = (obj: KubeObject) => `${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
-
-  function asTable<T extends KubeObject>(
-    c: Context<Env>,
-    k: Kind<T>,
-    items: readonly T[],
-    meta: { resourceVersion?: string; continue?: string },
-    headers = true,
-  ) {
-    const t = now();
-    return table(
-      headers ? k.columns : undefined,
-      items,
-      (x) => k.cells(x, t),
-      includeObjectOf(c.req.query("includeObject")),
-      meta,
-      k.conditions,
+/** EndpointSlices (discovery.k8s.io/v1) and Endpoints (v1), computed from the Services and the pods. */
+function registerEndpoints(app: Hono<Env>, r: Reads, endpointsFeed: KubeApiOptions["endpoints"]): void {
+  const feed = endpointsFeed ?? {
+    slices: new WatchHub<V1EndpointSliceObject>(new RvClock(), {
+      key: (x) => `${x.metadata.namespace}/${x.metadata.name}`,
+    }),
+    endpoints: new WatchHub<V1EndpointsObject>(new RvClock(), {
+      key: (x) => `${x.metadata.namespace}/${x.metadata.name}`,
+    }),
+    load: async () => undefined,
+  };
+  const slices: Kind<V1EndpointSliceObject> = {
+    resource: "endpointslices",
+    group: "discovery.k8s.io",
+    kind: "EndpointSlice",
+    hub: feed.slices,
+    fields: OBJECT_FIELDS,
+    columns: ENDPOINT_SLICE_COLUMNS,
+    cells: endpointSliceCells,
+    load: feed.load,
+  };
+  const endpoints: Kind<V1EndpointsObject> = {
+    resource: "endpoints",
+    group: "",
+    kind: "Endpoints",
+    hub: feed.endpoints,
+    fields: OBJECT_FIELDS,
+    columns: ENDPOINTS_COLUMNS,
+    cells: endpointsCells,
+    load: feed.load,
+  };
+  const serve = <T extends KubeObject>(base: string, k: Kind<T>) => {
+    app.get(`${base}/${k.resource}`, (c) => list(r, c, k, undefined));
+    app.get(`${base}/namespaces/:ns/${k.resource}`, (c) => list(r, c, k, c.req.param("ns")));
+    app.get(`${base}/namespaces/:ns/${k.resource}/:name`, (c) =>
+      getOne(r, c, k, c.req.param("ns"), c.req.param("name")),
     );
-  }
+  };
+  serve("/apis/discovery.k8s.io/v1", slices);
+  serve("/api/v1", endpoints);
+}
 
-  async function list<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined): Promise<Response> {
-    const filter = selectors(c, k, ns);
-    const q = c.req.query();
-    // A watch with no resourceVersion starts with the current objects: bring them up to date first.
-    await k.load();
-    if (truthy(q["watch"])) return watch(c, k, filter);
-    const items = k.hub
-      .list()
-      .filter(filter)
-      .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
-    const limit = q["limit"] ? Number(q["limit"]) : 0;
-    if (!Number.isSafeInteger(limit) || limit < 0)
-      throw badRequest(`limit: Invalid value: ${JSON.stringify(q["limit"])}: must be a non-negative integer`);
-    let start = 0;
-    if (q["continue"]) {
-      let after: string;
-      try {
-        after = (JSON.parse(unb64(q["continue"])) as { after: string }).after;
-        if (typeof after !== "string") throw new Error();
-      } catch {
-        throw badRequest("continue key is not valid: it was not made by this server");
-      }
-      start = items.findIndex((x) => keyOf(x) > after);
-      if (start < 0) start = items.length;
-    }
-    const page = limit > 0 ? items.slice(start, start + limit) : items.slice(start);
-    const rest = items.length - start - page.length;
-    const meta: { resourceVersion: string; continue?: string; remainingItemCount?: number } = {
-      resourceVersion: String(k.hub.resourceVersion),
-    };
-    if (rest > 0) {
-      meta.continue = b64(JSON.stringify({ after: keyOf(page[page.length - 1]!) }));
-      meta.remainingItemCount = rest;
-    }
-    if (wantsTable(c.req.header("accept"))) return json(asTable(c, k, page, meta));
-    return json({ kind: `${k.kind}List`, apiVersion: apiVersionOf(k), metadata: meta, items: page });
-  }
-
-  function watch<T extends KubeObject>(c: Context<Env>, k: Kind<T>, filter: (obj: T) => boolean): Response {
-    const q = c.req.query();
-    const initial = truthy(q["sendInitialEvents"]);
-    const since = initial ? undefined : sinceOf(q["resourceVersion"]);
-    const timeoutS = q["timeoutSeconds"] ? Number(q["timeoutSeconds"]) : undefined;
-    if (timeoutS !== undefined && (!Number.isSafeInteger(timeoutS) || timeoutS < 0))
-      throw badRequest(`timeoutSeconds: Invalid value: ${JSON.stringify(q["timeoutSeconds"])}`);
-    const tableForm = wantsTable(c.req.header("accept"));
-    const include = includeObjectOf(q["includeObject"]);
-    const encode = (ch: Change<T>, first: boolean) => {
-      if (!tableForm) return eventJSON(ch);
-      const object = table(
-        first ? k.columns : undefined,
-        [ch.object],
-        (x) => k.cells(x, now()),
-        include,
-        { resourceVersion: String(ch.rv) },
-        k.conditions,
-      );
-      return JSON.stringify({ type: ch.type, object });
-    };
-    const release = takeStream(c, "watch");
-    let stream: ReadableStream<Uint8Array>;
-    try {
-      stream = watchStream({
-        hub: k.hub,
-        since,
-        filter,
-        encode,
-        bookmark:
-          truthy(q["allowWatchBookmarks"]) || initial
-            ? {
-                everyMs: bookmarkEveryMs,
-                kind: tableForm ? "Table" : k.kind,
-                apiVersion: tableForm ? "meta.k8s.io/v1" : apiVersionOf(k),
-              }
-            : undefined,
-        initialEventsEnd: initial,
-        maxMs: Math.min(watchMaxMs, timeoutS !== undefined && timeoutS > 0 ? timeoutS * 1000 : watchMaxMs),
-        maxQueueBytes,
-      });
-    } catch (e) {
-      release();
-      throw e;
-    }
-    const body = releasing(stream, release);
-    // Never compressed on the way (Workers gzip JSON for a client that accepts it, as Go's does, and a gzip layer
-    // holds small events back).
-    return new Response(body, {
-      status: 200,
-      headers: {
-        "content-type": "application/json",
-        "content-encoding": "identity",
-        "cache-control": "no-cache, private, no-transform",
-      },
-    });
-  }
-
-  async function getOne<T extends KubeObject>(
-    c: Context<Env>,
-    k: Kind<T>,
-    ns: string | undefined,
-    name: string,
-  ): Promise<Response> {
-    await k.load();
-    const obj = k.hub.list().find((x) => x.metadata.name === name && (ns === undefined || x.metadata.namespace === ns));
-    if (!obj) throw notFound(k.resource, name, k.group);
-    if (wantsTable(c.req.header("accept")))
-      return json(asTable(c, k, [obj], { resourceVersion: obj.metadata.resourceVersion ?? "" }));
-    return json(obj);
-  }
-
-  app.get("/api/v1/pods", (c) => list(c, pods, undefined));
-  app.get("/api/v1/namespaces/:ns/pods", (c) => list(c, pods, c.req.param("ns")));
-  app.get("/api/v1/namespaces/:ns/pods/:name", (c) => getOne(c, pods, c.req.param("ns"), c.req.param("name")));
-  app.get("/api/v1/events", (c) => list(c, events, undefined));
-  app.get("/api/v1/namespaces/:ns/events", (c) => list(c, events, c.req.param("ns")));
-  app.get("/api/v1/namespaces/:ns/events/:name", (c) => getOne(c, events, c.req.param("ns"), c.req.param("name")));
-  app.get("/api/v1/nodes", (c) => list(c, nodes, undefined));
-  app.get("/api/v1/nodes/:name", (c) => getOne(c, nodes, undefined, c.req.param("name")));
-
-  // The workload kinds, read-only: each at its group's path, cluster-wide and per namespace.
-  if (o.workloads) {
-    const w = o.workloads;
-    for (const gv of [api.core, ...api.groups])
-      for (const r of gv.resources) {
-        const kind = WORKLOAD_KIND_OF[r.name];
-        if (!kind) continue;
-        const k: Kind<V1Workload> = {
-          resource: r.name,
-          group: gv.group,
-          version: gv.version,
-          kind,
-          hub: w.hubs[kind],
-          fields: WORKLOAD_FIELDS[kind] ?? META_FIELDS,
-          columns: WORKLOAD_COLUMNS[kind],
-          cells: workloadCells,
-          load: w.load,
-        };
-        const base = gv.group ? `/apis/${gv.group}/${gv.version}` : "/api/v1";
-        app.get(`${base}/${r.name}`, (c) => list(c, k, undefined));
-        app.get(`${base}/namespaces/:ns/${r.name}`, (c) => list(c, k, c.req.param("ns")));
-        app.get(`${base}/namespaces/:ns/${r.name}/:name`, (c) => getOne(c, k, c.req.param("ns"), c.req.param("name")));
-      }
-  }
-
-  // EndpointSlices (discovery.k8s.io/v1) and Endpoints (v1), computed from the Services and the pods.
-  if (o.workloads) {
-    const feed = o.endpoints ?? {
-      slices: new WatchHub<V1EndpointSliceObject>(new RvClock(), {
-        key: (x) => `${x.metadata.namespace}/${x.metadata.name}`,
-      }),
-      endpoints: new WatchHub<V1EndpointsObject>(new RvClock(), {
-        key: (x) => `${x.metadata.namespace}/${x.metadata.name}`,
-      }),
-      load: async () => undefined,
-    };
-    const slices: Kind<V1EndpointSliceObject> = {
-      resource: "endpointslices",
-      group: "discovery.k8s.io",
-      kind: "EndpointSlice",
-      hub: feed.slices,
-      fields: OBJECT_FIELDS,
-      columns: ENDPOINT_SLICE_COLUMNS,
-      cells: endpointSliceCells,
-      load: feed.load,
-    };
-    const endpoints: Kind<V1EndpointsObject> = {
-      resource: "endpoints",
-      group: "",
-      kind: "Endpoints",
-      hub: feed.endpoints,
-      fields: OBJECT_FIELDS,
-      columns: ENDPOINTS_COLUMNS,
-      cells: endpointsCells,
-      load: feed.load,
-    };
-    const serve = <T extends KubeObject>(base: string, k: Kind<T>) => {
-      app.get(`${base}/${k.resource}`, (c) => list(c, k, undefined));
-      app.get(`${base}/namespaces/:ns/${k.resource}`, (c) => list(c, k, c.req.param("ns")));
-      app.get(`${base}/namespaces/:ns/${k.resource}/:name`, (c) =>
-        getOne(c, k, c.req.param("ns"), c.req.param("name")),
-      );
-    };
-    serve("/apis/discovery.k8s.io/v1", slices);
-    serve("/api/v1", endpoints);
-  }
-
+/** Namespaces, read-only. */
+function registerNamespaces(app: Hono<Env>, r: Reads, o: KubeApiOptions, pods: Kind<V1Pod>): void {
   // Namespaces, read-only: those the node's objects use (src/kubeapi/apiserver/namespaces.ts). kubectl also asks
   // for one after a NotFound, to say whether the namespace is missing.
   const nsFeed = createNamespaceFeed(o.pods.clock, () => [
@@ -587,9 +514,12 @@ export function createKubeApi(o: KubeApiOptions) {
       await nsFeed.load();
     },
   };
-  app.get("/api/v1/namespaces", (c) => list(c, namespaces, undefined));
-  app.get("/api/v1/namespaces/:name", (c) => getOne(c, namespaces, undefined, c.req.param("name")));
+  app.get("/api/v1/namespaces", (c) => list(r, c, namespaces, undefined));
+  app.get("/api/v1/namespaces/:name", (c) => getOne(r, c, namespaces, undefined, c.req.param("name")));
+}
 
+/** pods/log. */
+function registerPodLog(app: Hono<Env>, r: Reads, o: KubeApiOptions, pods: Kind<V1Pod>): void {
   // pods/log with kubectl's PodLogOptions (the logs route's reader and rules).
   app.get("/api/v1/namespaces/:ns/pods/:name/log", async (c) => {
     const ns = c.req.param("ns");
@@ -606,45 +536,164 @@ export function createKubeApi(o: KubeApiOptions) {
       });
     }
     const log = await openLog(o.runtime, pod.metadata.uid, parsed.query, {
-      now,
+      now: r.now,
       followMaxMs: o.followMaxMs,
       followPollMs: o.followPollMs,
       defaultContainers: pod.spec?.containers.map((x) => x.name),
     });
-    const release = takeStream(c, "log");
+    const release = r.takeStream(c, "log");
     const body = streamFrom(log.read, o.onStreamError ?? (() => undefined), c.req.raw.signal);
     return c.body(releasing(body, release), 200, LOG_HEADERS);
   });
+}
 
-  if (o.execUnavailable)
-    app.get("/api/v1/namespaces/:ns/pods/:name/exec", (c) => {
-      checkExec(c.get("scope"), o.allowExec, c.req.param("name"));
-      throw forbidden("pods", c.req.param("name"), o.execUnavailable!);
+function selectors<T extends KubeObject>(c: Context<Env>, k: Kind<T>, ns: string | undefined) {
+  try {
+    const label = parseLabelSelector(c.req.query("labelSelector"));
+    const field = parseFieldSelector(c.req.query("fieldSelector"), k.fields, qualified(k));
+    return (obj: T) =>
+      (ns === undefined || obj.metadata.namespace === ns) &&
+      label.matches((obj.metadata as { labels?: Record<string, string> }).labels) &&
+      field.matches(obj);
+  } catch (e) {
+    if (e instanceof SelectorError) throw badRequest(e.message);
+    throw e;
+  }
+}
+
+const keyOf = (obj: KubeObject) => `${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+
+function asTable<T extends KubeObject>(
+  r: Reads,
+  c: Context<Env>,
+  k: Kind<T>,
+  items: readonly T[],
+  meta: { resourceVersion?: string; continue?: string },
+  headers = true,
+) {
+  const t = r.now();
+  return table(
+    headers ? k.columns : undefined,
+    items,
+    (x) => k.cells(x, t),
+    includeObjectOf(c.req.query("includeObject")),
+    meta,
+    k.conditions,
+  );
+}
+
+async function list<T extends KubeObject>(
+  r: Reads,
+  c: Context<Env>,
+  k: Kind<T>,
+  ns: string | undefined,
+): Promise<Response> {
+  const filter = selectors(c, k, ns);
+  const q = c.req.query();
+  // A watch with no resourceVersion starts with the current objects: bring them up to date first.
+  await k.load();
+  if (truthy(q["watch"])) return watch(r, c, k, filter);
+  const items = k.hub
+    .list()
+    .filter(filter)
+    .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
+  const limit = q["limit"] ? Number(q["limit"]) : 0;
+  if (!Number.isSafeInteger(limit) || limit < 0)
+    throw badRequest(`limit: Invalid value: ${JSON.stringify(q["limit"])}: must be a non-negative integer`);
+  let start = 0;
+  if (q["continue"]) {
+    let after: string;
+    try {
+      after = (JSON.parse(unb64(q["continue"])) as { after: string }).after;
+      if (typeof after !== "string") throw new Error();
+    } catch {
+      throw badRequest("continue key is not valid: it was not made by this server");
+    }
+    start = items.findIndex((x) => keyOf(x) > after);
+    if (start < 0) start = items.length;
+  }
+  const page = limit > 0 ? items.slice(start, start + limit) : items.slice(start);
+  const rest = items.length - start - page.length;
+  const meta: { resourceVersion: string; continue?: string; remainingItemCount?: number } = {
+    resourceVersion: String(k.hub.resourceVersion),
+  };
+  if (rest > 0) {
+    meta.continue = b64(JSON.stringify({ after: keyOf(page[page.length - 1]!) }));
+    meta.remainingItemCount = rest;
+  }
+  if (wantsTable(c.req.header("accept"))) return json(asTable(r, c, k, page, meta));
+  return json({ kind: `${k.kind}List`, apiVersion: apiVersionOf(k), metadata: meta, items: page });
+}
+
+function watch<T extends KubeObject>(r: Reads, c: Context<Env>, k: Kind<T>, filter: (obj: T) => boolean): Response {
+  const q = c.req.query();
+  const initial = truthy(q["sendInitialEvents"]);
+  const since = initial ? undefined : sinceOf(q["resourceVersion"]);
+  const timeoutS = q["timeoutSeconds"] ? Number(q["timeoutSeconds"]) : undefined;
+  if (timeoutS !== undefined && (!Number.isSafeInteger(timeoutS) || timeoutS < 0))
+    throw badRequest(`timeoutSeconds: Invalid value: ${JSON.stringify(q["timeoutSeconds"])}`);
+  const tableForm = wantsTable(c.req.header("accept"));
+  const include = includeObjectOf(q["includeObject"]);
+  const encode = (ch: Change<T>, first: boolean) => {
+    if (!tableForm) return eventJSON(ch);
+    const object = table(
+      first ? k.columns : undefined,
+      [ch.object],
+      (x) => k.cells(x, r.now()),
+      include,
+      { resourceVersion: String(ch.rv) },
+      k.conditions,
+    );
+    return JSON.stringify({ type: ch.type, object });
+  };
+  const release = r.takeStream(c, "watch");
+  let stream: ReadableStream<Uint8Array>;
+  try {
+    stream = watchStream({
+      hub: k.hub,
+      since,
+      filter,
+      encode,
+      bookmark:
+        truthy(q["allowWatchBookmarks"]) || initial
+          ? {
+              everyMs: r.bookmarkEveryMs,
+              kind: tableForm ? "Table" : k.kind,
+              apiVersion: tableForm ? "meta.k8s.io/v1" : apiVersionOf(k),
+            }
+          : undefined,
+      initialEventsEnd: initial,
+      maxMs: Math.min(r.watchMaxMs, timeoutS !== undefined && timeoutS > 0 ? timeoutS * 1000 : r.watchMaxMs),
+      maxQueueBytes: r.maxQueueBytes,
     });
-
-  // OpenAPI v2 and v3: upstream's documents, pruned to what the node serves (src/kubeapi/apiserver/openapi.ts).
-  registerOpenApi(app);
-  // metrics.k8s.io for kubectl top (src/kubeapi/metrics/metrics.ts).
-  registerMetrics(app, {
-    source: o.metrics,
-    pods: o.pods,
-    node: o.node.hub,
-    load: () => pods.load(),
-    // The Node as last read (the metrics carry its labels); read once if it never was.
-    loadNode: async () => {
-      if (o.node.hub.list().length === 0) await o.node.refresh();
+  } catch (e) {
+    release();
+    throw e;
+  }
+  const body = releasing(stream, release);
+  // Never compressed on the way (Workers gzip JSON for a client that accepts it, as Go's does, and a gzip layer
+  // holds small events back).
+  return new Response(body, {
+    status: 200,
+    headers: {
+      "content-type": "application/json",
+      "content-encoding": "identity",
+      "cache-control": "no-cache, private, no-transform",
     },
-    now,
   });
+}
 
-  // Any other path under /api or /apis: a resource or group this node does not serve.
-  app.get("*", () => {
-    throw noSuchResource();
-  });
-
-  // Paths and query parameters as the API server reads them (trailing slashes, legacy watch paths, booleans,
-  // ignored parameters), before routing.
-  const routed = app.fetch;
-  app.fetch = (req, ...rest) => routed(normalizeRequest(req), ...rest);
-  return app;
+async function getOne<T extends KubeObject>(
+  r: Reads,
+  c: Context<Env>,
+  k: Kind<T>,
+  ns: string | undefined,
+  name: string,
+): Promise<Response> {
+  await k.load();
+  const obj = k.hub.list().find((x) => x.metadata.name === name && (ns === undefined || x.metadata.namespace === ns));
+  if (!obj) throw notFound(k.resource, name, k.group);
+  if (wantsTable(c.req.header("accept")))
+    return json(asTable(r, c, k, [obj], { resourceVersion: obj.metadata.resourceVersion ?? "" }));
+  return json(obj);
 }

@@ -9,7 +9,7 @@ import { FILE_VOLUME_PLUGINS } from "../volumemanager/object-volumes.js";
 import { checkCurrent, counted, isEmpty, refFromStatus, type RuntimeContext } from "./context.js";
 import type { GuardOptions, PodDeletion, PodRuntime } from "./types.js";
 
-export function createDelete(ctx: RuntimeContext): Pick<PodRuntime, "delete" | "deleting"> {
+export function createDelete(ctx: RuntimeContext): Pick<PodRuntime, "delete" | "deleting" | "terminating"> {
   const { cri, o, cache, syncOptions, lockedRun, reasons, evictions, deletions, syncing } = ctx;
   /** The pod's file volumes (their tmpfs unmounted first, so no secret is left in memory), then its node data
    * (`paths`: pod dir, log dirs). Any failure is the step's error: DELETE answers 207 and a later one retries. */
@@ -87,24 +87,31 @@ export function createDelete(ctx: RuntimeContext): Pick<PodRuntime, "delete" | "
       ),
     );
 
+  /** Terminating from the ask on (the API server sets deletionTimestamp before kubelet's kill starts). */
+  const terminating = (uid: string, gracePeriodSeconds?: number, spec?: Pod): PodDeletion => {
+    const grace = gracePeriodSeconds ?? spec?.spec.terminationGracePeriodSeconds ?? 30;
+    const mark: PodDeletion = {
+      deletionTimestamp: syncOptions.now() + grace * 1000,
+      deletionGracePeriodSeconds: grace,
+      spec: deletions.get(uid)?.spec ?? spec,
+    };
+    deletions.set(uid, mark);
+    // kubelet's pod worker cancels the running sync of a pod that became terminating (pod_workers.go UpdatePod:
+    // `if (becameTerminating || wasGracePeriodShortened) && status.cancelFn != nil { status.cancelFn() }`): the
+    // delete waits for the lock no longer than the sync takes to notice.
+    syncing.get(uid)?.abort(new Error(`pod ${uid} is being deleted`));
+    return mark;
+  };
+
   return {
     delete: (uid, gracePeriodSeconds, guard, spec) => {
-      // Terminating from the ask on (the API server sets deletionTimestamp before kubelet's kill starts).
-      const grace = gracePeriodSeconds ?? spec?.spec.terminationGracePeriodSeconds ?? 30;
-      const mark: PodDeletion = {
-        deletionTimestamp: syncOptions.now() + grace * 1000,
-        deletionGracePeriodSeconds: grace,
-        spec: deletions.get(uid)?.spec ?? spec,
-      };
-      deletions.set(uid, mark);
-      // kubelet's pod worker cancels the running sync of a pod that became terminating (pod_workers.go UpdatePod:
-      // `if (becameTerminating || wasGracePeriodShortened) && status.cancelFn != nil { status.cancelFn() }`): the
-      // delete waits for the lock no longer than the sync takes to notice.
-      syncing.get(uid)?.abort(new Error(`pod ${uid} is being deleted`));
+      const mark = terminating(uid, gracePeriodSeconds, spec);
       return deleteLocked(uid, gracePeriodSeconds, guard, spec).finally(() => {
         if (deletions.get(uid) === mark) deletions.delete(uid);
       });
     },
+
+    terminating: (uid, gracePeriodSeconds, spec) => void terminating(uid, gracePeriodSeconds, spec),
 
     deleting: () => deletions,
   };

@@ -7,7 +7,9 @@
 //
 // Every call runs under the per-pod lock (plan and status excepted: they only read), so a request and any
 // other caller never act on one pod at once; its runtime writes go through the lock's fence. Each result
-// carries the number of CRI round trips it cost.
+// carries the number of CRI round trips it cost. On Node every caller comes through the pod workers
+// (src/podworkers/), so the lock is uncontended there; it orders callers on Workers, where each isolate has its own
+// pod workers and the node's Durable Object lock is shared, and the front door's direct callers (bench, tests).
 //
 // The front door is composed of named parts on one shared context (context.ts): sync.ts (plan, checkUids, sync),
 // read.ts (apiStatus, list, status, ready), delete.ts (delete, deleting; evict, eviction, forgetEviction), streams.ts (logs,

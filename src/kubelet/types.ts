@@ -243,6 +243,9 @@ export interface PodRuntime {
    * one it was started with. `spec`: the pod as last desired, when known (its preStop hooks and sidecar order
    * come from it; else from what the containers' annotations kept). */
   delete(uid: string, gracePeriodSeconds?: number, guard?: GuardOptions, spec?: Pod): Promise<DeleteResult>;
+  /** The pod is asked gone, its kill to follow in its pod worker: Terminating from now (deleting()), and its running
+   * sync cancelled, as kubelet's UpdatePod cancels a pod worker's sync when a kill arrives (pod_workers.go). */
+  terminating?(uid: string, gracePeriodSeconds?: number, spec?: Pod): void;
   /** The pods whose delete is running, from when it is asked until it is over. */
   deleting(): ReadonlyMap<string, PodDeletion>;
   ready(): Promise<RuntimeReadiness>;

@@ -8,7 +8,7 @@
 // Not kubelet's: its Evented PLEG reads CRI's CONTAINER_STOPPED_EVENT (containerd >= 1.7), which comes after the
 // record, with the statuses in it; this is the same decision made before the record, on containerd < 1.7 only.
 // The reason is CRI's default for an exit (Completed or Error): an OOM kill shows as OOMKilled once CRI has
-// recorded it, at the relist that follows (pleg/loop.ts), and the restart decision reads only the exit code.
+// recorded it, at the relist that follows (syncloop/pass.ts), and the restart decision reads only the exit code.
 import type { RuntimeExit } from "../cri/container-events.js";
 import type { PodStatus } from "../container/types.js";
 

@@ -268,64 +268,8 @@ export async function syncPod(
   const hooks: KillHooks = { network: options.hookNetwork, hostIPs: options.hostIPs };
   // Step 2: kill the pod, or the containers that must go.
   const removed = new Set<string>();
-  if (actions.killPod) {
-    if (!(await killPod(cri, pod, status, steps, hooks))) return done();
-    // purgeInitContainers: a new sandbox runs initialization again from the first init container, so
-    // no earlier init instance may make it look done.
-    if (actions.createSandbox) {
-      const initNames = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
-      const purge = status.containerStatuses.filter((c) => initNames.has(c.name));
-      await Promise.all(
-        purge.map((c) =>
-          steps.run(
-            "RemoveContainer",
-            c.name,
-            () => cri.removeContainer({ containerId: c.id }).then(() => `purged init container ${c.id}`),
-            "RemoveContainerError",
-          ),
-        ),
-      );
-      for (const c of purge) removed.add(c.id);
-    }
-  } else {
-    for (const [id, info] of Object.entries(actions.containersToKill)) {
-      const c = status.containerStatuses.find((s) => s.id === id) ?? { id, name: info.name };
-      const ok = await steps.run(
-        "KillContainer",
-        info.name,
-        () =>
-          killContainer(cri, pod, c, killGraceSeconds(pod, info), { hooks, podIPs: status.ips }).then((hook) =>
-            [info.message, hook].filter(Boolean).join("; "),
-          ),
-        "KillContainerError",
-      );
-      if (!ok) return done();
-    }
-  }
-
-  // kubelet's volume manager mounts the pod's volumes before SyncPod runs (WaitForAttachAndMount): podsync
-  // does it here, whenever something is to be started, and starts nothing if a volume fails.
-  const starting =
-    actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0;
-  if (starting && options.volumeHost && needsSetUp(pod)) {
-    const host = options.volumeHost;
-    if (
-      !(await steps.run(
-        "MountVolumes",
-        formatPod(pod),
-        () => setUpVolumes(host, pod, node, actions.createSandbox),
-        "FailedMount",
-      ))
-    )
-      return done();
-  }
-  // The file volumes (configMap, secret, downwardAPI, projected) are written at every sync, so a changed
-  // ConfigMap reaches running containers (kubelet's volume manager refreshes them on its own period). When
-  // something starts, volumes no longer in the spec go too (kubelet's volume reconciler unmounts them), so no
-  // Secret outlives its use on the node. A step only when a file changed or the write failed.
-  if ((hasFileVolumes(pod) || (starting && options.volumeFiles)) && !(actions.killPod && !actions.createSandbox)) {
-    if (!(await mountVolumes(pod, objects, node, options, steps, starting))) return done();
-  }
+  if (!(await killForSync(cri, pod, status, actions, steps, hooks, removed))) return done();
+  if (!(await setUpPodVolumes(pod, actions, node, objects, options, steps))) return done();
 
   // Steps 3-4: a new sandbox. Its config is also what image pulls and CreateContainer are given; a sync
   // with nothing to start (the converged case) never builds it.
@@ -383,39 +327,143 @@ export async function syncPod(
       hooks,
       created: made.containers,
     };
-    // Step 5: the init containers, in order; stop at a regular one that failed to start (a sidecar that
-    // failed is skipped: the next sync restarts it).
-    for (const idx of actions.initContainersToStart) {
-      const init = pod.spec.initContainers![idx]!;
-      startedNames.add(init.name);
-      if (
-        !(await steps.run("InitContainer", init.name, () => startContainer(ctx, init), "RunInitContainerError")) &&
-        !isRestartableInitContainer(init)
-      ) {
-        await collectGarbage(cri, status, startedNames, removed, steps);
-        return done();
-      }
+    if (!(await startInitContainers(ctx, actions, steps, startedNames))) {
+      await collectGarbage(cri, status, startedNames, removed, steps);
+      return done();
     }
-    // Step 6: app containers, each on its own; one failing does not stop the others. With a postStart hook
-    // among them they start one after another, as kubelet starts them: a hook runs before the next container.
-    const toStart = actions.containersToStart.map((i) => pod.spec.containers[i]!);
-    const appSteps = toStart.map(() => new Steps());
-    const startOne = (c: Container, i: number) => {
-      startedNames.add(c.name);
-      return appSteps[i]!.run("StartContainer", c.name, () => startContainer(ctx, c), "RunContainerError");
-    };
-    if (toStart.some((c) => c.lifecycle?.postStart))
-      for (const [i, c] of toStart.entries()) {
-        if (options.signal?.aborted) break; // the pod is being deleted: nothing more starts
-        await startOne(c, i);
-      }
-    else await Promise.all(toStart.map(startOne));
-    for (const s of appSteps) steps.steps.push(...s.steps);
+    await startAppContainers(ctx, actions, steps, startedNames, options.signal);
   }
 
   // Step 7: what kubelet's GC would clean up (never the newest sandbox, never the newest dead instance).
   await collectGarbage(cri, status, startedNames, removed, steps);
   return done();
+}
+
+/** SyncPod's step 2: kill the pod (then purge its init containers if a new sandbox follows), or the containers
+ * that must go. False when a kill failed: the sync stops there. */
+async function killForSync(
+  cri: CriClient,
+  pod: Pod,
+  status: PodStatus,
+  actions: PodActions,
+  steps: Steps,
+  hooks: KillHooks,
+  removed: Set<string>,
+): Promise<boolean> {
+  if (actions.killPod) {
+    if (!(await killPod(cri, pod, status, steps, hooks))) return false;
+    // purgeInitContainers: a new sandbox runs initialization again from the first init container, so
+    // no earlier init instance may make it look done.
+    if (actions.createSandbox) {
+      const initNames = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
+      const purge = status.containerStatuses.filter((c) => initNames.has(c.name));
+      await Promise.all(
+        purge.map((c) =>
+          steps.run(
+            "RemoveContainer",
+            c.name,
+            () => cri.removeContainer({ containerId: c.id }).then(() => `purged init container ${c.id}`),
+            "RemoveContainerError",
+          ),
+        ),
+      );
+      for (const c of purge) removed.add(c.id);
+    }
+    return true;
+  }
+  for (const [id, info] of Object.entries(actions.containersToKill)) {
+    const c = status.containerStatuses.find((s) => s.id === id) ?? { id, name: info.name };
+    const ok = await steps.run(
+      "KillContainer",
+      info.name,
+      () =>
+        killContainer(cri, pod, c, killGraceSeconds(pod, info), { hooks, podIPs: status.ips }).then((hook) =>
+          [info.message, hook].filter(Boolean).join("; "),
+        ),
+      "KillContainerError",
+    );
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** The volume manager's part before SyncPod starts anything; false when a volume failed (nothing starts). */
+async function setUpPodVolumes(
+  pod: Pod,
+  actions: PodActions,
+  node: NodeConfig,
+  objects: PodObjects,
+  options: SyncOptions,
+  steps: Steps,
+): Promise<boolean> {
+  // kubelet's volume manager mounts the pod's volumes before SyncPod runs (WaitForAttachAndMount): podsync
+  // does it here, whenever something is to be started, and starts nothing if a volume fails.
+  const starting =
+    actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0;
+  if (starting && options.volumeHost && needsSetUp(pod)) {
+    const host = options.volumeHost;
+    if (
+      !(await steps.run(
+        "MountVolumes",
+        formatPod(pod),
+        () => setUpVolumes(host, pod, node, actions.createSandbox),
+        "FailedMount",
+      ))
+    )
+      return false;
+  }
+  // The file volumes (configMap, secret, downwardAPI, projected) are written at every sync, so a changed
+  // ConfigMap reaches running containers (kubelet's volume manager refreshes them on its own period). When
+  // something starts, volumes no longer in the spec go too (kubelet's volume reconciler unmounts them), so no
+  // Secret outlives its use on the node. A step only when a file changed or the write failed.
+  if ((hasFileVolumes(pod) || (starting && options.volumeFiles)) && !(actions.killPod && !actions.createSandbox)) {
+    if (!(await mountVolumes(pod, objects, node, options, steps, starting))) return false;
+  }
+  return true;
+}
+
+/** SyncPod's step 5: the init containers, in order; false at a regular one that failed to start (a sidecar
+ * that failed is skipped: the next sync restarts it). */
+async function startInitContainers(
+  ctx: StartContext,
+  actions: PodActions,
+  steps: Steps,
+  startedNames: Set<string>,
+): Promise<boolean> {
+  for (const idx of actions.initContainersToStart) {
+    const init = ctx.pod.spec.initContainers![idx]!;
+    startedNames.add(init.name);
+    if (
+      !(await steps.run("InitContainer", init.name, () => startContainer(ctx, init), "RunInitContainerError")) &&
+      !isRestartableInitContainer(init)
+    )
+      return false;
+  }
+  return true;
+}
+
+/** SyncPod's step 6: app containers, each on its own; one failing does not stop the others. With a postStart
+ * hook among them they start one after another, as kubelet starts them: a hook runs before the next container. */
+async function startAppContainers(
+  ctx: StartContext,
+  actions: PodActions,
+  steps: Steps,
+  startedNames: Set<string>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const toStart = actions.containersToStart.map((i) => ctx.pod.spec.containers[i]!);
+  const appSteps = toStart.map(() => new Steps());
+  const startOne = (c: Container, i: number) => {
+    startedNames.add(c.name);
+    return appSteps[i]!.run("StartContainer", c.name, () => startContainer(ctx, c), "RunContainerError");
+  };
+  if (toStart.some((c) => c.lifecycle?.postStart))
+    for (const [i, c] of toStart.entries()) {
+      if (signal?.aborted) break; // the pod is being deleted: nothing more starts
+      await startOne(c, i);
+    }
+  else await Promise.all(toStart.map(startOne));
+  for (const s of appSteps) steps.steps.push(...s.steps);
 }
 
 /** The downward API's view of this sync, read lazily: a pod IP costs a PodSandboxStatus only after a new

@@ -6,6 +6,8 @@ import { createPodDispatch } from "../podworkers/dispatch.js";
 import type { PromMetrics } from "../host/metrics/metrics.js";
 import { recordingEvents } from "../kubeapi/events.js";
 import { createWorkloadFeed } from "../kubeapi/kinds/workload-feed.js";
+import { listClaimDirs } from "../volumemanager/claims.js";
+import { nodeVolumeHost } from "../host/volumes/volume-host.js";
 import type { SyncResult } from "../kubelet/pod-runtime.js";
 import { instrumentRuntime } from "../metrics/metrics.js";
 import type { Pod } from "../pod/schema.js";
@@ -57,7 +59,10 @@ export async function startAgent(
   const { workloadFiles, workloadsError } = await openWorkloadState(st, node.nodeConfig.rootDir, quiet);
   // Every change to the workloads (a request's, a controller's) feeds the Kubernetes API's workload kinds; a
   // request's change kicks the loop, so their controllers run at once.
-  const workloadFeed = createWorkloadFeed(kube.clock, workloadFiles);
+  // A claim directory a StatefulSet left (Retain) still lists in get pvc.
+  const workloadFeed = createWorkloadFeed(kube.clock, workloadFiles, undefined, () =>
+    listClaimDirs(nodeVolumeHost, node.nodeConfig.rootDir),
+  );
   let kickLoop = () => undefined as void;
   const workloads = notifying(workloadFeed.store, () => kickLoop());
   const { services, endpointsFeed, podsRelisted } = startServiceModel(

@@ -124,3 +124,11 @@ export function addresses(s: Settings, server: ServerType | Server, tls: Serving
   };
   return { url, tlsInfo };
 }
+
+/** The listener as a WebSocket origin this process can dial: a wildcard host is reached on loopback. */
+export function loopbackOrigin(url: string): string {
+  const u = new URL(url);
+  if (u.hostname === "0.0.0.0") u.hostname = "127.0.0.1";
+  else if (u.hostname === "[::]") u.hostname = "[::1]";
+  return `ws://${u.host}`;
+}

@@ -12,7 +12,7 @@ import type { PromMetrics } from "../host/metrics/metrics.js";
 import type { PodFeed } from "../kubeapi/pod-feed.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { DesiredState } from "../pleg/desired-state.js";
-import { type LoopControllers, startReconcileLoop } from "../pleg/loop.js";
+import { type LoopControllers, startReconcileLoop } from "../syncloop/sync-loop.js";
 import { bytes } from "../pod/quantity.js";
 import type { Prober } from "../prober/prober.js";
 import { RELIST_INTERVAL_DEFAULT_MS } from "../settings/common.js";

@@ -73,152 +73,167 @@ const DETAIL_CONCURRENCY = 16;
 const READ_RETRY_MS = 1000;
 const READ_RETRY_MAX_MS = 10_000;
 
-export function createRelister(cri: CriClient): Relister {
-  const sandboxCache = new Map<string, PodSandboxStatus>();
-  const exitedCache = new Map<string, ContainerStatus>();
-  const startedCache = new Map<string, number>();
+/** What the relister keeps between relists: details that never change once known, and failed reads' back-off. */
+interface Caches {
+  sandbox: Map<string, PodSandboxStatus>;
+  exited: Map<string, ContainerStatus>;
+  started: Map<string, number>;
   /** Objects whose detail read the runtime failed: the error, and when to read again. */
-  const failedReads = new Map<string, { error: string; retryAt: number; delay: number }>();
+  failedReads: Map<string, { error: string; retryAt: number; delay: number }>;
+}
 
-  async function relist(interest: RelistInterest, now: () => number): Promise<Relist> {
-    const at = now();
-    const byPod = await listManagedPods(cri);
-    let criCalls = 2;
-
-    // Forget what left the node.
-    const listed = [...byPod.values()];
-    const sandboxIds = new Set(listed.flatMap((g) => g.sandboxes.map((s) => s.id)));
-    const containerIds = new Set(listed.flatMap((g) => g.containers.map((c) => c.id)));
-    for (const id of sandboxCache.keys()) if (!sandboxIds.has(id)) sandboxCache.delete(id);
-    for (const id of exitedCache.keys()) if (!containerIds.has(id)) exitedCache.delete(id);
-    for (const id of startedCache.keys()) if (!containerIds.has(id)) startedCache.delete(id);
-    for (const id of failedReads.keys()) if (!sandboxIds.has(id) && !containerIds.has(id)) failedReads.delete(id);
-
-    // One pod's broken sandbox (its PodSandboxStatus fails) is that pod's error, never the relist's: kubelet's
-    // PLEG logs the pod's inspection error and goes on (generic.go), reinspecting it later.
-    const errors = new Map<string, string>();
-    const detail = async (uid: string, id: string, read: () => Promise<void>) => {
-      const f = failedReads.get(id);
-      if (f && at < f.retryAt) {
-        errors.set(uid, f.error);
-        return;
-      }
-      try {
-        await read();
-        failedReads.delete(id);
-      } catch (e) {
-        if (!isCriError(e)) throw e;
-        const delay = f ? Math.min(f.delay * 2, READ_RETRY_MAX_MS) : READ_RETRY_MS;
-        const error = `${e.method}: ${e.details} (${e.codeName})`;
-        failedReads.set(id, { error, retryAt: now() + delay, delay });
-        errors.set(uid, error);
-      }
-    };
-
-    // What must still be read: the newest sandbox of each pod of interest, its exited containers, and the
-    // start times its prober needs.
-    const reads: (() => Promise<void>)[] = [];
-    for (const [uid, g] of byPod) {
-      if (!interest.wants(uid)) continue;
-      g.sandboxes.sort(byCreatedDesc);
-      g.containers.sort(byCreatedDesc);
-      const newest = g.sandboxes[0];
-      if (newest && !sandboxCache.has(newest.id))
-        reads.push(() =>
-          detail(uid, newest.id, async () => {
-            const r = await cri.podSandboxStatus({ podSandboxId: newest.id }).catch(notFound);
-            if (r?.status) sandboxCache.set(newest.id, r.status);
-          }),
-        );
-      const starts = interest.wantsStartTimes(uid);
-      for (const c of g.containers) {
-        const exited = c.state === CriContainerState.CONTAINER_EXITED;
-        if (
-          (exited && !exitedCache.has(c.id)) ||
-          (starts && c.state === CriContainerState.CONTAINER_RUNNING && !startedCache.has(c.id))
-        )
-          reads.push(() =>
-            detail(uid, c.id, async () => {
-              const r = await cri.containerStatus({ containerId: c.id }).catch(notFound);
-              const st = r?.status;
-              if (!st) return;
-              if (st.state === CriContainerState.CONTAINER_EXITED) exitedCache.set(c.id, fromStatus(st, c));
-              if (st.startedAt > 0n) startedCache.set(c.id, nsToMs(st.startedAt));
-            }),
-          );
-      }
-    }
-    criCalls += reads.length;
-    await pool(reads, DETAIL_CONCURRENCY);
-
-    const pods = new Map<string, PodView>();
-    for (const [uid, g] of byPod) {
-      if (!interest.wants(uid)) continue;
-      let status: PodStatus | undefined;
-      const fingerprint = fingerprintOf({
-        sandboxStatuses: g.sandboxes,
-        containerStatuses: g.containers.map((c) => ({ id: c.id, state: toState(c.state) })),
-      });
-      pods.set(uid, {
-        fingerprint,
-        error: errors.get(uid),
-        get status() {
-          return (status ??= build(uid, g.sandboxes, g.containers));
-        },
-      });
-    }
-    const owners = new Map<string, Owner>();
-    for (const [uid, g] of byPod) {
-      for (const sb of g.sandboxes) owners.set(sb.id, { uid, sandbox: true });
-      for (const c of g.containers) owners.set(c.id, { uid, sandbox: false });
-    }
-    return { at, pods, uids: new Set(byPod.keys()), owners, criCalls };
-  }
-
-  function build(uid: string, sandboxes: PodSandbox[], containers: CriContainer[]): PodStatus {
-    const newest = sandboxes[0];
-    const cached = newest && sandboxCache.get(newest.id);
-    // The newest sandbox as getPodStatus reports it: its status call's details with the list's current state (and
-    // creation time: a sync's read-back of a hostNetwork sandbox it made has only the time its call was sent).
-    // One whose status could not be read (removed since the list) is left out, as getPodStatus leaves it.
-    const sandboxStatuses: PodSandboxStatus[] = sandboxes.slice(1).map(sandboxFromList);
-    if (cached) sandboxStatuses.unshift({ ...cached, state: newest.state, createdAt: newest.createdAt });
-    const containerStatuses: ContainerStatus[] = [];
-    for (const c of containers) {
-      if (c.state === CriContainerState.CONTAINER_EXITED) {
-        const e = exitedCache.get(c.id);
-        if (e) containerStatuses.push(e);
-        continue; // removed between the list and its status: left out, as in getPodStatus
-      }
-      const s = fromList(c);
-      const started = startedCache.get(c.id);
-      containerStatuses.push(started !== undefined ? { ...s, startedAt: started } : s);
-    }
-    const labels = newest?.labels ?? containers[0]?.labels ?? {};
-    return {
-      id: uid,
-      name: labels[POD_NAME_LABEL] ?? "",
-      namespace: labels[POD_NAMESPACE_LABEL] ?? "",
-      ips: cached && newest.state === PodSandboxState.SANDBOX_READY ? sandboxIPs(cached) : [],
-      sandboxStatuses,
-      containerStatuses,
-    };
-  }
-
+export function createRelister(cri: CriClient): Relister {
+  const c: Caches = { sandbox: new Map(), exited: new Map(), started: new Map(), failedReads: new Map() };
   return {
-    relist,
+    relist: (interest, now) => relistOnce(cri, c, interest, now),
     learn(status) {
       const s = status.sandboxStatuses[0];
       // A status from PodSandboxStatus (the list's stand-in has no linux section).
-      if (s && s.linux !== undefined) sandboxCache.set(s.id, s);
-      for (const c of status.containerStatuses) {
-        if (c.state === "exited" && c.finishedAt > 0) exitedCache.set(c.id, c);
-        if (c.startedAt > 0) startedCache.set(c.id, c.startedAt);
+      if (s && s.linux !== undefined) c.sandbox.set(s.id, s);
+      for (const x of status.containerStatuses) {
+        if (x.state === "exited" && x.finishedAt > 0) c.exited.set(x.id, x);
+        if (x.startedAt > 0) c.started.set(x.id, x.startedAt);
       }
     },
     get cached() {
-      return { sandboxes: sandboxCache.size, exited: exitedCache.size, started: startedCache.size };
+      return { sandboxes: c.sandbox.size, exited: c.exited.size, started: c.started.size };
     },
+  };
+}
+
+async function relistOnce(cri: CriClient, c: Caches, interest: RelistInterest, now: () => number): Promise<Relist> {
+  const at = now();
+  const byPod = await listManagedPods(cri);
+  forgetGone(c, byPod);
+  // One pod's broken sandbox (its PodSandboxStatus fails) is that pod's error, never the relist's: kubelet's
+  // PLEG logs the pod's inspection error and goes on (generic.go), reinspecting it later.
+  const errors = new Map<string, string>();
+  const reads = detailReads(cri, c, byPod, interest, { at, now }, errors);
+  await pool(reads, DETAIL_CONCURRENCY);
+
+  const pods = new Map<string, PodView>();
+  for (const [uid, g] of byPod) {
+    if (!interest.wants(uid)) continue;
+    let status: PodStatus | undefined;
+    const fingerprint = fingerprintOf({
+      sandboxStatuses: g.sandboxes,
+      containerStatuses: g.containers.map((x) => ({ id: x.id, state: toState(x.state) })),
+    });
+    pods.set(uid, {
+      fingerprint,
+      error: errors.get(uid),
+      get status() {
+        return (status ??= build(c, uid, g.sandboxes, g.containers));
+      },
+    });
+  }
+  const owners = new Map<string, Owner>();
+  for (const [uid, g] of byPod) {
+    for (const sb of g.sandboxes) owners.set(sb.id, { uid, sandbox: true });
+    for (const x of g.containers) owners.set(x.id, { uid, sandbox: false });
+  }
+  return { at, pods, uids: new Set(byPod.keys()), owners, criCalls: 2 + reads.length };
+}
+
+/** Forget what left the node. */
+function forgetGone(c: Caches, byPod: Map<string, { sandboxes: PodSandbox[]; containers: CriContainer[] }>): void {
+  const listed = [...byPod.values()];
+  const sandboxIds = new Set(listed.flatMap((g) => g.sandboxes.map((s) => s.id)));
+  const containerIds = new Set(listed.flatMap((g) => g.containers.map((x) => x.id)));
+  for (const id of c.sandbox.keys()) if (!sandboxIds.has(id)) c.sandbox.delete(id);
+  for (const id of c.exited.keys()) if (!containerIds.has(id)) c.exited.delete(id);
+  for (const id of c.started.keys()) if (!containerIds.has(id)) c.started.delete(id);
+  for (const id of c.failedReads.keys()) if (!sandboxIds.has(id) && !containerIds.has(id)) c.failedReads.delete(id);
+}
+
+/** What must still be read: the newest sandbox of each pod of interest, its exited containers, and the start
+ * times its prober needs. A read the runtime fails is the pod's error (`errors`), read again after a back-off. */
+function detailReads(
+  cri: CriClient,
+  c: Caches,
+  byPod: Map<string, { sandboxes: PodSandbox[]; containers: CriContainer[] }>,
+  interest: RelistInterest,
+  clock: { at: number; now: () => number },
+  errors: Map<string, string>,
+): (() => Promise<void>)[] {
+  const detail = async (uid: string, id: string, read: () => Promise<void>) => {
+    const f = c.failedReads.get(id);
+    if (f && clock.at < f.retryAt) {
+      errors.set(uid, f.error);
+      return;
+    }
+    try {
+      await read();
+      c.failedReads.delete(id);
+    } catch (e) {
+      if (!isCriError(e)) throw e;
+      const delay = f ? Math.min(f.delay * 2, READ_RETRY_MAX_MS) : READ_RETRY_MS;
+      const error = `${e.method}: ${e.details} (${e.codeName})`;
+      c.failedReads.set(id, { error, retryAt: clock.now() + delay, delay });
+      errors.set(uid, error);
+    }
+  };
+  const reads: (() => Promise<void>)[] = [];
+  for (const [uid, g] of byPod) {
+    if (!interest.wants(uid)) continue;
+    g.sandboxes.sort(byCreatedDesc);
+    g.containers.sort(byCreatedDesc);
+    const newest = g.sandboxes[0];
+    if (newest && !c.sandbox.has(newest.id))
+      reads.push(() =>
+        detail(uid, newest.id, async () => {
+          const r = await cri.podSandboxStatus({ podSandboxId: newest.id }).catch(notFound);
+          if (r?.status) c.sandbox.set(newest.id, r.status);
+        }),
+      );
+    const starts = interest.wantsStartTimes(uid);
+    for (const x of g.containers) {
+      const exited = x.state === CriContainerState.CONTAINER_EXITED;
+      if (
+        (exited && !c.exited.has(x.id)) ||
+        (starts && x.state === CriContainerState.CONTAINER_RUNNING && !c.started.has(x.id))
+      )
+        reads.push(() =>
+          detail(uid, x.id, async () => {
+            const r = await cri.containerStatus({ containerId: x.id }).catch(notFound);
+            const st = r?.status;
+            if (!st) return;
+            if (st.state === CriContainerState.CONTAINER_EXITED) c.exited.set(x.id, fromStatus(st, x));
+            if (st.startedAt > 0n) c.started.set(x.id, nsToMs(st.startedAt));
+          }),
+        );
+    }
+  }
+  return reads;
+}
+
+function build(c: Caches, uid: string, sandboxes: PodSandbox[], containers: CriContainer[]): PodStatus {
+  const newest = sandboxes[0];
+  const cached = newest && c.sandbox.get(newest.id);
+  // The newest sandbox as getPodStatus reports it: its status call's details with the list's current state (and
+  // creation time: a sync's read-back of a hostNetwork sandbox it made has only the time its call was sent).
+  // One whose status could not be read (removed since the list) is left out, as getPodStatus leaves it.
+  const sandboxStatuses: PodSandboxStatus[] = sandboxes.slice(1).map(sandboxFromList);
+  if (cached) sandboxStatuses.unshift({ ...cached, state: newest.state, createdAt: newest.createdAt });
+  const containerStatuses: ContainerStatus[] = [];
+  for (const x of containers) {
+    if (x.state === CriContainerState.CONTAINER_EXITED) {
+      const e = c.exited.get(x.id);
+      if (e) containerStatuses.push(e);
+      continue; // removed between the list and its status: left out, as in getPodStatus
+    }
+    const s = fromList(x);
+    const started = c.started.get(x.id);
+    containerStatuses.push(started !== undefined ? { ...s, startedAt: started } : s);
+  }
+  const labels = newest?.labels ?? containers[0]?.labels ?? {};
+  return {
+    id: uid,
+    name: labels[POD_NAME_LABEL] ?? "",
+    namespace: labels[POD_NAMESPACE_LABEL] ?? "",
+    ips: cached && newest.state === PodSandboxState.SANDBOX_READY ? sandboxIPs(cached) : [],
+    sandboxStatuses,
+    containerStatuses,
   };
 }
 

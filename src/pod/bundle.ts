@@ -194,6 +194,20 @@ export function bodyFromItems(
   return { pods, workloads: w.workloads, warnings: [...sorted.warnings, ...waiting] };
 }
 
+/** bodyFromItems, through the node's memo of validated bodies (`o.bodies`) when it has one: validation is a pure
+ * function of the items (input and place), the payload's objects and the options, so an input validated before is
+ * answered with a copy of its result (a converged sync); a changed or new one is validated in full. */
+export function rememberedBody(items: readonly Item[], payload: Record<string, unknown>, o: IntakeOptions): Body {
+  if (!o.bodies) return bodyFromItems(items, payload, o);
+  const input = {
+    items: items.map((i) => [i.at, i.podByPlace === true, i.input]),
+    configMaps: payload["configMaps"],
+    secrets: payload["secrets"],
+    o: { ...o, bodies: undefined },
+  };
+  return o.bodies.get(input, () => bodyFromItems(items, payload, o));
+}
+
 /** Errors in the order of the items they name (stable within an item; errors naming no item last). */
 function inBodyOrder(errors: FieldError[], items: readonly Item[]): FieldError[] {
   const index = (path: string) => {

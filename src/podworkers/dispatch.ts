@@ -1,5 +1,6 @@
-// The node's pod work as the pod workers run it: a request's sync of the entry it stored, and the teardown of a pod
-// that left the desired state (a PUT's dropped pods, a controller's deletes). Callers await their own work's outcome.
+// The node's pod work as the pod workers run it: a request's sync of the entry it stored, the teardown of a pod that
+// left the desired state (a PUT's dropped pods, a controller's deletes, DELETE), and the eviction manager's kills and
+// re-creations. Callers await their own work's outcome.
 //
 // Each piece of work still hands the runtime a guard it checks under the pod's lock (GuardOptions.current): on Node
 // the pod's worker is the only writer, so the check only finds a newer request's entry (kubelet's pod manager
@@ -9,7 +10,7 @@
 import type { Pod } from "../pod/schema.js";
 import type { PodObjects } from "../pod/objects.js";
 import type { ProbeResults } from "../kuberuntime/compute-actions.js";
-import type { PodProbeResults } from "../status/api-status.js";
+import type { PodEviction, PodProbeResults } from "../status/api-status.js";
 import {
   SupersededError,
   type DeleteResult,
@@ -58,6 +59,15 @@ export interface KillRequest {
   /** The pod as last desired (its preStop hooks). */
   spec?: Pod | undefined;
   slot?: PodWork<unknown>["slot"];
+  /** Kill whatever the store says, even on a terminated worker (DELETE, the eviction manager's re-creation): the
+   * pod is marked Terminating and its running sync cancelled at once. Default: only if still out of the store. */
+  always?: boolean | undefined;
+}
+
+export interface EvictRequest {
+  runtime: PodRuntime;
+  pod: Pod;
+  eviction: PodEviction;
 }
 
 export interface PodDispatch<E> {
@@ -68,7 +78,14 @@ export interface PodDispatch<E> {
   kill(r: KillRequest): Promise<WorkOutcome<DeleteResult>>;
   /** `runtime`'s delete, dispatched as a kill to the pod's worker (the controllers' deletes). */
   killing(runtime: PodRuntime): Pick<PodRuntime, "delete">;
+  /** The eviction manager's kill (kubelet's evictPod → UpdatePod with a kill), dispatched to the pod's worker. */
+  evict(r: EvictRequest): Promise<WorkOutcome<EvictResult>>;
+  /** What the eviction manager acts through: its evictions and re-creations dispatched to the pods' workers. */
+  evicting(runtime: PodRuntime): Evicting;
 }
+
+type EvictResult = Awaited<ReturnType<PodRuntime["evict"]>>;
+export type Evicting = Pick<PodRuntime, "evict" | "delete" | "eviction" | "forgetEviction">;
 
 /** The runtime's guard failed: the work was moot. */
 function stale(e: unknown): never {
@@ -86,11 +103,14 @@ export function createPodDispatch<E>(
   const workers = shared || new PodWorkers();
   const of = () => shared || new PodWorkers();
   const kill = (k: KillRequest) => {
-    const guard: GuardOptions = { current: () => store.absent(k.uid) };
+    const guard: GuardOptions | undefined = k.always ? undefined : { current: () => store.absent(k.uid) };
     const w = of();
+    // kubelet's UpdatePod with a kill: the pod is terminating from now, and its running sync is cancelled.
+    if (k.always) k.runtime.terminating?.(k.uid, k.gracePeriodSeconds, k.spec);
     const done = w.update(k.uid, {
       type: "kill",
       slot: k.slot,
+      always: k.always,
       run: () => k.runtime.delete(k.uid, k.gracePeriodSeconds, guard, k.spec).catch(stale),
     });
     // Cleanup (kubelet's SyncKnownPods, here at once): a terminated pod the store no longer holds loses its worker
@@ -120,6 +140,24 @@ export function createPodDispatch<E>(
         .finally(() => d.hooks.requestDone?.(uid));
     },
     kill,
+    evict: (r) =>
+      of().update(r.pod.metadata.uid, { type: "kill", evict: true, run: () => r.runtime.evict(r.pod, r.eviction) }),
+    evicting(runtime) {
+      return {
+        // An eviction the worker ignored (the pod is being torn down) had nothing left to kill.
+        evict: async (pod, eviction) => {
+          const o = await d.evict({ runtime, pod, eviction });
+          return o.kind === "done" ? o.value : { ok: true, steps: [], criCalls: 0 };
+        },
+        delete: async (uid, grace, _guard, spec) => {
+          const o = await kill({ runtime, uid, gracePeriodSeconds: grace, spec, always: true });
+          if (o.kind === "done") return o.value;
+          throw new Error(`the delete of pod ${uid} was ${o.kind}`);
+        },
+        eviction: (uid) => runtime.eviction(uid),
+        forgetEviction: (uid) => runtime.forgetEviction(uid),
+      };
+    },
     killing(runtime) {
       return {
         delete: async (uid, grace, _guard, spec) => {

@@ -23,7 +23,12 @@
 //   - a request's update (create/update) to a terminating pod is kept as restartRequested and runs on a fresh
 //     worker as soon as the termination ends: kubelet waits for housekeeping's SyncKnownPods; podsync's store has
 //     already refused a stale re-creation by its tombstones, so the restart is real and its request waits for it.
-//   - a failed termination removes the worker (the next kill starts over); kubelet retries it with back-off.
+//   - a failed termination removes the worker (the next kill starts over); kubelet retries it with back-off;
+//   - kills come in kinds: the eviction manager's (its pod's containers stopped, the pod kept), a teardown that may
+//     find itself stale (a PUT's dropped pod, a controller's delete) and a DELETE's (`always`: it runs on a
+//     terminated worker too, as podsync's DELETE removes the pod's sandboxes and node data and answers with what it
+//     found, where kubelet leaves that to housekeeping's HandlePodCleanups). An eviction of a pod being torn down
+//     is ignored; a teardown replaces a waiting eviction.
 
 export type UpdateType = "create" | "update" | "sync" | "kill";
 export type WorkerState = "syncing" | "terminating" | "terminated";
@@ -37,7 +42,15 @@ export interface PodWork<T> {
   key?: string | undefined;
   /** A concurrency slot to hold while the work runs (resolves with its release). */
   slot?: (() => Promise<() => void>) | undefined;
+  /** A kill that runs on a terminated worker too and never joins a running kill (DELETE, the eviction manager's
+   * re-creation: each answers with what its own teardown found). */
+  always?: boolean | undefined;
+  /** A kill that stops the pod's containers and keeps the pod (the eviction manager's evictPod). */
+  evict?: boolean | undefined;
 }
+
+/** A kill's kind: the eviction manager's, a DELETE's (`always`), or a teardown that may find itself stale. */
+const killKind = (w: PodWork<unknown>) => (w.evict ? "evict" : w.always ? "always" : "kill");
 
 /** Thrown by work that found, once run, that a newer change made it moot (nothing was done). */
 export class StaleWorkError extends Error {}
@@ -89,7 +102,8 @@ export class PodWorkers {
       const waiter = { resolve: resolve as Waiter["resolve"], reject };
       let w = this.workers.get(uid);
       if (!w) {
-        const state = work.type === "kill" ? "terminating" : "syncing";
+        // A kill takes a new worker to terminating as it takes a syncing one.
+        const state = "syncing";
         w = { state, working: false, current: undefined, pending: undefined, restart: undefined, before: "syncing" };
         this.workers.set(uid, w);
       }
@@ -144,23 +158,7 @@ export class PodWorkers {
   private accept(w: Worker, p: Pending): void {
     const { type } = p.work;
     if (type === "kill") {
-      if (w.state === "terminated") {
-        ignore(p, w.state);
-        return;
-      }
-      // A kill replaces any pending sync (kubelet: a kill is never lost to a later sync); kills join each other.
-      if (w.current?.work.type === "kill" && !w.pending) {
-        w.current.waiters.push(...p.waiters);
-        return;
-      }
-      if (w.pending?.work.type === "kill") {
-        w.pending.waiters.push(...p.waiters);
-        return;
-      }
-      supersede(w.pending);
-      if (w.state === "syncing") w.before = "syncing";
-      w.state = "terminating";
-      w.pending = p;
+      this.acceptKill(w, p);
       return;
     }
     if (w.state !== "syncing") {
@@ -181,6 +179,44 @@ export class PodWorkers {
     // it is superseded by it at once.
     if (type === "sync" && w.pending) supersede(p);
     else w.pending = replace(w.pending, p);
+  }
+
+  /** A kill replaces any pending sync (kubelet: a kill is never lost to a later sync); kills of one kind join each
+   * other, and a teardown joins a DELETE's (it does the same). */
+  private acceptKill(w: Worker, p: Pending): void {
+    const kind = killKind(p.work);
+    if (w.state === "terminated" && kind !== "always") {
+      ignore(p, w.state);
+      return;
+    }
+    const pending = w.pending?.work.type === "kill" ? w.pending : undefined;
+    const current = w.current?.work.type === "kill" ? w.current : undefined;
+    const joins = (q: Pending) => {
+      const k = killKind(q.work);
+      return k === kind || (kind === "kill" && k === "always");
+    };
+    if (pending && joins(pending)) {
+      pending.waiters.push(...p.waiters);
+      return;
+    }
+    if (current && !pending && kind !== "always" && joins(current)) {
+      current.waiters.push(...p.waiters);
+      return;
+    }
+    // An eviction of a pod already being torn down is moot (kubelet evicts only pods that still run).
+    if (kind === "evict" && w.state !== "syncing") {
+      ignore(p, w.state);
+      return;
+    }
+    // A DELETE's kill takes a waiting teardown's place and its waiters (it tears the pod down as well); any other
+    // waiting work (a sync, an eviction) is superseded by the kill.
+    if (pending && kind === "always" && killKind(pending.work) === "kill") {
+      pending.replaced?.();
+      p.waiters.unshift(...pending.waiters);
+    } else supersede(w.pending);
+    if (w.state === "syncing") w.before = "syncing";
+    w.state = "terminating";
+    w.pending = p;
   }
 
   private start(uid: string, w: Worker): void {

@@ -92,9 +92,6 @@ function tokenOk(expected: string | undefined, header: string | undefined): bool
 const identity = (b: Buffer) => b;
 
 export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
-  const allowed = allowList(o.allow);
-  const maxConcurrent = o.maxConcurrent ?? 64;
-  const maxDeadline = o.maxDeadlineMs ?? 120_000;
   const maxMsg = o.maxMessageBytes ?? 16 * 1024 * 1024;
   const log = o.log ?? ((r) => console.log(JSON.stringify(r)));
   const upstream = new grpc.Client(
@@ -102,7 +99,42 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
     grpc.credentials.createInsecure(),
     channelOptionsFor(maxMsg),
   );
-  const call = (path: string, body: Buffer, deadline: number) =>
+  const call = unaryCaller(upstream);
+  const gate = createPolicyGate(
+    {
+      policy: o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] },
+      rootDir: o.rootDir ?? "/var/lib/podsync",
+      podLogsDir: o.policyLogsDir ?? o.podLogsDir,
+    },
+    call,
+  );
+  const fwd = createForwarder(o, call, gate, log);
+  const grpcFront = o.grpcListen ? await startGrpcFront(o.grpcListen, o.tls, maxMsg, fwd) : undefined;
+  const webFront = o.grpcWebListen ? await startGrpcWebFront(o.grpcWebListen, { o, maxMsg, fwd, log }) : undefined;
+
+  return {
+    grpcPort: grpcFront?.port,
+    grpcWebPort: webFront?.port,
+    async shutdown(graceMs = 30_000) {
+      await fwd.drain(graceMs);
+      const web = webFront?.server;
+      await Promise.all([
+        grpcFront ? new Promise<void>((r) => grpcFront.server.tryShutdown(() => r())) : undefined,
+        web
+          ? new Promise<void>((r) => {
+              web.close(() => r());
+              web.closeAllConnections();
+            })
+          : undefined,
+      ]);
+      upstream.close();
+    },
+  };
+}
+
+/** One unary call on the runtime's socket, bytes in and out: the reply, or its gRPC error. */
+function unaryCaller(upstream: grpc.Client) {
+  return (path: string, body: Buffer, deadline: number) =>
     new Promise<Outcome>((res) => {
       upstream.makeUnaryRequest<Buffer, Buffer>(
         path,
@@ -117,19 +149,40 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
         },
       );
     });
-  const gate = createPolicyGate(
-    {
-      policy: o.policy ?? { level: DEFAULT_POLICY_LEVEL, hostPathAllow: [] },
-      rootDir: o.rootDir ?? "/var/lib/podsync",
-      podLogsDir: o.policyLogsDir ?? o.podLogsDir,
-    },
-    call,
-  );
+}
+
+type Log = (rec: Record<string, unknown>) => void;
+
+/** Gatekeeping and forwarding shared by both front ends, with the calls in flight and the drain. */
+interface Forwarder {
+  /** Every unary CRI method path, and whether it is allowed. */
+  allowed: Map<string, boolean>;
+  readonly draining: boolean;
+  forward(
+    front: string,
+    path: string,
+    auth: string | undefined,
+    deadlineMs: number | undefined,
+    body: Buffer,
+    peer: string,
+  ): Promise<Outcome>;
+  /** Refuse new calls; wait for those in flight, up to `graceMs`. */
+  drain(graceMs: number): Promise<void>;
+}
+
+function createForwarder(
+  o: ProxyOptions,
+  call: (path: string, body: Buffer, deadline: number) => Promise<Outcome>,
+  gate: ReturnType<typeof createPolicyGate>,
+  log: Log,
+): Forwarder {
+  const allowed = allowList(o.allow);
+  const maxConcurrent = o.maxConcurrent ?? 64;
+  const maxDeadline = o.maxDeadlineMs ?? 120_000;
   let inFlight = 0;
   let draining = false;
   let drained: (() => void) | undefined;
 
-  /** Gatekeeping and forwarding shared by both front ends. */
   async function forward(
     front: string,
     path: string,
@@ -184,223 +237,227 @@ export async function startProxy(o: ProxyOptions): Promise<RunningProxy> {
     return out;
   }
 
-  // gRPC front end: every unary method registered with byte-for-byte serializers.
-  let grpcServer: grpc.Server | undefined;
-  let grpcPort: number | undefined;
-  if (o.grpcListen) {
-    grpcServer = new grpc.Server({ "grpc.max_receive_message_length": maxMsg, "grpc.max_send_message_length": maxMsg });
-    for (const s of SERVICES) {
-      const def: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
-      const impl: grpc.UntypedServiceImplementation = {};
-      for (const meth of s.methods) {
-        if (meth.methodKind !== "unary") continue;
-        const path = `/${s.typeName}/${meth.name}`;
-        def[meth.name] = {
-          path,
-          requestStream: false,
-          responseStream: false,
-          requestSerialize: identity,
-          requestDeserialize: identity,
-          responseSerialize: identity,
-          responseDeserialize: identity,
-        };
-        impl[meth.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-          const dl = call.getDeadline();
-          const ms =
-            dl instanceof Date ? dl.getTime() - Date.now() : Number.isFinite(dl) ? Number(dl) - Date.now() : undefined;
-          const auth = call.metadata.get("authorization")[0];
-          void forward(
-            "grpc",
-            path,
-            typeof auth === "string" ? auth : undefined,
-            ms,
-            call.request,
-            call.getPeer(),
-          ).then((r) => (r.code === GrpcCode.OK ? cb(null, r.body!) : cb({ code: r.code, details: r.details })));
-        };
-      }
-      grpcServer.addService(def as grpc.ServiceDefinition, impl);
-    }
-    const creds = o.tls
-      ? grpc.ServerCredentials.createSsl(
-          o.tls.clientCa ? Buffer.from(o.tls.clientCa) : null,
-          [{ cert_chain: Buffer.from(o.tls.cert), private_key: Buffer.from(o.tls.key) }],
-          Boolean(o.tls.clientCa),
-        )
-      : grpc.ServerCredentials.createInsecure();
-    grpcPort = await new Promise<number>((res, rej) =>
-      grpcServer!.bindAsync(o.grpcListen!, creds, (e, port) => (e ? rej(e) : res(port))),
-    );
-  }
-
-  // gRPC-Web front end.
-  let web: HttpServer | undefined;
-  let grpcWebPort: number | undefined;
-  if (o.grpcWebListen) {
-    // A client that aborts, resets or sends a truncated body ends its own call as cancelled; it never reaches the
-    // process as an unhandled rejection.
-    const handler = (req: IncomingMessage, res: ServerResponse) =>
-      void serveGrpcWeb(req, res).catch((e: unknown) => {
-        log({
-          time: new Date().toISOString(),
-          front: "grpc-web",
-          method: (req.url ?? "").split("?")[0],
-          code: "CANCELLED",
-          error: `client stream: ${(e as Error)?.message ?? e}`,
-        });
-        if (!res.headersSent && !res.destroyed) trailersOnly(res, GrpcCode.CANCELLED, "the request stream failed");
-        else res.destroy();
-      });
-    web = o.tls
-      ? createHttpsServer(
-          {
-            cert: o.tls.cert,
-            key: o.tls.key,
-            ...(o.tls.clientCa ? { ca: o.tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
-          },
-          handler,
-        )
-      : createHttpServer(handler);
-    // Bounds on what a connection may hold: headers and body must arrive in time, and connections are capped.
-    web.headersTimeout = 10_000;
-    web.requestTimeout = 30_000;
-    web.maxConnections = o.maxConnections ?? 1024;
-    const [host, port] = splitHostPort(o.grpcWebListen);
-    grpcWebPort = await new Promise<number>((res, rej) => {
-      web!.once("error", rej);
-      web!.listen(port, host, () => {
-        const a = web!.address();
-        res(typeof a === "object" && a ? a.port : port);
-      });
-    });
-  }
-
-  function trailersOnly(res: ServerResponse, code: number, details: string) {
-    res.writeHead(200, {
-      "content-type": "application/grpc-web+proto",
-      "grpc-status": String(code),
-      "grpc-message": encodeURIComponent(details),
-    });
-    res.end();
-  }
-
-  async function serveGrpcWeb(req: IncomingMessage, res: ServerResponse) {
-    const path = (req.url ?? "").split("?")[0]!;
-    if (path.startsWith(LOGS_PREFIX)) {
-      // The same gate as a CRI call (the TLS layer already checked a client certificate), before anything is read.
-      if (draining)
-        return void res
-          .writeHead(503, { "content-type": "application/json" })
-          .end('{"error":"cri-proxy is shutting down"}');
-      if (!tokenOk(o.token, req.headers.authorization))
-        return void res
-          .writeHead(401, { "content-type": "application/json" })
-          .end('{"error":"missing or wrong bearer token"}');
-      // 501, not 404: a missing file is 404, and the Worker must not take "no logs served" for "no log yet".
-      if (!o.podLogsDir)
-        return void res
-          .writeHead(501, { "content-type": "application/json" })
-          .end('{"error":"this cri-proxy serves no logs (start it with --pod-logs-dir)"}');
-      const t0 = performance.now();
-      await serveLogFiles(req, res, o.podLogsDir).catch(() => {
-        if (!res.headersSent)
-          res.writeHead(500, { "content-type": "application/json" }).end('{"error":"log read failed"}');
-      });
-      log({
-        time: new Date().toISOString(),
-        front: "logs",
-        method: path,
-        peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`,
-        status: res.statusCode,
-        durationMs: Math.round((performance.now() - t0) * 100) / 100,
-      });
-      return;
-    }
-    if (
-      req.method !== "POST" ||
-      !/^application\/grpc-web(\+proto)?$/.test((req.headers["content-type"] ?? "").split(";")[0]!.trim())
-    ) {
-      res
-        .writeHead(415, { "content-type": "text/plain" })
-        .end("cri-proxy serves gRPC-Web: POST application/grpc-web+proto\n");
-      return;
-    }
-    // Auth, limits and the method check come from the headers, before one byte of body is read or buffered.
-    const refuse = (code: number, details: string) => {
-      res.setHeader("connection", "close");
-      trailersOnly(res, code, details);
-      log({
-        time: new Date().toISOString(),
-        front: "grpc-web",
-        method: path,
-        peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`,
-        code: grpcCodeName(code),
-        durationMs: 0,
-        bytesIn: 0,
-        bytesOut: 0,
-      });
-    };
-    if (!tokenOk(o.token, req.headers.authorization))
-      return refuse(GrpcCode.UNAUTHENTICATED, "missing or wrong bearer token");
-    if (Number(req.headers["content-length"] ?? 0) > maxMsg + 5)
-      return refuse(GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
-    if (!allowed.get(path))
-      return refuse(
-        allowed.has(path) ? GrpcCode.PERMISSION_DENIED : GrpcCode.UNIMPLEMENTED,
-        allowed.has(path)
-          ? `${path} is not allowed by cri-proxy (enable it with --allow)`
-          : `unknown or streaming method ${path}`,
-      );
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > maxMsg + 5)
-        return trailersOnly(res, GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
-      chunks.push(chunk as Buffer);
-    }
-    let frames;
-    try {
-      frames = decodeFrames(Buffer.concat(chunks), maxMsg);
-    } catch (e) {
-      return trailersOnly(res, GrpcCode.INTERNAL, `malformed gRPC-Web request: ${(e as Error).message}`);
-    }
-    const data = frames.find((f) => f.flag === 0);
-    if (!data || frames.length !== 1)
-      return trailersOnly(res, GrpcCode.INTERNAL, "a unary gRPC-Web request carries exactly one message frame");
-    const r = await forward(
-      "grpc-web",
-      path,
-      req.headers.authorization,
-      parseGrpcTimeout(req.headers["grpc-timeout"] as string | undefined),
-      Buffer.from(data.payload),
-      `${req.socket.remoteAddress}:${req.socket.remotePort}`,
-    );
-    if (r.code !== GrpcCode.OK) return trailersOnly(res, r.code, r.details);
-    const trailer = Buffer.from(`grpc-status:0\r\ngrpc-message:\r\n`);
-    res.writeHead(200, { "content-type": "application/grpc-web+proto" });
-    res.end(Buffer.concat([encodeFrame(0, r.body!), encodeFrame(0x80, trailer)]));
-  }
-
   return {
-    grpcPort,
-    grpcWebPort,
-    async shutdown(graceMs = 30_000) {
+    allowed,
+    get draining() {
+      return draining;
+    },
+    forward,
+    async drain(graceMs) {
       draining = true;
       const idle = inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => (drained = r));
       await Promise.race([idle, new Promise((r) => setTimeout(r, graceMs))]);
-      await Promise.all([
-        grpcServer ? new Promise<void>((r) => grpcServer!.tryShutdown(() => r())) : undefined,
-        web
-          ? new Promise<void>((r) => {
-              web!.close(() => r());
-              web!.closeAllConnections();
-            })
-          : undefined,
-      ]);
-      upstream.close();
     },
   };
+}
+
+/** The gRPC front end: every unary method registered with byte-for-byte serializers. */
+async function startGrpcFront(
+  listen: string,
+  tls: ProxyOptions["tls"],
+  maxMsg: number,
+  fwd: Forwarder,
+): Promise<{ server: grpc.Server; port: number }> {
+  const server = new grpc.Server({ "grpc.max_receive_message_length": maxMsg, "grpc.max_send_message_length": maxMsg });
+  for (const s of SERVICES) {
+    const def: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+    const impl: grpc.UntypedServiceImplementation = {};
+    for (const meth of s.methods) {
+      if (meth.methodKind !== "unary") continue;
+      const path = `/${s.typeName}/${meth.name}`;
+      def[meth.name] = {
+        path,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      };
+      impl[meth.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        const dl = call.getDeadline();
+        const ms =
+          dl instanceof Date ? dl.getTime() - Date.now() : Number.isFinite(dl) ? Number(dl) - Date.now() : undefined;
+        const auth = call.metadata.get("authorization")[0];
+        void fwd
+          .forward("grpc", path, typeof auth === "string" ? auth : undefined, ms, call.request, call.getPeer())
+          .then((r) => (r.code === GrpcCode.OK ? cb(null, r.body!) : cb({ code: r.code, details: r.details })));
+      };
+    }
+    server.addService(def as grpc.ServiceDefinition, impl);
+  }
+  const creds = tls
+    ? grpc.ServerCredentials.createSsl(
+        tls.clientCa ? Buffer.from(tls.clientCa) : null,
+        [{ cert_chain: Buffer.from(tls.cert), private_key: Buffer.from(tls.key) }],
+        Boolean(tls.clientCa),
+      )
+    : grpc.ServerCredentials.createInsecure();
+  const port = await new Promise<number>((res, rej) =>
+    server.bindAsync(listen, creds, (e, port) => (e ? rej(e) : res(port))),
+  );
+  return { server, port };
+}
+
+/** What the gRPC-Web front end's requests need. */
+interface WebContext {
+  o: ProxyOptions;
+  maxMsg: number;
+  fwd: Forwarder;
+  log: Log;
+}
+
+/** The gRPC-Web front end (HTTP/1.1), which also serves the log files. */
+async function startGrpcWebFront(listen: string, ctx: WebContext): Promise<{ server: HttpServer; port: number }> {
+  const { o, log } = ctx;
+  // A client that aborts, resets or sends a truncated body ends its own call as cancelled; it never reaches the
+  // process as an unhandled rejection.
+  const handler = (req: IncomingMessage, res: ServerResponse) =>
+    void serveGrpcWeb(req, res, ctx).catch((e: unknown) => {
+      log({
+        time: new Date().toISOString(),
+        front: "grpc-web",
+        method: (req.url ?? "").split("?")[0],
+        code: "CANCELLED",
+        error: `client stream: ${(e as Error)?.message ?? e}`,
+      });
+      if (!res.headersSent && !res.destroyed) trailersOnly(res, GrpcCode.CANCELLED, "the request stream failed");
+      else res.destroy();
+    });
+  const web = o.tls
+    ? createHttpsServer(
+        {
+          cert: o.tls.cert,
+          key: o.tls.key,
+          ...(o.tls.clientCa ? { ca: o.tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+        },
+        handler,
+      )
+    : createHttpServer(handler);
+  // Bounds on what a connection may hold: headers and body must arrive in time, and connections are capped.
+  web.headersTimeout = 10_000;
+  web.requestTimeout = 30_000;
+  web.maxConnections = o.maxConnections ?? 1024;
+  const [host, port] = splitHostPort(listen);
+  const bound = await new Promise<number>((res, rej) => {
+    web.once("error", rej);
+    web.listen(port, host, () => {
+      const a = web.address();
+      res(typeof a === "object" && a ? a.port : port);
+    });
+  });
+  return { server: web, port: bound };
+}
+
+function trailersOnly(res: ServerResponse, code: number, details: string) {
+  res.writeHead(200, {
+    "content-type": "application/grpc-web+proto",
+    "grpc-status": String(code),
+    "grpc-message": encodeURIComponent(details),
+  });
+  res.end();
+}
+
+/** The log files under /podsync/v1/logs/, behind the same gate as a CRI call. */
+async function serveLogs(req: IncomingMessage, res: ServerResponse, path: string, ctx: WebContext) {
+  const { o, fwd, log } = ctx;
+  // The same gate as a CRI call (the TLS layer already checked a client certificate), before anything is read.
+  if (fwd.draining)
+    return void res
+      .writeHead(503, { "content-type": "application/json" })
+      .end('{"error":"cri-proxy is shutting down"}');
+  if (!tokenOk(o.token, req.headers.authorization))
+    return void res
+      .writeHead(401, { "content-type": "application/json" })
+      .end('{"error":"missing or wrong bearer token"}');
+  // 501, not 404: a missing file is 404, and the Worker must not take "no logs served" for "no log yet".
+  if (!o.podLogsDir)
+    return void res
+      .writeHead(501, { "content-type": "application/json" })
+      .end('{"error":"this cri-proxy serves no logs (start it with --pod-logs-dir)"}');
+  const t0 = performance.now();
+  await serveLogFiles(req, res, o.podLogsDir).catch(() => {
+    if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end('{"error":"log read failed"}');
+  });
+  log({
+    time: new Date().toISOString(),
+    front: "logs",
+    method: path,
+    peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+    status: res.statusCode,
+    durationMs: Math.round((performance.now() - t0) * 100) / 100,
+  });
+}
+
+async function serveGrpcWeb(req: IncomingMessage, res: ServerResponse, ctx: WebContext) {
+  const { o, maxMsg, fwd, log } = ctx;
+  const { allowed } = fwd;
+  const path = (req.url ?? "").split("?")[0]!;
+  if (path.startsWith(LOGS_PREFIX)) return serveLogs(req, res, path, ctx);
+  if (
+    req.method !== "POST" ||
+    !/^application\/grpc-web(\+proto)?$/.test((req.headers["content-type"] ?? "").split(";")[0]!.trim())
+  ) {
+    res
+      .writeHead(415, { "content-type": "text/plain" })
+      .end("cri-proxy serves gRPC-Web: POST application/grpc-web+proto\n");
+    return;
+  }
+  // Auth, limits and the method check come from the headers, before one byte of body is read or buffered.
+  const refuse = (code: number, details: string) => {
+    res.setHeader("connection", "close");
+    trailersOnly(res, code, details);
+    log({
+      time: new Date().toISOString(),
+      front: "grpc-web",
+      method: path,
+      peer: `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+      code: grpcCodeName(code),
+      durationMs: 0,
+      bytesIn: 0,
+      bytesOut: 0,
+    });
+  };
+  if (!tokenOk(o.token, req.headers.authorization))
+    return refuse(GrpcCode.UNAUTHENTICATED, "missing or wrong bearer token");
+  if (Number(req.headers["content-length"] ?? 0) > maxMsg + 5)
+    return refuse(GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
+  if (!allowed.get(path))
+    return refuse(
+      allowed.has(path) ? GrpcCode.PERMISSION_DENIED : GrpcCode.UNIMPLEMENTED,
+      allowed.has(path)
+        ? `${path} is not allowed by cri-proxy (enable it with --allow)`
+        : `unknown or streaming method ${path}`,
+    );
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > maxMsg + 5)
+      return trailersOnly(res, GrpcCode.RESOURCE_EXHAUSTED, `request larger than the ${maxMsg} byte limit`);
+    chunks.push(chunk as Buffer);
+  }
+  let frames;
+  try {
+    frames = decodeFrames(Buffer.concat(chunks), maxMsg);
+  } catch (e) {
+    return trailersOnly(res, GrpcCode.INTERNAL, `malformed gRPC-Web request: ${(e as Error).message}`);
+  }
+  const data = frames.find((f) => f.flag === 0);
+  if (!data || frames.length !== 1)
+    return trailersOnly(res, GrpcCode.INTERNAL, "a unary gRPC-Web request carries exactly one message frame");
+  const r = await fwd.forward(
+    "grpc-web",
+    path,
+    req.headers.authorization,
+    parseGrpcTimeout(req.headers["grpc-timeout"] as string | undefined),
+    Buffer.from(data.payload),
+    `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+  );
+  if (r.code !== GrpcCode.OK) return trailersOnly(res, r.code, r.details);
+  const trailer = Buffer.from(`grpc-status:0\r\ngrpc-message:\r\n`);
+  res.writeHead(200, { "content-type": "application/grpc-web+proto" });
+  res.end(Buffer.concat([encodeFrame(0, r.body!), encodeFrame(0x80, trailer)]));
 }
 
 /** grpc-timeout: an integer and a unit (H, M, S, m, u, n). */

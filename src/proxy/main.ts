@@ -24,31 +24,7 @@ const USAGE = `usage: cri-proxy --runtime ENDPOINT [--listen HOST:PORT] [--grpc-
 const isLoopback = (addr: string) => /^(127\.|\[?::1\]?$|localhost$)/.test(splitHostPort(addr)[0]);
 
 async function main() {
-  const { values: v } = parseArgs({
-    options: {
-      runtime: {
-        type: "string",
-        default: process.env["CRI_PROXY_RUNTIME"] ?? "unix:///run/containerd/containerd.sock",
-      },
-      listen: { type: "string" },
-      "grpc-web-listen": { type: "string" },
-      "token-file": { type: "string" },
-      "tls-cert": { type: "string" },
-      "tls-key": { type: "string" },
-      "client-ca": { type: "string" },
-      allow: { type: "string" },
-      "max-concurrent": { type: "string" },
-      "max-deadline-ms": { type: "string" },
-      "max-message-bytes": { type: "string" },
-      "max-connections": { type: "string" },
-      "pod-logs-dir": { type: "string" },
-      policy: { type: "string" },
-      "policy-hostpath-allow": { type: "string" },
-      "root-dir": { type: "string" },
-      "insecure-no-auth": { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
+  const v = flags();
   if (v.help) return console.log(USAGE);
   const fail = (m: string): never => {
     console.error(`cri-proxy: ${m}\n${USAGE}`);
@@ -81,6 +57,71 @@ async function main() {
       fail(`--${flag}: must be an integer from ${min} to ${max} (got ${JSON.stringify(s)})`);
     return n;
   };
+  const settings = proxySettings(v, fail);
+  const p = await startProxy({
+    upstream: v.runtime!,
+    grpcListen: v.listen,
+    grpcWebListen: v["grpc-web-listen"],
+    token,
+    tls,
+    allow: v.allow ? v.allow.split(",").map((s) => s.trim()) : [],
+    maxConcurrent: num("max-concurrent", 1, 100_000),
+    maxDeadlineMs: num("max-deadline-ms", 1, 3_600_000),
+    maxMessageBytes: num("max-message-bytes", 1024, 256 * 1024 * 1024),
+    maxConnections: num("max-connections", 1, 100_000),
+    podLogsDir: v["pod-logs-dir"],
+    policy: nodePolicy(settings),
+    // As the node resolves it (its mounts name canonical paths).
+    rootDir: canonicalRootDir(settings.PODSYNC_ROOT_DIR),
+    // Sandboxes log under the node's pod logs dir, whether or not this proxy serves those logs.
+    policyLogsDir: settings.PODSYNC_POD_LOGS_DIR,
+  });
+  console.error(banner(v, settings, p, token, tls));
+  const stop = () => {
+    console.error("cri-proxy: draining in-flight calls");
+    void p.shutdown().then(() => process.exit(0));
+  };
+  // Last line of defence: an error in one request's handling is logged (no body, no token) and the proxy serves on.
+  process.on("unhandledRejection", (e) =>
+    console.error(
+      JSON.stringify({ time: new Date().toISOString(), error: `unhandled: ${(e as Error)?.message ?? String(e)}` }),
+    ),
+  );
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}
+
+function flags() {
+  return parseArgs({
+    options: {
+      runtime: {
+        type: "string",
+        default: process.env["CRI_PROXY_RUNTIME"] ?? "unix:///run/containerd/containerd.sock",
+      },
+      listen: { type: "string" },
+      "grpc-web-listen": { type: "string" },
+      "token-file": { type: "string" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
+      "client-ca": { type: "string" },
+      allow: { type: "string" },
+      "max-concurrent": { type: "string" },
+      "max-deadline-ms": { type: "string" },
+      "max-message-bytes": { type: "string" },
+      "max-connections": { type: "string" },
+      "pod-logs-dir": { type: "string" },
+      policy: { type: "string" },
+      "policy-hostpath-allow": { type: "string" },
+      "root-dir": { type: "string" },
+      "insecure-no-auth": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  }).values;
+}
+
+type Flags = ReturnType<typeof flags>;
+
+function proxySettings(v: Flags, fail: (m: string) => never) {
   // The node policy and layout: the same settings, names, defaults and checks as Node and Workers
   // (src/settings/common.ts); a flag wins over the environment, and a bad value names where it came from.
   const env = process.env;
@@ -108,48 +149,28 @@ async function main() {
     const key = String(i.path[0]) as keyof typeof sources;
     fail(`${sources[key]?.source ?? key}: ${i.message} (got ${JSON.stringify(sources[key]?.value)})`);
   }
-  const settings = parsed.data!;
-  const p = await startProxy({
-    upstream: v.runtime!,
-    grpcListen: v.listen,
-    grpcWebListen: v["grpc-web-listen"],
-    token,
-    tls,
-    allow: v.allow ? v.allow.split(",").map((s) => s.trim()) : [],
-    maxConcurrent: num("max-concurrent", 1, 100_000),
-    maxDeadlineMs: num("max-deadline-ms", 1, 3_600_000),
-    maxMessageBytes: num("max-message-bytes", 1024, 256 * 1024 * 1024),
-    maxConnections: num("max-connections", 1, 100_000),
-    podLogsDir: v["pod-logs-dir"],
-    policy: nodePolicy(settings),
-    // As the node resolves it (its mounts name canonical paths).
-    rootDir: canonicalRootDir(settings.PODSYNC_ROOT_DIR),
-    // Sandboxes log under the node's pod logs dir, whether or not this proxy serves those logs.
-    policyLogsDir: settings.PODSYNC_POD_LOGS_DIR,
-  });
-  console.error(
+  return parsed.data!;
+}
+
+/** The start-up line: where it forwards and listens, how callers authenticate, the node policy. */
+function banner(
+  v: Flags,
+  settings: ReturnType<typeof proxySettings>,
+  p: { grpcPort?: number | undefined; grpcWebPort?: number | undefined },
+  token: string | undefined,
+  tls: { clientCa?: string | undefined } | undefined,
+): string {
+  return (
     `cri-proxy: forwarding to ${v.runtime}` +
-      (p.grpcPort ? `; gRPC on ${v.listen!.replace(/:\d+$/, `:${p.grpcPort}`)}` : "") +
-      (p.grpcWebPort ? `; gRPC-Web on ${v["grpc-web-listen"]!.replace(/:\d+$/, `:${p.grpcWebPort}`)}` : "") +
-      (tls ? (tls.clientCa ? " (mutual TLS)" : " (TLS)") : "") +
-      (token ? " (bearer token)" : "") +
-      `; node policy ${settings.PODSYNC_POLICY}` +
-      (settings.PODSYNC_POLICY_HOSTPATH_ALLOW.length
-        ? ` (hostPath allowed under ${settings.PODSYNC_POLICY_HOSTPATH_ALLOW.join(", ")})`
-        : ""),
+    (p.grpcPort ? `; gRPC on ${v.listen!.replace(/:\d+$/, `:${p.grpcPort}`)}` : "") +
+    (p.grpcWebPort ? `; gRPC-Web on ${v["grpc-web-listen"]!.replace(/:\d+$/, `:${p.grpcWebPort}`)}` : "") +
+    (tls ? (tls.clientCa ? " (mutual TLS)" : " (TLS)") : "") +
+    (token ? " (bearer token)" : "") +
+    `; node policy ${settings.PODSYNC_POLICY}` +
+    (settings.PODSYNC_POLICY_HOSTPATH_ALLOW.length
+      ? ` (hostPath allowed under ${settings.PODSYNC_POLICY_HOSTPATH_ALLOW.join(", ")})`
+      : "")
   );
-  const stop = () => {
-    console.error("cri-proxy: draining in-flight calls");
-    void p.shutdown().then(() => process.exit(0));
-  };
-  // Last line of defence: an error in one request's handling is logged (no body, no token) and the proxy serves on.
-  process.on("unhandledRejection", (e) =>
-    console.error(
-      JSON.stringify({ time: new Date().toISOString(), error: `unhandled: ${(e as Error)?.message ?? String(e)}` }),
-    ),
-  );
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
 }
 
 main().catch((e) => {

@@ -69,51 +69,7 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
   const { policy } = o;
   // privileged with no hostPath allow-list has no check a CRI config could fail: the proxy stays opaque.
   const off = policy.level === "privileged" && policy.hostPathAllow.length === 0;
-  const cacheSize = o.cacheSize ?? 4096;
-  const sandboxes = new Map<string, SandboxFacts>();
-
-  async function sandboxFacts(id: string, deadline: number): Promise<SandboxFacts | { code: number; details: string }> {
-    const hit = sandboxes.get(id);
-    if (hit) return hit;
-    const req = toBinary(PodSandboxStatusRequestSchema, {
-      $typeName: "runtime.v1.PodSandboxStatusRequest",
-      podSandboxId: id,
-      verbose: false,
-    });
-    const r = await upstream(POD_SANDBOX_STATUS, Buffer.from(req), deadline);
-    if (r.code !== GrpcCode.OK)
-      return {
-        code: r.code,
-        details: `cri-proxy could not read sandbox ${JSON.stringify(id)} to check the container against the node policy: ${r.details}`,
-      };
-    let status;
-    try {
-      status = fromBinary(PodSandboxStatusResponseSchema, r.body ?? Buffer.alloc(0)).status;
-    } catch (e) {
-      return {
-        code: GrpcCode.INTERNAL,
-        details: `cri-proxy could not decode the runtime's PodSandboxStatus: ${(e as Error).message}`,
-      };
-    }
-    // A sandbox the runtime answers for without a status cannot be judged: refuse rather than check the
-    // container without its sandbox's namespaces.
-    if (!status?.id)
-      return {
-        code: GrpcCode.NOT_FOUND,
-        details: `cri-proxy found no status for sandbox ${JSON.stringify(id)} to check the container against the node policy`,
-      };
-    const facts: SandboxFacts = {
-      id: status.id,
-      uid: status.metadata?.uid ?? "",
-      namespaces: status.linux?.namespaces?.options,
-    };
-    // Only a sandbox the runtime knows is cached; ids are the runtime's, so a hit is the same sandbox.
-    if (status.id === id) {
-      if (sandboxes.size >= cacheSize) sandboxes.delete(sandboxes.keys().next().value!);
-      sandboxes.set(id, facts);
-    }
-    return facts;
-  }
+  const sandboxFacts = createSandboxFacts(upstream, o.cacheSize ?? 4096);
 
   const context = (uid: string | undefined): CriPolicyContext => ({
     // A uid that is not one path component names no pod directory of podsync's: no internal mounts then.
@@ -185,6 +141,59 @@ export function createPolicyGate(o: PolicyGateOptions, upstream: UpstreamCall): 
         };
       return { ok: true, body: Buffer.from(toBinary(schema as DescMessage, req)) };
     },
+  };
+}
+
+/** A sandbox's facts (full id, pod uid, namespaces) read from the runtime with PodSandboxStatus, cached by id. */
+function createSandboxFacts(
+  upstream: UpstreamCall,
+  cacheSize: number,
+): (id: string, deadline: number) => Promise<SandboxFacts | { code: number; details: string }> {
+  const sandboxes = new Map<string, SandboxFacts>();
+  return async function sandboxFacts(
+    id: string,
+    deadline: number,
+  ): Promise<SandboxFacts | { code: number; details: string }> {
+    const hit = sandboxes.get(id);
+    if (hit) return hit;
+    const req = toBinary(PodSandboxStatusRequestSchema, {
+      $typeName: "runtime.v1.PodSandboxStatusRequest",
+      podSandboxId: id,
+      verbose: false,
+    });
+    const r = await upstream(POD_SANDBOX_STATUS, Buffer.from(req), deadline);
+    if (r.code !== GrpcCode.OK)
+      return {
+        code: r.code,
+        details: `cri-proxy could not read sandbox ${JSON.stringify(id)} to check the container against the node policy: ${r.details}`,
+      };
+    let status;
+    try {
+      status = fromBinary(PodSandboxStatusResponseSchema, r.body ?? Buffer.alloc(0)).status;
+    } catch (e) {
+      return {
+        code: GrpcCode.INTERNAL,
+        details: `cri-proxy could not decode the runtime's PodSandboxStatus: ${(e as Error).message}`,
+      };
+    }
+    // A sandbox the runtime answers for without a status cannot be judged: refuse rather than check the
+    // container without its sandbox's namespaces.
+    if (!status?.id)
+      return {
+        code: GrpcCode.NOT_FOUND,
+        details: `cri-proxy found no status for sandbox ${JSON.stringify(id)} to check the container against the node policy`,
+      };
+    const facts: SandboxFacts = {
+      id: status.id,
+      uid: status.metadata?.uid ?? "",
+      namespaces: status.linux?.namespaces?.options,
+    };
+    // Only a sandbox the runtime knows is cached; ids are the runtime's, so a hit is the same sandbox.
+    if (status.id === id) {
+      if (sandboxes.size >= cacheSize) sandboxes.delete(sandboxes.keys().next().value!);
+      sandboxes.set(id, facts);
+    }
+    return facts;
   };
 }
 

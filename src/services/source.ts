@@ -4,7 +4,7 @@
 // each change of either feed recomputes once (coalesced to one pass per turn of the event loop), and
 // subscribers are told only when the snapshot changed. A pod whose readiness probe fails leaves its Service's
 // ready endpoints as soon as the relist that follows the probe result has fed the pods (the loop relists at once
-// on a changed result: src/pleg/loop.ts).
+// on a changed result: src/syncloop/).
 //
 // The data plane (src/services/proxy, src/services/dns) subscribes: `subscribe(cb)` then `snapshot()` in cb.
 // Everything in a snapshot is upstream's JSON shape (v1.Service, discovery.k8s.io/v1 EndpointSlice, v1.Endpoints,

@@ -15,7 +15,12 @@ declare module "ws" {
     constructor(
       address: string | URL,
       protocols: string | string[],
-      options: { maxPayload?: number; headers?: Record<string, string> },
+      options: {
+        maxPayload?: number;
+        headers?: Record<string, string>;
+        handshakeTimeout?: number;
+        perMessageDeflate?: boolean;
+      },
     );
     // The fleet link (src/http/fleet/link.ts): headers on the upgrade, a bound on what it takes.
     constructor(

@@ -8,7 +8,8 @@ import type { NodePolicy } from "../auth/policy.js";
 import type { WorkloadStore } from "../controllers/store.js";
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { NodeInfo } from "../lifecycle/predicates.js";
-import type { DesiredState } from "../pleg/desired-state.js";
+import type { DesiredPod, DesiredState } from "../pleg/desired-state.js";
+import type { PodDispatch } from "../podworkers/dispatch.js";
 import type { Prober } from "../prober/prober.js";
 import type { ServiceNetwork } from "../services/allocate.js";
 import type { PodProbeResults } from "../status/api-status.js";
@@ -38,6 +39,8 @@ export interface RequestLog {
 /** The node's pieces the pod use cases run over, as the entry point resolved them (defaults applied). */
 export interface NodePorts {
   runtime: PodRuntime;
+  /** The pod workers (src/podworkers/): a DELETE's kill runs in the pod's worker; absent: through the front door. */
+  pods?: PodDispatch<DesiredPod> | undefined;
   desired: DesiredState;
   policy: NodePolicy;
   nodeInfo: NodeInfo;

@@ -56,20 +56,30 @@ async function users(cri: CriClient, desired: readonly Pod[]): Promise<Map<strin
   return new Map([...out].map(([k, v]) => [k, [...v.values()]]));
 }
 
+/** The claims' directories on the node, by namespace and name (no runtime call). */
+export async function listClaimDirs(
+  host: Pick<VolumeHost, "listDirs">,
+  rootDir: string,
+): Promise<{ namespace: string; name: string }[]> {
+  const root = claimsDir(rootDir);
+  // Dot-directories are podsync's own (.unassigned: claims the layout migration could not place).
+  const namespaces = (await host.listDirs(root)).filter((n) => !n.startsWith("."));
+  const names = await Promise.all(
+    namespaces.map(async (namespace) =>
+      (await host.listDirs(`${root}/${namespace}`)).map((name) => ({ namespace, name })),
+    ),
+  );
+  return names.flat();
+}
+
 export async function listClaims(
   cri: CriClient,
   host: VolumeHost,
   rootDir: string,
   desired: readonly Pod[] = [],
 ): Promise<ClaimInfo[]> {
-  const root = claimsDir(rootDir);
-  // Dot-directories are podsync's own (.unassigned: claims the layout migration could not place).
-  const namespaces = (await host.listDirs(root)).filter((n) => !n.startsWith("."));
-  const [names, used] = await Promise.all([
-    Promise.all(namespaces.map(async (ns) => (await host.listDirs(`${root}/${ns}`)).map((name) => ({ ns, name })))),
-    users(cri, desired),
-  ]);
-  return names.flat().map(({ ns, name }) => ({
+  const [names, used] = await Promise.all([listClaimDirs(host, rootDir), users(cri, desired)]);
+  return names.map(({ namespace: ns, name }) => ({
     namespace: ns,
     name,
     path: claimPath(rootDir, ns, name),

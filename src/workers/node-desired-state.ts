@@ -5,7 +5,7 @@
 import { RELIST_INTERVAL_DEFAULT_MS } from "../settings/common.js";
 import { StaleGenerationError, type DesiredPod } from "../pleg/desired-state.js";
 import { UidConflictError } from "../kuberuntime/pod-identity.js";
-import { startReconcileLoop, type ReconcileLoop } from "../pleg/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../syncloop/sync-loop.js";
 import { createProber, type Prober } from "../prober/prober.js";
 import type { DOState } from "./durable-object.js";
 import { KUBE_PREFIX, NODE_HEADER } from "./desired-state-client.js";
@@ -33,7 +33,7 @@ interface Agent {
  * StorageDesiredState and StorageWorkloadStore) and runs the node agent's reconcile on an alarm: every
  * PODSYNC_RELIST_INTERVAL_MS (default 10 s) while it holds desired pods or workloads, and no alarm at all while it
  * holds neither (an idle node costs nothing). Each alarm is one pass of the same loop Node runs on a timer
- * (pleg/loop.ts, driven by tick()): the workload controllers, then a relist through the node's cri-proxy
+ * (syncloop/sync-loop.ts, driven by tick()): the workload controllers, then a relist through the node's cri-proxy
  * (ListPodSandbox + ListContainers), decide, and sync the pods that need it through the engine's front door, under
  * the same per-pod lease the HTTP routes take (nodeRuntime). The passes feed the node's Kubernetes API
  * (node-kube.ts), which this object serves.
@@ -254,6 +254,7 @@ export class NodeDesiredState {
       runtime: engine.runtime,
       probes: (uid) => prober.results(uid),
       pass: () => this.pass(loop),
+      workloads: this.workloads,
       log: (rec) => log({ loop: "kubeapi", node, ...rec }),
     });
     // Its syncs and deletes feed the Kubernetes API's pods and events; so does its relist.

@@ -21,6 +21,8 @@ import {
 import { nodeObject, type V1Node } from "../kubeapi/node-object.js";
 import { createPodFeed, type RelistView } from "../kubeapi/pod-feed.js";
 import { createKubeApi } from "../kubeapi/routes.js";
+import { createWorkloadFeed } from "../kubeapi/kinds/workload-feed.js";
+import type { WorkloadStore } from "../controllers/store.js";
 import { RvClock, WatchHub } from "../kubeapi/watch-hub.js";
 import type { DesiredPod } from "../pleg/desired-state.js";
 import type { Pod } from "../pod/schema.js";
@@ -75,6 +77,8 @@ export interface NodeKubeOptions {
   probes: (uid: string) => PodProbeResults | undefined;
   /** One reconcile pass now (relist and feed): the first answer about pods after the object (re)starts. */
   pass: () => Promise<void>;
+  /** The node's workloads: served read-only (kubectl get deploy), brought up to the store at each list and relist. */
+  workloads?: WorkloadStore | undefined;
   log: (rec: Record<string, unknown>) => void;
 }
 
@@ -110,9 +114,11 @@ export function nodeKube(o: NodeKubeOptions): NodeKube {
       ),
     ]);
   };
+  const workloads = o.workloads ? createWorkloadFeed(clock, o.workloads) : undefined;
   const kube = createKubeApi({
     verifier: o.verifier,
     pods,
+    workloads,
     events: recorder,
     node: { hub: nodeHub, refresh: refreshNode },
     // Before the first answer about pods: the runtime's name, and a pass (an object just started has not relisted).
@@ -142,7 +148,11 @@ export function nodeKube(o: NodeKubeOptions): NodeKube {
     fetch: async (req) => kube.fetch(req),
     recording: (rt) =>
       recordingEvents(rt, recorder, { synced: (pod, r) => synced(pod, r.after), deleted: (uid) => feed.removed(uid) }),
-    onRelist: (entries, view) => feed(entries, view, o.probes),
+    onRelist: (entries, view) => {
+      feed(entries, view, o.probes);
+      // The controllers ran in the same pass: their statuses and the workloads they made reach a watch now.
+      workloads?.load().catch((e: unknown) => o.log({ event: "error", what: "workload feed", error: String(e) }));
+    },
     report(r) {
       if ("synced" in r) {
         synced(r.synced.pod, r.synced.after);

@@ -2,9 +2,11 @@
 // command's --help, refuses a YAML name outside examples/, and syncs each example to a lab node (startNode on the
 // REAL containerd), then checks it ran: the rollouts finish (rollout status, exit 0), the Job completes, the
 // CronJob is kept, the StatefulSet's claim is there; examples/empty.yaml (apply --prune-all) empties the node.
+// sync's progress is checked as a pipe sees it and apply's through a pseudo-terminal (issue 41 item 7); the
+// StatefulSet's claim outlives it in get pvc, the CLI's and kubectl's.
 // Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -32,6 +34,25 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
         },
       },
       (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+/** A command on a pseudo-terminal (util-linux script): what the terminal shows, stdout and stderr together. */
+function script(command: string): Promise<{ code: number; stdout: string }> {
+  return new Promise((res) =>
+    execFile(
+      "script",
+      ["-qec", command, "/dev/null"],
+      {
+        env: {
+          PATH: process.env["PATH"] ?? "",
+          HOME: join(dir, "home"),
+          PODSYNC_URL: running?.url ?? "",
+          PODSYNC_KEY: join(dir, "dev-key.json"),
+        },
+      },
+      (e, stdout) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout }),
     ),
   );
 }
@@ -76,6 +97,23 @@ describe.skipIf(skip)("the examples the help texts name", () => {
       const r = await cli(["sync", "-f", f, "-q"]);
       expect(r.code, `${f}: ${r.stderr}`).toBe(0);
     }
+    // A pod's sync with its progress, as a pipe sees it: the heading, then one plain line per event of the pod.
+    const progressPod = join(dir, "progress.yaml");
+    const name = `progress-${Date.now().toString(36)}`;
+    writeFileSync(
+      progressPod,
+      readFileSync("examples/pod.yaml", "utf8")
+        .replace(/name: hello/, `name: ${name}`)
+        .replace(/\n\s*uid: .*/, ""),
+    );
+    const synced = await cli(["sync", "-f", progressPod]);
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(synced.stderr).toMatch(
+      new RegExp(`^syncing: pulling images, starting containers \\(\\d+s\\)\npod/${name}: `),
+    );
+    expect(synced.stderr).toMatch(new RegExp(`^pod/${name}: Started container main$`, "m"));
+    expect(synced.stderr).toMatch(/^synced: 1 created, 0 changed, 0 unchanged, 0 warnings\n$/m);
+    expect(synced.stderr).not.toContain(String.fromCharCode(27));
     for (const w of ["deployment/web", "statefulset/db", "daemonset/agent"]) {
       const r = await cli(["rollout", "status", w, "--timeout=120s"]);
       expect(r.code, `${w}: ${r.stdout}${r.stderr}`).toBe(0);
@@ -100,12 +138,34 @@ describe.skipIf(skip)("the examples the help texts name", () => {
       500,
     );
 
-    const emptied = await cli(["apply", "-f", "examples/empty.yaml", "--prune-all"]);
+    // On a terminal (a pseudo-terminal from script): the block of pods rewritten in place, then the summary.
+    const emptied = await script("node bin/podsync.mjs apply -f examples/empty.yaml --prune-all");
+    expect(emptied.code, emptied.stdout).toBe(0);
+    const esc = String.fromCharCode(27);
+    expect(emptied.stdout).toMatch(new RegExp(`${esc}\\[\\d+F${esc}\\[Japplying generation \\d+: `));
+    expect(emptied.stdout).toMatch(/pod\/\S+: Stopping container main\r?\n/);
+    expect(emptied.stdout).toMatch(/generation \d+: 0 created, 0 configured, 0 unchanged, \d+ deleted, 0 warnings/);
     // Every workload leaves the desired state (a kill the loaded lab runtime times out is retried by the loop).
     for (const w of ["deployment/web", "statefulset/db", "daemonset/agent", "job/count", "cronjob/tick"])
-      expect(emptied.stdout, emptied.stderr).toContain(`${w} deleted`);
+      expect(emptied.stdout).toContain(`${w} deleted`);
     // The workloads are gone (their pods go at the controllers' next pass; another node's pods on the same lab
     // runtime would be listed as orphans, so pods are not counted here).
     expect((await cli(["get", "deploy,sts,ds,job,cj", "-A", "-o", "name"])).stdout).toBe("");
+    // The StatefulSet is gone; its claim (kept: persistentVolumeClaimRetentionPolicy Retain, the default) still lists
+    // as a Bound claim, in the CLI and in kubectl against the node's Kubernetes API.
+    expect((await cli(["get", "pvc"])).stdout).toMatch(/^data-db-0\s+Bound\s/m);
+    const kc = await cli(["kubeconfig", "--server", running.tls!.url]);
+    expect(kc.code, kc.stderr).toBe(0);
+    writeFileSync(join(dir, "kubeconfig"), kc.stdout);
+    const k = await new Promise<{ code: number; stdout: string; stderr: string }>((res) =>
+      execFile(
+        process.env["PODSYNC_KUBECTL"] ?? "/usr/bin/kubectl",
+        ["get", "pvc"],
+        { env: { ...process.env, HOME: join(dir, "home"), KUBECONFIG: join(dir, "kubeconfig") }, timeout: 60_000 },
+        (e, stdout, stderr) => res({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
+    expect(k.code, k.stderr).toBe(0);
+    expect(k.stdout).toMatch(/^data-db-0\s+Bound\s/m);
   }, 600_000);
 });

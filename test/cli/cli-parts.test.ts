@@ -1,5 +1,5 @@
 // The CLI's pure parts: kubectl's -o jsonpath templates, -l selectors, flag parsing in podsync's words, the
-// key lookup order and the progress line.
+// key lookup order, the progress line and the per-pod progress block.
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +9,7 @@ import { configDir, findKey } from "../../src/cli/keys.js";
 import { jsonPath } from "../../src/cli/print/jsonpath.js";
 import { parseSelector } from "../../src/cli/selector.js";
 import { parseDuration, progress } from "../../src/cli/progress.js";
+import { podProgress } from "../../src/cli/print/pod-progress.js";
 
 const list = {
   kind: "List",
@@ -125,5 +126,54 @@ describe("progress", () => {
     const q = progress({ quiet: true }, stream);
     q.update("x");
     expect(out).toBe("");
+  });
+});
+
+describe("per-pod progress (apply, sync)", () => {
+  const sink = (isTTY: boolean) => {
+    const s = { out: "", isTTY, columns: 40, rows: 5, write: (t: string) => ((s.out += t), true) };
+    return s;
+  };
+  it("without a terminal: the heading once (not again for its seconds), each pod's new state once, as lines", () => {
+    const s = sink(false);
+    const p = podProgress({ quiet: false }, s as unknown as NodeJS.WriteStream);
+    p.heading("applying generation 2 (0s)");
+    p.heading("applying generation 2 (1s)");
+    p.set("pod/a", 'Pulling image "x"');
+    p.set("pod/b", "Started container main");
+    p.set("pod/a", 'Pulling image "x"');
+    p.set("pod/a", "Started container main");
+    p.done();
+    expect(s.out).toBe(
+      'applying generation 2 (0s)\npod/a: Pulling image "x"\npod/b: Started container main\npod/a: Started container main\n',
+    );
+  });
+  it("on a terminal: one line per pod, the block rewritten in place, cut to the width and height, cleared at the end", () => {
+    const s = sink(true);
+    const p = podProgress({ quiet: false }, s as unknown as NodeJS.WriteStream);
+    p.heading("syncing (0s)");
+    expect(s.out).toBe("\r\x1b[Jsyncing (0s)\n");
+    s.out = "";
+    p.set("pod/a", "Created container: main");
+    expect(s.out).toBe("\x1b[1F\x1b[Jsyncing (0s)\npod/a: Created container: main\n");
+    s.out = "";
+    p.set("pod/a", `Started container ${"x".repeat(60)}`);
+    expect(s.out.split("\n")[1]).toHaveLength(39);
+    for (const n of ["b", "c", "d", "e"]) p.set(`pod/${n}`, "Started");
+    s.out = "";
+    p.set("pod/f", "Started");
+    // 5 rows: the heading, the newest two pods and a count (the cursor cannot go above the screen).
+    expect(s.out).toBe("\x1b[4F\x1b[Jsyncing (0s)\npod/e: Started\npod/f: Started\n… and 4 more\n");
+    s.out = "";
+    p.done();
+    expect(s.out).toBe("\x1b[4F\x1b[J");
+  });
+  it("-q: nothing", () => {
+    const s = sink(true);
+    const p = podProgress({ quiet: true }, s as unknown as NodeJS.WriteStream);
+    p.heading("x");
+    p.set("pod/a", "y");
+    p.done();
+    expect(s.out).toBe("");
   });
 });

@@ -2,7 +2,7 @@
 // and decisions, ported from rollout_status.go, rollback.go and history.go, and Go's tabwriter.
 import { describe, expect, it } from "vitest";
 import { describeWorkload, tabwrite } from "../../src/cli/print/describe.js";
-import { editable, objectRefs } from "../../src/cli/workloads/edit.js";
+import { editable } from "../../src/cli/workloads/edit.js";
 import { historyTable, revisions, rollback, rolloutStatus } from "../../src/cli/workloads/rollout.js";
 import { statefulSetClaims } from "../../src/kubeapi/kinds/statefulset-claims.js";
 
@@ -130,7 +130,7 @@ describe("rollout history and undo (history.go, rollback.go)", () => {
 });
 
 describe("the CLI's edits and describe", () => {
-  it("editable drops status and the API server's metadata; objectRefs names the ConfigMaps and Secrets", () => {
+  it("editable drops status and the API server's metadata", () => {
     const stored = {
       metadata: { name: "w", uid: "u", generation: 3, creationTimestamp: "t", ownerReferences: [] },
       status: { replicas: 1 },
@@ -138,19 +138,6 @@ describe("the CLI's edits and describe", () => {
     };
     const w = editable(stored);
     expect(w).toEqual({ metadata: { name: "w", uid: "u" }, spec: {} });
-    expect(
-      objectRefs({
-        spec: {
-          volumes: [
-            { name: "c", configMap: { name: "cfg" } },
-            { name: "s", secret: { secretName: "tls" } },
-          ],
-          containers: [{ envFrom: [{ secretRef: { name: "env" } }] }],
-          imagePullSecrets: [{ name: "pull" }],
-        },
-      }),
-    ).toEqual(['ConfigMap "cfg"', 'Secret "tls"', 'Secret "env"', 'Secret "pull"']);
-    expect(objectRefs({ spec: { containers: [{ image: "x" }] } })).toEqual([]);
   });
   it("describe: kubectl's fields for a Job and a CronJob, aligned as kubectl's tab writer aligns them", () => {
     const template = { spec: { restartPolicy: "Never", containers: [{ name: "main", image: "localhost/busybox:1" }] } };
@@ -214,5 +201,22 @@ describe("a StatefulSet's claims as PersistentVolumeClaims", () => {
       status: { phase: "Bound", capacity: { storage: "1Gi" } },
     });
     expect(statefulSetClaims([set], [])[0]!.metadata.uid).toBe(statefulSetClaims([set], [])[0]!.metadata.uid);
+    // Retained directories: one past the set's replicas keeps its template's claim (and uid); one of a set that is
+    // gone is a bare Bound claim; a directory of a claim listed already is not listed twice.
+    const dirs = [
+      { namespace: "shop", name: "data-db-0" },
+      { namespace: "shop", name: "data-db-3" },
+      { namespace: "shop", name: "data-old-0" },
+    ];
+    const retained = statefulSetClaims([set], [sent], dirs);
+    expect(retained.map((c) => c.metadata.name)).toEqual(["data-db-0", "data-db-3", "data-old-0"]);
+    expect(retained[1]).toMatchObject({
+      metadata: { labels: { app: "db" } },
+      status: { capacity: { storage: "1Gi" } },
+    });
+    expect(retained[2]).toMatchObject({ metadata: { namespace: "shop" }, status: { phase: "Bound" } });
+    expect(JSON.stringify(retained[2])).not.toContain("capacity");
+    const alone = statefulSetClaims<{ metadata: { name: string; uid?: string } }>([], [], [dirs[1]!]);
+    expect(alone[0]!.metadata.uid).not.toBe((retained[1] as { metadata: { uid?: string } }).metadata.uid);
   });
 });

@@ -247,7 +247,9 @@ describe("podsync sync's progress", () => {
         (e, stdout, stderr) => (e ? rej(new Error(stderr)) : res({ stdout, stderr })),
       ),
     );
-    expect(r.stderr).toContain('syncing: pod/web: Pulling image "example.com/big:1"');
+    // One plain line per pod event (stderr is a pipe here), then the summary.
+    expect(r.stderr).toMatch(/^pod\/web: Pulling image "example\.com\/big:1"$/m);
+    expect(r.stderr).toMatch(/\nsynced: 0 created, 0 changed, 1 unchanged, 0 warnings\n$/);
     expect(r.stdout).toBe("pod/web (default, uid uid-web): unchanged (converged)\n");
   });
 });

@@ -273,7 +273,24 @@ describe.skipIf(skip)("podsync workload verbs against a node", () => {
       "          imagePullPolicy: IfNotPresent",
       '          imagePullPolicy: IfNotPresent\n          readinessProbe: { exec: { command: ["false"] }, periodSeconds: 1 }',
     );
-    writeFileSync(file, [deployment("roll", 1), stuck].join("\n---\n"));
+    // roll's pods read a ConfigMap and a Secret sent in the same file: scale, restart and undo re-sign the
+    // Deployment alone, and the node keeps the two with it (its pods would wait for them otherwise).
+    const roll = deployment("roll", 1)
+      .replace("echo hello from $(hostname)", "echo hello from $(hostname) $GREETING $PASS")
+      .replace(
+        "          imagePullPolicy: IfNotPresent",
+        [
+          "          imagePullPolicy: IfNotPresent",
+          "          env:",
+          "            - { name: GREETING, valueFrom: { configMapKeyRef: { name: roll-cfg, key: greeting } } }",
+          "            - { name: PASS, valueFrom: { secretKeyRef: { name: roll-secret, key: pass } } }",
+        ].join("\n"),
+      );
+    const objects = [
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: roll-cfg, namespace: ${NS} }\ndata: { greeting: hi-cfg }`,
+      `apiVersion: v1\nkind: Secret\nmetadata: { name: roll-secret, namespace: ${NS} }\nstringData: { pass: s3cret }`,
+    ];
+    writeFileSync(file, [roll, stuck, ...objects].join("\n---\n"));
     const synced = await cli(["sync", file]);
     expect(synced.code, synced.stderr).toBe(0);
     const done = await cli(["rollout", "status", "deploy/roll", "-n", NS, "--timeout=90s"]);
@@ -352,6 +369,13 @@ describe.skipIf(skip)("podsync workload verbs against a node", () => {
     );
     expect((await cli(["rollout", "history", "sts/roll", "-n", NS])).stderr).toContain(
       "rollout history does not take a StatefulSet",
+    );
+    // The undone pods still see the ConfigMap and the Secret.
+    await until(
+      "roll's log with the ConfigMap's and the Secret's values",
+      async () => (await cli(["logs", "deploy/roll", "-n", NS])).stdout.includes(" hi-cfg s3cret"),
+      30_000,
+      300,
     );
     for (const d of ["deploy/roll", "deploy/stuck"]) await cli(["delete", d, "-n", NS]);
   }, 300_000);

@@ -8,8 +8,7 @@ import { MemoryWorkloadStore, type StoredWorkload } from "../../src/controllers/
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { Deployment, Job, StatefulSet, type Workload } from "../../src/pod/workloads/schema.js";
 import { jobSelectorDefaults } from "../../src/pod/workloads/job-labels.js";
-import { connectGrpc } from "../../src/cri/grpc-transport.js";
-import { startFakeCri } from "../support/fake-cri.js";
+import { useFakeCri } from "../support/fake-cri-suite.js";
 import { Harness, ISSUER, NODE } from "../support/http.js";
 import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -145,9 +144,9 @@ describe("plan of a body's workloads", () => {
 });
 
 describe("POST /v1/pods/plan with workloads", () => {
+  const suite = useFakeCri();
   it("answers the pods the controllers would make, with their actions; stores nothing; the CLI prints them", async () => {
-    const fake = await startFakeCri();
-    const cri = connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 });
+    const { cri } = suite;
     const workloads = new MemoryWorkloadStore();
     const h = await Harness.start(cri, { workloads });
     try {
@@ -219,8 +218,6 @@ describe("POST /v1/pods/plan with workloads", () => {
       expect(refused.stderr).toContain("object 2 of 2 has no kind");
     } finally {
       await h.close();
-      cri.close();
-      await fake.close();
     }
   }, 60_000);
 });

@@ -17,7 +17,7 @@ import { FileDesiredState } from "../../src/state/desired-pods.js";
 import { FileWorkloadStore } from "../../src/state/workloads.js";
 import { importSealKey, newSealKeyBytes } from "../../src/state/secret-seal.js";
 import { createControllers } from "../../src/controllers/run.js";
-import { startReconcileLoop, type ReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import { derivedUid } from "../../src/pod/workloads/uid.js";
 import { Harness, NODE } from "../support/http.js";
 import { until } from "../support/wait.js";

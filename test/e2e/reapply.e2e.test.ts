@@ -14,6 +14,7 @@ import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import type { Running } from "../../src/node.js";
 import { until } from "../support/wait.js";
+import { writeKubeconfig } from "../support/kubeconfig.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -164,25 +165,12 @@ beforeAll(async () => {
     true,
   );
   if (!running.tls) throw new Error("the server serves no TLS");
-  writeFileSync(
-    join(dir, "kubeconfig"),
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [
-        {
-          name: "n",
-          cluster: {
-            server: running.tls.url,
-            "certificate-authority-data": Buffer.from(running.tls.caCert).toString("base64"),
-          },
-        },
-      ],
-      users: [{ name: "reader", user: { token: await sign({ act: "read" }) } }],
-      contexts: [{ name: "n", context: { cluster: "n", user: "reader", namespace: NS } }],
-      "current-context": "n",
-    }),
-  );
+  writeKubeconfig(join(dir, "kubeconfig"), {
+    name: "n",
+    tls: running.tls,
+    token: await sign({ act: "read" }),
+    namespace: NS,
+  });
 });
 
 afterAll(async () => {

@@ -12,7 +12,7 @@ import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { MemoryPullBackOff } from "../../src/container/backoff.js";
 import { FileDesiredState } from "../../src/state/desired-pods.js";
-import { startFleetLink } from "../../src/http/fleet/node-link.js";
+import { NodeFleetSettings, startFleetLink } from "../../src/http/fleet/node-link.js";
 import { FleetIdentity } from "../../src/http/fleet/identity.js";
 import type { FleetLink } from "../../src/http/fleet/link.js";
 import { STREAM } from "../../src/http/fleet/protocol.js";
@@ -68,7 +68,12 @@ afterAll(async () => {
 });
 
 async function node(
-  o: { heartbeatMs?: string; serve?: (req: Request) => Promise<Response>; env?: Record<string, string> } = {},
+  o: {
+    heartbeatMs?: string;
+    serve?: (req: Request) => Promise<Response>;
+    local?: () => string | undefined;
+    env?: Record<string, string>;
+  } = {},
 ) {
   const stateDir = mkdtempSync(join(tmpdir(), "podsync-fleet-link-"));
   const id = await FleetIdentity.load(stateDir);
@@ -99,6 +104,7 @@ async function node(
     pods: () => [],
     log: (r) => logs.push(r),
     ...(o.serve ? { serve: o.serve } : {}),
+    ...(o.local ? { local: o.local } : {}),
   }))!;
   links.push(link);
   await link.ready();
@@ -171,14 +177,24 @@ describe("a node pulling from an untrusted fleet", () => {
       logs.some((l) => l["event"] === "applied" && l["generation"] === 5),
     );
     expect(await desired.generation()).toBe(5);
-    expect(logs.filter((l) => l["event"] === "applied").map((l) => l["generation"])).toEqual([1, 4, 5]);
+    // Clock skew (issue #38, ±5 min): a set signed by a clock 5 min ahead of the node's applies too (its checks are
+    // made as of its own iat; 10 min behind is the first case above).
+    send(ws, 6, await signedSet(owner, NODE, 6, [], { iatOffsetS: 300 }));
+    await until("generation 6 applied", async () => (await desired.generation()) === 6);
+    expect(logs.filter((l) => l["event"] === "applied").map((l) => l["generation"])).toEqual([1, 4, 5, 6]);
   });
 
   it("finds a half-open connection by its heartbeat and reconnects", async () => {
+    // Issue #38: within 60 s with the defaults (three heartbeats of silence, checked every heartbeat).
+    const defaults = NodeFleetSettings.parse({});
+    expect(4 * defaults.PODSYNC_FLEET_HEARTBEAT_MS).toBeLessThanOrEqual(60_000);
     const { link, logs, ws } = await node({ heartbeatMs: "200" });
     // The far end stops answering without closing: a half-open connection as the node sees it.
     muted.add(ws);
     await until("the link saw it", async () => logs.some((l) => l["event"] === "heartbeat-lost"), 10_000);
+    // Found at the first check after three silent heartbeats (scaled down here: 200 ms).
+    const lost = logs.find((l) => l["event"] === "heartbeat-lost")!;
+    expect(Number(lost["silentMs"])).toBeGreaterThan(3 * 200);
     await until(
       "connected again",
       async () => link.connected() && logs.filter((l) => l["event"] === "connected").length === 2,
@@ -265,6 +281,111 @@ describe("streams over the link", () => {
     await until("the summary again", async () => types(next).includes("status"));
     expect(types(next).slice(0, 2)).toEqual(["hello", "status"]);
     expect(bySocket.get(next)!.find((m) => m["type"] === "status")).toEqual(first);
+  });
+});
+
+describe("sessions over the link (kubectl exec)", () => {
+  it("dials the node's own listener; each session within its own credit, both ways, whole messages", async () => {
+    // A stand-in for the node's listener (the real one is its exec upgrade, test/fleet/fleet.e2e.test.ts): /flood
+    // sends four 40 KiB messages at once, /echo echoes, anything else is refused as the node refuses exec.
+    const FLOOD = 40 * 1024;
+    const heard: { path: string; auth: string | undefined; protocol: string }[] = [];
+    const closed: string[] = [];
+    const wss = new WebSocketServer({ noServer: true, handleProtocols: (p) => [...p][0] ?? false });
+    const local = createServer();
+    local.on("upgrade", (req, socket, head) => {
+      if (!["/flood", "/echo"].includes(req.url ?? "")) {
+        const body = JSON.stringify({ kind: "Status", code: 403, message: "exec is off on this node" });
+        socket.end(
+          `HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+        );
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (w) => {
+        heard.push({ path: req.url!, auth: req.headers.authorization, protocol: w.protocol });
+        w.on("close", () => closed.push(req.url!));
+        if (req.url === "/flood") for (let i = 0; i < 4; i++) w.send(Buffer.alloc(FLOOD, 48 + i), { binary: true });
+        else w.on("message", (d) => w.send(d as Buffer, { binary: true }));
+      });
+    });
+    await new Promise<void>((r) => local.listen(0, "127.0.0.1", () => r()));
+    const la = local.address();
+    const origin = `ws://127.0.0.1:${typeof la === "object" && la ? la.port : 0}`;
+    const { ws } = await node({ local: () => origin });
+    const frames: Record<string, unknown>[] = [];
+    ws.on("message", (d) => {
+      const t = d.toString();
+      if (t !== "ping") frames.push(JSON.parse(t) as Record<string, unknown>);
+    });
+    const of = (id: number, type: string) => frames.filter((f) => f["id"] === id && f["type"] === type);
+    const bytes = (id: number) =>
+      of(id, "data").reduce((n, f) => n + Buffer.from(String(f["data"]), "base64").byteLength, 0);
+    /** The session's messages, put together from their frames (`more`: the message goes on). */
+    const messages = (id: number) => {
+      const out: Buffer[] = [];
+      let parts: Buffer[] = [];
+      for (const f of of(id, "data")) {
+        parts.push(Buffer.from(String(f["data"]), "base64"));
+        if (!f["more"]) out.push(Buffer.concat(parts)), (parts = []);
+      }
+      return out;
+    };
+    const open = (id: number, path: string) =>
+      ws.send(
+        JSON.stringify({
+          type: "open",
+          id,
+          method: "GET",
+          path,
+          upgrade: "websocket",
+          headers: [
+            ["authorization", "Bearer t"],
+            ["sec-websocket-protocol", "v5.channel.k8s.io, v4.channel.k8s.io"],
+            ["cookie", "not carried"],
+          ],
+        }),
+      );
+    // Session 1's client is slow (no credit granted): it stops at its window, mid-message.
+    open(1, "/flood");
+    await until("session 1 at its window", async () => bytes(1) === STREAM.windowBytes);
+    expect(of(1, "head")[0]).toMatchObject({ status: 101, headers: [["sec-websocket-protocol", "v5.channel.k8s.io"]] });
+    // Session 2 goes on meanwhile: a 20 KiB message in two frames, echoed whole.
+    open(2, "/echo");
+    await until("session 2 open", async () => of(2, "head").length === 1);
+    const msg = Buffer.alloc(20 * 1024, 7);
+    ws.send(JSON.stringify({ type: "data", id: 2, data: msg.subarray(0, 16_384).toString("base64"), more: true }));
+    ws.send(JSON.stringify({ type: "data", id: 2, data: msg.subarray(16_384).toString("base64") }));
+    await until("the echo", async () => messages(2).length === 1);
+    expect(messages(2)[0]!.equals(msg)).toBe(true);
+    // The node granted back what its listener took of session 2's input.
+    await until(
+      "credit for session 2",
+      async () => of(2, "credit").reduce((n, f) => n + Number(f["bytes"]), 0) === msg.byteLength,
+    );
+    expect(bytes(1)).toBe(STREAM.windowBytes);
+    // Credit for session 1: the rest comes, as the four messages it was.
+    ws.send(JSON.stringify({ type: "credit", id: 1, bytes: 4 * FLOOD }));
+    await until("session 1's four messages", async () => messages(1).length === 4);
+    expect(messages(1).map((m) => [m.byteLength, m[0]])).toEqual([0, 1, 2, 3].map((i) => [FLOOD, 48 + i]));
+    expect(of(1, "data").every((f) => Buffer.from(String(f["data"]), "base64").byteLength <= STREAM.chunkBytes)).toBe(
+      true,
+    );
+    // The client leaves: the listener's socket is closed; the listener ending a session ends it at the Worker.
+    ws.send(JSON.stringify({ type: "cancel", id: 2 }));
+    await until("session 2 closed at the listener", async () => closed.includes("/echo"));
+    // A refused upgrade comes back as the listener's answer.
+    open(3, "/exec-off");
+    await until("session 3 answered", async () => of(3, "end").length === 1);
+    expect(of(3, "head")[0]).toMatchObject({ status: 403 });
+    expect(Buffer.concat(of(3, "data").map((f) => Buffer.from(String(f["data"]), "base64"))).toString()).toMatch(
+      /exec is off/,
+    );
+    // Only the token and the subprotocols reached the listener.
+    expect(heard).toEqual([
+      { path: "/flood", auth: "Bearer t", protocol: "v5.channel.k8s.io" },
+      { path: "/echo", auth: "Bearer t", protocol: "v5.channel.k8s.io" },
+    ]);
+    local.close();
   });
 });
 

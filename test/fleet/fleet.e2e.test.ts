@@ -3,12 +3,13 @@
 // lists them Ready; a Deployment sent to one node through the Worker runs there; with the Worker stopped a
 // SIGKILLed container comes back and a restarted agent brings its pods back from its local store; when the Worker
 // returns (restarted, its storage kept) the agents reconnect, nothing unchanged restarts, and the registry's status
-// is current again. Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
-import { execFile, spawn } from "node:child_process";
+// is current again. Node 3 runs as its own process (dist/node.js) and is SIGKILLed in the middle of an update: it
+// comes back to the whole set. Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK } from "jose";
@@ -46,6 +47,8 @@ let port: number;
 let tls: HttpsServer | undefined;
 let tlsUrl: string;
 const agents = new Map<string, Running>();
+/** Node 3: an agent in its own process (it is SIGKILLed mid-update). */
+let child: ChildProcess | undefined;
 
 const freePort = () =>
   new Promise<number>((res) => {
@@ -67,10 +70,12 @@ const startWorker = async () => {
 };
 
 const agentEnv = (name: string, token?: string): Record<string, string> => ({
+  // Node 1's owner allows exec (kubectl exec through the Worker); the others leave it off.
+  ...(name === NODES[0] ? { PODSYNC_ALLOW_EXEC: "true" } : {}),
   PODSYNC_CRI_ENDPOINT: endpoint,
   PODSYNC_SERVICE_DATAPLANE: "off",
+  // PODSYNC_HOST is left at its default: the agents' only listener is on loopback.
   PODSYNC_PORT: "0",
-  PODSYNC_HOST: "127.0.0.1",
   PODSYNC_NODE_NAME: name,
   PODSYNC_POLICY: "privileged",
   PODSYNC_STATE_DIR: join(dir, name, "state"),
@@ -132,9 +137,9 @@ const plainPod = (name: string) => ({
   },
 });
 
-/** The running containers of NS's pods, by pod name: id, pid, restart count. */
-async function containers(): Promise<Map<string, { id: string; attempt: number }>> {
-  const sandboxes = (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace === NS && s.state === 0);
+/** The running containers of the namespace's pods, by pod name: id, restart count. */
+async function containers(ns = NS): Promise<Map<string, { id: string; attempt: number }>> {
+  const sandboxes = (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace === ns && s.state === 0);
   const out = new Map<string, { id: string; attempt: number }>();
   const cs = (await cri.listContainers({})).containers;
   for (const sb of sandboxes)
@@ -148,6 +153,13 @@ const pidOf = async (id: string) =>
 const nodeOf = async (name: string): Promise<FleetNode | undefined> =>
   (await listNodes(base, key)).find((n) => n.metadata.name === name);
 
+/** Node 3's agent as its own process (npm start's entry), so it can be SIGKILLed. */
+function startChild(env: Record<string, string>): ChildProcess {
+  const c = spawn(process.execPath, ["dist/node.js"], { env: { ...process.env, ...env }, stdio: "ignore" });
+  c.on("error", () => undefined);
+  return c;
+}
+
 /** kubectl sends its token only over https: a TLS front on loopback for the Worker (wrangler dev serves http). */
 async function startTlsFront(): Promise<void> {
   const c = selfSignedCert("fleet-e2e", ["localhost"], ["127.0.0.1"], new Date());
@@ -158,6 +170,19 @@ async function startTlsFront(): Promise<void> {
     });
     up.on("error", () => res.destroy());
     req.pipe(up);
+  });
+  // kubectl exec's upgrade: the raw bytes both ways.
+  tls.on("upgrade", (req, socket, head) => {
+    const up = connect(port, "127.0.0.1", () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      up.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length) up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    up.on("error", () => socket.destroy());
+    socket.on("error", () => up.destroy());
   });
   await new Promise<void>((r) => tls!.listen(0, "127.0.0.1", () => r()));
   const a = tls.address();
@@ -184,11 +209,23 @@ const kubectl = (config: string, ...args: string[]) =>
   new Promise<string>((res, rej) =>
     execFile(
       KUBECTL,
-      [...args, "--kubeconfig", config, "--cache-dir", join(dir, "kube-cache")],
+      ["--kubeconfig", config, "--cache-dir", join(dir, "kube-cache"), ...args],
       { timeout: 60_000 },
       (e, out, err) => (e ? rej(new Error(`kubectl ${args.join(" ")}: ${e.message}\n${err}`)) : res(out)),
     ),
   );
+
+/** kubectl with `input` on its stdin. */
+const kubectlIn = (config: string, input: Buffer, ...args: string[]) =>
+  new Promise<string>((res, rej) => {
+    const p = execFile(
+      KUBECTL,
+      ["--kubeconfig", config, "--cache-dir", join(dir, "kube-cache"), ...args],
+      { timeout: 60_000 },
+      (e, out, err) => (e ? rej(new Error(`kubectl ${args.join(" ")}: ${e.message}\n${err}`)) : res(out)),
+    );
+    p.stdin!.end(input);
+  });
 
 /** `kubectl logs -f` until `text` shows (the follow stays open: it is ended here). */
 const followUntil = (config: string, pod: string, text: string) =>
@@ -209,8 +246,8 @@ const followUntil = (config: string, pod: string, text: string) =>
     p.on("exit", () => !out.includes(text) && (clearTimeout(t), rej(new Error(`logs -f ended: ${out} ${err}`))));
   });
 
-/** The TCP ports this process (the agents run in it) listens on, from `ss -ltnp`. */
-const listening = () =>
+/** The TCP ports this process (agents 1 and 2 run in it) and node 3's listen on, from `ss -ltnp`. */
+const listening = (pids: number[]) =>
   new Promise<string[]>((res, rej) =>
     execFile("ss", ["-ltnpH"], (e, out) =>
       e
@@ -218,7 +255,7 @@ const listening = () =>
         : res(
             out
               .split("\n")
-              .filter((l) => l.includes(`pid=${process.pid},`))
+              .filter((l) => pids.some((p) => l.includes(`pid=${p},`)))
               .map((l) => l.trim().split(/\s+/)[3]!),
           ),
     ),
@@ -243,12 +280,13 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
   }, 120_000);
 
   afterAll(async () => {
+    child?.kill("SIGKILL");
     for (const a of agents.values()) await a.close().catch(() => undefined);
     await worker?.dispose();
     tls?.close();
     if (cri) {
       const rt = createPodRuntime(cri);
-      for (const sb of (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace === NS))
+      for (const sb of (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace?.startsWith(NS)))
         await rt.delete(sb.metadata!.uid, 0).catch(() => undefined);
       cri.close();
     }
@@ -258,7 +296,8 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
     // Enroll: three agents, each with a join token the CLI mints.
     for (const [i, name] of NODES.entries()) {
       const token = (await cli("fleet", "join-token", "--labels", `site=s${i}`, "--ttl", "15m", "-q")).trim();
-      agents.set(name, await startNode(agentEnv(name, token), true));
+      if (i === 2) child = startChild(agentEnv(name, token));
+      else agents.set(name, await startNode(agentEnv(name, token), true));
     }
     const listed = await until("three nodes Ready", async () => {
       const j = JSON.parse(await cli("fleet", "nodes", "-o", "json")) as { items: FleetNode[] };
@@ -299,10 +338,71 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
     const web0 = [...before.keys()].find((n) => n.startsWith("web-"))!;
     expect(await kubectl(node1Kube, "get", "pods")).toMatch(new RegExp(`${web0}\\s+1/1\\s+Running`));
     expect(await followUntil(node1Kube, web0, "hello-from-web")).toContain("hello-from-web");
+    // kubectl exec through the Worker, over node 1's link (its owner allows exec; the token is minted with exec):
+    // a command's output, then 200 KiB through stdin and back out (many frames, several windows each way; the
+    // command ends by itself: the node does not pass on v5's stdin close, exec-stream.ts).
+    const execRead = await ownerToken(key, { act: "read", exec: true }, { aud: NODES[0]!, ttlS: 300 });
+    const execKube = kubeconfig(join(dir, "kube-exec"), `${tlsUrl}/fleet/nodes/${NODES[0]}`, execRead);
+    expect(await kubectl(execKube, "exec", web0, "--", "sh", "-c", "echo exec-$((6*7))")).toBe("exec-42\n");
+    const input = Buffer.alloc(200 * 1024, 97);
+    const echoed = await kubectlIn(
+      execKube,
+      input,
+      "exec",
+      "-i",
+      web0,
+      "--",
+      "busybox",
+      "head",
+      "-c",
+      `${input.length}`,
+    );
+    expect([echoed.length, echoed === input.toString()]).toEqual([input.length, true]);
+    // The node's gates decide, as on its own port: a token without exec, and node 2 whose owner left exec off.
+    await expect(kubectl(node1Kube, "exec", web0, "--", "true")).rejects.toThrow(/does not allow exec/);
+    const execRead2 = await ownerToken(key, { act: "read", exec: true }, { aud: NODES[1]!, ttlS: 300 });
+    const node2Kube = kubeconfig(join(dir, "kube-node2"), `${tlsUrl}/fleet/nodes/${NODES[1]}`, execRead2);
+    await expect(kubectl(node2Kube, "exec", "solo", "--", "true")).rejects.toThrow(/exec is off on this node/);
     // The agents (in this process) listen on loopback only; the link is outbound.
-    const ports = await listening();
+    const ports = await listening([process.pid, child!.pid!]);
     expect(ports.length).toBeGreaterThan(0);
     for (const a of ports) expect(a).toMatch(/^(127\.0\.0\.1|\[::1\]|\[::ffff:127\.0\.0\.1\]):\d+$/);
+
+    // Node 3 (its own process) is SIGKILLed in the middle of an update: four pods, killed at its first sandbox.
+    // Restarted (enrolled: no token), it comes back to the whole set, one sandbox a pod, and reports it.
+    const NS3 = `${NS}-mid`;
+    const mids = [1, 2, 3, 4].map((i) => ({
+      ...plainPod(`mid-${i}`),
+      metadata: { name: `mid-${i}`, namespace: NS3, uid: `mid-${i}-${suffix}` },
+    }));
+    expect((await putSet(base, key, NODES[2]!, 1, mids)).status).toBe(202);
+    await until(
+      "node 3's first sandbox",
+      async () => (await cri.listPodSandbox({})).items.some((s) => s.metadata?.namespace === NS3),
+      60_000,
+      50,
+    );
+    const atKill = await containers(NS3);
+    const exited = new Promise((r) => child!.once("exit", r));
+    child!.kill("SIGKILL");
+    await exited;
+    expect(atKill.size).toBeLessThan(mids.length);
+    child = startChild(agentEnv(NODES[2]!));
+    await until("node 3's whole set after the kill", async () => (await containers(NS3)).size === mids.length, 90_000);
+    const sandboxes = (await cri.listPodSandbox({})).items.filter(
+      (s) => s.metadata?.namespace === NS3 && s.state === 0,
+    );
+    expect(sandboxes.map((s) => s.metadata!.name).sort()).toEqual(mids.map((m) => m.metadata.name));
+    await until(
+      "node 3's status in the registry",
+      async () => {
+        const n = await nodeOf(NODES[2]!);
+        return (
+          n?.status.generation === 1 && n.status.pods.length === mids.length && n.status.pods.every((p) => p.ready)
+        );
+      },
+      30_000,
+    );
 
     // The Worker goes away. A container is SIGKILLed on node 1, node 2's agent restarts.
     await worker!.dispose();
@@ -332,8 +432,11 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
     // The fresh workerd's first answer (its objects start cold), then the node's status.
     await until("the registry answers", async () => (await listNodes(base, key)).length > 0, 60_000);
     const answered = Date.now() - back;
+    // Issue #38's goal: the node's status is current in the registry within 5 s (counted from the fresh workerd's
+    // first answer: its cold start is the runtime's, not the node's). The time is printed below and recorded in
+    // docs/fleet.md from a quiet run; the wait is generous, as a timed assertion on a shared machine is not a figure.
     await until(
-      "node 1's status current",
+      "node 1's status current after the registry's return",
       async () => {
         const n = await nodeOf(NODES[0]!);
         return n?.status.condition === "Ready" && n.status.pods[0]?.restarts === 1;

@@ -3,7 +3,8 @@
 // audit, and the faults of issue #38 (replayed or expired join token, forged status, oversized message, clock
 // skew). The agents are the real link (src/http/fleet/link.ts) with a recording apply instead of a runtime.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WebSocket } from "ws";
+import { WebSocket, WebSocketServer } from "ws";
+import { createServer } from "node:http";
 import { ISSUER, makeKey, type TestKey } from "../support/http.js";
 import { startWorkerd, type Workerd } from "../support/workerd.js";
 import { until } from "../support/wait.js";
@@ -354,23 +355,69 @@ describe("kubectl through the fleet", () => {
     ]);
   });
 
-  it("refuses without a read token for the node, exec, writes, and a node not connected: each a Status", async () => {
+  it("carries exec as a session over the link: whole messages both ways; a client that stops reading stalls no other", async () => {
+    // A stand-in for the node's loopback listener (the real exec handler: test/fleet/fleet.e2e.test.ts): command
+    // "flood" sends 48 messages of 32 KiB at once, any other echoes.
+    const wss = new WebSocketServer({ noServer: true, handleProtocols: (p) => [...p][0] ?? false });
+    const local = createServer();
+    const heard: (string | undefined)[] = [];
+    local.on("upgrade", (req, socket, head) =>
+      wss.handleUpgrade(req, socket, head, (w) => {
+        heard.push(req.headers.authorization);
+        if (new URL(req.url ?? "/", "http://n").searchParams.get("command") === "flood")
+          for (let i = 0; i < 48; i++) w.send(Buffer.alloc(32 * 1024, i), { binary: true });
+        else w.on("message", (d) => w.send(d as Buffer, { binary: true }));
+      }),
+    );
+    await new Promise<void>((r) => local.listen(0, "127.0.0.1", () => r()));
+    const la = local.address();
+    await agent("edge-exec", {}, { local: () => `ws://127.0.0.1:${typeof la === "object" && la ? la.port : 0}` });
+    const auth = await nodeToken("edge-exec");
+    const dial = async (command: string) => {
+      const target = new URL(`/fleet/nodes/edge-exec/api/v1/namespaces/default/pods/p/exec?command=${command}`, base);
+      target.protocol = "ws:";
+      const w = new WebSocket(target, ["v5.channel.k8s.io", "v4.channel.k8s.io"], { headers: { authorization: auth } });
+      const got: Buffer[] = [];
+      w.on("message", (d) => got.push(d as Buffer));
+      await new Promise<void>((res, rej) => (w.once("open", () => res()), w.once("error", rej)));
+      return { w, got };
+    };
+    const flood = await dial("flood");
+    expect(flood.w.protocol).toBe("v5.channel.k8s.io");
+    // The flood's client stops reading; another session on the same link still goes both ways.
+    flood.w.pause();
+    const echo = await dial("echo");
+    const msg = Buffer.alloc(40 * 1024, 5);
+    echo.w.send(msg);
+    await until("the echo, whole", async () => echo.got.length === 1);
+    expect(echo.got[0]!.equals(msg)).toBe(true);
+    flood.w.resume();
+    await until("the flood, message by message", async () => flood.got.length === 48, 60_000);
+    expect(flood.got.every((m, i) => m.byteLength === 32 * 1024 && m[0] === i)).toBe(true);
+    // The caller's read token reached the node's listener (it checks exec itself).
+    expect(heard).toEqual([auth, auth]);
+    echo.w.close();
+    flood.w.close();
+    local.close();
+  });
+
+  it("refuses without a read token for the node, attach, writes, and a node not connected: each a Status", async () => {
     const status = async (r: Response) => [r.status, ((await r.json()) as { kind: string; reason: string }).reason];
     const u = (p: string) => new URL(`/fleet/nodes/edge-kube${p}`, base);
     expect(await status(await fetch(u("/api/v1/pods")))).toEqual([401, "Unauthorized"]);
     const wrongAud = await nodeToken("edge-other");
     expect((await fetch(u("/api/v1/pods"), { headers: { authorization: wrongAud } })).status).toBe(403);
     const auth = await nodeToken("edge-kube");
-    // kubectl exec's WebSocket upgrade: refused with a Status (not carried over the link).
-    const exec = await new Promise<number>((res, rej) => {
-      const target = u("/api/v1/namespaces/default/pods/p/exec?command=sh");
+    // An upgrade other than exec (attach) is refused with a Status; exec itself is a session (fleet.e2e.test.ts).
+    const attach = await new Promise<number>((res, rej) => {
+      const target = u("/api/v1/namespaces/default/pods/p/attach?stdout=true");
       target.protocol = "ws:";
       const w = new WebSocket(target, ["v5.channel.k8s.io"], { headers: { authorization: auth } });
       w.on("unexpected-response", (_q, r) => (res(r.statusCode ?? 0), w.terminate()));
-      w.on("open", () => (rej(new Error("exec opened")), w.close()));
+      w.on("open", () => (rej(new Error("attach opened")), w.close()));
       w.on("error", () => undefined);
     });
-    expect(exec).toBe(403);
+    expect(attach).toBe(403);
     expect(
       await status(
         await fetch(u("/api/v1/namespaces/default/pods"), { method: "POST", headers: { authorization: auth } }),

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Running } from "../../src/node.js";
 import { uid } from "../support/pods.js";
 import { until } from "../support/wait.js";
+import { writeKubeconfig } from "../support/kubeconfig.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -62,26 +63,9 @@ const kubectl = (v: string, ...args: string[]) =>
   run(join(KUBECTL_DIR, `kubectl.${v}`), [...args, "--cache-dir", join(dir, `cache-${v}`)]);
 
 /** A kubeconfig for the node with a static read token (`exec` as asked). */
-async function writeKubeconfig(file: string, exec: boolean) {
-  writeFileSync(
-    file,
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [
-        {
-          name: NODE,
-          cluster: {
-            server: running.tls!.url,
-            "certificate-authority-data": Buffer.from(running.tls!.caCert).toString("base64"),
-          },
-        },
-      ],
-      users: [{ name: "reader", user: { token: await sign({ act: "read", ...(exec ? { exec: true } : {}) }) } }],
-      contexts: [{ name: NODE, context: { cluster: NODE, user: "reader", namespace: NS } }],
-      "current-context": NODE,
-    }),
-  );
+async function kubeconfigFile(file: string, exec: boolean) {
+  const token = await sign({ act: "read", ...(exec ? { exec: true } : {}) });
+  writeKubeconfig(file, { name: NODE, tls: running.tls!, token, namespace: NS });
 }
 
 const lines = (out: string) =>
@@ -118,8 +102,8 @@ describe.skipIf(skip)("real clients against the node's Kubernetes API", () => {
     );
     if (!running.tls) throw new Error("the server serves no TLS");
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
-    await writeKubeconfig(join(dir, "kubeconfig"), true);
-    await writeKubeconfig(join(dir, "kubeconfig-noexec"), false);
+    await kubeconfigFile(join(dir, "kubeconfig"), true);
+    await kubeconfigFile(join(dir, "kubeconfig-noexec"), false);
     const r = await fetch(`${running.url}/v1/pods/sync`, {
       method: "POST",
       headers: { "content-type": "application/jose" },

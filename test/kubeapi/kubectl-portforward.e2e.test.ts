@@ -3,7 +3,7 @@
 // tunnels SPDY through a WebSocket (`SPDY/3.1+portforward.k8s.io`); 1.28 execs over SPDY (v4.channel.k8s.io).
 // A request goes through each forward to a busybox httpd in the pod.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -11,6 +11,7 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import type { Running } from "../../src/node.js";
 import { until } from "../support/wait.js";
 import { uid } from "../support/pods.js";
+import { writeKubeconfig } from "../support/kubeconfig.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -96,25 +97,12 @@ describe.skipIf(skip)("kubectl port-forward and SPDY exec against the node", () 
     );
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
     if (!running.tls) throw new Error("the server serves no TLS");
-    writeFileSync(
-      join(dir, "kubeconfig"),
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [
-          {
-            name: NODE,
-            cluster: {
-              server: running.tls.url,
-              "certificate-authority-data": Buffer.from(running.tls.caCert).toString("base64"),
-            },
-          },
-        ],
-        users: [{ name: "reader", user: { token: await sign({ act: "read", exec: true, portForward: true }) } }],
-        contexts: [{ name: NODE, context: { cluster: NODE, user: "reader", namespace: NS } }],
-        "current-context": NODE,
-      }),
-    );
+    writeKubeconfig(join(dir, "kubeconfig"), {
+      name: NODE,
+      tls: running.tls,
+      token: await sign({ act: "read", exec: true, portForward: true }),
+      namespace: NS,
+    });
     const pod = {
       metadata: { name: "web", namespace: NS, uid: WEB },
       spec: {

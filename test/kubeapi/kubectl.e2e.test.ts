@@ -11,6 +11,7 @@ import type { Running } from "../../src/node.js";
 import { until } from "../support/wait.js";
 import { uid } from "../support/pods.js";
 import { fileURLToPath } from "node:url";
+import { writeKubeconfig } from "../support/kubeconfig.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -147,25 +148,12 @@ describe.skipIf(skip)("kubectl against the node", () => {
     );
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
     if (!running.tls) throw new Error("the server serves no TLS");
-    writeFileSync(
-      join(dir, "kubeconfig"),
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [
-          {
-            name: NODE,
-            cluster: {
-              server: running.tls.url,
-              "certificate-authority-data": Buffer.from(running.tls.caCert).toString("base64"),
-            },
-          },
-        ],
-        users: [{ name: "reader", user: { token: await sign({ act: "read", exec: true }) } }],
-        contexts: [{ name: NODE, context: { cluster: NODE, user: "reader", namespace: NS } }],
-        "current-context": NODE,
-      }),
-    );
+    writeKubeconfig(join(dir, "kubeconfig"), {
+      name: NODE,
+      tls: running.tls,
+      token: await sign({ act: "read", exec: true }),
+      namespace: NS,
+    });
     await syncPod("web", ["sh", "-c", "echo hello; i=0; while true; do i=$((i+1)); echo line $i; sleep 0.2; done"], {
       app: "web",
     });

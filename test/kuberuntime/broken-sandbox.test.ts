@@ -11,7 +11,7 @@ import { uid } from "../support/pods.js";
 import type { CriClient } from "../../src/cri/client.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
-import { startReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import { useFakeCri } from "../support/fake-cri-suite.js";
 
 let fake: FakeServer;

@@ -16,7 +16,7 @@ import {
 import { GrpcTransport } from "../../src/cri/grpc-transport.js";
 import { createCriClient } from "../../src/cri/client.js";
 import { GrpcCode } from "../../src/cri/errors.js";
-import { startFakeCri, type FakeServer } from "../support/fake-cri.js";
+import { useFakeCri } from "../support/fake-cri-suite.js";
 import { pod, syncOnce } from "../support/pods.js";
 import { until } from "../support/wait.js";
 
@@ -90,18 +90,17 @@ describe("containerd's envelopes", () => {
 });
 
 describe("watchContainerEvents on the fake CRI (GetContainerEvents)", () => {
-  let server: FakeServer | undefined;
+  const suite = useFakeCri({ each: true, timeoutMs: 2000 });
   let watch: EventWatch | undefined;
   let transport: GrpcTransport | undefined;
-  afterEach(async () => {
+  afterEach(() => {
     watch?.close();
     transport?.close();
-    await server?.close();
-    watch = transport = server = undefined;
+    watch = transport = undefined;
   });
 
   async function start() {
-    server = await startFakeCri();
+    const server = suite.fake;
     transport = new GrpcTransport({ endpoint: server.endpoint, timeoutMs: 2000 });
     const cri = createCriClient(transport);
     const events: ContainerEvent[] = [];
@@ -133,7 +132,7 @@ describe("watchContainerEvents on the fake CRI (GetContainerEvents)", () => {
   });
 
   it("a runtime that refuses the stream (UNIMPLEMENTED) is down, and asked again with a growing back-off", async () => {
-    server = await startFakeCri();
+    const server = suite.fake;
     server.runtime.eventsRefused = GrpcCode.UNIMPLEMENTED;
     transport = new GrpcTransport({ endpoint: server.endpoint, timeoutMs: 2000 });
     const cri = createCriClient(transport);
@@ -145,7 +144,7 @@ describe("watchContainerEvents on the fake CRI (GetContainerEvents)", () => {
       onState: (s) => states.push(s),
       backOffMs: { initial: 20, max: 100 },
     });
-    await until("refused a few times", async () => (server!.runtime.calls.get("GetContainerEvents") ?? 0) >= 3);
+    await until("refused a few times", async () => (server.runtime.calls.get("GetContainerEvents") ?? 0) >= 3);
     expect(states.every((s) => !s.up)).toBe(true);
     expect(states[0]!.error).toMatch(/UNIMPLEMENTED/);
     // Reported once while the reason stays the same.

@@ -253,3 +253,71 @@ describe("pod workers", () => {
     expect(w.state("b")).toBe("syncing");
   });
 });
+
+describe("pod workers: kills of different kinds (podsync's DELETE and eviction)", () => {
+  const kind = (k: PodWork<string>, extra: Partial<PodWork<string>>): PodWork<string> => ({ ...k, ...extra });
+
+  it("a DELETE's kill runs on a terminated worker, after a running kill, with its own result", async () => {
+    const { w, log, work } = harness();
+    const g = gate();
+    const first = w.update("a", work("a", "kill", "teardown", g.done));
+    await tick();
+    // Not joined to the running teardown: it finds what that one left.
+    const del = w.update("a", kind(work("a", "kill", "delete"), { always: true }));
+    g.release();
+    expect(await first).toEqual({ kind: "done", value: "teardown" });
+    expect(await del).toEqual({ kind: "done", value: "delete" });
+    expect(w.state("a")).toBe("terminated");
+    // Terminated: a plain kill is ignored, a DELETE's runs again.
+    expect(await w.update("a", work("a", "kill", "again"))).toEqual({ kind: "ignored", state: "terminated" });
+    expect(await w.update("a", kind(work("a", "kill", "delete2"), { always: true }))).toEqual({
+      kind: "done",
+      value: "delete2",
+    });
+    expect(log.filter((l) => l.startsWith("run"))).toEqual(["run teardown", "run delete", "run delete2"]);
+  });
+
+  it("a DELETE's kill takes a waiting teardown's place and answers its waiters", async () => {
+    const { w, log, work } = harness();
+    const g = gate();
+    void w.update("a", work("a", "create", "v1", g.done));
+    await tick();
+    const teardown = w.update("a", work("a", "kill", "teardown"));
+    const del = w.update("a", kind(work("a", "kill", "delete"), { always: true }));
+    g.release();
+    expect(await del).toEqual({ kind: "done", value: "delete" });
+    expect(await teardown).toEqual({ kind: "done", value: "delete" });
+    expect(log.filter((l) => l.startsWith("run"))).toEqual(["run v1", "run delete"]);
+  });
+
+  it("an eviction joins an eviction, is ignored while the pod is torn down, and a teardown replaces a waiting one", async () => {
+    const { w, log, work } = harness();
+    const g = gate();
+    void w.update("a", work("a", "create", "v1", g.done));
+    await tick();
+    const evict = w.update("a", kind(work("a", "kill", "evict"), { evict: true }));
+    const evict2 = w.update("a", kind(work("a", "kill", "evict2"), { evict: true }));
+    expect(w.state("a")).toBe("terminating");
+    // A teardown replaces the waiting eviction; an eviction after it is moot.
+    const teardown = w.update("a", work("a", "kill", "teardown"));
+    expect(await evict).toEqual({ kind: "superseded" });
+    expect(await evict2).toEqual({ kind: "superseded" });
+    expect(await w.update("a", kind(work("a", "kill", "evict3"), { evict: true }))).toEqual({
+      kind: "ignored",
+      state: "terminating",
+    });
+    g.release();
+    expect(await teardown).toEqual({ kind: "done", value: "teardown" });
+    expect(log.filter((l) => l.startsWith("run"))).toEqual(["run v1", "run teardown"]);
+    // A running eviction is joined by the next, and leaves the worker terminated.
+    const { w: w2, work: work2 } = harness();
+    const h = gate();
+    const e1 = w2.update("b", kind(work2("b", "kill", "e1", h.done), { evict: true }));
+    await tick();
+    const e2 = w2.update("b", kind(work2("b", "kill", "e2"), { evict: true }));
+    h.release();
+    expect(await e1).toEqual({ kind: "done", value: "e1" });
+    expect(await e2).toEqual({ kind: "done", value: "e1" });
+    expect(w2.state("b")).toBe("terminated");
+  });
+});

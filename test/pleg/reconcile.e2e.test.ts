@@ -14,7 +14,7 @@ import { ContainerState, NamespaceMode, PodSandboxState } from "../../src/gen/ru
 import { defaultNodeConfig } from "../../src/container/node-config.js";
 import { createPodRuntime, type PodRuntimeOptions } from "../../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
-import { startReconcileLoop, type ReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import { Pod } from "../../src/pod/schema.js";
 import { startNode } from "../../src/node.js";
 import { importJWK, SignJWT, type JWK } from "jose";

@@ -13,7 +13,7 @@ import { ContainerState } from "../../src/gen/runtime/v1/api_pb.js";
 import { defaultNodeConfig } from "../../src/container/node-config.js";
 import { createPodRuntime, type PodRuntimeOptions } from "../../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
-import { startReconcileLoop, type ReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import { nsToMs } from "../../src/kuberuntime/pod-status.js";
 import { Pod } from "../../src/pod/schema.js";
 import { until } from "../support/wait.js";

@@ -10,10 +10,11 @@ import { watchContainerEvents, type ContainerEvent } from "../../src/cri/contain
 import { GrpcCode } from "../../src/cri/errors.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
-import { startReconcileLoop, type ReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import type { NodeMetrics } from "../../src/metrics/metrics.js";
 import { createPromMetrics } from "../../src/host/metrics/metrics.js";
-import { startFakeCri, type FakeServer } from "../support/fake-cri.js";
+import type { FakeServer } from "../support/fake-cri.js";
+import { useFakeCri } from "../support/fake-cri-suite.js";
 import { pod } from "../support/pods.js";
 import { until } from "../support/wait.js";
 
@@ -23,8 +24,9 @@ let cri: CriClient;
 let loop: ReconcileLoop | undefined;
 const desired = () => new MemoryDesiredState();
 
-beforeEach(async () => {
-  fake = await startFakeCri();
+const suite = useFakeCri({ each: true, timeoutMs: 2000 });
+beforeEach(() => {
+  fake = suite.fake;
   transport = new GrpcTransport({ endpoint: fake.endpoint, timeoutMs: 2000 });
   cri = createCriClient(transport);
 });
@@ -32,7 +34,6 @@ afterEach(async () => {
   await loop?.stop();
   loop = undefined;
   transport.close();
-  await fake.close();
 });
 
 function recorder() {

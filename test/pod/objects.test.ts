@@ -24,7 +24,7 @@ import { loadSealKey } from "../../src/state/seal-key.js";
 import { importSealKey, newSealKeyBytes } from "../../src/state/secret-seal.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { storedObjects } from "../../src/pod/objects.js";
-import { startReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import { errorsOf } from "../support/pods.js";
 import { instrumentRuntime } from "../../src/metrics/metrics.js";
 import { useFakeCri } from "../support/fake-cri-suite.js";

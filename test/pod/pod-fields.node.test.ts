@@ -9,7 +9,7 @@ import { generateContainerConfig, generatePodSandboxConfig } from "../../src/kub
 import { defaultNodeConfig } from "../../src/container/node-config.js";
 import { expandSubPathExpr } from "../../src/container/expansion.js";
 import { podActionsAt } from "../../src/kuberuntime/compute-actions.js";
-import { decide, decisionHolds, syncReason } from "../../src/pleg/decide.js";
+import { decide, decisionHolds, syncReason } from "../../src/syncloop/decide.js";
 import { generateAPIPodStatus } from "../../src/status/api-status.js";
 import { hashContainer } from "../../src/container/hash.js";
 import type { PodStatus } from "../../src/container/types.js";

@@ -7,7 +7,7 @@ import * as grpc from "@grpc/grpc-js";
 import { createServer, type AddressInfo } from "node:net";
 import type { CriClient } from "../../src/cri/client.js";
 import { createProber } from "../../src/prober/prober.js";
-import { startReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { validatePod, type InvalidPodError } from "../../src/pod/validate.js";

@@ -10,7 +10,7 @@ import type { CriClient } from "../../src/cri/client.js";
 import { defaultNodeConfig } from "../../src/container/node-config.js";
 import { createPodRuntime, type PodRuntimeOptions } from "../../src/kubelet/pod-runtime.js";
 import { createProber, type Prober } from "../../src/prober/prober.js";
-import { startReconcileLoop, type ReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { MemoryPodLock } from "../../src/kuberuntime/pod-lock.js";
 import type { V1Pod } from "../../src/status/api-status.js";

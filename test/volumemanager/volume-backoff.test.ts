@@ -7,7 +7,7 @@ import { uid } from "../support/pods.js";
 import type { CriClient } from "../../src/cri/client.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
-import { startReconcileLoop } from "../../src/pleg/loop.js";
+import { startReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import type { VolumeFiles, VolumePayload } from "../../src/volumemanager/object-volumes.js";
 import { bundleFromPayload } from "../../src/pod/bundle.js";
 import { storedObjects } from "../../src/pod/objects.js";

@@ -13,8 +13,7 @@ import type { Command } from "../command.js";
 import { actionsLine, plannedPodLines, printWarnings, problemLines, stepLines, type Step } from "../output.js";
 import { controllerOf } from "../../controllers/pods.js";
 import { readBytes, readPods } from "../pod-files.js";
-import { followEvents } from "../event-progress.js";
-import { progress } from "../progress.js";
+import { showProgress } from "../event-progress.js";
 import { listPods } from "../resources/pods.js";
 import type { V1Pod } from "../../status/api-status.js";
 import { validatePod } from "../../pod/validate.js";
@@ -56,147 +55,173 @@ PUT; a set the node is already past is refused (409) with nothing changed.`,
     json: { type: "boolean", help: "print the node's answer as JSON" },
   },
   async run(ctx) {
-    const file = (ctx.o["filename"] as string | undefined) ?? ctx.args[0];
-    if (!file)
-      usage("apply needs a file of pods: podsync apply -f FILE (YAML documents, or a JSON v1.List)", ctx.command);
-    const g = String(ctx.o["generation"] ?? "auto");
-    const fixed = g === "auto" ? undefined : Number(g);
-    if (fixed !== undefined && !(Number.isSafeInteger(fixed) && fixed >= 1))
-      usage(`--generation must be auto or a whole number from 1, not "${g}"`, ctx.command);
-    const bytes = readBytes(file);
-    const json = file.endsWith(".json");
-    const items = (await readPods(file, bytes.toString("utf8"), json)).filter((x) => x !== null && x !== undefined);
-    const kindOf = (x: unknown) => (x as { kind?: unknown }).kind;
-    const pods = items.filter((x) => kindOf(x) !== "ConfigMap" && kindOf(x) !== "Secret");
-    const [before, stored] = await Promise.all([listPods(ctx), listWorkloads(ctx)]);
-    const generation = fixed ?? Number(before.metadata.resourceVersion) + 1;
-    const changes = judge(
-      before.items,
-      pods.filter((x) => kindOf(x) === "Pod" || kindOf(x) === undefined),
-    );
-    const pruned = prunedWorkloads(stored.items, before.items, fileKeys(pods));
-    const plan = { changes, pruned, current: before.items, generation };
-    if (before.items.length && !pods.length && !ctx.o["prune-all"])
+    const input = await readInput(ctx);
+    const plan = await judgeApply(ctx, input);
+    if (ctx.o["dry-run"]) return dryRun(ctx, input.items, input.pods, plan);
+    if (plan.pruned.length && !ctx.o["prune-all"])
       fail(
-        `${file} holds no pods: applying it would remove all ${before.items.length} pods from the node (${before.items.map(ref).join(", ")}); add --prune-all if that is what you want`,
+        `${input.file} leaves out ${plan.pruned.map((p) => workloadRef(p.workload)).join(", ")}: applying it would delete ${plan.pruned.length === 1 ? "that workload" : "those workloads"} and ${plan.pruned.reduce((n, p) => n + p.pods.length, 0)} pods of theirs (kubectl apply deletes only with --prune); add --prune-all if that is what you want, or see them with --dry-run`,
       );
-    if (ctx.o["dry-run"]) return dryRun(ctx, items, pods, plan);
-    if (pruned.length && !ctx.o["prune-all"])
-      fail(
-        `${file} leaves out ${pruned.map((p) => workloadRef(p.workload)).join(", ")}: applying it would delete ${pruned.length === 1 ? "that workload" : "those workloads"} and ${pruned.reduce((n, p) => n + p.pods.length, 0)} pods of theirs (kubectl apply deletes only with --prune); add --prune-all if that is what you want, or see them with --dry-run`,
-      );
-
-    const p = progress(ctx);
-    const started = Date.now();
-    const events = ctx.quiet ? undefined : followEvents(ctx, started);
-    p.every(() =>
-      p.update(
-        `applying generation ${generation}: ${events?.latest() || "removed pods stop within their grace period; new ones pull and start"} (${Math.floor((Date.now() - started) / 1000)}s)`,
-      ),
-    );
-    let r: Response;
-    try {
-      if (ctx.o["detached"]) {
-        // The file's bytes go as they are; the token signs their digest.
-        const digest = Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("base64url");
-        const token = await ctx.sign({ act: "apply", generation, body_sha256: digest });
-        r = await ctx.fetch("/v1/node/pods", {
-          method: "PUT",
-          headers: { "content-type": json ? "application/json" : "application/yaml", "podsync-signature": token },
-          body: bytes,
-        });
-      } else {
-        const token = await ctx.sign({ act: "apply", generation, pods: items });
-        r = await ctx.fetch("/v1/node/pods", {
-          method: "PUT",
-          headers: { "content-type": "application/jose" },
-          body: token,
-        });
-      }
-    } finally {
-      events?.stop();
-      p.done();
-    }
-    if (r.status === 409 && fixed === undefined) {
-      const body = (await r
-        .clone()
-        .json()
-        .catch(() => ({}))) as Record<string, unknown>;
-      if (String(body["type"]).endsWith(":stale-generation"))
-        fail(
-          `the node's generation moved past ${generation - 1} while this apply was signed (another apply?); nothing changed: run it again`,
-        );
-    }
-    const body = await ctx.json(r);
+    const body = await send(ctx, input, plan.generation);
     printWarnings(body);
-    if (ctx.o["json"]) {
-      console.log(JSON.stringify(body, null, 2));
-      process.exitCode = body["ok"] === false ? 1 : 0;
-      return;
-    }
-    type PodResult = {
-      ok: boolean;
-      pod: { namespace: string; name: string; uid: string };
-      actions?: Record<string, unknown>;
-      steps: Step[];
-      status?: unknown;
-      error?: Record<string, unknown>;
-      superseded?: string;
-    };
-    const lines: string[] = [];
-    const problems: string[] = [];
-    const count: Record<Change, number> = { created: 0, configured: 0, unchanged: 0, deleted: 0 };
-    // The workloads first, as kubectl prints the file's objects: counted with the file's pods.
-    for (const w of (body["workloads"] as { kind: string; name: string; action: string }[] | undefined) ?? []) {
-      const c: Change = w.action === "updated" ? "configured" : w.action === "created" ? "created" : "unchanged";
-      count[c]++;
-      lines.push(`${w.kind.toLowerCase()}/${w.name} ${c}`);
-    }
-    for (const w of (body["removedWorkloads"] as { kind: string; name: string }[] | undefined) ?? []) {
-      count.deleted++;
-      lines.push(`${w.kind.toLowerCase()}/${w.name} deleted`);
-    }
-    const owned = new Set(before.items.filter((p) => controllerOf(p.metadata)).map((p) => p.metadata.uid));
-    for (const pr of body["pods"] as PodResult[]) {
-      let c = changeOf(changes, pr.pod);
-      // A pod the node had, with the same spec, that this PUT still had to act on (it had stopped, say) is
-      // named by what was done.
-      if (c === "unchanged" && pr.actions && actionsLine(pr.actions)) c = "configured";
-      count[c]++;
-      lines.push(`pod/${pr.pod.name} ${c}${pr.superseded ? ` (${pr.superseded})` : ""}`);
-      if (!pr.ok)
-        problems.push(
-          `pod/${pr.pod.name} (${pr.pod.namespace}) is stored but not running as asked:`,
-          ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []),
-          ...stepLines(pr.steps.filter((s) => !s.ok)),
-        );
-    }
-    for (const pr of body["removed"] as PodResult[]) {
-      // A pod a controller made goes with its workload (counted there), as a cluster's garbage collector takes it.
-      const mine = !owned.has(pr.pod.uid);
-      if (mine) count.deleted++;
-      lines.push(
-        `pod/${pr.pod.name} deleted${mine ? "" : " (with its workload)"}${pr.superseded ? ` (${pr.superseded})` : ""}`,
-      );
-      if (!pr.ok)
-        problems.push(
-          `pod/${pr.pod.name} (${pr.pod.namespace}) left the desired state but was not fully removed:`,
-          ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []),
-          ...stepLines(pr.steps.filter((s) => !s.ok)),
-        );
-    }
-    if (lines.length) console.log(lines.join("\n"));
-    const warned = ((body["warnings"] as string[] | undefined) ?? []).length;
-    ctx.note(
-      `generation ${body["generation"]}: ${Object.entries(count)
-        .map(([k, v]) => `${v} ${k}`)
-        .join(", ")}, ${warned} warning${warned === 1 ? "" : "s"}`,
-    );
-    if (problems.length) process.stderr.write(`${problems.join("\n")}\n`);
+    if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
+    else printResult(ctx, body, plan);
     process.exitCode = body["ok"] === false ? 1 : 0;
   },
 };
 export default apply;
+
+interface Input {
+  file: string;
+  /** --generation N, or undefined for auto. */
+  fixed: number | undefined;
+  bytes: Buffer<ArrayBuffer>;
+  json: boolean;
+  /** The file's objects; `pods` without its ConfigMaps and Secrets (pods and workloads). */
+  items: unknown[];
+  pods: unknown[];
+}
+
+const kindOf = (x: unknown) => (x as { kind?: unknown }).kind;
+
+/** The flags checked and the file read. */
+async function readInput(ctx: Ctx): Promise<Input> {
+  const file = (ctx.o["filename"] as string | undefined) ?? ctx.args[0];
+  if (!file)
+    usage("apply needs a file of pods: podsync apply -f FILE (YAML documents, or a JSON v1.List)", ctx.command);
+  const g = String(ctx.o["generation"] ?? "auto");
+  const fixed = g === "auto" ? undefined : Number(g);
+  if (fixed !== undefined && !(Number.isSafeInteger(fixed) && fixed >= 1))
+    usage(`--generation must be auto or a whole number from 1, not "${g}"`, ctx.command);
+  const bytes = readBytes(file);
+  const json = file.endsWith(".json");
+  const items = (await readPods(file, bytes.toString("utf8"), json)).filter((x) => x !== null && x !== undefined);
+  const pods = items.filter((x) => kindOf(x) !== "ConfigMap" && kindOf(x) !== "Secret");
+  return { file, fixed, bytes, json, items, pods };
+}
+
+/** The file judged against the node's set before the apply; an apply that would empty the node is refused here. */
+async function judgeApply(ctx: Ctx, input: Input): Promise<Plan> {
+  const [before, stored] = await Promise.all([listPods(ctx), listWorkloads(ctx)]);
+  const changes = judge(
+    before.items,
+    input.pods.filter((x) => kindOf(x) === "Pod" || kindOf(x) === undefined),
+  );
+  const pruned = prunedWorkloads(stored.items, before.items, fileKeys(input.pods));
+  if (before.items.length && !input.pods.length && !ctx.o["prune-all"])
+    fail(
+      `${input.file} holds no pods: applying it would remove all ${before.items.length} pods from the node (${before.items.map(ref).join(", ")}); add --prune-all if that is what you want`,
+    );
+  const generation = input.fixed ?? Number(before.metadata.resourceVersion) + 1;
+  return { changes, pruned, current: before.items, generation };
+}
+
+/** The PUT, signed (or detached), with the pods' progress on stderr while it runs; the node's answer. */
+async function send(ctx: Ctx, input: Input, generation: number): Promise<Record<string, unknown>> {
+  const shown = showProgress(
+    ctx,
+    Date.now(),
+    (s) =>
+      `applying generation ${generation}: removed pods stop within their grace period; new ones pull and start (${s}s)`,
+  );
+  let r: Response;
+  try {
+    if (ctx.o["detached"]) {
+      // The file's bytes go as they are; the token signs their digest.
+      const digest = Buffer.from(await crypto.subtle.digest("SHA-256", input.bytes)).toString("base64url");
+      const token = await ctx.sign({ act: "apply", generation, body_sha256: digest });
+      r = await ctx.fetch("/v1/node/pods", {
+        method: "PUT",
+        headers: {
+          "content-type": input.json ? "application/json" : "application/yaml",
+          "podsync-signature": token,
+        },
+        body: input.bytes,
+      });
+    } else {
+      const token = await ctx.sign({ act: "apply", generation, pods: input.items });
+      r = await ctx.fetch("/v1/node/pods", {
+        method: "PUT",
+        headers: { "content-type": "application/jose" },
+        body: token,
+      });
+    }
+  } finally {
+    shown.stop();
+  }
+  if (r.status === 409 && input.fixed === undefined) {
+    const body = (await r
+      .clone()
+      .json()
+      .catch(() => ({}))) as Record<string, unknown>;
+    if (String(body["type"]).endsWith(":stale-generation"))
+      fail(
+        `the node's generation moved past ${generation - 1} while this apply was signed (another apply?); nothing changed: run it again`,
+      );
+  }
+  return ctx.json(r);
+}
+
+type PodResult = {
+  ok: boolean;
+  pod: { namespace: string; name: string; uid: string };
+  actions?: Record<string, unknown>;
+  steps: Step[];
+  status?: unknown;
+  error?: Record<string, unknown>;
+  superseded?: string;
+};
+
+/** Each object of the answer as created, configured, unchanged or deleted (stdout), what went wrong, and the
+ * summary with the node's generation (stderr). */
+function printResult(ctx: Ctx, body: Record<string, unknown>, plan: Plan): void {
+  const lines: string[] = [];
+  const problems: string[] = [];
+  const count: Record<Change, number> = { created: 0, configured: 0, unchanged: 0, deleted: 0 };
+  // The workloads first, as kubectl prints the file's objects: counted with the file's pods.
+  for (const w of (body["workloads"] as { kind: string; name: string; action: string }[] | undefined) ?? []) {
+    const c: Change = w.action === "updated" ? "configured" : w.action === "created" ? "created" : "unchanged";
+    count[c]++;
+    lines.push(`${w.kind.toLowerCase()}/${w.name} ${c}`);
+  }
+  for (const w of (body["removedWorkloads"] as { kind: string; name: string }[] | undefined) ?? []) {
+    count.deleted++;
+    lines.push(`${w.kind.toLowerCase()}/${w.name} deleted`);
+  }
+  const owned = new Set(plan.current.filter((p) => controllerOf(p.metadata)).map((p) => p.metadata.uid));
+  for (const pr of body["pods"] as PodResult[]) {
+    let c = changeOf(plan.changes, pr.pod);
+    // A pod the node had, with the same spec, that this PUT still had to act on (it had stopped, say) is
+    // named by what was done.
+    if (c === "unchanged" && pr.actions && actionsLine(pr.actions)) c = "configured";
+    count[c]++;
+    lines.push(`pod/${pr.pod.name} ${c}${pr.superseded ? ` (${pr.superseded})` : ""}`);
+    if (!pr.ok) problems.push(...problemOf(pr, "is stored but not running as asked"));
+  }
+  for (const pr of body["removed"] as PodResult[]) {
+    // A pod a controller made goes with its workload (counted there), as a cluster's garbage collector takes it.
+    const mine = !owned.has(pr.pod.uid);
+    if (mine) count.deleted++;
+    lines.push(
+      `pod/${pr.pod.name} deleted${mine ? "" : " (with its workload)"}${pr.superseded ? ` (${pr.superseded})` : ""}`,
+    );
+    if (!pr.ok) problems.push(...problemOf(pr, "left the desired state but was not fully removed"));
+  }
+  if (lines.length) console.log(lines.join("\n"));
+  const warned = ((body["warnings"] as string[] | undefined) ?? []).length;
+  ctx.note(
+    `generation ${body["generation"]}: ${Object.entries(count)
+      .map(([k, v]) => `${v} ${k}`)
+      .join(", ")}, ${warned} warning${warned === 1 ? "" : "s"}`,
+  );
+  if (problems.length) process.stderr.write(`${problems.join("\n")}\n`);
+}
+
+const problemOf = (pr: PodResult, what: string) => [
+  `pod/${pr.pod.name} (${pr.pod.namespace}) ${what}:`,
+  ...(pr.error ? problemLines(Number(pr.error["status"]), pr.error).map((l) => `  ${l}`) : []),
+  ...stepLines(pr.steps.filter((s) => !s.ok)),
+];
 
 /** The node's workloads (GET /v1/workloads); none where the deployment runs no workloads (the route is absent). */
 async function listWorkloads(ctx: Ctx): Promise<{ items: ListedWorkload[] }> {

@@ -42,6 +42,36 @@ export default get;
 /** kubectl get: the type and names from `args`, the flags from ctx. */
 export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces?: boolean } = {}): Promise<void> {
   if (isMultiType(args[0])) return runGetMany(ctx, args[0] ?? "", args.slice(1));
+  const q = await parseQuery(ctx, args, defaults);
+  const { objs, missing, all } = await pick(ctx, q, true);
+  const text = await render(objs, q.format, await printOptions(ctx, q));
+  if (text) process.stdout.write(`${text}\n`);
+  const plural = `${q.resource.kind.toLowerCase()}s`;
+  for (const n of missing)
+    process.stderr.write(
+      `podsync: ${notFound(
+        plural,
+        n,
+        ctx.namespace,
+        all.filter((x) => x.metadata.name === n).map((x) => x.metadata.namespace ?? ""),
+      )}\n`,
+    );
+  if (missing.length) process.exitCode = 1;
+  if (!objs.length && !q.names.length && q.format.kind !== "json" && q.format.kind !== "yaml")
+    process.stderr.write(`No resources found${q.allNamespaces ? "" : ` in ${ctx.namespace} namespace`}.\n`);
+  if (ctx.o["watch"]) await watch(ctx, q, objs);
+}
+
+/** What a get asks for: the type, the names, the scope, the format and the selector. */
+interface Query {
+  resource: Resource;
+  names: string[];
+  allNamespaces: boolean;
+  format: ReturnType<typeof parseFormat>;
+  selector: ReturnType<typeof parseSelector> | undefined;
+}
+
+async function parseQuery(ctx: Ctx, args: string[], defaults: { allNamespaces?: boolean }): Promise<Query> {
   const o = ctx.o;
   let resource: Resource | undefined;
   let names = args;
@@ -66,69 +96,62 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
     usage("a name is looked up in one namespace: use -n NS, not -A", ctx.command);
   const format = parseFormat(o["output"] as string | undefined, ctx.command);
   const selector = o["selector"] !== undefined ? parseSelector(String(o["selector"])) : undefined;
-  const popts = async (): Promise<PrintOptions> => ({
-    resource: resource!,
-    single: names.length === 1,
-    allNamespaces,
-    headers: !o["no-headers"],
-    now: Date.now(),
-    node: format.kind === "table" && format.wide ? await ctx.aud() : "",
-  });
+  return { resource, names, allNamespaces, format, selector };
+}
 
-  // The namespace, name and label filters, for the list and for each watched object.
-  const inScope = (x: KubeObject) => {
-    if (names.length) {
-      if (!names.some((n) => (x.metadata.namespace === ctx.namespace && x.metadata.name === n) || x.metadata.uid === n))
-        return false;
-    } else if (!allNamespaces && (x.metadata.namespace ?? "default") !== ctx.namespace) return false;
-    return !selector || selector(x.metadata.labels);
-  };
-  const pick = async (first: boolean): Promise<{ objs: KubeObject[]; missing: string[]; all: KubeObject[] }> => {
-    const listed = await resource!.list(ctx);
-    // Notes (orphans) go to stderr, for a table of the whole list only.
-    if (first && !names.length && format.kind === "table") for (const n of listed.notes ?? []) ctx.note(n);
-    const all = listed.items;
-    let objs = all;
-    const missing: string[] = [];
-    if (names.length) {
-      const found: KubeObject[] = [];
-      for (const n of names) {
-        const x =
-          objs.find((x) => x.metadata.namespace === ctx.namespace && x.metadata.name === n) ??
-          objs.find((x) => x.metadata.uid === n);
-        if (x) found.push(x);
-        else missing.push(n);
-      }
-      objs = found;
-    } else if (!allNamespaces) objs = objs.filter((x) => (x.metadata.namespace ?? "default") === ctx.namespace);
-    if (selector) objs = objs.filter((x) => selector(x.metadata.labels));
-    return { objs, missing, all };
-  };
+const printOptions = async (ctx: Ctx, q: Query): Promise<PrintOptions> => ({
+  resource: q.resource,
+  single: q.names.length === 1,
+  allNamespaces: q.allNamespaces,
+  headers: !ctx.o["no-headers"],
+  now: Date.now(),
+  node: q.format.kind === "table" && q.format.wide ? await ctx.aud() : "",
+});
 
-  const { objs, missing, all } = await pick(true);
-  const text = await render(objs, format, await popts());
-  if (text) process.stdout.write(`${text}\n`);
-  const plural = `${resource.kind.toLowerCase()}s`;
-  for (const n of missing)
-    process.stderr.write(
-      `podsync: ${notFound(
-        plural,
-        n,
-        ctx.namespace,
-        all.filter((x) => x.metadata.name === n).map((x) => x.metadata.namespace ?? ""),
-      )}\n`,
-    );
-  if (missing.length) process.exitCode = 1;
-  if (!objs.length && !names.length && format.kind !== "json" && format.kind !== "yaml")
-    process.stderr.write(`No resources found${allNamespaces ? "" : ` in ${ctx.namespace} namespace`}.\n`);
-  if (!o["watch"]) return;
+/** The namespace, name and label filters, for each watched object. */
+function inScope(ctx: Ctx, q: Query, x: KubeObject): boolean {
+  if (q.names.length) {
+    if (!q.names.some((n) => (x.metadata.namespace === ctx.namespace && x.metadata.name === n) || x.metadata.uid === n))
+      return false;
+  } else if (!q.allNamespaces && (x.metadata.namespace ?? "default") !== ctx.namespace) return false;
+  return !q.selector || q.selector(x.metadata.labels);
+}
 
-  // --watch: print each object whose row (or, for -o json|yaml|name, whose object) changed, and once more, as
-  // last seen, each one that went away, as kubectl -w prints each event. The node's watch (the Kubernetes API,
-  // fed by the loop's relist) where it serves one for the type; else the list, polled every second.
+/** The list, filtered as the query says; the names not found. */
+async function pick(
+  ctx: Ctx,
+  q: Query,
+  first: boolean,
+): Promise<{ objs: KubeObject[]; missing: string[]; all: KubeObject[] }> {
+  const listed = await q.resource.list(ctx);
+  // Notes (orphans) go to stderr, for a table of the whole list only.
+  if (first && !q.names.length && q.format.kind === "table") for (const n of listed.notes ?? []) ctx.note(n);
+  const all = listed.items;
+  let objs = all;
+  const missing: string[] = [];
+  if (q.names.length) {
+    const found: KubeObject[] = [];
+    for (const n of q.names) {
+      const x =
+        objs.find((x) => x.metadata.namespace === ctx.namespace && x.metadata.name === n) ??
+        objs.find((x) => x.metadata.uid === n);
+      if (x) found.push(x);
+      else missing.push(n);
+    }
+    objs = found;
+  } else if (!q.allNamespaces) objs = objs.filter((x) => (x.metadata.namespace ?? "default") === ctx.namespace);
+  if (q.selector) objs = objs.filter((x) => q.selector!(x.metadata.labels));
+  return { objs, missing, all };
+}
+
+/** --watch: print each object whose row (or, for -o json|yaml|name, whose object) changed, and once more, as
+ * last seen, each one that went away, as kubectl -w prints each event. The node's watch (the Kubernetes API,
+ * fed by the loop's relist) where it serves one for the type; else the list, polled every second. */
+async function watch(ctx: Ctx, q: Query, objs: KubeObject[]): Promise<void> {
+  const { format } = q;
   const key = async (x: KubeObject) =>
     format.kind === "table"
-      ? rowLine(x, format.wide, await popts())
+      ? rowLine(x, format.wide, await printOptions(ctx, q))
       : JSON.stringify({ ...x, metadata: { ...x.metadata, resourceVersion: undefined } });
   // Ages tick every second: rows are compared without ages (and RESTARTS' "(5s ago)").
   const stable = (s: string | undefined) => s?.replace(/\b\d+[smhdy](\d+[smh])?\b/g, "");
@@ -136,7 +159,9 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   const seen = new Map<string, { key: string; obj: KubeObject }>();
   for (const x of objs) seen.set(idOf(x), { key: await key(x), obj: x });
   const print = async (x: KubeObject) =>
-    process.stdout.write(`${await render([x], format, { ...(await popts()), headers: false, single: true })}\n`);
+    process.stdout.write(
+      `${await render([x], format, { ...(await printOptions(ctx, q)), headers: false, single: true })}\n`,
+    );
   const changed = async (x: KubeObject) => {
     const k = await key(x);
     if (stable(seen.get(idOf(x))?.key) === stable(k)) return;
@@ -149,10 +174,10 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
     seen.delete(id);
     await print(last.obj);
   };
-  if (resource.watchPath) {
+  if (q.resource.watchPath) {
     try {
-      await watchEvents(ctx, resource.watchPath, async (e) => {
-        if (!inScope(e.object)) return;
+      await watchEvents(ctx, q.resource.watchPath, async (e) => {
+        if (!inScope(ctx, q, e.object)) return;
         if (e.type === "DELETED") await gone(idOf(e.object));
         else await changed(e.object);
       });
@@ -163,7 +188,7 @@ export async function runGet(ctx: Ctx, args: string[], defaults: { allNamespaces
   }
   for (;;) {
     await new Promise((r) => setTimeout(r, 1000));
-    const now = await pick(false);
+    const now = await pick(ctx, q, false);
     const ids = new Set<string>();
     for (const x of now.objs) {
       ids.add(idOf(x));

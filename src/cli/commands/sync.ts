@@ -16,8 +16,7 @@ import {
   type Step,
 } from "../output.js";
 import { readPod } from "../pod-files.js";
-import { followEvents } from "../event-progress.js";
-import { progress } from "../progress.js";
+import { showProgress } from "../event-progress.js";
 
 const sync: Command = {
   usage: ["sync [-f] FILE.(yaml|json) [--plan] [--json]", "plan [-f] FILE.(yaml|json) [--json]"],
@@ -43,26 +42,19 @@ const sync: Command = {
     const act = ctx.command === "plan" || ctx.o["plan"] ? "plan" : "sync";
     const claims = await readPod(file);
     const token = await ctx.sign({ act, ...claims });
-    const p = progress(ctx);
-    const started = Date.now();
     // The node's events while it works (a pull, a start), for a single pod; for workloads, the node's.
     const meta = (claims.pod as { metadata?: { name?: unknown; namespace?: unknown } } | undefined)?.metadata;
-    const events =
-      act === "sync" && !ctx.quiet
-        ? followEvents(
+    const shown =
+      act === "sync"
+        ? showProgress(
             ctx,
-            started,
+            Date.now(),
+            (s) => `syncing: pulling images, starting containers (${s}s)`,
             typeof meta?.name === "string"
               ? { name: meta.name, namespace: typeof meta.namespace === "string" ? meta.namespace : "default" }
               : undefined,
           )
         : undefined;
-    if (act === "sync")
-      p.every(() =>
-        p.update(
-          `syncing: ${events?.latest() || "pulling images, starting containers"} (${Math.floor((Date.now() - started) / 1000)}s)`,
-        ),
-      );
     let body: Record<string, unknown>;
     try {
       body = await ctx.json(
@@ -73,8 +65,7 @@ const sync: Command = {
         }),
       );
     } finally {
-      events?.stop();
-      p.done();
+      shown?.stop();
     }
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
     else {
@@ -107,8 +98,21 @@ const sync: Command = {
           `${isWorkloadKind(w.kind) ? qualifiedKind(w.kind) : w.kind.toLowerCase()}/${w.name} (${w.namespace}) ${act === "plan" ? `would be ${w.action}` : w.action}`,
         );
       for (const l of plannedPodLines(body)) console.log(l);
+      if (act === "sync") ctx.note(syncSummary(body));
     }
     process.exitCode = body["ok"] === false ? 1 : 0;
   },
 };
 export default sync;
+
+/** The end of a sync, on stderr: its pod and workloads counted as created, changed or unchanged, and the warnings. */
+export function syncSummary(body: Record<string, unknown>): string {
+  const count = { created: 0, changed: 0, unchanged: 0 };
+  const a = body["actions"] as Record<string, unknown> | undefined;
+  if (body["pod"])
+    count[!a || !actionsLine(a) ? "unchanged" : a["createSandbox"] && !a["attempt"] ? "created" : "changed"]++;
+  for (const w of (body["workloads"] as { action: string }[] | undefined) ?? [])
+    count[w.action === "created" ? "created" : w.action === "unchanged" ? "unchanged" : "changed"]++;
+  const warned = ((body["warnings"] as string[] | undefined) ?? []).length;
+  return `synced: ${count.created} created, ${count.changed} changed, ${count.unchanged} unchanged, ${warned} warning${warned === 1 ? "" : "s"}`;
+}

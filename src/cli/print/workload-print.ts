@@ -3,7 +3,7 @@
 // kubectl print the same table; -o wide adds the priority-1 columns (CONTAINERS, IMAGES, SELECTOR).
 import { WORKLOAD_COLUMNS, workloadCells } from "../../kubeapi/kinds/workload-table.js";
 import type { V1Workload } from "../../kubeapi/kinds/workload-feed.js";
-import { statefulSetClaims } from "../../kubeapi/kinds/statefulset-claims.js";
+import { type ClaimDir, statefulSetClaims } from "../../kubeapi/kinds/statefulset-claims.js";
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import type { KubeObject, Resource } from "../resources/resource.js";
 
@@ -17,8 +17,15 @@ export function workloadResource(kind: WorkloadKind): Resource {
       const of = async (k: WorkloadKind) =>
         (await ctx.call<{ items?: KubeObject[] }>("GET", `/v1/workloads?kind=${k}`, { act: "status" })).items ?? [];
       const items = await of(kind);
-      // A StatefulSet's claims, as the node's Kubernetes API lists them for kubectl.
-      if (kind === "PersistentVolumeClaim") items.push(...statefulSetClaims(await of("StatefulSet"), items));
+      // A StatefulSet's claims and the claim directories left on the node (retained), as the node's Kubernetes
+      // API lists them for kubectl. A node without the volumes route (a Worker) has only the sets' claims.
+      if (kind === "PersistentVolumeClaim") {
+        const dirs = await ctx
+          .call<{ volumes?: ClaimDir[] }>("GET", "/v1/node/volumes", { act: "status" })
+          .then((r) => r.volumes ?? [])
+          .catch(() => []);
+        items.push(...statefulSetClaims(await of("StatefulSet"), items, dirs));
+      }
       return { items };
     },
     header: ({ wide }) => shown(wide).map(([c]) => c.name.toUpperCase()),

@@ -133,40 +133,12 @@ export function syncJob(
 ): ControllerResult {
   const nowIso = new Date(ctx.now).toISOString();
   const out: ControllerResult = { create: [], delete: [], status: {} };
-  const active = pods.filter(isActive);
+  const c = countJobPods(job, pods, prev);
+  const { active, succeededIndexes, succeeded, base, indexed, completions } = c;
+  let failJob = c.policyFailure;
   const del = (p: ObservedPod, reason: string) =>
     out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
-  const indexed = job.spec.completionMode === "Indexed";
-  const completions = job.spec.completions;
-  const succeededPods = pods.filter(
-    (p) => phaseOf(p) === "Succeeded" && (!indexed || (indexOf(p) ?? -1) < completions!),
-  );
-  const succeededIndexes = indexed ? [...new Set(succeededPods.map((p) => indexOf(p)!))] : [];
-  let failJob: { reason: string; message: string } | undefined;
-  let failed = 0;
-  for (const p of pods.filter((x) => phaseOf(x) === "Failed")) {
-    const m = job.spec.podFailurePolicy ? matchPodFailurePolicy(job, p) : undefined;
-    if (m?.action === "Ignore") continue;
-    failed++;
-    if (m?.action === "FailJob" && !failJob) failJob = { reason: "PodFailurePolicy", message: m.message };
-  }
-  const succeeded = indexed ? succeededIndexes.length : succeededPods.length;
-  // backoffLimitPerIndex: each index has its own back-off limit; an index past it (or matched by a FailIndex rule)
-  // is failed for good and not made again.
-  const perIndex = indexed && job.spec.backoffLimitPerIndex !== undefined;
-  const failedIdx: Intervals = perIndex ? failedIndexes(job, pods, prev?.failedIndexes, matchPodFailurePolicy) : [];
-  const failedCount = intervalsSize(failedIdx);
   let conditions = prev?.conditions ?? [];
-  const base: JobStatus = {
-    active: active.length,
-    succeeded,
-    failed,
-    ready: active.filter(isReady).length,
-    conditions,
-    ...(prev?.startTime ? { startTime: prev.startTime } : {}),
-    ...(indexed && succeededIndexes.length ? { completedIndexes: formatIndexes(succeededIndexes) } : {}),
-    ...(perIndex ? { failedIndexes: formatIntervals(failedIdx) } : {}),
-  };
 
   // A finished Job: its remaining pods go, and it goes itself ttlSecondsAfterFinished after it finished.
   const done = finishedCondition(prev);
@@ -208,28 +180,9 @@ export function syncJob(
   const start = Date.parse(startTime);
 
   // Failure: the pod failure policy, the back-off limit (failed pods, or restarts under OnFailure), the deadline.
-  const restarts = active.reduce(
-    (n, p) => n + (p.status?.containerStatuses ?? []).reduce((m, c) => m + c.restartCount, 0),
-    0,
-  );
-  const pastBackoffOnFailure =
-    job.spec.template.spec["restartPolicy"] === "OnFailure" &&
-    (job.spec.backoffLimit === 0 ? restarts > 0 : restarts >= job.spec.backoffLimit);
-  if (!failJob && (failed > job.spec.backoffLimit || pastBackoffOnFailure))
-    failJob = { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
   const deadline =
     job.spec.activeDeadlineSeconds !== undefined ? start + job.spec.activeDeadlineSeconds * 1000 : undefined;
-  if (!failJob && deadline !== undefined && ctx.now >= deadline)
-    failJob = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
-  if (!failJob && perIndex) {
-    if (job.spec.maxFailedIndexes !== undefined && failedCount > job.spec.maxFailedIndexes)
-      failJob = {
-        reason: "MaxFailedIndexesExceeded",
-        message: "Job has exceeded the specified maximal number of failed indexes",
-      };
-    else if (failedCount > 0 && failedCount + succeededIndexes.length >= completions!)
-      failJob = { reason: "FailedIndexes", message: "Job has failed indexes" };
-  }
+  failJob ??= pastLimits(job, c, deadline, ctx.now);
   if (failJob) {
     for (const p of active) del(p, `Job ${job.metadata.name} failed: ${failJob.reason}`);
     conditions = setCondition(
@@ -268,7 +221,119 @@ export function syncJob(
     return out;
   }
 
-  // manageJob: as many active pods as wanted, new ones only once the back-off since the last failure is over.
+  manageJob(job, pods, c, ctx, o, out);
+  if (deadline !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, deadline);
+  // As upstream, active counts the pods just asked for and not the ones just asked gone.
+  out.status = { ...base, active: active.length + out.create.length - out.delete.length, startTime, conditions };
+  return out;
+}
+
+type JobFailure = { reason: string; message: string };
+
+/** The Job's pods counted (getNewFinishedPods): active, succeeded (per index when Indexed), failed, and the
+ * status they give before this step's changes. */
+interface JobCounts {
+  indexed: boolean;
+  completions: number | undefined;
+  active: ObservedPod[];
+  succeededPods: ObservedPod[];
+  succeededIndexes: number[];
+  failed: number;
+  succeeded: number;
+  /** backoffLimitPerIndex is set: the indexes failed for good, and how many. */
+  perIndex: boolean;
+  failedIdx: Intervals;
+  failedCount: number;
+  /** The first failed pod a podFailurePolicy FailJob rule matches. */
+  policyFailure: JobFailure | undefined;
+  base: JobStatus;
+}
+
+function countJobPods(job: Job, pods: readonly ObservedPod[], prev: JobStatus | undefined): JobCounts {
+  const active = pods.filter(isActive);
+  const indexed = job.spec.completionMode === "Indexed";
+  const completions = job.spec.completions;
+  const succeededPods = pods.filter(
+    (p) => phaseOf(p) === "Succeeded" && (!indexed || (indexOf(p) ?? -1) < completions!),
+  );
+  const succeededIndexes = indexed ? [...new Set(succeededPods.map((p) => indexOf(p)!))] : [];
+  let policyFailure: JobFailure | undefined;
+  let failed = 0;
+  for (const p of pods.filter((x) => phaseOf(x) === "Failed")) {
+    const m = job.spec.podFailurePolicy ? matchPodFailurePolicy(job, p) : undefined;
+    if (m?.action === "Ignore") continue;
+    failed++;
+    if (m?.action === "FailJob" && !policyFailure) policyFailure = { reason: "PodFailurePolicy", message: m.message };
+  }
+  const succeeded = indexed ? succeededIndexes.length : succeededPods.length;
+  // backoffLimitPerIndex: each index has its own back-off limit; an index past it (or matched by a FailIndex rule)
+  // is failed for good and not made again.
+  const perIndex = indexed && job.spec.backoffLimitPerIndex !== undefined;
+  const failedIdx: Intervals = perIndex ? failedIndexes(job, pods, prev?.failedIndexes, matchPodFailurePolicy) : [];
+  const base: JobStatus = {
+    active: active.length,
+    succeeded,
+    failed,
+    ready: active.filter(isReady).length,
+    conditions: prev?.conditions ?? [],
+    ...(prev?.startTime ? { startTime: prev.startTime } : {}),
+    ...(indexed && succeededIndexes.length ? { completedIndexes: formatIndexes(succeededIndexes) } : {}),
+    ...(perIndex ? { failedIndexes: formatIntervals(failedIdx) } : {}),
+  };
+  return {
+    indexed,
+    completions,
+    active,
+    succeededPods,
+    succeededIndexes,
+    failed,
+    succeeded,
+    perIndex,
+    failedIdx,
+    failedCount: intervalsSize(failedIdx),
+    policyFailure,
+    base,
+  };
+}
+
+/** The back-off limit (failed pods, or restarts under OnFailure: pastBackoffLimitOnFailure), the active deadline
+ * (pastActiveDeadline), and an Indexed Job's failed indexes: the first one the Job is past, if any. */
+function pastLimits(job: Job, c: JobCounts, deadline: number | undefined, now: number): JobFailure | undefined {
+  const restarts = c.active.reduce(
+    (n, p) => n + (p.status?.containerStatuses ?? []).reduce((m, s) => m + s.restartCount, 0),
+    0,
+  );
+  const pastBackoffOnFailure =
+    job.spec.template.spec["restartPolicy"] === "OnFailure" &&
+    (job.spec.backoffLimit === 0 ? restarts > 0 : restarts >= job.spec.backoffLimit);
+  if (c.failed > job.spec.backoffLimit || pastBackoffOnFailure)
+    return { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
+  if (deadline !== undefined && now >= deadline)
+    return { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
+  if (c.perIndex) {
+    if (job.spec.maxFailedIndexes !== undefined && c.failedCount > job.spec.maxFailedIndexes)
+      return {
+        reason: "MaxFailedIndexesExceeded",
+        message: "Job has exceeded the specified maximal number of failed indexes",
+      };
+    if (c.failedCount > 0 && c.failedCount + c.succeededIndexes.length >= c.completions!)
+      return { reason: "FailedIndexes", message: "Job has failed indexes" };
+  }
+  return undefined;
+}
+
+/** manageJob: as many active pods as wanted, new ones only once the back-off since the last failure is over. */
+function manageJob(
+  job: Job,
+  pods: readonly ObservedPod[],
+  c: JobCounts,
+  ctx: ControllerContext,
+  o: JobOptions,
+  out: ControllerResult,
+): void {
+  const { active, succeeded, succeededPods, succeededIndexes, completions, failedIdx, perIndex, indexed } = c;
+  const del = (p: ObservedPod, reason: string) =>
+    out.delete.push({ uid: p.pod.metadata.uid, name: p.pod.metadata.name, reason });
   const parallelism = job.spec.parallelism;
   let want: number;
   if (completions === undefined) want = succeeded > 0 ? active.length : parallelism;
@@ -316,10 +381,6 @@ export function syncJob(
           out.create.push(newPod(job, undefined, taken, ctx));
     }
   }
-  if (deadline !== undefined) out.requeueAt = Math.min(out.requeueAt ?? Infinity, deadline);
-  // As upstream, active counts the pods just asked for and not the ones just asked gone.
-  out.status = { ...base, active: active.length + out.create.length - out.delete.length, startTime, conditions };
-  return out;
 }
 
 function newPod(

@@ -150,58 +150,8 @@ export function createPromMetrics(): PromMetrics {
     help: "Containers the reconcile loop started again after they had run (restarts, not first starts).",
     registers: [registry],
   });
-  new Gauge({
-    name: "podsync_pods",
-    help: "Desired pods by phase of their last relisted status.",
-    labelNames: ["phase"] as const,
-    registers: [registry],
-    collect() {
-      if (!source) return;
-      for (const [phase, n] of Object.entries(source.podPhases())) this.set({ phase }, n);
-    },
-  });
-  new Gauge({
-    name: "podsync_orphan_pods",
-    help: "Pods with podsync's labels that the desired state does not hold (the loop leaves them alone).",
-    registers: [registry],
-    collect() {
-      if (source) this.set(source.orphanPods());
-    },
-  });
-  new Gauge({
-    name: "podsync_desired_generation",
-    help: "The desired set's generation (0 before any PUT /v1/node/pods).",
-    registers: [registry],
-    collect() {
-      if (source) this.set(source.generation());
-    },
-  });
-
-  // Counted by the cache itself; copied at collection (a sync's hot path pays no metric call for it).
-  new Counter({
-    name: "podsync_pod_status_cache_reads_total",
-    help: "Sync decisions that read the pod's status from the status cache (hit: no CRI call) or from the runtime (miss), while runtime events are on.",
-    labelNames: ["result"] as const,
-    registers: [registry],
-    collect() {
-      const st = cacheStats?.();
-      if (!st) return;
-      this.reset();
-      this.inc({ result: "hit" }, st.hits);
-      this.inc({ result: "miss" }, st.misses);
-    },
-  });
-  new Counter({
-    name: "podsync_pod_status_cache_invalidations_total",
-    help: "Cached pod statuses dropped: a runtime event for the pod (or for an unknown container), the event stream going down or up, or a sync that acted.",
-    registers: [registry],
-    collect() {
-      const st = cacheStats?.();
-      if (!st) return;
-      this.reset();
-      this.inc(st.invalidations);
-    },
-  });
+  registerSourceGauges(registry, () => source);
+  registerCacheCounters(registry, () => cacheStats);
 
   return {
     sync: (trigger, result, seconds) => {
@@ -232,4 +182,69 @@ export function createPromMetrics(): PromMetrics {
     render: () => registry.metrics(),
     contentType: registry.contentType,
   };
+}
+
+/** The gauges read from the loop's source at collection: pods by phase, orphan pods, the desired generation. */
+function registerSourceGauges(registry: PromClient.Registry, get: () => MetricsSource | undefined): void {
+  new Gauge({
+    name: "podsync_pods",
+    help: "Desired pods by phase of their last relisted status.",
+    labelNames: ["phase"] as const,
+    registers: [registry],
+    collect() {
+      const source = get();
+      if (!source) return;
+      for (const [phase, n] of Object.entries(source.podPhases())) this.set({ phase }, n);
+    },
+  });
+  new Gauge({
+    name: "podsync_orphan_pods",
+    help: "Pods with podsync's labels that the desired state does not hold (the loop leaves them alone).",
+    registers: [registry],
+    collect() {
+      const source = get();
+      if (source) this.set(source.orphanPods());
+    },
+  });
+  new Gauge({
+    name: "podsync_desired_generation",
+    help: "The desired set's generation (0 before any PUT /v1/node/pods).",
+    registers: [registry],
+    collect() {
+      const source = get();
+      if (source) this.set(source.generation());
+    },
+  });
+}
+
+/** The pod status cache's reads and invalidations, counted by the cache itself. */
+function registerCacheCounters(
+  registry: PromClient.Registry,
+  get: () => (() => PodStatusCacheStats) | undefined,
+): void {
+  // Counted by the cache itself; copied at collection (a sync's hot path pays no metric call for it).
+  new Counter({
+    name: "podsync_pod_status_cache_reads_total",
+    help: "Sync decisions that read the pod's status from the status cache (hit: no CRI call) or from the runtime (miss), while runtime events are on.",
+    labelNames: ["result"] as const,
+    registers: [registry],
+    collect() {
+      const st = get()?.();
+      if (!st) return;
+      this.reset();
+      this.inc({ result: "hit" }, st.hits);
+      this.inc({ result: "miss" }, st.misses);
+    },
+  });
+  new Counter({
+    name: "podsync_pod_status_cache_invalidations_total",
+    help: "Cached pod statuses dropped: a runtime event for the pod (or for an unknown container), the event stream going down or up, or a sync that acted.",
+    registers: [registry],
+    collect() {
+      const st = get()?.();
+      if (!st) return;
+      this.reset();
+      this.inc(st.invalidations);
+    },
+  });
 }

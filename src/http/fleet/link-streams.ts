@@ -3,7 +3,7 @@
 // node's own handlers, with its own token checks), and its answer goes back as head, data and end frames. Each
 // stream sends only while it has credit: a stream whose reader at the Worker is slow waits alone, the others go on.
 // Nothing here listens: the requests arrive over the node's outbound connection.
-import { STREAM, type StreamFrame, type StreamOpen } from "./protocol.js";
+import { EXEC_POST_PATH, STREAM, type StreamFrame, type StreamOpen } from "./protocol.js";
 
 export interface NodeStreamsOptions {
   /** The node's own API (its HTTP listener's fetch). */
@@ -38,16 +38,29 @@ export class NodeStreams {
 
   start(m: StreamOpen): void {
     if (this.open.has(m.id)) return;
-    if (this.open.size >= this.max) {
-      const body = `this node serves at most ${this.max} streams over its fleet link at once (STREAM.maxStreams)`;
-      this.o.send({ type: "head", id: m.id, status: 503, headers: [["content-type", "text/plain"]] });
-      this.o.send({ type: "data", id: m.id, data: Buffer.from(body).toString("base64") });
-      this.o.send({ type: "end", id: m.id });
+    const refused = this.refusal(m);
+    if (refused) {
+      this.answer(m.id, ...refused);
       return;
     }
     const s: Open = { credit: this.window, abort: new AbortController() };
     this.open.set(m.id, s);
     void this.run(m, s).finally(() => this.open.delete(m.id));
+  }
+
+  private refusal(m: StreamOpen): [number, string] | undefined {
+    if (this.open.size >= this.max)
+      return [503, `this node serves at most ${this.max} streams over its fleet link at once (STREAM.maxStreams)`];
+    // The one write a stream carries: an exec POST (kubectl's SPDY fallback), which the node's routes only refuse.
+    if (m.method === "POST" && !EXEC_POST_PATH.test(new URL(m.path, "http://fleet.local").pathname))
+      return [405, "over the fleet link a POST reaches only an exec path"];
+    return undefined;
+  }
+
+  private answer(id: number, status: number, text: string): void {
+    this.o.send({ type: "head", id, status, headers: [["content-type", "text/plain"]] });
+    this.o.send({ type: "data", id, data: Buffer.from(text).toString("base64") });
+    this.o.send({ type: "end", id });
   }
 
   credit(id: number, bytes: number): void {

@@ -17,6 +17,7 @@ import {
 } from "./protocol.js";
 import type { FleetIdentity } from "./identity.js";
 import { NodeStreams } from "./link-streams.js";
+import { NodeSessions } from "./link-sessions.js";
 
 export interface LinkOptions {
   url: string;
@@ -40,6 +41,9 @@ export interface LinkOptions {
   now?: () => number;
   /** The node's own API (its HTTP listener's fetch): streams over the link are served by it. None: no streams. */
   serve?: ((req: Request) => Promise<Response>) | undefined;
+  /** The node's own listener as `ws://host:port` (loopback), for WebSocket sessions (kubectl exec) over the link;
+   * none: no sessions. */
+  local?: (() => string | undefined) | undefined;
   /** After the Worker closed the connection cleanly (a restart), the reconnect waits a random 0..this (1 s). */
   reconnectJitterMs?: number | undefined;
 }
@@ -81,6 +85,7 @@ class Link {
   private pending: DesiredMessage | undefined;
   private applying: Promise<void> = Promise.resolve();
   private readonly streams: NodeStreams | undefined;
+  private readonly sessions: NodeSessions | undefined;
   private readonly now: () => number;
   private readonly backoff: { baseMs: number; maxMs: number };
 
@@ -94,6 +99,9 @@ class Link {
           send: (f) => this.ws?.send(JSON.stringify(f)),
           log: (rec) => o.log(rec),
         })
+      : undefined;
+    this.sessions = o.local
+      ? new NodeSessions({ local: o.local, send: (f) => this.ws?.send(JSON.stringify(f)), log: (rec) => o.log(rec) })
       : undefined;
   }
 
@@ -220,10 +228,19 @@ class Link {
     if (!m) return;
     if (m.type === "error") conn.refused ||= m.reason === "revoked";
     else if (m.type === "open") {
-      if (this.streams) this.streams.start(m);
-      else this.ws?.send(JSON.stringify({ type: "end", id: m.id, error: "this node serves no streams over its link" }));
-    } else if (m.type === "credit") this.streams?.credit(m.id, m.bytes);
-    else if (m.type === "cancel") this.streams?.cancel(m.id);
+      const to = m.upgrade ? this.sessions : this.streams;
+      if (to) to.start(m);
+      else
+        this.ws?.send(
+          JSON.stringify({ type: "end", id: m.id, error: "this node serves no such streams over its link" }),
+        );
+    } else if (m.type === "credit") {
+      if (this.sessions?.has(m.id)) this.sessions.credit(m.id, m.bytes);
+      else this.streams?.credit(m.id, m.bytes);
+    } else if (m.type === "cancel") {
+      this.streams?.cancel(m.id);
+      this.sessions?.cancel(m.id);
+    } else if (m.type === "data") this.sessions?.data(m);
     else {
       if (!this.pending || m.generation > this.pending.generation) this.pending = m;
       this.drain();
@@ -238,6 +255,7 @@ class Link {
     this.ws = undefined;
     this.open = false;
     this.streams?.closeAll();
+    this.sessions?.closeAll();
     if (was) this.o.log({ event: "disconnected", code });
     if (code === CLOSE.revoked || conn.refused) {
       this.o.log({ event: "revoked", note: "the node keeps its pods running; enroll it again with a new join token" });
@@ -250,6 +268,7 @@ class Link {
     this.stopped = true;
     clearTimeout(this.timer);
     this.streams?.closeAll();
+    this.sessions?.closeAll();
     this.ws?.close(1000, "node stopping");
     this.ws?.terminate();
     await this.applying.catch(() => undefined);

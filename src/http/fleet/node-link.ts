@@ -47,6 +47,8 @@ export interface NodeFleetDeps {
   /** The node's own API, exactly as its HTTP listener serves it: streams over the link (kubectl's reads,
    * `logs -f`) go through it, so they run the node's own handlers and token checks. */
   serve?: (req: Request) => Promise<Response>;
+  /** The node's own listener as `ws://host:port` on loopback: kubectl exec over the link is dialled to it. */
+  local?: () => string | undefined;
 }
 
 /** A fleet setting that does not parse, each named (the node entry reports it as a settings error). */
@@ -115,6 +117,7 @@ export async function startFleetLink(d: NodeFleetDeps): Promise<FleetLink | unde
     backoff: { baseMs: Math.min(1000, s.PODSYNC_FLEET_BACKOFF_MAX_MS), maxMs: s.PODSYNC_FLEET_BACKOFF_MAX_MS },
     reconnectJitterMs: s.PODSYNC_FLEET_RECONNECT_JITTER_MS,
     serve: d.serve,
+    local: d.local,
   });
 }
 

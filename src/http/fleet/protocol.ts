@@ -105,7 +105,14 @@ export const STREAM = {
   headTimeoutMs: 30_000,
   /** The largest request body a stream carries (the read side sends none). */
   maxRequestBodyBytes: 64 * 1024,
+  /** A session's one WebSocket message, reassembled from its frames (kubectl sends stdin in 32 KiB messages). */
+  maxSessionMessageBytes: 1024 * 1024,
+  /** What the Worker holds of a session's client messages (stdin) the node has not granted credit for yet; over
+   * it the session is closed (1009): workerd cannot pause a WebSocket's reads (cloudflare/workerd#988). */
+  sessionQueueBytes: 1024 * 1024,
 } as const;
+/** The one path a POST stream may take (kubeapi/exec-check.ts EXEC_PATH's shape; the node's routes only refuse it). */
+export const EXEC_POST_PATH = /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/exec$/;
 const StreamId = z
   .number()
   .int()
@@ -113,13 +120,16 @@ const StreamId = z
   .max(2 ** 31);
 const Headers = z.array(z.tuple([z.string().max(256), z.string().max(8192)])).max(64);
 
-/** Worker → node: a request for the node's own API (path with query, the caller's headers). */
+/** Worker → node: a request for the node's own API (path with query, the caller's headers). With `upgrade`, a
+ * WebSocket session (kubectl exec): the node answers 101 and the stream carries whole messages both ways. POST
+ * only for an exec path without a body (kubectl's SPDY fallback: the node's own exec gates answer it). */
 export const StreamOpen = z.strictObject({
   type: z.literal("open"),
   id: StreamId,
-  method: z.enum(["GET", "HEAD"]),
+  method: z.enum(["GET", "HEAD", "POST"]),
   path: z.string().min(1).max(8192),
   headers: Headers,
+  upgrade: z.literal("websocket").optional(),
 });
 /** Worker → node: `bytes` more may be sent on stream `id`. */
 export const StreamCredit = z.strictObject({
@@ -136,13 +146,15 @@ export const StreamHead = z.strictObject({
   status: z.number().int().min(100).max(599),
   headers: Headers,
 });
-/** Node → Worker: body bytes (base64). */
+/** Body bytes (base64), node → Worker; in a session both ways, where `more` says the message goes on in the next
+ * frame (a WebSocket message is one frame or several, never two messages in one). */
 export const StreamData = z.strictObject({
   type: z.literal("data"),
   id: StreamId,
   data: z.string().max(Math.ceil((STREAM.chunkBytes * 4) / 3) + 4),
+  more: z.literal(true).optional(),
 });
-/** Node → Worker: the body ended (an error if it broke off). */
+/** The body ended (an error if it broke off), node → Worker; in a session either side closed it. */
 export const StreamEnd = z.strictObject({
   type: z.literal("end"),
   id: StreamId,
@@ -150,8 +162,17 @@ export const StreamEnd = z.strictObject({
 });
 export type StreamOpen = z.infer<typeof StreamOpen>;
 export type StreamFrame = z.infer<typeof StreamHead> | z.infer<typeof StreamData> | z.infer<typeof StreamEnd>;
+export type StreamData = z.infer<typeof StreamData>;
+export type StreamCredit = z.infer<typeof StreamCredit>;
 
-export const NodeMessage = z.discriminatedUnion("type", [Hello, StatusReport, StreamHead, StreamData, StreamEnd]);
+export const NodeMessage = z.discriminatedUnion("type", [
+  Hello,
+  StatusReport,
+  StreamHead,
+  StreamData,
+  StreamEnd,
+  StreamCredit,
+]);
 export type NodeMessage = z.infer<typeof NodeMessage>;
 
 /** The owner-signed desired set, exactly as the owner sent it (PUT /v1/node/pods's body and signature): the node
@@ -182,6 +203,7 @@ export const FleetMessage = z.discriminatedUnion("type", [
   StreamOpen,
   StreamCredit,
   StreamCancel,
+  StreamData,
 ]);
 export type FleetMessage = z.infer<typeof FleetMessage>;
 

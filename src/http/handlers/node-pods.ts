@@ -14,6 +14,9 @@ import { ProblemError, toProblemError } from "../../usecases/problems.js";
 import { readNodeWideBearer, readSignedList } from "../signed-request.js";
 import { actionsJSON } from "../serialize.js";
 import type { PodRouteDeps } from "../context.js";
+import type { DesiredPod } from "../../pleg/desired-state.js";
+import type { Pod } from "../../pod/schema.js";
+import type { PodObjects } from "../../pod/objects.js";
 
 /** The pod routes' pieces, and PUT's own. */
 export type NodePodsDeps = PodRouteDeps & {
@@ -77,65 +80,18 @@ export function registerNodePods<E extends Env>(
       for (const p of pods) d.prober?.upsert(p.pod);
       for (const uid of removed) d.prober?.remove(uid);
       let criCalls = idCalls;
-      const failed = (ref: { namespace: string; name: string; uid: string }, e: unknown) => ({
-        ok: false,
-        pod: ref,
-        steps: [],
-        error: toProblemError(e).toProblem(),
-      });
+      const count = (n: number) => void (criCalls += n);
       // Every pod's work goes to its worker at once (kubelet's HandlePodAdditions), so no loop pass syncs the set's
       // pods meanwhile; it runs at the PUT's concurrency, dropped pods first: they may hold what the new ones need
       // (host ports, names). Work still waiting for its turn is replaced by a later request's for the same pod.
       const slot = slots(d.concurrency);
-      const removedResults = Promise.all(
-        removed.map(async (uid) => {
-          const m = before.get(uid)?.pod.metadata;
-          const ref = { namespace: m?.namespace ?? "", name: m?.name ?? "", uid };
-          try {
-            // Torn down only if still out of the store when its work runs: a later sync that put it back meanwhile
-            // is not undone.
-            const o = await d.pods.kill({ runtime: d.runtime, uid, spec: before.get(uid)?.pod, slot });
-            if (o.kind !== "done")
-              return { ok: true, pod: ref, steps: [], deleted: false, superseded: SUPERSEDED_DELETE };
-            criCalls += o.value.criCalls;
-            return { ok: o.value.ok, pod: ref, steps: o.value.steps, deleted: o.value.deleted };
-          } catch (e) {
-            return failed(ref, e);
-          }
-        }),
-      );
+      const removedResults = killDropped(d, removed, before, slot, count);
       const killed = removedResults.then(() => undefined);
       const afterKills = async () => {
         await killed;
         return slot();
       };
-      const results = await Promise.all(
-        pods.map(async ({ pod, objects }, i) => {
-          const uid = pod.metadata.uid;
-          const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, uid };
-          try {
-            // Synced only if this PUT's entry (or the same spec) is still stored when its work runs: a later sync
-            // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
-            // roll it back.
-            const o = await d.pods.sync({
-              runtime: d.runtime,
-              entry: own[i]!,
-              pod,
-              objects,
-              probes: () => d.prober?.results(uid),
-              slot: afterKills,
-              admitted: true,
-            });
-            if (o.kind !== "done") return { ok: true, pod: ref, steps: [], superseded: SUPERSEDED_SYNC };
-            const r = o.value;
-            d.prober?.observe(uid, r.after);
-            criCalls += r.criCalls + (r.left?.criCalls ?? 0);
-            return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };
-          } catch (e) {
-            return failed(ref, e);
-          }
-        }),
-      );
+      const results = await syncListed(d, pods, own, afterKills, count);
       const removedDone = await removedResults;
       d.note(c, { criCalls });
       const ok = results.every((r) => r.ok) && removedDone.every((r) => r.ok);
@@ -166,4 +122,72 @@ export function registerNodePods<E extends Env>(
     d.note(c, { criCalls: r.criCalls });
     return c.json(r.list);
   });
+}
+
+type PodRef = { namespace: string; name: string; uid: string };
+type Slot = () => Promise<() => void>;
+
+const failed = (ref: PodRef, e: unknown) => ({ ok: false, pod: ref, steps: [], error: toProblemError(e).toProblem() });
+
+/** The set's dropped pods, each torn down by its worker (kubelet's kill update); `count` adds CRI calls. */
+function killDropped(
+  d: NodePodsDeps,
+  removed: readonly string[],
+  before: ReadonlyMap<string, DesiredPod>,
+  slot: Slot,
+  count: (n: number) => void,
+) {
+  return Promise.all(
+    removed.map(async (uid) => {
+      const m = before.get(uid)?.pod.metadata;
+      const ref = { namespace: m?.namespace ?? "", name: m?.name ?? "", uid };
+      try {
+        // Torn down only if still out of the store when its work runs: a later sync that put it back meanwhile
+        // is not undone.
+        const o = await d.pods.kill({ runtime: d.runtime, uid, spec: before.get(uid)?.pod, slot });
+        if (o.kind !== "done") return { ok: true, pod: ref, steps: [], deleted: false, superseded: SUPERSEDED_DELETE };
+        count(o.value.criCalls);
+        return { ok: o.value.ok, pod: ref, steps: o.value.steps, deleted: o.value.deleted };
+      } catch (e) {
+        return failed(ref, e);
+      }
+    }),
+  );
+}
+
+/** The set's pods, each synced by its worker (kubelet's UpdatePod) once the dropped pods are down. */
+function syncListed(
+  d: NodePodsDeps,
+  pods: readonly { pod: Pod; objects?: PodObjects | undefined }[],
+  own: readonly DesiredPod[],
+  slot: Slot,
+  count: (n: number) => void,
+) {
+  return Promise.all(
+    pods.map(async ({ pod, objects }, i) => {
+      const uid = pod.metadata.uid;
+      const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, uid };
+      try {
+        // Synced only if this PUT's entry (or the same spec) is still stored when its work runs: a later sync
+        // (or PUT, or DELETE) that changed the pod meanwhile has acted or will, and this older spec must not
+        // roll it back.
+        const o = await d.pods.sync({
+          runtime: d.runtime,
+          entry: own[i]!,
+          pod,
+          objects,
+          probes: () => d.prober?.results(uid),
+          slot,
+          admitted: true,
+        });
+        if (o.kind !== "done") return { ok: true, pod: ref, steps: [], superseded: SUPERSEDED_SYNC };
+        const r = o.value;
+        d.prober?.observe(uid, r.after);
+        count(r.criCalls + (r.left?.criCalls ?? 0));
+        return { ok: r.ok, pod: r.pod, actions: actionsJSON(pod, r.actions), steps: r.steps, status: r.apiStatus };
+      } catch (e) {
+        return failed(ref, e);
+      }
+    }),
+  );
 }

@@ -12,7 +12,7 @@ import { notifying, type StoredWorkload, type WorkloadStore } from "../../contro
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import { WatchHub, type KubeObject, type RvClock } from "../watch-hub.js";
 import { defaultWorkload, wholeSeconds } from "../apiserver/defaults.js";
-import { statefulSetClaims } from "./statefulset-claims.js";
+import { type ClaimDir, statefulSetClaims } from "./statefulset-claims.js";
 
 export type V1Workload = KubeObject & {
   apiVersion: string;
@@ -74,6 +74,8 @@ export function createWorkloadFeed(
   clock: RvClock,
   inner: WorkloadStore,
   onError: (e: unknown) => void = () => undefined,
+  /** The claim directories on the node (a retained claim lists as a PersistentVolumeClaim too); none on Workers. */
+  claimDirs: () => Promise<readonly ClaimDir[]> = async () => [],
 ): WorkloadFeed {
   const hubs = Object.fromEntries(
     WORKLOAD_KINDS.map((k) => [
@@ -81,15 +83,18 @@ export function createWorkloadFeed(
       new WatchHub<V1Workload>(clock, { key: (w) => w.metadata.uid ?? `${w.metadata.namespace}/${w.metadata.name}` }),
     ]),
   ) as Record<WorkloadKind, WatchHub<V1Workload>>;
-  const feed = (stored: readonly StoredWorkload[]) => {
+  const feed = (stored: readonly StoredWorkload[], dirs: readonly ClaimDir[]) => {
     const byKind = new Map<WorkloadKind, V1Workload[]>(WORKLOAD_KINDS.map((k) => [k, []]));
     for (const s of stored) byKind.get(s.workload.kind)?.push(v1Workload(s));
     byKind
       .get("PersistentVolumeClaim")!
-      .push(...statefulSetClaims(byKind.get("StatefulSet")!, byKind.get("PersistentVolumeClaim")!));
+      .push(...statefulSetClaims(byKind.get("StatefulSet")!, byKind.get("PersistentVolumeClaim")!, dirs));
     for (const k of WORKLOAD_KINDS) hubs[k].replaceAll(byKind.get(k)!);
   };
-  const load = async () => feed(await inner.list());
+  const load = async () => {
+    const [stored, dirs] = await Promise.all([inner.list(), claimDirs().catch(() => [])]);
+    feed(stored, dirs);
+  };
   const refeed = () => void load().catch(onError);
   const notified = notifying(inner, refeed);
   return {

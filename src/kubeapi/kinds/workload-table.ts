@@ -233,6 +233,63 @@ export function formatHPAMetrics(specs: MetricSpec[], statuses: MetricStatus[]):
   return list.length > 2 ? `${list.slice(0, 2).join(", ")} + ${list.length - 2} more...` : list.join(", ");
 }
 
+/** printJob: its state, completions, duration. */
+function jobCells(o: V1Workload, now: number): (string | number)[] {
+  const { spec, status } = o;
+  const age = since(o.metadata.creationTimestamp, now);
+  const succeeded = n(status["succeeded"]);
+  const completions =
+    spec["completions"] !== undefined && spec["completions"] !== null
+      ? `${succeeded}/${spec["completions"]}`
+      : n(spec["parallelism"]) > 1
+        ? `${succeeded}/1 of ${spec["parallelism"]}`
+        : `${succeeded}/1`;
+  const start = status["startTime"] as string | undefined;
+  const end = status["completionTime"] as string | undefined;
+  const duration = !start
+    ? ""
+    : !end
+      ? humanDuration(now - Date.parse(start))
+      : humanDuration(Date.parse(end) - Date.parse(start));
+  const state = hasCondition(o, "Complete")
+    ? "Complete"
+    : hasCondition(o, "Failed")
+      ? "Failed"
+      : hasCondition(o, "Suspended")
+        ? "Suspended"
+        : hasCondition(o, "FailureTarget")
+          ? "FailureTarget"
+          : "Running";
+  return [
+    o.metadata.name,
+    state,
+    completions,
+    duration,
+    age,
+    ...containerCells(spec["template"]),
+    formatLabelSelector(spec["selector"]),
+  ];
+}
+
+/** printCronJob. */
+function cronJobCells(o: V1Workload, now: number): (string | number)[] {
+  const { spec, status } = o;
+  const age = since(o.metadata.creationTimestamp, now);
+  const template = spec["jobTemplate"]?.spec;
+  return [
+    o.metadata.name,
+    spec["schedule"],
+    spec["timeZone"] ?? "<none>",
+    // printBoolPtr
+    spec["suspend"] === undefined || spec["suspend"] === null ? "<unset>" : spec["suspend"] ? "True" : "False",
+    ((status["active"] as unknown[] | undefined) ?? []).length,
+    status["lastScheduleTime"] ? since(status["lastScheduleTime"], now) : "<none>",
+    age,
+    ...containerCells(template?.template),
+    formatLabelSelector(template?.selector),
+  ];
+}
+
 /** The printer's cells for one workload (every column, the wide ones too). */
 export function workloadCells(o: V1Workload, now: number): (string | number)[] {
   const { spec, status } = o;
@@ -280,55 +337,10 @@ export function workloadCells(o: V1Workload, now: number): (string | number)[] {
         ...containerCells(spec["template"]),
         formatLabelSelector(spec["selector"]),
       ];
-    case "Job": {
-      const succeeded = n(status["succeeded"]);
-      const completions =
-        spec["completions"] !== undefined && spec["completions"] !== null
-          ? `${succeeded}/${spec["completions"]}`
-          : n(spec["parallelism"]) > 1
-            ? `${succeeded}/1 of ${spec["parallelism"]}`
-            : `${succeeded}/1`;
-      const start = status["startTime"] as string | undefined;
-      const end = status["completionTime"] as string | undefined;
-      const duration = !start
-        ? ""
-        : !end
-          ? humanDuration(now - Date.parse(start))
-          : humanDuration(Date.parse(end) - Date.parse(start));
-      const state = hasCondition(o, "Complete")
-        ? "Complete"
-        : hasCondition(o, "Failed")
-          ? "Failed"
-          : hasCondition(o, "Suspended")
-            ? "Suspended"
-            : hasCondition(o, "FailureTarget")
-              ? "FailureTarget"
-              : "Running";
-      return [
-        o.metadata.name,
-        state,
-        completions,
-        duration,
-        age,
-        ...containerCells(spec["template"]),
-        formatLabelSelector(spec["selector"]),
-      ];
-    }
-    case "CronJob": {
-      const template = spec["jobTemplate"]?.spec;
-      return [
-        o.metadata.name,
-        spec["schedule"],
-        spec["timeZone"] ?? "<none>",
-        // printBoolPtr
-        spec["suspend"] === undefined || spec["suspend"] === null ? "<unset>" : spec["suspend"] ? "True" : "False",
-        ((status["active"] as unknown[] | undefined) ?? []).length,
-        status["lastScheduleTime"] ? since(status["lastScheduleTime"], now) : "<none>",
-        age,
-        ...containerCells(template?.template),
-        formatLabelSelector(template?.selector),
-      ];
-    }
+    case "Job":
+      return jobCells(o, now);
+    case "CronJob":
+      return cronJobCells(o, now);
     case "HorizontalPodAutoscaler":
       return [
         o.metadata.name,

@@ -16,13 +16,13 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import { verifyReadToken } from "../../auth/read-token.js";
-import type { RequestLog } from "../../usecases/ports.js";
 import type { PodRuntime } from "../../kubelet/pod-runtime.js";
 import { parseBool } from "../apiserver/query.js";
 import { checkExec, checkPortForward, EXEC_PATH, PORT_FORWARD_PATH } from "../exec-check.js";
 import { type ExecStreamOptions, refuse, sha256hex } from "../exec-stream.js";
 import { badRequest, KubeStatusError, notFound, toKubeStatus } from "../status.js";
 import { SpdyInspector } from "./spdy/inspect.js";
+import { upgradeLog } from "../upgrade-log.js";
 import { dialUpgrade, type UpstreamUpgrade } from "./upstream.js";
 
 /** kubectl's tunnelling subprotocol (apimachinery util/portforward constants: WebsocketsSPDYTunnelingPrefix). */
@@ -106,26 +106,7 @@ export function spdyUpgrade(o: SpdyUpgradeOptions): (req: IncomingMessage, socke
     if (i >= 0) lines[i] = `Sec-WebSocket-Protocol: ${TUNNEL_PROTOCOL}`;
   });
   return (req, socket, head) => {
-    const t0 = performance.now();
-    const rec: RequestLog = {
-      time: new Date(now()).toISOString(),
-      method: req.method ?? "GET",
-      route: "",
-      status: 101,
-      durationMs: 0,
-      criCalls: 0,
-    };
-    let logged = false;
-    const done = (status: number, error?: string) => {
-      if (logged) return;
-      logged = true;
-      o.log?.({
-        ...rec,
-        status,
-        durationMs: Math.round((performance.now() - t0) * 100) / 100,
-        ...(error ? { error } : {}),
-      });
-    };
+    const { rec, done } = upgradeLog(o.log, now, req.method ?? "GET", "");
     let release = () => undefined as void;
     void (async () => {
       const url = new URL(req.url ?? "/", "http://node");

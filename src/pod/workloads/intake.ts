@@ -28,6 +28,7 @@ import { selectorEmpty, selectorMatches, type LabelSelector } from "./selector.j
 import { templatePod } from "./template.js";
 import { jobSelectorDefaults } from "./job-labels.js";
 import { workloadBoundErrors, type WorkloadLimits } from "./bounds.js";
+import type { Body } from "../bundle.js";
 
 /** PODSYNC_UNKNOWN_KINDS: a document of a kind podsync does not know (a custom resource) is skipped with a
  * warning, as kubectl apply reports it and applies the rest (`warn`), or refuses the body (`refuse`). */
@@ -42,6 +43,9 @@ export interface IntakeOptions {
   limits?: WorkloadLimits | undefined;
   /** Default `warn`. */
   unknownKinds?: UnknownKinds | undefined;
+  /** The node's validated bodies, remembered by input (bundle.ts rememberedBody, src/util/memo.ts): a converged
+   * sync is not validated again. None: every body is validated. */
+  bodies?: { get(input: unknown, validate: () => Body): Body } | undefined;
 }
 
 export interface Item {

@@ -1,6 +1,7 @@
 // The delete use case (DELETE /v1/pods/{uid}): out of the desired state first, then the pod killed and removed
-// with its node data through the front door; or, asked not to wait, killed after the answer.
+// with its node data in the pod's worker (src/podworkers/); or, asked not to wait, killed after the answer.
 import type { DeleteResult } from "../../kubelet/pod-runtime.js";
+import type { Pod } from "../../pod/schema.js";
 import type { NodePorts } from "../ports.js";
 import { ProblemError } from "../problems.js";
 
@@ -18,6 +19,14 @@ export type DeleteOutcome =
   | { accepted: true; pod: { namespace: string; name: string; uid: string }; kill: Promise<unknown> }
   | { accepted: false; result: Omit<DeleteResult, "criCalls"> & { desired: boolean }; criCalls: number };
 
+/** The pod's kill and removal: in its pod worker (kubelet's UpdatePod with a kill), whatever the store says. */
+async function kill(p: NodePorts, uid: string, gracePeriodSeconds: number | undefined, spec: Pod | undefined) {
+  if (!p.pods) return p.runtime.delete(uid, gracePeriodSeconds, undefined, spec);
+  const o = await p.pods.kill({ runtime: p.runtime, uid, gracePeriodSeconds, spec, always: true });
+  if (o.kind === "done") return o.value;
+  throw new Error(`the delete of pod ${uid} was ${o.kind} in its pod worker`);
+}
+
 export async function deletePod(p: NodePorts, req: DeleteRequest): Promise<DeleteOutcome> {
   const { uid } = req;
   // Out of the desired state first: once the pod is asked gone, nothing (the loop, a PUT) brings it back, and
@@ -30,11 +39,11 @@ export async function deletePod(p: NodePorts, req: DeleteRequest): Promise<Delet
   const wasStored = await p.desired.remove(uid, { iat: req.iat });
   const stored = wasStored ? known : undefined;
   p.prober?.remove(uid);
-  // A desired pod not waited for is killed after the answer (the same kill, under the pod's lock, so a later sync
+  // A desired pod not waited for is killed after the answer (the same kill, in the pod's worker, so a later sync
   // waits for it). An orphan is still removed before the answer: only the kill can tell whether it exists (404).
   if (!req.wait && wasStored && known) {
     const m = known.pod.metadata;
-    const kill = p.runtime.delete(uid, req.gracePeriodSeconds, undefined, known.pod).then(
+    const killed = kill(p, uid, req.gracePeriodSeconds, known.pod).then(
       (r) =>
         r.ok ||
         console.error(
@@ -58,10 +67,10 @@ export async function deletePod(p: NodePorts, req: DeleteRequest): Promise<Delet
           }),
         ),
     );
-    return { accepted: true, pod: { namespace: m.namespace, name: m.name, uid }, kill };
+    return { accepted: true, pod: { namespace: m.namespace, name: m.name, uid }, kill: killed };
   }
   // The stored spec (when there was one) gives the kill its preStop hooks and the sidecars' order.
-  const r = await p.runtime.delete(uid, req.gracePeriodSeconds, undefined, known?.pod);
+  const r = await kill(p, uid, req.gracePeriodSeconds, known?.pod);
   // Nothing podsync made is there under this uid (another manager's objects do not count), and the desired
   // state did not hold it either (node data it left that could not be removed is a 207, not a 404).
   if (!r.deleted && !wasStored && r.ok)

@@ -1,5 +1,8 @@
 // The node's workloads as stored and as shown: the store records of a request's workloads (a workload sent again
 // keeps its status and generation while its spec is the same), and a stored workload as the Kubernetes API shows it.
+// A sync that sends a workload again with no ConfigMaps or Secrets of its namespace keeps those stored with it
+// (`keepObjects`): on a cluster they are objects of their own, which sending a Deployment again never removes
+// (the CLI's scale and rollout edits re-sign the workload alone). A whole set (PUT /v1/node/pods) replaces them.
 import type { VerifiedToken } from "../../auth/verify.js";
 import { canonicalJSON } from "../../container/hash.js";
 import { workloadKey, type StoredWorkload } from "../../controllers/store.js";
@@ -12,14 +15,20 @@ export function workloadEntries(
   token: VerifiedToken,
   now: number,
   stored: readonly StoredWorkload[] = [],
+  keepObjects = false,
 ): StoredWorkload[] {
   const p = token.payload;
   const byKey = new Map(stored.map((s) => [workloadKey(s.workload), s]));
   return items.map(({ workload, objects }) => {
     const prev = byKey.get(workloadKey(workload));
-    const objs = objects.configMaps.length || objects.secrets.length ? storedObjects(objects) : undefined;
     // A workload sent again keeps its status (and a CronJob its last schedule time) while its uid is the same.
     const same = prev !== undefined && prev.workload.metadata.uid === workload.metadata.uid;
+    const objs =
+      objects.configMaps.length || objects.secrets.length
+        ? storedObjects(objects)
+        : keepObjects && same
+          ? prev.objects
+          : undefined;
     const keep = same && prev.status ? { status: prev.status } : {};
     const generation = !same
       ? 1

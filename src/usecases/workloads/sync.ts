@@ -101,7 +101,7 @@ export async function planWorkloadPods(
   const stored = await store.list();
   return planWorkloads({
     stored,
-    incoming: workloadEntries(items, token, now, stored),
+    incoming: workloadEntries(items, token, now, stored, true),
     desired,
     nodeName,
     node,
@@ -118,6 +118,6 @@ export async function storeWorkloads(
   store: WorkloadStore,
 ): Promise<WorkloadOutcome[]> {
   const outcomes = await workloadOutcomes(items, store);
-  await store.putAll(workloadEntries(items, token, now, await store.list()));
+  await store.putAll(workloadEntries(items, token, now, await store.list(), true));
   return outcomes;
 }

@@ -5,7 +5,10 @@
 //   /fleet/nodes/N/{version,api,apis,openapi}/...       the node's own Kubernetes API, reached over its outbound link
 //                                                         as a stream (streams.ts); GET only. The caller's read token
 //                                                         (aud N) is checked here and again by the node itself.
-// Errors are metav1.Status objects. kubectl exec (a WebSocket upgrade) is not carried over the link yet: refused.
+//   the same, .../pods/P/exec as a WebSocket upgrade        kubectl exec: a session over the link (sessions.ts), the
+//                                                         node's own listener deciding (PODSYNC_ALLOW_EXEC, the
+//                                                         token's exec claim)
+// Errors are metav1.Status objects. Attach, port-forward and SPDY upgrades are not carried: refused.
 import pkg from "../../../package.json" with { type: "json" };
 import type { VerifiedToken } from "../../auth/verify.js";
 import type { FleetNode } from "../../http/fleet/node-view.js";
@@ -13,6 +16,7 @@ import type { StreamOpen } from "../../http/fleet/protocol.js";
 import { apiGroupList, apiResourceList, apiVersions, versionInfo, KUBE_GIT_VERSION } from "../../kubeapi/discovery.js";
 import type { V1Node } from "../../kubeapi/node-object.js";
 import { isKubePath } from "../../kubeapi/paths.js";
+import { EXEC_PATH } from "../../kubeapi/exec-check.js";
 import { parseLabelSelector } from "../../kubeapi/selectors.js";
 import { KubeStatusError, notFound, toKubeStatus } from "../../kubeapi/status.js";
 import { NODE_COLUMNS, nodeCells, table, wantsTable, type IncludeObject } from "../../kubeapi/table.js";
@@ -26,6 +30,8 @@ export interface FleetKubeDeps {
   nodes(t: VerifiedToken): Promise<FleetNode[]>;
   /** The node's answer over its link. */
   stream(node: string, open: Omit<StreamOpen, "type" | "id">): Promise<Response>;
+  /** A WebSocket upgrade (kubectl exec) over the node's link: the 101 joined to a session, or the node's refusal. */
+  session(node: string, req: Request, open: Omit<StreamOpen, "type" | "id" | "method" | "upgrade">): Promise<Response>;
 }
 
 /** The Kubernetes path under /fleet, or under /fleet/nodes/N; undefined for the fleet's own routes. */
@@ -46,6 +52,19 @@ const NODES_RESOURCE = {
 
 /** Only the headers the node's API reads are carried. */
 const FORWARDED = ["authorization", "accept", "user-agent", "kubectl-command", "kubectl-session"];
+/** An exec upgrade's: the token and the subprotocols kubectl offers. */
+const SESSION_FORWARDED = [
+  "authorization",
+  "sec-websocket-protocol",
+  "user-agent",
+  "kubectl-command",
+  "kubectl-session",
+];
+const carried = (req: Request, names: string[]): [string, string][] =>
+  names.flatMap((h) => {
+    const v = req.headers.get(h);
+    return v === null ? [] : [[h, v] as [string, string]];
+  });
 
 export async function serveFleetKube(
   d: FleetKubeDeps,
@@ -56,21 +75,15 @@ export async function serveFleetKube(
   try {
     const method = req.method;
     if (node !== undefined) {
-      if (req.headers.get("upgrade"))
-        throw new KubeStatusError(
-          403,
-          "Forbidden",
-          "kubectl exec, attach and port-forward are not carried over a pull-mode node's fleet link yet; use kubectl against the node's own loopback API",
-        );
+      // kubectl exec, and its SPDY fallback (a POST: the runtime does not hand a Worker SPDY's Upgrade header).
+      const upgrade = req.headers.get("upgrade");
+      if (upgrade || (method === "POST" && EXEC_PATH.test(kubePath)))
+        return await upgradeOverLink(d, req, kubePath, node, upgrade ?? "");
       if (method !== "GET" && method !== "HEAD")
         throw new KubeStatusError(405, "MethodNotAllowed", `the fleet serves a node's API read-only (got ${method})`);
       await d.nodeReader(req, node);
       const url = new URL(req.url);
-      const headers: [string, string][] = FORWARDED.flatMap((h) => {
-        const v = req.headers.get(h);
-        return v === null ? [] : [[h, v] as [string, string]];
-      });
-      return await d.stream(node, { method, path: kubePath + url.search, headers });
+      return await d.stream(node, { method, path: kubePath + url.search, headers: carried(req, FORWARDED) });
     }
     if (method !== "GET") throw new KubeStatusError(405, "MethodNotAllowed", "the fleet's node list is read-only");
     const t = await d.fleetReader(req);
@@ -79,6 +92,34 @@ export async function serveFleetKube(
     const s = toKubeStatus(e);
     return Response.json(s.toStatus(), { status: s.code });
   }
+}
+
+const ONLY_EXEC =
+  "over a pull-mode node's fleet link only kubectl exec is carried, as a WebSocket (v5.channel.k8s.io or v4.channel.k8s.io: kubectl 1.30 or later); attach, port-forward and SPDY are not: use kubectl against the node's own loopback API";
+
+/** kubectl exec as a WebSocket: a session over the link. Its SPDY fallback (a POST, after the node refused the
+ * WebSocket) is carried as a bodiless POST, so the node's own exec gates answer it (exec off, a token without exec); any other
+ * answer, and any other upgrade, is refused here. */
+async function upgradeOverLink(
+  d: FleetKubeDeps,
+  req: Request,
+  kubePath: string,
+  node: string,
+  upgrade: string,
+): Promise<Response> {
+  const exec = EXEC_PATH.test(kubePath);
+  const path = kubePath + new URL(req.url).search;
+  if (exec && upgrade.toLowerCase() === "websocket" && req.method === "GET") {
+    await d.nodeReader(req, node);
+    return d.session(node, req, { path, headers: carried(req, SESSION_FORWARDED) });
+  }
+  if (exec && req.method === "POST") {
+    await d.nodeReader(req, node);
+    const r = await d.stream(node, { method: "POST", path, headers: carried(req, FORWARDED) });
+    if (r.status === 401 || r.status === 403) return r;
+    await r.body?.cancel();
+  }
+  throw new KubeStatusError(403, "Forbidden", ONLY_EXEC);
 }
 
 async function registryApi(d: FleetKubeDeps, t: VerifiedToken, req: Request, p: string): Promise<Response> {

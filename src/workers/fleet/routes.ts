@@ -25,6 +25,7 @@ import { DurableReplayStore } from "../replay-store.js";
 import { fleetSettingsOf, type FleetConfig, type FleetEnv, type FleetNamespace } from "./settings.js";
 import { settingsOf, type WorkerConfig } from "../settings.js";
 import { fleetKubePath, serveFleetKube, type FleetKubeDeps } from "./kube.js";
+import { SESSION_HEADER, type StreamArg } from "./shard.js";
 
 export const isFleetPath = (path: string) => path === "/fleet" || path.startsWith("/fleet/");
 
@@ -228,22 +229,35 @@ const kubeDeps = (fl: Fleet): FleetKubeDeps => ({
       .flat()
       .filter((n) => inScope(t, n.metadata.labels))
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)),
-  stream: async (node, open) => {
-    const r = await stub(fl, shardOf(node, fl.f.PODSYNC_FLEET_SHARDS)).fetch("https://fleet-shard/stream", {
-      method: "POST",
-      body: JSON.stringify({ actor: "", node, ...open }),
+  session: async (node, req, open) => {
+    const r = await stub(fl, shardOf(node, fl.f.PODSYNC_FLEET_SHARDS)).fetch("https://fleet-shard/session", {
+      headers: {
+        upgrade: "websocket",
+        [SESSION_HEADER]: JSON.stringify({ actor: "", node, method: "GET", ...open } satisfies StreamArg),
+      },
+      signal: req.signal,
     });
-    if (r.headers.get("content-type") === "application/problem+json") {
-      const p = (await r.json()) as { detail?: string; type?: string };
-      const slug = String(p.type ?? "").replace(/^urn:podsync:problem:/, "");
-      throw new ProblemError(
-        (slug in PROBLEM_SLUGS ? slug : "internal") as ConstructorParameters<typeof ProblemError>[0],
-        p.detail ?? `the registry shard answered ${r.status}`,
-      );
-    }
-    return r;
+    return shardAnswer(r);
   },
+  stream: async (node, open) =>
+    shardAnswer(
+      await stub(fl, shardOf(node, fl.f.PODSYNC_FLEET_SHARDS)).fetch("https://fleet-shard/stream", {
+        method: "POST",
+        body: JSON.stringify({ actor: "", node, ...open }),
+      }),
+    ),
 });
+
+/** The shard's answer for a node's API: its own problem (no node, too many streams) thrown as one, else the node's. */
+async function shardAnswer(r: Response): Promise<Response> {
+  if (r.headers.get("content-type") !== "application/problem+json") return r;
+  const p = (await r.json()) as { detail?: string; type?: string };
+  const slug = String(p.type ?? "").replace(/^urn:podsync:problem:/, "");
+  throw new ProblemError(
+    (slug in PROBLEM_SLUGS ? slug : "internal") as ConstructorParameters<typeof ProblemError>[0],
+    p.detail ?? `the registry shard answered ${r.status}`,
+  );
+}
 
 async function listNodes(fl: Fleet, req: Request): Promise<Response> {
   const t = await owner(fl, req, "read");

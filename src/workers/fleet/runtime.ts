@@ -11,7 +11,7 @@ export interface SqlStorage {
   exec<T = Record<string, string | number | null>>(query: string, ...bindings: unknown[]): SqlCursor<T>;
 }
 export interface HibernatableSocket {
-  send(message: string): void;
+  send(message: string | Uint8Array): void;
   close(code?: number, reason?: string): void;
   serializeAttachment(value: unknown): void;
   deserializeAttachment(): unknown;

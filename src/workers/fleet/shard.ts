@@ -21,6 +21,7 @@ import { toProblemError, ProblemError } from "../../usecases/problems.js";
 import { type FleetShardState, type HibernatableSocket, upgraded, workerd } from "./runtime.js";
 import { FleetStats } from "./stats.js";
 import { ShardStreams } from "./streams.js";
+import { ShardSessions } from "./sessions.js";
 import { FleetTable, type NodeRow, type StoredDesired } from "./table.js";
 import { verifyNodeToken } from "./node-auth.js";
 import { fleetSettingsOf } from "./settings.js";
@@ -43,11 +44,14 @@ export type EnrollArg = ShardArg & Pick<NodeRow, "name" | "jwk" | "labels" | "ca
 export type LabelArg = ShardArg & { node: string; set: Record<string, string | null> };
 export type DesiredArg = ShardArg & StoredDesired & { node: string; jti: string };
 export type StreamArg = ShardArg & { node: string } & Omit<StreamOpen, "type" | "id">;
+/** The header carrying a session's StreamArg to the shard (the request itself is the caller's upgrade). */
+export const SESSION_HEADER = "x-podsync-fleet-session";
 
 export class FleetShard {
   private readonly table: FleetTable;
   private readonly stats: FleetStats;
   private readonly streams = new ShardStreams();
+  private readonly sessions = new ShardSessions(this.streams.nextId);
   constructor(
     private readonly ctx: FleetShardState,
     private readonly env: Env,
@@ -71,6 +75,7 @@ export class FleetShard {
     const op = new URL(req.url).pathname;
     try {
       if (op === "/connect") return await this.connect(req);
+      if (op === "/session") return await this.session(req);
       const arg = (await req.json()) as ShardArg;
       if (op === "/stream") return await this.stream(arg as StreamArg);
       const now = Date.now();
@@ -155,9 +160,10 @@ export class FleetShard {
       });
     }
     if (msg.type === "head" || msg.type === "data" || msg.type === "end") {
-      this.streams.frame(msg);
+      if (!this.streams.frame(ws, msg)) this.sessions.frame(ws, msg);
       return;
     }
+    if (msg.type === "credit") return void this.sessions.credit(ws, msg);
     ws.serializeAttachment({ ...att, heardAt: now } satisfies Attachment);
     if (msg.node !== att.node) return this.forged(ws, att.node, msg, now);
     if (msg.type === "hello") {
@@ -186,6 +192,7 @@ export class FleetShard {
   async webSocketClose(ws: HibernatableSocket, code: number, reason: string): Promise<void> {
     const att = ws.deserializeAttachment() as Attachment | null;
     this.streams.dropSocket(ws);
+    this.sessions.dropSocket(ws);
     try {
       ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
     } catch {
@@ -260,9 +267,26 @@ export class FleetShard {
         "node-not-connected",
         `node "${a.node}" is not connected to the fleet: its API is reached over its own link`,
       );
-    if (this.streams.size >= STREAM.maxStreams * this.ctx.getWebSockets().length)
+    if (this.streams.size + this.sessions.size >= STREAM.maxStreams * this.ctx.getWebSockets().length)
       throw new ProblemError("too-many-streams", "this registry shard holds as many streams as it serves");
     return this.streams.open(ws, { method: a.method, path: a.path, headers: a.headers });
+  }
+
+  /** kubectl exec over the node's link: the caller's WebSocket upgrade (its stream argument in SESSION_HEADER)
+   * becomes a session (sessions.ts); the node's own listener checks the token, PODSYNC_ALLOW_EXEC and the pod. */
+  private async session(req: Request): Promise<Response> {
+    if (req.headers.get("upgrade")?.toLowerCase() !== "websocket")
+      throw new ProblemError("bad-request", "a session is a WebSocket upgrade");
+    const a = JSON.parse(req.headers.get(SESSION_HEADER) ?? "{}") as StreamArg;
+    const ws = this.socketOf(a.node);
+    if (!ws)
+      throw new ProblemError(
+        "node-not-connected",
+        `node "${a.node}" is not connected to the fleet: its API is reached over its own link`,
+      );
+    if (this.streams.size + this.sessions.size >= STREAM.maxStreams * this.ctx.getWebSockets().length)
+      throw new ProblemError("too-many-streams", "this registry shard holds as many streams as it serves");
+    return this.sessions.upgrade(ws, { method: "GET", path: a.path, headers: a.headers });
   }
 
   private enroll(n: EnrollArg, now: number): { node: string } {

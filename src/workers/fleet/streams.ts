@@ -27,9 +27,12 @@ export class ShardStreams {
     return this.pending.size;
   }
 
+  /** One id space for the link's streams and sessions. */
+  readonly nextId = (): number => (this.next = (this.next % 2 ** 31) + 1);
+
   /** The node's answer to one request, streamed. */
   async open(ws: HibernatableSocket, req: Omit<StreamOpen, "type" | "id">): Promise<Response> {
-    const id = (this.next = (this.next % 2 ** 31) + 1);
+    const id = this.nextId();
     // The body exists before the open is sent: data may arrive before the head's await resumes. A TransformStream's
     // writes resolve as its reader takes them (readable high-water mark 0): each resolution grants those bytes back.
     // A reader gone (the client left) fails the writes: the node is told to stop.
@@ -69,10 +72,11 @@ export class ShardStreams {
     return new Response(body, { status: head.status, headers });
   }
 
-  /** A frame from the node; false when it names no open stream (a stream the reader already left). */
-  frame(f: StreamFrame): boolean {
+  /** A frame from the node; false when it names no open stream of this socket (a stream the reader already left,
+   * or another node's). */
+  frame(ws: HibernatableSocket, f: StreamFrame): boolean {
     const p = this.pending.get(f.id);
-    if (!p) return false;
+    if (!p || p.ws !== ws) return false;
     switch (f.type) {
       case "head":
         clearTimeout(p.timer);

@@ -1,27 +1,14 @@
 // One registry shard's tables (SQLite in its Durable Object): the nodes, their signed desired sets and the audit
 // trail. Every write goes through here, so the row writes an idle fleet costs are all in one place (docs/fleet.md).
 import type { JWK } from "jose";
+import type { RegistryEntry } from "../../http/fleet/node-view.js";
 import type { PodSummary } from "../../http/fleet/protocol.js";
 import type { SqlStorage } from "./runtime.js";
 
-export interface NodeRow {
-  name: string;
+/** A node's row: the registry entry the owner sees (node-view.ts), with the node's key and when it last reported. */
+export interface NodeRow extends RegistryEntry {
   jwk: JWK;
-  labels: Record<string, string>;
-  taints: unknown[];
-  capacity: Record<string, string>;
-  version: string;
-  enrolledAt: number;
-  revokedAt: number | null;
-  connected: boolean;
-  lastSeen: number | null;
-  /** The generation the node last said it applied, its pods and last error (its status report). */
-  generation: number;
-  pods: PodSummary[];
-  error: string | null;
   statusAt: number | null;
-  /** The generation of the desired set stored for it. */
-  desiredGeneration: number;
 }
 export interface StoredDesired {
   generation: number;

@@ -20,7 +20,7 @@ import { FileWorkloadStore } from "../../../src/state/workloads.js";
 import { importSealKey, newSealKeyBytes } from "../../../src/state/secret-seal.js";
 import { createControllers } from "../../../src/controllers/run.js";
 import { criPodUsage } from "../../../src/controllers/podautoscaler/metrics.js";
-import { startReconcileLoop, type ReconcileLoop } from "../../../src/pleg/loop.js";
+import { startReconcileLoop, type ReconcileLoop } from "../../../src/syncloop/sync-loop.js";
 import { Harness, NODE } from "../../support/http.js";
 import { until } from "../../support/wait.js";
 

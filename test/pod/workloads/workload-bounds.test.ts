@@ -21,8 +21,7 @@ import type { Pod } from "../../../src/pod/schema.js";
 import type { V1PodStatus } from "../../../src/status/api-status.js";
 import { errorsOf } from "../../support/pods.js";
 import { Harness } from "../../support/http.js";
-import { startFakeCri } from "../../support/fake-cri.js";
-import { connectGrpc } from "../../../src/cri/grpc-transport.js";
+import { useFakeCri } from "../../support/fake-cri-suite.js";
 
 const audit = { iss: "t", iat: 1 };
 const stored = (w: Workload, generation = 1): StoredWorkload => ({ workload: w, audit, storedAt: 0, generation });
@@ -338,10 +337,10 @@ describe("refused replicas cost nothing", () => {
 });
 
 describe("PODSYNC_MAX_WORKLOADS", () => {
+  const suite = useFakeCri();
   it("a sync past it, and a PUT of a set past it, are a 400 naming the first workload over; plan too", async () => {
-    const fake = await startFakeCri();
     const workloads = new MemoryWorkloadStore();
-    const h = await Harness.start(connectGrpc({ endpoint: fake.endpoint, timeoutMs: 5000 }), {
+    const h = await Harness.start(suite.cri, {
       workloads,
       maxWorkloads: 2,
       nodeInfo: { ...node(110), labels: { ...node().labels, "kubernetes.io/os": "linux" } },
@@ -379,7 +378,6 @@ describe("PODSYNC_MAX_WORKLOADS", () => {
       expect((await workloads.list()).map((w) => w.workload.metadata.name).sort()).toEqual(["a", "b"]);
     } finally {
       await h.close();
-      await fake.stop();
     }
   });
 });

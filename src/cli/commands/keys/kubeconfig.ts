@@ -10,7 +10,9 @@ import { readFileSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { connect } from "node:tls";
 import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
 import { fail, usage } from "../../args.js";
+import type { Ctx } from "../../client.js";
 import { signToken } from "../../keys.js";
 import { READ_ACT } from "../../../auth/read-token.js";
 import type { Command } from "../../command.js";
@@ -95,38 +97,8 @@ const kubeconfig: Command = {
     },
   },
   async run(ctx) {
-    if (ctx.o["credential"]) {
-      if (ctx.o["aud"] === undefined) usage("--credential needs --aud: the node the token is for", ctx.command);
-      const token = await signToken(
-        ctx.key().key,
-        {
-          act: READ_ACT,
-          ...(ctx.o["exec"] ? { exec: true } : {}),
-          ...(ctx.o["port-forward"] ? { portForward: true } : {}),
-        },
-        String(ctx.o["aud"]),
-        READ_TTL_MAX_S,
-        ctx.iss,
-      );
-      console.log(execCredential(token, READ_TTL_MAX_S));
-      return;
-    }
-    // The node the CLI talks to (--url, $PODSYNC_URL, the default), over https: the same port serves both.
-    const server = (ctx.o["server"] as string | undefined) ?? ctx.url.replace(/^http:/, "https:");
-    let url: URL;
-    try {
-      url = new URL(server);
-    } catch {
-      return usage(`--server ${JSON.stringify(server)} is not a URL`, ctx.command);
-    }
-    if (url.protocol !== "https:")
-      usage(
-        "--server must be https:// (kubectl sends credentials only over https; podsync serves both on its port)",
-        ctx.command,
-      );
-    // The node's API root: the origin for a node's own podsync, https://<worker>/nodes/<node> through a Worker
-    // (kubectl keeps a server URL's path).
-    const base = new URL(url.pathname.replace(/\/*$/, "/"), url.origin);
+    if (ctx.o["credential"]) return legacyCredential(ctx);
+    const { url, base } = serverUrl(ctx);
     // The key found now (--key, $PODSYNC_KEY, the config dir, the dev key) is the one the plugin will use, by path.
     const keyPath = resolve(ctx.key().path);
     const ca =
@@ -138,89 +110,140 @@ const kubeconfig: Command = {
       console.error(
         `podsync: trusting the certificate ${url.host} presents: SHA-256 ${x.fingerprint256} (compare with the server's start-up line)`,
       );
-    // The node name: --node, else /healthz over https with that certificate.
-    let node = (ctx.o["node"] as string | undefined) ?? (ctx.o["aud"] as string | undefined);
-    if (!node) {
-      const { Agent, request } = await import("node:https");
-      node = await new Promise<string>((res, rej) => {
-        const req = request(new URL("healthz", base), { agent: new Agent({ ca }), timeout: 10_000 }, (r) => {
-          let body = "";
-          r.on("data", (b: Buffer) => (body += b.toString()));
-          r.on("end", () => {
-            try {
-              res(String((JSON.parse(body) as { node?: string }).node ?? ""));
-            } catch (e) {
-              rej(e as Error);
-            }
-          });
-        });
-        req.on("error", rej);
-        req.end();
-      }).catch((e: Error) => fail(`cannot ask ${base.href}healthz for the node name (${e.message}); pass --node`));
-      if (!node) fail(`${base.href}healthz did not say the node name; pass --node`);
-    }
-    const args = [
-      launcher(),
-      "token",
-      "--act",
-      READ_ACT,
-      "--exec-credential",
-      "--ttl",
-      String(READ_TTL_MAX_S),
-      "--key",
-      keyPath,
-      "--aud",
-      node,
-      ...(ctx.iss ? ["--iss", ctx.iss] : []),
-      ...(ctx.o["exec"] ? ["--exec"] : []),
-      ...(ctx.o["port-forward"] ? ["--port-forward"] : []),
-    ];
-    const name = `podsync-${node}`;
-    const serverUrl = base.href.replace(/\/$/, "");
-    const config = {
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [
-        {
-          name,
-          cluster: {
-            server: serverUrl,
-            "certificate-authority-data": Buffer.from(ca).toString("base64"),
-          },
-        },
-      ],
-      users: [
-        {
-          name,
-          user: {
-            exec: {
-              apiVersion: "client.authentication.k8s.io/v1",
-              // A POSIX sh guard prints the plugin's cached ExecCredential when it is fresh and this user's (no node
-              // start: kubectl runs the plugin before every command); else it runs podsync token, which signs or
-              // reads the cache and writes it (src/cli/token-cache.ts).
-              command: "/bin/sh",
-              args: [
-                "-c",
-                CACHE_GUARD,
-                "podsync-token",
-                cacheFile(args.slice(2), serverUrl),
-                process.execPath,
-                ...args,
-              ],
-              interactiveMode: "Never",
-              // The plugin's cache is keyed by the cluster's server (KUBERNETES_EXEC_INFO).
-              provideClusterInfo: true,
-            },
-          },
-        },
-      ],
-      contexts: [{ name, context: { cluster: name, user: name, namespace: String(ctx.o["namespace"] ?? "default") } }],
-      "current-context": name,
-    };
-    const { stringify } = await import("yaml");
+    const node =
+      (ctx.o["node"] as string | undefined) ?? (ctx.o["aud"] as string | undefined) ?? (await healthzNode(base, ca));
     process.stdout.write(
-      `# podsync kubeconfig for node ${node} (certificate SHA-256 ${x.fingerprint256})\n${stringify(config)}`,
+      kubeconfigYaml({
+        server: base.href,
+        ca,
+        keyPath,
+        node,
+        iss: ctx.iss,
+        namespace: String(ctx.o["namespace"] ?? "default"),
+        exec: Boolean(ctx.o["exec"]),
+        portForward: Boolean(ctx.o["port-forward"]),
+      }),
     );
   },
 };
 export default kubeconfig;
+
+/** `--credential`: the plugin mode of kubeconfigs made by earlier versions (podsync token --act read --exec-credential). */
+async function legacyCredential(ctx: Ctx): Promise<void> {
+  if (ctx.o["aud"] === undefined) usage("--credential needs --aud: the node the token is for", ctx.command);
+  const token = await signToken(
+    ctx.key().key,
+    {
+      act: READ_ACT,
+      ...(ctx.o["exec"] ? { exec: true } : {}),
+      ...(ctx.o["port-forward"] ? { portForward: true } : {}),
+    },
+    String(ctx.o["aud"]),
+    READ_TTL_MAX_S,
+    ctx.iss,
+  );
+  console.log(execCredential(token, READ_TTL_MAX_S));
+}
+
+/** --server (else the CLI's node over https: the same port serves both) and the node's API root under it: the
+ * origin for a node's own podsync, https://<worker>/nodes/<node> through a Worker (kubectl keeps a server's path). */
+function serverUrl(ctx: Ctx): { url: URL; base: URL } {
+  const server = (ctx.o["server"] as string | undefined) ?? ctx.url.replace(/^http:/, "https:");
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    return usage(`--server ${JSON.stringify(server)} is not a URL`, ctx.command);
+  }
+  if (url.protocol !== "https:")
+    usage(
+      "--server must be https:// (kubectl sends credentials only over https; podsync serves both on its port)",
+      ctx.command,
+    );
+  return { url, base: new URL(url.pathname.replace(/\/*$/, "/"), url.origin) };
+}
+
+/** The node name, from /healthz over https with the certificate `ca`. */
+async function healthzNode(base: URL, ca: string): Promise<string> {
+  const { Agent, request } = await import("node:https");
+  const node = await new Promise<string>((res, rej) => {
+    const req = request(new URL("healthz", base), { agent: new Agent({ ca }), timeout: 10_000 }, (r) => {
+      let body = "";
+      r.on("data", (b: Buffer) => (body += b.toString()));
+      r.on("end", () => {
+        try {
+          res(String((JSON.parse(body) as { node?: string }).node ?? ""));
+        } catch (e) {
+          rej(e as Error);
+        }
+      });
+    });
+    req.on("error", rej);
+    req.end();
+  }).catch((e: Error) => fail(`cannot ask ${base.href}healthz for the node name (${e.message}); pass --node`));
+  if (!node) fail(`${base.href}healthz did not say the node name; pass --node`);
+  return node;
+}
+
+export interface KubeconfigInput {
+  /** The node's API root (https). */
+  server: string;
+  /** The server's certificate (PEM), embedded as certificate-authority-data. */
+  ca: string;
+  /** The signing key the plugin uses, by absolute path. */
+  keyPath: string;
+  node: string;
+  iss: string | undefined;
+  namespace: string;
+  exec: boolean;
+  portForward: boolean;
+}
+
+/** The kubeconfig (YAML, with a comment naming the node and the certificate's fingerprint). */
+export function kubeconfigYaml(k: KubeconfigInput): string {
+  const args = [
+    launcher(),
+    "token",
+    "--act",
+    READ_ACT,
+    "--exec-credential",
+    "--ttl",
+    String(READ_TTL_MAX_S),
+    "--key",
+    k.keyPath,
+    "--aud",
+    k.node,
+    ...(k.iss ? ["--iss", k.iss] : []),
+    ...(k.exec ? ["--exec"] : []),
+    ...(k.portForward ? ["--port-forward"] : []),
+  ];
+  const name = `podsync-${k.node}`;
+  const server = k.server.replace(/\/$/, "");
+  const config = {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name, cluster: { server, "certificate-authority-data": Buffer.from(k.ca).toString("base64") } }],
+    users: [
+      {
+        name,
+        user: {
+          exec: {
+            apiVersion: "client.authentication.k8s.io/v1",
+            // A POSIX sh guard prints the plugin's cached ExecCredential when it is fresh and this user's (no node
+            // start: kubectl runs the plugin before every command); else it runs podsync token, which signs or
+            // reads the cache and writes it (src/cli/token-cache.ts).
+            command: "/bin/sh",
+            args: ["-c", CACHE_GUARD, "podsync-token", cacheFile(args.slice(2), server), process.execPath, ...args],
+            interactiveMode: "Never",
+            // The plugin's cache is keyed by the cluster's server (KUBERNETES_EXEC_INFO).
+            provideClusterInfo: true,
+          },
+        },
+      },
+    ],
+    contexts: [{ name, context: { cluster: name, user: name, namespace: k.namespace } }],
+    "current-context": name,
+  };
+  const fingerprint = new X509Certificate(k.ca).fingerprint256;
+  return `# podsync kubeconfig for node ${k.node} (certificate SHA-256 ${fingerprint})\n${stringify(config)}`;
+}

@@ -1,4 +1,4 @@
-// The loop's decisions, pure: whether a desired pod needs a sync (from its relisted status, through the same
+// The sync loop's decisions, pure: whether a desired pod needs a sync (from its relisted status, through the same
 // computePodActions a sync runs), and whether to sync it now (kubelet's pod workers: a PLEG event, the periodic
 // resync, a retry after an error). No I/O, no clock but the `now` passed in.
 import type { Container, Pod } from "../pod/schema.js";
