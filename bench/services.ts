@@ -8,10 +8,12 @@
 //   2. The cluster DNS in a process of its own (bench/services-dns-child.ts, 100 Services × 3 endpoints, on
 //      127.0.0.1): p50/p99 of a cluster name and of a cached upstream name (the stub upstream on 127.0.0.1 answered
 //      it once), 5,000 sequential UDP queries each. Goal p99 ≤ 2 ms.
-//   3. 100 Services × 3 endpoints programmed into an empty table (the proxier's first sync: read the kernel, one
-//      transaction), median of 5. Goal ≤ 200 ms.
+//   3. 100 Services × 3 endpoints programmed into an empty table (the proxier's start: the probe and one
+//      transaction, both through its one `nft -j -i` process), median of 5, with the nft processes started and
+//      the lines run. Goal ≤ 200 ms.
 //   4. One endpoint of one Service going not-ready → the kernel (an incremental sync), median of 10, with the
-//      transaction's commands. Goal ≤ 1 s, one element-sized change.
+//      transaction's commands and the nft processes started (0) and transactions (1) per change. Goal ≤ 1 s,
+//      one element-sized change.
 //   5. The DNS process under 2,000 queries/s for 10 s, 1 in 10 malformed: answers received, and its RSS before,
 //      after and once more after a second 10 s (growth would show between the two).
 // BENCH_PARTS (comma-separated: programming, dns, http; default all) picks phases; BENCH_DNS_QUERIES (5,000) and
@@ -270,16 +272,19 @@ async function dns() {
 // --- 3 and 4. Programming the kernel ------------------------------------------------------------------------
 async function programming() {
   // ms: startProxier as a whole (nft probed, the table read, computed, applied); sync: the first sync alone.
-  const fromEmpty: { ms: number; sync: number; commands: number }[] = [];
+  // processes/transactions: what the proxier's nft runner started and ran (deterministic, unlike the times).
+  const fromEmpty: { ms: number; sync: number; commands: number; processes: number; transactions: number }[] = [];
   for (let i = 0; i < 5; i++) {
     await nft.deleteTable(TABLE);
     const source = memoryServiceSource(fixture(100, 3));
+    const runner = nftCli();
     const t0 = performance.now();
-    const p = await startProxier({ source, settings: { table: TABLE, serviceCIDRs: ["10.96.0.0/16"] } });
+    const p = await startProxier({ source, settings: { table: TABLE, serviceCIDRs: ["10.96.0.0/16"] }, nft: runner });
     fromEmpty.push({
       ms: performance.now() - t0,
       sync: p.health().lastSync!.ms,
       commands: p.health().lastSync!.commands,
+      ...runner.stats!(),
     });
     await p.stop();
   }
@@ -300,13 +305,21 @@ async function programming() {
   };
   await nft.deleteTable(TABLE);
   const source = memoryServiceSource(fixture(100, 3));
-  const p = await startProxier({ source, settings: { table: TABLE, serviceCIDRs: ["10.96.0.0/16"] } });
-  const changes: { ms: number; commands: number }[] = [];
+  const runner = nftCli();
+  const p = await startProxier({ source, settings: { table: TABLE, serviceCIDRs: ["10.96.0.0/16"] }, nft: runner });
+  const changes: { ms: number; commands: number; processes: number; transactions: number }[] = [];
   for (let i = 0; i < 10; i++) {
+    const before = runner.stats!();
     const t0 = performance.now();
     source.set(fixture(100, 3, i % 2 === 0 ? 1 : -1)); // endpoint 1 of svc-0 not ready, then ready again
     await p.sync();
-    changes.push({ ms: performance.now() - t0, commands: p.health().lastSync!.commands });
+    const after = runner.stats!();
+    changes.push({
+      ms: performance.now() - t0,
+      commands: p.health().lastSync!.commands,
+      processes: after.processes - before.processes,
+      transactions: after.transactions - before.transactions,
+    });
   }
   const ruleCount = execFileSync("nft", ["list", "table", "inet", TABLE]).toString().split("\n").length;
   await p.stop();
@@ -318,6 +331,8 @@ async function programming() {
       medianMs: round(median(fromEmpty.map((x) => x.ms)), 1),
       syncMedianMs: round(median(fromEmpty.map((x) => x.sync)), 1),
       commands: fromEmpty[0]!.commands,
+      nftProcesses: fromEmpty[0]!.processes,
+      nftTransactions: fromEmpty[0]!.transactions,
       runs: fromEmpty.map((x) => round(x.ms, 1)),
       ...cpu,
     },
@@ -325,6 +340,9 @@ async function programming() {
       medianMs: round(median(changes.map((x) => x.ms)), 1),
       maxMs: round(Math.max(...changes.map((x) => x.ms)), 1),
       commands: [...new Set(changes.map((x) => x.commands))],
+      nftProcessesEach: [...new Set(changes.map((x) => x.processes))],
+      nftTransactionsEach: [...new Set(changes.map((x) => x.transactions))],
+      runs: changes.map((x) => round(x.ms, 1)),
     },
     tableLines: ruleCount,
   };

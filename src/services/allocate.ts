@@ -133,135 +133,196 @@ export function allocateServices(
   previous: ReadonlyMap<string, Service>,
   net: ServiceNetwork,
 ): AllocationErrors {
-  const out: AllocationErrors = { invalid: [], policy: [] };
-  const path = (at: string, f: string) => (at ? `${at}.${f}` : f);
-  const { cidr } = net;
-  const ips = new Map<string, string>();
-  const ports = new Map<number, string>();
+  const a: Alloc = { net, ips: new Map(), ports: new Map(), out: { invalid: [], policy: [] } };
   for (const s of kept) {
-    if (hasClusterIP(s) && s.spec.clusterIP) ips.set(s.spec.clusterIP, key(s));
-    for (const p of s.spec.ports) if (p.nodePort !== undefined) ports.set(p.nodePort, key(s));
+    if (hasClusterIP(s) && s.spec.clusterIP) a.ips.set(s.spec.clusterIP, key(s));
+    for (const p of s.spec.ports) if (p.nodePort !== undefined) a.ports.set(p.nodePort, key(s));
   }
-  const inRange = (n: bigint) => n > cidr.base && n < cidr.base + cidr.size - (cidr.family === "IPv4" ? 1n : 0n);
-  const reserved = (n: bigint) => n === cidr.base + 1n;
-  const rangeText = `the range of valid IPs is ${cidr.text}`;
-  const portRange = `the range of valid ports is ${net.nodePorts.min}-${net.nodePorts.max}`;
-
   // First every requested address and port, so a pick for another Service never takes one asked for.
-  const pending: { svc: Service; at: string; ip: boolean; ports: number[] }[] = [];
-  for (const { svc, at } of incoming) {
-    const k = key(svc);
-    const want = { svc, at, ip: false, ports: [] as number[] };
-    if (wantsNodePorts(svc) && net.nodePortPolicy === "forbid")
-      out.policy.push({
-        path: path(at, "spec.type"),
-        message: `${svc.spec.type} Services are forbidden by the node owner's policy (PODSYNC_POLICY_NODEPORTS=forbid): use type ClusterIP`,
-      });
-    if (hasClusterIP(svc)) {
-      const fam = svc.spec.ipFamilies?.[0];
-      if (fam !== undefined && fam !== cidr.family)
-        out.invalid.push({
-          path: path(at, "spec.ipFamilies[0]"),
-          message: `this node's Services are ${cidr.family} (PODSYNC_SERVICE_CIDR ${cidr.text}): ${fam} is not served`,
-        });
-      svc.spec.ipFamilies = [cidr.family];
-      const asked = svc.spec.clusterIP;
-      if (asked) {
-        const ip = parseIP(asked);
-        const held = ips.get(asked);
-        if (!ip)
-          out.invalid.push({ path: path(at, "spec.clusterIP"), message: `"${asked}" is not a valid IP address` });
-        else if (ip.family !== cidr.family || !inRange(ip.n) || reserved(ip.n))
-          out.invalid.push({
-            path: path(at, "spec.clusterIP"),
-            message: `failed to allocate IP ${asked}: provided IP is not in the valid range; ${rangeText} (less its network, first and broadcast addresses)`,
-          });
-        else if (held !== undefined && held !== k)
-          out.invalid.push({
-            path: path(at, "spec.clusterIP"),
-            message: `failed to allocate IP ${asked}: provided IP is already allocated (to Service ${held})`,
-          });
-        else ips.set(asked, k);
-      } else want.ip = true;
-    } else if (svc.spec.type === "ExternalName") delete svc.spec.ipFamilies;
-    svc.spec.ports.forEach((p, i) => {
-      if (!wantsNodePorts(svc)) return;
-      if (p.nodePort === undefined) {
-        want.ports.push(i);
-        return;
-      }
-      const held = ports.get(p.nodePort);
-      const f = path(at, `spec.ports[${i}].nodePort`);
-      if (p.nodePort < net.nodePorts.min || p.nodePort > net.nodePorts.max)
-        out.invalid.push({
-          path: f,
-          message: `failed to allocate port ${p.nodePort}: provided port is not in the valid range; ${portRange} (PODSYNC_NODEPORT_RANGE)`,
-        });
-      else if (held !== undefined && held !== k)
-        out.invalid.push({
-          path: f,
-          message: `failed to allocate port ${p.nodePort}: provided port is already allocated (to Service ${held})`,
-        });
-      else ports.set(p.nodePort, k);
-    });
-    pending.push(want);
+  const pending = incoming.map(({ svc, at }) => ({
+    svc,
+    at,
+    ip: claimClusterIP(a, svc, at),
+    ports: claimNodePorts(a, svc, at),
+  }));
+  if (a.out.invalid.length || a.out.policy.length) return a.out;
+  for (const { svc, at, ip, ports } of pending) {
+    const prev = previous.get(key(svc));
+    if (ip) pickClusterIP(a, svc, at, prev);
+    else if (hasClusterIP(svc) && svc.spec.clusterIP) svc.spec.clusterIPs = [svc.spec.clusterIP];
+    for (const i of ports) pickNodePort(a, svc, at, i, prev);
   }
-  if (out.invalid.length || out.policy.length) return out;
+  return a.out;
+}
 
-  for (const { svc, at, ip, ports: need } of pending) {
-    const k = key(svc);
-    const prev = previous.get(k);
-    if (ip) {
-      const had = prev?.spec.clusterIP;
-      const hadN = had ? parseIP(had) : undefined;
-      let pick: string | undefined;
-      if (had && hadN && hadN.family === cidr.family && inRange(hadN.n) && !reserved(hadN.n) && !ips.has(had))
-        pick = had;
-      else {
-        // The upper band: the range less its lower sixteenth (at least 16, at most 256 addresses), as KEP-3070.
-        const low = BigInt(Math.min(256, Math.max(16, Number(cidr.size / 16n))));
-        const band = cidr.size - low;
-        const start = startOf(k, band > 0n ? band : cidr.size);
-        for (let i = 0n; i < cidr.size && pick === undefined; i++) {
-          const n = cidr.base + ((low + start + i) % cidr.size);
-          const text = formatIP(cidr.family, n);
-          if (inRange(n) && !reserved(n) && !ips.has(text)) pick = text;
-        }
-      }
-      if (pick === undefined)
-        out.invalid.push({
-          path: path(at, "spec.clusterIP"),
-          message: `failed to allocate a service IP: the range ${cidr.text} is full`,
-        });
-      else {
-        ips.set(pick, k);
-        svc.spec.clusterIP = pick;
-        svc.spec.clusterIPs = [pick];
-      }
-    } else if (hasClusterIP(svc) && svc.spec.clusterIP) svc.spec.clusterIPs = [svc.spec.clusterIP];
-    for (const i of need) {
-      const p = svc.spec.ports[i]!;
-      const had = prev?.spec.ports.find((q) => q.port === p.port && q.protocol === p.protocol)?.nodePort;
-      let pick: number | undefined;
-      if (had !== undefined && had >= net.nodePorts.min && had <= net.nodePorts.max && !ports.has(had)) pick = had;
-      else {
-        const n = net.nodePorts.max - net.nodePorts.min + 1;
-        const start = Number(startOf(`${k}/${p.port}/${p.protocol}`, BigInt(n)));
-        for (let j = 0; j < n && pick === undefined; j++) {
-          const c = net.nodePorts.min + ((start + j) % n);
-          if (!ports.has(c)) pick = c;
-        }
-      }
-      if (pick === undefined)
-        out.invalid.push({
-          path: path(at, `spec.ports[${i}].nodePort`),
-          message: `failed to allocate a node port: the range ${net.nodePorts.min}-${net.nodePorts.max} is full`,
-        });
-      else {
-        ports.set(pick, k);
-        p.nodePort = pick;
-      }
+/** One allocation's state: the addresses and ports held (by Service key) and the errors so far. */
+interface Alloc {
+  net: ServiceNetwork;
+  ips: Map<string, string>;
+  ports: Map<number, string>;
+  out: AllocationErrors;
+}
+
+const path = (at: string, f: string) => (at ? `${at}.${f}` : f);
+const inRange = (c: ServiceCidr, n: bigint) => n > c.base && n < c.base + c.size - (c.family === "IPv4" ? 1n : 0n);
+const reserved = (c: ServiceCidr, n: bigint) => n === c.base + 1n;
+
+/** The family checks and a requested clusterIP; true when one is to be picked. */
+function claimClusterIP(a: Alloc, svc: Service, at: string): boolean {
+  const { cidr } = a.net;
+  if (wantsNodePorts(svc) && a.net.nodePortPolicy === "forbid")
+    a.out.policy.push({
+      path: path(at, "spec.type"),
+      message: `${svc.spec.type} Services are forbidden by the node owner's policy (PODSYNC_POLICY_NODEPORTS=forbid): use type ClusterIP`,
+    });
+  if (svc.spec.type === "ExternalName") {
+    delete svc.spec.ipFamilies;
+    return false;
+  }
+  // Upstream bails out on a family error before the address is looked at.
+  if (!initIPFamilies(a, svc, at) || !hasClusterIP(svc)) return false;
+  const asked = svc.spec.clusterIP;
+  if (!asked) return true;
+  const ip = parseIP(asked);
+  const held = a.ips.get(asked);
+  const f = path(at, "spec.clusterIP");
+  if (!ip) a.out.invalid.push({ path: f, message: `"${asked}" is not a valid IP address` });
+  else if (ip.family !== cidr.family || !inRange(cidr, ip.n) || reserved(cidr, ip.n))
+    a.out.invalid.push({
+      path: f,
+      message: `failed to allocate IP ${asked}: provided IP is not in the valid range; the range of valid IPs is ${cidr.text} (less its network, first and broadcast addresses)`,
+    });
+  else if (held !== undefined && held !== key(svc))
+    a.out.invalid.push({
+      path: f,
+      message: `failed to allocate IP ${asked}: provided IP is already allocated (to Service ${held})`,
+    });
+  else a.ips.set(asked, key(svc));
+  return false;
+}
+
+/** alloc.go initIPFamilyFields on a node with one Service family (PODSYNC_SERVICE_CIDR's): RequireDualStack and
+ * other families refused at their field, PreferDualStack served single-stack, ipFamilies inferred from a requested
+ * clusterIP, else the node's family. A headless Service without a selector is upstream's exception: it may list
+ * both families (its addresses are its endpoints') and defaults to RequireDualStack (service.ts). */
+function initIPFamilies(a: Alloc, svc: Service, at: string): boolean {
+  const { cidr } = a.net;
+  const policy = svc.spec.ipFamilyPolicy ?? "SingleStack";
+  const families = [...(svc.spec.ipFamilies ?? [])];
+  const err = (f: string, message: string) => a.out.invalid.push({ path: path(at, f), message });
+  const notHere = `this node's Services are ${cidr.family} only (PODSYNC_SERVICE_CIDR ${cidr.text})`;
+  const before = a.out.invalid.length;
+  if (policy === "SingleStack" && families.length === 2)
+    err(
+      "spec.ipFamilyPolicy",
+      "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified",
+    );
+  const ips = svc.spec.clusterIPs ?? (svc.spec.clusterIP ? [svc.spec.clusterIP] : []);
+  for (const [i, ip] of ips.entries()) {
+    if (ip === "None") break;
+    const fam = parseIP(ip)?.family;
+    if (!fam || i < families.length) continue;
+    if (fam !== cidr.family) err(`spec.clusterIPs[${i}]`, `${fam} is not configured on this node: ${notHere}`);
+    else families.push(fam);
+  }
+  if (a.out.invalid.length > before) return false;
+  if (svc.spec.clusterIP === "None" && Object.keys(svc.spec.selector ?? {}).length === 0) {
+    if (families.length === 0) families.push(cidr.family);
+    if (families.length < 2 && policy !== "SingleStack") families.push(families[0] === "IPv4" ? "IPv6" : "IPv4");
+    svc.spec.ipFamilies = families;
+    return true;
+  }
+  if (policy === "RequireDualStack")
+    err("spec.ipFamilyPolicy", `this node is not configured for dual-stack services: ${notHere}`);
+  families.forEach((f, i) => {
+    if (f !== cidr.family) err(`spec.ipFamilies[${i}]`, `${f} is not configured on this node: ${notHere}`);
+  });
+  if (a.out.invalid.length > before) return false;
+  svc.spec.ipFamilies = families.length ? families : [cidr.family];
+  return true;
+}
+
+/** Requested nodePorts; the indexes of the ports that need one picked. */
+function claimNodePorts(a: Alloc, svc: Service, at: string): number[] {
+  if (!wantsNodePorts(svc)) return [];
+  const { min, max } = a.net.nodePorts;
+  const need: number[] = [];
+  svc.spec.ports.forEach((p, i) => {
+    if (p.nodePort === undefined) {
+      need.push(i);
+      return;
+    }
+    const held = a.ports.get(p.nodePort);
+    const f = path(at, `spec.ports[${i}].nodePort`);
+    if (p.nodePort < min || p.nodePort > max)
+      a.out.invalid.push({
+        path: f,
+        message: `failed to allocate port ${p.nodePort}: provided port is not in the valid range; the range of valid ports is ${min}-${max} (PODSYNC_NODEPORT_RANGE)`,
+      });
+    else if (held !== undefined && held !== key(svc))
+      a.out.invalid.push({
+        path: f,
+        message: `failed to allocate port ${p.nodePort}: provided port is already allocated (to Service ${held})`,
+      });
+    else a.ports.set(p.nodePort, key(svc));
+  });
+  return need;
+}
+
+/** The address the Service had, or the first free one from its point of the upper band. */
+function pickClusterIP(a: Alloc, svc: Service, at: string, prev: Service | undefined): void {
+  const { cidr } = a.net;
+  const k = key(svc);
+  const had = prev?.spec.clusterIP;
+  const hadN = had ? parseIP(had) : undefined;
+  let pick: string | undefined;
+  if (had && hadN && hadN.family === cidr.family && inRange(cidr, hadN.n) && !reserved(cidr, hadN.n) && !a.ips.has(had))
+    pick = had;
+  else {
+    // The upper band: the range less its lower sixteenth (at least 16, at most 256 addresses), as KEP-3070.
+    const low = BigInt(Math.min(256, Math.max(16, Number(cidr.size / 16n))));
+    const band = cidr.size - low;
+    const start = startOf(k, band > 0n ? band : cidr.size);
+    for (let i = 0n; i < cidr.size && pick === undefined; i++) {
+      const n = cidr.base + ((low + start + i) % cidr.size);
+      const text = formatIP(cidr.family, n);
+      if (inRange(cidr, n) && !reserved(cidr, n) && !a.ips.has(text)) pick = text;
     }
   }
-  return out;
+  if (pick === undefined) {
+    a.out.invalid.push({
+      path: path(at, "spec.clusterIP"),
+      message: `failed to allocate a service IP: the range ${cidr.text} is full`,
+    });
+    return;
+  }
+  a.ips.set(pick, k);
+  svc.spec.clusterIP = pick;
+  svc.spec.clusterIPs = [pick];
+}
+
+/** The node port the Service's port had, or the first free one from its point of the range. */
+function pickNodePort(a: Alloc, svc: Service, at: string, i: number, prev: Service | undefined): void {
+  const { min, max } = a.net.nodePorts;
+  const p = svc.spec.ports[i]!;
+  const had = prev?.spec.ports.find((q) => q.port === p.port && q.protocol === p.protocol)?.nodePort;
+  let pick: number | undefined;
+  if (had !== undefined && had >= min && had <= max && !a.ports.has(had)) pick = had;
+  else {
+    const n = max - min + 1;
+    const start = Number(startOf(`${key(svc)}/${p.port}/${p.protocol}`, BigInt(n)));
+    for (let j = 0; j < n && pick === undefined; j++) {
+      const c = min + ((start + j) % n);
+      if (!a.ports.has(c)) pick = c;
+    }
+  }
+  if (pick === undefined) {
+    a.out.invalid.push({
+      path: path(at, `spec.ports[${i}].nodePort`),
+      message: `failed to allocate a node port: the range ${min}-${max} is full`,
+    });
+    return;
+  }
+  a.ports.set(pick, key(svc));
+  p.nodePort = pick;
 }

@@ -12,7 +12,7 @@
 // plane as a user's would (the default, auto: root), so this file is in the project `dataplane` (one at a time);
 // its cluster DNS forwards only to a closed port on 127.0.0.1 (every name the app asks is the cluster's).
 import { execFileSync, spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -27,6 +27,18 @@ const skip = inject("skipE2E");
 const root = process.cwd();
 
 /** The README's ```sh blocks, and the script they make (see the header). */
+/** The lab dir the quickstart's `npm run lab:start` must name: the one whose socket this run was given (the lab
+ * script keeps its pid file beside the socket), so the README never starts or reaches a containerd in the default
+ * lab dir (/tmp/podsync-lab) while the suite runs on another. */
+function labDirOf(endpoint: string): string {
+  const sock = endpoint.replace(/^unix:\/\//, "");
+  const dir = dirname(sock);
+  if (sock.endsWith("/containerd.sock") && existsSync(join(dir, "containerd.pid"))) return dir;
+  throw new Error(
+    `the README test runs the quickstart's lab:start, which needs the lab containerd: ${endpoint} is not a lab's socket (scripts/containerd-lab.sh; set PODSYNC_LAB_DIR and PODSYNC_CRI_ENDPOINT to one lab)`,
+  );
+}
+
 function quickstartScript(readme: string): string {
   const blocks = [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
   const lines: string[] = [];
@@ -54,8 +66,10 @@ function quickstartScript(readme: string): string {
     // `npm start` backgrounded; its node process is npm's child, so the whole group is stopped.
     // The wait ends when the node says it listens, or when it has exited.
     'start_node() { stop_node; ( [ $# -gt 0 ] && export "$@"; exec setsid npm start ) > node.log 2>&1 & node_pid=$!; echo "$node_pid" > node.pid; for _ in $(seq 1 1800); do grep -q "listening on" node.log && return 0; kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done; cat node.log >&2; return 1; }',
-    // Still following after 4 s is the success; a follow that ended by itself answers with its own exit code.
-    'follow() { setsid "$@" & local pid=$!; sleep 4; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; }',
+    // Still following a second after its first output is the success; a follow that ended by itself answers with
+    // its own exit code. Its first output is waited for (up to 60 s, polled): `npx podsync` alone takes ~4 s to
+    // start on a loaded machine, so a fixed window saw nothing.
+    'follow() { local out; out=$(mktemp); setsid "$@" > >(tee "$out") & local pid=$!; for _ in $(seq 1 600); do [ -s "$out" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; sleep 1; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; rm -f "$out"; }',
     ...lines,
   ].join("\n");
 }
@@ -150,8 +164,8 @@ describe.skipIf(skip)("README.md", () => {
       PODSYNC_POD_LOGS_DIR: join(dir, "logs"),
       PODSYNC_ROOT_DIR: join(dir, "root"),
       PODSYNC_DNS_UPSTREAM: `127.0.0.1:${await freePort()}`,
-      // `npm run lab:start` in the README: the lab this run uses, not the default one.
-      ...(process.env["PODSYNC_LAB_DIR"] ? { PODSYNC_LAB_DIR: process.env["PODSYNC_LAB_DIR"] } : {}),
+      // `npm run lab:start` in the README: the lab this run uses (its socket's), never the default one.
+      PODSYNC_LAB_DIR: labDirOf(endpoint),
     };
     nodePidFile = join(copy, "node.pid");
     const child = spawn("bash", [join(dir, "quickstart.sh")], { cwd: copy, env });
@@ -172,12 +186,13 @@ describe.skipIf(skip)("README.md", () => {
     expect(code, log()).toBe(0);
     expect(stdout).toMatch(/^pod\/hello \(default, uid 6f1c2a3e-0d4b-4c55-9a8e-1b2c3d4e5f60\): create sandbox/m);
     expect(stdout).toContain("pod/hello condition met");
+    // AGE as kubectl's HumanDuration writes it: 45s, 2m5s, 12m (a loaded machine takes minutes to get here).
     expect(stdout).toMatch(
-      /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+UID\nhello\s+1\/1\s+Running\s+0\s+\d+s\s+[\d.]+\s+\S+\s+6f1c2a3e-/m,
+      /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+UID\nhello\s+1\/1\s+Running\s+0\s+(\d+[smh])+\s+[\d.]+\s+\S+\s+6f1c2a3e-/m,
     );
     expect(stdout).toMatch(/^hello from hello\nhello is up \(1\)\n/m);
     // kubectl, with the kubeconfig the README makes: the pod in its table, then its log
-    expect(stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nhello\s+1\/1\s+Running\s+0\s+\d+s\n/m);
+    expect(stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nhello\s+1\/1\s+Running\s+0\s+(\d+[smh])+\n/m);
     expect(stdout.split("hello from hello").length).toBeGreaterThanOrEqual(3);
     expect(stdout).toContain("pod/hello unchanged (dry run)");
     expect(stdout).toContain('pod "hello" deleted');

@@ -214,7 +214,7 @@ describe("bad input: a 400 naming the field, nothing stored", () => {
       "an IP family the node's range is not",
       [svc("web", { ipFamilies: ["IPv6"] })],
       "items[0].spec.ipFamilies[0]",
-      "not served",
+      "IPv6 is not configured on this node",
     ],
     [
       "a nodePort out of range",

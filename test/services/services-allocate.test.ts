@@ -64,6 +64,47 @@ describe("allocateServices", () => {
     expect(incoming[0]!.svc.spec.clusterIP).toMatch(/^fd00:10:96::[0-9a-f]{1,4}$/);
     expect(incoming[0]!.svc.spec.ipFamilies).toEqual(["IPv6"]);
   });
+  it("IP families as alloc.go's initIPFamilyFields on a single-stack node", () => {
+    const v4 = net(cidrOf("10.96.0.0/16"));
+    const one = (spec: Record<string, unknown>, n = v4) => {
+      const s = svc("s", spec);
+      return { r: allocateServices([{ svc: s, at: "" }], [], new Map(), n), spec: s.spec };
+    };
+    // PreferDualStack: served with the node's one family, the policy kept.
+    expect(one({ ipFamilyPolicy: "PreferDualStack" })).toMatchObject({
+      r: { invalid: [] },
+      spec: { ipFamilyPolicy: "PreferDualStack", ipFamilies: ["IPv4"] },
+    });
+    // RequireDualStack, a second family, two families with SingleStack, an IPv6 clusterIP: each at its field.
+    expect(one({ ipFamilyPolicy: "RequireDualStack" }).r.invalid).toEqual([
+      { path: "spec.ipFamilyPolicy", message: expect.stringContaining("not configured for dual-stack services") },
+    ]);
+    expect(one({ ipFamilyPolicy: "PreferDualStack", ipFamilies: ["IPv4", "IPv6"] }).r.invalid).toEqual([
+      { path: "spec.ipFamilies[1]", message: expect.stringContaining("IPv6 is not configured on this node") },
+    ]);
+    expect(one({ ipFamilies: ["IPv4", "IPv6"] }).r.invalid).toEqual([
+      { path: "spec.ipFamilyPolicy", message: expect.stringContaining("when multiple IP families are specified") },
+    ]);
+    expect(one({ clusterIP: "fd00::5" }).r.invalid).toEqual([
+      { path: "spec.clusterIPs[0]", message: expect.stringContaining("IPv6 is not configured on this node") },
+    ]);
+    // A headless Service without a selector: RequireDualStack by default, both families listed (its addresses
+    // are its endpoints'); with a selector it follows the node's family.
+    expect(one({ clusterIP: "None" })).toMatchObject({
+      r: { invalid: [] },
+      spec: { ipFamilyPolicy: "RequireDualStack", ipFamilies: ["IPv4", "IPv6"] },
+    });
+    expect(one({ clusterIP: "None", selector: { app: "x" } })).toMatchObject({
+      r: { invalid: [] },
+      spec: { ipFamilyPolicy: "SingleStack", ipFamilies: ["IPv4"] },
+    });
+    // An IPv6 node: IPv6 families and addresses, IPv4 refused.
+    const v6 = net(cidrOf("fd00:10:96::/112"));
+    expect(one({ ipFamilyPolicy: "PreferDualStack" }, v6).spec).toMatchObject({ ipFamilies: ["IPv6"] });
+    expect(one({ ipFamilies: ["IPv4"] }, v6).r.invalid).toEqual([
+      { path: "spec.ipFamilies[0]", message: expect.stringContaining("IPv4 is not configured on this node") },
+    ]);
+  });
   it("a requested address is never given to another Service of the same body, whatever their order", () => {
     const a = svc("a");
     const b = svc("b", { clusterIP: "10.96.0.2" });

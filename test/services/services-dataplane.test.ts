@@ -82,6 +82,63 @@ describe("the proxier after a failed transaction", () => {
   });
 });
 
+describe("the proxier's transactions", () => {
+  it("writes one transaction per batch of changes through one nft process, none started per change", async () => {
+    const nft = nftCli();
+    const table = `podsync-count-${process.pid}`;
+    const eps = (n: number) => ({
+      metadata: { name: "web-a", namespace: "default", labels: { "kubernetes.io/service-name": "web" } },
+      addressType: "IPv4" as const,
+      endpoints: Array.from({ length: n }, (_, i) => ({
+        addresses: [`10.244.78.${10 + i}`],
+        conditions: { ready: true, serving: true, terminating: false },
+      })),
+      ports: [{ name: "http", port: 8080, protocol: "TCP" as const }],
+    });
+    const services = [
+      {
+        metadata: { name: "web", namespace: "default" },
+        spec: { clusterIP: "10.96.7.7", ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+      },
+    ];
+    const source = memoryServiceSource({ services, endpointSlices: [eps(3)] });
+    const { startProxier } = await import("../../src/services/proxy/proxier.js");
+    const p = await startProxier({ source, settings: { table, serviceCIDRs: ["10.96.0.0/16"] }, nft });
+    try {
+      // The probe's listing and the first (full) sync: two lines to the one process.
+      expect(nft.stats?.()).toEqual({ processes: 1, transactions: 2 });
+      // One endpoint going away: one transaction, kube-proxy's granularity (the service chain's dispatch rule
+      // rewritten, the endpoint chain flushed and deleted), no map or other chain touched.
+      source.set({ endpointSlices: [eps(2)] });
+      await p.sync();
+      expect(nft.stats?.()).toEqual({ processes: 1, transactions: 3 });
+      expect(p.health().lastSync).toMatchObject({ full: false, commands: 4 });
+      // Three changes in one turn of the event loop: one transaction, for where they end.
+      source.set({ endpointSlices: [eps(3)] });
+      source.set({ endpointSlices: [eps(2)] });
+      source.set({ endpointSlices: [eps(1)] });
+      await p.sync();
+      expect(nft.stats?.()).toEqual({ processes: 1, transactions: 4 });
+      // Changes that end where the kernel is: none.
+      source.set({ endpointSlices: [eps(3)] });
+      source.set({ endpointSlices: [eps(1)] });
+      await p.sync();
+      expect(nft.stats?.()).toEqual({ processes: 1, transactions: 4 });
+      // The last endpoint going: two map elements (service-ips out, no-endpoint-services in) and the chains.
+      source.set({ endpointSlices: [eps(0)] });
+      await p.sync();
+      expect(nft.stats?.()).toEqual({ processes: 1, transactions: 5 });
+      const { execFileSync } = await import("node:child_process");
+      expect(execFileSync("nft", ["list", "map", "inet", table, "no-endpoint-services"]).toString()).toContain(
+        "10.96.7.7 . tcp . 80",
+      );
+    } finally {
+      await p.stop();
+      await nft.deleteTable(table);
+    }
+  });
+});
+
 describe("the node's pod network from its CNI configuration", () => {
   it("reads the bridge, its gateway (the subnet's first address unless given) and the subnet", () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-cni-"));

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAnswerer } from "../../src/services/dns/answer.js";
 import { DnsCache } from "../../src/services/dns/cache.js";
 import { parseUpstream } from "../../src/services/dns/forward.js";
-import { buildIndex, lookup } from "../../src/services/dns/records.js";
+import { buildIndex, isLocal, lookup } from "../../src/services/dns/records.js";
 import { startDnsServer, type DnsServer } from "../../src/services/dns/server.js";
 import { memoryServiceSource, type EndpointSlice, type Service } from "../../src/services/types.js";
 
@@ -114,6 +114,43 @@ describe("records (CoreDNS kubernetes plugin)", () => {
     expect(nodata.answers).toEqual([]);
     expect(nodata.authorities[0]?.type).toBe("SOA");
     expect(lookup(index, "default.svc.cluster.local", "A").rcode).toBe("NOERROR");
+  });
+});
+
+describe("records for IPv6 Services (a node whose PODSYNC_SERVICE_CIDR is IPv6)", () => {
+  const v6 = buildIndex(
+    {
+      services: [
+        {
+          metadata: { name: "api", namespace: "default" },
+          spec: { clusterIP: "fd00:10:96::a", clusterIPs: ["fd00:10:96::a"], ports: [{ name: "http", port: 80 }] },
+        },
+        { metadata: { name: "db", namespace: "default" }, spec: { clusterIP: "None" } },
+      ],
+      endpointSlices: [
+        {
+          metadata: { namespace: "default", labels: { "kubernetes.io/service-name": "db" } },
+          addressType: "IPv6",
+          endpoints: [
+            { addresses: ["fd00:10:244::5"], hostname: "db-0", conditions: { ready: true } },
+            { addresses: ["fd00:10:244::6"], conditions: { ready: true } },
+          ],
+        },
+      ],
+    },
+    "cluster.local",
+    1,
+  );
+  it("AAAA for the ClusterIP and a headless Service's endpoints, no A; PTR from ip6.arpa", () => {
+    expect(data(lookup(v6, "api.default.svc.cluster.local", "AAAA").answers)).toEqual(["fd00:10:96::a"]);
+    expect(lookup(v6, "api.default.svc.cluster.local", "A")).toMatchObject({ rcode: "NOERROR", answers: [] });
+    expect(data(lookup(v6, "db-0.db.default.svc.cluster.local", "AAAA").answers)).toEqual(["fd00:10:244::5"]);
+    expect(data(lookup(v6, "fd00-10-244--6.db.default.svc.cluster.local", "AAAA").answers)).toEqual(["fd00:10:244::6"]);
+    // fd00:10:96::a, nibble by nibble, backwards.
+    const rev = `${"a.0.0.0.".concat("0.0.0.0.".repeat(4))}6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa`;
+    expect(isLocal(v6, rev)).toBe(true);
+    expect(data(lookup(v6, rev, "PTR").answers)).toEqual(["api.default.svc.cluster.local"]);
+    expect(isLocal(v6, `${"0.".repeat(32)}ip6.arpa`)).toBe(false); // not a Service's: forwarded
   });
 });
 
@@ -356,6 +393,11 @@ describe("the DNS server over UDP and TCP (loopback, stub upstream)", () => {
       const two = (await a.answer(query(name, "A", 2), false))!;
       expect(dnsPacket.decode(two).id).toBe(2);
       expect(two.subarray(2)).toEqual(one.subarray(2));
+      // The memo is keyed by the query's bytes too: a name asked in other letters gets its own question back.
+      const upper = dnsPacket.decode((await a.answer(query(name.toUpperCase(), "A", 4), false))!);
+      expect(upper.questions![0]!.name).toBe(name.toUpperCase());
+      expect(data(upper.answers!)).toEqual(["10.96.0.10"]);
+      expect(a.stats).toMatchObject({ local: 3, formerr: 0 });
       // A changed index answers anew.
       idx = buildIndex({ services: [], endpointSlices: [] }, "cluster.local", 2);
       expect(rcode(dnsPacket.decode((await a.answer(query(name, "A", 3), false))!))).toBe("NXDOMAIN");

@@ -77,13 +77,12 @@ const ServiceSpec = z.strictObject({
   publishNotReadyAddresses: z.boolean().optional(),
   ipFamilies: z
     .array(z.enum(["IPv4", "IPv6"]))
-    .max(1, "podsync's Services are single-stack")
+    .max(2, "ipFamilies may hold at most two entries (IPv4 and IPv6)")
+    .refine((f) => f.length < 2 || f[0] !== f[1], "ipFamilies may not list a family twice")
     .optional(),
-  ipFamilyPolicy: z
-    .enum(["SingleStack", "PreferDualStack"], {
-      error: 'ipFamilyPolicy must be "SingleStack" or "PreferDualStack" (a node has one service family)',
-    })
-    .optional(),
+  // RequireDualStack and families other than the node's are refused at allocation (allocate.ts initIPFamilies),
+  // where the node's family is known.
+  ipFamilyPolicy: z.enum(["SingleStack", "PreferDualStack", "RequireDualStack"]).optional(),
   externalTrafficPolicy: z.enum(["Cluster", "Local"]).optional(),
   internalTrafficPolicy: z.enum(["Cluster", "Local"]).optional(),
   allocateLoadBalancerNodePorts: z.boolean().optional(),
@@ -177,7 +176,12 @@ function withDefaults(spec: z.output<typeof ServiceSpec>) {
     ...(clusterIP !== undefined && clusterIP !== "" ? { clusterIP, clusterIPs: [clusterIP] } : {}),
     ...(type !== "ExternalName"
       ? {
-          ipFamilyPolicy: spec.ipFamilyPolicy ?? "SingleStack",
+          // alloc.go: a headless Service without a selector defaults to RequireDualStack, the rest to SingleStack.
+          ipFamilyPolicy:
+            spec.ipFamilyPolicy ??
+            (clusterIP === "None" && Object.keys(spec.selector ?? {}).length === 0
+              ? "RequireDualStack"
+              : "SingleStack"),
           internalTrafficPolicy: spec.internalTrafficPolicy ?? "Cluster",
         }
       : {}),

@@ -68,7 +68,10 @@ export function buildIndex(snap: ServiceSnapshot, zone: string, serial = Math.fl
   const services = new Map<string, SvcEntry>();
   const namespaces = new Set<string>();
   const reverse = new Map<string, string[]>();
-  const ptr = (ip: string, name: string) => reverse.set(ip, [...(reverse.get(ip) ?? []), name]);
+  const ptr = (ip: string, name: string) => {
+    const k = reverseKey(ip);
+    if (k) reverse.set(k, [...(reverse.get(k) ?? []), name]);
+  };
   for (const svc of snap.services) {
     const key = lower(`${svc.metadata.name}.${svc.metadata.namespace}`);
     namespaces.add(lower(svc.metadata.namespace));
@@ -112,8 +115,26 @@ export function isLocal(index: DnsIndex, name: string): boolean {
   return ip !== undefined && index.reverse.has(ip);
 }
 
-/** d.c.b.a.in-addr.arpa → a.b.c.d (IPv6 reverse names are forwarded: the lab's pods are IPv4). */
+/** The reverse map's key of an address: IPv4 as written, IPv6 as its 32 hex digits (RFC 3596's nibbles). */
+function reverseKey(ip: string): string | undefined {
+  if (isIPv4(ip)) return ip;
+  if (!isIPv6(ip) || ip.includes(".")) return undefined; // an IPv4-mapped form is no Service's or pod's
+  const [head = "", tail] = ip.split("::");
+  const hs = head ? head.split(":") : [];
+  const ts = tail ? tail.split(":") : [];
+  const groups = [...hs, ...Array(tail === undefined ? 0 : 8 - hs.length - ts.length).fill("0"), ...ts];
+  return groups
+    .map((g) => g.padStart(4, "0"))
+    .join("")
+    .toLowerCase();
+}
+
+/** d.c.b.a.in-addr.arpa → a.b.c.d; the 32 nibbles of an ip6.arpa name → the IPv6 key (reverseKey). */
 function reverseToIP(n: string): string | undefined {
+  if (n.endsWith(".ip6.arpa")) {
+    const nib = n.slice(0, -".ip6.arpa".length).split(".");
+    return nib.length === 32 && nib.every((d) => /^[0-9a-f]$/.test(d)) ? nib.reverse().join("") : undefined;
+  }
   if (!n.endsWith(".in-addr.arpa")) return undefined;
   const ip = n.slice(0, -".in-addr.arpa".length).split(".").reverse().join(".");
   return isIPv4(ip) ? ip : undefined;

@@ -1,11 +1,16 @@
 // The nft CLI, the proxier's one way to the kernel: a transaction is one `nft -f -` run (all or nothing), and the
 // table's contents are read with `nft -j list table`. podsync only ever names its own table here.
 import { spawn } from "node:child_process";
+import { nftSession } from "./nft-session.js";
 import type { KernelTable } from "./transaction.js";
 
 export interface NftRunner {
   /** Runs one transaction; rejects with nft's error text. */
   apply(script: readonly string[]): Promise<void>;
+  /** Ends what the runner keeps (nftCli's `nft -i` process). */
+  close?(): void;
+  /** nft processes started and transactions (and the probe's listing) run through them. */
+  stats?(): { processes: number; transactions: number };
   /** The names of the chains and sets (maps too) the table holds; undefined when it does not exist. */
   list(table: string): Promise<KernelTable | undefined>;
   /** Deletes the table (and everything in it); false when it did not exist. */
@@ -42,11 +47,19 @@ export class NftError extends Error {}
 
 const notFound = (r: Run) => /No such file or directory|does not exist/i.test(r.stderr);
 
+/** The nft CLI: the probe and every transaction through one long-lived `nft -j -i` (nft-session.ts); the terse
+ * listing a full sync of an existing table reads, and the table's deletion, as short-lived runs. */
 export function nftCli(bin = "nft"): NftRunner {
+  const session = nftSession(bin);
   return {
     async apply(script) {
-      const r = await run(bin, ["-f", "-"], `${script.join("\n")}\n`);
-      if (r.code !== 0) throw new NftError(`nft -f failed: ${firstLines(r.stderr)}`);
+      const { error } = await session.run(script);
+      if (error) throw new NftError(`nft -f failed: ${firstLines(error)}`);
+    },
+    close: () => session.close(),
+    stats: () => {
+      const s = session.stats();
+      return { processes: s.processes, transactions: s.lines };
     },
     async list(table) {
       // -t (terse): the names are wanted, not the maps' elements.
@@ -72,16 +85,26 @@ export function nftCli(bin = "nft"): NftRunner {
     },
     async probe() {
       // A listing needs CAP_NET_ADMIN and nf_tables in the kernel: the same rights a transaction needs. Its JSON
-      // starts with nft's metainfo (the version), so one short-lived process answers all three questions.
-      const l = await run(bin, ["-j", "list", "tables", "inet"]);
-      if (l.error?.code === "ENOENT")
-        return { ok: false, reason: `${bin} is not installed (Debian: apt-get install nftables)` };
-      if (l.code !== 0) return { ok: false, reason: `${bin} cannot read the kernel's tables: ${firstLines(l.stderr)}` };
+      // starts with nft's metainfo (the version); it goes through the session, so the process the transactions
+      // use is the only one started.
+      let l: { error: string; output: string };
+      try {
+        l = await session.run(["list tables inet"], true);
+      } catch (e) {
+        session.close();
+        if ((e as NodeJS.ErrnoException).code === "ENOENT")
+          return { ok: false, reason: `${bin} is not installed (Debian: apt-get install nftables)` };
+        return { ok: false, reason: `${bin} cannot be run: ${(e as Error).message}` };
+      }
+      if (l.error) {
+        session.close();
+        return { ok: false, reason: `${bin} cannot read the kernel's tables: ${firstLines(l.error)}` };
+      }
       let j: { nftables?: { metainfo?: { version?: string; release_name?: string }; table?: { name?: string } }[] };
       try {
-        j = JSON.parse(l.stdout) as typeof j;
+        j = JSON.parse(l.output) as typeof j;
       } catch {
-        return { ok: false, reason: `${bin} -j list tables: not JSON (${firstLines(l.stdout)})` };
+        return { ok: false, reason: `${bin} -j list tables: not JSON (${firstLines(l.output)})` };
       }
       const meta = j.nftables?.find((o) => o.metainfo)?.metainfo;
       const tables = (j.nftables ?? []).flatMap((o) => (o.table?.name ? [o.table.name] : []));

@@ -120,7 +120,10 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
     const upTo = changes;
     if (upTo <= synced) return Promise.resolve();
     const p = new Promise<void>((resolve, reject) => waiters.push({ upTo, resolve, reject }));
-    running ??= loop();
+    // Started in a microtask, not a timer: the changes made in this turn of the event loop go into one
+    // transaction (kube-proxy's BoundedFrequencyRunner coalesces the same way, but also waits minSyncPeriod,
+    // 1 s by default, after a burst of 2; podsync waits for nothing but a sync already under way).
+    running ??= Promise.resolve().then(loop);
     return p;
   };
   const loop = async () => {
@@ -165,6 +168,7 @@ export async function startProxier(o: ProxierOptions): Promise<Proxier> {
       unsubscribe();
       clearTimeout(retry);
       await running;
+      nft.close?.();
       for (const w of waiters.splice(0)) w.reject(new Error("the proxier was stopped"));
     },
   };
