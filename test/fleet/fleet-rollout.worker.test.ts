@@ -26,6 +26,11 @@ const agents = new Map<string, SimAgent>();
  * pod is held not ready. */
 const bodies = new Map<string, string>();
 const held = new Set<string>();
+/** For drift: nodes whose pod shows only status churn (Pending, not ready, restarting), runs an extra pod, or lost
+ * its pod. */
+const churned = new Set<string>();
+const extra = new Map<string, string>();
+const lost = new Set<string>();
 const NODES = ["ro-a", "ro-b", "ro-c"];
 
 const freePort = () =>
@@ -55,18 +60,23 @@ const podName = (body: string) =>
 const podsOf = (a: SimAgent): PodSummary[] => {
   const body = bodies.get(a.name) ?? "";
   const crash = body.includes("crash");
-  return a.generation === 0 || body.includes('"items":[]')
-    ? []
-    : [
-        {
-          namespace: "default",
-          name: podName(body),
-          uid: `${a.name}-${a.generation}`,
-          phase: "Running",
-          ready: !crash && !held.has(a.name),
-          restarts: crash ? 2 : 0,
-        },
-      ];
+  const churn = churned.has(a.name);
+  const pods: PodSummary[] =
+    a.generation === 0 || body.includes('"items":[]') || lost.has(a.name)
+      ? []
+      : [
+          {
+            namespace: "default",
+            name: podName(body),
+            uid: `${a.name}-${a.generation}${churn ? "-remade" : ""}`,
+            phase: churn ? "Pending" : "Running",
+            ready: !crash && !held.has(a.name) && !churn,
+            restarts: crash ? 2 : churn ? 5 : 0,
+          },
+        ];
+  const x = extra.get(a.name);
+  if (x) pods.push({ namespace: "default", name: x, uid: x, phase: "Running", ready: true, restarts: 0 });
+  return pods;
 };
 
 beforeAll(async () => {
@@ -322,6 +332,60 @@ describe("the CLI", () => {
     const drift = await cli("fleet", "drift", "-l", "grp=ro", "-o", "json");
     expect(drift.code, drift.err).toBe(0);
     expect(JSON.parse(drift.out).items).toEqual([]);
+  }, 60_000);
+
+  it("drift: a node running an extra pod or missing one is drift; a status-only change is not", async () => {
+    interface Drift {
+      metadata: { name: string };
+      status: { generation: number; desiredGeneration: number; reasons: string[] };
+    }
+    const drift = async () => {
+      const r = await cli("fleet", "drift", "-l", "grp=ro", "-o", "json");
+      expect(r.code, r.err).toBe(0);
+      return (JSON.parse(r.out) as { items: Drift[] }).items;
+    };
+    const podsNow = async (node: string) =>
+      (
+        await get<{ items: { metadata: { name: string }; status: { pods: PodSummary[] } }[] }>("/fleet/nodes")
+      ).items.find((n) => n.metadata.name === node)?.status.pods ?? [];
+    // Status only: Pending, not ready, 5 restarts, a new uid (the pod made again under its name).
+    churned.add("ro-a");
+    await until("ro-a's churn reported", async () => (await podsNow("ro-a"))[0]?.restarts === 5, 15_000, 200);
+    expect(await drift()).toEqual([]);
+    // A pod the set does not name.
+    extra.set("ro-b", "stray");
+    const withExtra = await until(
+      "ro-b drifts",
+      async () => {
+        const d = await drift();
+        return d.length > 0 && d;
+      },
+      15_000,
+      200,
+    );
+    expect(withExtra.map((d) => [d.metadata.name, d.status.reasons])).toEqual([
+      ["ro-b", ["pods not in the desired set: default/stray"]],
+    ]);
+    expect(withExtra[0]!.status.generation).toBe(withExtra[0]!.status.desiredGeneration);
+    // A pod of the set missing.
+    extra.delete("ro-b");
+    lost.add("ro-c");
+    const withMissing = await until(
+      "ro-c drifts, ro-b no more",
+      async () => {
+        const d = await drift();
+        return d.length === 1 && d[0]!.metadata.name === "ro-c" && d;
+      },
+      15_000,
+      200,
+    );
+    expect(withMissing[0]!.status.reasons).toEqual(["pods missing: default/good"]);
+    const table = await cli("fleet", "drift", "-l", "grp=ro");
+    expect(table.out).toMatch(/^NAME\s+STATUS\s+GENERATION\s+DESIRED\s+DRIFT/m);
+    expect(table.out).toMatch(/ro-c\s+Ready\s+(\d+)\s+\1\s+pods missing: default\/good/);
+    churned.delete("ro-a");
+    lost.delete("ro-c");
+    await until("no drift", async () => (await drift()).length === 0, 15_000, 200);
   }, 60_000);
 
   it("a crash-looping revision: status -w exits non-zero, rolled back to the last good revision", async () => {
