@@ -399,6 +399,29 @@ describe("the gate's expected pods", () => {
   });
 });
 
+describe("the gate for a Job", () => {
+  it("passes when the Job is Complete: its completions Succeeded, not merely Running", async () => {
+    const { expectedOf, verdict } = await import("../../src/workers/fleet/rollout/health.js");
+    const e = expectedOf([
+      { apiVersion: "batch/v1", kind: "Job", metadata: { name: "mig" }, spec: { completions: 2 } },
+    ]);
+    expect(e.owners).toEqual([{ prefix: "default/mig-", count: 2, succeeded: true }]);
+    const pod = (name: string, phase: string) => ({
+      namespace: "default",
+      name,
+      uid: name,
+      phase,
+      ready: phase === "Running",
+      restarts: 0,
+    });
+    const o = (pods: ReturnType<typeof pod>[]) => ({ reachable: true, generation: G, pods });
+    expect(verdict(o([pod("mig-a", "Running")]), G, {}, 1, e).v).toBe("pending");
+    expect(verdict(o([pod("mig-a", "Succeeded"), pod("mig-b", "Running")]), G, {}, 1, e).v).toBe("pending");
+    expect(verdict(o([pod("mig-a", "Succeeded"), pod("mig-b", "Succeeded")]), G, {}, 1, e).v).toBe("healthy");
+    expect(verdict(o([pod("mig-a", "Failed")]), G, {}, 1, e)).toMatchObject({ v: "failed" });
+  });
+});
+
 describe("nodes of passed batches", () => {
   it("a node that fails after its batch passed stops the batches after it", () => {
     const { s, st } = start(3, { batch: 1 });

@@ -239,6 +239,25 @@ describe("rollouts through the coordinator", () => {
     expect(p.status).toBe(403);
   });
 
+  it("refuses a revision not signed as a whole for every target", async () => {
+    const { body } = await rollout("ro-partial", { batch: 1 }, { targets: ["ro-a", "ro-b"] });
+    const r = await post("/fleet/rollouts", "rollout", body);
+    expect(r.status).toBe(400);
+    const p = (await r.json()) as { detail: string; errors: { path: string }[] };
+    expect(p.detail).toMatch(/revision is not signed for 1 target node\(s\) \(its aud must list them\): ro-c/);
+    expect(p.errors[0]!.path).toBe("revision.signature");
+    // Bytes other than the ones signed: refused by the body's hash.
+    const good = await rollout("ro-tampered", { batch: 1 });
+    const tampered = {
+      ...good.body,
+      revision: { ...good.body.revision, body: good.body.revision.body.replace("web", "wab") },
+    };
+    expect((await post("/fleet/rollouts", "rollout", tampered)).status).toBeGreaterThanOrEqual(400);
+    const list = await get<{ items: { name: string }[] }>("/fleet/rollouts");
+    expect(list.items.map((x) => x.name)).not.toEqual(expect.arrayContaining(["ro-partial"]));
+    expect(list.items.map((x) => x.name)).not.toEqual(expect.arrayContaining(["ro-tampered"]));
+  });
+
   it("a node stopped during a rollout is Unreachable, the rollout moves on after its deadline, and it catches up", async () => {
     const gone = agents.get("ro-b")!;
     const had = gone.generation;
@@ -437,5 +456,45 @@ describe("the CLI", () => {
     expect(JSON.parse(approved.out).items[0].status.phase).toBe("Progressing");
     expect((await cli("fleet", "status", "cli-canary", "-w")).code).toBe(0);
     expect((await cli("fleet", "pause", "cli-canary")).err).toMatch(/cannot pause a rollout that is Completed/);
+  }, 60_000);
+
+  it("pause, resume and rollback by hand, each with -o json; rollback is its own verb", async () => {
+    const phaseOf = (r: { out: string }) =>
+      (JSON.parse(r.out) as { items: { status: { phase: string } }[] }).items[0]!.status.phase;
+    const made = await cli(
+      "fleet",
+      ...["rollout", "-f", file("held.yaml", "held"), "-l", "grp=ro"],
+      ...["--canary", "1", "--approve-after-canary", "--name", "cli-held"],
+    );
+    expect(made.code, made.err).toBe(0);
+    await until(
+      "awaiting approval",
+      async () => (await cli("fleet", "status", "cli-held")).out.includes("AwaitingApproval"),
+      30_000,
+      300,
+    );
+    const paused = await cli("fleet", "pause", "cli-held", "-o", "json");
+    expect(paused.code, paused.err).toBe(0);
+    expect(phaseOf(paused)).toBe("Paused");
+    const st = await cli("fleet", "status", "cli-held", "-o", "json");
+    expect(JSON.parse(st.out).items[0].status).toMatchObject({ phase: "Paused", pauseReason: "Manual" });
+    expect(phaseOf(await cli("fleet", "resume", "cli-held", "-o", "json"))).toBe("Progressing");
+    // A rollout token cannot roll back: rollback is its own act.
+    expect((await post("/fleet/rollouts/cli-held/rollback", "rollout")).status).toBe(403);
+    const rolled = await cli("fleet", "rollback", "cli-held", "-o", "json");
+    expect(rolled.code, rolled.err).toBe(0);
+    expect(["RollingBack", "RolledBack"]).toContain(phaseOf(rolled));
+    expect((await cli("fleet", "status", "cli-held", "-w")).code).toBe(1);
+    const v = await get<View>("/fleet/rollouts/cli-held?nodes=1");
+    expect(v.status.phase).toBe("RolledBack");
+    // Only the canary took the revision; it is back on the last good one (cli-canary's pod).
+    expect(v.status.nodes!["ro-a"]).toMatchObject({ state: "RolledBack", dispatches: 1, rollbacks: 1 });
+    expect([v.status.nodes!["ro-b"]!.dispatches, v.status.nodes!["ro-c"]!.dispatches]).toEqual([0, 0]);
+    expect(bodies.get("ro-a")).toMatch(/name: canary/);
+    const audit = await get<{ items: { action: string; actor: string }[]; brokenAt: number }>(
+      "/fleet/rollouts/cli-held/audit",
+    );
+    expect(audit.brokenAt).toBe(-1);
+    expect(audit.items.map((e) => e.action)).toEqual(expect.arrayContaining(["pause", "resume", "rollback"]));
   }, 60_000);
 });
