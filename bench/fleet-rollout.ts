@@ -250,10 +250,10 @@ async function wireRollup() {
     headers: { authorization: `Bearer ${await ownerToken(key, { act: "rollout" })}` },
   });
   if (!aborted.ok) throw new Error(`abort (wire): ${aborted.status} ${await aborted.text()}`);
-  // A fresh read token: the one above expired during the enrollment.
-  const wireRead = await ownerToken(key, { act: "read" }, { ttlS: 600 });
   const wl: number[] = [];
   for (let i = 0; i < 200; i++) {
+    // A read token of its own, signed outside the timing (the one above expired during the enrollment).
+    const wireRead = await ownerToken(key, { act: "read" });
     const t = performance.now();
     const r = await fetch(new URL("/fleet/rollouts/bench-wire", base), {
       headers: { authorization: `Bearer ${wireRead}` },
