@@ -500,4 +500,21 @@ describe("the CLI", () => {
     expect(audit.brokenAt).toBe(-1);
     expect(audit.items.map((e) => e.action)).toEqual(expect.arrayContaining(["pause", "resume", "rollback"]));
   }, 120_000);
+
+  it("a gate failure without auto-rollback: status -w exits non-zero on Paused; abort -o json ends it", async () => {
+    const made = await cli(
+      "fleet",
+      ...["rollout", "-f", file("bad2.yaml", "crash2"), "-l", "grp=ro", "--batch", "1", "--name", "cli-gate"],
+    );
+    expect(made.code, made.err).toBe(0);
+    const watched = await cli("fleet", "status", "cli-gate", "-w");
+    expect(watched.code).toBe(1);
+    expect(watched.err).toMatch(/rollout cli-gate Paused/);
+    const v = await get<View>("/fleet/rollouts/cli-gate?nodes=1");
+    expect(v.status).toMatchObject({ phase: "Paused", pauseReason: "GateFailed" });
+    expect([v.status.nodes!["ro-b"]!.dispatches, v.status.nodes!["ro-c"]!.dispatches]).toEqual([0, 0]);
+    const aborted = await cli("fleet", "abort", "cli-gate", "-o", "json");
+    expect(aborted.code, aborted.err).toBe(0);
+    expect(JSON.parse(aborted.out).items[0].status.phase).toBe("Aborted");
+  }, 120_000);
 });
