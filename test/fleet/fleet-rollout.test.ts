@@ -299,22 +299,78 @@ describe("the audit chain and drift", () => {
   it("counts the applied generation and the pod set, never status-only fields", async () => {
     const { driftOf } = await import("../../src/workers/fleet/rollout/drift.js");
     const { fleetNode } = await import("../../src/http/fleet/node-view.js");
-    const node = (generation: number, desiredGeneration: number, pods: string[], ready = true) =>
+    type Pod = { name: string; phase?: string; ready?: boolean; restarts?: number; uid?: string };
+    const node = (generation: number, desiredGeneration: number, pods: (string | Pod)[]) =>
       fleetNode(
         {
           ...{ name: "n", labels: {}, taints: [], capacity: {}, version: "v", enrolledAt: 0, revokedAt: null },
           ...{ connected: true, lastSeen: 1, generation, desiredGeneration, error: null },
-          pods: pods.map((name) => ({ namespace: "default", name, uid: name, phase: "Running", ready, restarts: 7 })),
+          pods: pods
+            .map((p) => (typeof p === "string" ? { name: p } : p))
+            .map((p) => ({
+              namespace: "default",
+              name: p.name,
+              uid: p.uid ?? p.name,
+              phase: p.phase ?? "Running",
+              ready: p.ready ?? true,
+              restarts: p.restarts ?? 0,
+            })),
         },
         1,
         1,
       );
-    const expected = { pods: ["default/db"], prefixes: ["default/web-"] };
-    expect(driftOf(node(3, 3, ["db", "web-abc12"], false), expected)).toEqual([]);
+    const expected = {
+      pods: ["default/db"],
+      owners: [
+        { prefix: "default/web-", count: 2, succeeded: false },
+        { prefix: "default/job-", count: 3, succeeded: true },
+      ],
+    };
+    const running = ["db", "web-abc12-x1", "web-abc12-x2"];
+    expect(driftOf(node(3, 3, running), expected)).toEqual([]);
+    // Status-only changes: phase, readiness, restarts (and a new uid: a pod re-made under its name) never count.
+    const churned = [
+      { name: "db", phase: "Pending", ready: false, restarts: 9, uid: "other" },
+      { name: "web-abc12-x1", phase: "Failed", ready: false },
+      { name: "web-abc12-x2", phase: "Succeeded", restarts: 1 },
+      { name: "job-1", phase: "Running" },
+    ];
+    expect(driftOf(node(3, 3, churned), expected)).toEqual([]);
     expect(driftOf(node(2, 3, ["db"]), expected)).toEqual(["applied generation 2 is behind the desired 3"]);
-    expect(driftOf(node(3, 3, ["web-abc12", "stray"]), expected)).toEqual([
-      "pods missing: default/db",
+    expect(driftOf(node(4, 3, running), expected)).toEqual(["applied generation 4 is ahead of the desired 3"]);
+    // A pod missing (by name, or under its controller's count) and a pod the set does not name.
+    expect(driftOf(node(3, 3, ["web-abc12-x1", "stray"]), expected)).toEqual([
+      "pods missing: default/db, default/web-* (1 of 2)",
       "pods not in the desired set: default/stray",
+    ]);
+    expect(driftOf(node(3, 3, [...running, "extra"]), expected)).toEqual([
+      "pods not in the desired set: default/extra",
+    ]);
+  });
+
+  it("reads a stored set's pods as the node does: JSON v1.List, YAML stream, compact JWS", async () => {
+    const { desiredItems } = await import("../../src/workers/fleet/rollout/drift.js");
+    const { expectedOf } = await import("../../src/workers/fleet/rollout/health.js");
+    const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "a", namespace: "x" } };
+    const list = JSON.stringify({ apiVersion: "v1", kind: "List", items: [pod] });
+    const sig = "h.p.s";
+    expect(await desiredItems({ generation: 1, contentType: "application/json", body: list, signature: sig })).toEqual([
+      pod,
+    ]);
+    const yaml = "kind: Pod\nmetadata: {name: a, namespace: x}\n---\nkind: Deployment\nmetadata: {name: w}\n";
+    const items = await desiredItems({ generation: 1, contentType: "application/yaml", body: yaml, signature: sig });
+    expect(expectedOf(items)).toEqual({
+      pods: ["x/a"],
+      owners: [{ prefix: "default/w-", count: 1, succeeded: false }],
+    });
+    const yamlList = `kind: List\nitems:\n- ${JSON.stringify(pod)}\n`;
+    expect(await desiredItems({ generation: 1, contentType: "text/yaml", body: yamlList, signature: sig })).toEqual([
+      pod,
+    ]);
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+    const jws = `${b64({ alg: "ES256" })}.${b64({ pods: [pod] })}.sig`;
+    expect(await desiredItems({ generation: 1, contentType: "application/jose", body: jws, signature: null })).toEqual([
+      pod,
     ]);
   });
 });
@@ -340,6 +396,29 @@ describe("the gate's expected pods", () => {
     expect(verdict(o([]), G, {}, 1, e).v).toBe("pending");
     expect(verdict(o([pod("default", "db"), pod("a", "web-x1")]), G, {}, 1, e).v).toBe("pending");
     expect(verdict(o([pod("default", "db"), pod("a", "web-x1"), pod("a", "web-x2")]), G, {}, 1, e).v).toBe("healthy");
+  });
+});
+
+describe("the gate for a Job", () => {
+  it("passes when the Job is Complete: its completions Succeeded, not merely Running", async () => {
+    const { expectedOf, verdict } = await import("../../src/workers/fleet/rollout/health.js");
+    const e = expectedOf([
+      { apiVersion: "batch/v1", kind: "Job", metadata: { name: "mig" }, spec: { completions: 2 } },
+    ]);
+    expect(e.owners).toEqual([{ prefix: "default/mig-", count: 2, succeeded: true }]);
+    const pod = (name: string, phase: string) => ({
+      namespace: "default",
+      name,
+      uid: name,
+      phase,
+      ready: phase === "Running",
+      restarts: 0,
+    });
+    const o = (pods: ReturnType<typeof pod>[]) => ({ reachable: true, generation: G, pods });
+    expect(verdict(o([pod("mig-a", "Running")]), G, {}, 1, e).v).toBe("pending");
+    expect(verdict(o([pod("mig-a", "Succeeded"), pod("mig-b", "Running")]), G, {}, 1, e).v).toBe("pending");
+    expect(verdict(o([pod("mig-a", "Succeeded"), pod("mig-b", "Succeeded")]), G, {}, 1, e).v).toBe("healthy");
+    expect(verdict(o([pod("mig-a", "Failed")]), G, {}, 1, e)).toMatchObject({ v: "failed" });
   });
 });
 

@@ -26,6 +26,11 @@ const agents = new Map<string, SimAgent>();
  * pod is held not ready. */
 const bodies = new Map<string, string>();
 const held = new Set<string>();
+/** For drift: nodes whose pod shows only status churn (Pending, not ready, restarting), runs an extra pod, or lost
+ * its pod. */
+const churned = new Set<string>();
+const extra = new Map<string, string>();
+const lost = new Set<string>();
 const NODES = ["ro-a", "ro-b", "ro-c"];
 
 const freePort = () =>
@@ -55,18 +60,23 @@ const podName = (body: string) =>
 const podsOf = (a: SimAgent): PodSummary[] => {
   const body = bodies.get(a.name) ?? "";
   const crash = body.includes("crash");
-  return a.generation === 0 || body.includes('"items":[]')
-    ? []
-    : [
-        {
-          namespace: "default",
-          name: podName(body),
-          uid: `${a.name}-${a.generation}`,
-          phase: "Running",
-          ready: !crash && !held.has(a.name),
-          restarts: crash ? 2 : 0,
-        },
-      ];
+  const churn = churned.has(a.name);
+  const pods: PodSummary[] =
+    a.generation === 0 || body.includes('"items":[]') || lost.has(a.name)
+      ? []
+      : [
+          {
+            namespace: "default",
+            name: podName(body),
+            uid: `${a.name}-${a.generation}${churn ? "-remade" : ""}`,
+            phase: churn ? "Pending" : "Running",
+            ready: !crash && !held.has(a.name) && !churn,
+            restarts: crash ? 2 : churn ? 5 : 0,
+          },
+        ];
+  const x = extra.get(a.name);
+  if (x) pods.push({ namespace: "default", name: x, uid: x, phase: "Running", ready: true, restarts: 0 });
+  return pods;
 };
 
 beforeAll(async () => {
@@ -229,6 +239,25 @@ describe("rollouts through the coordinator", () => {
     expect(p.status).toBe(403);
   });
 
+  it("refuses a revision not signed as a whole for every target", async () => {
+    const { body } = await rollout("ro-partial", { batch: 1 }, { targets: ["ro-a", "ro-b"] });
+    const r = await post("/fleet/rollouts", "rollout", body);
+    expect(r.status).toBe(400);
+    const p = (await r.json()) as { detail: string; errors: { path: string }[] };
+    expect(p.detail).toMatch(/revision is not signed for 1 target node\(s\) \(its aud must list them\): ro-c/);
+    expect(p.errors[0]!.path).toBe("revision.signature");
+    // Bytes other than the ones signed: refused by the body's hash.
+    const good = await rollout("ro-tampered", { batch: 1 });
+    const tampered = {
+      ...good.body,
+      revision: { ...good.body.revision, body: good.body.revision.body.replace("web", "wab") },
+    };
+    expect((await post("/fleet/rollouts", "rollout", tampered)).status).toBeGreaterThanOrEqual(400);
+    const list = await get<{ items: { name: string }[] }>("/fleet/rollouts");
+    expect(list.items.map((x) => x.name)).not.toEqual(expect.arrayContaining(["ro-partial"]));
+    expect(list.items.map((x) => x.name)).not.toEqual(expect.arrayContaining(["ro-tampered"]));
+  });
+
   it("a node stopped during a rollout is Unreachable, the rollout moves on after its deadline, and it catches up", async () => {
     const gone = agents.get("ro-b")!;
     const had = gone.generation;
@@ -322,7 +351,64 @@ describe("the CLI", () => {
     const drift = await cli("fleet", "drift", "-l", "grp=ro", "-o", "json");
     expect(drift.code, drift.err).toBe(0);
     expect(JSON.parse(drift.out).items).toEqual([]);
-  }, 60_000);
+  }, 120_000);
+
+  it("drift: a node running an extra pod or missing one is drift; a status-only change is not", async () => {
+    interface Drift {
+      metadata: { name: string };
+      status: { generation: number; desiredGeneration: number; reasons: string[] };
+    }
+    // Polled through the route (a CLI run costs seconds on a loaded machine); the CLI's own output checked below.
+    const drift = async () =>
+      (await get<{ items: Drift[] }>(`/fleet/drift?labelSelector=${encodeURIComponent("grp=ro")}`)).items;
+    const podsNow = async (node: string) =>
+      (
+        await get<{ items: { metadata: { name: string }; status: { pods: PodSummary[] } }[] }>("/fleet/nodes")
+      ).items.find((n) => n.metadata.name === node)?.status.pods ?? [];
+    // Status only: Pending, not ready, 5 restarts, a new uid (the pod made again under its name).
+    churned.add("ro-a");
+    await until("ro-a's churn reported", async () => (await podsNow("ro-a"))[0]?.restarts === 5, 15_000, 200);
+    expect(await drift()).toEqual([]);
+    // A pod the set does not name.
+    extra.set("ro-b", "stray");
+    const withExtra = await until(
+      "ro-b drifts",
+      async () => {
+        const d = await drift();
+        return d.length > 0 && d;
+      },
+      15_000,
+      200,
+    );
+    expect(withExtra.map((d) => [d.metadata.name, d.status.reasons])).toEqual([
+      ["ro-b", ["pods not in the desired set: default/stray"]],
+    ]);
+    expect(withExtra[0]!.status.generation).toBe(withExtra[0]!.status.desiredGeneration);
+    // A pod of the set missing.
+    extra.delete("ro-b");
+    lost.add("ro-c");
+    const withMissing = await until(
+      "ro-c drifts, ro-b no more",
+      async () => {
+        const d = await drift();
+        return d.length === 1 && d[0]!.metadata.name === "ro-c" && d;
+      },
+      15_000,
+      200,
+    );
+    expect(withMissing[0]!.status.reasons).toEqual(["pods missing: default/good"]);
+    const viaCli = await cli("fleet", "drift", "-l", "grp=ro", "-o", "json");
+    expect(viaCli.code, viaCli.err).toBe(0);
+    expect((JSON.parse(viaCli.out) as { items: Drift[] }).items.map((d) => d.status.reasons)).toEqual([
+      ["pods missing: default/good"],
+    ]);
+    const table = await cli("fleet", "drift", "-l", "grp=ro");
+    expect(table.out).toMatch(/^NAME\s+STATUS\s+GENERATION\s+DESIRED\s+DRIFT/m);
+    expect(table.out).toMatch(/ro-c\s+Ready\s+(\d+)\s+\1\s+pods missing: default\/good/);
+    churned.delete("ro-a");
+    lost.delete("ro-c");
+    await until("no drift", async () => (await drift()).length === 0, 15_000, 200);
+  }, 120_000);
 
   it("a crash-looping revision: status -w exits non-zero, rolled back to the last good revision", async () => {
     const made = await cli(
@@ -345,7 +431,7 @@ describe("the CLI", () => {
     // The rollback set is the last Completed rollout's revision (cli-good's pod), re-signed above the revision.
     expect(bodies.get("ro-a")).toMatch(/name: good/);
     expect(bodies.get("ro-b")).toMatch(/name: good/);
-  }, 60_000);
+  }, 120_000);
 
   it("approve after the canary with its own verb; a verb on a final rollout is refused", async () => {
     const made = await cli(
@@ -373,5 +459,62 @@ describe("the CLI", () => {
     expect(JSON.parse(approved.out).items[0].status.phase).toBe("Progressing");
     expect((await cli("fleet", "status", "cli-canary", "-w")).code).toBe(0);
     expect((await cli("fleet", "pause", "cli-canary")).err).toMatch(/cannot pause a rollout that is Completed/);
-  }, 60_000);
+  }, 120_000);
+
+  it("pause, resume and rollback by hand, each with -o json; rollback is its own verb", async () => {
+    const phaseOf = (r: { out: string }) =>
+      (JSON.parse(r.out) as { items: { status: { phase: string } }[] }).items[0]!.status.phase;
+    const made = await cli(
+      "fleet",
+      ...["rollout", "-f", file("held.yaml", "held"), "-l", "grp=ro"],
+      ...["--canary", "1", "--approve-after-canary", "--name", "cli-held"],
+    );
+    expect(made.code, made.err).toBe(0);
+    await until(
+      "awaiting approval",
+      async () => (await cli("fleet", "status", "cli-held")).out.includes("AwaitingApproval"),
+      30_000,
+      300,
+    );
+    const paused = await cli("fleet", "pause", "cli-held", "-o", "json");
+    expect(paused.code, paused.err).toBe(0);
+    expect(phaseOf(paused)).toBe("Paused");
+    const st = await cli("fleet", "status", "cli-held", "-o", "json");
+    expect(JSON.parse(st.out).items[0].status).toMatchObject({ phase: "Paused", pauseReason: "Manual" });
+    expect(phaseOf(await cli("fleet", "resume", "cli-held", "-o", "json"))).toBe("Progressing");
+    // A rollout token cannot roll back: rollback is its own act.
+    expect((await post("/fleet/rollouts/cli-held/rollback", "rollout")).status).toBe(403);
+    const rolled = await cli("fleet", "rollback", "cli-held", "-o", "json");
+    expect(rolled.code, rolled.err).toBe(0);
+    expect(["RollingBack", "RolledBack"]).toContain(phaseOf(rolled));
+    expect((await cli("fleet", "status", "cli-held", "-w")).code).toBe(1);
+    const v = await get<View>("/fleet/rollouts/cli-held?nodes=1");
+    expect(v.status.phase).toBe("RolledBack");
+    // Only the canary took the revision; it is back on the last good one (cli-canary's pod).
+    expect(v.status.nodes!["ro-a"]).toMatchObject({ state: "RolledBack", dispatches: 1, rollbacks: 1 });
+    expect([v.status.nodes!["ro-b"]!.dispatches, v.status.nodes!["ro-c"]!.dispatches]).toEqual([0, 0]);
+    expect(bodies.get("ro-a")).toMatch(/name: canary/);
+    const audit = await get<{ items: { action: string; actor: string }[]; brokenAt: number }>(
+      "/fleet/rollouts/cli-held/audit",
+    );
+    expect(audit.brokenAt).toBe(-1);
+    expect(audit.items.map((e) => e.action)).toEqual(expect.arrayContaining(["pause", "resume", "rollback"]));
+  }, 120_000);
+
+  it("a gate failure without auto-rollback: status -w exits non-zero on Paused; abort -o json ends it", async () => {
+    const made = await cli(
+      "fleet",
+      ...["rollout", "-f", file("bad2.yaml", "crash2"), "-l", "grp=ro", "--batch", "1", "--name", "cli-gate"],
+    );
+    expect(made.code, made.err).toBe(0);
+    const watched = await cli("fleet", "status", "cli-gate", "-w");
+    expect(watched.code).toBe(1);
+    expect(watched.err).toMatch(/rollout cli-gate Paused/);
+    const v = await get<View>("/fleet/rollouts/cli-gate?nodes=1");
+    expect(v.status).toMatchObject({ phase: "Paused", pauseReason: "GateFailed" });
+    expect([v.status.nodes!["ro-b"]!.dispatches, v.status.nodes!["ro-c"]!.dispatches]).toEqual([0, 0]);
+    const aborted = await cli("fleet", "abort", "cli-gate", "-o", "json");
+    expect(aborted.code, aborted.err).toBe(0);
+    expect(JSON.parse(aborted.out).items[0].status.phase).toBe("Aborted");
+  }, 120_000);
 });

@@ -92,6 +92,8 @@ export class FleetShard {
           return Response.json(this.putDesiredMany(arg as DesiredArg & { nodes: string[] }, now));
         case "/desired":
           return Response.json(this.putDesired(arg as DesiredArg, now));
+        case "/desired-of":
+          return Response.json(this.desiredOf((arg as ShardArg & { nodes: string[] }).nodes));
         case "/audit":
           return Response.json(this.table.auditOf(arg.node, Number(arg.limit ?? 100)));
         case "/stats":
@@ -312,6 +314,22 @@ export class FleetShard {
       const ws = this.socketOf(row.name);
       return fleetNode(row, ws && this.heard(ws, ws.deserializeAttachment() as Attachment), now);
     });
+  }
+
+  /** The stored sets of `nodes` (for drift, rollout/drift.ts), each distinct set once: a set for many nodes is one
+   * signature over the same bytes, so `of` maps a node to its set's index. */
+  private desiredOf(nodes: string[]): { sets: StoredDesired[]; of: Record<string, number> } {
+    const sets: StoredDesired[] = [];
+    const seen = new Map<string, number>();
+    const of: Record<string, number> = {};
+    for (const n of nodes) {
+      const d = this.table.desired(n);
+      if (!d) continue;
+      const k = d.signature ?? d.body;
+      if (!seen.has(k)) seen.set(k, sets.push(d) - 1);
+      of[n] = seen.get(k)!;
+    }
+    return { sets, of };
   }
 
   private known(name: string): NodeRow {

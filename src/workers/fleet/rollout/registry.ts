@@ -7,7 +7,9 @@ import { toProblemError } from "../../../usecases/problems.js";
 import { settingsOf } from "../../settings.js";
 import { type Fleet, shardFetch } from "../routes.js";
 import { fleetSettingsOf, type FleetEnv } from "../settings.js";
-import type { Observation } from "./health.js";
+import type { StoredDesired } from "../table.js";
+import { desiredItems } from "./drift.js";
+import { type Expected, expectedOf, type Observation } from "./health.js";
 import type { SignedSet } from "./store.js";
 
 export function fleetOf(env: FleetEnv): Fleet {
@@ -78,5 +80,22 @@ export async function dispatch(fl: Fleet, set: SignedSet, nodes: string[], actor
       if (/is not above the stored/.test(f.reason)) out.already++;
       else out.refused.push(f);
   }
+  return out;
+}
+
+/** What each of `nodes` should run, from its stored set (one call per shard; each distinct set parsed once). A set
+ * that does not parse is left out: its node's apply error says why. */
+export async function expectedOfStored(fl: Fleet, nodes: string[]): Promise<Map<string, Expected>> {
+  const out = new Map<string, Expected>();
+  await Promise.all(
+    [...byShard(fl, nodes)].map(async ([i, part]) => {
+      const r = await shardFetch<{ sets: StoredDesired[]; of: Record<string, number> }>(fl, i, "/desired-of", {
+        nodes: part,
+        actor: "",
+      });
+      const sets = await Promise.all(r.sets.map((d) => desiredItems(d).then(expectedOf, () => undefined)));
+      for (const [n, k] of Object.entries(r.of)) if (sets[k]) out.set(n, sets[k]);
+    }),
+  );
   return out;
 }

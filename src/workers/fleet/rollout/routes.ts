@@ -18,7 +18,7 @@ import { actorOf, allShards, checkedSet, type Fleet, inScope, owner, shardFetch 
 import { driftOf } from "./drift.js";
 import { type Expected, expectedOf } from "./health.js";
 import { initialState, planBatches, Strategy } from "./model.js";
-import { fleetOf } from "./registry.js";
+import { expectedOfStored, fleetOf } from "./registry.js";
 import type { RolloutEnv } from "./settings.js";
 import type { SignedSet } from "./store.js";
 import { rolloutView, type FleetRolloutView } from "./view.js";
@@ -246,9 +246,18 @@ async function drift(fl: Fleet, req: Request): Promise<Response> {
   const t = await owner(fl, req, "read");
   const q = new URL(req.url).searchParams.get("labelSelector");
   const sel = q ? selector(q, "labelSelector") : undefined;
-  const items = [...(await registry(fl)).values()]
-    .filter((n) => (!sel || sel.matches(n.metadata.labels)) && inScope(t, n.metadata.labels) && !n.status.revoked)
-    .map((n) => ({ n, reasons: driftOf(n) }))
+  const nodes = [...(await registry(fl)).values()].filter(
+    (n) => (!sel || sel.matches(n.metadata.labels)) && inScope(t, n.metadata.labels) && !n.status.revoked,
+  );
+  // The pod set is compared only where the generations agree (otherwise that is the drift already).
+  const expected = await expectedOfStored(
+    fl,
+    nodes
+      .filter((n) => n.status.desiredGeneration > 0 && n.status.generation === n.status.desiredGeneration)
+      .map((n) => n.metadata.name),
+  );
+  const items = nodes
+    .map((n) => ({ n, reasons: driftOf(n, expected.get(n.metadata.name)) }))
     .filter((x) => x.reasons.length > 0)
     .sort((a, b) => a.n.metadata.name.localeCompare(b.n.metadata.name))
     .map(({ n, reasons }) => ({
