@@ -81,13 +81,21 @@ describe.skipIf(skip)("npm run dev:worker: the Worker, cri-proxy and a node in o
         "      image: localhost/busybox:1",
         "      imagePullPolicy: IfNotPresent",
         '      command: ["sh", "-c", "sleep 3600"]',
+        // An exec probe, as the examples have: the Worker runs it through cri-proxy's ExecSync.
+        "      readinessProbe: { exec: { command: [\"true\"] }, periodSeconds: 1 }",
       ].join("\n"),
     );
     const synced = await podsync("sync", "-f", file);
     expect(synced.code, synced.stderr).toBe(0);
     expect(synced.stderr).toMatch(/^synced: 1 created/m);
-    const get = await podsync("get", "pods", "-n", NS, "--no-headers");
-    expect(get, get.stderr).toMatchObject({ code: 0 });
+    const get = await until(
+      "web Ready through the Worker's exec probe",
+      async () => {
+        const r = await podsync("get", "pods", "-n", NS, "--no-headers");
+        return r.code === 0 && /^web\s+1\/1\s+Running/.test(r.stdout) ? r : undefined;
+      },
+      60_000,
+    );
     expect(get.stdout).toMatch(/^web\s+1\/1\s+Running\s+0\s+\d+s\n$/);
     const k = await run(KUBECTL, ["get", "pods", "-n", NS]);
     expect(k.code, k.stderr).toBe(0);

@@ -159,6 +159,10 @@ function startProxy(
       root,
       "--policy",
       o.policy,
+      // The Worker runs the pods' exec probes (and the examples' readiness probes) through ExecSync, which the
+      // proxy refuses unless allowed (docs/engine.md): without it no probed pod of a dev Worker is ever Ready.
+      "--allow",
+      "ExecSync",
     ],
     { env: { ...process.env, CRI_PROXY_TOKEN: token }, stdio: ["ignore", "inherit", "pipe"] },
   );
