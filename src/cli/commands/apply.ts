@@ -147,7 +147,7 @@ async function send(ctx: Ctx, input: Input, generation: number): Promise<Record<
       });
     }
   } finally {
-    shown.stop();
+    await shown.stop();
   }
   if (r.status === 409 && input.fixed === undefined) {
     const body = (await r

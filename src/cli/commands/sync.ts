@@ -65,7 +65,7 @@ const sync: Command = {
         }),
       );
     } finally {
-      shown?.stop();
+      await shown?.stop();
     }
     if (ctx.o["json"]) console.log(JSON.stringify(body, null, 2));
     else {
