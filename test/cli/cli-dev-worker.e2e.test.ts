@@ -82,7 +82,7 @@ describe.skipIf(skip)("npm run dev:worker: the Worker, cri-proxy and a node in o
         "      imagePullPolicy: IfNotPresent",
         '      command: ["sh", "-c", "sleep 3600"]',
         // An exec probe, as the examples have: the Worker runs it through cri-proxy's ExecSync.
-        "      readinessProbe: { exec: { command: [\"true\"] }, periodSeconds: 1 }",
+        '      readinessProbe: { exec: { command: ["true"] }, periodSeconds: 1 }',
       ].join("\n"),
     );
     const synced = await podsync("sync", "-f", file);
