@@ -345,7 +345,7 @@ function registerGates(app: Hono<Env>, o: KubeApiOptions, now: () => number): vo
     const name = m?.[4] ?? "";
     const how =
       c.req.method === "DELETE"
-        ? "delete it with a signed request: podsync delete <uid> (or leave it out of the next podsync apply)"
+        ? `delete it with a signed request: podsync delete ${name ? `${resource}/${name}` : "TYPE/NAME"} (or leave it out of the next podsync apply)`
         : "change the node with a signed spec: podsync apply FILE (the node's whole set) or podsync sync FILE (one pod)";
     throw forbidden(resource, name, `this node's Kubernetes API is read-only; ${how}`, group);
   });

@@ -242,6 +242,8 @@ describe.skipIf(skip)("podsync workload verbs against a node", () => {
     expect(noName.stderr).toContain("delete deploy needs a name");
     const noType = await cli(["delete", "gadget/x", "-n", NS]);
     expect(noType.stderr).toContain('the server doesn\'t have a resource type "gadget"');
+    expect(noType.stderr).toContain("delete knows pod, deployment, replicaset, statefulset, daemonset, job, cronjob,");
+    expect(noType.stderr).toContain(" service,");
 
     // The issue's own command: TYPE NAME, background (the default); the pods go at the controllers' next pass.
     const wweb = await cli(["delete", "deploy", "wweb", "-n", NS]);

@@ -400,7 +400,7 @@ describe("the routes (createKubeApi)", async () => {
       headers: { authorization: `Bearer ${read}` },
     });
     expect(del.status).toBe(403);
-    expect((await del.json()).message).toMatch(/pods "web" is forbidden: .*podsync delete/);
+    expect((await del.json()).message).toMatch(/pods "web" is forbidden: .*podsync delete pods\/web /);
     const post = await app.request("/api/v1/namespaces/default/pods", {
       method: "POST",
       headers: { authorization: `Bearer ${read}` },

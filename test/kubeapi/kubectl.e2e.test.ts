@@ -482,7 +482,7 @@ describe.skipIf(skip)("kubectl against the node", () => {
   it("delete and scale are refused, naming the signed way", async () => {
     const r = await kubectl("delete", "pod", "web");
     expect(r.code).not.toBe(0);
-    expect(r.err).toMatch(/Error from server \(Forbidden\): pods "web" is forbidden: .*podsync delete/);
+    expect(r.err).toMatch(/Error from server \(Forbidden\): pods "web" is forbidden: .*podsync delete pods\/web /);
     expect((await kubectl("get", "pod", "web", "-o", "name")).out.trim()).toBe("pod/web");
     const scale = await kubectl("scale", "deploy", "site", "-n", APPS, "--replicas=2");
     expect(scale.code).not.toBe(0);

@@ -6,7 +6,7 @@ import type { Ctx } from "../client.js";
 import { containerLines, stepLines, type ContainerLinesInput, type Step } from "../output.js";
 import { podName, resolvePod } from "../pod-ref.js";
 import { parseDuration, progress } from "../progress.js";
-import { workloadKindNamed } from "../resources/index.js";
+import { deletableTypeNames, workloadKindNamed } from "../resources/index.js";
 import type { WorkloadKind } from "../../pod/workloads/schema.js";
 import { deleteWorkload, parseCascade, refuseOrphan } from "../workloads/delete.js";
 import { resolveWorkload } from "../workloads/ref.js";
@@ -147,7 +147,7 @@ function deleteTargets(ctx: Ctx): Target[] {
     const kind = workloadKindNamed(m[1]!);
     if (!kind)
       return usage(
-        `the server doesn't have a resource type "${m[1]}" (delete knows pod, deployment, replicaset, statefulset, daemonset, job, cronjob, pvc)`,
+        `the server doesn't have a resource type "${m[1]}" (delete knows ${deletableTypeNames().join(", ")})`,
         ctx.command,
       );
     return { kind, name: m[2]! };

@@ -36,6 +36,9 @@ export async function findResource(name: string): Promise<Resource | undefined> 
 
 export const resourceNames = (): string[] => types.map((t) => t.names[0]!);
 
+/** The singular names of the kinds `delete TYPE/NAME` takes, pods first (for messages). */
+export const deletableTypeNames = (): string[] => ["pod", ...WORKLOADS.map(([, names]) => names[1]!)];
+
 /** The workload kind a type name names (`deploy`, `deployments`, `Deployment`), or undefined (pods included). */
 export function workloadKindNamed(name: string): WorkloadKind | undefined {
   const n = name.toLowerCase();

@@ -54,7 +54,7 @@ export interface Decision {
 }
 
 const READ_ONLY =
-  "this node's Kubernetes API is read-only: podsync takes changes only as signed requests (podsync apply FILE, podsync sync FILE, podsync delete <uid>)";
+  "this node's Kubernetes API is read-only: podsync takes changes only as signed requests (podsync apply FILE, podsync sync FILE, podsync delete TYPE/NAME)";
 
 /** The decision for one request's attributes (pure). */
 export function decideResource(a: ResourceAttributes, ctx: ReviewContext): Decision {
