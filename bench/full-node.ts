@@ -199,7 +199,16 @@ async function main() {
     const items = Array.from({ length: DEPLOYS }, (_, i) => deployment(i));
     await putSet(server, 1, items);
     for (const end = Date.now() + 600_000; watch.ready.size < PODS / 2 + PODS / 2 || watch.running.size < PODS; ) {
-      if (Date.now() > end) throw new Error(`only ${watch.running.size} running, ${watch.ready.size} ready`);
+      if (Date.now() > end) {
+        // What the node says of the pods the watch never saw Ready: a lost event, or pods really not Ready.
+        const r = await fetch(`${server.url}/api/v1/namespaces/bench/pods`, {
+          headers: { authorization: `Bearer ${await server.sign({ act: "read" })}` },
+        });
+        const list = (await r.json()) as { items: WatchEvent["object"][] };
+        for (const p of list.items.filter((p) => !watch.ready.has(p.metadata.name)))
+          console.error(`not seen Ready: ${p.metadata.name} ${JSON.stringify(p.status)}`);
+        throw new Error(`only ${watch.running.size} running, ${watch.ready.size} ready`);
+      }
       await sleep(200);
     }
     await watch.stop();
