@@ -13,13 +13,13 @@
 // its cluster DNS forwards only to a closed port on 127.0.0.1 (every name the app asks is the cluster's).
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { flushServiceTable } from "../../src/services/proxy/flush.js";
+import { freePort } from "../support/free-port.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -72,14 +72,6 @@ function quickstartScript(readme: string): string {
     'follow() { local out; out=$(mktemp); setsid "$@" > >(tee "$out") & local pid=$!; for _ in $(seq 1 600); do [ -s "$out" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; sleep 1; if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; else wait "$pid"; fi; rm -f "$out"; }',
     ...lines,
   ].join("\n");
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 /** The quickstart's script and the node it started (its own session), stopped in afterAll if a timeout left them

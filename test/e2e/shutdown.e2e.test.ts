@@ -5,7 +5,7 @@
 // port, same state dir) serves. Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -14,6 +14,7 @@ import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { uid } from "../support/pods.js";
 import { until } from "../support/wait.js";
+import { freePort } from "../support/free-port.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -46,14 +47,6 @@ function start(port: number) {
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number>((r) => child.once("exit", (c) => r(c ?? -1)));
   return { child, exited, stderr: () => err };
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 async function sign(claims: Record<string, unknown>): Promise<string> {

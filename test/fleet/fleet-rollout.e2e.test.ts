@@ -7,7 +7,6 @@
 // Fails, never skips, without a runtime (unless PODSYNC_SKIP_E2E=1).
 import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK } from "jose";
@@ -20,6 +19,7 @@ import { listNodes, ownerToken } from "../support/fleet.js";
 import { ISSUER, makeKey, type TestKey } from "../support/http.js";
 import { until } from "../support/wait.js";
 import { startWorkerd, type Workerd } from "../support/workerd.js";
+import { freePort } from "../support/free-port.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -55,14 +55,6 @@ const agentEnv = (name: string, token?: string): Record<string, string> => ({
   // Enrolled once: a restarted agent connects with its key from its state dir.
   ...(token ? { PODSYNC_FLEET_JOIN_TOKEN: token } : {}),
 });
-
-const freePort = () =>
-  new Promise<number>((res) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => res(typeof a === "object" && a ? a.port : 0));
-    });
-  });
 
 /** The Worker on a fixed port and storage, so a restarted one keeps its address, its registry and its rollouts. */
 const startWorker = async () => {

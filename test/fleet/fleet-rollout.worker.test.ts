@@ -6,7 +6,6 @@
 import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { exportJWK } from "jose";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +14,7 @@ import { joinToken, ownerToken, signedSet, simAgent, type SimAgent } from "../su
 import { ISSUER, makeKey, type TestKey } from "../support/http.js";
 import { until } from "../support/wait.js";
 import { startWorkerd, type Workerd } from "../support/workerd.js";
+import { freePort } from "../support/free-port.js";
 
 let worker: Workerd;
 let base: URL;
@@ -32,14 +32,6 @@ const churned = new Set<string>();
 const extra = new Map<string, string>();
 const lost = new Set<string>();
 const NODES = ["ro-a", "ro-b", "ro-c"];
-
-const freePort = () =>
-  new Promise<number>((res) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => res(typeof a === "object" && a ? a.port : 0));
-    });
-  });
 
 const startWorker = async () => {
   ({ worker, base } = await startWorkerd({

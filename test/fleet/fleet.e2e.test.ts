@@ -9,7 +9,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK } from "jose";
@@ -24,6 +24,7 @@ import { startWorkerd, type Workerd } from "../support/workerd.js";
 import { until } from "../support/wait.js";
 import { listNodes, ownerToken, putSet } from "../support/fleet.js";
 import { selfSignedCert } from "../../src/host/serving/serving-cert.js";
+import { freePort } from "../support/free-port.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -49,14 +50,6 @@ let tlsUrl: string;
 const agents = new Map<string, Running>();
 /** Node 3: an agent in its own process (it is SIGKILLed mid-update). */
 let child: ChildProcess | undefined;
-
-const freePort = () =>
-  new Promise<number>((res) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => res(typeof a === "object" && a ? a.port : 0));
-    });
-  });
 
 const startWorker = async () => {
   ({ worker, base } = await startWorkerd({
