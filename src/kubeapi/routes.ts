@@ -343,9 +343,11 @@ function registerGates(app: Hono<Env>, o: KubeApiOptions, now: () => number): vo
     const resource = m?.[3] ?? "resources";
     const group = m?.[1] ?? "";
     const name = m?.[4] ?? "";
+    const ns = m?.[2] && m[2] !== "default" ? ` -n ${m[2]}` : "";
+    const target = name ? `${resource}/${name}${ns}` : "TYPE/NAME";
     const how =
       c.req.method === "DELETE"
-        ? `delete it with a signed request: podsync delete ${name ? `${resource}/${name}` : "TYPE/NAME"} (or leave it out of the next podsync apply)`
+        ? `delete it with a signed request: podsync delete ${target} (or leave it out of the next podsync apply)`
         : "change the node with a signed spec: podsync apply FILE (the node's whole set) or podsync sync FILE (one pod)";
     throw forbidden(resource, name, `this node's Kubernetes API is read-only; ${how}`, group);
   });
