@@ -195,10 +195,12 @@ export async function tickWorkers(
       for (const t of TYPES) {
         const key = keyOf(c.name, t);
         const w = state[key];
-        if (!w || w.nextAt > now || inFlight.has(`${uid}/${key}`)) continue;
-        // The worker's ticker: every periodSeconds.
+        if (!w || w.nextAt > now) continue;
+        // The worker's ticker: every periodSeconds. A tick that finds the worker's last probe still running is
+        // dropped, as a Go ticker drops ticks its reader is not ready for (worker.go's loop).
         const period = c[PROBE_FIELD[t]]!.periodSeconds * 1000;
         w.nextAt = w.nextAt + period > now ? w.nextAt + period : now + period;
+        if (inFlight.has(`${uid}/${key}`)) continue;
         inFlight.add(`${uid}/${key}`);
         runs.push(
           doProbe(x.o, x.statuses.get(uid), uid, pod, c, t, state, now)

@@ -26,7 +26,10 @@ export function createProbeTick(
   const probeSyncedAt = new Map<string, number>();
   let probeTimer: ReturnType<typeof setTimeout> | undefined;
   let probeAt = 0;
-  let probing: Promise<void> | undefined;
+  /** The ticks still running. They may overlap: each runs the workers due at its start, and a worker whose
+   * probe is slow holds only itself (kubelet's workers are goroutines with a ticker each, worker.go), not the
+   * next tick's other workers, which would otherwise come due together and probe in one burst. */
+  const ticks = new Set<Promise<void>>();
 
   async function probe(): Promise<Promise<void>[]> {
     if (!prober || !s.last) return [];
@@ -56,7 +59,7 @@ export function createProbeTick(
   }
 
   function kick() {
-    if (s.stopped || s.o.manual || !prober || probing) return;
+    if (s.stopped || s.o.manual || !prober) return;
     const next = prober.nextDue();
     const delay = next === undefined ? s.interval : Math.min(s.interval, Math.max(20, next - s.now()));
     // A timer already set to fire no later stays.
@@ -65,15 +68,18 @@ export function createProbeTick(
     probeAt = s.now() + delay;
     probeTimer = setTimeout(() => {
       probeTimer = undefined;
-      probing = probe()
+      const tick: Promise<void> = probe()
         .then(
           () => undefined,
           (e) => s.reporter.report("probes", undefined, failure(e)),
         )
         .finally(() => {
-          probing = undefined;
+          ticks.delete(tick);
           kick();
         });
+      ticks.add(tick);
+      // The workers this tick started have their next times set (tickWorkers sets them before it awaits).
+      kick();
     }, delay);
     (probeTimer as { unref?: () => void }).unref?.();
   }
@@ -91,7 +97,7 @@ export function createProbeTick(
       for (const uid of s.observed.keys()) if (!view.pods.has(uid)) s.observed.delete(uid);
     },
     kick,
-    running: () => probing,
+    running: () => (ticks.size ? Promise.all(ticks).then(() => undefined) : undefined),
     stop: () => clearTimeout(probeTimer),
   };
 }

@@ -168,6 +168,76 @@ describe("prober workers (kubelet's worker.go)", () => {
     await rt.delete(p.metadata.uid, 0);
   });
 
+  it("a slow probe holds only its own worker: the loop keeps probing the other pods at their period", async () => {
+    // kubelet's workers are goroutines with a ticker each (worker.go): one ExecSync that takes 2.5 s delays that
+    // worker alone. Before, the loop's probe tick waited for every probe it had started, so the other pods' probes
+    // waited too and then came due together.
+    const mk = () =>
+      pod({
+        containers: [
+          {
+            name: "main",
+            image: "localhost/busybox:1",
+            command: ["sleep", "3600"],
+            readinessProbe: { exec: { command: ["check"] }, periodSeconds: 1 },
+          },
+        ],
+      });
+    const pods = [mk(), mk()];
+    const rt = createPodRuntime(cri);
+    const prober = createProber({ cri });
+    const desired = new MemoryDesiredState();
+    for (const p of pods) await desired.put({ pod: p, audit: { iss: "test", iat: 0 }, storedAt: 0 });
+    const handler = fake.runtime.runtime["ExecSync"]!;
+    const probed: string[] = [];
+    fake.runtime.runtime["ExecSync"] = (req: { containerId: string; timeout: bigint }) => {
+      probed.push(req.containerId);
+      return handler(req);
+    };
+    const before = fake.runtime.calls.get("ExecSync") ?? 0;
+    // The first ExecSync of all (one pod's first probe) is answered 2.5 s late, within the call's 3 s deadline.
+    fake.runtime.fault("ExecSync", { kind: "hang", ms: 2500, times: 1 });
+    const loop = startReconcileLoop({ runtime: rt, cri, desired, prober, relistIntervalMs: 300 });
+    try {
+      for (let i = 0; i < 200 && (fake.runtime.calls.get("ExecSync") ?? 0) === before; i++)
+        await new Promise((r) => setTimeout(r, 25));
+      await new Promise((r) => setTimeout(r, 2200));
+      // Only the other pod's container has been answered (the held one's handler has not run yet), at its period.
+      expect(new Set(probed).size).toBe(1);
+      expect(probed.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      fake.runtime.runtime["ExecSync"] = handler;
+      await loop.stop();
+      for (const p of pods) await rt.delete(p.metadata.uid, 0);
+    }
+  });
+
+  it("a tick that finds the worker's probe still running is dropped, as a Go ticker drops it", async () => {
+    const p = pod({
+      containers: [
+        {
+          name: "main",
+          image: "localhost/busybox:1",
+          command: ["sleep", "3600"],
+          readinessProbe: { exec: { command: ["check"] }, periodSeconds: 1 },
+        },
+      ],
+    });
+    const rt = createPodRuntime(cri);
+    const prober = createProber({ cri });
+    prober.upsert(p);
+    prober.observe(p.metadata.uid, (await rt.sync(p)).after);
+    fake.runtime.fault("ExecSync", { kind: "hang", ms: 1500, times: 1 });
+    const t = Date.now();
+    const held = prober.tick(t);
+    await new Promise((r) => setTimeout(r, 50));
+    // Due again while its probe runs: nothing runs, and its next time moves on a period (no tick every few ms).
+    expect((await prober.tick(t + 1000)).ran).toBe(0);
+    expect(prober.nextDue()).toBe(t + 2000);
+    expect((await held).ran).toBe(1);
+    await rt.delete(p.metadata.uid, 0);
+  });
+
   it("a startup probe holds liveness and readiness off until it succeeds", async () => {
     const p = pod({
       containers: [
