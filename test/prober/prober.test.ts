@@ -42,6 +42,19 @@ const running = (uid: string, name = "main") =>
     (c) => c.config.labels["io.kubernetes.pod.uid"] === uid && c.config.metadata?.name === name && c.state === 1,
   );
 
+/** One busybox container with an exec readiness probe every second (answered by `verdict`). */
+const execReadinessPod = () =>
+  pod({
+    containers: [
+      {
+        name: "main",
+        image: "localhost/busybox:1",
+        command: ["sleep", "3600"],
+        readinessProbe: { exec: { command: ["check"] }, periodSeconds: 1 },
+      },
+    ],
+  });
+
 describe("prober workers (kubelet's worker.go)", () => {
   it("readiness starts Failure, turns Success after successThreshold, Failure after failureThreshold", async () => {
     const p = pod({
@@ -172,18 +185,7 @@ describe("prober workers (kubelet's worker.go)", () => {
     // kubelet's workers are goroutines with a ticker each (worker.go): one ExecSync that takes 2.5 s delays that
     // worker alone. Before, the loop's probe tick waited for every probe it had started, so the other pods' probes
     // waited too and then came due together.
-    const mk = () =>
-      pod({
-        containers: [
-          {
-            name: "main",
-            image: "localhost/busybox:1",
-            command: ["sleep", "3600"],
-            readinessProbe: { exec: { command: ["check"] }, periodSeconds: 1 },
-          },
-        ],
-      });
-    const pods = [mk(), mk()];
+    const pods = [execReadinessPod(), execReadinessPod()];
     const rt = createPodRuntime(cri);
     const prober = createProber({ cri });
     const desired = new MemoryDesiredState();
@@ -213,16 +215,7 @@ describe("prober workers (kubelet's worker.go)", () => {
   });
 
   it("a tick that finds the worker's probe still running is dropped, as a Go ticker drops it", async () => {
-    const p = pod({
-      containers: [
-        {
-          name: "main",
-          image: "localhost/busybox:1",
-          command: ["sleep", "3600"],
-          readinessProbe: { exec: { command: ["check"] }, periodSeconds: 1 },
-        },
-      ],
-    });
+    const p = execReadinessPod();
     const rt = createPodRuntime(cri);
     const prober = createProber({ cri });
     prober.upsert(p);
