@@ -197,7 +197,10 @@ export async function tickWorkers(
         const w = state[key];
         if (!w || w.nextAt > now) continue;
         // The worker's ticker: every periodSeconds. A tick that finds the worker's last probe still running is
-        // dropped, as a Go ticker drops ticks its reader is not ready for (worker.go's loop).
+        // dropped. kubelet's worker (worker.go `run`) probes in its own goroutine between reads of a Go ticker,
+        // whose channel keeps one tick: it probes once more right after a probe that outlived its period. podsync
+        // waits for the next period instead, so slow probes under load do not come back to back (a deliberate
+        // difference, small: at most one period later).
         const period = c[PROBE_FIELD[t]]!.periodSeconds * 1000;
         w.nextAt = w.nextAt + period > now ? w.nextAt + period : now + period;
         if (inFlight.has(`${uid}/${key}`)) continue;

@@ -214,7 +214,7 @@ describe("prober workers (kubelet's worker.go)", () => {
     }
   });
 
-  it("a tick that finds the worker's probe still running is dropped, as a Go ticker drops it", async () => {
+  it("a tick that finds the worker's probe still running is dropped; the next comes a period later", async () => {
     const p = execReadinessPod();
     const rt = createPodRuntime(cri);
     const prober = createProber({ cri });
