@@ -16,6 +16,10 @@ import { CriError, grpcCodeName } from "./errors.js";
 export interface CallOptions {
   /** Per-call deadline in milliseconds; the transport's default applies when absent. */
   timeoutMs?: number;
+  /** How long the call's own work may take (an ExecSync's or a StopContainer's timeout). Without `timeoutMs`, the
+   * deadline is the transport's default plus this: kubelet's remote client sets `r.timeout + timeout`
+   * (remote_runtime.go ExecSync, StopContainer), which leaves the runtime its request timeout to finish. */
+  workMs?: number;
   signal?: AbortSignal;
 }
 

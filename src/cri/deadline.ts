@@ -16,3 +16,9 @@ export function clampTimeoutMs(ms: number | undefined, fallback: number): number
 export function grpcTimeoutHeader(ms: number): string {
   return ms < 1e8 ? `${Math.max(1, Math.ceil(ms))}m` : `${Math.ceil(ms / 1000)}S`;
 }
+
+/** A call's deadline from its options: `timeoutMs`, else the transport's default plus the call's `workMs`. */
+export function callTimeoutMs(options: { timeoutMs?: number; workMs?: number } | undefined, fallback: number): number {
+  const work = options?.workMs;
+  return clampTimeoutMs(options?.timeoutMs ?? (work === undefined ? undefined : fallback + work), fallback);
+}

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
 import { CriError, GrpcCode } from "./errors.js";
-import { clampTimeoutMs } from "./deadline.js";
+import { callTimeoutMs } from "./deadline.js";
 import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
 import type { StreamHandlers, StreamTransport } from "./container-events.js";
 import { cachingListDecoder } from "./list-decoder.js";
@@ -75,7 +75,7 @@ export class GrpcTransport implements UnaryTransport, StreamTransport {
     input: MessageShape<I>,
     options?: CallOptions,
   ): Promise<MessageShape<O>> {
-    const deadline = Date.now() + clampTimeoutMs(options?.timeoutMs, this.timeoutMs);
+    const deadline = Date.now() + callTimeoutMs(options, this.timeoutMs);
     const signal = options?.signal;
     const decode =
       (this.decoders.get(method) as ((buf: Uint8Array) => MessageShape<O>) | undefined) ??

@@ -3,7 +3,7 @@
 // gRPC-Web port. Frames: 1 flag byte (0x00 data, 0x80 trailers), 4-byte big-endian length, payload.
 import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
 import { CriError, GrpcCode } from "./errors.js";
-import { clampTimeoutMs, grpcTimeoutHeader } from "./deadline.js";
+import { callTimeoutMs, grpcTimeoutHeader } from "./deadline.js";
 import { createCriClient, type CallOptions, type CriClient, type UnaryTransport } from "./client.js";
 import { decodeFrames, encodeFrame, parseTrailers, type Frame } from "./grpc-web-protocol.js";
 
@@ -57,7 +57,7 @@ export class GrpcWebTransport implements UnaryTransport {
     input: MessageShape<I>,
     options?: CallOptions,
   ): Promise<MessageShape<O>> {
-    const timeout = clampTimeoutMs(options?.timeoutMs, this.timeoutMs);
+    const timeout = callTimeoutMs(options, this.timeoutMs);
     const signal = options?.signal
       ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)])
       : AbortSignal.timeout(timeout);

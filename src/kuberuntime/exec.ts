@@ -86,13 +86,11 @@ export async function execSync(
   timeoutSeconds: number,
   maxBytes: number,
 ): Promise<ExecResult> {
-  // The call lasts up to the command's timeout; its deadline gets room beyond it. ExecSync carries the whole
+  // The call lasts up to the command's timeout; its deadline is the runtime request timeout beyond it (kubelet's
+  // `r.timeout + timeout`). ExecSync carries the whole
   // output in one reply: at most the runtime's message limit is held here, and output above it is refused.
   const r = await cri
-    .execSync(
-      { containerId, cmd: command, timeout: BigInt(timeoutSeconds) },
-      { timeoutMs: (timeoutSeconds + 10) * 1000 },
-    )
+    .execSync({ containerId, cmd: command, timeout: BigInt(timeoutSeconds) }, { workMs: timeoutSeconds * 1000 })
     .catch((e: unknown) => {
       if (isCriError(e, GrpcCode.RESOURCE_EXHAUSTED)) {
         // containerd: "grpc: trying to send message larger than max (17000042 vs. 16777216)"; grpc-js: "Received

@@ -48,11 +48,9 @@ export function gracePeriodSeconds(
 
 export async function stopContainer(cri: CriClient, id: string, graceSeconds: number): Promise<void> {
   try {
-    // The call takes up to the grace period; give its deadline room beyond it.
-    await cri.stopContainer(
-      { containerId: id, timeout: BigInt(graceSeconds) },
-      { timeoutMs: (graceSeconds + 10) * 1000 },
-    );
+    // The call takes up to the grace period; its deadline is the runtime request timeout beyond it (kubelet's
+    // StopContainer: `r.timeout + timeout`, "to leave extra time for SIGKILL container and request latency").
+    await cri.stopContainer({ containerId: id, timeout: BigInt(graceSeconds) }, { workMs: graceSeconds * 1000 });
   } catch (e) {
     if (!isCriError(e, GrpcCode.NOT_FOUND)) throw e;
   }

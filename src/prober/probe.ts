@@ -71,12 +71,11 @@ export async function runProbe(
     const vars = containerEnv(container);
     const cmd = p.exec.command.map((c) => expand(c, vars));
     try {
-      // The runtime enforces the timeout; the call's deadline is the same, as kubelet's remote client sets it,
-      // plus a little for the round trip.
-      const r = await cri.execSync(
-        { containerId, cmd, timeout: BigInt(p.timeoutSeconds) },
-        { timeoutMs: timeoutMs + 2000 },
-      );
+      // The runtime enforces the timeout. The call's deadline is the runtime request timeout beyond it, as
+      // kubelet's remote client sets it: a deadline cut close to the timeout cancels the runtime while runc is
+      // still starting the process, and containerd 1.6's shim then refused every later exec into that container
+      // (seen at 110 pods: bench/results/log-2026-12-07-full-node.md).
+      const r = await cri.execSync({ containerId, cmd, timeout: BigInt(p.timeoutSeconds) }, { workMs: timeoutMs });
       const out = dec.decode(concatBounded(r.stdout, r.stderr));
       return { result: r.exitCode === 0 ? "Success" : "Failure", output: out };
     } catch (e) {
