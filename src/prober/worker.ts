@@ -132,7 +132,10 @@ async function doProbe(
   // Prober error: the result is thrown away.
   if (!outcome) return { changed, ran: true };
   const result: ProbeResult = outcome.result === "Success" || outcome.result === "Warning" ? "Success" : "Failure";
-  if (w.lastResult === result) w.resultRun++;
+  // kubelet's resultRun counts on without end, but is only ever compared below a threshold: held at the larger
+  // threshold it decides the same, and a steady probe leaves the state it persists unchanged (no write per probe).
+  if (w.lastResult === result)
+    w.resultRun = Math.min(w.resultRun + 1, Math.max(probe.failureThreshold, probe.successThreshold));
   else {
     w.lastResult = result;
     w.resultRun = 1;

@@ -7,7 +7,9 @@
 // from memory; writes are write-behind: a changed pod is written within `flushMs` (and at close), each file
 // atomically (write a temporary file, fsync, rename), so a crash leaves either the old state or the new one.
 // Losing the last flushMs of changes costs at most that many probe results, never a torn file. A file that
-// does not parse is ignored (its pod starts over, as a new worker would).
+// does not parse is ignored (its pod starts over, as a new worker would). A pod is written only when what a
+// restart reads changed: every field but the ticker's next time (`nextAt`, which moves on every probe; a restarted
+// worker probes at once whatever it says), so steady probes write nothing.
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { PodProbeState, ProbeStateStore } from "../prober/prober.js";
@@ -27,6 +29,8 @@ export interface FileProbeStateOptions {
 export class FileProbeStateStore implements ProbeStateStore {
   private readonly m = new Map<string, PodProbeState>();
   private readonly dirty = new Set<string>();
+  /** Each pod's state as last written or pending, without the tickers' times: what decides a write. */
+  private readonly durable = new Map<string, string>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private flushing: Promise<void> | undefined;
   private readonly flushMs: number;
@@ -53,7 +57,10 @@ export class FileProbeStateStore implements ProbeStateStore {
         if (!SAFE.test(uid)) continue;
         try {
           const state = JSON.parse(await readFile(join(this.dir, name), "utf8")) as unknown;
-          if (isState(state)) this.m.set(uid, state);
+          if (isState(state)) {
+            this.m.set(uid, state);
+            this.durable.set(uid, durableOf(state));
+          }
         } catch {
           // Unreadable or torn: the pod's workers start over.
         }
@@ -69,10 +76,14 @@ export class FileProbeStateStore implements ProbeStateStore {
   set(uid: string, state: PodProbeState) {
     if (!SAFE.test(uid)) return;
     this.m.set(uid, state);
+    const d = durableOf(state);
+    if (this.durable.get(uid) === d) return;
+    this.durable.set(uid, d);
     this.mark(uid);
   }
   delete(uid: string) {
     if (!this.m.delete(uid)) return;
+    this.durable.delete(uid);
     this.mark(uid);
   }
 
@@ -114,6 +125,11 @@ export class FileProbeStateStore implements ProbeStateStore {
   async close(): Promise<void> {
     await this.flush();
   }
+}
+
+/** A pod's state without its workers' `nextAt`, as one string to compare. */
+function durableOf(state: PodProbeState): string {
+  return JSON.stringify(state, (k, v: unknown) => (k === "nextAt" ? undefined : v));
 }
 
 function isState(v: unknown): v is PodProbeState {

@@ -45,6 +45,28 @@ describe("FileProbeStateStore", () => {
     expect(readdirSync(dir)).toEqual(["pod-b.json"]);
   });
 
+  it("writes a pod only when what a restart reads changed, not for a ticker's next time", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podsync-probes-"));
+    const s = new FileProbeStateStore(dir, { flushMs: 10_000 });
+    await s.open();
+    const state = { "main/readiness": worker() };
+    s.set("pod-a", state);
+    await s.flush();
+    const file = join(dir, "pod-a.json");
+    const written = readFileSync(file, "utf8");
+    // The prober mutates its state in place: a steady probe moves only nextAt.
+    state["main/readiness"]!.nextAt += 10_000;
+    s.set("pod-a", state);
+    await s.flush();
+    expect(readFileSync(file, "utf8")).toBe(written);
+    state["main/readiness"]!.lastResult = "Success";
+    s.set("pod-a", state);
+    await s.flush();
+    expect(JSON.parse(readFileSync(file, "utf8"))["main/readiness"]).toEqual(
+      worker({ lastResult: "Success", nextAt: 11_234 }),
+    );
+  });
+
   it("writes behind: a change reaches the disk within flushMs, without a flush call", async () => {
     const dir = mkdtempSync(join(tmpdir(), "podsync-probes-"));
     const s = new FileProbeStateStore(dir, { flushMs: 20 });

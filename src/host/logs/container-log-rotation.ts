@@ -5,6 +5,11 @@
 // ReopenContainerLog); if that fails the rename is undone, so the next pass tries again. A log missing at its path
 // is reopened too, as kubelet does. The reader (logs/read-logs.ts) follows the path, so `logs -f` goes on across a
 // rotation. Containers are handled one at a time (kubelet runs a worker pool of 1 by default).
+//
+// Differs from kubelet, on purpose: kubelet asks ContainerStatus for every running container on every pass
+// (processContainer), only to read its log path. A container's log path is fixed when it is created, so a pass
+// here asks it once per container and keeps it while the container is listed: at 110 pods that is one
+// ListContainers every 10 s instead of 111 calls.
 import { createReadStream, createWriteStream } from "node:fs";
 import { readdir, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -22,6 +27,8 @@ export interface LogRotationOptions {
   intervalMs: number;
   now?: () => number;
   onError?: (e: unknown, containerId: string) => void;
+  /** Each listed container's log path, as ContainerStatus gave it ("" for none); kept across passes. */
+  logPaths?: Map<string, string>;
 }
 
 const missing = (e: unknown) => (e as { code?: string }).code === "ENOENT";
@@ -40,8 +47,12 @@ async function compress(log: string): Promise<void> {
 
 /** One container's rotation (rotateLog), when its log has reached the size. */
 export async function rotateIfDue(o: LogRotationOptions, id: string): Promise<boolean> {
-  const { status } = await o.cri.containerStatus({ containerId: id });
-  const log = status?.logPath;
+  let log = o.logPaths?.get(id);
+  if (log === undefined) {
+    const { status } = await o.cri.containerStatus({ containerId: id });
+    log = status?.logPath ?? "";
+    o.logPaths?.set(id, log);
+  }
   if (!log) return false;
   let size: number;
   try {
@@ -76,11 +87,16 @@ export async function rotateLogs(o: LogRotationOptions): Promise<void> {
       labelSelector: { [KUBERNETES_MANAGED_LABEL]: MANAGED_BY },
     },
   });
+  if (o.logPaths) {
+    const listed = new Set(containers.map((c) => c.id));
+    for (const id of o.logPaths.keys()) if (!listed.has(id)) o.logPaths.delete(id);
+  }
   for (const c of containers) await rotateIfDue(o, c.id).catch((e: unknown) => o.onError?.(e, c.id));
 }
 
 /** Runs a pass every interval (passes never overlap); the returned function stops it. */
-export function startLogRotation(o: LogRotationOptions): () => void {
+export function startLogRotation(options: LogRotationOptions): () => void {
+  const o = { ...options, logPaths: options.logPaths ?? new Map<string, string>() };
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const tick = () => {
