@@ -2,12 +2,17 @@
 // it ships (bench/harness.ts: dist/node.js with npm start's flags) and a lab containerd of its own. 110 pods in 10
 // Deployments of 11 (pod network, busybox), exec readiness probes (`true`, every 10 s) on half of them.
 // Each figure beside its floor, measured in this run:
-//   - PUT → Ready per pod (the pod start-up SLO, p50/p99 ≤ 5 s, no pulls: the image is local), from a watch;
+//   - PUT of all 110 at once → each pod Ready, from a watch, ÷ each raw pod's start at the same parallelism (with
+//     the same exec probes made from each probed pod's start, as the node's prober adds them);
+//   - the pod start-up SLO (p50/p99 ≤ 5 s, no pulls: the image is local) as kubelet's density test measures it on
+//     one node: BENCH_SEQ (10) pods created one after another on the full node, PUT → Ready, ÷ the same made raw;
 //   - PUT → all Running ÷ raw RunPodSandbox + CreateContainer + StartContainer of 110 pods at BENCH_RAW_PARALLEL;
-//   - idle CPU with 110 converged pods ÷ the same 55 ExecSync probes every 10 s made directly (this process);
+//   - idle CPU with 110 converged pods ÷ the same 55 ExecSync probes every 10 s made directly (this process, each
+//     on its own period as the prober's workers, with the prober's call deadline; failed probes are counted);
 //   - one relist at 110 pods ÷ its 2 list calls (CPU of this process, alternated);
 //   - RSS empty, at 110 pods, and per pod above empty;
 //   - GET /api/v1/pods (what `kubectl get pods -A` asks, as a Table) at 110 pods, server round trip p50/p99.
+// With BENCH_PEER=podman (npm run bench:peer), podman's `kube play` of the same 110 pods, after podsync's figures.
 // Settings: BENCH_PODS_PER_DEPLOY (11), BENCH_DEPLOYS (10), BENCH_RAW_PARALLEL (8), BENCH_IDLE_S (60),
 // BENCH_SETTLE_S (20), BENCH_LISTS (100), BENCH_RELISTS (50). Writes bench/results/full-node-<time>.json.
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -15,7 +20,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { ContainerState, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
+import { ContainerState, PodSandboxState, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
 import {
   lab,
   med,
@@ -29,6 +34,7 @@ import {
   sleep,
   startServer,
   NODE_FLAGS,
+  podmanCli,
   type Server,
 } from "./harness.js";
 
@@ -41,16 +47,20 @@ const IDLE_S = Number(process.env["BENCH_IDLE_S"] ?? 60);
 const SETTLE_S = Number(process.env["BENCH_SETTLE_S"] ?? 20);
 const LISTS = Number(process.env["BENCH_LISTS"] ?? 100);
 const RELISTS = Number(process.env["BENCH_RELISTS"] ?? 50);
+/** Pods started one after another on the full node (kubelet's density test "create a sequence of pods"). */
+const SEQ = Math.min(Number(process.env["BENCH_SEQ"] ?? 10), PER - 1);
 const PROBE_PERIOD_S = 10;
+/** BENCH_PEER=podman (npm run bench:peer runs it): podman's `kube play` of the same pods, after podsync's figures. */
+const PEER = process.env["BENCH_PEER"] === "podman";
 const SECCOMP = { profileType: SecurityProfile_ProfileType.RuntimeDefault };
 
 /** Deployment i: PER busybox replicas; the even ones carry an exec readiness probe. */
-const deployment = (i: number) => ({
+const deployment = (i: number, replicas = PER) => ({
   apiVersion: "apps/v1",
   kind: "Deployment",
   metadata: { name: `full-${i}`, namespace: "bench" },
   spec: {
-    replicas: PER,
+    replicas,
     selector: { matchLabels: { app: `full-${i}` } },
     template: {
       metadata: { labels: { app: `full-${i}` } },
@@ -71,9 +81,22 @@ const deployment = (i: number) => ({
 });
 
 /** Raw creation of `n` pods at `parallel` in flight, the pod network and the seccomp profile as podsync's get them;
- * answers the wall time and removes them. */
-async function rawCreate(cri: CriClient, dir: string, n: number, parallel: number) {
+ * with `probe`, every other pod gets the node's exec readiness probe from its start, each on its own period with the
+ * prober's call deadline, until the last pod has started (the runtime work the node's probes add while it starts).
+ * Answers the wall time and each pod's start, and removes them. */
+async function rawCreate(cri: CriClient, dir: string, n: number, parallel: number, probe = false) {
   const ids: string[] = [];
+  let creating = true;
+  const probes: Promise<void>[] = [];
+  const probeLoop = async (containerId: string) => {
+    while (creating) {
+      const tick = Date.now();
+      await cri.execSync({ containerId, cmd: ["true"], timeout: 1n }, { timeoutMs: 11_000 }).catch(() => undefined);
+      for (const end = tick + PROBE_PERIOD_S * 1000; creating && Date.now() < end; ) await sleep(100);
+    }
+  };
+  /** Each pod's time from the start to its container started: the per-pod floor of PUT → Ready. */
+  const done: number[] = [];
   const t0 = performance.now();
   await pool(
     Array.from({ length: n }, (_, i) => i),
@@ -96,15 +119,19 @@ async function rawCreate(cri: CriClient, dir: string, n: number, parallel: numbe
         },
       });
       await cri.startContainer({ containerId });
+      done.push(performance.now() - t0);
       ids.push(sb);
+      if (probe && i % 2 === 0) probes.push(probeLoop(containerId));
     },
   );
   const ms = performance.now() - t0;
+  creating = false;
+  await Promise.all(probes);
   await pool(ids, parallel, async (sb) => {
     await cri.stopPodSandbox({ podSandboxId: sb });
     await cri.removePodSandbox({ podSandboxId: sb });
   });
-  return ms;
+  return { ms, done };
 }
 
 interface WatchEvent {
@@ -157,12 +184,81 @@ async function probeFloor(cri: CriClient, seconds: number) {
   const running = containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
   const probed = running.filter((c) => /^full-\d*[02468]-/.test(c.labels["io.kubernetes.pod.name"] ?? ""));
   const c0 = selfCpuMs();
-  for (const end = Date.now() + seconds * 1000; Date.now() < end; ) {
-    const tick = Date.now();
-    await Promise.all(probed.map((c) => cri.execSync({ containerId: c.id, cmd: ["true"], timeout: 1n })));
-    await sleep(Math.max(0, PROBE_PERIOD_S * 1000 - (Date.now() - tick)));
+  let failed = 0;
+  let made = 0;
+  // Each probe on its own period, spread over it as the prober's workers are (not all 55 at once), with the call
+  // deadline the prober gives it (the runtime request timeout beyond the probe's 1 s); a probe that fails counts.
+  await Promise.all(
+    probed.map(async (c, i) => {
+      await sleep((i * PROBE_PERIOD_S * 1000) / probed.length);
+      for (const end = Date.now() + seconds * 1000; Date.now() < end; ) {
+        const tick = Date.now();
+        made++;
+        const r = await cri
+          .execSync({ containerId: c.id, cmd: ["true"], timeout: 1n }, { timeoutMs: 11_000 })
+          .catch(() => undefined);
+        if (r?.exitCode !== 0) failed++;
+        await sleep(Math.max(0, PROBE_PERIOD_S * 1000 - (Date.now() - tick)));
+      }
+    }),
+  );
+  return { cpuMs: selfCpuMs() - c0, probes: probed.length, made, failed };
+}
+
+/** podman's `kube play` of PODS pods as the Deployments' (busybox, podman's default bridge network; podman has no
+ * exec readiness probe, so none): the wall time until it returns with every container started; then `kube down`. */
+function podmanPlay(dir: string): number {
+  const pm = podmanCli(LAB);
+  const file = join(dir, "peer-full.yaml");
+  const pod = (i: number) =>
+    `apiVersion: v1\nkind: Pod\nmetadata:\n  name: full-peer-${i}\nspec:\n  containers:\n  - name: main\n    image: localhost/busybox:1\n    command: ["sleep", "360000"]\n`;
+  writeFileSync(file, Array.from({ length: PODS }, (_, i) => pod(i)).join("---\n"));
+  const t0 = performance.now();
+  pm("kube", "play", file);
+  const ms = performance.now() - t0;
+  pm("kube", "down", file);
+  return ms;
+}
+
+/** Until the runtime holds `n` ready sandboxes. */
+async function untilSandboxes(cri: CriClient, n: number) {
+  const filter = { state: { state: PodSandboxState.SANDBOX_READY } };
+  for (const end = Date.now() + 300_000; Date.now() < end; await sleep(500))
+    if ((await cri.listPodSandbox({ filter })).items.length === n) return;
+  throw new Error(`the runtime did not come to ${n} ready sandboxes`);
+}
+
+/** kubelet's density test "create a sequence of pods" (test/e2e_node/density_test.go, createBatchPodSequential): SEQ
+ * pods one after another on the full node, each PUT once the one before is Ready, timed PUT → Ready (the watch).
+ * Room is made first by taking SEQ replicas off the last Deployment, so the node holds PODS pods at the end. The
+ * floor: SEQ pods created raw one after another on the same node (PODS - SEQ pods), each RunPodSandbox +
+ * CreateContainer + StartContainer. Answers both, and the next generation to PUT. */
+async function sequence(server: Server, cri: CriClient, dir: string, generation: number) {
+  let g = generation;
+  const base = Array.from({ length: DEPLOYS }, (_, i) => deployment(i, i === DEPLOYS - 1 ? PER - SEQ : PER));
+  await putSet(server, g++, base);
+  await untilSandboxes(cri, PODS - SEQ);
+  await sleep(SETTLE_S * 1000);
+  const watch = watchPods(server.url, () => server.sign({ act: "read" }), 0);
+  const pods: unknown[] = [];
+  const ms: number[] = [];
+  for (let i = 0; i < SEQ; i++) {
+    const name = `seq-${i}`;
+    const spec = deployment(1).spec.template.spec;
+    pods.push({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "bench" }, spec });
+    const t0 = performance.now();
+    await putSet(server, g++, [...base, ...pods]);
+    for (const end = Date.now() + 120_000; !watch.ready.has(name); await sleep(10))
+      if (Date.now() > end) throw new Error(`${name} was not Ready within 120 s`);
+    ms.push(watch.ready.get(name)! - t0);
   }
-  return { cpuMs: selfCpuMs() - c0, probes: probed.length };
+  await watch.stop();
+  await putSet(server, g++, base);
+  await untilSandboxes(cri, PODS - SEQ);
+  await sleep(SETTLE_S * 1000);
+  const { done } = await rawCreate(cri, dir, SEQ, 1);
+  const raw = done.map((t, i) => t - (i > 0 ? done[i - 1]! : 0));
+  return { ms, raw, generation: g };
 }
 
 /** PUT /v1/node/pods: `items` as the node's whole signed set at `generation`. */
@@ -189,12 +285,13 @@ async function main() {
     const emptyHeap = await server.heap();
 
     // The floor first, on a quiet runtime: 110 raw pods, then gone.
-    const rawMs = await rawCreate(cri, dir, PODS, RAW_PARALLEL);
+    const { ms: rawMs, done: rawDone } = await rawCreate(cri, dir, PODS, RAW_PARALLEL, true);
     loads.push(loadavg());
     await sleep(5000);
 
     // The PUT of 10 Deployments; the watch times each pod's Running and Ready.
     const t0 = performance.now();
+    const startCpu0 = procCpuMs(server.pid);
     const watch = watchPods(server.url, () => server.sign({ act: "read" }), t0);
     const items = Array.from({ length: DEPLOYS }, (_, i) => deployment(i));
     await putSet(server, 1, items);
@@ -207,21 +304,31 @@ async function main() {
         const list = (await r.json()) as { items: WatchEvent["object"][] };
         for (const p of list.items.filter((p) => !watch.ready.has(p.metadata.name)))
           console.error(`not seen Ready: ${p.metadata.name} ${JSON.stringify(p.status)}`);
-        throw new Error(`only ${watch.running.size} running, ${watch.ready.size} ready`);
+        // The other figures are still worth having: the row below says how many converged.
+        console.error(`after 600 s: ${watch.running.size} running, ${watch.ready.size} ready`);
+        break;
       }
       await sleep(200);
     }
     await watch.stop();
     const allRunningMs = Math.max(...watch.running.values());
+    /** The server's own CPU from the PUT to the last pod Ready: what it took from the runtime on the 2 cores. */
+    const startCpuMs = procCpuMs(server.pid) - startCpu0;
     const readyMs = [...watch.ready.values()];
     loads.push(loadavg());
 
     // Idle: settle, then the server's CPU over IDLE_S; then the probes' floor over as long.
     await sleep(SETTLE_S * 1000);
     const i0 = procCpuMs(server.pid);
-    await sleep(IDLE_S * 1000);
+    // RSS every 5 s of the window: V8 collects its old generation when it chooses, so one reading can land
+    // anywhere between a collection and the next; the median and the range say what the node keeps.
+    const rssSeen: number[] = [];
+    for (let t = 0; t < IDLE_S; t += 5) {
+      await sleep(5000);
+      rssSeen.push(rssMiB(server.pid));
+    }
     const idlePct = ((procCpuMs(server.pid) - i0) / (IDLE_S * 1000)) * 100;
-    const fullRss = rssMiB(server.pid);
+    const fullRss = med(rssSeen);
     const fullHeap = await server.heap();
     loads.push(loadavg());
     const floor = await probeFloor(cri, IDLE_S);
@@ -244,21 +351,33 @@ async function main() {
       if (i >= 5) listMs.push(performance.now() - l0);
     }
     loads.push(loadavg());
+    const seq = await sequence(server, cri, dir, 2);
+    loads.push(loadavg());
+    // The peer last, so none of podsync's figures shares the machine with podman's pods.
+    await putSet(server, seq.generation, []);
+    for (const end = Date.now() + 300_000; Date.now() < end; await sleep(1000))
+      if ((await cri.listPodSandbox({})).items.length === 0) break;
+    const peerMs = PEER ? podmanPlay(dir) : undefined;
 
     const rows: [string, string, string][] = [
       [
-        "PUT → Ready per pod (readiness-probed and not), p50 / p99",
-        `${r2(med(readyMs) / 1000)} s / ${r2(pct(readyMs, 99) / 1000)} s`,
+        "PUT of all 110 at once → each pod Ready (readiness-probed and not), p50 / p99",
+        `${r2(med(readyMs) / 1000)} s / ${r2(pct(readyMs, 99) / 1000)} s; ÷ each raw pod's start at ${RAW_PARALLEL} in flight (${r2(med(rawDone) / 1000)} s / ${r2(pct(rawDone, 99) / 1000)} s): ${r2(med(readyMs) / med(rawDone))}× / ${r2(pct(readyMs, 99) / pct(rawDone, 99))}×${readyMs.length < PODS ? ` (only ${readyMs.length} of ${PODS} Ready within 600 s)` : ""}`,
+        "near 1× its floor (the SLO is the next row)",
+      ],
+      [
+        `PUT → Ready of ${SEQ} pods one after another on the full node (no probe), p50 / p99`,
+        `${r2(med(seq.ms) / 1000)} s / ${r2(pct(seq.ms, 99) / 1000)} s; ÷ raw creation one after another (${r2(med(seq.raw) / 1000)} s / ${r2(pct(seq.raw, 99) / 1000)} s): ${r2(med(seq.ms) / med(seq.raw))}× / ${r2(pct(seq.ms, 99) / pct(seq.raw, 99))}×`,
         "≤ 5 s / ≤ 5 s",
       ],
       [
         `PUT → all ${PODS} Running ÷ raw creation at ${RAW_PARALLEL} in flight`,
-        `${r2(allRunningMs / rawMs)}× (${r2(allRunningMs / 1000)} s vs ${r2(rawMs / 1000)} s)`,
+        `${r2(allRunningMs / rawMs)}× (${r2(allRunningMs / 1000)} s vs ${r2(rawMs / 1000)} s; the server's CPU meanwhile ${r2(startCpuMs / 1000)} s)${peerMs ? `; podman kube play of ${PODS} pods ${r2(peerMs / 1000)} s` : ""}`,
         "≤ 1.1×",
       ],
       [
         `idle CPU, ${PODS} pods, ${floor.probes} exec probes at ${PROBE_PERIOD_S} s`,
-        `${r2(idlePct)} % of a core (the probes alone, made directly: ${r2(floorPct)} %)`,
+        `${r2(idlePct)} % of a core (the probes alone, made directly: ${r2(floorPct)} %; ${floor.failed} of ${floor.made} failed)`,
         "≤ 1 %",
       ],
       [
@@ -268,7 +387,7 @@ async function main() {
       ],
       [
         `RSS: empty / ${PODS} pods / per pod above empty`,
-        `${r2(emptyRss)} / ${r2(fullRss)} / ${r2((fullRss - emptyRss) / PODS)} MiB (heap used ${emptyHeap.used} → ${fullHeap.used} MiB)`,
+        `${r2(emptyRss)} / ${r2(fullRss)} (median of the idle window's ${rssSeen.length} readings, ${r2(Math.min(...rssSeen))}–${r2(Math.max(...rssSeen))}) / ${r2((fullRss - emptyRss) / PODS)} MiB (heap used ${emptyHeap.used} → ${fullHeap.used} MiB)`,
         "≤ 0.2 MiB a pod",
       ],
       [
@@ -284,10 +403,10 @@ async function main() {
     const stamp = new Date().toISOString().replace(/[:.]/g, "-");
     writeFileSync(
       `bench/results/full-node-${stamp}.json`,
-      `${JSON.stringify({ pods: PODS, rawParallel: RAW_PARALLEL, nodeFlags: NODE_FLAGS, loads, rawMs, allRunningMs, readyMs, idlePct, floorPct, relistMs: relist.relist, listMs: relist.lists, emptyRss, fullRss, emptyHeap, fullHeap, tableMs: listMs }, null, 1)}\n`,
+      `${JSON.stringify({ pods: PODS, rawParallel: RAW_PARALLEL, nodeFlags: NODE_FLAGS, loads, rawMs, rawDone, allRunningMs, startCpuMs, readyMs, idlePct, floorPct, floorFailed: floor.failed, floorMade: floor.made, relistMs: relist.relist, listMs: relist.lists, emptyRss, fullRss, rssSeen, emptyHeap, fullHeap, tableMs: listMs, seqMs: seq.ms, seqRawMs: seq.raw, podmanPlayMs: peerMs }, null, 1)}\n`,
     );
   } finally {
-    await putSet(server, 2, []).catch(() => {});
+    await putSet(server, 1000, []).catch(() => {});
     server.proc.kill("SIGTERM");
     await new Promise((r) => server.proc.once("exit", r));
     lab(LAB, "stop");

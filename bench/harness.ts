@@ -1,8 +1,9 @@
 // What the benches that run the shipped server share: its lab containerd, the server started as `npm start` starts it
 // (the same node flags, read from package.json), a signer with its dev key, and the process figures (/proc).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, openSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
 import type { CriClient } from "../src/cri/client.js";
 import { listManagedPods } from "../src/kuberuntime/pod-status.js";
@@ -159,4 +160,52 @@ export async function relistCpu(cri: CriClient, n: number, warm = 5): Promise<{ 
     lists += selfCpuMs() - c0;
   }
   return { relist: relist / n, lists: lists / n };
+}
+
+/** podman beside podsync: Debian's podman (installed with apt-get when missing) with a root of its own, the lab's
+ * images loaded, the VM's lower rlimits and the lab's pause image as its infra container in CONTAINERS_CONF.
+ * Answers a function that runs one podman command and answers its output. */
+export function podmanCli(labDir: string): (...args: string[]) => string {
+  try {
+    execFileSync("podman", ["--version"], { stdio: "ignore" });
+  } catch {
+    execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "podman"], {
+      stdio: "inherit",
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    });
+  }
+  const root = join(tmpdir(), "podsync-podman-bench");
+  mkdirSync(join(root, "tmp"), { recursive: true });
+  const conf = join(root, "containers.conf");
+  // The lab's pause image as podman's infra container (else podman builds one, which needs catatonit).
+  writeFileSync(
+    conf,
+    '[containers]\ndefault_ulimits = ["nofile=1024:1024","nproc=4096:4096"]\n[engine]\ninfra_image = "localhost/pause:1"\n',
+  );
+  const env = { ...process.env, CONTAINERS_CONF: conf };
+  const pm = (...args: string[]) =>
+    execFileSync(
+      "podman",
+      ["--root", join(root, "root"), "--runroot", join(root, "run"), "--tmpdir", join(root, "tmp"), ...args],
+      { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 },
+    ).trim();
+  const images = join(labDir, "images", "images.tar");
+  if (!pm("images", "-q", "localhost/busybox:1"))
+    pm("load", "-i", existsSync(images) ? images : resolve("/tmp/podsync-lab/images/images.tar"));
+  return pm;
+}
+
+/** CPU ms of each of a process's threads by name (main thread, libuv-worker, V8's workers...), from /proc. */
+export function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const f = `/proc/${pid}/task/${tid}/stat`;
+    if (!existsSync(f)) continue;
+    const stat = readFileSync(f, "utf8");
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const k = tid === String(pid) ? "main thread" : name;
+    out.set(k, (out.get(k) ?? 0) + (Number(rest[11]) + Number(rest[12])) * 10);
+  }
+  return out;
 }

@@ -8,13 +8,14 @@
 // crash-to-restart and a 30-pod `kube play`. Writes bench/results/ship-<time>.json.
 //   BENCH_SYNCS (400 converged syncs, after BENCH_WARMUP: 200 untimed, and as many untimed raw reads), BENCH_SETTLE_S (10) then BENCH_IDLE_S (20), BENCH_CRASHES (5), BENCH_PODS (30), BENCH_RELISTS (100)
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import {
   relistCpu as relistCpuOf,
   lab as labIn,
   med,
+  podmanCli,
   NODE_FLAGS,
   pool,
   procCpuMs,
@@ -446,34 +447,9 @@ async function main() {
   console.log(`\n${file}`);
 }
 
-/** podman beside podsync: a root of its own, the lab's images loaded, the VM's lower rlimits in CONTAINERS_CONF. */
+/** podman beside podsync (harness.ts `podmanCli`): crash → restart, then a PODS-pod `kube play`. */
 async function podman(dir: string): Promise<{ crash: number[]; playMs: number }> {
-  try {
-    execFileSync("podman", ["--version"], { stdio: "ignore" });
-  } catch {
-    execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "podman"], {
-      stdio: "inherit",
-      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-    });
-  }
-  const root = join(tmpdir(), "podsync-podman-bench");
-  mkdirSync(join(root, "tmp"), { recursive: true });
-  const conf = join(root, "containers.conf");
-  // The lab's pause image as podman's infra container (else podman builds one, which needs catatonit).
-  writeFileSync(
-    conf,
-    '[containers]\ndefault_ulimits = ["nofile=1024:1024","nproc=4096:4096"]\n[engine]\ninfra_image = "localhost/pause:1"\n',
-  );
-  const env = { ...process.env, CONTAINERS_CONF: conf };
-  const pm = (...args: string[]) =>
-    execFileSync(
-      "podman",
-      ["--root", join(root, "root"), "--runroot", join(root, "run"), "--tmpdir", join(root, "tmp"), ...args],
-      { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
-    ).trim();
-  const images = join(LAB, "images", "images.tar");
-  if (!pm("images", "-q", "localhost/busybox:1"))
-    pm("load", "-i", existsSync(images) ? images : resolve("/tmp/podsync-lab/images/images.tar"));
+  const pm = podmanCli(LAB);
   const crash: number[] = [];
   for (let i = 0; i < CRASHES; i++) {
     const name = `ship-peer-${tag}-${i}`;

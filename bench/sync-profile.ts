@@ -7,10 +7,10 @@
 // Shares and counts are what to read on a loaded machine; the ms figures move with the load.
 //   BENCH_LAB_DIR (PODSYNC_LAB_DIR, else /tmp/podsync-lab-sync-profile): the lab containerd, started if needed.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { lab, pool, procCpuMs, r2, selfCpuMs, startServer } from "./harness.js";
+import { lab, pool, procCpuMs, r2, selfCpuMs, startServer, threadCpu } from "./harness.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 
 const LAB = process.env["BENCH_LAB_DIR"] ?? process.env["PODSYNC_LAB_DIR"] ?? "/tmp/podsync-lab-sync-profile";
@@ -38,21 +38,6 @@ const RULES: [string, RegExp][] = [
   ["HTTP server (hono, node-server)", /node_modules\/(hono|@hono)\/|http\/(app|context|routes)\.js|node\/front/],
   ["metrics", /prom-client|host\/metrics/],
 ];
-
-/** CPU ms of each of a process's threads by name (main thread, libuv-worker, V8 workers...), from /proc. */
-function threadCpu(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const f = `/proc/${pid}/task/${tid}/stat`;
-    if (!existsSync(f)) continue;
-    const stat = readFileSync(f, "utf8");
-    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const k = tid === String(pid) ? "main thread" : name;
-    out.set(k, (out.get(k) ?? 0) + (Number(rest[11]) + Number(rest[12])) * 10);
-  }
-  return out;
-}
 
 interface Node {
   id: number;
