@@ -6,17 +6,14 @@
 // 1.1.5): without a deadline no exec failed in 4 minutes; with 3000 ms (the prober's old timeout + 2 s) every
 // probed container failed most of its execs, minutes after the creation ended.
 //   BENCH_DEADLINE_MS=3000 npx tsx bench/exec-deadline.ts
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
-import { lab, pool, sleep } from "./harness.js";
+import { lab, pool, rawPod, sleep } from "./harness.js";
 
 const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-exec-deadline";
 const PODS = Number(process.env["BENCH_PODS"] ?? 110);
 const MINUTES = Number(process.env["BENCH_MINUTES"] ?? 4);
 const DEADLINE = process.env["BENCH_DEADLINE_MS"];
-const SECCOMP = { profileType: SecurityProfile_ProfileType.RuntimeDefault };
 
 async function main() {
   const cri = connectGrpc({ endpoint: `unix://${lab(LAB, "start")}`, timeoutMs: 60_000 });
@@ -45,23 +42,13 @@ async function main() {
       Array.from({ length: PODS }, (_, i) => i),
       8,
       async (i) => {
-        const metadata = { name: `xd-${i}`, namespace: "exec-deadline", uid: `xd-${process.pid}-${i}`, attempt: 0 };
-        const linux = { securityContext: { seccomp: SECCOMP } };
-        const config = { metadata, logDirectory: join(LAB, "pod-logs", metadata.uid), linux };
-        mkdirSync(config.logDirectory, { recursive: true });
-        const podSandboxId = (await cri.runPodSandbox({ config })).podSandboxId;
-        const { containerId } = await cri.createContainer({
-          podSandboxId,
-          sandboxConfig: config,
-          config: {
-            metadata: { name: "main", attempt: 0 },
-            image: { image: "localhost/busybox:1" },
-            command: ["sleep", "360000"],
-            logPath: "main/0.log",
-            linux,
-          },
-        });
-        await cri.startContainer({ containerId });
+        const { containerId } = await rawPod(
+          cri,
+          join(LAB, "pod-logs"),
+          `xd-${i}`,
+          "exec-deadline",
+          `xd-${process.pid}-${i}`,
+        );
         if (i % 2 === 0) probed.push(containerId);
       },
     );

@@ -15,12 +15,12 @@
 // With BENCH_PEER=podman (npm run bench:peer), podman's `kube play` of the same 110 pods, after podsync's figures.
 // Settings: BENCH_PODS_PER_DEPLOY (11), BENCH_DEPLOYS (10), BENCH_RAW_PARALLEL (8), BENCH_IDLE_S (60),
 // BENCH_SETTLE_S (20), BENCH_LISTS (100), BENCH_RELISTS (50). Writes bench/results/full-node-<time>.json.
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
 import type { CriClient } from "../src/cri/client.js";
-import { ContainerState, PodSandboxState, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
+import { ContainerState, PodSandboxState } from "../src/gen/runtime/v1/api_pb.js";
 import {
   lab,
   med,
@@ -35,6 +35,7 @@ import {
   startServer,
   NODE_FLAGS,
   podmanCli,
+  rawPod,
   type Server,
 } from "./harness.js";
 
@@ -52,7 +53,6 @@ const SEQ = Math.min(Number(process.env["BENCH_SEQ"] ?? 10), PER - 1);
 const PROBE_PERIOD_S = 10;
 /** BENCH_PEER=podman (npm run bench:peer runs it): podman's `kube play` of the same pods, after podsync's figures. */
 const PEER = process.env["BENCH_PEER"] === "podman";
-const SECCOMP = { profileType: SecurityProfile_ProfileType.RuntimeDefault };
 
 /** Deployment i: PER busybox replicas; the even ones carry an exec readiness probe. */
 const deployment = (i: number, replicas = PER) => ({
@@ -102,23 +102,13 @@ async function rawCreate(cri: CriClient, dir: string, n: number, parallel: numbe
     Array.from({ length: n }, (_, i) => i),
     parallel,
     async (i) => {
-      const meta = { name: `raw-${i}`, namespace: "bench-raw", uid: `raw-${process.pid}-${i}`, attempt: 0 };
-      const linux = { securityContext: { seccomp: SECCOMP } };
-      const config = { metadata: meta, logDirectory: join(dir, "raw-logs", meta.uid), linux };
-      mkdirSync(config.logDirectory, { recursive: true });
-      const sb = (await cri.runPodSandbox({ config })).podSandboxId;
-      const { containerId } = await cri.createContainer({
-        podSandboxId: sb,
-        sandboxConfig: config,
-        config: {
-          metadata: { name: "main", attempt: 0 },
-          image: { image: "localhost/busybox:1" },
-          command: ["sleep", "360000"],
-          logPath: "main/0.log",
-          linux: { securityContext: { seccomp: SECCOMP } },
-        },
-      });
-      await cri.startContainer({ containerId });
+      const { podSandboxId: sb, containerId } = await rawPod(
+        cri,
+        join(dir, "raw-logs"),
+        `raw-${i}`,
+        "bench-raw",
+        `raw-${process.pid}-${i}`,
+      );
       done.push(performance.now() - t0);
       ids.push(sb);
       if (probe && i % 2 === 0) probes.push(probeLoop(containerId));
@@ -361,7 +351,7 @@ async function main() {
 
     const rows: [string, string, string][] = [
       [
-        "PUT of all 110 at once → each pod Ready (readiness-probed and not), p50 / p99",
+        `PUT of all ${PODS} at once → each pod Ready (readiness-probed and not), p50 / p99`,
         `${r2(med(readyMs) / 1000)} s / ${r2(pct(readyMs, 99) / 1000)} s; ÷ each raw pod's start at ${RAW_PARALLEL} in flight (${r2(med(rawDone) / 1000)} s / ${r2(pct(rawDone, 99) / 1000)} s): ${r2(med(readyMs) / med(rawDone))}× / ${r2(pct(readyMs, 99) / pct(rawDone, 99))}×${readyMs.length < PODS ? ` (only ${readyMs.length} of ${PODS} Ready within 600 s)` : ""}`,
         "near 1× its floor (the SLO is the next row)",
       ],

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
 import type { CriClient } from "../src/cri/client.js";
+import { SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
 import { listManagedPods } from "../src/kuberuntime/pod-status.js";
 import { createRelister } from "../src/pleg/relist.js";
 import { shippedNodeFlags } from "../src/cli/server-flags.js";
@@ -208,4 +209,26 @@ export function threadCpu(pid: number): Map<string, number> {
     out.set(k, (out.get(k) ?? 0) + (Number(rest[11]) + Number(rest[12])) * 10);
   }
   return out;
+}
+
+/** One raw pod as podsync's pods are made on the pod network: the runtime's default seccomp profile, a busybox
+ * `sleep`, logs under `logRoot`; RunPodSandbox, CreateContainer, StartContainer. Answers the two ids. */
+export async function rawPod(cri: CriClient, logRoot: string, name: string, namespace: string, uid: string) {
+  const linux = { securityContext: { seccomp: { profileType: SecurityProfile_ProfileType.RuntimeDefault } } };
+  const config = { metadata: { name, namespace, uid, attempt: 0 }, logDirectory: join(logRoot, uid), linux };
+  mkdirSync(config.logDirectory, { recursive: true });
+  const podSandboxId = (await cri.runPodSandbox({ config })).podSandboxId;
+  const { containerId } = await cri.createContainer({
+    podSandboxId,
+    sandboxConfig: config,
+    config: {
+      metadata: { name: "main", attempt: 0 },
+      image: { image: "localhost/busybox:1" },
+      command: ["sleep", "360000"],
+      logPath: "main/0.log",
+      linux,
+    },
+  });
+  await cri.startContainer({ containerId });
+  return { podSandboxId, containerId };
 }
