@@ -87,8 +87,8 @@ export async function execSync(
   maxBytes: number,
 ): Promise<ExecResult> {
   // The call lasts up to the command's timeout; its deadline is the runtime request timeout beyond it (kubelet's
-  // `r.timeout + timeout`). ExecSync carries the whole
-  // output in one reply: at most the runtime's message limit is held here, and output above it is refused.
+  // `r.timeout + timeout`). ExecSync carries the whole output in one reply: at most the runtime's message limit is
+  // held here, and output above it is refused.
   const r = await cri
     .execSync({ containerId, cmd: command, timeout: BigInt(timeoutSeconds) }, { workMs: timeoutSeconds * 1000 })
     .catch((e: unknown) => {

@@ -72,9 +72,9 @@ export async function runProbe(
     const cmd = p.exec.command.map((c) => expand(c, vars));
     try {
       // The runtime enforces the timeout. The call's deadline is the runtime request timeout beyond it, as
-      // kubelet's remote client sets it: a deadline cut close to the timeout cancels the runtime while runc is
-      // still starting the process, and containerd 1.6's shim then refused every later exec into that container
-      // (seen at 110 pods: bench/results/log-2026-12-07-full-node.md).
+      // kubelet's remote client sets it: a deadline cut close to the timeout cancels runc while it is still
+      // starting the process, which under load fed on itself until some containers failed every exec (110 pods
+      // on 2 cores: bench/results/log-2026-12-07-full-node.md, bench/exec-deadline.ts).
       const r = await cri.execSync({ containerId, cmd, timeout: BigInt(p.timeoutSeconds) }, { workMs: timeoutMs });
       const out = dec.decode(concatBounded(r.stdout, r.stderr));
       return { result: r.exitCode === 0 ? "Success" : "Failure", output: out };

@@ -8,8 +8,9 @@
 // atomically (write a temporary file, fsync, rename), so a crash leaves either the old state or the new one.
 // Losing the last flushMs of changes costs at most that many probe results, never a torn file. A file that
 // does not parse is ignored (its pod starts over, as a new worker would). A pod is written only when what a
-// restart reads changed: every field but the ticker's next time (`nextAt`, which moves on every probe; a restarted
-// worker probes at once whatever it says), so steady probes write nothing.
+// restart reads changed: every field but the ticker's next time (`nextAt`, which moves on every probe; the one on
+// disk is never later than the live one, so a restarted worker still probes within a period), so steady probes
+// write nothing.
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { PodProbeState, ProbeStateStore } from "../prober/prober.js";
