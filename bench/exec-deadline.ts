@@ -56,8 +56,8 @@ async function main() {
     for (let m = 1; m <= MINUTES; m++) {
       await sleep(60_000);
       const failing = probed.filter((id) => (fails.get(id) ?? 0) > 0).length;
-      const never = probed.filter((id) => !oks.get(id)).map((id) => id.slice(0, 12));
-      console.log(`minute ${m}: ${failing} of ${probed.length} with a failed exec; never succeeded: ${never.length}`);
+      const never = probed.filter((id) => !oks.get(id)).length;
+      console.log(`minute ${m}: ${failing} of ${probed.length} with a failed exec; never succeeded: ${never}`);
     }
   } finally {
     stop = true;

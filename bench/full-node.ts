@@ -80,6 +80,14 @@ const deployment = (i: number, replicas = PER) => ({
   },
 });
 
+/** One exec readiness probe as the node's prober makes it: `true`, the runtime's 1 s timeout, and the call deadline
+ * the prober gives it (the default runtime request timeout, 10 s, beyond the 1 s). Answers whether it passed. */
+const execProbe = (cri: CriClient, containerId: string) =>
+  cri
+    .execSync({ containerId, cmd: ["true"], timeout: 1n }, { timeoutMs: 11_000 })
+    .then((r) => r.exitCode === 0)
+    .catch(() => false);
+
 /** Raw creation of `n` pods at `parallel` in flight, the pod network and the seccomp profile as podsync's get them;
  * with `probe`, every other pod gets the node's exec readiness probe from its start, each on its own period with the
  * prober's call deadline, until the last pod has started (the runtime work the node's probes add while it starts).
@@ -91,7 +99,7 @@ async function rawCreate(cri: CriClient, dir: string, n: number, parallel: numbe
   const probeLoop = async (containerId: string) => {
     while (creating) {
       const tick = Date.now();
-      await cri.execSync({ containerId, cmd: ["true"], timeout: 1n }, { timeoutMs: 11_000 }).catch(() => undefined);
+      await execProbe(cri, containerId);
       for (const end = tick + PROBE_PERIOD_S * 1000; creating && Date.now() < end; ) await sleep(100);
     }
   };
@@ -176,18 +184,15 @@ async function probeFloor(cri: CriClient, seconds: number) {
   const c0 = selfCpuMs();
   let failed = 0;
   let made = 0;
-  // Each probe on its own period, spread over it as the prober's workers are (not all 55 at once), with the call
-  // deadline the prober gives it (the runtime request timeout beyond the probe's 1 s); a probe that fails counts.
+  // Each probe on its own period, spread over it as the prober's workers are (not all 55 at once); a probe that
+  // fails counts.
   await Promise.all(
     probed.map(async (c, i) => {
       await sleep((i * PROBE_PERIOD_S * 1000) / probed.length);
       for (const end = Date.now() + seconds * 1000; Date.now() < end; ) {
         const tick = Date.now();
         made++;
-        const r = await cri
-          .execSync({ containerId: c.id, cmd: ["true"], timeout: 1n }, { timeoutMs: 11_000 })
-          .catch(() => undefined);
-        if (r?.exitCode !== 0) failed++;
+        if (!(await execProbe(cri, c.id))) failed++;
         await sleep(Math.max(0, PROBE_PERIOD_S * 1000 - (Date.now() - tick)));
       }
     }),
@@ -226,40 +231,30 @@ async function untilSandboxes(cri: CriClient, n: number) {
 async function sequence(server: Server, cri: CriClient, dir: string, generation: number) {
   let g = generation;
   const base = Array.from({ length: DEPLOYS }, (_, i) => deployment(i, i === DEPLOYS - 1 ? PER - SEQ : PER));
-  await putSet(server, g++, base);
+  await server.putSet(g++, base);
   await untilSandboxes(cri, PODS - SEQ);
   await sleep(SETTLE_S * 1000);
   const watch = watchPods(server.url, () => server.sign({ act: "read" }), 0);
   const pods: unknown[] = [];
   const ms: number[] = [];
+  // The odd Deployments' pod: no probe.
+  const spec = deployment(1).spec.template.spec;
   for (let i = 0; i < SEQ; i++) {
     const name = `seq-${i}`;
-    const spec = deployment(1).spec.template.spec;
     pods.push({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "bench" }, spec });
     const t0 = performance.now();
-    await putSet(server, g++, [...base, ...pods]);
+    await server.putSet(g++, [...base, ...pods]);
     for (const end = Date.now() + 120_000; !watch.ready.has(name); await sleep(10))
       if (Date.now() > end) throw new Error(`${name} was not Ready within 120 s`);
     ms.push(watch.ready.get(name)! - t0);
   }
   await watch.stop();
-  await putSet(server, g++, base);
+  await server.putSet(g++, base);
   await untilSandboxes(cri, PODS - SEQ);
   await sleep(SETTLE_S * 1000);
   const { done } = await rawCreate(cri, dir, SEQ, 1);
   const raw = done.map((t, i) => t - (i > 0 ? done[i - 1]! : 0));
   return { ms, raw, generation: g };
-}
-
-/** PUT /v1/node/pods: `items` as the node's whole signed set at `generation`. */
-async function putSet(server: Server, generation: number, items: unknown[]) {
-  const body = await server.sign({ act: "apply", generation, pods: items });
-  const r = await fetch(`${server.url}/v1/node/pods`, {
-    method: "PUT",
-    headers: { "content-type": "application/jose" },
-    body,
-  });
-  if (!r.ok) throw new Error(`PUT answered ${r.status}: ${await r.text()}`);
 }
 
 async function main() {
@@ -284,7 +279,7 @@ async function main() {
     const startCpu0 = procCpuMs(server.pid);
     const watch = watchPods(server.url, () => server.sign({ act: "read" }), t0);
     const items = Array.from({ length: DEPLOYS }, (_, i) => deployment(i));
-    await putSet(server, 1, items);
+    await server.putSet(1, items);
     for (const end = Date.now() + 600_000; watch.ready.size < PODS / 2 + PODS / 2 || watch.running.size < PODS; ) {
       if (Date.now() > end) {
         // What the node says of the pods the watch never saw Ready: a lost event, or pods really not Ready.
@@ -344,7 +339,7 @@ async function main() {
     const seq = await sequence(server, cri, dir, 2);
     loads.push(loadavg());
     // The peer last, so none of podsync's figures shares the machine with podman's pods.
-    await putSet(server, seq.generation, []);
+    await server.putSet(seq.generation, []);
     for (const end = Date.now() + 300_000; Date.now() < end; await sleep(1000))
       if ((await cri.listPodSandbox({})).items.length === 0) break;
     const peerMs = PEER ? podmanPlay(dir) : undefined;
@@ -396,7 +391,7 @@ async function main() {
       `${JSON.stringify({ pods: PODS, rawParallel: RAW_PARALLEL, nodeFlags: NODE_FLAGS, loads, rawMs, rawDone, allRunningMs, startCpuMs, readyMs, idlePct, floorPct, floorFailed: floor.failed, floorMade: floor.made, relistMs: relist.relist, listMs: relist.lists, emptyRss, fullRss, rssSeen, emptyHeap, fullHeap, tableMs: listMs, seqMs: seq.ms, seqRawMs: seq.raw, podmanPlayMs: peerMs }, null, 1)}\n`,
     );
   } finally {
-    await putSet(server, 1000, []).catch(() => {});
+    await server.putSet(1000, []).catch(() => {});
     server.proc.kill("SIGTERM");
     await new Promise((r) => server.proc.once("exit", r));
     lab(LAB, "stop");

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
 import type { CriClient } from "../src/cri/client.js";
-import { SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
+import { NamespaceMode, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
 import { listManagedPods } from "../src/kuberuntime/pod-status.js";
 import { createRelister } from "../src/pleg/relist.js";
 import { shippedNodeFlags } from "../src/cli/server-flags.js";
@@ -71,6 +71,8 @@ export interface Server {
   call<T>(method: string, path: string, claims: Record<string, unknown>, body?: string): Promise<T>;
   /** V8's heap from the server's /metrics, MiB: committed, used, external. */
   heap(): Promise<{ committed: number; used: number; external: number }>;
+  /** PUT /v1/node/pods: `items` as the node's whole signed set at `generation`; anything but 2xx throws. */
+  putSet(generation: number, items: unknown[]): Promise<void>;
 }
 
 /** The server as `npm start` runs it (dist/node.js with NODE_FLAGS) in `dir`, privileged policy, request log to a
@@ -137,8 +139,17 @@ export async function startServer(
       external: metric("nodejs_external_memory_bytes"),
     };
   };
+  const putSet = async (generation: number, items: unknown[]) => {
+    const r = await fetch(`${url}/v1/node/pods`, {
+      method: "PUT",
+      headers: { "content-type": "application/jose" },
+      body: await sign({ act: "apply", generation, pods: items }),
+    });
+    const text = await r.text();
+    if (!r.ok) throw new Error(`PUT answered ${r.status}: ${text.slice(0, 300)}`);
+  };
   mkdirSync("bench/results", { recursive: true });
-  return { proc, pid: proc.pid!, url, sign, call, heap } satisfies Server;
+  return { proc, pid: proc.pid!, url, sign, call, heap, putSet } satisfies Server;
 }
 
 /** CPU (ms, this process) of one relist of the node and of its 2 list calls alone, `n` of each alternated (a
@@ -211,11 +222,24 @@ export function threadCpu(pid: number): Map<string, number> {
   return out;
 }
 
-/** One raw pod as podsync's pods are made on the pod network: the runtime's default seccomp profile, a busybox
- * `sleep`, logs under `logRoot`; RunPodSandbox, CreateContainer, StartContainer. Answers the two ids. */
-export async function rawPod(cri: CriClient, logRoot: string, name: string, namespace: string, uid: string) {
-  const linux = { securityContext: { seccomp: { profileType: SecurityProfile_ProfileType.RuntimeDefault } } };
-  const config = { metadata: { name, namespace, uid, attempt: 0 }, logDirectory: join(logRoot, uid), linux };
+/** One raw pod as podsync's pods are made (on the pod network, or the node's with `hostNetwork`): the runtime's
+ * default seccomp profile, a busybox `sleep`, logs under `logRoot`; RunPodSandbox, CreateContainer,
+ * StartContainer. Answers the two ids. */
+export async function rawPod(
+  cri: CriClient,
+  logRoot: string,
+  name: string,
+  namespace: string,
+  uid: string,
+  o: { hostNetwork?: boolean } = {},
+) {
+  const seccomp = { profileType: SecurityProfile_ProfileType.RuntimeDefault };
+  const linux = { securityContext: { seccomp } };
+  const sandboxLinux = o.hostNetwork
+    ? { securityContext: { namespaceOptions: { network: NamespaceMode.NODE }, seccomp } }
+    : linux;
+  const metadata = { name, namespace, uid, attempt: 0 };
+  const config = { metadata, logDirectory: join(logRoot, uid), linux: sandboxLinux };
   mkdirSync(config.logDirectory, { recursive: true });
   const podSandboxId = (await cri.runPodSandbox({ config })).podSandboxId;
   const { containerId } = await cri.createContainer({

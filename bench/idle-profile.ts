@@ -40,19 +40,9 @@ async function main() {
   const profDir = join(dir, "prof");
   const flags = PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, "--cpu-prof-interval=500"] : [];
   const server = await startServer(dir, endpoint, "idle-node", {}, flags);
-  const put = async (generation: number, pods: unknown[]) => {
-    const body = await server.sign({ act: "apply", generation, pods });
-    const r = await fetch(`${server.url}/v1/node/pods`, {
-      method: "PUT",
-      headers: { "content-type": "application/jose" },
-      body,
-    });
-    await r.arrayBuffer();
-    if (!r.ok) throw new Error(`PUT answered ${r.status}`);
-  };
   let window: [number, number];
   try {
-    await put(
+    await server.putSet(
       1,
       Array.from({ length: PODS }, (_, i) => pod(i)),
     );
@@ -75,7 +65,7 @@ async function main() {
         .map(([k, v]) => `${k} ${v} ms`)
         .join(", ")}`,
     );
-    await put(2, []);
+    await server.putSet(2, []);
   } finally {
     server.proc.kill("SIGTERM");
     await new Promise((r) => server.proc.once("exit", r));

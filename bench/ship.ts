@@ -16,6 +16,7 @@ import {
   lab as labIn,
   med,
   podmanCli,
+  rawPod,
   NODE_FLAGS,
   pool,
   procCpuMs,
@@ -27,7 +28,7 @@ import {
   startServer,
 } from "./harness.js";
 import { connectGrpc } from "../src/cri/grpc-transport.js";
-import { ContainerState, NamespaceMode, SecurityProfile_ProfileType } from "../src/gen/runtime/v1/api_pb.js";
+import { ContainerState } from "../src/gen/runtime/v1/api_pb.js";
 import { nsToMs } from "../src/kuberuntime/pod-status.js";
 
 const LAB = process.env["BENCH_LAB_DIR"] ?? "/tmp/podsync-lab-ship-bench";
@@ -44,7 +45,6 @@ const CONCURRENCY = 8;
 /** The raw floor's pods ask for what podsync's hostNetwork busybox pod gets by default: the runtime's default
  * seccomp profile for the sandbox and the container (kubelet's --seccomp-default, which podsync turns on). Before
  * run Y the floor asked for none: runc then installs no filter, 45 ms a pod less on this VM (measured, 6 pairs). */
-const SECCOMP = { profileType: SecurityProfile_ProfileType.RuntimeDefault };
 /** The pause before each timed first sync, raw or podsync's, so neither runs into the other's leftover work. */
 const QUIET_MS = 500;
 /** The same before each side of the 30-pod comparison. */
@@ -129,27 +129,18 @@ async function main() {
       firstCalls.push(lastLog().criCalls);
     };
     const timeRaw = async (i: number) => {
-      const meta = { name: `raw-${tag}-${i}`, namespace: "bench", uid: `raw-${tag}-${i}`, attempt: 0 };
-      const linux = { securityContext: { namespaceOptions: { network: NamespaceMode.NODE }, seccomp: SECCOMP } };
-      const config = { metadata: meta, logDirectory: join(dir, "raw-logs", meta.uid), linux };
-      mkdirSync(config.logDirectory, { recursive: true });
       await sleep(QUIET_MS);
       const r0 = performance.now();
-      const sb = (await cri.runPodSandbox({ config })).podSandboxId;
-      const c = (
-        await cri.createContainer({
-          podSandboxId: sb,
-          config: {
-            metadata: { name: "main", attempt: 0 },
-            image: { image: "localhost/busybox:1" },
-            command: ["sleep", "3600"],
-            logPath: "main/0.log",
-            linux: { securityContext: { seccomp: SECCOMP } },
-          },
-          sandboxConfig: config,
-        })
-      ).containerId;
-      await cri.startContainer({ containerId: c });
+      const { podSandboxId: sb } = await rawPod(
+        cri,
+        join(dir, "raw-logs"),
+        `raw-${tag}-${i}`,
+        "bench",
+        `raw-${tag}-${i}`,
+        {
+          hostNetwork: true,
+        },
+      );
       rawFirst.push(performance.now() - r0);
       await cri.stopPodSandbox({ podSandboxId: sb });
       await cri.removePodSandbox({ podSandboxId: sb });
@@ -283,29 +274,11 @@ async function main() {
       Array.from({ length: PODS }, (_, i) => i),
       CONCURRENCY,
       async (i) => {
-        const meta = { name: `rawset-${tag}-${i}`, namespace: "bench-raw", uid: `rawset-${tag}-${i}`, attempt: 0 };
-        const config = {
-          metadata: meta,
-          logDirectory: join(dir, "raw-logs", meta.uid),
-          linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE }, seccomp: SECCOMP } },
-        };
-        mkdirSync(config.logDirectory, { recursive: true });
-        const sb = (await cri.runPodSandbox({ config })).podSandboxId;
-        rawIds.push(sb);
-        const c = (
-          await cri.createContainer({
-            podSandboxId: sb,
-            config: {
-              metadata: { name: "main", attempt: 0 },
-              image: { image: "localhost/busybox:1" },
-              command: ["sleep", "3600"],
-              logPath: "main/0.log",
-              linux: { securityContext: { seccomp: SECCOMP } },
-            },
-            sandboxConfig: config,
-          })
-        ).containerId;
-        await cri.startContainer({ containerId: c });
+        const name = `rawset-${tag}-${i}`;
+        const { podSandboxId } = await rawPod(cri, join(dir, "raw-logs"), name, "bench-raw", name, {
+          hostNetwork: true,
+        });
+        rawIds.push(podSandboxId);
       },
     );
     const rawApplyMs = performance.now() - r0;

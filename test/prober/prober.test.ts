@@ -197,7 +197,8 @@ describe("prober workers (kubelet's worker.go)", () => {
       return handler(req);
     };
     const before = fake.runtime.calls.get("ExecSync") ?? 0;
-    // The first ExecSync of all (one pod's first probe) is answered 2.5 s late, within the call's 3 s deadline.
+    // The first ExecSync of all (one pod's first probe) is answered 2.5 s late, within the call's deadline (the
+    // transport's default beyond the probe's 1 s).
     fake.runtime.fault("ExecSync", { kind: "hang", ms: 2500, times: 1 });
     const loop = startReconcileLoop({ runtime: rt, cri, desired, prober, relistIntervalMs: 300 });
     try {
