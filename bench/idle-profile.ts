@@ -1,9 +1,10 @@
 // Where an idle node's CPU goes (issue #42): the server as it ships (harness `startServer`, npm start's flags) on a
 // lab containerd of its own, BENCH_PODS (40) hostNetwork busybox pods, an exec readiness probe every 10 s on half of
-// them (BENCH_PROBES=0: none), BENCH_SETTLE_S (40) to converge, then BENCH_IDLE_S (60) of idle. Prints the server's
-// CPU over the idle window, by thread (/proc). With BENCH_PROFILE=1 the server runs under `--cpu-prof` (whose own
-// sampling costs CPU: read its shares, not its total) and the command that gives the window's shares by step
-// (bench/sync-profile.ts's BENCH_ANALYSE) is printed.
+// them (BENCH_PROBES=0: none), BENCH_SETTLE_S (40) to converge, then BENCH_IDLE_S (60) of idle; BENCH_RESYNC_MS sets
+// PODSYNC_RESYNC_INTERVAL_MS. (Each pod's first resync, 60-90 s after its start, reads the runtime: BENCH_SETTLE_S=100
+// leaves it out of the window.) Prints the server's CPU over the idle window, by thread (/proc). With BENCH_PROFILE=1
+// the server runs under `--cpu-prof` (whose own sampling costs CPU: read its shares, not its total) and the command
+// that gives the window's shares by step (bench/sync-profile.ts's BENCH_ANALYSE) is printed.
 //   npx tsx bench/idle-profile.ts        (npm run bench:idle-profile)
 import { mkdtempSync, readdirSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -39,7 +40,9 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), "podsync-idle-"));
   const profDir = join(dir, "prof");
   const flags = PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, "--cpu-prof-interval=500"] : [];
-  const server = await startServer(dir, endpoint, "idle-node", {}, flags);
+  const resync = process.env["BENCH_RESYNC_MS"];
+  const env: Record<string, string> = resync ? { PODSYNC_RESYNC_INTERVAL_MS: resync } : {};
+  const server = await startServer(dir, endpoint, "idle-node", env, flags);
   let window: [number, number];
   try {
     await server.putSet(

@@ -12,13 +12,19 @@
 //     before, here). So a read that still shows running what an exit event named is not kept, nor a read within
 //     QUIET_MS of an event for its pod, nor one with a container created but not yet running, unknown, or a
 //     sandbox that is not the pod's only one (a pod being made or changed);
-//   - an entry serves at most MAX_AGE_MS (a pod's resync interval), so whatever slipped through is read again.
+//   - an entry serves at most MAX_AGE_MS (the node passes its evented relist period), so whatever slipped through is
+//     read again; a relist that sees a pod's objects change empties its entry sooner (syncloop/pass.ts).
+//
+// A pod's periodic resync reads the cache too, as kubelet's pod workers do under the Evented PLEG
+// (pkg/kubelet/pod_workers.go GetNewerThan, with evented.go's updateGlobalCache keeping the cache current): an idle
+// pod is read from the runtime once per MAX_AGE_MS, not once per resync.
 import type { ContainerEvent } from "../cri/container-events.js";
 import { PodSandboxState } from "../gen/runtime/v1/api_pb.js";
 import type { PodStatus } from "./types.js";
 
-/** An entry serves this long at most after its read (kubelet's default resync: every pod is read again a minute on). */
-export const MAX_AGE_MS = 60_000;
+/** An entry serves this long at most after its read, by default: kubelet's Evented PLEG relists every 300 s
+ * (eventedPlegRelistPeriod), its safety net for what the events missed. */
+export const MAX_AGE_MS = 300_000;
 /** A read that began within this long after an event for its pod is not kept (the runtime's own bookkeeping of an
  * event lags it). */
 export const QUIET_MS = 1_000;
@@ -54,12 +60,15 @@ export class PodStatusCache {
   private readonly exits = new Map<string, number>();
   readonly stats: PodStatusCacheStats = { hits: 0, misses: 0, invalidations: 0 };
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly maxAgeMs = MAX_AGE_MS,
+  ) {}
 
   /** The pod's status as last read, if it may stand for a read now. Treat it as read-only: it is shared. */
   get(uid: string): PodStatus | undefined {
     const e = this.up ? this.entries.get(uid) : undefined;
-    if (e && this.now() - e.at <= MAX_AGE_MS) {
+    if (e && this.now() - e.at <= this.maxAgeMs) {
       this.stats.hits++;
       return e.status;
     }

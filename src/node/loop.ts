@@ -73,6 +73,7 @@ export function startNodeLoop(s: Settings, node: NodeFacts, d: NodeLoopDeps, qui
               },
             })
         : undefined,
+    statusChanged: (uid) => statusCache?.invalidate(uid),
     eventedRelistIntervalMs: s.PODSYNC_EVENTED_RELIST_INTERVAL_MS,
     resyncIntervalMs: s.PODSYNC_RESYNC_INTERVAL_MS,
     log: jsonLog(quiet, "reconcile"),

@@ -60,7 +60,8 @@ export function createNodeEngine(
     });
     return (version = p);
   };
-  const statusCache = s.PODSYNC_RUNTIME_EVENTS === "on" ? new PodStatusCache() : undefined;
+  const statusCache =
+    s.PODSYNC_RUNTIME_EVENTS === "on" ? new PodStatusCache(Date.now, s.PODSYNC_EVENTED_RELIST_INTERVAL_MS) : undefined;
   if (statusCache) metrics?.setStatusCache?.(() => statusCache.stats);
   const engine = createPodRuntime(cri, {
     services: deps.services,

@@ -46,7 +46,7 @@ export const Settings = z
      * exits restart containers at once and the relist becomes the safety net (on), or the relist alone (off). */
     PODSYNC_RUNTIME_EVENTS: z.enum(["on", "off"], { error: "allowed: on, off" }).default("on"),
     /** The relist period while the event stream is up (kubelet's eventedPlegRelistPeriod, 300 s); a pod's resync,
-     * retry or back-off end still brings the next relist sooner. */
+     * retry or back-off end still brings the next relist sooner. Also how long the status cache serves a read. */
     PODSYNC_EVENTED_RELIST_INTERVAL_MS: int(1000, 86_400_000).default(300_000),
     /** How often the eviction manager measures the pods that declare local storage limits (ms); kubelet's
      * housekeeping period, 10 s, when unset. */

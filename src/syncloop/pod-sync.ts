@@ -29,7 +29,10 @@ export function createPodSyncer(s: LoopState, pleg: Pleg, afterSync: () => void)
         )
         .finally(() => {
           if (s.inFlight.get(uid) === job) s.inFlight.delete(uid);
-          afterSync();
+          // On the next turn: the worker marks itself idle a few microtasks after its work's promise settles, and
+          // a pod still marked busy would be left out of the next relist's time (its resync then waited for the
+          // evented period).
+          setTimeout(afterSync, 0);
         });
       s.inFlight.set(uid, job);
       return job;
@@ -65,7 +68,10 @@ async function syncStored(
         entry.pod,
         prober?.results(uid),
         entry.objects ? objectsFromStored(entry.pod, entry.objects) : undefined,
-        { current: async () => stillStored(await o.desired.get(uid), entry), fresh: true, exited },
+        // A periodic resync reads the status cache, as kubelet's pod workers do (the cache serves only while the
+        // event stream is up, and a relist that saw the pod change emptied its entry); any other reason for the
+        // loop's sync (a change, a retry, a back-off's end) reads the runtime.
+        { current: async () => stillStored(await o.desired.get(uid), entry), fresh: reason !== "resync", exited },
       );
     } catch (e) {
       if (!(e instanceof SupersededError)) throw e;

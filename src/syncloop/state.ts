@@ -13,12 +13,12 @@ import type { ReconcileLoopOptions } from "./types.js";
 export function createLoopState(o: ReconcileLoopOptions) {
   const interval = o.relistIntervalMs ?? 1000;
   const resync = o.resyncIntervalMs ?? 60_000;
-  /** A resync's relist waits for the next slot of a grid of resync / 6 (10 s at the default 60 s): the pods due
-   * within one slot share one relist, so an idle node with 30 pods relists about 6 times a minute instead of once
-   * per pod. A resync is so up to a sixth late; kubelet's pod workers requeue a synced pod at
-   * wait.Jitter(resyncInterval, 0.5), 1 to 1.5 intervals (pkg/kubelet/pod_workers.go,
-   * workerResyncIntervalJitterFactor). Retries, back-off ends and deadlines keep their own times. */
-  const slot = resync / 6;
+  /** A resync's relist waits for the next slot of a grid of resync / 2 (30 s at the default 60 s): the pods due
+   * within one slot share one relist, so an idle node relists twice a minute instead of once per pod. A resync so
+   * comes 1 to 1.5 intervals after the pod's last sync, the range kubelet's pod workers requeue a synced pod in:
+   * wait.Jitter(resyncInterval, 0.5) (pkg/kubelet/pod_workers.go, workerResyncIntervalJitterFactor). Retries,
+   * back-off ends and deadlines keep their own times. */
+  const slot = resync / 2;
   const log = o.log ?? (() => undefined);
   const pods = o.pods ?? createPodDispatch(storeView(o.desired));
   /** The loop's own syncs running, by pod. */

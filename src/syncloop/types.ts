@@ -34,6 +34,9 @@ export interface ReconcileLoopOptions {
   /** Handed every relist's desired entries and view (undefined when nothing needed a relist): the Kubernetes
    * API's pods are fed from it, so a watch costs no runtime call of its own. */
   onRelist?: (entries: readonly DesiredPod[], view: Relist | undefined) => void;
+  /** A relist saw the pod's objects differ from the last relist: what a status cache kept of it goes (the resync
+   * reads that cache). */
+  statusChanged?: (uid: string) => void;
   /** No timers: the caller drives the loop with tick() (the Workers node object's alarm, tests, bench). */
   manual?: boolean;
   /** Subscribe to the runtime's events (Node: watchContainerEvents over the CRI socket); returns the unsubscribe. */

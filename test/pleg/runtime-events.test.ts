@@ -9,6 +9,7 @@ import { createCriClient, type CriClient } from "../../src/cri/client.js";
 import { watchContainerEvents, type ContainerEvent } from "../../src/cri/container-events.js";
 import { GrpcCode } from "../../src/cri/errors.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
+import { PodStatusCache } from "../../src/container/cache.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
 import type { NodeMetrics } from "../../src/metrics/metrics.js";
@@ -227,17 +228,17 @@ describe("the loop with runtime events", () => {
     expect(rec.events).toBe(0);
   });
 
-  it("with the stream up, resyncs wait for the next slot of resync/6: pods synced at scattered times share relists on the slot grid", async () => {
+  it("with the stream up, resyncs wait for the next slot of resync/2: pods synced at scattered times share relists on the slot grid", async () => {
     const store = desired();
     const starts: number[] = [];
     const m: NodeMetrics = {
       ...recorder().m,
       relist: (seconds, _late, relisted) => void (relisted && starts.push(Date.now() - seconds * 1000)),
     };
-    // Resync 1.8 s, so slots of 300 ms; a relist floor of 20 ms so that, without the grid, every pod's resync would
+    // Resync 1.8 s, so slots of 900 ms; a relist floor of 20 ms so that, without the grid, every pod's resync would
     // have a relist of its own at its own time.
     const resync = 1800;
-    const slot = resync / 6;
+    const slot = resync / 2;
     loop = start(store, { relistIntervalMs: 20, resyncIntervalMs: resync, metrics: m });
     const pods = Array.from({ length: 8 }, () => pod());
     // Each pod stored and first synced 30 ms after the last: their resyncs fall due across a few slots.
@@ -260,6 +261,55 @@ describe("the loop with runtime events", () => {
     for (const t of resyncs) expect(Math.min(t % slot, slot - (t % slot))).toBeLessThan(100);
     // No resync was skipped: every pod is still running its first container, and was synced again (a resync).
     for (const p of pods) expect(running(p.metadata.uid)).toHaveLength(1);
+  });
+
+  it("a resync decides from the status cache while the stream is up (no status read); a relist that sees the pod change empties its entry", async () => {
+    const store = desired();
+    const p = pod();
+    await store.put({ pod: p, audit: { iss: "t", iat: 0 }, storedAt: 0 });
+    const cache = new PodStatusCache();
+    const rt = createPodRuntime(cri, { statusCache: cache });
+    const changed: string[] = [];
+    syncs = 0;
+    // As the node wires it (src/node/loop.ts): the cache hears each event and the stream's state first.
+    loop = startReconcileLoop({
+      runtime: { ...rt, sync: (...a) => (syncs++, rt.sync(...a)) },
+      cri,
+      desired: store,
+      relistIntervalMs: 20,
+      eventedRelistIntervalMs: 60_000,
+      resyncIntervalMs: 1000,
+      statusChanged: (uid) => (changed.push(uid), cache.invalidate(uid)),
+      events: (on) =>
+        watchContainerEvents({
+          transport,
+          version: () => cri.version({}),
+          onEvent: (e) => (cache.event(e), on.event(e)),
+          onState: (st) => (cache.streamUp(st.up), on.state(st)),
+          backOffMs: { initial: 50, max: 200 },
+        }),
+    });
+    await until("the start-up sync", async () => running(p.metadata.uid).length === 1);
+    // A resync's fresh read is kept once the pod's own events are a second past (QUIET_MS); the next resyncs hit it.
+    // (A lone pod: its resyncs keep coming only if its sync's end, not a relist for another pod, schedules them.)
+    await until("two resyncs answered by the cache", async () => cache.stats.hits >= 2, 10_000, 50);
+    fake.runtime.resetCalls();
+    const before = syncs;
+    // Resyncs come 1 to 1.5 s apart (the slot grid of resync / 2).
+    await new Promise((r) => setTimeout(r, 3200));
+    expect(syncs - before).toBeGreaterThanOrEqual(2);
+    expect(fake.runtime.calls.get("ListPodSandbox") ?? 0).toBeGreaterThanOrEqual(1);
+    expect(fake.runtime.calls.get("PodSandboxStatus") ?? 0).toBe(0);
+    expect(fake.runtime.calls.get("ContainerStatus") ?? 0).toBe(0);
+
+    // The container ends with no event (one the stream lost): the relist sees it, empties the pod's entry, and the
+    // restart's sync reads the runtime.
+    const [c] = running(p.metadata.uid);
+    c!.state = api.ContainerState.CONTAINER_EXITED;
+    c!.exitCode = 1;
+    await until("the restart the relist found", async () => running(p.metadata.uid).length === 1, 5000, 10);
+    expect(changed).toContain(p.metadata.uid);
+    expect(fake.runtime.calls.get("PodSandboxStatus") ?? 0).toBeGreaterThanOrEqual(1);
   });
 
   it("a request's release asks for a relist when the pod is new to the loop; a converged request asks for none", async () => {
