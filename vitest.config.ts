@@ -15,14 +15,10 @@ const unit = readdirSync("test", { recursive: true, encoding: "utf8" })
 /** The suite's one timed assertion (crash → restart within 1 s, issue #21) runs after everything else, alone: beside
  * another real-containerd file on these 2 cores, containerd's and runc's own work took it past 1 s (1.1 s once). */
 const timed = ["test/pleg/runtime-events.e2e.test.ts"];
-/** The files that run the Services data plane (the nftables table `inet podsync` and the cluster DNS on the bridge's
- * gateway: one of each per machine). They run after the others, one at a time; every other node the suite starts
- * has PODSYNC_SERVICE_DATAPLANE=off (below, and in each test's own settings). */
-const dataplane = [
-  "test/services/services.e2e.test.ts",
-  "test/services/services-dataplane.e2e.test.ts",
-  "test/e2e/readme.e2e.test.ts",
-];
+/* The files that run the Services data plane (the nftables table `inet podsync` and the cluster DNS on the bridge's
+ * gateway: one of each per machine: services.e2e, services-dataplane.e2e, readme.e2e) run in the main pool, one at a
+ * time among themselves under test/support/machine-lock.ts; every other node the suite starts has
+ * PODSYNC_SERVICE_DATAPLANE=off (below, and in each test's own settings). */
 
 export default defineConfig({
   test: {
@@ -32,7 +28,7 @@ export default defineConfig({
     // The real-containerd suites share one runtime; keep files from stepping on each other's CPU.
     fileParallelism: true,
     maxWorkers: 2,
-    // A node a test starts leaves the Services data plane off unless the test says otherwise (see `dataplane`).
+    // A node a test starts leaves the Services data plane off unless the test says otherwise (see above).
     env: { PODSYNC_SERVICE_DATAPLANE: "off" },
     // The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
     reporters: ["default", ["json", { outputFile: ".vitest-report.json" }]],
@@ -42,16 +38,12 @@ export default defineConfig({
         test: {
           name: "podsync",
           include: ["test/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, ...timed, ...dataplane, ...unit],
+          exclude: [...configDefaults.exclude, ...timed, ...unit],
           sequence: { groupOrder: 0 },
         },
       },
       { extends: true, test: { name: "unit", include: unit, isolate: false, sequence: { groupOrder: 0 } } },
-      {
-        extends: true,
-        test: { name: "dataplane", include: dataplane, fileParallelism: false, sequence: { groupOrder: 1 } },
-      },
-      { extends: true, test: { name: "timed", include: timed, sequence: { groupOrder: 2 } } },
+      { extends: true, test: { name: "timed", include: timed, sequence: { groupOrder: 1 } } },
     ],
   },
 });

@@ -15,11 +15,12 @@ import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { flushServiceTable } from "../../src/services/proxy/flush.js";
 import { freePort } from "../support/free-port.js";
+import { MACHINE_LOCK_WAIT_MS, machineLock } from "../support/machine-lock.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -79,8 +80,14 @@ function quickstartScript(readme: string): string {
 let script: ReturnType<typeof spawn> | undefined;
 let nodePidFile = "";
 
+/** The quickstart's node runs the machine's one data plane: one such file at a time (test/support/machine-lock.ts). */
+let release: (() => void) | undefined;
+beforeAll(async () => {
+  if (!skip) release = await machineLock("dataplane");
+}, MACHINE_LOCK_WAIT_MS);
+
 afterAll(async () => {
-  if (skip || !endpoint) return;
+  if (skip || !endpoint) return release?.();
   if (script && script.exitCode === null) {
     script.kill("SIGKILL");
     try {
@@ -101,6 +108,7 @@ afterAll(async () => {
       await rt.delete(sb.metadata.uid, 0).catch(() => undefined);
   cri.close();
   await flushServiceTable();
+  release?.();
 });
 
 describe.skipIf(skip)("README.md", () => {

@@ -23,6 +23,7 @@ import { startServiceDataplane, type ServiceDataplane } from "../../src/services
 import { flushServiceTable } from "../../src/services/proxy/flush.js";
 import { memoryServiceSource, type EndpointSlice, type Service } from "../../src/services/types.js";
 import { pod, uid } from "../support/pods.js";
+import { MACHINE_LOCK_WAIT_MS, machineLock } from "../support/machine-lock.js";
 import { until } from "../support/wait.js";
 
 const endpoint = inject("criEndpoint");
@@ -181,7 +182,10 @@ describe.skipIf(skip)("Services data plane on the kernel (nftables) and cluster 
     slice("kube-dns", [{ ip: GATEWAY }], 53, "dns", "UDP"),
   ];
 
+  let release: (() => void) | undefined;
   beforeAll(async () => {
+    // The machine's one data plane: one such file at a time (test/support/machine-lock.ts).
+    release = await machineLock("dataplane");
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
     await Promise.all([run("a", serve("A")), run("b", serve("B")), run("client", ["sleep", "3600"])]);
@@ -192,7 +196,7 @@ describe.skipIf(skip)("Services data plane on the kernel (nftables) and cluster 
     dp = await startServiceDataplane({ source, settings: settings() });
     expect(dp.health().proxy?.available, dp.health().proxy?.reason).toBe(true);
     await dp.dns!.ready();
-  }, 120_000);
+  }, MACHINE_LOCK_WAIT_MS + 120_000);
   afterAll(async () => {
     await dp?.stop();
     await flushServiceTable();
@@ -200,6 +204,7 @@ describe.skipIf(skip)("Services data plane on the kernel (nftables) and cluster 
     const rt = createPodRuntime(cri, runtimeOpts);
     for (const id of made) await rt.delete(id, 0).catch(() => undefined);
     cri?.close();
+    release?.();
   }, 60_000);
 
   it("programs inet podsync as kube-proxy's layout, and never another table", () => {

@@ -20,6 +20,7 @@ import * as dnsPacket from "dns-packet";
 import { importJWK, SignJWT, type JWK } from "jose";
 import type { Running } from "../../src/node.js";
 import { flushServiceTable } from "../../src/services/proxy/flush.js";
+import { MACHINE_LOCK_WAIT_MS, machineLock } from "../support/machine-lock.js";
 import { until } from "../support/wait.js";
 
 const endpoint = inject("criEndpoint");
@@ -137,14 +138,17 @@ const hostConnect = (host: string, port: number) =>
   });
 
 describe.skipIf(skip)("Services on the node", () => {
+  let release: (() => void) | undefined;
   beforeAll(async () => {
+    // The machine's one data plane: one such file at a time (test/support/machine-lock.ts).
+    release = await machineLock("dataplane");
     if (!endpoint) throw new Error(`no containerd for the e2e suite: ${setupError}`);
     if (!existsSync(KUBECTL)) throw new Error(`kubectl is missing at ${KUBECTL} (set PODSYNC_KUBECTL)`);
     stub = await stubResolver();
     running = await start();
     key = JSON.parse(readFileSync(join(dir, "dev-key.json"), "utf8")) as JWK & { alg: string };
     await writeKubeconfig();
-  }, 120_000);
+  }, MACHINE_LOCK_WAIT_MS + 120_000);
 
   afterAll(async () => {
     // An empty set: every Service, Deployment and pod of this suite goes.
@@ -162,6 +166,7 @@ describe.skipIf(skip)("Services on the node", () => {
     await running?.close();
     await flushServiceTable();
     stub?.close();
+    release?.();
   }, 120_000);
 
   // The kubeconfig's read token lives 5 minutes, and this file runs longer on a loaded machine: a fresh one each test.

@@ -1,0 +1,63 @@
+// A lock shared by the test files that use something this machine has one of (the Services data plane: the nftables
+// table `inet podsync` and the cluster DNS on the bridge's gateway). They run in the main pool beside the other files,
+// and one at a time among themselves: each holds the lock from its beforeAll to its afterAll.
+//
+// The lock is a file created exclusively, holding its owner's pid and a token: a file whose owner is gone (a worker
+// killed by a timeout) is taken over. (vitest's default pool forks a process per worker: a pid is one holder.)
+import { randomUUID } from "node:crypto";
+import { openSync, closeSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** How long a file waits for the lock before its beforeAll fails: the longest holder (the README's quickstart)
+ * takes about a minute. */
+export const MACHINE_LOCK_WAIT_MS = 300_000;
+
+const path = (name: string) => join(tmpdir(), `podsync-test-${name}.lock`);
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function tryTake(file: string, token: string): boolean {
+  try {
+    const fd = openSync(file, "wx");
+    writeSync(fd, `${process.pid} ${token}`);
+    closeSync(fd);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+  }
+  let owner = 0;
+  try {
+    owner = Number(readFileSync(file, "utf8").split(" ")[0]);
+  } catch {
+    return false; // released meanwhile: the next try takes it
+  }
+  // A file being written (empty for a moment) is left to its writer.
+  if (owner > 0 && !alive(owner)) unlinkSync(file);
+  return false;
+}
+
+/** Waits until this process holds the named lock; resolves to its release. */
+export async function machineLock(name: string, waitMs = MACHINE_LOCK_WAIT_MS): Promise<() => void> {
+  const file = path(name);
+  const token = randomUUID();
+  const end = Date.now() + waitMs;
+  while (!tryTake(file, token)) {
+    if (Date.now() > end) throw new Error(`the machine lock ${file} was held for more than ${waitMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return () => {
+    try {
+      if (readFileSync(file, "utf8") === `${process.pid} ${token}`) unlinkSync(file);
+    } catch {
+      // already gone
+    }
+  };
+}
