@@ -83,6 +83,7 @@ async function main() {
   const controllers: Controllers = {
     settle: () => inner.settle(),
     watching: () => inner.watching(),
+    deleting: () => inner.deleting(),
     async pass(now, observe) {
       const c0 = cpuMs();
       const r = await inner.pass(now, observe);

@@ -82,8 +82,10 @@ export interface PassReport {
 }
 
 export interface Controllers {
-  /** Whether the last pass found workloads stored. */
+  /** Whether the last pass found workloads stored, or pods of theirs are being deleted. */
   watching(): boolean;
+  /** Whether pods of theirs are being deleted. */
+  deleting(): boolean;
   /** One pass; `observe` gives a pod's v1.PodStatus from the last relist (undefined: nothing of it yet). */
   pass(now: number, observe: (uid: string) => V1PodStatus | undefined): Promise<PassReport>;
   /** Deletes still running. */
@@ -163,6 +165,7 @@ export function createControllers(o: ControllersOptions): Controllers {
 
   return {
     watching: () => watching || terminating.size > 0,
+    deleting: () => terminating.size > 0,
 
     async settle() {
       await Promise.all([...terminating.values()].map((t) => t.done));

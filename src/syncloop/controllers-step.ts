@@ -18,8 +18,16 @@ export async function controllersStep(
   // The controllers see the pods as the last relist showed them; what they create is synced in this pass.
   const c = await controllers
     .pass(t0, (uid) => apiStatusOf(s, uid))
-    .catch((e) => (s.reporter.report("controllers", undefined, failure(e)), { created: [], deleted: [] }));
+    .catch(
+      (e): Awaited<ReturnType<typeof controllers.pass>> => (
+        s.reporter.report("controllers", undefined, failure(e)),
+        // A failed pass is tried again at the interval.
+        { created: [], deleted: [], requeueAt: t0 }
+      ),
+    );
+  s.controllersDue = c.requeueAt ?? Infinity;
   if (!c.created.length && !c.deleted.length) return { entries, specChanged };
+  s.changedAt = t0;
   const listed = await s.o.desired.list();
   const changed = new Set([...specChanged, ...updateDesired(s, listed)]);
   // The pods they made were never synced: due at once (start-up timing, not a request's).

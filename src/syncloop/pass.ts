@@ -114,6 +114,7 @@ function reasonFor(s: LoopState, e: DesiredPod, view: Relist, specChanged: boole
   s.lastSeen.set(uid, fp);
   if (rec.fingerprint !== fp) s.o.statusChanged?.(uid);
   const changed = rec.fingerprint !== fp || specChanged;
+  if (changed) s.changedAt = t;
   rec.fingerprint = fp;
   // Evicted (eviction/): nothing of it runs again unless the eviction manager makes it anew.
   if (s.o.runtime.eviction(uid)) return undefined;

@@ -87,6 +87,8 @@ async function syncStored(
     }
     prober?.observe(uid, r.after);
     s.observed.delete(uid); // the next relist shows it again
+    // It acted: the controllers watching its pods see the result at the next relist, at the interval.
+    if (r.steps.length) s.changedAt = s.now();
     // What the loop's own sync read back (not the request hook's `synced`: that marks a request's acting).
     pleg.learn(r.after);
     countRestarts(s, r);

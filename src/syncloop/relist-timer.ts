@@ -2,6 +2,12 @@
 // relist, pkg/kubelet/pleg/evented.go): at the interval; while the runtime's event stream is up, at the evented
 // period, or sooner when a pod's resync, retry, back-off end or deadline, or the eviction pass, comes before it (no
 // event announces those), never under the interval; at once when something asks.
+//
+// The workload controllers watch their pods through the relist (kube-controller-manager's informers are told of
+// every change; here the relist is what tells them). While workloads are stored and their pods or the workloads
+// change, the loop relists at the interval; once nothing changed for CONTROLLERS_QUIET_MS, at the controllers' own
+// requeue time, at most CONTROLLERS_QUIET_MS apart. What changes a quiet node asks for a relist itself: a runtime
+// event's sync, a probe result that changed, a request.
 import type { EventStreamState } from "../cri/container-events.js";
 import type { LoopState } from "./state.js";
 
@@ -19,6 +25,10 @@ export interface RelistTimer {
   running(): Promise<unknown> | undefined;
   stop(): void;
 }
+
+/** How long nothing must change before the controllers' pods are relisted at their requeue time instead of the
+ * interval; also the longest a quiet node with workloads goes between relists. */
+export const CONTROLLERS_QUIET_MS = 10_000;
 
 export function createRelistTimer(
   s: LoopState,
@@ -49,8 +59,12 @@ export function createRelistTimer(
 
   /** The relist period from `from`. */
   function period(from = s.nextRelistAt): number {
-    if (!s.eventsUp || s.o.controllers?.watching()) return s.interval;
+    if (!s.eventsUp) return s.interval;
     let due = Infinity;
+    if (s.o.controllers?.watching()) {
+      if (from - s.changedAt < CONTROLLERS_QUIET_MS || s.o.controllers.deleting?.()) return s.interval;
+      due = Math.min(s.controllersDue, from + CONTROLLERS_QUIET_MS);
+    }
     for (const [uid, rec] of s.records) {
       // A pod a request's work holds is the request's to sync (its end makes it due at the resync). A pod the loop
       // is syncing has no next time yet: its sync's end asks again (afterLoopSync). Counted now, its last end

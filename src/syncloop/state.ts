@@ -56,6 +56,13 @@ export function createLoopState(o: ReconcileLoopOptions) {
     nextRelistAt: 0,
     /** The event stream is up: the relist is only the safety net. */
     eventsUp: false,
+    /** When a relist last saw a desired pod change (its objects or its spec), a loop sync acted, or the
+     * controllers last made or deleted pods: while this is recent, the controllers' pods are relisted at the
+     * interval. */
+    changedAt: -Infinity,
+    /** The earliest time the controllers asked to look again (a rollout's minReadySeconds, a Job's deadline, a
+     * CronJob's schedule, an HPA's next sync). */
+    controllersDue: Infinity,
   };
 }
 

@@ -58,11 +58,13 @@ export interface LoopControllers {
   pass(
     now: number,
     observe: (uid: string) => V1PodStatus | undefined,
-  ): Promise<{ created: string[]; deleted: string[] }>;
-  /** Whether workloads were stored at the last pass: the controllers watch their pods through the relist, so the
-   * loop relists at its interval then, runtime events or not (no event says a pod became ready or a back-off or
-   * schedule came due). */
+  ): Promise<{ created: string[]; deleted: string[]; requeueAt?: number | undefined }>;
+  /** Whether workloads were stored at the last pass (or pods of theirs are being deleted): the controllers watch
+   * their pods through the relist. While the pods or the workloads change the loop relists at its interval; once
+   * quiet, at the controllers' requeue time, or at most every CONTROLLERS_QUIET_MS (relist-timer.ts). */
   watching(): boolean;
+  /** Pods of theirs are being deleted: nothing announces a delete's end, so the loop relists at its interval. */
+  deleting?(): boolean;
 }
 
 export interface TickReport {

@@ -12,6 +12,7 @@ import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { PodStatusCache } from "../../src/container/cache.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
+import { CONTROLLERS_QUIET_MS } from "../../src/syncloop/relist-timer.js";
 import type { NodeMetrics } from "../../src/metrics/metrics.js";
 import { createPromMetrics } from "../../src/host/metrics/metrics.js";
 import type { FakeServer } from "../support/fake-cri.js";
@@ -385,7 +386,7 @@ describe("the loop with runtime events", () => {
 });
 
 describe("the loop with runtime events and workloads", () => {
-  it("while workloads are stored the loop relists at its interval (their controllers watch pods through it); a stored workload is run at the next pass", async () => {
+  it("while workloads are stored and their pods change the loop relists at its interval (their controllers watch pods through it); quiet, it waits; a stored workload is run at the next pass", async () => {
     const { createControllers } = await import("../../src/controllers/run.js");
     const { MemoryWorkloadStore } = await import("../../src/controllers/store.js");
     const { Deployment } = await import("../../src/pod/workloads/schema.js");
@@ -437,7 +438,16 @@ describe("the loop with runtime events and workloads", () => {
         )?.availableReplicas === 2,
     );
     expect(controllers.watching()).toBe(true);
+    // Quiet: nothing changed for CONTROLLERS_QUIET_MS, so no relist at the interval (the next comes at the
+    // controllers' requeue time, at most CONTROLLERS_QUIET_MS on).
+    await new Promise((r) => setTimeout(r, CONTROLLERS_QUIET_MS + 500));
+    const quiet = rec.relists;
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(rec.relists - quiet).toBeLessThanOrEqual(1);
+    // A pod's container exits: its event's sync brings a relist that sees the change, and the interval again.
+    const c = [...fake.runtime.containers.values()].find((x) => x.state === api.ContainerState.CONTAINER_RUNNING)!;
     const before = rec.relists;
-    await until("relists keep coming at the interval", async () => rec.relists >= before + 3);
-  });
+    fake.runtime.exit(c.id, 137);
+    await until("relists at the interval again", async () => rec.relists >= before + 5, 3000, 20);
+  }, 30_000);
 });
