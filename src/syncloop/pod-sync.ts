@@ -112,6 +112,8 @@ async function syncStored(
     if (rec) {
       rec.lastSyncEnd = end;
       rec.retryAt = retryAfter(outcome, end, s.errorBackOff, s.resync);
+      // A good sync's next look is its resync: on the slot grid, so it shares its relist (state.ts).
+      if (outcome === "ok") rec.retryAt = s.resyncSlot(rec.retryAt);
     }
   }
 }

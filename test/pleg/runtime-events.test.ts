@@ -249,9 +249,10 @@ describe("the loop with runtime events", () => {
       await until("its first sync", async () => running(p.metadata.uid).length === 1, 5000, 10);
       await new Promise((r) => setTimeout(r, 30));
     }
-    // Two resync rounds.
+    // Two resync rounds: each comes 1 to 1.5 intervals after the last (the sync ends just after its slot began,
+    // so the next is due a little after resync on, and waits for the slot after that).
     const from = starts.length;
-    await new Promise((r) => setTimeout(r, 2 * resync + slot));
+    await new Promise((r) => setTimeout(r, 2 * (resync + slot) + slot));
     const resyncs = starts.slice(from);
     // Without the grid: one relist per pod per round (16). With it: one per slot the pods fell due in (their
     // first syncs spanned one to three slots, more on a slow machine), and no second relist after each (a pass
