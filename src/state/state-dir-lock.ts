@@ -66,7 +66,8 @@ async function procStart(pid: number): Promise<number | undefined> {
   }
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process with this pid exists (the lock's default liveness check). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

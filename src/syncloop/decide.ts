@@ -110,14 +110,14 @@ export function syncReason(rec: PodRecord, d: Decision, changed: boolean, t: Tim
   return undefined;
 }
 
-/** kubelet's pod workers after a sync: an error requeues after backOffPeriod (10 s); success at the resync
- * interval. A sync whose only failures are CrashLoopBackOff steps is a success here: the loop comes back
- * when the back-off ends, not sooner. */
+/** kubelet's pod workers after a sync: an error requeues after backOffPeriod (10 s); success at the pod's next
+ * resync (`resyncAt`, on the loop's slot grid, state.ts, so it shares that relist). A sync whose only failures are
+ * CrashLoopBackOff steps is a success here: the loop comes back when the back-off ends, not sooner. */
 export function retryAfter(
   outcome: "ok" | "failed" | "error",
   end: number,
   errorBackOffMs: number,
-  resyncIntervalMs: number,
+  resyncAt: number,
 ): number {
-  return outcome === "ok" ? end + resyncIntervalMs : end + errorBackOffMs;
+  return outcome === "ok" ? resyncAt : end + errorBackOffMs;
 }

@@ -112,8 +112,9 @@ function reasonFor(s: LoopState, e: DesiredPod, view: Relist, specChanged: boole
   }
   const fp = pv?.fingerprint ?? fingerprintOf(emptyStatus(uid));
   s.lastSeen.set(uid, fp);
-  if (rec.fingerprint !== fp) s.o.statusChanged?.(uid);
-  const changed = rec.fingerprint !== fp || specChanged;
+  const moved = rec.fingerprint !== fp;
+  if (moved) s.o.statusChanged?.(uid);
+  const changed = moved || specChanged;
   if (changed) s.changedAt = t;
   rec.fingerprint = fp;
   // Evicted (eviction/): nothing of it runs again unless the eviction manager makes it anew.

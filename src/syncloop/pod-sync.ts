@@ -111,9 +111,7 @@ async function syncStored(
     const end = s.now();
     if (rec) {
       rec.lastSyncEnd = end;
-      rec.retryAt = retryAfter(outcome, end, s.errorBackOff, s.resync);
-      // A good sync's next look is its resync: on the slot grid, so it shares its relist (state.ts).
-      if (outcome === "ok") rec.retryAt = s.resyncSlot(rec.retryAt);
+      rec.retryAt = retryAfter(outcome, end, s.errorBackOff, s.resyncSlot(end + s.resync));
     }
   }
 }

@@ -8,21 +8,13 @@ import { randomUUID } from "node:crypto";
 import { openSync, closeSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pidAlive } from "../../src/state/state-dir-lock.js";
 
 /** How long a file waits for the lock before its beforeAll fails: the longest holder (the README's quickstart)
  * takes about a minute. */
 export const MACHINE_LOCK_WAIT_MS = 300_000;
 
 const path = (name: string) => join(tmpdir(), `podsync-test-${name}.lock`);
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 function tryTake(file: string, token: string): boolean {
   try {
@@ -40,7 +32,7 @@ function tryTake(file: string, token: string): boolean {
     return false; // released meanwhile: the next try takes it
   }
   // A file being written (empty for a moment) is left to its writer.
-  if (owner > 0 && !alive(owner)) unlinkSync(file);
+  if (owner > 0 && !pidAlive(owner)) unlinkSync(file);
   return false;
 }
 
