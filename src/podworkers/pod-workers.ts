@@ -230,7 +230,8 @@ export class PodWorkers {
     this.running.add(job);
   }
 
-  /** kubelet's podWorkerLoop: take the pending update, run it, until none is left. */
+  /** kubelet's podWorkerLoop: take the pending update, run it, until none is left. The worker is idle before the
+   * last work's waiters hear its outcome, so what they do next (a resync's scheduling, a new update) sees it so. */
   private async loop(uid: string, w: Worker): Promise<void> {
     while (w.pending) {
       const p = w.pending;
@@ -241,11 +242,24 @@ export class PodWorkers {
       }
       w.pending = undefined;
       w.current = p;
-      await this.runOne(uid, w, p).finally(() => release?.());
+      let settle: () => void;
+      try {
+        settle = await this.runOne(uid, w, p);
+      } finally {
+        release?.();
+      }
+      const last = !w.pending;
+      if (last) this.finish(uid, w);
+      settle();
+      if (last) return;
     }
+    this.finish(uid, w);
+  }
+
+  /** No work left: the worker is idle; the restart of a terminated pod runs on a fresh worker. */
+  private finish(uid: string, w: Worker): void {
     w.working = false;
     w.current = undefined;
-    // The restart of a terminated pod runs on a fresh worker.
     if (w.state === "terminated" && w.restart) {
       w.pending = w.restart;
       w.restart = undefined;
@@ -265,18 +279,19 @@ export class PodWorkers {
     return release;
   }
 
-  private async runOne(uid: string, w: Worker, p: Pending): Promise<void> {
+  /** Runs the work and updates the worker's state; returns how to tell its waiters (the caller does, once the
+   * worker's own state is settled). */
+  private async runOne(uid: string, w: Worker, p: Pending): Promise<() => void> {
     const kill = p.work.type === "kill";
     try {
       const value = await p.work.run();
       if (kill) this.endKill(w, true);
-      p.waiters.forEach((x) => x.resolve({ kind: "done", value }));
       this.o.onDone?.(uid, p.work.type, "done");
+      return () => p.waiters.forEach((x) => x.resolve({ kind: "done", value }));
     } catch (e) {
       if (e instanceof StaleWorkError) {
-        supersede(p);
         if (kill) this.endKill(w, false);
-        return;
+        return () => supersede(p);
       }
       if (kill) {
         // A failed teardown: the worker goes, so the next kill (or sync) starts over; a restart waiting runs now.
@@ -286,8 +301,8 @@ export class PodWorkers {
         w.restart = undefined;
         if (w.pending) this.workers.set(uid, w);
       }
-      p.waiters.forEach((x) => x.reject(e));
       this.o.onDone?.(uid, p.work.type, "error");
+      return () => p.waiters.forEach((x) => x.reject(e));
     }
   }
 

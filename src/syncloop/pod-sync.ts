@@ -29,10 +29,9 @@ export function createPodSyncer(s: LoopState, pleg: Pleg, afterSync: () => void)
         )
         .finally(() => {
           if (s.inFlight.get(uid) === job) s.inFlight.delete(uid);
-          // On the next turn: the worker marks itself idle a few microtasks after its work's promise settles, and
-          // a pod still marked busy would be left out of the next relist's time (its resync then waited for the
-          // evented period).
-          setTimeout(afterSync, 0);
+          // The worker is idle by now (it settles its work's waiters after it marks itself so): the pod's next
+          // resync counts in the next relist's time.
+          afterSync();
         });
       s.inFlight.set(uid, job);
       return job;

@@ -65,6 +65,28 @@ describe("pod workers", () => {
     expect(w.busy("a")).toBe(false);
   });
 
+  it("a worker is idle when its last work's waiters hear the outcome (a waiter may hand it new work at once)", async () => {
+    const { w, work } = harness();
+    const seen: boolean[] = [];
+    const after = w.update("a", work("a", "create", "a1")).then(async (o) => {
+      seen.push(w.busy("a"));
+      return [o, await w.update("a", work("a", "sync", "a2"))];
+    });
+    expect(await after).toEqual([
+      { kind: "done", value: "a1" },
+      { kind: "done", value: "a2" },
+    ]);
+    // A failed work's waiter, and one with work still pending (the worker then stays busy for it).
+    const g = gate();
+    const failed = w.update("a", work("a", "update", "b1", g.done)).catch(() => w.busy("a"));
+    await tick();
+    const next = w.update("a", work("a", "update", "b2")).then(() => w.busy("a"));
+    g.fail(new Error("boom"));
+    expect(await failed).toBe(true);
+    expect(await next).toBe(false);
+    expect(seen).toEqual([false]);
+  });
+
   it("coalesce work that comes while busy: the latest update wins, the replaced one is superseded", async () => {
     const { w, log, work } = harness();
     const g = gate();
