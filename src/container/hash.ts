@@ -6,16 +6,7 @@
 //   here to make fields immutable, so any spec change restarts the container (podsync's choice, not kubelet's).
 import type { Container } from "../pod/schema.js";
 import type { ContainerStatus } from "./types.js";
-
-export function canonicalJSON(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return `[${value.map(canonicalJSON).join(",")}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJSON(obj[k])}`).join(",")}}`;
-}
+import { canonicalJSON } from "../util/canonical-json.js";
 
 /** FNV-1a 32 (Go's hash/fnv New32a) over bytes, or a string's UTF-8. */
 export function fnv1a32(input: string | Uint8Array): number {

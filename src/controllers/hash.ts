@@ -5,7 +5,8 @@
 // feeds it the template's canonical JSON (sorted keys). So `pod-template-hash` has upstream's shape and
 // behaviour (stable for a template, changed by any template change or collision count) but not a cluster's value
 // for the same template.
-import { canonicalJSON, fnv1a32 } from "../container/hash.js";
+import { fnv1a32 } from "../container/hash.js";
+import { canonicalJSON } from "../util/canonical-json.js";
 import { safeEncodeString } from "./pods.js";
 
 export function computeHash(template: unknown, collisionCount?: number): string {

@@ -11,7 +11,7 @@
 import type { PodRuntime } from "../kubelet/pod-runtime.js";
 import type { DesiredPod, DesiredState } from "../pleg/desired-state.js";
 import type { V1PodStatus } from "../status/api-status.js";
-import { canonicalJSON } from "../container/hash.js";
+import { canonicalJSON } from "../util/canonical-json.js";
 import type { Pod } from "../pod/schema.js";
 import type {
   CronJob,

@@ -7,6 +7,7 @@
 // as kubelet acts on its manifest directory.
 // The entry and the rollback error live below this port and the tombstones that check entries against it.
 export { StaleGenerationError, type DesiredAudit, type DesiredPod } from "./desired-pod.js";
+import { canonicalJSON } from "../util/canonical-json.js";
 import { StaleGenerationError, type DesiredPod } from "./desired-pod.js";
 import {
   checkPut,
@@ -72,8 +73,9 @@ export function stillStored(stored: DesiredPod | undefined, mine: DesiredPod): b
   return (
     sameEntry(stored, mine) ||
     (stored !== undefined &&
-      canonical(stored.pod) === canonical(mine.pod) &&
-      canonical(stored.objects ?? null) === canonical(mine.objects ?? null))
+      (stored.pod === mine.pod || canonicalJSON(stored.pod) === canonicalJSON(mine.pod)) &&
+      (stored.objects === mine.objects ||
+        canonicalJSON(stored.objects ?? null) === canonicalJSON(mine.objects ?? null)))
   );
 }
 
@@ -83,17 +85,8 @@ export const storeView = (desired: DesiredState) => ({
   stillStored: async (uid: string, mine: DesiredPod) => stillStored(await desired.get(uid), mine),
   absent: async (uid: string) => (await desired.get(uid)) === undefined,
   /** Entries with one key have the same pod and objects (stillStored's test). */
-  specKey: (e: DesiredPod) => `${canonical(e.pod)}\n${canonical(e.objects ?? null)}`,
+  specKey: (e: DesiredPod) => `${canonicalJSON(e.pod)}\n${canonicalJSON(e.objects ?? null)}`,
 });
-
-/** JSON with object keys sorted (a store may hand back its entries with keys in another order). */
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) =>
-    x && typeof x === "object" && !Array.isArray(x)
-      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : x,
-  );
-}
 
 /** The checks every store makes inside its write (shared so Node, Workers and memory refuse alike; put's and a
  * set's are in src/pleg/tombstones.ts with the tombstones). */

@@ -139,8 +139,9 @@ export function createPodDispatch<E>(
           return { ...r, left: { ok: true, pod: r.pod, steps: [], deleted: false, wasRunning: false, criCalls: 0 } };
         return { ...r, left: await q.runtime.delete(uid) };
       };
-      const key = store.specKey(q.entry);
-      return w.update(uid, { type: "update", key, slot: q.slot, run }).finally(() => d.hooks.requestDone?.(uid));
+      let key: string | undefined;
+      const keyOf = () => (key ??= store.specKey(q.entry));
+      return w.update(uid, { type: "update", key: keyOf, slot: q.slot, run }).finally(() => d.hooks.requestDone?.(uid));
     },
     kill,
     evict: (r) =>

@@ -38,8 +38,9 @@ export interface PodWork<T> {
   type: UpdateType;
   run(): Promise<T>;
   /** Work with the same key does the same (a request's spec): a replaced update with the newer one's key is not
-   * superseded but joins it, and its waiters get the newer work's result. */
-  key?: string | undefined;
+   * superseded but joins it, and its waiters get the newer work's result. Computed only when an update replaces
+   * another (rarely: a key is a canonical form of the whole pod), at most once. */
+  key?: (() => string) | undefined;
   /** A concurrency slot to hold while the work runs (resolves with its release). */
   slot?: (() => Promise<() => void>) | undefined;
   /** A kill that runs on a terminated worker too and never joins a running kill (DELETE, the eviction manager's
@@ -323,7 +324,7 @@ export class PodWorkers {
 
 /** `newer` takes the place of `older`: older's waiters join it when it does the same, else they are superseded. */
 function replace(older: Pending | undefined, newer: Pending): Pending {
-  if (older && older.work.key !== undefined && older.work.key === newer.work.key) {
+  if (older?.work.key && newer.work.key && older.work.key() === newer.work.key()) {
     older.replaced?.();
     newer.waiters.unshift(...older.waiters);
   } else supersede(older);

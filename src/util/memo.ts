@@ -1,22 +1,10 @@
-// Results of a pure function remembered by the canonical hash of its input: validation of a body the node already
+// Results of a pure function remembered by the hash of its input's JSON: validation of a body the node already
 // validated (issue #42 item 3: a converged sync sends the very pod the node stored) is answered with a copy of the
-// result instead of being run again. Only results are remembered (a call that throws is not), the caller gets a
-// copy it may change, and the memo is bounded: the most recently used `max` entries.
+// result instead of being run again. The JSON is as the input is (not key-sorted): a client sends one manifest the
+// same way each time, and the same content with its keys in another order is only a miss, validated in full. Only
+// results are remembered (a call that throws is not), the caller gets a copy it may change, and the memo is
+// bounded: the most recently used `max` entries.
 import { createHash } from "node:crypto";
-
-/** JSON with object keys sorted and undefined members left out (JSON.stringify's), so the same object sent with
- * its keys in another order hashes alike. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map((x) => (x === undefined ? "null" : canonicalJson(x))).join(",")}]`;
-  if (v !== null && typeof v === "object") {
-    const o = v as Record<string, unknown>;
-    const parts: string[] = [];
-    for (const k of Object.keys(o).sort())
-      if (o[k] !== undefined) parts.push(`${JSON.stringify(k)}:${canonicalJson(o[k])}`);
-    return `{${parts.join(",")}}`;
-  }
-  return JSON.stringify(v) ?? "null";
-}
 
 export interface ResultMemo<T> {
   /** `compute()`'s result for `input` (everything it reads): a copy of the remembered one when this input's hash
@@ -32,7 +20,7 @@ export function resultMemo<T>(max = 256): ResultMemo<T> {
   const stats = { hits: 0, misses: 0 };
   return {
     get(input, compute) {
-      const key = createHash("sha256").update(canonicalJson(input)).digest("base64url");
+      const key = createHash("sha256").update(JSON.stringify(input)).digest("base64url");
       const known = seen.get(key);
       if (known !== undefined) {
         stats.hits++;

@@ -108,9 +108,12 @@ describe("pod workers", () => {
     const g = gate();
     void w.update("a", work("a", "create", "first", g.done));
     await tick();
-    const same = (name: string) => ({ ...work("a", "update", name), key: "spec-1" });
+    // Keys are computed only when an update replaces another.
+    const keys: string[] = [];
+    const key = (k: string, name: string) => () => (keys.push(name), k);
+    const same = (name: string) => ({ ...work("a", "update", name), key: key("spec-1", name) });
     const waiting = [w.update("a", same("s1")), w.update("a", same("s2")), w.update("a", same("s3"))];
-    const other = w.update("a", { ...work("a", "update", "other"), key: "spec-2" });
+    const other = w.update("a", { ...work("a", "update", "other"), key: key("spec-2", "other") });
     g.release();
     expect(await Promise.all(waiting)).toEqual(Array(3).fill({ kind: "superseded" }));
     expect(await other).toEqual({ kind: "done", value: "other" });
@@ -121,6 +124,7 @@ describe("pod workers", () => {
     g2.release();
     expect(await Promise.all(joined)).toEqual(Array(2).fill({ kind: "done", value: "j2" }));
     expect(log.filter((l) => l.startsWith("run"))).toEqual(["run first", "run other", "run again", "run j2"]);
+    expect(keys).toEqual(["s1", "s2", "s2", "s3", "s3", "other", "j1", "j2"]);
   });
 
   it("a request's update replaces a pending loop sync", async () => {

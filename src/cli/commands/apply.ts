@@ -17,6 +17,7 @@ import { showProgress } from "../event-progress.js";
 import { listPods } from "../resources/pods.js";
 import type { V1Pod } from "../../status/api-status.js";
 import { validatePod } from "../../pod/validate.js";
+import { canonicalJSON } from "../../util/canonical-json.js";
 import { fileKeys, prunedWorkloads, workloadRef, type ListedWorkload, type Pruned } from "../workloads/prune.js";
 
 type Change = "created" | "configured" | "unchanged" | "deleted";
@@ -274,26 +275,13 @@ function same(had: V1Pod, input: unknown): boolean {
   } catch {
     return false; // the node will say what is wrong with it
   }
-  const strip = (spec: Record<string, unknown> | undefined) => canonical({ ...spec, imagePullSecrets: undefined });
+  const strip = (spec: Record<string, unknown> | undefined) => canonicalJSON({ ...spec, imagePullSecrets: undefined });
   return (
     had.metadata.name === pod.metadata.name &&
     had.metadata.namespace === pod.metadata.namespace &&
-    canonical(had.metadata.labels ?? {}) === canonical(pod.metadata.labels ?? {}) &&
-    canonical(had.metadata.annotations ?? {}) === canonical(pod.metadata.annotations ?? {}) &&
+    canonicalJSON(had.metadata.labels ?? {}) === canonicalJSON(pod.metadata.labels ?? {}) &&
+    canonicalJSON(had.metadata.annotations ?? {}) === canonicalJSON(pod.metadata.annotations ?? {}) &&
     strip(had.spec as unknown as Record<string, unknown>) === strip(pod.spec)
-  );
-}
-
-/** JSON with sorted keys and undefined left out, for comparing. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_, x: unknown) =>
-    x && typeof x === "object" && !Array.isArray(x)
-      ? Object.fromEntries(
-          Object.entries(x)
-            .filter(([, y]) => y !== undefined)
-            .sort(([a], [b]) => a.localeCompare(b)),
-        )
-      : x,
   );
 }
 

@@ -7,7 +7,7 @@
 //           template of the ReplicaSet of a revision, without its pod-template-hash label, and its annotations.
 // StatefulSets and DaemonSets keep their history in ControllerRevisions, which a node does not keep: history and
 // undo are the Deployment's here.
-import { canonicalJSON } from "../../container/hash.js";
+import { canonicalJSON } from "../../util/canonical-json.js";
 import type { Obj } from "./edit.js";
 
 export const REVISION = "deployment.kubernetes.io/revision";

@@ -12,7 +12,7 @@
 // A scaling event (replicas changed mid-rollout) or a paused Deployment scales its ReplicaSets proportionally
 // (scale.ts, sync.go scale). A rollback's ReplicaSet takes the next revision; the deprecated rollbackTo is left out.
 import type { Deployment, ReplicaSet } from "../../pod/workloads/schema.js";
-import { canonicalJSON } from "../../container/hash.js";
+import { canonicalJSON } from "../../util/canonical-json.js";
 import { computeHash } from "../hash.js";
 import { replicaSetStatus, type ReplicaSetStatus } from "../replicaset/sync.js";
 import { controllerRef, isTerminal, type ObservedPod } from "../pods.js";

@@ -5,7 +5,7 @@
 // target with the new replicas (the scale subresource's write, a new generation) before the target's own
 // controller runs in the same pass. Recommendations and scale events live in memory, as in
 // kube-controller-manager.
-import { canonicalJSON } from "../../container/hash.js";
+import { canonicalJSON } from "../../util/canonical-json.js";
 import type { HorizontalPodAutoscaler, Workload } from "../../pod/workloads/schema.js";
 import { selectorMatches, type LabelSelector } from "../../pod/workloads/selector.js";
 import type { ObservedPod } from "../pods.js";

@@ -4,7 +4,7 @@
 // (`keepObjects`): on a cluster they are objects of their own, which sending a Deployment again never removes
 // (the CLI's scale and rollout edits re-sign the workload alone). A whole set (PUT /v1/node/pods) replaces them.
 import type { VerifiedToken } from "../../auth/verify.js";
-import { canonicalJSON } from "../../container/hash.js";
+import { canonicalJSON } from "../../util/canonical-json.js";
 import { workloadKey, type StoredWorkload } from "../../controllers/store.js";
 import { storedObjects } from "../../pod/objects.js";
 import type { WorkloadItem } from "../../pod/workloads/intake.js";

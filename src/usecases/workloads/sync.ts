@@ -9,7 +9,7 @@
 import type { NodePolicy } from "../../auth/policy.js";
 import type { VerifiedToken } from "../../auth/verify.js";
 import type { WorkloadItem } from "../../pod/workloads/intake.js";
-import { canonicalJSON } from "../../container/hash.js";
+import { canonicalJSON } from "../../util/canonical-json.js";
 import { workloadKey, type StoredWorkload, type WorkloadStore } from "../../controllers/store.js";
 import { planWorkloads, type WorkloadPlan } from "../../controllers/plan.js";
 import type { DesiredPod } from "../../pleg/desired-state.js";
