@@ -9,7 +9,7 @@ import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { nodeInfoFrom, nodeAdmissionSettingsShape } from "../../src/settings/node-info.js";
 import { Harness, NODE } from "../support/http.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 import { z } from "zod";
 
 const endpoint = inject("criEndpoint");
@@ -49,10 +49,7 @@ describe.skipIf(skip)("admission against the node, on real containerd", () => {
     h = await Harness.start(cri, { nodeInfo, desired: new MemoryDesiredState() });
   });
   afterAll(async () => {
-    for (const id of made)
-      await createPodRuntime(cri)
-        .delete(id)
-        .catch(() => undefined);
+    await deleteAll(createPodRuntime(cri), made);
     await h?.close();
     cri?.close();
   });

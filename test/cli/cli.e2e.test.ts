@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectGrpc } from "../../src/cri/grpc-transport.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import type { Running } from "../../src/node.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 import { until } from "../support/wait.js";
 
 const endpoint = inject("criEndpoint");
@@ -90,7 +90,7 @@ afterAll(async () => {
   await running?.close();
   const cri = connectGrpc({ endpoint });
   const rt = createPodRuntime(cri, {});
-  for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+  await deleteAll(rt, made);
   cri.close();
 });
 

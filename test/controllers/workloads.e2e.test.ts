@@ -21,6 +21,7 @@ import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-
 import { derivedUid } from "../../src/pod/workloads/uid.js";
 import { Harness, NODE } from "../support/http.js";
 import { until } from "../support/wait.js";
+import { deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -146,7 +147,10 @@ describe.skipIf(skip)("workloads on real containerd", () => {
   });
   afterAll(async () => {
     await stopLoop().catch(() => undefined);
-    for (const e of await desired.list()) await rt.delete(e.pod.metadata.uid, 0).catch(() => undefined);
+    await deleteAll(
+      rt,
+      (await desired.list()).map((e) => e.pod.metadata.uid),
+    );
     await h?.close();
     cri?.close();
     if (!readFileSync("/proc/self/mountinfo", "utf8").includes(root)) rmSync(root, { recursive: true, force: true });

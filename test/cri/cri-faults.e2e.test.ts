@@ -23,7 +23,7 @@ import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { startNode, type Running } from "../../src/node.js";
 import { startFaultProxy, type FaultProxy } from "../support/cri-fault-proxy.js";
 import { until } from "../support/wait.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -134,7 +134,7 @@ function suite(env: Record<string, string>, tests: (t: Suite) => void) {
     vi.restoreAllMocks();
     broken.clear();
     const rt = createPodRuntime(cri, { node });
-    for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+    await deleteAll(rt, made);
     await proxy?.close();
     cri?.close();
   });

@@ -8,7 +8,7 @@ import { getPodStatus } from "../../src/kuberuntime/pod-status.js";
 import { MemoryPullBackOff } from "../../src/container/backoff.js";
 import { createPodRuntime, type PodRuntimeOptions } from "../../src/kubelet/pod-runtime.js";
 import type { Pod } from "../../src/pod/schema.js";
-import { pod, syncOnce } from "../support/pods.js";
+import { deleteAll, pod, syncOnce } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -49,10 +49,10 @@ describe.skipIf(skip)("SyncPod on real containerd", () => {
     cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
   });
   afterAll(async () => {
-    for (const p of made)
-      await createPodRuntime(cri)
-        .delete(p.metadata.uid)
-        .catch(() => undefined);
+    await deleteAll(
+      createPodRuntime(cri),
+      made.map((p) => p.metadata.uid),
+    );
     cri?.close();
   });
 

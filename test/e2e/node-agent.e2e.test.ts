@@ -11,7 +11,7 @@ import { getPodStatus } from "../../src/kuberuntime/pod-status.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { FileDesiredState } from "../../src/state/desired-pods.js";
 import { Harness } from "../support/http.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -63,10 +63,7 @@ describe.skipIf(skip)("the node's desired set on real containerd", () => {
   });
   afterAll(async () => {
     for (const h of harnesses) await h.close();
-    for (const id of made)
-      await createPodRuntime(cri)
-        .delete(id, 0)
-        .catch(() => undefined);
+    await deleteAll(createPodRuntime(cri), made);
     cri?.close();
   });
 

@@ -13,7 +13,7 @@ import { defaultNodeConfig } from "../../src/container/node-config.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { startNode, type Running } from "../../src/node.js";
 import { until } from "../support/wait.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -97,7 +97,7 @@ describe.skipIf(skip)("reliability on the shared lab containerd", () => {
   afterAll(async () => {
     await server?.close();
     const rt = createPodRuntime(cri, { node });
-    for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+    await deleteAll(rt, made);
     cri?.close();
   });
 

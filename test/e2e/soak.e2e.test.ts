@@ -17,7 +17,7 @@ import type { CriClient } from "../../src/cri/client.js";
 import { ContainerState, PodSandboxState } from "../../src/gen/runtime/v1/api_pb.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { until } from "../support/wait.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 import { ownLab } from "../support/own-lab.js";
 
 const skip = inject("skipE2E");
@@ -83,8 +83,10 @@ describe.skipIf(skip)("soak: containerd killed and restarted under load (a lab o
     await new Promise((r) => (server?.exitCode !== null ? r(undefined) : server.once("exit", r)));
     const rt = createPodRuntime(cri);
     const listed = await cri.listPodSandbox({}).catch(() => ({ items: [] }));
-    for (const id of new Set(listed.items.map((s) => s.labels["io.kubernetes.pod.uid"]!)))
-      await rt.delete(id, 0).catch(() => undefined);
+    await deleteAll(
+      rt,
+      listed.items.map((s) => s.labels["io.kubernetes.pod.uid"]!),
+    );
     cri?.close();
     lab.stop();
   }, 120_000);

@@ -20,6 +20,7 @@ import { ISSUER, makeKey, type TestKey } from "../support/http.js";
 import { until } from "../support/wait.js";
 import { startWorkerd, type Workerd } from "../support/workerd.js";
 import { freePort } from "../support/free-port.js";
+import { deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -146,12 +147,15 @@ describe.skipIf(skip)("rollouts on real containerd, three agents", () => {
   }, 180_000);
 
   afterAll(async () => {
-    for (const a of agents.values()) await a.close().catch(() => undefined);
+    await Promise.all([...agents.values()].map((a) => a.close().catch(() => undefined)));
     await worker?.dispose();
     if (cri) {
       const rt = createPodRuntime(cri);
-      for (const sb of (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace === NS))
-        await rt.delete(sb.metadata!.uid, 0).catch(() => undefined);
+      const listed = (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace === NS);
+      await deleteAll(
+        rt,
+        listed.map((sb) => sb.metadata!.uid),
+      );
       cri.close();
     }
   }, 120_000);

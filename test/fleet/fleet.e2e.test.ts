@@ -25,6 +25,7 @@ import { until } from "../support/wait.js";
 import { listNodes, ownerToken, putSet } from "../support/fleet.js";
 import { selfSignedCert } from "../../src/host/serving/serving-cert.js";
 import { freePort } from "../support/free-port.js";
+import { deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -274,13 +275,16 @@ describe.skipIf(skip)("pull mode on real containerd, three agents", () => {
 
   afterAll(async () => {
     child?.kill("SIGKILL");
-    for (const a of agents.values()) await a.close().catch(() => undefined);
+    await Promise.all([...agents.values()].map((a) => a.close().catch(() => undefined)));
     await worker?.dispose();
     tls?.close();
     if (cri) {
       const rt = createPodRuntime(cri);
-      for (const sb of (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace?.startsWith(NS)))
-        await rt.delete(sb.metadata!.uid, 0).catch(() => undefined);
+      const listed = (await cri.listPodSandbox({})).items.filter((s) => s.metadata?.namespace?.startsWith(NS));
+      await deleteAll(
+        rt,
+        listed.map((sb) => sb.metadata!.uid),
+      );
       cri.close();
     }
   }, 120_000);

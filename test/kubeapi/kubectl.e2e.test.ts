@@ -216,11 +216,14 @@ describe.skipIf(skip)("kubectl against the node", () => {
       .then((r) => r.json())
       .catch(() => ({ items: [] }))) as { items?: { metadata: { namespace: string; uid: string } }[] };
     for (const p of left.items ?? []) if (p.metadata.namespace === APPS) uids.push(p.metadata.uid);
-    for (const id of uids)
-      await fetch(`${running.url}/v1/pods/${id}`, {
-        method: "DELETE",
-        headers: { authorization: `Bearer ${await sign({ act: "delete", uid: id })}` },
-      }).catch(() => undefined);
+    await Promise.all(
+      [...new Set(uids)].map(async (id) =>
+        fetch(`${running.url}/v1/pods/${id}`, {
+          method: "DELETE",
+          headers: { authorization: `Bearer ${await sign({ act: "delete", uid: id })}` },
+        }).catch(() => undefined),
+      ),
+    );
     await running?.close();
   }, 60_000);
 

@@ -12,7 +12,7 @@ import * as api from "../../src/gen/runtime/v1/api_pb.js";
 import { Harness } from "../support/http.js";
 import { mountsUnder, nodePodDirs } from "../../src/host/volumes/pod-dirs.js";
 import { getPodStatus } from "../../src/kuberuntime/pod-status.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -52,7 +52,7 @@ describe.skipIf(skip)("what podsync owns, on real containerd", () => {
   });
   afterAll(async () => {
     const rt = createPodRuntime(cri, { node });
-    for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+    await deleteAll(rt, made);
     await h?.close();
     cri?.close();
   });

@@ -12,7 +12,7 @@ import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { nodeLogFiles } from "../../src/host/logs/log-files.js";
 import { exportJWK } from "jose";
 import { Harness, ISSUER } from "../support/http.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -78,7 +78,7 @@ describe.skipIf(skip)("logs and exec on real containerd", () => {
   });
   afterAll(async () => {
     const rt = createPodRuntime(cri);
-    for (const id of made) await rt.delete(id, 1).catch(() => undefined);
+    await deleteAll(rt, made, 1);
     await h?.close();
     await noExec?.close();
     cri?.close();

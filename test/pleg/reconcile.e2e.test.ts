@@ -20,7 +20,7 @@ import { startNode } from "../../src/node.js";
 import { importJWK, SignJWT, type JWK } from "jose";
 import { until } from "../support/wait.js";
 import { ownLab } from "../support/own-lab.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -75,7 +75,7 @@ describe.skipIf(skip)("the reconcile loop on the shared lab containerd", () => {
   afterAll(async () => {
     await loop?.stop();
     const rt = createPodRuntime(cri, runtimeOpts);
-    for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+    await deleteAll(rt, made);
     if (foreign) {
       await cri.stopPodSandbox({ podSandboxId: foreign }).catch(() => undefined);
       await cri.removePodSandbox({ podSandboxId: foreign }).catch(() => undefined);

@@ -17,7 +17,7 @@ import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-
 import { nsToMs } from "../../src/kuberuntime/pod-status.js";
 import { Pod } from "../../src/pod/schema.js";
 import { until } from "../support/wait.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -53,7 +53,7 @@ describe.skipIf(skip)("restarts through runtime events on real containerd", () =
   afterAll(async () => {
     await loop?.stop();
     const rt = createPodRuntime(cri, runtimeOpts);
-    for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+    await deleteAll(rt, made);
     transport?.close();
   });
 

@@ -20,7 +20,7 @@ import { nodePodDirs } from "../../src/host/volumes/pod-dirs.js";
 import { nodeProbeNetwork } from "../../src/host/probe-network.js";
 import { Harness } from "../support/http.js";
 import { until } from "../support/wait.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -101,7 +101,7 @@ describe.skipIf(skip)("pod status and probes on real containerd", () => {
   afterAll(async () => {
     await loop?.stop();
     const rt = createPodRuntime(cri, runtimeOpts);
-    for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+    await deleteAll(rt, made);
     await h?.close();
     cri?.close();
   });

@@ -19,7 +19,7 @@ import { generateContainerConfig, generatePodSandboxConfig } from "../../src/kub
 import { defaultNodeConfig, type NodeConfig } from "../../src/container/node-config.js";
 import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import type { Pod } from "../../src/pod/schema.js";
-import { pod, syncOnce } from "../support/pods.js";
+import { pod, syncOnce, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -88,10 +88,10 @@ describe.skipIf(skip)("cri-proxy enforces the node policy (a real proxy process,
     direct = connectGrpc({ endpoint, timeoutMs: 30_000 });
   }, 60_000);
   afterAll(async () => {
-    for (const p of made)
-      await createPodRuntime(direct, { node, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs })
-        .delete(p.metadata.uid)
-        .catch(() => undefined);
+    await deleteAll(
+      createPodRuntime(direct, { node, terminationFiles: nodeTerminationFiles, podDirs: nodePodDirs }),
+      made.map((p) => p.metadata.uid),
+    );
     viaWeb?.close();
     viaGrpc?.close();
     direct?.close();

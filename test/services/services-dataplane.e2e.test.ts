@@ -22,7 +22,7 @@ import { nodePodDirs } from "../../src/host/volumes/pod-dirs.js";
 import { startServiceDataplane, type ServiceDataplane } from "../../src/services/dataplane.js";
 import { flushServiceTable } from "../../src/services/proxy/flush.js";
 import { memoryServiceSource, type EndpointSlice, type Service } from "../../src/services/types.js";
-import { pod, uid } from "../support/pods.js";
+import { pod, uid, deleteAll } from "../support/pods.js";
 import { MACHINE_LOCK_WAIT_MS, machineLock } from "../support/machine-lock.js";
 import { until } from "../support/wait.js";
 
@@ -202,7 +202,7 @@ describe.skipIf(skip)("Services data plane on the kernel (nftables) and cluster 
     await flushServiceTable();
     stub?.close();
     const rt = createPodRuntime(cri, runtimeOpts);
-    for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+    await deleteAll(rt, made);
     cri?.close();
     release?.();
   }, 60_000);

@@ -21,7 +21,7 @@ import { nodeProbeNetwork } from "../../src/host/probe-network.js";
 import { nodeVolumeHost } from "../../src/host/volumes/volume-host.js";
 import { nodeDiskUsage } from "../../src/host/metrics/disk-usage.js";
 import { Harness } from "./http.js";
-import { uid } from "./pods.js";
+import { uid, deleteAll } from "./pods.js";
 
 export const IMAGE = "localhost/busybox:1";
 
@@ -127,7 +127,7 @@ export async function startHostDirPods(endpoint: string): Promise<HostDirPods> {
     async close() {
       await loop.stop();
       const rt = createPodRuntime(cri, runtimeOpts);
-      for (const id of made) await rt.delete(id, 0).catch(() => undefined);
+      await deleteAll(rt, made);
       await h.close();
       cri.close();
     },

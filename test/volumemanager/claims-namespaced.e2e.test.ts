@@ -16,7 +16,7 @@ import { nodePodDirs } from "../../src/host/volumes/pod-dirs.js";
 import { migrateClaimLayout } from "../../src/host/volumes/claim-layout.js";
 import { planClaimMigration, type ClaimNamespaces } from "../../src/volumemanager/claim-migration.js";
 import type { Pod } from "../../src/pod/schema.js";
-import { pod } from "../support/pods.js";
+import { pod, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -43,7 +43,7 @@ describe.skipIf(skip)("claims keyed by namespace on real containerd", () => {
     });
   });
   afterAll(async () => {
-    for (const u of made) await rt.delete(u).catch(() => undefined);
+    await deleteAll(rt, made);
     cri?.close();
     if (!readFileSync("/proc/self/mountinfo", "utf8").includes(root)) rmSync(root, { recursive: true, force: true });
   });

@@ -14,7 +14,7 @@ import { evaluatePodSecurity } from "../../src/auth/pod-security.js";
 import { nodeVolumeHost } from "../../src/host/volumes/volume-host.js";
 import { nodePodDirs } from "../../src/host/volumes/pod-dirs.js";
 import type { Pod } from "../../src/pod/schema.js";
-import { pod, uid } from "../support/pods.js";
+import { pod, uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -44,7 +44,7 @@ describe.skipIf(skip)("security context and volumes on real containerd", () => {
     });
   });
   afterAll(async () => {
-    for (const u of made) await rt.delete(u).catch(() => undefined);
+    await deleteAll(rt, made);
     cri?.close();
     // Nothing of ours may stay mounted before the directory goes.
     if (!hostMounts().includes(root)) rmSync(root, { recursive: true, force: true });

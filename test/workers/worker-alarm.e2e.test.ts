@@ -10,7 +10,7 @@ import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { Harness, makeKey } from "../support/http.js";
 import { startWorkerd, type Workerd } from "../support/workerd.js";
 import { until } from "../support/wait.js";
-import { uid } from "../support/pods.js";
+import { uid, deleteAll } from "../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -64,10 +64,7 @@ describe.skipIf(skip)("the Worker's reconcile alarm in workerd, through cri-prox
     await worker?.dispose();
     if (endpoint) {
       const cri = connectGrpc({ endpoint, timeoutMs: 30_000 });
-      for (const id of made)
-        await createPodRuntime(cri)
-          .delete(id, 0)
-          .catch(() => undefined);
+      await deleteAll(createPodRuntime(cri), made);
       cri.close();
     }
     await proxy?.shutdown(100);

@@ -182,18 +182,21 @@ describe.skipIf(skip)("kubectl against the Worker (workerd), through cri-proxy o
     // wrangler's dev server answers 503 "Your worker restarted mid-request" now and then once the streams the tests
     // opened (logs -f, get -w) are cut (2 runs in 6 here): sent again, with a new token, so no pod is left on the
     // shared containerd.
-    for (const id of uids)
-      await until(
-        `the cleanup DELETE of pod ${id} (else it is left on the lab containerd)`,
-        async () =>
-          (
-            await call("DELETE", `/nodes/${NODE}/v1/pods/${id}`, {
-              authorization: `Bearer ${await signer.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 }, { aud: NODE })}`,
-            })
-          ).status !== 503,
-        3_000,
-        500,
-      ).catch((e: Error) => console.error(`worker-kubectl: ${e.message}`));
+    await Promise.all(
+      uids.map((id) =>
+        until(
+          `the cleanup DELETE of pod ${id} (else it is left on the lab containerd)`,
+          async () =>
+            (
+              await call("DELETE", `/nodes/${NODE}/v1/pods/${id}`, {
+                authorization: `Bearer ${await signer.sign({ act: "delete", uid: id, gracePeriodSeconds: 0 }, { aud: NODE })}`,
+              })
+            ).status !== 503,
+          3_000,
+          500,
+        ).catch((e: Error) => console.error(`worker-kubectl: ${e.message}`)),
+      ),
+    );
     await worker?.dispose();
     await proxy?.shutdown(100);
   }, 60_000);

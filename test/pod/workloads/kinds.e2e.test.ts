@@ -23,6 +23,7 @@ import { criPodUsage } from "../../../src/controllers/podautoscaler/metrics.js";
 import { startReconcileLoop, type ReconcileLoop } from "../../../src/syncloop/sync-loop.js";
 import { Harness, NODE } from "../../support/http.js";
 import { until } from "../../support/wait.js";
+import { deleteAll } from "../../support/pods.js";
 
 const endpoint = inject("criEndpoint");
 const setupError = inject("criError");
@@ -121,7 +122,10 @@ describe.skipIf(skip)("kinds and partial application on real containerd", () => 
   afterAll(async () => {
     await loop?.stop();
     await controllers?.settle();
-    for (const e of await desired.list()) await rt.delete(e.pod.metadata.uid, 0).catch(() => undefined);
+    await deleteAll(
+      rt,
+      (await desired.list()).map((e) => e.pod.metadata.uid),
+    );
     await h?.close();
     cri?.close();
     if (!readFileSync("/proc/self/mountinfo", "utf8").includes(root)) rmSync(root, { recursive: true, force: true });
