@@ -5,7 +5,7 @@
 // The lock is a file created exclusively, holding its owner's pid and a token: a file whose owner is gone (a worker
 // killed by a timeout) is taken over. (vitest's default pool forks a process per worker: a pid is one holder.)
 import { randomUUID } from "node:crypto";
-import { openSync, closeSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { openSync, closeSync, linkSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pidAlive } from "../../src/state/state-dir-lock.js";
@@ -25,15 +25,35 @@ function tryTake(file: string, token: string): boolean {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
   }
-  let owner = 0;
+  let held: string;
   try {
-    owner = Number(readFileSync(file, "utf8").split(" ")[0]);
+    held = readFileSync(file, "utf8");
   } catch {
     return false; // released meanwhile: the next try takes it
   }
   // A file being written (empty for a moment) is left to its writer.
-  if (owner > 0 && !pidAlive(owner)) unlinkSync(file);
+  const owner = Number(held.split(" ")[0]);
+  if (owner > 0 && !pidAlive(owner)) takeOver(file, held);
   return false;
+}
+
+/** Removes the lock file if it still holds `stale` (a dead owner's). Two waiters can find the same dead owner; the
+ * first removes its file and takes the lock, so the second must not remove what is there by then. The file is moved
+ * aside atomically and checked there; a live holder's file moved by mistake is linked back. */
+export function takeOver(file: string, stale: string): void {
+  const aside = `${file}.${process.pid}.${randomUUID()}`;
+  try {
+    renameSync(file, aside);
+  } catch {
+    return; // gone already
+  }
+  try {
+    if (readFileSync(aside, "utf8") !== stale) linkSync(aside, file);
+  } catch {
+    // a newer holder made the file meanwhile: it holds the lock
+  } finally {
+    unlinkSync(aside);
+  }
 }
 
 /** Waits until this process holds the named lock; resolves to its release. */
