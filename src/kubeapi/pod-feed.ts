@@ -169,12 +169,11 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
     const f = fresh.get(uid);
     // The read-back also wins over a relist whose list calls went out before it (a pod synced while the relist
     // ran): that view is older, and with runtime events the next relist is minutes away.
-    const current =
-      f && ((pv && f.fingerprint === pv.fingerprint) || (viewAt !== undefined && f.at >= viewAt))
-        ? { status: f.status, fingerprint: f.fingerprint }
-        : pv;
+    const readBack = !!f && ((pv && f.fingerprint === pv.fingerprint) || (viewAt !== undefined && f.at >= viewAt));
+    const current = readBack ? { status: f.status, fingerprint: f.fingerprint } : pv;
     const eviction = o.eviction?.(uid);
-    const key = `${current?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}#${eviction ? `${eviction.reason}@${eviction.at}` : ""}`;
+    // Where the status came from is in the key: a read-back is fuller than the relist's view of the same objects.
+    const key = `${readBack ? "read" : "list"}:${current?.fingerprint ?? "-"}#${e.audit.jti}#${e.storedAt}#${probesKey(pr)}#${o.runtimeName()}#${eviction ? `${eviction.reason}@${eviction.at}` : ""}`;
     const had = built.get(uid);
     if (had?.key === key) return had.pod;
     const pod = feedPod(e, current?.status ?? emptyStatus(uid), pr, eviction, o, now, unhealthy.check);
@@ -252,12 +251,18 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       // stands in as now); the next relist's build from the stored entry makes the same object. The spec's JSON is
       // in the build's key, so a converged sync of the same spec and status reuses the object built last time
       // (equal specs parsed alike serialise alike; one that does not only costs a rebuild).
+      // A sync of the stored spec (the loop's resyncs) builds as the stored entry does, so the relists and syncs
+      // of an idle pod reuse one object instead of rebuilding it in turn.
       const known = entryOf.get(uid);
-      const e: DesiredPod = {
-        pod,
-        audit: { iss: "", kid: undefined, jti: `sync:${JSON.stringify(pod)}`, iat: 0 },
-        storedAt: known?.storedAt ?? now(),
-      };
+      const json = JSON.stringify(pod);
+      const e: DesiredPod =
+        known && JSON.stringify(known.pod) === json
+          ? known
+          : {
+              pod,
+              audit: { iss: "", kid: undefined, jti: `sync:${json}`, iat: 0 },
+              storedAt: known?.storedAt ?? now(),
+            };
       hub.upsert(build(e, { status: after, fingerprint }, probes));
     },
     deleting(uid: string) {

@@ -12,6 +12,7 @@ import { selfSignedCert } from "../../src/host/serving/serving-cert.js";
 import { createKubeApi } from "../../src/kubeapi/routes.js";
 import { nodeObject, type V1Node } from "../../src/kubeapi/node-object.js";
 import { createPodFeed } from "../../src/kubeapi/pod-feed.js";
+import { fingerprintOf } from "../../src/pleg/relist.js";
 import { createVerifier } from "../../src/auth/verify.js";
 import { MemoryReplayStore } from "../../src/auth/replay.js";
 import type { V1Pod } from "../../src/status/api-status.js";
@@ -635,6 +636,43 @@ describe("the pod feed", () => {
     feed.synced({ ...p, metadata: { ...p.metadata, labels: { tier: "web" } } }, status, undefined);
     expect(hub.list()[0]?.metadata.labels).toEqual({ tier: "web" });
     expect(hub.resourceVersion).not.toBe(rv);
+  });
+
+  it("an idle pod's relists and loop syncs reuse one object: built again only for a fuller read-back or a change", () => {
+    const hub = new WatchHub<V1Pod>(new RvClock(1), { key: (p) => p.metadata.uid });
+    // The objects the feed hands the hub (its replaceAll upserts each; the hub keeps an equal object as it was).
+    const handed: V1Pod[] = [];
+    const upsert = hub.upsert.bind(hub);
+    hub.upsert = (o) => (handed.push(o), upsert(o));
+    const feed = createPodFeed(hub, { nodeName: NODE, hostIPs: [], runtimeName: () => "containerd" });
+    const p = pod({}, { name: "idle" });
+    const entry = { pod: p, audit: { iss: "i", kid: undefined, jti: "j", iat: 1 }, storedAt: 5 };
+    const status = {
+      id: p.metadata.uid,
+      name: "idle",
+      namespace: "default",
+      ips: [],
+      sandboxStatuses: [],
+      containerStatuses: [],
+    };
+    const view = { pods: new Map([[p.metadata.uid, { status, fingerprint: fingerprintOf(status) }]]) };
+    feed([entry], view, () => undefined);
+    // The first loop sync's read-back is fuller than the relist's view: built from it.
+    feed.synced(structuredClone(p), { ...status }, undefined);
+    expect(handed[1]).not.toBe(handed[0]);
+    // Then relists and resyncs in turn, nothing changed: the same object each time.
+    for (let i = 0; i < 3; i++) {
+      feed([entry], view, () => undefined);
+      feed.synced(structuredClone(p), { ...status }, undefined);
+    }
+    expect(new Set(handed.slice(1)).size).toBe(1);
+    // A new token for the same spec (a request's converged sync) is a new audit: built again, once.
+    const again = { ...entry, audit: { ...entry.audit, jti: "j2", iat: 2 } };
+    feed([again], view, () => undefined);
+    feed.synced(structuredClone(p), { ...status }, undefined);
+    feed([again], view, () => undefined);
+    expect(new Set(handed.slice(-3)).size).toBe(1);
+    expect(handed.at(-1)).not.toBe(handed[1]);
   });
 
   it("a pod synced while a relist ran (its entries read before the pod was stored) stays until the next feed decides", () => {
