@@ -151,6 +151,14 @@ function unhealthyEvents(recorder: EventRecorder | undefined) {
   return { check, forget: (uid: string) => void lastResults.delete(uid) };
 }
 
+/** The entry a sync's read-back builds from. A sync of the stored spec (the loop's resyncs) builds as the stored
+ * entry does, so the relists and syncs of an idle pod reuse one object instead of rebuilding it in turn. */
+function syncedEntry(pod: Pod, known: DesiredPod | undefined, now: () => number): DesiredPod {
+  const json = JSON.stringify(pod);
+  if (known && JSON.stringify(known.pod) === json) return known;
+  return { pod, audit: { iss: "", kid: undefined, jti: `sync:${json}`, iat: 0 }, storedAt: known?.storedAt ?? now() };
+}
+
 export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed {
   const now = o.now ?? Date.now;
   const built = new Map<string, { key: string; pod: V1Pod }>();
@@ -251,19 +259,7 @@ export function createPodFeed(hub: WatchHub<V1Pod>, o: PodFeedOptions): PodFeed 
       // stands in as now); the next relist's build from the stored entry makes the same object. The spec's JSON is
       // in the build's key, so a converged sync of the same spec and status reuses the object built last time
       // (equal specs parsed alike serialise alike; one that does not only costs a rebuild).
-      // A sync of the stored spec (the loop's resyncs) builds as the stored entry does, so the relists and syncs
-      // of an idle pod reuse one object instead of rebuilding it in turn.
-      const known = entryOf.get(uid);
-      const json = JSON.stringify(pod);
-      const e: DesiredPod =
-        known && JSON.stringify(known.pod) === json
-          ? known
-          : {
-              pod,
-              audit: { iss: "", kid: undefined, jti: `sync:${json}`, iat: 0 },
-              storedAt: known?.storedAt ?? now(),
-            };
-      hub.upsert(build(e, { status: after, fingerprint }, probes));
+      hub.upsert(build(syncedEntry(pod, entryOf.get(uid), now), { status: after, fingerprint }, probes));
     },
     deleting(uid: string) {
       const t = terminating(uid);
