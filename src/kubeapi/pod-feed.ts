@@ -154,6 +154,8 @@ function unhealthyEvents(recorder: EventRecorder | undefined) {
 /** The entry a sync's read-back builds from. A sync of the stored spec (the loop's resyncs) builds as the stored
  * entry does, so the relists and syncs of an idle pod reuse one object instead of rebuilding it in turn. */
 function syncedEntry(pod: Pod, known: DesiredPod | undefined, now: () => number): DesiredPod {
+  // A loop sync hands over the stored pod itself: no serialising then.
+  if (known && known.pod === pod) return known;
   const json = JSON.stringify(pod);
   if (known && JSON.stringify(known.pod) === json) return known;
   return { pod, audit: { iss: "", kid: undefined, jti: `sync:${json}`, iat: 0 }, storedAt: known?.storedAt ?? now() };

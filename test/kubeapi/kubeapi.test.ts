@@ -664,6 +664,7 @@ describe("the pod feed", () => {
     for (let i = 0; i < 3; i++) {
       feed([entry], view, () => undefined);
       feed.synced(structuredClone(p), { ...status }, undefined);
+      feed.synced(p, { ...status }, undefined); // the loop's sync hands over the stored pod itself
     }
     expect(new Set(handed.slice(1)).size).toBe(1);
     // A new token for the same spec (a request's converged sync) is a new audit: built again, once.

@@ -1,14 +1,11 @@
 // The test files' machine-wide lock (test/support/machine-lock.ts): one holder at a time, a dead holder's file taken
 // over, and a takeover that found a dead holder never removes the lock another waiter has taken since.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { machineLock, takeOver } from "./machine-lock.js";
+import { lockPath as fileOf, machineLock, takeOver } from "./machine-lock.js";
 
 const DEAD_PID = 99_999_999; // above any pid_max
 const name = () => `unit-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
-const fileOf = (n: string) => join(tmpdir(), `podsync-test-${n}.lock`);
 
 describe("machine lock", () => {
   it("one holder at a time: a second waiter gets it once the first releases it", async () => {

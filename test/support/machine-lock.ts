@@ -14,7 +14,8 @@ import { pidAlive } from "../../src/state/state-dir-lock.js";
  * takes about a minute. */
 export const MACHINE_LOCK_WAIT_MS = 300_000;
 
-const path = (name: string) => join(tmpdir(), `podsync-test-${name}.lock`);
+/** The lock file of the named lock. */
+export const lockPath = (name: string) => join(tmpdir(), `podsync-test-${name}.lock`);
 
 function tryTake(file: string, token: string): boolean {
   try {
@@ -58,7 +59,7 @@ export function takeOver(file: string, stale: string): void {
 
 /** Waits until this process holds the named lock; resolves to its release. */
 export async function machineLock(name: string, waitMs = MACHINE_LOCK_WAIT_MS): Promise<() => void> {
-  const file = path(name);
+  const file = lockPath(name);
   const token = randomUUID();
   const end = Date.now() + waitMs;
   while (!tryTake(file, token)) {
