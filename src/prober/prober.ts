@@ -22,14 +22,12 @@ import type { PodStatus } from "../container/types.js";
 import type { ProbeNetwork } from "./probe.js";
 import {
   INITIAL,
-  keyOf,
   newest,
-  PROBE_FIELD,
-  probed,
   resultsOf,
   tickWorkers,
-  TYPES,
+  workerRefs,
   type PodProbeState,
+  type PodWorkers,
   type ProbeEvent,
 } from "./worker.js";
 
@@ -85,8 +83,6 @@ export interface Prober {
   observe(uid: string, status: PodStatus): void;
   /** The pod spec the prober holds. */
   spec(uid: string): Pod | undefined;
-  /** Pods with a probe due at `now` (a loop refreshes their status before tick). */
-  due(now: number): string[];
   /** The earliest time a probe is due, if any. */
   nextDue(): number | undefined;
   tick(now: number): Promise<TickResult>;
@@ -98,25 +94,28 @@ export interface Prober {
 export function createProber(o: ProberOptions): Prober {
   const store = o.store ?? new MemoryProbeStateStore();
   const pods = new Map<string, Pod>();
+  /** The pods with probes, and their workers (made when the pod's spec object changes). */
+  const probedPods = new Map<string, PodWorkers>();
   const statuses = new Map<string, PodStatus>();
   const inFlight = new Set<string>();
 
-  const probesOf = (pod: Pod) =>
-    probed(pod).flatMap((c) => TYPES.filter((t) => c[PROBE_FIELD[t]] !== undefined).map((t) => ({ c, t })));
-
   function upsert(pod: Pod) {
     const uid = pod.metadata.uid;
+    // The same spec object again (a loop sync hands over the stored pod): its workers stand.
+    if (pods.get(uid) === pod && (probedPods.has(uid) ? store.get(uid) : true)) return;
     pods.set(uid, pod);
-    const want = probesOf(pod);
-    if (want.length === 0) {
+    const refs = workerRefs(pod);
+    if (refs.length === 0) {
+      probedPods.delete(uid);
       store.delete(uid);
       return;
     }
+    probedPods.set(uid, { pod, refs });
     const prev = store.get(uid) ?? {};
     const next: PodProbeState = {};
     // A new worker's ticker fires at once (kubelet adds jitter only in the first period after it starts).
-    for (const { c, t } of want)
-      next[keyOf(c.name, t)] = prev[keyOf(c.name, t)] ?? {
+    for (const { t, key } of refs)
+      next[key] = prev[key] ?? {
         containerId: "",
         result: INITIAL[t],
         changedAt: 0,
@@ -130,20 +129,21 @@ export function createProber(o: ProberOptions): Prober {
 
   function remove(uid: string) {
     pods.delete(uid);
+    probedPods.delete(uid);
     statuses.delete(uid);
     store.delete(uid);
   }
 
   function needsSync(uid: string): boolean {
     const state = store.get(uid);
-    const pod = pods.get(uid);
-    if (!state || !pod) return false;
-    for (const c of probed(pod))
-      for (const t of ["liveness", "startup"] as const) {
-        const w = state[keyOf(c.name, t)];
-        const inst = newest(statuses.get(uid), c.name);
-        if (w && inst && inst.state === "running" && w.containerId === inst.id && w.result === "Failure") return true;
-      }
+    const workers = probedPods.get(uid);
+    if (!state || !workers) return false;
+    for (const { c, t, key } of workers.refs) {
+      if (t === "readiness") continue;
+      const w = state[key];
+      const inst = newest(statuses.get(uid), c.name);
+      if (w && inst && inst.state === "running" && w.containerId === inst.id && w.result === "Failure") return true;
+    }
     return false;
   }
 
@@ -159,23 +159,22 @@ export function createProber(o: ProberOptions): Prober {
       if (pods.has(uid)) statuses.set(uid, status);
     },
     spec: (uid) => pods.get(uid),
-    due(now) {
-      const out: string[] = [];
-      for (const uid of pods.keys()) {
-        const state = store.get(uid);
-        if (state && Object.values(state).some((w) => w.nextAt <= now)) out.push(uid);
-      }
-      return out;
-    },
     nextDue() {
       let min: number | undefined;
-      for (const uid of pods.keys())
-        for (const w of Object.values(store.get(uid) ?? {})) if (min === undefined || w.nextAt < min) min = w.nextAt;
+      for (const [uid, { refs }] of probedPods) {
+        const state = store.get(uid);
+        if (state)
+          for (const { key } of refs) {
+            const at = state[key]?.nextAt;
+            if (at !== undefined && (min === undefined || at < min)) min = at;
+          }
+      }
       return min;
     },
     async tick(now) {
-      const r = await tickWorkers({ o, store, pods, statuses, inFlight }, now);
-      const needs = [...pods.keys()].filter((uid) => needsSync(uid) || r.sidecarStarted.has(uid));
+      const r = await tickWorkers({ o, store, pods: probedPods, statuses, inFlight }, now);
+      const needs: string[] = [];
+      for (const uid of probedPods.keys()) if (needsSync(uid) || r.sidecarStarted.has(uid)) needs.push(uid);
       return { ran: r.ran, changed: r.changed, needsSync: needs };
     },
     results: (uid) => resultsOf(store.get(uid) ?? {}),

@@ -67,8 +67,11 @@ export interface WorkerOptions {
   onProbe?: ((e: ProbeEvent) => void) | undefined;
 }
 
-export const newest = (status: PodStatus | undefined, name: string): ContainerStatus | undefined =>
-  status?.containerStatuses.find((c) => c.name === name);
+export function newest(status: PodStatus | undefined, name: string): ContainerStatus | undefined {
+  // A loop, not `find`: the prober asks this for every worker on every tick.
+  if (status) for (const c of status.containerStatuses) if (c.name === name) return c;
+  return undefined;
+}
 
 function setResult(w: WorkerState, r: ProbeResult, now: number): boolean {
   if (w.result === r) return false;
@@ -171,11 +174,43 @@ async function doProbe(
   };
 }
 
+/** One worker of a pod: its container and probe type, with the keys a tick uses, made once per pod spec so an
+ * idle tick allocates nothing for the workers that are not due. */
+export interface WorkerRef {
+  c: Container;
+  t: ProbeType;
+  /** `<container>/<type>`: the worker's entry in the pod's PodProbeState. */
+  key: string;
+  /** `<uid>/<container>/<type>`: the worker in the prober's in-flight set. */
+  flight: string;
+  periodMs: number;
+}
+
+/** A probed pod's spec and its workers. */
+export interface PodWorkers {
+  pod: Pod;
+  refs: readonly WorkerRef[];
+}
+
+/** The workers of `pod`'s probes (sidecars and app containers; init containers are not probed). */
+export function workerRefs(pod: Pod): WorkerRef[] {
+  const refs: WorkerRef[] = [];
+  for (const c of probed(pod))
+    for (const t of TYPES) {
+      const probe = c[PROBE_FIELD[t]];
+      if (!probe) continue;
+      const key = keyOf(c.name, t);
+      refs.push({ c, t, key, flight: `${pod.metadata.uid}/${key}`, periodMs: probe.periodSeconds * 1000 });
+    }
+  return refs;
+}
+
 /** The prober's maps, as a tick reads them. */
 export interface Workers {
   o: WorkerOptions;
   store: { get(uid: string): PodProbeState | undefined; set(uid: string, state: PodProbeState): void };
-  pods: ReadonlyMap<string, Pod>;
+  /** The pods with at least one probe. */
+  pods: ReadonlyMap<string, PodWorkers>;
   statuses: ReadonlyMap<string, PodStatus>;
   /** Workers whose probe is running (`uid/container/type`). */
   inFlight: Set<string>;
@@ -191,36 +226,33 @@ export async function tickWorkers(
   const sidecarStarted = new Set<string>();
   let ran = 0;
   const runs: Promise<void>[] = [];
-  for (const [uid, pod] of pods) {
+  for (const [uid, { pod, refs }] of pods) {
     const state = store.get(uid);
     if (!state) continue;
-    for (const c of probed(pod))
-      for (const t of TYPES) {
-        const key = keyOf(c.name, t);
-        const w = state[key];
-        if (!w || w.nextAt > now) continue;
-        // The worker's ticker: every periodSeconds. A tick that finds the worker's last probe still running is
-        // dropped. kubelet's worker (worker.go `run`) probes in its own goroutine between reads of a Go ticker,
-        // whose channel keeps one tick: it probes once more right after a probe that outlived its period. podsync
-        // waits for the next period instead, so slow probes under load do not come back to back (a deliberate
-        // difference, small: at most one period later).
-        const period = c[PROBE_FIELD[t]]!.periodSeconds * 1000;
-        w.nextAt = w.nextAt + period > now ? w.nextAt + period : now + period;
-        if (inFlight.has(`${uid}/${key}`)) continue;
-        inFlight.add(`${uid}/${key}`);
-        runs.push(
-          doProbe(x.o, x.statuses.get(uid), uid, pod, c, t, state, now)
-            .then((r) => {
-              if (r.ran) ran++;
-              if (r.changed) changed.add(uid);
-              if (r.started) sidecarStarted.add(uid);
-            })
-            .finally(() => {
-              inFlight.delete(`${uid}/${key}`);
-              if (pods.has(uid)) store.set(uid, state);
-            }),
-        );
-      }
+    for (const { c, t, key, flight, periodMs } of refs) {
+      const w = state[key];
+      if (!w || w.nextAt > now) continue;
+      // The worker's ticker: every periodSeconds. A tick that finds the worker's last probe still running is
+      // dropped. kubelet's worker (worker.go `run`) probes in its own goroutine between reads of a Go ticker,
+      // whose channel keeps one tick: it probes once more right after a probe that outlived its period. podsync
+      // waits for the next period instead, so slow probes under load do not come back to back (a deliberate
+      // difference, small: at most one period later).
+      w.nextAt = w.nextAt + periodMs > now ? w.nextAt + periodMs : now + periodMs;
+      if (inFlight.has(flight)) continue;
+      inFlight.add(flight);
+      runs.push(
+        doProbe(x.o, x.statuses.get(uid), uid, pod, c, t, state, now)
+          .then((r) => {
+            if (r.ran) ran++;
+            if (r.changed) changed.add(uid);
+            if (r.started) sidecarStarted.add(uid);
+          })
+          .finally(() => {
+            inFlight.delete(flight);
+            if (pods.has(uid)) store.set(uid, state);
+          }),
+      );
+    }
   }
   await Promise.all(runs);
   return { ran, changed: [...changed], sidecarStarted };

@@ -232,6 +232,46 @@ describe("prober workers (kubelet's worker.go)", () => {
     await rt.delete(p.metadata.uid, 0);
   });
 
+  it("a changed spec remakes the pod's workers, keeping the results of those that stay; the same spec object again changes nothing", async () => {
+    const p = execReadinessPod();
+    const uid = p.metadata.uid;
+    const rt = createPodRuntime(cri);
+    const prober = createProber({ cri });
+    prober.upsert(p);
+    prober.observe(uid, (await rt.sync(p)).after);
+    const id = running(uid)[0]!.id;
+    const t = Date.now();
+    expect((await prober.tick(t)).ran).toBe(1);
+    expect(prober.results(uid).readiness?.get(id)).toBe("Success");
+    // The same object (a loop sync hands the stored pod over): the worker's ticker is not reset.
+    prober.upsert(p);
+    expect(prober.nextDue()).toBe(t + 1000);
+    expect((await prober.tick(t + 500)).ran).toBe(0);
+    // A new spec adds a liveness probe every 5 s: a new worker, due at once; readiness keeps its result and ticker.
+    const main = p.spec.containers[0]!;
+    const changed = {
+      ...p,
+      spec: { ...p.spec, containers: [{ ...main, livenessProbe: { ...main.readinessProbe!, periodSeconds: 5 } }] },
+    };
+    prober.upsert(changed);
+    expect(prober.spec(uid)).toBe(changed);
+    expect(prober.nextDue()).toBe(0);
+    expect(prober.results(uid).readiness?.get(id)).toBe("Success");
+    expect((await prober.tick(t + 600)).ran).toBe(1); // the liveness worker alone
+    expect(prober.nextDue()).toBe(t + 1000);
+    expect((await prober.tick(t + 1000)).ran).toBe(1); // readiness, a period after its last run
+    expect(prober.nextDue()).toBe(t + 2000);
+    // Back to the readiness probe alone: the liveness worker is gone.
+    prober.upsert(p);
+    expect((await prober.tick(t + 5600)).ran).toBe(1);
+    expect(prober.results(uid).liveness?.size).toBe(0);
+    // No probe at all: the pod has no workers.
+    prober.upsert({ ...p, spec: { ...p.spec, containers: [{ ...main, readinessProbe: undefined }] } });
+    expect(prober.nextDue()).toBeUndefined();
+    expect((await prober.tick(t + 60_000)).ran).toBe(0);
+    await rt.delete(uid, 0);
+  });
+
   it("a startup probe holds liveness and readiness off until it succeeds", async () => {
     const p = pod({
       containers: [
