@@ -38,6 +38,36 @@ describe("cachingListDecoder", () => {
     expect(d.decode(new Uint8Array())).toEqual(create(ListContainersResponseSchema));
   });
 
+  it("an item whose maps come in another order is the same item (containerd sends Go's random map order)", () => {
+    const d = cachingListDecoder(ListContainersResponseSchema, ContainerSchema, "containers");
+    const labels = { "io.kubernetes.pod.uid": "u", "io.kubernetes.pod.name": "p", app: "x" };
+    const reversed = Object.fromEntries(Object.entries(labels).reverse());
+    const one = answer(create(ContainerSchema, { ...container("a"), labels }));
+    const other = answer(create(ContainerSchema, { ...container("a"), labels: reversed }));
+    expect(Buffer.from(one).equals(Buffer.from(other))).toBe(false);
+    const r1 = d.decode(one);
+    const r2 = d.decode(other);
+    expect(d.decoded).toBe(1);
+    expect(r2.containers[0]).toBe(r1.containers[0]);
+    expect(r2).toEqual(fromBinary(ListContainersResponseSchema, other));
+    // A value that changed is a changed item.
+    d.decode(answer(create(ContainerSchema, { ...container("a"), labels: { ...reversed, app: "y" } })));
+    expect(d.decoded).toBe(2);
+  });
+
+  it("a map that repeats a key keeps its order in the key: the last entry wins, as protobuf-es decodes it", () => {
+    const d = cachingListDecoder(ListContainersResponseSchema, ContainerSchema, "containers");
+    const part = (v: string) => toBinary(ContainerSchema, create(ContainerSchema, { labels: { k: v } }));
+    // Two encodings of one message concatenated are their merge: both entries of `k`, the later one wins.
+    const item = (first: string, second: string) => {
+      const body = Buffer.concat([Buffer.from(toBinary(ContainerSchema, container("a"))), part(first), part(second)]);
+      return Buffer.concat([Buffer.from([0x0a]), Buffer.from(varintBytes(body.length)), body]);
+    };
+    expect(d.decode(item("1", "2")).containers[0]!.labels["k"]).toBe("2");
+    expect(d.decode(item("2", "1")).containers[0]!.labels["k"]).toBe("1");
+    expect(d.decoded).toBe(2);
+  });
+
   it("a sandbox list the same way; bytes of another shape are decoded whole (and fail as protobuf-es fails)", () => {
     const d = cachingListDecoder(ListPodSandboxResponseSchema, PodSandboxSchema, "items");
     const bytes = toBinary(
@@ -77,3 +107,10 @@ describe("cachingListDecoder", () => {
     expect(small.decoded).toBe(before + 1);
   });
 });
+
+function varintBytes(n: number): number[] {
+  const out: number[] = [];
+  for (; n > 0x7f; n = Math.floor(n / 128)) out.push((n & 0x7f) | 0x80);
+  out.push(n);
+  return out;
+}
