@@ -30,6 +30,7 @@ import {
   procCpuMs,
   r2,
   rssMiB,
+  rssParts,
   relistCpu,
   selfCpuMs,
   sleep,
@@ -272,6 +273,7 @@ async function main() {
     await sleep(SETTLE_S * 1000);
     const emptyRss = rssMiB(server.pid);
     const emptyHeap = await server.heap();
+    const emptyParts = rssParts(server.pid);
 
     // The floor first, on a quiet runtime: 110 raw pods, then gone.
     const { ms: rawMs, done: rawDone } = await rawCreate(cri, dir, PODS, RAW_PARALLEL, true);
@@ -319,6 +321,7 @@ async function main() {
     const idlePct = ((procCpuMs(server.pid) - i0) / (IDLE_S * 1000)) * 100;
     const fullRss = med(rssSeen);
     const fullHeap = await server.heap();
+    const fullParts = rssParts(server.pid);
     loads.push(loadavg());
     const floor = await probeFloor(cri, IDLE_S);
     const floorPct = (floor.cpuMs / (IDLE_S * 1000)) * 100;
@@ -376,7 +379,7 @@ async function main() {
       ],
       [
         `RSS: empty / ${PODS} pods / per pod above empty`,
-        `${r2(emptyRss)} / ${r2(fullRss)} (median of the idle window's ${rssSeen.length} readings, ${r2(Math.min(...rssSeen))}–${r2(Math.max(...rssSeen))}) / ${r2((fullRss - emptyRss) / PODS)} MiB (heap used ${emptyHeap.used} → ${fullHeap.used} MiB)`,
+        `${r2(emptyRss)} / ${r2(fullRss)} (median of the idle window's ${rssSeen.length} readings, ${r2(Math.min(...rssSeen))}–${r2(Math.max(...rssSeen))}) / ${r2((fullRss - emptyRss) / PODS)} MiB (heap used ${emptyHeap.used} → ${fullHeap.used} MiB, committed ${emptyHeap.committed} → ${fullHeap.committed}; the RSS anonymous ${emptyParts.anon} → ${fullParts.anon}, file-backed ${emptyParts.file} → ${fullParts.file})`,
         "≤ 0.2 MiB a pod",
       ],
       [

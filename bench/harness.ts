@@ -46,6 +46,13 @@ export const procCpuMs = (pid: number) => {
 };
 export const rssMiB = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+/** A process's resident memory by kind, MiB: anonymous (heap, stacks, malloc) and file-backed (node's binary,
+ * libraries). */
+export const rssParts = (pid: number) => {
+  const st = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(st)?.[1] ?? NaN);
+  return { anon: r2(kib("RssAnon") / 1024), file: r2(kib("RssFile") / 1024) };
+};
 export const selfCpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
