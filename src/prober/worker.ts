@@ -249,7 +249,12 @@ export async function tickWorkers(
           })
           .finally(() => {
             inFlight.delete(flight);
-            if (pods.has(uid)) store.set(uid, state);
+            // The worker's state object is shared with any newer state of the pod (a changed spec keeps the
+            // workers that stay), so the result is in whatever the store holds now: write that back, never the
+            // state this tick began with (it would drop workers a new spec added, or bring back a pod's state
+            // after its probes were removed).
+            const current = store.get(uid);
+            if (current) store.set(uid, current);
           }),
       );
     }

@@ -272,6 +272,38 @@ describe("prober workers (kubelet's worker.go)", () => {
     await rt.delete(uid, 0);
   });
 
+  it("a spec that changes while a probe runs: the probe's end keeps the new workers, and brings no removed state back", async () => {
+    const p = execReadinessPod();
+    const uid = p.metadata.uid;
+    const rt = createPodRuntime(cri);
+    const prober = createProber({ cri });
+    prober.upsert(p);
+    prober.observe(uid, (await rt.sync(p)).after);
+    const main = p.spec.containers[0]!;
+    const t = Date.now();
+    // A liveness probe added while the readiness probe runs: the new worker is due at once, after the old probe too.
+    fake.runtime.fault("ExecSync", { kind: "hang", ms: 300, times: 1 });
+    let held = prober.tick(t);
+    await new Promise((r) => setTimeout(r, 50));
+    const withLiveness = {
+      ...p,
+      spec: { ...p.spec, containers: [{ ...main, livenessProbe: { ...main.readinessProbe!, periodSeconds: 5 } }] },
+    };
+    prober.upsert(withLiveness);
+    expect((await held).ran).toBe(1);
+    expect(prober.nextDue()).toBe(0);
+    expect((await prober.tick(t + 100)).ran).toBe(1);
+    // Every probe removed while one runs: its end writes no state back, so nothing is due.
+    fake.runtime.fault("ExecSync", { kind: "hang", ms: 300, times: 1 });
+    held = prober.tick(t + 5100);
+    await new Promise((r) => setTimeout(r, 50));
+    prober.upsert({ ...p, spec: { ...p.spec, containers: [{ ...main, readinessProbe: undefined }] } });
+    await held;
+    expect(prober.nextDue()).toBeUndefined();
+    expect((await prober.tick(t + 60_000)).ran).toBe(0);
+    await rt.delete(uid, 0);
+  });
+
   it("a startup probe holds liveness and readiness off until it succeeds", async () => {
     const p = pod({
       containers: [
