@@ -2,7 +2,8 @@
 // its bytes are the same. A relist asks for the same objects every period and almost none changed (an item's bytes
 // hold its id, state and createdAt, labels and annotations), so most of the protobuf decoding of a relist, which
 // was its main cost, is a Map lookup instead. The key is the item's bytes themselves (its maps' entries in one
-// order, below), so a changed object is never mistaken for its old self. Items handed out are shared between answers: callers read them and never change them.
+// order, below), so a changed object is never mistaken for its old self. Items handed out are shared between
+// answers: callers read them and never change them.
 //
 // Two generations bound the memory: items are looked up in the current and the previous one; when the current one
 // holds more than twice the largest answer seen (64 at least) it becomes the previous (an item a later answer does
