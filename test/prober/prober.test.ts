@@ -55,6 +55,16 @@ const execReadinessPod = () =>
     ],
   });
 
+/** An exec readiness pod started on the fake runtime, and a prober that holds it. */
+async function probedPod() {
+  const p = execReadinessPod();
+  const rt = createPodRuntime(cri);
+  const prober = createProber({ cri });
+  prober.upsert(p);
+  prober.observe(p.metadata.uid, (await rt.sync(p)).after);
+  return { p, uid: p.metadata.uid, main: p.spec.containers[0]!, rt, prober };
+}
+
 describe("prober workers (kubelet's worker.go)", () => {
   it("readiness starts Failure, turns Success after successThreshold, Failure after failureThreshold", async () => {
     const p = pod({
@@ -233,12 +243,7 @@ describe("prober workers (kubelet's worker.go)", () => {
   });
 
   it("a changed spec remakes the pod's workers, keeping the results of those that stay; the same spec object again changes nothing", async () => {
-    const p = execReadinessPod();
-    const uid = p.metadata.uid;
-    const rt = createPodRuntime(cri);
-    const prober = createProber({ cri });
-    prober.upsert(p);
-    prober.observe(uid, (await rt.sync(p)).after);
+    const { p, uid, main, rt, prober } = await probedPod();
     const id = running(uid)[0]!.id;
     const t = Date.now();
     expect((await prober.tick(t)).ran).toBe(1);
@@ -248,7 +253,6 @@ describe("prober workers (kubelet's worker.go)", () => {
     expect(prober.nextDue()).toBe(t + 1000);
     expect((await prober.tick(t + 500)).ran).toBe(0);
     // A new spec adds a liveness probe every 5 s: a new worker, due at once; readiness keeps its result and ticker.
-    const main = p.spec.containers[0]!;
     const changed = {
       ...p,
       spec: { ...p.spec, containers: [{ ...main, livenessProbe: { ...main.readinessProbe!, periodSeconds: 5 } }] },
@@ -273,13 +277,7 @@ describe("prober workers (kubelet's worker.go)", () => {
   });
 
   it("a spec that changes while a probe runs: the probe's end keeps the new workers, and brings no removed state back", async () => {
-    const p = execReadinessPod();
-    const uid = p.metadata.uid;
-    const rt = createPodRuntime(cri);
-    const prober = createProber({ cri });
-    prober.upsert(p);
-    prober.observe(uid, (await rt.sync(p)).after);
-    const main = p.spec.containers[0]!;
+    const { p, uid, main, rt, prober } = await probedPod();
     const t = Date.now();
     // A liveness probe added while the readiness probe runs: the new worker is due at once, after the old probe too.
     fake.runtime.fault("ExecSync", { kind: "hang", ms: 300, times: 1 });
