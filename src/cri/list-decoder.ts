@@ -45,20 +45,9 @@ export function cachingListDecoder<L extends DescMessage, I extends DescMessage>
       const items: MessageShape<I>[] = [];
       let pos = 0;
       while (pos < buf.length) {
-        if (buf[pos] !== TAG) return fromBinary(list, buf);
-        let len = 0;
-        let shift = 0;
-        let b: number;
-        pos++;
-        do {
-          if (pos >= buf.length || shift > 28) return fromBinary(list, buf);
-          b = buf[pos++]!;
-          len |= (b & 0x7f) << shift;
-          shift += 7;
-        } while (b & 0x80);
-        const end = pos + len;
-        if (len < 0 || end > buf.length) return fromBinary(list, buf);
-        const bytes = buf.subarray(pos, end);
+        const end = fieldEnd(buf, pos);
+        if (end < 0 || fieldTag !== TAG) return fromBinary(list, buf);
+        const bytes = buf.subarray(at, end);
         pos = end;
         const key = keyOf(bytes);
         let m = cur.get(key);
@@ -87,8 +76,8 @@ export function cachingListDecoder<L extends DescMessage, I extends DescMessage>
   };
 }
 
-// The item key's parser: a relist keys every item, so it reads tags and lengths in place and allocates only the
-// key itself. `at` is where the last varint ended; -1 means the bytes ran out.
+// The answer's and its items' parser: a relist splits the answer and keys every item, so it reads tags and lengths
+// in place and allocates only the key itself. `at` is where the last varint ended; -1 means the bytes ran out.
 let at = 0;
 function varint(b: Uint8Array, pos: number): number {
   let v = 0;
@@ -104,7 +93,8 @@ function varint(b: Uint8Array, pos: number): number {
   return 0;
 }
 
-/** The end of the field whose tag is at `pos` (-1 where it does not parse); its tag is left in `fieldTag`. */
+/** The end of the field whose tag is at `pos` (-1 where it does not parse, or runs past the end); its tag is left
+ * in `fieldTag`, and for a length-delimited field `at` is where its payload starts. */
 let fieldTag = 0;
 function fieldEnd(b: Uint8Array, pos: number): number {
   fieldTag = varint(b, pos);
