@@ -102,7 +102,7 @@ export function createProber(o: ProberOptions): Prober {
   function upsert(pod: Pod) {
     const uid = pod.metadata.uid;
     // The same spec object again (a loop sync hands over the stored pod): its workers stand.
-    if (pods.get(uid) === pod && (!probedPods.has(uid) || store.get(uid) !== undefined)) return;
+    if (pods.get(uid) === pod) return;
     pods.set(uid, pod);
     const refs = workerRefs(pod);
     if (refs.length === 0) {
