@@ -44,14 +44,21 @@ export const procCpuMs = (pid: number) => {
   const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
   return (Number(rest[11]) + Number(rest[12])) * 10;
 };
-export const rssMiB = (pid: number) =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+/** Fields of a process's /proc status given in kB, as MiB. */
+const statusMiB = (pid: number, ...fields: string[]) => {
+  const st = readFileSync(`/proc/${pid}/status`, "utf8");
+  return fields.map((k) => {
+    const m = new RegExp(`^${k}:\\s+(\\d+) kB`, "m").exec(st);
+    if (!m) throw new Error(`/proc/${pid}/status has no ${k}`);
+    return Number(m[1]) / 1024;
+  });
+};
+export const rssMiB = (pid: number) => statusMiB(pid, "VmRSS")[0]!;
 /** A process's resident memory by kind, MiB: anonymous (heap, stacks, malloc) and file-backed (node's binary,
  * libraries). */
 export const rssParts = (pid: number) => {
-  const st = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(st)?.[1] ?? NaN);
-  return { anon: r2(kib("RssAnon") / 1024), file: r2(kib("RssFile") / 1024) };
+  const [anon, file] = statusMiB(pid, "RssAnon", "RssFile");
+  return { anon: r2(anon!), file: r2(file!) };
 };
 export const selfCpuMs = () => {
   const u = process.cpuUsage();
