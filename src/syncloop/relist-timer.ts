@@ -27,7 +27,8 @@ export interface RelistTimer {
 }
 
 /** How long nothing must change before the controllers' pods are relisted at their requeue time instead of the
- * interval; also the longest a quiet node with workloads goes between relists. */
+ * interval; also the longest a quiet node with workloads goes between relists (the loop's default; a loop option
+ * sets another). */
 export const CONTROLLERS_QUIET_MS = 10_000;
 
 export function createRelistTimer(
@@ -62,8 +63,8 @@ export function createRelistTimer(
     if (!s.eventsUp) return s.interval;
     let due = Infinity;
     if (s.o.controllers?.watching()) {
-      if (from - s.changedAt < CONTROLLERS_QUIET_MS || s.o.controllers.deleting?.()) return s.interval;
-      due = Math.min(s.controllersDue, from + CONTROLLERS_QUIET_MS);
+      if (from - s.changedAt < s.controllersQuiet || s.o.controllers.deleting?.()) return s.interval;
+      due = Math.min(s.controllersDue, from + s.controllersQuiet);
     }
     for (const [uid, rec] of s.records) {
       // A pod a request's work holds is the request's to sync (its end makes it due at the resync). A pod the loop

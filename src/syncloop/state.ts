@@ -9,6 +9,7 @@ import { createPodDispatch } from "../podworkers/dispatch.js";
 import type { PodRecord } from "./decide.js";
 import { createReporter } from "./report.js";
 import type { ReconcileLoopOptions } from "./types.js";
+import { CONTROLLERS_QUIET_MS } from "./relist-timer.js";
 
 export function createLoopState(o: ReconcileLoopOptions) {
   const interval = o.relistIntervalMs ?? 1000;
@@ -32,6 +33,7 @@ export function createLoopState(o: ReconcileLoopOptions) {
     resyncSlot: (at: number) => Math.ceil(at / slot) * slot,
     errorBackOff: o.errorBackOffMs ?? 10_000,
     eventedInterval: Math.max(interval, o.eventedRelistIntervalMs ?? 300_000),
+    controllersQuiet: o.controllersQuietMs ?? CONTROLLERS_QUIET_MS,
     maxSyncs: o.maxConcurrentSyncs ?? 8,
     prober: o.prober,
     pods,

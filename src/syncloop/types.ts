@@ -45,6 +45,9 @@ export interface ReconcileLoopOptions {
     | undefined;
   /** The relist period while the event stream is up. Default 300000 (kubelet's eventedPlegRelistPeriod). */
   eventedRelistIntervalMs?: number;
+  /** How long nothing must change before the controllers' pods are relisted at their requeue time instead of the
+   * interval; also the longest a quiet node with workloads goes between relists. Default CONTROLLERS_QUIET_MS. */
+  controllersQuietMs?: number;
   /** The eviction manager's local storage pass (eviction/manager.ts); without it no pod is held to its
    * ephemeral-storage limits or disk emptyDir sizeLimit (the runtime then refuses such pods). */
   eviction?: EvictionOptions | undefined;

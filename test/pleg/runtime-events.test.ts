@@ -12,7 +12,6 @@ import { createPodRuntime } from "../../src/kubelet/pod-runtime.js";
 import { PodStatusCache } from "../../src/container/cache.js";
 import { MemoryDesiredState } from "../../src/pleg/desired-state.js";
 import { startReconcileLoop, type ReconcileLoop } from "../../src/syncloop/sync-loop.js";
-import { CONTROLLERS_QUIET_MS } from "../../src/syncloop/relist-timer.js";
 import type { NodeMetrics } from "../../src/metrics/metrics.js";
 import { createPromMetrics } from "../../src/host/metrics/metrics.js";
 import type { FakeServer } from "../support/fake-cri.js";
@@ -387,6 +386,8 @@ describe("the loop with runtime events", () => {
 });
 
 describe("the loop with runtime events and workloads", () => {
+  /** The loop's quiet time, shorter than its default (CONTROLLERS_QUIET_MS, 10 s) to keep the test short. */
+  const QUIET_MS = 2000;
   it("while workloads are stored and their pods change the loop relists at its interval (their controllers watch pods through it); quiet, it waits; a stored workload is run at the next pass", async () => {
     const { createControllers } = await import("../../src/controllers/run.js");
     const { MemoryWorkloadStore } = await import("../../src/controllers/store.js");
@@ -403,6 +404,7 @@ describe("the loop with runtime events and workloads", () => {
       controllers,
       relistIntervalMs: 100,
       eventedRelistIntervalMs: 60_000,
+      controllersQuietMs: QUIET_MS,
       metrics: m,
       events: (on) =>
         watchContainerEvents({
@@ -439,11 +441,12 @@ describe("the loop with runtime events and workloads", () => {
         )?.availableReplicas === 2,
     );
     expect(controllers.watching()).toBe(true);
-    // Quiet: nothing changed for CONTROLLERS_QUIET_MS, so no relist at the interval (the next comes at the
-    // controllers' requeue time, at most CONTROLLERS_QUIET_MS on).
-    await new Promise((r) => setTimeout(r, CONTROLLERS_QUIET_MS + 500));
+    // Quiet: nothing changed for the quiet time, so no relist at the interval (the next comes at the controllers'
+    // requeue time, at most the quiet time on).
+    await new Promise((r) => setTimeout(r, QUIET_MS + 500));
+    // At the interval this window would hold 15 relists; quiet, they are at least QUIET_MS apart.
     const quiet = rec.relists;
-    await new Promise((r) => setTimeout(r, 2000));
+    await new Promise((r) => setTimeout(r, 1500));
     expect(rec.relists - quiet).toBeLessThanOrEqual(1);
     // A pod's container exits: its event's sync brings a relist that sees the change, and the interval again.
     const c = [...fake.runtime.containers.values()].find((x) => x.state === api.ContainerState.CONTAINER_RUNNING)!;
