@@ -6,6 +6,7 @@ import { DnsCache } from "./dns/cache.js";
 import { parseUpstream } from "./dns/forward.js";
 import { buildIndex, type DnsIndex } from "./dns/records.js";
 import { type DnsServer, type DnsServerHealth, startDnsServer } from "./dns/server.js";
+import type { DataplaneHold } from "./dataplane-hold.js";
 import type { NftRunner } from "./proxy/nft.js";
 import { type Proxier, type ProxierHealth, startProxier } from "./proxy/proxier.js";
 import type { ServiceSource } from "./types.js";
@@ -46,9 +47,18 @@ export async function startServiceDataplane(o: {
   source: ServiceSource;
   settings: DataplaneSettings;
   log?: (rec: Record<string, unknown>) => void;
+  /** The machine's one data plane (dataplane-hold.ts), taken before anything is written or bound; when another
+   * node has it, this one starts neither the proxier nor the DNS and says why. */
+  hold?: () => Promise<DataplaneHold>;
 }): Promise<ServiceDataplane> {
   const s = o.settings;
   const log = o.log ?? (() => undefined);
+  const hold = await o.hold?.();
+  if (hold && !hold.held) {
+    log({ proxier: "unavailable", error: hold.reason });
+    const health = { available: false, proxy: { available: false, reason: hold.reason, syncs: 0, failures: 0 } };
+    return { health: () => structuredClone(health), stop: async () => {} };
+  }
   let dns: DnsServer | undefined;
   let stats: ReturnType<typeof createAnswerer> | undefined;
   let unsubscribe = () => undefined as unknown;
@@ -97,6 +107,7 @@ export async function startServiceDataplane(o: {
       unsubscribe();
       await proxier?.stop();
       await dns?.close();
+      await hold?.release();
     },
   };
 }

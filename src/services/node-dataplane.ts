@@ -2,6 +2,7 @@
 // cluster DNS address (PODSYNC_CLUSTER_DNS, else the bridge's gateway) and its upstreams (PODSYNC_DNS_UPSTREAM, else
 // the node's resolv.conf), and what start-up should say about them. src/node.ts calls it; it returns the cluster
 // DNS address pods must be given (kubelet's --cluster-dns) when the setting left it to podsync.
+import { holdDataplane } from "./dataplane-hold.js";
 import { type ServiceDataplane, startServiceDataplane } from "./dataplane.js";
 import { cniConfDirFromStatusInfo, DEFAULT_CNI_CONF_DIR, readPodNetwork, resolvConfServers } from "./node-network.js";
 import type { ServiceSource } from "./types.js";
@@ -41,6 +42,7 @@ export async function startNodeDataplane(
       dns: dnsAddress ? { address: dnsAddress, upstreams } : undefined,
     },
     ...(o.log ? { log: o.log } : {}),
+    hold: () => holdDataplane("podsync", o.nodeName),
   });
   // The first bind is quick where the address exists: give it a moment so start-up says how it went. The timer is
   // not unref'd: with no runtime to talk to, it is what keeps node running until the port is open.
@@ -52,13 +54,14 @@ export async function startNodeDataplane(
     );
   else
     lines.push(
-      `  warning: the Services data plane is unavailable: ${h.proxy?.reason ?? "unknown"}; Services are refused until it is`,
+      `  warning: the Services data plane is unavailable: ${h.proxy?.reason ?? "unknown"}; Services are refused`,
     );
   if (!dnsAddress)
     lines.push(
       `  warning: no cluster DNS: PODSYNC_CLUSTER_DNS is unset and no bridge network was found in ${cniConfDir} (set PODSYNC_CNI_CONF_DIR); Services are refused`,
     );
-  else
+  // No DNS server with an address: another node runs the machine's data plane (the warning above says which).
+  else if (dataplane.dns)
     lines.push(
       `  dns:     ${o.clusterDomain} on ${dnsAddress}:53 (UDP, TCP)${h.dns?.listening ? "" : `, not yet: ${h.dns?.reason}`}; forwards to ${upstreams.join(", ") || "nothing (SERVFAIL): set PODSYNC_DNS_UPSTREAM"}`,
     );

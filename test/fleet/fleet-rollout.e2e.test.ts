@@ -40,6 +40,7 @@ const agents = new Map<string, Running>();
 
 const agentEnv = (name: string, token?: string): Record<string, string> => ({
   PODSYNC_CRI_ENDPOINT: endpoint,
+  PODSYNC_SERVICE_DATAPLANE: "off",
   PODSYNC_PORT: "0",
   PODSYNC_HOST: "127.0.0.1",
   PODSYNC_NODE_NAME: name,

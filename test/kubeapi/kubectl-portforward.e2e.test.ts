@@ -84,6 +84,7 @@ describe.skipIf(skip)("kubectl port-forward and SPDY exec against the node", () 
     running = await startNode(
       {
         PODSYNC_CRI_ENDPOINT: endpoint,
+        PODSYNC_SERVICE_DATAPLANE: "off",
         PODSYNC_PORT: "0",
         PODSYNC_NODE_NAME: NODE,
         PODSYNC_POLICY: "privileged",

@@ -230,7 +230,10 @@ describe("the runtime's CNI directory (containerd's verbose CRI Status)", () => 
 describe("the test harness leaves the data plane off", () => {
   // The default is auto (on as root), and there is one `inet podsync` table and one DNS address per machine, so
   // every node a test or bench starts must say PODSYNC_SERVICE_DATAPLANE itself, or inherit the suite's `off`
-  // (vitest.config.ts `env`) by spreading process.env; the data plane's own files run alone (project `dataplane`).
+  // (vitest.config.ts `env`) by spreading process.env; the data plane's own files run one at a time
+  // (test/support/machine-lock.ts). This check reads whole files, so a file that spreads process.env elsewhere
+  // passes it; the machine's data plane hold (src/services/dataplane-hold.ts) is what keeps such a node from
+  // overwriting another's rules: it gets no data plane, or, first there, makes the Services files fail naming it.
   it("every file that starts a node names the setting or inherits the suite's", () => {
     const starts = /startNode\(|"dist\/node\.js"|"serve"/;
     const offenders = (readdirSync("test", { recursive: true }) as string[])
