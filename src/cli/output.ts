@@ -15,13 +15,15 @@ interface FieldError {
   message: string;
 }
 
-/** An error answer as lines: status, title and detail; with field errors, each field once (the detail repeats
- * them all on one line, for curl users). */
+/** An error answer as lines: status, title and detail; with field errors, each field once. The detail is left out
+ * where it repeats them all on one line (for curl users), and kept where it says more (why a kind is refused). */
 export function problemLines(status: number, p: Record<string, unknown>): string[] {
   const errors = (p["errors"] as FieldError[] | undefined) ?? [];
   const title = String(p["title"] ?? `HTTP ${status}`);
-  if (errors.length) return [`${status} ${title}:`, ...errors.map((e) => `    ${e.path}: ${e.message}`)];
-  return [`${status} ${title}: ${p["detail"] ?? ""}`.trimEnd()];
+  const detail = String(p["detail"] ?? "");
+  if (!errors.length) return [`${status} ${title}: ${detail}`.trimEnd()];
+  const repeats = detail === "" || errors.some((e) => detail.includes(e.message));
+  return [`${status} ${title}:${repeats ? "" : ` ${detail}`}`, ...errors.map((e) => `    ${e.path}: ${e.message}`)];
 }
 
 export function formatServerError(e: ServerError): string {

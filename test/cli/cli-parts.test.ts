@@ -1,5 +1,5 @@
 // The CLI's pure parts: kubectl's -o jsonpath templates, -l selectors, flag parsing in podsync's words, the
-// key lookup order, the progress line and the per-pod progress block.
+// key lookup order, the progress line, the per-pod progress block and an error answer's lines.
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +10,7 @@ import { jsonPath } from "../../src/cli/print/jsonpath.js";
 import { parseSelector } from "../../src/cli/selector.js";
 import { parseDuration, progress } from "../../src/cli/progress.js";
 import { podProgress } from "../../src/cli/print/pod-progress.js";
+import { problemLines } from "../../src/cli/output.js";
 
 const list = {
   kind: "List",
@@ -175,5 +176,24 @@ describe("per-pod progress (apply, sync)", () => {
     p.set("pod/a", "y");
     p.done();
     expect(s.out).toBe("");
+  });
+});
+
+describe("an error answer's lines", () => {
+  const errors = [
+    { path: "pods[0].kind", message: "Service default/a: the node's Services data plane is not running" },
+    { path: "pods[1].kind", message: "Service default/b: the node's Services data plane is not running" },
+  ];
+  it("each field once; the detail only where it says more than the fields", () => {
+    const why = "Services need the node's data plane, which is unavailable: another podsync node runs it";
+    expect(problemLines(501, { title: "Not available on this deployment", detail: why, errors })).toEqual([
+      `501 Not available on this deployment: ${why}`,
+      `    pods[0].kind: ${errors[0]!.message}`,
+      `    pods[1].kind: ${errors[1]!.message}`,
+    ]);
+    // A detail that is the fields on one line (for curl users) is not printed twice.
+    const joined = errors.map((e) => `${e.path}: ${e.message}`).join("; ");
+    expect(problemLines(422, { title: "Invalid", detail: joined, errors })[0]).toBe("422 Invalid:");
+    expect(problemLines(409, { title: "Conflict", detail: "uid in use" })).toEqual(["409 Conflict: uid in use"]);
   });
 });
