@@ -27,7 +27,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Three files at a time on the 2-core machine: most of a real-containerd file's time is spent waiting for
     // containerd, runc, kubectl or workerd, not on this process's CPU. `.ci/run` on fresh clones (2026-12-08, one
-    // run each): 2 workers 652 s, 3 workers 576 s, 4 workers 558 s. The timed file still runs alone (below).
+    // run each): 2 workers 652 s, 3 workers 576 s, 4 workers 558 s; 3 workers and a shorter quiet-loop test 523 s.
+    // The timed file still runs alone (below).
     fileParallelism: true,
     maxWorkers: 3,
     // A node a test starts leaves the Services data plane off unless the test says otherwise (see above).

@@ -1,5 +1,6 @@
 // One Services data plane per machine (src/services/dataplane-hold.ts): a second node gets none and says whose it
 // is; the hold goes with its holder, also when the holder is killed; a node without it writes and binds nothing.
+import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
@@ -28,7 +29,7 @@ describe("the machine's data plane hold", () => {
     expect(first.held).toBe(true);
     const second = await take(t, "node-b");
     expect(second).toEqual({ held: false, reason: expect.stringContaining(`node "node-a", pid ${process.pid}`) });
-    if (second.held) return;
+    assert(!second.held);
     expect(second.reason).toContain(`the nftables table inet ${t}`);
     expect(second.reason).toContain("set PODSYNC_SERVICE_DATAPLANE=off on this one");
     // Another table is another data plane.
