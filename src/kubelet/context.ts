@@ -95,7 +95,7 @@ export function createRuntimeContext(cri: CriClient, o: PodRuntimeOptions) {
   // act on a pod is then seen here).
   const absent = lock instanceof MemoryPodLock ? new AbsentPods() : undefined;
   /** lock.run, with the run seen by `absent` from before it waits for the lock until it is over. */
-  const lockedRun = <T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T> => {
+  const lockedRun = <T>(uid: string, fn: (fence: AbortSignal | undefined) => Promise<T>): Promise<T> => {
     absent?.enter(uid);
     return lock.run(uid, fn).finally(() => absent?.leave(uid));
   };

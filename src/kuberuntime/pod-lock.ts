@@ -4,15 +4,16 @@
 
 export interface PodLock {
   /** Run fn holding the pod's lock. A lock that can be lost while held (a lease) aborts `fence` once it may
-   * have been; the holder then makes no further runtime write (see src/cri/request-view.ts). */
-  run<T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T>;
+   * have been; the holder then makes no further runtime write (see src/cri/request-view.ts). A lock that cannot be
+   * lost gives no fence. */
+  run<T>(uid: string, fn: (fence: AbortSignal | undefined) => Promise<T>): Promise<T>;
 }
 
 export class MemoryPodLock implements PodLock {
   private readonly tails = new Map<string, Promise<unknown>>();
   constructor(private readonly maxWaitMs = 30_000) {}
 
-  async run<T>(uid: string, fn: (fence: AbortSignal) => Promise<T>): Promise<T> {
+  async run<T>(uid: string, fn: (fence: AbortSignal | undefined) => Promise<T>): Promise<T> {
     const prev = this.tails.get(uid);
     let release!: () => void;
     const mine = new Promise<void>((r) => (release = r));
@@ -20,9 +21,9 @@ export class MemoryPodLock implements PodLock {
     this.tails.set(uid, tail);
     try {
       if (prev) await waitAtMost(prev, this.maxWaitMs, uid);
-      // An in-process lock is never lost: its fence never fires. (Made per run: Workers allow no
-      // AbortController at global scope.)
-      return await fn(new AbortController().signal);
+      // An in-process lock is never lost, so it gives no fence. (A signal that never fires would still take a
+      // listener from every runtime call in flight: a status read per container, in parallel.)
+      return await fn(undefined);
     } finally {
       release();
       if (this.tails.get(uid) === tail) this.tails.delete(uid);

@@ -530,4 +530,9 @@ describe("MemoryPodLock", () => {
     await Promise.all([1, 2, 3].map((i) => open.run("q", async () => void order.push(i))));
     expect(order).toEqual([1, 2, 3]);
   });
+
+  it("gives no fence: it cannot be lost, and a pod's runtime calls in flight take no listener from it", async () => {
+    const { MemoryPodLock } = await import("../../src/kuberuntime/pod-lock.js");
+    expect(await new MemoryPodLock().run("p", async (fence) => fence)).toBeUndefined();
+  });
 });
