@@ -231,17 +231,19 @@ describe("the test harness leaves the data plane off", () => {
   // The default is auto (on as root), and there is one `inet podsync` table and one DNS address per machine, so
   // every node a test or bench starts must say PODSYNC_SERVICE_DATAPLANE itself, or inherit the suite's `off`
   // (vitest.config.ts `env`) by spreading process.env; the data plane's own files run one at a time
-  // (test/support/machine-lock.ts). This check reads whole files, so a file that spreads process.env elsewhere
-  // passes it; the machine's data plane hold (src/services/dataplane-hold.ts) is what keeps such a node from
-  // overwriting another's rules: it gets no data plane, or, first there, makes the Services files fail naming it.
+  // (test/support/machine-lock.ts). startNode takes the settings it is given, not process.env, so a file that calls
+  // it names the setting (a file that spread process.env for kubectl passed the looser check, and its node took the
+  // README test's table). The check reads whole files; the machine's data plane hold
+  // (src/services/dataplane-hold.ts) is what keeps a node that slips through from overwriting another's rules.
   it("every file that starts a node names the setting or inherits the suite's", () => {
-    const starts = /startNode\(|"dist\/node\.js"|"serve"/;
+    const spawns = /"dist\/node\.js"|"serve"/;
     const offenders = (readdirSync("test", { recursive: true }) as string[])
       .filter((f) => f.endsWith(".ts"))
       .map((f) => join("test", f))
       .filter((f) => {
         const text = readFileSync(f, "utf8");
-        return starts.test(text) && !text.includes("PODSYNC_SERVICE_DATAPLANE") && !text.includes("...process.env");
+        if (text.includes("PODSYNC_SERVICE_DATAPLANE")) return false;
+        return /startNode\(/.test(text) || (spawns.test(text) && !text.includes("...process.env"));
       });
     expect(offenders).toEqual([]);
   });
