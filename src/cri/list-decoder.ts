@@ -149,11 +149,10 @@ function itemKey(maps: ReadonlySet<number>) {
       if (end < 0) return raw();
       const n = Math.floor(fieldTag / 8);
       if ((fieldTag & 7) === 2 && maps.has(n)) {
-        // The entry's key: its field 1, first in the entry as every encoder writes it.
-        varint(buf, pos);
-        varint(buf, at);
+        // The entry's key: its field 1, first in the entry as every encoder writes it (fieldEnd left `at` at the
+        // entry's payload).
         const keyStart = at;
-        if (at < 0 || buf[keyStart] !== 0x0a) return raw();
+        if (buf[keyStart] !== 0x0a) return raw();
         const keyEnd = fieldEnd(buf, keyStart);
         if (keyEnd < 0 || keyEnd > end) return raw();
         e.push(n, pos, end, keyStart, keyEnd - keyStart);
