@@ -43,15 +43,16 @@ export interface ServiceDataplane {
   stop(): Promise<void>;
 }
 
-export async function startServiceDataplane(o: {
+export interface DataplaneStart {
   source: ServiceSource;
   settings: DataplaneSettings;
   log?: (rec: Record<string, unknown>) => void;
   /** The machine's one data plane (dataplane-hold.ts), taken before anything is written or bound; when another
    * node has it, this one starts neither the proxier nor the DNS and says why. */
   hold?: () => Promise<DataplaneHold>;
-}): Promise<ServiceDataplane> {
-  const s = o.settings;
+}
+
+export async function startServiceDataplane(o: DataplaneStart): Promise<ServiceDataplane> {
   const log = o.log ?? (() => undefined);
   const hold = await o.hold?.();
   if (hold && !hold.held) {
@@ -59,6 +60,22 @@ export async function startServiceDataplane(o: {
     const health = { available: false, proxy: { available: false, reason: hold.reason, syncs: 0, failures: 0 } };
     return { health: () => structuredClone(health), stop: async () => {} };
   }
+  try {
+    return await startPlanes(o, log, async () => hold?.release());
+  } catch (e) {
+    // A start that failed (a wildcard cluster DNS address) leaves the machine's data plane to the next node.
+    await hold?.release();
+    throw e;
+  }
+}
+
+/** The cluster DNS and the proxier, with the machine's hold taken; `release` gives the hold back at stop. */
+async function startPlanes(
+  o: DataplaneStart,
+  log: (rec: Record<string, unknown>) => void,
+  release: () => Promise<void>,
+): Promise<ServiceDataplane> {
+  const s = o.settings;
   let dns: DnsServer | undefined;
   let stats: ReturnType<typeof createAnswerer> | undefined;
   let unsubscribe = () => undefined as unknown;
@@ -107,7 +124,7 @@ export async function startServiceDataplane(o: {
       unsubscribe();
       await proxier?.stop();
       await dns?.close();
-      await hold?.release();
+      await release();
     },
   };
 }

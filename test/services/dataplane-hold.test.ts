@@ -93,4 +93,19 @@ describe("the machine's data plane hold", () => {
     expect(servicesRefusalFor("auto", dp)).toContain(`unavailable: ${reason}`);
     await dp.stop();
   });
+
+  it("is given back when the start fails after taking it (a wildcard cluster DNS address), and at stop", async () => {
+    const releases: string[] = [];
+    const hold = async () => ({ held: true as const, release: async () => void releases.push("released") });
+    const settings = { serviceCIDRs: ["10.96.0.0/16"], clusterDomain: "cluster.local", proxy: false };
+    const bad = { ...settings, dns: { address: "0.0.0.0", port: 0, upstreams: [] } };
+    await expect(startServiceDataplane({ source: memoryServiceSource({}), settings: bad, hold })).rejects.toThrow(
+      /PODSYNC_CLUSTER_DNS: 0\.0\.0\.0 is not one node-local address/,
+    );
+    expect(releases).toEqual(["released"]);
+    const dp = await startServiceDataplane({ source: memoryServiceSource({}), settings, hold });
+    expect(releases).toEqual(["released"]);
+    await dp.stop();
+    expect(releases).toEqual(["released", "released"]);
+  });
 });
